@@ -1,0 +1,49 @@
+# cocoeval — every target installs what it needs into .venv first.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+DEMO   ?= build/demo
+# llama-cpp-python builds from source; a native build crashes at inference on some CPUs.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
+
+.PHONY: install install-local demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[notebooks,dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed-local: $(VENV)/.installed
+	$(PY) -m pip install -q -e ".[notebooks,local,dev]"
+	touch $@
+
+install-local: $(VENV)/.installed-local
+
+## The main job (offline, no API key): demo data -> benchmark
+demo: install
+	$(VENV)/bin/cocoeval demo-data --out $(DEMO)/data
+	$(VENV)/bin/cocoeval build \
+	  --source qmsum:$(DEMO)/data/qmsum \
+	  --source convokit:$(DEMO)/data/debate-corpus \
+	  --source tcr:$(DEMO)/data/tcr \
+	  --source chat:$(DEMO)/data/chat#demo_chat \
+	  --per-dataset 2 --out $(DEMO)/bench
+	$(VENV)/bin/cocoeval show $(DEMO)/bench "$$(head -1 $(DEMO)/bench/eval.jsonl | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["id"])')" --max-chars 300 | head -40
+
+## The tests
+test: install
+	$(VENV)/bin/ruff check cocoeval tests benchmarks
+	$(VENV)/bin/pytest
+
+lint: install
+	$(VENV)/bin/ruff check cocoeval tests benchmarks
+
+## Benchmarks (print figures)
+bench: install
+	$(PY) benchmarks/build_speed.py
+
+clean:
+	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,252 @@
+"""The benchmark builder: conversations -> CoCoEval instances (M, S, x[30], r[30]).
+
+For each conversation long enough, non-overlapping windows of ``history_turns +
+reference_turns`` are laid on a randomly offset (seeded) grid after ``min_prior_turns`` turns
+that are left for the summary. Conversations are shuffled per dataset and split, whole, into
+eval and train: the two splits never share a source conversation. Eval windows are taken
+round-robin across the eval conversations (one per conversation first, then a second, ...).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from . import __version__
+from .context import SummaryIndex, extractive_metadata
+from .errors import NotFoundError
+from .jsonio import read_models, write_json, write_jsonl
+from .schema import Conversation, Instance, Provenance, Turn
+from .sources import SourceReport, SourceSpec, load_conversations, parse_source_spec
+
+
+class BuildConfig(BaseModel):
+    """Options of ``cocoeval build``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    history_turns: int = Field(30, ge=1)
+    """Turns in the history x shown to the simulator."""
+    reference_turns: int = Field(30, ge=1)
+    """Turns in the human reference r (and so in every continuation)."""
+    min_prior_turns: int = Field(10, ge=0)
+    """Turns that must precede x, left for the summary S."""
+    per_dataset: int = Field(50, ge=0)
+    """Eval instances per dataset (the paper: 50)."""
+    train_per_dataset: int | None = Field(None, ge=0)
+    """Train instances per dataset; None takes every window of the train conversations."""
+    eval_share: float = Field(0.5, gt=0, le=1)
+    """Share of a dataset's usable conversations held out for eval; grown, one conversation at
+    a time, when their windows cannot provide ``per_dataset`` instances (one conversation always
+    stays for train when there are two or more)."""
+    max_windows_per_conversation: int | None = Field(None, ge=1)
+    """Cap on instances cut from one conversation (None: as many as fit)."""
+    min_speakers: int = Field(2, ge=1)
+    """Fewest distinct speakers a window (x + r) must have."""
+    merge_same_speaker: bool = False
+    """Merge consecutive turns of the same speaker before windowing."""
+    seed: int = 0
+    """Seed of every random choice; same inputs and seed give byte-identical output."""
+
+    @property
+    def window(self) -> int:
+        return self.history_turns + self.reference_turns
+
+
+def merge_consecutive(turns: list[Turn]) -> list[Turn]:
+    out: list[Turn] = []
+    for t in turns:
+        if out and out[-1].speaker == t.speaker:
+            prev = out[-1]
+            raw = None
+            if prev.raw_text is not None or t.raw_text is not None:
+                raw = f"{prev.raw_text or prev.text} {t.raw_text or t.text}"
+            out[-1] = prev.model_copy(update={"text": f"{prev.text} {t.text}", "raw_text": raw,
+                                              "merged": (prev.merged or 1) + 1})
+        else:
+            out.append(t)
+    return out
+
+
+def candidate_windows(n_turns: int, cfg: BuildConfig, rng: random.Random) -> list[int]:
+    """Start indices (of x) of non-overlapping windows on a randomly offset grid."""
+    room = n_turns - cfg.min_prior_turns
+    count = room // cfg.window
+    if count <= 0:
+        return []
+    offset = rng.randint(0, room - count * cfg.window)
+    return [cfg.min_prior_turns + offset + j * cfg.window for j in range(count)]
+
+
+def make_instance(conv: Conversation, start: int, split: str, cfg: BuildConfig,
+                  index: SummaryIndex | None = None) -> Instance:
+    index = index or SummaryIndex(conv.turns[:start])
+    history = conv.turns[start : start + cfg.history_turns]
+    reference = conv.turns[start + cfg.history_turns : start + cfg.window]
+    return Instance(
+        id=f"{conv.dataset}/{conv.id}/{start}",
+        dataset=conv.dataset,
+        split=split,  # type: ignore[arg-type]
+        metadata=extractive_metadata(conv, history),
+        summary=index.summary(start),
+        history=history,
+        reference=reference,
+        provenance=Provenance(
+            source_file=conv.source_file, source_format=conv.source_format,
+            conversation_id=conv.id, start_index=start,
+            history_source_index=history[0].source_index, seed=cfg.seed,
+            builder_version=__version__,
+        ),
+    )
+
+
+def _round_robin(items: list[tuple[Conversation, list[int]]], limit: int | None) -> list[tuple[Conversation, int]]:
+    out: list[tuple[Conversation, int]] = []
+    depth = 0
+    while limit is None or len(out) < limit:
+        layer = [(c, w[depth]) for c, w in items if depth < len(w)]
+        if not layer:
+            break
+        out.extend(layer if limit is None else layer[: limit - len(out)])
+        depth += 1
+    return out
+
+
+class BuildResult(BaseModel):
+    eval: list[Instance]
+    train: list[Instance]
+    report: dict
+
+
+def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> BuildResult:
+    """Cut conversations into eval and train instances; report everything skipped."""
+    by_ds: dict[str, dict[str, Conversation]] = defaultdict(dict)
+    skipped: list[dict] = []
+
+    def skip(c: Conversation, reason: str) -> None:
+        skipped.append({"dataset": c.dataset, "conversation": c.id, "file": c.source_file, "reason": reason})
+
+    for c in conversations:
+        if c.id in by_ds[c.dataset]:
+            skip(c, f"duplicate conversation id in dataset {c.dataset} (first kept: "
+                    f"{by_ds[c.dataset][c.id].source_file})")
+            continue
+        by_ds[c.dataset][c.id] = c
+
+    evals: list[Instance] = []
+    trains: list[Instance] = []
+    datasets: dict[str, dict] = {}
+    for ds in sorted(by_ds):
+        usable: list[tuple[Conversation, list[int]]] = []
+        for cid in sorted(by_ds[ds]):
+            c = by_ds[ds][cid]
+            if cfg.merge_same_speaker:
+                c = c.model_copy(update={"turns": merge_consecutive(c.turns)})
+            need = cfg.min_prior_turns + cfg.window
+            if len(c.turns) < need:
+                skip(c, f"too short: {len(c.turns)} turns after cleaning, need {need} "
+                        f"({cfg.min_prior_turns} prior + {cfg.history_turns} history + "
+                        f"{cfg.reference_turns} reference)")
+                continue
+            if len({t.speaker for t in c.turns}) < 2:
+                skip(c, f"single speaker ({c.turns[0].speaker}): not a conversation")
+                continue
+            rng = random.Random(f"{cfg.seed}/{ds}/{cid}")
+            starts = [s for s in candidate_windows(len(c.turns), cfg, rng)
+                      if len({t.speaker for t in c.turns[s : s + cfg.window]}) >= cfg.min_speakers]
+            if not starts:
+                skip(c, f"no window with at least {cfg.min_speakers} distinct speakers")
+                continue
+            rng.shuffle(starts)
+            usable.append((c, starts[: cfg.max_windows_per_conversation]))
+        random.Random(f"{cfg.seed}/{ds}").shuffle(usable)
+        n_eval = 0
+        if cfg.per_dataset > 0 and usable:
+            n_eval = min(len(usable), cfg.per_dataset, max(1, int(cfg.eval_share * len(usable))))
+            cap = sum(len(w) for _, w in usable[:n_eval])
+            while cap < cfg.per_dataset and n_eval < len(usable) - 1:
+                cap += len(usable[n_eval][1])
+                n_eval += 1
+        ev = _round_robin(usable[:n_eval], cfg.per_dataset)
+        tr = _round_robin(usable[n_eval:], cfg.train_per_dataset)
+        indexes: dict[str, SummaryIndex] = {}
+
+        def inst(c: Conversation, s: int, split: str) -> Instance:
+            if c.id not in indexes:
+                indexes[c.id] = SummaryIndex(c.turns)
+            return make_instance(c, s, split, cfg, indexes[c.id])
+
+        evals += sorted((inst(c, s, "eval") for c, s in ev), key=lambda i: i.id)
+        trains += sorted((inst(c, s, "train") for c, s in tr), key=lambda i: i.id)
+        info = {
+            "conversations": len(by_ds[ds]),
+            "usable_conversations": len(usable),
+            "eval_conversations": n_eval,
+            "train_conversations": len(usable) - n_eval,
+            "eval_instances": len(ev),
+            "train_instances": len(tr),
+        }
+        if len(ev) < cfg.per_dataset:
+            info["eval_shortfall"] = (f"asked for {cfg.per_dataset} eval instances, "
+                                      f"{len(ev)} fit in {n_eval} eval conversations")
+        datasets[ds] = info
+    report = {
+        "builder_version": __version__,
+        "config": cfg.model_dump(mode="json"),
+        "datasets": datasets,
+        "totals": {"eval_instances": len(evals), "train_instances": len(trains),
+                   "skipped_conversations": len(skipped)},
+        "skipped_conversations": skipped,
+    }
+    return BuildResult(eval=evals, train=trains, report=report)
+
+
+def build(
+    sources: list[str | SourceSpec],
+    out: str | Path,
+    cfg: BuildConfig | None = None,
+    on_error: str = "fail",
+) -> dict:
+    """Load every source, build, and write ``eval.jsonl``, ``train.jsonl`` and ``report.json``."""
+    cfg = cfg or BuildConfig()
+    specs = [parse_source_spec(s) if isinstance(s, str) else s for s in sources]
+    conversations: list[Conversation] = []
+    source_reports = []
+    for spec in specs:
+        rep = SourceReport()
+        conversations += load_conversations(spec, rep, on_error=on_error)  # type: ignore[arg-type]
+        source_reports.append({"source": str(spec), **rep.to_dict()})
+    result = build_instances(conversations, cfg)
+    report = {**result.report, "sources": source_reports}
+    out = Path(out)
+    write_jsonl(out / "eval.jsonl", result.eval)
+    write_jsonl(out / "train.jsonl", result.train)
+    write_json(out / "report.json", report)
+    return report
+
+
+def load_instances(bench_dir: str | Path, split: str | None = "eval") -> list[Instance]:
+    """Read a built benchmark's instances (``split=None``: both splits)."""
+    d = Path(bench_dir)
+    splits = ["eval", "train"] if split is None else [split]
+    out: list[Instance] = []
+    for s in splits:
+        p = d / f"{s}.jsonl"
+        if not p.exists():
+            raise NotFoundError(f"{p} does not exist",
+                                hint="build the benchmark first: cocoeval build --source ... --out DIR")
+        if p.stat().st_size:
+            out += read_models(p, Instance)
+    return out
+
+
+def find_instance(bench_dir: str | Path, instance_id: str) -> Instance:
+    for inst in load_instances(bench_dir, None):
+        if inst.id == instance_id:
+            return inst
+    raise NotFoundError(f"no instance {instance_id!r} in {bench_dir}",
+                        hint="list ids with: cut -c1-200 DIR/eval.jsonl, or see report.json")

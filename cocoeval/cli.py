@@ -1,0 +1,175 @@
+"""The ``cocoeval`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from . import __version__
+from .errors import CocoevalError
+
+
+def _cmd_build(a: argparse.Namespace) -> int:
+    from .bench import BuildConfig, build
+
+    cfg = BuildConfig(
+        history_turns=a.history_turns, reference_turns=a.reference_turns,
+        min_prior_turns=a.min_prior_turns, per_dataset=a.per_dataset,
+        train_per_dataset=a.train_per_dataset, eval_share=a.eval_share,
+        max_windows_per_conversation=a.max_windows_per_conversation,
+        min_speakers=a.min_speakers, merge_same_speaker=a.merge_same_speaker, seed=a.seed,
+    )
+    report = build(a.source, a.out, cfg, on_error=a.on_error)
+    print(f"wrote {a.out}/eval.jsonl, train.jsonl and report.json")
+    print(f"{'dataset':<20} {'convs':>6} {'usable':>6} {'eval':>5} {'train':>6}")
+    for ds, d in report["datasets"].items():
+        print(f"{ds:<20} {d['conversations']:>6} {d['usable_conversations']:>6} "
+              f"{d['eval_instances']:>5} {d['train_instances']:>6}")
+        if "eval_shortfall" in d:
+            print(f"  note: {d['eval_shortfall']}")
+    skipped = report["skipped_conversations"]
+    files = [s for src in report["sources"] for s in src["skipped"]]
+    if skipped or files:
+        print(f"skipped {len(skipped)} conversation(s) and {len(files)} file/record(s); "
+              f"reasons in {a.out}/report.json")
+    if report["totals"]["eval_instances"] + report["totals"]["train_instances"] == 0:
+        print("error: no instance could be built; see the skip reasons in report.json",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_show(a: argparse.Namespace) -> int:
+    from .bench import find_instance
+
+    inst = find_instance(a.bench_dir, a.instance_id)
+    if a.json:
+        print(inst.model_dump_json(indent=2, exclude_none=True))
+        return 0
+    w = a.width
+
+    def para(text: str, indent: str = "  ") -> str:
+        return textwrap.fill(text, width=w, initial_indent=indent, subsequent_indent=indent)
+
+    print(f"{inst.id}  [{inst.dataset}, {inst.split}]")
+    p = inst.provenance
+    print(f"source: {p.source_file} ({p.source_format}), conversation {p.conversation_id}, "
+          f"turns {p.start_index}-{p.start_index + len(inst.history) + len(inst.reference) - 1}")
+    print("\nGoals:")
+    for g in inst.metadata.goals:
+        print(para(f"- {g}"))
+    print("Participants:")
+    for pt in inst.metadata.participants:
+        extra = ", ".join(x for x in (pt.role, pt.stance) if x)
+        print(f"  - {pt.name}" + (f" ({extra})" if extra else ""))
+    print(f"\nSummary ({inst.summary.method}):")
+    print(para(inst.summary.text or "(no earlier turns)"))
+    for title, turns in (("History x", inst.history), ("Reference r", inst.reference)):
+        print(f"\n{title} ({len(turns)} turns):")
+        for i, t in enumerate(turns):
+            print(para(f"{i + 1:>2}. {t.speaker}: {t.text}", "  ")[: a.max_chars])
+    return 0
+
+
+def _cmd_demo_data(a: argparse.Namespace) -> int:
+    from .demo import write_demo_data
+
+    paths = write_demo_data(a.out)
+    for kind, path in paths.items():
+        print(f"{kind}: {path}")
+    print("(illustrative conversations written by cocoeval, not human data)")
+    return 0
+
+
+def _cmd_fetch(a: argparse.Namespace) -> int:
+    print(textwrap.dedent("""\
+        cocoeval does not download data itself. The public homes of the human data:
+
+          QMSum (product / academic / committee meetings, MIT licence):
+            git clone https://github.com/Yale-LILY/QMSum
+            cocoeval build --source qmsum:QMSum/data/ALL/train --source qmsum:QMSum/data/ALL/val ...
+            (or the per-domain folders data/Product, data/Academic, data/Committee with
+             '#qmsum_product' etc. appended to the source)
+
+          IQ2 debates (ConvoKit corpus 'iq2-corpus'):
+            pip install convokit
+            python -c "from convokit import download; print(download('iq2-corpus'))"
+            cocoeval build --source convokit:PATH_PRINTED_ABOVE ...
+
+          SIM and NCPC (TCR dataset, JSON):
+            git clone https://github.com/microsoft/topic_conversation   (data/SIM.json, data/NCPC.json)
+            cocoeval build --source tcr:topic_conversation/data/SIM.json ...
+        """))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="cocoeval", description="CoCoEval workbench: build benchmarks "
+                                "from human conversations, simulate, judge and analyse.")
+    p.add_argument("--version", action="version", version=f"cocoeval {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    b = sub.add_parser("build", help="cut conversations into benchmark instances",
+                       description="Build CoCoEval instances (metadata, summary, history x, "
+                       "reference r) from source conversations. Writes OUT/eval.jsonl, "
+                       "OUT/train.jsonl and OUT/report.json; same inputs and seed give "
+                       "byte-identical files.")
+    b.add_argument("--source", action="append", required=True, metavar="KIND:PATH[#DATASET]",
+                   help="a source to read, repeatable; KIND is qmsum, convokit, tcr or chat; "
+                   "#DATASET overrides the inferred dataset name")
+    b.add_argument("--out", required=True, type=Path, help="output folder")
+    b.add_argument("--per-dataset", type=int, default=50, help="eval instances per dataset (default 50)")
+    b.add_argument("--train-per-dataset", type=int, default=None,
+                   help="train instances per dataset (default: every window of the train conversations)")
+    b.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    b.add_argument("--history-turns", type=int, default=30, help="turns in the history x (default 30)")
+    b.add_argument("--reference-turns", type=int, default=30,
+                   help="turns in the reference r (default 30)")
+    b.add_argument("--min-prior-turns", type=int, default=10,
+                   help="turns that must precede x, for the summary (default 10)")
+    b.add_argument("--min-speakers", type=int, default=2,
+                   help="fewest distinct speakers in a window (default 2)")
+    b.add_argument("--merge-same-speaker", action="store_true",
+                   help="merge consecutive turns of one speaker (off by default)")
+    b.add_argument("--eval-share", type=float, default=0.5,
+                   help="share of each dataset's conversations held out for eval, grown when "
+                   "needed to reach --per-dataset (default 0.5)")
+    b.add_argument("--max-windows-per-conversation", type=int, default=None,
+                   help="cap on instances from one conversation (default: no cap)")
+    b.add_argument("--on-error", choices=["fail", "skip"], default="fail",
+                   help="on a malformed file: stop (default) or skip it and report it")
+    b.set_defaults(func=_cmd_build)
+
+    s = sub.add_parser("show", help="print one instance readably")
+    s.add_argument("bench_dir", type=Path, help="folder written by cocoeval build")
+    s.add_argument("instance_id", help="instance id, e.g. qmsum_product/ES2002a/120")
+    s.add_argument("--json", action="store_true", help="print the instance as JSON")
+    s.add_argument("--width", type=int, default=100, help="wrap width (default 100)")
+    s.add_argument("--max-chars", type=int, default=2000, help="longest turn printed (default 2000)")
+    s.set_defaults(func=_cmd_show)
+
+    d = sub.add_parser("demo-data", help="write the illustrative demo conversations")
+    d.add_argument("--out", type=Path, required=True, help="output folder")
+    d.set_defaults(func=_cmd_demo_data)
+
+    f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
+    f.set_defaults(func=_cmd_fetch)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except CocoevalError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

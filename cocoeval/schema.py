@@ -1,0 +1,191 @@
+"""The data model: turns, conversations, benchmark instances, continuations and judgments.
+
+Everything is a pydantic model persisted as one JSON object per line (JSONL); never pickle.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Split = Literal["eval", "train"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    def to_json(self) -> str:
+        """Compact, deterministic JSON (fields in declaration order; unset optionals omitted)."""
+        return self.model_dump_json(exclude_none=True)
+
+
+class Turn(_Model):
+    """One utterance."""
+
+    speaker: str
+    """Who speaks (a participant's name as in the source, or user/assistant in chats)."""
+    text: str
+    """What they say, cleaned of transcription artefacts."""
+    raw_text: str | None = None
+    """The source text, kept only when cleaning changed it."""
+    source_index: int | None = None
+    """Position of the utterance in the source file's turn list (the first one when merged)."""
+    merged: int | None = None
+    """How many consecutive source utterances were merged into this turn (only when > 1)."""
+
+
+class Participant(_Model):
+    """A participant of a conversation."""
+
+    name: str
+    """The speaker label used in turns."""
+    role: str | None = None
+    """Their role (e.g. 'Project Manager', 'moderator'), where the data says it."""
+    stance: str | None = None
+    """Their stance in a debate ('for', 'against', ...), where known."""
+
+
+class Conversation(_Model):
+    """A whole conversation as loaded from a source file."""
+
+    id: str
+    """Identifier, unique within its dataset."""
+    dataset: str
+    """Dataset name, e.g. qmsum_product, iq2, sim, ncpc, sharechat, or a user's own."""
+    source_format: str
+    """Loader that read it (qmsum, convokit, tcr, chat)."""
+    source_file: str
+    """File it came from."""
+    participants: list[Participant] = Field(default_factory=list)
+    """Speakers in order of first appearance, with roles/stances where the data has them."""
+    goals: list[str] = Field(default_factory=list)
+    """Conversation goals: meeting topics, debate motion, agenda."""
+    turns: list[Turn]
+    """The turns, in order, after cleaning."""
+    meta: dict[str, Any] = Field(default_factory=dict)
+    """Anything else the source provides (topic spans, votes, dates, dropped-turn counts)."""
+
+
+class Metadata(_Model):
+    """M: what a simulator is told about the conversation."""
+
+    goals: list[str]
+    """Conversation goals (topics, motion, agenda)."""
+    participants: list[Participant]
+    """Participants, with roles/stances where known."""
+    method: str = "extractive"
+    """How M was made: 'extractive' (from the data) or 'llm'."""
+    model: str | None = None
+    """Model spec when method is 'llm'."""
+    extra: dict[str, Any] = Field(default_factory=dict)
+    """Source-specific extras (e.g. the topics under discussion in the history)."""
+
+
+class Summary(_Model):
+    """S: a paragraph summarising the conversation before the history window."""
+
+    text: str
+    """The paragraph (empty when no turn precedes the history)."""
+    method: str = "extractive"
+    """How S was made: 'extractive' or 'llm'."""
+    model: str | None = None
+    """Model spec when method is 'llm'."""
+    covers_turns: int = 0
+    """Number of turns before the history that the summary covers."""
+
+
+class Provenance(_Model):
+    """Where an instance comes from, enough to find its turns again in the source."""
+
+    source_file: str
+    source_format: str
+    conversation_id: str
+    start_index: int
+    """Index, in the loaded conversation's turns, of the first history turn."""
+    history_source_index: int | None = None
+    """source_index of the first history turn."""
+    seed: int
+    builder_version: str
+
+
+class Instance(_Model):
+    """A CoCoEval benchmark instance: M, S, x (history) and r (human reference)."""
+
+    id: str
+    dataset: str
+    split: Split
+    metadata: Metadata
+    summary: Summary
+    history: list[Turn]
+    """x: the turns shown to the simulator."""
+    reference: list[Turn]
+    """r: the turns the humans actually said next."""
+    provenance: Provenance
+
+    @property
+    def speakers(self) -> list[str]:
+        seen: dict[str, None] = {}
+        for t in [*self.history, *self.reference]:
+            seen.setdefault(t.speaker, None)
+        return list(seen)
+
+
+class CallRecord(_Model):
+    """One LLM call behind a continuation or judgment."""
+
+    request_hash: str
+    model: str
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+    latency_s: float | None = None
+    cache_hit: bool = False
+    status: Literal["ok", "failed"] = "ok"
+    error: str | None = None
+
+
+class Continuation(_Model):
+    """y: a simulated continuation of an instance under one setup."""
+
+    instance_id: str
+    setup_id: str
+    """Hash of everything that defines the setup."""
+    turns: list[Turn] = Field(default_factory=list)
+    calls: list[CallRecord] = Field(default_factory=list)
+    status: Literal["ok", "invalid"] = "ok"
+    reason: str | None = None
+    """Why the continuation is invalid."""
+    notes: list[str] = Field(default_factory=list)
+    """Recoverable problems met while generating (repaired speakers, extra turns dropped...)."""
+
+
+class TurnLabel(_Model):
+    """The behaviours a judge found in one turn."""
+
+    turn: int
+    """0-based index into the judged turns."""
+    behaviours: list[str] = Field(default_factory=list)
+    """Behaviour ids from the taxonomy."""
+    evidence: dict[str, str] = Field(default_factory=dict)
+    """Behaviour id to the judge's short evidence."""
+
+
+class Judgment(_Model):
+    """A judge's verdict on one target (the human reference or a continuation)."""
+
+    instance_id: str
+    target: str
+    """'reference' or a setup id."""
+    judge_id: str
+    kind: Literal["overall", "fine_grained"]
+    taxonomy_hash: str
+    consistency: int | None = Field(default=None, ge=1, le=10)
+    collaborativeness: int | None = Field(default=None, ge=1, le=10)
+    rationale: str | None = None
+    labels: list[TurnLabel] = Field(default_factory=list)
+    status: Literal["ok", "repaired", "invalid"] = "ok"
+    reason: str | None = None
+    raw: str | None = None
+    """The raw judge answer, kept when it was repaired or invalid."""
+    calls: list[CallRecord] = Field(default_factory=list)

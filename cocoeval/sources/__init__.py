@@ -1,0 +1,30 @@
+"""Source loaders: one module per format, each registered by name, all yielding Conversations.
+
+A source is named on the command line as ``KIND:PATH`` or ``KIND:PATH#DATASET`` (``#DATASET``
+overrides the dataset name the loader infers). ``available_sources()`` lists the kinds.
+"""
+
+from __future__ import annotations
+
+from ._registry import (
+    SourceReport,
+    SourceSpec,
+    available_sources,
+    load_conversations,
+    parse_source_spec,
+    source,
+)
+from ._text import clean_transcript
+
+# Importing the modules registers their loaders (no heavy dependencies).
+from . import chat, convokit, qmsum, tcr  # noqa: E402, F401, I001
+
+__all__ = [
+    "SourceReport",
+    "SourceSpec",
+    "available_sources",
+    "clean_transcript",
+    "load_conversations",
+    "parse_source_spec",
+    "source",
+]

@@ -1,0 +1,135 @@
+"""The registry of source loaders and the generic loading loop with its report."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+from ..errors import ConfigError, InputError
+from ..schema import Conversation, Participant, Turn
+
+
+@dataclass
+class SourceReport:
+    """What a load read, skipped and dropped, and why."""
+
+    files_read: int = 0
+    conversations: int = 0
+    skipped: list[dict] = field(default_factory=list)
+    """Each: {file, record, reason} for a file, conversation or record left out."""
+    dropped_turns: Counter = field(default_factory=Counter)
+    """Reason to number of source turns dropped (empty after cleaning, pseudo-speaker...)."""
+
+    def skip(self, file: str | Path, record: str | None, reason: str) -> None:
+        self.skipped.append({"file": str(file), "record": record, "reason": reason})
+
+    def drop(self, reason: str, n: int = 1) -> None:
+        if n:
+            self.dropped_turns[reason] += n
+
+    def to_dict(self) -> dict:
+        return {
+            "files_read": self.files_read,
+            "conversations": self.conversations,
+            "skipped": self.skipped,
+            "dropped_turns": dict(sorted(self.dropped_turns.items())),
+        }
+
+
+class Loader(Protocol):
+    """A source format: how to find its files and how to read one."""
+
+    def files(self, path: Path) -> list[Path]: ...
+
+    def load_file(
+        self, path: Path, dataset: str | None, report: SourceReport
+    ) -> Iterator[Conversation]: ...
+
+
+_LOADERS: dict[str, Loader] = {}
+
+
+def source(name: str) -> Callable[[type], type]:
+    """Class decorator registering a loader under ``name``."""
+
+    def register(cls: type) -> type:
+        _LOADERS[name] = cls()
+        return cls
+
+    return register
+
+
+def available_sources() -> list[str]:
+    return sorted(_LOADERS)
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    kind: str
+    path: Path
+    dataset: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.path}" + (f"#{self.dataset}" if self.dataset else "")
+
+
+def parse_source_spec(spec: str) -> SourceSpec:
+    """Parse ``KIND:PATH[#DATASET]``."""
+    kind, sep, rest = spec.partition(":")
+    if not sep or not rest:
+        raise ConfigError(f"source {spec!r} is not of the form KIND:PATH",
+                          hint=f"e.g. qmsum:data/qmsum/product; kinds: {', '.join(available_sources())}")
+    if kind not in _LOADERS:
+        raise ConfigError(f"unknown source kind {kind!r} in {spec!r}",
+                          hint=f"use one of: {', '.join(available_sources())}")
+    path, _, dataset = rest.partition("#")
+    return SourceSpec(kind, Path(path), dataset or None)
+
+
+def load_conversations(
+    spec: SourceSpec | str,
+    report: SourceReport | None = None,
+    on_error: Literal["fail", "skip"] = "fail",
+) -> Iterator[Conversation]:
+    """Yield every conversation of a source. Malformed files raise InputError, or are skipped
+    and reported when ``on_error='skip'``."""
+    spec = parse_source_spec(spec) if isinstance(spec, str) else spec
+    report = report if report is not None else SourceReport()
+    loader = _LOADERS[spec.kind]
+    if not spec.path.exists():
+        raise InputError("path does not exist", file=str(spec.path),
+                         hint=f"give an existing file or folder for the {spec.kind} source")
+    files = loader.files(spec.path)
+    if not files:
+        raise InputError(f"no {spec.kind} files found here", file=str(spec.path),
+                         hint="check the path and the source kind")
+    for f in files:
+        report.files_read += 1
+        try:
+            convs = list(loader.load_file(f, spec.dataset, report))
+        except InputError as e:
+            if on_error == "fail":
+                raise
+            report.skip(f, e.record and str(e.record), f"malformed: {e.problem}")
+            continue
+        for c in convs:
+            report.conversations += 1
+            yield c
+
+
+def participants_in_order(turns: list[Turn], info: dict[str, Participant]) -> list[Participant]:
+    """Participants in order of first appearance; known roles/stances from ``info``."""
+    out: dict[str, Participant] = {}
+    for t in turns:
+        if t.speaker not in out:
+            out[t.speaker] = info.get(t.speaker) or Participant(name=t.speaker)
+    return list(out.values())
+
+
+def sorted_files(path: Path, pattern: str) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob(pattern) if p.is_file() and not p.name.startswith("."))

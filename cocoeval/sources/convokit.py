@@ -1,0 +1,128 @@
+"""ConvoKit corpus directories (``utterances.jsonl``, ``speakers.json``, ``conversations.json``).
+
+One conversation per ``conversation_id``, turns ordered by timestamp. For debate corpora such as
+IQ2 the speakers' stances come from the conversation's for/against/moderator lists (or the
+speakers' meta) and the debate motion becomes the goal. Non-speech pseudo-speakers (RESULTS,
+which holds vote tallies and timings) are dropped and reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import InputError
+from ..jsonio import iter_jsonl, read_json, validate
+from ..schema import Conversation, Participant, Turn
+from ._registry import SourceReport, participants_in_order, source
+from ._text import normalise_space
+
+PSEUDO_SPEAKERS = frozenset({"RESULTS"})
+"""Speaker labels that are not people (vote results, timing notes)."""
+
+_STANCE_ROLE = {"mod": "moderator", "moderator": "moderator", "for": "debater for the motion",
+                "against": "debater against the motion", "audience": "audience member"}
+_MOTION = re.compile(r"\bmotion(?:\s+is)?[,:]?\s*[\"“]([^\"”]{8,200}?)[.\s]*[\"”]", re.I)
+_TITLE_JUNK = re.compile(r"contact publicist|madison ave|\bfl\.", re.I)
+
+
+class _RawUtterance(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    speaker: str
+    conversation_id: str
+    text: str | None = ""
+    timestamp: float | int | None = None
+    meta: dict[str, Any] | None = None
+
+
+def _optional_json(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    data = read_json(path)
+    if not isinstance(data, dict):
+        raise InputError("expected a JSON object keyed by id", file=str(path),
+                         hint="ConvoKit stores speakers.json/conversations.json as {id: {...}}")
+    return data
+
+
+def find_motion(title: str, turns: list[Turn]) -> tuple[str, str]:
+    """The debate motion and where it came from: the title when it is clean, else the motion
+    the moderator quotes most often, else whatever title there is."""
+    title = normalise_space(title)
+    if title and not _TITLE_JUNK.search(title) and len(title) <= 150:
+        return title, "title"
+    quoted = Counter(m.group(1).strip() for t in turns for m in _MOTION.finditer(t.text))
+    if quoted:
+        return quoted.most_common(1)[0][0], "transcript"
+    return title, "title (noisy)" if title else "none"
+
+
+@source("convokit")
+class ConvoKitLoader:
+    def files(self, path: Path) -> list[Path]:
+        if path.is_file() and path.name == "utterances.jsonl":
+            return [path.parent]
+        if (path / "utterances.jsonl").is_file():
+            return [path]
+        return sorted(p.parent for p in path.rglob("utterances.jsonl"))
+
+    def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]:
+        ufile = path / "utterances.jsonl"
+        corpus = _optional_json(path / "corpus.json")
+        speakers = _optional_json(path / "speakers.json")
+        conv_meta = _optional_json(path / "conversations.json")
+        if dataset is None:
+            name = str(corpus.get("name") or path.name)
+            dataset = "iq2" if "iq2" in name.lower() else re.sub(r"\W+", "_", name).strip("_").lower()
+        grouped: dict[str, list[tuple[tuple, _RawUtterance]]] = defaultdict(list)
+        for n, obj in iter_jsonl(ufile):
+            u = validate(_RawUtterance, obj, file=ufile, record=f"line {n}")
+            key = (u.timestamp is None, u.timestamp if u.timestamp is not None else 0, n)
+            grouped[u.conversation_id].append((key, u))
+        for cid in sorted(grouped):
+            utts = [u for _, u in sorted(grouped[cid], key=lambda kv: kv[0])]
+            meta = conv_meta.get(cid) or {}
+            turns: list[Turn] = []
+            stance_seen: dict[str, str] = {}
+            pseudo = 0
+            for i, u in enumerate(utts):
+                if u.speaker in PSEUDO_SPEAKERS:
+                    pseudo += 1
+                    continue
+                text = normalise_space(u.text or "")
+                if not text:
+                    report.drop("empty utterance")
+                    continue
+                speaker = normalise_space(u.speaker)
+                turns.append(Turn(speaker=speaker, text=text, source_index=i))
+                st = (u.meta or {}).get("speakertype") or (speakers.get(u.speaker) or {}).get("stance")
+                if st:
+                    stance_seen.setdefault(speaker, str(st))
+            if pseudo:
+                report.drop("pseudo-speaker (e.g. RESULTS)", pseudo)
+            info = {}
+            for name in {t.speaker for t in turns}:
+                stance = stance_seen.get(name)
+                for key, st in (("moderator", "mod"), ("for", "for"), ("against", "against")):
+                    if name in (meta.get(key) or []):
+                        stance = st
+                info[name] = Participant(name=name, stance=stance, role=_STANCE_ROLE.get(stance or ""))
+            motion, motion_source = find_motion(str(meta.get("title") or ""), turns)
+            yield Conversation(
+                id=cid,
+                dataset=dataset,
+                source_format="convokit",
+                source_file=str(ufile),
+                participants=participants_in_order(turns, info),
+                goals=[f"Debate the motion: {motion}"] if motion else [],
+                turns=turns,
+                meta={"motion": motion, "motion_source": motion_source,
+                      "pseudo_speaker_turns_dropped": pseudo, "source_turns": len(utts),
+                      **{k: meta[k] for k in ("date", "results") if k in meta}},
+            )

@@ -1,0 +1,123 @@
+"""The behaviour taxonomy: data (a YAML file), not code.
+
+``load_taxonomy()`` returns the default; ``load_taxonomy(path)`` a user's own file of the same
+shape. ``Taxonomy.hash`` is a stable content hash that every judgment records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import InputError
+
+Category = Literal["inconsistent", "uncollaborative"]
+
+
+class Behaviour(BaseModel):
+    """One behaviour of the taxonomy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    """Stable snake_case identifier used in labels and frames."""
+    name: str = Field(min_length=1)
+    """Human-readable name, as shown to judges and in charts."""
+    category: Category
+    """Which family the behaviour belongs to."""
+    definition: str = Field(min_length=1)
+    """One-sentence definition given to judges and to taxonomy-guided simulators."""
+
+
+class Taxonomy(BaseModel):
+    """A named, versioned list of behaviours."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    """Name of this taxonomy."""
+    version: int | str = 1
+    """Version chosen by the taxonomy's author."""
+    categories: dict[str, str] = Field(default_factory=dict)
+    """Category id to a one-line description."""
+    behaviours: tuple[Behaviour, ...]
+    """The behaviours, in display order."""
+
+    @field_validator("behaviours")
+    @classmethod
+    def _non_empty(cls, v: tuple[Behaviour, ...]) -> tuple[Behaviour, ...]:
+        if not v:
+            raise ValueError("a taxonomy needs at least one behaviour")
+        return v
+
+    @model_validator(mode="after")
+    def _unique(self) -> Taxonomy:
+        for attr in ("id", "name"):
+            seen: set[str] = set()
+            for b in self.behaviours:
+                key = getattr(b, attr).lower()
+                if key in seen:
+                    raise ValueError(f"duplicate behaviour {attr} {getattr(b, attr)!r}")
+                seen.add(key)
+        return self
+
+    @cached_property
+    def hash(self) -> str:
+        """sha256 (first 16 hex digits) of the canonical JSON of the content."""
+        canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+    @property
+    def ids(self) -> list[str]:
+        return [b.id for b in self.behaviours]
+
+    def by_category(self, category: str) -> list[Behaviour]:
+        return [b for b in self.behaviours if b.category == category]
+
+    def get(self, key: str) -> Behaviour | None:
+        """Find a behaviour by id or name, ignoring case, spaces, hyphens and underscores."""
+        norm = _norm(key)
+        for b in self.behaviours:
+            if norm in (_norm(b.id), _norm(b.name)):
+                return b
+        return None
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"[\s_\-]+", "", s.strip().lower())
+
+
+def default_taxonomy_path() -> Path:
+    return Path(str(resources.files("cocoeval").joinpath("taxonomy.yaml")))
+
+
+def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
+    """Load a taxonomy YAML file (the default one when ``path`` is None)."""
+    p = Path(path) if path is not None else default_taxonomy_path()
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("taxonomy file not found", file=str(p),
+                         hint="pass the path of an existing YAML file") from None
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        raise InputError(f"not a readable YAML file ({e})", file=str(p),
+                         hint="fix the YAML syntax; see cocoeval/taxonomy.yaml for the shape") from None
+    if not isinstance(data, dict):
+        raise InputError("expected a mapping with 'name' and 'behaviours'", file=str(p),
+                         hint="see cocoeval/taxonomy.yaml for the shape")
+    try:
+        return Taxonomy.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise InputError(f"{loc}: {first['msg']}", file=str(p),
+                         hint="each behaviour needs id (snake_case), name, category "
+                              "(inconsistent|uncollaborative) and definition") from None
