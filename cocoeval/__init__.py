@@ -2,9 +2,9 @@
 
 __version__ = "0.1.0"
 
-from .bench import BuildConfig, build, build_instances, find_instance, load_instances  # noqa: E402
-from .errors import CocoevalError, ConfigError, InputError, NotFoundError  # noqa: E402
-from .schema import (  # noqa: E402
+from .bench import BuildConfig, build, build_instances, find_instance, load_instances
+from .errors import CocoevalError, ConfigError, InputError, NotFoundError
+from .schema import (
     CallRecord,
     Continuation,
     Conversation,
@@ -17,8 +17,8 @@ from .schema import (  # noqa: E402
     Turn,
     TurnLabel,
 )
-from .sources import SourceReport, load_conversations, parse_source_spec  # noqa: E402
-from .taxonomy import Behaviour, Taxonomy, load_taxonomy  # noqa: E402
+from .sources import SourceReport, load_conversations, parse_source_spec
+from .taxonomy import Behaviour, Taxonomy, load_taxonomy
 
 __all__ = [
     "Behaviour", "BuildConfig", "CallRecord", "CocoevalError", "ConfigError", "Continuation",

@@ -140,6 +140,14 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
     evals: list[Instance] = []
     trains: list[Instance] = []
     datasets: dict[str, dict] = {}
+    indexes: dict[tuple[str, str], SummaryIndex] = {}
+
+    def inst(c: Conversation, start: int, split: str) -> Instance:
+        key = (c.dataset, c.id)
+        if key not in indexes:  # analyse each conversation once for all its windows
+            indexes[key] = SummaryIndex(c.turns)
+        return make_instance(c, start, split, cfg, indexes[key])
+
     for ds in sorted(by_ds):
         usable: list[tuple[Conversation, list[int]]] = []
         for cid in sorted(by_ds[ds]):
@@ -173,13 +181,6 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
                 n_eval += 1
         ev = _round_robin(usable[:n_eval], cfg.per_dataset)
         tr = _round_robin(usable[n_eval:], cfg.train_per_dataset)
-        indexes: dict[str, SummaryIndex] = {}
-
-        def inst(c: Conversation, s: int, split: str) -> Instance:
-            if c.id not in indexes:
-                indexes[c.id] = SummaryIndex(c.turns)
-            return make_instance(c, s, split, cfg, indexes[c.id])
-
         evals += sorted((inst(c, s, "eval") for c, s in ev), key=lambda i: i.id)
         trains += sorted((inst(c, s, "train") for c, s in tr), key=lambda i: i.id)
         info = {

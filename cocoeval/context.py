@@ -14,14 +14,7 @@ from .schema import Conversation, Metadata, Summary, Turn
 _SENT = re.compile(r"(?<=[.?!])\s+(?=[\"“A-Z0-9])")
 _WORD = re.compile(r"[a-z][a-z'’-]+")
 STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are as at be because been before
-    being below between both but by can could did do does doing down during each few for from
-    further had has have having he her here hers him his how i if in into is it its itself just
-    let me more most my no nor not now of off on once only or other our ours out over own really
-    right same she should so some such than that the their them then there these they this those
-    through to too under until up us very was we were what when where which while who whom why
-    will with would yeah yes you your yours okay ok oh um uh mm hmm well like know think going
-    gonna get got thing things one actually kind sort mean maybe just said say says""".split())
+    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "out", "over", "own", "really", "right", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "us", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "yeah", "yes", "you", "your", "yours", "okay", "ok", "oh", "um", "uh", "mm", "hmm", "well", "like", "know", "think", "going", "gonna", "get", "got", "thing", "things", "one", "actually", "kind", "sort", "mean", "maybe", "just", "said", "say", "says"])
 
 
 def _content_words(text: str) -> list[str]:

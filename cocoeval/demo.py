@@ -101,13 +101,13 @@ def write_demo_data(out: str | Path, *, turns: int = 100, seed: int = 7) -> dict
               "DANA AGAINST": "against", "EVAN AGAINST": "against"}
     lines = [{"id": "demo-debate-0000", "speaker": "RESULTS", "conversation_id": "demo-debate",
               "reply_to": None, "timestamp": 0, "text": "Pre-debate vote: 40% for, 35% against.",
-              "meta": {"speakertype": "other"}}]
+              "meta": {"speakertype": "other", "note": NOTE}}]
     for i, (s, t) in enumerate(_turns(list(people), "cars", turns, rng), start=1):
         lines.append({"id": f"demo-debate-{i:04d}", "speaker": s, "conversation_id": "demo-debate",
                       "reply_to": lines[-1]["id"], "timestamp": i, "text": t,
-                      "meta": {"speakertype": people[s]}})
+                      "meta": {"speakertype": people[s], "note": NOTE}})
     (cdir / "utterances.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    (cdir / "speakers.json").write_text(json.dumps({s: {"stance": st} for s, st in people.items()}, indent=1))
+    (cdir / "speakers.json").write_text(json.dumps({s: {"stance": st, "note": NOTE} for s, st in people.items()}, indent=1))
     (cdir / "conversations.json").write_text(json.dumps({"demo-debate": {
         "title": "Cities should ban cars from their centres", "note": NOTE,
         "for": ["BEA FOR", "CAL FOR"], "against": ["DANA AGAINST", "EVAN AGAINST"],

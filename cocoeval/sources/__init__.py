@@ -6,6 +6,8 @@ overrides the dataset name the loader infers). ``available_sources()`` lists the
 
 from __future__ import annotations
 
+# Importing the modules registers their loaders (no heavy dependencies).
+from . import chat, convokit, qmsum, tcr  # noqa: F401
 from ._registry import (
     SourceReport,
     SourceSpec,
@@ -15,9 +17,6 @@ from ._registry import (
     source,
 )
 from ._text import clean_transcript
-
-# Importing the modules registers their loaders (no heavy dependencies).
-from . import chat, convokit, qmsum, tcr  # noqa: E402, F401, I001
 
 __all__ = [
     "SourceReport",

@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    if not (SHARED_DATA / "qmsum").is_dir() or not (SHARED_DATA / "iq2-corpus").is_dir():
+        pytest.skip(f"real human data not present at {SHARED_DATA} (only in the project's "
+                    "development checkout; see its README)")
+    return SHARED_DATA
+
+
+def write_json(path: Path, obj) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    return path
+
+
+def qmsum_meeting(n: int, speakers=("Project Manager", "Marketing", "User Interface")) -> dict:
+    return {
+        "topic_list": [{"topic": "Budget", "relevant_text_span": [["0", str(n - 1)]]}],
+        "meeting_transcripts": [
+            {"speaker": speakers[i % len(speakers)], "content": f"Turn number {i} about the budget {{vocalsound}} ."}
+            for i in range(n)
+        ],
+    }
