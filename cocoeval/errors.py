@@ -44,3 +44,9 @@ class ConfigError(CocoevalError):
 
 class NotFoundError(CocoevalError):
     """Something asked for by name or id does not exist."""
+
+
+class FatalLLMError(CocoevalError):
+    """A provider error no retry can fix (bad key, no access, unknown model, no quota).
+
+    The run stops; what completed is kept in the cache."""

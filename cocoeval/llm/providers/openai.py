@@ -1,0 +1,165 @@
+"""OpenAI chat completions: ``openai/``, ``azure/``, ``openai-compatible/`` (vLLM, Ollama, any
+OpenAI-wire server) and ``llama-cpp-server/`` (llama-cpp-python's server, which takes JSON
+schemas as ``json_object`` + ``schema``). The ``openai`` SDK is imported on first use."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Any
+
+from ...errors import ConfigError, FatalLLMError
+from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+from ._errors import classify
+
+_REASONING = re.compile(r"^(o\d|gpt-5(?!.*chat))")
+
+
+@provider("openai")
+class OpenAIProvider(Provider):
+    key_env = "OPENAI_API_KEY"
+    key_required = True
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._client_obj: Any = None
+
+    # -- configuration ------------------------------------------------------------------
+    def api_key(self) -> str | None:
+        return os.environ.get(self.key_env)
+
+    def check_ready(self) -> None:
+        if self.key_required and not self.api_key():
+            raise ConfigError(f"{self.name}/{self.spec.model} needs an API key: {self.key_env} is not set",
+                              hint=f"export {self.key_env}=... (keys are read from the environment only)")
+
+    def make_client(self) -> Any:
+        import openai
+
+        return openai.AsyncOpenAI(api_key=self.api_key() or "not-needed", base_url=self.spec.base_url,
+                                  max_retries=self.max_retries, timeout=self.timeout_s)
+
+    @property
+    def reasoning(self) -> bool:
+        return bool(_REASONING.match(self.spec.model.split("/")[-1]))
+
+    def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
+        drop = []
+        if self.reasoning:
+            drop = [f for f in ("temperature", "presence_penalty", "stop") if getattr(request, f) is not None]
+        elif request.reasoning_effort is not None:
+            drop = ["reasoning_effort"]
+        return request.model_copy(update=dict.fromkeys(drop)), drop
+
+    def response_format(self, request: GenerateRequest) -> dict[str, Any]:
+        return {"type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.json_schema, "strict": True}}
+
+    def kwargs(self, request: GenerateRequest) -> dict[str, Any]:
+        kw: dict[str, Any] = {"model": self.spec.model,
+                              "messages": [m.model_dump() for m in request.messages]}
+        if request.max_tokens is not None:
+            kw["max_completion_tokens" if self.reasoning else "max_tokens"] = request.max_tokens
+        for f in ("temperature", "presence_penalty", "stop", "reasoning_effort", "seed"):
+            if getattr(request, f) is not None:
+                kw[f] = getattr(request, f)
+        if request.json_schema is not None:
+            kw["response_format"] = self.response_format(request)
+        return kw
+
+    # -- the call -------------------------------------------------------------------------
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        import openai
+
+        if self._client_obj is None:
+            self._client_obj = self.make_client()
+        t0 = time.perf_counter()
+        try:
+            raw = await self._client_obj.chat.completions.with_raw_response.create(**self.kwargs(request))
+            resp = raw.parse()
+        except openai.APIError as e:
+            raise classify(e, provider=self.name, model=self.spec.model, key_env=self.key_env) from None
+        except (FatalLLMError, CallError):
+            raise
+        except Exception as e:  # an unparseable body is a failed call, not a crash
+            raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
+        latency = time.perf_counter() - t0
+        if not getattr(resp, "choices", None):
+            raise CallError("malformed_response", "no choices in the answer")
+        choice = resp.choices[0]
+        if choice.finish_reason == "content_filter":
+            raise CallError("content_filter", "the provider's content filter stopped the answer")
+        if getattr(choice.message, "refusal", None):
+            raise CallError("refusal", str(choice.message.refusal))
+        u = resp.usage
+        details = getattr(u, "prompt_tokens_details", None) if u else None
+        return GenerateResponse(
+            text=choice.message.content or "",
+            finish_reason=choice.finish_reason,
+            usage=Usage(input_tokens=getattr(u, "prompt_tokens", 0) or 0,
+                        cached_input_tokens=getattr(details, "cached_tokens", 0) or 0,
+                        output_tokens=getattr(u, "completion_tokens", 0) or 0),
+            latency_s=latency,
+            request_id=raw.headers.get("x-request-id") or getattr(resp, "id", None),
+            model=getattr(resp, "model", None),
+        )
+
+    async def aclose(self) -> None:
+        if self._client_obj is not None:
+            await self._client_obj.close()
+            self._client_obj = None
+
+
+@provider("azure")
+class AzureOpenAIProvider(OpenAIProvider):
+    """``azure/<deployment>``: endpoint from AZURE_OPENAI_ENDPOINT (or ``@URL``), API version
+    from OPENAI_API_VERSION, key from AZURE_OPENAI_API_KEY."""
+
+    key_env = "AZURE_OPENAI_API_KEY"
+    default_api_version = "2024-10-21"
+
+    def check_ready(self) -> None:
+        super().check_ready()
+        if not (self.spec.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")):
+            raise ConfigError("azure needs an endpoint: AZURE_OPENAI_ENDPOINT is not set",
+                              hint="export AZURE_OPENAI_ENDPOINT=https://NAME.openai.azure.com "
+                                   "or write azure/DEPLOYMENT@https://...")
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {**super().cache_identity(),
+                "base_url": self.spec.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")}
+
+    def make_client(self) -> Any:
+        import openai
+
+        return openai.AsyncAzureOpenAI(
+            api_key=self.api_key(), azure_endpoint=self.spec.base_url or os.environ["AZURE_OPENAI_ENDPOINT"],
+            api_version=os.environ.get("OPENAI_API_VERSION", self.default_api_version),
+            max_retries=self.max_retries, timeout=self.timeout_s)
+
+
+@provider("openai-compatible")
+class OpenAICompatibleProvider(OpenAIProvider):
+    """Any server speaking the OpenAI wire format: ``openai-compatible/<model>@http://host/v1``.
+    Key from OPENAI_COMPATIBLE_API_KEY when the server wants one."""
+
+    key_env = "OPENAI_COMPATIBLE_API_KEY"
+    key_required = False
+
+    def check_ready(self) -> None:
+        if not self.spec.base_url:
+            raise ConfigError(f"{self.name}/{self.spec.model} needs a server URL",
+                              hint=f"write {self.name}/{self.spec.model}@http://HOST:PORT/v1")
+
+    @property
+    def reasoning(self) -> bool:
+        return False  # self-hosted models take the sampling parameters
+
+
+@provider("llama-cpp-server")
+class LlamaCppServerProvider(OpenAICompatibleProvider):
+    """llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``)."""
+
+    def response_format(self, request: GenerateRequest) -> dict[str, Any]:
+        return {"type": "json_object", "schema": request.json_schema}

@@ -1,0 +1,216 @@
+"""The concurrent runner: cache lookups, rate limits, the SDKs' own retries, accounting.
+
+Each completed call is written to the cache the moment it completes, so a run killed at any time
+(even ``kill -9``) and re-run sends exactly the calls that had not completed. Fatal provider
+errors stop the run with a message that says what to fix; per-call failures (context length,
+content filter, malformed answer, retries exhausted) are returned as failed results with their
+reason and are not cached, so a re-run tries them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from aiolimiter import AsyncLimiter
+from pydantic import BaseModel, ConfigDict, Field
+from tqdm.auto import tqdm
+
+from ..errors import FatalLLMError
+from . import providers as _providers  # noqa: F401  (registers the built-in providers)
+from .base import CallError, GenerateRequest, GenerateResponse, Provider, get_provider, request_key
+from .cache import CachePolicy, CallCache
+from .secrets import install_log_redaction
+from .usage import Ledger, PriceTable, request_tokens
+
+
+class LLMConfig(BaseModel):
+    """How calls are run. Every field can be set in a params file's ``llm:`` section."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(8, ge=1)
+    """Most calls in flight at once."""
+    rpm: int | None = Field(None, ge=1)
+    """Requests-per-minute limit (None: none)."""
+    tpm: int | None = Field(None, ge=1)
+    """Tokens-per-minute limit on estimated input + max output tokens (None: none)."""
+    max_retries: int = Field(5, ge=0)
+    """Retries the provider SDK makes on 408/409/429/5xx and dropped connections, honouring
+    retry-after; there is no second retry loop."""
+    timeout_s: float = Field(120.0, gt=0)
+    """Per-request timeout."""
+    cache: str | None = ".cocoeval/cache.sqlite"
+    """Path of the SQLite call cache (None: no cache)."""
+    cache_policy: CachePolicy = "read_write"
+    """read_write, read_only, refresh or off."""
+    prices: str | None = None
+    """A price table YAML replacing cocoeval/llm/prices.yaml."""
+    progress: bool = True
+    """Show a tqdm progress bar."""
+
+
+class Call(BaseModel):
+    """One request to run."""
+
+    model: str
+    """Model spec, e.g. openai/gpt-4.1."""
+    request: GenerateRequest
+    stage: str = "default"
+    """Accounting bucket: simulate, judge, metadata, summary..."""
+    tag: str | None = None
+    """The caller's label (instance id, turn...)."""
+
+
+class CallResult(BaseModel):
+    key: str
+    model: str
+    stage: str
+    tag: str | None = None
+    status: Literal["ok", "failed"]
+    response: GenerateResponse | None = None
+    reason: str | None = None
+    """Why the call failed (context_length, content_filter, rate_limited, timeout...)."""
+    detail: str | None = None
+    cache_hit: bool = False
+    cost_usd: float | None = None
+
+
+class Runner:
+    """Runs calls through providers, the cache and the limits. Reusable across runs."""
+
+    def __init__(self, config: LLMConfig | None = None, *, cache: CallCache | None = None) -> None:
+        self.config = config or LLMConfig()
+        self.cache = cache or CallCache(self.config.cache, self.config.cache_policy)
+        self.ledger = Ledger(PriceTable.load(self.config.prices))
+        self.sent = 0
+        install_log_redaction()
+
+    # ------------------------------------------------------------------ public
+    def run(self, calls: Sequence[Call]) -> list[CallResult]:
+        """Run calls and return results in order (works inside Jupyter's running loop too)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(calls))
+        box: dict[str, Any] = {}
+
+        def target() -> None:
+            try:
+                box["out"] = asyncio.run(self.arun(calls))
+            except BaseException as e:
+                box["err"] = e
+
+        t = threading.Thread(target=target)
+        t.start()
+        t.join()
+        if "err" in box:
+            raise box["err"]
+        return box["out"]
+
+    async def arun(self, calls: Sequence[Call]) -> list[CallResult]:
+        cfg = self.config
+        providers: dict[str, Provider] = {}
+        ready: set[str] = set()
+        results: list[CallResult | None] = [None] * len(calls)
+        sem = asyncio.Semaphore(cfg.concurrency)
+        rpm = AsyncLimiter(cfg.rpm, 60) if cfg.rpm else None
+        tpm = AsyncLimiter(cfg.tpm, 60) if cfg.tpm else None
+        bar = tqdm(total=len(calls), disable=not cfg.progress, unit="call", dynamic_ncols=True)
+        inflight: dict[str, asyncio.Future] = {}
+
+        def provider_for(model: str) -> Provider:
+            if model not in providers:
+                providers[model] = get_provider(model, max_retries=cfg.max_retries, timeout_s=cfg.timeout_s)
+            return providers[model]
+
+        def done(i: int, res: CallResult) -> None:
+            results[i] = res
+            bar.update(1)
+            t = self.ledger.totals()
+            bar.set_postfix(hits=t["cache_hits"], failed=t["failed"],
+                            tok=f"{t['input_tokens']}/{t['output_tokens']}", usd=f"{t['cost_usd']:.4f}",
+                            refresh=False)
+
+        async def one(i: int, call: Call) -> None:
+            prov = provider_for(call.model)
+            prepared, dropped = prov.prepare(call.request)
+            identity = prov.cache_identity()
+            key = request_key(identity, prepared)
+            base = {"key": key, "model": call.model, "stage": call.stage, "tag": call.tag}
+            if key in inflight:  # the same request twice in one run: send it once
+                res = await asyncio.shield(inflight[key])
+                done(i, res.model_copy(update={**base, "cache_hit": True, "cost_usd": 0.0}))
+                self.ledger.add(call.stage, call.model, None, cache_hit=True)
+                return
+            fut: asyncio.Future = asyncio.get_running_loop().create_future()
+            inflight[key] = fut
+            try:
+                stored = self.cache.get(key)
+                if stored is not None:
+                    res = CallResult(**base, status="ok", cache_hit=True, cost_usd=0.0,
+                                     response=GenerateResponse.model_validate(stored))
+                    self.ledger.add(call.stage, call.model, res.response.usage, cache_hit=True)
+                else:
+                    if call.model not in ready:
+                        prov.check_ready()  # a missing key stops the run before anything is sent
+                        ready.add(call.model)
+                    res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm)
+                fut.set_result(res)
+                done(i, res)
+            except BaseException as e:
+                if not fut.done():
+                    fut.set_exception(e)
+                    fut.exception()  # retrieved: other waiters re-raise it themselves
+                raise
+
+        try:
+            async with asyncio.TaskGroup() as tg:
+                for i, c in enumerate(calls):
+                    tg.create_task(one(i, c))
+        except BaseExceptionGroup as eg:
+            fatal = [e for e in _leaves(eg) if isinstance(e, FatalLLMError)]
+            if fatal:
+                raise fatal[0] from None
+            others = [e for e in _leaves(eg) if not isinstance(e, asyncio.CancelledError)]
+            raise (others[0] if others else eg) from None
+        finally:
+            bar.close()
+            for p in providers.values():
+                with contextlib.suppress(Exception):
+                    await p.aclose()
+        return [r for r in results if r is not None]
+
+    async def _send(self, prov: Provider, prepared: GenerateRequest, dropped: list[str], base: dict,
+                    identity: dict, call: Call, sem: asyncio.Semaphore,
+                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None) -> CallResult:
+        async with sem:
+            if rpm:
+                await rpm.acquire()
+            if tpm:
+                need = request_tokens(prepared) + (prepared.max_tokens or 0)
+                await tpm.acquire(min(need, tpm.max_rate))
+            self.sent += 1
+            try:
+                resp = await prov.generate(prepared)
+            except CallError as e:
+                self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
+                return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500])
+        resp.dropped_params = dropped
+        # persisted the moment it completes
+        self.cache.put(base["key"], identity, prepared.model_dump(mode="json"), resp.model_dump(mode="json"))
+        cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False)
+        return CallResult(**base, status="ok", response=resp, cost_usd=cost)
+
+    def close(self) -> None:
+        self.cache.close()
+
+
+def _leaves(eg: BaseExceptionGroup) -> list[BaseException]:
+    out: list[BaseException] = []
+    for e in eg.exceptions:
+        out += _leaves(e) if isinstance(e, BaseExceptionGroup) else [e]
+    return out

@@ -1,0 +1,163 @@
+"""Prices, token counting, usage/cost ledgers and dry-run estimates."""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from ..errors import InputError
+from .base import GenerateRequest, Usage, parse_model_spec
+
+
+class Price(BaseModel):
+    input: float
+    cached_input: float
+    output: float
+
+
+class PriceTable(BaseModel):
+    batch_discount: float = 0.5
+    free_providers: list[str] = []
+    models: dict[str, Price]
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PriceTable:
+        p = Path(path) if path else Path(str(resources.files("cocoeval.llm").joinpath("prices.yaml")))
+        try:
+            return cls.model_validate(yaml.safe_load(p.read_text(encoding="utf-8")))
+        except Exception as e:
+            raise InputError(f"not a valid price table ({e})", file=str(p),
+                             hint="see cocoeval/llm/prices.yaml for the shape") from None
+
+    def price_for(self, model_spec: str) -> Price | None:
+        """Price of a model (None when unknown); free for in-process/self-hosted providers."""
+        spec = parse_model_spec(model_spec)
+        if spec.provider in self.free_providers:
+            return Price(input=0, cached_input=0, output=0)
+        name = spec.model.split("/")[-1]
+        best = max((k for k in self.models if name.startswith(k)), key=len, default=None)
+        return self.models[best] if best else None
+
+    def cost(self, model_spec: str, usage: Usage, *, batch: bool = False) -> float | None:
+        p = self.price_for(model_spec)
+        if p is None:
+            return None
+        fresh = max(usage.input_tokens - usage.cached_input_tokens, 0)
+        usd = (fresh * p.input + usage.cached_input_tokens * p.cached_input + usage.output_tokens * p.output) / 1e6
+        return usd * (self.batch_discount if batch else 1.0)
+
+
+# ------------------------------------------------------------------ token counting
+
+APPROX_CHARS_PER_TOKEN = 4
+"""Fallback when no tokenizer is available offline: ~4 characters per token for English text
+(OpenAI's rule of thumb); plus 4 tokens of overhead per message."""
+
+
+@lru_cache(maxsize=1)
+def _encoder() -> Any:
+    """tiktoken's o200k_base when its file is already cached locally (it would need the network
+    to download it); otherwise None."""
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR") or os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    if not (os.path.isdir(cache_dir) and os.listdir(cache_dir)):
+        return None
+    try:
+        import tiktoken
+
+        return tiktoken.get_encoding("o200k_base")
+    except Exception:
+        return None
+
+
+def token_method() -> str:
+    return "tiktoken o200k_base" if _encoder() is not None else f"approximation ({APPROX_CHARS_PER_TOKEN} chars/token)"
+
+
+def count_tokens(text: str) -> int:
+    enc = _encoder()
+    if enc is not None:
+        return len(enc.encode(text, disallowed_special=()))
+    return math.ceil(len(text) / APPROX_CHARS_PER_TOKEN)
+
+
+def request_tokens(request: GenerateRequest) -> int:
+    return sum(count_tokens(m.content) + 4 for m in request.messages)
+
+
+# ------------------------------------------------------------------ ledgers
+
+class Ledger:
+    """Usage and cost totals by (stage, model)."""
+
+    FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "output_tokens")
+
+    def __init__(self, prices: PriceTable | None = None) -> None:
+        self.prices = prices or PriceTable.load()
+        self._rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
+            lambda: {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "cost_unknown_calls": 0})
+
+    def add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, failed: bool = False,
+            batch: bool = False) -> float | None:
+        """Record one call; returns its cost (0 for cache hits, None when the price is unknown)."""
+        row = self._rows[(stage, model)]
+        row["calls"] += 1
+        row["cache_hits"] += int(cache_hit)
+        row["failed"] += int(failed)
+        if usage is None or cache_hit:
+            return 0.0 if cache_hit else None
+        row["input_tokens"] += usage.input_tokens
+        row["cached_input_tokens"] += usage.cached_input_tokens
+        row["output_tokens"] += usage.output_tokens
+        cost = self.prices.cost(model, usage, batch=batch)
+        if cost is None:
+            row["cost_unknown_calls"] += 1
+        else:
+            row["cost_usd"] += cost
+        return cost
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [{"stage": s, "model": m, **v} for (s, m), v in sorted(self._rows.items())]
+
+    def totals(self) -> dict[str, Any]:
+        out: dict[str, Any] = {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "cost_unknown_calls": 0}
+        for v in self._rows.values():
+            for k in out:
+                out[k] += v[k]
+        return out
+
+
+class Estimate(BaseModel):
+    calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float | None
+    """None when a model's price is unknown."""
+    token_method: str
+
+
+def estimate(calls: Iterable[tuple[str, GenerateRequest]], *, prices: PriceTable | None = None,
+             expected_output_tokens: int | None = None, batch: bool = False) -> Estimate:
+    """Forecast tokens and cost of (model spec, request) pairs before sending anything.
+    Output tokens: ``expected_output_tokens`` per call, else each request's max_tokens."""
+    prices = prices or PriceTable.load()
+    n = tin = tout = 0
+    cost: float | None = 0.0
+    for model, req in calls:
+        n += 1
+        i = request_tokens(req)
+        o = expected_output_tokens if expected_output_tokens is not None else (req.max_tokens or 0)
+        tin += i
+        tout += o
+        c = prices.cost(model, Usage(input_tokens=i, output_tokens=o), batch=batch)
+        cost = None if c is None or cost is None else cost + c
+    return Estimate(calls=n, input_tokens=tin, output_tokens=tout, cost_usd=cost, token_method=token_method())
