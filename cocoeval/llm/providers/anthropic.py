@@ -6,6 +6,7 @@ presence_penalty, seed and reasoning_effort are not accepted and are dropped (an
 from __future__ import annotations
 
 import json
+import inspect
 import os
 import time
 from typing import Any
@@ -71,6 +72,8 @@ class AnthropicProvider(Provider):
         try:
             raw = await self._client_obj.messages.with_raw_response.create(**self.kwargs(request))
             resp = raw.parse()
+            if inspect.isawaitable(resp):  # the SDKs differ here
+                resp = await resp
         except anthropic.APIError as e:
             raise classify(e, provider=self.name, model=self.spec.model, key_env=self.key_env) from None
         except (FatalLLMError, CallError):

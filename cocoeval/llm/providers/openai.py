@@ -4,6 +4,7 @@ schemas as ``json_object`` + ``schema``). The ``openai`` SDK is imported on firs
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import time
@@ -78,6 +79,8 @@ class OpenAIProvider(Provider):
         try:
             raw = await self._client_obj.chat.completions.with_raw_response.create(**self.kwargs(request))
             resp = raw.parse()
+            if inspect.isawaitable(resp):  # the SDKs differ here
+                resp = await resp
         except openai.APIError as e:
             raise classify(e, provider=self.name, model=self.spec.model, key_env=self.key_env) from None
         except (FatalLLMError, CallError):

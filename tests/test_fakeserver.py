@@ -1,0 +1,221 @@
+from __future__ import annotations
+
+import threading
+
+import anthropic
+import openai
+import pytest
+
+from cocoeval.llm.fakeserver import FakeServer, main
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server):
+    server.reset()
+    return server
+
+
+def oai(srv, **kw) -> openai.OpenAI:
+    kw.setdefault("max_retries", 0)
+    return openai.OpenAI(base_url=srv.openai_base, api_key="test", **kw)
+
+
+def ant(srv, **kw) -> anthropic.Anthropic:
+    kw.setdefault("max_retries", 0)
+    return anthropic.Anthropic(base_url=srv.anthropic_base, api_key="test", **kw)
+
+
+def chat(client: openai.OpenAI, text: str, **kw):
+    return client.chat.completions.create(
+        model="gpt-fake", messages=[{"role": "user", "content": text}], **kw)
+
+
+def message(client: anthropic.Anthropic, text: str, **kw):
+    kw.setdefault("max_tokens", 100)
+    return client.messages.create(
+        model="claude-fake", messages=[{"role": "user", "content": text}], **kw)
+
+
+def test_openai_normal_answer(srv):
+    resp = oai(srv).chat.completions.with_raw_response.create(
+        model="gpt-fake",
+        messages=[{"role": "system", "content": "You are terse."},
+                  {"role": "user", "content": "Hello there, how are you?"}])
+    assert resp.headers["x-request-id"].startswith("req_")
+    out = resp.parse()
+    assert out.id.startswith("chatcmpl-")
+    assert out.model == "gpt-fake"
+    assert out.choices[0].message.content == "echo: Hello there, how are you?"
+    assert out.choices[0].finish_reason == "stop"
+    # 14 + 25 characters -> 10 tokens; 31 characters -> 8 tokens
+    assert out.usage.prompt_tokens == 10
+    assert out.usage.completion_tokens == 8
+    assert out.usage.total_tokens == 18
+    assert out.usage.prompt_tokens_details.cached_tokens == 0
+    stats = srv.stats()
+    assert stats["requests"] == 1
+    assert stats["by_path"] == {"/v1/chat/completions": 1}
+    assert stats["prompts"] == {"Hello there, how are you?": 1}
+    assert stats["bodies_last"]["model"] == "gpt-fake"
+    assert stats["in_flight"] == 0
+
+
+def test_anthropic_normal_answer(srv):
+    resp = ant(srv).messages.with_raw_response.create(
+        model="claude-fake", max_tokens=100, system="Be brief.",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "Say something"}]}])
+    assert resp.headers["request-id"].startswith("req_")
+    out = resp.parse()
+    assert out.id.startswith("msg_")
+    assert out.model == "claude-fake"
+    assert out.content[0].type == "text"
+    assert out.content[0].text == "echo: Say something"
+    assert out.stop_reason == "end_turn"
+    assert out.usage.input_tokens == 6  # (9 + 13) / 4
+    assert out.usage.output_tokens == 5
+    assert out.usage.cache_read_input_tokens == 0
+    assert srv.stats()["prompts"] == {"Say something": 1}
+
+
+def test_scripted_answers_and_max_tokens(srv):
+    srv.configure(answers=[{"match": "weather", "text": "It is sunny.", "times": 1},
+                           {"match": "weather", "text": "Rain later."},
+                           {"match": "long", "text": "x" * 100}])
+    client = oai(srv)
+    assert chat(client, "What is the weather?").choices[0].message.content == "It is sunny."
+    assert chat(client, "weather again").choices[0].message.content == "Rain later."
+    assert chat(client, "weather again").choices[0].message.content == "Rain later."
+    cut = chat(client, "a long one", max_tokens=5)
+    assert cut.choices[0].message.content == "x" * 20
+    assert cut.choices[0].finish_reason == "length"
+    out = message(ant(srv), "long please", max_tokens=3)
+    assert out.content[0].text == "x" * 12
+    assert out.stop_reason == "max_tokens"
+    assert srv.stats()["prompts"]["weather again"] == 2
+
+
+def test_rate_limit_then_recover(srv):
+    srv.configure(faults=[{"kind": "429", "retry_after": 0.05}])
+    with pytest.raises(openai.RateLimitError) as err:
+        chat(oai(srv), "hi")
+    assert err.value.response.headers["retry-after"] == "0.05"
+    assert err.value.response.headers["retry-after-ms"] == "50"
+    assert err.value.code == "rate_limit_exceeded"
+
+    srv.reset()
+    srv.configure(faults=[{"kind": "429", "retry_after": 0.05}])
+    out = chat(oai(srv, max_retries=2), "hi")
+    assert out.choices[0].message.content == "echo: hi"
+    assert srv.stats()["requests"] == 2
+
+
+def test_anthropic_overloaded(srv):
+    srv.configure(faults=[{"kind": "529"}])
+    with pytest.raises((anthropic.InternalServerError, anthropic.APIStatusError)) as err:
+        message(ant(srv), "hi")
+    assert err.value.status_code == 529
+    assert err.value.body["error"]["type"] == "overloaded_error"
+
+
+def test_quota_and_auth_errors(srv):
+    srv.configure(faults=[{"kind": "quota"}, {"kind": "401", "match": "key"}])
+    with pytest.raises(openai.RateLimitError) as err:
+        chat(oai(srv), "hi")
+    assert err.value.code == "insufficient_quota"
+    with pytest.raises(openai.AuthenticationError):
+        chat(oai(srv), "bad key")
+    srv.configure(faults=[{"kind": "quota"}])
+    with pytest.raises(anthropic.BadRequestError) as aerr:
+        message(ant(srv), "hi")
+    assert "credit balance" in aerr.value.message
+
+
+def test_context_length(srv):
+    srv.configure(faults=[{"kind": "context_length", "match": "huge"}])
+    assert chat(oai(srv), "small").choices[0].message.content == "echo: small"
+    with pytest.raises(openai.BadRequestError) as err:
+        chat(oai(srv), "a huge prompt")
+    assert err.value.code == "context_length_exceeded"
+    assert err.value.param == "messages"
+
+
+def test_content_filter(srv):
+    srv.configure(faults=[{"kind": "content_filter", "times": 2}])
+    out = chat(oai(srv), "hi")
+    assert out.choices[0].finish_reason == "content_filter"
+    assert out.choices[0].message.content == ""
+    msg = message(ant(srv), "hi")
+    assert msg.stop_reason == "refusal"
+
+
+def test_drop(srv):
+    srv.configure(faults=[{"kind": "drop"}])
+    with pytest.raises(openai.APIConnectionError):
+        chat(oai(srv), "hi")
+    assert srv.stats()["requests"] == 1
+    assert chat(oai(srv), "hi").choices[0].message.content == "echo: hi"
+
+
+def test_malformed(srv):
+    srv.configure(faults=[{"kind": "malformed"}])
+    with pytest.raises(Exception):  # noqa: B017 - any error will do
+        chat(oai(srv), "hi")
+
+
+def test_timeout_fault(srv):
+    srv.configure(faults=[{"kind": "timeout", "delay_s": 2}])
+    with pytest.raises(openai.APITimeoutError):
+        chat(oai(srv, timeout=0.3), "hi")
+
+
+def test_anthropic_tool_use(srv):
+    srv.configure(answers=[{"match": "extract", "text": '{"name": "Ada", "age": 36}'}])
+    tool = {"name": "record", "description": "Record a person.",
+            "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}}}
+    out = message(ant(srv), "please extract", tools=[tool],
+                  tool_choice={"type": "tool", "name": "record"})
+    assert out.stop_reason == "tool_use"
+    block = out.content[0]
+    assert block.type == "tool_use"
+    assert block.name == "record"
+    assert block.id.startswith("toolu_")
+    assert block.input == {"name": "Ada", "age": 36}
+    out = message(ant(srv), "not json", tools=[tool], tool_choice={"type": "tool", "name": "record"})
+    assert out.content[0].input == {}
+
+
+def test_concurrency():
+    with FakeServer(latency_s=0.3) as srv:
+        client = oai(srv)
+        errors: list[BaseException] = []
+
+        def work(i: int) -> None:
+            try:
+                chat(client, f"request {i}")
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors
+        stats = srv.stats()
+        assert stats["requests"] == 8
+        assert stats["max_in_flight"] >= 5
+        assert stats["in_flight"] == 0
+        assert len(stats["times"]) == 8
+
+
+def test_refuses_non_loopback_host(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--host", "10.0.0.1", "--port", "0"])
+    assert exc.value.code != 0
+    assert "loopback" in capsys.readouterr().err
