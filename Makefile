@@ -33,8 +33,8 @@ demo: install
 	  --per-dataset 2 --out $(DEMO)/bench
 	$(VENV)/bin/cocoeval show $(DEMO)/bench "$$(head -1 $(DEMO)/bench/eval.jsonl | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["id"])')" --max-chars 300 | head -40
 
-## The tests
-test: install
+## The tests (the local model too: builds llama-cpp-python once, then pip's cache serves it)
+test: install-local
 	$(VENV)/bin/ruff check cocoeval tests benchmarks
 	$(VENV)/bin/pytest
 
@@ -44,6 +44,7 @@ lint: install
 ## Benchmarks (print figures)
 bench: install
 	$(PY) benchmarks/build_speed.py
+	$(PY) benchmarks/runner_throughput.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -6,7 +6,6 @@ presence_penalty, seed and reasoning_effort are not accepted and are dropped (an
 from __future__ import annotations
 
 import json
-import inspect
 import os
 import time
 from typing import Any
@@ -14,6 +13,32 @@ from typing import Any
 from ...errors import ConfigError, FatalLLMError
 from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
 from ._errors import classify
+from .openai import aiohttp_client
+
+
+def parse_message(body: Any, latency: float) -> GenerateResponse:
+    """Normalise an Anthropic Messages JSON body (tool_use input becomes the JSON text)."""
+    try:
+        stop = body.get("stop_reason")
+        parts = []
+        for block in body.get("content") or []:
+            if block.get("type") == "text":
+                parts.append(block.get("text") or "")
+            elif block.get("type") == "tool_use":
+                parts.append(json.dumps(block.get("input"), ensure_ascii=False))
+        u = body.get("usage") or {}
+        cached = u.get("cache_read_input_tokens") or 0
+        created = u.get("cache_creation_input_tokens") or 0
+        resp = GenerateResponse(
+            text="".join(parts), finish_reason=stop,
+            usage=Usage(input_tokens=(u.get("input_tokens") or 0) + cached + created,
+                        cached_input_tokens=cached, output_tokens=u.get("output_tokens") or 0),
+            latency_s=latency, request_id=body.get("id"), model=body.get("model"))
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise CallError("malformed_response", f"unexpected messages body: {e!r}") from None
+    if stop == "refusal":
+        raise CallError("content_filter", "the model refused (stop_reason: refusal)")
+    return resp
 
 
 @provider("anthropic")
@@ -67,40 +92,18 @@ class AnthropicProvider(Provider):
         if self._client_obj is None:
             self._client_obj = anthropic.AsyncAnthropic(
                 api_key=os.environ.get(self.key_env), base_url=self.spec.base_url,
-                max_retries=self.max_retries, timeout=self.timeout_s)
+                max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(anthropic))
         t0 = time.perf_counter()
         try:
-            raw = await self._client_obj.messages.with_raw_response.create(**self.kwargs(request))
-            resp = raw.parse()
-            if inspect.isawaitable(resp):  # the SDKs differ here
-                resp = await resp
+            # the SDK's documented raw request path (retries and errors included), parsed here
+            body = await self._client_obj.post("/v1/messages", body=self.kwargs(request), cast_to=object)
         except anthropic.APIError as e:
             raise classify(e, provider=self.name, model=self.spec.model, key_env=self.key_env) from None
         except (FatalLLMError, CallError):
             raise
         except Exception as e:
             raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
-        latency = time.perf_counter() - t0
-        if resp.stop_reason == "refusal":
-            raise CallError("content_filter", "the model refused (stop_reason: refusal)")
-        parts = []
-        for block in resp.content or []:
-            if block.type == "text":
-                parts.append(block.text)
-            elif block.type == "tool_use":
-                parts.append(json.dumps(block.input, ensure_ascii=False))
-        u = resp.usage
-        cached = getattr(u, "cache_read_input_tokens", 0) or 0
-        created = getattr(u, "cache_creation_input_tokens", 0) or 0
-        return GenerateResponse(
-            text="".join(parts),
-            finish_reason=resp.stop_reason,
-            usage=Usage(input_tokens=(u.input_tokens or 0) + cached + created,
-                        cached_input_tokens=cached, output_tokens=u.output_tokens or 0),
-            latency_s=latency,
-            request_id=raw.headers.get("request-id") or resp.id,
-            model=resp.model,
-        )
+        return parse_message(body, time.perf_counter() - t0)
 
     async def aclose(self) -> None:
         if self._client_obj is not None:
