@@ -143,6 +143,9 @@ class CallRecord(_Model):
     cache_hit: bool = False
     status: Literal["ok", "failed"] = "ok"
     error: str | None = None
+    finish_reason: str | None = None
+    dropped_params: list[str] = Field(default_factory=list)
+    """Request parameters the model does not accept, left out of the call."""
 
 
 class Continuation(_Model):
@@ -151,6 +154,8 @@ class Continuation(_Model):
     instance_id: str
     setup_id: str
     """Hash of everything that defines the setup."""
+    setup_name: str | None = None
+    """The setup's label in the params file."""
     turns: list[Turn] = Field(default_factory=list)
     calls: list[CallRecord] = Field(default_factory=list)
     status: Literal["ok", "invalid"] = "ok"
@@ -158,6 +163,8 @@ class Continuation(_Model):
     """Why the continuation is invalid."""
     notes: list[str] = Field(default_factory=list)
     """Recoverable problems met while generating (repaired speakers, extra turns dropped...)."""
+    unknown_speakers: list[str] = Field(default_factory=list)
+    """Speaker names the simulator used that match no participant (their turns are kept)."""
 
 
 class TurnLabel(_Model):

@@ -1,0 +1,153 @@
+"""Turning model output into turns: "Speaker: utterance" lines or JSON, speakers matched to the
+participants, copied turns checked and stripped. Every repair is recorded as a note."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import json_repair
+
+from .schema import Turn
+
+_FENCE = re.compile(r"```(?:json|JSON|text|markdown)?\s*\n?(.*?)```", re.S)
+_LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•>]|#+)\s+")
+_LINE = re.compile(
+    r"^\s*[\*_\[]*\s*(?P<speaker>[^:\*\[\]\n]{1,60}?)\s*[\*_\]]*\s*:\s*[\*_]*\s*(?P<text>.*)$")
+_PAREN = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]\s*")
+_TEXT_KEYS = ("text", "utterance", "content", "message", "turn", "says")
+_SPEAKER_KEYS = ("speaker", "name", "role", "participant", "from")
+
+
+@dataclass
+class Parsed:
+    turns: list[Turn] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unknown_speakers: list[str] = field(default_factory=list)
+
+
+def norm_name(name: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "", name.lower())
+
+
+def match_speaker(raw: str, participants: list[str]) -> tuple[str, str]:
+    """(speaker, how): exact, then case/spacing-insensitive (also without a parenthetical role),
+    else 'unknown' with the name as written."""
+    raw = raw.strip().strip("*_\"'")
+    if raw in participants:
+        return raw, "exact"
+    by_norm = {norm_name(p): p for p in participants}
+    for cand in (raw, _PAREN.sub(" ", raw).strip()):
+        if norm_name(cand) in by_norm:
+            return by_norm[norm_name(cand)], "normalised"
+    return raw, "unknown"
+
+
+def _from_json(obj: Any) -> list[tuple[str, str]] | None:
+    if isinstance(obj, dict):
+        for key in ("turns", "conversation", "continuation", "dialogue", "messages", "utterances"):
+            if isinstance(obj.get(key), list):
+                return _from_json(obj[key])
+        sp = next((obj[k] for k in _SPEAKER_KEYS if isinstance(obj.get(k), str)), None)
+        tx = next((obj[k] for k in _TEXT_KEYS if isinstance(obj.get(k), str)), None)
+        return [(sp, tx)] if sp is not None and tx is not None else None
+    if isinstance(obj, list):
+        out: list[tuple[str, str]] = []
+        for item in obj:
+            if isinstance(item, str):
+                m = _LINE.match(item)
+                if m:
+                    out.append((m.group("speaker"), m.group("text")))
+                continue
+            got = _from_json(item)
+            if got:
+                out.extend(got)
+        return out
+    return None
+
+
+def _from_lines(text: str, notes: list[str]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    skipped = 0
+    for line in text.splitlines():
+        line = _LIST_MARK.sub("", line.strip()).strip()
+        if not line or set(line) <= set("-=*_#`"):
+            continue
+        m = _LINE.match(line)
+        if m and len(m.group("speaker").split()) <= 6 and not m.group("speaker").strip().endswith((".", "!", "?")):
+            out.append((m.group("speaker"), m.group("text")))
+        elif out:
+            sp, tx = out[-1]
+            out[-1] = (sp, f"{tx} {line}".strip())
+        else:
+            skipped += 1
+    if skipped:
+        notes.append(f"ignored {skipped} line(s) of text before the first turn")
+    return out
+
+
+def parse_turns(text: str, participants: list[str], *, truncated: bool = False) -> Parsed:
+    """Parse turns from a model answer. ``truncated``: the answer hit max_tokens, so its last
+    turn may be cut and is dropped."""
+    res = Parsed()
+    body = text.strip()
+    fence = _FENCE.search(body)
+    if fence:
+        body = fence.group(1).strip()
+        res.notes.append("read the turns inside a code fence")
+    pairs: list[tuple[str, str]] | None = None
+    if body[:1] in "[{":
+        try:
+            pairs = _from_json(json.loads(body))
+        except ValueError:
+            repaired = json_repair.loads(body)
+            pairs = _from_json(repaired) if repaired not in ("", None) else None
+            if pairs:
+                res.notes.append("repaired near-valid JSON")
+    if not pairs:
+        pairs = _from_lines(body, res.notes)
+    empty = 0
+    for raw_sp, raw_tx in pairs:
+        tx = raw_tx.strip().strip("*_").strip()
+        if len(tx) >= 2 and tx[0] == tx[-1] and tx[0] in "\"“”":
+            tx = tx[1:-1].strip()
+        if not tx:
+            empty += 1
+            continue
+        sp, how = match_speaker(raw_sp, participants)
+        if how == "normalised" and sp != raw_sp.strip():
+            res.notes.append(f"speaker {raw_sp.strip()!r} matched to {sp!r}")
+        elif how == "unknown":
+            res.notes.append(f"unknown speaker {sp!r}")
+            if sp not in res.unknown_speakers:
+                res.unknown_speakers.append(sp)
+        res.turns.append(Turn(speaker=sp, text=tx))
+    if empty:
+        res.notes.append(f"dropped {empty} empty turn(s)")
+    if truncated and res.turns:
+        res.turns.pop()
+        res.notes.append("dropped the last turn: the answer was cut off at max_tokens")
+    return res
+
+
+def _similar(a: str, b: str) -> float:
+    na, nb = " ".join(a.lower().split()), " ".join(b.lower().split())
+    return difflib.SequenceMatcher(None, na, nb, autojunk=False).ratio()
+
+
+def strip_copied(turns: list[Turn], expected: list[Turn], threshold: float = 0.6) -> tuple[list[Turn], int]:
+    """Remove the leading turns that copy the end of ``expected`` (the most recent turns, in
+    order; a model may copy fewer than asked). Returns the new turns and how many were copies."""
+
+    def same(t: Turn, e: Turn) -> bool:
+        sim = _similar(t.text, e.text)
+        return sim >= 0.85 or (t.speaker == e.speaker and sim >= threshold)
+
+    for n in range(min(len(expected), len(turns)), 0, -1):
+        tail = expected[len(expected) - n:]
+        if all(same(t, e) for t, e in zip(turns[:n], tail, strict=True)):
+            return turns[n:], n
+    return turns, 0

@@ -1,0 +1,280 @@
+"""Simulation: a setup (model × prompt × turns per call × sampling) continues each instance's
+history until it has as many turns as the human reference.
+
+The loop runs in rounds: each unfinished continuation asks for its next k turns, all calls of a
+round go through the runner together (cached, concurrent), answers are parsed and appended. A
+killed run re-runs the same rounds from the cache, so no completed call is repeated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .llm import Call, CallResult, GenerateRequest, Message, Runner
+from .llm.base import canonical_json
+from .parsing import parse_turns, strip_copied
+from .prompts import load_prompt
+from .schema import CallRecord, Continuation, Instance, Metadata, Turn
+from .taxonomy import Taxonomy, load_taxonomy
+
+FORMAT_RULE = ("One turn per line, as `Speaker: utterance`, with each speaker's name written exactly "
+               "as in the participants list. Write only the turns.")
+CHATBOT_SYSTEM_PROMPT = "chatbot"
+
+
+class Setup(BaseModel):
+    """One simulator configuration. Its id hashes everything that changes the output."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """Label used in files, tables and charts."""
+    model: str
+    """Simulator model spec, e.g. openai/gpt-4.1 or a fine-tuned openai/ft:gpt-4.1-...:id."""
+    prompt: str = "vanilla"
+    """vanilla, taxonomy, copy_then_continue (presence-penalty variant), user_simulator, or a path."""
+    turns_per_call: int = Field(30, ge=1)
+    """k: turns generated per call (1, 5, 30 or any other)."""
+    temperature: float | None = None
+    """Sampling temperature (None: the provider's default)."""
+    presence_penalty: float | None = None
+    """Presence penalty; copy_then_continue defaults to 2.0. Dropped where unsupported."""
+    max_tokens_per_turn: int = Field(120, ge=8)
+    """Output budget per requested turn (plus 60 per call)."""
+    n_copy: int = Field(5, ge=1)
+    """copy_then_continue: how many recent turns the model copies first."""
+    kind: Literal["multiparty", "human_ai"] = "multiparty"
+    """multiparty meetings/debates, or human_ai (the simulator plays the user of a chatbot)."""
+    chatbot: str | None = None
+    """human_ai: the assistant model (system prompt "You are a helpful assistant."); default: model."""
+    datasets: list[str] | None = None
+    """Only simulate instances of these datasets (None: every compatible instance)."""
+    max_attempts: int = Field(3, ge=1)
+    """Calls in a row that may yield no usable turn before the continuation is invalid."""
+    sample: int = Field(0, ge=0)
+    """Replicate index: the same setup sampled again gets new calls."""
+
+    @model_validator(mode="after")
+    def _defaults(self) -> Setup:
+        if self.kind == "human_ai":
+            if self.prompt == "vanilla":
+                self.prompt = "user_simulator"
+            self.turns_per_call = 1
+            self.chatbot = self.chatbot or self.model
+        if self.prompt == "copy_then_continue" and self.presence_penalty is None:
+            self.presence_penalty = 2.0
+        return self
+
+    def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
+        prompt = load_prompt(self.prompt)
+        data = self.model_dump(exclude={"name", "datasets"})
+        data["prompt"] = prompt.ref
+        if self.kind == "human_ai":
+            data["chatbot_prompt"] = load_prompt(CHATBOT_SYSTEM_PROMPT).ref
+        if "${behaviours}" in prompt.system + prompt.user:
+            data["taxonomy"] = (taxonomy or load_taxonomy()).hash
+        return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
+
+    def applies_to(self, inst: Instance) -> bool:
+        if self.datasets is not None and inst.dataset not in self.datasets:
+            return False
+        is_chat = inst.provenance.source_format == "chat"
+        return is_chat if self.kind == "human_ai" else not is_chat
+
+
+# ---------------------------------------------------------------- rendering
+
+def format_turns(turns: Sequence[Turn]) -> str:
+    return "\n".join(f"{t.speaker}: {t.text}" for t in turns) or "(none)"
+
+
+def format_metadata(m: Metadata) -> str:
+    lines = ["Goals:"] + [f"- {g}" for g in m.goals or ["(not stated)"]]
+    lines.append("Participants:")
+    for p in m.participants:
+        extra = ", ".join(x for x in (p.role, p.stance and f"stance: {p.stance}") if x)
+        lines.append(f"- {p.name}" + (f" ({extra})" if extra else ""))
+    topics = m.extra.get("topics_in_history")
+    if topics:
+        lines.append("Topics under discussion: " + "; ".join(topics))
+    return "\n".join(lines)
+
+
+def format_behaviours(tax: Taxonomy) -> str:
+    out = []
+    for cat in ("inconsistent", "uncollaborative"):
+        bs = tax.by_category(cat)
+        if bs:
+            out.append(f"{cat.capitalize()} behaviours:")
+            out += [f"- {b.name}: {b.definition}" for b in bs]
+    return "\n".join(out)
+
+
+def participant_names(inst: Instance) -> list[str]:
+    names = [p.name for p in inst.metadata.participants]
+    for t in inst.history:
+        if t.speaker not in names:
+            names.append(t.speaker)
+    return names
+
+
+# ---------------------------------------------------------------- one continuation
+
+class _Task:
+    def __init__(self, setup: Setup, setup_id: str, inst: Instance, taxonomy: Taxonomy) -> None:
+        self.setup, self.setup_id, self.inst = setup, setup_id, inst
+        self.prompt = load_prompt(setup.prompt)
+        self.participants = participant_names(inst)
+        self.behaviours = format_behaviours(taxonomy)
+        self.target = len(inst.reference)
+        self.turns: list[Turn] = []
+        self.calls: list[CallRecord] = []
+        self.notes: list[str] = []
+        self.unknown: list[str] = []
+        self.attempt = 0
+        self.invalid: str | None = None
+        self._asked = 0
+
+    @property
+    def done(self) -> bool:
+        return self.invalid is not None or len(self.turns) >= self.target
+
+    def _request(self, messages: list[Message], max_tokens: int, presence: bool = True) -> GenerateRequest:
+        return GenerateRequest(messages=messages, max_tokens=max_tokens, temperature=self.setup.temperature,
+                               presence_penalty=self.setup.presence_penalty if presence else None,
+                               sample=self.setup.sample * 100 + self.attempt, cache_prefix_messages=1)
+
+    def next_call(self) -> Call:
+        s, inst = self.setup, self.inst
+        tag = f"{inst.id}|{s.name}|turn {len(self.turns) + 1}"
+        so_far = (f"# Turns you have written so far (they continue the history)\n{format_turns(self.turns)}\n\n"
+                  if self.turns else "")
+        if s.kind == "human_ai":
+            if inst.reference[len(self.turns)].speaker == "assistant":
+                return Call(model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request())
+            system, user = self.prompt.render(summary=inst.summary.text or "(none)",
+                                              history=format_turns(inst.history), so_far=so_far)
+            self._asked = 1
+            return Call(model=s.model, stage="simulate", tag=tag, request=self._request(
+                [Message(role="system", content=system), Message(role="user", content=user)],
+                60 + s.max_tokens_per_turn * 4))
+        k = min(s.turns_per_call, self.target - len(self.turns))
+        self._asked = k
+        system, user = self.prompt.render(
+            metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
+            history=format_turns(inst.history), so_far=so_far, k=k,
+            turn_word="turn" if k == 1 else "turns", format_rule=FORMAT_RULE,
+            behaviours=self.behaviours, n_copy=s.n_copy)
+        extra = s.n_copy if s.prompt == "copy_then_continue" else 0
+        return Call(model=s.model, stage="simulate", tag=tag, request=self._request(
+            [Message(role="system", content=system), Message(role="user", content=user)],
+            60 + s.max_tokens_per_turn * (k + extra)))
+
+    def _chat_request(self) -> GenerateRequest:
+        system, _ = load_prompt(CHATBOT_SYSTEM_PROMPT).render()
+        msgs: list[Message] = []
+        for t in [*self.inst.history, *self.turns]:
+            role = "assistant" if t.speaker == "assistant" else "user"
+            if msgs and msgs[-1].role == role:  # providers want alternating roles
+                msgs[-1] = Message(role=role, content=f"{msgs[-1].content}\n\n{t.text}")
+            else:
+                msgs.append(Message(role=role, content=t.text))
+        if msgs and msgs[0].role == "assistant":
+            msgs.insert(0, Message(role="user", content="(The conversation continues.)"))
+        if not msgs or msgs[-1].role == "assistant":
+            msgs.append(Message(role="user", content="(Please continue.)"))
+        self._asked = 1
+        return GenerateRequest(messages=[Message(role="system", content=system), *msgs],
+                               max_tokens=60 + self.setup.max_tokens_per_turn * 4,
+                               temperature=self.setup.temperature,
+                               sample=self.setup.sample * 100 + self.attempt)
+
+    def apply(self, res: CallResult) -> None:
+        r = res.response
+        self.calls.append(CallRecord(
+            request_hash=res.key, model=res.model, cache_hit=res.cache_hit,
+            status=res.status, error=f"{res.reason}: {res.detail}" if res.reason else None,
+            input_tokens=r.usage.input_tokens if r else 0,
+            cached_input_tokens=r.usage.cached_input_tokens if r else 0,
+            output_tokens=r.usage.output_tokens if r else 0,
+            latency_s=r.latency_s if r else None, finish_reason=r.finish_reason if r else None,
+            dropped_params=r.dropped_params if r else []))
+        at = len(self.turns) + 1
+        if res.status != "ok" or r is None:
+            self.invalid = f"call failed at turn {at}: {res.reason}" + (f" ({res.detail})" if res.detail else "")
+            return
+        truncated = r.finish_reason in ("length", "max_tokens")
+        if self.setup.kind == "human_ai":
+            text = re.sub(r"^\s*(user|assistant|human)\s*:\s*", "", r.text.strip(), flags=re.I).strip()
+            speaker = self.inst.reference[len(self.turns)].speaker
+            new = [Turn(speaker=speaker, text=text)] if text else []
+            if truncated and new:
+                self.notes.append(f"turn {at}: the answer was cut off at max_tokens")
+        else:
+            parsed = parse_turns(r.text, self.participants, truncated=truncated)
+            new = parsed.turns
+            self.notes += [f"turn {at}: {n}" for n in parsed.notes]
+            if self.setup.prompt == "copy_then_continue":
+                expected = [*self.inst.history, *self.turns][-self.setup.n_copy:]
+                new, copied = strip_copied(new, expected)
+                if copied < self.setup.n_copy:
+                    self.notes.append(f"turn {at}: found {copied} of the {self.setup.n_copy} copied turns")
+            for u in parsed.unknown_speakers:
+                if u not in self.unknown and any(t.speaker == u for t in new):
+                    self.unknown.append(u)
+        if not new:
+            self.attempt += 1
+            self.notes.append(f"turn {at}: no usable turn in the answer (attempt {self.attempt})")
+            if self.attempt >= self.setup.max_attempts:
+                self.invalid = f"no usable turn in {self.attempt} attempts at turn {at}"
+            return
+        self.attempt = 0
+        if len(new) > self._asked:
+            self.notes.append(f"turn {at}: kept the first {self._asked} of {len(new)} turns")
+            new = new[: self._asked]
+        elif len(new) < self._asked:
+            self.notes.append(f"turn {at}: asked for {self._asked} turns, got {len(new)}; asking for the rest")
+        self.turns += new
+
+    def result(self) -> Continuation:
+        ok = self.invalid is None and len(self.turns) >= self.target
+        return Continuation(
+            instance_id=self.inst.id, setup_id=self.setup_id, setup_name=self.setup.name,
+            turns=self.turns[: self.target], calls=self.calls,
+            status="ok" if ok else "invalid",
+            reason=None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
+            notes=self.notes, unknown_speakers=self.unknown)
+
+
+def simulate(
+    instances: Sequence[Instance],
+    setups: Sequence[Setup],
+    runner: Runner,
+    *,
+    taxonomy: Taxonomy | None = None,
+    on_round: Callable[[int, dict[str, list[Continuation]]], None] | None = None,
+) -> dict[str, list[Continuation]]:
+    """Simulate every setup on every instance it applies to; returns {setup name: continuations}.
+    ``on_round`` receives the partial results after each round (to persist them)."""
+    taxonomy = taxonomy or load_taxonomy()
+    tasks: dict[str, list[_Task]] = {}
+    for s in setups:
+        sid = s.setup_id(taxonomy)
+        tasks[s.name] = [_Task(s, sid, inst, taxonomy) for inst in instances if s.applies_to(inst)]
+    rnd = 0
+    while True:
+        pending = [t for ts in tasks.values() for t in ts if not t.done]
+        if not pending:
+            break
+        results = runner.run([t.next_call() for t in pending])
+        for t, r in zip(pending, results, strict=True):
+            t.apply(r)
+        rnd += 1
+        if on_round is not None:
+            on_round(rnd, {name: [t.result() for t in ts] for name, ts in tasks.items()})
+    return {name: [t.result() for t in ts] for name, ts in tasks.items()}
