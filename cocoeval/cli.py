@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import textwrap
 from pathlib import Path
@@ -105,6 +106,25 @@ def _cmd_fetch(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_run(a: argparse.Namespace) -> int:
+    from .experiment import load_params
+
+    exp = load_params(a.params)
+    stages = tuple(a.stage) if a.stage else ("simulate",)
+    run_dir = exp.run(stages, progress=False if a.no_progress else None)
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    usage = json.loads((run_dir / "usage.json").read_text())
+    print(f"run directory: {run_dir}")
+    for name, s in manifest.get("summary", {}).get("simulate", {}).items():
+        print(f"  {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  of {s['continuations']}")
+    t = usage["totals"]
+    print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent, "
+          f"{t['failed']} failed); tokens in/out: {t['input_tokens']}/{t['output_tokens']}; "
+          f"cost: ${t['cost_usd']:.4f}" + (f" (+{t['cost_unknown_calls']} calls at unknown prices)"
+                                            if t["cost_unknown_calls"] else ""))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cocoeval", description="CoCoEval workbench: build benchmarks "
                                 "from human conversations, simulate, judge and analyse.")
@@ -153,6 +173,16 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo-data", help="write the illustrative demo conversations")
     d.add_argument("--out", type=Path, required=True, help="output folder")
     d.set_defaults(func=_cmd_demo_data)
+
+    r = sub.add_parser("run", help="run the stages a params file asks for",
+                       description="Run a params file (see params/demo.yaml): build or load the "
+                       "benchmark, simulate every setup, write a run directory. Every LLM call is "
+                       "cached: a re-run sends no request and a killed run resumes.")
+    r.add_argument("params", type=Path, help="params YAML file")
+    r.add_argument("--stage", action="append", choices=["simulate"],
+                   help="stage to run, repeatable (default: simulate)")
+    r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.set_defaults(func=_cmd_run)
 
     f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
     f.set_defaults(func=_cmd_fetch)

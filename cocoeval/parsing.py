@@ -69,6 +69,12 @@ def _from_json(obj: Any) -> list[tuple[str, str]] | None:
     return None
 
 
+def _plausible_speaker(name: str) -> bool:
+    """A name has a letter, at most 6 words, and does not end a sentence ("Note that...")."""
+    name = name.strip()
+    return bool(re.search(r"[^\W\d_]", name)) and len(name.split()) <= 6 and not name.endswith((".", "!", "?"))
+
+
 def _from_lines(text: str, notes: list[str]) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     skipped = 0
@@ -77,7 +83,7 @@ def _from_lines(text: str, notes: list[str]) -> list[tuple[str, str]]:
         if not line or set(line) <= set("-=*_#`"):
             continue
         m = _LINE.match(line)
-        if m and len(m.group("speaker").split()) <= 6 and not m.group("speaker").strip().endswith((".", "!", "?")):
+        if m and _plausible_speaker(m.group("speaker")):
             out.append((m.group("speaker"), m.group("text")))
         elif out:
             sp, tx = out[-1]

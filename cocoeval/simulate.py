@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
 from .parsing import parse_turns, strip_copied
-from .prompts import load_prompt
+from .prompts import Prompt, load_prompt
 from .schema import CallRecord, Continuation, Instance, Metadata, Turn
 from .taxonomy import Taxonomy, load_taxonomy
 
@@ -123,6 +123,25 @@ def participant_names(inst: Instance) -> list[str]:
     return names
 
 
+def _so_far(turns: Sequence[Turn]) -> str:
+    if not turns:
+        return ""
+    return f"# Turns you have written so far (they continue the history)\n{format_turns(turns)}\n\n"
+
+
+def step_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], k: int, *,
+                  behaviours: str = "", n_copy: int = 5) -> list[Message]:
+    """The messages of one multiparty simulation step: a constant system part (instructions,
+    M, S, x: an identical prefix across the calls of a conversation) and a varying user part
+    (the turns generated so far and the request for the next k). SFT export uses the same."""
+    system, user = prompt.render(
+        metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
+        history=format_turns(inst.history), so_far=_so_far(so_far), k=k,
+        turn_word="turn" if k == 1 else "turns", format_rule=FORMAT_RULE,
+        behaviours=behaviours, n_copy=n_copy)
+    return [Message(role="system", content=system), Message(role="user", content=user)]
+
+
 # ---------------------------------------------------------------- one continuation
 
 class _Task:
@@ -152,28 +171,21 @@ class _Task:
     def next_call(self) -> Call:
         s, inst = self.setup, self.inst
         tag = f"{inst.id}|{s.name}|turn {len(self.turns) + 1}"
-        so_far = (f"# Turns you have written so far (they continue the history)\n{format_turns(self.turns)}\n\n"
-                  if self.turns else "")
         if s.kind == "human_ai":
             if inst.reference[len(self.turns)].speaker == "assistant":
                 return Call(model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request())
             system, user = self.prompt.render(summary=inst.summary.text or "(none)",
-                                              history=format_turns(inst.history), so_far=so_far)
+                                              history=format_turns(inst.history), so_far=_so_far(self.turns))
             self._asked = 1
             return Call(model=s.model, stage="simulate", tag=tag, request=self._request(
                 [Message(role="system", content=system), Message(role="user", content=user)],
                 60 + s.max_tokens_per_turn * 4))
         k = min(s.turns_per_call, self.target - len(self.turns))
         self._asked = k
-        system, user = self.prompt.render(
-            metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
-            history=format_turns(inst.history), so_far=so_far, k=k,
-            turn_word="turn" if k == 1 else "turns", format_rule=FORMAT_RULE,
-            behaviours=self.behaviours, n_copy=s.n_copy)
+        messages = step_messages(self.prompt, inst, self.turns, k, behaviours=self.behaviours, n_copy=s.n_copy)
         extra = s.n_copy if s.prompt == "copy_then_continue" else 0
-        return Call(model=s.model, stage="simulate", tag=tag, request=self._request(
-            [Message(role="system", content=system), Message(role="user", content=user)],
-            60 + s.max_tokens_per_turn * (k + extra)))
+        return Call(model=s.model, stage="simulate", tag=tag,
+                    request=self._request(messages, 60 + s.max_tokens_per_turn * (k + extra)))
 
     def _chat_request(self) -> GenerateRequest:
         system, _ = load_prompt(CHATBOT_SYSTEM_PROMPT).render()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import os
 import threading
 import time
 from pathlib import Path
@@ -34,6 +35,7 @@ def smollm2_path() -> Path | None:
 @provider("local")
 class LocalProvider(Provider):
     n_ctx: ClassVar[int] = 8192
+    prompt_cache_bytes: ClassVar[int] = 2 << 30
     _models: ClassVar[dict[str, Any]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
@@ -64,9 +66,14 @@ class LocalProvider(Provider):
     def _llama(self) -> Any:
         key = str(self.model_path())
         if key not in self._models:
-            from llama_cpp import Llama
+            from llama_cpp import Llama, LlamaRAMCache
 
-            self._models[key] = Llama(model_path=key, n_ctx=self.n_ctx, verbose=False, seed=0)
+            llama = Llama(model_path=key, n_ctx=self.n_ctx, n_threads=os.cpu_count() or 1, n_batch=512,
+                          verbose=False, seed=0)
+            # keep the KV state of recent prompts: the calls of one conversation share a long
+            # constant prefix, which is then evaluated once instead of at every step
+            llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_bytes))
+            self._models[key] = llama
         return self._models[key]
 
     def _complete(self, request: GenerateRequest) -> dict[str, Any]:
