@@ -13,6 +13,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +23,10 @@ from .errors import NotFoundError
 from .jsonio import read_models, write_json, write_jsonl
 from .schema import Conversation, Instance, Provenance, Turn
 from .sources import SourceReport, SourceSpec, load_conversations, parse_source_spec
+
+if TYPE_CHECKING:
+    from .context_llm import LLMContextOptions
+    from .llm import Runner
 
 
 class BuildConfig(BaseModel):
@@ -211,8 +216,12 @@ def build(
     out: str | Path,
     cfg: BuildConfig | None = None,
     on_error: str = "fail",
+    llm_context: LLMContextOptions | None = None,
+    runner: Runner | None = None,
 ) -> dict:
-    """Load every source, build, and write ``eval.jsonl``, ``train.jsonl`` and ``report.json``."""
+    """Load every source, build, and write ``eval.jsonl``, ``train.jsonl`` and ``report.json``.
+    With ``llm_context``, M, S (and cleaned turns) are made by the given models through
+    ``runner`` (a default cached Runner when None)."""
     cfg = cfg or BuildConfig()
     specs = [parse_source_spec(s) if isinstance(s, str) else s for s in sources]
     conversations: list[Conversation] = []
@@ -223,6 +232,19 @@ def build(
         source_reports.append({"source": str(spec), **rep.to_dict()})
     result = build_instances(conversations, cfg)
     report = {**result.report, "sources": source_reports}
+    if llm_context is not None and (llm_context.metadata or llm_context.summary or llm_context.clean):
+        from .context_llm import enrich
+        from .llm import Runner as _Runner
+
+        by_key: dict[tuple[str, str], Conversation] = {}
+        for c in conversations:
+            if (c.dataset, c.id) not in by_key:  # the builder keeps the first of duplicates too
+                by_key[(c.dataset, c.id)] = (c.model_copy(update={"turns": merge_consecutive(c.turns)})
+                                             if cfg.merge_same_speaker else c)
+        run = runner or _Runner()
+        result.eval, rep_e = enrich(result.eval, by_key, llm_context, run)
+        result.train, rep_t = enrich(result.train, by_key, llm_context, run)
+        report["llm_context"] = {"options": llm_context.model_dump(), "eval": rep_e, "train": rep_t}
     out = Path(out)
     write_jsonl(out / "eval.jsonl", result.eval)
     write_jsonl(out / "train.jsonl", result.train)

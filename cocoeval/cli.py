@@ -22,7 +22,18 @@ def _cmd_build(a: argparse.Namespace) -> int:
         max_windows_per_conversation=a.max_windows_per_conversation,
         min_speakers=a.min_speakers, merge_same_speaker=a.merge_same_speaker, seed=a.seed,
     )
-    report = build(a.source, a.out, cfg, on_error=a.on_error)
+    llm_opts = runner = None
+    if a.metadata or a.summary or a.clean:
+        from .context_llm import LLMContextOptions
+        from .llm import LLMConfig, Runner
+
+        llm_opts = LLMContextOptions(metadata=a.metadata, summary=a.summary, clean=a.clean)
+        runner = Runner(LLMConfig(cache=str(a.llm_cache), concurrency=a.concurrency))
+    report = build(a.source, a.out, cfg, on_error=a.on_error, llm_context=llm_opts, runner=runner)
+    for split in ("eval", "train"):
+        for stage, r in report.get("llm_context", {}).get(split, {}).items():
+            print(f"{split} {stage} by {r['model']}: {r['ok']} made, {len(r['failed'])} kept extractive "
+                  f"(reasons in report.json)")
     print(f"wrote {a.out}/eval.jsonl, train.jsonl and report.json")
     print(f"{'dataset':<20} {'convs':>6} {'usable':>6} {'eval':>5} {'train':>6}")
     for ds, d in report["datasets"].items():
@@ -39,6 +50,34 @@ def _cmd_build(a: argparse.Namespace) -> int:
         print("error: no instance could be built; see the skip reasons in report.json",
               file=sys.stderr)
         return 1
+    return 0
+
+
+def _cmd_sft_export(a: argparse.Namespace) -> int:
+    from .bench import load_instances
+    from .sft import export_sft
+
+    report = export_sft(load_instances(a.bench_dir, "train"), a.out, ks=a.k or [1, 5, 30],
+                        prompt=a.prompt, seed=a.seed, max_example_tokens=a.max_example_tokens)
+    for k, f in report["files"].items():
+        state = "valid" if f["valid"] else f"INVALID: {'; '.join(f['problems'][:3])}"
+        print(f"k={k:>2}: {f['file']}: {f['examples']} examples, {f['tokens']} tokens "
+              f"(largest {f['max_example_tokens']}; {f['token_method']}) — {state}")
+    return 0 if all(f["valid"] for f in report["files"].values()) else 1
+
+
+def _cmd_finetune(a: argparse.Namespace) -> int:
+    from .sft import finetune_status, start_finetune
+
+    if a.status:
+        print(json.dumps(finetune_status(a.status, base_url=a.base_url), indent=2))
+        return 0
+    if not a.file or not a.model:
+        print("error: give FILE and --model, or --status JOB_ID", file=sys.stderr)
+        return 2
+    out = start_finetune(a.file, a.model, suffix=a.suffix, seed=a.seed, base_url=a.base_url)
+    print(json.dumps(out, indent=2))
+    print(f"poll with: cocoeval finetune --status {out['job_id']}")
     return 0
 
 
@@ -160,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cap on instances from one conversation (default: no cap)")
     b.add_argument("--on-error", choices=["fail", "skip"], default="fail",
                    help="on a malformed file: stop (default) or skip it and report it")
+    b.add_argument("--metadata", metavar="MODEL", help="make M with this model (e.g. openai/gpt-4.1); "
+                   "default: extractive, offline")
+    b.add_argument("--summary", metavar="MODEL", help="make S with this model; default: extractive")
+    b.add_argument("--clean", metavar="MODEL", help="clean x and r of disfluencies with this model (off by default)")
+    b.add_argument("--llm-cache", type=Path, default=Path(".cocoeval/cache.sqlite"),
+                   help="call cache for --metadata/--summary/--clean (default .cocoeval/cache.sqlite)")
+    b.add_argument("--concurrency", type=int, default=8, help="concurrent LLM calls (default 8)")
     b.set_defaults(func=_cmd_build)
 
     s = sub.add_parser("show", help="print one instance readably")
@@ -183,6 +229,27 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stage to run, repeatable (default: simulate)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_run)
+
+    x = sub.add_parser("sft-export", help="write the train split as fine-tuning chat JSONL",
+                       description="Export the train split as OpenAI fine-tuning chat JSONL, one file "
+                       "per k (turns per call), with the simulation prompt; validates each file.")
+    x.add_argument("bench_dir", type=Path, help="folder written by cocoeval build")
+    x.add_argument("--out", type=Path, required=True, help="output folder")
+    x.add_argument("--k", type=int, action="append", help="turns per call, repeatable (default 1, 5, 30)")
+    x.add_argument("--prompt", default="vanilla", help="simulation prompt (default vanilla)")
+    x.add_argument("--seed", type=int, default=0, help="seed of the starting turns (default 0)")
+    x.add_argument("--max-example-tokens", type=int, default=65536,
+                   help="token limit per example of the base model (default 65536)")
+    x.set_defaults(func=_cmd_sft_export)
+
+    ft = sub.add_parser("finetune", help="upload a training file and start an OpenAI fine-tuning job")
+    ft.add_argument("file", nargs="?", type=Path, help="sft_k*.jsonl from cocoeval sft-export")
+    ft.add_argument("--model", help="base model, e.g. gpt-4.1-2025-04-14")
+    ft.add_argument("--suffix", help="suffix of the fine-tuned model name")
+    ft.add_argument("--seed", type=int, help="training seed")
+    ft.add_argument("--status", metavar="JOB_ID", help="print a job's status (and simulator spec)")
+    ft.add_argument("--base-url", help="API base URL (default: OpenAI's)")
+    ft.set_defaults(func=_cmd_finetune)
 
     f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
     f.set_defaults(func=_cmd_fetch)
