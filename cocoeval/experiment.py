@@ -102,7 +102,7 @@ class Experiment:
 
     def resolve(self, p: str) -> Path:
         q = Path(p).expanduser()
-        return q if q.is_absolute() else (self.base / q)
+        return q if q.is_absolute() else (self.base / q).resolve()
 
     def llm_config(self) -> LLMConfig:
         cfg = self.params.llm

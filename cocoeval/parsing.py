@@ -6,6 +6,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,13 +14,17 @@ import json_repair
 
 from .schema import Turn
 
-_FENCE = re.compile(r"```(?:json|JSON|text|markdown)?\s*\n?(.*?)```", re.S)
+# A fence opens at the start of a line; an answer cut at max_tokens may never close it.
+_FENCE = re.compile(r"^[ \t]*```(?:json|JSON|text|markdown)?\s*\n?(.*?)(?:```|\Z)", re.S | re.M)
+_JSON_START = re.compile(r"\{|\[\s*(?:[\[\{\"']|\]|$)")
 _LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•>]|#+)\s+")
 _LINE = re.compile(
-    r"^\s*[\*_\[]*\s*(?P<speaker>[^:\*\[\]\n]{1,60}?)\s*[\*_\]]*\s*:\s*[\*_]*\s*(?P<text>.*)$")
+    r"^\s*[\*_\[]*\s*(?P<speaker>[^:\*\[\]\n]{1,60}?(?:\s*\[[^\]\n:]*\])?)\s*[\*_\]]*\s*"
+    r":(?!//|\d)\s*[\*_]*\s*(?P<text>.*)$")  # not "https://x" nor "at 12:30"
 _PAREN = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]\s*")
 _TEXT_KEYS = ("text", "utterance", "content", "message", "turn", "says")
 _SPEAKER_KEYS = ("speaker", "name", "role", "participant", "from")
+_QUOTES = {'"': '"', "“": "”", "”": "”", "„": "“", "«": "»"}
 
 
 @dataclass
@@ -30,19 +35,27 @@ class Parsed:
 
 
 def norm_name(name: str) -> str:
-    return re.sub(r"[^0-9a-z]+", "", name.lower())
+    """Letters and digits of any script, case-folded, accents dropped."""
+    return "".join(c for c in unicodedata.normalize("NFKD", name.casefold()) if c.isalnum())
+
+
+def _fold(name: str) -> str:
+    return " ".join(name.casefold().split())
 
 
 def match_speaker(raw: str, participants: list[str]) -> tuple[str, str]:
-    """(speaker, how): exact, then case/spacing-insensitive (also without a parenthetical role),
-    else 'unknown' with the name as written."""
-    raw = raw.strip().strip("*_\"'")
+    """(speaker, how): exact, then case/spacing-insensitive, then also punctuation/accent-insensitive
+    (each also without a parenthetical role), else 'unknown' with the name as written; a name that
+    fits several participants equally is 'unknown'."""
+    raw = raw.strip()
+    raw = raw if raw in participants else raw.strip("*_\"'").strip()
     if raw in participants:
         return raw, "exact"
-    by_norm = {norm_name(p): p for p in participants}
-    for cand in (raw, _PAREN.sub(" ", raw).strip()):
-        if norm_name(cand) in by_norm:
-            return by_norm[norm_name(cand)], "normalised"
+    for key in (_fold, norm_name):  # case/spacing first, then punctuation too
+        for cand in (raw, _PAREN.sub(" ", raw).strip()):
+            hits = {p for p in participants if key(p) == key(cand)} if key(cand) else set()
+            if hits:  # an ambiguous name stays unknown rather than risk the wrong participant
+                return (hits.pop(), "normalised") if len(hits) == 1 else (raw, "unknown")
     return raw, "unknown"
 
 
@@ -75,23 +88,38 @@ def _plausible_speaker(name: str) -> bool:
     return bool(re.search(r"[^\W\d_]", name)) and len(name.split()) <= 6 and not name.endswith((".", "!", "?"))
 
 
-def _from_lines(text: str, notes: list[str]) -> list[tuple[str, str]]:
+def _from_lines(text: str, participants: list[str], notes: list[str]) -> list[tuple[str, str]]:
+    """Lines without a speaker continue the previous turn, except text after a blank line that
+    no later turn follows (a closing remark such as "Let me know if...")."""
     out: list[tuple[str, str]] = []
-    skipped = 0
+    skipped, gap, pending = 0, False, []
     for line in text.splitlines():
         line = _LIST_MARK.sub("", line.strip()).strip()
         if not line or set(line) <= set("-=*_#`"):
+            gap = bool(out)
             continue
         m = _LINE.match(line)
         if m and _plausible_speaker(m.group("speaker")):
-            out.append((m.group("speaker"), m.group("text")))
+            sp, tx = m.group("speaker"), m.group("text")
+            if not out and not tx.strip(" *_") and match_speaker(sp, participants)[1] == "unknown":
+                skipped += 1  # a preamble such as "Here is the continuation:"
+                continue
+            if pending:
+                out[-1] = (out[-1][0], " ".join([out[-1][1], *pending]).strip())
+            out.append((sp, tx))
+            pending = []
+        elif out and (gap or pending) and out[-1][1].strip(" *_"):
+            pending.append(line)
         elif out:
             sp, tx = out[-1]
             out[-1] = (sp, f"{tx} {line}".strip())
         else:
             skipped += 1
+        gap = False
     if skipped:
         notes.append(f"ignored {skipped} line(s) of text before the first turn")
+    if pending:
+        notes.append(f"ignored {len(pending)} line(s) of text after the last turn")
     return out
 
 
@@ -105,7 +133,7 @@ def parse_turns(text: str, participants: list[str], *, truncated: bool = False) 
         body = fence.group(1).strip()
         res.notes.append("read the turns inside a code fence")
     pairs: list[tuple[str, str]] | None = None
-    if body[:1] in "[{":
+    if _JSON_START.match(body):  # not "[Alice]: hi"
         try:
             pairs = _from_json(json.loads(body))
         except ValueError:
@@ -114,22 +142,22 @@ def parse_turns(text: str, participants: list[str], *, truncated: bool = False) 
             if pairs:
                 res.notes.append("repaired near-valid JSON")
     if not pairs:
-        pairs = _from_lines(body, res.notes)
+        pairs = _from_lines(body, participants, res.notes)
     empty = 0
     for raw_sp, raw_tx in pairs:
         tx = raw_tx.strip().strip("*_").strip()
-        if len(tx) >= 2 and tx[0] == tx[-1] and tx[0] in "\"“”":
+        if len(tx) >= 2 and _QUOTES.get(tx[0]) == tx[-1] and not set(tx[1:-1]) & set('"“”'):
             tx = tx[1:-1].strip()
         if not tx:
             empty += 1
             continue
         sp, how = match_speaker(raw_sp, participants)
-        if how == "normalised" and sp != raw_sp.strip():
-            res.notes.append(f"speaker {raw_sp.strip()!r} matched to {sp!r}")
-        elif how == "unknown":
+        note = f"speaker {raw_sp.strip()!r} matched to {sp!r}"
+        if how == "normalised" and sp != raw_sp.strip() and note not in res.notes:
+            res.notes.append(note)
+        elif how == "unknown" and sp not in res.unknown_speakers:
             res.notes.append(f"unknown speaker {sp!r}")
-            if sp not in res.unknown_speakers:
-                res.unknown_speakers.append(sp)
+            res.unknown_speakers.append(sp)
         res.turns.append(Turn(speaker=sp, text=tx))
     if empty:
         res.notes.append(f"dropped {empty} empty turn(s)")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import threading
 
 import anthropic
@@ -219,3 +220,126 @@ def test_refuses_non_loopback_host(capsys):
         main(["--host", "10.0.0.1", "--port", "0"])
     assert exc.value.code != 0
     assert "loopback" in capsys.readouterr().err
+
+
+FT_MODEL = "gpt-4.1-2025-04-14"
+
+
+def upload(client: openai.OpenAI, path) -> openai.types.FileObject:
+    with open(path, "rb") as fh:
+        return client.files.create(file=fh, purpose="fine-tune")
+
+
+@pytest.fixture
+def train_file(tmp_path):
+    path = tmp_path / "train.jsonl"
+    rows = [{"messages": [{"role": "user", "content": f"q{i}"},
+                          {"role": "assistant", "content": f"a{i}"}]} for i in range(3)]
+    path.write_bytes(b"".join(json.dumps(r).encode() + b"\r\n" for r in rows) + b"\n")
+    return path
+
+
+def test_fine_tuning_flow(srv, train_file):
+    client = oai(srv)
+    f = upload(client, train_file)
+    assert f.id.startswith("file-")
+    assert (f.object, f.purpose, f.status) == ("file", "fine-tune", "processed")
+    assert f.filename == "train.jsonl"
+    assert f.bytes == train_file.stat().st_size
+    assert client.files.retrieve(f.id) == f
+    assert client.files.content(f.id).read() == train_file.read_bytes()
+
+    job = client.fine_tuning.jobs.create(training_file=f.id, model=FT_MODEL,
+                                         suffix="cocoeval", seed=3)
+    assert job.id.startswith("ftjob-")
+    assert (job.object, job.status, job.model, job.seed) == (
+        "fine_tuning.job", "validating_files", FT_MODEL, 3)
+    assert job.training_file == f.id
+    assert job.fine_tuned_model is None and job.finished_at is None and job.error is None
+    assert job.hyperparameters.n_epochs == "auto"
+
+    statuses = [client.fine_tuning.jobs.retrieve(job.id) for _ in range(3)]
+    assert [j.status for j in statuses] == ["running", "succeeded", "succeeded"]
+    done = statuses[-1]
+    assert done.fine_tuned_model == f"ft:{FT_MODEL}:fake-org:cocoeval:{job.id.split('-', 1)[1]}"
+    assert done.trained_tokens == 300
+    assert done.finished_at is not None and done.error is None
+
+    stats = srv.stats()
+    assert stats["requests"] == 0  # model calls only
+    assert stats["files"] == {f.id: {"filename": "train.jsonl", "purpose": "fine-tune",
+                                     "bytes": f.bytes}}
+    assert stats["jobs"][job.id]["status"] == "succeeded"
+    assert stats["by_path"]["/v1/files"] == 1
+    assert stats["by_path"]["/v1/fine_tuning/jobs"] == 1
+    assert stats["by_path"][f"/v1/fine_tuning/jobs/{job.id}"] == 3
+    assert stats["by_path"][f"/v1/files/{f.id}/content"] == 1
+
+
+def test_fine_tuning_default_suffix_and_binary_round_trip(srv, tmp_path):
+    client = oai(srv)
+    path = tmp_path / "blob.bin"
+    path.write_bytes(bytes(range(256)) + b"\r\n--not-a-boundary\r\n")
+    f = upload(client, path)
+    assert client.files.content(f.id).read() == path.read_bytes()
+    good = tmp_path / "one.jsonl"
+    good.write_text('{"messages": []}')
+    job = client.fine_tuning.jobs.create(training_file=upload(client, good).id, model="m")
+    assert job.seed == 0
+    for _ in range(2):
+        out = client.fine_tuning.jobs.retrieve(job.id)
+    assert out.fine_tuned_model == f"ft:m:fake-org:custom:{job.id.split('-', 1)[1]}"
+    assert out.trained_tokens == 100
+
+
+def test_fine_tuning_unknown_ids(srv, train_file):
+    client = oai(srv)
+    with pytest.raises(openai.NotFoundError):
+        client.files.retrieve("file-nope")
+    with pytest.raises(openai.NotFoundError):
+        client.files.content("file-nope")
+    with pytest.raises(openai.NotFoundError):
+        client.fine_tuning.jobs.retrieve("ftjob-nope")
+    with pytest.raises(openai.BadRequestError) as err:
+        client.fine_tuning.jobs.create(training_file="file-nope", model=FT_MODEL)
+    assert err.value.param == "training_file"
+    assert srv.stats()["jobs"] == {}
+
+
+def test_fine_tuning_invalid_file_fails(srv, tmp_path):
+    client = oai(srv)
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"messages": []}\n{"prompt": "old format"}\n')
+    job = client.fine_tuning.jobs.create(training_file=upload(client, path).id, model=FT_MODEL)
+    assert job.status == "validating_files"
+    out = client.fine_tuning.jobs.retrieve(job.id)
+    assert out.status == "failed"
+    assert out.error.code == "invalid_file"
+    assert out.error.param == "training_file"
+    assert "Line 2" in out.error.message
+    assert out.fine_tuned_model is None
+    assert client.fine_tuning.jobs.retrieve(job.id).status == "failed"
+
+
+def test_fine_tuning_path_fault_recovered_by_retries(srv, train_file):
+    srv.configure(faults=[{"kind": "500", "path": "/v1/fine_tuning", "times": 1}])
+    f = upload(oai(srv), train_file)  # a path fault leaves other endpoints alone
+    assert chat(oai(srv), "hi").choices[0].message.content == "echo: hi"  # and model calls
+    with pytest.raises(openai.InternalServerError):
+        oai(srv).fine_tuning.jobs.create(training_file=f.id, model=FT_MODEL)
+
+    srv.configure(faults=[{"kind": "500", "path": "/v1/fine_tuning", "times": 1}])
+    job = oai(srv, max_retries=2).fine_tuning.jobs.create(training_file=f.id, model=FT_MODEL)
+    assert job.status == "validating_files"
+    stats = srv.stats()
+    assert stats["by_path"]["/v1/fine_tuning/jobs"] == 3
+    assert len(stats["jobs"]) == 1
+    assert stats["requests"] == 1
+
+
+def test_model_faults_leave_file_endpoints_alone(srv, train_file):
+    srv.configure(faults=[{"kind": "500", "times": -1}])
+    f = upload(oai(srv), train_file)
+    assert oai(srv).files.retrieve(f.id).id == f.id
+    with pytest.raises(openai.InternalServerError):
+        chat(oai(srv), "hi")

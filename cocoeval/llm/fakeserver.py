@@ -7,25 +7,38 @@ Endpoints
   POST /v1/chat/completions  OpenAI chat completions (non-streaming)
   POST /v1/messages          Anthropic Messages (text, or ``tool_use`` when ``tool_choice``
                              names a tool: the answer text parsed as a JSON object)
-  GET  /stats                counters: requests, by_path, in_flight, max_in_flight,
-                             prompts (last message text -> count), times, bodies_last
-  POST /reset                clear stats and the script (faults, answers; latency back
-                             to the start value)
+  POST /v1/files             OpenAI file upload (multipart: purpose, file; kept in memory)
+  GET  /v1/files/{id}[/content]   the File object / the raw bytes
+  POST /v1/fine_tuning/jobs       create a job (400 when training_file was not uploaded)
+  GET  /v1/fine_tuning/jobs/{id}  the job, a step on per retrieve: validating_files -> running
+                             -> succeeded (fine_tuned_model ft:<model>:fake-org:<suffix or
+                             custom>:<n>, trained_tokens lines * 100); failed (invalid_file)
+                             instead when a line is not JSON with a "messages" list
+  GET  /stats                counters: requests (model calls only), by_path (all API calls),
+                             in_flight, max_in_flight, prompts (last message text -> count),
+                             times, bodies_last; files (id -> filename, purpose, bytes), jobs
+  POST /reset                clear stats, files, jobs and the script (faults, answers;
+                             latency back to the start value)
   POST /config               merge settings: {"latency_s": float, "faults": [...],
                              "answers": [{"match": str, "text": str, "times": int}]}
 
 The answer is the first scripted answer whose ``match`` is a substring of the last
 message's text, else ``"echo: " + text[:40]``; it is cut to ``max_tokens * 4``
 characters (finish "length" / "max_tokens"). Tokens are characters / 4, rounded up.
+Latency (``latency_s``) applies to model calls only.
 
 Faults, ``{"match": str, "kind": K, "times": int (default 1, -1 = forever),
-"retry_after": float, "delay_s": float}``, first match with times left wins:
+"retry_after": float, "delay_s": float, "path": str}``, first match with times left wins.
+A fault without ``path`` applies to model calls only; one with ``path`` applies to requests
+whose path starts with it (``{"kind": "500", "path": "/v1/fine_tuning"}``), and for the
+file and fine-tuning endpoints ``match`` is tested against the request path. Kinds:
   429             rate limit (``retry-after`` header when retry_after is given)
   quota           OpenAI 429 insufficient_quota; Anthropic 400 credit balance too low
   500, 529        server error / overloaded
   401, 403, 404   authentication / permission / not found errors
   context_length  400 prompt too long (OpenAI code context_length_exceeded)
   content_filter  200 with finish_reason "content_filter" / stop_reason "refusal", no text
+                  (model calls only)
   slow            sleep delay_s, then answer normally
   timeout         sleep delay_s (default 30), then answer (clients give up first)
   drop            close the connection without any response
@@ -51,12 +64,15 @@ import sys
 import threading
 import time
 import urllib.request
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
+FILES_PATH = "/v1/files"
+JOBS_PATH = "/v1/fine_tuning/jobs"
 MALFORMED_BODY = b'{"id": "x", "choices": ['
 
 # kind -> (status, openai (type, code, message), anthropic (status, type, message))
@@ -114,10 +130,15 @@ def _tokens(chars: int) -> int:
     return max(1, math.ceil(chars / 4))
 
 
-def _take(entries: list[dict], prompt: str, default_times: int | None) -> dict | None:
-    """First entry whose match is in prompt and has times left; uses one of its times."""
+def _take(entries: list[dict], text: str, default_times: int | None, path: str = "",
+          model: bool = True) -> dict | None:
+    """First entry that applies and has times left; uses one of its times. An entry applies
+    when its match is in text and its path, if any, is a prefix of path (without a path:
+    model calls only)."""
     for entry in entries:
-        if (entry.get("match") or "") not in prompt:
+        scope = entry.get("path")
+        if (entry.get("match") or "") not in text or not (
+                path.startswith(scope) if scope else model):
             continue
         times = entry.get("times", default_times)
         if times is None or times < 0:
@@ -127,6 +148,27 @@ def _take(entries: list[dict], prompt: str, default_times: int | None) -> dict |
         entry["times"] = times - 1
         return entry
     return None
+
+
+def _oai_error(message: str, type_: str = "invalid_request_error", param: str | None = None,
+               code: str | None = None) -> dict:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def _form(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
+    """Fields of a multipart/form-data body: name -> (filename, bytes)."""
+    msg = BytesParser().parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
+    return {part.get_param("name", header="content-disposition"):
+            (part.get_filename(), part.get_payload(decode=True) or b"")
+            for part in (msg.get_payload() if msg.is_multipart() else [])}
+
+
+def _json_object(raw: bytes) -> dict | None:
+    try:
+        body = json.loads(raw)
+    except ValueError:  # bad UTF-8 too
+        return None
+    return body if isinstance(body, dict) else None
 
 
 class State:
@@ -143,7 +185,8 @@ class State:
             self.settings: dict[str, Any] = {"latency_s": self.start_latency, "faults": [], "answers": []}
             self.stats: dict[str, Any] = {"requests": 0, "by_path": {}, "max_in_flight": 0,
                                           "in_flight": 0, "prompts": {}, "times": [],
-                                          "bodies_last": None}
+                                          "bodies_last": None, "files": {}, "jobs": {}}
+            self.blobs: dict[str, tuple[dict, bytes]] = {}  # file id -> (File object, bytes)
 
     def configure(self, settings: dict) -> None:
         with self.lock:
@@ -155,20 +198,76 @@ class State:
     def arrive(self, path: str, prompt: str, body: Any) -> tuple[int, float, dict | None, dict | None]:
         """Count a request; returns (n, latency, fault, answer)."""
         with self.lock:
-            self.counter += 1
+            n, fault = self._count(path, prompt, True)
             st = self.stats
             st["requests"] += 1
-            st["by_path"][path] = st["by_path"].get(path, 0) + 1
             st["in_flight"] += 1
             st["max_in_flight"] = max(st["max_in_flight"], st["in_flight"])
             st["prompts"][prompt] = st["prompts"].get(prompt, 0) + 1
             st["times"].append(time.monotonic())
             st["bodies_last"] = body
-            fault = _take(self.settings.get("faults") or [], prompt, 1)
             answer = None
             if fault is None or fault.get("kind") in ("slow", "timeout"):
                 answer = _take(self.settings.get("answers") or [], prompt, None)
-            return self.counter, float(self.settings.get("latency_s") or 0), fault, answer
+            return n, float(self.settings.get("latency_s") or 0), fault, answer
+
+    def _count(self, path: str, text: str, model: bool) -> tuple[int, dict | None]:  # locked
+        self.counter += 1
+        self.stats["by_path"][path] = self.stats["by_path"].get(path, 0) + 1
+        return self.counter, _take(self.settings.get("faults") or [], text, 1, path, model)
+
+    def arrive_api(self, path: str) -> tuple[int, dict | None]:
+        """Count a file or fine-tuning request (not a model call); returns (n, fault)."""
+        with self.lock:
+            return self._count(path, path, False)
+
+    def add_file(self, n: int, filename: str, purpose: str, data: bytes) -> dict:
+        obj = {"id": f"file-{n}", "object": "file", "bytes": len(data),
+               "created_at": int(time.time()), "filename": filename, "purpose": purpose,
+               "status": "processed"}
+        with self.lock:
+            self.blobs[obj["id"]] = (obj, data)
+            self.stats["files"][obj["id"]] = {k: obj[k] for k in ("filename", "purpose", "bytes")}
+        return obj
+
+    def create_job(self, n: int, body: dict) -> dict | str:
+        """The new job, or the parameter that names no uploaded file."""
+        with self.lock:
+            for key in ("training_file", "validation_file"):
+                if str(body.get(key)) not in self.blobs and (key == "training_file" or body.get(key)):
+                    return key
+            job = {"id": f"ftjob-{n}", "object": "fine_tuning.job", "model": body["model"],
+                   "created_at": int(time.time()), "status": "validating_files",
+                   "training_file": body["training_file"],
+                   "validation_file": body.get("validation_file"), "fine_tuned_model": None,
+                   "hyperparameters": dict.fromkeys(
+                       ("n_epochs", "batch_size", "learning_rate_multiplier"), "auto"),
+                   "organization_id": "org-fake", "result_files": [],
+                   "seed": body.get("seed") or 0, "trained_tokens": None, "error": None,
+                   "finished_at": None, "user_provided_suffix": body.get("suffix")}
+            self.stats["jobs"][job["id"]] = job
+            return dict(job)
+
+    def advance_job(self, job_id: str) -> dict | None:
+        """The job a step on: validating_files -> running (or failed) -> succeeded."""
+        with self.lock:
+            job = self.stats["jobs"].get(job_id)
+            if job is None or job["status"] not in ("validating_files", "running"):
+                return dict(job) if job else None
+            lines = [ln for ln in self.blobs[job["training_file"]][1].splitlines() if ln.strip()]
+            now = int(time.time())
+            if job["status"] == "running":
+                name = f"{job['model']}:fake-org:{job['user_provided_suffix'] or 'custom'}"
+                job.update(status="succeeded", finished_at=now, trained_tokens=len(lines) * 100,
+                           fine_tuned_model=f"ft:{name}:{job['id'].split('-', 1)[1]}")
+            elif bad := next((i for i, ln in enumerate(lines or [b""], 1)
+                              if not isinstance((_json_object(ln) or {}).get("messages"), list)), 0):
+                job.update(status="failed", finished_at=now, error={
+                    "code": "invalid_file", "param": "training_file", "message":
+                    f'Invalid file format. Line {bad}: expected a JSON object with a "messages" list.'})
+            else:
+                job["status"] = "running"
+            return dict(job)
 
     def leave(self) -> None:
         with self.lock:
@@ -188,11 +287,12 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # quiet
         pass
 
-    def _send(self, status: int, body: bytes | dict, headers: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, body: bytes | dict, headers: dict[str, str] | None = None,
+              content_type: str = "application/json") -> None:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         try:
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
@@ -204,11 +304,17 @@ class Handler(BaseHTTPRequestHandler):
     def _path(self) -> str:
         return self.path.split("?", 1)[0].rstrip("/") or "/"
 
+    def _no_route(self) -> None:
+        self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
     def do_GET(self) -> None:
-        if self._path() == "/stats":
+        path = self._path()
+        if path == "/stats":
             self._send(200, self.server.state.snapshot())
+        elif path.startswith((FILES_PATH + "/", JOBS_PATH + "/")):
+            self._api(path, b"")
         else:
-            self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+            self._no_route()
 
     def do_POST(self) -> None:
         path, raw = self._path(), self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -222,13 +328,11 @@ class Handler(BaseHTTPRequestHandler):
             except (ValueError, TypeError, AttributeError) as exc:
                 return self._send(400, {"error": {"message": f"bad config: {exc}"}})
             return self._send(200, {"ok": True})
+        if path in (FILES_PATH, JOBS_PATH):
+            return self._api(path, raw)
         if path not in (OPENAI_PATH, ANTHROPIC_PATH):
-            return self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            body = None
-        body = body if isinstance(body, dict) else None
+            return self._no_route()
+        body = _json_object(raw)
         msgs = _messages(body)
         prompt = content_text(msgs[-1].get("content")) if msgs else ""
         n, latency, fault, answer = state.arrive(path, prompt, body if body is not None else raw.decode("utf-8", "replace"))
@@ -242,41 +346,80 @@ class Handler(BaseHTTPRequestHandler):
     def _error(self, path: str, kind: str, n: int, retry_after: float | None = None) -> None:
         status, (o_type, o_code, o_msg), (a_status, a_type, a_msg) = _ERRORS[kind]
         headers = {}
-        if path == OPENAI_PATH:
+        if path != ANTHROPIC_PATH:
             headers["x-request-id"] = f"req_{n}"
-            error = {"message": o_msg, "type": o_type, "param": None, "code": o_code}
-            if kind == "context_length":
-                error["param"] = "messages"
-            body: dict = {"error": error}
+            body = _oai_error(o_msg, o_type, "messages" if kind == "context_length" else None, o_code)
         else:
             status = a_status
             headers["request-id"] = f"req_{n}"
             body = {"type": "error", "error": {"type": a_type, "message": a_msg}, "request_id": f"req_{n}"}
         if kind == "429" and retry_after is not None:
             headers["retry-after"] = f"{retry_after:g}"
-            if path == OPENAI_PATH:
+            if path != ANTHROPIC_PATH:
                 headers["retry-after-ms"] = str(round(retry_after * 1000))
         self._send(status, body, headers)
+
+    def _fault(self, path: str, fault: dict, n: int) -> bool:
+        """Act out a fault; True when that was the whole response."""
+        kind = str(fault.get("kind"))
+        if kind in _ERRORS:
+            self._error(path, kind, n, fault.get("retry_after"))
+        elif kind == "drop":
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+        elif kind == "malformed":
+            self._send(200, MALFORMED_BODY)
+        elif kind in ("slow", "timeout"):
+            time.sleep(float(fault.get("delay_s", 30 if kind == "timeout" else 1)))
+            return False
+        elif kind == "content_filter" and path in (OPENAI_PATH, ANTHROPIC_PATH):
+            return False
+        else:
+            self._send(400, {"error": {"message": f"unknown fault kind {kind!r}"}})
+        return True
+
+    def _api(self, path: str, raw: bytes) -> None:
+        """The OpenAI file and fine-tuning endpoints."""
+        state = self.server.state
+        n, fault = state.arrive_api(path)
+        if fault and self._fault(path, fault, n):
+            return None
+        hdrs = {"x-request-id": f"req_{n}"}
+        if path == FILES_PATH:
+            fields = _form(self.headers.get("Content-Type") or "", raw)
+            if "purpose" not in fields or "file" not in fields:
+                return self._send(400, _oai_error("expected multipart/form-data with the fields "
+                                                  "purpose and file", param="file"), hdrs)
+            (name, data), purpose = fields["file"], fields["purpose"][1].decode("utf-8", "replace")
+            return self._send(200, state.add_file(n, name or "upload", purpose, data), hdrs)
+        if path == JOBS_PATH:
+            body = _json_object(raw)
+            job = state.create_job(n, body) if body and isinstance(body.get("model"), str) else "model"
+            if isinstance(job, str):
+                return self._send(400, _oai_error(f"missing, or not an uploaded file: {job}",
+                                                  param=job), hdrs)
+            return self._send(200, job, hdrs)
+        found: dict | None = None
+        if path.startswith(JOBS_PATH + "/"):
+            found = state.advance_job(path[len(JOBS_PATH) + 1:])
+        else:
+            file_id, _, rest = path[len(FILES_PATH) + 1:].partition("/")
+            entry = state.blobs.get(file_id) if rest in ("", "content") else None
+            if entry and rest:
+                return self._send(200, entry[1], hdrs, "application/octet-stream")
+            found = entry[0] if entry else None
+        if found is None:
+            return self._send(404, _oai_error(f"No such object: {path}", param="id"), hdrs)
+        return self._send(200, found, hdrs)
 
     def _model(self, path: str, body: dict | None, prompt: str, n: int,
                fault: dict | None, answer: dict | None) -> None:
         if body is None:
-            return self._send(400, {"error": {"message": "request body is not a JSON object",
-                                              "type": "invalid_request_error"}})
-        kind = str(fault.get("kind")) if fault else ""
-        if kind in _ERRORS:
-            return self._error(path, kind, n, fault.get("retry_after") if fault else None)
-        if kind == "drop":
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
+            return self._send(400, _oai_error("request body is not a JSON object"))
+        if fault and self._fault(path, fault, n):
             return None
-        if kind == "malformed":
-            return self._send(200, MALFORMED_BODY)
-        if kind in ("slow", "timeout") and fault:
-            time.sleep(float(fault.get("delay_s", 30 if kind == "timeout" else 1)))
-        elif kind and kind != "content_filter":
-            return self._send(400, {"error": {"message": f"unknown fault kind {kind!r}"}})
+        kind = str(fault.get("kind")) if fault else ""
 
         text = str(answer["text"]) if answer else "echo: " + prompt[:40]
         truncated = False

@@ -1,0 +1,29 @@
+"""Small instances for simulation tests."""
+
+from __future__ import annotations
+
+from cocoeval.schema import Instance, Metadata, Participant, Provenance, Summary, Turn
+
+SPEAKERS = ["Alice", "Bob", "Carol"]
+
+
+def instance(iid: str = "d/c/0", n_hist: int = 30, n_ref: int = 30, chat: bool = False) -> Instance:
+    speakers = ["user", "assistant"] if chat else SPEAKERS
+
+    def turns(n: int, off: int) -> list[Turn]:
+        return [Turn(speaker=speakers[(i + off) % len(speakers)], text=f"utterance {i + off} of {iid}")
+                for i in range(n)]
+
+    return Instance(
+        id=iid, dataset="chat" if chat else "d", split="eval",
+        metadata=Metadata(goals=["Decide the budget"],
+                          participants=[Participant(name=s, role="member") for s in speakers]),
+        summary=Summary(text="Earlier they talked.", covers_turns=5),
+        history=turns(n_hist, 0), reference=turns(n_ref, n_hist),
+        provenance=Provenance(source_file="f", source_format="chat" if chat else "qmsum",
+                              conversation_id=iid.split("/")[1], start_index=5, seed=0, builder_version="t"),
+    )
+
+
+def lines(n: int, start: int = 0) -> str:
+    return "\n".join(f"{SPEAKERS[(i + start) % 3]}: simulated line {i + start}" for i in range(n))
