@@ -121,3 +121,17 @@ def test_shipped_params_files_validate():
     demo = load_params(ROOT / "params" / "demo.yaml")
     assert demo.params.build.demo_data and all(s.model.startswith("local/") for s in demo.params.setups)
     assert demo.run_dir == ROOT / "runs" / "demo"
+
+
+def test_paper_params_list_the_papers_setups():
+    paper = load_params(ROOT / "params" / "paper.yaml").params
+    names = {s.name for s in paper.setups}
+    for model in ("gpt41", "gpt51"):
+        for prompt in ("vanilla", "taxonomy"):
+            assert {f"{model}-{prompt}-{k}" for k in (1, 5, 30)} <= names
+    assert {f"opus4-{p}-{k}" for p in ("vanilla", "taxonomy") for k in (1, 5)} <= names
+    assert not any(n.startswith("opus4") and n.endswith("-30") for n in names)
+    pp = next(s for s in paper.setups if s.prompt == "copy_then_continue")
+    assert pp.presence_penalty == 2.0 and pp.turns_per_call == 1
+    assert any(s.kind == "human_ai" for s in paper.setups)
+    assert paper.instances.per_dataset == 50

@@ -141,3 +141,14 @@ def test_prompts_render_the_taxonomy_and_share_a_prefix():
     assert "utterance 9 of" not in first[1].content and "utterance 39 of" in later[1].content
     vanilla = step_messages(load_prompt("vanilla"), inst, [], 1)[0].content
     assert "Repetition" not in vanilla
+
+
+def test_every_shipped_prompt_loads_with_a_version():
+    from cocoeval.prompts import available_prompts
+
+    names = available_prompts()
+    assert {"vanilla", "taxonomy", "copy_then_continue", "user_simulator", "chatbot", "metadata",
+            "summary", "clean"} <= set(names)
+    for n in names:
+        p = load_prompt(n)
+        assert p.name == n and p.version and p.ref.startswith(f"{n}@")

@@ -397,8 +397,8 @@ class Handler(BaseHTTPRequestHandler):
             body = _json_object(raw)
             job = state.create_job(n, body) if body and isinstance(body.get("model"), str) else "model"
             if isinstance(job, str):
-                return self._send(400, _oai_error(f"missing, or not an uploaded file: {job}",
-                                                  param=job), hdrs)
+                why = "missing or not a string" if job == "model" else "not an uploaded file"
+                return self._send(400, _oai_error(f"invalid {job}: {why}", param=job), hdrs)
             return self._send(200, job, hdrs)
         found: dict | None = None
         if path.startswith(JOBS_PATH + "/"):

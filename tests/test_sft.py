@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cocoeval.sft import export_sft, sft_examples, validate_sft_file
+
+from .sim_helpers import instance
+
+
+def test_example_shapes_for_k_1_5_30(tmp_path):
+    insts = [instance(f"d/c{i}/0") for i in range(12)]
+    report = export_sft(insts, tmp_path, ks=(1, 5, 30), seed=4)
+    for k in (1, 5, 30):
+        f = report["files"][str(k)]
+        assert f["valid"] and f["examples"] == 12 and f["tokens"] > 0
+        starts = set()
+        for line in (tmp_path / f"sft_k{k}.jsonl").read_text().splitlines():
+            msgs = json.loads(line)["messages"]
+            assert [m["role"] for m in msgs] == ["system", "user", "assistant"]
+            answer = msgs[-1]["content"].splitlines()
+            assert len(answer) == k and all(": utterance " in a for a in answer)
+            first = int(answer[0].split("utterance ")[1].split(" ")[0]) - 30  # index in r
+            starts.add(first)
+            # the gold turns before the start stand as "written so far"
+            assert ("written so far" in msgs[1]["content"]) == (first > 0)
+            assert f"Write the next {k} turn" in msgs[1]["content"]
+        if k == 30:
+            assert starts == {0}
+        else:
+            assert len(starts) > 1 and all(0 <= s <= 30 - k for s in starts)  # random, seeded
+    assert sft_examples(insts, 5, seed=4) == sft_examples(insts, 5, seed=4)
+    assert sft_examples(insts, 5, seed=4) != sft_examples(insts, 5, seed=5)
+
+
+@pytest.mark.parametrize("line,needle", [
+    ('{"prompt": "x"}', "no 'messages'"),
+    ('{"messages": [{"role": "robot", "content": "x"}]}', "need a role"),
+    ('{"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "a"}]}', "non-empty"),
+    ('{"messages": [{"role": "user", "content": "q"}]}', "end with the assistant"),
+    ('{"messages": [{"role": "user", "content": "' + "w " * 400 + '"}, {"role": "assistant", "content": "a"}]}',
+     "over the 50-token limit"),
+])
+def test_validation_finds_each_problem(tmp_path, line, needle):
+    p = tmp_path / "bad.jsonl"
+    p.write_text(line + "\n")
+    rep = validate_sft_file(p, max_example_tokens=50)
+    assert not rep["valid"] and any(needle in x and "line 1" in x for x in rep["problems"]), rep["problems"]
