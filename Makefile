@@ -2,11 +2,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-DEMO   ?= build/demo
 # llama-cpp-python builds from source; a native build crashes at inference on some CPUs.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: install install-local demo test lint bench clean
+.PHONY: install install-local demo paper test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,16 +21,13 @@ $(VENV)/.installed-local: $(VENV)/.installed
 
 install-local: $(VENV)/.installed-local
 
-## The main job (offline, no API key): demo data -> benchmark
-demo: install
-	$(VENV)/bin/cocoeval demo-data --out $(DEMO)/data
-	$(VENV)/bin/cocoeval build \
-	  --source qmsum:$(DEMO)/data/qmsum \
-	  --source convokit:$(DEMO)/data/debate-corpus \
-	  --source tcr:$(DEMO)/data/tcr \
-	  --source chat:$(DEMO)/data/chat#demo_chat \
-	  --per-dataset 2 --out $(DEMO)/bench
-	$(VENV)/bin/cocoeval show $(DEMO)/bench "$$(head -1 $(DEMO)/bench/eval.jsonl | $(PY) -c 'import json,sys; print(json.load(sys.stdin)["id"])')" --max-chars 300 | head -40
+## The main job (offline, no API key): demo data -> benchmark -> simulations on the local model
+demo: install-local
+	$(VENV)/bin/cocoeval run params/demo.yaml
+
+## The same with the paper's setups (needs API keys and a benchmark built from the real data)
+paper: install
+	$(VENV)/bin/cocoeval run params/paper.yaml
 
 ## The tests (the local model too: builds llama-cpp-python once, then pip's cache serves it)
 test: install-local

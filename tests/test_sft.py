@@ -47,3 +47,29 @@ def test_validation_finds_each_problem(tmp_path, line, needle):
     p.write_text(line + "\n")
     rep = validate_sft_file(p, max_example_tokens=50)
     assert not rep["valid"] and any(needle in x and "line 1" in x for x in rep["problems"]), rep["problems"]
+
+
+def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
+    from cocoeval import ConfigError
+    from cocoeval.llm.fakeserver import FakeServer
+    from cocoeval.sft import finetune_status, start_finetune
+
+    export_sft([instance(f"d/c{i}/0") for i in range(3)], tmp_path, ks=(5,))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-ft-" + "z" * 20)
+    with FakeServer() as srv:
+        out = start_finetune(tmp_path / "sft_k5.jsonl", "gpt-4.1-2025-04-14", suffix="cocoeval-k5",
+                             seed=1, base_url=srv.openai_base)
+        assert out["job_id"].startswith("ftjob-") and out["file_id"].startswith("file-")
+        stats = srv.stats()
+        assert stats["files"][out["file_id"]]["purpose"] == "fine-tune"
+        status = {}
+        for _ in range(5):
+            status = finetune_status(out["job_id"], base_url=srv.openai_base)
+            if status["status"] == "succeeded":
+                break
+        assert status["status"] == "succeeded"
+        assert status["simulator_spec"].startswith("openai/ft:gpt-4.1-2025-04-14:") and "cocoeval-k5" in status["simulator_spec"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"messages": []}\n')
+    with pytest.raises(ConfigError, match="not a valid fine-tuning file"):
+        start_finetune(bad, "gpt-4.1", base_url="http://127.0.0.1:9/v1")
