@@ -149,13 +149,16 @@ def _cmd_run(a: argparse.Namespace) -> int:
     from .experiment import load_params
 
     exp = load_params(a.params)
-    stages = tuple(a.stage) if a.stage else ("simulate",)
+    stages = tuple(a.stage) if a.stage else ("simulate", "judge")
     run_dir = exp.run(stages, progress=False if a.no_progress else None)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage = json.loads((run_dir / "usage.json").read_text())
     print(f"run directory: {run_dir}")
     for name, s in manifest.get("summary", {}).get("simulate", {}).items():
-        print(f"  {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  of {s['continuations']}")
+        print(f"  setup {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  of {s['continuations']}")
+    for name, s in manifest.get("summary", {}).get("judge", {}).items():
+        print(f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
+              f"of {s['judgments']}")
     t = usage["totals"]
     print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent, "
           f"{t['failed']} failed); tokens in/out: {t['input_tokens']}/{t['output_tokens']}; "
@@ -222,11 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="run the stages a params file asks for",
                        description="Run a params file (see params/demo.yaml): build or load the "
-                       "benchmark, simulate every setup, write a run directory. Every LLM call is "
+                       "benchmark, simulate every setup, judge references and continuations, write a "
+                       "run directory. Every LLM call is "
                        "cached: a re-run sends no request and a killed run resumes.")
     r.add_argument("params", type=Path, help="params YAML file")
-    r.add_argument("--stage", action="append", choices=["simulate"],
-                   help="stage to run, repeatable (default: simulate)")
+    r.add_argument("--stage", action="append", choices=["simulate", "judge"],
+                   help="stage to run, repeatable (default: simulate and judge)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
     r.set_defaults(func=_cmd_run)
 

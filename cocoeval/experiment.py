@@ -22,9 +22,11 @@ from . import __version__
 from .bench import BuildConfig, build, load_instances
 from .errors import ConfigError, InputError
 from .jsonio import read_json, read_models, write_json, write_jsonl
+from .judge import PROMPTS as JUDGE_PROMPTS
+from .judge import JudgeConfig, judge
 from .llm import LLMConfig, Runner
 from .prompts import load_prompt
-from .schema import Continuation, Instance
+from .schema import Continuation, Instance, Judgment
 from .simulate import CHATBOT_SYSTEM_PROMPT, Setup, simulate
 from .taxonomy import load_taxonomy
 
@@ -72,8 +74,9 @@ class ExperimentParams(BaseModel):
     instances: InstanceSelection = Field(default_factory=InstanceSelection)
     setups: list[Setup] = Field(default_factory=list)
     """Simulator setups."""
-    judges: list[dict[str, Any]] = Field(default_factory=list)
-    """Judge configurations (used by the judging stage)."""
+    judges: list[JudgeConfig] = Field(default_factory=list)
+    """Judges: {name, model, kind: [overall, fine_grained], ...}; each judges every reference
+    and every ok continuation."""
     llm: LLMConfig = Field(default_factory=LLMConfig)
     """Runner, cache and price settings."""
     taxonomy: str | None = None
@@ -83,10 +86,13 @@ class ExperimentParams(BaseModel):
     def _check(self) -> ExperimentParams:
         if (self.bench is None) == (self.build is None):
             raise ValueError("give exactly one of 'bench' (a built benchmark folder) or 'build'")
-        names = Counter(s.name for s in self.setups)
-        dup = [n for n, c in names.items() if c > 1]
-        if dup:
-            raise ValueError(f"setup names must be unique; repeated: {', '.join(dup)}")
+        for what, items in (("setup", self.setups), ("judge", self.judges)):
+            names = Counter(s.name for s in items)
+            dup = [n for n, c in names.items() if c > 1]
+            if dup:
+                raise ValueError(f"{what} names must be unique; repeated: {', '.join(dup)}")
+        if any(s.name == "reference" for s in self.setups):
+            raise ValueError("'reference' is the human reference; name the setup otherwise")
         return self
 
 
@@ -161,6 +167,7 @@ class Experiment:
         prompts = {s.prompt for s in self.params.setups}
         if any(s.kind == "human_ai" for s in self.params.setups):
             prompts.add(CHATBOT_SYSTEM_PROMPT)
+        prompts |= {JUDGE_PROMPTS[k] for j in self.params.judges for k in j.kind}
         return {
             "cocoeval_version": __version__,
             "git_revision": git_revision(),
@@ -169,10 +176,11 @@ class Experiment:
             "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
             "prompts": {p: load_prompt(p).ref for p in sorted(prompts)},
             "setups": {s.name: s.setup_id(self.taxonomy) for s in self.params.setups},
+            "judges": {j.name: {k: j.judge_id(k, self.taxonomy) for k in j.kind} for j in self.params.judges},
             **extra,
         }
 
-    def run(self, stages: tuple[str, ...] = ("simulate",), progress: bool | None = None) -> Path:
+    def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None) -> Path:
         """Run the stages; returns the run directory."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started = _now()
@@ -197,6 +205,22 @@ class Experiment:
                     name: {"continuations": len(cs), "ok": sum(c.status == "ok" for c in cs),
                            "invalid": sum(c.status == "invalid" for c in cs)}
                     for name, cs in result.items()}
+            if "judge" in stages and self.params.judges:
+                conts = read_run(self.run_dir)["continuations"] if (self.run_dir / "continuations").exists() else {}
+                conts = {k: v for k, v in conts.items() if k in {s.name for s in self.params.setups}}
+                jdir = self.run_dir / "judgments"
+
+                def save_j(_round: int, partial: dict[str, list[Judgment]]) -> None:
+                    for name, js in partial.items():
+                        write_jsonl(jdir / f"{name}.jsonl", js)
+
+                jres = judge(insts, conts, self.params.judges, runner, taxonomy=self.taxonomy, on_round=save_j)
+                save_j(-1, jres)
+                summary["judge"] = {
+                    name: {"judgments": len(js), "ok": sum(j.status == "ok" for j in js),
+                           "repaired": sum(j.status == "repaired" for j in js),
+                           "invalid": sum(j.status == "invalid" for j in js)}
+                    for name, js in jres.items()}
         finally:
             write_json(self.run_dir / "usage.json", {"rows": runner.ledger.rows(),
                                                      "totals": runner.ledger.totals(),
@@ -246,5 +270,6 @@ def read_run(run_dir: str | Path) -> dict[str, Any]:
     """Load a run directory: manifest, instances and continuations by setup name."""
     d = Path(run_dir)
     conts = {p.stem: read_models(p, Continuation) for p in sorted((d / "continuations").glob("*.jsonl"))}
-    return {"manifest": read_json(d / "manifest.json"),
-            "instances": read_models(d / "instances.jsonl", Instance), "continuations": conts}
+    judgments = {p.stem: read_models(p, Judgment) for p in sorted((d / "judgments").glob("*.jsonl"))}
+    return {"manifest": read_json(d / "manifest.json"), "instances": read_models(d / "instances.jsonl", Instance),
+            "continuations": conts, "judgments": judgments}

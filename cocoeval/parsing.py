@@ -14,8 +14,9 @@ import json_repair
 
 from .schema import Turn
 
-# A fence opens at the start of a line; an answer cut at max_tokens may never close it.
-_FENCE = re.compile(r"^[ \t]*```(?:json|JSON|text|markdown)?\s*\n?(.*?)(?:```|\Z)", re.S | re.M)
+# A fence opens a line or ends one (not "run ```make``` first"); a cut answer may not close it.
+_FENCE = re.compile(r"(?:^[ \t]*|(?=```\w*[ \t]*\n))```(?:json|JSON|text|markdown)?\s*\n?(.*?)(?:```|\Z)",
+                    re.S | re.M)
 _JSON_START = re.compile(r"\{|\[\s*(?:[\[\{\"']|\]|$)")
 _LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•>]|#+)\s+")
 _LINE = re.compile(

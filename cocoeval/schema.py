@@ -184,15 +184,25 @@ class Judgment(_Model):
     instance_id: str
     target: str
     """'reference' or a setup id."""
+    target_name: str | None = None
+    """'reference' or the setup's name."""
     judge_id: str
+    """Hash of model, prompt, taxonomy and parameters (or human:<annotator>)."""
+    judge_name: str | None = None
     kind: Literal["overall", "fine_grained"]
     taxonomy_hash: str
     consistency: int | None = Field(default=None, ge=1, le=10)
     collaborativeness: int | None = Field(default=None, ge=1, le=10)
     rationale: str | None = None
     labels: list[TurnLabel] = Field(default_factory=list)
+    judged_turns: list[int] = Field(default_factory=list)
+    """0-based indices of the target turns that were to be labelled (all, or the user turns)."""
     status: Literal["ok", "repaired", "invalid"] = "ok"
     reason: str | None = None
+    """Why the judgment is invalid."""
+    repairs: list[str] = Field(default_factory=list)
+    """What was repaired in the judge's answer (near-miss names, near-valid JSON...)."""
+    attempts: int = 1
     raw: str | None = None
     """The raw judge answer, kept when it was repaired or invalid."""
     calls: list[CallRecord] = Field(default_factory=list)

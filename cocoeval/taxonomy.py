@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Literal
@@ -69,9 +68,10 @@ class Taxonomy(BaseModel):
                 seen.add(key)
         return self
 
-    @cached_property
+    @property
     def hash(self) -> str:
-        """sha256 (first 16 hex digits) of the canonical JSON of the content."""
+        """sha256 (first 16 hex digits) of the canonical JSON of the content (computed each time:
+        a cached value would survive ``model_copy`` and go stale)."""
         canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()[:16]
 

@@ -1,0 +1,214 @@
+"""Judging: the same judge configuration judges the human reference r and every simulated
+continuation y of an instance, seeing the same context (M, S, x).
+
+Overall: consistency and collaborativeness (1-10) with a rationale. Fine-grained: for each
+judged turn, the behaviours of the taxonomy it shows, with evidence. Answers are validated
+(``judge_parse``); an unusable answer is re-asked at most ``max_attempts - 1`` times with the
+validation error, then stored invalid with its reason and the raw text: never as zero behaviours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .judge_parse import Verdict, validate_fine, validate_overall
+from .llm import Call, CallResult, GenerateRequest, Message, Runner
+from .llm.base import canonical_json
+from .prompts import load_prompt
+from .schema import CallRecord, Continuation, Instance, Judgment, Turn
+from .simulate import format_metadata, format_turns
+from .taxonomy import Taxonomy, load_taxonomy
+
+Kind = Literal["overall", "fine_grained"]
+PROMPTS: dict[str, str] = {"overall": "judge_overall", "fine_grained": "judge_fine_grained"}
+
+
+class JudgeConfig(BaseModel):
+    """One judge. Its id hashes model, prompt, taxonomy and parameters: changing any of them
+    never reuses stale judgments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """Label used in files and tables."""
+    model: str
+    """Judge model spec, e.g. openai/o4-mini."""
+    kind: list[Kind] = Field(default_factory=lambda: ["overall", "fine_grained"])
+    """Which evaluations this judge makes."""
+    temperature: float | None = 0.0
+    """Sampling temperature (dropped for reasoning models)."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """For reasoning models (o4-mini, gpt-5.1)."""
+    max_attempts: int = Field(3, ge=1)
+    """First answer plus re-asks with the validation error."""
+    max_tokens_overall: int = 600
+    """Output budget of an overall judgment (reasoning models need more)."""
+    max_tokens_per_turn: int = 80
+    """Output budget per judged turn of a fine-grained judgment (plus 200)."""
+
+    def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
+        data = self.model_dump(exclude={"name", "kind"})
+        data.update(kind=kind, prompt=load_prompt(PROMPTS[kind]).ref, taxonomy=taxonomy.hash)
+        return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
+
+
+@dataclass
+class Target:
+    instance: Instance
+    name: str
+    """'reference' or the setup name."""
+    target_id: str
+    """'reference' or the setup id."""
+    turns: list[Turn]
+    judged: list[int]
+    """0-based indices of the turns to label."""
+
+
+def targets_for(instances: Sequence[Instance], continuations: dict[str, list[Continuation]]) -> list[Target]:
+    """The reference of every instance and every ok continuation. In chats only user turns are
+    judged. Invalid continuations have nothing to judge; they count in the invalid rates."""
+    out = []
+    by_id = {i.id: i for i in instances}
+    for inst in instances:
+        out.append(Target(inst, "reference", "reference", inst.reference, _judged(inst, inst.reference)))
+    for name, conts in continuations.items():
+        for c in conts:
+            if c.status == "ok" and c.instance_id in by_id:
+                inst = by_id[c.instance_id]
+                out.append(Target(inst, name, c.setup_id, c.turns, _judged(inst, c.turns)))
+    return out
+
+
+def _judged(inst: Instance, turns: list[Turn]) -> list[int]:
+    if inst.provenance.source_format == "chat":
+        return [i for i, t in enumerate(turns) if t.speaker == "user"]
+    return list(range(len(turns)))
+
+
+def render_target(turns: list[Turn], judged: list[int]) -> str:
+    pos = {i: n for n, i in enumerate(judged, start=1)}
+    return "\n".join(f"[{pos[i]}] {t.speaker}: {t.text}" if i in pos else f"    ({t.speaker}, context only): {t.text}"
+                     for i, t in enumerate(turns))
+
+
+def behaviours_block(tax: Taxonomy) -> str:
+    return "\n".join(f"- {b.name} ({b.category}): {b.definition}" for b in tax.behaviours)
+
+
+def fine_schema(tax: Taxonomy) -> dict[str, Any]:
+    item = {"type": "object", "properties": {
+        "behaviour": {"type": "string", "enum": [b.name for b in tax.behaviours]},
+        "evidence": {"type": "string"}}, "required": ["behaviour", "evidence"], "additionalProperties": False}
+    turn = {"type": "object", "properties": {"turn": {"type": "integer"},
+                                             "behaviours": {"type": "array", "items": item}},
+            "required": ["turn", "behaviours"], "additionalProperties": False}
+    return {"type": "object", "properties": {"turns": {"type": "array", "items": turn}},
+            "required": ["turns"], "additionalProperties": False}
+
+
+OVERALL_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"consistency": {"type": "integer"}, "collaborativeness": {"type": "integer"},
+                                     "rationale": {"type": "string"}},
+    "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}
+
+
+class _Task:
+    def __init__(self, judge: JudgeConfig, kind: Kind, target: Target, tax: Taxonomy) -> None:
+        self.judge, self.kind, self.target, self.tax = judge, kind, target, tax
+        self.judge_id = judge.judge_id(kind, tax)
+        inst = target.instance
+        some = len(target.judged) < len(target.turns)
+        system, user = load_prompt(PROMPTS[kind]).render(
+            n_turns=len(target.judged), behaviours=behaviours_block(tax),
+            only_some=" (only the numbered turns are annotated; the others are context)" if some else "",
+            metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
+            history=format_turns(inst.history), target=render_target(target.turns, target.judged))
+        self.messages = [Message(role="system", content=system), Message(role="user", content=user)]
+        self.calls: list[CallRecord] = []
+        self.attempts = 0
+        self.result: Judgment | None = None
+        self._last_raw = ""
+
+    def next_call(self) -> Call:
+        fine = self.kind == "fine_grained"
+        max_tokens = (200 + self.judge.max_tokens_per_turn * len(self.target.judged)) if fine \
+            else self.judge.max_tokens_overall
+        req = GenerateRequest(messages=self.messages, max_tokens=max_tokens, temperature=self.judge.temperature,
+                              reasoning_effort=self.judge.reasoning_effort,
+                              json_schema=fine_schema(self.tax) if fine else OVERALL_SCHEMA,
+                              schema_name="judgment", cache_prefix_messages=1)
+        tag = f"{self.target.instance.id}|{self.target.name}|{self.judge.name}|{self.kind}"
+        return Call(model=self.judge.model, stage="judge", tag=tag, request=req)
+
+    def apply(self, res: CallResult) -> None:
+        self.attempts += 1
+        r = res.response
+        self.calls.append(CallRecord(
+            request_hash=res.key, model=res.model, cache_hit=res.cache_hit, status=res.status,
+            error=f"{res.reason}: {res.detail}" if res.reason else None,
+            input_tokens=r.usage.input_tokens if r else 0, cached_input_tokens=r.usage.cached_input_tokens if r else 0,
+            output_tokens=r.usage.output_tokens if r else 0, latency_s=r.latency_s if r else None,
+            finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else []))
+        if res.status != "ok" or r is None:
+            self._finish(Verdict.fail(f"call failed: {res.reason}", retryable=False), self._last_raw)
+            return
+        self._last_raw = r.text
+        v = (validate_fine(r.text, r.finish_reason, len(self.target.judged), self.tax)
+             if self.kind == "fine_grained" else validate_overall(r.text, r.finish_reason))
+        if v.status == "error" and v.retryable and self.attempts < self.judge.max_attempts:
+            self.messages = [*self.messages, Message(role="assistant", content=r.text or "(empty)"),
+                             Message(role="user", content=f"Your answer could not be used: {v.error}. "
+                                     "Answer again with the complete JSON only, as specified.")]
+            return
+        self._finish(v, r.text)
+
+    def _finish(self, v: Verdict, raw: str) -> None:
+        t = self.target
+        labels = [lb.model_copy(update={"turn": t.judged[lb.turn]}) for lb in v.labels]
+        self.result = Judgment(
+            instance_id=t.instance.id, target=t.target_id, target_name=t.name, judge_id=self.judge_id,
+            judge_name=self.judge.name, kind=self.kind, taxonomy_hash=self.tax.hash,
+            consistency=v.consistency, collaborativeness=v.collaborativeness, rationale=v.rationale,
+            labels=labels, judged_turns=t.judged,
+            status="invalid" if v.status == "error" else v.status,  # type: ignore[arg-type]
+            reason=v.error if v.status == "error" else None, repairs=v.repairs,
+            raw=raw if v.status != "ok" else None, calls=self.calls, attempts=self.attempts)
+
+
+def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],
+          judges: Sequence[JudgeConfig], runner: Runner, *, taxonomy: Taxonomy | None = None,
+          on_round: Callable[[int, dict[str, list[Judgment]]], None] | None = None) -> dict[str, list[Judgment]]:
+    """Judge every reference and ok continuation with every judge; {judge name: judgments}."""
+    tax = taxonomy or load_taxonomy()
+    targets = targets_for(instances, continuations)
+    tasks = {j.name: [_Task(j, k, t, tax) for t in targets for k in j.kind] for j in judges}
+
+    def collect() -> dict[str, list[Judgment]]:
+        return {n: [t.result for t in ts if t.result is not None] for n, ts in tasks.items()}
+
+    rnd = 0
+    while pending := [t for ts in tasks.values() for t in ts if t.result is None]:
+        for t, r in zip(pending, runner.run([t.next_call() for t in pending]), strict=True):
+            t.apply(r)
+        rnd += 1
+        if on_round is not None:
+            on_round(rnd, collect())
+    return collect()
+
+
+def behaviour_counts(j: Judgment, tax: Taxonomy) -> dict[str, int] | None:
+    """Occurrences of each behaviour in a fine-grained judgment; None when it is invalid
+    (an invalid judgment is never a zero count)."""
+    if j.kind != "fine_grained" or j.status == "invalid":
+        return None
+    counts = dict.fromkeys(tax.ids, 0)
+    for lb in j.labels:
+        for b in lb.behaviours:
+            if b in counts:
+                counts[b] += 1
+    return counts

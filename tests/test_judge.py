@@ -1,0 +1,127 @@
+"""Judging through the fake provider server (scripted and malformed answers) and ids."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from cocoeval.judge import JudgeConfig, behaviour_counts, judge
+from cocoeval.llm import LLMConfig, Runner
+from cocoeval.llm.fakeserver import FakeServer
+from cocoeval.schema import Continuation
+from cocoeval.taxonomy import load_taxonomy
+
+from .sim_helpers import instance
+
+TAX = load_taxonomy()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server, monkeypatch):
+    server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-" + "j" * 20)
+    return server
+
+
+def fine_answer(n, labels=None):
+    labels = labels or {}
+    return json.dumps({"turns": [{"turn": i, "behaviours": [{"behaviour": b, "evidence": "because"}
+                                                           for b in labels.get(i, [])]} for i in range(1, n + 1)]})
+
+
+OVERALL = json.dumps({"consistency": 6, "collaborativeness": 4, "rationale": "drifts"})
+
+
+def setup_run(n=4):
+    inst = instance("d/c/0", n_hist=4, n_ref=n)
+    cont = Continuation(instance_id=inst.id, setup_id="abc", setup_name="sim", turns=inst.reference[::-1])
+    bad = Continuation(instance_id=inst.id, setup_id="bad", setup_name="broken", status="invalid", reason="x")
+    return [inst], {"sim": [cont], "broken": [bad]}
+
+
+def run(tmp_path, judges, n=4):
+    insts, conts = setup_run(n)
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
+    return judge(insts, conts, judges, r)
+
+
+def jc(srv, **kw):
+    return JudgeConfig(name="j", model=f"openai/gpt-4.1@{srv.openai_base}", **kw)
+
+
+def test_reference_and_continuations_judged_with_the_same_judge(srv, tmp_path):
+    srv.configure(answers=[{"match": "Continuation to annotate", "text": fine_answer(4, {2: ["Repetition"], 4: ["Off-topic"]})},
+                           {"match": "Continuation to evaluate", "text": OVERALL}])
+    [js] = run(tmp_path, [jc(srv)]).values()
+    assert sorted((j.target_name, j.kind) for j in js) == [
+        ("reference", "fine_grained"), ("reference", "overall"), ("sim", "fine_grained"), ("sim", "overall")]
+    fine = next(j for j in js if j.kind == "fine_grained" and j.target_name == "sim")
+    assert fine.status == "repaired" and "'Off-topic' read as 'Off topic'" in fine.repairs[0]
+    assert [lb.behaviours for lb in fine.labels] == [[], ["repetition"], [], ["off_topic"]]
+    assert fine.labels[1].evidence == {"repetition": "because"}
+    counts = behaviour_counts(fine, TAX)
+    assert counts["repetition"] == 1 and counts["off_topic"] == 1 and sum(counts.values()) == 2
+    ov = next(j for j in js if j.kind == "overall" and j.target_name == "reference")
+    assert (ov.consistency, ov.collaborativeness, ov.status) == (6, 4, "ok")
+    assert fine.target == "abc" and ov.target == "reference" and fine.taxonomy_hash == TAX.hash
+    assert srv.stats()["requests"] == 4  # the invalid continuation is not judged
+
+
+def test_malformed_then_reasked(srv, tmp_path):
+    srv.configure(answers=[{"match": "could not be used", "text": fine_answer(4)},
+                           {"match": "Continuation to annotate", "text": '{"turns": [{"turn": 1, "behaviours": []}]}'}])
+    [js] = run(tmp_path, [jc(srv, kind=["fine_grained"])]).values()
+    assert all(j.status == "ok" and j.attempts == 2 and len(j.calls) == 2 for j in js)
+    body = srv.stats()["bodies_last"]
+    assert "turns missing from the answer: 2, 3, 4" in body["messages"][-1]["content"]
+
+
+def test_always_malformed_is_invalid_with_reason_and_raw_never_zero(srv, tmp_path):
+    srv.configure(answers=[{"match": "", "text": "The turns look fine to me."}])
+    [js] = run(tmp_path, [jc(srv, kind=["fine_grained"], max_attempts=3)]).values()
+    for j in js:
+        assert j.status == "invalid" and j.reason == "no JSON object in the answer"
+        assert j.raw == "The turns look fine to me." and j.attempts == 3 and j.labels == []
+        assert behaviour_counts(j, TAX) is None
+    assert srv.stats()["requests"] == 6
+
+
+def test_truncated_and_failed_calls_are_invalid_at_once(srv, tmp_path):
+    srv.configure(answers=[{"match": "", "text": fine_answer(4) * 20}])
+    [js] = run(tmp_path, [jc(srv, kind=["fine_grained"], max_tokens_per_turn=1)]).values()
+    assert all(j.status == "invalid" and j.reason == "truncated" and j.attempts == 1 for j in js)
+    srv.reset()
+    srv.configure(faults=[{"match": "", "kind": "context_length", "times": -1}])
+    [js] = run(tmp_path / "b", [jc(srv, kind=["overall"])]).values()
+    assert all(j.status == "invalid" and j.reason == "call failed: context_length" for j in js)
+
+
+def test_only_user_turns_are_judged_in_chats(srv, tmp_path):
+    inst = instance("chat/c/0", n_hist=4, n_ref=6, chat=True)
+    srv.configure(answers=[{"match": "", "text": fine_answer(3, {3: ["Unclear intent"]})}])
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
+    [js] = judge([inst], {}, [jc(srv, kind=["fine_grained"])], r).values()
+    [j] = js
+    users = [i for i, t in enumerate(inst.reference) if t.speaker == "user"]
+    assert j.judged_turns == users and [lb.turn for lb in j.labels] == users
+    assert j.labels[2].behaviours == ["unclear_intent"]
+    prompt = srv.stats()["bodies_last"]["messages"][1]["content"]
+    assert "(assistant, context only)" in prompt and "[3] user:" in prompt
+
+
+def test_judge_ids_change_with_anything_that_changes_the_output():
+    base = JudgeConfig(name="a", model="openai/o4-mini")
+    i = base.judge_id("fine_grained", TAX)
+    assert i == JudgeConfig(name="renamed", model="openai/o4-mini").judge_id("fine_grained", TAX)
+    assert i != base.judge_id("overall", TAX)
+    assert i != JudgeConfig(name="a", model="openai/gpt-5.1").judge_id("fine_grained", TAX)
+    assert i != JudgeConfig(name="a", model="openai/o4-mini", reasoning_effort="high").judge_id("fine_grained", TAX)
+    other = TAX.model_copy(update={"behaviours": TAX.behaviours[:5]})
+    assert i != base.judge_id("fine_grained", other)
