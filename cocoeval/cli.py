@@ -81,6 +81,30 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_annotate_export(a: argparse.Namespace) -> int:
+    from .annotate import export_items
+    from .experiment import read_run
+
+    rep = export_items(read_run(a.run_dir), a.out, seed=a.seed, setups=a.setup, max_instances=a.max_instances)
+    print(f"{rep['items']} items ({rep['rows']} rows to fill) in {rep['folder']}: give annotators items.jsonl "
+          f"and template.csv; keep key.json for the import")
+    return 0
+
+
+def _cmd_annotate_import(a: argparse.Namespace) -> int:
+    from .annotate import import_annotations
+    from .experiment import read_run
+    from .jsonio import write_jsonl
+
+    js = import_annotations(a.file, read_run(a.run_dir), key=a.key)
+    out = a.out or a.run_dir / "judgments" / "human.jsonl"
+    write_jsonl(out, js)
+    bad = [j for j in js if j.status == "invalid"]
+    print(f"{len(js)} human judgments from {len({j.judge_id for j in js})} annotator(s) -> {out}"
+          + (f"; {len(bad)} invalid (e.g. {bad[0].reason})" if bad else ""))
+    return 0
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
     from .bench import find_instance
 
@@ -254,6 +278,21 @@ def build_parser() -> argparse.ArgumentParser:
     ft.add_argument("--status", metavar="JOB_ID", help="print a job's status (and simulator spec)")
     ft.add_argument("--base-url", help="API base URL (default: OpenAI's)")
     ft.set_defaults(func=_cmd_finetune)
+
+    ae = sub.add_parser("annotate-export", help="export items for blind human annotation")
+    ae.add_argument("run_dir", type=Path, help="a run directory")
+    ae.add_argument("--out", type=Path, required=True, help="output folder")
+    ae.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
+    ae.add_argument("--setup", action="append", help="only these setups (repeatable; default all)")
+    ae.add_argument("--max-instances", type=int, help="only the first N instances")
+    ae.set_defaults(func=_cmd_annotate_export)
+
+    ai = sub.add_parser("annotate-import", help="import human annotations (CSV/JSONL) as judgments")
+    ai.add_argument("file", type=Path, help="filled template.csv, or rows as CSV/JSONL")
+    ai.add_argument("run_dir", type=Path, help="the run directory the items came from")
+    ai.add_argument("--key", type=Path, help="key.json of a blind export (needed for item_id rows)")
+    ai.add_argument("--out", type=Path, help="output JSONL (default RUN_DIR/judgments/human.jsonl)")
+    ai.set_defaults(func=_cmd_annotate_import)
 
     f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
     f.set_defaults(func=_cmd_fetch)

@@ -135,3 +135,44 @@ def test_paper_params_list_the_papers_setups():
     assert pp.presence_penalty == 2.0 and pp.turns_per_call == 1
     assert any(s.kind == "human_ai" for s in paper.setups)
     assert paper.instances.per_dataset == 50
+
+
+def test_run_with_judges_and_human_annotation_cli(tmp_path):
+    _bench(tmp_path)
+    with FakeServer() as srv:
+        fine = json.dumps({"turns": [{"turn": i, "behaviours": []} for i in range(1, 31)]})
+        srv.configure(answers=[{"match": "Continuation to annotate", "text": fine},
+                               {"match": "Continuation to evaluate",
+                                "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}'},
+                               {"match": "", "text": ANSWER * 5}])
+        p = tmp_path / "j.yaml"
+        p.write_text(yaml.safe_dump({
+            "name": "j", "out": "runs/j", "bench": "bench",
+            "setups": [{"name": "k30", "model": f"openai-compatible/fake@{srv.openai_base}"}],
+            "judges": [{"name": "judge1", "model": f"openai-compatible/judge@{srv.openai_base}"}],
+            "llm": {"cache": "cache-j.sqlite"}}))
+        cmd = [sys.executable, "-m", "cocoeval", "run", str(p), "--no-progress"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert "judge judge1" in out.stdout
+        run = read_run(tmp_path / "runs" / "j")
+        js = run["judgments"]["judge1"]
+        n = len(run["instances"])
+        assert len(js) == n * 2 * 2 and all(j.status == "ok" for j in js)
+        assert set(run["manifest"]["judges"]["judge1"]) == {"overall", "fine_grained"}
+        requests = srv.stats()["requests"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0 and srv.stats()["requests"] == requests  # nothing re-sent
+    # blind export -> fill -> import through the CLI
+    rd = tmp_path / "runs" / "j"
+    assert subprocess.run([sys.executable, "-m", "cocoeval", "annotate-export", str(rd), "--out",
+                           str(tmp_path / "ann")], capture_output=True).returncode == 0
+    lines = (tmp_path / "ann" / "template.csv").read_text().splitlines()
+    filled = [lines[0]] + [("ann1" + line) if line.split(",")[4] else ("ann1" + line[:-2] + "6,6,")
+                           for line in lines[1:]]
+    (tmp_path / "ann" / "done.csv").write_text("\n".join(filled) + "\n")
+    out = subprocess.run([sys.executable, "-m", "cocoeval", "annotate-import", str(tmp_path / "ann" / "done.csv"),
+                          str(rd), "--key", str(tmp_path / "ann" / "key.json")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    human = read_run(rd)["judgments"]["human"]
+    assert {j.judge_id for j in human} == {"human:ann1"} and all(j.status == "ok" for j in human)
