@@ -135,6 +135,8 @@ def test_paper_params_list_the_papers_setups():
     assert pp.presence_penalty == 2.0 and pp.turns_per_call == 1
     assert any(s.kind == "human_ai" for s in paper.setups)
     assert paper.instances.per_dataset == 50
+    assert [j.model for j in paper.judges] == ["openai/o4-mini"]
+    assert set(paper.judges[0].kind) == {"overall", "fine_grained"}
 
 
 def test_run_with_judges_and_human_annotation_cli(tmp_path):

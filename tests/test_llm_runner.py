@@ -216,3 +216,16 @@ def test_retry_after_is_honoured(srv, tmp_path, wire):
     assert res.status == "ok"
     t = srv.stats()["times"]
     assert len(t) == 2 and t[1] - t[0] >= 0.95
+
+
+def test_azure_provider(srv, tmp_path, monkeypatch):
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", srv.url)
+    monkeypatch.setenv("OPENAI_API_VERSION", "2024-10-21")
+    [res] = runner(tmp_path).run(calls("azure/my-gpt41-deployment", ["hello azure"]))
+    assert res.status == "ok" and res.response.text == "echo: hello azure"
+    assert srv.stats()["bodies_last"]["model"] == "my-gpt41-deployment"
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT")
+    from cocoeval import ConfigError
+    with pytest.raises(ConfigError, match="AZURE_OPENAI_ENDPOINT"):
+        runner(tmp_path / "b").run(calls("azure/x", ["no endpoint"]))

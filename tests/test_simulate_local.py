@@ -40,3 +40,20 @@ def test_local_model_every_setup(tmp_path):
     assert {k: [c.model_dump(exclude={"calls"}) for c in v] for k, v in again.items()} == \
         {k: [c.model_dump(exclude={"calls"}) for c in v] for k, v in res.items()}
     assert all(call.cache_hit for v in again.values() for c in v for call in c.calls)
+
+
+def test_local_model_judges(tmp_path):
+    from cocoeval.judge import JudgeConfig, judge
+
+    inst = instance("d/c/0", n_hist=4, n_ref=3)
+    runner = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, concurrency=1))
+    [js] = judge([inst], {}, [JudgeConfig(name="smol", model="local/smollm2", max_tokens_per_turn=40,
+                                          max_tokens_overall=120)], runner).values()
+    assert {j.kind for j in js} == {"overall", "fine_grained"}
+    for j in js:
+        if j.status == "invalid":
+            assert j.reason and j.raw is not None and j.labels == []
+        elif j.kind == "fine_grained":
+            assert [lb.turn for lb in j.labels] == [0, 1, 2]
+        else:
+            assert 1 <= j.consistency <= 10 and 1 <= j.collaborativeness <= 10

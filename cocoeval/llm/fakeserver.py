@@ -57,6 +57,7 @@ import ipaddress
 import json
 import math
 import os
+import re
 import select
 import socket
 import subprocess
@@ -330,6 +331,8 @@ class Handler(BaseHTTPRequestHandler):
             return self._send(200, {"ok": True})
         if path in (FILES_PATH, JOBS_PATH):
             return self._api(path, raw)
+        if re.fullmatch(r"/openai/deployments/[^/]+/chat/completions", path):
+            path = OPENAI_PATH  # Azure OpenAI's route for the same wire format
         if path not in (OPENAI_PATH, ANTHROPIC_PATH):
             return self._no_route()
         body = _json_object(raw)
