@@ -1,0 +1,149 @@
+"""Statistics against hand-computed cases and scipy; determinism; paired resampling."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy import stats as sps
+
+from cocoeval.frames import invalid_rates, run_frames
+from cocoeval.schema import Continuation, Judgment, TurnLabel
+from cocoeval.stats import (
+    agreement,
+    boot_index,
+    bootstrap_mean_ci,
+    detections,
+    judge_vs_humans,
+    likert_means,
+    mean_occurrences,
+    paired_vs_human,
+    participants_correlation,
+)
+from cocoeval.taxonomy import load_taxonomy
+
+from .sim_helpers import instance
+
+TAX = load_taxonomy()
+
+
+def fine(inst_id, target, judge, per_turn, status="ok", human=False):
+    return Judgment(instance_id=inst_id, target=target, target_name=target, judge_id=("human:" if human else "") + judge,
+                    judge_name=judge, kind="fine_grained", taxonomy_hash=TAX.hash, status=status,
+                    labels=[TurnLabel(turn=i, behaviours=bs) for i, bs in enumerate(per_turn)],
+                    judged_turns=list(range(len(per_turn))), reason="bad" if status == "invalid" else None)
+
+
+def overall(inst_id, target, judge, c, k):
+    return Judgment(instance_id=inst_id, target=target, target_name=target, judge_id=judge, judge_name=judge,
+                    kind="overall", taxonomy_hash=TAX.hash, consistency=c, collaborativeness=k)
+
+
+def make_run(n=6):
+    insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=4) for i in range(n)]
+    js = []
+    for k, inst in enumerate(insts):
+        # human reference: k repetitions; simulation: k + 1 repetitions and one off-topic
+        js.append(fine(inst.id, "reference", "J", [["repetition"]] * min(k, 4) + [[]] * (4 - min(k, 4))))
+        js.append(fine(inst.id, "sim", "J", [["repetition"]] * min(k + 1, 4) + [[]] * (4 - min(k + 1, 4))))
+        js.append(overall(inst.id, "reference", "J", 5 + k % 3, 4))
+    js.append(fine(insts[0].id, "sim2", "J", [], status="invalid"))
+    conts = {"sim": [Continuation(instance_id=i.id, setup_id="s", turns=i.reference) for i in insts],
+             "sim2": [Continuation(instance_id=insts[0].id, setup_id="s2", status="invalid", reason="x")]}
+    return {"instances": insts, "continuations": conts, "judgments": {"J": js}}
+
+
+def test_bootstrap_matches_a_hand_loop_and_is_seeded():
+    x = np.arange(20, dtype=float).reshape(10, 2)
+    mean, lo, hi = bootstrap_mean_ci(x, 200, seed=3)
+    idx = boot_index(10, 200, 3)
+    loop = np.array([[np.mean([x[i, k] for i in row]) for k in range(2)] for row in idx])
+    assert np.allclose(mean, x.mean(0))
+    assert np.allclose(lo, np.percentile(loop, 2.5, axis=0)) and np.allclose(hi, np.percentile(loop, 97.5, axis=0))
+    assert np.allclose(bootstrap_mean_ci(x, 200, seed=3)[1], lo)
+    assert not np.allclose(bootstrap_mean_ci(x, 200, seed=4)[1], lo)
+
+
+def test_bootstrap_ci_close_to_scipy():
+    rng = np.random.default_rng(0)
+    x = rng.poisson(2.0, size=80).astype(float)
+    _, lo, hi = bootstrap_mean_ci(x, 5000, seed=1)
+    ref = sps.bootstrap((x,), np.mean, n_resamples=5000, method="percentile", random_state=1).confidence_interval
+    assert abs(lo[0] - ref.low) < 0.1 and abs(hi[0] - ref.high) < 0.1
+
+
+def test_frames_exclude_invalid_and_report_rates():
+    f = run_frames(make_run())
+    assert set(f.counts["target"].unique()) == {"reference", "sim"}  # sim2's invalid judgment absent
+    rates = invalid_rates(f)
+    row = rates.filter((pl.col("stage") == "judge") & (pl.col("target") == "sim2")).row(0, named=True)
+    assert row["invalid"] == 1 and row["invalid_rate"] == 1.0
+    crow = rates.filter((pl.col("stage") == "simulate") & (pl.col("target") == "sim2")).row(0, named=True)
+    assert crow["invalid_rate"] == 1.0
+
+
+def test_mean_occurrences_hand_computed():
+    f = run_frames(make_run())
+    m = mean_occurrences(f, resamples=300)
+    ref = m.filter((pl.col("target") == "reference") & (pl.col("behaviour") == "repetition")).row(0, named=True)
+    assert ref["mean"] == pytest.approx(np.mean([min(k, 4) for k in range(6)])) and ref["n"] == 6
+    assert ref["ci_low"] <= ref["mean"] <= ref["ci_high"]
+    off = m.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "off_topic")).row(0, named=True)
+    assert off["mean"] == 0 and off["ci_low"] == 0 == off["ci_high"]
+    assert mean_occurrences(f, resamples=300).equals(m)  # deterministic
+    lk = likert_means(f, resamples=300).filter(pl.col("score") == "consistency").row(0, named=True)
+    assert lk["mean"] == pytest.approx(np.mean([5 + k % 3 for k in range(6)]))
+
+
+def test_paired_resampling_keeps_pairs():
+    f = run_frames(make_run())
+    per_b, dist = paired_vs_human(f, "J", resamples=500)
+    rep = per_b.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "repetition")).row(0, named=True)
+    # sim - human is 1 on instances 0-3 and 0 on 4-5 (both capped at 4): paired CI stays in [0, 1];
+    # unpaired resampling would spread it far wider (the counts themselves range 0-4)
+    assert rep["diff"] == pytest.approx(4 / 6)
+    assert 0 <= rep["diff_ci_low"] <= rep["diff"] <= rep["diff_ci_high"] <= 1
+    d = dist.row(0, named=True)
+    assert d["distance"] == pytest.approx(4 / 6) and d["ci_low"] <= d["distance"] <= d["ci_high"]
+
+
+def _agree_run(seed, noise):
+    rng = np.random.default_rng(seed)
+    insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=6) for i in range(30)]
+    base = rng.integers(0, 6, size=30)
+    js = []
+    for r, name in enumerate(["A", "B", "C"]):
+        vals = base if noise == 0 else rng.integers(0, 6, size=30)
+        vals = np.clip(vals + (r if noise == 0 else 0), 0, 6)
+        for inst, v in zip(insts, vals, strict=True):
+            js.append(fine(inst.id, "reference", name, [["repetition"]] * int(v) + [[]] * (6 - int(v)),
+                           human=name != "A"))
+    return run_frames({"instances": insts, "continuations": {}, "judgments": {"x": js}}), insts
+
+
+def test_agreement_leave_one_out_against_scipy_and_significance():
+    f, _ = _agree_run(0, noise=1)
+    a = agreement(f, resamples=500)
+    wide = (f.counts.group_by("judge", "instance_id").agg(pl.col("count").sum())
+            .pivot(on="judge", index="instance_id", values="count").sort("instance_id"))
+    x = wide.select("A", "B", "C").to_numpy().astype(float)
+    expected = np.mean([sps.spearmanr(x[:, r], np.delete(x, r, axis=1).mean(axis=1)).statistic for r in range(3)])
+    avg = a.filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
+    assert avg["rho"] == pytest.approx(expected)
+    assert not avg["significant"]  # independent random raters
+    g, _ = _agree_run(1, noise=0)
+    avg = agreement(g, resamples=500).filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
+    assert avg["rho"] > 0.9 and avg["significant"]
+    jh = judge_vs_humans(g, "A", resamples=300).filter(pl.col("behaviour") == "all").row(0, named=True)
+    assert jh["significant"] and jh["humans"] == 2
+
+
+def test_detections_and_participants():
+    f = run_frames(make_run())
+    d = detections(f).filter((pl.col("target") == "reference") & (pl.col("behaviour") == "repetition"))
+    assert d["total"].item() == sum(min(k, 4) for k in range(6))
+    f2, insts = _agree_run(2, noise=1)
+    pc = participants_correlation(f2, "A")
+    assert set(pc["behaviour"]) >= {"all", "repetition"}
+    # every instance has 3 speakers: no variance, so rho is undefined (NaN), not a number made up
+    assert pc.filter(pl.col("behaviour") == "all")["rho"].is_nan().all()
