@@ -105,6 +105,15 @@ def _cmd_annotate_import(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_report(a: argparse.Namespace) -> int:
+    from .report import write_report
+
+    rep = write_report(a.run_dir, a.out, judge=a.judge, resamples=a.resamples, seed=a.seed)
+    print(f"judge: {rep['judge']}; {len(rep['figures'])} figures, {len(rep['tables'])} tables in {rep['out']} "
+          f"(see {rep['out']}/index.md)")
+    return 0
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
     from .bench import find_instance
 
@@ -293,6 +302,16 @@ def build_parser() -> argparse.ArgumentParser:
     ai.add_argument("--key", type=Path, help="key.json of a blind export (needed for item_id rows)")
     ai.add_argument("--out", type=Path, help="output JSONL (default RUN_DIR/judgments/human.jsonl)")
     ai.set_defaults(func=_cmd_annotate_import)
+
+    rp = sub.add_parser("report", help="figures and tables of a run",
+                        description="Write every figure (PNG and SVG) and table (CSV and Markdown) of a "
+                        "run directory, with an index.md listing them.")
+    rp.add_argument("run_dir", type=Path, help="a run directory")
+    rp.add_argument("--out", type=Path, required=True, help="output folder")
+    rp.add_argument("--judge", help="judge shown in the figures (default: the first LLM judge)")
+    rp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    rp.set_defaults(func=_cmd_report)
 
     f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
     f.set_defaults(func=_cmd_fetch)

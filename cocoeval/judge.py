@@ -103,9 +103,11 @@ def behaviours_block(tax: Taxonomy) -> str:
 def fine_schema(tax: Taxonomy) -> dict[str, Any]:
     item = {"type": "object", "properties": {
         "behaviour": {"type": "string", "enum": [b.name for b in tax.behaviours]},
-        "evidence": {"type": "string"}}, "required": ["behaviour", "evidence"], "additionalProperties": False}
+        "evidence": {"type": "string", "maxLength": 120}}, "required": ["behaviour", "evidence"],
+        "additionalProperties": False}
     turn = {"type": "object", "properties": {"turn": {"type": "integer"},
-                                             "behaviours": {"type": "array", "items": item}},
+                                             "behaviours": {"type": "array", "items": item,
+                                                            "maxItems": len(tax.behaviours)}},
             "required": ["turn", "behaviours"], "additionalProperties": False}
     return {"type": "object", "properties": {"turns": {"type": "array", "items": turn}},
             "required": ["turns"], "additionalProperties": False}
@@ -113,7 +115,7 @@ def fine_schema(tax: Taxonomy) -> dict[str, Any]:
 
 OVERALL_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"consistency": {"type": "integer"}, "collaborativeness": {"type": "integer"},
-                                     "rationale": {"type": "string"}},
+                                     "rationale": {"type": "string", "maxLength": 400}},
     "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}
 
 

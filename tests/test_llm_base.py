@@ -142,3 +142,12 @@ def test_log_redaction(monkeypatch, caplog):
     assert secret not in caplog.text and "[REDACTED]" in caplog.text
     assert redact(f"key={secret}") == "key=[REDACTED]"
     assert os.environ["OPENAI_API_KEY"] == secret
+
+
+def test_openai_strict_schemas_lose_unsupported_keywords_and_say_so():
+    schema = {"type": "object", "properties": {"e": {"type": "string", "maxLength": 80}}, "required": ["e"],
+              "additionalProperties": False}
+    prepared, dropped = get_provider("openai/gpt-4.1").prepare(req(json_schema=schema))
+    assert dropped == ["json_schema.maxLength"] and "maxLength" not in str(prepared.json_schema)
+    prepared, dropped = get_provider("llama-cpp-server/m@http://x/v1").prepare(req(json_schema=schema))
+    assert dropped == [] and prepared.json_schema == schema

@@ -142,8 +142,29 @@ def test_detections_and_participants():
     f = run_frames(make_run())
     d = detections(f).filter((pl.col("target") == "reference") & (pl.col("behaviour") == "repetition"))
     assert d["total"].item() == sum(min(k, 4) for k in range(6))
-    f2, insts = _agree_run(2, noise=1)
+    f2, _ = _agree_run(2, noise=1)
     pc = participants_correlation(f2, "A")
     assert set(pc["behaviour"]) >= {"all", "repetition"}
     # every instance has 3 speakers: no variance, so rho is undefined (NaN), not a number made up
     assert pc.filter(pl.col("behaviour") == "all")["rho"].is_nan().all()
+
+
+def test_participants_against_scipy():
+    from cocoeval.schema import Turn
+
+    insts, js, n_part, totals = [], [], [], []
+    for i in range(12):
+        k = 1 + i % 4  # 1-4 speakers in the window
+        base = instance(f"d/c{i}/0", n_hist=2, n_ref=4)
+        turns = [Turn(speaker=f"S{j % k}", text="x") for j in range(6)]
+        inst = base.model_copy(update={"history": turns[:2], "reference": turns[2:]})
+        insts.append(inst)
+        total = (i * 7) % 5
+        js.append(fine(inst.id, "reference", "J", [["repetition"]] * min(total, 4) + [[]] * (4 - min(total, 4))))
+        n_part.append(len({t.speaker for t in turns}))
+        totals.append(min(total, 4))
+    f = run_frames({"instances": insts, "continuations": {}, "judgments": {"J": js}})
+    row = participants_correlation(f, "J").filter(pl.col("behaviour") == "all").row(0, named=True)
+    ref = sps.spearmanr(n_part, totals)
+    assert row["rho"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
+    assert row["n"] == 12

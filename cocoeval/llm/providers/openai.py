@@ -16,6 +16,25 @@ from ._errors import classify
 _REASONING = re.compile(r"^(o\d|gpt-5(?!.*chat))")
 
 
+def _strip_keys(schema: Any, keys: tuple[str, ...]) -> tuple[Any, set[str]]:
+    removed: set[str] = set()
+
+    def walk(x: Any) -> Any:
+        if isinstance(x, dict):
+            out = {}
+            for k, v in x.items():
+                if k in keys and not isinstance(v, dict):
+                    removed.add(k)
+                    continue
+                out[k] = walk(v)
+            return out
+        if isinstance(x, list):
+            return [walk(v) for v in x]
+        return x
+
+    return walk(schema), removed
+
+
 def aiohttp_client(sdk: Any) -> Any:
     """The SDK's aiohttp transport (its documented choice for high concurrency: httpx's pool
     costs ~2 ms of CPU per request at 64 connections), or None for the default."""
@@ -80,13 +99,22 @@ class OpenAIProvider(Provider):
     def reasoning(self) -> bool:
         return bool(_REASONING.match(self.spec.model.split("/")[-1]))
 
+    unsupported_schema_keys: tuple[str, ...] = ("maxLength", "minLength")
+    """JSON-schema keywords OpenAI's strict structured outputs reject; dropped and recorded."""
+
     def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
         drop = []
         if self.reasoning:
             drop = [f for f in ("temperature", "presence_penalty", "stop") if getattr(request, f) is not None]
         elif request.reasoning_effort is not None:
             drop = ["reasoning_effort"]
-        return request.model_copy(update=dict.fromkeys(drop)), drop
+        update: dict[str, Any] = dict.fromkeys(drop)
+        if request.json_schema is not None and self.unsupported_schema_keys:
+            schema, removed = _strip_keys(request.json_schema, self.unsupported_schema_keys)
+            if removed:
+                update["json_schema"] = schema
+                drop += [f"json_schema.{k}" for k in sorted(removed)]
+        return request.model_copy(update=update), drop
 
     def response_format(self, request: GenerateRequest) -> dict[str, Any]:
         return {"type": "json_schema",
@@ -164,6 +192,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
 
     key_env = "OPENAI_COMPATIBLE_API_KEY"
     key_required = False
+    unsupported_schema_keys = ()  # vLLM and llama.cpp grammars take them
 
     def check_ready(self) -> None:
         if not self.spec.base_url:

@@ -1,0 +1,90 @@
+"""Charts via to_dict() (fields, encodings, facets), a PNG for each, and cocoeval report."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from cocoeval import charts, stats
+from cocoeval.cli import main
+from cocoeval.frames import run_frames
+from cocoeval.jsonio import write_json, write_jsonl
+
+from .test_stats import TAX, make_run
+
+
+def _layers(spec):
+    inner = spec.get("spec", spec)
+    return inner.get("layer", [inner])
+
+
+def test_behaviour_bars_spec(tmp_path):
+    f = run_frames(make_run())
+    means = stats.mean_occurrences(f, resamples=200)
+    ch = charts.behaviour_bars(means, TAX, judge="J")
+    d = ch.to_dict()
+    assert d["facet"]["field"] == "panel" and d["columns"] == 3
+    bars, err = _layers(d)
+    assert bars["mark"]["type"] == "bar" and err["mark"]["type"] == "errorbar"
+    enc = bars["encoding"]
+    assert enc["y"]["field"] == "mean" and enc["color"]["field"] == "category"
+    assert enc["xOffset"]["field"] == "series" and enc["opacity"]["field"] == "series"
+    assert err["encoding"]["y"]["field"] == "ci_low" and err["encoding"]["y2"]["field"] == "ci_high"
+    assert enc["x"]["sort"][0] == "Repetition" and len(enc["x"]["sort"]) == 10
+    values = d["data"]["values"]
+    assert {v["series"] for v in values} == {"simulated", charts.HUMAN}
+    assert {v["panel"] for v in values} == {"sim"}
+    assert len(values) == 2 * 10  # aggregated: one row per series and behaviour, not per turn
+    paths = charts.save(ch, tmp_path / "fig3")
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[1].read_text().startswith("<svg")
+
+
+def test_other_charts(tmp_path):
+    f = run_frames(make_run())
+    lk = stats.likert_means(f, resamples=100)
+    d = charts.likert_chart(lk).to_dict()
+    assert d["facet"]["column"]["field"] == "score"
+    by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), resamples=100)
+    h = charts.dataset_heatmap(by_ds, TAX).to_dict()
+    assert _layers(h)[0]["mark"]["type"] == "rect" and _layers(h)[0]["encoding"]["color"]["field"] == "mean"
+    per_conv = pl.DataFrame({"dataset": ["d"] * 4, "n_participants": [2, 3, 4, 5], "total": [1, 2, 2, 3]})
+    p = charts.participants_chart(per_conv).to_dict()
+    assert any("regression" in str(layer.get("transform", "")) for layer in p["layer"])
+    ag = pl.DataFrame({"rater": ["A", "B"], "behaviour": ["all"] * 2, "rho": [0.5, -0.1], "p5": [0.2, -0.4],
+                       "p95": [0.7, 0.2], "significant": [True, False], "n": [30, 30]})
+    a = charts.agreement_chart(ag).to_dict()
+    assert _layers(a)[0]["encoding"]["x"]["field"] == "rho"
+    for name, ch in {"likert": charts.likert_chart(lk), "heat": charts.dataset_heatmap(by_ds, TAX),
+                     "part": charts.participants_chart(per_conv), "agree": charts.agreement_chart(ag)}.items():
+        png, svg = charts.save(ch, tmp_path / name)
+        assert png.stat().st_size > 1000 and svg.stat().st_size > 1000
+
+
+def _write_run(d):
+    run = make_run()
+    write_json(d / "manifest.json", {"status": "complete"})
+    write_jsonl(d / "instances.jsonl", run["instances"])
+    for name, cs in run["continuations"].items():
+        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
+    for name, js in run["judgments"].items():
+        write_jsonl(d / "judgments" / f"{name}.jsonl", js)
+
+
+def test_report_command(tmp_path, capsys):
+    _write_run(tmp_path / "run")
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep"), "--resamples", "200"]) == 0
+    out = tmp_path / "rep"
+    index = (out / "index.md").read_text()
+    for name in ("figure3_behaviours", "likert", "dataset_heatmap", "participants"):
+        assert (out / f"{name}.png").exists() and (out / f"{name}.svg").exists() and name in index
+    for name in ("behaviour_means", "likert_means", "invalid_rates", "paired_vs_human", "profile_distance",
+                 "detections", "behaviour_means_by_dataset", "participants"):
+        assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists() and f"{name}.csv" in index
+    inv = pl.read_csv(out / "invalid_rates.csv")
+    assert inv.filter(pl.col("target") == "sim2")["invalid"].sum() == 2  # its continuation and its judgment
+    assert "| judge |" in (out / "behaviour_means.md").read_text()
+    # deterministic under the seed
+    main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep2"), "--resamples", "200"])
+    assert (out / "behaviour_means.csv").read_text() == (tmp_path / "rep2" / "behaviour_means.csv").read_text()
+    assert json.dumps(sorted(p.name for p in out.iterdir())) == json.dumps(sorted(p.name for p in (tmp_path / "rep2").iterdir()))
