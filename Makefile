@@ -41,6 +41,7 @@ lint: install
 bench: install
 	$(PY) benchmarks/build_speed.py
 	$(PY) benchmarks/runner_throughput.py
+	$(PY) benchmarks/analysis_speed.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -23,6 +23,14 @@ def boot_index(n: int, resamples: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
 
 
+def resample_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """Means of ``x`` (n, k) over each resample of rows in ``idx`` (B, n), as (B, k): how often
+    each row is drawn (bincount) times the rows, one matrix product instead of a (B, n, k) copy."""
+    b, n = idx.shape
+    w = np.bincount((idx + np.arange(b)[:, None] * n).ravel(), minlength=b * n).reshape(b, n)
+    return (w.astype(np.float64) @ x) / n  # float: the BLAS path
+
+
 def bootstrap_mean_ci(x: np.ndarray, resamples: int = 1000, seed: int = 0,
                       idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Column means of ``x`` (n, k) with percentile 95% CIs from resampling rows."""
@@ -31,13 +39,20 @@ def bootstrap_mean_ci(x: np.ndarray, resamples: int = 1000, seed: int = 0,
         x = x[:, None]
     if idx is None:
         idx = boot_index(len(x), resamples, seed)
-    boot = x[idx].mean(axis=1)  # (B, k)
+    boot = resample_means(x, idx)  # (B, k)
     lo, hi = np.percentile(boot, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)], axis=0)
     return x.mean(axis=0), lo, hi
 
 
 def _matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str], np.ndarray]:
-    """Pivot one group's counts to (instances, behaviours)."""
+    """One group's counts as (instances, behaviours)."""
+    order = {b: k for k, b in enumerate(behaviours)}
+    n_inst = counts["instance_id"].n_unique()
+    if counts.height == n_inst * len(behaviours):  # the frames' shape: every behaviour per judgment
+        g = counts.with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)).sort("instance_id", "_k")
+        if g["_k"].min() == 0:
+            ids = g["instance_id"].gather_every(len(behaviours)).to_list()
+            return ids, g["count"].to_numpy().astype(float).reshape(n_inst, len(behaviours))
     wide = counts.pivot(on="behaviour", index="instance_id", values="count", aggregate_function="first").sort("instance_id")
     for b in behaviours:
         if b not in wide.columns:
@@ -51,9 +66,12 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
     beh = f.taxonomy.ids
     cat = {b.id: b.category for b in f.taxonomy.behaviours}
     rows = []
+    draws: dict[int, np.ndarray] = {}  # one set of draws per sample size, as the seed dictates anyway
     for key, g in f.counts.group_by(list(by), maintain_order=True):
         _, m = _matrix(g, beh)
-        mean, lo, hi = bootstrap_mean_ci(m, resamples, seed)
+        if len(m) not in draws:
+            draws[len(m)] = boot_index(len(m), resamples, seed)
+        mean, lo, hi = bootstrap_mean_ci(m, idx=draws[len(m)])
         for k, b in enumerate(beh):
             rows.append({**dict(zip(by, key, strict=True)), "behaviour": b, "category": cat[b], "mean": mean[k],
                          "ci_low": lo[k], "ci_high": hi[k], "n": len(m)})
@@ -92,7 +110,7 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0)
         s = sim[keep]
         h = ref[[ref_pos[ids[k]] for k in keep]]
         idx = boot_index(len(s), resamples, seed)
-        bs, bh = s[idx].mean(axis=1), h[idx].mean(axis=1)  # (B, k) with the same rows: pairs kept
+        bs, bh = resample_means(s, idx), resample_means(h, idx)  # the same rows for both: pairs kept
         diff = bs - bh
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(bh > 0, bs / bh, np.nan)
