@@ -103,7 +103,7 @@ def behaviours_block(tax: Taxonomy) -> str:
 def fine_schema(tax: Taxonomy) -> dict[str, Any]:
     item = {"type": "object", "properties": {
         "behaviour": {"type": "string", "enum": [b.name for b in tax.behaviours]},
-        "evidence": {"type": "string", "maxLength": 120}}, "required": ["behaviour", "evidence"],
+        "evidence": {"type": "string", "maxLength": 60}}, "required": ["behaviour", "evidence"],
         "additionalProperties": False}
     turn = {"type": "object", "properties": {"turn": {"type": "integer"},
                                              "behaviours": {"type": "array", "items": item,
@@ -115,7 +115,7 @@ def fine_schema(tax: Taxonomy) -> dict[str, Any]:
 
 OVERALL_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"consistency": {"type": "integer"}, "collaborativeness": {"type": "integer"},
-                                     "rationale": {"type": "string", "maxLength": 400}},
+                                     "rationale": {"type": "string", "maxLength": 300}},
     "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}
 
 

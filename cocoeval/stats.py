@@ -62,20 +62,44 @@ def _matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str], np.
 
 def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000,
                      seed: int = 0) -> pl.DataFrame:
-    """Mean occurrences per conversation of each behaviour, per group, with 95% bootstrap CIs."""
+    """Mean occurrences per conversation of each behaviour, per group, with 95% bootstrap CIs.
+    Groups of the same size share the seeded draws and are resampled in one matrix product."""
     beh = f.taxonomy.ids
     cat = {b.id: b.category for b in f.taxonomy.behaviours}
+    keys = list(by)
+    if f.counts.is_empty():
+        return pl.DataFrame()
+    order = {b: k for k, b in enumerate(beh)}
+    g = f.counts.with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
+        .sort([*keys, "instance_id", "_k"])
+    groups = g.group_by(keys, maintain_order=True).agg(n=pl.col("instance_id").n_unique(), rows=pl.len(),
+                                                         kmin=pl.col("_k").min())
+    mats: list[tuple[tuple, np.ndarray]] = []
+    if (groups["rows"] == groups["n"] * len(beh)).all() and groups["kmin"].min() == 0:
+        values = g["count"].to_numpy().astype(float)
+        start = 0
+        for row in groups.iter_rows(named=True):
+            mats.append((tuple(row[k] for k in keys), values[start: start + row["rows"]].reshape(row["n"], len(beh))))
+            start += row["rows"]
+    else:  # counts not in the frames' full shape: one pivot per group
+        mats = [(key, _matrix(part, beh)[1]) for key, part in f.counts.group_by(keys, maintain_order=True)]
+    by_size: dict[int, list[int]] = {}
+    for i, (_, m) in enumerate(mats):
+        by_size.setdefault(len(m), []).append(i)
+    stats_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    for n, members in by_size.items():
+        x = np.hstack([mats[i][1] for i in members])  # (n, groups * behaviours)
+        mean, lo, hi = bootstrap_mean_ci(x, idx=boot_index(n, resamples, seed))
+        for j, i in enumerate(members):
+            sl = slice(j * len(beh), (j + 1) * len(beh))
+            stats_of[i] = (mean[sl], lo[sl], hi[sl])
     rows = []
-    draws: dict[int, np.ndarray] = {}  # one set of draws per sample size, as the seed dictates anyway
-    for key, g in f.counts.group_by(list(by), maintain_order=True):
-        _, m = _matrix(g, beh)
-        if len(m) not in draws:
-            draws[len(m)] = boot_index(len(m), resamples, seed)
-        mean, lo, hi = bootstrap_mean_ci(m, idx=draws[len(m)])
+    for i, (key, m) in enumerate(mats):
+        mean, lo, hi = stats_of[i]
         for k, b in enumerate(beh):
-            rows.append({**dict(zip(by, key, strict=True)), "behaviour": b, "category": cat[b], "mean": mean[k],
+            rows.append({**dict(zip(keys, key, strict=True)), "behaviour": b, "category": cat[b], "mean": mean[k],
                          "ci_low": lo[k], "ci_high": hi[k], "n": len(m)})
-    return pl.DataFrame(rows) if rows else pl.DataFrame()
+    return pl.DataFrame(rows)
 
 
 def likert_means(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000,
