@@ -24,10 +24,12 @@ install-local: $(VENV)/.installed-local
 ## The main job (offline, no API key): demo data -> benchmark -> simulations on the local model
 demo: install-local
 	$(VENV)/bin/cocoeval run params/demo.yaml
+	$(VENV)/bin/cocoeval report runs/demo --out runs/demo/report
 
 ## The same with the paper's setups (needs API keys and a benchmark built from the real data)
 paper: install
 	$(VENV)/bin/cocoeval run params/paper.yaml
+	$(VENV)/bin/cocoeval report runs/paper --out runs/paper/report
 
 ## The tests (the local model too: builds llama-cpp-python once, then pip's cache serves it)
 test: install-local
