@@ -48,9 +48,21 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         df.write_csv(out / f"{name}.csv")
         write_atomic(out / f"{name}.md", f"# {what}\n\n" + markdown_table(df))
 
-    table("invalid_rates", invalid_rates(f), "Invalid continuations (per setup) and judgments (per judge, target, kind)")
+    rates = invalid_rates(f)
+    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind)")
+    judged = rates.filter(pl.col("stage") == "judge")
+    simulated = rates.filter(pl.col("stage") == "simulate").select(
+        "target", continuations_invalid_rate="invalid_rate")
+
+    def with_rates(df: pl.DataFrame, kind: str) -> pl.DataFrame:
+        """Beside every statistic: how many judgments (and continuations) were invalid."""
+        if df.is_empty():
+            return df
+        j = judged.filter(pl.col("kind") == kind).select("judge", "target", judgments_invalid_rate="invalid_rate")
+        return df.join(j, on=["judge", "target"], how="left").join(simulated, on="target", how="left")
+
     if not f.counts.is_empty():
-        means = stats.mean_occurrences(f, resamples=resamples, seed=seed)
+        means = with_rates(stats.mean_occurrences(f, resamples=resamples, seed=seed), "fine_grained")
         table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
         by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), resamples=resamples, seed=seed)
         table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset (Table 11)")
@@ -78,7 +90,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
                 figures["agreement"] = (charts.save(charts.agreement_chart(agree), out / "agreement"),
                                         "Agreement between judges/annotators")
     if not f.likert.is_empty():
-        lk = stats.likert_means(f, resamples=resamples, seed=seed)
+        lk = with_rates(stats.likert_means(f, resamples=resamples, seed=seed), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs (Table 4)")
         figures["likert"] = (charts.save(charts.likert_chart(lk, judge=judge), out / "likert"),
                              f"Likert scores ({judge})")

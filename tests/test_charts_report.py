@@ -84,6 +84,9 @@ def test_report_command(tmp_path, capsys):
     inv = pl.read_csv(out / "invalid_rates.csv")
     assert inv.filter(pl.col("target") == "sim2")["invalid"].sum() == 2  # its continuation and its judgment
     assert "| judge |" in (out / "behaviour_means.md").read_text()
+    means = pl.read_csv(out / "behaviour_means.csv")
+    assert {"judgments_invalid_rate", "continuations_invalid_rate"} <= set(means.columns)
+    assert means.filter(pl.col("target") == "sim")["judgments_invalid_rate"].unique().to_list() == [0.0]
     # deterministic under the seed
     main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep2"), "--resamples", "200"])
     assert (out / "behaviour_means.csv").read_text() == (tmp_path / "rep2" / "behaviour_means.csv").read_text()
