@@ -24,10 +24,11 @@ def _names(tax: Taxonomy) -> dict[str, str]:
 
 
 def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None,
-                   setups: list[str] | None = None, columns: int = 3) -> alt.FacetChart:
+                   setups: list[str] | None = None, columns: int = 3, selectable: bool = False) -> alt.FacetChart:
     """The paper's Figure 3: mean occurrences per continuation of each behaviour, one panel per
     setup with the human reference alongside (lighter bars), 95% CIs as error bars; colour tells
-    inconsistent from uncollaborative behaviours."""
+    inconsistent from uncollaborative behaviours. ``selectable`` adds a point selection
+    ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer."""
     m = means if judge is None else means.filter(pl.col("judge") == judge)
     sims = [t for t in m["target"].unique(maintain_order=True).to_list() if t != REFERENCE]
     sims = [s for s in (setups or sims) if s in sims]
@@ -51,6 +52,8 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
                             title=None),
         tooltip=["panel:N", "series:N", "name:N", alt.Tooltip("mean:Q", format=".2f"),
                  alt.Tooltip("ci_low:Q", format=".2f"), alt.Tooltip("ci_high:Q", format=".2f"), "n:Q"])
+    if selectable:
+        bars = bars.add_params(alt.selection_point(name="pick", fields=["panel", "series", "behaviour"]))
     err = base.mark_errorbar(ticks=True).encode(y=alt.Y("ci_low:Q", title=""), y2="ci_high:Q",
                                                 color=alt.value("#333"))
     return alt.layer(bars, err).properties(width=260, height=170).facet(
