@@ -25,11 +25,14 @@ install-local: $(VENV)/.installed-local
 demo: install-local
 	$(VENV)/bin/cocoeval run params/demo.yaml
 	$(VENV)/bin/cocoeval report runs/demo --out runs/demo/report
+	$(VENV)/bin/cocoeval notebooks params/demo.yaml --out runs/demo/notebooks --figures figures
 
 ## The same with the paper's setups (needs API keys and a benchmark built from the real data)
 paper: install
+	$(VENV)/bin/cocoeval check params/paper.yaml
 	$(VENV)/bin/cocoeval run params/paper.yaml
 	$(VENV)/bin/cocoeval report runs/paper --out runs/paper/report
+	$(VENV)/bin/cocoeval notebooks params/paper.yaml --out runs/paper/notebooks --figures figures/paper
 
 ## The tests (the local model too: builds llama-cpp-python once, then pip's cache serves it)
 test: install-local

@@ -114,6 +114,37 @@ def _cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_notebooks(a: argparse.Namespace) -> int:
+    from .notebook import execute_notebooks
+
+    for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples):
+        print(f"executed {p}")
+    print(f"figures in {a.figures}/<notebook>/")
+    return 0
+
+
+def _cmd_check(a: argparse.Namespace) -> int:
+    from .errors import ConfigError
+    from .experiment import load_params
+    from .llm import get_provider
+
+    exp = load_params(a.params)
+    models = sorted({s.model for s in exp.params.setups} | {s.chatbot for s in exp.params.setups if s.chatbot}
+                    | {j.model for j in exp.params.judges})
+    problems = []
+    for m in models:
+        try:
+            get_provider(m).check_ready()
+        except ConfigError as e:
+            problems.append(str(e))
+    if exp.params.bench and not (exp.bench_dir() / "eval.jsonl").exists():
+        problems.append(f"no benchmark at {exp.bench_dir()}: build it first (README: Building a benchmark)")
+    for p in problems:
+        print(f"missing: {p}", file=sys.stderr)
+    print(f"{a.params}: {len(models)} model(s) checked; " + ("ready" if not problems else f"{len(problems)} problem(s)"))
+    return 1 if problems else 0
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
     from .bench import find_instance
 
@@ -312,6 +343,17 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rp.set_defaults(func=_cmd_report)
+
+    nbp = sub.add_parser("notebooks", help="execute every notebook headlessly (papermill) on a run")
+    nbp.add_argument("params", type=Path, help="params file of the run")
+    nbp.add_argument("--out", type=Path, required=True, help="folder for the executed notebooks")
+    nbp.add_argument("--figures", type=Path, default=Path("figures"), help="figures folder (default figures/)")
+    nbp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    nbp.set_defaults(func=_cmd_notebooks)
+
+    ck = sub.add_parser("check", help="check a params file: API keys, model files, benchmark")
+    ck.add_argument("params", type=Path, help="params YAML file")
+    ck.set_defaults(func=_cmd_check)
 
     f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
     f.set_defaults(func=_cmd_fetch)

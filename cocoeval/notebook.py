@@ -1,0 +1,108 @@
+"""Glue for the notebooks: open a run from a params file, show answers, save figures, viewers.
+Everything a notebook does beyond calling these lives in the package."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from . import charts, stats
+from .experiment import Experiment, load_params, read_run
+from .frames import Frames, invalid_rates, run_frames
+from .report import default_judge, markdown_table
+from .rq import Answer
+
+
+@dataclass
+class RunContext:
+    experiment: Experiment
+    run_dir: Path
+    run: dict[str, Any]
+    frames: Frames
+    judge: str | None
+
+    def summary_markdown(self) -> str:
+        m = self.run["manifest"]
+        rates = invalid_rates(self.frames)
+        lines = [f"Run **{m.get('params', {}).get('name', self.run_dir.name)}** ({self.run_dir}), status "
+                 f"{m.get('status')}, cocoeval {m.get('cocoeval_version')}, taxonomy {m.get('taxonomy', {}).get('hash')}.",
+                 f"{len(self.run['instances'])} instances; setups: {', '.join(self.run['continuations']) or 'none'}; "
+                 f"judges: {', '.join(self.run.get('judgments', {})) or 'none'}; figures use judge **{self.judge}**.",
+                 "", "Invalid continuations and judgments (shown beside every statistic):", "",
+                 markdown_table(rates)]
+        return "\n".join(lines)
+
+    def show(self, answer: Answer, notebook: str, figures_dir: str | Path) -> list[Path]:
+        """Display the computed answer, its tables and charts; save the charts as PNG and SVG
+        under ``figures_dir/notebook``."""
+        from IPython.display import Markdown, display
+
+        display(Markdown(answer.markdown()))
+        for name, df in answer.tables.items():
+            display(Markdown(f"*{name}*"))
+            display(df)
+        saved: list[Path] = []
+        for name, ch in answer.charts.items():
+            display(ch)
+            saved += charts.save(ch, Path(figures_dir) / notebook / name)
+        return saved
+
+    def viewer(self) -> Any:
+        from .widgets import ConversationViewer
+
+        return ConversationViewer(self.run, judge=self.judge, taxonomy=self.frames.taxonomy)
+
+    def linked_chart(self, viewer: Any, *, setups: list[str] | None = None) -> Any:
+        """Figure 3 as an ``alt.JupyterChart``: clicking a bar lists its turns in ``viewer``."""
+        import altair as alt
+
+        means = stats.mean_occurrences(self.frames, resamples=200)
+        if means.is_empty():
+            return None
+        jc = alt.JupyterChart(charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge,
+                                                    setups=setups, selectable=True))
+        viewer.link(jc)
+        return jc
+
+
+def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judge: str | None = None,
+             run_if_missing: bool = False) -> RunContext:
+    """The run a params file describes (or ``run_dir``); runs it first when asked and missing."""
+    exp = load_params(params_file)
+    rd = Path(run_dir) if run_dir else exp.run_dir
+    if not (rd / "manifest.json").exists():
+        if not run_if_missing:
+            from .errors import NotFoundError
+
+            raise NotFoundError(f"no run at {rd}", hint=f"run it first: cocoeval run {params_file} "
+                                "(or set run_if_missing = True in the parameters cell)")
+        rd = exp.run()
+    run = read_run(rd)
+    frames = run_frames(run, exp.taxonomy)
+    return RunContext(exp, rd, run, frames, judge or default_judge(frames))
+
+
+def frame_head(df: pl.DataFrame, n: int = 10) -> pl.DataFrame:
+    return df.head(n)
+
+
+def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path = "figures",
+                      notebooks_dir: str | Path | None = None, resamples: int = 1000) -> list[Path]:
+    """Execute every notebook headlessly with papermill on a params file's run; executed copies go
+    to ``out_dir`` and figures to ``figures_dir/<notebook>/``."""
+    import papermill as pm
+
+    nb_dir = Path(notebooks_dir) if notebooks_dir else Path(__file__).resolve().parents[1] / "notebooks"
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    done = []
+    for nb in sorted(nb_dir.glob("*.ipynb")):
+        target = out / nb.name
+        pm.execute_notebook(str(nb), str(target), cwd=str(nb_dir), kernel_name="python3", progress_bar=False,
+                            parameters={"params_file": str(Path(params_file).resolve()),
+                                        "figures_dir": str(Path(figures_dir).resolve()), "resamples": resamples})
+        done.append(target)
+    return done

@@ -1,0 +1,211 @@
+"""The research questions, answered from a run's data: each function returns computed text
+(no hard-coded conclusions), tables and charts for its notebook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+from . import charts, stats
+from .frames import REFERENCE, Frames
+
+SETUP_FIELDS = ("name", "model", "prompt", "turns_per_call", "kind")
+
+
+@dataclass
+class Answer:
+    question: str
+    text: list[str] = field(default_factory=list)
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
+    charts: dict[str, alt.TopLevelMixin] = field(default_factory=dict)
+
+    def markdown(self) -> str:
+        return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])
+
+
+def setups_table(run: dict[str, Any]) -> pl.DataFrame:
+    rows = [{k: s.get(k) for k in SETUP_FIELDS} for s in run["manifest"].get("params", {}).get("setups", [])]
+    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={k: pl.Utf8 for k in SETUP_FIELDS})
+
+
+def _names(f: Frames) -> dict[str, str]:
+    return {b.id: b.name for b in f.taxonomy.behaviours}
+
+
+def _fmt_ci(m: float, lo: float, hi: float) -> str:
+    return f"{m:.2f} (95% CI {lo:.2f}–{hi:.2f})"
+
+
+def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0) -> Answer:
+    """RQ1: how often humans show each behaviour."""
+    a = Answer("RQ1 — How often do humans show each inconsistent or uncollaborative behaviour?")
+    ref = f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
+    if ref.is_empty():
+        return a
+    sub = Frames(**{**f.__dict__, "counts": ref})
+    means = stats.mean_occurrences(sub, resamples=resamples, seed=seed)
+    a.tables["human_means"] = means
+    names = _names(f)
+    top = means.sort("mean", descending=True)
+    total = ref.group_by("instance_id").agg(pl.col("count").sum())["count"]
+    a.text.append(f"Judged by **{judge}** over {means['n'][0]} human references, a conversation shows "
+                  f"{total.mean():.2f} behaviours on average (median {total.median():.0f}).")
+    lines = [f"- {names[r['behaviour']]} ({r['category']}): {_fmt_ci(r['mean'], r['ci_low'], r['ci_high'])}"
+             for r in top.iter_rows(named=True)]
+    a.text.append("Mean occurrences per conversation, most frequent first:\n" + "\n".join(lines))
+    absent = [names[r["behaviour"]] for r in top.iter_rows(named=True) if r["mean"] == 0]
+    if absent:
+        a.text.append("Never detected in the human references: " + ", ".join(absent) + ".")
+    lk = f.likert.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
+    if not lk.is_empty():
+        lm = stats.likert_means(Frames(**{**f.__dict__, "likert": lk}), resamples=resamples, seed=seed)
+        a.tables["human_likert"] = lm
+        a.text.append("Overall scores of the human references: " + "; ".join(
+            f"{r['score']} {_fmt_ci(r['mean'], r['ci_low'], r['ci_high'])}" for r in lm.iter_rows(named=True)))
+    a.charts["human_behaviours"] = charts.behaviour_bars(means, f.taxonomy, judge=judge)
+    return a
+
+
+def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, resamples: int = 1000,
+                      seed: int = 0) -> Answer:
+    """RQ2-RQ5 and generalization: each setup against the human reference on the same instances."""
+    a = Answer(question)
+    per_b, dist = stats.paired_vs_human(f, judge, resamples=resamples, seed=seed)
+    if dist.is_empty():
+        return a
+    per_b = per_b.filter(pl.col("target").is_in(setups))
+    dist = dist.filter(pl.col("target").is_in(setups)).sort("distance")
+    if dist.is_empty():
+        a.text.append(f"None of the setups {', '.join(setups) or '(none)'} has valid judgments by {judge}.")
+        return a
+    a.tables["distance"] = dist
+    a.tables["per_behaviour"] = per_b
+    names = _names(f)
+    best = dist.row(0, named=True)
+    a.text.append(f"Profile distance D to the humans (Σ|mean simulated − mean human| per conversation; 0 = "
+                  f"human-like), judged by **{judge}**: closest **{best['target']}** "
+                  f"{_fmt_ci(best['distance'], best['ci_low'], best['ci_high'])} over {best['n']} instances.")
+    for r in dist.iter_rows(named=True):
+        s = per_b.filter(pl.col("target") == r["target"])
+        over = [names[x["behaviour"]] for x in s.iter_rows(named=True) if x["diff_ci_low"] > 0]
+        under = [names[x["behaviour"]] for x in s.iter_rows(named=True) if x["diff_ci_high"] < 0]
+        a.text.append(f"- **{r['target']}**: D = {_fmt_ci(r['distance'], r['ci_low'], r['ci_high'])}; "
+                      f"over-produces (CI of the difference above 0): {', '.join(over) or 'none'}; "
+                      f"under-produces (CI below 0): {', '.join(under) or 'none'}.")
+    means = stats.mean_occurrences(f, resamples=resamples, seed=seed)
+    a.charts["behaviours_vs_humans"] = charts.behaviour_bars(means, f.taxonomy, judge=judge, setups=setups)
+    lk = stats.likert_means(f, resamples=resamples, seed=seed) if not f.likert.is_empty() else pl.DataFrame()
+    if not lk.is_empty():
+        lk = lk.filter((pl.col("judge") == judge) & pl.col("target").is_in([REFERENCE, *setups]))
+        a.tables["likert"] = lk
+        a.charts["likert"] = charts.likert_chart(lk)
+    return a
+
+
+def pick_setups(run: dict[str, Any], **where: Any) -> list[str]:
+    """Setup names whose params match every ``field=value`` (a callable value is a predicate)."""
+    out = []
+    for s in run["manifest"].get("params", {}).get("setups", []):
+        if all((v(s.get(k)) if callable(v) else s.get(k) == v) for k, v in where.items()):
+            out.append(s["name"])
+    return out
+
+
+def by_turns_per_call(f: Frames, run: dict[str, Any], judge: str, resamples: int = 1000, seed: int = 0) -> Answer:
+    """RQ5: 1 vs 5 vs 30 turns per call."""
+    setups = pick_setups(run, kind="multiparty")
+    a = compare_to_humans(f, judge, setups, "RQ5 — Does the number of turns generated per call change how "
+                          "human the simulations are?", resamples, seed)
+    if "distance" in a.tables:
+        k = setups_table(run).select("name", "turns_per_call").rename({"name": "target"})
+        d = a.tables["distance"].join(k, on="target")
+        summary = d.group_by("turns_per_call").agg(pl.col("distance").mean().alias("mean_distance"),
+                                                    pl.col("target").alias("setups")).sort("turns_per_call")
+        a.tables["distance_by_k"] = summary
+        a.text.insert(0, "Mean profile distance by turns per call: " + "; ".join(
+            f"k = {r['turns_per_call']}: {r['mean_distance']:.2f} ({len(r['setups'])} setup(s))"
+            for r in summary.iter_rows(named=True)) + ".")
+    return a
+
+
+def participants(f: Frames, judge: str) -> Answer:
+    a = Answer("Do behaviour counts grow with the number of participants?")
+    pc = stats.participants_correlation(f, judge)
+    if pc.is_empty():
+        return a
+    a.tables["spearman"] = pc
+    for r in pc.filter(pl.col("behaviour") == "all").iter_rows(named=True):
+        if r["rho"] != r["rho"]:
+            a.text.append(f"- {r['dataset']}: undefined (no variation in participants or counts; n = {r['n']}).")
+        else:
+            a.text.append(f"- {r['dataset']}: Spearman ρ = {r['rho']:.2f} (p = {r['p_value']:.3f}, n = {r['n']}).")
+    per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
+                .group_by("instance_id", "dataset").agg(total=pl.col("count").sum())
+                .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
+    a.charts["participants"] = charts.participants_chart(per_conv)
+    return a
+
+
+def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0) -> Answer:
+    a = Answer("Do the LLM judges agree with human annotators?")
+    humans = sorted(f.counts.filter(pl.col("human"))["judge"].unique().to_list())
+    judges = sorted(f.counts.filter(~pl.col("human"))["judge"].unique().to_list())
+    a.tables["detections"] = stats.detections(f)
+    if len(humans) + len(judges) < 2:
+        a.text.append(f"Agreement needs at least two raters; this run has {len(judges)} LLM judge(s) and "
+                      f"{len(humans)} human annotator(s). Export items with `cocoeval annotate-export` or use the "
+                      "annotator widget, then import the labels.")
+        return a
+    ag = stats.agreement(f, resamples=resamples, seed=seed)
+    if not ag.is_empty():
+        a.tables["leave_one_out"] = ag
+        a.charts["agreement"] = charts.agreement_chart(ag)
+        avg = ag.filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
+        a.text.append(f"Average leave-one-out Spearman over {ag.height - 1} raters and {avg['n']} conversations: "
+                      f"ρ = {avg['rho']:.2f} (bootstrap 5th percentile {avg['p5']:.2f}: "
+                      f"{'significant' if avg['significant'] else 'not significant'} at the one-sided 5% level).")
+    for j in judges:
+        jh = stats.judge_vs_humans(f, j, resamples=resamples, seed=seed)
+        if not jh.is_empty():
+            a.tables[f"{j}_vs_humans"] = jh
+            r = jh.filter(pl.col("behaviour") == "all").row(0, named=True)
+            a.text.append(f"- {j} vs the mean of {r['humans']} annotator(s): ρ = {r['rho']:.2f} "
+                          f"({'significant' if r['significant'] else 'not significant'}).")
+    return a
+
+
+def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
+    """Notebook 00: what the benchmark contains, and what the builder skipped."""
+    import json
+    from pathlib import Path
+
+    a = Answer("What does the benchmark contain?")
+    rows = [{"instance_id": i.id, "dataset": i.dataset, "split": i.split,
+             "speakers": len({t.speaker for t in [*i.history, *i.reference]}),
+             "history_turns": len(i.history), "reference_turns": len(i.reference),
+             "mean_words_per_turn": sum(len(t.text.split()) for t in [*i.history, *i.reference])
+             / max(1, len(i.history) + len(i.reference)), "summary_method": i.summary.method,
+             "metadata_method": i.metadata.method} for i in instances]
+    df = pl.DataFrame(rows)
+    per = df.group_by("dataset").agg(instances=pl.len(), mean_speakers=pl.col("speakers").mean(),
+                                     mean_words_per_turn=pl.col("mean_words_per_turn").mean()).sort("dataset")
+    a.tables["per_dataset"] = per
+    a.tables["instances"] = df
+    a.text.append(f"{df.height} instances in {per.height} datasets; each has {df['history_turns'].min()}–"
+                  f"{df['history_turns'].max()} history turns and {df['reference_turns'].min()}–"
+                  f"{df['reference_turns'].max()} reference turns.")
+    report = Path(bench_dir) / "report.json"
+    if report.exists():
+        rep = json.loads(report.read_text())
+        skipped = rep.get("skipped_conversations", [])
+        a.text.append(f"The builder skipped {len(skipped)} conversation(s)" + (
+            ": " + "; ".join(f"{s['conversation']} ({s['reason']})" for s in skipped[:10]) if skipped else "."))
+        if skipped:
+            a.tables["skipped"] = pl.DataFrame(skipped)
+    a.charts["speakers"] = alt.Chart(alt.Data(values=df.to_dicts())).mark_bar().encode(
+        x=alt.X("speakers:O", title="distinct speakers in x + r"), y=alt.Y("count():Q", title="instances"),
+        color="dataset:N").properties(width=300, height=180)
+    return a

@@ -1,0 +1,134 @@
+"""Regenerate the notebooks (without outputs): python notebooks/make_notebooks.py
+
+Each notebook: one tagged ``parameters`` cell (typed values with a ``# help`` comment each),
+narrative markdown, and glue code only; the logic lives in ``cocoeval``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat as nbf
+
+PARAMS = '''params_file: str = "../params/demo.yaml"  # params file of the run to analyse (relative to this notebook)
+run_dir: str = ""  # run directory; empty: the one the params file names
+judge: str = ""  # judge shown in figures and text; empty: the first LLM judge of the run
+resamples: int = 1000  # bootstrap resamples over instances
+seed: int = 0  # bootstrap seed
+figures_dir: str = "../figures"  # figures are written to <figures_dir>/<notebook name>/
+run_if_missing: bool = False  # run the params file first when its run directory does not exist'''
+
+OPEN = '''from IPython.display import Markdown, display
+
+from cocoeval import rq
+from cocoeval.notebook import open_run
+
+ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)
+display(Markdown(ctx.summary_markdown()))'''
+
+VIEW = '''viewer = ctx.viewer()
+chart = ctx.linked_chart(viewer{setups})
+display(chart) if chart is not None else None
+viewer.widget'''
+
+BOOKS = {
+    "00_build_benchmark": (
+        "Build and inspect the benchmark",
+        "What does the benchmark contain? Counts per dataset, turn lengths and speakers per instance, and "
+        "what the builder skipped and why.",
+        '''from IPython.display import Markdown, display
+
+from cocoeval.notebook import open_run
+from cocoeval.rq import bench_summary
+
+ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)
+summary = bench_summary(ctx.run["instances"], ctx.experiment.bench_dir())
+ctx.show(summary, "00_build_benchmark", figures_dir)''',
+        ""),
+    "01_rq1_human": ("RQ1: humans", "How often do humans show each inconsistent or uncollaborative behaviour?",
+                     "answer = rq.human_rates(ctx.frames, ctx.judge, resamples, seed)", ""),
+    "02_rq2_vanilla": ("RQ2: vanilla prompting", "Do LLMs prompted plainly to continue the conversation show "
+                       "these behaviours as often as the humans did, on the same instances?",
+                       'setups = rq.pick_setups(ctx.run, prompt="vanilla", kind="multiparty")\n'
+                       'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ2 — Vanilla prompting vs humans", resamples, seed)',
+                       ", setups=setups"),
+    "03_rq3_prompting": ("RQ3: taxonomy-guided prompting", "Does telling the simulator about the behaviours (and "
+                         "how often the history shows them) bring it closer to the humans, or make it over-produce them?",
+                         'setups = rq.pick_setups(ctx.run, kind="multiparty", prompt=lambda p: p in ("vanilla", "taxonomy", "copy_then_continue"))\n'
+                         'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ3 — Taxonomy-guided vs vanilla prompting", resamples, seed)',
+                         ", setups=setups"),
+    "04_rq4_sft": ("RQ4: fine-tuned simulators", "Do simulators fine-tuned on human continuations (exported with "
+                   "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a "
+                   "fine-tuned id (`ft:`).",
+                   'from cocoeval.bench import load_instances\nfrom cocoeval.sft import sft_examples\n\n'
+                   'train = load_instances(ctx.experiment.bench_dir(), "train")\n'
+                   'display(Markdown(f"{len(train)} train instances give {len(sft_examples(train, 5))} SFT examples per k "\n'
+                   '                 "(export: `cocoeval sft-export BENCH --out sft/`)."))\n'
+                   'setups = rq.pick_setups(ctx.run, model=lambda m: ":ft:" in m or "/ft:" in m)\n'
+                   'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ4 — Fine-tuned simulators vs humans", resamples, seed)',
+                   ", setups=setups or None"),
+    "05_rq5_turns_per_call": ("RQ5: turns per call", "Does generating 1, 5 or 30 turns per call change how human "
+                              "the continuation is?",
+                              "answer = rq.by_turns_per_call(ctx.frames, ctx.run, ctx.judge, resamples, seed)", ""),
+    "06_generalization": ("Human–AI generalization", "When an LLM simulates the *user* of a chatbot (one turn per "
+                          "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns "
+                          "are judged.",
+                          'setups = rq.pick_setups(ctx.run, kind="human_ai")\n'
+                          'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "Simulated users vs real users", resamples, seed)',
+                          ", setups=setups or None"),
+    "07_participants": ("Participants", "Do behaviour counts in human conversations grow with the number of "
+                        "participants in the window?", "answer = rq.participants(ctx.frames, ctx.judge)", ""),
+    "08_agreement": ("Judge–human agreement", "Do the LLM judges agree with human annotators (leave-one-out "
+                     "Spearman, one-sided bootstrap)? Add human labels with the annotator below or with "
+                     "`cocoeval annotate-export` / `annotate-import`.",
+                     "answer = rq.agreement_answer(ctx.frames, resamples, seed)", ""),
+    "09_explore": ("Explore a run", "Browse any run: pick instances, setups, behaviours; click a bar to list the "
+                   "turns behind it; annotate a target yourself.",
+                   'from cocoeval.report import write_report\n\nrep = write_report(ctx.run_dir, f"{figures_dir}/09_explore", judge=ctx.judge, resamples=resamples, seed=seed)\n'
+                   'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in `{rep[\'out\']}`."))\n'
+                   "answer = None", ""),
+}
+
+ANNOTATE = '''from cocoeval.judge import targets_for
+from cocoeval.widgets import Annotator
+
+targets = targets_for(ctx.run["instances"], ctx.run["continuations"])
+annotator = Annotator(targets[0], ctx.run_dir / "annotations.csv") if targets else None
+annotator.widget if annotator else None'''
+
+
+def notebook(name: str, title: str, question: str, analysis: str, view: str) -> nbf.NotebookNode:
+    nb = nbf.v4.new_notebook()
+    cells = [nbf.v4.new_markdown_cell(
+        f"# {title}\n\n**Question.** {question}\n\nThe answer below is computed from the run's data "
+        "(no conclusion is written in advance). Run headless with papermill, e.g. "
+        f"`papermill notebooks/{name}.ipynb out/{name}.ipynb --cwd notebooks -p params_file ../params/paper.yaml`."),
+        nbf.v4.new_code_cell(PARAMS, metadata={"tags": ["parameters"]})]
+    if name == "00_build_benchmark":
+        cells.append(nbf.v4.new_code_cell(analysis))
+    else:
+        cells.append(nbf.v4.new_markdown_cell("## The run"))
+        cells.append(nbf.v4.new_code_cell(OPEN))
+        cells.append(nbf.v4.new_markdown_cell("## The answer"))
+        cells.append(nbf.v4.new_code_cell(analysis + f'\nif answer is not None:\n    ctx.show(answer, "{name}", figures_dir)'))
+        cells.append(nbf.v4.new_markdown_cell("## The conversations behind the numbers\n\nPick an instance and "
+                                              "setups; turns carry the behaviours the judge found (evidence on hover). "
+                                              "Click a bar of the chart to list the turns behind it."))
+        cells.append(nbf.v4.new_code_cell(VIEW.format(setups=view)))
+        if name in ("08_agreement", "09_explore"):
+            cells.append(nbf.v4.new_markdown_cell("## Annotate\n\nLabel turns and scores; Save appends rows to "
+                                                  "`annotations.csv` in the run directory (import them with "
+                                                  "`cocoeval annotate-import`)."))
+            cells.append(nbf.v4.new_code_cell(ANNOTATE))
+    nb.cells = cells
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    return nb
+
+
+def main() -> None:
+    here = Path(__file__).parent
+    for name, (title, question, analysis, view) in BOOKS.items():
+        nbf.write(notebook(name, title, question, analysis, view), here / f"{name}.ipynb")
+
+
+if __name__ == "__main__":
+    main()
