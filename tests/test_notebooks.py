@@ -52,6 +52,7 @@ def demo_run():
     return run_dir
 
 
+@pytest.mark.timeout(3600)  # the first one waits for the demo run (minutes on two cores)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_executes(demo_run, path, tmp_path):
     import papermill as pm
