@@ -93,14 +93,22 @@ def _likert(value: Any, name: str, v: Verdict) -> int | None:
     return value
 
 
-def validate_overall(text: str, finish_reason: str | None = None) -> Verdict:
+def _load(text: str, finish_reason: str | None) -> tuple[Verdict, Any]:
+    """The answer's JSON and a verdict to fill, or a failed verdict (truncated, empty, refusal,
+    no JSON)."""
     if pre := _precheck(text, finish_reason):
-        return pre
+        return pre, None
     v = Verdict()
     try:
-        obj = extract_json(text, v.repairs)
+        return v, extract_json(text, v.repairs)
     except ValueError as e:
-        return Verdict.fail(str(e))
+        return Verdict.fail(str(e)), None
+
+
+def validate_overall(text: str, finish_reason: str | None = None) -> Verdict:
+    v, obj = _load(text, finish_reason)
+    if v.status == "error":
+        return v
     if not isinstance(obj, dict):
         return Verdict.fail("expected a JSON object with consistency and collaborativeness")
     for key in ("consistency", "collaborativeness"):
@@ -143,13 +151,9 @@ def _as_int(x: Any) -> int | None:
 
 def validate_fine(text: str, finish_reason: str | None, n_turns: int, tax: Taxonomy) -> Verdict:
     """Labels for turns numbered 1..n_turns (TurnLabel.turn is the 0-based position)."""
-    if pre := _precheck(text, finish_reason):
-        return pre
-    v = Verdict()
-    try:
-        obj = extract_json(text, v.repairs)
-    except ValueError as e:
-        return Verdict.fail(str(e))
+    v, obj = _load(text, finish_reason)
+    if v.status == "error":
+        return v
     if isinstance(obj, list):
         v.repairs.append("a bare list instead of {\"turns\": [...]}")
         obj = {"turns": obj}

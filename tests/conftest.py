@@ -31,3 +31,25 @@ def qmsum_meeting(n: int, speakers=("Project Manager", "Marketing", "User Interf
             for i in range(n)
         ],
     }
+
+
+TEST_KEY = "sk-cocoeval-test-" + "Q7" * 16
+"""A fake API key: tests check it never reaches caches, logs or outputs."""
+
+
+@pytest.fixture(scope="module")
+def server():
+    """One fake provider server (OpenAI and Anthropic wire formats) per test module."""
+    from cocoeval.llm.fakeserver import FakeServer
+
+    with FakeServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server, monkeypatch):
+    """The module's fake server, reset (stats and script), with fake keys in the environment."""
+    server.reset()
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    return server

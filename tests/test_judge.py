@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from cocoeval.judge import JudgeConfig, behaviour_counts, judge
 from cocoeval.llm import LLMConfig, Runner
-from cocoeval.llm.fakeserver import FakeServer
 from cocoeval.schema import Continuation
 from cocoeval.taxonomy import load_taxonomy
 
@@ -17,17 +14,6 @@ from .sim_helpers import instance
 TAX = load_taxonomy()
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server, monkeypatch):
-    server.reset()
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-" + "j" * 20)
-    return server
 
 
 def fine_answer(n, labels=None):

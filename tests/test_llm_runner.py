@@ -9,23 +9,8 @@ import pytest
 
 from cocoeval.errors import FatalLLMError
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
-from cocoeval.llm.fakeserver import FakeServer
 
-KEY = "sk-cocoeval-test-" + "Q7" * 16
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FakeServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server, monkeypatch):
-    server.reset()
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    return server
+from .conftest import TEST_KEY as KEY
 
 
 def calls(model: str, prompts: list[str], **kw) -> list[Call]:

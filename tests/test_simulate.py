@@ -5,28 +5,11 @@ from __future__ import annotations
 import pytest
 
 from cocoeval.llm import LLMConfig, Runner
-from cocoeval.llm.fakeserver import FakeServer
 from cocoeval.prompts import load_prompt
 from cocoeval.simulate import Setup, format_behaviours, simulate, step_messages
 from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import SPEAKERS, instance, lines
-
-KEY = "sk-sim-test-" + "x" * 20
-
-
-@pytest.fixture(scope="module")
-def server():
-    with FakeServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server, monkeypatch):
-    server.reset()
-    monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    return server
 
 
 def run(tmp_path, setups, insts=None):

@@ -129,6 +129,22 @@ def participants_in_order(turns: list[Turn], info: dict[str, Participant]) -> li
     return list(out.values())
 
 
+def cleaned_turn(speaker: str | None, raw: str | None, index: int, report: SourceReport) -> Turn | None:
+    """A transcript turn with artefacts removed (raw text kept when cleaning changed it), or
+    None, counted in the report, when it has no speaker or no words left."""
+    from ._text import clean_transcript, normalise_space
+
+    name = normalise_space(speaker or "")
+    text = clean_transcript(raw or "")
+    if not name:
+        report.drop("no speaker")
+        return None
+    if not text:
+        report.drop("empty after cleaning")
+        return None
+    return Turn(speaker=name, text=text, source_index=index, raw_text=raw if raw != text else None)
+
+
 def sorted_files(path: Path, pattern: str) -> list[Path]:
     if path.is_file():
         return [path]

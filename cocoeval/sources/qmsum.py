@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ..errors import InputError
 from ..jsonio import read_json, validate
-from ..schema import Conversation, Participant, Turn
-from ._registry import SourceReport, participants_in_order, sorted_files, source
-from ._text import clean_transcript, normalise_space
+from ..schema import Conversation, Participant
+from ._registry import SourceReport, cleaned_turn, participants_in_order, sorted_files, source
+from ._text import normalise_space
 
 DOMAINS = {"product", "academic", "committee"}
 
@@ -76,18 +76,8 @@ class QMSumLoader:
                              hint="pass QMSum per-meeting JSON files (or use another source kind)")
         meeting = validate(_RawMeeting, data, file=path, record="meeting")
         dataset = dataset or dataset_for(path)
-        turns: list[Turn] = []
-        for i, raw in enumerate(meeting.meeting_transcripts):
-            speaker = normalise_space(raw.speaker)
-            text = clean_transcript(raw.content)
-            if not speaker:
-                report.drop("no speaker")
-                continue
-            if not text:
-                report.drop("empty after cleaning")
-                continue
-            turns.append(Turn(speaker=speaker, text=text, source_index=i,
-                              raw_text=raw.content if raw.content != text else None))
+        turns = [t for i, raw in enumerate(meeting.meeting_transcripts)
+                 if (t := cleaned_turn(raw.speaker, raw.content, i, report)) is not None]
         topics = []
         for t in meeting.topic_list:
             spans = []

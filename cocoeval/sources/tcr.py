@@ -17,9 +17,9 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from ..errors import InputError
 from ..jsonio import read_json, validate
-from ..schema import Conversation, Participant, Turn
-from ._registry import SourceReport, participants_in_order, sorted_files, source
-from ._text import clean_transcript, normalise_space
+from ..schema import Conversation, Participant
+from ._registry import SourceReport, cleaned_turn, participants_in_order, sorted_files, source
+from ._text import normalise_space
 
 
 class _RawLine(BaseModel):
@@ -90,19 +90,9 @@ class TCRLoader:
                     lines.append((key, line))
                     order += 1
             lines.sort(key=lambda kv: kv[0])
-            turns: list[Turn] = []
-            for i, (_, line) in enumerate(lines):
-                speaker = normalise_space(line.speaker or "")
-                text = clean_transcript(line.contents or "")
-                if not speaker:
-                    report.drop("no speaker")
-                    continue
-                if not text:
-                    report.drop("empty after cleaning")
-                    continue
-                raw_text = line.contents if line.contents != text else None
-                turns.append(Turn(speaker=speaker, text=text, raw_text=raw_text,
-                                  source_index=int(line.line_id) if line.line_id is not None else i))
+            turns = [t for i, (_, line) in enumerate(lines)
+                     if (t := cleaned_turn(line.speaker, line.contents,
+                                           int(line.line_id) if line.line_id is not None else i, report)) is not None]
             info = {s: Participant(name=s) for s in {t.speaker for t in turns}}
             yield Conversation(
                 id=str(mid),
