@@ -50,6 +50,9 @@ class JudgeConfig(BaseModel):
     """Output budget of an overall judgment (reasoning models need more)."""
     max_tokens_per_turn: int = 80
     """Output budget per judged turn of a fine-grained judgment (plus 200)."""
+    max_behaviours_per_turn: int | None = None
+    """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size). For
+    small local models that otherwise list everything and run out of tokens."""
 
     def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
         data = self.model_dump(exclude={"name", "kind"})
@@ -100,17 +103,22 @@ def behaviours_block(tax: Taxonomy) -> str:
     return "\n".join(f"- {b.name} ({b.category}): {b.definition}" for b in tax.behaviours)
 
 
-def fine_schema(tax: Taxonomy) -> dict[str, Any]:
+def fine_schema(tax: Taxonomy, n_turns: int | None = None, max_per_turn: int | None = None) -> dict[str, Any]:
+    """The fine-grained answer's JSON schema: behaviour names from the taxonomy; with
+    ``n_turns`` exactly that many turn entries (grammar-constrained models then cannot stop
+    early); ``max_per_turn`` caps the behaviours listed per turn."""
     item = {"type": "object", "properties": {
         "behaviour": {"type": "string", "enum": [b.name for b in tax.behaviours]},
         "evidence": {"type": "string", "maxLength": 60}}, "required": ["behaviour", "evidence"],
         "additionalProperties": False}
     turn = {"type": "object", "properties": {"turn": {"type": "integer"},
                                              "behaviours": {"type": "array", "items": item,
-                                                            "maxItems": len(tax.behaviours)}},
+                                                            "maxItems": max_per_turn or len(tax.behaviours)}},
             "required": ["turn", "behaviours"], "additionalProperties": False}
-    return {"type": "object", "properties": {"turns": {"type": "array", "items": turn}},
-            "required": ["turns"], "additionalProperties": False}
+    turns: dict[str, Any] = {"type": "array", "items": turn}
+    if n_turns:
+        turns.update(minItems=n_turns, maxItems=n_turns)
+    return {"type": "object", "properties": {"turns": turns}, "required": ["turns"], "additionalProperties": False}
 
 
 OVERALL_SCHEMA: dict[str, Any] = {
@@ -142,7 +150,8 @@ class _Task:
             else self.judge.max_tokens_overall
         req = GenerateRequest(messages=self.messages, max_tokens=max_tokens, temperature=self.judge.temperature,
                               reasoning_effort=self.judge.reasoning_effort,
-                              json_schema=fine_schema(self.tax) if fine else OVERALL_SCHEMA,
+                              json_schema=fine_schema(self.tax, len(self.target.judged),
+                                                      self.judge.max_behaviours_per_turn) if fine else OVERALL_SCHEMA,
                               schema_name="judgment", cache_prefix_messages=1)
         tag = f"{self.target.instance.id}|{self.target.name}|{self.judge.name}|{self.kind}"
         return Call(model=self.judge.model, stage="judge", tag=tag, request=req)

@@ -7,8 +7,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import polars as pl
-
 from . import charts, stats
 from .experiment import Experiment, load_params, read_run
 from .frames import Frames, invalid_rates, run_frames
@@ -83,10 +81,6 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
     run = read_run(rd)
     frames = run_frames(run, exp.taxonomy)
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
-
-
-def frame_head(df: pl.DataFrame, n: int = 10) -> pl.DataFrame:
-    return df.head(n)
 
 
 def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path = "figures",

@@ -111,3 +111,17 @@ def test_judge_ids_change_with_anything_that_changes_the_output():
     assert i != JudgeConfig(name="a", model="openai/o4-mini", reasoning_effort="high").judge_id("fine_grained", TAX)
     other = TAX.model_copy(update={"behaviours": TAX.behaviours[:5]})
     assert i != base.judge_id("fine_grained", other)
+
+
+def test_fine_schema_fixes_the_turn_count_and_caps_behaviours():
+    from cocoeval.judge import fine_schema
+
+    s = fine_schema(TAX, 6, 2)
+    turns = s["properties"]["turns"]
+    assert turns["minItems"] == turns["maxItems"] == 6
+    beh = turns["items"]["properties"]["behaviours"]
+    assert beh["maxItems"] == 2 and beh["items"]["properties"]["behaviour"]["enum"] == [b.name for b in TAX.behaviours]
+    assert fine_schema(TAX)["properties"]["turns"].get("minItems") is None
+    a = JudgeConfig(name="a", model="local/smollm2")
+    assert a.judge_id("fine_grained", TAX) != JudgeConfig(name="a", model="local/smollm2",
+                                                          max_behaviours_per_turn=2).judge_id("fine_grained", TAX)

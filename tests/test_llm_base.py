@@ -149,5 +149,7 @@ def test_openai_strict_schemas_lose_unsupported_keywords_and_say_so():
               "additionalProperties": False}
     prepared, dropped = get_provider("openai/gpt-4.1").prepare(req(json_schema=schema))
     assert dropped == ["json_schema.maxLength"] and "maxLength" not in str(prepared.json_schema)
+    _, dropped = get_provider("openai/gpt-4.1").prepare(req(json_schema={**schema, "minItems": 2}))
+    assert dropped == ["json_schema.maxLength", "json_schema.minItems"]
     prepared, dropped = get_provider("llama-cpp-server/m@http://x/v1").prepare(req(json_schema=schema))
     assert dropped == [] and prepared.json_schema == schema

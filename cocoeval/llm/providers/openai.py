@@ -99,7 +99,7 @@ class OpenAIProvider(Provider):
     def reasoning(self) -> bool:
         return bool(_REASONING.match(self.spec.model.split("/")[-1]))
 
-    unsupported_schema_keys: tuple[str, ...] = ("maxLength", "minLength")
+    unsupported_schema_keys: tuple[str, ...] = ("maxLength", "minLength", "minItems", "maxItems")
     """JSON-schema keywords OpenAI's strict structured outputs reject; dropped and recorded."""
 
     def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
