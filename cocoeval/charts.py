@@ -27,17 +27,24 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
                    setups: list[str] | None = None, columns: int = 3, selectable: bool = False) -> alt.FacetChart:
     """The paper's Figure 3: mean occurrences per continuation of each behaviour, one panel per
     setup with the human reference alongside (lighter bars), 95% CIs as error bars; colour tells
-    inconsistent from uncollaborative behaviours. ``selectable`` adds a point selection
+    inconsistent from uncollaborative behaviours. Pass ``stats.figure3_means`` rows (with a
+    ``panel`` column) to compare each setup with the humans on the same instances; plain
+    ``mean_occurrences`` rows use every reference in each panel. ``selectable`` adds a point selection
     ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer."""
     m = means if judge is None else means.filter(pl.col("judge") == judge)
-    sims = [t for t in m["target"].unique(maintain_order=True).to_list() if t != REFERENCE]
-    sims = [s for s in (setups or sims) if s in sims]
-    ref = m.filter(pl.col("target") == REFERENCE)
-    parts = [m.filter(pl.col("target") == s).with_columns(panel=pl.lit(s), series=pl.lit("simulated"))
-             for s in sims]
-    parts += [ref.with_columns(panel=pl.lit(s), series=pl.lit(HUMAN)) for s in sims]
-    if not sims:
-        parts = [ref.with_columns(panel=pl.lit(HUMAN), series=pl.lit(HUMAN))]
+    if "panel" in m.columns:  # from stats.figure3_means: references already on each setup's instances
+        sims = m["panel"].unique(maintain_order=True).to_list()
+        sims = [x for x in (setups or sims) if x in sims]
+        parts = [m.filter(pl.col("panel").is_in(sims))]
+    else:
+        sims = [t for t in m["target"].unique(maintain_order=True).to_list() if t != REFERENCE]
+        sims = [x for x in (setups or sims) if x in sims]
+        ref = m.filter(pl.col("target") == REFERENCE)
+        parts = [m.filter(pl.col("target") == x).with_columns(panel=pl.lit(x), series=pl.lit("simulated"))
+                 for x in sims]
+        parts += [ref.with_columns(panel=pl.lit(x), series=pl.lit(HUMAN)) for x in sims]
+        if not sims:
+            parts = [ref.with_columns(panel=pl.lit(HUMAN), series=pl.lit(HUMAN))]
     names = _names(tax)
     data = pl.concat(parts).with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
     order = [names[b] for b in tax.ids]

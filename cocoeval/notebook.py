@@ -57,7 +57,9 @@ class RunContext:
         """Figure 3 as an ``alt.JupyterChart``: clicking a bar lists its turns in ``viewer``."""
         import altair as alt
 
-        means = stats.mean_occurrences(self.frames, resamples=200)
+        if self.judge is None:
+            return None
+        means = stats.figure3_means(self.frames, self.judge, setups, resamples=200)
         if means.is_empty():
             return None
         jc = alt.JupyterChart(charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge,

@@ -67,7 +67,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), resamples=resamples, seed=seed)
         table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset (Table 11)")
         table("detections", stats.detections(f), "Total detections per behaviour (Tables 3, 9, 10)")
-        figures["figure3_behaviours"] = (charts.save(charts.behaviour_bars(means, f.taxonomy, judge=judge),
+        fig3 = stats.figure3_means(f, judge, resamples=resamples, seed=seed) if judge else means
+        figures["figure3_behaviours"] = (charts.save(charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
                                                      out / "figure3_behaviours"),
                                          f"Mean occurrences per behaviour, each setup vs the human reference ({judge})")
         figures["dataset_heatmap"] = (charts.save(charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),

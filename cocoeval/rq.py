@@ -95,8 +95,9 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
         a.text.append(f"- **{r['target']}**: D = {_fmt_ci(r['distance'], r['ci_low'], r['ci_high'])}; "
                       f"over-produces (CI of the difference above 0): {', '.join(over) or 'none'}; "
                       f"under-produces (CI below 0): {', '.join(under) or 'none'}.")
-    means = stats.mean_occurrences(f, resamples=resamples, seed=seed)
-    a.charts["behaviours_vs_humans"] = charts.behaviour_bars(means, f.taxonomy, judge=judge, setups=setups)
+    fig3 = stats.figure3_means(f, judge, setups, resamples=resamples, seed=seed)
+    a.tables["figure3"] = fig3
+    a.charts["behaviours_vs_humans"] = charts.behaviour_bars(fig3, f.taxonomy, judge=judge, setups=setups)
     lk = stats.likert_means(f, resamples=resamples, seed=seed) if not f.likert.is_empty() else pl.DataFrame()
     if not lk.is_empty():
         lk = lk.filter((pl.col("judge") == judge) & pl.col("target").is_in([REFERENCE, *setups]))

@@ -9,6 +9,8 @@ Every table carries ``n`` (instances used); invalid judgments are excluded, neve
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import polars as pl
 from scipy import stats as sps
@@ -102,6 +104,26 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
     return pl.DataFrame(rows)
 
 
+def figure3_means(f: Frames, judge: str, setups: list[str] | None = None, resamples: int = 1000,
+                  seed: int = 0) -> pl.DataFrame:
+    """Rows for Figure 3: per setup (``panel``), its mean occurrences (``series`` simulated) and
+    the human reference's on the same instances (``series`` human reference), with CIs."""
+    from .charts import HUMAN
+
+    c = f.counts.filter(pl.col("judge") == judge)
+    names = setups or sorted(set(c["target"].unique().to_list()) - {REFERENCE})
+    parts = []
+    for s in names:
+        ids = c.filter(pl.col("target") == s)["instance_id"].unique()
+        sub = c.filter(pl.col("instance_id").is_in(ids.implode()) & pl.col("target").is_in([s, REFERENCE]))
+        m = mean_occurrences(Frames(**{**f.__dict__, "counts": sub}), resamples=resamples, seed=seed)
+        if m.is_empty():
+            continue
+        parts.append(m.with_columns(panel=pl.lit(s), series=pl.when(pl.col("target") == REFERENCE)
+                                    .then(pl.lit(HUMAN)).otherwise(pl.lit("simulated"))))
+    return pl.concat(parts) if parts else pl.DataFrame()
+
+
 def likert_means(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000,
                  seed: int = 0) -> pl.DataFrame:
     """Mean consistency and collaborativeness per group with 95% bootstrap CIs (Table 4)."""
@@ -140,8 +162,9 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0)
             ratio = np.where(bh > 0, bs / bh, np.nan)
             point_ratio = np.where(h.mean(0) > 0, s.mean(0) / h.mean(0), np.nan)
         d_lo, d_hi = np.percentile(diff, [2.5, 97.5], axis=0)
-        r_lo, r_hi = np.nanpercentile(np.where(np.isfinite(ratio), ratio, np.nan), [2.5, 97.5], axis=0) \
-            if np.isfinite(ratio).any() else (np.full(len(beh), np.nan),) * 2
+        with warnings.catch_warnings():  # a behaviour the humans never show has no ratio: NaN, said so
+            warnings.simplefilter("ignore", RuntimeWarning)
+            r_lo, r_hi = np.nanpercentile(np.where(np.isfinite(ratio), ratio, np.nan), [2.5, 97.5], axis=0)
         for k, b in enumerate(beh):
             per_b.append({"judge": judge, "target": target, "behaviour": b, "mean_sim": s[:, k].mean(),
                           "mean_human": h[:, k].mean(), "diff": s[:, k].mean() - h[:, k].mean(),

@@ -168,3 +168,19 @@ def test_participants_against_scipy():
     ref = sps.spearmanr(n_part, totals)
     assert row["rho"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
     assert row["n"] == 12
+
+
+def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
+    from cocoeval.stats import figure3_means
+
+    run = make_run(6)
+    # sim3 covers only the first two instances
+    run["judgments"]["J"] += [fine(i.id, "sim3", "J", [[]] * 4) for i in run["instances"][:2]]
+    f = run_frames(run)
+    m = figure3_means(f, "J", resamples=100)
+    ref3 = m.filter((pl.col("panel") == "sim3") & (pl.col("series") == "human reference")
+                    & (pl.col("behaviour") == "repetition")).row(0, named=True)
+    assert ref3["n"] == 2 and ref3["mean"] == pytest.approx((0 + 1) / 2)  # instances 0 and 1 only
+    ref = m.filter((pl.col("panel") == "sim") & (pl.col("series") == "human reference")
+                   & (pl.col("behaviour") == "repetition")).row(0, named=True)
+    assert ref["n"] == 6
