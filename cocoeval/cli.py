@@ -145,6 +145,38 @@ def _cmd_check(a: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _cmd_estimate(a: argparse.Namespace) -> int:
+    from .estimate import compare_with_run, describe, forecast
+    from .experiment import load_params
+
+    exp = load_params(a.params)
+    rows = forecast(exp, exp.prepare_instances(write=False))
+
+    def usd(v: float | None) -> str:
+        return "unknown" if v is None else f"${v:,.2f}"
+
+    print(f"{'stage':<9} {'name':<30} {'model':<34} {'calls':>7} {'input':>12} {'cached':>11} {'output':>10} "
+          f"{'naive':>10} {'cached':>10} {'batch':>10}")
+    for r in rows:
+        print(f"{r['stage']:<9} {r['name'][:30]:<30} {r['model'][:34]:<34} {r['calls']:>7,} {r['input_tokens']:>12,} "
+              f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {usd(r['cost_naive_usd']):>10} "
+              f"{usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10}")
+    known = [r for r in rows if r["cost_cached_usd"] is not None]
+    print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input and "
+          f"{sum(r['output_tokens'] for r in rows):,} output tokens; cost with prompt caching "
+          f"{usd(sum(r['cost_cached_usd'] for r in known))}"
+          + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
+          + f"; {describe()}")
+    if a.run:
+        from .experiment import read_run
+
+        for c in compare_with_run(rows, read_run(a.run)):
+            print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
+                  f"input tokens {c['actual_input']:,}/{c['forecast_input']:,} ({c['input_ratio']:.2f}x), "
+                  f"output {c['actual_output']:,}/{c['forecast_output']:,}")
+    return 0
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
     from .bench import find_instance
 
@@ -350,6 +382,15 @@ def build_parser() -> argparse.ArgumentParser:
     nbp.add_argument("--figures", type=Path, default=Path("figures"), help="figures folder (default figures/)")
     nbp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     nbp.set_defaults(func=_cmd_notebooks)
+
+    es = sub.add_parser("estimate", help="forecast calls, tokens and cost of a params file",
+                        description="Forecast, before anything is sent, the calls, input/cached/output "
+                        "tokens and the cost (naive, with prompt caching, batch) per setup and stage, "
+                        "from the actual instances and prompts. With --run, compare with the tokens the "
+                        "run's calls actually used.")
+    es.add_argument("params", type=Path, help="params YAML file")
+    es.add_argument("--run", type=Path, help="a run directory to compare with")
+    es.set_defaults(func=_cmd_estimate)
 
     ck = sub.add_parser("check", help="check a params file: API keys, model files, benchmark")
     ck.add_argument("params", type=Path, help="params YAML file")

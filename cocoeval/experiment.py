@@ -125,9 +125,11 @@ class Experiment:
             return self.resolve(self.params.bench)
         return self.run_dir / "bench"
 
-    def prepare_instances(self) -> list[Instance]:
+    def prepare_instances(self, write: bool = True) -> list[Instance]:
+        """The selected instances (building the benchmark first when the params say so);
+        ``write`` also saves them as the run's instances.jsonl."""
         b = self.params.build
-        if b is not None:
+        if b is not None and (write or not (self.bench_dir() / "eval.jsonl").exists()):
             sources = [s if ":" not in s else self._resolve_source(s) for s in b.sources]
             if b.demo_data:
                 from .demo import write_demo_data
@@ -155,7 +157,8 @@ class Experiment:
         if not insts:
             raise ConfigError(f"no instances selected from {self.bench_dir()}",
                               hint="check instances: (split, datasets, ids) against the benchmark's report.json")
-        write_jsonl(self.run_dir / "instances.jsonl", insts)
+        if write:
+            write_jsonl(self.run_dir / "instances.jsonl", insts)
         return insts
 
     def _resolve_source(self, spec: str) -> str:
