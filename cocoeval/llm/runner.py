@@ -129,6 +129,8 @@ class Runner:
 
         def done(i: int, res: CallResult) -> None:
             results[i] = res
+            if bar.disable:
+                return
             bar.update(1)
             t = self.ledger.totals()
             bar.set_postfix(hits=t["cache_hits"], failed=t["failed"],
@@ -168,9 +170,17 @@ class Runner:
                 raise
 
         try:
+            pending = iter(enumerate(calls))
+
+            async def worker() -> None:
+                # a fixed pool pulling from one iterator: calls are prepared as they are sent,
+                # not all at start (which would stall the loop before the first answers)
+                for i, c in pending:
+                    await one(i, c)
+
             async with asyncio.TaskGroup() as tg:
-                for i, c in enumerate(calls):
-                    tg.create_task(one(i, c))
+                for _ in range(min(cfg.concurrency, len(calls))):
+                    tg.create_task(worker())
         except BaseExceptionGroup as eg:
             fatal = [e for e in _leaves(eg) if isinstance(e, FatalLLMError)]
             if fatal:
