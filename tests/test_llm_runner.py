@@ -156,9 +156,12 @@ def test_requests_per_minute_limit(srv, tmp_path):
     times = sorted(srv.stats()["times"])
     assert len(times) == 620
     span = times[-1] - times[0]
-    assert span >= 1.5  # the 20 requests past the 600-request bucket wait ~0.1 s each
-    first_second = sum(1 for t in times if t - times[0] < 1.0)
-    assert first_second <= 612
+    # the bucket holds 600 and refills 10 per second: the last ~20 requests have to wait; without
+    # the limit all 620 arrive within a fraction of a second (server-side arrival times jitter,
+    # so the test asserts the delay, not an exact count per window)
+    assert span >= 1.5
+    late = sum(1 for t in times if t - times[0] > 1.0)
+    assert late >= 5
 
 
 def test_tokens_per_minute_limit(srv, tmp_path):
