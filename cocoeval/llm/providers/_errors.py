@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from ...errors import FatalLLMError
 from ..base import CallError
 
@@ -46,3 +49,19 @@ def classify(exc: BaseException, *, provider: str, model: str, key_env: str) -> 
     if "Connection" in name:
         return CallError("connection_error", message)
     return CallError("malformed_response", f"{name}: {message}")
+
+
+async def post_json(provider: Any, path: str, body: dict[str, Any], api_error: type[BaseException]) -> tuple[Any, float]:
+    """POST through the SDK's documented raw request path (its retries and errors, without the
+    per-request typed transforms that cost more CPU than the HTTP call): (JSON body, latency).
+    SDK errors are classified; an unparseable body is a failed call, not a crash."""
+    t0 = time.perf_counter()
+    try:
+        out = await provider._client_obj.post(path, body=body, cast_to=object)
+    except api_error as e:
+        raise classify(e, provider=provider.name, model=provider.spec.model, key_env=provider.key_env) from None
+    except (FatalLLMError, CallError):
+        raise
+    except Exception as e:
+        raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
+    return out, time.perf_counter() - t0

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 
-from ...errors import ConfigError, FatalLLMError
+from ...errors import ConfigError
 from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
-from ._errors import classify
+from ._errors import post_json
 from .openai import aiohttp_client
 
 
@@ -93,17 +92,8 @@ class AnthropicProvider(Provider):
             self._client_obj = anthropic.AsyncAnthropic(
                 api_key=os.environ.get(self.key_env), base_url=self.spec.base_url,
                 max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(anthropic))
-        t0 = time.perf_counter()
-        try:
-            # the SDK's documented raw request path (retries and errors included), parsed here
-            body = await self._client_obj.post("/v1/messages", body=self.kwargs(request), cast_to=object)
-        except anthropic.APIError as e:
-            raise classify(e, provider=self.name, model=self.spec.model, key_env=self.key_env) from None
-        except (FatalLLMError, CallError):
-            raise
-        except Exception as e:
-            raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
-        return parse_message(body, time.perf_counter() - t0)
+        body, latency = await post_json(self, "/v1/messages", self.kwargs(request), anthropic.APIError)
+        return parse_message(body, latency)
 
     async def aclose(self) -> None:
         if self._client_obj is not None:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from typing import Any
 
-from ...errors import ConfigError, FatalLLMError
+from ...errors import ConfigError
 from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
-from ._errors import classify
+from ._errors import post_json
 
 _REASONING = re.compile(r"^(o\d|gpt-5(?!.*chat))")
 
@@ -138,18 +137,8 @@ class OpenAIProvider(Provider):
 
         if self._client_obj is None:
             self._client_obj = self.make_client()
-        t0 = time.perf_counter()
-        try:
-            # the SDK's documented raw request path: its retries and errors, without the
-            # per-request typed transforms that cost more CPU than the HTTP call itself
-            body = await self._client_obj.post("/chat/completions", body=self.kwargs(request), cast_to=object)
-        except openai.APIError as e:
-            raise classify(e, provider=self.name, model=self.spec.model, key_env=self.key_env) from None
-        except (FatalLLMError, CallError):
-            raise
-        except Exception as e:  # an unparseable body is a failed call, not a crash
-            raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
-        return parse_chat_completion(body, time.perf_counter() - t0)
+        body, latency = await post_json(self, "/chat/completions", self.kwargs(request), openai.APIError)
+        return parse_chat_completion(body, latency)
 
     async def aclose(self) -> None:
         if self._client_obj is not None:
