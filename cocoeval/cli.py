@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .errors import CocoevalError
@@ -28,7 +30,8 @@ def _cmd_build(a: argparse.Namespace) -> int:
         from .llm import LLMConfig, Runner
 
         llm_opts = LLMContextOptions(metadata=a.metadata, summary=a.summary, clean=a.clean)
-        runner = Runner(LLMConfig(cache=str(a.llm_cache), concurrency=a.concurrency))
+        runner = Runner(LLMConfig(cache=str(a.llm_cache), concurrency=a.concurrency, batch=a.batch,
+                                  batch_poll_s=a.batch_poll))
     report = build(a.source, a.out, cfg, on_error=a.on_error, llm_context=llm_opts, runner=runner)
     for split in ("eval", "train"):
         for stage, r in report.get("llm_context", {}).get(split, {}).items():
@@ -246,7 +249,14 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
     exp = load_params(a.params)
     stages = tuple(a.stage) if a.stage else ("simulate", "judge")
-    run_dir = exp.run(stages, progress=False if a.no_progress else None)
+    llm: dict[str, Any] = {}
+    if a.batch:
+        llm["batch"] = True
+    if a.dependent:
+        llm["batch_dependent"] = a.dependent
+    if a.batch_poll:
+        llm["batch_poll_s"] = a.batch_poll
+    run_dir = exp.run(stages, progress=False if a.no_progress else None, llm=llm)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage = json.loads((run_dir / "usage.json").read_text())
     print(f"run directory: {run_dir}")
@@ -256,7 +266,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         print(f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
               f"of {s['judgments']}")
     t = usage["totals"]
-    print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent, "
+    batched = f", {usage['requests_batched']} through batches" if usage.get("requests_batched") else ""
+    print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
           f"{t['failed']} failed); tokens in/out: {t['input_tokens']}/{t['output_tokens']}; "
           f"cost: ${t['cost_usd']:.4f}" + (f" (+{t['cost_unknown_calls']} calls at unknown prices)"
                                             if t["cost_unknown_calls"] else ""))
@@ -305,6 +316,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--llm-cache", type=Path, default=Path(".cocoeval/cache.sqlite"),
                    help="call cache for --metadata/--summary/--clean (default .cocoeval/cache.sqlite)")
     b.add_argument("--concurrency", type=int, default=8, help="concurrent LLM calls (default 8)")
+    b.add_argument("--batch", action="store_true", help="send the --metadata/--summary/--clean calls "
+                   "through the provider's batch API (half price, answers within 24 h; a killed build "
+                   "resumes polling)")
+    b.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
+                   help="seconds between polls of a running batch (default 30)")
     b.set_defaults(func=_cmd_build)
 
     s = sub.add_parser("show", help="print one instance readably")
@@ -328,6 +344,16 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--stage", action="append", choices=["simulate", "judge"],
                    help="stage to run, repeatable (default: simulate and judge)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--batch", action="store_true",
+                   help="send every request that does not depend on an earlier answer (judging, "
+                   "whole-continuation simulation) through the OpenAI Batch or Anthropic Message Batches "
+                   "API: half price, answers within 24 h; a killed run resumes polling its batches "
+                   "(same as llm.batch: true)")
+    r.add_argument("--dependent", choices=["live", "rounds"],
+                   help="with --batch, the 1- and k-turn-per-call simulation steps and judge re-asks: "
+                   "live, or rounds of batches, one per step (default: llm.batch_dependent, live)")
+    r.add_argument("--batch-poll", type=float, metavar="SECONDS",
+                   help="seconds between polls of a running batch (default: llm.batch_poll_s, 30)")
     r.set_defaults(func=_cmd_run)
 
     x = sub.add_parser("sft-export", help="write the train split as fine-tuning chat JSONL",
@@ -403,6 +429,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    log = logging.getLogger("cocoeval")
+    if not log.handlers:  # batch submissions and their ends, on stderr
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     try:
         return int(args.func(args) or 0)
     except CocoevalError as e:

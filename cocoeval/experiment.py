@@ -183,15 +183,23 @@ class Experiment:
             **extra,
         }
 
-    def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None) -> Path:
-        """Run the stages; returns the run directory."""
+    def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None,
+            llm: dict[str, Any] | None = None) -> Path:
+        """Run the stages; returns the run directory. ``llm`` overrides settings of the params
+        file's ``llm:`` section for this run (e.g. ``{"batch": True}``)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started = _now()
-        write_json(self.run_dir / "manifest.json", self.manifest(status="running", started=started))
-        insts = self.prepare_instances()
         cfg = self.llm_config()
         if progress is not None:
             cfg = cfg.model_copy(update={"progress": progress})
+        if llm:
+            try:
+                cfg = LLMConfig.model_validate({**cfg.model_dump(), **llm})
+            except ValidationError as e:
+                raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
+        mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent}
+        write_json(self.run_dir / "manifest.json", self.manifest(status="running", started=started, llm_mode=mode))
+        insts = self.prepare_instances()
         runner = Runner(cfg)
         summary: dict[str, Any] = {}
         try:
@@ -228,10 +236,11 @@ class Experiment:
             write_json(self.run_dir / "usage.json", {"rows": runner.ledger.rows(),
                                                      "totals": runner.ledger.totals(),
                                                      "cache": runner.cache.stats(),
-                                                     "requests_sent": runner.sent})
+                                                     "requests_sent": runner.sent,
+                                                     "requests_batched": runner.batched})
             runner.close()
         write_json(self.run_dir / "manifest.json",
-                   self.manifest(status="complete", started=started, finished=_now(),
+                   self.manifest(status="complete", started=started, finished=_now(), llm_mode=mode,
                                  instances=len(insts), stages=list(stages), summary=summary))
         return self.run_dir
 

@@ -154,7 +154,8 @@ class _Task:
                                                       self.judge.max_behaviours_per_turn) if fine else OVERALL_SCHEMA,
                               schema_name="judgment", cache_prefix_messages=1)
         tag = f"{self.target.instance.id}|{self.target.name}|{self.judge.name}|{self.kind}"
-        return Call(model=self.judge.model, stage="judge", tag=tag, request=req)
+        # a re-ask follows an invalid answer: in batch mode it runs live unless batch rounds are asked for
+        return Call(model=self.judge.model, stage="judge", tag=tag, request=req, dependent=self.attempts > 0)
 
     def apply(self, res: CallResult) -> None:
         self.attempts += 1

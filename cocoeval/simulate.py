@@ -171,20 +171,25 @@ class _Task:
     def next_call(self) -> Call:
         s, inst = self.setup, self.inst
         tag = f"{inst.id}|{s.name}|turn {len(self.turns) + 1}"
+        # a step of a multi-step loop, or a re-ask, waits for an earlier answer: in batch mode
+        # it runs live (or in rounds of batches); a whole continuation in one call does not
+        dependent = (s.kind == "human_ai" or s.turns_per_call < self.target or self.attempt > 0
+                     or bool(self.turns))
         if s.kind == "human_ai":
             if inst.reference[len(self.turns)].speaker == "assistant":
-                return Call(model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request())
+                return Call(model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request(),
+                            dependent=True)
             system, user = self.prompt.render(summary=inst.summary.text or "(none)",
                                               history=format_turns(inst.history), so_far=_so_far(self.turns))
             self._asked = 1
-            return Call(model=s.model, stage="simulate", tag=tag, request=self._request(
+            return Call(model=s.model, stage="simulate", tag=tag, dependent=True, request=self._request(
                 [Message(role="system", content=system), Message(role="user", content=user)],
                 60 + s.max_tokens_per_turn * 4))
         k = min(s.turns_per_call, self.target - len(self.turns))
         self._asked = k
         messages = step_messages(self.prompt, inst, self.turns, k, behaviours=self.behaviours, n_copy=s.n_copy)
         extra = s.n_copy if s.prompt == "copy_then_continue" else 0
-        return Call(model=s.model, stage="simulate", tag=tag,
+        return Call(model=s.model, stage="simulate", tag=tag, dependent=dependent,
                     request=self._request(messages, 60 + s.max_tokens_per_turn * (k + extra)))
 
     def _chat_request(self) -> GenerateRequest:

@@ -73,6 +73,23 @@ class GenerateResponse(BaseModel):
     """The model id the provider reports."""
     dropped_params: list[str] = Field(default_factory=list)
     """Request parameters this model does not accept, left out of the call."""
+    batch_id: str | None = None
+    """The provider batch that answered this request (None: answered live)."""
+
+
+class BatchInfo(BaseModel):
+    """A provider batch as last seen."""
+
+    id: str
+    status: str
+    """The provider's own word: validating, in_progress, completed, expired, ended..."""
+    ended: bool
+    """No more results will come: collect them."""
+    done: int = 0
+    """Requests finished so far (answered or failed)."""
+    total: int = 0
+    error: str | None = None
+    """Why the whole batch failed (e.g. OpenAI input validation), else None."""
 
 
 class CallError(Exception):
@@ -131,6 +148,30 @@ class Provider(ABC):
 
     def check_ready(self) -> None:  # noqa: B027 - optional hook
         """Raise ConfigError if the provider cannot run (missing key, missing file)."""
+
+    # -- batch API (optional): providers with one override all of these -----------------------
+    batch_limits: tuple[int, int] | None = None
+    """(most requests, most bytes) per batch of the provider's batch API; None: it has none and
+    batch mode sends its calls live."""
+
+    async def batch_create(self, items: list[tuple[str, GenerateRequest]],
+                           on_upload: Callable[[str], None]) -> str:
+        """Submit prepared requests named by custom id (the cache key); returns the batch id.
+        ``on_upload(ref)`` is called with an uploaded input file's id before the batch is
+        created, so a killed process can create or find the batch from it (``batch_adopt``)."""
+        raise NotImplementedError(f"{self.name} has no batch API")
+
+    async def batch_adopt(self, upload_ref: str) -> str:
+        """The batch made from an uploaded input file: found if it exists, else created."""
+        raise NotImplementedError(f"{self.name} has no batch API")
+
+    async def batch_get(self, batch_id: str) -> BatchInfo:
+        raise NotImplementedError(f"{self.name} has no batch API")
+
+    async def batch_results(self, batch_id: str) -> dict[str, GenerateResponse | Exception]:
+        """Every result an ended batch has, by custom id: a response, or why that request failed
+        (CallError; FatalLLMError when the answer says the run cannot go on, e.g. no credit)."""
+        raise NotImplementedError(f"{self.name} has no batch API")
 
     def cache_identity(self) -> dict[str, Any]:
         """What, beside the request, determines the output: provider, model, endpoint."""

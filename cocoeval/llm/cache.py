@@ -82,6 +82,27 @@ class CallCache:
                  json.dumps(response, sort_keys=True), time.time()))
         self.writes += 1
 
+    def execute(self, sql: str, params: tuple = ()) -> list[tuple]:
+        """Run one statement on the cache's database (the batch records live there too)."""
+        if self._db is None:
+            raise ConfigError("the call cache is off", hint="set llm.cache to a file")
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+    def execute_many(self, statements: list[tuple[str, tuple]]) -> None:
+        """Run statements in one transaction: all of them are stored, or none."""
+        if self._db is None:
+            raise ConfigError("the call cache is off", hint="set llm.cache to a file")
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                for sql, params in statements:
+                    self._db.execute(sql, params)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
     def __len__(self) -> int:
         if self._db is None:
             return 0

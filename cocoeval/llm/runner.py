@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 from ..errors import FatalLLMError
 from . import providers as _providers  # noqa: F401  (registers the built-in providers)
 from .base import CallError, GenerateRequest, GenerateResponse, Provider, get_provider, request_key
+from .batch import BatchStore, Pending, run_batches
 from .cache import CachePolicy, CallCache
 from .secrets import install_log_redaction
 from .usage import Ledger, PriceTable, request_tokens
@@ -51,6 +52,18 @@ class LLMConfig(BaseModel):
     """A price table YAML replacing cocoeval/llm/prices.yaml."""
     progress: bool = True
     """Show a tqdm progress bar."""
+    batch: bool = False
+    """Send the calls that do not depend on an earlier answer (judging, whole-continuation
+    simulation, metadata, summaries) through the provider's batch API (OpenAI Batch, Anthropic
+    Message Batches: half price, answers within 24 h) and write the answers into the call cache.
+    Providers without a batch API (local, openai-compatible, llama-cpp-server) run live."""
+    batch_dependent: Literal["live", "rounds"] = "live"
+    """In batch mode, calls built from an earlier answer of the run (the steps of 1- and
+    k-turn-per-call simulation, judge re-asks): 'live', or 'rounds' of batches (one per step)."""
+    batch_poll_s: float = Field(30.0, gt=0)
+    """Seconds between polls of a running batch."""
+    batch_max_requests: int | None = Field(None, ge=1)
+    """Most requests per batch (None: the provider's limit, 50,000 OpenAI / 100,000 Anthropic)."""
 
 
 class Call(BaseModel):
@@ -63,6 +76,9 @@ class Call(BaseModel):
     """Accounting bucket: simulate, judge, metadata, summary..."""
     tag: str | None = None
     """The caller's label (instance id, turn...)."""
+    dependent: bool = False
+    """Built from an earlier answer of the run (a simulation step, a judge re-ask): in batch
+    mode it runs live unless ``batch_dependent`` is 'rounds'."""
 
 
 class CallResult(BaseModel):
@@ -87,6 +103,9 @@ class Runner:
         self.cache = cache or CallCache(self.config.cache, self.config.cache_policy)
         self.ledger = Ledger(PriceTable.load(self.config.prices))
         self.sent = 0
+        """Requests sent live."""
+        self.batched = 0
+        """Requests settled through batches (submitted by this run or resumed)."""
         install_log_redaction()
 
     # ------------------------------------------------------------------ public
@@ -137,12 +156,32 @@ class Runner:
                             tok=f"{t['input_tokens']}/{t['output_tokens']}", usd=f"{t['cost_usd']:.4f}",
                             refresh=False)
 
-        async def one(i: int, call: Call) -> None:
+        def lookup(call: Call) -> tuple[Provider, GenerateRequest, list[str], dict, dict]:
             prov = provider_for(call.model)
             prepared, dropped = prov.prepare(call.request)
             identity = prov.cache_identity()
             key = request_key(identity, prepared)
-            base = {"key": key, "model": call.model, "stage": call.stage, "tag": call.tag}
+            return prov, prepared, dropped, identity, {"key": key, "model": call.model, "stage": call.stage,
+                                                        "tag": call.tag}
+
+        def from_cache(i: int, call: Call, base: dict) -> bool:
+            stored = self.cache.get(base["key"])
+            if stored is None:
+                return False
+            res = CallResult(**base, status="ok", cache_hit=True, cost_usd=0.0,
+                             response=GenerateResponse.model_validate(stored))
+            self.ledger.add(call.stage, call.model, res.response.usage, cache_hit=True)  # type: ignore[union-attr]
+            done(i, res)
+            return True
+
+        def make_ready(call: Call, prov: Provider) -> None:
+            if call.model not in ready:
+                prov.check_ready()  # a missing key stops the run before anything is sent
+                ready.add(call.model)
+
+        async def one(i: int, call: Call) -> None:
+            prov, prepared, dropped, identity, base = lookup(call)
+            key = base["key"]
             if key in inflight:  # the same request twice in one run: send it once
                 res = await asyncio.shield(inflight[key])
                 done(i, res.model_copy(update={**base, "cache_hit": True, "cost_usd": 0.0}))
@@ -151,26 +190,51 @@ class Runner:
             fut: asyncio.Future = asyncio.get_running_loop().create_future()
             inflight[key] = fut
             try:
-                stored = self.cache.get(key)
-                if stored is not None:
-                    res = CallResult(**base, status="ok", cache_hit=True, cost_usd=0.0,
-                                     response=GenerateResponse.model_validate(stored))
-                    self.ledger.add(call.stage, call.model, res.response.usage, cache_hit=True)
+                if from_cache(i, call, base):
+                    res = results[i]  # type: ignore[assignment]
                 else:
-                    if call.model not in ready:
-                        prov.check_ready()  # a missing key stops the run before anything is sent
-                        ready.add(call.model)
+                    make_ready(call, prov)
                     res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm)
+                    done(i, res)
                 fut.set_result(res)
-                done(i, res)
             except BaseException as e:
                 if not fut.done():
                     fut.set_exception(e)
                     fut.exception()  # retrieved: other waiters re-raise it themselves
                 raise
 
+        live: list[tuple[int, Call]] = []
+        batched: dict[str, Pending] = {}
+        if cfg.batch:  # batchable calls: looked up now, the misses go to run_batches
+            for i, call in enumerate(calls):
+                prov = provider_for(call.model)
+                if prov.batch_limits is None or (call.dependent and cfg.batch_dependent == "live"):
+                    live.append((i, call))
+                    continue
+                _, prepared, dropped, identity, base = lookup(call)
+                if base["key"] in batched:
+                    batched[base["key"]].waiters.append((i, call, base))
+                elif not from_cache(i, call, base):
+                    make_ready(call, prov)
+                    batched[base["key"]] = Pending(base["key"], prov, prepared, dropped, identity, [(i, call, base)])
+        else:
+            live = list(enumerate(calls))
+
+        def settle(p: Pending, answer: GenerateResponse | CallError) -> None:
+            for n, (i, call, base) in enumerate(p.waiters):
+                if isinstance(answer, CallError):
+                    self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
+                    done(i, CallResult(**base, status="failed", reason=answer.reason, detail=answer.detail[:500]))
+                    continue
+                cost = self.ledger.add(call.stage, call.model, answer.usage, cache_hit=n > 0, batch=True)
+                done(i, CallResult(**base, status="ok", response=answer, cost_usd=cost, cache_hit=n > 0))
+
+        def batch_status(text: str) -> None:
+            if not bar.disable and text:
+                bar.set_description_str(f"batches: {text}"[:80], refresh=True)
+
         try:
-            pending = iter(enumerate(calls))
+            pending = iter(live)
 
             async def worker() -> None:
                 # a fixed pool pulling from one iterator: calls are prepared as they are sent,
@@ -179,7 +243,12 @@ class Runner:
                     await one(i, c)
 
             async with asyncio.TaskGroup() as tg:
-                for _ in range(min(cfg.concurrency, len(calls))):
+                if batched:
+                    self.batched += len(batched)
+                    tg.create_task(run_batches(list(batched.values()), BatchStore(self.cache),
+                                               poll_s=cfg.batch_poll_s, max_requests=cfg.batch_max_requests,
+                                               finish=settle, status=batch_status))
+                for _ in range(min(cfg.concurrency, len(live))):
                     tg.create_task(worker())
         except BaseExceptionGroup as eg:
             fatal = [e for e in _leaves(eg) if isinstance(e, FatalLLMError)]

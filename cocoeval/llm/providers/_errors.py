@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
 from typing import Any
 
 from ...errors import FatalLLMError
@@ -17,9 +18,21 @@ _FIX = {
 
 def classify(exc: BaseException, *, provider: str, model: str, key_env: str) -> Exception:
     """Turn an SDK exception into FatalLLMError (stop the run) or CallError (record, go on)."""
-    status = getattr(exc, "status_code", None)
-    body = getattr(exc, "body", None)
-    message = str(getattr(exc, "message", "") or exc)
+    return classify_error(getattr(exc, "status_code", None), getattr(exc, "body", None),
+                          str(getattr(exc, "message", "") or exc), type(exc).__name__,
+                          provider=provider, model=model, key_env=key_env)
+
+
+ANTHROPIC_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
+                          "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
+                          "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
+"""Anthropic error types by the HTTP status they come with (batch results carry only the type)."""
+
+
+def classify_error(status: int | None, body: Any, message: str, name: str = "", *, provider: str,
+                   model: str, key_env: str) -> Exception:
+    """The same decision from an HTTP status, error body and message (also used for the
+    per-request errors inside batch results)."""
     code = ""
     if isinstance(body, dict):
         err = body.get("error", body)
@@ -43,7 +56,6 @@ def classify(exc: BaseException, *, provider: str, model: str, key_env: str) -> 
         return CallError("server_error", f"HTTP {status} after retries: {message}")
     if status is not None:
         return CallError("bad_request", f"HTTP {status}: {message}")
-    name = type(exc).__name__
     if "Timeout" in name:
         return CallError("timeout", message)
     if "Connection" in name:
@@ -51,17 +63,22 @@ def classify(exc: BaseException, *, provider: str, model: str, key_env: str) -> 
     return CallError("malformed_response", f"{name}: {message}")
 
 
-async def post_json(provider: Any, path: str, body: dict[str, Any], api_error: type[BaseException]) -> tuple[Any, float]:
-    """POST through the SDK's documented raw request path (its retries and errors, without the
-    per-request typed transforms that cost more CPU than the HTTP call): (JSON body, latency).
-    SDK errors are classified; an unparseable body is a failed call, not a crash."""
-    t0 = time.perf_counter()
+async def sdk_call(provider: Any, call: Awaitable[Any], api_error: type[BaseException]) -> Any:
+    """Await an SDK call (its own retries included); its errors classified, an unparseable
+    answer a failed call rather than a crash."""
     try:
-        out = await provider._client_obj.post(path, body=body, cast_to=object)
+        return await call
     except api_error as e:
         raise classify(e, provider=provider.name, model=provider.spec.model, key_env=provider.key_env) from None
     except (FatalLLMError, CallError):
         raise
     except Exception as e:
         raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
+
+
+async def post_json(provider: Any, path: str, body: dict[str, Any], api_error: type[BaseException]) -> tuple[Any, float]:
+    """POST through the SDK's documented raw request path (its retries and errors, without the
+    per-request typed transforms that cost more CPU than the HTTP call): (JSON body, latency)."""
+    t0 = time.perf_counter()
+    out = await sdk_call(provider, provider._client_obj.post(path, body=body, cast_to=object), api_error)
     return out, time.perf_counter() - t0

@@ -7,15 +7,24 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 from ...errors import ConfigError
-from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
-from ._errors import post_json
+from ..base import (
+    BatchInfo,
+    CallError,
+    GenerateRequest,
+    GenerateResponse,
+    Provider,
+    Usage,
+    provider,
+)
+from ._errors import ANTHROPIC_ERROR_STATUS, classify_error, post_json, sdk_call
 from .openai import aiohttp_client
 
 
-def parse_message(body: Any, latency: float) -> GenerateResponse:
+def parse_message(body: Any, latency: float | None) -> GenerateResponse:
     """Normalise an Anthropic Messages JSON body (tool_use input becomes the JSON text)."""
     try:
         stop = body.get("stop_reason")
@@ -85,15 +94,66 @@ class AnthropicProvider(Provider):
             kw["tool_choice"] = {"type": "tool", "name": request.schema_name}
         return kw
 
-    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+    def _client(self) -> Any:
         import anthropic
 
         if self._client_obj is None:
             self._client_obj = anthropic.AsyncAnthropic(
                 api_key=os.environ.get(self.key_env), base_url=self.spec.base_url,
                 max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(anthropic))
+        return self._client_obj
+
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        import anthropic
+
+        self._client()
         body, latency = await post_json(self, "/v1/messages", self.kwargs(request), anthropic.APIError)
         return parse_message(body, latency)
+
+    # -- Message Batches -------------------------------------------------------------------
+    batch_limits = (100_000, 256 * 1024 * 1024)
+
+    async def _sdk(self, call: Any) -> Any:
+        import anthropic
+
+        return await sdk_call(self, call, anthropic.APIError)
+
+    async def batch_create(self, items: list[tuple[str, GenerateRequest]],
+                           on_upload: Callable[[str], None]) -> str:
+        requests = [{"custom_id": key, "params": self.kwargs(req)} for key, req in items]
+        b = await self._sdk(self._client().messages.batches.create(requests=requests))
+        return b.id
+
+    async def batch_get(self, batch_id: str) -> BatchInfo:
+        b = await self._sdk(self._client().messages.batches.retrieve(batch_id))
+        rc = b.request_counts
+        done = rc.succeeded + rc.errored + rc.canceled + rc.expired
+        return BatchInfo(id=b.id, status=b.processing_status, ended=b.processing_status == "ended",
+                         done=done, total=done + rc.processing)
+
+    async def batch_results(self, batch_id: str) -> dict[str, GenerateResponse | Exception]:
+        async def collect() -> dict[str, GenerateResponse | Exception]:
+            out: dict[str, GenerateResponse | Exception] = {}
+            async for item in await self._client().messages.batches.results(batch_id):
+                out[item.custom_id] = self._batch_result(item.result.model_dump(mode="json"))
+            return out
+
+        return await self._sdk(collect())
+
+    def _batch_result(self, result: dict[str, Any]) -> GenerateResponse | Exception:
+        kind = result.get("type")
+        if kind == "succeeded":
+            try:
+                return parse_message(result.get("message"), None)
+            except CallError as e:
+                return e
+        if kind == "errored":
+            body = result.get("error") or {}
+            err = body.get("error") or {}
+            return classify_error(ANTHROPIC_ERROR_STATUS.get(str(err.get("type")), 400), body,
+                                  str(err.get("message") or ""), provider=self.name,
+                                  model=self.spec.model, key_env=self.key_env)
+        return CallError(f"batch_{kind}", f"the batch ended with this request {kind}")
 
     async def aclose(self) -> None:
         if self._client_obj is not None:
