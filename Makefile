@@ -48,6 +48,7 @@ bench: install
 	$(PY) benchmarks/build_speed.py
 	$(PY) benchmarks/runner_throughput.py
 	$(PY) benchmarks/analysis_speed.py
+	$(PY) benchmarks/cost.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -1,0 +1,183 @@
+"""What a model call gets back, computed without an HTTP handler: answers and error bodies.
+
+``answer(path, body, prompt, n, fault, scripted)`` returns ``(status, body, headers)`` for a
+chat completion or an Anthropic message; the live endpoints send it and the batch processors
+write it into their result files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+OPENAI_PATH = "/v1/chat/completions"
+ANTHROPIC_PATH = "/v1/messages"
+MODEL_PATHS = (OPENAI_PATH, ANTHROPIC_PATH)
+MALFORMED_BODY = b'{"id": "x", "choices": ['
+
+Reply = tuple[int, "dict | bytes", dict[str, str]]
+
+# kind -> (status, openai (type, code, message), anthropic (status, type, message))
+ERRORS: dict[str, tuple[int, tuple[str, str | None, str], tuple[int, str, str]]] = {
+    "429": (429, ("requests", "rate_limit_exceeded", "Rate limit reached"),
+            (429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.")),
+    "quota": (429, ("insufficient_quota", "insufficient_quota",
+                    "You exceeded your current quota, please check your plan and billing details."),
+              (400, "invalid_request_error",
+               "Your credit balance is too low to access the Anthropic API.")),
+    "500": (500, ("server_error", None, "The server had an error while processing your request."),
+            (500, "api_error", "Internal server error")),
+    "529": (529, ("server_error", "overloaded", "Overloaded"), (529, "overloaded_error", "Overloaded")),
+    "401": (401, ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+            (401, "authentication_error", "invalid x-api-key")),
+    "403": (403, ("invalid_request_error", "unsupported_country_region_territory",
+                  "Country, region, or territory not supported"),
+            (403, "permission_error", "Your API key does not have permission to use the specified resource.")),
+    "404": (404, ("invalid_request_error", "model_not_found", "The model does not exist or you do not have access to it."),
+            (404, "not_found_error", "model not found")),
+    "context_length": (400, ("invalid_request_error", "context_length_exceeded",
+                             "This model's maximum context length is 128000 tokens. However, your "
+                             "messages resulted in 300000 tokens. Please reduce the length of the messages."),
+                       (400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum")),
+}
+FAULT_KINDS = (*ERRORS, "content_filter", "slow", "timeout", "drop", "malformed")
+
+
+def content_text(content: Any) -> str:
+    """Text of a message content: a string, or the text parts of a list of blocks joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict):
+                if isinstance(block.get("text"), str):
+                    parts.append(block["text"])
+                elif "content" in block:  # e.g. an Anthropic tool_result
+                    parts.append(content_text(block["content"]))
+        return "\n".join(p for p in parts if p)
+    return ""
+
+
+def messages_of(body: dict | None) -> list[dict]:
+    messages = (body or {}).get("messages")
+    return [m for m in messages if isinstance(m, dict)] if isinstance(messages, list) else []
+
+
+def prompt_of(body: dict | None) -> str:
+    """The last message's text: what faults and scripted answers are matched against."""
+    msgs = messages_of(body)
+    return content_text(msgs[-1].get("content")) if msgs else ""
+
+
+def tokens(chars: int) -> int:
+    return max(1, math.ceil(chars / 4))
+
+
+def is_anthropic(path: str) -> bool:
+    return path == ANTHROPIC_PATH or path.startswith(ANTHROPIC_PATH + "/")
+
+
+def oai_error(message: str, type_: str = "invalid_request_error", param: str | None = None,
+              code: str | None = None) -> dict:
+    return {"error": {"message": message, "type": type_, "param": param, "code": code}}
+
+
+def ant_error(message: str, type_: str = "invalid_request_error", n: int | None = None) -> dict:
+    body: dict[str, Any] = {"type": "error", "error": {"type": type_, "message": message}}
+    if n is not None:
+        body["request_id"] = f"req_{n}"
+    return body
+
+
+def request_id_header(path: str, n: int) -> dict[str, str]:
+    return {"request-id" if is_anthropic(path) else "x-request-id": f"req_{n}"}
+
+
+def error_reply(path: str, kind: str, n: int, retry_after: float | None = None) -> Reply:
+    """The error response of an HTTP-error fault kind, in the path's provider format."""
+    status, (o_type, o_code, o_msg), (a_status, a_type, a_msg) = ERRORS[kind]
+    headers = request_id_header(path, n)
+    body: dict
+    if is_anthropic(path):
+        status, body = a_status, ant_error(a_msg, a_type, n)
+    else:
+        body = oai_error(o_msg, o_type, "messages" if kind == "context_length" else None, o_code)
+    if kind == "429" and retry_after is not None:
+        headers["retry-after"] = f"{retry_after:g}"
+        if not is_anthropic(path):
+            headers["retry-after-ms"] = str(round(retry_after * 1000))
+    return status, body, headers
+
+
+def fault_reply(path: str, fault: dict, n: int) -> tuple[str, Reply | None]:
+    """(kind, the whole reply the fault makes) or (kind, None) when the request is answered
+    normally afterwards: slow, timeout and drop (acted out by the caller, if at all) and
+    content_filter on a model call."""
+    kind = str(fault.get("kind"))
+    if kind in ERRORS:
+        return kind, error_reply(path, kind, n, fault.get("retry_after"))
+    if kind == "malformed":
+        return kind, (200, MALFORMED_BODY, {})
+    if kind in ("slow", "timeout", "drop") or (kind == "content_filter" and path in MODEL_PATHS):
+        return kind, None
+    return kind, (400, {"error": {"message": f"unknown fault kind {kind!r}"}}, {})
+
+
+def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None,
+           scripted: dict | None) -> Reply:
+    """The reply to a model call on path (OPENAI_PATH or ANTHROPIC_PATH): n numbers the ids,
+    fault is the fault that matched (if any), scripted the scripted answer (if any)."""
+    if body is None:
+        return 400, oai_error("request body is not a JSON object"), {}
+    kind = ""
+    if fault:
+        kind, reply = fault_reply(path, fault, n)
+        if reply is not None:
+            return reply
+    text = str(scripted["text"]) if scripted else "echo: " + prompt[:40]
+    truncated = False
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if isinstance(limit, int) and limit > 0 and len(text) > limit * 4:
+        text, truncated = text[: limit * 4], True
+    if kind == "content_filter":
+        text = ""
+    chars = sum(len(content_text(m.get("content"))) for m in messages_of(body))
+    chars += len(content_text(body.get("system")))
+    p_tok, c_tok = tokens(chars), tokens(len(text))
+    model = body.get("model", "fake")
+    if path == OPENAI_PATH:
+        finish = "content_filter" if kind == "content_filter" else ("length" if truncated else "stop")
+        return 200, {
+            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "logprobs": None, "finish_reason": finish}],
+            "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok,
+                      "total_tokens": p_tok + c_tok, "prompt_tokens_details": {"cached_tokens": 0}},
+        }, {"x-request-id": f"req_{n}"}
+    stop = "refusal" if kind == "content_filter" else ("max_tokens" if truncated else "end_turn")
+    content: list[dict] = [{"type": "text", "text": text}]
+    choice = body.get("tool_choice")
+    if (body.get("tools") and isinstance(choice, dict) and choice.get("type") == "tool"
+            and kind != "content_filter"):
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            parsed = None
+        content = [{"type": "tool_use", "id": f"toolu_{n}", "name": choice.get("name"),
+                    "input": parsed if isinstance(parsed, dict) else {}}]
+        if not truncated:
+            stop = "tool_use"
+    return 200, {
+        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
+        "content": content, "stop_reason": stop, "stop_sequence": None,
+        "usage": {"input_tokens": p_tok, "output_tokens": c_tok,
+                  "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+    }, {"request-id": f"req_{n}"}
