@@ -237,3 +237,23 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
     assert usage["requests_batched"] == n + n * 3 * 2
     assert usage["requests_sent"] == n * 6  # 30 turns in 5-turn steps
     assert "through batches" in out.stdout
+
+
+def test_chunks_respect_the_request_and_byte_limits(srv):
+    from cocoeval.llm import get_provider
+    from cocoeval.llm.batch import Pending, chunks
+
+    prov = get_provider(model(srv, "openai"))
+    assert prov.batch_limits == (50_000, 200 * 1024 * 1024)
+    assert get_provider(model(srv, "anthropic")).batch_limits == (100_000, 256 * 1024 * 1024)
+    assert get_provider(f"openai-compatible/x@{srv.openai_base}").batch_limits is None
+
+    def pend(i: int, size: int = 10) -> Pending:
+        req = GenerateRequest(messages=[Message(role="user", content=f"{i:06d}" + "x" * size)])
+        return Pending(str(i), prov, req, [], {})
+
+    small = [pend(i) for i in range(120_001)]
+    assert [len(c) for c in chunks(small, 50_000, 200 * 1024 * 1024)] == [50_000, 50_000, 20_001]
+    big = [pend(i, 100_000) for i in range(10)]  # ~100 kB each: at most 4 in 500 kB (90% room)
+    cut = chunks(big, 50_000, 500_000)
+    assert [len(c) for c in cut] == [4, 4, 2] and [p.key for c in cut for p in c] == [str(i) for i in range(10)]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
@@ -80,3 +82,20 @@ def test_clean_keeps_turn_count_and_speakers(srv, tmp_path):
                 runner=Runner(LLMConfig(cache=None, progress=False)))
     assert "turn count changed" in rep["llm_context"]["eval"]["clean"]["failed"][0]["reason"]
     assert load_instances(tmp_path / "c")[0].history == inst.history
+
+
+def test_build_batch_sends_metadata_and_summaries_through_the_batch_api(srv, tmp_path):
+    meta = {"goals": ["Agree the budget"], "participants": [{"name": "Marketing", "role": "sells"}]}
+    srv.configure(answers=[{"match": "Transcript excerpt", "text": json.dumps(meta)},
+                           {"match": "Conversation so far", "text": "They discussed the budget."}])
+    model = f"openai/gpt-4.1@{srv.openai_base}"
+    out = subprocess.run([sys.executable, "-m", "cocoeval", "build", "--source", *_src(tmp_path), "--out", str(tmp_path / "b"),
+                          "--per-dataset", "1", "--metadata", model, "--summary", model, "--batch",
+                          "--batch-poll", "0.01", "--llm-cache", str(tmp_path / "c.sqlite")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    inst = load_instances(tmp_path / "b")[0]
+    assert inst.metadata.method == "llm" and inst.summary.text == "They discussed the budget."
+    stats = srv.stats()
+    assert stats["batches"] and "/v1/chat/completions" not in stats["by_path"]  # nothing live
+    assert "submitted batch" in out.stderr
