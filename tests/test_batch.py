@@ -202,12 +202,14 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
     fine = json.dumps({"turns": [{"turn": i, "behaviours": []} for i in range(1, 31)]})
     runs = {}
     with FakeServer() as srv:
-        srv.configure(answers=[{"match": "Continuation to annotate", "text": fine},
-                               {"match": "Continuation to evaluate",
-                                "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}'},
-                               {"match": "next 5 turns", "text": "\n".join(answer.splitlines()[:5])},
-                               {"match": "", "text": answer}])
-        for mode in ("live", "batch"):
+        answers = [{"match": "Continuation to annotate", "text": fine},
+                   {"match": "Continuation to evaluate",
+                    "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}'},
+                   {"match": "next 5 turns", "text": "\n".join(answer.splitlines()[:5])},
+                   {"match": "", "text": answer}]
+        srv.configure(answers=answers)
+        flags = {"live": [], "batch": ["--batch"], "rounds": ["--batch", "--dependent", "rounds"]}
+        for mode in flags:
             p = tmp_path / f"{mode}.yaml"
             p.write_text(yaml.safe_dump({
                 "name": mode, "out": f"runs/{mode}", "bench": "bench",
@@ -216,11 +218,11 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
                 "judges": [{"name": "j", "model": f"openai/o4-mini@{srv.openai_base}"}],
                 "llm": {"cache": f"cache-{mode}.sqlite", "batch_poll_s": 0.01}}))
             cmd = [sys.executable, "-m", "cocoeval", "run", str(p), "--no-progress"]
-            out = subprocess.run(cmd + (["--batch"] if mode == "batch" else []),
-                                 capture_output=True, text=True, timeout=300)
+            out = subprocess.run(cmd + flags[mode], capture_output=True, text=True, timeout=300)
             assert out.returncode == 0, out.stderr
             runs[mode] = (read_run(tmp_path / "runs" / mode), out, srv.stats())
-            srv.configure(batch_faults=[])
+            srv.reset()
+            srv.configure(answers=answers)
     (live, _, _), (batch, out, stats) = runs["live"], runs["batch"]
     n = len(live["instances"])
 
@@ -237,6 +239,13 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
     assert usage["requests_batched"] == n + n * 3 * 2
     assert usage["requests_sent"] == n * 6  # 30 turns in 5-turn steps
     assert "through batches" in out.stdout
+    # --dependent rounds: the 5-turn steps too, one round of batches per step
+    rounds, out, stats = runs["rounds"]
+    assert strip(rounds["continuations"]) == strip(live["continuations"])
+    assert strip(rounds["judgments"]) == strip(live["judgments"])
+    assert sorted(v["requests"] for v in stats["batches"].values()) == sorted([2 * n] + [n] * 5 + [6 * n])
+    usage = json.loads((tmp_path / "runs" / "rounds" / "usage.json").read_text())
+    assert usage["requests_sent"] == 0 and usage["requests_batched"] == 2 * n + 5 * n + 6 * n
 
 
 def test_chunks_respect_the_request_and_byte_limits(srv):

@@ -139,8 +139,9 @@ async def run_batches(pending: list[Pending], store: BatchStore, *, poll_s: floa
     for p in pending:
         groups.setdefault(canonical_json(p.identity), []).append(p)
     fatal: list[FatalLLMError] = []
-    await asyncio.gather(*(_run_group(ident, ps, store, poll_s, max_requests, finish, status, fatal)
-                           for ident, ps in groups.items()))
+    async with asyncio.TaskGroup() as tg:  # one model's failure cancels the others' polling
+        for ident, ps in groups.items():
+            tg.create_task(_run_group(ident, ps, store, poll_s, max_requests, finish, status, fatal))
     if fatal:
         raise fatal[0]
 

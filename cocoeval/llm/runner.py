@@ -203,9 +203,15 @@ class Runner:
                     fut.exception()  # retrieved: other waiters re-raise it themselves
                 raise
 
-        live: list[tuple[int, Call]] = []
+        live: list[tuple[int, Call]] = list(enumerate(calls))
         batched: dict[str, Pending] = {}
-        if cfg.batch:  # batchable calls: looked up now, the misses go to run_batches
+        store: BatchStore | None = None
+
+        def split_batchable() -> None:
+            """Batch mode: look the batchable calls up now; the misses go to run_batches."""
+            nonlocal live, store
+            store = BatchStore(self.cache)  # before anything is sent: batch mode needs the cache
+            live = []
             for i, call in enumerate(calls):
                 prov = provider_for(call.model)
                 if prov.batch_limits is None or (call.dependent and cfg.batch_dependent == "live"):
@@ -217,8 +223,6 @@ class Runner:
                 elif not from_cache(i, call, base):
                     make_ready(call, prov)
                     batched[base["key"]] = Pending(base["key"], prov, prepared, dropped, identity, [(i, call, base)])
-        else:
-            live = list(enumerate(calls))
 
         def settle(p: Pending, answer: GenerateResponse | CallError) -> None:
             for n, (i, call, base) in enumerate(p.waiters):
@@ -234,6 +238,8 @@ class Runner:
                 bar.set_description_str(f"batches: {text}"[:80], refresh=True)
 
         try:
+            if cfg.batch:
+                split_batchable()
             pending = iter(live)
 
             async def worker() -> None:
@@ -243,9 +249,9 @@ class Runner:
                     await one(i, c)
 
             async with asyncio.TaskGroup() as tg:
-                if batched:
+                if batched and store is not None:
                     self.batched += len(batched)
-                    tg.create_task(run_batches(list(batched.values()), BatchStore(self.cache),
+                    tg.create_task(run_batches(list(batched.values()), store,
                                                poll_s=cfg.batch_poll_s, max_requests=cfg.batch_max_requests,
                                                finish=settle, status=batch_status))
                 for _ in range(min(cfg.concurrency, len(live))):
