@@ -8,9 +8,9 @@ import logging
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 from . import __version__
+from ._cli_llm import add_llm_commands
 from .errors import CocoevalError
 
 
@@ -126,60 +126,6 @@ def _cmd_notebooks(a: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_check(a: argparse.Namespace) -> int:
-    from .errors import ConfigError
-    from .experiment import load_params
-    from .llm import get_provider
-
-    exp = load_params(a.params)
-    models = sorted({s.model for s in exp.params.setups} | {s.chatbot for s in exp.params.setups if s.chatbot}
-                    | {j.model for j in exp.params.judges})
-    problems = []
-    for m in models:
-        try:
-            get_provider(m).check_ready()
-        except ConfigError as e:
-            problems.append(str(e))
-    if exp.params.bench and not (exp.bench_dir() / "eval.jsonl").exists():
-        problems.append(f"no benchmark at {exp.bench_dir()}: build it first (README: Building a benchmark)")
-    for p in problems:
-        print(f"missing: {p}", file=sys.stderr)
-    print(f"{a.params}: {len(models)} model(s) checked; " + ("ready" if not problems else f"{len(problems)} problem(s)"))
-    return 1 if problems else 0
-
-
-def _cmd_estimate(a: argparse.Namespace) -> int:
-    from .estimate import compare_with_run, describe, forecast
-    from .experiment import load_params
-
-    exp = load_params(a.params)
-    rows = forecast(exp, exp.prepare_instances(write=False))
-
-    def usd(v: float | None) -> str:
-        return "unknown" if v is None else f"${v:,.2f}"
-
-    print(f"{'stage':<9} {'name':<30} {'model':<34} {'calls':>7} {'input':>12} {'cached':>11} {'output':>10} "
-          f"{'naive':>10} {'cached':>10} {'batch':>10}")
-    for r in rows:
-        print(f"{r['stage']:<9} {r['name'][:30]:<30} {r['model'][:34]:<34} {r['calls']:>7,} {r['input_tokens']:>12,} "
-              f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {usd(r['cost_naive_usd']):>10} "
-              f"{usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10}")
-    known = [r for r in rows if r["cost_cached_usd"] is not None]
-    print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input and "
-          f"{sum(r['output_tokens'] for r in rows):,} output tokens; cost with prompt caching "
-          f"{usd(sum(r['cost_cached_usd'] for r in known))}"
-          + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
-          + f"; {describe()}")
-    if a.run:
-        from .experiment import read_run
-
-        for c in compare_with_run(rows, read_run(a.run)):
-            print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
-                  f"input tokens {c['actual_input']:,}/{c['forecast_input']:,} ({c['input_ratio']:.2f}x), "
-                  f"output {c['actual_output']:,}/{c['forecast_output']:,}")
-    return 0
-
-
 def _cmd_show(a: argparse.Namespace) -> int:
     from .bench import find_instance
 
@@ -244,36 +190,6 @@ def _cmd_fetch(a: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_run(a: argparse.Namespace) -> int:
-    from .experiment import load_params
-
-    exp = load_params(a.params)
-    stages = tuple(a.stage) if a.stage else ("simulate", "judge")
-    llm: dict[str, Any] = {}
-    if a.batch:
-        llm["batch"] = True
-    if a.dependent:
-        llm["batch_dependent"] = a.dependent
-    if a.batch_poll:
-        llm["batch_poll_s"] = a.batch_poll
-    run_dir = exp.run(stages, progress=False if a.no_progress else None, llm=llm)
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    usage = json.loads((run_dir / "usage.json").read_text())
-    print(f"run directory: {run_dir}")
-    for name, s in manifest.get("summary", {}).get("simulate", {}).items():
-        print(f"  setup {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  of {s['continuations']}")
-    for name, s in manifest.get("summary", {}).get("judge", {}).items():
-        print(f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
-              f"of {s['judgments']}")
-    t = usage["totals"]
-    batched = f", {usage['requests_batched']} through batches" if usage.get("requests_batched") else ""
-    print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
-          f"{t['failed']} failed); tokens in/out: {t['input_tokens']}/{t['output_tokens']}; "
-          f"cost: ${t['cost_usd']:.4f}" + (f" (+{t['cost_unknown_calls']} calls at unknown prices)"
-                                            if t["cost_unknown_calls"] else ""))
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cocoeval", description="CoCoEval workbench: build benchmarks "
                                 "from human conversations, simulate, judge and analyse.")
@@ -335,27 +251,6 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--out", type=Path, required=True, help="output folder")
     d.set_defaults(func=_cmd_demo_data)
 
-    r = sub.add_parser("run", help="run the stages a params file asks for",
-                       description="Run a params file (see params/demo.yaml): build or load the "
-                       "benchmark, simulate every setup, judge references and continuations, write a "
-                       "run directory. Every LLM call is "
-                       "cached: a re-run sends no request and a killed run resumes.")
-    r.add_argument("params", type=Path, help="params YAML file")
-    r.add_argument("--stage", action="append", choices=["simulate", "judge"],
-                   help="stage to run, repeatable (default: simulate and judge)")
-    r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    r.add_argument("--batch", action="store_true",
-                   help="send every request that does not depend on an earlier answer (judging, "
-                   "whole-continuation simulation) through the OpenAI Batch or Anthropic Message Batches "
-                   "API: half price, answers within 24 h; a killed run resumes polling its batches "
-                   "(same as llm.batch: true)")
-    r.add_argument("--dependent", choices=["live", "rounds"],
-                   help="with --batch, the 1- and k-turn-per-call simulation steps and judge re-asks: "
-                   "live, or rounds of batches, one per step (default: llm.batch_dependent, live)")
-    r.add_argument("--batch-poll", type=float, metavar="SECONDS",
-                   help="seconds between polls of a running batch (default: llm.batch_poll_s, 30)")
-    r.set_defaults(func=_cmd_run)
-
     x = sub.add_parser("sft-export", help="write the train split as fine-tuning chat JSONL",
                        description="Export the train split as OpenAI fine-tuning chat JSONL, one file "
                        "per k (turns per call), with the simulation prompt; validates each file.")
@@ -409,18 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
     nbp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     nbp.set_defaults(func=_cmd_notebooks)
 
-    es = sub.add_parser("estimate", help="forecast calls, tokens and cost of a params file",
-                        description="Forecast, before anything is sent, the calls, input/cached/output "
-                        "tokens and the cost (naive, with prompt caching, batch) per setup and stage, "
-                        "from the actual instances and prompts. With --run, compare with the tokens the "
-                        "run's calls actually used.")
-    es.add_argument("params", type=Path, help="params YAML file")
-    es.add_argument("--run", type=Path, help="a run directory to compare with")
-    es.set_defaults(func=_cmd_estimate)
-
-    ck = sub.add_parser("check", help="check a params file: API keys, model files, benchmark")
-    ck.add_argument("params", type=Path, help="params YAML file")
-    ck.set_defaults(func=_cmd_check)
+    add_llm_commands(sub)
 
     f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
     f.set_defaults(func=_cmd_fetch)

@@ -180,6 +180,9 @@ def test_kill_9_while_polling_then_rerun_resumes_the_batch_instead_of_resubmitti
         assert p.returncode == -signal.SIGKILL, p.stderr.read()
         [(batch_id, _)] = _store(cache)
         assert list(batches(srv)) == [batch_id] and srv.stats()["requests"] == 0
+        listed = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache)],
+                                capture_output=True, text=True, timeout=60)
+        assert batch_id in listed.stdout and "submitted" in listed.stdout and "1 not yet collected" in listed.stdout
         out = subprocess.run([*cmd, "0.01"], capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and out.stdout.split() == ["20", "ok", "0", "sent", "20", "batched"], out.stderr
         assert f"resuming batch {batch_id}" in out.stderr
@@ -266,3 +269,32 @@ def test_chunks_respect_the_request_and_byte_limits(srv):
     big = [pend(i, 100_000) for i in range(10)]  # ~100 kB each: at most 4 in 500 kB (90% room)
     cut = chunks(big, 50_000, 500_000)
     assert [len(c) for c in cut] == [4, 4, 2] and [p.key for c in cut for p in c] == [str(i) for i in range(10)]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_cancelled_batches_fail_their_calls_and_the_next_run_sends_them_again(tmp_path, monkeypatch, wire):
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+    cache = tmp_path / "cache.sqlite"
+    with FakeServer() as srv:
+        srv.configure(batch_steps=50)
+        cmd = [sys.executable, str(SCRIPT), str(cache), model(srv, wire), "5"]
+        p = subprocess.Popen([*cmd, "0.5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 60
+        while not any(s == "submitted" for _, s in _store(cache)) and time.time() < deadline and p.poll() is None:
+            time.sleep(0.02)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        [(batch_id, _)] = _store(cache)
+        out = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "open"],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and f"cancel {batch_id}: cancel" in out.stdout, out.stderr
+        bad = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "nope"],
+                             capture_output=True, text=True, timeout=60)
+        assert bad.returncode == 2 and "no batch nope" in bad.stderr
+        first = subprocess.run([*cmd, "0.01"], capture_output=True, text=True, timeout=120)
+        assert first.stdout.split()[:2] == ["0", "ok"], first.stderr  # all five failed: cancelled
+        assert _store(cache) == [(batch_id, "collected")]
+        again = subprocess.run([*cmd, "0.01"], capture_output=True, text=True, timeout=120)
+        assert again.stdout.split()[:2] == ["5", "ok"]
+        assert len(batches(srv)) == 2 and srv.stats()["prompts"] == {f"request {i}": 1 for i in range(5)}

@@ -168,6 +168,10 @@ class Provider(ABC):
     async def batch_get(self, batch_id: str) -> BatchInfo:
         raise NotImplementedError(f"{self.name} has no batch API")
 
+    async def batch_cancel(self, batch_id: str) -> str:
+        """Ask the provider to cancel a batch; returns its status after the request."""
+        raise NotImplementedError(f"{self.name} has no batch API")
+
     async def batch_results(self, batch_id: str) -> dict[str, GenerateResponse | Exception]:
         """Every result an ended batch has, by custom id: a response, or why that request failed
         (CallError; FatalLLMError when the answer says the run cannot go on, e.g. no credit)."""

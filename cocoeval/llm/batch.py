@@ -100,6 +100,17 @@ class BatchStore:
             f"SELECT {', '.join(cols)} FROM batches ORDER BY created")]
 
 
+def cancel_batch(provider: Provider, batch_id: str) -> str:
+    """Cancel one batch (``cocoeval batches --cancel``); returns the provider's status."""
+    async def go() -> str:
+        try:
+            return await provider.batch_cancel(batch_id)
+        finally:
+            await provider.aclose()
+
+    return asyncio.run(go())
+
+
 @dataclass
 class Pending:
     """One distinct request waiting for a batch (several calls of a run may share it)."""

@@ -131,6 +131,9 @@ class AnthropicProvider(Provider):
         return BatchInfo(id=b.id, status=b.processing_status, ended=b.processing_status == "ended",
                          done=done, total=done + rc.processing)
 
+    async def batch_cancel(self, batch_id: str) -> str:
+        return (await self._sdk(self._client().messages.batches.cancel(batch_id))).processing_status
+
     async def batch_results(self, batch_id: str) -> dict[str, GenerateResponse | Exception]:
         async def collect() -> dict[str, GenerateResponse | Exception]:
             out: dict[str, GenerateResponse | Exception] = {}

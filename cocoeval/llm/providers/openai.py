@@ -202,6 +202,9 @@ class OpenAIProvider(Provider):
         return BatchInfo(id=b.id, status=b.status, ended=b.status in self.BATCH_ENDED, error=error,
                          done=(rc.completed + rc.failed) if rc else 0, total=rc.total if rc else 0)
 
+    async def batch_cancel(self, batch_id: str) -> str:
+        return (await self._sdk(self._client().batches.cancel(batch_id))).status
+
     async def batch_results(self, batch_id: str) -> dict[str, GenerateResponse | Exception]:
         client = self._client()
         b = await self._sdk(client.batches.retrieve(batch_id))
