@@ -49,9 +49,11 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
               f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {usd(r['cost_naive_usd']):>10} "
               f"{usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10}")
     known = [r for r in rows if r["cost_cached_usd"] is not None]
+    batched = sum(r["calls"] for r in rows if r["mode"] == "batch")
     print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input and "
           f"{sum(r['output_tokens'] for r in rows):,} output tokens; cost with prompt caching "
-          f"{usd(sum(r['cost_cached_usd'] for r in known))}"
+          f"{usd(sum(r['cost_cached_usd'] for r in known))}; as this params file sends them "
+          f"({batched:,} calls through batch APIs, the rest live): {usd(sum(r['cost_planned_usd'] for r in known))}"
           + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
           + f"; {describe()}")
     if a.run:

@@ -17,7 +17,7 @@ from typing import Any
 from .experiment import Experiment
 from .judge import _Task as _JudgeTask
 from .judge import targets_for
-from .llm.base import parse_model_spec
+from .llm.base import get_provider, parse_model_spec
 from .llm.usage import PriceTable, Usage, count_tokens, token_method
 from .prompts import load_prompt
 from .schema import Continuation, Instance
@@ -36,7 +36,9 @@ def _row() -> dict[str, Any]:
 
 
 def forecast(exp: Experiment, instances: list[Instance]) -> list[dict[str, Any]]:
-    """Rows per (stage, name, model): calls, input/cached/output tokens, live and batch cost."""
+    """Rows per (stage, name, model): calls, input/cached/output tokens; cost naive, with prompt
+    caching and through a batch API; and ``mode``/``cost_planned_usd``: how the params file's
+    ``llm`` settings (``batch``, ``batch_dependent``) would send the row, and what that costs."""
     prices = PriceTable.load(exp.llm_config().prices)
     behaviours = format_behaviours(exp.taxonomy)
     rows: dict[tuple[str, str, str], dict[str, Any]] = defaultdict(_row)
@@ -76,14 +78,23 @@ def forecast(exp: Experiment, instances: list[Instance]) -> list[dict[str, Any]]
                 r["input_tokens"] += sum(count_tokens(m.content) + 4 for m in task.messages)
                 r["output_tokens"] += (JUDGE_OUTPUT_PER_TURN * len(t.judged) if kind == "fine_grained"
                                        else JUDGE_OUTPUT_OVERALL)
+    cfg = exp.llm_config()
+    multi_step = {s.name for s in exp.params.setups
+                  if s.kind == "human_ai" or any(s.turns_per_call < len(i.reference) for i in instances)}
     out = []
     for (stage, name, model), r in sorted(rows.items()):
         u = Usage(**r)
         naive = prices.cost(model, Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"]))
         cached = prices.cost(model, u)
         batch = prices.cost(model, Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"]), batch=True)
+        # how the params file's llm settings would send this row: batch only where the provider has
+        # a batch API and the calls do not wait for earlier answers (or rounds are asked for)
+        batchable = get_provider(model).batch_limits is not None and (
+            stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
+        mode = "batch" if cfg.batch and batchable else "live"
         out.append({"stage": stage, "name": name, "model": model, **r, "cost_naive_usd": naive,
-                    "cost_cached_usd": cached, "cost_batch_usd": batch})
+                    "cost_cached_usd": cached, "cost_batch_usd": batch, "mode": mode,
+                    "cost_planned_usd": batch if mode == "batch" else cached})
     return out
 
 

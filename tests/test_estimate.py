@@ -14,6 +14,7 @@ from cocoeval.prompts import load_prompt
 from cocoeval.simulate import format_behaviours, step_messages
 from cocoeval.taxonomy import load_taxonomy
 
+from .conftest import ROOT
 from .sim_helpers import SPEAKERS, instance
 
 
@@ -63,3 +64,28 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path):
     for c in cmp:
         assert c["actual_calls"] == c["forecast_calls"], c
         assert abs(c["input_ratio"] - 1) <= 0.15, c  # the fake server counts ~4 characters per token too
+
+
+def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
+    from cocoeval import build
+    from cocoeval.demo import write_demo_data
+
+    paths = write_demo_data(tmp_path / "demo")
+    build([f"{k}:{p}" for k, p in paths.items()], tmp_path / "bench")
+    exp = load_params(ROOT / "params" / "paper.yaml")
+    exp.params = exp.params.model_copy(update={"bench": str(tmp_path / "bench")})
+    insts = exp.prepare_instances(write=False)
+
+    def modes(**llm) -> dict[str, str]:
+        exp.params = exp.params.model_copy(update={"llm": exp.params.llm.model_copy(update=llm)})
+        rows = forecast(exp, insts)
+        for r in rows:
+            assert r["cost_planned_usd"] == (r["cost_batch_usd"] if r["mode"] == "batch" else r["cost_cached_usd"])
+        return {r["name"]: r["mode"] for r in rows}
+
+    assert set(modes(batch=False).values()) == {"live"}
+    m = modes(batch=True, batch_dependent="live")
+    assert m["gpt41-vanilla-30"] == m["o4-mini:fine_grained"] == m["o4-mini:overall"] == "batch"
+    assert m["gpt41-vanilla-1"] == m["opus4-taxonomy-5"] == m["gpt41-user-sim"] == "live"
+    m = modes(batch=True, batch_dependent="rounds")
+    assert m["gpt41-vanilla-1"] == m["opus4-taxonomy-5"] == "batch"
