@@ -97,7 +97,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_batches(a: argparse.Namespace) -> int:
-    from .llm import CallCache, get_provider
+    from .errors import CocoevalError
+    from .llm import CallCache, CallError, get_provider
     from .llm.batch import BatchStore, cancel_batch
 
     if not Path(a.cache).exists():
@@ -105,17 +106,35 @@ def _cmd_batches(a: argparse.Namespace) -> int:
         return 0
     store = BatchStore(CallCache(a.cache))
     rows = store.all()
-    if a.cancel:
-        wanted = {r["ref"] for r in rows if r["state"] == "submitted"} if a.cancel == ["open"] else set(a.cancel)
-        known = {r["ref"]: r for r in rows}
-        for ref in sorted(wanted):
-            if ref not in known:
+    known = {r["ref"]: r for r in rows}
+    for ids in (a.cancel, a.forget):
+        for ref in ids or []:
+            if ref != "open" and ref not in known:
                 print(f"error: no batch {ref} in {a.cache}", file=sys.stderr)
                 return 2
-            status = cancel_batch(get_provider(known[ref]["model"]), ref)
+
+    def chosen(ids: list[str]) -> list[str]:
+        return sorted({r["ref"] for r in rows if r["state"] == "submitted"} if ids == ["open"] else set(ids))
+
+    if a.forget:
+        for ref in chosen(a.forget):
+            store.mark(ref, "collected", "forgotten")
+            print(f"forgot {ref}: no run will poll it or collect its answers")
+        return 0
+    if a.cancel:
+        failed = 0
+        for ref in chosen(a.cancel):
+            try:
+                prov = get_provider(known[ref]["model"])
+                prov.check_ready()
+                status = cancel_batch(prov, ref)
+            except (CocoevalError, CallError) as e:
+                failed += 1
+                print(f"cancel {ref}: not cancelled: {e}", file=sys.stderr)
+                continue
             print(f"cancel {ref}: {status} (a later run collects what it finished; the rest fail and are "
                   "sent again by the next run)")
-        return 0
+        return 1 if failed else 0
     print(f"{'batch':<40} {'model':<44} {'state':<10} {'status':<12} {'requests':>8}  submitted")
     for r in rows:
         when = _dt.datetime.fromtimestamp(r["created"], _dt.UTC).strftime("%Y-%m-%d %H:%M")
@@ -168,4 +187,7 @@ def add_llm_commands(sub: Any) -> None:
                     help="the call cache (llm.cache of the params file; default .cocoeval/cache.sqlite)")
     bt.add_argument("--cancel", nargs="+", metavar="BATCH_ID",
                     help="cancel these batches ('open': every batch not yet collected)")
+    bt.add_argument("--forget", nargs="+", metavar="BATCH_ID",
+                    help="stop tracking these batches without asking the provider (e.g. one it no longer "
+                    "knows); their requests are sent again by the next run ('open': all not collected)")
     bt.set_defaults(func=_cmd_batches)

@@ -150,7 +150,7 @@ def test_a_batch_whose_creation_failed_after_the_upload_is_created_from_that_fil
     out = runner(tmp_path, max_retries=0).run(calls(m, ["a", "b"]))
     assert {x.reason for x in out} == {"batch_server_error"}
     [(ref, state)] = _store(tmp_path / "cache.sqlite")
-    assert ref.startswith("upload:file-") and state == "uploaded"
+    assert ref.startswith("upload:file-") and state == "staged"
     def inputs() -> list[str]:
         return [f for f, v in srv.stats()["files"].items() if v["purpose"] == "batch"]
 
@@ -298,3 +298,94 @@ def test_cancelled_batches_fail_their_calls_and_the_next_run_sends_them_again(tm
         again = subprocess.run([*cmd, "0.01"], capture_output=True, text=True, timeout=120)
         assert again.stdout.split()[:2] == ["5", "ok"]
         assert len(batches(srv)) == 2 and srv.stats()["prompts"] == {f"request {i}": 1 for i in range(5)}
+
+
+def _kill_while_polling(srv, cache: Path, wire: str, n: int = 5) -> tuple[list[str], str]:
+    """Start a batch run, SIGKILL it once its batch is recorded; returns (command, batch id)."""
+    srv.configure(batch_steps=50)
+    cmd = [sys.executable, str(SCRIPT), str(cache), model(srv, wire), str(n)]
+    p = subprocess.Popen([*cmd, "0.5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not any(s == "submitted" for _, s in _store(cache)) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    [(batch_id, _)] = _store(cache)
+    return [*cmd, "0.01"], batch_id
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_batch_the_provider_no_longer_knows_fails_its_calls_and_is_sent_again(srv, tmp_path, wire):
+    cache = tmp_path / "cache.sqlite"
+    cmd, batch_id = _kill_while_polling(srv, cache, wire)
+    srv.reset()  # the server forgets every batch: 404 for this one
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split()[:2] == ["0", "ok"], out.stderr
+    assert f"does not know batch {batch_id}" in out.stderr and "Traceback" not in out.stderr
+    assert _store(cache) == [(batch_id, "collected")]
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.stdout.split()[:2] == ["5", "ok"] and len(batches(srv)) == 1
+
+
+def test_a_cancel_that_fails_says_why_and_forget_stops_tracking(srv, tmp_path):
+    cmd2, batch2 = _kill_while_polling(srv, tmp_path / "other.sqlite", "openai")
+    srv.configure(faults=[{"match": "/cancel", "path": "/v1/batches", "kind": "500", "times": -1}])
+    bad = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(tmp_path / "other.sqlite"),
+                          "--cancel", "open"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 1 and f"cancel {batch2}: not cancelled" in bad.stderr and "Traceback" not in bad.stderr
+    forget = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(tmp_path / "other.sqlite"),
+                             "--forget", batch2], capture_output=True, text=True, timeout=60)
+    assert forget.returncode == 0 and f"forgot {batch2}" in forget.stdout
+    assert _store(tmp_path / "other.sqlite") == [(batch2, "collected")]
+    srv.configure(faults=[], batch_steps=0)
+    out = subprocess.run(cmd2, capture_output=True, text=True, timeout=120)
+    assert out.stdout.split()[:2] == ["5", "ok"] and len(batches(srv)) == 2  # sent again
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_lost_answer_to_creating_a_batch_costs_no_second_batch(srv, tmp_path, wire, caplog):
+    path = "/v1/batches" if wire == "openai" else "/v1/messages/batches"
+    # the create is answered after the client gave up: the batch exists, the client does not know
+    srv.configure(faults=[{"match": path, "path": path, "kind": "timeout", "delay_s": 1.0, "times": 1}])
+    with caplog.at_level("WARNING", logger="cocoeval"):
+        out = runner(tmp_path, timeout_s=0.5).run(calls(model(srv, wire), ["a", "b", "c"]))
+    assert [x.status for x in out] == ["ok"] * 3
+    assert "creating a batch from" in caplog.text  # the first answer was lost; the batch was found
+    assert len(batches(srv)) == 1 and len({x.response.batch_id for x in out}) == 1
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_results_that_cannot_be_read_once_are_read_at_the_next_poll(srv, tmp_path, wire, caplog):
+    fault = ({"match": "/content", "path": "/v1/files", "kind": "500", "times": 1} if wire == "openai"
+             else {"match": "/results", "path": "/v1/messages/batches", "kind": "500", "times": 1})
+    srv.configure(faults=[fault])
+    with caplog.at_level("WARNING", logger="cocoeval"):
+        out = runner(tmp_path, max_retries=0).run(calls(model(srv, wire), ["a", "b"]))
+    assert "reading the results of batch" in caplog.text
+    assert [x.status for x in out] == ["ok", "ok"] and len(batches(srv)) == 1
+    assert srv.stats()["prompts"] == {"a": 1, "b": 1}
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_two_processes_resuming_one_batch_both_get_every_answer(srv, tmp_path, wire):
+    import threading
+
+    srv.configure(batch_steps=8)
+    cs = calls(model(srv, wire), [f"q{i}" for i in range(4)])
+    out: dict[str, list] = {}
+
+    def run(name: str, poll: float) -> None:
+        out[name] = runner(tmp_path, batch_poll_s=poll).run(cs)
+
+    a = threading.Thread(target=run, args=("a", 0.05))
+    a.start()
+    deadline = time.time() + 30
+    while not any(s == "submitted" for _, s in _store(tmp_path / "cache.sqlite")) and time.time() < deadline:
+        time.sleep(0.01)
+    b = threading.Thread(target=run, args=("b", 0.01))  # resumes the same batch, collects it first
+    b.start()
+    a.join(60)
+    b.join(60)
+    for name in "ab":
+        assert [x.status for x in out[name]] == ["ok"] * 4, out[name]
+    assert len(batches(srv)) == 1 and all(v == 1 for v in srv.stats()["prompts"].values())

@@ -154,15 +154,20 @@ class Provider(ABC):
     """(most requests, most bytes) per batch of the provider's batch API; None: it has none and
     batch mode sends its calls live."""
 
-    async def batch_create(self, items: list[tuple[str, GenerateRequest]],
-                           on_upload: Callable[[str], None]) -> str:
-        """Submit prepared requests named by custom id (the cache key); returns the batch id.
-        ``on_upload(ref)`` is called with an uploaded input file's id before the batch is
-        created, so a killed process can create or find the batch from it (``batch_adopt``)."""
+    async def batch_stage(self, items: list[tuple[str, GenerateRequest]]) -> str:
+        """Prepare a batch of prepared requests named by custom id (the cache key) without creating
+        it; returns a reference recorded before the batch is created: OpenAI uploads the JSONL
+        input file (``upload:<file id>``); Anthropic sends nothing yet (``pending:<uuid>``)."""
         raise NotImplementedError(f"{self.name} has no batch API")
 
-    async def batch_adopt(self, upload_ref: str) -> str:
-        """The batch made from an uploaded input file: found if it exists, else created."""
+    async def batch_start(self, ref: str, items: list[tuple[str, GenerateRequest]]) -> str:
+        """Create the batch of a staged reference; returns its id. Not retried by the SDK: were
+        the answer lost, a retry would create a second, paid batch (see ``batch_find``)."""
+        raise NotImplementedError(f"{self.name} has no batch API")
+
+    async def batch_find(self, ref: str, *, since: float, requests: int, exclude: set[str]) -> str | None:
+        """The batch an earlier ``batch_start`` of ``ref`` created, if any (by its input file, or
+        by creation time and size), so that a lost answer or a killed process costs no second batch."""
         raise NotImplementedError(f"{self.name} has no batch API")
 
     async def batch_get(self, batch_id: str) -> BatchInfo:

@@ -7,15 +7,18 @@ submitted with the cache key as ``custom_id``, polled every ``batch_poll_s`` sec
 answer is written into the call cache the moment its batch is collected, so the rest of the
 pipeline reads it as if it had been answered live.
 
-Nothing paid for is lost and nothing is sent twice: every submitted batch and the requests in it
-are recorded in the cache's SQLite file (tables ``batches`` and ``batch_items``) before anything
-else happens; a process killed at any moment and run again polls the batches it had submitted
-instead of submitting the requests again. OpenAI's two steps (upload the input file, create the
-batch) are recorded apart: after a kill between them, the batch is found by its input file, or
-created from the uploaded file. (Anthropic creates a batch in one request; a kill in the
-milliseconds between its answer and the record would submit that chunk again.) Requests a batch
-failed (expired, errored, cancelled) are returned as failed calls with the reason and are not
-cached, so a re-run sends just those again.
+Nothing paid for is lost and nothing is sent twice: every batch and the requests in it are
+recorded in the cache's SQLite file (tables ``batches`` and ``batch_items``) before the batch is
+created ("staged": for OpenAI once its input file is uploaded), and again with its id once it
+exists. A process killed at any moment and run again polls the batches it had submitted instead
+of submitting the requests again; for a staged record it first looks for the batch an earlier
+attempt may have created (OpenAI: by its input file; Anthropic: by creation time and size) and
+creates it only if there is none. Creating a batch is never retried blindly by the SDK, for the
+same reason. An ended batch's answers are all written to the cache before it is marked
+collected; if its results cannot be read, it stays recorded and the next run reads them.
+Requests a batch failed (expired, errored, cancelled) are returned as failed calls with the
+reason and are not cached, so a re-run sends just those again. A batch the provider does not
+know any more (another project's key, deleted) fails its calls with ``batch_not_found``.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ log = logging.getLogger("cocoeval.llm.batch")
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS batches (
-      ref TEXT PRIMARY KEY,   -- the provider's batch id, or 'upload:<file id>' before it exists
+      ref TEXT PRIMARY KEY,   -- the provider's batch id; before it exists, 'upload:<file id>'
+                              -- (OpenAI) or 'pending:<uuid>' (Anthropic)
       identity TEXT NOT NULL, -- provider identity (canonical JSON): provider, model, base URL
       model TEXT NOT NULL,    -- model spec
-      state TEXT NOT NULL,    -- uploaded | submitted | collected
+      state TEXT NOT NULL,    -- staged | submitted | collected
       status TEXT,            -- the provider's last word on it
       requests INTEGER NOT NULL,
       created REAL NOT NULL,
@@ -70,24 +74,33 @@ class BatchStore:
                (ref, p.key, identity, canonical_json(p.prepared.model_dump(mode="json")), json.dumps(p.dropped)))
               for p in items]])
 
-    def submitted(self, upload_ref: str, batch_id: str) -> None:
-        """An uploaded input file became batch ``batch_id``."""
+    def submitted(self, staged: str, batch_id: str) -> None:
+        """The staged record ``staged`` became batch ``batch_id``."""
         now = time.time()
+        if self.cache.execute("SELECT 1 FROM batches WHERE ref=?", (batch_id,)):  # another process
+            self.cache.execute_many([("DELETE FROM batches WHERE ref=?", (staged,)),  # recorded it first
+                                     ("DELETE FROM batch_items WHERE ref=?", (staged,))])
+            return
         self.cache.execute_many([
-            ("UPDATE batches SET ref=?, state='submitted', updated=? WHERE ref=?", (batch_id, now, upload_ref)),
-            ("UPDATE batch_items SET ref=? WHERE ref=?", (batch_id, upload_ref))])
+            ("UPDATE batches SET ref=?, state='submitted', updated=? WHERE ref=?", (batch_id, now, staged)),
+            ("UPDATE batch_items SET ref=? WHERE ref=?", (batch_id, staged))])
 
     def mark(self, ref: str, state: str, status: str | None) -> None:
         self.cache.execute_many([("UPDATE batches SET state=?, status=?, updated=? WHERE ref=?",
                                   (state, status, time.time(), ref))]
                                 + ([("DELETE FROM batch_items WHERE ref=?", (ref,))] if state == "collected" else []))
 
-    def open_batches(self, identity: str) -> list[tuple[str, str, list[str]]]:
-        """(ref, state, keys) of the batches of this provider identity not yet collected."""
-        rows = self.cache.execute("SELECT ref, state FROM batches WHERE identity=? AND state != 'collected' "
-                                  "ORDER BY created", (identity,))
-        return [(ref, state, [k for (k,) in self.cache.execute("SELECT key FROM batch_items WHERE ref=?", (ref,))])
-                for ref, state in rows]
+    def open_batches(self, identity: str) -> list[tuple[str, str, list[str], float]]:
+        """(ref, state, keys, created) of the batches of this provider identity not yet collected."""
+        rows = self.cache.execute("SELECT ref, state, created FROM batches WHERE identity=? AND "
+                                  "state != 'collected' ORDER BY created", (identity,))
+        return [(ref, state, [k for (k,) in self.cache.execute("SELECT key FROM batch_items WHERE ref=?", (ref,))],
+                 created) for ref, state, created in rows]
+
+    def requests(self, ref: str) -> list[tuple[str, GenerateRequest]]:
+        """The prepared requests of a recorded batch, to create it when resuming."""
+        return [(k, GenerateRequest.model_validate_json(r)) for k, r in self.cache.execute(
+            "SELECT key, request FROM batch_items WHERE ref=? ORDER BY rowid", (ref,))]
 
     def items(self, ref: str) -> dict[str, tuple[dict, str, list[str]]]:
         """key -> (identity, request JSON, dropped parameters) of the requests in a batch."""
@@ -142,111 +155,198 @@ def chunks(items: list[Pending], max_requests: int, max_bytes: int) -> list[list
     return [c for c in out if c]
 
 
+TRANSIENT = ("server_error", "rate_limited", "timeout", "connection_error")
+"""CallError reasons worth another attempt."""
+RESULT_ATTEMPTS = 5
+"""Polls at which an ended batch's results are read before its calls are failed for this run
+(the batch stays recorded: the next run reads them again)."""
+
+
+class _Group:
+    """The batches of one provider identity in one run."""
+
+    def __init__(self, ident: str, pending: list[Pending], store: BatchStore, finish: Finish) -> None:
+        self.ident, self.store, self._finish = ident, store, finish
+        self.prov = pending[0].provider
+        self.model = str(self.prov.spec)
+        self.by_key = {p.key: p for p in pending}
+        self.settled: set[str] = set()
+        self.tracked: dict[str, list[str]] = {}  # batch id -> keys
+        self.count = 0
+        """Requests in the batches this run submitted or resumed."""
+
+    def finish(self, key: str, answer: GenerateResponse | CallError) -> None:
+        if key in self.by_key and key not in self.settled:  # once, even if two batches hold it
+            self.settled.add(key)
+            self._finish(self.by_key[key], answer)
+
+    async def submit(self, ref: str, items: list[tuple[str, GenerateRequest]], since: float,
+                     resume: bool, retries: int) -> str:
+        """Create the batch of a staged reference exactly once: before a retry (or when resuming)
+        look for a batch an earlier attempt created, since its answer may have been lost. This
+        loop stands in for the SDK's own retries, which cannot know that."""
+        delay = 1.0
+        for attempt in range(retries + 1):
+            if attempt or resume:
+                known = {r["ref"] for r in self.store.all()}
+                found = await self.prov.batch_find(ref, since=since, requests=len(items), exclude=known)
+                if found:
+                    return found
+            try:
+                return await self.prov.batch_start(ref, items)
+            except CallError as e:
+                if e.reason not in TRANSIENT or attempt == retries:
+                    raise
+                log.warning("creating a batch from %s failed (%s); checking, then trying again", ref, e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 60)
+        raise AssertionError("unreachable")
+
+    async def resume(self) -> None:
+        """Batches an earlier or killed run recorded that hold some of these requests."""
+        for ref, state, keys, created in self.store.open_batches(self.ident):
+            if not self.by_key.keys() & set(keys):
+                continue
+            if state == "staged":  # recorded, but the batch may or may not have been created
+                items = self.store.requests(ref)
+                try:
+                    batch_id = await self.submit(ref, items, created, resume=True, retries=self.prov.max_retries)
+                except CallError as e:
+                    if e.reason in TRANSIENT:  # keep the record: the next run tries again
+                        self.fail_keys(keys, CallError(f"batch_{e.reason}", f"resuming {ref} failed: {e.detail}"))
+                        continue
+                    log.warning("could not create a batch from %s (%s); sending its requests anew", ref, e)
+                    self.store.mark(ref, "collected", f"abandoned: {e}"[:500])
+                    continue
+                self.store.submitted(ref, batch_id)
+                ref = batch_id
+            log.info("resuming batch %s (%d requests) for %s", ref, len(keys), self.model)
+            self.tracked[ref] = keys
+            self.count += len(keys)
+
+    def fail_keys(self, keys: list[str], why: CallError) -> None:
+        for k in keys:
+            self.finish(k, why)
+
+    async def submit_new(self, max_requests: int | None) -> None:
+        held = {k for ks in self.tracked.values() for k in ks}
+        waiting = [p for k, p in self.by_key.items() if k not in held and k not in self.settled]
+        limit_n, limit_bytes = self.prov.batch_limits or (50_000, 200 * 1024 * 1024)
+        for chunk in chunks(waiting, min(limit_n, max_requests or limit_n), limit_bytes):
+            items = [(p.key, p.prepared) for p in chunk]
+            keys = [p.key for p in chunk]
+            try:
+                ref = await self.prov.batch_stage(items)
+            except CallError as e:
+                self.fail_keys(keys, CallError(f"batch_{e.reason}", f"preparing the batch failed: {e.detail}"))
+                continue
+            since = time.time()
+            self.store.add(ref, self.ident, self.model, "staged", chunk)  # before the batch exists
+            try:
+                batch_id = await self.submit(ref, items, since, resume=False, retries=self.prov.max_retries)
+            except CallError as e:  # the record stays: the next run finds or creates this batch
+                self.fail_keys(keys, CallError(f"batch_{e.reason}", f"creating the batch failed: {e.detail}"))
+                continue
+            self.store.submitted(ref, batch_id)
+            log.info("submitted batch %s (%d requests) for %s", batch_id, len(chunk), self.model)
+            self.tracked[batch_id] = keys
+            self.count += len(keys)
+
+    async def poll(self, poll_s: float, status: Callable[[str], None] | None) -> None:
+        infos: dict[str, BatchInfo] = {}
+        unread: dict[str, int] = {}
+        while self.tracked:
+            for batch_id in list(self.tracked):
+                try:
+                    info = await self.prov.batch_get(batch_id)
+                except CallError as e:
+                    if e.reason == "batch_not_found":
+                        self.lost(batch_id, e)
+                    else:  # transient (the SDK's retries exhausted): poll again later
+                        log.warning("polling batch %s failed (%s); will poll again", batch_id, e)
+                    continue
+                infos[batch_id] = info
+                if not info.ended:
+                    continue
+                try:
+                    await self.collect(info)
+                except CallError as e:
+                    if e.reason == "batch_not_found":
+                        self.lost(batch_id, e)
+                        continue
+                    unread[batch_id] = unread.get(batch_id, 0) + 1
+                    log.warning("reading the results of batch %s failed (%s)", batch_id, e)
+                    if unread[batch_id] >= RESULT_ATTEMPTS:  # leave it recorded for the next run
+                        self.fail_keys(self.tracked.pop(batch_id), CallError(
+                            "batch_results_unavailable", f"could not read the results of batch {batch_id}: "
+                            f"{e}; the next run reads them again"))
+                    continue
+                del self.tracked[batch_id]
+            if status is not None:
+                status(", ".join(f"{i.id} {i.status} {i.done}/{i.total}" for b, i in infos.items() if b in self.tracked))
+            if self.tracked:
+                await asyncio.sleep(poll_s)
+
+    def lost(self, batch_id: str, e: CallError) -> None:
+        log.warning("the provider does not know batch %s (%s): its requests will be sent again", batch_id, e)
+        self.store.mark(batch_id, "collected", "not_found")
+        self.fail_keys(self.tracked.pop(batch_id), CallError(
+            "batch_not_found", f"{self.model} does not know batch {batch_id} (a key of another project or "
+            "workspace? deleted?); the next run sends these requests again"))
+
+    async def collect(self, info: BatchInfo) -> None:
+        """Write every answer of an ended batch into the cache (answers to requests of another run
+        that shared it too), mark it collected, then settle this run's requests. A fatal answer
+        (e.g. no credit) stops the run once the others are stored."""
+        results: dict[str, GenerateResponse | Exception] = {}
+        if info.error is None:
+            results = await self.prov.batch_results(info.id)  # CallError: not collected, read again
+        stored = self.store.items(info.id)
+        fatal: FatalLLMError | None = None
+        for key, res in results.items():
+            if isinstance(res, GenerateResponse):
+                if key in self.by_key:
+                    p = self.by_key[key]
+                    identity, request, dropped = p.identity, p.prepared.model_dump(mode="json"), p.dropped
+                elif key in stored:
+                    identity, request, dropped = stored[key][0], json.loads(stored[key][1]), stored[key][2]
+                else:
+                    continue  # not a request of ours
+                res.batch_id, res.dropped_params = info.id, dropped
+                self.store.cache.put(key, identity, request, res.model_dump(mode="json"))
+            elif isinstance(res, FatalLLMError):
+                fatal = fatal or res
+        self.store.mark(info.id, "collected", info.status)
+        keys = self.tracked[info.id]
+        ok = sum(isinstance(results.get(k), GenerateResponse) for k in keys)
+        log.info("batch %s %s: %d answered, %d failed", info.id, info.status, ok, len(keys) - ok)
+        if fatal is not None:
+            raise fatal
+        why = info.error or "the batch gave no result for it"
+        for key in keys:
+            res = results.get(key)
+            self.finish(key, res if isinstance(res, GenerateResponse | CallError) else CallError(
+                f"batch_{info.status}", f"batch {info.id} ended {info.status}: {why}"))
+
+
 async def run_batches(pending: list[Pending], store: BatchStore, *, poll_s: float, max_requests: int | None,
-                      finish: Finish, status: Callable[[str], None] | None = None) -> None:
+                      finish: Finish, status: Callable[[str], None] | None = None) -> int:
     """Submit (or resume) and collect batches for ``pending``; ``finish`` is called once per
-    pending request with its answer (already in the cache) or the reason it failed."""
+    pending request with its answer (already in the cache) or the reason it failed. Returns the
+    number of requests in the batches submitted or resumed."""
     groups: dict[str, list[Pending]] = {}
     for p in pending:
         groups.setdefault(canonical_json(p.identity), []).append(p)
-    fatal: list[FatalLLMError] = []
-    async with asyncio.TaskGroup() as tg:  # one model's failure cancels the others' polling
-        for ident, ps in groups.items():
-            tg.create_task(_run_group(ident, ps, store, poll_s, max_requests, finish, status, fatal))
-    if fatal:
-        raise fatal[0]
+    runs = [_Group(ident, ps, store, finish) for ident, ps in groups.items()]
 
+    async def one(g: _Group) -> None:
+        await g.resume()
+        await g.submit_new(max_requests)
+        await g.poll(poll_s, status)
+        for key in g.by_key.keys() - g.settled:  # never a call left without a result
+            g.finish(key, CallError("batch_lost", "no batch answered this request; the next run sends it again"))
 
-async def _run_group(ident: str, pending: list[Pending], store: BatchStore, poll_s: float,
-                     max_requests: int | None, finish: Finish, status: Callable[[str], None] | None,
-                     fatal: list[FatalLLMError]) -> None:
-    prov = pending[0].provider
-    model = str(prov.spec)
-    by_key = {p.key: p for p in pending}
-    tracked: dict[str, list[str]] = {}  # batch id -> keys
-    # 1. batches already submitted (by a killed or earlier run) that hold some of these requests
-    for ref, state, keys in store.open_batches(ident):
-        if not by_key.keys() & set(keys):
-            continue
-        if state == "uploaded":
-            try:
-                batch_id = await prov.batch_adopt(ref.removeprefix("upload:"))
-            except CallError as e:  # e.g. the file is gone: give it up and submit its requests anew
-                log.warning("could not create a batch from %s (%s); submitting its requests again", ref, e)
-                store.mark(ref, "collected", f"abandoned: {e}"[:500])
-                continue
-            store.submitted(ref, batch_id)
-            ref = batch_id
-        log.info("resuming batch %s (%d requests) for %s", ref, len(keys), model)
-        tracked[ref] = keys
-    waiting = [p for p in pending if not any(p.key in ks for ks in tracked.values())]
-    # 2. new batches for the rest
-    limit_n, limit_bytes = prov.batch_limits or (50_000, 200 * 1024 * 1024)
-    for chunk in chunks(waiting, min(limit_n, max_requests or limit_n), limit_bytes):
-        uploaded: list[str] = []
-
-        def on_upload(file_id: str, chunk: list[Pending] = chunk, uploaded: list[str] = uploaded) -> None:
-            store.add(f"upload:{file_id}", ident, model, "uploaded", chunk)
-            uploaded.append(f"upload:{file_id}")
-
-        try:
-            batch_id = await prov.batch_create([(p.key, p.prepared) for p in chunk], on_upload)
-        except CallError as e:
-            for p in chunk:
-                finish(p, CallError(f"batch_{e.reason}", f"submitting the batch failed: {e.detail}"))
-            continue
-        if uploaded:
-            store.submitted(uploaded[0], batch_id)
-        else:
-            store.add(batch_id, ident, model, "submitted", chunk)
-        log.info("submitted batch %s (%d requests) for %s", batch_id, len(chunk), model)
-        tracked[batch_id] = [p.key for p in chunk]
-    # 3. poll until every batch has ended, collecting each as it ends
-    infos: dict[str, BatchInfo] = {}
-    while tracked:
-        for batch_id in list(tracked):
-            try:
-                info = await prov.batch_get(batch_id)
-            except CallError as e:  # transient (the SDK's retries exhausted): poll again later
-                log.warning("polling batch %s failed (%s); will poll again", batch_id, e)
-                continue
-            infos[batch_id] = info
-            if info.ended:
-                await _collect(prov, info, store, by_key, finish, fatal)
-                del tracked[batch_id]
-        if status is not None:
-            status(", ".join(f"{i.id} {i.status} {i.done}/{i.total}" for b, i in infos.items() if b in tracked))
-        if tracked:
-            await asyncio.sleep(poll_s)
-
-
-async def _collect(prov: Provider, info: BatchInfo, store: BatchStore, by_key: dict[str, Pending],
-                   finish: Finish, fatal: list[FatalLLMError]) -> None:
-    """Write every answer of an ended batch into the cache (also answers to requests of another
-    run that shared this batch), then settle this run's requests."""
-    results: dict[str, GenerateResponse | Exception] = {}
-    if info.error is None:
-        try:
-            results = await prov.batch_results(info.id)
-        except CallError as e:
-            info = info.model_copy(update={"error": f"reading its results failed: {e}"})
-    items = store.items(info.id)
-    for key, (identity, request, dropped) in items.items():
-        res = results.get(key)
-        if isinstance(res, GenerateResponse):
-            res.batch_id, res.dropped_params = info.id, dropped
-            store.cache.put(key, identity, json.loads(request), res.model_dump(mode="json"))
-        elif isinstance(res, FatalLLMError):
-            fatal.append(res)
-        elif res is None:
-            why = info.error or "the batch gave no result for it"
-            results[key] = CallError(f"batch_{info.status}", f"batch {info.id} ended {info.status}: {why}")
-    store.mark(info.id, "collected", info.status)
-    ok = sum(isinstance(r, GenerateResponse) for r in results.values())
-    log.info("batch %s %s: %d answered, %d failed", info.id, info.status, ok, len(items) - ok)
-    for key in items:
-        p = by_key.get(key)
-        res = results.get(key)
-        if p is not None and not isinstance(res, FatalLLMError):
-            finish(p, res if isinstance(res, GenerateResponse | CallError)
-                   else CallError("malformed_response", f"unexpected batch result {res!r}"))
+    async with asyncio.TaskGroup() as tg:  # a fatal error in one group cancels the others' polling
+        for g in runs:
+            tg.create_task(one(g))
+    return sum(g.count for g in runs)

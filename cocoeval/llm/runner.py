@@ -105,7 +105,7 @@ class Runner:
         self.sent = 0
         """Requests sent live."""
         self.batched = 0
-        """Requests settled through batches (submitted by this run or resumed)."""
+        """Requests in the batches this runner submitted or resumed."""
         install_log_redaction()
 
     # ------------------------------------------------------------------ public
@@ -248,14 +248,16 @@ class Runner:
                 for i, c in pending:
                     await one(i, c)
 
+            batch_task = None
             async with asyncio.TaskGroup() as tg:
                 if batched and store is not None:
-                    self.batched += len(batched)
-                    tg.create_task(run_batches(list(batched.values()), store,
-                                               poll_s=cfg.batch_poll_s, max_requests=cfg.batch_max_requests,
-                                               finish=settle, status=batch_status))
+                    batch_task = tg.create_task(run_batches(
+                        list(batched.values()), store, poll_s=cfg.batch_poll_s,
+                        max_requests=cfg.batch_max_requests, finish=settle, status=batch_status))
                 for _ in range(min(cfg.concurrency, len(live))):
                     tg.create_task(worker())
+            if batch_task is not None:
+                self.batched += batch_task.result()
         except BaseExceptionGroup as eg:
             fatal = [e for e in _leaves(eg) if isinstance(e, FatalLLMError)]
             if fatal:
@@ -267,7 +269,10 @@ class Runner:
             for p in providers.values():
                 with contextlib.suppress(Exception):
                     await p.aclose()
-        return [r for r in results if r is not None]
+        missing = [i for i, r in enumerate(results) if r is None]
+        if missing:  # never hand back a shorter list: results are matched to calls by position
+            raise RuntimeError(f"internal error: {len(missing)} call(s) got no result (first: {calls[missing[0]].tag})")
+        return results  # type: ignore[return-value]
 
     async def _send(self, prov: Provider, prepared: GenerateRequest, dropped: list[str], base: dict,
                     identity: dict, call: Call, sem: asyncio.Semaphore,

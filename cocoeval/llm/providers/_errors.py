@@ -63,12 +63,16 @@ def classify_error(status: int | None, body: Any, message: str, name: str = "", 
     return CallError("malformed_response", f"{name}: {message}")
 
 
-async def sdk_call(provider: Any, call: Awaitable[Any], api_error: type[BaseException]) -> Any:
+async def sdk_call(provider: Any, call: Awaitable[Any], api_error: type[BaseException],
+                   not_found: str | None = None) -> Any:
     """Await an SDK call (its own retries included); its errors classified, an unparseable
-    answer a failed call rather than a crash."""
+    answer a failed call rather than a crash. ``not_found``: the CallError reason of a 404 (for
+    objects such as batches, whose absence does not mean the model spec is wrong)."""
     try:
         return await call
     except api_error as e:
+        if not_found and getattr(e, "status_code", None) == 404:
+            raise CallError(not_found, str(getattr(e, "message", "") or e)) from None
         raise classify(e, provider=provider.name, model=provider.spec.model, key_env=provider.key_env) from None
     except (FatalLLMError, CallError):
         raise

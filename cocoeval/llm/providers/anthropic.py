@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
 from typing import Any
 
 from ...errors import ConfigError
 from ..base import (
-    BatchInfo,
     CallError,
     GenerateRequest,
     GenerateResponse,
@@ -20,7 +18,8 @@ from ..base import (
     Usage,
     provider,
 )
-from ._errors import ANTHROPIC_ERROR_STATUS, classify_error, post_json, sdk_call
+from ._batches import AnthropicBatches
+from ._errors import post_json
 from .openai import aiohttp_client
 
 
@@ -50,7 +49,7 @@ def parse_message(body: Any, latency: float | None) -> GenerateResponse:
 
 
 @provider("anthropic")
-class AnthropicProvider(Provider):
+class AnthropicProvider(AnthropicBatches, Provider):
     key_env = "ANTHROPIC_API_KEY"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -109,54 +108,6 @@ class AnthropicProvider(Provider):
         self._client()
         body, latency = await post_json(self, "/v1/messages", self.kwargs(request), anthropic.APIError)
         return parse_message(body, latency)
-
-    # -- Message Batches -------------------------------------------------------------------
-    batch_limits = (100_000, 256 * 1024 * 1024)
-
-    async def _sdk(self, call: Any) -> Any:
-        import anthropic
-
-        return await sdk_call(self, call, anthropic.APIError)
-
-    async def batch_create(self, items: list[tuple[str, GenerateRequest]],
-                           on_upload: Callable[[str], None]) -> str:
-        requests = [{"custom_id": key, "params": self.kwargs(req)} for key, req in items]
-        b = await self._sdk(self._client().messages.batches.create(requests=requests))
-        return b.id
-
-    async def batch_get(self, batch_id: str) -> BatchInfo:
-        b = await self._sdk(self._client().messages.batches.retrieve(batch_id))
-        rc = b.request_counts
-        done = rc.succeeded + rc.errored + rc.canceled + rc.expired
-        return BatchInfo(id=b.id, status=b.processing_status, ended=b.processing_status == "ended",
-                         done=done, total=done + rc.processing)
-
-    async def batch_cancel(self, batch_id: str) -> str:
-        return (await self._sdk(self._client().messages.batches.cancel(batch_id))).processing_status
-
-    async def batch_results(self, batch_id: str) -> dict[str, GenerateResponse | Exception]:
-        async def collect() -> dict[str, GenerateResponse | Exception]:
-            out: dict[str, GenerateResponse | Exception] = {}
-            async for item in await self._client().messages.batches.results(batch_id):
-                out[item.custom_id] = self._batch_result(item.result.model_dump(mode="json"))
-            return out
-
-        return await self._sdk(collect())
-
-    def _batch_result(self, result: dict[str, Any]) -> GenerateResponse | Exception:
-        kind = result.get("type")
-        if kind == "succeeded":
-            try:
-                return parse_message(result.get("message"), None)
-            except CallError as e:
-                return e
-        if kind == "errored":
-            body = result.get("error") or {}
-            err = body.get("error") or {}
-            return classify_error(ANTHROPIC_ERROR_STATUS.get(str(err.get("type")), 400), body,
-                                  str(err.get("message") or ""), provider=self.name,
-                                  model=self.spec.model, key_env=self.key_env)
-        return CallError(f"batch_{kind}", f"the batch ended with this request {kind}")
 
     async def aclose(self) -> None:
         if self._client_obj is not None:

@@ -4,15 +4,12 @@ schemas as ``json_object`` + ``schema``). The ``openai`` SDK is imported on firs
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections.abc import Callable
 from typing import Any
 
 from ...errors import ConfigError
 from ..base import (
-    BatchInfo,
     CallError,
     GenerateRequest,
     GenerateResponse,
@@ -20,7 +17,8 @@ from ..base import (
     Usage,
     provider,
 )
-from ._errors import classify_error, post_json, sdk_call
+from ._batches import OpenAIBatches
+from ._errors import post_json
 
 _REASONING = re.compile(r"^(o\d|gpt-5(?!.*chat))")
 
@@ -80,7 +78,7 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
 
 
 @provider("openai")
-class OpenAIProvider(Provider):
+class OpenAIProvider(OpenAIBatches, Provider):
     key_env = "OPENAI_API_KEY"
     key_required = True
 
@@ -141,105 +139,18 @@ class OpenAIProvider(Provider):
             kw["response_format"] = self.response_format(request)
         return kw
 
-    # -- the call -------------------------------------------------------------------------
-    async def generate(self, request: GenerateRequest) -> GenerateResponse:
-        import openai
-
-        if self._client_obj is None:
-            self._client_obj = self.make_client()
-        body, latency = await post_json(self, "/chat/completions", self.kwargs(request), openai.APIError)
-        return parse_chat_completion(body, latency)
-
-    # -- the Batch API: JSONL upload, batches.create, polling, output/error files --------------
-    batch_limits = (50_000, 200 * 1024 * 1024)
-    batch_url = "/v1/chat/completions"
-    BATCH_ENDED = ("completed", "expired", "cancelled", "failed")
-
-    async def _sdk(self, call: Any) -> Any:
-        import openai
-
-        return await sdk_call(self, call, openai.APIError)
-
     def _client(self) -> Any:
         if self._client_obj is None:
             self._client_obj = self.make_client()
         return self._client_obj
 
-    async def batch_create(self, items: list[tuple[str, GenerateRequest]],
-                           on_upload: Callable[[str], None]) -> str:
-        lines = [json.dumps({"custom_id": key, "method": "POST", "url": self.batch_url,
-                             "body": self.kwargs(req)}, ensure_ascii=False) for key, req in items]
-        data = ("\n".join(lines) + "\n").encode()
-        f = await self._sdk(self._client().files.create(
-            file=("cocoeval-batch.jsonl", data, "application/jsonl"), purpose="batch"))
-        on_upload(f.id)
-        return await self._create_from(f.id)
+    # -- the call -------------------------------------------------------------------------
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        import openai
 
-    async def _create_from(self, file_id: str) -> str:
-        b = await self._sdk(self._client().batches.create(
-            input_file_id=file_id, endpoint=self.batch_url, completion_window="24h",
-            metadata={"cocoeval_input_file": file_id}))
-        return b.id
-
-    async def batch_adopt(self, upload_ref: str) -> str:
-        async def find() -> str | None:
-            async for b in self._client().batches.list(limit=100):
-                if b.input_file_id == upload_ref:
-                    return b.id
-            return None
-
-        found = await self._sdk(find())
-        return found or await self._create_from(upload_ref)
-
-    async def batch_get(self, batch_id: str) -> BatchInfo:
-        b = await self._sdk(self._client().batches.retrieve(batch_id))
-        rc = b.request_counts
-        error = None
-        if b.status == "failed":
-            errs = (b.errors.data if b.errors and b.errors.data else None) or []
-            error = "; ".join(f"line {e.line}: {e.message}" if e.line else str(e.message) for e in errs[:5])
-            error = error or "the provider gave no reason"
-        return BatchInfo(id=b.id, status=b.status, ended=b.status in self.BATCH_ENDED, error=error,
-                         done=(rc.completed + rc.failed) if rc else 0, total=rc.total if rc else 0)
-
-    async def batch_cancel(self, batch_id: str) -> str:
-        return (await self._sdk(self._client().batches.cancel(batch_id))).status
-
-    async def batch_results(self, batch_id: str) -> dict[str, GenerateResponse | Exception]:
-        client = self._client()
-        b = await self._sdk(client.batches.retrieve(batch_id))
-        out: dict[str, GenerateResponse | Exception] = {}
-        for file_id in (b.output_file_id, b.error_file_id):
-            if not file_id:
-                continue
-            content = await self._sdk(client.files.content(file_id))
-            for n, line in enumerate(content.text.splitlines(), 1):
-                if line.strip():
-                    key, result = self._batch_line(line, file_id, n)
-                    out[key] = result
-        return out
-
-    def _batch_line(self, line: str, file_id: str, n: int) -> tuple[str, GenerateResponse | Exception]:
-        try:
-            rec = json.loads(line)
-            key = rec["custom_id"]
-        except (ValueError, KeyError, TypeError) as e:
-            raise CallError("malformed_response", f"batch file {file_id} line {n}: {e!r}") from None
-        resp, err = rec.get("response") or {}, rec.get("error") or {}
-        if resp.get("status_code") == 200:
-            try:
-                out: GenerateResponse | Exception = parse_chat_completion(resp.get("body"), None)
-            except CallError as e:
-                out = e
-        elif err:
-            code = str(err.get("code") or "batch_error")
-            out = CallError(code if code.startswith("batch_") else f"batch_{code}", str(err.get("message") or ""))
-        else:
-            body = resp.get("body")
-            msg = (body.get("error") or {}).get("message", "") if isinstance(body, dict) else str(body)
-            out = classify_error(resp.get("status_code"), body, str(msg), provider=self.name,
-                                 model=self.spec.model, key_env=self.key_env)
-        return key, out
+        self._client()
+        body, latency = await post_json(self, "/chat/completions", self.kwargs(request), openai.APIError)
+        return parse_chat_completion(body, latency)
 
     async def aclose(self) -> None:
         if self._client_obj is not None:
@@ -255,6 +166,7 @@ class AzureOpenAIProvider(OpenAIProvider):
     key_env = "AZURE_OPENAI_API_KEY"
     default_api_version = "2024-10-21"
     batch_url = "/chat/completions"  # Azure's batch line url (a global-batch deployment)
+    batch_wait_for_file = True  # Azure processes an uploaded file before a batch may use it
 
     def check_ready(self) -> None:
         super().check_ready()
