@@ -88,6 +88,13 @@ def test_cache_key_covers_what_changes_the_output_and_nothing_else(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-a-very-secret-key-0001")
     assert "sk-a-very" not in str(get_provider("openai/gpt-4.1").cache_identity())
     assert request_key(get_provider("openai/gpt-4.1").cache_identity(), req()) == base
+    # the documented address, unchanged since the first caches were written: sha256 of the
+    # canonical JSON of {"identity", "request"} (caches from earlier versions keep their hits)
+    import hashlib
+
+    from cocoeval.llm.base import canonical_json
+    payload = {"identity": ident, "request": req().model_dump(mode="json", exclude={"cache_prefix_messages"})}
+    assert base == hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
 def test_missing_keys_are_config_errors(monkeypatch):

@@ -217,6 +217,11 @@ def canonical_json(obj: Any) -> str:
 def request_key(identity: dict[str, Any], request: GenerateRequest) -> str:
     """Content address of a call: sha256 of the canonical JSON of the provider identity and the
     prepared request (never a key or header)."""
-    payload = {"identity": identity,
-               "request": request.model_dump(mode="json", exclude={"cache_prefix_messages"})}
-    return hashlib.sha256(canonical_json(payload).encode()).hexdigest()
+    return keyed_request(canonical_json(identity), request)[0]
+
+
+def keyed_request(identity_json: str, request: GenerateRequest) -> tuple[str, str]:
+    """(key, the request's canonical JSON) from the identity's canonical JSON: the same key as
+    ``request_key``, with the JSON the cache stores made once."""
+    req = canonical_json(request.model_dump(mode="json", exclude={"cache_prefix_messages"}))
+    return hashlib.sha256(f'{{"identity":{identity_json},"request":{req}}}'.encode()).hexdigest(), req

@@ -72,14 +72,17 @@ class CallCache:
         self.hits += 1
         return json.loads(row[0])
 
-    def put(self, key: str, identity: dict, request: dict, response: dict) -> None:
+    def put(self, key: str, identity: dict | str, request: dict | str, response: dict) -> None:
+        """Store one answer; ``identity`` and ``request`` may come as JSON text already."""
         if not self.writes_enabled:
             return
+        ident = identity if isinstance(identity, str) else json.dumps(identity, sort_keys=True)
+        req = request if isinstance(request, str) else json.dumps(request, sort_keys=True)
+        resp = json.dumps(response, sort_keys=True)
         with self._lock:
             self._db.execute(  # type: ignore[union-attr]
                 "INSERT OR REPLACE INTO calls (key, identity, request, response, created) VALUES (?,?,?,?,?)",
-                (key, json.dumps(identity, sort_keys=True), json.dumps(request, sort_keys=True),
-                 json.dumps(response, sort_keys=True), time.time()))
+                (key, ident, req, resp, time.time()))
         self.writes += 1
 
     def execute(self, sql: str, params: tuple = ()) -> list[tuple]:

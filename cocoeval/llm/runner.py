@@ -21,7 +21,15 @@ from tqdm.auto import tqdm
 
 from ..errors import FatalLLMError
 from . import providers as _providers  # noqa: F401  (registers the built-in providers)
-from .base import CallError, GenerateRequest, GenerateResponse, Provider, get_provider, request_key
+from .base import (
+    CallError,
+    GenerateRequest,
+    GenerateResponse,
+    Provider,
+    canonical_json,
+    get_provider,
+    keyed_request,
+)
 from .batch import BatchStore, Pending, run_batches
 from .cache import CachePolicy, CallCache
 from .secrets import install_log_redaction
@@ -156,13 +164,20 @@ class Runner:
                             tok=f"{t['input_tokens']}/{t['output_tokens']}", usd=f"{t['cost_usd']:.4f}",
                             refresh=False)
 
-        def lookup(call: Call) -> tuple[Provider, GenerateRequest, list[str], dict, dict]:
+        identities: dict[str, tuple[dict, str]] = {}
+
+        def lookup(call: Call) -> tuple[Provider, GenerateRequest, list[str], tuple[dict, str, str], dict]:
+            """Provider, prepared request, dropped parameters, (identity, its JSON, the request's
+            JSON) and the result's base fields (key, model, stage, tag)."""
             prov = provider_for(call.model)
             prepared, dropped = prov.prepare(call.request)
-            identity = prov.cache_identity()
-            key = request_key(identity, prepared)
-            return prov, prepared, dropped, identity, {"key": key, "model": call.model, "stage": call.stage,
-                                                        "tag": call.tag}
+            if call.model not in identities:
+                identity = prov.cache_identity()
+                identities[call.model] = (identity, canonical_json(identity))
+            identity, identity_json = identities[call.model]
+            key, request_json = keyed_request(identity_json, prepared)
+            return prov, prepared, dropped, (identity, identity_json, request_json), {
+                "key": key, "model": call.model, "stage": call.stage, "tag": call.tag}
 
         def from_cache(i: int, call: Call, base: dict) -> bool:
             stored = self.cache.get(base["key"])
@@ -217,7 +232,7 @@ class Runner:
                 if prov.batch_limits is None or (call.dependent and cfg.batch_dependent == "live"):
                     live.append((i, call))
                     continue
-                _, prepared, dropped, identity, base = lookup(call)
+                _, prepared, dropped, (identity, _, _), base = lookup(call)
                 if base["key"] in batched:
                     batched[base["key"]].waiters.append((i, call, base))
                 elif not from_cache(i, call, base):
@@ -275,7 +290,7 @@ class Runner:
         return results  # type: ignore[return-value]
 
     async def _send(self, prov: Provider, prepared: GenerateRequest, dropped: list[str], base: dict,
-                    identity: dict, call: Call, sem: asyncio.Semaphore,
+                    identity: tuple[dict, str, str], call: Call, sem: asyncio.Semaphore,
                     rpm: AsyncLimiter | None, tpm: AsyncLimiter | None) -> CallResult:
         async with sem:
             if rpm:
@@ -291,7 +306,7 @@ class Runner:
                 return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500])
         resp.dropped_params = dropped
         # persisted the moment it completes
-        self.cache.put(base["key"], identity, prepared.model_dump(mode="json"), resp.model_dump(mode="json"))
+        self.cache.put(base["key"], identity[1], identity[2], resp.model_dump(mode="json"))
         cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False)
         return CallResult(**base, status="ok", response=resp, cost_usd=cost)
 

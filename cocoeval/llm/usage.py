@@ -41,6 +41,12 @@ class PriceTable(BaseModel):
 
     def price_for(self, model_spec: str) -> Price | None:
         """Price of a model (None when unknown); free for in-process/self-hosted providers."""
+        memo = self.__dict__.setdefault("_memo", {})  # looked up once per model, not per call
+        if model_spec not in memo:
+            memo[model_spec] = self._lookup(model_spec)
+        return memo[model_spec]
+
+    def _lookup(self, model_spec: str) -> Price | None:
         spec = parse_model_spec(model_spec)
         if spec.provider in self.free_providers:
             return Price(input=0, cached_input=0, output=0)
