@@ -163,34 +163,38 @@ def test_a_batch_whose_creation_failed_after_the_upload_is_created_from_that_fil
     assert ref in batches(srv) and state == "collected"
 
 
+def _kill_while_polling(srv, cache: Path, wire: str, n: int = 5, steps: int = 50) -> tuple[list[str], str]:
+    """Start a batch run of ``n`` requests (its batch ends at the ``steps``-th poll), SIGKILL it
+    once its batch is recorded; returns (the command to run it again, polling fast; batch id)."""
+    srv.configure(batch_steps=steps)
+    cmd = [sys.executable, str(SCRIPT), str(cache), model(srv, wire), str(n)]
+    p = subprocess.Popen([*cmd, "0.3"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not any(s == "submitted" for _, s in _store(cache)) and time.time() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert p.returncode == -signal.SIGKILL, p.stderr.read()
+    [(batch_id, _)] = _store(cache)
+    return [*cmd, "0.01"], batch_id
+
+
 @pytest.mark.parametrize("wire", WIRES)
-def test_kill_9_while_polling_then_rerun_resumes_the_batch_instead_of_resubmitting(tmp_path, monkeypatch, wire):
-    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+def test_kill_9_while_polling_then_rerun_resumes_the_batch_instead_of_resubmitting(srv, tmp_path, wire):
     cache = tmp_path / "cache.sqlite"
-    with FakeServer() as srv:
-        srv.configure(batch_steps=6)
-        cmd = [sys.executable, str(SCRIPT), str(cache), model(srv, wire), "20"]
-        p = subprocess.Popen([*cmd, "0.3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.time() + 60
-        while not any(s == "submitted" for _, s in _store(cache)) and time.time() < deadline and p.poll() is None:
-            time.sleep(0.02)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        assert p.returncode == -signal.SIGKILL, p.stderr.read()
-        [(batch_id, _)] = _store(cache)
-        assert list(batches(srv)) == [batch_id] and srv.stats()["requests"] == 0
-        listed = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache)],
-                                capture_output=True, text=True, timeout=60)
-        assert batch_id in listed.stdout and "submitted" in listed.stdout and "1 not yet collected" in listed.stdout
-        out = subprocess.run([*cmd, "0.01"], capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0 and out.stdout.split() == ["20", "ok", "0", "sent", "20", "batched"], out.stderr
-        assert f"resuming batch {batch_id}" in out.stderr
-        assert list(batches(srv)) == [batch_id]  # no second batch
-        assert sorted(srv.stats()["prompts"]) == sorted(f"request {i}" for i in range(20))
-        assert all(v == 1 for v in srv.stats()["prompts"].values())
-        assert _store(cache) == [(batch_id, "collected")]
-        assert TEST_KEY not in cache.read_bytes().decode("utf-8", "replace")
+    cmd, batch_id = _kill_while_polling(srv, cache, wire, n=20, steps=6)
+    assert list(batches(srv)) == [batch_id] and srv.stats()["requests"] == 0
+    listed = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache)],
+                            capture_output=True, text=True, timeout=60)
+    assert batch_id in listed.stdout and "submitted" in listed.stdout and "1 not yet collected" in listed.stdout
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["20", "ok", "0", "sent", "20", "batched"], out.stderr
+    assert f"resuming batch {batch_id}" in out.stderr
+    assert list(batches(srv)) == [batch_id]  # no second batch
+    assert sorted(srv.stats()["prompts"]) == sorted(f"request {i}" for i in range(20))
+    assert all(v == 1 for v in srv.stats()["prompts"].values())
+    assert _store(cache) == [(batch_id, "collected")]
+    assert TEST_KEY not in cache.read_bytes().decode("utf-8", "replace")
 
 
 def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
@@ -272,46 +276,21 @@ def test_chunks_respect_the_request_and_byte_limits(srv):
 
 
 @pytest.mark.parametrize("wire", WIRES)
-def test_cancelled_batches_fail_their_calls_and_the_next_run_sends_them_again(tmp_path, monkeypatch, wire):
-    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
-    monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
+def test_cancelled_batches_fail_their_calls_and_the_next_run_sends_them_again(srv, tmp_path, wire):
     cache = tmp_path / "cache.sqlite"
-    with FakeServer() as srv:
-        srv.configure(batch_steps=50)
-        cmd = [sys.executable, str(SCRIPT), str(cache), model(srv, wire), "5"]
-        p = subprocess.Popen([*cmd, "0.5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.time() + 60
-        while not any(s == "submitted" for _, s in _store(cache)) and time.time() < deadline and p.poll() is None:
-            time.sleep(0.02)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        [(batch_id, _)] = _store(cache)
-        out = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "open"],
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0 and f"cancel {batch_id}: cancel" in out.stdout, out.stderr
-        bad = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "nope"],
-                             capture_output=True, text=True, timeout=60)
-        assert bad.returncode == 2 and "no batch nope" in bad.stderr
-        first = subprocess.run([*cmd, "0.01"], capture_output=True, text=True, timeout=120)
-        assert first.stdout.split()[:2] == ["0", "ok"], first.stderr  # all five failed: cancelled
-        assert _store(cache) == [(batch_id, "collected")]
-        again = subprocess.run([*cmd, "0.01"], capture_output=True, text=True, timeout=120)
-        assert again.stdout.split()[:2] == ["5", "ok"]
-        assert len(batches(srv)) == 2 and srv.stats()["prompts"] == {f"request {i}": 1 for i in range(5)}
-
-
-def _kill_while_polling(srv, cache: Path, wire: str, n: int = 5) -> tuple[list[str], str]:
-    """Start a batch run, SIGKILL it once its batch is recorded; returns (command, batch id)."""
-    srv.configure(batch_steps=50)
-    cmd = [sys.executable, str(SCRIPT), str(cache), model(srv, wire), str(n)]
-    p = subprocess.Popen([*cmd, "0.5"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while not any(s == "submitted" for _, s in _store(cache)) and time.time() < deadline and p.poll() is None:
-        time.sleep(0.02)
-    p.send_signal(signal.SIGKILL)
-    p.wait()
-    [(batch_id, _)] = _store(cache)
-    return [*cmd, "0.01"], batch_id
+    cmd, batch_id = _kill_while_polling(srv, cache, wire)
+    out = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "open"],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and f"cancel {batch_id}: cancel" in out.stdout, out.stderr
+    bad = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "nope"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "no batch nope" in bad.stderr
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert first.stdout.split()[:2] == ["0", "ok"], first.stderr  # all five failed: cancelled
+    assert _store(cache) == [(batch_id, "collected")]
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.stdout.split()[:2] == ["5", "ok"]
+    assert len(batches(srv)) == 2 and srv.stats()["prompts"] == {f"request {i}": 1 for i in range(5)}
 
 
 @pytest.mark.parametrize("wire", WIRES)
