@@ -78,6 +78,8 @@ def _cmd_run(a: argparse.Namespace) -> int:
         llm["batch_dependent"] = a.dependent
     if a.batch_poll:
         llm["batch_poll_s"] = a.batch_poll
+    if a.processes:
+        llm["processes"] = a.processes
     run_dir = exp.run(stages, progress=False if a.no_progress else None, llm=llm)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage = json.loads((run_dir / "usage.json").read_text())
@@ -165,6 +167,9 @@ def add_llm_commands(sub: Any) -> None:
                    "live, or rounds of batches, one per step (default: llm.batch_dependent, live)")
     r.add_argument("--batch-poll", type=float, metavar="SECONDS",
                    help="seconds between polls of a running batch (default: llm.batch_poll_s, 30)")
+    r.add_argument("--processes", type=int, metavar="N",
+                   help="worker processes sending live calls, for a fast self-hosted server at high "
+                   "concurrency (default: llm.processes, 1: all from this process)")
     r.set_defaults(func=_cmd_run)
 
     es = sub.add_parser("estimate", help="forecast calls, tokens and cost of a params file",

@@ -197,7 +197,7 @@ class Experiment:
                 cfg = LLMConfig.model_validate({**cfg.model_dump(), **llm})
             except ValidationError as e:
                 raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
-        mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent}
+        mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
         write_json(self.run_dir / "manifest.json", self.manifest(status="running", started=started, llm_mode=mode))
         insts = self.prepare_instances()
         runner = Runner(cfg)

@@ -215,7 +215,8 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
                    {"match": "next 5 turns", "text": "\n".join(answer.splitlines()[:5])},
                    {"match": "", "text": answer}]
         srv.configure(answers=answers)
-        flags = {"live": [], "batch": ["--batch"], "rounds": ["--batch", "--dependent", "rounds"]}
+        flags = {"live": [], "batch": ["--batch"], "rounds": ["--batch", "--dependent", "rounds"],
+                 "workers": ["--processes", "2"]}
         for mode in flags:
             p = tmp_path / f"{mode}.yaml"
             p.write_text(yaml.safe_dump({
@@ -239,7 +240,7 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
     assert strip(batch["continuations"]) == strip(live["continuations"])
     assert strip(batch["judgments"]) == strip(live["judgments"])
     assert all(j.status == "ok" for js in batch["judgments"].values() for j in js)
-    assert batch["manifest"]["llm_mode"] == {"batch": True, "batch_dependent": "live"}
+    assert batch["manifest"]["llm_mode"] == {"batch": True, "batch_dependent": "live", "processes": 1}
     # whole continuations and judgments went through batches; the 5-turn steps ran live
     assert sorted(v["requests"] for v in stats["batches"].values()) == [n, n * 3 * 2]
     usage = json.loads((tmp_path / "runs" / "batch" / "usage.json").read_text())
@@ -253,6 +254,15 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
     assert sorted(v["requests"] for v in stats["batches"].values()) == sorted([2 * n] + [n] * 5 + [6 * n])
     usage = json.loads((tmp_path / "runs" / "rounds" / "usage.json").read_text())
     assert usage["requests_sent"] == 0 and usage["requests_batched"] == 2 * n + 5 * n + 6 * n
+    # --processes 2: every round of the run sent by the same two worker processes, same run
+    workers, out, stats = runs["workers"]
+    assert strip(workers["continuations"]) == strip(live["continuations"])
+    assert strip(workers["judgments"]) == strip(live["judgments"])
+    assert workers["manifest"]["llm_mode"]["processes"] == 2
+    usage = json.loads((tmp_path / "runs" / "workers" / "usage.json").read_text())
+    live_usage = json.loads((tmp_path / "runs" / "live" / "usage.json").read_text())
+    assert usage["requests_sent"] == live_usage["requests_sent"] == stats["requests"]
+    assert usage["cache"]["writes"] == live_usage["cache"]["writes"] > 0
 
 
 def test_chunks_respect_the_request_and_byte_limits(srv):

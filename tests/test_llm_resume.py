@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from cocoeval.llm.fakeserver import FakeServer
 
 SCRIPT = Path(__file__).parent / "scripts" / "run_requests.py"
@@ -26,23 +28,44 @@ def _cached_prompts(cache: Path) -> set[str]:
     return {json.loads(r[0])["messages"][-1]["content"] for r in rows}
 
 
-def test_kill_9_midway_then_rerun_sends_exactly_the_missing(tmp_path):
+def _workers_of(cache: Path) -> list[int]:
+    """Worker processes (llm.processes > 1) still running for this cache (their argument names it)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(b"cocoeval.llm.workers" in a for a in args) and any(str(cache).encode() in a for a in args):
+            found.append(int(cmdline.parent.name))
+    return found
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_kill_9_midway_then_rerun_sends_exactly_the_missing(tmp_path, processes):
     cache = tmp_path / "cache.sqlite"
     n = 300
     with FakeServer(latency_s=0.03) as srv:
-        p = subprocess.Popen([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n)])
+        p = subprocess.Popen([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)])
         deadline = time.time() + 60
         while len(_cached_prompts(cache)) < 100 and time.time() < deadline and p.poll() is None:
             time.sleep(0.05)
         p.send_signal(signal.SIGKILL)
         p.wait()
         assert p.returncode == -signal.SIGKILL
+        if processes > 1:  # orphaned workers finish what they were given, cache it and exit
+            while _workers_of(cache) and time.time() < deadline + 30:
+                time.sleep(0.05)
+            assert not _workers_of(cache)
         done = _cached_prompts(cache)
         assert 100 <= len(done) < n
         first_sent = set(srv.stats()["prompts"])
-        assert done <= first_sent
+        if processes == 1:
+            assert done <= first_sent  # calls in flight at the kill were sent, not cached
+        else:
+            assert done == first_sent  # every call sent was answered and cached: nothing paid is lost
         srv.reset()
-        out = subprocess.run([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n)],
+        out = subprocess.run([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)],
                              capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and out.stdout.strip() == f"{n} ok"
         resent = srv.stats()["prompts"]

@@ -172,7 +172,8 @@ def test_tokens_per_minute_limit(srv, tmp_path):
     assert times[-1] - times[0] >= 0.5
 
 
-def test_keys_never_reach_cache_logs_or_outputs(srv, tmp_path):
+@pytest.mark.parametrize("processes", [1, 2])
+def test_keys_never_reach_cache_logs_or_outputs(srv, tmp_path, processes):
     log = tmp_path / "run.log"
     handler = logging.FileHandler(log)
     root = logging.getLogger()
@@ -180,7 +181,7 @@ def test_keys_never_reach_cache_logs_or_outputs(srv, tmp_path):
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
     try:
-        r = runner(tmp_path)
+        r = runner(tmp_path, processes=processes)  # 2: worker processes write the cache
         out = r.run(calls(oa(srv), ["secret test"]) + calls(an(srv), ["secret test 2"]))
         logging.getLogger("cocoeval").warning("using key %s", KEY)
         r.close()

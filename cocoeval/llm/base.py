@@ -129,6 +129,9 @@ class Provider(ABC):
     the model does not accept). Instances are created per run, inside its event loop."""
 
     name: str = ""
+    in_workers: bool = True
+    """Whether worker processes (``LLMConfig.processes`` > 1) may send this provider's calls;
+    False keeps them in the runner's process (an in-process model is loaded once)."""
 
     def __init__(self, spec: ModelSpec, max_retries: int = 5, timeout_s: float = 120.0) -> None:
         self.spec = spec
@@ -142,6 +145,10 @@ class Provider(ABC):
     @abstractmethod
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
         """Send one prepared request. Raise FatalLLMError or CallError on failure."""
+
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Get ready to send (import the SDK, create the client): a worker process calls it before
+        it takes this provider's calls, so that no call waits on an import."""
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook
         """Release clients."""

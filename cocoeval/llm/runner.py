@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -34,6 +35,7 @@ from .batch import BatchStore, Pending, run_batches
 from .cache import CachePolicy, CallCache
 from .secrets import install_log_redaction
 from .usage import Ledger, PriceTable, request_tokens
+from .workers import WorkerPool, raise_reply, worker_module
 
 
 class LLMConfig(BaseModel):
@@ -60,6 +62,12 @@ class LLMConfig(BaseModel):
     """A price table YAML replacing cocoeval/llm/prices.yaml."""
     progress: bool = True
     """Show a tqdm progress bar."""
+    processes: int = Field(1, ge=1, le=64)
+    """Processes sending live calls: 1 sends from this process; N > 1 starts N worker processes
+    (once per Runner) that share the sending, and with it the provider SDK's CPU time per request
+    (about 1 ms). Worth it for a fast server at high concurrency (vLLM, llama.cpp on a GPU);
+    remote APIs answering in seconds rarely need it. Limits, cache and accounting stay here;
+    in-process models (local/) always run here."""
     batch: bool = False
     """Send the calls that do not depend on an earlier answer (judging, whole-continuation
     simulation, metadata, summaries) through the provider's batch API (OpenAI Batch, Anthropic
@@ -114,6 +122,7 @@ class Runner:
         """Requests sent live."""
         self.batched = 0
         """Requests in the batches this runner submitted or resumed."""
+        self._pool: WorkerPool | None = None
         install_log_redaction()
 
     # ------------------------------------------------------------------ public
@@ -281,6 +290,8 @@ class Runner:
             raise (others[0] if others else eg) from None
         finally:
             bar.close()
+            if self._pool is not None:
+                self._pool.detach()
             for p in providers.values():
                 with contextlib.suppress(Exception):
                     await p.aclose()
@@ -293,12 +304,19 @@ class Runner:
                     identity: tuple[dict, str, str], call: Call, sem: asyncio.Semaphore,
                     rpm: AsyncLimiter | None, tpm: AsyncLimiter | None) -> CallResult:
         async with sem:
+            module = worker_module(prov) if self.config.processes > 1 else None
+            if module is not None:  # the limits below are taken when the call can go out at once
+                await self.workers().prepare(call.model, module)
             if rpm:
                 await rpm.acquire()
             if tpm:
                 need = request_tokens(prepared) + (prepared.max_tokens or 0)
                 await tpm.acquire(min(need, tpm.max_rate))
             self.sent += 1
+            if module is not None:
+                reply = await self.workers().call(prov, module, prepared, dropped, base["key"],
+                                                  identity[1], identity[2])
+                return self._from_worker(reply, base, call)
             try:
                 resp = await prov.generate(prepared)
             except CallError as e:
@@ -310,7 +328,32 @@ class Runner:
         cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False)
         return CallResult(**base, status="ok", response=resp, cost_usd=cost)
 
+    def workers(self) -> WorkerPool:
+        """The worker processes (``processes`` > 1), started with the first live call."""
+        if self._pool is None:
+            self._pool = WorkerPool(self.config.processes, cache=self.cache,
+                                    max_retries=self.config.max_retries, timeout_s=self.config.timeout_s)
+            weakref.finalize(self, self._pool.close)
+        return self._pool
+
+    def _from_worker(self, reply: dict[str, Any], base: dict, call: Call) -> CallResult:
+        """A worker's reply as this process's result (the worker cached a successful answer)."""
+        if "ok" in reply:
+            resp = GenerateResponse.model_validate(reply["ok"])
+            if self.cache.writes_enabled:
+                self.cache.writes += 1
+            cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False)
+            return CallResult(**base, status="ok", response=resp, cost_usd=cost)
+        if "error" in reply:
+            self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
+            return CallResult(**base, status="failed", reason=reply["error"]["reason"],
+                              detail=str(reply["error"]["detail"])[:500])
+        raise_reply(reply, f"{call.model} ({call.tag})")
+
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
         self.cache.close()
 
 

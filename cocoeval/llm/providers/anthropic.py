@@ -102,6 +102,9 @@ class AnthropicProvider(AnthropicBatches, Provider):
                 max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(anthropic))
         return self._client_obj
 
+    async def start(self) -> None:
+        self._client()
+
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
         import anthropic
 

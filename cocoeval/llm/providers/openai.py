@@ -145,6 +145,9 @@ class OpenAIProvider(OpenAIBatches, Provider):
         return self._client_obj
 
     # -- the call -------------------------------------------------------------------------
+    async def start(self) -> None:
+        self._client()
+
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
         import openai
 

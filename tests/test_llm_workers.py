@@ -1,0 +1,170 @@
+"""Worker processes (``LLMConfig.processes`` > 1): the real SDKs in child processes, the fake
+server counting what arrives, the parent keeping limits, cache lookups and accounting."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+
+import pytest
+
+from cocoeval.errors import FatalLLMError
+from cocoeval.llm import (
+    Call,
+    CallCache,
+    GenerateRequest,
+    GenerateResponse,
+    LLMConfig,
+    Message,
+    Provider,
+    Runner,
+    Usage,
+    get_provider,
+    provider,
+)
+from cocoeval.llm.workers import WorkerError, worker_module
+
+from .test_llm_runner import an, calls, oa
+
+
+def runner(tmp_path, name="cache.sqlite", **kw) -> Runner:
+    return Runner(LLMConfig(cache=str(tmp_path / name), progress=False, processes=2, **kw))
+
+
+@provider("pid-test")
+class PidProvider(Provider):
+    """Answers with the id of the process that ran the call."""
+
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        return GenerateResponse(text=f"{os.getpid()}:{request.messages[-1].content}", finish_reason="stop",
+                                usage=Usage(input_tokens=1, output_tokens=1))
+
+
+def test_calls_run_in_the_workers_and_their_answers_are_cached(tmp_path):
+    r = runner(tmp_path, concurrency=8)
+    try:
+        out = r.run([Call(model="pid-test/x", request=GenerateRequest(messages=[Message(role="user", content=f"q{i}")]))
+                     for i in range(40)])
+        pids = {int(x.response.text.split(":")[0]) for x in out}
+        assert [x.response.text.split(":")[1] for x in out] == [f"q{i}" for i in range(40)]
+        assert os.getpid() not in pids
+        assert pids == {w.proc.pid for w in r.workers().workers}  # both workers took calls
+        assert all(w.sent > 0 for w in r.workers().workers)
+        assert len(CallCache(tmp_path / "cache.sqlite")) == 40 and r.cache.writes == 40
+        again = r.run([Call(model="pid-test/x", request=GenerateRequest(messages=[Message(role="user", content="q3")]))])
+        assert again[0].cache_hit and again[0].response.text == out[3].response.text
+    finally:
+        r.close()
+
+
+def test_same_results_as_one_process_on_both_wire_formats(srv, tmp_path):
+    srv.configure(answers=[{"match": "json please", "text": '{"a": 1}', "times": -1}])
+    batch = (calls(oa(srv), [f"hello {i}" for i in range(30)]) + calls(an(srv), [f"hi {i}" for i in range(30)])
+             + calls(an(srv), ["json please"], json_schema={"type": "object"})
+             + calls(oa(srv, "o4-mini"), ["reason"], temperature=0.3) + calls(oa(srv), ["hello 1"]))
+    solo = Runner(LLMConfig(cache=str(tmp_path / "one.sqlite"), progress=False, concurrency=16))
+    one = solo.run(batch)
+    srv.reset()
+    srv.configure(answers=[{"match": "json please", "text": '{"a": 1}', "times": -1}])
+    r = runner(tmp_path, concurrency=16)
+    try:
+        two = r.run(batch)
+        assert srv.stats()["requests"] == len(batch) - 1  # the duplicate is sent once
+        assert [x.model_dump(exclude={"response"}) for x in two] == [x.model_dump(exclude={"response"}) for x in one]
+        for a, b in zip(one, two, strict=True):
+            assert (a.response.text, a.response.finish_reason, a.response.usage, a.response.dropped_params) == (
+                b.response.text, b.response.finish_reason, b.response.usage, b.response.dropped_params)
+        assert two[-2].response.dropped_params == ["temperature"]
+        totals, solo_totals = r.ledger.totals(), solo.ledger.totals()
+        assert totals.pop("cost_usd") == pytest.approx(solo_totals.pop("cost_usd"))  # summed in another order
+        assert totals == solo_totals
+        srv.reset()
+        assert all(x.cache_hit for x in r.run(batch)) and srv.stats()["requests"] == 0
+    finally:
+        r.close()
+
+
+def test_failed_and_fatal_answers_from_a_worker(srv, tmp_path):
+    r = runner(tmp_path)
+    try:
+        srv.configure(faults=[{"match": "too long", "kind": "context_length", "times": -1}])
+        out = r.run(calls(oa(srv), ["fine", "too long"]))
+        assert [x.status for x in out] == ["ok", "failed"] and out[1].reason == "context_length"
+        assert len(r.cache) == 1  # failed calls are not cached: a re-run tries them again
+        srv.configure(faults=[{"match": "refused", "kind": "401"}])
+        with pytest.raises(FatalLLMError) as err:
+            r.run(calls(oa(srv), ["refused"] + [f"other {i}" for i in range(10)]))
+        assert "HTTP 401" in str(err.value) and "OPENAI_API_KEY" in (err.value.hint or "")
+        # the same runner goes on (the workers' late answers of the stopped run are ignored)
+        out = r.run(calls(oa(srv), ["refused", "after"]))
+        assert [x.status for x in out] == ["ok", "ok"]
+    finally:
+        r.close()
+
+
+def test_a_worker_killed_midway_stops_the_run_with_a_clear_error(srv, tmp_path):
+    srv.configure(latency_s=0.3)
+    r = runner(tmp_path, concurrency=8)
+    batch = calls(oa(srv), [f"k{i}" for i in range(40)])
+    r.run(batch[:2])  # starts the workers
+    victim = r.workers().workers[0].proc
+    threading.Timer(0.5, os.kill, (victim.pid, signal.SIGKILL)).start()
+    with pytest.raises(WorkerError) as err:
+        r.run(batch)
+    assert f"worker process {victim.pid} exited with code -9" in str(err.value)
+    assert "re-run" in err.value.hint
+    with pytest.raises(WorkerError, match="gone"):
+        r.run(batch)  # this runner's workers are broken: it says so
+    r.close()
+    srv.reset()
+    done = len(CallCache(tmp_path / "cache.sqlite"))
+    fresh = runner(tmp_path, concurrency=8)
+    try:
+        assert all(x.status == "ok" for x in fresh.run(batch))
+        assert srv.stats()["requests"] == len(batch) - done
+    finally:
+        fresh.close()
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_concurrency_limit_holds_across_workers(srv, tmp_path, processes):
+    srv.configure(latency_s=0.2)
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, processes=processes, concurrency=5))
+    try:
+        r.run(calls(oa(srv), [f"c{i}" for i in range(20)]))
+    finally:
+        r.close()
+    assert srv.stats()["max_in_flight"] == 5
+
+
+def test_rate_limit_holds_across_workers(srv, tmp_path):
+    r = runner(tmp_path, rpm=600, concurrency=64)
+    try:
+        r.run(calls(oa(srv), [f"r{i}" for i in range(620)]))
+    finally:
+        r.close()
+    times = sorted(srv.stats()["times"])
+    assert len(times) == 620
+    assert times[-1] - times[0] >= 1.5  # see test_requests_per_minute_limit: one bucket, here
+    assert sum(1 for t in times if t - times[0] > 1.0) >= 5
+
+
+def test_which_providers_may_run_in_workers(tmp_path):
+    assert worker_module(get_provider("openai/gpt-4.1")) == "cocoeval.llm.providers.openai"
+    assert worker_module(get_provider("pid-test/x")) == __name__
+    assert worker_module(get_provider("local/smollm2")) is None  # the model is loaded once, here
+
+    class Main(PidProvider):
+        pass
+
+    Main.__module__ = "__main__"  # a provider defined in a script or notebook cannot be imported
+    assert worker_module(Main(get_provider("pid-test/x").spec)) is None
+
+
+def test_workers_exit_when_the_runner_closes(tmp_path):
+    r = runner(tmp_path)
+    r.run([Call(model="pid-test/x", request=GenerateRequest(messages=[Message(role="user", content="a")]))] * 2)
+    procs = [w.proc for w in r.workers().workers]
+    r.close()
+    assert [p.returncode for p in procs] == [0, 0]  # end of input: they finished and exited
