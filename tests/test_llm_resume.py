@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -36,23 +37,31 @@ def _workers_of(cache: Path) -> list[int]:
             args = cmdline.read_bytes().split(b"\0")
         except OSError:
             continue
-        if any(b"cocoeval.llm.workers" in a for a in args) and any(str(cache).encode() in a for a in args):
+        if any(b"cocoeval.llm._worker_main" in a for a in args) and any(str(cache).encode() in a for a in args):
             found.append(int(cmdline.parent.name))
     return found
 
 
-@pytest.mark.parametrize("processes", [1, 2])
-def test_kill_9_midway_then_rerun_sends_exactly_the_missing(tmp_path, processes):
+@pytest.mark.parametrize(("processes", "stop"), [(1, "kill"), (2, "kill"), (2, "ctrl-c")])
+def test_kill_9_midway_then_rerun_sends_exactly_the_missing(tmp_path, processes, stop):
+    """``kill -9`` of the runner; ``ctrl-c``: SIGINT to its whole process group, as a terminal
+    sends it (worker processes run in sessions of their own and finish their calls)."""
     cache = tmp_path / "cache.sqlite"
     n = 300
     with FakeServer(latency_s=0.03) as srv:
-        p = subprocess.Popen([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)])
+        p = subprocess.Popen([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)],
+                             start_new_session=True, stderr=subprocess.DEVNULL)
         deadline = time.time() + 60
         while len(_cached_prompts(cache)) < 100 and time.time() < deadline and p.poll() is None:
             time.sleep(0.05)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-        assert p.returncode == -signal.SIGKILL
+        if processes > 1:
+            assert len(_workers_of(cache)) == processes
+        if stop == "kill":
+            p.send_signal(signal.SIGKILL)
+        else:
+            os.killpg(p.pid, signal.SIGINT)
+        p.wait(timeout=60)
+        assert p.returncode == (-signal.SIGKILL if stop == "kill" else -signal.SIGINT)
         if processes > 1:  # orphaned workers finish what they were given, cache it and exit
             while _workers_of(cache) and time.time() < deadline + 30:
                 time.sleep(0.05)

@@ -173,7 +173,7 @@ def test_tokens_per_minute_limit(srv, tmp_path):
 
 
 @pytest.mark.parametrize("processes", [1, 2])
-def test_keys_never_reach_cache_logs_or_outputs(srv, tmp_path, processes):
+def test_keys_never_reach_cache_logs_or_outputs(srv, tmp_path, processes, capfd):
     log = tmp_path / "run.log"
     handler = logging.FileHandler(log)
     root = logging.getLogger()
@@ -195,6 +195,8 @@ def test_keys_never_reach_cache_logs_or_outputs(srv, tmp_path, processes):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes(), path
     assert KEY not in json.dumps([x.model_dump(mode="json") for x in out])
+    printed = capfd.readouterr()  # this process's and its worker processes' output
+    assert KEY not in printed.out + printed.err
 
 
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])

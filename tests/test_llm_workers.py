@@ -3,13 +3,15 @@ server counting what arrives, the parent keeping limits, cache lookups and accou
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
+import time
 
 import pytest
 
-from cocoeval.errors import FatalLLMError
+from cocoeval.errors import ConfigError, FatalLLMError
 from cocoeval.llm import (
     Call,
     CallCache,
@@ -39,6 +41,36 @@ class PidProvider(Provider):
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
         return GenerateResponse(text=f"{os.getpid()}:{request.messages[-1].content}", finish_reason="stop",
                                 usage=Usage(input_tokens=1, output_tokens=1))
+
+
+@provider("start-fails-test")
+class StartFails(PidProvider):
+    async def start(self) -> None:
+        raise ConfigError("this provider cannot start here", hint="set FAKE_SETTING")
+
+
+@provider("crash-test")
+class Crash(PidProvider):
+    async def generate(self, request: GenerateRequest) -> GenerateResponse:
+        raise RuntimeError("boom")
+
+
+def one_call(model: str, text: str = "a") -> Call:
+    return Call(model=model, request=GenerateRequest(messages=[Message(role="user", content=text)]))
+
+
+def test_a_workers_configuration_error_or_crash_stops_the_run_with_its_message(tmp_path):
+    r = runner(tmp_path)
+    try:
+        with pytest.raises(ConfigError) as err:
+            r.run([one_call("start-fails-test/x")])
+        assert "cannot start here" in str(err.value) and err.value.hint == "set FAKE_SETTING"
+        with pytest.raises(WorkerError) as crash:
+            r.run([one_call("crash-test/x", "c")])
+        assert "RuntimeError: boom" in str(crash.value) and "crash-test/x" in str(crash.value)
+        assert r.run([one_call("pid-test/x")])[0].status == "ok"  # the workers are still fine
+    finally:
+        r.close()
 
 
 def test_calls_run_in_the_workers_and_their_answers_are_cached(tmp_path):
@@ -168,3 +200,94 @@ def test_workers_exit_when_the_runner_closes(tmp_path):
     procs = [w.proc for w in r.workers().workers]
     r.close()
     assert [p.returncode for p in procs] == [0, 0]  # end of input: they finished and exited
+
+
+def test_workers_inside_a_running_event_loop_as_in_jupyter(tmp_path):
+    r = runner(tmp_path)
+
+    async def notebook_cell(text: str):
+        return r.run([one_call("pid-test/x", f"{text} {i}") for i in range(6)])  # a thread of its own
+
+    try:
+        first = asyncio.run(notebook_cell("one"))
+        second = asyncio.run(notebook_cell("two"))  # another loop: the same workers, re-attached
+        pids = {int(x.response.text.split(":")[0]) for x in first + second}
+        assert pids == {w.proc.pid for w in r.workers().workers}
+        assert all(x.status == "ok" and not x.cache_hit for x in first + second)
+    finally:
+        r.close()
+
+
+def test_a_stopped_run_with_big_requests_leaves_no_cut_line_and_its_calls_are_accounted(srv, tmp_path):
+    # 100 KB prompts (over a pipe's 64 KB) and a fatal answer while 7 calls are in flight
+    srv.configure(latency_s=0.5, faults=[{"match": "refused", "kind": "401"}])
+    r = runner(tmp_path, concurrency=8)
+    big = [p + " " + "x" * 100_000 for p in (f"big {i}" for i in range(16))]
+    try:
+        with pytest.raises(FatalLLMError):
+            r.run(calls(oa(srv), ["refused", *big]))
+        # the next run first waits for the calls the stopped one left in the workers: the
+        # concurrency limit holds across the two runs, and those calls are counted
+        out = r.run(calls(oa(srv), big[:4] + [f"small {i}" for i in range(20)]))
+        assert all(x.status == "ok" for x in out)
+        stats = srv.stats()
+        assert stats["max_in_flight"] <= 8
+        totals = r.ledger.totals()
+        assert totals["calls"] - totals["cache_hits"] - totals["failed"] == len(r.cache) == stats["requests"] - 1
+    finally:
+        r.close()
+
+
+def test_close_waits_for_calls_in_flight_and_every_sent_call_is_cached(srv, tmp_path):
+    srv.configure(latency_s=1.0, faults=[{"match": "refused", "kind": "401"}])
+    r = runner(tmp_path, concurrency=8)
+    with pytest.raises(FatalLLMError):
+        r.run(calls(oa(srv), ["refused"] + [f"late {i}" for i in range(30)]))
+    t0 = time.monotonic()
+    r.close()
+    assert time.monotonic() - t0 < 8  # the calls in flight end within their 1 s latency
+    sent = set(srv.stats()["prompts"]) - {"refused"}
+    assert sent and len(CallCache(tmp_path / "cache.sqlite")) == len(sent)
+
+
+def test_a_relative_cache_path_is_the_runners_file_after_a_chdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = Runner(LLMConfig(cache="cache.sqlite", progress=False, processes=2))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    try:
+        r.run([one_call("pid-test/x", "here")])
+    finally:
+        r.close()
+    assert len(CallCache(tmp_path / "cache.sqlite")) == 1
+    assert not (tmp_path / "elsewhere" / "cache.sqlite").exists()
+
+
+def test_workers_restart_when_the_environment_changes(tmp_path, monkeypatch):
+    r = runner(tmp_path)
+    try:
+        first = {int(x.response.text.split(":")[0]) for x in r.run([one_call("pid-test/x", "a")] * 1)}
+        before = {w.proc.pid for w in r.workers().workers}
+        r.run([one_call("pid-test/x", "b")])
+        assert {w.proc.pid for w in r.workers().workers} == before  # the same workers serve every run
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # e.g. a notebook sets a variable
+        out = r.run([one_call("pid-test/x", "c")])
+        after = {w.proc.pid for w in r.workers().workers}
+        assert not after & before and int(out[0].response.text.split(":")[0]) in after
+        assert first <= before
+    finally:
+        r.close()
+
+
+def test_runs_on_one_event_loop_share_the_workers(tmp_path):
+    r = runner(tmp_path, concurrency=4)
+
+    async def both():
+        return await asyncio.gather(r.arun([one_call("pid-test/x", f"a{i}") for i in range(10)]),
+                                    r.arun([one_call("pid-test/x", f"b{i}") for i in range(10)]))
+
+    try:
+        a, b = asyncio.run(both())
+        assert [x.response.text.split(":")[1] for x in a + b] == [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)]
+    finally:
+        r.close()

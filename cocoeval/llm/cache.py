@@ -37,7 +37,7 @@ class CallCache:
         if policy not in POLICIES:
             raise ConfigError(f"unknown cache policy {policy!r}", hint=f"use one of {', '.join(POLICIES)}")
         self.policy = policy
-        self.path = Path(path) if path is not None else None
+        self.path = Path(path).absolute() if path is not None else None  # workers may start elsewhere
         self.hits = self.misses = self.writes = 0
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None

@@ -149,6 +149,9 @@ class Runner:
 
     async def arun(self, calls: Sequence[Call]) -> list[CallResult]:
         cfg = self.config
+        pool = self.workers() if cfg.processes > 1 else None
+        if pool is not None:
+            await pool.enter()  # the processes start with the first live call
         providers: dict[str, Provider] = {}
         ready: set[str] = set()
         results: list[CallResult | None] = [None] * len(calls)
@@ -290,8 +293,8 @@ class Runner:
             raise (others[0] if others else eg) from None
         finally:
             bar.close()
-            if self._pool is not None:
-                self._pool.detach()
+            if pool is not None:
+                await pool.leave()
             for p in providers.values():
                 with contextlib.suppress(Exception):
                     await p.aclose()
@@ -304,18 +307,19 @@ class Runner:
                     identity: tuple[dict, str, str], call: Call, sem: asyncio.Semaphore,
                     rpm: AsyncLimiter | None, tpm: AsyncLimiter | None) -> CallResult:
         async with sem:
-            module = worker_module(prov) if self.config.processes > 1 else None
-            if module is not None:  # the limits below are taken when the call can go out at once
-                await self.workers().prepare(call.model, module)
+            pool = self._pool if self.config.processes > 1 else None
+            module = worker_module(prov) if pool is not None else None
+            if pool is not None and module is not None:  # limits are taken when a call can go out
+                await pool.prepare(call.model, module)
             if rpm:
                 await rpm.acquire()
             if tpm:
                 need = request_tokens(prepared) + (prepared.max_tokens or 0)
                 await tpm.acquire(min(need, tpm.max_rate))
             self.sent += 1
-            if module is not None:
-                reply = await self.workers().call(prov, module, prepared, dropped, base["key"],
-                                                  identity[1], identity[2])
+            if pool is not None and module is not None:
+                reply = await pool.call(prov, module, call.stage, prepared, dropped, base["key"],
+                                        identity[1], identity[2])
                 return self._from_worker(reply, base, call)
             try:
                 resp = await prov.generate(prepared)
@@ -329,26 +333,34 @@ class Runner:
         return CallResult(**base, status="ok", response=resp, cost_usd=cost)
 
     def workers(self) -> WorkerPool:
-        """The worker processes (``processes`` > 1), started with the first live call."""
+        """The worker processes (``processes`` > 1); they start with the first live call."""
         if self._pool is None:
-            self._pool = WorkerPool(self.config.processes, cache=self.cache,
-                                    max_retries=self.config.max_retries, timeout_s=self.config.timeout_s)
-            weakref.finalize(self, self._pool.close)
+            self._pool = WorkerPool(self.config.processes, cache=self.cache, max_retries=self.config.max_retries,
+                                    timeout_s=self.config.timeout_s, account=self._account)
+            weakref.finalize(self, self._pool.close, 5.0)
         return self._pool
 
-    def _from_worker(self, reply: dict[str, Any], base: dict, call: Call) -> CallResult:
-        """A worker's reply as this process's result (the worker cached a successful answer)."""
+    def _account(self, reply: dict[str, Any], stage: str, model: str) -> tuple[GenerateResponse | None, float | None]:
+        """Count a worker's answer (which it cached itself): (response, cost) or (None, None)."""
         if "ok" in reply:
             resp = GenerateResponse.model_validate(reply["ok"])
             if self.cache.writes_enabled:
                 self.cache.writes += 1
-            cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False)
+            return resp, self.ledger.add(stage, model, resp.usage, cache_hit=False)
+        if "error" in reply:
+            self.ledger.add(stage, model, None, cache_hit=False, failed=True)
+        return None, None
+
+    def _from_worker(self, reply: dict[str, Any], base: dict, call: Call) -> CallResult:
+        """A worker's reply as this process's result."""
+        resp, cost = self._account(reply, call.stage, call.model)
+        if resp is not None:
             return CallResult(**base, status="ok", response=resp, cost_usd=cost)
         if "error" in reply:
-            self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
             return CallResult(**base, status="failed", reason=reply["error"]["reason"],
                               detail=str(reply["error"]["detail"])[:500])
         raise_reply(reply, f"{call.model} ({call.tag})")
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         if self._pool is not None:

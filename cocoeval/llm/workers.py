@@ -1,4 +1,4 @@
-"""Worker processes for live calls (``LLMConfig.processes`` > 1).
+"""Worker processes for live calls (``LLMConfig.processes`` > 1): the runner's side.
 
 A provider SDK spends about a millisecond of CPU on each request (building it, its headers and
 URL, parsing the answer). Against a fast server at high concurrency (vLLM or llama.cpp on a GPU,
@@ -6,40 +6,47 @@ a test server) one Python process then tops out at a few hundred requests per se
 the concurrency. Worker processes spread that CPU over cores.
 
 The runner keeps everything else: cache lookups, duplicate folding, the concurrency, RPM and TPM
-limits, accounting and the progress bar. A worker only sends: it takes prepared requests as JSON
-lines on its standard input, sends each through the same provider class (the SDK's own retries
-included), writes a successful answer into the call cache itself the moment it arrives, and then
-reports it on a private pipe. A worker whose parent dies (even ``kill -9``) reads end-of-file,
-finishes the calls it has in flight, caches their answers and exits: nothing paid for is lost.
+limits, accounting and the progress bar. A worker (``_worker_main.py``) only sends: it takes
+prepared requests, sends each through the same provider class (the SDK's own retries included),
+writes a successful answer into the call cache the moment it arrives, then replies. Nothing paid
+for is lost: a worker whose runner dies (even ``kill -9``) or is interrupted (Ctrl-C reaches
+the runner only) finishes the calls it has, caches their answers and exits.
 
-Workers start on the first live call and serve every later run of the same ``Runner`` until
-``Runner.close()`` (or the parent's exit). They exchange JSON only (no pickle) and read API keys
-from the environment they inherit, like the parent.
+Workers start with the first live call and serve every later run of the same ``Runner`` until
+``Runner.close()``; they are restarted when the runner's environment, import path or working
+directory has changed since. Calls a stopped run left in flight are waited for (and accounted)
+before the next run sends anything, so the limits hold across runs. Runs on one event loop may
+share the workers; another event loop at the same time is refused.
 
-Protocol, one JSON object per line. To the worker: ``{"id", "model", "module", "key",
-"dropped", "identity", "request_json", "request"}`` (``module``: the provider class's module,
-imported first so that providers registered outside cocoeval work too). From it: ``{"id", "ok":
-response}``, ``{"id", "error": {"reason", "detail"}}`` (a failed call), ``{"id", "fatal":
-{"message", "hint"}}`` (stop the run) or ``{"id", "crash": text}`` (a bug).
+Protocol: JSON lines (no pickle). To a worker: ``{"id", "op": "prepare", "model", "module"}``
+once per model (import ``module``, so that providers registered outside cocoeval work too; make
+the provider; ``Provider.start()``), answered ``{"id", "prepared": true}``; then ``{"id",
+"model", "module", "key", "dropped", "identity", "request_json", "request"}`` per call, answered
+``{"id", "ok": response}``, ``{"id", "error": {"reason", "detail"}}`` (a failed call), ``{"id",
+"fatal": {"type", "message", "hint"}}`` (stop the run) or ``{"id", "crash": text}`` (a bug).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import json
+import logging
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import CocoevalError, FatalLLMError
-from .base import CallError, GenerateRequest, Provider, get_provider
+from ..errors import CocoevalError, ConfigError, FatalLLMError
+from .base import GenerateRequest, Provider
 from .cache import CallCache
 
+log = logging.getLogger("cocoeval.llm.workers")
 _ROOT = str(Path(__file__).resolve().parents[2])
+_DRAIN_S = 30.0
 
 
 class WorkerError(CocoevalError):
@@ -51,6 +58,22 @@ def worker_module(prov: Provider) -> str | None:
     this process (``in_workers`` False, or a class defined in ``__main__`` or a notebook)."""
     module = type(prov).__module__
     return module if prov.in_workers and module not in ("__main__", "builtins") else None
+
+
+def raise_reply(reply: dict[str, Any], what: str) -> None:
+    """Raise what a worker's fatal or crash reply says."""
+    if "fatal" in reply:
+        fatal = reply["fatal"]
+        cls = ConfigError if fatal.get("type") == "ConfigError" else FatalLLMError
+        raise cls(fatal["message"], hint=fatal["hint"])
+    raise WorkerError(f"a worker process failed on {what}: {reply.get('crash')}",
+                      hint="this is a bug in cocoeval or the provider; set llm.processes: 1 to see it "
+                           "in this process")
+
+
+def _surroundings() -> tuple:
+    """What a worker takes from this process when it starts (compared in memory, never stored)."""
+    return tuple(sorted(os.environ.items())), tuple(sys.path), os.getcwd()
 
 
 class _Reader(asyncio.Protocol):
@@ -72,21 +95,26 @@ class _Reader(asyncio.Protocol):
 class _Worker:
     """One worker process and what this process awaits from it."""
 
-    def __init__(self, config: dict[str, Any]) -> None:
+    def __init__(self, config: dict[str, Any], account: Callable[[dict, str, str], None]) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", "from cocoeval.llm.workers import main; main()", json.dumps(config)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.pending: dict[int, asyncio.Future] = {}
-        self.buf = b""  # kept across runs: a line cut by the end of one run is finished in the next
+            [sys.executable, "-c", "from cocoeval.llm._worker_main import main; main()", json.dumps(config)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True)
+        self.account = account
+        self.pending: dict[int, tuple[asyncio.Future, str, str]] = {}
+        """Calls of the current run: id -> (future, stage, model)."""
+        self.orphans: dict[int, tuple[str, str]] = {}
+        """Calls a stopped run left in flight: id -> (stage, model); accounted when they end."""
+        self.buf = b""  # kept across runs
         self.sent = 0
         """Calls this worker has been given."""
         self.dead = False
         self.transports: list[asyncio.BaseTransport] = []
         self.writer: asyncio.WriteTransport | None = None
+        self._reaper: asyncio.Task | None = None
 
-    async def attach(self) -> None:
+    async def connect(self) -> None:
         """Connect the pipes to the running event loop (the fds stay open between runs)."""
         loop = asyncio.get_running_loop()
         assert self.proc.stdout is not None and self.proc.stdin is not None
@@ -97,13 +125,15 @@ class _Worker:
         self.writer = wt  # type: ignore[assignment]
         self.transports = [rt, wt]
 
-    def detach(self) -> None:
+    def disconnect(self) -> None:
+        """After a run: its unanswered calls become orphans (the worker goes on with them)."""
+        for n, (fut, stage, model) in self.pending.items():
+            fut.cancel()
+            self.orphans[n] = (stage, model)
+        self.pending.clear()
         for t in self.transports:
             t.close()
         self.transports, self.writer = [], None
-        for fut in self.pending.values():  # a run stopped early: later answers are ignored (cached)
-            fut.cancel()
-        self.pending.clear()
 
     def received(self, data: bytes) -> None:
         self.buf += data
@@ -111,115 +141,182 @@ class _Worker:
         for line in lines:
             try:
                 msg = json.loads(line)
-                fut = self.pending.pop(msg["id"], None)
+                n = msg["id"]
             except (ValueError, KeyError, TypeError):
-                self.fail(f"worker {self.proc.pid} wrote a line that is not a reply: {line[:200]!r}")
+                self.fail(f"worker process {self.proc.pid} wrote a line that is not a reply: {line[:200]!r}")
                 return
-            if fut is not None and not fut.done():
-                fut.set_result(msg)
+            if n in self.pending:
+                fut = self.pending.pop(n)[0]
+                if not fut.done():
+                    fut.set_result(msg)
+            elif n in self.orphans:
+                self.account(msg, *self.orphans.pop(n))
 
     def died(self) -> None:
         if not self.dead:
             self.dead = True
-            try:  # its output closes a moment before it can be reaped
-                code: int | None = self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                code = None
-            self.fail(f"worker process {self.proc.pid} exited" + (f" with code {code}" if code is not None else "")
-                      + " (what it printed, if anything, is on standard error above)")
+            self._reaper = asyncio.get_running_loop().create_task(self._report_death())
+
+    async def _report_death(self) -> None:
+        for _ in range(100):  # its output closes a moment before it can be reaped
+            if self.proc.poll() is not None:
+                break
+            await asyncio.sleep(0.02)
+        code = self.proc.poll()
+        self.fail(f"worker process {self.proc.pid} exited" + (f" with code {code}" if code is not None else "")
+                  + " (its error output, if any, went to this process's standard error)")
 
     def fail(self, why: str) -> None:
+        self.dead = True
         err = WorkerError(why, hint="calls it completed are cached; re-run to send the rest "
                                     "(or set llm.processes: 1 to send from this process)")
-        for fut in self.pending.values():
+        for fut, _, _ in self.pending.values():
             if not fut.done():
                 fut.set_exception(err)
         self.pending.clear()
-        self.dead = True
+        self.orphans.clear()
 
-    def close(self, timeout_s: float) -> None:
-        with contextlib.suppress(OSError):
-            if self.proc.stdin:
-                self.proc.stdin.close()  # end-of-file: the worker finishes its calls and exits
-        try:
-            self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        if self.proc.stdout:
-            self.proc.stdout.close()
+    def send(self, n: int, fields: str, stage: str, model: str) -> asyncio.Future:
+        if self.dead or self.writer is None:
+            raise WorkerError(f"worker process {self.proc.pid} is gone",
+                              hint="calls it completed are cached; re-run with a new Runner to send the rest")
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[n] = (fut, stage, model)
+        self.writer.write(f'{{"id":{n},{fields}}}\n'.encode())
+        return fut
+
+    def end_input(self) -> None:
+        """Close its input and our end of its output: it finishes its calls, caches them, exits."""
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                if pipe:
+                    pipe.close()
 
 
 class WorkerPool:
     """``n`` worker processes, started on first use; a call goes to the one with least in flight."""
 
-    def __init__(self, n: int, *, cache: CallCache, max_retries: int, timeout_s: float) -> None:
+    def __init__(self, n: int, *, cache: CallCache, max_retries: int, timeout_s: float,
+                 account: Callable[[dict, str, str], None]) -> None:
         self.n = n
-        self.config = {"cache": str(cache.path) if cache.path else None, "policy": cache.policy,
-                       "max_retries": max_retries, "timeout_s": timeout_s}
-        self.timeout_s = timeout_s
+        self.cache = cache
+        self.max_retries, self.timeout_s = max_retries, timeout_s
+        self.account = account
+        """Called with (reply, stage, model) for each answer of a call a stopped run left behind."""
         self.workers: list[_Worker] = []
+        self._started_in: tuple = ()
         self._ids = 0
-        self._attached = False
-        self._lock: asyncio.Lock | None = None  # one per run: a lock belongs to one event loop
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._users = 0
+        self._connected = False
+        self._lock: asyncio.Lock | None = None
         self._ready: set[str] = set()
         """Models every worker has prepared (the workers keep their providers between runs)."""
         self._preparing: dict[str, asyncio.Future] = {}
 
-    async def attach(self) -> None:
-        """Start the workers (first time) and connect them to this run's event loop."""
+    # -- runs -------------------------------------------------------------------------------
+    async def enter(self) -> None:
+        """A run starts on the running event loop: it waits for calls a stopped run left in the
+        workers (nothing is started until its first call)."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and self._loop is not loop:
+            raise WorkerError("this Runner's worker processes are serving a run on another event loop",
+                              hint="use one Runner per thread")
+        self._loop = loop
+        self._users += 1
         if self._lock is None:
             self._lock = asyncio.Lock()
-        async with self._lock:
-            if not self._attached:
-                await self._attach()
+        if any(w.orphans for w in self.workers):  # before any lookup: their answers may be asked for
+            try:
+                await self._connect()
+            except BaseException:
+                await self.leave()
+                raise
 
-    async def _attach(self) -> None:
-        if not self.workers:
-            self.workers = [_Worker(self.config) for _ in range(self.n)]
-        dead = [w.proc.pid for w in self.workers if w.dead or w.proc.poll() is not None]
-        if dead:
-            raise WorkerError(f"worker process(es) {dead} are gone",
-                              hint="create a new Runner (or set llm.processes: 1)")
-        for w in self.workers:
-            await w.attach()
-        self._attached = True
-
-    def detach(self) -> None:
-        for w in self.workers:
-            w.detach()
-        self._attached = False
-        self._lock = None
+    async def leave(self) -> None:
+        """A run ends; the last one hands its unsent input over and lets go of the pipes."""
+        self._users -= 1
+        if self._users > 0:
+            return
+        if self._connected:
+            deadline = time.monotonic() + _DRAIN_S
+            for w in self.workers:  # never leave half a request in a pipe
+                while (w.writer is not None and w.writer.get_write_buffer_size() and not w.dead
+                       and time.monotonic() < deadline):
+                    await asyncio.sleep(0.01)
+                if w.writer is not None and w.writer.get_write_buffer_size():
+                    w.fail(f"worker process {w.proc.pid} did not read its input")
+            for w in self.workers:
+                w.disconnect()
+        self._connected = False
+        self._loop = self._lock = None
         self._preparing = {}
 
-    def _send(self, worker: _Worker, fields: str) -> asyncio.Future:
-        if worker.dead or worker.writer is None:
-            raise WorkerError(f"worker process {worker.proc.pid} is gone",
-                              hint="calls it completed are cached; re-run to send the rest")
+    async def _connect(self) -> None:
+        assert self._lock is not None
+        async with self._lock:
+            if self._connected:
+                return
+            if self.workers and self._started_in != _surroundings():
+                await self._connect_pipes()
+                await self._wait_for_orphans()
+                for w in self.workers:
+                    w.disconnect()
+                    w.end_input()
+                log.info("restarting the worker processes: the environment, import path or working "
+                         "directory has changed")
+                self.workers, self._ready = [], set()
+            if not self.workers:
+                self._started_in = _surroundings()
+                config = {"cache": str(self.cache.path) if self.cache.path else None,
+                          "policy": self.cache.policy, "max_retries": self.max_retries,
+                          "timeout_s": self.timeout_s, "sys_path": [p for p in sys.path if p]}
+                self.workers = [_Worker(config, self.account) for _ in range(self.n)]
+            dead = [w.proc.pid for w in self.workers if w.dead or w.proc.poll() is not None]
+            if dead:
+                raise WorkerError(f"worker process(es) {dead} are gone",
+                                  hint="calls they completed are cached; re-run with a new Runner")
+            await self._connect_pipes()
+            await self._wait_for_orphans()
+            self._connected = True
+
+    async def _connect_pipes(self) -> None:
+        for w in self.workers:
+            if w.writer is None:
+                await w.connect()
+
+    async def _wait_for_orphans(self) -> None:
+        left = sum(len(w.orphans) for w in self.workers)
+        if left:
+            log.info("waiting for %d call(s) a stopped run left in the worker processes", left)
+        while any(w.orphans for w in self.workers):
+            await asyncio.sleep(0.02)
+
+    # -- calls ------------------------------------------------------------------------------
+    def _send(self, worker: _Worker, fields: str, stage: str, model: str) -> asyncio.Future:
         self._ids += 1
-        fut = asyncio.get_running_loop().create_future()
-        worker.pending[self._ids] = fut
-        worker.writer.write(f'{{"id":{self._ids},{fields}}}\n'.encode())
-        return fut
+        return worker.send(self._ids, fields, stage, model)
 
     async def prepare(self, model: str, module: str) -> None:
         """Have every worker ready to send ``model``'s calls (its SDK imported, its client made),
         so that the runner's rate limits are taken when a call can go out at once."""
-        if not self._attached:
-            await self.attach()
+        if not self._connected:
+            await self._connect()
         if model in self._ready:
             return
         if model not in self._preparing:
             fields = f'"op":"prepare","model":{json.dumps(model)},"module":{json.dumps(module)}'
-            self._preparing[model] = asyncio.ensure_future(
-                asyncio.gather(*(self._send(w, fields) for w in self.workers)))
+            futs = [self._send(w, fields, "prepare", model) for w in self.workers]
+            gathered = asyncio.gather(*futs)
+            gathered.add_done_callback(lambda f: f.cancelled() or f.exception())  # retrieved
+            self._preparing[model] = gathered
         for reply in await asyncio.shield(self._preparing[model]):
             if "prepared" not in reply:
                 raise_reply(reply, model)
         self._ready.add(model)
 
-    async def call(self, prov: Provider, module: str, prepared: GenerateRequest, dropped: list[str],
-                   key: str, identity_json: str, request_json: str) -> dict[str, Any]:
+    async def call(self, prov: Provider, module: str, stage: str, prepared: GenerateRequest,
+                   dropped: list[str], key: str, identity_json: str, request_json: str) -> dict[str, Any]:
         """Send one prepared request through the worker with least in flight; its reply (see the
         module docstring)."""
         model = str(prov.spec)
@@ -229,79 +326,21 @@ class WorkerPool:
         return await self._send(worker, (
             f'"model":{json.dumps(model)},"module":{json.dumps(module)},"key":"{key}",'
             f'"dropped":{json.dumps(dropped)},"identity":{json.dumps(identity_json)},'
-            f'"request_json":{json.dumps(request_json)},"request":{prepared.model_dump_json()}'))
+            f'"request_json":{json.dumps(request_json)},"request":{prepared.model_dump_json()}'), stage, model)
 
-    def close(self) -> None:
+    def close(self, wait_s: float = 10.0) -> None:
+        """End the workers' input and wait up to ``wait_s`` for them to exit; one still busy then
+        finishes its calls (caching their answers) and exits by itself: none is killed."""
         for w in self.workers:
-            w.close(self.timeout_s + 5)
+            w.end_input()
+        deadline = time.monotonic() + wait_s
+        busy = []
+        for w in self.workers:
+            try:
+                w.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                busy.append(w.proc.pid)
+        if busy:
+            log.info("worker process(es) %s are finishing their calls in the background; their "
+                     "answers go to the cache", busy)
         self.workers = []
-
-
-def raise_reply(reply: dict[str, Any], what: str) -> None:
-    """Raise what a worker's fatal or crash reply says."""
-    if "fatal" in reply:
-        raise FatalLLMError(reply["fatal"]["message"], hint=reply["fatal"]["hint"])
-    raise WorkerError(f"a worker process failed on {what}: {reply.get('crash')}",
-                      hint="this is a bug in cocoeval or the provider; set llm.processes: 1 to see it "
-                           "in this process")
-
-
-# ---------------------------------------------------------------------- the worker process
-
-
-async def _serve(config: dict[str, Any], out: Any) -> None:
-    cache = CallCache(config["cache"], config["policy"])
-    providers: dict[str, Provider] = {}
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 30)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin.buffer)
-
-    def reply(msg: dict[str, Any]) -> None:
-        with contextlib.suppress(OSError):  # the parent is gone: the answer is cached anyway
-            out.write(json.dumps(msg).encode() + b"\n")
-
-    async def handle(msg: dict[str, Any]) -> None:
-        n = msg["id"]
-        try:
-            prov = providers.get(msg["model"])
-            if prov is None:
-                importlib.import_module(msg["module"])
-                prov = providers[msg["model"]] = get_provider(
-                    msg["model"], max_retries=config["max_retries"], timeout_s=config["timeout_s"])
-                await prov.start()
-            if msg.get("op") == "prepare":
-                return reply({"id": n, "prepared": True})
-            resp = await prov.generate(GenerateRequest.model_validate(msg["request"]))
-            resp.dropped_params = msg["dropped"]
-            answer = resp.model_dump(mode="json")
-            cache.put(msg["key"], msg["identity"], msg["request_json"], answer)  # before the reply
-            reply({"id": n, "ok": answer})
-        except CallError as e:
-            reply({"id": n, "error": {"reason": e.reason, "detail": e.detail}})
-        except FatalLLMError as e:
-            reply({"id": n, "fatal": {"message": e.message, "hint": e.hint}})
-        except Exception as e:  # a bug: the parent stops the run with it
-            reply({"id": n, "crash": f"{type(e).__name__}: {e}"})
-
-    tasks: set[asyncio.Task] = set()
-    while line := await reader.readline():
-        task = asyncio.create_task(handle(json.loads(line)))
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-    if tasks:  # end of input (closed, or the parent died): finish and cache what is in flight
-        await asyncio.gather(*tasks, return_exceptions=True)
-    for prov in providers.values():
-        with contextlib.suppress(Exception):
-            await prov.aclose()
-    cache.close()
-
-
-def main() -> None:
-    from . import providers as _providers  # noqa: F401  (registers the built-in providers)
-    from .secrets import install_log_redaction
-
-    install_log_redaction()
-    out = os.fdopen(os.dup(1), "wb", buffering=0)  # replies on a private copy of stdout ...
-    os.dup2(2, 1)  # ... so that anything a library prints goes to stderr, not into the protocol
-    asyncio.run(_serve(json.loads(sys.argv[1]), out))
-
