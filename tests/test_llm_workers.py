@@ -135,7 +135,7 @@ def test_failed_and_fatal_answers_from_a_worker(srv, tmp_path):
         r.close()
 
 
-def test_a_worker_killed_midway_stops_the_run_with_a_clear_error(srv, tmp_path):
+def test_a_worker_killed_midway_stops_the_run_and_is_replaced(srv, tmp_path):
     srv.configure(latency_s=0.3)
     r = runner(tmp_path, concurrency=8)
     batch = calls(oa(srv), [f"k{i}" for i in range(40)])
@@ -146,11 +146,13 @@ def test_a_worker_killed_midway_stops_the_run_with_a_clear_error(srv, tmp_path):
         r.run(batch)
     assert f"worker process {victim.pid} exited with code -9" in str(err.value)
     assert "re-run" in err.value.hint
-    with pytest.raises(WorkerError, match="gone"):
-        r.run(batch)  # this runner's workers are broken: it says so
-    r.close()
+    # the same runner goes on: the dead worker is replaced, the other one's calls are waited for
+    assert all(x.status == "ok" for x in r.run(calls(oa(srv), ["after 1", "after 2"])))
+    pids = {w.proc.pid for w in r.workers().workers}
+    assert victim.pid not in pids and len(pids) == 2
+    r.close()  # waits for the workers to finish what they have: all of it is cached
     srv.reset()
-    done = len(CallCache(tmp_path / "cache.sqlite"))
+    done = len(CallCache(tmp_path / "cache.sqlite")) - 2  # the batch's calls cached ("after" aside)
     fresh = runner(tmp_path, concurrency=8)
     try:
         assert all(x.status == "ok" for x in fresh.run(batch))
@@ -290,4 +292,78 @@ def test_runs_on_one_event_loop_share_the_workers(tmp_path):
         a, b = asyncio.run(both())
         assert [x.response.text.split(":")[1] for x in a + b] == [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)]
     finally:
+        r.close()
+
+
+def test_a_run_cancelled_while_waiting_for_a_stopped_runs_calls_leaves_the_runner_usable(srv, tmp_path):
+    srv.configure(latency_s=1.5, faults=[{"match": "refused", "kind": "401"}])
+    r = runner(tmp_path, concurrency=6)
+    try:
+        with pytest.raises(FatalLLMError):
+            r.run(calls(oa(srv), ["refused"] + [f"slow {i}" for i in range(5)]))  # 5 calls left behind
+
+        async def impatient():
+            return await asyncio.wait_for(r.arun(calls(oa(srv), ["next"])), 0.3)
+
+        with pytest.raises(TimeoutError):
+            asyncio.run(impatient())  # cancelled while it waits for those 5
+        srv.configure(latency_s=0.0)
+        out = r.run(calls(oa(srv), ["next", "slow 0"]))
+        assert [x.status for x in out] == ["ok", "ok"] and out[1].cache_hit
+        assert r.ledger.totals()["calls"] - r.ledger.totals()["cache_hits"] == 6  # 5 left behind + next
+    finally:
+        r.close()
+
+
+def test_one_of_two_runs_on_a_loop_stops_and_the_other_finishes(srv, tmp_path):
+    srv.configure(latency_s=0.2, faults=[{"match": "refused", "kind": "401"}])
+    r = runner(tmp_path, concurrency=4)
+
+    async def both():
+        return await asyncio.gather(r.arun(calls(oa(srv), ["refused", "x1", "x2"])),
+                                    r.arun(calls(oa(srv), [f"y{i}" for i in range(12)])),
+                                    return_exceptions=True)
+
+    try:
+        bad, good = asyncio.run(both())
+        assert isinstance(bad, FatalLLMError)
+        assert [x.status for x in good] == ["ok"] * 12
+        assert r.run(calls(oa(srv), ["z"]))[0].status == "ok"
+    finally:
+        r.close()
+
+
+def test_a_runner_nobody_holds_ends_its_workers(tmp_path):
+    import gc
+
+    def use_and_drop():
+        r = runner(tmp_path)
+        r.run([one_call("pid-test/x", "gc")] * 2)
+        return [w.proc for w in r.workers().workers]
+
+    procs = use_and_drop()
+    gc.collect()
+    assert [p.poll() for p in procs] == [0, 0]  # collected: its finalizer closed the workers
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_interrupting_a_run_in_a_notebook_stops_it(srv, tmp_path, processes):
+    """In Jupyter the run goes on in a thread of its own; Ctrl-C (SIGINT) there stops it too."""
+    srv.configure(latency_s=0.2)
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, processes=processes, concurrency=2))
+
+    async def cell():
+        return r.run(calls(oa(srv), [f"n{i}" for i in range(100)]))  # 10 s uninterrupted
+
+    loop = asyncio.new_event_loop()  # like a kernel's: SIGINT raises KeyboardInterrupt where it lands
+    try:
+        threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(cell())
+        sent = srv.stats()["requests"]
+        time.sleep(1.0)
+        assert srv.stats()["requests"] == sent < 40  # stopped, not going on behind the user's back
+        assert r.run(calls(oa(srv), ["after"]))[0].status == "ok"
+    finally:
+        loop.close()
         r.close()

@@ -50,9 +50,9 @@ async def serve(config: dict[str, Any], out: Any) -> None:
             prov = providers.get(msg["model"])
             if prov is None:
                 importlib.import_module(msg["module"])
-                prov = providers[msg["model"]] = get_provider(
-                    msg["model"], max_retries=config["max_retries"], timeout_s=config["timeout_s"])
+                prov = get_provider(msg["model"], max_retries=config["max_retries"], timeout_s=config["timeout_s"])
                 await prov.start()
+                providers[msg["model"]] = prov  # only once started
             if msg.get("op") == "prepare":
                 return reply({"id": n, "prepared": True})
             resp = await prov.generate(GenerateRequest.model_validate(msg["request"]))

@@ -134,15 +134,25 @@ class Runner:
             return asyncio.run(self.arun(calls))
         box: dict[str, Any] = {}
 
+        async def main() -> list[CallResult]:
+            box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+            return await self.arun(calls)
+
         def target() -> None:
             try:
-                box["out"] = asyncio.run(self.arun(calls))
+                box["out"] = asyncio.run(main())
             except BaseException as e:
                 box["err"] = e
 
         t = threading.Thread(target=target)
         t.start()
-        t.join()
+        try:
+            t.join()
+        except KeyboardInterrupt:  # Jupyter's interrupt reaches this thread: stop the run too
+            if "task" in box:
+                box["loop"].call_soon_threadsafe(box["task"].cancel)
+            t.join()
+            raise
         if "err" in box:
             raise box["err"]
         return box["out"]
@@ -335,9 +345,15 @@ class Runner:
     def workers(self) -> WorkerPool:
         """The worker processes (``processes`` > 1); they start with the first live call."""
         if self._pool is None:
+            method = weakref.WeakMethod(self._account)  # the pool must not keep this Runner alive
+
+            def account(reply: dict[str, Any], stage: str, model: str) -> None:
+                if (bound := method()) is not None:
+                    bound(reply, stage, model)
+
             self._pool = WorkerPool(self.config.processes, cache=self.cache, max_retries=self.config.max_retries,
-                                    timeout_s=self.config.timeout_s, account=self._account)
-            weakref.finalize(self, self._pool.close, 5.0)
+                                    timeout_s=self.config.timeout_s, account=account)
+            weakref.finalize(self, self._pool.close, 5.0)  # workers end with a Runner nobody holds
         return self._pool
 
     def _account(self, reply: dict[str, Any], stage: str, model: str) -> tuple[GenerateResponse | None, float | None]:

@@ -110,6 +110,7 @@ class _Worker:
         self.sent = 0
         """Calls this worker has been given."""
         self.dead = False
+        self.why = ""
         self.transports: list[asyncio.BaseTransport] = []
         self.writer: asyncio.WriteTransport | None = None
         self._reaper: asyncio.Task | None = None
@@ -125,12 +126,18 @@ class _Worker:
         self.writer = wt  # type: ignore[assignment]
         self.transports = [rt, wt]
 
+    def unsent(self) -> int:
+        """Bytes written for it that have not gone into its pipe yet."""
+        return self.writer.get_write_buffer_size() if self.writer is not None else 0
+
     def disconnect(self) -> None:
         """After a run: its unanswered calls become orphans (the worker goes on with them)."""
         for n, (fut, stage, model) in self.pending.items():
             fut.cancel()
             self.orphans[n] = (stage, model)
         self.pending.clear()
+        if self.writer is not None and not self.writer.is_closing():
+            self.writer.abort()  # at once (the fds stay open): nothing is written after the run
         for t in self.transports:
             t.close()
         self.transports, self.writer = [], None
@@ -146,8 +153,10 @@ class _Worker:
                 self.fail(f"worker process {self.proc.pid} wrote a line that is not a reply: {line[:200]!r}")
                 return
             if n in self.pending:
-                fut = self.pending.pop(n)[0]
-                if not fut.done():
+                fut, stage, model = self.pending.pop(n)
+                if fut.done():  # its caller was cancelled: still paid for, and cached
+                    self.account(msg, stage, model)
+                else:
                     fut.set_result(msg)
             elif n in self.orphans:
                 self.account(msg, *self.orphans.pop(n))
@@ -168,6 +177,7 @@ class _Worker:
 
     def fail(self, why: str) -> None:
         self.dead = True
+        self.why = why
         err = WorkerError(why, hint="calls it completed are cached; re-run to send the rest "
                                     "(or set llm.processes: 1 to send from this process)")
         for fut, _, _ in self.pending.values():
@@ -205,6 +215,7 @@ class WorkerPool:
         """Called with (reply, stage, model) for each answer of a call a stopped run left behind."""
         self.workers: list[_Worker] = []
         self._started_in: tuple = ()
+        self._config: dict[str, Any] = {}
         self._ids = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._users = 0
@@ -220,8 +231,9 @@ class WorkerPool:
         workers (nothing is started until its first call)."""
         loop = asyncio.get_running_loop()
         if self._loop is not None and self._loop is not loop:
-            raise WorkerError("this Runner's worker processes are serving a run on another event loop",
-                              hint="use one Runner per thread")
+            raise WorkerError("this Runner's worker processes are serving a run on another event loop "
+                              "(or an interrupted run is still finishing)",
+                              hint="use one Runner per thread, or wait for the other run to end")
         self._loop = loop
         self._users += 1
         if self._lock is None:
@@ -235,22 +247,25 @@ class WorkerPool:
 
     async def leave(self) -> None:
         """A run ends; the last one hands its unsent input over and lets go of the pipes."""
-        self._users -= 1
-        if self._users > 0:
-            return
-        if self._connected:
-            deadline = time.monotonic() + _DRAIN_S
-            for w in self.workers:  # never leave half a request in a pipe
-                while (w.writer is not None and w.writer.get_write_buffer_size() and not w.dead
-                       and time.monotonic() < deadline):
-                    await asyncio.sleep(0.01)
-                if w.writer is not None and w.writer.get_write_buffer_size():
-                    w.fail(f"worker process {w.proc.pid} did not read its input")
-            for w in self.workers:
-                w.disconnect()
-        self._connected = False
-        self._loop = self._lock = None
-        self._preparing = {}
+        try:
+            if self._users == 1:
+                deadline = time.monotonic() + _DRAIN_S
+                for w in self.workers:  # never leave half a request in a pipe
+                    while w.unsent() and not w.dead and time.monotonic() < deadline:
+                        await asyncio.sleep(0.01)
+        finally:  # even when cancelled while waiting: the next run must find a clean state
+            self._users -= 1
+            if self._users == 0:
+                for w in self.workers:
+                    if w.unsent():  # its input would end in a cut line: it gets no more
+                        w.fail(f"worker process {w.proc.pid} did not read its input in time")
+                        w.disconnect()
+                        w.end_input()
+                    else:
+                        w.disconnect()
+                self._connected = False
+                self._loop = self._lock = None
+                self._preparing = {}
 
     async def _connect(self) -> None:
         assert self._lock is not None
@@ -265,31 +280,48 @@ class WorkerPool:
                     w.end_input()
                 log.info("restarting the worker processes: the environment, import path or working "
                          "directory has changed")
-                self.workers, self._ready = [], set()
+                self.workers = []
             if not self.workers:
                 self._started_in = _surroundings()
-                config = {"cache": str(self.cache.path) if self.cache.path else None,
-                          "policy": self.cache.policy, "max_retries": self.max_retries,
-                          "timeout_s": self.timeout_s, "sys_path": [p for p in sys.path if p]}
-                self.workers = [_Worker(config, self.account) for _ in range(self.n)]
-            dead = [w.proc.pid for w in self.workers if w.dead or w.proc.poll() is not None]
-            if dead:
-                raise WorkerError(f"worker process(es) {dead} are gone",
-                                  hint="calls they completed are cached; re-run with a new Runner")
+                self._config = {"cache": str(self.cache.path) if self.cache.path else None,
+                                "policy": self.cache.policy, "max_retries": self.max_retries,
+                                "timeout_s": self.timeout_s, "sys_path": [p for p in sys.path if p]}
+                self.workers, self._ready = [self._start() for _ in range(self.n)], set()
             await self._connect_pipes()
             await self._wait_for_orphans()
+            for i, w in enumerate(self.workers):  # one that died or failed is replaced
+                if w.dead or w.proc.poll() is not None:
+                    log.warning("worker process %d had stopped (%s); starting another", w.proc.pid,
+                                w.why or f"exit code {w.proc.poll()}")
+                    w.disconnect()
+                    w.end_input()
+                    self.workers[i], self._ready = self._start(), set()
+            await self._connect_pipes()
             self._connected = True
+
+    def _start(self) -> _Worker:
+        return _Worker(self._config, self.account)
 
     async def _connect_pipes(self) -> None:
         for w in self.workers:
-            if w.writer is None:
+            if w.writer is None and not w.dead:
                 await w.connect()
 
     async def _wait_for_orphans(self) -> None:
+        """Wait for the calls a stopped run left (at most as long as the SDK may retry them)."""
         left = sum(len(w.orphans) for w in self.workers)
-        if left:
-            log.info("waiting for %d call(s) a stopped run left in the worker processes", left)
+        if not left:
+            return
+        log.info("waiting for %d call(s) a stopped run left in the worker processes", left)
+        deadline = time.monotonic() + self.timeout_s * (self.max_retries + 1) + 30
         while any(w.orphans for w in self.workers):
+            if time.monotonic() > deadline:
+                for w in self.workers:
+                    if w.orphans:
+                        log.warning("worker process %d did not finish %d call(s) in time: replaced",
+                                    w.proc.pid, len(w.orphans))
+                        w.fail("it did not finish the calls of a stopped run in time")
+                break
             await asyncio.sleep(0.02)
 
     # -- calls ------------------------------------------------------------------------------
@@ -323,14 +355,23 @@ class WorkerPool:
         await self.prepare(model, module)
         worker = min(self.workers, key=lambda w: len(w.pending))
         worker.sent += 1
-        return await self._send(worker, (
+        fut = self._send(worker, (
             f'"model":{json.dumps(model)},"module":{json.dumps(module)},"key":"{key}",'
             f'"dropped":{json.dumps(dropped)},"identity":{json.dumps(identity_json)},'
             f'"request_json":{json.dumps(request_json)},"request":{prepared.model_dump_json()}'), stage, model)
+        try:
+            return await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                self.account(fut.result(), stage, model)  # it arrived just before the cancel
+            raise
 
     def close(self, wait_s: float = 10.0) -> None:
         """End the workers' input and wait up to ``wait_s`` for them to exit; one still busy then
         finishes its calls (caching their answers) and exits by itself: none is killed."""
+        if self._users:
+            log.warning("a run still uses the worker processes: they are left to end with this process")
+            return
         for w in self.workers:
             w.end_input()
         deadline = time.monotonic() + wait_s
