@@ -139,18 +139,20 @@ def test_a_worker_killed_midway_stops_the_run_and_is_replaced(srv, tmp_path):
     srv.configure(latency_s=0.3)
     r = runner(tmp_path, concurrency=8)
     batch = calls(oa(srv), [f"k{i}" for i in range(40)])
-    r.run(batch[:2])  # starts the workers
-    victim = r.workers().workers[0].proc
-    threading.Timer(0.5, os.kill, (victim.pid, signal.SIGKILL)).start()
-    with pytest.raises(WorkerError) as err:
-        r.run(batch)
-    assert f"worker process {victim.pid} exited with code -9" in str(err.value)
-    assert "re-run" in err.value.hint
-    # the same runner goes on: the dead worker is replaced, the other one's calls are waited for
-    assert all(x.status == "ok" for x in r.run(calls(oa(srv), ["after 1", "after 2"])))
-    pids = {w.proc.pid for w in r.workers().workers}
-    assert victim.pid not in pids and len(pids) == 2
-    r.close()  # waits for the workers to finish what they have: all of it is cached
+    try:
+        r.run(batch[:2])  # starts the workers
+        victim = r.workers().workers[0].proc
+        threading.Timer(0.5, os.kill, (victim.pid, signal.SIGKILL)).start()
+        with pytest.raises(WorkerError) as err:
+            r.run(batch)
+        assert f"worker process {victim.pid} exited with code -9" in str(err.value)
+        assert "re-run" in err.value.hint
+        # the same runner goes on: the dead worker is replaced, the other one's calls are waited for
+        assert all(x.status == "ok" for x in r.run(calls(oa(srv), ["after 1", "after 2"])))
+        pids = {w.proc.pid for w in r.workers().workers}
+        assert victim.pid not in pids and len(pids) == 2
+    finally:
+        r.close()  # waits for the workers to finish what they have: all of it is cached
     srv.reset()
     done = len(CallCache(tmp_path / "cache.sqlite")) - 2  # the batch's calls cached ("after" aside)
     fresh = runner(tmp_path, concurrency=8)
@@ -243,8 +245,12 @@ def test_a_stopped_run_with_big_requests_leaves_no_cut_line_and_its_calls_are_ac
 def test_close_waits_for_calls_in_flight_and_every_sent_call_is_cached(srv, tmp_path):
     srv.configure(latency_s=1.0, faults=[{"match": "refused", "kind": "401"}])
     r = runner(tmp_path, concurrency=8)
-    with pytest.raises(FatalLLMError):
-        r.run(calls(oa(srv), ["refused"] + [f"late {i}" for i in range(30)]))
+    try:
+        with pytest.raises(FatalLLMError):
+            r.run(calls(oa(srv), ["refused"] + [f"late {i}" for i in range(30)]))
+    except BaseException:
+        r.close()
+        raise
     t0 = time.monotonic()
     r.close()
     assert time.monotonic() - t0 < 8  # the calls in flight end within their 1 s latency
@@ -366,4 +372,24 @@ def test_interrupting_a_run_in_a_notebook_stops_it(srv, tmp_path, processes):
         assert r.run(calls(oa(srv), ["after"]))[0].status == "ok"
     finally:
         loop.close()
+        r.close()
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_close_during_a_run_is_refused_and_every_answer_is_cached(srv, tmp_path, processes, caplog):
+    srv.configure(latency_s=0.2)
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, processes=processes, concurrency=2))
+
+    async def close_meanwhile():
+        task = asyncio.ensure_future(r.arun(calls(oa(srv), [f"d{i}" for i in range(10)])))
+        await asyncio.sleep(0.5)
+        r.close()  # e.g. from another cell or task: the run still needs its cache
+        return await task
+
+    try:
+        out = asyncio.run(close_meanwhile())
+        assert [x.status for x in out] == ["ok"] * 10
+        assert "left open" in caplog.text
+        assert len(CallCache(tmp_path / "c.sqlite")) == 10
+    finally:
         r.close()

@@ -122,6 +122,7 @@ class CallCache:
         return {"hits": self.hits, "misses": self.misses, "writes": self.writes}
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        with self._lock:  # not under another thread's statement
+            if self._db is not None:
+                self._db.close()
+                self._db = None

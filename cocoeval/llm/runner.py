@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import threading
 import weakref
 from collections.abc import Sequence
@@ -123,6 +124,8 @@ class Runner:
         self.batched = 0
         """Requests in the batches this runner submitted or resumed."""
         self._pool: WorkerPool | None = None
+        self._active = 0
+        """Runs in progress (close() waits for none: it refuses while there are any)."""
         install_log_redaction()
 
     # ------------------------------------------------------------------ public
@@ -133,9 +136,12 @@ class Runner:
         except RuntimeError:
             return asyncio.run(self.arun(calls))
         box: dict[str, Any] = {}
+        done, stop = threading.Event(), threading.Event()
 
         async def main() -> list[CallResult]:
             box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
+            if stop.is_set():  # interrupted before it began (the task is stored before this test)
+                raise KeyboardInterrupt
             return await self.arun(calls)
 
         def target() -> None:
@@ -143,21 +149,33 @@ class Runner:
                 box["out"] = asyncio.run(main())
             except BaseException as e:
                 box["err"] = e
+            finally:
+                done.set()
 
-        t = threading.Thread(target=target)
-        t.start()
+        threading.Thread(target=target).start()
         try:
-            t.join()
+            while not done.wait(0.1):  # not Thread.join: an interrupted join may return too early
+                pass
         except KeyboardInterrupt:  # Jupyter's interrupt reaches this thread: stop the run too
+            stop.set()
             if "task" in box:
-                box["loop"].call_soon_threadsafe(box["task"].cancel)
-            t.join()
+                with contextlib.suppress(RuntimeError):  # its loop has just closed
+                    box["loop"].call_soon_threadsafe(box["task"].cancel)
+            while not done.wait(0.1):  # the run winds down (answers in flight are kept)
+                pass
             raise
         if "err" in box:
             raise box["err"]
         return box["out"]
 
     async def arun(self, calls: Sequence[Call]) -> list[CallResult]:
+        self._active += 1
+        try:
+            return await self._arun(calls)
+        finally:
+            self._active -= 1
+
+    async def _arun(self, calls: Sequence[Call]) -> list[CallResult]:
         cfg = self.config
         pool = self.workers() if cfg.processes > 1 else None
         if pool is not None:
@@ -231,7 +249,7 @@ class Runner:
                     res = results[i]  # type: ignore[assignment]
                 else:
                     make_ready(call, prov)
-                    res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm)
+                    res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm, pool)
                     done(i, res)
                 fut.set_result(res)
             except BaseException as e:
@@ -315,9 +333,8 @@ class Runner:
 
     async def _send(self, prov: Provider, prepared: GenerateRequest, dropped: list[str], base: dict,
                     identity: tuple[dict, str, str], call: Call, sem: asyncio.Semaphore,
-                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None) -> CallResult:
+                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None, pool: WorkerPool | None) -> CallResult:
         async with sem:
-            pool = self._pool if self.config.processes > 1 else None
             module = worker_module(prov) if pool is not None else None
             if pool is not None and module is not None:  # limits are taken when a call can go out
                 await pool.prepare(call.model, module)
@@ -379,6 +396,12 @@ class Runner:
         raise AssertionError("unreachable")
 
     def close(self) -> None:
+        """Close the cache and end the worker processes; refused (with a warning) while a run is
+        in progress, whose answers still have to be cached."""
+        if self._active:
+            logging.getLogger(__name__).warning(
+                "Runner.close() while %d run(s) are in progress: left open; close it after they end", self._active)
+            return
         if self._pool is not None:
             self._pool.close()
             self._pool = None

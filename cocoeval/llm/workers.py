@@ -164,6 +164,7 @@ class _Worker:
     def died(self) -> None:
         if not self.dead:
             self.dead = True
+            self.orphans.clear()  # nothing more can come after end-of-file
             self._reaper = asyncio.get_running_loop().create_task(self._report_death())
 
     async def _report_death(self) -> None:
@@ -314,7 +315,7 @@ class WorkerPool:
             return
         log.info("waiting for %d call(s) a stopped run left in the worker processes", left)
         deadline = time.monotonic() + self.timeout_s * (self.max_retries + 1) + 30
-        while any(w.orphans for w in self.workers):
+        while any(w.orphans for w in self.workers if not w.dead):
             if time.monotonic() > deadline:
                 for w in self.workers:
                     if w.orphans:
