@@ -190,7 +190,7 @@ class _Worker:
     def send(self, n: int, fields: str, stage: str, model: str) -> asyncio.Future:
         if self.dead or self.writer is None:
             raise WorkerError(f"worker process {self.proc.pid} is gone",
-                              hint="calls it completed are cached; re-run with a new Runner to send the rest")
+                              hint="calls it completed are cached; re-run to send the rest (a new worker replaces it)")
         fut = asyncio.get_running_loop().create_future()
         self.pending[n] = (fut, stage, model)
         self.writer.write(f'{{"id":{n},{fields}}}\n'.encode())
