@@ -29,18 +29,19 @@ from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
 from cocoeval.llm.fakeserver import FakeServer
 
 
-def measure(srv: FakeServer, cache: Path, a: argparse.Namespace, processes: int) -> Runner:
-    def call(text: str, stage: str = "bench") -> Call:
-        return Call(model=f"openai-compatible/bench@{srv.openai_base}", stage=stage,
-                    request=GenerateRequest(messages=[Message(role="user", content=text)], max_tokens=16))
+def call(srv: FakeServer, text: str, stage: str = "bench") -> Call:
+    return Call(model=f"openai-compatible/bench@{srv.openai_base}", stage=stage,
+                request=GenerateRequest(messages=[Message(role="user", content=text)], max_tokens=16))
 
+
+def measure(srv: FakeServer, cache: Path, a: argparse.Namespace, processes: int) -> Runner:
     runner = Runner(LLMConfig(cache=str(cache), concurrency=a.concurrency, progress=False, processes=processes))
     t0 = time.perf_counter()
-    runner.run([call(f"warm-up {k}", "warm-up") for k in range(processes)])  # one per worker
+    runner.run([call(srv, f"warm-up {k}", "warm-up") for k in range(processes)])  # one per worker
     startup = time.perf_counter() - t0
     srv.reset()
     t0 = time.perf_counter()
-    out = runner.run([call(f"request {i}") for i in range(a.requests)])
+    out = runner.run([call(srv, f"request {i}") for i in range(a.requests)])
     secs = time.perf_counter() - t0
     ok = sum(r.status == "ok" for r in out)
     ideal = a.concurrency / a.latency
@@ -72,10 +73,7 @@ def main() -> None:
         assert runner is not None
         srv.reset()
         t0 = time.perf_counter()
-        again = runner.run([Call(model=f"openai-compatible/bench@{srv.openai_base}", stage="bench",
-                                 request=GenerateRequest(messages=[Message(role="user", content=f"request {i}")],
-                                                         max_tokens=16))
-                            for i in range(a.requests)])
+        again = runner.run([call(srv, f"request {i}") for i in range(a.requests)])
         secs = time.perf_counter() - t0
         hits = sum(r.cache_hit for r in again)
         print(f"re-run: {a.requests} requests in {secs:.2f} s ({a.requests / secs:.0f} req/s); "

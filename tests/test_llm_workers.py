@@ -222,14 +222,19 @@ def test_workers_inside_a_running_event_loop_as_in_jupyter(tmp_path):
         r.close()
 
 
+def stop_with_calls_in_flight(srv, r: Runner, prompts: list[str], latency_s: float) -> None:
+    """Run ``prompts`` behind one answered 401: the run stops while the others are in flight."""
+    srv.configure(latency_s=latency_s, faults=[{"match": "refused", "kind": "401"}])
+    with pytest.raises(FatalLLMError):
+        r.run(calls(oa(srv), ["refused", *prompts]))
+
+
 def test_a_stopped_run_with_big_requests_leaves_no_cut_line_and_its_calls_are_accounted(srv, tmp_path):
     # 100 KB prompts (over a pipe's 64 KB) and a fatal answer while 7 calls are in flight
-    srv.configure(latency_s=0.5, faults=[{"match": "refused", "kind": "401"}])
     r = runner(tmp_path, concurrency=8)
     big = [p + " " + "x" * 100_000 for p in (f"big {i}" for i in range(16))]
     try:
-        with pytest.raises(FatalLLMError):
-            r.run(calls(oa(srv), ["refused", *big]))
+        stop_with_calls_in_flight(srv, r, big, latency_s=0.5)
         # the next run first waits for the calls the stopped one left in the workers: the
         # concurrency limit holds across the two runs, and those calls are counted
         out = r.run(calls(oa(srv), big[:4] + [f"small {i}" for i in range(20)]))
@@ -243,11 +248,9 @@ def test_a_stopped_run_with_big_requests_leaves_no_cut_line_and_its_calls_are_ac
 
 
 def test_close_waits_for_calls_in_flight_and_every_sent_call_is_cached(srv, tmp_path):
-    srv.configure(latency_s=1.0, faults=[{"match": "refused", "kind": "401"}])
     r = runner(tmp_path, concurrency=8)
     try:
-        with pytest.raises(FatalLLMError):
-            r.run(calls(oa(srv), ["refused"] + [f"late {i}" for i in range(30)]))
+        stop_with_calls_in_flight(srv, r, [f"late {i}" for i in range(30)], latency_s=1.0)
     except BaseException:
         r.close()
         raise
@@ -302,11 +305,9 @@ def test_runs_on_one_event_loop_share_the_workers(tmp_path):
 
 
 def test_a_run_cancelled_while_waiting_for_a_stopped_runs_calls_leaves_the_runner_usable(srv, tmp_path):
-    srv.configure(latency_s=1.5, faults=[{"match": "refused", "kind": "401"}])
     r = runner(tmp_path, concurrency=6)
     try:
-        with pytest.raises(FatalLLMError):
-            r.run(calls(oa(srv), ["refused"] + [f"slow {i}" for i in range(5)]))  # 5 calls left behind
+        stop_with_calls_in_flight(srv, r, [f"slow {i}" for i in range(5)], latency_s=1.5)  # 5 left behind
 
         async def impatient():
             return await asyncio.wait_for(r.arun(calls(oa(srv), ["next"])), 0.3)

@@ -393,7 +393,6 @@ class Runner:
             return CallResult(**base, status="failed", reason=reply["error"]["reason"],
                               detail=str(reply["error"]["detail"])[:500])
         raise_reply(reply, f"{call.model} ({call.tag})")
-        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Close the cache and end the worker processes; refused (with a warning) while a run is

@@ -38,7 +38,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from ..errors import CocoevalError, ConfigError, FatalLLMError
 from .base import GenerateRequest, Provider
@@ -60,7 +60,7 @@ def worker_module(prov: Provider) -> str | None:
     return module if prov.in_workers and module not in ("__main__", "builtins") else None
 
 
-def raise_reply(reply: dict[str, Any], what: str) -> None:
+def raise_reply(reply: dict[str, Any], what: str) -> NoReturn:
     """Raise what a worker's fatal or crash reply says."""
     if "fatal" in reply:
         fatal = reply["fatal"]
