@@ -65,8 +65,8 @@ class LLMConfig(BaseModel):
     """Show a tqdm progress bar."""
     processes: int = Field(1, ge=1, le=64)
     """Processes sending live calls: 1 sends from this process; N > 1 starts N worker processes
-    (once per Runner) that share the sending, and with it the provider SDK's CPU time per request
-    (about 1 ms). Worth it for a fast server at high concurrency (vLLM, llama.cpp on a GPU);
+    (with the first live call, kept for the Runner's later runs) that share the sending, and with
+    it the provider SDK's CPU time per request (about 1.5 ms on a 2-core machine). Worth it for a fast server at high concurrency (vLLM, llama.cpp on a GPU);
     remote APIs answering in seconds rarely need it. Limits, cache and accounting stay here;
     in-process models (local/) always run here."""
     batch: bool = False
