@@ -6,6 +6,7 @@ import argparse
 import datetime as _dt
 import json
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -83,19 +84,45 @@ def _cmd_run(a: argparse.Namespace) -> int:
     run_dir = exp.run(stages, progress=False if a.no_progress else None, llm=llm)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage = json.loads((run_dir / "usage.json").read_text())
+    summary = manifest.get("summary", {})
     print(f"run directory: {run_dir}")
-    for name, s in manifest.get("summary", {}).get("simulate", {}).items():
-        print(f"  setup {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  of {s['continuations']}")
-    for name, s in manifest.get("summary", {}).get("judge", {}).items():
+    for name, s in summary.get("simulate", {}).items():
+        print(f"  setup {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  {s['failed']:>4} failed  "
+              f"of {s['total']}")
+    for name, s in summary.get("judge", {}).items():
         print(f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
-              f"of {s['judgments']}")
+              f"{s['failed']:>4} failed  of {s['total']}")
     t = usage["totals"]
     batched = f", {usage['requests_batched']} through batches" if usage.get("requests_batched") else ""
     print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
           f"{t['failed']} failed); tokens in/out: {t['input_tokens']}/{t['output_tokens']}; "
           f"cost: ${t['cost_usd']:.4f}" + (f" (+{t['cost_unknown_calls']} calls at unknown prices)"
                                             if t["cost_unknown_calls"] else ""))
-    return 0
+    return _run_outcome(summary, a.allow_invalid)
+
+
+def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:
+    """The end summary on stderr when something ended invalid or failed; the exit status."""
+    from .outcome import INVALID_EXIT, bad_count, describe
+
+    if summary.get("warnings"):
+        print(f"{len(summary['warnings'])} warning(s), printed above (manifest.json: summary.warnings)",
+              file=sys.stderr)
+    bad = bad_count(summary)
+    if not bad:
+        return 0
+    print(f"summary: {bad} continuation(s) or judgment(s) ended invalid or failed (they count as invalid in "
+          "the report, never as zeros):", file=sys.stderr)
+    for line in describe(summary):
+        print(f"  {line}", file=sys.stderr)
+    print("  'failed': a call failed; failed calls are not cached, a re-run sends them again. 'invalid': the "
+          "answer could not be used; it is cached, a re-run with the same params gives the same result.",
+          file=sys.stderr)
+    if allow_invalid:
+        print("exit status 0: --allow-invalid", file=sys.stderr)
+        return 0
+    print(f"exit status {INVALID_EXIT} (pass --allow-invalid to exit 0 when this is expected)", file=sys.stderr)
+    return INVALID_EXIT
 
 
 def _cmd_batches(a: argparse.Namespace) -> int:
@@ -149,14 +176,26 @@ def _cmd_batches(a: argparse.Namespace) -> int:
 
 def add_llm_commands(sub: Any) -> None:
     r = sub.add_parser("run", help="run the stages a params file asks for",
-                       description="Run a params file (see params/demo.yaml): build or load the "
-                       "benchmark, simulate every setup, judge references and continuations, write a "
-                       "run directory. Every LLM call is "
-                       "cached: a re-run sends no request and a killed run resumes.")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description=textwrap.fill(
+                           "Run a params file (see params/demo.yaml): build or load the benchmark, simulate "
+                           "every setup, judge references and continuations, write a run directory. Every LLM "
+                           "call is cached: a re-run sends no request and a killed run resumes.", 79),
+                       epilog="exit status:\n"
+                       "  0  everything ended valid (or --allow-invalid)\n"
+                       "  2  bad input, usage or set-up (params file, names, options, API key): the\n"
+                       "     message says what to fix\n"
+                       "  3  the run completed, but some continuations or judgments ended invalid or\n"
+                       "     failed; a summary on stderr gives the counts per setup and judge and the top\n"
+                       "     reasons (a re-run sends the failed calls again)\n"
+                       "  1  an unexpected error (a bug: please report it with the traceback)")
     r.add_argument("params", type=Path, help="params YAML file")
     r.add_argument("--stage", action="append", choices=["simulate", "judge"],
                    help="stage to run, repeatable (default: simulate and judge)")
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
+    r.add_argument("--allow-invalid", action="store_true",
+                   help="exit 0 even when continuations or judgments ended invalid or failed (the summary "
+                   "is printed all the same; e.g. the demo's tiny local model)")
     r.add_argument("--batch", action="store_true",
                    help="send every request that does not depend on an earlier answer (judging, "
                    "whole-continuation simulation) through the OpenAI Batch or Anthropic Message Batches "

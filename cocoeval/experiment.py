@@ -10,13 +10,23 @@ Relative paths in a params file are resolved against the folder of the params fi
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import subprocess
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from . import __version__
 from .bench import BuildConfig, build, load_instances
@@ -25,6 +35,8 @@ from .jsonio import read_json, read_models, write_json, write_jsonl
 from .judge import PROMPTS as JUDGE_PROMPTS
 from .judge import JudgeConfig, judge
 from .llm import LLMConfig, Runner
+from .names import check_name, child_path
+from .outcome import tally
 from .prompts import load_prompt
 from .schema import Continuation, Instance, Judgment
 from .simulate import CHATBOT_SYSTEM_PROMPT, Setup, simulate
@@ -82,17 +94,33 @@ class ExperimentParams(BaseModel):
     taxonomy: str | None = None
     """A taxonomy YAML (None: the default)."""
 
+    @field_validator("name")
+    @classmethod
+    def _run_name(cls, v: str) -> str:
+        problem = check_name(v, "run")
+        if problem:
+            raise ValueError(f"run name {problem} (without out:, the run directory is runs/<name>)")
+        return v
+
+    @field_validator("setups", "judges")
+    @classmethod
+    def _names(cls, items: list[Any], info: ValidationInfo) -> list[Any]:
+        """Names become file names (continuations/<setup>.jsonl, judgments/<judge>.jsonl): each a
+        safe file-name component, unique (ignoring case, as some file systems do)."""
+        key, kind = str(info.field_name), str(info.field_name)[:-1]
+        problems = [f"{key}[{i}].name: {p}" for i, s in enumerate(items) if (p := check_name(s.name, kind))]
+        seen = Counter(s.name.lower() for s in items)
+        dup = sorted({s.name for s in items if seen[s.name.lower()] > 1})
+        if dup:
+            problems.append(f"{kind} names must be unique (ignoring case); repeated: {', '.join(dup)}")
+        if problems:
+            raise ValueError("; ".join(problems))
+        return items
+
     @model_validator(mode="after")
     def _check(self) -> ExperimentParams:
         if (self.bench is None) == (self.build is None):
             raise ValueError("give exactly one of 'bench' (a built benchmark folder) or 'build'")
-        for what, items in (("setup", self.setups), ("judge", self.judges)):
-            names = Counter(s.name for s in items)
-            dup = [n for n, c in names.items() if c > 1]
-            if dup:
-                raise ValueError(f"{what} names must be unique; repeated: {', '.join(dup)}")
-        if any(s.name == "reference" for s in self.setups):
-            raise ValueError("'reference' is the human reference; name the setup otherwise")
         return self
 
 
@@ -120,6 +148,55 @@ class Experiment:
         return cfg.model_copy(update=upd)
 
     # ------------------------------------------------------------------ stages
+    def output_paths(self) -> tuple[dict[str, Path], dict[str, Path]]:
+        """{setup: its continuations file}, {judge: its judgments file}. Refuses (ConfigError)
+        a name that is no safe file name, leaves the run directory or repeats (ignoring case),
+        also when the params were changed after loading (e.g. a setup appended in a notebook)."""
+        out = []
+        for key, kind, items in (("continuations", "setup", self.params.setups),
+                                 ("judgments", "judge", self.params.judges)):
+            paths = {x.name: child_path(self.run_dir / key, x.name, kind=kind, source=self.source) for x in items}
+            if len({n.lower() for n in paths}) < len(items):
+                raise ConfigError(f"{self.source or 'params'}: {kind} names must be unique (ignoring case)",
+                                  hint=f"rename the repeated {kind}s")
+            out.append(paths)
+        return out[0], out[1]
+
+    def _continuations_to_judge(self, paths: dict[str, Path], insts: list[Instance],
+                                warn: Callable[[str], None]) -> dict[str, list[Continuation]]:
+        """Every continuation in the files of the params' setups (the ok ones are judged); says
+        which setup has no file, which continuations another setup version made, which belong to
+        instances this params file does not select (those are not judged)."""
+        ids = {i.id for i in insts}
+        out: dict[str, list[Continuation]] = {}
+        for s in self.params.setups:
+            p, rel = paths[s.name], paths[s.name].relative_to(self.run_dir)
+            if not p.exists():
+                warn(f"setup {s.name}: no {rel} in the run directory, so nothing of it was judged "
+                                "(run the simulate stage)")
+                continue
+            conts = out[s.name] = read_models(p, Continuation)
+            sid = s.setup_id(self.taxonomy)
+            if stale := sum(c.setup_id != sid for c in conts):
+                warn(f"setup {s.name}: {stale} continuation(s) in {rel} were simulated with other "
+                                f"settings (setup id is now {sid}); judged under their own setup id; "
+                                "run the simulate stage to replace them")
+            if outside := sum(c.instance_id not in ids for c in conts):
+                warn(f"setup {s.name}: {outside} continuation(s) in {rel} are of instances this params "
+                                "file does not select; not judged")
+        return out
+
+    def _orphans(self, paths: dict[str, Path]) -> list[str]:
+        """Continuation files in the run directory that no setup of the params names (an earlier
+        params version, a renamed setup): not judged, and said so."""
+        cdir = self.run_dir / "continuations"
+        known = {p.resolve() for p in paths.values()}
+        found = sorted(p for p in cdir.rglob("*.jsonl") if p.resolve() not in known) if cdir.is_dir() else []
+        return [f"{p.relative_to(self.run_dir)}: continuations of no setup in {self.source or 'the params'} "
+                "(an earlier params version or a renamed setup?); not judged. Add the setup back to judge "
+                "them, or move the file out of the run directory (reports read every file there)"
+                for p in found]
+
     def bench_dir(self) -> Path:
         if self.params.bench:
             return self.resolve(self.params.bench)
@@ -186,7 +263,9 @@ class Experiment:
     def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None,
             llm: dict[str, Any] | None = None) -> Path:
         """Run the stages; returns the run directory. ``llm`` overrides settings of the params
-        file's ``llm:`` section for this run (e.g. ``{"batch": True}``)."""
+        file's ``llm:`` section for this run (e.g. ``{"batch": True}``). The manifest's ``summary``
+        counts per stage what ended ok / invalid / failed (``outcome.tally``) and lists warnings."""
+        cpaths, jpaths = self.output_paths()  # refuses unsafe names before anything is written
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started = _now()
         cfg = self.llm_config()
@@ -202,36 +281,37 @@ class Experiment:
         insts = self.prepare_instances()
         runner = Runner(cfg)
         summary: dict[str, Any] = {}
+        warnings: list[str] = []
+
+        def warn(msg: str) -> None:  # on stderr as it happens (cocoeval run), and in the summary
+            warnings.append(msg)
+            logging.getLogger("cocoeval").warning("warning: %s", msg)
+
         try:
             if "simulate" in stages and self.params.setups:
-                cdir = self.run_dir / "continuations"
-
                 def save(_round: int, partial: dict[str, list[Continuation]]) -> None:
                     for name, conts in partial.items():
-                        write_jsonl(cdir / f"{name}.jsonl", conts)
+                        write_jsonl(cpaths[name], conts)
 
                 result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save)
                 save(-1, result)
-                summary["simulate"] = {
-                    name: {"continuations": len(cs), "ok": sum(c.status == "ok" for c in cs),
-                           "invalid": sum(c.status == "invalid" for c in cs)}
-                    for name, cs in result.items()}
+                summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
             if "judge" in stages and self.params.judges:
-                conts = read_run(self.run_dir)["continuations"] if (self.run_dir / "continuations").exists() else {}
-                conts = {k: v for k, v in conts.items() if k in {s.name for s in self.params.setups}}
-                jdir = self.run_dir / "judgments"
+                conts = self._continuations_to_judge(cpaths, insts, warn)
+                if "simulate" not in summary and conts:
+                    summary["simulate"] = {name: tally(cs) for name, cs in conts.items()}
+                    summary["simulate_from_files"] = True
 
                 def save_j(_round: int, partial: dict[str, list[Judgment]]) -> None:
                     for name, js in partial.items():
-                        write_jsonl(jdir / f"{name}.jsonl", js)
+                        write_jsonl(jpaths[name], js)
 
                 jres = judge(insts, conts, self.params.judges, runner, taxonomy=self.taxonomy, on_round=save_j)
                 save_j(-1, jres)
-                summary["judge"] = {
-                    name: {"judgments": len(js), "ok": sum(j.status == "ok" for j in js),
-                           "repaired": sum(j.status == "repaired" for j in js),
-                           "invalid": sum(j.status == "invalid" for j in js)}
-                    for name, js in jres.items()}
+                summary["judge"] = {name: tally(js) for name, js in jres.items()}
+            for msg in self._orphans(cpaths):
+                warn(msg)
+            summary["warnings"] = warnings
         finally:
             write_json(self.run_dir / "usage.json", {"rows": runner.ledger.rows(),
                                                      "totals": runner.ledger.totals(),
@@ -272,7 +352,8 @@ def load_params(path: str | Path) -> Experiment:
     try:
         params = ExperimentParams.model_validate(data)
     except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(top)'}: {err['msg']}" for err in e.errors()[:5])
+        errs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(top)'}: {err['msg'].removeprefix('Value error, ')}"
+                         for err in e.errors()[:5])
         raise InputError(errs, file=str(p), hint="see params/demo.yaml for the shape; "
                                                  "fields are documented in cocoeval/experiment.py") from None
     return Experiment(params, p.resolve().parent, str(p))
