@@ -23,7 +23,7 @@ install-local: $(VENV)/.installed-local
 
 ## The main job (offline, no API key): demo data -> benchmark -> simulations on the local model
 demo: install-local
-	$(VENV)/bin/cocoeval run params/demo.yaml
+	$(VENV)/bin/cocoeval run params/demo.yaml --allow-invalid
 	$(VENV)/bin/cocoeval report runs/demo --out runs/demo/report
 	$(VENV)/bin/cocoeval notebooks params/demo.yaml --out runs/demo/notebooks --figures figures
 

@@ -76,7 +76,8 @@ class ExperimentParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    """Run name; the run directory defaults to runs/<name> beside the params folder."""
+    """Run name, a safe file name (``cocoeval.names``); the run directory defaults to runs/<name>
+    beside the params folder."""
     out: str | None = None
     """Run directory."""
     bench: str | None = None

@@ -35,7 +35,8 @@ class JudgeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    """Label used in files and tables."""
+    """Label used in files (judgments/<name>.jsonl) and tables; in a params file a safe file name
+    (``cocoeval.names``), not 'human'."""
     model: str
     """Judge model spec, e.g. openai/o4-mini."""
     kind: list[Kind] = Field(default_factory=lambda: ["overall", "fine_grained"])

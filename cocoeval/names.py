@@ -18,8 +18,8 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 NAME_RULE = ("1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit "
              "(no '/', '\\', '..' or spaces)")
 RESERVED: dict[str, dict[str, str]] = {
-    "setup": {"reference": "the human reference is judged under this name"},
-    "judge": {"human": "human annotations are stored as judgments/human.jsonl (judge ids human:<annotator>)"},
+    "setup": {"reference": "for the human reference, judged under this name"},
+    "judge": {"human": "for human annotations (judgments/human.jsonl, judge ids human:<annotator>)"},
 }
 """Names refused per kind, with the reason; compared case-insensitively (a case-insensitive file
 system would put 'Human' and 'human' in one file). 'human:<x>' is refused by the character rule."""
@@ -31,7 +31,7 @@ def check_name(name: object, kind: str) -> str | None:
         return f"{name!r} cannot be a file name: use {NAME_RULE}"
     why = RESERVED.get(kind, {}).get(name.lower())
     if why:
-        return f"{name!r} is reserved ({why}); name the {kind} otherwise"
+        return f"{name!r} is reserved {why}; name the {kind} otherwise"
     return None
 
 

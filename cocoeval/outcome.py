@@ -22,7 +22,7 @@ STAGES = {"simulate": "setup", "judge": "judge"}
 
 def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> dict[str, Any]:
     """{total, ok, repaired, invalid, failed, reasons: {reason: count}} of continuations or
-    judgments; reasons are grouped with their numbers replaced by N."""
+    judgments; reasons are grouped without their details in brackets and with numbers as N."""
     n: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     for x in items:
@@ -32,7 +32,7 @@ def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> dict[str, A
             continue
         why = x.reason or "(no reason recorded)"
         n["failed" if why.startswith("call failed") else "invalid"] += 1
-        reasons[re.sub(r"\d+", "N", why)[:160]] += 1
+        reasons[re.sub(r"\d+", "N", why.split(" (", 1)[0])[:120]] += 1  # grouped without the details
     return {"total": n["total"], "ok": n["ok"], "repaired": n["repaired"], "invalid": n["invalid"],
             "failed": n["failed"], "reasons": dict(reasons.most_common(top))}
 

@@ -33,7 +33,8 @@ class Setup(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    """Label used in files, tables and charts."""
+    """Label used in files (continuations/<name>.jsonl), tables and charts; in a params file a safe
+    file name (``cocoeval.names``), not 'reference'."""
     model: str
     """Simulator model spec, e.g. openai/gpt-4.1 or a fine-tuned openai/ft:gpt-4.1-...:id."""
     prompt: str = "vanilla"
