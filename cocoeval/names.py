@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import ConfigError
 
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 NAME_RULE = ("1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit "
              "(no '/', '\\', '..' or spaces)")
 RESERVED: dict[str, dict[str, str]] = {
@@ -27,7 +27,7 @@ system would put 'Human' and 'human' in one file). 'human:<x>' is refused by the
 
 def check_name(name: object, kind: str) -> str | None:
     """None when ``name`` is a valid ``kind`` name ('setup', 'judge', 'run'), else the problem."""
-    if not isinstance(name, str) or not NAME_RE.match(name) or ".." in name:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
         return f"{name!r} cannot be a file name: use {NAME_RULE}"
     why = RESERVED.get(kind, {}).get(name.lower())
     if why:

@@ -50,6 +50,7 @@ def _cli(params, *flags):
     ({"setups": [{"name": "", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
     ({"setups": [{"name": ".", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
     ({"setups": [{"name": "a..b", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
+    ({"setups": [{"name": "x\n", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
     ({"setups": [{"name": "Reference", "model": "openai/gpt-4.1"}]}, "setups[0].name", "reserved"),
     ({"judges": [{"name": "human", "model": "openai/o4-mini"}]}, "judges[0].name", "reserved for human"),
     ({"judges": [{"name": "Human", "model": "openai/o4-mini"}]}, "judges[0].name", "reserved for human"),
