@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import __version__
+from ._annotate_store import check_judge_names, read_human_stores
 from .bench import BuildConfig, build, load_instances
 from .errors import ConfigError, InputError
 from .jsonio import read_json, read_models, write_json, write_jsonl
@@ -93,6 +94,8 @@ class ExperimentParams(BaseModel):
                 raise ValueError(f"{what} names must be unique; repeated: {', '.join(dup)}")
         if any(s.name == "reference" for s in self.setups):
             raise ValueError("'reference' is the human reference; name the setup otherwise")
+        if any(j.name.casefold().split(":")[0] == "human" for j in self.judges):
+            raise ValueError("'human' marks human annotations; name the judge otherwise")
         return self
 
 
@@ -187,6 +190,7 @@ class Experiment:
             llm: dict[str, Any] | None = None) -> Path:
         """Run the stages; returns the run directory. ``llm`` overrides settings of the params
         file's ``llm:`` section for this run (e.g. ``{"batch": True}``)."""
+        check_judge_names(self.run_dir, [j.name for j in self.params.judges])
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started = _now()
         cfg = self.llm_config()
@@ -279,9 +283,12 @@ def load_params(path: str | Path) -> Experiment:
 
 
 def read_run(run_dir: str | Path) -> dict[str, Any]:
-    """Load a run directory: manifest, instances and continuations by setup name."""
+    """Load a run directory: manifest, instances, continuations by setup name and judgments by
+    judge name (``judgments/<judge>.jsonl``) and annotator (``human:<annotator>``, from
+    ``judgments/human/<annotator>.jsonl``)."""
     d = Path(run_dir)
     conts = {p.stem: read_models(p, Continuation) for p in sorted((d / "continuations").glob("*.jsonl"))}
     judgments = {p.stem: read_models(p, Judgment) for p in sorted((d / "judgments").glob("*.jsonl"))}
+    judgments |= read_human_stores(d)
     return {"manifest": read_json(d / "manifest.json"), "instances": read_models(d / "instances.jsonl", Instance),
             "continuations": conts, "judgments": judgments}
