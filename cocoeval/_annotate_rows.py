@@ -68,14 +68,14 @@ def _int(r: dict[str, Any], f: str, repairs: list[str]) -> int | None:
     return int(s) if s and s.isdigit() else None if not s else -1
 
 
-def _behaviours(r: dict[str, Any], jsonl: bool) -> str:
+def _behaviours(r: dict[str, Any], required: bool) -> str:
     v = r.get("behaviours")
     if isinstance(v, list) and all(isinstance(x, str) for x in v):
         return ";".join(v)
     s = _text(r, "behaviours")
-    if s is None and jsonl:
-        raise Reject("behaviours is missing or null on a turn row", None,
-                      'write "" (or []) for a turn with no behaviour')
+    if s is None and required:
+        raise Reject("behaviours is missing or null on a turn row (a short row, or a JSONL null)", None,
+                     'leave the cell empty (JSONL: "" or []) for a turn with no behaviour')
     return s or ""
 
 
@@ -83,9 +83,9 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
                tax: Taxonomy) -> tuple[CellKey, Cell]:
     if not isinstance(r, dict):
         raise Reject(f"expected an object with the columns {', '.join(FIELDS)}, got {type(r).__name__}", r)
-    if not jsonl and (None in r or None in r.values()):
-        raise Reject("the row has " + ("more" if None in r else "fewer") + " cells than the header", "",
-                      "check for a stray or missing comma (quote values that contain commas)")
+    if not jsonl and None in r:
+        raise Reject("the row has more cells than the header", ",".join(r[None]),
+                     "check for a stray comma (quote values that contain commas)")
     annotator = _text(r, "annotator") or ""
     if not annotator:
         raise Reject("no annotator", "", "fill the annotator column")
@@ -126,7 +126,7 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
     for f in ("consistency", "collaborativeness"):
         if _text(r, f):
             raise Reject(f"{f} on a turn row", r.get(f), "scores go on the item's overall row (turn empty)")
-    raw = _behaviours(r, jsonl)
+    raw = _behaviours(r, True)
     names = [x.strip() for x in raw.replace(",", ";").split(";") if x.strip()]
     ids: set[str] = set()
     unknown = []
