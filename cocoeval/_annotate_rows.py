@@ -65,7 +65,7 @@ def _int(r: dict[str, Any], f: str, repairs: list[str]) -> int | None:
         repairs.append(f"{f} {v!r} read as {int(v)}")
         return int(v)
     s = _text(r, f)
-    return int(s) if s and s.isdigit() else None if not s else -1
+    return int(s) if s and s.isascii() and s.isdigit() else None if not s else -1
 
 
 def _behaviours(r: dict[str, Any], required: bool) -> str:
@@ -161,7 +161,7 @@ def rejected(path: Path, problems: list[dict[str, Any]], what: str, hint: str) -
         e = InputError(f"{len(problems)} {what}; nothing was imported:\n"
                        + "\n".join(f"  {p['row']}: {p['reason']}" for p in problems),
                        file=str(path), hint="; ".join([hint, *hints]))
-    e.rejected = [{"file": str(path), "row": p["row"], "value": str(p.get("value", "")),  # type: ignore[attr-defined]
+    e.rejected = [{"file": str(path), "row": p["row"], "value": str(p.get("value", ""))[:200],  # type: ignore[attr-defined]
                    "action": f"rejected: {p['reason']}"} for p in problems]
     return e
 

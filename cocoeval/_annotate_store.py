@@ -58,6 +58,15 @@ def name_problem(annotator: str) -> str | None:
     return None
 
 
+def judge_name_problem(name: str) -> str | None:
+    """Why an LLM judge may not have this name (its answers go to ``judgments/<name>.jsonl``)."""
+    if name.casefold().split(":")[0] == RESERVED:
+        return f"judge name {name!r}: 'human' marks human annotations; name the judge otherwise"
+    if _BAD_NAME.search(name) or name.startswith(".") or not name.strip():
+        return f"judge name {name!r} cannot name a file (no '/', '\\', ':', control characters or leading '.')"
+    return None
+
+
 def read_human_stores(run_dir: str | Path) -> dict[str, list[Judgment]]:
     """``{"human:<annotator>": judgments}`` for every store of the run (for ``read_run``)."""
     out: dict[str, list[Judgment]] = {}
@@ -90,9 +99,8 @@ def check_judge_names(run_dir: str | Path, judges: list[str]) -> None:
     """Refuse LLM judge names that are reserved or already name an annotator of the run."""
     anns = {a.casefold(): a for a in annotator_names(run_dir)}
     for name in judges:
-        if name.casefold() == RESERVED:
-            raise ConfigError(f"judge name {name!r} is reserved for human annotations",
-                              hint="rename the judge in the params file")
+        if bad := judge_name_problem(name):
+            raise ConfigError(bad, hint="rename the judge in the params file")
         if name.casefold() in anns:
             raise ConfigError(f"judge {name!r} has the name of annotator {anns[name.casefold()]!r} of this run "
                               f"({store_path(run_dir, anns[name.casefold()])})",

@@ -19,7 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import __version__
-from ._annotate_store import check_judge_names, read_human_stores
+from ._annotate_store import check_judge_names, judge_name_problem, read_human_stores
 from .bench import BuildConfig, build, load_instances
 from .errors import ConfigError, InputError
 from .jsonio import read_json, read_models, write_json, write_jsonl
@@ -94,8 +94,9 @@ class ExperimentParams(BaseModel):
                 raise ValueError(f"{what} names must be unique; repeated: {', '.join(dup)}")
         if any(s.name == "reference" for s in self.setups):
             raise ValueError("'reference' is the human reference; name the setup otherwise")
-        if any(j.name.casefold().split(":")[0] == "human" for j in self.judges):
-            raise ValueError("'human' marks human annotations; name the judge otherwise")
+        for j in self.judges:
+            if bad := judge_name_problem(j.name):
+                raise ValueError(bad)
         return self
 
 
