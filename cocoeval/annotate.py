@@ -8,6 +8,10 @@ Row format (CSV with a header, or JSONL with the same keys):
 - an overall row leaves ``turn`` empty and gives both Likert scores (integers 1-10).
 ``target`` is ``reference`` or a setup name. Blind exports use ``item_id``, resolved through the
 export's ``key.json``.
+
+``import_into_run`` keeps each annotator's labels in their own store,
+``RUN/judgments/human/<annotator>.jsonl`` (see ``_annotate_store``): imports merge, an identical
+re-import changes nothing, and changed labels or conflicting rows are refused with a list of them.
 """
 
 from __future__ import annotations
@@ -16,19 +20,26 @@ import csv
 import hashlib
 import io
 import random
-from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .jsonio import iter_jsonl, read_json, read_text, write_atomic, write_json, write_jsonl
+from ._annotate_rows import FIELDS, Reject, describe, parse_row, read_rows, rejected
+from ._annotate_store import (
+    LEGACY_STORE,
+    Cell,
+    CellKey,
+    build_judgments,
+    cells_of,
+    name_collisions,
+    sort_key,
+    store_path,
+)
+from .errors import ConfigError, InputError
+from .jsonio import read_json, write_atomic, write_json, write_jsonl
 from .judge import Target, behaviour_counts, targets_for  # noqa: F401  (re-exported for users)
-from .judge_parse import map_behaviour
-from .schema import Judgment, TurnLabel
+from .schema import Judgment
 from .taxonomy import Taxonomy, load_taxonomy
-
-FIELDS = ["annotator", "item_id", "instance_id", "target", "turn", "behaviours", "consistency",
-          "collaborativeness", "note"]
 
 
 def _item_id(seed: int, t: Target) -> str:
@@ -69,87 +80,156 @@ def export_items(run: dict[str, Any], out_dir: str | Path, *, seed: int = 0,
     return {"items": len(items), "rows": len(rows), "folder": str(out)}
 
 
-def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    if path.suffix == ".jsonl":
-        return [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
-    text = read_text(path)
-    reader = csv.DictReader(io.StringIO(text))
-    missing = {"annotator", "turn", "behaviours"} - set(reader.fieldnames or [])
-    if missing:
-        raise InputError(f"CSV header lacks {', '.join(sorted(missing))}", file=str(path),
-                         hint=f"use the columns {', '.join(FIELDS)} (see template.csv of an export)")
-    return [(f"row {n}", r) for n, r in enumerate(reader, start=2)]
+@dataclass
+class Parsed:
+    """The cells of one annotation file, and a note for every repaired or duplicate row."""
+
+    file: str
+    rows: int
+    cells: dict[CellKey, Cell]
+    notes: list[dict[str, str]] = field(default_factory=list)
+    """{file, row, value, action} for every repaired value and every duplicate row."""
 
 
-def import_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path | None = None,
-                       taxonomy: Taxonomy | None = None) -> list[Judgment]:
-    """Turn annotation rows into judgments. Errors name the file, the row and the fix; an
-    annotator who left judged turns unlabelled gets an invalid judgment saying which."""
+def parse_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path | None = None,
+                      taxonomy: Taxonomy | None = None) -> Parsed:
+    """Read an annotation file into cells. Every unusable row and every pair of rows that give
+    different values for the same cell is collected; if there is any, one InputError lists them all
+    (``.rejected``: file, row, value, action) and nothing is imported. Agreeing duplicates are kept
+    once and noted, as is every repaired value."""
     tax = taxonomy or load_taxonomy()
     p = Path(path)
     keymap = read_json(key) if key else {}
     targets = {(t.instance.id, t.name): t for t in targets_for(run["instances"], run["continuations"])}
-    fine: dict[tuple, dict[int, TurnLabel]] = defaultdict(dict)
-    overall: dict[tuple, tuple[int, int]] = {}
-    for where, r in _rows(p):
-        def bad(msg: str, hint: str | None = None, where: str = where) -> InputError:
-            return InputError(msg, file=str(p), record=where, hint=hint)
-
-        annotator = str(r.get("annotator") or "").strip()
-        if not annotator:
-            raise bad("no annotator", "fill the annotator column")
-        if r.get("item_id"):
-            if str(r["item_id"]) not in keymap:
-                raise bad(f"unknown item_id {r['item_id']!r}", "pass the key.json of the export these items came from")
-            k = keymap[str(r["item_id"])]
-            inst_id, target = k["instance_id"], k["target"]
-        else:
-            inst_id, target = str(r.get("instance_id") or ""), str(r.get("target") or "")
-        t = targets.get((inst_id, target))
-        if t is None:
-            raise bad(f"no target {target!r} for instance {inst_id!r} in this run",
-                      "target is 'reference' or a setup name with an ok continuation")
-        gk = (annotator, inst_id, target)
-        turn = str(r.get("turn") or "").strip()
-        if not turn:
-            scores = []
-            for f in ("consistency", "collaborativeness"):
-                v = str(r.get(f) or "").strip()
-                if not v.isdigit() or not 1 <= int(v) <= 10:
-                    raise bad(f"{f} must be an integer from 1 to 10, got {v!r}")
-                scores.append(int(v))
-            overall[gk] = (scores[0], scores[1])
+    rows = read_rows(p)
+    cells: dict[CellKey, Cell] = {}
+    notes: list[dict[str, str]] = []
+    problems: list[dict[str, Any]] = []
+    for where, r in rows:
+        try:
+            k, cell = parse_row(r, p.suffix == ".jsonl", keymap, targets, tax)
+        except Reject as e:
+            problems.append({"row": where, "reason": e.reason, "value": e.value, "hint": e.hint})
             continue
-        if not turn.isdigit() or not 1 <= int(turn) <= len(t.turns):
-            raise bad(f"turn must be 1-{len(t.turns)}, got {turn!r}")
-        idx = int(turn) - 1
-        if idx not in t.judged:
-            raise bad(f"turn {turn} is context only (not annotated in this target)")
-        ids = []
-        for name in [x.strip() for x in str(r.get("behaviours") or "").replace(",", ";").split(";") if x.strip()]:
-            bid, _ = map_behaviour(name, tax)
-            if bid is None:
-                raise bad(f"unknown behaviour {name!r}", "use the taxonomy's names or ids: "
-                          + ", ".join(b.name for b in tax.behaviours))
-            if bid not in ids:
-                ids.append(bid)
-        fine[gk][idx] = TurnLabel(turn=idx, behaviours=ids)
-    out = []
-    for (annotator, inst_id, target), labels in sorted(fine.items()):
-        t = targets[(inst_id, target)]
-        missing = [i + 1 for i in t.judged if i not in labels]
-        out.append(Judgment(
-            instance_id=inst_id, target=t.target_id, target_name=target, judge_id=f"human:{annotator}",
-            judge_name=annotator, kind="fine_grained", taxonomy_hash=tax.hash,
-            labels=[labels[i] for i in sorted(labels)], judged_turns=t.judged,
-            status="invalid" if missing else "ok",
-            reason=f"turns not annotated: {', '.join(map(str, missing))}" if missing else None))
-    for (annotator, inst_id, target), (c, k) in sorted(overall.items()):
-        t = targets[(inst_id, target)]
-        out.append(Judgment(instance_id=inst_id, target=t.target_id, target_name=target,
-                            judge_id=f"human:{annotator}", judge_name=annotator, kind="overall",
-                            taxonomy_hash=tax.hash, consistency=c, collaborativeness=k, judged_turns=t.judged))
-    return out
+        cell.where = where
+        notes += [{"file": str(p), "row": where, "value": cell.raw, "action": f"repaired: {x}"} for x in cell.repairs]
+        first = cells.get(k)
+        if first is None:
+            cells[k] = cell
+        elif first.value == cell.value:
+            notes.append({"file": str(p), "row": where, "value": cell.raw,
+                          "action": f"duplicate of {first.where} (same value); kept once"})
+        else:
+            problems.append({"row": where, "value": cell.raw,
+                             "reason": f"conflict for {describe(k)}: {first.where} gives {first.raw!r}, "
+                                       f"{where} gives {cell.raw!r}"})
+    if problems:
+        raise rejected(p, problems, "rows rejected", "fix or remove these rows and import again")
+    return Parsed(str(p), len(rows), cells, notes)
+
+
+def import_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path | None = None,
+                       taxonomy: Taxonomy | None = None) -> list[Judgment]:
+    """The judgments of one annotation file (nothing is written; see ``import_into_run``). An
+    annotator who left judged turns unlabelled gets an invalid judgment saying which."""
+    tax = taxonomy or load_taxonomy()
+    parsed = parse_annotations(path, run, key=key, taxonomy=tax)
+    targets = {(t.instance.id, t.name): t for t in targets_for(run["instances"], run["continuations"])}
+    return build_judgments(parsed.cells, targets, tax)
+
+
+def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | None = None,
+                    taxonomy: Taxonomy | None = None, replace: bool = False,
+                    dry_run: bool = False) -> dict[str, Any]:
+    """Merge an annotation file into the run's per-annotator stores (``judgments/human/<annotator>.jsonl``).
+
+    New turns and items are added; a value equal to the stored one changes nothing (importing a
+    file twice leaves the stores byte for byte); a different value is a conflict, refused with a
+    list of them unless ``replace``. Annotator names that collide with a judge of the run (or with
+    another annotator, ignoring case) are refused. Nothing is written when anything is refused or
+    with ``dry_run``. Returns the report: rows, per annotator the cells added, unchanged and replaced,
+    and ``notes`` ({file, row, value, action}) for every repaired, duplicate or replaced row."""
+    from .experiment import read_run
+
+    rd = Path(run_dir)
+    tax = taxonomy or load_taxonomy()
+    if (rd / LEGACY_STORE).exists():
+        raise InputError("this run keeps human labels in one file written by an older cocoeval; they are now "
+                         "kept per annotator", file=str(rd / LEGACY_STORE),
+                         hint=f"move that file out of the run (e.g. to {rd / 'human-old.jsonl'}) and import the "
+                         "original annotation files again")
+    run = read_run(rd)
+    run_tax = (run.get("manifest") or {}).get("taxonomy") or {}
+    if run_tax.get("hash") not in (None, tax.hash):
+        raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the import "
+                          f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
+    parsed = parse_annotations(path, run, key=key, taxonomy=tax)
+    p = Path(path)
+    annotators = sorted({k[0] for k in parsed.cells})
+    if clashes := name_collisions(rd, set(annotators)):
+        raise InputError("; ".join(clashes), file=str(p), hint="rename the annotator in the file; "
+                         "nothing was imported")
+    targets = {(t.instance.id, t.name): t for t in targets_for(run["instances"], run["continuations"])}
+    report: dict[str, Any] = {"file": str(p), "rows": parsed.rows, "dry_run": dry_run, "annotators": {},
+                              "notes": list(parsed.notes)}
+    conflicts, writes = [], {}
+    for ann in annotators:
+        stored = run["judgments"].get(f"human:{ann}", [])
+        for j in stored:
+            if j.taxonomy_hash != tax.hash:
+                raise InputError(f"the store of {ann!r} was made with another taxonomy ({j.taxonomy_hash})",
+                                 file=str(store_path(rd, ann)), hint="import with the taxonomy of the run")
+        merged = cells_of(stored, ann)
+        counts = {"added": 0, "unchanged": 0, "replaced": 0}
+        touched = set()
+        for k, cell in parsed.cells.items():
+            if k[0] != ann:
+                continue
+            old = merged.get(k)
+            if old is not None and old.value == cell.value:
+                counts["unchanged"] += 1
+                continue
+            if old is not None and not replace:
+                conflicts.append({"row": cell.where, "value": cell.raw,
+                                  "reason": f"{describe(k)}: stored {old.raw!r}, the file gives {cell.raw!r}"})
+                continue
+            if old is not None:
+                report["notes"].append({"file": str(p), "row": cell.where, "value": cell.raw,
+                                        "action": f"replaced the stored {old.raw!r}"})
+            counts["added" if old is None else "replaced"] += 1
+            merged[k] = cell
+            touched.add((k[1], k[2], k[3] is None))
+        kept = [j for j in stored if (j.instance_id, j.target_name or j.target, j.kind == "overall") not in touched]
+        rebuilt = build_judgments({k: c for k, c in merged.items() if (k[1], k[2], k[3] is None) in touched},
+                                  targets, tax)
+        js = sorted(kept + rebuilt, key=sort_key)
+        out = store_path(rd, ann)
+        writes[out] = js if touched else None
+        bad = [j for j in js if j.status == "invalid"]
+        report["annotators"][ann] = {**counts, "store": str(out), "judgments": len(js), "invalid": len(bad),
+                                     "invalid_reasons": sorted({j.reason or "" for j in bad})[:5],
+                                     "written": bool(touched) and not dry_run}
+    if conflicts:
+        raise rejected(p, conflicts, "rows change labels already imported",
+                        "to correct stored labels on purpose import with --replace (replace=True); "
+                        "labels of another person need their own annotator name")
+    if not dry_run:
+        for out, js in writes.items():
+            if js is not None:
+                write_jsonl(out, js)
+    return report
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    """The import report as text: one line per annotator, one per noted row."""
+    lines = [f"{rep['file']}: {rep['rows']} rows" + (" (dry run: nothing written)" if rep["dry_run"] else "")]
+    for ann, a in rep["annotators"].items():
+        change = "nothing new (already imported)" if not (a["added"] or a["replaced"]) else \
+            f"{a['added']} added, {a['replaced']} replaced, {a['unchanged']} unchanged"
+        lines.append(f"  annotator {ann}: {change} -> {a['store']} ({a['judgments']} judgments"
+                     + (f", {a['invalid']} invalid: {'; '.join(a['invalid_reasons'])}" if a["invalid"] else "") + ")")
+    lines += [f"  {n['row']}: {n['value']!r}: {n['action']}" for n in rep["notes"]]
+    return "\n".join(lines)
 
 
 def export_annotations(judgments: list[Judgment], path: str | Path) -> None:

@@ -95,16 +95,15 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
 
 
 def _cmd_annotate_import(a: argparse.Namespace) -> int:
-    from .annotate import import_annotations
-    from .experiment import read_run
-    from .jsonio import write_jsonl
+    from .annotate import format_report, import_into_run
+    from .jsonio import write_json
+    from .taxonomy import load_taxonomy
 
-    js = import_annotations(a.file, read_run(a.run_dir), key=a.key)
-    out = a.out or a.run_dir / "judgments" / "human.jsonl"
-    write_jsonl(out, js)
-    bad = [j for j in js if j.status == "invalid"]
-    print(f"{len(js)} human judgments from {len({j.judge_id for j in js})} annotator(s) -> {out}"
-          + (f"; {len(bad)} invalid (e.g. {bad[0].reason})" if bad else ""))
+    rep = import_into_run(a.file, a.run_dir, key=a.key, taxonomy=load_taxonomy(a.taxonomy) if a.taxonomy else None,
+                          replace=a.replace, dry_run=a.dry_run)
+    print(format_report(rep))
+    if a.report:
+        write_json(a.report, rep)
     return 0
 
 
@@ -280,11 +279,21 @@ def build_parser() -> argparse.ArgumentParser:
     ae.add_argument("--max-instances", type=int, help="only the first N instances")
     ae.set_defaults(func=_cmd_annotate_export)
 
-    ai = sub.add_parser("annotate-import", help="import human annotations (CSV/JSONL) as judgments")
+    ai = sub.add_parser(
+        "annotate-import", help="import human annotations (CSV/JSONL) as judgments, one store per annotator",
+        description="Merge annotation rows into RUN_DIR/judgments/human/<annotator>.jsonl. New turns and items "
+        "are added; importing the same rows again changes nothing; rows that change stored labels, rows that "
+        "contradict each other, unusable rows and annotator names that clash with a judge are refused with a "
+        "list of them, and nothing is written. Every repaired value (e.g. 'repetitions' read as Repetition) "
+        "and duplicate row is reported.")
     ai.add_argument("file", type=Path, help="filled template.csv, or rows as CSV/JSONL")
     ai.add_argument("run_dir", type=Path, help="the run directory the items came from")
     ai.add_argument("--key", type=Path, help="key.json of a blind export (needed for item_id rows)")
-    ai.add_argument("--out", type=Path, help="output JSONL (default RUN_DIR/judgments/human.jsonl)")
+    ai.add_argument("--replace", action="store_true",
+                    help="let the file's values replace different stored ones of the same annotator (listed)")
+    ai.add_argument("--dry-run", action="store_true", help="check and report, write nothing")
+    ai.add_argument("--taxonomy", type=Path, help="taxonomy YAML of the run (default: the default taxonomy)")
+    ai.add_argument("--report", type=Path, help="also write the report as JSON to this file")
     ai.set_defaults(func=_cmd_annotate_import)
 
     rp = sub.add_parser("report", help="figures and tables of a run",

@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from . import __version__
+from ._annotate_store import check_judge_names, read_human_stores
 from .bench import BuildConfig, build, load_instances
 from .errors import ConfigError, InputError
 from .jsonio import read_json, read_models, write_json, write_jsonl
@@ -267,6 +268,7 @@ class Experiment:
         file's ``llm:`` section for this run (e.g. ``{"batch": True}``). The manifest's ``summary``
         counts per stage what ended ok / invalid / failed (``outcome.tally``) and lists warnings."""
         cpaths, jpaths = self.output_paths()  # refuses unsafe names before anything is written
+        check_judge_names(self.run_dir, [j.name for j in self.params.judges])
         self.run_dir.mkdir(parents=True, exist_ok=True)
         started = _now()
         cfg = self.llm_config()
@@ -361,9 +363,12 @@ def load_params(path: str | Path) -> Experiment:
 
 
 def read_run(run_dir: str | Path) -> dict[str, Any]:
-    """Load a run directory: manifest, instances and continuations by setup name."""
+    """Load a run directory: manifest, instances, continuations by setup name and judgments by
+    judge name (``judgments/<judge>.jsonl``) and annotator (``human:<annotator>``, from
+    ``judgments/human/<annotator>.jsonl``)."""
     d = Path(run_dir)
     conts = {p.stem: read_models(p, Continuation) for p in sorted((d / "continuations").glob("*.jsonl"))}
     judgments = {p.stem: read_models(p, Judgment) for p in sorted((d / "judgments").glob("*.jsonl"))}
+    judgments |= read_human_stores(d)
     return {"manifest": read_json(d / "manifest.json"), "instances": read_models(d / "instances.jsonl", Instance),
             "continuations": conts, "judgments": judgments}

@@ -6,10 +6,25 @@ import csv
 import json
 
 import pytest
+import yaml
 
 from cocoeval import InputError
-from cocoeval.annotate import export_annotations, export_items, import_annotations
-from cocoeval.schema import Continuation
+from cocoeval.annotate import (
+    export_annotations,
+    export_items,
+    format_report,
+    import_annotations,
+    import_into_run,
+    parse_annotations,
+)
+from cocoeval.cli import main
+from cocoeval.errors import ConfigError
+from cocoeval.experiment import load_params, read_run
+from cocoeval.frames import run_frames
+from cocoeval.jsonio import write_json, write_jsonl
+from cocoeval.judge_parse import map_behaviour
+from cocoeval.schema import Continuation, Judgment
+from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import instance
 
@@ -37,7 +52,7 @@ def test_blind_export_then_import(tmp_path):
     for r in rows:
         r["annotator"] = "ann1"
         if r["turn"] == "2":
-            r["behaviours"] = "Repetition; off-topic"
+            r["behaviours"] = "Repetition; Off topic"
         if not r["turn"]:
             r["consistency"], r["collaborativeness"] = "7", "5"
     with (tmp_path / "done.csv").open("w", newline="") as f:
@@ -88,3 +103,289 @@ def test_bad_likert_and_header(tmp_path):
     (tmp_path / "h.csv").write_text("who,what\nx,y\n")
     with pytest.raises(InputError, match="CSV header lacks"):
         import_annotations(tmp_path / "h.csv", run)
+
+
+# ---------------------------------------------------------------- rows: rejected and repaired
+
+def _note(name):
+    """judge_parse's repair note for a behaviour name (its wording is judge_parse's)."""
+    return map_behaviour(name, load_taxonomy())[1]
+
+
+HEAD = "annotator,instance_id,target,turn,behaviours,consistency,collaborativeness\n"
+
+
+def test_every_rejected_row_is_listed_and_nothing_imported(tmp_path):
+    run = _run()
+    (tmp_path / "bad.csv").write_text(HEAD + "ann,d/c0/0,reference,1,Sarcasm\n"
+                                             "ann,d/c0/0,reference,2,\n"
+                                             "ann,d/c0/0,reference,3,Repetition,7\n"
+                                             "ann,d/c0/0,reference,,Repetition,7,7\n"
+                                             "ann,d/c1/0,reference,1\n"
+                                             "ann,d/c1/0,reference,2,,,,x\n"
+                                             "ann,d/c1/0,reference,,,7,\n")
+    with pytest.raises(InputError) as e:
+        import_annotations(tmp_path / "bad.csv", run)
+    msg = str(e.value)
+    assert "6 rows rejected; nothing was imported" in msg and "bad.csv" in msg
+    for needle in ("row 2: unknown behaviour 'Sarcasm'", "row 4: consistency on a turn row",
+                   "row 5: behaviours on a row without a turn", "row 6: behaviours is missing or null on a turn row",
+                   "row 7: the row has more cells than the header",
+                   "row 8: collaborativeness must be an integer from 1 to 10, got ''"):
+        assert needle in msg
+    assert "row 3" not in msg
+    rejected = e.value.rejected
+    assert [(r["row"], r["value"]) for r in rejected][:2] == [("row 2", "Sarcasm"), ("row 4", "7")]
+    assert all(r["file"] == str(tmp_path / "bad.csv") and r["action"].startswith("rejected: ") for r in rejected)
+
+
+def test_repaired_values_are_reported_with_file_row_and_value(tmp_path):
+    run = _run()
+    (tmp_path / "r.csv").write_text(HEAD + "ann,d/c0/0,reference,1,repetitions;Repetition\n"
+                                           "ann,d/c0/0,reference,2,OFF_TOPIC\n"
+                                           "ann,d/c0/0,reference,3,none\n"
+                                           "ann,d/c0/0,reference,,,7,5\n")
+    parsed = parse_annotations(tmp_path / "r.csv", run)
+    notes = [(n["row"], n["value"], n["action"]) for n in parsed.notes]
+    # the note is judge_parse's (a plural is always a repair; a case variant may be)
+    expected = [("row 2", "repetitions;Repetition", f"repaired: {_note('repetitions')}"),
+                ("row 2", "repetitions;Repetition", "repaired: 'Repetition' lists repetition twice; kept once")]
+    expected += [("row 3", "OFF_TOPIC", f"repaired: {_note('OFF_TOPIC')}")] if _note("OFF_TOPIC") else []
+    expected += [("row 4", "none", "repaired: 'none' read as no behaviour")]
+    assert _note("repetitions") and notes == expected
+    assert {n["file"] for n in parsed.notes} == {str(tmp_path / "r.csv")}
+    [fine, over] = import_annotations(tmp_path / "r.csv", run)
+    assert [lb.behaviours for lb in fine.labels] == [["repetition"], ["off_topic"], []]
+    assert fine.status == "repaired" and fine.repairs[0] == f"turn 1: {_note('repetitions')}"
+    assert len(fine.repairs) == len(expected)
+    assert over.status == "ok" and (over.consistency, over.collaborativeness) == (7, 5)
+
+
+def test_jsonl_rows_follow_the_same_rules(tmp_path):
+    run = _run()
+    good = [{"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 1,
+             "behaviours": ["Repetition", "off_topic"]},
+            {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 2, "behaviours": ""},
+            {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "consistency": 7.0,
+             "collaborativeness": 5}]
+    (tmp_path / "g.jsonl").write_text("".join(json.dumps(r) + "\n" for r in good))
+    [fine, over] = import_annotations(tmp_path / "g.jsonl", run)
+    assert fine.labels[0].behaviours == ["repetition", "off_topic"] and over.consistency == 7
+    assert over.status == "repaired" and over.repairs == ["consistency 7.0 read as 7"]
+
+    bad = ['["ann", "d/c0/0"]',
+           json.dumps({**good[1], "behaviours": None}),
+           json.dumps({**good[1], "turn": 3} | {"behaviours": ["Repetition", 3]}),
+           json.dumps({**good[2], "consistency": True}),
+           json.dumps({**good[1], "turn": 3, "annotator": "../x"})]
+    (tmp_path / "b.jsonl").write_text("\n".join(bad) + "\n")
+    with pytest.raises(InputError) as e:
+        import_annotations(tmp_path / "b.jsonl", run)
+    msg = str(e.value)
+    assert "b.jsonl" in msg and "5 rows rejected" in msg
+    for needle in ("line 1: expected an object", "line 2: behaviours is missing or null",
+                   "line 3: behaviours must be text or a number", "line 4: consistency must be text or a number",
+                   "line 5: annotator '../x' cannot name a file"):
+        assert needle in msg
+
+
+def test_conflicting_rows_are_refused_and_agreeing_ones_kept_once(tmp_path):
+    run = _run()
+    rows = (HEAD + "ann,d/c0/0,reference,1,Repetition\nann,d/c0/0,reference,1,repetition\n"
+            "ann,d/c0/0,reference,,,7,5\n")
+    (tmp_path / "dup.csv").write_text(rows)
+    parsed = parse_annotations(tmp_path / "dup.csv", run)
+    assert ("row 3", "duplicate of row 2 (same value); kept once") in [(n["row"], n["action"]) for n in parsed.notes]
+    assert len(parsed.cells) == 2
+    (tmp_path / "c.csv").write_text(rows + "ann,d/c0/0,reference,1,Off topic\nann,d/c0/0,reference,,,8,5\n")
+    with pytest.raises(InputError) as e:
+        parse_annotations(tmp_path / "c.csv", run)
+    msg = str(e.value)
+    assert "conflict for ann, d/c0/0 reference turn 1: row 2 gives 'Repetition', row 5 gives 'Off topic'" in msg
+    assert "conflict for ann, d/c0/0 reference overall: row 4 gives '7, 5', row 6 gives '8, 5'" in msg
+
+
+# ---------------------------------------------------------------- stores in the run directory
+
+def _run_dir(tmp_path, judges=()):
+    run = _run()
+    d = tmp_path / "run"
+    write_jsonl(d / "instances.jsonl", run["instances"])
+    write_jsonl(d / "continuations" / "simA.jsonl", run["continuations"]["simA"])
+    tax = load_taxonomy()
+    write_json(d / "manifest.json", {"taxonomy": {"name": tax.name, "hash": tax.hash},
+                                     "judges": {j: {} for j in judges}})
+    return d
+
+
+def _rows_file(path, annotator, labels, scores=None, target="reference"):
+    """labels: {instance: {turn: behaviours}}; scores: {instance: (c, k)}."""
+    lines = [f"{annotator},{i},{target},{t},{b}" for i, ts in labels.items() for t, b in ts.items()]
+    lines += [f"{annotator},{i},{target},,,{c},{k}" for i, (c, k) in (scores or {}).items()]
+    path.write_text(HEAD + "\n".join(lines) + "\n")
+    return path
+
+
+ALL = {"d/c0/0": {1: "Repetition", 2: "", 3: ""}}
+
+
+def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
+    d = _run_dir(tmp_path)
+    rep = import_into_run(_rows_file(tmp_path / "a1.csv", "ann1", ALL, {"d/c0/0": (7, 5)}), d)
+    assert rep["annotators"]["ann1"] | {"store": None} == {
+        "added": 4, "unchanged": 0, "replaced": 0, "store": None, "judgments": 2, "invalid": 0,
+        "invalid_reasons": [], "written": True}
+    import_into_run(_rows_file(tmp_path / "a2.csv", "ann2", {"d/c0/0": {1: "", 2: "", 3: "Off topic"}}), d)
+    assert sorted(p.name for p in (d / "judgments" / "human").iterdir()) == ["ann1.jsonl", "ann2.jsonl"]
+    js = read_run(d)["judgments"]
+    assert sorted(js) == ["human:ann1", "human:ann2"]
+    assert [lb.behaviours for lb in js["human:ann1"][0].labels] == [["repetition"], [], []]
+    assert js["human:ann2"][0].labels[2].behaviours == ["off_topic"]
+    # ann1 labels a second item: added beside the first
+    rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "", 2: ""}}), d)
+    assert rep["annotators"]["ann1"]["added"] == 2
+    ann1 = read_run(d)["judgments"]["human:ann1"]
+    assert [(j.instance_id, j.kind, j.status) for j in ann1] == [
+        ("d/c0/0", "fine_grained", "ok"), ("d/c1/0", "fine_grained", "invalid"), ("d/c0/0", "overall", "ok")]
+    assert ann1[1].reason == "turns not annotated: 3"
+    f = run_frames(read_run(d))
+    assert set(f.judgments["judge"]) == {"ann1", "ann2"} and f.judgments["human"].all()
+
+
+def test_importing_the_same_file_twice_changes_nothing(tmp_path):
+    d = _run_dir(tmp_path)
+    src = _rows_file(tmp_path / "a.csv", "ann1", ALL, {"d/c0/0": (7, 5)})
+    import_into_run(src, d)
+    store = d / "judgments" / "human" / "ann1.jsonl"
+    before = store.read_bytes()
+    rep = import_into_run(src, d)
+    assert store.read_bytes() == before
+    assert rep["annotators"]["ann1"]["added"] == 0 and rep["annotators"]["ann1"]["unchanged"] == 4
+    assert not rep["annotators"]["ann1"]["written"]
+    assert "nothing new (already imported)" in format_report(rep)
+    # the same labels in another order and spelling change nothing either
+    _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {3: "", 1: "repetition", 2: ""}}, {"d/c0/0": (7, 5)})
+    import_into_run(tmp_path / "b.csv", d)
+    assert store.read_bytes() == before
+
+
+def test_changed_labels_are_a_conflict_unless_replace(tmp_path):
+    d = _run_dir(tmp_path)
+    import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL, {"d/c0/0": (7, 5)}), d)
+    store = d / "judgments" / "human" / "ann1.jsonl"
+    before = store.read_bytes()
+    changed = _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic", 2: "", 3: ""}}, {"d/c0/0": (3, 5)})
+    with pytest.raises(InputError) as e:
+        import_into_run(changed, d)
+    msg = str(e.value)
+    assert "2 rows change labels already imported; nothing was imported" in msg and "b.csv" in msg
+    assert "row 2: ann1, d/c0/0 reference turn 1: stored 'repetition', the file gives 'Off topic'" in msg
+    assert "row 5: ann1, d/c0/0 reference overall: stored '7, 5', the file gives '3, 5'" in msg
+    assert "--replace" in msg and store.read_bytes() == before
+    rep = import_into_run(changed, d, replace=True)
+    assert rep["annotators"]["ann1"] | {"store": None} == {
+        "added": 0, "unchanged": 2, "replaced": 2, "store": None, "judgments": 2, "invalid": 0,
+        "invalid_reasons": [], "written": True}
+    assert [(n["row"], n["action"]) for n in rep["notes"]] == [("row 2", "replaced the stored 'repetition'"),
+                                                               ("row 5", "replaced the stored '7, 5'")]
+    [fine, over] = read_run(d)["judgments"]["human:ann1"]
+    assert fine.labels[0].behaviours == ["off_topic"] and over.consistency == 3
+
+
+def test_replace_drops_the_repair_note_of_the_replaced_turn(tmp_path):
+    d = _run_dir(tmp_path)
+    import_into_run(_rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "repetitions", 2: "", 3: ""}}), d)
+    [j] = read_run(d)["judgments"]["human:ann1"]
+    assert j.status == "repaired" and j.repairs == [f"turn 1: {_note('repetitions')}"]
+    import_into_run(_rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic"}}), d, replace=True)
+    [j] = read_run(d)["judgments"]["human:ann1"]
+    assert j.status == "ok" and j.repairs == [] and j.labels[0].behaviours == ["off_topic"]
+
+
+@pytest.mark.parametrize("text", ["annotator,instance_id,target,turn,behaviours\n", "", "\n\n"])
+def test_header_only_or_empty_file_is_an_error_and_writes_nothing(tmp_path, text):
+    d = _run_dir(tmp_path)
+    (tmp_path / "h.csv").write_text(text)
+    with pytest.raises(InputError, match=r"h\.csv") as e:
+        import_into_run(tmp_path / "h.csv", d)
+    assert "only a header" in str(e.value) or "file is empty" in str(e.value)
+    assert not (d / "judgments").exists()
+
+
+def test_dry_run_writes_nothing(tmp_path):
+    d = _run_dir(tmp_path)
+    rep = import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL), d, dry_run=True)
+    assert rep["annotators"]["ann1"]["added"] == 3 and not rep["annotators"]["ann1"]["written"]
+    assert not (d / "judgments").exists()
+
+
+# ---------------------------------------------------------------- names of judges and annotators
+
+def test_annotator_names_may_not_clash_with_judges_or_each_other(tmp_path):
+    d = _run_dir(tmp_path, judges=["o4-mini"])
+    write_jsonl(d / "judgments" / "judge1.jsonl", [Judgment(
+        instance_id="d/c0/0", target="reference", judge_id="j1", judge_name="judge1", kind="overall",
+        taxonomy_hash=load_taxonomy().hash, consistency=5, collaborativeness=5)])
+    for name, needle in [("judge1", "has the name of the LLM judge 'judge1'"),
+                         ("O4-Mini", "has the name of the LLM judge 'o4-mini'"),
+                         ("Human", "'human' is reserved")]:
+        with pytest.raises(InputError, match=needle):
+            import_into_run(_rows_file(tmp_path / "x.csv", name, ALL), d)
+    assert not (d / "judgments" / "human").exists()
+    import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL), d)
+    with pytest.raises(InputError, match="'Ann1' differs only by case from the existing annotator 'ann1'"):
+        import_into_run(_rows_file(tmp_path / "b.csv", "Ann1", ALL), d)
+
+
+def test_judges_may_not_take_an_annotators_name(tmp_path):
+    d = _run_dir(tmp_path)
+    import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL), d)
+    params = {"name": "x", "out": str(d), "bench": "nowhere", "judges": [{"name": "ANN1", "model": "openai/m"}]}
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(params))
+    with pytest.raises(ConfigError, match="judge 'ANN1' has the name of annotator 'ann1'"):
+        load_params(tmp_path / "p.yaml").run()
+    assert not (d / "usage.json").exists()
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump({**params, "judges": [{"name": "human", "model": "openai/m"}]}))
+    with pytest.raises(InputError, match="'human' marks human annotations"):
+        load_params(tmp_path / "p.yaml")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump({**params, "judges": [{"name": "human/ann1", "model": "m"}]}))
+    with pytest.raises(InputError, match="cannot name a file"):
+        load_params(tmp_path / "p.yaml")
+
+
+def test_a_store_holds_only_its_annotator(tmp_path):
+    d = _run_dir(tmp_path)
+    import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL), d)
+    (d / "judgments" / "human" / "ann1.jsonl").rename(d / "judgments" / "human" / "ann2.jsonl")
+    with pytest.raises(InputError, match="judgment of 'human:ann1' in the store of annotator 'ann2'"):
+        read_run(d)
+
+
+def test_old_single_human_file_is_not_merged_silently(tmp_path):
+    d = _run_dir(tmp_path)
+    write_jsonl(d / "judgments" / "human.jsonl", import_annotations(_rows_file(tmp_path / "a.csv", "ann1", ALL),
+                                                                      _run()))
+    with pytest.raises(InputError, match="older cocoeval") as e:
+        import_into_run(tmp_path / "a.csv", d)
+    assert "move that file out of the run" in str(e.value)
+
+
+def test_run_taxonomy_must_match(tmp_path):
+    d = _run_dir(tmp_path)
+    m = json.loads((d / "manifest.json").read_text())
+    write_json(d / "manifest.json", {**m, "taxonomy": {"name": "other", "hash": "abc"}})
+    with pytest.raises(ConfigError, match="the run uses taxonomy 'other'"):
+        import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL), d)
+
+
+def test_cli_prints_the_report(tmp_path, capsys):
+    d = _run_dir(tmp_path)
+    src = _rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "repetitions", 2: "", 3: ""}})
+    assert main(["annotate-import", str(src), str(d), "--report", str(tmp_path / "rep.json")]) == 0
+    out = capsys.readouterr().out
+    assert "annotator ann1: 3 added, 0 replaced, 0 unchanged" in out
+    assert f"row 2: 'repetitions': repaired: {_note('repetitions')}" in out
+    assert json.loads((tmp_path / "rep.json").read_text())["notes"][0]["row"] == "row 2"
+    _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Sarcasm"}})
+    assert main(["annotate-import", str(tmp_path / "b.csv"), str(d)]) == 2
+    assert "unknown behaviour 'Sarcasm'" in capsys.readouterr().err

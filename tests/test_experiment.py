@@ -176,5 +176,5 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
     out = subprocess.run([sys.executable, "-m", "cocoeval", "annotate-import", str(tmp_path / "ann" / "done.csv"),
                           str(rd), "--key", str(tmp_path / "ann" / "key.json")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    human = read_run(rd)["judgments"]["human"]
+    human = read_run(rd)["judgments"]["human:ann1"]
     assert {j.judge_id for j in human} == {"human:ann1"} and all(j.status == "ok" for j in human)

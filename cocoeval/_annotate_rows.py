@@ -1,0 +1,170 @@
+"""Reading the rows of an annotation file (used by ``cocoeval.annotate``): each row becomes one
+cell or is rejected with a reason. The rules are those of the judges' answers: a required value
+that is missing, null or of the wrong type is rejected; behaviour names go through
+``judge_parse.map_behaviour`` (case, spacing, plural, ids; unknown names are rejected, never
+guessed) and every repair is recorded on the cell.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+from ._annotate_store import Cell, CellKey, name_problem
+from .errors import InputError
+from .jsonio import iter_jsonl, read_text
+from .judge import Target
+from .judge_parse import map_behaviour
+from .taxonomy import Taxonomy
+
+FIELDS = ["annotator", "item_id", "instance_id", "target", "turn", "behaviours", "consistency",
+          "collaborativeness", "note"]
+
+
+_NO_BEHAVIOUR = {"none", "nobehaviour", "nobehaviours", "na", "n/a"}  # as for the judges' answers
+
+
+class Reject(Exception):
+    def __init__(self, reason: str, value: Any = "", hint: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.value, self.hint = reason, value, hint
+
+
+def read_rows(path: Path) -> list[tuple[str, Any]]:
+    if path.suffix == ".jsonl":
+        rows = [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
+    else:
+        reader = csv.DictReader(io.StringIO(read_text(path)))
+        missing = {"annotator", "turn", "behaviours"} - set(reader.fieldnames or [])
+        if missing:
+            raise InputError(f"CSV header lacks {', '.join(sorted(missing))}", file=str(path),
+                             hint=f"use the columns {', '.join(FIELDS)} (see template.csv of an export)")
+        rows = [(f"row {n}", r) for n, r in enumerate(reader, start=2)]
+    if not rows:
+        raise InputError("no annotation rows (only a header); nothing was imported", file=str(path),
+                         hint="fill the rows of template.csv (one per turn and one overall row per item)")
+    return rows
+
+
+def _text(r: dict[str, Any], f: str) -> str | None:
+    """A field as stripped text; None when absent or null."""
+    v = r.get(f)
+    if v is None:
+        return None
+    if isinstance(v, bool | dict | list):
+        raise Reject(f"{f} must be text or a number, got {type(v).__name__} {v!r}", v)
+    return str(v).strip()
+
+
+def _int(r: dict[str, Any], f: str, repairs: list[str]) -> int | None:
+    v = r.get(f)
+    if isinstance(v, float) and v.is_integer():
+        repairs.append(f"{f} {v!r} read as {int(v)}")
+        return int(v)
+    s = _text(r, f)
+    return int(s) if s and s.isascii() and s.isdigit() else None if not s else -1
+
+
+def _behaviours(r: dict[str, Any], required: bool) -> str:
+    v = r.get("behaviours")
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return ";".join(v)
+    s = _text(r, "behaviours")
+    if s is None and required:
+        raise Reject("behaviours is missing or null on a turn row (a short row, or a JSONL null)", None,
+                     'leave the cell empty (JSONL: "" or []) for a turn with no behaviour')
+    return s or ""
+
+
+def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[str, str], Target],
+               tax: Taxonomy) -> tuple[CellKey, Cell]:
+    if not isinstance(r, dict):
+        raise Reject(f"expected an object with the columns {', '.join(FIELDS)}, got {type(r).__name__}", r)
+    if not jsonl and None in r:
+        raise Reject("the row has more cells than the header", ",".join(r[None]),
+                     "check for a stray comma (quote values that contain commas)")
+    annotator = _text(r, "annotator") or ""
+    if not annotator:
+        raise Reject("no annotator", "", "fill the annotator column")
+    if bad := name_problem(annotator):
+        raise Reject(bad, annotator, "use a plain name or id for the annotator")
+    inst_id, target = _text(r, "instance_id") or "", _text(r, "target") or ""
+    item = _text(r, "item_id")
+    if item:
+        if item not in keymap:
+            raise Reject(f"unknown item_id {item!r}", item, "pass the key.json of the export these items came from")
+        k = keymap[item]
+        if (inst_id and inst_id != k["instance_id"]) or (target and target != k["target"]):
+            raise Reject(f"item_id {item!r} is {k['instance_id']} {k['target']}, but the row names "
+                          f"{inst_id or '-'} {target or '-'}", item, "give item_id or instance_id and target")
+        inst_id, target = k["instance_id"], k["target"]
+    t = targets.get((inst_id, target))
+    if t is None:
+        raise Reject(f"no target {target!r} for instance {inst_id!r} in this run", f"{inst_id} {target}",
+                      "target is 'reference' or a setup name with an ok continuation")
+    turn, repairs = _text(r, "turn"), []
+    if not turn:
+        if _behaviours(r, False):
+            raise Reject("behaviours on a row without a turn", r.get("behaviours"),
+                          "an overall row (turn empty) holds only the two scores; put behaviours on turn rows")
+        scores = []
+        for f in ("consistency", "collaborativeness"):
+            v = _int(r, f, repairs)
+            if v is None or not 1 <= v <= 10:
+                raise Reject(f"{f} must be an integer from 1 to 10, got {r.get(f)!r}", r.get(f),
+                              "an overall row (turn empty) needs both scores")
+            scores.append(v)
+        return (annotator, inst_id, target, None), Cell(tuple(scores), "", f"{scores[0]}, {scores[1]}", repairs)
+    n = _int(r, "turn", repairs)
+    if n is None or not 1 <= n <= len(t.turns):
+        raise Reject(f"turn must be 1-{len(t.turns)}, got {r.get('turn')!r}", r.get("turn"))
+    if n - 1 not in t.judged:
+        raise Reject(f"turn {n} is context only (not annotated in this target)", n)
+    for f in ("consistency", "collaborativeness"):
+        if _text(r, f):
+            raise Reject(f"{f} on a turn row", r.get(f), "scores go on the item's overall row (turn empty)")
+    raw = _behaviours(r, True)
+    names = [x.strip() for x in raw.replace(",", ";").split(";") if x.strip()]
+    ids: set[str] = set()
+    unknown = []
+    for name in names:
+        if re.sub(r"[\s_\-/]+", "", name.lower()) in _NO_BEHAVIOUR:
+            if len(names) > 1:
+                raise Reject(f"{name!r} together with behaviours", raw, "leave the cell empty for no behaviour")
+            repairs.append(f"{name!r} read as no behaviour")
+            continue
+        bid, note = map_behaviour(name, tax)
+        if bid is None:
+            unknown.append(name)
+            continue
+        if note:
+            repairs.append(note)
+        if bid in ids:
+            repairs.append(f"{name!r} lists {bid} twice; kept once")
+        ids.add(bid)
+    if unknown:
+        raise Reject(f"unknown behaviour {', '.join(map(repr, unknown))}", raw,
+                      "use the taxonomy's names or ids: " + ", ".join(b.name for b in tax.behaviours))
+    value = tuple(b.id for b in tax.behaviours if b.id in ids)
+    return (annotator, inst_id, target, n - 1), Cell(value, "", raw, repairs)
+
+
+def rejected(path: Path, problems: list[dict[str, Any]], what: str, hint: str) -> InputError:
+    if len(problems) == 1:
+        p = problems[0]
+        e = InputError(p["reason"], file=str(path), record=p["row"], hint=p.get("hint") or hint)
+    else:
+        hints = list(dict.fromkeys(p["hint"] for p in problems if p.get("hint")))
+        e = InputError(f"{len(problems)} {what}; nothing was imported:\n"
+                       + "\n".join(f"  {p['row']}: {p['reason']}" for p in problems),
+                       file=str(path), hint="; ".join([hint, *hints]))
+    e.rejected = [{"file": str(path), "row": p["row"], "value": str(p.get("value", ""))[:200],  # type: ignore[attr-defined]
+                   "action": f"rejected: {p['reason']}"} for p in problems]
+    return e
+
+
+def describe(k: CellKey) -> str:
+    return f"{k[0]}, {k[1]} {k[2]} " + ("overall" if k[3] is None else f"turn {k[3] + 1}")
