@@ -19,7 +19,7 @@ NAME_RULE = ("1 to 100 letters, digits, '.', '_' or '-', starting with a letter 
              "(no '/', '\\', '..' or spaces)")
 RESERVED: dict[str, dict[str, str]] = {
     "setup": {"reference": "for the human reference, judged under this name"},
-    "judge": {"human": "for human annotations (judgments/human.jsonl, judge ids human:<annotator>)"},
+    "judge": {"human": "for human annotations (judgments/human/<annotator>.jsonl, judge ids human:<annotator>)"},
 }
 """Names refused per kind, with the reason; compared case-insensitively (a case-insensitive file
 system would put 'Human' and 'human' in one file). 'human:<x>' is refused by the character rule."""

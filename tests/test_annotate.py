@@ -346,10 +346,10 @@ def test_judges_may_not_take_an_annotators_name(tmp_path):
         load_params(tmp_path / "p.yaml").run()
     assert not (d / "usage.json").exists()
     (tmp_path / "p.yaml").write_text(yaml.safe_dump({**params, "judges": [{"name": "human", "model": "openai/m"}]}))
-    with pytest.raises(InputError, match="'human' marks human annotations"):
+    with pytest.raises(InputError, match="'human' is reserved for human annotations"):
         load_params(tmp_path / "p.yaml")
     (tmp_path / "p.yaml").write_text(yaml.safe_dump({**params, "judges": [{"name": "human/ann1", "model": "m"}]}))
-    with pytest.raises(InputError, match="cannot name a file"):
+    with pytest.raises(InputError, match="cannot be a file name"):
         load_params(tmp_path / "p.yaml")
 
 
