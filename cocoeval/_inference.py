@@ -121,5 +121,7 @@ def verdict(diff: float, p_adj: float | None, alpha: float = ALPHA) -> str | Non
 
 def describe_test(correction: str, family: int, flips: int = FLIPS, alpha: float = ALPHA) -> str:
     """One phrase naming the test, the correction and the family."""
-    return (f"two-sided paired sign-flip test of the mean difference ({flips:,} random flips, exact for "
-            f"small n), {CORRECTION_NAMES[correction]} over {family} tests, α = {alpha:g}")
+    test = f"two-sided paired sign-flip test of the mean difference ({flips:,} random flips, exact for small n)"
+    if family == 0:
+        return f"{test}; no comparison had enough instances, so none was tested and nothing corrected"
+    return f"{test}, {CORRECTION_NAMES[correction]} over {family} tests, α = {alpha:g}"

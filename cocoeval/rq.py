@@ -174,12 +174,18 @@ def by_turns_per_call(f: Frames, run: dict[str, Any], judge: str, resamples: int
     if "distance" in a.tables:
         k = setups_table(run).select("name", "turns_per_call").rename({"name": "target"})
         d = a.tables["distance"].join(k, on="target")
-        summary = d.group_by("turns_per_call").agg(pl.col("distance").mean().alias("mean_distance"),
-                                                    pl.col("target").alias("setups")).sort("turns_per_call")
+        small = d.filter(pl.col("n") < min_n)["target"].to_list()
+        summary = d.filter(pl.col("n") >= min_n).group_by("turns_per_call").agg(
+            pl.col("distance").mean().alias("mean_distance"), pl.col("target").alias("setups"),
+            pl.col("n").min().alias("min_n_instances")).sort("turns_per_call")
         a.tables["distance_by_k"] = summary
-        a.text.insert(0, "Mean profile distance by turns per call: " + "; ".join(
-            f"k = {r['turns_per_call']}: {r['mean_distance']:.2f} ({len(r['setups'])} setup(s))"
-            for r in summary.iter_rows(named=True)) + ".")
+        left_out = (f" Left out (fewer than {min_n} instances): {', '.join(md_escape(x) for x in small)}."
+                    if small else "")
+        a.text.insert(0, ("Mean profile distance by turns per call, over setups with n ≥ " f"{min_n}: " + "; ".join(
+            f"k = {r['turns_per_call']}: {r['mean_distance']:.2f} ({len(r['setups'])} setup(s), n ≥ "
+            f"{r['min_n_instances']} each)" for r in summary.iter_rows(named=True)) + "."
+            if not summary.is_empty() else f"No setup has n ≥ {min_n} instances: turns per call are not compared.")
+            + left_out)
     return a
 
 

@@ -298,7 +298,9 @@ def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000,
         others = np.delete(xb, r, axis=2).mean(axis=2)
         per_rater.append(_spearman_rows(xb[:, :, r], others))
     per_rater_arr = np.array(per_rater)  # (R, B+1)
-    mean_rho = np.nanmean(per_rater_arr, axis=0)
+    with warnings.catch_warnings():  # a resample where every rater's rho is undefined: NaN, dropped below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean_rho = np.nanmean(per_rater_arr, axis=0)
     for r, name in enumerate([*raters, "average (leave-one-out)"]):
         series = per_rater_arr[r] if r < len(raters) else mean_rho
         rows.append({"rater": name, "behaviour": behaviour or "all", **_one_sided(series, len(x), min_n),
