@@ -58,6 +58,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     f = run_frames(read_run(run_dir))
     out = Path(out_dir)
     judge = check_judge(f, judge)
+    jn = md_escape(judge)  # in Markdown
     kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
     figures: dict[str, tuple[list[Path], str]] = {}
@@ -92,17 +93,17 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             fig3 = means
         figures["figure3_behaviours"] = (charts.save(charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
                                                      out / "figure3_behaviours"),
-                                         f"Mean occurrences per behaviour, each setup vs the human reference ({judge})")
+                                         f"Mean occurrences per behaviour, each setup vs the human reference ({jn})")
         figures["dataset_heatmap"] = (charts.save(charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
-                                                  out / "dataset_heatmap"), f"Behaviours per dataset ({judge})")
+                                                  out / "dataset_heatmap"), f"Behaviours per dataset ({jn})")
         if judge is not None:
             per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
-            table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({judge}); "
+            table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
                   f"p: {stats.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
                   "verdict after the correction (verdict empty: not tested, n too small)")
             table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
             table("participants", stats.participants_correlation(f, judge),
-                  f"Spearman: behaviour counts vs participants, human reference, per dataset ({judge}; Table 12)")
+                  f"Spearman: behaviour counts vs participants, human reference, per dataset ({jn}; Table 12)")
             per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
                         .group_by("instance_id", "dataset").agg(total=pl.col("count").sum())
                         .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
@@ -119,14 +120,14 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         lk = with_rates(stats.likert_means(f, **kw), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs (Table 4)")
         figures["likert"] = (charts.save(charts.likert_chart(lk, judge=judge), out / "likert"),
-                             f"Likert scores ({judge})")
-    index = [f"# Report for {md_escape(Path(run_dir).name)}\n",
-             f"Judge shown in the figures: {md_escape(judge)}.",
+                             f"Likert scores ({jn})")
+    paired = tables.get("paired_vs_human")
+    tested = ("Over/under-production (paired_vs_human): "
+              f"{stats.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")
+    index = [f"# Report for {md_escape(Path(run_dir).name)}\n", f"Judge shown in the figures: {jn}.",
              f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
              "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
-             "whisker in the figures; ci_note says why). Over/under-production (paired_vs_human): "
-             f"{stats.describe_test(correction, int(tables['paired_vs_human'][0]['p'].is_not_null().sum()))}"
-             if "paired_vs_human" in tables else "",
+             f"whisker in the figures; ci_note says why). {tested}",
              "Invalid judgments are excluded and counted in invalid_rates.\n", "## Figures\n"]
     index += [f"- **{k}**: {what} — [{paths[0].name}]({paths[0].name}), [{paths[1].name}]({paths[1].name})"
               for k, (paths, what) in figures.items()]

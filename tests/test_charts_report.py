@@ -65,10 +65,18 @@ def test_other_charts(tmp_path):
     per_conv = pl.DataFrame({"dataset": ["d"] * 4, "n_participants": [2, 3, 4, 5], "total": [1, 2, 2, 3]})
     p = charts.participants_chart(per_conv).to_dict()
     assert any("regression" in str(layer.get("transform", "")) for layer in p["layer"])
-    ag = pl.DataFrame({"rater": ["A", "B"], "behaviour": ["all"] * 2, "rho": [0.5, -0.1], "p5": [0.2, -0.4],
-                       "p95": [0.7, 0.2], "significant": [True, False], "n": [30, 30]})
+    ag = pl.DataFrame({"rater": ["A", "B", "C"], "behaviour": ["all"] * 3, "rho": [0.5, -0.1, 0.3],
+                       "p5": [0.2, -0.4, None], "p95": [0.7, 0.2, None], "significant": [True, False, None],
+                       "ci_note": [None, None, "n too small (n=4 < 10)"], "n": [30, 30, 4]})
     a = charts.agreement_chart(ag).to_dict()
-    assert _layers(a)[0]["encoding"]["x"]["field"] == "rho"
+    bars, err, mark = _layers(a)
+    assert bars["encoding"]["x"]["field"] == "rho" and err["encoding"]["x"]["field"] == "p5"
+    assert "isValid(datum.p5)" in err["transform"][0]["filter"] and mark["encoding"]["x"]["field"] == "rho"
+    lk_small = stats.likert_means(f, resamples=100)  # n = 6 < 10: crosses only
+    lk_layers = _layers(charts.likert_chart(lk_small).to_dict())
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in lk_layers] \
+        == ["errorbar", "point", "point"]
+    assert lk_small["ci_low"].is_null().all() and lk_small["ci_note"].str.starts_with("n too small").all()
     for name, ch in {"likert": charts.likert_chart(lk), "heat": charts.dataset_heatmap(by_ds, TAX),
                      "part": charts.participants_chart(per_conv), "agree": charts.agreement_chart(ag)}.items():
         png, svg = charts.save(ch, tmp_path / name)
