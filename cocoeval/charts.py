@@ -23,10 +23,29 @@ def _names(tax: Taxonomy) -> dict[str, str]:
     return {b.id: b.name for b in tax.behaviours}
 
 
+DEFINED = "isValid(datum.{lo}) && isValid(datum.{hi})"
+UNDEFINED_MARK = {"shape": "cross", "color": "#333", "size": 40}
+
+
+def _whiskers(base: alt.Chart, axis: str, lo: str = "ci_low", hi: str = "ci_high", **enc) -> alt.Chart:
+    """Error bars where the interval is defined (see ``_undefined`` for the rest)."""
+    ends = {axis: alt.Y(f"{lo}:Q", title="") if axis == "y" else alt.X(f"{lo}:Q", title=""), f"{axis}2": f"{hi}:Q"}
+    return base.transform_filter(DEFINED.format(lo=lo, hi=hi)).mark_errorbar(ticks=True).encode(**ends, **enc)
+
+
+def _undefined(base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: str = "ci_high",
+               tooltip: list | None = None) -> alt.Chart:
+    """Where the interval is undefined (too few instances, every resample equal): no whisker but
+    a cross at the estimate whose tooltip says why."""
+    enc = {axis: f"{value}:Q", "tooltip": [*(tooltip or []), alt.Tooltip("ci_note:N", title="no interval")]}
+    return base.transform_filter(f"!({DEFINED.format(lo=lo, hi=hi)})").mark_point(**UNDEFINED_MARK).encode(**enc)
+
+
 def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None,
                    setups: list[str] | None = None, columns: int = 3, selectable: bool = False) -> alt.FacetChart:
     """The paper's Figure 3: mean occurrences per continuation of each behaviour, one panel per
-    setup with the human reference alongside (lighter bars), 95% CIs as error bars; colour tells
+    setup with the human reference alongside (lighter bars), 95% CIs as error bars (a cross instead,
+    with the reason in its tooltip, where the interval is undefined); colour tells
     inconsistent from uncollaborative behaviours. Pass ``stats.figure3_means`` rows (with a
     ``panel`` column) to compare each setup with the humans on the same instances; plain
     ``mean_occurrences`` rows use every reference in each panel. ``selectable`` adds a point selection
@@ -61,9 +80,9 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
                  alt.Tooltip("ci_low:Q", format=".2f"), alt.Tooltip("ci_high:Q", format=".2f"), "n:Q"])
     if selectable:
         bars = bars.add_params(alt.selection_point(name="pick", fields=["panel", "series", "behaviour"]))
-    err = base.mark_errorbar(ticks=True).encode(y=alt.Y("ci_low:Q", title=""), y2="ci_high:Q",
-                                                color=alt.value("#333"))
-    return alt.layer(bars, err).properties(width=260, height=170).facet(
+    err = _whiskers(base, "y", color=alt.value("#333"))
+    mark = _undefined(base, "y", "mean", tooltip=["panel:N", "series:N", "name:N", "n:Q"])
+    return alt.layer(bars, err, mark).properties(width=260, height=170).facet(
         facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns)
 
 
@@ -75,8 +94,9 @@ def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.Facet
         x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title="mean score (1-10)"),
         color=alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3")),
         tooltip=["target:N", "score:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
-    err = base.mark_errorbar(ticks=True).encode(x="ci_low:Q", x2="ci_high:Q")
-    return alt.layer(err, pts).properties(width=260).facet(column=alt.Column("score:N", title=None))
+    err = _whiskers(base, "x")
+    mark = _undefined(base, "x", "mean", tooltip=["target:N", "score:N", "n:Q"])
+    return alt.layer(err, pts, mark).properties(width=260).facet(column=alt.Column("score:N", title=None))
 
 
 def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None) -> alt.FacetChart:
@@ -107,14 +127,16 @@ def participants_chart(per_conversation: pl.DataFrame) -> alt.Chart:
 
 
 def agreement_chart(agree: pl.DataFrame) -> alt.Chart:
-    """Leave-one-out Spearman per rater (and the average) with the bootstrap 5th-95th range."""
+    """Leave-one-out Spearman per rater (and the average) with the bootstrap 5th-95th range (the
+    paper's one-sided test; a cross instead where the range is undefined)."""
     base = alt.Chart(_records(agree)).encode(y=alt.Y("rater:N", title=None))
     bars = base.mark_bar().encode(
         x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title="Spearman ρ vs the others"),
         color=alt.Color("significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]),
                         title="5th pct > 0"), tooltip=["rater:N", "behaviour:N", "rho:Q", "p5:Q", "n:Q"])
-    err = base.mark_errorbar(ticks=True).encode(x="p5:Q", x2="p95:Q")
-    return alt.layer(bars, err).properties(width=320)
+    err = _whiskers(base, "x", "p5", "p95")
+    mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=["rater:N", "n:Q"])
+    return alt.layer(bars, err, mark).properties(width=320)
 
 
 def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:

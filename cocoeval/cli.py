@@ -107,10 +107,35 @@ def _cmd_annotate_import(a: argparse.Namespace) -> int:
     return 0
 
 
+def _at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, not {v}")
+        return v
+    return parse
+
+
+def add_analysis_args(p: argparse.ArgumentParser) -> None:
+    from ._inference import CORRECTIONS, MIN_N
+
+    p.add_argument("--resamples", type=_at_least(1), default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--min-n", type=_at_least(2), default=MIN_N,
+                   help=f"intervals and tests need at least this many instances; fewer: shown as 'n too small' "
+                   f"(default {MIN_N})")
+    p.add_argument("--correction", choices=CORRECTIONS, default="bh",
+                   help="multiple-comparison correction of the over/under-production verdicts over behaviours x "
+                   "setups: bh (Benjamini-Hochberg, default), holm or none")
+
+
 def _cmd_report(a: argparse.Namespace) -> int:
     from .report import write_report
 
-    rep = write_report(a.run_dir, a.out, judge=a.judge, resamples=a.resamples, seed=a.seed)
+    rep = write_report(a.run_dir, a.out, judge=a.judge, resamples=a.resamples, seed=a.seed, min_n=a.min_n,
+                       correction=a.correction)
     print(f"judge: {rep['judge']}; {len(rep['figures'])} figures, {len(rep['tables'])} tables in {rep['out']} "
           f"(see {rep['out']}/index.md)")
     return 0
@@ -119,7 +144,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
 def _cmd_notebooks(a: argparse.Namespace) -> int:
     from .notebook import execute_notebooks
 
-    for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples):
+    for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples, min_n=a.min_n,
+                               correction=a.correction):
         print(f"executed {p}")
     print(f"figures in {a.figures}/<notebook>/")
     return 0
@@ -302,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("run_dir", type=Path, help="a run directory")
     rp.add_argument("--out", type=Path, required=True, help="output folder")
     rp.add_argument("--judge", help="judge shown in the figures (default: the first LLM judge)")
-    rp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    add_analysis_args(rp)
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rp.set_defaults(func=_cmd_report)
 
@@ -310,7 +336,7 @@ def build_parser() -> argparse.ArgumentParser:
     nbp.add_argument("params", type=Path, help="params file of the run")
     nbp.add_argument("--out", type=Path, required=True, help="folder for the executed notebooks")
     nbp.add_argument("--figures", type=Path, default=Path("figures"), help="figures folder (default figures/)")
-    nbp.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    add_analysis_args(nbp)
     nbp.set_defaults(func=_cmd_notebooks)
 
     add_llm_commands(sub)

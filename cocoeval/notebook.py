@@ -11,7 +11,7 @@ from . import charts, stats
 from .experiment import Experiment, load_params, read_run
 from .frames import Frames, invalid_rates, run_frames
 from .report import default_judge, markdown_table
-from .rq import Answer
+from .rq import Answer, md_escape
 
 
 @dataclass
@@ -25,10 +25,14 @@ class RunContext:
     def summary_markdown(self) -> str:
         m = self.run["manifest"]
         rates = invalid_rates(self.frames)
-        lines = [f"Run **{m.get('params', {}).get('name', self.run_dir.name)}** ({self.run_dir}), status "
-                 f"{m.get('status')}, cocoeval {m.get('cocoeval_version')}, taxonomy {m.get('taxonomy', {}).get('hash')}.",
-                 f"{len(self.run['instances'])} instances; setups: {', '.join(self.run['continuations']) or 'none'}; "
-                 f"judges: {', '.join(self.run.get('judgments', {})) or 'none'}; figures use judge **{self.judge}**.",
+        e = md_escape
+        lines = [f"Run **{e(m.get('params', {}).get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
+                 f"{e(m.get('status'))}, cocoeval {e(m.get('cocoeval_version'))}, taxonomy "
+                 f"{e(m.get('taxonomy', {}).get('hash'))}.",
+                 f"{len(self.run['instances'])} instances; setups: "
+                 f"{', '.join(e(x) for x in self.run['continuations']) or 'none'}; judges: "
+                 f"{', '.join(e(x) for x in self.run.get('judgments', {})) or 'none'}; figures use judge "
+                 f"**{e(self.judge)}**.",
                  "", "Invalid continuations and judgments (shown beside every statistic):", "",
                  markdown_table(rates)]
         return "\n".join(lines)
@@ -40,7 +44,7 @@ class RunContext:
 
         display(Markdown(answer.markdown()))
         for name, df in answer.tables.items():
-            display(Markdown(f"*{name}*"))
+            display(Markdown(f"*{md_escape(name)}*"))
             display(df)
         saved: list[Path] = []
         for name, ch in answer.charts.items():
@@ -86,10 +90,13 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
 
 
 def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path = "figures",
-                      notebooks_dir: str | Path | None = None, resamples: int = 1000) -> list[Path]:
+                      notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = stats.MIN_N,
+                      correction: str = "bh") -> list[Path]:
     """Execute every notebook headlessly with papermill on a params file's run; executed copies go
     to ``out_dir`` and figures to ``figures_dir/<notebook>/``."""
     import papermill as pm
+
+    stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
 
     nb_dir = Path(notebooks_dir) if notebooks_dir else Path(__file__).resolve().parents[1] / "notebooks"
     out = Path(out_dir)
@@ -99,6 +106,7 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
         target = out / nb.name
         pm.execute_notebook(str(nb), str(target), cwd=str(nb_dir), kernel_name="python3", progress_bar=False,
                             parameters={"params_file": str(Path(params_file).resolve()),
-                                        "figures_dir": str(Path(figures_dir).resolve()), "resamples": resamples})
+                                        "figures_dir": str(Path(figures_dir).resolve()), "resamples": resamples,
+                                        "min_n": min_n, "correction": correction})
         done.append(target)
     return done

@@ -9,19 +9,22 @@ from typing import Any
 import polars as pl
 
 from . import charts, stats
+from .errors import ConfigError
 from .experiment import read_run
 from .frames import REFERENCE, Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
+from .rq import md_escape
 
 
 def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
+    """A Markdown table; null and NaN cells show "–" (undefined), text cells are escaped."""
     if df.is_empty():
         return "_(no rows)_\n"
 
     def fmt(v: Any) -> str:
         if isinstance(v, float):
             return "–" if v != v else f"{v:.{digits}f}"
-        return "" if v is None else str(v)
+        return "–" if v is None else md_escape(v) if isinstance(v, str) else str(v)
 
     head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
     return head + "".join("| " + " | ".join(fmt(v) for v in row) + " |\n" for row in df.iter_rows())
@@ -34,11 +37,29 @@ def default_judge(f: Frames) -> str | None:
     return (llm or every or [None])[0]
 
 
+def check_judge(f: Frames, judge: str | None) -> str | None:
+    """The judge to show: the one asked for (it must have judgments in this run) or the default."""
+    if judge is None:
+        return default_judge(f)
+    known = sorted(set(f.judgments["judge"].unique().to_list()) | set(f.counts["judge"].unique().to_list()))
+    if judge not in known:
+        raise ConfigError(f"judge {judge!r} has no judgments in this run",
+                          hint=f"use one of: {', '.join(known) or '(none: the run has no judgments yet)'}")
+    return judge
+
+
 def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
-                 resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+                 resamples: int = 1000, seed: int = 0, min_n: int = stats.MIN_N,
+                 correction: str = "bh") -> dict[str, Any]:
+    """Every figure and table of a run. Intervals over fewer than ``min_n`` instances (or with
+    every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
+    behaviours x setups with ``correction`` (bh, holm or none)."""
+    stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
     f = run_frames(read_run(run_dir))
     out = Path(out_dir)
-    judge = judge or default_judge(f)
+    judge = check_judge(f, judge)
+    jn = md_escape(judge)  # in Markdown
+    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
     figures: dict[str, tuple[list[Path], str]] = {}
 
@@ -62,42 +83,52 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         return df.join(j, on=["judge", "target"], how="left").join(simulated, on="target", how="left")
 
     if not f.counts.is_empty():
-        means = with_rates(stats.mean_occurrences(f, resamples=resamples, seed=seed), "fine_grained")
+        means = with_rates(stats.mean_occurrences(f, **kw), "fine_grained")
         table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
-        by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), resamples=resamples, seed=seed)
+        by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **kw)
         table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset (Table 11)")
         table("detections", stats.detections(f), "Total detections per behaviour (Tables 3, 9, 10)")
-        fig3 = stats.figure3_means(f, judge, resamples=resamples, seed=seed) if judge else means
+        fig3 = stats.figure3_means(f, judge, **kw) if judge else means
+        if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
+            fig3 = means
         figures["figure3_behaviours"] = (charts.save(charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
                                                      out / "figure3_behaviours"),
-                                         f"Mean occurrences per behaviour, each setup vs the human reference ({judge})")
+                                         f"Mean occurrences per behaviour, each setup vs the human reference ({jn})")
         figures["dataset_heatmap"] = (charts.save(charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
-                                                  out / "dataset_heatmap"), f"Behaviours per dataset ({judge})")
+                                                  out / "dataset_heatmap"), f"Behaviours per dataset ({jn})")
         if judge is not None:
-            per_b, dist = stats.paired_vs_human(f, judge, resamples=resamples, seed=seed)
-            table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({judge})")
+            per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
+            table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
+                  f"p: {stats.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
+                  "verdict after the correction (verdict empty: not tested, n too small)")
             table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
             table("participants", stats.participants_correlation(f, judge),
-                  f"Spearman: behaviour counts vs participants, human reference, per dataset ({judge}; Table 12)")
+                  f"Spearman: behaviour counts vs participants, human reference, per dataset ({jn}; Table 12)")
             per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
                         .group_by("instance_id", "dataset").agg(total=pl.col("count").sum())
                         .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
             figures["participants"] = (charts.save(charts.participants_chart(per_conv), out / "participants"),
                                        "Behaviours per conversation vs participants (human reference)")
         if f.counts["judge"].n_unique() >= 2:
-            agree = stats.agreement(f, resamples=resamples, seed=seed)
+            agree = stats.agreement(f, **kw)
             if not agree.is_empty():
-                table("agreement", agree, "Leave-one-out Spearman agreement (one-sided bootstrap, 5th pct > 0)")
+                table("agreement", agree, "Leave-one-out Spearman agreement (the paper's procedure: one-sided "
+                      "bootstrap over conversations, significant when the 5th percentile > 0, uncorrected)")
                 figures["agreement"] = (charts.save(charts.agreement_chart(agree), out / "agreement"),
                                         "Agreement between judges/annotators")
     if not f.likert.is_empty():
-        lk = with_rates(stats.likert_means(f, resamples=resamples, seed=seed), "overall")
+        lk = with_rates(stats.likert_means(f, **kw), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs (Table 4)")
         figures["likert"] = (charts.save(charts.likert_chart(lk, judge=judge), out / "likert"),
-                             f"Likert scores ({judge})")
-    index = [f"# Report for {Path(run_dir).name}\n", f"Judge shown in the figures: {judge}.",
-             f"Bootstrap: {resamples} resamples over instances, seed {seed}. Invalid judgments are excluded"
-             " and counted in invalid_rates.\n", "## Figures\n"]
+                             f"Likert scores ({jn})")
+    paired = tables.get("paired_vs_human")
+    tested = ("Over/under-production (paired_vs_human): "
+              f"{stats.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")
+    index = [f"# Report for {md_escape(Path(run_dir).name)}\n", f"Judge shown in the figures: {jn}.",
+             f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
+             "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
+             f"whisker in the figures; ci_note says why). {tested}",
+             "Invalid judgments are excluded and counted in invalid_rates.\n", "## Figures\n"]
     index += [f"- **{k}**: {what} — [{paths[0].name}]({paths[0].name}), [{paths[1].name}]({paths[1].name})"
               for k, (paths, what) in figures.items()]
     index += ["\n## Tables\n"] + [f"- **{k}**: {what} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({df.height} rows)"

@@ -4,7 +4,10 @@ paired human-vs-simulated comparisons, leave-one-out Spearman agreement, partici
 Units: a *conversation* is one target (the human reference or one continuation) of one
 instance; resampling is always over instances, so paired quantities keep their pairs.
 Every table carries ``n`` (instances used); invalid judgments are excluded, never zeroed
-(see ``frames.invalid_rates`` for their rates).
+(see ``frames.invalid_rates`` for their rates). An interval over fewer than ``min_n`` instances, or
+whose resamples are all equal, is undefined: ``ci_low``/``ci_high`` null and ``ci_note`` says why.
+Over/under-production verdicts come from a paired sign-flip test corrected over behaviours x
+setups (see ``_inference``); the agreement test is the paper's (one-sided bootstrap, uncorrected).
 """
 
 from __future__ import annotations
@@ -15,9 +18,28 @@ import numpy as np
 import polars as pl
 from scipy import stats as sps
 
+from ._inference import (
+    ALPHA,
+    CORRECTIONS,
+    FLIPS,
+    MIN_N,
+    NO_DIFF,
+    OVER,
+    UNDER,
+    adjust_pvalues,
+    check_params,
+    ci_notes,
+    describe_test,
+    interval,
+    sign_flip_pvalues,
+    too_small,
+    verdict,
+)
 from .frames import REFERENCE, Frames
 
-ALPHA = 0.05
+__all__ = ["ALPHA", "CORRECTIONS", "FLIPS", "MIN_N", "NO_DIFF", "OVER", "UNDER", "adjust_pvalues", "check_params", "ci_notes", "describe_test",
+           "sign_flip_pvalues", "verdict"]
+PERCENTILES = [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)]
 
 
 def boot_index(n: int, resamples: int, seed: int) -> np.ndarray:
@@ -42,8 +64,21 @@ def bootstrap_mean_ci(x: np.ndarray, resamples: int = 1000, seed: int = 0,
     if idx is None:
         idx = boot_index(len(x), resamples, seed)
     boot = resample_means(x, idx)  # (B, k)
-    lo, hi = np.percentile(boot, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)], axis=0)
+    lo, hi = np.percentile(boot, PERCENTILES, axis=0)
     return x.mean(axis=0), lo, hi
+
+
+def _ci_rows(n: int, mean: np.ndarray, boot: np.ndarray, min_n: int) -> list[dict]:
+    """Per column: mean, the interval (None when undefined), its note and n."""
+    lo, hi = np.percentile(boot, PERCENTILES, axis=0)
+    rows = []
+    for k, note in enumerate(ci_notes(n, boot, min_n)):
+        a, b = interval(lo[k], hi[k], note)
+        rows.append({"mean": float(mean[k]), "ci_low": a, "ci_high": b, "ci_note": note, "n": n})
+    return rows
+
+
+CI_SCHEMA = {"mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "ci_note": pl.Utf8}
 
 
 def _matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str], np.ndarray]:
@@ -63,9 +98,11 @@ def _matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str], np.
 
 
 def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000,
-                     seed: int = 0) -> pl.DataFrame:
-    """Mean occurrences per conversation of each behaviour, per group, with 95% bootstrap CIs.
-    Groups of the same size share the seeded draws and are resampled in one matrix product."""
+                     seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
+    """Mean occurrences per conversation of each behaviour, per group, with 95% bootstrap CIs
+    (undefined below ``min_n`` instances or when every resample is equal). Groups of the same
+    size share the seeded draws and are resampled in one matrix product."""
+    check_params(resamples=resamples, min_n=min_n)
     beh = f.taxonomy.ids
     cat = {b.id: b.category for b in f.taxonomy.behaviours}
     keys = list(by)
@@ -88,24 +125,21 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
     by_size: dict[int, list[int]] = {}
     for i, (_, m) in enumerate(mats):
         by_size.setdefault(len(m), []).append(i)
-    stats_of: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+    stats_of: dict[int, list[dict]] = {}
     for n, members in by_size.items():
         x = np.hstack([mats[i][1] for i in members])  # (n, groups * behaviours)
-        mean, lo, hi = bootstrap_mean_ci(x, idx=boot_index(n, resamples, seed))
+        cells = _ci_rows(n, x.mean(axis=0), resample_means(x, boot_index(n, resamples, seed)), min_n)
         for j, i in enumerate(members):
-            sl = slice(j * len(beh), (j + 1) * len(beh))
-            stats_of[i] = (mean[sl], lo[sl], hi[sl])
+            stats_of[i] = cells[j * len(beh): (j + 1) * len(beh)]
     rows = []
-    for i, (key, m) in enumerate(mats):
-        mean, lo, hi = stats_of[i]
+    for i, (key, _) in enumerate(mats):
         for k, b in enumerate(beh):
-            rows.append({**dict(zip(keys, key, strict=True)), "behaviour": b, "category": cat[b], "mean": mean[k],
-                         "ci_low": lo[k], "ci_high": hi[k], "n": len(m)})
-    return pl.DataFrame(rows)
+            rows.append({**dict(zip(keys, key, strict=True)), "behaviour": b, "category": cat[b], **stats_of[i][k]})
+    return pl.DataFrame(rows, schema_overrides=CI_SCHEMA)
 
 
 def figure3_means(f: Frames, judge: str, setups: list[str] | None = None, resamples: int = 1000,
-                  seed: int = 0) -> pl.DataFrame:
+                  seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
     """Rows for Figure 3: per setup (``panel``), its mean occurrences (``series`` simulated) and
     the human reference's on the same instances (``series`` human reference), with CIs."""
     from .charts import HUMAN
@@ -116,7 +150,7 @@ def figure3_means(f: Frames, judge: str, setups: list[str] | None = None, resamp
     for s in names:
         ids = c.filter(pl.col("target") == s)["instance_id"].unique()
         sub = c.filter(pl.col("instance_id").is_in(ids.implode()) & pl.col("target").is_in([s, REFERENCE]))
-        m = mean_occurrences(Frames(**{**f.__dict__, "counts": sub}), resamples=resamples, seed=seed)
+        m = mean_occurrences(Frames(**{**f.__dict__, "counts": sub}), resamples=resamples, seed=seed, min_n=min_n)
         if m.is_empty():
             continue
         parts.append(m.with_columns(panel=pl.lit(s), series=pl.when(pl.col("target") == REFERENCE)
@@ -125,24 +159,61 @@ def figure3_means(f: Frames, judge: str, setups: list[str] | None = None, resamp
 
 
 def likert_means(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000,
-                 seed: int = 0) -> pl.DataFrame:
-    """Mean consistency and collaborativeness per group with 95% bootstrap CIs (Table 4)."""
+                 seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
+    """Mean consistency and collaborativeness per group with 95% bootstrap CIs (Table 4),
+    undefined below ``min_n`` instances or when every resample is equal."""
+    check_params(resamples=resamples, min_n=min_n)
     rows = []
     for key, g in f.likert.group_by(list(by), maintain_order=True):
         m = g.select("consistency", "collaborativeness").to_numpy().astype(float)
-        mean, lo, hi = bootstrap_mean_ci(m, resamples, seed)
+        cells = _ci_rows(len(m), m.mean(axis=0), resample_means(m, boot_index(len(m), resamples, seed)), min_n)
         for k, score in enumerate(("consistency", "collaborativeness")):
-            rows.append({**dict(zip(by, key, strict=True)), "score": score, "mean": mean[k], "ci_low": lo[k],
-                         "ci_high": hi[k], "n": len(m)})
-    return pl.DataFrame(rows) if rows else pl.DataFrame()
+            rows.append({**dict(zip(by, key, strict=True)), "score": score, **cells[k]})
+    return pl.DataFrame(rows, schema_overrides=CI_SCHEMA) if rows else pl.DataFrame()
 
 
-def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0) -> tuple[pl.DataFrame, pl.DataFrame]:
+PAIRED_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "behaviour": pl.Utf8, "mean_sim": pl.Float64,
+                 "mean_human": pl.Float64, "diff": pl.Float64, "diff_ci_low": pl.Float64, "diff_ci_high": pl.Float64,
+                 "ci_note": pl.Utf8, "ratio": pl.Float64, "ratio_ci_low": pl.Float64, "ratio_ci_high": pl.Float64,
+                 "n": pl.Int64, "p": pl.Float64, "p_adj": pl.Float64, "correction": pl.Utf8, "family": pl.Int64,
+                 "verdict": pl.Utf8}
+DISTANCE_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "distance": pl.Float64, "ci_low": pl.Float64,
+                   "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64}
+
+
+def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
+                       flips: int = FLIPS) -> dict[str, np.ndarray | list]:
+    """One setup's (n, k) simulated and human counts on the same instances: per behaviour the
+    difference of means with its paired bootstrap interval (rows resampled as pairs), the ratio,
+    the raw sign-flip p (NaN below ``min_n``: not tested), and the profile distance D's resamples."""
+    n = len(s)
+    idx = boot_index(n, resamples, seed)
+    bs, bh = resample_means(s, idx), resample_means(h, idx)  # the same rows for both: pairs kept
+    diff = bs - bh
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(bh > 0, bs / bh, np.nan)
+        point_ratio = np.where(h.mean(0) > 0, s.mean(0) / h.mean(0), np.nan)
+    with warnings.catch_warnings():  # a behaviour the humans never show has no ratio: NaN, said so
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r_lo, r_hi = np.nanpercentile(np.where(np.isfinite(ratio), ratio, np.nan), PERCENTILES, axis=0)
+    d_lo, d_hi = np.percentile(diff, PERCENTILES, axis=0)
+    p = sign_flip_pvalues(s - h, flips, seed) if n >= min_n else np.full(s.shape[1], np.nan)
+    return {"diff": s.mean(0) - h.mean(0), "diff_lo": d_lo, "diff_hi": d_hi, "notes": ci_notes(n, diff, min_n),
+            "ratio": point_ratio, "ratio_lo": r_lo, "ratio_hi": r_hi, "ratio_notes": ci_notes(n, ratio, min_n),
+            "p": p, "distance_boot": np.abs(diff).sum(axis=1)}
+
+
+def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
+                    correction: str = "bh", flips: int = FLIPS, alpha: float = ALPHA) -> tuple[pl.DataFrame, pl.DataFrame]:
     """For each setup, on the instances where both it and the human reference have valid
     judgments: per-behaviour difference (sim - human) and ratio (sim / human) of means with CIs,
     and the profile distance D = sum over behaviours of |mean_sim - mean_human| (occurrences per
     conversation; 0 = the setup shows each behaviour exactly as often as the humans), with a CI.
-    Instances are resampled as pairs."""
+    Instances are resampled as pairs. Each behaviour x setup with at least ``min_n`` instances is
+    tested (paired sign-flip, raw ``p``); ``p_adj`` corrects the family of every tested behaviour x
+    setup of this judge (``correction``: bh, holm or none) and ``verdict`` says over-produces,
+    under-produces or no significant difference at ``alpha`` (null: not tested, n too small)."""
+    check_params(resamples=resamples, min_n=min_n, correction=correction, flips=flips)
     beh = f.taxonomy.ids
     c = f.counts.filter(pl.col("judge") == judge)
     ref_ids, ref = _matrix(c.filter(pl.col("target") == REFERENCE), beh)
@@ -155,26 +226,32 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0)
             continue
         s = sim[keep]
         h = ref[[ref_pos[ids[k]] for k in keep]]
-        idx = boot_index(len(s), resamples, seed)
-        bs, bh = resample_means(s, idx), resample_means(h, idx)  # the same rows for both: pairs kept
-        diff = bs - bh
-        with np.errstate(divide="ignore", invalid="ignore"):
-            ratio = np.where(bh > 0, bs / bh, np.nan)
-            point_ratio = np.where(h.mean(0) > 0, s.mean(0) / h.mean(0), np.nan)
-        d_lo, d_hi = np.percentile(diff, [2.5, 97.5], axis=0)
-        with warnings.catch_warnings():  # a behaviour the humans never show has no ratio: NaN, said so
-            warnings.simplefilter("ignore", RuntimeWarning)
-            r_lo, r_hi = np.nanpercentile(np.where(np.isfinite(ratio), ratio, np.nan), [2.5, 97.5], axis=0)
+        r = paired_differences(s, h, resamples, seed, min_n=min_n, flips=flips)
         for k, b in enumerate(beh):
+            d_lo, d_hi = interval(r["diff_lo"][k], r["diff_hi"][k], r["notes"][k])
+            q_lo, q_hi = interval(r["ratio_lo"][k], r["ratio_hi"][k], r["ratio_notes"][k])
             per_b.append({"judge": judge, "target": target, "behaviour": b, "mean_sim": s[:, k].mean(),
-                          "mean_human": h[:, k].mean(), "diff": s[:, k].mean() - h[:, k].mean(),
-                          "diff_ci_low": d_lo[k], "diff_ci_high": d_hi[k], "ratio": point_ratio[k],
-                          "ratio_ci_low": r_lo[k], "ratio_ci_high": r_hi[k], "n": len(s)})
-        bd = np.abs(diff).sum(axis=1)
-        lo, hi = np.percentile(bd, [2.5, 97.5])
+                          "mean_human": h[:, k].mean(), "diff": r["diff"][k], "diff_ci_low": d_lo,
+                          "diff_ci_high": d_hi, "ci_note": r["notes"][k],
+                          "ratio": r["ratio"][k] if np.isfinite(r["ratio"][k]) else None,
+                          "ratio_ci_low": q_lo, "ratio_ci_high": q_hi, "n": len(s),
+                          "p": float(r["p"][k]) if np.isfinite(r["p"][k]) else None})
+        note = ci_notes(len(s), r["distance_boot"][:, None], min_n)[0]
+        lo, hi = interval(*np.percentile(r["distance_boot"], PERCENTILES), note)
         dist.append({"judge": judge, "target": target, "distance": float(np.abs(s.mean(0) - h.mean(0)).sum()),
-                     "ci_low": lo, "ci_high": hi, "n": len(s)})
-    return pl.DataFrame(per_b), pl.DataFrame(dist)
+                     "ci_low": lo, "ci_high": hi, "ci_note": note, "n": len(s)})
+    p = np.array([np.nan if row["p"] is None else row["p"] for row in per_b])
+    p_adj = adjust_pvalues(p, correction)
+    family = int(np.isfinite(p).sum())
+    for row, q in zip(per_b, p_adj, strict=True):
+        tested = bool(np.isfinite(q))
+        row.update(p_adj=float(q) if tested else None, correction=correction, family=family,
+                   verdict=verdict(row["diff"], q, alpha) if tested else None)
+    return pl.DataFrame(per_b, schema=PAIRED_SCHEMA), pl.DataFrame(dist, schema=DISTANCE_SCHEMA)
+
+
+AGREE_SCHEMA = {"rho": pl.Float64, "p5": pl.Float64, "p95": pl.Float64, "ci_note": pl.Utf8,
+                "significant": pl.Boolean}
 
 
 def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -187,12 +264,25 @@ def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.where(den > 0, (ra * rb).sum(axis=1) / den, np.nan)
 
 
+def _one_sided(series: np.ndarray, n: int, min_n: int) -> dict:
+    """The paper's test on bootstrap correlations (row 0 = the sample): its 5th-95th percentile
+    range, and significant when the 5th percentile is above 0; both undefined below ``min_n``."""
+    boot = series[1:][np.isfinite(series[1:])]
+    note = too_small(n, min_n) or (ci_notes(n, boot[:, None], min_n)[0] if len(boot) else "undefined in every resample")
+    p5, p95 = (float(np.percentile(boot, 5)), float(np.percentile(boot, 95))) if len(boot) else (None, None)
+    sig = None if too_small(n, min_n) or p5 is None else bool(p5 > 0)
+    lo, hi = (None, None) if note else (p5, p95)
+    return {"rho": float(series[0]), "p5": lo, "p95": hi, "ci_note": note, "significant": sig}
+
+
 def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000, seed: int = 0,
-              behaviour: str | None = None) -> pl.DataFrame:
+              behaviour: str | None = None, *, min_n: int = MIN_N) -> pl.DataFrame:
     """Leave-one-out Spearman: each rater's per-conversation counts against the mean of the
-    others', on the conversations all raters judged validly; averaged over raters. With a
-    one-sided bootstrap over conversations: significant when the 5th percentile is above 0.
+    others', on the conversations all raters judged validly; averaged over raters. The paper's
+    procedure: a one-sided bootstrap over conversations, significant when the 5th percentile is
+    above 0, not corrected for multiple comparisons; no test below ``min_n`` conversations.
     ``behaviour=None`` correlates the total count of all behaviours."""
+    check_params(resamples=resamples, min_n=min_n)
     c = f.counts if behaviour is None else f.counts.filter(pl.col("behaviour") == behaviour)
     tot = c.group_by("judge", "instance_id", "target").agg(pl.col("count").sum())
     raters = raters or sorted(tot["judge"].unique().to_list())
@@ -208,20 +298,21 @@ def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000,
         others = np.delete(xb, r, axis=2).mean(axis=2)
         per_rater.append(_spearman_rows(xb[:, :, r], others))
     per_rater_arr = np.array(per_rater)  # (R, B+1)
-    mean_rho = np.nanmean(per_rater_arr, axis=0)
+    with warnings.catch_warnings():  # a resample where every rater's rho is undefined: NaN, dropped below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean_rho = np.nanmean(per_rater_arr, axis=0)
     for r, name in enumerate([*raters, "average (leave-one-out)"]):
         series = per_rater_arr[r] if r < len(raters) else mean_rho
-        boot = series[1:][np.isfinite(series[1:])]
-        p5 = float(np.percentile(boot, 5)) if len(boot) else np.nan
-        rows.append({"rater": name, "behaviour": behaviour or "all", "rho": float(series[0]), "p5": p5,
-                     "p95": float(np.percentile(boot, 95)) if len(boot) else np.nan,
-                     "significant": bool(p5 > 0), "n": len(x)})
-    return pl.DataFrame(rows)
+        rows.append({"rater": name, "behaviour": behaviour or "all", **_one_sided(series, len(x), min_n),
+                     "n": len(x)})
+    return pl.DataFrame(rows, schema_overrides=AGREE_SCHEMA)
 
 
-def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0) -> pl.DataFrame:
+def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
+                    min_n: int = MIN_N) -> pl.DataFrame:
     """Spearman of a judge's per-conversation counts against the mean of the human annotators',
-    per behaviour and overall, with the one-sided bootstrap test."""
+    per behaviour and overall, with the paper's one-sided bootstrap test (uncorrected)."""
+    check_params(resamples=resamples, min_n=min_n)
     humans = sorted(f.counts.filter(pl.col("human"))["judge"].unique().to_list())
     out = []
     for b in [None, *f.taxonomy.ids]:
@@ -235,11 +326,9 @@ def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0)
         h = wide.select(humans).to_numpy().astype(float).mean(axis=1)
         idx = np.vstack([np.arange(len(j)), boot_index(len(j), resamples, seed)])
         rho = _spearman_rows(j[idx], h[idx])
-        boot = rho[1:][np.isfinite(rho[1:])]
-        p5 = float(np.percentile(boot, 5)) if len(boot) else np.nan
-        out.append({"judge": judge, "behaviour": b or "all", "rho": float(rho[0]), "p5": p5,
-                    "significant": bool(p5 > 0), "n": len(j), "humans": len(humans)})
-    return pl.DataFrame(out)
+        out.append({"judge": judge, "behaviour": b or "all", **_one_sided(rho, len(j), min_n), "n": len(j),
+                    "humans": len(humans)})
+    return pl.DataFrame(out, schema_overrides=AGREE_SCHEMA)
 
 
 def detections(f: Frames) -> pl.DataFrame:

@@ -14,6 +14,8 @@ run_dir: str = ""  # run directory; empty: the one the params file names
 judge: str = ""  # judge shown in figures and text; empty: the first LLM judge of the run
 resamples: int = 1000  # bootstrap resamples over instances
 seed: int = 0  # bootstrap seed
+min_n: int = 10  # intervals and tests need at least this many instances; fewer are shown as "n too small"
+correction: str = "bh"  # over/under-production verdicts corrected over behaviours x setups: "bh", "holm" or "none"
 figures_dir: str = "../figures"  # figures are written to <figures_dir>/<notebook name>/
 run_if_missing: bool = False  # run the params file first when its run directory does not exist'''
 
@@ -45,16 +47,16 @@ summary = bench_summary(ctx.run["instances"], ctx.experiment.bench_dir())
 ctx.show(summary, "00_build_benchmark", figures_dir)''',
         ""),
     "01_rq1_human": ("RQ1: humans", "How often do humans show each inconsistent or uncollaborative behaviour?",
-                     "answer = rq.human_rates(ctx.frames, ctx.judge, resamples, seed)", ""),
+                     "answer = rq.human_rates(ctx.frames, ctx.judge, resamples, seed, min_n=min_n, correction=correction)", ""),
     "02_rq2_vanilla": ("RQ2: vanilla prompting", "Do LLMs prompted plainly to continue the conversation show "
                        "these behaviours as often as the humans did, on the same instances?",
                        'setups = rq.pick_setups(ctx.run, prompt="vanilla", kind="multiparty")\n'
-                       'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ2 — Vanilla prompting vs humans", resamples, seed)',
+                       'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ2 — Vanilla prompting vs humans", resamples, seed, min_n=min_n, correction=correction)',
                        ", setups=setups"),
     "03_rq3_prompting": ("RQ3: taxonomy-guided prompting", "Does telling the simulator about the behaviours (and "
                          "how often the history shows them) bring it closer to the humans, or make it over-produce them?",
                          'setups = rq.pick_setups(ctx.run, kind="multiparty", prompt=lambda p: p in ("vanilla", "taxonomy", "copy_then_continue"))\n'
-                         'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ3 — Taxonomy-guided vs vanilla prompting", resamples, seed)',
+                         'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ3 — Taxonomy-guided vs vanilla prompting", resamples, seed, min_n=min_n, correction=correction)',
                          ", setups=setups"),
     "04_rq4_sft": ("RQ4: fine-tuned simulators", "Do simulators fine-tuned on human continuations (exported with "
                    "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a "
@@ -64,26 +66,26 @@ ctx.show(summary, "00_build_benchmark", figures_dir)''',
                    'display(Markdown(f"{len(train)} train instances give {len(sft_examples(train, 5))} SFT examples per k "\n'
                    '                 "(export: `cocoeval sft-export BENCH --out sft/`)."))\n'
                    'setups = rq.pick_setups(ctx.run, model=lambda m: ":ft:" in m or "/ft:" in m)\n'
-                   'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ4 — Fine-tuned simulators vs humans", resamples, seed)',
+                   'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ4 — Fine-tuned simulators vs humans", resamples, seed, min_n=min_n, correction=correction)',
                    ", setups=setups or None"),
     "05_rq5_turns_per_call": ("RQ5: turns per call", "Does generating 1, 5 or 30 turns per call change how human "
                               "the continuation is?",
-                              "answer = rq.by_turns_per_call(ctx.frames, ctx.run, ctx.judge, resamples, seed)", ""),
+                              "answer = rq.by_turns_per_call(ctx.frames, ctx.run, ctx.judge, resamples, seed, min_n=min_n, correction=correction)", ""),
     "06_generalization": ("Human–AI generalization", "When an LLM simulates the *user* of a chatbot (one turn per "
                           "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns "
                           "are judged.",
                           'setups = rq.pick_setups(ctx.run, kind="human_ai")\n'
-                          'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "Simulated users vs real users", resamples, seed)',
+                          'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "Simulated users vs real users", resamples, seed, min_n=min_n, correction=correction)',
                           ", setups=setups or None"),
     "07_participants": ("Participants", "Do behaviour counts in human conversations grow with the number of "
-                        "participants in the window?", "answer = rq.participants(ctx.frames, ctx.judge)", ""),
+                        "participants in the window?", "answer = rq.participants(ctx.frames, ctx.judge, min_n=min_n)", ""),
     "08_agreement": ("Judge–human agreement", "Do the LLM judges agree with human annotators (leave-one-out "
                      "Spearman, one-sided bootstrap)? Add human labels with the annotator below or with "
                      "`cocoeval annotate-export` / `annotate-import`.",
-                     "answer = rq.agreement_answer(ctx.frames, resamples, seed)", ""),
+                     "answer = rq.agreement_answer(ctx.frames, resamples, seed, min_n=min_n)", ""),
     "09_explore": ("Explore a run", "Browse any run: pick instances, setups, behaviours; click a bar to list the "
                    "turns behind it; annotate a target yourself.",
-                   'from cocoeval.report import write_report\n\nrep = write_report(ctx.run_dir, f"{figures_dir}/09_explore", judge=ctx.judge, resamples=resamples, seed=seed)\n'
+                   'from cocoeval.report import write_report\n\nrep = write_report(ctx.run_dir, f"{figures_dir}/09_explore", judge=ctx.judge, resamples=resamples, seed=seed,\n                   min_n=min_n, correction=correction)\n'
                    'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in `{rep[\'out\']}`."))\n'
                    "answer = None", ""),
 }
@@ -119,6 +121,8 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str) -> 
                                                   "`annotations.csv` in the run directory (import them with "
                                                   "`cocoeval annotate-import`)."))
             cells.append(nbf.v4.new_code_cell(ANNOTATE))
+    for i, cell in enumerate(cells):  # stable ids: regenerating changes only what changed
+        cell["id"] = f"{name[:2]}-{i:02d}"
     nb.cells = cells
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     return nb

@@ -21,23 +21,37 @@ def _layers(spec):
 
 def test_behaviour_bars_spec(tmp_path):
     f = run_frames(make_run())
-    means = stats.mean_occurrences(f, resamples=200)
+    means = stats.mean_occurrences(f, resamples=200, min_n=2)
     ch = charts.behaviour_bars(means, TAX, judge="J")
     d = ch.to_dict()
     assert d["facet"]["field"] == "panel" and d["columns"] == 3
-    bars, err = _layers(d)
+    bars, err, mark = _layers(d)
     assert bars["mark"]["type"] == "bar" and err["mark"]["type"] == "errorbar"
     enc = bars["encoding"]
     assert enc["y"]["field"] == "mean" and enc["color"]["field"] == "category"
     assert enc["xOffset"]["field"] == "series" and enc["opacity"]["field"] == "series"
     assert err["encoding"]["y"]["field"] == "ci_low" and err["encoding"]["y2"]["field"] == "ci_high"
+    # whiskers only where the interval is defined; elsewhere a cross whose tooltip says why
+    assert err["transform"] == [{"filter": charts.DEFINED.format(lo="ci_low", hi="ci_high")}]
+    assert mark["mark"]["type"] == "point" and mark["mark"]["shape"] == "cross"
+    assert mark["transform"][0]["filter"].startswith("!(")
+    assert mark["encoding"]["y"]["field"] == "mean"
+    assert any(t["field"] == "ci_note" for t in mark["encoding"]["tooltip"])
     assert enc["x"]["sort"][0] == "Repetition" and len(enc["x"]["sort"]) == 10
     values = d["data"]["values"]
     assert {v["series"] for v in values} == {"simulated", charts.HUMAN}
     assert {v["panel"] for v in values} == {"sim"}
     assert len(values) == 2 * 10  # aggregated: one row per series and behaviour, not per turn
+    undefined = [v for v in values if v["ci_low"] is None]
+    assert undefined and all(v["ci_high"] is None and v["ci_note"] for v in undefined)  # never shown
+    assert any(v["ci_low"] is not None for v in values)
     paths = charts.save(ch, tmp_path / "fig3")
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[1].read_text().startswith("<svg")
+    # n = 6 under the default minimum: no whisker at all, every bar gets its cross
+    small = charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J").to_dict()
+    assert all(v["ci_low"] is None and v["ci_note"] == "n too small (n=6 < 10)" for v in small["data"]["values"])
+    assert charts.save(charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J"),
+                       tmp_path / "small")[0].stat().st_size > 1000
 
 
 def test_other_charts(tmp_path):
@@ -51,10 +65,18 @@ def test_other_charts(tmp_path):
     per_conv = pl.DataFrame({"dataset": ["d"] * 4, "n_participants": [2, 3, 4, 5], "total": [1, 2, 2, 3]})
     p = charts.participants_chart(per_conv).to_dict()
     assert any("regression" in str(layer.get("transform", "")) for layer in p["layer"])
-    ag = pl.DataFrame({"rater": ["A", "B"], "behaviour": ["all"] * 2, "rho": [0.5, -0.1], "p5": [0.2, -0.4],
-                       "p95": [0.7, 0.2], "significant": [True, False], "n": [30, 30]})
+    ag = pl.DataFrame({"rater": ["A", "B", "C"], "behaviour": ["all"] * 3, "rho": [0.5, -0.1, 0.3],
+                       "p5": [0.2, -0.4, None], "p95": [0.7, 0.2, None], "significant": [True, False, None],
+                       "ci_note": [None, None, "n too small (n=4 < 10)"], "n": [30, 30, 4]})
     a = charts.agreement_chart(ag).to_dict()
-    assert _layers(a)[0]["encoding"]["x"]["field"] == "rho"
+    bars, err, mark = _layers(a)
+    assert bars["encoding"]["x"]["field"] == "rho" and err["encoding"]["x"]["field"] == "p5"
+    assert "isValid(datum.p5)" in err["transform"][0]["filter"] and mark["encoding"]["x"]["field"] == "rho"
+    lk_small = stats.likert_means(f, resamples=100)  # n = 6 < 10: crosses only
+    lk_layers = _layers(charts.likert_chart(lk_small).to_dict())
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in lk_layers] \
+        == ["errorbar", "point", "point"]
+    assert lk_small["ci_low"].is_null().all() and lk_small["ci_note"].str.starts_with("n too small").all()
     for name, ch in {"likert": charts.likert_chart(lk), "heat": charts.dataset_heatmap(by_ds, TAX),
                      "part": charts.participants_chart(per_conv), "agree": charts.agreement_chart(ag)}.items():
         png, svg = charts.save(ch, tmp_path / name)

@@ -84,20 +84,27 @@ def test_frames_exclude_invalid_and_report_rates():
 
 def test_mean_occurrences_hand_computed():
     f = run_frames(make_run())
-    m = mean_occurrences(f, resamples=300)
+    m = mean_occurrences(f, resamples=300, min_n=2)
     ref = m.filter((pl.col("target") == "reference") & (pl.col("behaviour") == "repetition")).row(0, named=True)
     assert ref["mean"] == pytest.approx(np.mean([min(k, 4) for k in range(6)])) and ref["n"] == 6
     assert ref["ci_low"] <= ref["mean"] <= ref["ci_high"]
+    assert ref["ci_note"] is None
+    # never shown: every resample is 0, so there is no interval (not a zero-width one), and it says why
     off = m.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "off_topic")).row(0, named=True)
-    assert off["mean"] == 0 and off["ci_low"] == 0 == off["ci_high"]
-    assert mean_occurrences(f, resamples=300).equals(m)  # deterministic
-    lk = likert_means(f, resamples=300).filter(pl.col("score") == "consistency").row(0, named=True)
+    assert off["mean"] == 0 and off["ci_low"] is None and off["ci_high"] is None
+    assert off["ci_note"] == "degenerate resample (every resample equal)"
+    assert mean_occurrences(f, resamples=300, min_n=2).equals(m)  # deterministic
+    # 6 instances are fewer than the default minimum of 10: every interval is undefined, with n said
+    small = mean_occurrences(f, resamples=300)
+    assert small["ci_low"].is_null().all() and small["ci_high"].is_null().all()
+    assert set(small["ci_note"]) == {"n too small (n=6 < 10)"} and set(small["n"]) == {6}
+    lk = likert_means(f, resamples=300, min_n=2).filter(pl.col("score") == "consistency").row(0, named=True)
     assert lk["mean"] == pytest.approx(np.mean([5 + k % 3 for k in range(6)]))
 
 
 def test_paired_resampling_keeps_pairs():
     f = run_frames(make_run())
-    per_b, dist = paired_vs_human(f, "J", resamples=500)
+    per_b, dist = paired_vs_human(f, "J", resamples=500, min_n=2)
     rep = per_b.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "repetition")).row(0, named=True)
     # sim - human is 1 on instances 0-3 and 0 on 4-5 (both capped at 4): paired CI stays in [0, 1];
     # unpaired resampling would spread it far wider (the counts themselves range 0-4)
