@@ -23,6 +23,7 @@ from .taxonomy import name_key
 _FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)(?:```|\Z)", re.S)
 _OPENER = re.compile(r"\{|\[(?=\s*\{)")
 _DECODER = json.JSONDecoder()
+_WORD = re.compile(r"[^\W\d]\w*")
 _OPENING = {"}": "{", "]": "["}
 _CLOSED_END = set('}]"{[,:')  # an answer may stop after these without cutting a value
 
@@ -43,7 +44,8 @@ class Scan:
 
 def scan(s: str) -> Scan:
     """Walk the brackets of ``s`` (which starts with ``{`` or ``[``), tracking keys and list
-    positions, until the first value closes. Strings in double or single quotes are skipped."""
+    positions, until the first value closes. Strings in double or single quotes and bare words
+    (unquoted keys) are read as possible keys."""
     out = Scan()
     stack: list[_Frame] = []
     i, key = 0, None  # key: the last string, while it may still be followed by ":"
@@ -58,6 +60,9 @@ def scan(s: str) -> Scan:
                 out.in_string = True
                 break
             key, i = "".join(buf), j + 1
+            continue
+        if (m := _WORD.match(s, i)) is not None:  # a bare word: an unquoted key, or true/false/null
+            key, i = m.group(), m.end()
             continue
         if c == ":" and stack and stack[-1].bracket == "{" and key is not None:
             top = stack[-1]
@@ -157,9 +162,9 @@ def extract(text: str, repairs: list[str], list_keys: tuple[str, ...] = ()) -> A
             repairs.append("repaired near-valid JSON")
         if fence and not outside:
             repairs.insert(0, "read the JSON inside a code fence")
-        else:
+        elif outside:
             repairs.insert(0, "extracted the JSON from surrounding text")
-    sc = scan(found) if found[:1] in "{[" else Scan()
+    sc = scan(found) if found.startswith(("{", "[")) else Scan()
     if sc.duplicate is not None:
         raise DuplicateKey(value, sc.duplicate[0], sc.duplicate[1])
     return value
