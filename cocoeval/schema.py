@@ -201,7 +201,7 @@ class Judgment(_Model):
     reason: str | None = None
     """Why the judgment is invalid."""
     repairs: list[str] = Field(default_factory=list)
-    """What was repaired in the judge's answer (near-miss names, near-valid JSON...)."""
+    """What was repaired in the judge's answer (a name in another case or plural, near-valid JSON...)."""
     attempts: int = 1
     raw: str | None = None
     """The raw judge answer, kept when it was repaired or invalid."""

@@ -66,6 +66,14 @@ class Taxonomy(BaseModel):
                 if key in seen:
                     raise ValueError(f"duplicate behaviour {attr} {getattr(b, attr)!r}")
                 seen.add(key)
+        owner: dict[str, Behaviour] = {}  # judges' and annotators' names must find one behaviour
+        for b in self.behaviours:
+            for text in (b.id, b.name):
+                for key in _forms(name_key(text)):
+                    other = owner.setdefault(key, b)
+                    if other.id != b.id:
+                        raise ValueError(f"behaviours {other.id!r} and {b.id!r} cannot be told apart once "
+                                         "case, spaces, hyphens, underscores and a plural ending are ignored")
         return self
 
     @property
@@ -83,16 +91,31 @@ class Taxonomy(BaseModel):
         return [b for b in self.behaviours if b.category == category]
 
     def get(self, key: str) -> Behaviour | None:
-        """Find a behaviour by id or name, ignoring case, spaces, hyphens and underscores."""
-        norm = _norm(key)
+        """The behaviour whose id or name is ``key`` up to case, spaces, hyphens, underscores and a
+        plural ending ("Off-topic", "OFF_TOPIC", "Interruptions"); None for anything else. Nothing
+        is guessed: "On topic", "No interruption" or a misspelling are None."""
+        k = name_key(key)
+        if not k:
+            return None
         for b in self.behaviours:
-            if norm in (_norm(b.id), _norm(b.name)):
+            if k in (name_key(b.id), name_key(b.name)):
                 return b
-        return None
+        hits = {b.id: b for b in self.behaviours for t in (name_key(b.id), name_key(b.name))
+                if k in _forms(t) or t in _forms(k)}
+        return next(iter(hits.values())) if len(hits) == 1 else None
 
 
-def _norm(s: str) -> str:
-    return re.sub(r"[\s_\-]+", "", s.strip().lower())
+def name_key(s: str) -> str:
+    """A name with case, whitespace, hyphens and underscores dropped: "Off-topic" -> "offtopic"."""
+    return re.sub(r"[\s_\-]+", "", s.casefold())
+
+
+def _forms(k: str) -> set[str]:
+    """A name key and its plural spellings (only the ending changes, so no word is lost)."""
+    out = {k, k + "s", k + "es"}
+    if k.endswith("y"):
+        out.add(k[:-1] + "ies")
+    return out
 
 
 def default_taxonomy_path() -> Path:

@@ -1,105 +1,85 @@
-"""A corpus of bad judge answers: each ends valid, repaired or invalid with the right reason;
-none becomes a zero count."""
+"""Judge answers validated directly: the corpus of tests/data/judge_answers.yaml (each answer's
+exact outcome) and the strict behaviour-name rules that annotation imports share."""
 
 from __future__ import annotations
 
-import json
+from pathlib import Path
 
 import pytest
+import yaml
 
-from cocoeval.judge_parse import validate_fine, validate_overall
+from cocoeval.judge_parse import map_behaviour, says_none, validate_fine, validate_overall
 from cocoeval.taxonomy import load_taxonomy
 
 TAX = load_taxonomy()
+CORPUS = yaml.safe_load((Path(__file__).parent / "data" / "judge_answers.yaml").read_text(encoding="utf-8"))
+NAMES = ", ".join(b.name for b in TAX.behaviours)
 
 
-def fine(*entries) -> str:
-    return json.dumps({"turns": list(entries)})
+def validate(case: dict):
+    finish = case.get("finish", "stop")
+    if case["kind"] == "fine":
+        return validate_fine(case["answer"], finish, case.get("turns", 3), TAX)
+    return validate_overall(case["answer"], finish)
 
 
-def t(n, *names):
-    return {"turn": n, "behaviours": [{"behaviour": b, "evidence": "ev"} for b in names]}
-
-
-GOOD3 = fine(t(1), t(2, "Repetition"), t(3, "Off topic", "Interruption"))
-
-# (answer, finish_reason, expected status, reason/repair substring, expected labels or None)
-FINE_CORPUS = [
-    (GOOD3, "stop", "ok", None, [[], ["repetition"], ["off_topic", "interruption"]]),
-    ("Here is my analysis:\n" + GOOD3 + "\nHope this helps!", "stop", "repaired", "surrounding text",
-     [[], ["repetition"], ["off_topic", "interruption"]]),
-    ("```json\n" + GOOD3 + "\n```", "stop", "repaired", "surrounding text", [[], ["repetition"], ["off_topic", "interruption"]]),
-    (GOOD3[:-2] + ",]}", "stop", "repaired", "near-valid JSON", [[], ["repetition"], ["off_topic", "interruption"]]),
-    (GOOD3[:-3], "stop", "repaired", "near-valid JSON", [[], ["repetition"], ["off_topic", "interruption"]]),
-    (fine(t(1), t(2, "Off-topic"), t(3, "persistent disagreement")), "stop", "repaired", "'Off-topic' read as 'Off topic'",
-     [[], ["off_topic"], ["persistent_disagreement"]]),
-    (fine(t(1, "Repitition"), t(2), t(3)), "stop", "repaired", "read as 'Repetition'", [["repetition"], [], []]),
-    (fine(t(1, "None"), t(2), t(3, "N/A")), "stop", "repaired", "read as no behaviour", [[], [], []]),
-    (json.dumps([t(1), t(2), t(3)]), "stop", "repaired", "bare list", [[], [], []]),
-    (json.dumps({"turns": [{"turn": "1", "behaviours": ["Repetition"]}, t(2), t(3)]}), "stop", "ok", None,
-     [["repetition"], [], []]),
-    (fine(t(1, "Repetition", "Repetition"), t(2), t(3)), "stop", "ok", None, [["repetition"], [], []]),
-    # errors (re-asked, then invalid)
-    (GOOD3[: len(GOOD3) // 2], "length", "error", "truncated", None),
-    ("", "stop", "error", "empty answer", None),
-    ("   \n ", "stop", "error", "empty answer", None),
-    ("I'm sorry, but I can't help with evaluating this conversation.", "stop", "error", "refusal", None),
-    ("The second turn repeats the first one.", "stop", "error", "no JSON object", None),
-    (fine(t(1), t(2)), "stop", "error", "turns missing from the answer: 3", None),
-    (fine(t(1), t(2), t(2), t(3)), "stop", "error", "turn 2 is listed twice", None),
-    (fine(t(1), t(2), t(3), t(4)), "stop", "error", "turn 4 is out of range 1-3", None),
-    (fine(t(0), t(1), t(2)), "stop", "error", "turn 0 is out of range", None),
-    (fine(t(1, "Sarcasm"), t(2), t(3)), "stop", "error", "unknown behaviour 'Sarcasm'", None),
-    (json.dumps({"labels": []}), "stop", "error", 'expected {"turns"', None),
-    (json.dumps({"turns": [{"behaviours": []}, t(2), t(3)]}), "stop", "error", "turn number missing", None),
-    (json.dumps({"turns": [{"turn": 1, "behaviours": "Repetition"}, t(2), t(3)]}), "stop", "error",
-     "behaviours must be a list", None),
-    (json.dumps({"turns": ["turn 1: nothing", t(2), t(3)]}), "stop", "error", "must be an object", None),
-    (json.dumps({"turns": []}), "stop", "error", "turns missing from the answer: 1, 2, 3", None),
-]
-
-
-@pytest.mark.parametrize("answer,finish,status,needle,labels", FINE_CORPUS)
-def test_fine_grained_corpus(answer, finish, status, needle, labels):
-    v = validate_fine(answer, finish, 3, TAX)
-    assert v.status == status, (v.error, v.repairs)
-    if status == "error":
-        assert needle in v.error and v.labels == []  # never an empty (zero) labelling
-        assert v.retryable == (needle != "truncated")
+@pytest.mark.parametrize("case", CORPUS, ids=[c["id"] for c in CORPUS])
+def test_corpus_answer_has_its_exact_outcome(case):
+    exp, v = case["expect"], validate(case)
+    if exp["status"] == "invalid":
+        assert (v.status, v.error) == ("error", exp["reason"].replace("{names}", NAMES))
+        assert v.labels == [] and v.consistency is None and v.collaborativeness is None  # never a zero
+        assert v.retryable == (exp["reason"] != "truncated")
+        return
+    assert (v.status, v.error) == (exp["status"], None)
+    assert v.repairs == exp.get("repairs", [])
+    if case["kind"] == "fine":
+        assert [lb.behaviours for lb in v.labels] == exp["behaviours"]
+        assert [lb.turn for lb in v.labels] == list(range(case.get("turns", 3)))
     else:
-        assert [lb.behaviours for lb in v.labels] == labels
-        assert [lb.turn for lb in v.labels] == [0, 1, 2]
-        if needle:
-            assert any(needle in r for r in v.repairs), v.repairs
+        assert [v.consistency, v.collaborativeness] == exp["scores"]
+        assert v.rationale == exp.get("rationale")
 
 
-OVERALL_CORPUS = [
-    ('{"consistency": 7, "collaborativeness": 4, "rationale": "ok"}', "stop", "ok", None, (7, 4)),
-    ('{"consistency": "8", "collaborativeness": 6.0, "rationale": "x"}', "stop", "repaired", "as text", (8, 6)),
-    ('Scores: {"consistency": 3, "collaborativeness": 2}', "stop", "repaired", "surrounding text", (3, 2)),
-    ('{"consistency": 0, "collaborativeness": 5}', "stop", "error", "got 0", None),
-    ('{"consistency": 11, "collaborativeness": 5}', "stop", "error", "got 11", None),
-    ('{"consistency": "7.5", "collaborativeness": 5}', "stop", "error", "got '7.5'", None),
-    ('{"consistency": 7.5, "collaborativeness": 5}', "stop", "error", "got 7.5", None),
-    ('{"consistency": true, "collaborativeness": 5}', "stop", "error", "integer from 1 to 10", None),
-    ('{"consistency": 7}', "stop", "error", "missing collaborativeness", None),
-    ('{"consistency": 7, "collab', "length", "error", "truncated", None),
-    ("[7, 5]", "stop", "error", "expected a JSON object", None),
-]
+def test_corpus_covers_every_kind_of_outcome():
+    ids = [c["id"] for c in CORPUS]
+    assert len(ids) == len(set(ids)) and len(ids) >= 40
+    for kind in ("fine", "overall"):
+        for status in ("ok", "repaired", "invalid"):
+            assert any(c["kind"] == kind and c["expect"]["status"] == status for c in CORPUS), (kind, status)
 
 
-@pytest.mark.parametrize("answer,finish,status,needle,scores", OVERALL_CORPUS)
-def test_overall_corpus(answer, finish, status, needle, scores):
-    v = validate_overall(answer, finish)
-    assert v.status == status, (v.error, v.repairs)
-    if status == "error":
-        assert needle in v.error and v.consistency is None and v.collaborativeness is None
-    else:
-        assert (v.consistency, v.collaborativeness) == scores
-        if needle:
-            assert any(needle in r for r in v.repairs)
+@pytest.mark.parametrize("name,bid,noted", [
+    ("Off topic", "off_topic", False), ("off_topic", "off_topic", False), ("Off-topic", "off_topic", True),
+    ("OFF TOPIC", "off_topic", True), ("off  topic", "off_topic", True), ("Interruptions", "interruption", True),
+    ("persona inconsistencies", "persona_inconsistency", True), ("under-answering", "under_answering", True),
+    (" Repetition ", "repetition", False),
+])
+def test_names_differing_in_case_spacing_hyphens_underscores_or_plural_are_read(name, bid, noted):
+    got, note = map_behaviour(name, TAX)
+    assert got == bid and (note is not None) == noted
 
 
-def test_corpus_is_large_enough():
-    assert len(FINE_CORPUS) + len(OVERALL_CORPUS) >= 20
-    assert sum(1 for c in FINE_CORPUS + OVERALL_CORPUS if c[2] == "error") >= 20
+@pytest.mark.parametrize("name", [
+    "On topic", "Clear intent", "No interruption", "Understanding", "Persistent agreement", "Over answering",
+    "Persona consistency", "Non-repetition", "Not off topic", "Repitition", "Off topic.", "Interupt", "", "  ",
+    "Redundant", "Contradiction", "None",
+])
+def test_negations_antonyms_and_near_names_are_never_guessed(name):
+    assert map_behaviour(name, TAX) == (None, None)
+
+
+def test_none_spellings():
+    assert all(says_none(x) for x in ("None", "none", "No behaviour", "no-behaviors", "N/A", "NA"))
+    assert not any(says_none(x) for x in ("", "Nothing to report", "Repetition", "no"))
+
+
+def test_a_user_taxonomy_with_plural_names_reads_singulars(tmp_path):
+    p = tmp_path / "t.yaml"
+    p.write_text(yaml.safe_dump({"name": "t", "behaviours": [
+        {"id": "interruptions", "name": "Interruptions", "category": "uncollaborative", "definition": "d"},
+        {"id": "topic_drift", "name": "Topic drift", "category": "uncollaborative", "definition": "d"}]}))
+    tax = load_taxonomy(p)
+    assert map_behaviour("interruption", tax) == ("interruptions", "'interruption' read as 'Interruptions'")
+    assert map_behaviour("Topic drifts", tax)[0] == "topic_drift"
+    assert map_behaviour("Topic", tax) == (None, None)

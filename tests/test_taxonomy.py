@@ -48,6 +48,12 @@ def test_user_taxonomy_and_lookup(tmp_path):
     ("name: x\nbehaviours:\n  - {id: a, name: A, category: weird, definition: d}\n", "category"),
     ("name: x\nbehaviours:\n  - {id: a, name: A, category: inconsistent, definition: d}\n"
      "  - {id: a, name: B, category: inconsistent, definition: d}\n", "duplicate"),
+    ("name: x\nbehaviours:\n  - {id: a, name: Off topic, category: inconsistent, definition: d}\n"
+     "  - {id: b, name: Off-topic, category: inconsistent, definition: d}\n", "cannot be told apart"),
+    ("name: x\nbehaviours:\n  - {id: a, name: Interruption, category: inconsistent, definition: d}\n"
+     "  - {id: b, name: Interruptions, category: inconsistent, definition: d}\n", "cannot be told apart"),
+    ("name: x\nbehaviours:\n  - {id: off_topic, name: Drift, category: inconsistent, definition: d}\n"
+     "  - {id: b, name: Off topic, category: inconsistent, definition: d}\n", "cannot be told apart"),
     ("name: [unclosed\n", "YAML"),
     ("- just a list\n", "mapping"),
 ])
