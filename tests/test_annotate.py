@@ -82,6 +82,9 @@ def test_partial_annotation_is_invalid_not_zero(tmp_path):
 
 @pytest.mark.parametrize("row,needle", [
     ("ann,d/c0/0,reference,1,Sarcasm", "unknown behaviour 'Sarcasm'"),
+    ("ann,d/c0/0,reference,1,On topic", "unknown behaviour 'On topic'"),
+    ("ann,d/c0/0,reference,1,Not repetition", "unknown behaviour 'Not repetition'"),
+    ("ann,d/c0/0,reference,1,Redundant info", "unknown behaviour 'Redundant info'"),
     ("ann,d/c0/0,reference,9,", "turn must be 1-3"),
     ("ann,d/c0/0,nobody,1,", "no target 'nobody'"),
     (",d/c0/0,reference,1,", "no annotator"),
@@ -150,9 +153,9 @@ def test_repaired_values_are_reported_with_file_row_and_value(tmp_path):
     # the note is judge_parse's (a plural is always a repair; a case variant may be)
     expected = [("row 2", "repetitions;Repetition", f"repaired: {_note('repetitions')}"),
                 ("row 2", "repetitions;Repetition", "repaired: 'Repetition' lists repetition twice; kept once")]
-    expected += [("row 3", "OFF_TOPIC", f"repaired: {_note('OFF_TOPIC')}")] if _note("OFF_TOPIC") else []
+    expected += [("row 3", "OFF_TOPIC", f"repaired: {_note('OFF_TOPIC')}")]
     expected += [("row 4", "none", "repaired: 'none' read as no behaviour")]
-    assert _note("repetitions") and notes == expected
+    assert _note("repetitions") and _note("OFF_TOPIC") and notes == expected
     assert {n["file"] for n in parsed.notes} == {str(tmp_path / "r.csv")}
     [fine, over] = import_annotations(tmp_path / "r.csv", run)
     assert [lb.behaviours for lb in fine.labels] == [["repetition"], ["off_topic"], []]
