@@ -55,6 +55,7 @@ def test_redact_replaces_key_values_and_credential_shapes(monkeypatch):
         assert secret not in out, secret
     assert out.count("[REDACTED]") == 8
     assert "Authorization: [REDACTED]" in out and "api-key: [REDACTED]" in out and "&x=1" in out
+    assert redact(out) == out == redact(redact_values(text))  # redacting twice changes nothing
     # ordinary text is left alone
     plain = ("Incorrect API key provided: sk-abc****wxyz. A risk-assessment-framework-item; "
              "write openai/m@http://h/v1?key_env=MY_SERVER_KEY; export OPENAI_API_KEY=...")
@@ -249,3 +250,25 @@ def test_cli_prints_errors_redacted(monkeypatch, capsys, error, rc):
     assert cli.main([]) == rc
     err = capsys.readouterr().err
     assert "proxy said: Authorization: [REDACTED]" in err and no_key_in(err)
+
+
+def test_executed_notebook_outputs_are_redacted(tmp_path, monkeypatch):
+    from cocoeval.notebook import redact_outputs
+
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB"
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "source": ["spec = 'openai/m@http://h/v1?key_env=MY_KEY'  # api_key: not-a-key"],
+         "metadata": {}, "execution_count": 1, "outputs": [
+             {"output_type": "error", "ename": "FatalLLMError", "evalue": f"HTTP 401: bad key {TEST_KEY}",
+              "traceback": [f"Authorization: Bearer {TEST_KEY}"]},
+             {"output_type": "display_data", "metadata": {},
+              "data": {"text/plain": [f"x-api-key: {TEST_KEY}"], "image/png": png}}]}]}
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(nb))
+    redact_outputs(path)
+    out = json.loads(path.read_text())
+    cell = out["cells"][0]
+    assert no_key_in(path.read_text()) and cell["source"] == nb["cells"][0]["source"]
+    assert cell["outputs"][0]["evalue"] == "HTTP 401: bad key [REDACTED]"
+    assert cell["outputs"][1]["data"] == {"text/plain": ["x-api-key: [REDACTED]"], "image/png": png}

@@ -34,7 +34,7 @@ _installed = False
 _PATTERNS = (
     # header or field with a credential value: api-key: X, "x-api-key": "X", Authorization: Bearer X
     (re.compile(r"(?i)(?<![a-z0-9])((?:x-)?api[-_]?key|authorization|access[-_]?token|secret[-_]?key)"
-                r"""(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"',;&}\]]{6,}"""), rf"\1\2{MASK}"),
+                r"""(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"',;&}\[\]]{6,}"""), rf"\1\2{MASK}"),
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}"),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{12,}"), MASK),  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
     (re.compile(r"(?i)([?&](?:api[-_]?)?key=)[^&\s\"'#]+"), rf"\1{MASK}"),
