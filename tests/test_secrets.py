@@ -272,3 +272,24 @@ def test_executed_notebook_outputs_are_redacted(tmp_path, monkeypatch):
     assert no_key_in(path.read_text()) and cell["source"] == nb["cells"][0]["source"]
     assert cell["outputs"][0]["evalue"] == "HTTP 401: bad key [REDACTED]"
     assert cell["outputs"][1]["data"] == {"text/plain": ["x-api-key: [REDACTED]"], "image/png": png}
+
+
+def test_execute_notebooks_redacts_a_failed_notebook(tmp_path, monkeypatch):
+    pytest.importorskip("papermill")
+    from cocoeval.notebook import execute_notebooks
+
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    code = ["import os\n", "print('key', os.environ['OPENAI_API_KEY'])\n",
+            "raise RuntimeError('proxy said ' + os.environ['OPENAI_API_KEY'])"]
+    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3", "language": "python",
+                                                                          "display_name": "Python 3"}},
+          "cells": [{"id": "params", "cell_type": "code", "source": ["params_file = ''\nfigures_dir = ''\nresamples = 1"],
+                     "metadata": {"tags": ["parameters"]}, "execution_count": None, "outputs": []},
+                    {"id": "leak", "cell_type": "code", "source": code, "metadata": {}, "execution_count": None, "outputs": []}]}
+    (tmp_path / "nbs").mkdir()
+    (tmp_path / "nbs" / "leak.ipynb").write_text(json.dumps(nb))
+    with pytest.raises(Exception, match="RuntimeError"):
+        execute_notebooks(tmp_path / "p.yaml", tmp_path / "out", figures_dir=tmp_path / "fig",
+                          notebooks_dir=tmp_path / "nbs")
+    text = (tmp_path / "out" / "leak.ipynb").read_text()
+    assert "key [REDACTED]" in text and "proxy said [REDACTED]" in text and no_key_in(text)
