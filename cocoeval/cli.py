@@ -357,10 +357,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CocoevalError as e:
-        print(f"error: {e}", file=sys.stderr)
+        from .llm.secrets import redact  # a provider may have echoed the key in its error text
+
+        print(f"error: {redact(str(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except Exception:  # not a user error: the traceback, with any key in it redacted
+        import traceback
+
+        from .llm.secrets import redact
+
+        print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        return 1
 
 
 if __name__ == "__main__":

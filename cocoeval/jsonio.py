@@ -72,7 +72,12 @@ def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) 
 
 
 def write_atomic(path: str | Path, text: str) -> None:
-    """Write a text file via a temporary file and os.replace: never half-written."""
+    """Write a text file via a temporary file and os.replace: never half-written. The values of
+    the API key variables are replaced by ``[REDACTED]`` (a second line of defence: error texts
+    are redacted where they are made; no other text is changed)."""
+    from .llm.secrets import redact_values
+
+    text = redact_values(text)
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")

@@ -3,6 +3,7 @@ Everything a notebook does beyond calling these lives in the package."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from . import charts, stats
 from .experiment import Experiment, load_params, read_run
 from .frames import Frames, invalid_rates, run_frames
+from .jsonio import write_atomic
 from .report import default_judge, markdown_table
 from .rq import Answer, md_escape
 
@@ -104,9 +106,38 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
     done = []
     for nb in sorted(nb_dir.glob("*.ipynb")):
         target = out / nb.name
-        pm.execute_notebook(str(nb), str(target), cwd=str(nb_dir), kernel_name="python3", progress_bar=False,
-                            parameters={"params_file": str(Path(params_file).resolve()),
-                                        "figures_dir": str(Path(figures_dir).resolve()), "resamples": resamples,
-                                        "min_n": min_n, "correction": correction})
+        try:
+            pm.execute_notebook(str(nb), str(target), cwd=str(nb_dir), kernel_name="python3", progress_bar=False,
+                                parameters={"params_file": str(Path(params_file).resolve()),
+                                            "figures_dir": str(Path(figures_dir).resolve()), "resamples": resamples,
+                                            "min_n": min_n, "correction": correction})
+        finally:  # a failed notebook is written too, with the traceback that may hold a key
+            redact_outputs(target)
         done.append(target)
     return done
+
+
+def redact_outputs(path: Path) -> None:
+    """Redact API keys and credential-shaped text (``secrets.redact``) in the outputs of an
+    executed notebook (cell sources are left as they are; images are not text)."""
+    from .llm.secrets import redact
+
+    if not path.is_file():
+        return
+    nb = json.loads(path.read_text(encoding="utf-8"))
+
+    def clean(x: Any, mime: str = "") -> Any:
+        if mime.startswith("image/") and not mime.startswith("image/svg"):
+            return x
+        if isinstance(x, str):
+            return redact(x)
+        if isinstance(x, list):
+            return [clean(v, mime) for v in x]
+        if isinstance(x, dict):
+            return {k: clean(v, k if "/" in k else mime) for k, v in x.items()}
+        return x
+
+    for cell in nb.get("cells", []):
+        if cell.get("outputs"):
+            cell["outputs"] = clean(cell["outputs"])
+    write_atomic(path, json.dumps(nb, ensure_ascii=False, indent=1) + "\n")

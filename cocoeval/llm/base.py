@@ -1,15 +1,18 @@
 """The provider interface: one request/response shape and one ``generate()`` per provider.
 
 Providers are registered by name with ``@provider("name")`` and import their SDK lazily. A model
-is named by a spec string ``PROVIDER/MODEL[@BASE_URL]``: ``openai/gpt-4.1``,
+is named by a spec string ``PROVIDER/MODEL[@BASE_URL][?key_env=VAR]``: ``openai/gpt-4.1``,
 ``azure/<deployment>``, ``anthropic/claude-opus-4-20250514``,
 ``openai-compatible/<model>@http://host:port/v1``, ``local/smollm2``, ``local/<path.gguf>``.
+``?key_env=VAR`` names the environment variable holding the key for that endpoint (see
+``secrets.key_env_for`` for where a provider's own key may go).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Literal
@@ -17,6 +20,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
+from .secrets import redact
 
 
 class Message(BaseModel):
@@ -94,9 +98,12 @@ class BatchInfo(BaseModel):
 
 class CallError(Exception):
     """A call that failed for a reason a retry will not fix for this one request
-    (context length, content filter, malformed answer, retries exhausted)."""
+    (context length, content filter, malformed answer, retries exhausted). The detail is
+    redacted (``secrets.redact``): a provider or proxy may echo the key in its error text, and
+    this text goes into run records."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
+        detail = redact(detail)
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
@@ -107,9 +114,15 @@ class ModelSpec(BaseModel):
     provider: str
     model: str
     base_url: str | None = None
+    key_env: str | None = None
+    """The variable holding this endpoint's key (``?key_env=VAR``); None: the provider's own."""
 
     def __str__(self) -> str:
-        return f"{self.provider}/{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+        return (f"{self.provider}/{self.model}" + (f"@{self.base_url}" if self.base_url else "")
+                + (f"?key_env={self.key_env}" if self.key_env else ""))
+
+
+_KEY_ENV = re.compile(r"\?key_env=([A-Za-z_][A-Za-z0-9_]*)$")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
@@ -120,8 +133,15 @@ def parse_model_spec(spec: str) -> ModelSpec:
     if provider not in _PROVIDERS:
         raise ConfigError(f"unknown provider {provider!r} in model spec {spec!r}",
                           hint=f"use one of: {', '.join(sorted(_PROVIDERS))}")
+    key_env = None
+    if "?key_env=" in rest:
+        m = _KEY_ENV.search(rest)
+        if m is None:
+            raise ConfigError(f"model spec {spec!r}: ?key_env= must end the spec and name a variable",
+                              hint="e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY")
+        rest, key_env = rest[:m.start()], m.group(1)
     model, _, base_url = rest.partition("@") if "@http" in rest else (rest, "", "")
-    return ModelSpec(provider=provider, model=model, base_url=base_url or None)
+    return ModelSpec(provider=provider, model=model, base_url=base_url or None, key_env=key_env)
 
 
 class Provider(ABC):

@@ -48,7 +48,7 @@ characters (finish "length" / "max_tokens"). Tokens are characters / 4, rounded 
 Latency (``latency_s``) applies to live model calls only.
 
 Faults, ``{"match": str, "kind": K, "times": int (default 1, -1 = forever),
-"retry_after": float, "delay_s": float, "path": str}``, first match with times left wins.
+"retry_after": float, "delay_s": float, "status": int, "path": str}``, first match with times left wins.
 A fault without ``path`` applies to model calls only (live, and each request of a batch,
 whose path is its endpoint's); one with ``path`` applies to requests whose path starts with
 it (``{"kind": "500", "path": "/v1/batches"}``; "/v1/messages" covers /v1/messages/batches
@@ -60,6 +60,9 @@ request path. Errors are in the path's provider format (Anthropic's for
   500, 529        server error / overloaded
   401, 403, 404   authentication / permission / not found errors
   context_length  400 prompt too long (OpenAI code context_length_exceeded)
+  echo_key        an error (status ``status``, default 400) whose message repeats the
+                  request's key (Authorization: Bearer, x-api-key or api-key header), as some
+                  providers and proxies do ("(none)" inside a batch)
   content_filter  200 with finish_reason "content_filter" / stop_reason "refusal", no text
                   (model calls only)
   slow            sleep delay_s, then answer normally

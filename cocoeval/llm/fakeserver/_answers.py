@@ -42,7 +42,7 @@ ERRORS: dict[str, tuple[int, tuple[str, str | None, str], tuple[int, str, str]]]
                              "messages resulted in 300000 tokens. Please reduce the length of the messages."),
                        (400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum")),
 }
-FAULT_KINDS = (*ERRORS, "content_filter", "slow", "timeout", "drop", "malformed")
+FAULT_KINDS = (*ERRORS, "echo_key", "content_filter", "slow", "timeout", "drop", "malformed")
 
 
 def content_text(content: Any) -> str:
@@ -78,6 +78,15 @@ def prompt_of(body: dict | None) -> str:
 
 def tokens(chars: int) -> int:
     return max(1, math.ceil(chars / 4))
+
+
+def request_key(headers: Any) -> str:
+    """The API key a request carries: Authorization: Bearer (OpenAI), x-api-key (Anthropic) or
+    api-key (Azure)."""
+    auth = str(headers.get("Authorization") or "")
+    if auth.lower().startswith("bearer "):
+        return auth[7:].strip()
+    return str(headers.get("x-api-key") or headers.get("api-key") or "")
 
 
 def is_anthropic(path: str) -> bool:
@@ -116,13 +125,25 @@ def error_reply(path: str, kind: str, n: int, retry_after: float | None = None) 
     return status, body, headers
 
 
-def fault_reply(path: str, fault: dict, n: int) -> tuple[str, Reply | None]:
+def echo_key_reply(path: str, fault: dict, n: int, key: str) -> Reply:
+    """An error (status ``fault["status"]``, default 400) whose message repeats the request's
+    key and its header, as some providers and proxies do."""
+    status = int(fault.get("status", 400))
+    msg = (f"Invalid API key provided: {key or '(none)'}; the request had "
+           f"Authorization: Bearer {key or '(none)'}")
+    body = ant_error(msg, "invalid_request_error", n) if is_anthropic(path) else oai_error(msg, code="invalid_request")
+    return status, body, request_id_header(path, n)
+
+
+def fault_reply(path: str, fault: dict, n: int, key: str = "") -> tuple[str, Reply | None]:
     """(kind, the whole reply the fault makes) or (kind, None) when the request is answered
     normally afterwards: slow, timeout and drop (acted out by the caller, if at all) and
-    content_filter on a model call."""
+    content_filter on a model call. ``key``: the request's key (for echo_key)."""
     kind = str(fault.get("kind"))
     if kind in ERRORS:
         return kind, error_reply(path, kind, n, fault.get("retry_after"))
+    if kind == "echo_key":
+        return kind, echo_key_reply(path, fault, n, key)
     if kind == "malformed":
         return kind, (200, MALFORMED_BODY, {})
     if kind in ("slow", "timeout", "drop") or (kind == "content_filter" and path in MODEL_PATHS):
@@ -131,14 +152,15 @@ def fault_reply(path: str, fault: dict, n: int) -> tuple[str, Reply | None]:
 
 
 def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None,
-           scripted: dict | None) -> Reply:
+           scripted: dict | None, key: str = "") -> Reply:
     """The reply to a model call on path (OPENAI_PATH or ANTHROPIC_PATH): n numbers the ids,
-    fault is the fault that matched (if any), scripted the scripted answer (if any)."""
+    fault is the fault that matched (if any), scripted the scripted answer (if any), key the
+    request's API key (echoed by the echo_key fault; empty inside a batch)."""
     if body is None:
         return 400, oai_error("request body is not a JSON object"), {}
     kind = ""
     if fault:
-        kind, reply = fault_reply(path, fault, n)
+        kind, reply = fault_reply(path, fault, n, key)
         if reply is not None:
             return reply
     text = str(scripted["text"]) if scripted else "echo: " + prompt[:40]

@@ -21,6 +21,7 @@ from ._answers import (
     oai_error,
     prompt_of,
     request_id_header,
+    request_key,
 )
 from ._batches import BATCHES_PATH
 from ._msgbatches import MSG_BATCHES_PATH
@@ -108,7 +109,7 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(latency)
             if body is not None and fault and self._transport(fault):
                 return None
-            self._send(*answer(path, body, prompt, n, fault, scripted))
+            self._send(*answer(path, body, prompt, n, fault, scripted, request_key(self.headers)))
         finally:
             state.leave()
 
@@ -131,7 +132,7 @@ class Handler(BaseHTTPRequestHandler):
         if fault:
             if self._transport(fault):
                 return None
-            reply = fault_reply(path, fault, n)[1]
+            reply = fault_reply(path, fault, n, request_key(self.headers))[1]
             if reply is not None:
                 return self._send(*reply)
         status, body, headers = self._route(path, raw, n)

@@ -16,7 +16,9 @@ import uuid
 from typing import Any
 
 from ..base import BatchInfo, CallError, GenerateRequest, GenerateResponse
+from ..secrets import redact
 from ._errors import ANTHROPIC_ERROR_STATUS, classify_error, sdk_call
+from ._keys import key_name
 
 Items = list[tuple[str, GenerateRequest]]
 
@@ -74,7 +76,7 @@ class OpenAIBatches:
         if b.status == "failed":
             errs = (b.errors.data if b.errors and b.errors.data else None) or []
             error = "; ".join(f"line {e.line}: {e.message}" if e.line else str(e.message) for e in errs[:5])
-            error = error or "the provider gave no reason"
+            error = redact(error) or "the provider gave no reason"
         return BatchInfo(id=b.id, status=b.status, ended=b.status in self.BATCH_ENDED, error=error,
                          done=(rc.completed + rc.failed) if rc else 0, total=rc.total if rc else 0)
 
@@ -115,7 +117,7 @@ class OpenAIBatches:
         body = resp.get("body")
         msg = (body.get("error") or {}).get("message", "") if isinstance(body, dict) else str(body)
         return key, classify_error(resp.get("status_code"), body, str(msg), provider=self.name,  # type: ignore[attr-defined]
-                                   model=self.spec.model, key_env=self.key_env)  # type: ignore[attr-defined]
+                                   model=self.spec.model, key_env=key_name(self))  # type: ignore[attr-defined]
 
 
 class AnthropicBatches:
@@ -190,6 +192,6 @@ class AnthropicBatches:
             err = body.get("error") or {}
             return classify_error(ANTHROPIC_ERROR_STATUS.get(str(err.get("type")), 400), body,
                                   str(err.get("message") or ""), provider=self.name,  # type: ignore[attr-defined]
-                                  model=self.spec.model, key_env=self.key_env)  # type: ignore[attr-defined]
+                                  model=self.spec.model, key_env=key_name(self))  # type: ignore[attr-defined]
         return CallError(f"batch_{kind}", f"the batch ended with this request {kind}")
 

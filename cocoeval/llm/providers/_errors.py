@@ -8,6 +8,8 @@ from typing import Any
 
 from ...errors import FatalLLMError
 from ..base import CallError
+from ..secrets import redact
+from ._keys import key_name
 
 _FIX = {
     401: "the API key was refused: check the key in {env} (keys are read from the environment only)",
@@ -32,7 +34,9 @@ ANTHROPIC_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 
 def classify_error(status: int | None, body: Any, message: str, name: str = "", *, provider: str,
                    model: str, key_env: str) -> Exception:
     """The same decision from an HTTP status, error body and message (also used for the
-    per-request errors inside batch results)."""
+    per-request errors inside batch results). The message is redacted: a provider or proxy may
+    echo the key in it."""
+    message = redact(message)
     code = ""
     if isinstance(body, dict):
         err = body.get("error", body)
@@ -73,7 +77,7 @@ async def sdk_call(provider: Any, call: Awaitable[Any], api_error: type[BaseExce
     except api_error as e:
         if not_found and getattr(e, "status_code", None) == 404:
             raise CallError(not_found, str(getattr(e, "message", "") or e)) from None
-        raise classify(e, provider=provider.name, model=provider.spec.model, key_env=provider.key_env) from None
+        raise classify(e, provider=provider.name, model=provider.spec.model, key_env=key_name(provider)) from None
     except (FatalLLMError, CallError):
         raise
     except Exception as e:

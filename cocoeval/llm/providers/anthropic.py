@@ -1,4 +1,6 @@
-"""Anthropic Messages API: ``anthropic/<model>[@BASE_URL]``. Key from ANTHROPIC_API_KEY.
+"""Anthropic Messages API: ``anthropic/<model>[@BASE_URL]``. Key from ANTHROPIC_API_KEY, sent
+to api.anthropic.com only (or where ANTHROPIC_BASE_URL points the SDK); another ``@URL`` needs
+``?key_env=VAR`` (see ``secrets.key_env_for``).
 
 Structured output goes through a forced tool call whose input schema is the JSON schema.
 presence_penalty, seed and reasoning_effort are not accepted and are dropped (and recorded)."""
@@ -6,10 +8,8 @@ presence_penalty, seed and reasoning_effort are not accepted and are dropped (an
 from __future__ import annotations
 
 import json
-import os
 from typing import Any
 
-from ...errors import ConfigError
 from ..base import (
     CallError,
     GenerateRequest,
@@ -20,6 +20,7 @@ from ..base import (
 )
 from ._batches import AnthropicBatches
 from ._errors import post_json
+from ._keys import KeyRule
 from .openai import aiohttp_client
 
 
@@ -49,17 +50,16 @@ def parse_message(body: Any, latency: float | None) -> GenerateResponse:
 
 
 @provider("anthropic")
-class AnthropicProvider(AnthropicBatches, Provider):
+class AnthropicProvider(KeyRule, AnthropicBatches, Provider):
     key_env = "ANTHROPIC_API_KEY"
+    key_hosts = ("api.anthropic.com",)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._client_obj: Any = None
 
     def check_ready(self) -> None:
-        if not os.environ.get(self.key_env):
-            raise ConfigError(f"anthropic/{self.spec.model} needs an API key: {self.key_env} is not set",
-                              hint=f"export {self.key_env}=... (keys are read from the environment only)")
+        self.check_key()
 
     def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
         drop = [f for f in ("presence_penalty", "seed", "reasoning_effort") if getattr(request, f) is not None]
@@ -98,7 +98,7 @@ class AnthropicProvider(AnthropicBatches, Provider):
 
         if self._client_obj is None:
             self._client_obj = anthropic.AsyncAnthropic(
-                api_key=os.environ.get(self.key_env), base_url=self.spec.base_url,
+                api_key=self.api_key(), base_url=self.spec.base_url,
                 max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(anthropic))
         return self._client_obj
 

@@ -17,8 +17,10 @@ from ..base import (
     Usage,
     provider,
 )
+from ..secrets import host_of
 from ._batches import OpenAIBatches
 from ._errors import post_json
+from ._keys import KeyRule
 
 _REASONING = re.compile(r"^(o\d|gpt-5(?!.*chat))")
 
@@ -78,22 +80,21 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
 
 
 @provider("openai")
-class OpenAIProvider(OpenAIBatches, Provider):
+class OpenAIProvider(KeyRule, OpenAIBatches, Provider):
+    """``openai/<model>``: OPENAI_API_KEY goes to api.openai.com only (or where OPENAI_BASE_URL
+    points the SDK); another ``@URL`` needs ``?key_env=VAR`` (see ``secrets.key_env_for``)."""
+
     key_env = "OPENAI_API_KEY"
-    key_required = True
+    key_hosts = ("api.openai.com",)
+    key_other = "openai-compatible"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._client_obj: Any = None
 
     # -- configuration ------------------------------------------------------------------
-    def api_key(self) -> str | None:
-        return os.environ.get(self.key_env)
-
     def check_ready(self) -> None:
-        if self.key_required and not self.api_key():
-            raise ConfigError(f"{self.name}/{self.spec.model} needs an API key: {self.key_env} is not set",
-                              hint=f"export {self.key_env}=... (keys are read from the environment only)")
+        self.check_key()
 
     def make_client(self) -> Any:
         import openai
@@ -164,9 +165,13 @@ class OpenAIProvider(OpenAIBatches, Provider):
 @provider("azure")
 class AzureOpenAIProvider(OpenAIProvider):
     """``azure/<deployment>``: endpoint from AZURE_OPENAI_ENDPOINT (or ``@URL``), API version
-    from OPENAI_API_VERSION, key from AZURE_OPENAI_API_KEY."""
+    from OPENAI_API_VERSION, key from AZURE_OPENAI_API_KEY. The key goes to the endpoint the user
+    set in AZURE_OPENAI_ENDPOINT (their own choice, in their environment) and to Azure's own
+    hosts (https ``*.openai.azure.com``, ``*.cognitiveservices.azure.com``,
+    ``*.services.ai.azure.com``); another ``@URL`` needs ``?key_env=VAR``."""
 
     key_env = "AZURE_OPENAI_API_KEY"
+    key_hosts = (".openai.azure.com", ".cognitiveservices.azure.com", ".services.ai.azure.com")
     default_api_version = "2024-10-21"
     batch_url = "/chat/completions"  # Azure's batch line url (a global-batch deployment)
     batch_wait_for_file = True  # Azure processes an uploaded file before a batch may use it
@@ -181,6 +186,12 @@ class AzureOpenAIProvider(OpenAIProvider):
     def cache_identity(self) -> dict[str, Any]:
         return {**super().cache_identity(),
                 "base_url": self.spec.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")}
+
+    def key_base_url(self) -> str | None:
+        url, configured = self.spec.base_url, os.environ.get("AZURE_OPENAI_ENDPOINT")
+        if url and configured and host_of(url) == host_of(configured) and host_of(url):
+            return None  # the endpoint the user configured
+        return url
 
     def make_client(self) -> Any:
         import openai
@@ -197,7 +208,10 @@ class OpenAICompatibleProvider(OpenAIProvider):
     Key from OPENAI_COMPATIBLE_API_KEY when the server wants one."""
 
     key_env = "OPENAI_COMPATIBLE_API_KEY"
+    key_hosts = ()
+    key_any_host = True  # its own variable, meant for such servers
     key_required = False
+    key_other = None
     unsupported_schema_keys = ()  # vLLM and llama.cpp grammars take them
 
     batch_limits = None  # vLLM, Ollama and llama.cpp servers have no Batch API: sent live
@@ -206,6 +220,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
         if not self.spec.base_url:
             raise ConfigError(f"{self.name}/{self.spec.model} needs a server URL",
                               hint=f"write {self.name}/{self.spec.model}@http://HOST:PORT/v1")
+        self.check_key()
 
     @property
     def reasoning(self) -> bool:
