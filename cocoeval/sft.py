@@ -9,14 +9,15 @@ human turns. A fine-tuned model id is then just another simulator model spec
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import CocoevalError, ConfigError
 from .jsonio import iter_jsonl, write_jsonl
 from .llm.usage import count_tokens, token_method
 from .prompts import load_prompt
@@ -94,31 +95,61 @@ def start_finetune(path: str | Path, model: str, *, suffix: str | None = None, s
                    base_url: str | None = None, max_retries: int = 5) -> dict[str, Any]:
     """Upload a training file and start an OpenAI fine-tuning job (key from OPENAI_API_KEY).
     Returns the file and job ids; poll with ``finetune_status``."""
-    import openai
-
-    if not os.environ.get("OPENAI_API_KEY"):
-        raise ConfigError("fine-tuning needs OPENAI_API_KEY", hint="export OPENAI_API_KEY=...")
     report = validate_sft_file(path)
     if not report["valid"]:
         raise ConfigError(f"{path} is not a valid fine-tuning file: {'; '.join(report['problems'][:3])}",
                           hint="re-export it with cocoeval sft-export")
-    client = openai.OpenAI(base_url=base_url, max_retries=max_retries)
-    with open(path, "rb") as fh:
+    client = _client(base_url, max_retries)
+    with _mapped_errors(model), open(path, "rb") as fh:
         f = client.files.create(file=fh, purpose="fine-tune")
     kw: dict[str, Any] = {"training_file": f.id, "model": model}
     if suffix:
         kw["suffix"] = suffix
     if seed is not None:
         kw["seed"] = seed
-    job = client.fine_tuning.jobs.create(**kw)
+    with _mapped_errors(model):
+        job = client.fine_tuning.jobs.create(**kw)
     return {"file_id": f.id, "job_id": job.id, "status": job.status, "model": model}
+
+
+def _client(base_url: str | None, max_retries: int = 5) -> Any:
+    """An OpenAI client whose key goes only where the provider rule allows (OPENAI_API_KEY to
+    OpenAI's own hosts; any other ``base_url`` is refused, see ``secrets.key_env_for``)."""
+    import openai
+
+    from .llm.secrets import key_env_for
+
+    env = key_env_for(f"openai/fine-tuning{'@' + base_url if base_url else ''}", default_env="OPENAI_API_KEY",
+                      base_url=base_url, hosts=("api.openai.com",), key_env=None)
+    if not os.environ.get(env):
+        raise ConfigError(f"fine-tuning needs {env}", hint=f"export {env}=...")
+    return openai.OpenAI(api_key=os.environ[env], base_url=base_url, max_retries=max_retries)
+
+
+@contextlib.contextmanager
+def _mapped_errors(model: str) -> Iterator[None]:
+    """The SDK's errors as the LLM layer maps them (a bad key or unknown model is a clear,
+    redacted FatalLLMError; a transient one a CallError), never a bare traceback."""
+    import openai
+
+    from .llm.providers._errors import classify_error
+
+    try:
+        yield
+    except openai.APIError as e:
+        status = getattr(e, "status_code", None)
+        err = classify_error(status, getattr(e, "body", None), str(e), type(e).__name__, provider="openai",
+                             model=model, key_env="OPENAI_API_KEY")
+        if isinstance(err, CocoevalError):
+            raise err from None
+        raise ConfigError(f"fine-tuning request failed: {err}",
+                          hint="check the file and model, then run the command again") from None
 
 
 def finetune_status(job_id: str, *, base_url: str | None = None) -> dict[str, Any]:
     """The job's status and, once it succeeded, the simulator spec to use."""
-    import openai
-
-    job = openai.OpenAI(base_url=base_url).fine_tuning.jobs.retrieve(job_id)
+    with _mapped_errors(job_id):
+        job = _client(base_url).fine_tuning.jobs.retrieve(job_id)
     out = {"job_id": job.id, "status": job.status, "fine_tuned_model": job.fine_tuned_model}
     if job.fine_tuned_model:
         out["simulator_spec"] = f"openai/{job.fine_tuned_model}"

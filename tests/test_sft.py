@@ -73,3 +73,28 @@ def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
     bad.write_text('{"messages": []}\n')
     with pytest.raises(ConfigError, match="not a valid fine-tuning file"):
         start_finetune(bad, "gpt-4.1", base_url="http://127.0.0.1:9/v1")
+
+
+def test_finetune_sends_the_openai_key_only_to_openai_and_maps_errors(tmp_path, monkeypatch):
+    from cocoeval import ConfigError
+    from cocoeval.errors import FatalLLMError
+    from cocoeval.llm.fakeserver import FakeServer
+    from cocoeval.sft import finetune_status, start_finetune
+
+    export_sft([instance(f"d/c{i}/0") for i in range(3)], tmp_path, ks=(5,))
+    key = "sk-ft-" + "k" * 20
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    with FakeServer() as srv:
+        # without the loopback opt-in the key may not go to a server that is not OpenAI's
+        monkeypatch.delenv("COCOEVAL_ALLOW_KEY_TO_LOOPBACK", raising=False)
+        with pytest.raises(ConfigError, match="OPENAI_API_KEY is sent only to openai's own hosts"):
+            start_finetune(tmp_path / "sft_k5.jsonl", "gpt-4.1", base_url=srv.openai_base)
+        with pytest.raises(ConfigError, match="OPENAI_API_KEY is sent only to openai's own hosts"):
+            finetune_status("ftjob-1", base_url=srv.openai_base)
+        assert srv.stats()["by_path"] == {}
+        # a rejected key is a clear, redacted error, not a traceback
+        monkeypatch.setenv("COCOEVAL_ALLOW_KEY_TO_LOOPBACK", "1")
+        srv.configure(faults=[{"path": "/v1/files", "kind": "echo_key", "status": 401, "times": -1}])
+        with pytest.raises(FatalLLMError) as e:
+            start_finetune(tmp_path / "sft_k5.jsonl", "gpt-4.1", base_url=srv.openai_base)
+        assert "HTTP 401" in str(e.value) and key not in str(e.value) and "OPENAI_API_KEY" in str(e.value)
