@@ -54,8 +54,8 @@ def sqlite_problem(path: Path, e: sqlite3.Error) -> CacheError | None:
     low = str(e).lower()
     if "malformed" in low or "not a database" in low or "disk i/o" in low:
         return CacheDamagedError(path, f"SQLite cannot read this file ({e}): it is damaged or truncated",
-                                 hint="try `sqlite3 {p} .recover | sqlite3 {p}.recovered` and point llm.cache at "
-                                      "the recovered file; or ".format(p=path) + MOVE_ASIDE.format(p=path))
+                                 hint=f"try `sqlite3 {path} .recover | sqlite3 {path}.recovered` and point llm.cache at "
+                                      "the recovered file; or " + MOVE_ASIDE.format(p=path))
     if "readonly" in low or "read-only" in low or "unable to open" in low:
         return read_only(path, str(e))
     return None
@@ -147,7 +147,7 @@ def _check(path: Path, db: sqlite3.Connection, writes: bool) -> None:
 def _is_v1(db: sqlite3.Connection, tables: set[str]) -> bool:
     if "calls" not in tables:
         return False
-    return _CALL_COLUMNS <= {r[1] for r in db.execute("PRAGMA table_info(calls)")}
+    return {r[1] for r in db.execute("PRAGMA table_info(calls)")} >= _CALL_COLUMNS
 
 
 def _migrate(db: sqlite3.Connection) -> None:
