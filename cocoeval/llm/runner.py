@@ -10,8 +10,10 @@ reason and are not cached, so a re-run tries them again.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
+import os
 import threading
 import weakref
 from collections.abc import Sequence
@@ -22,6 +24,8 @@ from tqdm.auto import tqdm
 
 from ..errors import FatalLLMError
 from . import providers as _providers  # noqa: F401  (registers the built-in providers)
+from ._attempts import track
+from ._claims import Claims
 from ._config import Call, CallResult, LLMConfig
 from .base import (
     CallError,
@@ -51,6 +55,7 @@ class Runner:
         self.batched = 0
         """Requests in the batches this runner submitted or resumed."""
         self._pool: WorkerPool | None = None
+        self._claims: Claims | None = None
         self._active = 0
         """Runs in progress (close() waits for none: it refuses while there are any)."""
         install_log_redaction()
@@ -115,6 +120,21 @@ class Runner:
         tpm = AsyncLimiter(cfg.tpm, 60) if cfg.tpm else None
         bar = tqdm(total=len(calls), disable=not cfg.progress, unit="call", dynamic_ncols=True)
         inflight: dict[str, asyncio.Future] = {}
+        claims = self.claims()
+        held: set[str] = set()
+        """Keys this run claimed whose answer or failure has not come yet."""
+        at_worker: set[str] = set()
+        """Keys a worker process is sending (a stopped run leaves their claims to the worker)."""
+        parked: set[str] = set()
+        """Keys another process has claimed: their calls wait in ``deferred`` for its answer."""
+        deferred: collections.deque[tuple[int, Call, bool]] = collections.deque()
+
+        def let_go(key: str, failed: bool) -> None:
+            """The claim of ``key`` ends: answered (the cache dropped it) or failed (let go)."""
+            if key in held:
+                held.discard(key)
+                if failed and claims is not None:
+                    claims.release([key])
 
         def provider_for(model: str) -> Provider:
             if model not in providers:
@@ -161,29 +181,74 @@ class Runner:
                 prov.check_ready()  # a missing key stops the run before anything is sent
                 ready.add(call.model)
 
-        async def one(i: int, call: Call) -> None:
+        async def one(i: int, call: Call, again: bool = False) -> bool:
+            """Run one call; False when another process holds its claim (it waits in
+            ``deferred``). ``again``: the deferred first call of its key, tried again."""
             prov, prepared, dropped, identity, base = lookup(call)
             key = base["key"]
-            if key in inflight:  # the same request twice in one run: send it once
+            if key in inflight and not again:  # the same request twice in one run: send it once
+                if key in parked:  # never block on a parked key: its call may be queued behind us
+                    deferred.append((i, call, False))
+                    return False
                 res = await asyncio.shield(inflight[key])
                 done(i, res.model_copy(update={**base, "cache_hit": True, "cost_usd": 0.0}))
                 self.ledger.add(call.stage, call.model, None, cache_hit=True)
-                return
-            fut: asyncio.Future = asyncio.get_running_loop().create_future()
-            inflight[key] = fut
+                return True
+            if again:
+                fut = inflight[key]
+            else:
+                fut = inflight[key] = asyncio.get_running_loop().create_future()
             try:
-                if from_cache(i, call, base):
+                if not again and from_cache(i, call, base):
                     res = results[i]  # type: ignore[assignment]
                 else:
-                    make_ready(call, prov)
-                    res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm, pool)
-                    done(i, res)
+                    state = claims.claim(key) if claims is not None else "mine"
+                    if state == "held":  # another process is sending it: wait for its answer
+                        parked.add(key)
+                        deferred.append((i, call, True))
+                        return False
+                    if state == "answered" and from_cache(i, call, base):
+                        res = results[i]  # type: ignore[assignment]
+                    else:
+                        if claims is not None:
+                            held.add(key)
+                        parked.discard(key)
+                        make_ready(call, prov)
+                        res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm,
+                                               pool, at_worker)
+                        let_go(key, res.status == "failed")
+                        done(i, res)
+                parked.discard(key)
                 fut.set_result(res)
             except BaseException as e:
+                parked.discard(key)
+                if key not in at_worker:  # a worker still sending it keeps the claim until it ends
+                    let_go(key, True)
                 if not fut.done():
                     fut.set_exception(e)
                     fut.exception()  # retrieved: other waiters re-raise it themselves
                 raise
+            return True
+
+        pause = {"misses": 0, "sleep": 0.05}
+
+        async def wait_for_others() -> None:
+            """Calls other processes claimed: poll the cache (with backoff) until each is answered,
+            or its claim is let go or taken over (then it is sent here)."""
+            while deferred:
+                i, call, again = deferred.popleft()
+                if await one(i, call, again):
+                    pause.update(misses=0, sleep=0.05)
+                    continue
+                pause["misses"] += 1
+                if pause["misses"] >= len(deferred):  # a whole round without progress
+                    pause["misses"] = 0
+                    if not bar.disable:
+                        bar.set_description_str(f"waiting for {len(parked)} call(s) of another process", refresh=True)
+                    await asyncio.sleep(pause["sleep"])
+                    pause["sleep"] = min(pause["sleep"] * 2, 2.0)
+                else:
+                    await asyncio.sleep(0)
 
         live: list[tuple[int, Call]] = list(enumerate(calls))
         batched: dict[str, Pending] = {}
@@ -200,13 +265,21 @@ class Runner:
                     live.append((i, call))
                     continue
                 _, prepared, dropped, (identity, _, _), base = lookup(call)
-                if base["key"] in batched:
-                    batched[base["key"]].waiters.append((i, call, base))
+                key = base["key"]
+                if key in batched:
+                    batched[key].waiters.append((i, call, base))
                 elif not from_cache(i, call, base):
+                    state = claims.claim(key) if claims is not None else "mine"
+                    if state != "mine":  # another process has it (or has just answered it)
+                        live.append((i, call))
+                        continue
+                    if claims is not None:
+                        held.add(key)
                     make_ready(call, prov)
-                    batched[base["key"]] = Pending(base["key"], prov, prepared, dropped, identity, [(i, call, base)])
+                    batched[key] = Pending(key, prov, prepared, dropped, identity, [(i, call, base)])
 
         def settle(p: Pending, answer: GenerateResponse | CallError) -> None:
+            let_go(p.key, isinstance(answer, CallError))
             for n, (i, call, base) in enumerate(p.waiters):
                 if isinstance(answer, CallError):
                     self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
@@ -229,6 +302,7 @@ class Runner:
                 # not all at start (which would stall the loop before the first answers)
                 for i, c in pending:
                     await one(i, c)
+                await wait_for_others()
 
             batch_task = None
             async with asyncio.TaskGroup() as tg:
@@ -248,6 +322,8 @@ class Runner:
             raise (others[0] if others else eg) from None
         finally:
             bar.close()
+            if claims is not None and held - at_worker:  # a stopped run: others may send these
+                claims.release(held - at_worker)
             if pool is not None:
                 await pool.leave()
             for p in providers.values():
@@ -260,11 +336,14 @@ class Runner:
 
     async def _send(self, prov: Provider, prepared: GenerateRequest, dropped: list[str], base: dict,
                     identity: tuple[dict, str, str], call: Call, sem: asyncio.Semaphore,
-                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None, pool: WorkerPool | None) -> CallResult:
+                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None, pool: WorkerPool | None,
+                    at_worker: set[str]) -> CallResult:
         async with sem:
             module = worker_module(prov) if pool is not None else None
             if pool is not None and module is not None:  # limits are taken when a call can go out
                 await pool.prepare(call.model, module)
+                if self._claims is not None:  # its workers may answer this process's claims
+                    self._claims.set_pids([os.getpid(), *pool.pids()])
             if rpm:
                 await rpm.acquire()
             if tpm:
@@ -272,19 +351,33 @@ class Runner:
                 await tpm.acquire(min(need, tpm.max_rate))
             self.sent += 1
             if pool is not None and module is not None:
+                at_worker.add(base["key"])
                 reply = await pool.call(prov, module, call.stage, prepared, dropped, base["key"],
                                         identity[1], identity[2])
+                at_worker.discard(base["key"])
                 return self._from_worker(reply, base, call)
-            try:
-                resp = await prov.generate(prepared)
-            except CallError as e:
-                self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
-                return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500])
+            with track() as attempts:
+                try:
+                    resp = await prov.generate(prepared)
+                except CallError as e:
+                    lost = attempts.lost(e.reason)
+                    cost = self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True,
+                                           lost_attempts=lost, lost_input_tokens=lost * request_tokens(prepared))
+                    return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500],
+                                      cost_usd=cost)
         resp.dropped_params = dropped
         # persisted the moment it completes
         self.cache.put(base["key"], identity[1], identity[2], resp.model_dump(mode="json"))
-        cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False)
+        lost = attempts.lost()
+        cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False, lost_attempts=lost,
+                               lost_input_tokens=lost * request_tokens(prepared))
         return CallResult(**base, status="ok", response=resp, cost_usd=cost)
+
+    def claims(self) -> Claims | None:
+        """This Runner's claims in the cache (read_write only: see ``_claims.py``)."""
+        if self._claims is None and self.cache.policy == "read_write" and self.cache.writes_enabled:
+            self._claims = Claims(self.cache)
+        return self._claims
 
     def workers(self) -> WorkerPool:
         """The worker processes (``processes`` > 1); they start with the first live call."""
@@ -302,13 +395,16 @@ class Runner:
 
     def _account(self, reply: dict[str, Any], stage: str, model: str) -> tuple[GenerateResponse | None, float | None]:
         """Count a worker's answer (which it cached itself): (response, cost) or (None, None)."""
+        lost = {"lost_attempts": reply.get("lost", 0), "lost_input_tokens": reply.get("lost_tokens", 0)}
         if "ok" in reply:
             resp = GenerateResponse.model_validate(reply["ok"])
             if self.cache.writes_enabled:
                 self.cache.writes += 1
-            return resp, self.ledger.add(stage, model, resp.usage, cache_hit=False)
+            return resp, self.ledger.add(stage, model, resp.usage, cache_hit=False, **lost)
         if "error" in reply:
-            self.ledger.add(stage, model, None, cache_hit=False, failed=True)
+            self.ledger.add(stage, model, None, cache_hit=False, failed=True, **lost)
+        if "ok" not in reply and self._claims is not None and reply.get("key"):
+            self._claims.release([reply["key"]])  # a failed call of a stopped run: others may retry it
         return None, None
 
     def _from_worker(self, reply: dict[str, Any], base: dict, call: Call) -> CallResult:
@@ -328,9 +424,13 @@ class Runner:
             logging.getLogger(__name__).warning(
                 "Runner.close() while %d run(s) are in progress: left open; close it after they end", self._active)
             return
+        busy: list[int] = []
         if self._pool is not None:
-            self._pool.close()
+            busy = self._pool.close()
             self._pool = None
+        if self._claims is not None:  # busy workers keep their calls' claims until they exit
+            self._claims.close(keep=bool(busy))
+            self._claims = None
         self.cache.close()
 
 
