@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from . import __version__
+from ._lock import run_dir_lock
 from .bench import BuildConfig, build, load_instances
 from .errors import ConfigError, InputError
 from .jsonio import read_json, read_models, write_json, write_jsonl
@@ -186,8 +187,13 @@ class Experiment:
     def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None,
             llm: dict[str, Any] | None = None) -> Path:
         """Run the stages; returns the run directory. ``llm`` overrides settings of the params
-        file's ``llm:`` section for this run (e.g. ``{"batch": True}``)."""
+        file's ``llm:`` section for this run (e.g. ``{"batch": True}``). One run at a time on a
+        run directory: a second one is refused (RunDirLockedError names the holder)."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        with run_dir_lock(self.run_dir):
+            return self._run(stages, progress, llm)
+
+    def _run(self, stages: tuple[str, ...], progress: bool | None, llm: dict[str, Any] | None) -> Path:
         started = _now()
         cfg = self.llm_config()
         if progress is not None:

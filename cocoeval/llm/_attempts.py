@@ -5,7 +5,7 @@ that timed out (its answer was lost on the way back). Each live call runs inside
 the SDK clients carry ``EVENT_HOOKS`` (httpx event hooks, run in the calling task, so a context
 variable tells the calls apart), which count the attempts sent and the attempts answered. An
 attempt sent and never answered counts as paid (input tokens estimated from the request), unless
-the call ended in a connection error (the server was not reached: nothing to bill).
+the call failed because the server could not be reached (nothing arrived there to be billed).
 """
 
 from __future__ import annotations
@@ -22,11 +22,30 @@ class Attempts:
     sent: int = 0
     answered: int = 0
 
-    def lost(self, failure: str | None = None) -> int:
-        """Attempts sent that got no answer (``failure``: the call's CallError reason, if any)."""
-        if failure == "connection_error":
+    def lost(self, error: BaseException | None = None) -> int:
+        """Attempts sent that got no answer; none when the call failed with ``error`` because the
+        server could not be reached (a connection error: nothing arrived to be billed)."""
+        if error is not None and not_reached(error):
             return 0
         return max(self.sent - self.answered, 0)
+
+
+_UNREACHED = ("ConnectError", "ConnectTimeout", "PoolTimeout", "ClientConnectorError")
+
+
+def not_reached(error: BaseException) -> bool:
+    """Whether a failed call never reached the server: its reason says so, or the exceptions
+    behind it (the SDK's, and the HTTP library's below them) are connection failures."""
+    if getattr(error, "reason", None) == "connection_error":
+        return True
+    seen: set[int] = set()
+    e: BaseException | None = error
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if type(e).__name__ in _UNREACHED:
+            return True
+        e = e.__cause__ or e.__context__
+    return False
 
 
 _CURRENT: ContextVar[Attempts | None] = ContextVar("cocoeval_llm_attempts", default=None)

@@ -62,7 +62,7 @@ async def serve(config: dict[str, Any], out: Any) -> None:
                 try:
                     resp = await prov.generate(request)
                 except CallError as e:  # attempts sent and never answered may have been billed
-                    lost = attempts.lost(e.reason)
+                    lost = attempts.lost(e)
                     return reply({"id": n, "key": msg["key"], "error": {"reason": e.reason, "detail": e.detail},
                                   "lost": lost, "lost_tokens": lost * request_tokens(request)})
             resp.dropped_params = msg["dropped"]

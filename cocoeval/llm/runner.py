@@ -360,7 +360,7 @@ class Runner:
                 try:
                     resp = await prov.generate(prepared)
                 except CallError as e:
-                    lost = attempts.lost(e.reason)
+                    lost = attempts.lost(e)
                     cost = self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True,
                                            lost_attempts=lost, lost_input_tokens=lost * request_tokens(prepared))
                     return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500],
