@@ -14,7 +14,6 @@ import collections
 import contextlib
 import logging
 import os
-import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any
@@ -27,6 +26,7 @@ from . import providers as _providers  # noqa: F401  (registers the built-in pro
 from ._attempts import track
 from ._claims import Claims
 from ._config import Call, CallResult, LLMConfig
+from ._sync import run_sync
 from .base import (
     CallError,
     GenerateRequest,
@@ -63,42 +63,7 @@ class Runner:
     # ------------------------------------------------------------------ public
     def run(self, calls: Sequence[Call]) -> list[CallResult]:
         """Run calls and return results in order (works inside Jupyter's running loop too)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(calls))
-        box: dict[str, Any] = {}
-        done, stop = threading.Event(), threading.Event()
-
-        async def main() -> list[CallResult]:
-            box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
-            if stop.is_set():  # interrupted before it began (the task is stored before this test)
-                raise KeyboardInterrupt
-            return await self.arun(calls)
-
-        def target() -> None:
-            try:
-                box["out"] = asyncio.run(main())
-            except BaseException as e:
-                box["err"] = e
-            finally:
-                done.set()
-
-        threading.Thread(target=target).start()
-        try:
-            while not done.wait(0.1):  # not Thread.join: an interrupted join may return too early
-                pass
-        except KeyboardInterrupt:  # Jupyter's interrupt reaches this thread: stop the run too
-            stop.set()
-            if "task" in box:
-                with contextlib.suppress(RuntimeError):  # its loop has just closed
-                    box["loop"].call_soon_threadsafe(box["task"].cancel)
-            while not done.wait(0.1):  # the run winds down (answers in flight are kept)
-                pass
-            raise
-        if "err" in box:
-            raise box["err"]
-        return box["out"]
+        return run_sync(lambda: self.arun(calls))
 
     async def arun(self, calls: Sequence[Call]) -> list[CallResult]:
         self._active += 1
