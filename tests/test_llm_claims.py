@@ -175,3 +175,18 @@ def test_connection_errors_are_not_counted_as_paid(tmp_path, monkeypatch):
     [res] = r.run(calls(f"openai/gpt-4.1@http://127.0.0.1:{port}/v1", ["nobody home"]))
     assert res.status == "failed"  # (the SDK reports a refused connection as a connect timeout)
     assert r.ledger.totals()["lost_attempts"] == 0
+
+
+def test_worker_processes_count_timed_out_attempts_as_paid_too(srv, tmp_path):
+    srv.configure(faults=[{"match": "slow in a worker", "kind": "timeout", "delay_s": 3, "times": 1}])
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, timeout_s=1.0, max_retries=1,
+                         processes=2))
+    try:
+        cs = calls(oa(srv), ["slow in a worker"])
+        [res] = r.run(cs)
+        assert res.status == "ok" and r.workers().pids()  # sent by a worker
+        t = r.ledger.totals()
+        assert t["lost_attempts"] == 1 == srv.stats()["prompts"]["slow in a worker"] - 1
+        assert t["lost_input_tokens"] == request_tokens(cs[0].request)
+    finally:
+        r.close()

@@ -98,10 +98,10 @@ class Claims:
         return time.time() - heartbeat < self.stale_s
 
     # -- claims -------------------------------------------------------------------------------
-    def claim(self, key: str) -> Claim:
-        """'answered' (the cache has it now), 'mine' (send it), or 'held' by a live owner (wait)."""
-        state = self._look(key)
-        if state != "free":
+    def claim(self, key: str, *, look: bool = False) -> Claim:
+        """'answered' (the cache has it now), 'mine' (send it), or 'held' by a live owner (wait).
+        ``look``: read first, without a write lock (for waiting processes that poll)."""
+        if look and (state := self._look(key)) != "free":
             return state
         self._register()
         with self.cache.atomic() as db:  # look again, then claim: no other process in between

@@ -167,7 +167,7 @@ class Runner:
                 if not again and from_cache(i, call, base):
                     res = results[i]  # type: ignore[assignment]
                 else:
-                    state = claims.claim(key) if claims is not None else "mine"
+                    state = claims.claim(key, look=again) if claims is not None else "mine"
                     if state == "held":  # another process is sending it: wait for its answer
                         parked.add(key)
                         deferred.append((i, call, True))
