@@ -97,7 +97,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
     print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
           f"{t['failed']} failed); tokens in/out: {t['input_tokens']}/{t['output_tokens']}; "
           f"cost: ${t['cost_usd']:.4f}" + (f" (+{t['cost_unknown_calls']} calls at unknown prices)"
-                                            if t["cost_unknown_calls"] else ""))
+                                            if t["cost_unknown_calls"] else "")
+          + (f"; paid, answer lost: {t['lost_attempts']} timed-out attempt(s), {t['lost_input_tokens']} input "
+             f"tokens, ${t['lost_cost_usd']:.4f} (in the cost)" if t.get("lost_attempts") else ""))
     return _run_outcome(summary, a.allow_invalid)
 
 

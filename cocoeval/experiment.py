@@ -30,6 +30,7 @@ from pydantic import (
 
 from . import __version__
 from ._annotate_store import check_judge_names, read_human_stores
+from ._lock import run_dir_lock
 from .bench import BuildConfig, build, load_instances
 from .errors import ConfigError, InputError
 from .jsonio import read_json, read_models, write_json, write_jsonl
@@ -266,10 +267,17 @@ class Experiment:
             llm: dict[str, Any] | None = None) -> Path:
         """Run the stages; returns the run directory. ``llm`` overrides settings of the params
         file's ``llm:`` section for this run (e.g. ``{"batch": True}``). The manifest's ``summary``
-        counts per stage what ended ok / invalid / failed (``outcome.tally``) and lists warnings."""
-        cpaths, jpaths = self.output_paths()  # refuses unsafe names before anything is written
+        counts per stage what ended ok / invalid / failed (``outcome.tally``) and lists warnings.
+        One run at a time on a run directory: a second one is refused (RunDirLockedError names
+        the holder)."""
+        self.output_paths()  # refuses unsafe names before anything is written
         check_judge_names(self.run_dir, [j.name for j in self.params.judges])
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        with run_dir_lock(self.run_dir):
+            return self._run(stages, progress, llm)
+
+    def _run(self, stages: tuple[str, ...], progress: bool | None, llm: dict[str, Any] | None) -> Path:
+        cpaths, jpaths = self.output_paths()
         started = _now()
         cfg = self.llm_config()
         if progress is not None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -62,3 +63,88 @@ def test_two_processes_writing_at_once_do_not_corrupt(tmp_path):
     db = sqlite3.connect(p)
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert db.execute("SELECT COUNT(*) FROM calls").fetchone()[0] == 1200
+
+
+# -- the file: schema version, migration, and a clear error for each file that cannot be used --
+
+def _v1_cache(path):
+    """A cache as cocoeval wrote it before the schema version (table calls only)."""
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, identity TEXT NOT NULL, request TEXT NOT NULL, "
+               "response TEXT NOT NULL, created REAL NOT NULL)")
+    db.execute("INSERT INTO calls VALUES ('k', '{}', '{}', '{\"text\": \"old\"}', 0)")
+    db.commit()
+    db.close()
+
+
+def test_new_caches_carry_the_schema_version_and_old_ones_are_migrated(tmp_path):
+    from cocoeval.llm._cachefile import APPLICATION_ID, SCHEMA_VERSION
+
+    CallCache(tmp_path / "new.sqlite").close()
+    db = sqlite3.connect(tmp_path / "new.sqlite")
+    assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert dict(db.execute("SELECT name, value FROM meta"))["schema_version"] == "2"
+    old = tmp_path / "old.sqlite"
+    _v1_cache(old)
+    assert CallCache(old, "read_only").get("k") == {"text": "old"}  # read as it is, not written
+    assert sqlite3.connect(old).execute("PRAGMA user_version").fetchone()[0] == 0
+    c = CallCache(old)  # migrated in place: its answers kept
+    assert c.get("k") == {"text": "old"}
+    assert sqlite3.connect(old).execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert c.execute("SELECT COUNT(*) FROM claims") == [(0,)]
+
+
+def _damaged(path):
+    c = CallCache(path)
+    for i in range(300):
+        c.put(f"k{i}", {}, {}, {"text": "x" * 300})
+    c.close()
+    data = bytearray(path.read_bytes())
+    data[4096:] = b"\xde\xad\xbe\xef" * ((len(data) - 4096) // 4)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize(("kind", "make", "cls", "needle"), [
+    ("folder", lambda p: p.mkdir(), "CacheLocationError", "is a folder"),
+    ("not sqlite", lambda p: p.write_text("key,answer\nk,hello\n"), "CacheNotSQLiteError", "not an SQLite"),
+    ("truncated", lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x10\x00" * 20), "CacheDamagedError",
+     "damaged"),
+    ("damaged", _damaged, "CacheDamagedError", "damaged"),
+    ("foreign", lambda p: sqlite3.connect(p).execute("CREATE TABLE songs (title TEXT)"), "CacheForeignError",
+     "another application"),
+    ("foreign app id", lambda p: sqlite3.connect(p).execute("PRAGMA application_id=1234"), "CacheForeignError",
+     "another application"),
+    ("newer", lambda p: (CallCache(p).close(), sqlite3.connect(p).execute("PRAGMA user_version=99")),
+     "CacheVersionError", "newer cocoeval"),
+])
+def test_each_unusable_file_gets_a_clear_error(tmp_path, kind, make, cls, needle):
+    from cocoeval.llm import errors
+
+    p = tmp_path / "cache.sqlite"
+    make(p)
+    with pytest.raises(getattr(errors, cls)) as e:
+        c = CallCache(p)
+        c.get("k0")  # damage may only show when the pages are read
+    msg = str(e.value)
+    assert str(p) in msg and needle in msg and "how to fix" in msg
+    assert isinstance(e.value, ConfigError)  # printed as a message by the command line
+
+
+def test_a_cache_that_cannot_be_written_gets_a_clear_error(tmp_path):
+    from cocoeval.llm.errors import CacheLocationError
+
+    with pytest.raises(CacheLocationError, match="folder cannot be made") as e:
+        CallCache("/proc/cocoeval-nowhere/cache.sqlite")  # /proc takes no new folders, even for root
+    assert "writable" in str(e.value)
+    if os.geteuid() != 0:  # root writes anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir()
+        CallCache(ro / "c.sqlite").close()
+        ro.chmod(0o555)
+        try:
+            with pytest.raises(CacheLocationError, match="cache_policy: read_only"):
+                CallCache(ro / "c.sqlite")
+            assert CallCache(ro / "c.sqlite", "read_only").get("k") is None
+        finally:
+            ro.chmod(0o755)

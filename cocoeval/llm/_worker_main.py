@@ -21,8 +21,10 @@ import time
 from typing import Any
 
 from ..errors import CocoevalError
+from ._attempts import track
 from .base import CallError, GenerateRequest, Provider, get_provider
 from .cache import CallCache
+from .usage import request_tokens
 
 log = logging.getLogger("cocoeval.llm.worker")
 
@@ -55,17 +57,24 @@ async def serve(config: dict[str, Any], out: Any) -> None:
                 providers[msg["model"]] = prov  # only once started
             if msg.get("op") == "prepare":
                 return reply({"id": n, "prepared": True})
-            resp = await prov.generate(GenerateRequest.model_validate(msg["request"]))
+            request = GenerateRequest.model_validate(msg["request"])
+            with track() as attempts:
+                try:
+                    resp = await prov.generate(request)
+                except CallError as e:  # attempts sent and never answered may have been billed
+                    lost = attempts.lost(e)
+                    return reply({"id": n, "key": msg["key"], "error": {"reason": e.reason, "detail": e.detail},
+                                  "lost": lost, "lost_tokens": lost * request_tokens(request)})
             resp.dropped_params = msg["dropped"]
             answer = resp.model_dump(mode="json")
             cache.put(msg["key"], msg["identity"], msg["request_json"], answer)  # before the reply
-            reply({"id": n, "ok": answer})
-        except CallError as e:
-            reply({"id": n, "error": {"reason": e.reason, "detail": e.detail}})
+            lost = attempts.lost()
+            reply({"id": n, "key": msg["key"], "ok": answer, "lost": lost, "lost_tokens": lost * request_tokens(request)})
         except CocoevalError as e:  # FatalLLMError (stop the run), ConfigError (fix a setting)
-            reply({"id": n, "fatal": {"type": type(e).__name__, "message": e.message, "hint": e.hint}})
+            reply({"id": n, "key": msg.get("key"),
+                   "fatal": {"type": type(e).__name__, "message": e.message, "hint": e.hint}})
         except Exception as e:  # a bug: the runner stops the run with it
-            reply({"id": n, "crash": f"{type(e).__name__}: {e}"})
+            reply({"id": n, "key": msg.get("key"), "crash": f"{type(e).__name__}: {e}"})
 
     tasks: set[asyncio.Task] = set()
     try:

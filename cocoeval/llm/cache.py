@@ -2,31 +2,28 @@
 
 Keys are sha256 of the canonical JSON of provider identity + prepared request (see
 ``base.request_key``); no API key or header ever enters a key or a value. Every write commits at
-once, so a completed call survives ``kill -9``; several processes can share one file.
+once, so a completed call survives ``kill -9``; several processes can share one file, and
+the calls they send are claimed in it first (``_claims.py``), so each is paid for once. The file
+has a schema version and an application id; a file that cannot be used (a folder, read-only,
+not SQLite, damaged, another application's, another schema) gets a clear error (``_cachefile.py``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ConfigError
+from ._cachefile import check_location, connect, sqlite_problem
 
 CachePolicy = Literal["read_write", "read_only", "refresh", "off"]
 POLICIES: tuple[str, ...] = ("read_write", "read_only", "refresh", "off")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS calls (
-  key TEXT PRIMARY KEY,
-  identity TEXT NOT NULL,
-  request TEXT NOT NULL,
-  response TEXT NOT NULL,
-  created REAL NOT NULL
-)"""
 
 
 class CallCache:
@@ -42,15 +39,24 @@ class CallCache:
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         if self.path is not None and policy != "off":
-            if policy == "read_only" and not self.path.exists():
-                return  # nothing cached yet: every lookup misses
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
-            db.execute("PRAGMA busy_timeout=60000")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
-            self._db = db
+            writes = policy != "read_only"
+            if not check_location(self.path, writes):
+                return  # read-only and nothing cached yet: every lookup misses
+            self._db = connect(self.path, writes)
+
+    @contextlib.contextmanager
+    def _guard(self) -> Iterator[sqlite3.Connection]:
+        """The connection, under the lock; an SQLite error about the file becomes a clear error."""
+        with self._lock:
+            if self._db is None:
+                raise ConfigError("the call cache is off or closed", hint="set llm.cache to a file")
+            try:
+                yield self._db
+            except sqlite3.Error as e:
+                problem = sqlite_problem(self.path, e) if self.path is not None else None
+                if problem is None:
+                    raise
+                raise problem from None
 
     @property
     def reads(self) -> bool:
@@ -64,8 +70,8 @@ class CallCache:
         """The stored response for ``key`` (None on a miss or when the policy does not read)."""
         row = None
         if self.reads:
-            with self._lock:
-                row = self._db.execute("SELECT response FROM calls WHERE key=?", (key,)).fetchone()  # type: ignore[union-attr]
+            with self._guard() as db:
+                row = db.execute("SELECT response FROM calls WHERE key=?", (key,)).fetchone()
         if row is None:
             self.misses += 1
             return None
@@ -79,44 +85,47 @@ class CallCache:
         ident = identity if isinstance(identity, str) else json.dumps(identity, sort_keys=True)
         req = request if isinstance(request, str) else json.dumps(request, sort_keys=True)
         resp = json.dumps(response, sort_keys=True)
-        with self._lock:
-            self._db.execute(  # type: ignore[union-attr]
-                "INSERT OR REPLACE INTO calls (key, identity, request, response, created) VALUES (?,?,?,?,?)",
-                (key, ident, req, resp, time.time()))
+        with self.atomic() as db:  # the answer stored and its claim let go at once
+            db.execute("INSERT OR REPLACE INTO calls (key, identity, request, response, created) VALUES (?,?,?,?,?)",
+                       (key, ident, req, resp, time.time()))
+            db.execute("DELETE FROM claims WHERE key=?", (key,))
         self.writes += 1
+
+    @contextlib.contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE: no other process writes in between)."""
+        with self._guard() as db:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
 
     def execute(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Run one statement on the cache's database (the batch records live there too)."""
-        if self._db is None:
-            raise ConfigError("the call cache is off", hint="set llm.cache to a file")
-        with self._lock:
-            return self._db.execute(sql, params).fetchall()
+        with self._guard() as db:
+            return db.execute(sql, params).fetchall()
 
     def execute_many(self, statements: list[tuple[str, tuple]]) -> None:
         """Run statements in one transaction: all of them are stored, or none."""
-        if self._db is None:
-            raise ConfigError("the call cache is off", hint="set llm.cache to a file")
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                for sql, params in statements:
-                    self._db.execute(sql, params)
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self.atomic() as db:
+            for sql, params in statements:
+                db.execute(sql, params)
 
     def __len__(self) -> int:
         if self._db is None:
             return 0
-        with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
+        with self._guard() as db:
+            return db.execute("SELECT COUNT(*) FROM calls").fetchone()[0]
 
     def keys(self) -> set[str]:
         if self._db is None:
             return set()
-        with self._lock:
-            return {r[0] for r in self._db.execute("SELECT key FROM calls")}
+        with self._guard() as db:
+            return {r[0] for r in db.execute("SELECT key FROM calls")}
 
     def stats(self) -> dict[str, int]:
         return {"hits": self.hits, "misses": self.misses, "writes": self.writes}

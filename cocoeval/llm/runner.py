@@ -10,19 +10,23 @@ reason and are not cached, so a re-run tries them again.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
-import threading
+import os
 import weakref
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any
 
 from aiolimiter import AsyncLimiter
-from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
 from ..errors import FatalLLMError
 from . import providers as _providers  # noqa: F401  (registers the built-in providers)
+from ._attempts import track
+from ._claims import Claims
+from ._config import Call, CallResult, LLMConfig
+from ._sync import run_sync
 from .base import (
     CallError,
     GenerateRequest,
@@ -33,83 +37,10 @@ from .base import (
     keyed_request,
 )
 from .batch import BatchStore, Pending, run_batches
-from .cache import CachePolicy, CallCache
+from .cache import CallCache
 from .secrets import install_log_redaction
 from .usage import Ledger, PriceTable, request_tokens
 from .workers import WorkerPool, raise_reply, worker_module
-
-
-class LLMConfig(BaseModel):
-    """How calls are run. Every field can be set in a params file's ``llm:`` section."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    concurrency: int = Field(8, ge=1)
-    """Most calls in flight at once."""
-    rpm: int | None = Field(None, ge=1)
-    """Requests-per-minute limit (None: none)."""
-    tpm: int | None = Field(None, ge=1)
-    """Tokens-per-minute limit on estimated input + max output tokens (None: none)."""
-    max_retries: int = Field(5, ge=0)
-    """Retries the provider SDK makes on 408/409/429/5xx and dropped connections, honouring
-    retry-after; there is no second retry loop."""
-    timeout_s: float = Field(120.0, gt=0)
-    """Per-request timeout."""
-    cache: str | None = ".cocoeval/cache.sqlite"
-    """Path of the SQLite call cache (None: no cache)."""
-    cache_policy: CachePolicy = "read_write"
-    """read_write, read_only, refresh or off."""
-    prices: str | None = None
-    """A price table YAML replacing cocoeval/llm/prices.yaml."""
-    progress: bool = True
-    """Show a tqdm progress bar."""
-    processes: int = Field(1, ge=1, le=64)
-    """Processes sending live calls: 1 sends from this process; N > 1 starts N worker processes
-    (with the first live call, kept for the Runner's later runs) that share the sending, and with
-    it the provider SDK's CPU time per request (about 1.5 ms on a 2-core machine). Worth it for a fast server at high concurrency (vLLM, llama.cpp on a GPU);
-    remote APIs answering in seconds rarely need it. Limits, cache and accounting stay here;
-    in-process models (local/) always run here."""
-    batch: bool = False
-    """Send the calls that do not depend on an earlier answer (judging, whole-continuation
-    simulation, metadata, summaries) through the provider's batch API (OpenAI Batch, Anthropic
-    Message Batches: half price, answers within 24 h) and write the answers into the call cache.
-    Providers without a batch API (local, openai-compatible, llama-cpp-server) run live."""
-    batch_dependent: Literal["live", "rounds"] = "live"
-    """In batch mode, calls built from an earlier answer of the run (the steps of 1- and
-    k-turn-per-call simulation, judge re-asks): 'live', or 'rounds' of batches (one per step)."""
-    batch_poll_s: float = Field(30.0, gt=0)
-    """Seconds between polls of a running batch."""
-    batch_max_requests: int | None = Field(None, ge=1)
-    """Most requests per batch (None: the provider's limit, 50,000 OpenAI / 100,000 Anthropic)."""
-
-
-class Call(BaseModel):
-    """One request to run."""
-
-    model: str
-    """Model spec, e.g. openai/gpt-4.1."""
-    request: GenerateRequest
-    stage: str = "default"
-    """Accounting bucket: simulate, judge, metadata, summary..."""
-    tag: str | None = None
-    """The caller's label (instance id, turn...)."""
-    dependent: bool = False
-    """Built from an earlier answer of the run (a simulation step, a judge re-ask): in batch
-    mode it runs live unless ``batch_dependent`` is 'rounds'."""
-
-
-class CallResult(BaseModel):
-    key: str
-    model: str
-    stage: str
-    tag: str | None = None
-    status: Literal["ok", "failed"]
-    response: GenerateResponse | None = None
-    reason: str | None = None
-    """Why the call failed (context_length, content_filter, rate_limited, timeout...)."""
-    detail: str | None = None
-    cache_hit: bool = False
-    cost_usd: float | None = None
 
 
 class Runner:
@@ -124,6 +55,7 @@ class Runner:
         self.batched = 0
         """Requests in the batches this runner submitted or resumed."""
         self._pool: WorkerPool | None = None
+        self._claims: Claims | None = None
         self._active = 0
         """Runs in progress (close() waits for none: it refuses while there are any)."""
         install_log_redaction()
@@ -131,42 +63,7 @@ class Runner:
     # ------------------------------------------------------------------ public
     def run(self, calls: Sequence[Call]) -> list[CallResult]:
         """Run calls and return results in order (works inside Jupyter's running loop too)."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(self.arun(calls))
-        box: dict[str, Any] = {}
-        done, stop = threading.Event(), threading.Event()
-
-        async def main() -> list[CallResult]:
-            box["loop"], box["task"] = asyncio.get_running_loop(), asyncio.current_task()
-            if stop.is_set():  # interrupted before it began (the task is stored before this test)
-                raise KeyboardInterrupt
-            return await self.arun(calls)
-
-        def target() -> None:
-            try:
-                box["out"] = asyncio.run(main())
-            except BaseException as e:
-                box["err"] = e
-            finally:
-                done.set()
-
-        threading.Thread(target=target).start()
-        try:
-            while not done.wait(0.1):  # not Thread.join: an interrupted join may return too early
-                pass
-        except KeyboardInterrupt:  # Jupyter's interrupt reaches this thread: stop the run too
-            stop.set()
-            if "task" in box:
-                with contextlib.suppress(RuntimeError):  # its loop has just closed
-                    box["loop"].call_soon_threadsafe(box["task"].cancel)
-            while not done.wait(0.1):  # the run winds down (answers in flight are kept)
-                pass
-            raise
-        if "err" in box:
-            raise box["err"]
-        return box["out"]
+        return run_sync(lambda: self.arun(calls))
 
     async def arun(self, calls: Sequence[Call]) -> list[CallResult]:
         self._active += 1
@@ -188,6 +85,21 @@ class Runner:
         tpm = AsyncLimiter(cfg.tpm, 60) if cfg.tpm else None
         bar = tqdm(total=len(calls), disable=not cfg.progress, unit="call", dynamic_ncols=True)
         inflight: dict[str, asyncio.Future] = {}
+        claims = self.claims()
+        held: set[str] = set()
+        """Keys this run claimed whose answer or failure has not come yet."""
+        at_worker: set[str] = set()
+        """Keys a worker process is sending (a stopped run leaves their claims to the worker)."""
+        parked: set[str] = set()
+        """Keys another process has claimed: their calls wait in ``deferred`` for its answer."""
+        deferred: collections.deque[tuple[int, Call, bool]] = collections.deque()
+
+        def let_go(key: str, failed: bool) -> None:
+            """The claim of ``key`` ends: answered (the cache dropped it) or failed (let go)."""
+            if key in held:
+                held.discard(key)
+                if failed and claims is not None:
+                    claims.release([key])
 
         def provider_for(model: str) -> Provider:
             if model not in providers:
@@ -234,29 +146,74 @@ class Runner:
                 prov.check_ready()  # a missing key stops the run before anything is sent
                 ready.add(call.model)
 
-        async def one(i: int, call: Call) -> None:
+        async def one(i: int, call: Call, again: bool = False) -> bool:
+            """Run one call; False when another process holds its claim (it waits in
+            ``deferred``). ``again``: the deferred first call of its key, tried again."""
             prov, prepared, dropped, identity, base = lookup(call)
             key = base["key"]
-            if key in inflight:  # the same request twice in one run: send it once
+            if key in inflight and not again:  # the same request twice in one run: send it once
+                if key in parked:  # never block on a parked key: its call may be queued behind us
+                    deferred.append((i, call, False))
+                    return False
                 res = await asyncio.shield(inflight[key])
                 done(i, res.model_copy(update={**base, "cache_hit": True, "cost_usd": 0.0}))
                 self.ledger.add(call.stage, call.model, None, cache_hit=True)
-                return
-            fut: asyncio.Future = asyncio.get_running_loop().create_future()
-            inflight[key] = fut
+                return True
+            if again:
+                fut = inflight[key]
+            else:
+                fut = inflight[key] = asyncio.get_running_loop().create_future()
             try:
-                if from_cache(i, call, base):
+                if not again and from_cache(i, call, base):
                     res = results[i]  # type: ignore[assignment]
                 else:
-                    make_ready(call, prov)
-                    res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm, pool)
-                    done(i, res)
+                    state = claims.claim(key, look=again) if claims is not None else "mine"
+                    if state == "held":  # another process is sending it: wait for its answer
+                        parked.add(key)
+                        deferred.append((i, call, True))
+                        return False
+                    if state == "answered" and from_cache(i, call, base):
+                        res = results[i]  # type: ignore[assignment]
+                    else:
+                        if claims is not None:
+                            held.add(key)
+                        parked.discard(key)
+                        make_ready(call, prov)
+                        res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm,
+                                               pool, at_worker)
+                        let_go(key, res.status == "failed")
+                        done(i, res)
+                parked.discard(key)
                 fut.set_result(res)
             except BaseException as e:
+                parked.discard(key)
+                if key not in at_worker:  # a worker still sending it keeps the claim until it ends
+                    let_go(key, True)
                 if not fut.done():
                     fut.set_exception(e)
                     fut.exception()  # retrieved: other waiters re-raise it themselves
                 raise
+            return True
+
+        pause = {"misses": 0, "sleep": 0.05}
+
+        async def wait_for_others() -> None:
+            """Calls other processes claimed: poll the cache (with backoff) until each is answered,
+            or its claim is let go or taken over (then it is sent here)."""
+            while deferred:
+                i, call, again = deferred.popleft()
+                if await one(i, call, again):
+                    pause.update(misses=0, sleep=0.05)
+                    continue
+                pause["misses"] += 1
+                if pause["misses"] >= len(deferred):  # a whole round without progress
+                    pause["misses"] = 0
+                    if not bar.disable:
+                        bar.set_description_str(f"waiting for {len(parked)} call(s) of another process", refresh=True)
+                    await asyncio.sleep(pause["sleep"])
+                    pause["sleep"] = min(pause["sleep"] * 2, 2.0)
+                else:
+                    await asyncio.sleep(0)
 
         live: list[tuple[int, Call]] = list(enumerate(calls))
         batched: dict[str, Pending] = {}
@@ -273,13 +230,21 @@ class Runner:
                     live.append((i, call))
                     continue
                 _, prepared, dropped, (identity, _, _), base = lookup(call)
-                if base["key"] in batched:
-                    batched[base["key"]].waiters.append((i, call, base))
+                key = base["key"]
+                if key in batched:
+                    batched[key].waiters.append((i, call, base))
                 elif not from_cache(i, call, base):
+                    state = claims.claim(key) if claims is not None else "mine"
+                    if state != "mine":  # another process has it (or has just answered it)
+                        live.append((i, call))
+                        continue
+                    if claims is not None:
+                        held.add(key)
                     make_ready(call, prov)
-                    batched[base["key"]] = Pending(base["key"], prov, prepared, dropped, identity, [(i, call, base)])
+                    batched[key] = Pending(key, prov, prepared, dropped, identity, [(i, call, base)])
 
         def settle(p: Pending, answer: GenerateResponse | CallError) -> None:
+            let_go(p.key, isinstance(answer, CallError))
             for n, (i, call, base) in enumerate(p.waiters):
                 if isinstance(answer, CallError):
                     self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
@@ -302,6 +267,7 @@ class Runner:
                 # not all at start (which would stall the loop before the first answers)
                 for i, c in pending:
                     await one(i, c)
+                await wait_for_others()
 
             batch_task = None
             async with asyncio.TaskGroup() as tg:
@@ -321,6 +287,8 @@ class Runner:
             raise (others[0] if others else eg) from None
         finally:
             bar.close()
+            if claims is not None and held - at_worker:  # a stopped run: others may send these
+                claims.release(held - at_worker)
             if pool is not None:
                 await pool.leave()
             for p in providers.values():
@@ -333,11 +301,14 @@ class Runner:
 
     async def _send(self, prov: Provider, prepared: GenerateRequest, dropped: list[str], base: dict,
                     identity: tuple[dict, str, str], call: Call, sem: asyncio.Semaphore,
-                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None, pool: WorkerPool | None) -> CallResult:
+                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None, pool: WorkerPool | None,
+                    at_worker: set[str]) -> CallResult:
         async with sem:
             module = worker_module(prov) if pool is not None else None
             if pool is not None and module is not None:  # limits are taken when a call can go out
                 await pool.prepare(call.model, module)
+                if self._claims is not None:  # its workers may answer this process's claims
+                    self._claims.set_pids([os.getpid(), *pool.pids()])
             if rpm:
                 await rpm.acquire()
             if tpm:
@@ -345,19 +316,33 @@ class Runner:
                 await tpm.acquire(min(need, tpm.max_rate))
             self.sent += 1
             if pool is not None and module is not None:
+                at_worker.add(base["key"])
                 reply = await pool.call(prov, module, call.stage, prepared, dropped, base["key"],
                                         identity[1], identity[2])
+                at_worker.discard(base["key"])
                 return self._from_worker(reply, base, call)
-            try:
-                resp = await prov.generate(prepared)
-            except CallError as e:
-                self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
-                return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500])
+            with track() as attempts:
+                try:
+                    resp = await prov.generate(prepared)
+                except CallError as e:
+                    lost = attempts.lost(e)
+                    cost = self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True,
+                                           lost_attempts=lost, lost_input_tokens=lost * request_tokens(prepared))
+                    return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500],
+                                      cost_usd=cost)
         resp.dropped_params = dropped
         # persisted the moment it completes
         self.cache.put(base["key"], identity[1], identity[2], resp.model_dump(mode="json"))
-        cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False)
+        lost = attempts.lost()
+        cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False, lost_attempts=lost,
+                               lost_input_tokens=lost * request_tokens(prepared))
         return CallResult(**base, status="ok", response=resp, cost_usd=cost)
+
+    def claims(self) -> Claims | None:
+        """This Runner's claims in the cache (read_write only: see ``_claims.py``)."""
+        if self._claims is None and self.cache.policy == "read_write" and self.cache.writes_enabled:
+            self._claims = Claims(self.cache)
+        return self._claims
 
     def workers(self) -> WorkerPool:
         """The worker processes (``processes`` > 1); they start with the first live call."""
@@ -375,13 +360,16 @@ class Runner:
 
     def _account(self, reply: dict[str, Any], stage: str, model: str) -> tuple[GenerateResponse | None, float | None]:
         """Count a worker's answer (which it cached itself): (response, cost) or (None, None)."""
+        lost = {"lost_attempts": reply.get("lost", 0), "lost_input_tokens": reply.get("lost_tokens", 0)}
         if "ok" in reply:
             resp = GenerateResponse.model_validate(reply["ok"])
             if self.cache.writes_enabled:
                 self.cache.writes += 1
-            return resp, self.ledger.add(stage, model, resp.usage, cache_hit=False)
+            return resp, self.ledger.add(stage, model, resp.usage, cache_hit=False, **lost)
         if "error" in reply:
-            self.ledger.add(stage, model, None, cache_hit=False, failed=True)
+            self.ledger.add(stage, model, None, cache_hit=False, failed=True, **lost)
+        if "ok" not in reply and self._claims is not None and reply.get("key"):
+            self._claims.release([reply["key"]])  # a failed call of a stopped run: others may retry it
         return None, None
 
     def _from_worker(self, reply: dict[str, Any], base: dict, call: Call) -> CallResult:
@@ -401,9 +389,13 @@ class Runner:
             logging.getLogger(__name__).warning(
                 "Runner.close() while %d run(s) are in progress: left open; close it after they end", self._active)
             return
+        busy: list[int] = []
         if self._pool is not None:
-            self._pool.close()
+            busy = self._pool.close()
             self._pool = None
+        if self._claims is not None:  # busy workers keep their calls' claims until they exit
+            self._claims.close(keep=bool(busy))
+            self._claims = None
         self.cache.close()
 
 

@@ -103,39 +103,65 @@ def request_tokens(request: GenerateRequest) -> int:
 # ------------------------------------------------------------------ ledgers
 
 class Ledger:
-    """Usage and cost totals by (stage, model)."""
+    """Usage and cost totals by (stage, model).
 
-    FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "output_tokens")
+    ``lost_attempts`` / ``lost_input_tokens`` / ``lost_cost_usd`` ("paid, answer lost"): HTTP
+    attempts that were sent and got no answer (a client-side timeout the SDK retried, or a call
+    that timed out for good); the provider may have billed them, so their input tokens, estimated
+    from the request, are counted as paid. ``cost_usd`` includes ``lost_cost_usd``."""
+
+    FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "output_tokens",
+              "lost_attempts", "lost_input_tokens")
 
     def __init__(self, prices: PriceTable | None = None) -> None:
         self.prices = prices or PriceTable.load()
-        self._rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(
-            lambda: {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "cost_unknown_calls": 0})
+        self._rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(self._zero)
+
+    def _zero(self) -> dict[str, Any]:
+        return {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "lost_cost_usd": 0.0, "cost_unknown_calls": 0}
 
     def add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, failed: bool = False,
-            batch: bool = False) -> float | None:
-        """Record one call; returns its cost (0 for cache hits, None when the price is unknown)."""
+            batch: bool = False, lost_attempts: int = 0, lost_input_tokens: int = 0) -> float | None:
+        """Record one call; returns its cost (0 for cache hits, None when the price is unknown),
+        the attempts it lost included."""
         row = self._rows[(stage, model)]
         row["calls"] += 1
         row["cache_hits"] += int(cache_hit)
         row["failed"] += int(failed)
-        if usage is None or cache_hit:
-            return 0.0 if cache_hit else None
-        row["input_tokens"] += usage.input_tokens
-        row["cached_input_tokens"] += usage.cached_input_tokens
-        row["output_tokens"] += usage.output_tokens
-        cost = self.prices.cost(model, usage, batch=batch)
-        if cost is None:
+        if cache_hit:
+            return 0.0
+        cost: float | None = None
+        unknown = False
+        if lost_attempts:
+            row["lost_attempts"] += lost_attempts
+            row["lost_input_tokens"] += lost_input_tokens
+            lost = self.prices.cost(model, Usage(input_tokens=lost_input_tokens))
+            if lost is None:
+                unknown = True
+            else:
+                row["lost_cost_usd"] += lost
+                row["cost_usd"] += lost
+                cost = lost
+        if usage is not None:
+            row["input_tokens"] += usage.input_tokens
+            row["cached_input_tokens"] += usage.cached_input_tokens
+            row["output_tokens"] += usage.output_tokens
+            paid = self.prices.cost(model, usage, batch=batch)
+            if paid is None:
+                unknown = True
+            else:
+                row["cost_usd"] += paid
+                cost = (cost or 0.0) + paid
+        if unknown:
             row["cost_unknown_calls"] += 1
-        else:
-            row["cost_usd"] += cost
+            return None
         return cost
 
     def rows(self) -> list[dict[str, Any]]:
         return [{"stage": s, "model": m, **v} for (s, m), v in sorted(self._rows.items())]
 
     def totals(self) -> dict[str, Any]:
-        out: dict[str, Any] = {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "cost_unknown_calls": 0}
+        out: dict[str, Any] = self._zero()
         for v in self._rows.values():
             for k in out:
                 out[k] += v[k]

@@ -22,8 +22,13 @@ Protocol: JSON lines (no pickle). To a worker: ``{"id", "op": "prepare", "model"
 once per model (import ``module``, so that providers registered outside cocoeval work too; make
 the provider; ``Provider.start()``), answered ``{"id", "prepared": true}``; then ``{"id",
 "model", "module", "key", "dropped", "identity", "request_json", "request"}`` per call, answered
-``{"id", "ok": response}``, ``{"id", "error": {"reason", "detail"}}`` (a failed call), ``{"id",
-"fatal": {"type", "message", "hint"}}`` (stop the run) or ``{"id", "crash": text}`` (a bug).
+``{"id", "key", "ok": response, "lost", "lost_tokens"}``, ``{"id", "key", "error": {"reason",
+"detail"}, "lost", "lost_tokens"}`` (a failed call; ``lost``: HTTP attempts sent and never
+answered, which the provider may have billed, and their estimated input tokens), ``{"id", "key",
+"fatal": {"type", "message", "hint"}}`` (stop the run) or ``{"id", "key", "crash": text}`` (a bug).
+Claims: the runner claims each call in the cache before it gives it to a worker and records the
+workers' process ids with its claims, so that a claim stays live while a worker may still answer
+it (even after the runner died); the worker's ``CallCache.put`` removes the claim.
 """
 
 from __future__ import annotations
@@ -367,12 +372,17 @@ class WorkerPool:
                 self.account(fut.result(), stage, model)  # it arrived just before the cancel
             raise
 
-    def close(self, wait_s: float = 10.0) -> None:
+    def pids(self) -> list[int]:
+        """Process ids of the workers (they may answer this process's claims in the cache)."""
+        return [w.proc.pid for w in self.workers]
+
+    def close(self, wait_s: float = 10.0) -> list[int]:
         """End the workers' input and wait up to ``wait_s`` for them to exit; one still busy then
-        finishes its calls (caching their answers) and exits by itself: none is killed."""
+        finishes its calls (caching their answers) and exits by itself: none is killed. Returns
+        the process ids of those still busy."""
         if self._users:
             log.warning("a run still uses the worker processes: they are left to end with this process")
-            return
+            return self.pids()
         for w in self.workers:
             w.end_input()
         deadline = time.monotonic() + wait_s
@@ -386,3 +396,4 @@ class WorkerPool:
             log.info("worker process(es) %s are finishing their calls in the background; their "
                      "answers go to the cache", busy)
         self.workers = []
+        return busy

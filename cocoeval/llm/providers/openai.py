@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from ...errors import ConfigError
+from .._attempts import EVENT_HOOKS
 from ..base import (
     CallError,
     GenerateRequest,
@@ -46,12 +47,15 @@ def _strip_keys(schema: Any, keys: tuple[str, ...]) -> tuple[Any, set[str]]:
 
 def aiohttp_client(sdk: Any) -> Any:
     """The SDK's aiohttp transport (its documented choice for high concurrency: httpx's pool
-    costs ~2 ms of CPU per request at 64 connections), or None for the default."""
+    costs ~2 ms of CPU per request at 64 connections), else its httpx client; either with the
+    hooks that count attempts (``_attempts.py``)."""
     try:
         import aiohttp  # noqa: F401
     except ImportError:
-        return None
-    return sdk.DefaultAioHttpClient() if hasattr(sdk, "DefaultAioHttpClient") else None
+        return sdk.DefaultAsyncHttpxClient(event_hooks=EVENT_HOOKS)
+    if hasattr(sdk, "DefaultAioHttpClient"):
+        return sdk.DefaultAioHttpClient(event_hooks=EVENT_HOOKS)
+    return sdk.DefaultAsyncHttpxClient(event_hooks=EVENT_HOOKS)
 
 
 def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:

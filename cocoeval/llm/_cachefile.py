@@ -1,0 +1,168 @@
+"""Opening the call cache's SQLite file: its schema version, migration, and a clear error for
+every file that cannot be used (a folder, a read-only place, not SQLite, damaged, another
+application's database, an older or newer schema).
+
+Schema versions (``PRAGMA user_version``; ``PRAGMA application_id`` marks the file as ours):
+  1  table ``calls`` only; no application id (cocoeval before the version was recorded)
+  2  adds ``meta`` (schema version, application), ``claims`` and ``owners`` (calls claimed by a
+     live process, so that processes sharing the cache pay for each call once); migrated from 1
+     in place, automatically (only tables are added)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+
+from .errors import (
+    CacheDamagedError,
+    CacheError,
+    CacheForeignError,
+    CacheLocationError,
+    CacheNotSQLiteError,
+    CacheVersionError,
+)
+
+APPLICATION_ID = 0x43434556  # "CCEV"
+SCHEMA_VERSION = 2
+_MAGIC = b"SQLite format 3\x00"
+
+_CALLS = """CREATE TABLE IF NOT EXISTS calls (
+  key TEXT PRIMARY KEY,
+  identity TEXT NOT NULL,
+  request TEXT NOT NULL,
+  response TEXT NOT NULL,
+  created REAL NOT NULL
+)"""
+_V2 = (
+    "CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    # a call being sent by a live owner: others wait for its answer instead of paying again
+    "CREATE TABLE IF NOT EXISTS claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, claimed REAL NOT NULL)",
+    # the owners of claims: host, process ids (a runner and its workers), last heartbeat
+    "CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, host TEXT NOT NULL, pids TEXT NOT NULL, "
+    "heartbeat REAL NOT NULL)",
+)
+_CALL_COLUMNS = {"key", "identity", "request", "response", "created"}
+MOVE_ASIDE = ("move it aside (e.g. mv {p} {p}.bad) or set llm.cache to another file; a new cache "
+              "starts empty, so calls are sent (and paid) again")
+
+
+def sqlite_problem(path: Path, e: sqlite3.Error) -> CacheError | None:
+    """The clear error for an SQLite error on the cache file, or None when it is not about the file."""
+    low = str(e).lower()
+    if "malformed" in low or "not a database" in low or "disk i/o" in low:
+        return CacheDamagedError(path, f"SQLite cannot read this file ({e}): it is damaged or truncated",
+                                 hint=f"try `sqlite3 {path} .recover | sqlite3 {path}.recovered` and point llm.cache at "
+                                      "the recovered file; or " + MOVE_ASIDE.format(p=path))
+    if "readonly" in low or "read-only" in low or "unable to open" in low:
+        return read_only(path, str(e))
+    return None
+
+
+def read_only(path: Path, why: str) -> CacheLocationError:
+    return CacheLocationError(path, f"cannot be written ({why})",
+                              hint="make the file and its folder writable (SQLite writes -wal and -shm files "
+                                   "beside it), set llm.cache to a writable place, or set llm.cache_policy: "
+                                   "read_only to use the answers it has without writing")
+
+
+def check_location(path: Path, writes: bool) -> bool:
+    """Raise for a folder or an unwritable place; False when a read-only cache has no file yet."""
+    if path.is_dir():
+        raise CacheLocationError(path, "is a folder, not a file",
+                                 hint=f"set llm.cache to a file path, e.g. {path / 'cache.sqlite'}")
+    if path.exists():
+        with open(path, "rb") as f:
+            head = f.read(len(_MAGIC))
+        if head and head != _MAGIC:
+            raise CacheNotSQLiteError(path, "is not an SQLite database (not a call cache, or overwritten)",
+                                      hint=MOVE_ASIDE.format(p=path))
+        if writes and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
+            raise read_only(path, "the file or its folder is read-only")
+        return True
+    if not writes:
+        return False
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise CacheLocationError(path, f"its folder cannot be made ({e.strerror or e})",
+                                 hint="set llm.cache to a path in a writable folder") from None
+    if not os.access(path.parent, os.W_OK):
+        raise read_only(path, "its folder is read-only")
+    return True
+
+
+def connect(path: Path, writes: bool) -> sqlite3.Connection:
+    """An open connection to a cache of the current schema (migrated or created when ``writes``)."""
+    try:
+        if not writes and not os.access(path.parent, os.W_OK):  # e.g. a cache on read-only media
+            db = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None,
+                                 check_same_thread=False)
+        else:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
+            db.execute("PRAGMA busy_timeout=60000")
+        try:
+            _check(path, db, writes)
+            if writes:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+        except BaseException:
+            db.close()
+            raise
+    except sqlite3.Error as e:
+        raise (sqlite_problem(path, e) or e) from None
+    return db
+
+
+def _check(path: Path, db: sqlite3.Connection, writes: bool) -> None:
+    app = db.execute("PRAGMA application_id").fetchone()[0]
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    if app == APPLICATION_ID:
+        if version > SCHEMA_VERSION:
+            raise CacheVersionError(
+                path, f"was written by a newer cocoeval (cache schema {version}; this one reads up to "
+                      f"{SCHEMA_VERSION})",
+                hint="upgrade cocoeval (pip install -U cocoeval), or set llm.cache to another file for this version")
+        if version == SCHEMA_VERSION:
+            return
+        if version < 1:
+            raise CacheVersionError(path, f"has an unknown cache schema {version}", hint=MOVE_ASIDE.format(p=path))
+    elif app != 0 or (tables and not _is_v1(db, tables)):
+        what = f"application id {app:#x}" if app else f"tables {', '.join(sorted(tables))}"
+        raise CacheForeignError(path, f"is an SQLite database of another application ({what}), not a call cache",
+                                hint="set llm.cache to a file of its own (e.g. .cocoeval/cache.sqlite); "
+                                     "cocoeval never writes into another program's database")
+    if writes:
+        _migrate(db)
+    elif tables:  # read-only: schema 1 has the same calls table; claims are not used without writes
+        return
+    else:
+        raise CacheVersionError(path, "is an empty SQLite file and the cache is read-only",
+                                hint="set llm.cache_policy: read_write to create the cache")
+
+
+def _is_v1(db: sqlite3.Connection, tables: set[str]) -> bool:
+    if "calls" not in tables:
+        return False
+    return {r[1] for r in db.execute("PRAGMA table_info(calls)")} >= _CALL_COLUMNS
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Create schema 2, or bring schema 1 up to it (only tables are added); one process at a time."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+            for sql in (_CALLS, *_V2):
+                db.execute(sql)
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('application', 'cocoeval "
+                       "call cache')", (str(SCHEMA_VERSION),))
+            db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+            db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    except BaseException:
+        with contextlib.suppress(sqlite3.Error):
+            db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
