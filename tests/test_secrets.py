@@ -220,7 +220,7 @@ def test_cocoeval_run_writes_and_prints_no_echoed_key(srv, tmp_path):
     srv.configure(faults=[{"match": "", "kind": "echo_key", "times": -1}])  # every call: 400
     cmd = [sys.executable, "-m", "cocoeval", "run", str(_params(tmp_path, srv, "e400")), "--no-progress"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 3 and "exit status 3" in out.stderr, out.stderr  # failed calls: exit 3
     records = "".join(f.read_text() for f in (tmp_path / "runs" / "e400").rglob("*.jsonl"))
     assert "Invalid API key provided: [REDACTED]" in records  # the failures are recorded, redacted
     srv.reset()
