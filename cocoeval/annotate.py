@@ -71,7 +71,12 @@ def export_items(run: dict[str, Any], out_dir: str | Path, *, seed: int = 0,
 
 def _rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
     if path.suffix == ".jsonl":
-        return [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
+        rows = [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
+        for where, obj in rows:
+            if not isinstance(obj, dict):
+                raise InputError(f"expected an object, got {type(obj).__name__}", file=str(path), record=where,
+                                 hint=f"each line is an object with the columns {', '.join(FIELDS)}")
+        return rows
     text = read_text(path)
     reader = csv.DictReader(io.StringIO(text))
     missing = {"annotator", "turn", "behaviours"} - set(reader.fieldnames or [])

@@ -44,12 +44,21 @@ class CallCache:
         if self.path is not None and policy != "off":
             if policy == "read_only" and not self.path.exists():
                 return  # nothing cached yet: every lookup misses
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
-            db.execute("PRAGMA busy_timeout=60000")
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.execute(_SCHEMA)
+            hint = "give the path of a call cache file (llm.cache / --llm-cache / --cache); it is created when missing"
+            if self.path.is_dir():
+                raise ConfigError(f"call cache {self.path} is a folder, not a file", hint=hint)
+            db = None
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
+                db.execute("PRAGMA busy_timeout=60000")
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
+                db.execute(_SCHEMA)
+            except (OSError, sqlite3.DatabaseError) as e:  # not SQLite, unwritable, under a file
+                if db is not None:
+                    db.close()
+                raise ConfigError(f"cannot open the call cache {self.path}: {e}", hint=hint) from None
             self._db = db
 
     @property
