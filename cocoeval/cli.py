@@ -64,7 +64,13 @@ def _cmd_sft_export(a: argparse.Namespace) -> int:
     from .bench import load_instances
     from .sft import export_sft
 
-    report = export_sft(load_instances(a.bench_dir, "train"), a.out, ks=a.k or [1, 5, 30],
+    from .errors import InputError
+
+    instances = load_instances(a.bench_dir, "train")
+    if not instances:
+        raise InputError("no train instances to export", file=str(a.bench_dir / "train.jsonl"),
+                         hint="build with a train split (--eval-share below 1, --train-per-dataset above 0)")
+    report = export_sft(instances, a.out, ks=a.k or [1, 5, 30],
                         prompt=a.prompt, seed=a.seed, max_example_tokens=a.max_example_tokens)
     for k, f in report["files"].items():
         state = "valid" if f["valid"] else f"INVALID: {'; '.join(f['problems'][:3])}"

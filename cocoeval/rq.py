@@ -10,6 +10,7 @@ import altair as alt
 import polars as pl
 
 from . import charts, stats
+from ._text import md_escape
 from .frames import REFERENCE, Frames
 
 SETUP_FIELDS = ("name", "model", "prompt", "turns_per_call", "kind")
@@ -51,7 +52,7 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0) -> 
     names = _names(f)
     top = means.sort("mean", descending=True)
     total = ref.group_by("instance_id").agg(pl.col("count").sum())["count"]
-    a.text.append(f"Judged by **{judge}** over {means['n'][0]} human references, a conversation shows "
+    a.text.append(f"Judged by **{md_escape(judge)}** over {means['n'][0]} human references, a conversation shows "
                   f"{total.mean():.2f} behaviours on average (median {total.median():.0f}).")
     lines = [f"- {names[r['behaviour']]} ({r['category']}): {_fmt_ci(r['mean'], r['ci_low'], r['ci_high'])}"
              for r in top.iter_rows(named=True)]
@@ -79,20 +80,20 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
     per_b = per_b.filter(pl.col("target").is_in(setups))
     dist = dist.filter(pl.col("target").is_in(setups)).sort("distance")
     if dist.is_empty():
-        a.text.append(f"None of the setups {', '.join(setups) or '(none)'} has valid judgments by {judge}.")
+        a.text.append(f"None of the setups {', '.join(map(md_escape, setups)) or '(none)'} has valid judgments by {md_escape(judge)}.")
         return a
     a.tables["distance"] = dist
     a.tables["per_behaviour"] = per_b
     names = _names(f)
     best = dist.row(0, named=True)
     a.text.append(f"Profile distance D to the humans (Σ|mean simulated − mean human| per conversation; 0 = "
-                  f"human-like), judged by **{judge}**: closest **{best['target']}** "
+                  f"human-like), judged by **{md_escape(judge)}**: closest **{md_escape(best['target'])}** "
                   f"{_fmt_ci(best['distance'], best['ci_low'], best['ci_high'])} over {best['n']} instances.")
     for r in dist.iter_rows(named=True):
         s = per_b.filter(pl.col("target") == r["target"])
         over = [names[x["behaviour"]] for x in s.iter_rows(named=True) if x["diff_ci_low"] > 0]
         under = [names[x["behaviour"]] for x in s.iter_rows(named=True) if x["diff_ci_high"] < 0]
-        a.text.append(f"- **{r['target']}**: D = {_fmt_ci(r['distance'], r['ci_low'], r['ci_high'])}; "
+        a.text.append(f"- **{md_escape(r['target'])}**: D = {_fmt_ci(r['distance'], r['ci_low'], r['ci_high'])}; "
                       f"over-produces (CI of the difference above 0): {', '.join(over) or 'none'}; "
                       f"under-produces (CI below 0): {', '.join(under) or 'none'}.")
     fig3 = stats.figure3_means(f, judge, setups, resamples=resamples, seed=seed)
@@ -140,9 +141,9 @@ def participants(f: Frames, judge: str) -> Answer:
     a.tables["spearman"] = pc
     for r in pc.filter(pl.col("behaviour") == "all").iter_rows(named=True):
         if r["rho"] != r["rho"]:
-            a.text.append(f"- {r['dataset']}: undefined (no variation in participants or counts; n = {r['n']}).")
+            a.text.append(f"- {md_escape(r['dataset'])}: undefined (no variation in participants or counts; n = {r['n']}).")
         else:
-            a.text.append(f"- {r['dataset']}: Spearman ρ = {r['rho']:.2f} (p = {r['p_value']:.3f}, n = {r['n']}).")
+            a.text.append(f"- {md_escape(r['dataset'])}: Spearman ρ = {r['rho']:.2f} (p = {r['p_value']:.3f}, n = {r['n']}).")
     per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
                 .group_by("instance_id", "dataset").agg(total=pl.col("count").sum())
                 .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
@@ -173,7 +174,7 @@ def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0) -> Answer:
         if not jh.is_empty():
             a.tables[f"{j}_vs_humans"] = jh
             r = jh.filter(pl.col("behaviour") == "all").row(0, named=True)
-            a.text.append(f"- {j} vs the mean of {r['humans']} annotator(s): ρ = {r['rho']:.2f} "
+            a.text.append(f"- {md_escape(j)} vs the mean of {r['humans']} annotator(s): ρ = {r['rho']:.2f} "
                           f"({'significant' if r['significant'] else 'not significant'}).")
     return a
 
@@ -203,7 +204,7 @@ def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
         rep = json.loads(report.read_text())
         skipped = rep.get("skipped_conversations", [])
         a.text.append(f"The builder skipped {len(skipped)} conversation(s)" + (
-            ": " + "; ".join(f"{s['conversation']} ({s['reason']})" for s in skipped[:10]) if skipped else "."))
+            ": " + "; ".join(f"{md_escape(s['conversation'])} ({md_escape(s['reason'])})" for s in skipped[:10]) if skipped else "."))
         if skipped:
             a.tables["skipped"] = pl.DataFrame(skipped)
     a.charts["speakers"] = alt.Chart(alt.Data(values=df.to_dicts())).mark_bar().encode(

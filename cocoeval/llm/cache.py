@@ -29,6 +29,17 @@ CREATE TABLE IF NOT EXISTS calls (
 )"""
 
 
+def _is_sqlite_or_empty(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except FileNotFoundError:
+        return True
+    except OSError as e:
+        raise ConfigError(f"cannot read the call cache {path}: {e.strerror or e}") from None
+    return not head or head == b"SQLite format 3\x00"
+
+
 class CallCache:
     """``read_write`` (default) reads and writes; ``read_only`` never writes; ``refresh`` ignores
     what is stored and overwrites it; ``off`` neither reads nor writes."""
@@ -47,6 +58,8 @@ class CallCache:
             hint = "give the path of a call cache file (llm.cache / --llm-cache / --cache); it is created when missing"
             if self.path.is_dir():
                 raise ConfigError(f"call cache {self.path} is a folder, not a file", hint=hint)
+            if not _is_sqlite_or_empty(self.path):  # never write a cache into someone else's file
+                raise ConfigError(f"{self.path} is not a call cache (not an SQLite file)", hint=hint)
             db = None
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
