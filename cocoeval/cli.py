@@ -62,9 +62,8 @@ def _cmd_build(a: argparse.Namespace) -> int:
 
 def _cmd_sft_export(a: argparse.Namespace) -> int:
     from .bench import load_instances
-    from .sft import export_sft
-
     from .errors import InputError
+    from .sft import export_sft
 
     instances = load_instances(a.bench_dir, "train")
     if not instances:

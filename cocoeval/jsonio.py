@@ -62,7 +62,9 @@ def read_json(path: str | Path) -> Any:
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """Yield (line number, parsed object) for each non-blank line of a JSONL file."""
     text = read_text(path)
-    for n, line in enumerate(text.splitlines(), start=1):
+    # JSONL lines end at \n only: str.splitlines() would also cut at U+2028, U+0085, \x1c...,
+    # which JSON allows raw inside strings
+    for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:

@@ -140,7 +140,7 @@ def _path_slots(parser: argparse.ArgumentParser) -> tuple[list[argparse.Action],
     """(positional arguments, optional input-path options) a command reads from."""
     positional = [a for a in parser._actions if not a.option_strings and not isinstance(a, argparse._HelpAction)]
     inputs = [a for a in parser._actions if a.option_strings
-              and (a.type is Path or getattr(a.type, "kind", None) == "out_file" and "cache" in a.dest)]
+              and (a.type is Path or (getattr(a.type, "kind", None) == "out_file" and "cache" in a.dest))]
     return positional, inputs
 
 
@@ -158,7 +158,7 @@ def test_malformed_files_give_a_clear_error(command, data):
         root = Path(tmp)
         argv, names = [command], []
         for a in positional:
-            if a.type is Path or a.type is None and a.dest in ("file", "path"):
+            if a.type is Path or (a.type is None and a.dest in ("file", "path")):
                 p = _make(root, a.dest, data.draw(fs_objects, label=a.dest))
                 argv.append(str(p))
                 names.append(str(p))
