@@ -188,3 +188,14 @@ def test_an_internal_error_is_a_message_and_the_traceback_only_on_request(monkey
     monkeypatch.setenv("COCOEVAL_DEBUG", "1")
     code, output = _invoke("fetch")
     assert code == 1 and "Traceback" in output
+
+
+@pytest.mark.parametrize("field,value", [("max_tokens", 0), ("temperature", -0.1), ("temperature", 2.5),
+                                         ("temperature", float("nan")), ("presence_penalty", 3.0), ("sample", -1)])
+def test_requests_refuse_nonsense_numbers(field, value):
+    from pydantic import ValidationError
+
+    from cocoeval.llm import GenerateRequest
+
+    with pytest.raises(ValidationError):
+        GenerateRequest(messages=[{"role": "user", "content": "hi"}], **{field: value})
