@@ -10,6 +10,8 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from ._cli_args import int_range, out_file, seconds
+
 
 def _cmd_check(a: argparse.Namespace) -> int:
     from .errors import ConfigError
@@ -77,9 +79,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
         llm["batch"] = True
     if a.dependent:
         llm["batch_dependent"] = a.dependent
-    if a.batch_poll:
+    if a.batch_poll is not None:
         llm["batch_poll_s"] = a.batch_poll
-    if a.processes:
+    if a.processes is not None:
         llm["processes"] = a.processes
     run_dir = exp.run(stages, progress=False if a.no_progress else None, llm=llm)
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -206,9 +208,9 @@ def add_llm_commands(sub: Any) -> None:
     r.add_argument("--dependent", choices=["live", "rounds"],
                    help="with --batch, the 1- and k-turn-per-call simulation steps and judge re-asks: "
                    "live, or rounds of batches, one per step (default: llm.batch_dependent, live)")
-    r.add_argument("--batch-poll", type=float, metavar="SECONDS",
+    r.add_argument("--batch-poll", type=seconds, metavar="SECONDS",
                    help="seconds between polls of a running batch (default: llm.batch_poll_s, 30)")
-    r.add_argument("--processes", type=int, metavar="N",
+    r.add_argument("--processes", type=int_range(1, 64), metavar="N",
                    help="worker processes sending live calls, for a fast self-hosted server at high "
                    "concurrency (default: llm.processes, 1: all from this process)")
     r.set_defaults(func=_cmd_run)
@@ -229,7 +231,7 @@ def add_llm_commands(sub: Any) -> None:
     bt = sub.add_parser("batches", help="list (or cancel) the batches submitted from a call cache",
                         description="List the provider batches that batch mode submitted from a call "
                         "cache (id, model, state, provider status, requests), or cancel them.")
-    bt.add_argument("--cache", type=Path, default=Path(".cocoeval/cache.sqlite"),
+    bt.add_argument("--cache", type=out_file, default=Path(".cocoeval/cache.sqlite"),
                     help="the call cache (llm.cache of the params file; default .cocoeval/cache.sqlite)")
     bt.add_argument("--cancel", nargs="+", metavar="BATCH_ID",
                     help="cancel these batches ('open': every batch not yet collected)")

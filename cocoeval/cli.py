@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import textwrap
+import traceback
 from pathlib import Path
 
 from . import __version__
+from ._cli_args import count, int_range, out_dir, out_file, positive_int, seconds, share
 from ._cli_llm import add_llm_commands
 from .errors import CocoevalError
 
@@ -50,17 +53,23 @@ def _cmd_build(a: argparse.Namespace) -> int:
         print(f"skipped {len(skipped)} conversation(s) and {len(files)} file/record(s); "
               f"reasons in {a.out}/report.json")
     if report["totals"]["eval_instances"] + report["totals"]["train_instances"] == 0:
-        print("error: no instance could be built; see the skip reasons in report.json",
-              file=sys.stderr)
-        return 1
+        print(f"error: no instance could be built from {', '.join(a.source)}; see the skip reasons in "
+              f"{a.out}/report.json\n  how to fix: give longer conversations or lower --history-turns, "
+              "--reference-turns, --min-prior-turns", file=sys.stderr)
+        return 2
     return 0
 
 
 def _cmd_sft_export(a: argparse.Namespace) -> int:
     from .bench import load_instances
+    from .errors import InputError
     from .sft import export_sft
 
-    report = export_sft(load_instances(a.bench_dir, "train"), a.out, ks=a.k or [1, 5, 30],
+    instances = load_instances(a.bench_dir, "train")
+    if not instances:
+        raise InputError("no train instances to export", file=str(a.bench_dir / "train.jsonl"),
+                         hint="build with a train split (--eval-share below 1, --train-per-dataset above 0)")
+    report = export_sft(instances, a.out, ks=a.k or [1, 5, 30],
                         prompt=a.prompt, seed=a.seed, max_example_tokens=a.max_example_tokens)
     for k, f in report["files"].items():
         state = "valid" if f["valid"] else f"INVALID: {'; '.join(f['problems'][:3])}"
@@ -72,6 +81,18 @@ def _cmd_sft_export(a: argparse.Namespace) -> int:
 def _cmd_finetune(a: argparse.Namespace) -> int:
     from .sft import finetune_status, start_finetune
 
+    if a.file is not None:  # a malformed file is reported before any key or request
+        from .errors import InputError
+        from .sft import validate_sft_file
+
+        rep = validate_sft_file(a.file)
+        if not rep["valid"]:
+            raise InputError(f"not a valid fine-tuning file: {'; '.join(rep['problems'][:3])}", file=str(a.file),
+                             hint="re-export it with cocoeval sft-export")
+    if (a.status or a.file) and not os.environ.get("OPENAI_API_KEY"):
+        from .errors import ConfigError
+
+        raise ConfigError("fine-tuning needs OPENAI_API_KEY", hint="export OPENAI_API_KEY=...")
     if a.status:
         print(json.dumps(finetune_status(a.status, base_url=a.base_url), indent=2))
         return 0
@@ -107,23 +128,11 @@ def _cmd_annotate_import(a: argparse.Namespace) -> int:
     return 0
 
 
-def _at_least(low: int):
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}, not {v}")
-        return v
-    return parse
-
-
 def add_analysis_args(p: argparse.ArgumentParser) -> None:
     from ._inference import CORRECTIONS, MIN_N
 
-    p.add_argument("--resamples", type=_at_least(1), default=1000, help="bootstrap resamples (default 1000)")
-    p.add_argument("--min-n", type=_at_least(2), default=MIN_N,
+    p.add_argument("--resamples", type=int_range(1, 100_000), default=1000, help="bootstrap resamples (default 1000)")
+    p.add_argument("--min-n", type=int_range(2), default=MIN_N,
                    help=f"intervals and tests need at least this many instances; fewer: shown as 'n too small' "
                    f"(default {MIN_N})")
     p.add_argument("--correction", choices=CORRECTIONS, default="bh",
@@ -142,8 +151,10 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_notebooks(a: argparse.Namespace) -> int:
+    from .experiment import load_params
     from .notebook import execute_notebooks
 
+    load_params(a.params)  # a malformed params file is reported here, not from inside a notebook
     for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples, min_n=a.min_n,
                                correction=a.correction):
         print(f"executed {p}")
@@ -152,34 +163,38 @@ def _cmd_notebooks(a: argparse.Namespace) -> int:
 
 
 def _cmd_show(a: argparse.Namespace) -> int:
+    from ._text import visible
     from .bench import find_instance
 
     inst = find_instance(a.bench_dir, a.instance_id)
-    if a.json:
-        print(inst.model_dump_json(indent=2, exclude_none=True))
+    if a.json:  # JSON escapes control characters; bidi and other format characters are made visible
+        print(visible(inst.model_dump_json(indent=2, exclude_none=True), json=True))
         return 0
     w = a.width
 
     def para(text: str, indent: str = "  ") -> str:
-        return textwrap.fill(text, width=w, initial_indent=indent, subsequent_indent=indent)
+        return textwrap.fill(visible(text), width=w, initial_indent=indent, subsequent_indent=indent)
 
-    print(f"{inst.id}  [{inst.dataset}, {inst.split}]")
+    def out(text: str = "") -> None:  # data text never reaches the terminal raw
+        print(visible(text))
+
+    out(f"{inst.id}  [{inst.dataset}, {inst.split}]")
     p = inst.provenance
-    print(f"source: {p.source_file} ({p.source_format}), conversation {p.conversation_id}, "
+    out(f"source: {p.source_file} ({p.source_format}), conversation {p.conversation_id}, "
           f"turns {p.start_index}-{p.start_index + len(inst.history) + len(inst.reference) - 1}")
-    print("\nGoals:")
+    out("\nGoals:")
     for g in inst.metadata.goals:
-        print(para(f"- {g}"))
-    print("Participants:")
+        out(para(f"- {g}"))
+    out("Participants:")
     for pt in inst.metadata.participants:
         extra = ", ".join(x for x in (pt.role, pt.stance) if x)
-        print(f"  - {pt.name}" + (f" ({extra})" if extra else ""))
-    print(f"\nSummary ({inst.summary.method}):")
-    print(para(inst.summary.text or "(no earlier turns)"))
+        out(f"  - {pt.name}" + (f" ({extra})" if extra else ""))
+    out(f"\nSummary ({inst.summary.method}):")
+    out(para(inst.summary.text or "(no earlier turns)"))
     for title, turns in (("History x", inst.history), ("Reference r", inst.reference)):
-        print(f"\n{title} ({len(turns)} turns):")
+        out(f"\n{title} ({len(turns)} turns):")
         for i, t in enumerate(turns):
-            print(para(f"{i + 1:>2}. {t.speaker}: {t.text}", "  ")[: a.max_chars])
+            out(para(f"{i + 1:>2}. {t.speaker}: {t.text}", "  ")[: a.max_chars])
     return 0
 
 
@@ -219,6 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cocoeval", description="CoCoEval workbench: build benchmarks "
                                 "from human conversations, simulate, judge and analyse.")
     p.add_argument("--version", action="version", version=f"cocoeval {__version__}")
+    p.add_argument("--debug", action="store_true",
+                   help="print the traceback of an internal error (also COCOEVAL_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
 
     b = sub.add_parser("build", help="cut conversations into benchmark instances",
@@ -229,24 +246,24 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--source", action="append", required=True, metavar="KIND:PATH[#DATASET]",
                    help="a source to read, repeatable; KIND is qmsum, convokit, tcr or chat; "
                    "#DATASET overrides the inferred dataset name")
-    b.add_argument("--out", required=True, type=Path, help="output folder")
-    b.add_argument("--per-dataset", type=int, default=50, help="eval instances per dataset (default 50)")
-    b.add_argument("--train-per-dataset", type=int, default=None,
+    b.add_argument("--out", required=True, type=out_dir, help="output folder")
+    b.add_argument("--per-dataset", type=count, default=50, help="eval instances per dataset (default 50)")
+    b.add_argument("--train-per-dataset", type=count, default=None,
                    help="train instances per dataset (default: every window of the train conversations)")
     b.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    b.add_argument("--history-turns", type=int, default=30, help="turns in the history x (default 30)")
-    b.add_argument("--reference-turns", type=int, default=30,
+    b.add_argument("--history-turns", type=positive_int, default=30, help="turns in the history x (default 30)")
+    b.add_argument("--reference-turns", type=positive_int, default=30,
                    help="turns in the reference r (default 30)")
-    b.add_argument("--min-prior-turns", type=int, default=10,
+    b.add_argument("--min-prior-turns", type=count, default=10,
                    help="turns that must precede x, for the summary (default 10)")
-    b.add_argument("--min-speakers", type=int, default=2,
+    b.add_argument("--min-speakers", type=positive_int, default=2,
                    help="fewest distinct speakers in a window (default 2)")
     b.add_argument("--merge-same-speaker", action="store_true",
                    help="merge consecutive turns of one speaker (off by default)")
-    b.add_argument("--eval-share", type=float, default=0.5,
+    b.add_argument("--eval-share", type=share, default=0.5,
                    help="share of each dataset's conversations held out for eval, grown when "
                    "needed to reach --per-dataset (default 0.5)")
-    b.add_argument("--max-windows-per-conversation", type=int, default=None,
+    b.add_argument("--max-windows-per-conversation", type=positive_int, default=None,
                    help="cap on instances from one conversation (default: no cap)")
     b.add_argument("--on-error", choices=["fail", "skip"], default="fail",
                    help="on a malformed file: stop (default) or skip it and report it")
@@ -254,13 +271,13 @@ def build_parser() -> argparse.ArgumentParser:
                    "default: extractive, offline")
     b.add_argument("--summary", metavar="MODEL", help="make S with this model; default: extractive")
     b.add_argument("--clean", metavar="MODEL", help="clean x and r of disfluencies with this model (off by default)")
-    b.add_argument("--llm-cache", type=Path, default=Path(".cocoeval/cache.sqlite"),
+    b.add_argument("--llm-cache", type=out_file, default=Path(".cocoeval/cache.sqlite"),
                    help="call cache for --metadata/--summary/--clean (default .cocoeval/cache.sqlite)")
-    b.add_argument("--concurrency", type=int, default=8, help="concurrent LLM calls (default 8)")
+    b.add_argument("--concurrency", type=positive_int, default=8, help="concurrent LLM calls (default 8)")
     b.add_argument("--batch", action="store_true", help="send the --metadata/--summary/--clean calls "
                    "through the provider's batch API (half price, answers within 24 h; a killed build "
                    "resumes polling)")
-    b.add_argument("--batch-poll", type=float, default=30.0, metavar="SECONDS",
+    b.add_argument("--batch-poll", type=seconds, default=30.0, metavar="SECONDS",
                    help="seconds between polls of a running batch (default 30)")
     b.set_defaults(func=_cmd_build)
 
@@ -268,23 +285,23 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("bench_dir", type=Path, help="folder written by cocoeval build")
     s.add_argument("instance_id", help="instance id, e.g. qmsum_product/ES2002a/120")
     s.add_argument("--json", action="store_true", help="print the instance as JSON")
-    s.add_argument("--width", type=int, default=100, help="wrap width (default 100)")
-    s.add_argument("--max-chars", type=int, default=2000, help="longest turn printed (default 2000)")
+    s.add_argument("--width", type=int_range(20, 10_000), default=100, help="wrap width (default 100)")
+    s.add_argument("--max-chars", type=positive_int, default=2000, help="longest turn printed (default 2000)")
     s.set_defaults(func=_cmd_show)
 
     d = sub.add_parser("demo-data", help="write the illustrative demo conversations")
-    d.add_argument("--out", type=Path, required=True, help="output folder")
+    d.add_argument("--out", type=out_dir, required=True, help="output folder")
     d.set_defaults(func=_cmd_demo_data)
 
     x = sub.add_parser("sft-export", help="write the train split as fine-tuning chat JSONL",
                        description="Export the train split as OpenAI fine-tuning chat JSONL, one file "
                        "per k (turns per call), with the simulation prompt; validates each file.")
     x.add_argument("bench_dir", type=Path, help="folder written by cocoeval build")
-    x.add_argument("--out", type=Path, required=True, help="output folder")
-    x.add_argument("--k", type=int, action="append", help="turns per call, repeatable (default 1, 5, 30)")
+    x.add_argument("--out", type=out_dir, required=True, help="output folder")
+    x.add_argument("--k", type=positive_int, action="append", help="turns per call, repeatable (default 1, 5, 30)")
     x.add_argument("--prompt", default="vanilla", help="simulation prompt (default vanilla)")
     x.add_argument("--seed", type=int, default=0, help="seed of the starting turns (default 0)")
-    x.add_argument("--max-example-tokens", type=int, default=65536,
+    x.add_argument("--max-example-tokens", type=positive_int, default=65536,
                    help="token limit per example of the base model (default 65536)")
     x.set_defaults(func=_cmd_sft_export)
 
@@ -299,10 +316,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     ae = sub.add_parser("annotate-export", help="export items for blind human annotation")
     ae.add_argument("run_dir", type=Path, help="a run directory")
-    ae.add_argument("--out", type=Path, required=True, help="output folder")
+    ae.add_argument("--out", type=out_dir, required=True, help="output folder")
     ae.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
     ae.add_argument("--setup", action="append", help="only these setups (repeatable; default all)")
-    ae.add_argument("--max-instances", type=int, help="only the first N instances")
+    ae.add_argument("--max-instances", type=positive_int, help="only the first N instances")
     ae.set_defaults(func=_cmd_annotate_export)
 
     ai = sub.add_parser(
@@ -326,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Write every figure (PNG and SVG) and table (CSV and Markdown) of a "
                         "run directory, with an index.md listing them.")
     rp.add_argument("run_dir", type=Path, help="a run directory")
-    rp.add_argument("--out", type=Path, required=True, help="output folder")
+    rp.add_argument("--out", type=out_dir, required=True, help="output folder")
     rp.add_argument("--judge", help="judge shown in the figures (default: the first LLM judge)")
     add_analysis_args(rp)
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
@@ -334,8 +351,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     nbp = sub.add_parser("notebooks", help="execute every notebook headlessly (papermill) on a run")
     nbp.add_argument("params", type=Path, help="params file of the run")
-    nbp.add_argument("--out", type=Path, required=True, help="folder for the executed notebooks")
-    nbp.add_argument("--figures", type=Path, default=Path("figures"), help="figures folder (default figures/)")
+    nbp.add_argument("--out", type=out_dir, required=True, help="folder for the executed notebooks")
+    nbp.add_argument("--figures", type=out_dir, default=Path("figures"), help="figures folder (default figures/)")
     add_analysis_args(nbp)
     nbp.set_defaults(func=_cmd_notebooks)
 
@@ -363,12 +380,13 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
-    except Exception:  # not a user error: the traceback, with any key in it redacted
-        import traceback
-
+    except Exception as e:  # defence in depth: a bug still ends with a message, not a bare traceback
         from .llm.secrets import redact
 
-        print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        if args.debug or os.environ.get("COCOEVAL_DEBUG") == "1":
+            print(redact(traceback.format_exc()), file=sys.stderr, end="")
+        print(redact(f"internal error: {type(e).__name__}: {e}\n  please report it with the command line "
+                     "(rerun with --debug or COCOEVAL_DEBUG=1 for the traceback)"), file=sys.stderr)
         return 1
 
 

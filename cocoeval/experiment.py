@@ -32,8 +32,8 @@ from . import __version__
 from ._annotate_store import check_judge_names, read_human_stores
 from ._lock import run_dir_lock
 from .bench import BuildConfig, build, load_instances
-from .errors import ConfigError, InputError
-from .jsonio import read_json, read_models, write_json, write_jsonl
+from .errors import ConfigError, InputError, NotFoundError
+from .jsonio import read_json, read_models, read_text, write_json, write_jsonl
 from .judge import PROMPTS as JUDGE_PROMPTS
 from .judge import JudgeConfig, judge
 from .llm import LLMConfig, Runner
@@ -350,14 +350,15 @@ def git_revision() -> str | None:
 
 
 def load_params(path: str | Path) -> Experiment:
-    """Read and validate a params file; errors name the file and the field."""
+    """Read and validate a params file; errors name the file, the key and the fix."""
     p = Path(path)
+    text = read_text(p)  # missing, a folder, empty or not UTF-8: an InputError naming the file
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("params file not found", file=str(p), hint="give the path of a YAML params file") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InputError(f"not valid YAML: {e}", file=str(p)) from None
+        raise InputError(f"not valid YAML: {e}", file=str(p), hint="fix the YAML syntax; see params/demo.yaml") from None
+    except RecursionError:
+        raise InputError("YAML nested too deeply to read", file=str(p), hint="see params/demo.yaml") from None
     if not isinstance(data, dict):
         raise InputError("expected a mapping of settings", file=str(p), hint="see params/demo.yaml")
     try:
@@ -365,7 +366,7 @@ def load_params(path: str | Path) -> Experiment:
     except ValidationError as e:
         errs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(top)'}: {err['msg'].removeprefix('Value error, ')}"
                          for err in e.errors()[:5])
-        raise InputError(errs, file=str(p), hint="see params/demo.yaml for the shape; "
+        raise InputError(errs, file=str(p), hint="fix these keys; see params/demo.yaml for the shape; "
                                                  "fields are documented in cocoeval/experiment.py") from None
     return Experiment(params, p.resolve().parent, str(p))
 
@@ -375,8 +376,15 @@ def read_run(run_dir: str | Path) -> dict[str, Any]:
     judge name (``judgments/<judge>.jsonl``) and annotator (``human:<annotator>``, from
     ``judgments/human/<annotator>.jsonl``)."""
     d = Path(run_dir)
+    if not d.is_dir():
+        raise NotFoundError(f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
+                            hint="give a folder written by cocoeval run")
     conts = {p.stem: read_models(p, Continuation) for p in sorted((d / "continuations").glob("*.jsonl"))}
     judgments = {p.stem: read_models(p, Judgment) for p in sorted((d / "judgments").glob("*.jsonl"))}
     judgments |= read_human_stores(d)
-    return {"manifest": read_json(d / "manifest.json"), "instances": read_models(d / "instances.jsonl", Instance),
+    manifest = read_json(d / "manifest.json")
+    if not isinstance(manifest, dict):
+        raise InputError("expected a JSON object", file=str(d / "manifest.json"),
+                         hint="the manifest is written by cocoeval run; run it again")
+    return {"manifest": manifest, "instances": read_models(d / "instances.jsonl", Instance),
             "continuations": conts, "judgments": judgments}

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .errors import InputError
+from .errors import ConfigError, InputError
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -25,6 +25,13 @@ def read_text(path: str | Path) -> str:
         raise InputError("file not found", file=str(p), hint="check the path") from None
     except IsADirectoryError:
         raise InputError("is a directory, expected a file", file=str(p)) from None
+    except NotADirectoryError:
+        raise InputError("file not found: a part of the path is a file, not a folder", file=str(p),
+                         hint="check the path") from None
+    except PermissionError:
+        raise InputError("permission denied", file=str(p), hint="make the file readable (chmod)") from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
     if not data.strip():
         raise InputError("file is empty", file=str(p),
                          hint="remove the file or replace it with a complete export")
@@ -36,6 +43,9 @@ def read_text(path: str | Path) -> str:
                          hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
 
 
+_TOO_DEEP = "JSON nested too deeply to read"
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; errors say where the JSON breaks."""
     text = read_text(path)
@@ -44,12 +54,17 @@ def read_json(path: str | Path) -> Any:
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
                          file=str(path), hint="repair or re-export the file") from None
+    except RecursionError:
+        raise InputError(_TOO_DEEP, file=str(path), hint="no cocoeval file nests more than a few levels: "
+                         "repair or re-export the file") from None
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """Yield (line number, parsed object) for each non-blank line of a JSONL file."""
     text = read_text(path)
-    for n, line in enumerate(text.splitlines(), start=1):
+    # JSONL lines end at \n only: str.splitlines() would also cut at U+2028, U+0085, \x1c...,
+    # which JSON allows raw inside strings
+    for n, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -57,6 +72,9 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
         except json.JSONDecodeError as e:
             raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(path),
                              record=f"line {n}", hint="repair or remove that line") from None
+        except RecursionError:
+            raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}",
+                             hint="repair or remove that line") from None
 
 
 def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) -> M:
@@ -79,8 +97,14 @@ def write_atomic(path: str | Path, text: str) -> None:
 
     text = redact_values(text)
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    if p.is_dir():
+        raise ConfigError(f"cannot write {p}: it is a folder", hint="give a file path")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as e:  # a file where a folder should be, no permission, read-only disk
+        raise ConfigError(f"cannot write {p}: {e.strerror or e}",
+                          hint="choose an output folder that is a folder (or missing) and writable") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)

@@ -41,17 +41,17 @@ class JudgeConfig(BaseModel):
     """Judge model spec, e.g. openai/o4-mini."""
     kind: list[Kind] = Field(default_factory=lambda: ["overall", "fine_grained"])
     """Which evaluations this judge makes."""
-    temperature: float | None = 0.0
+    temperature: float | None = Field(0.0, ge=0, le=2)
     """Sampling temperature (dropped for reasoning models)."""
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     """For reasoning models (o4-mini, gpt-5.1)."""
     max_attempts: int = Field(3, ge=1)
     """First answer plus re-asks with the validation error."""
-    max_tokens_overall: int = 600
+    max_tokens_overall: int = Field(600, ge=1)
     """Output budget of an overall judgment (reasoning models need more)."""
-    max_tokens_per_turn: int = 80
+    max_tokens_per_turn: int = Field(80, ge=1)
     """Output budget per judged turn of a fine-grained judgment (plus 200)."""
-    max_behaviours_per_turn: int | None = None
+    max_behaviours_per_turn: int | None = Field(None, ge=1)
     """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size). For
     small local models that otherwise list everything and run out of tokens."""
 

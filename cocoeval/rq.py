@@ -10,6 +10,7 @@ import altair as alt
 import polars as pl
 
 from . import charts, stats
+from ._text import md_escape
 from .frames import REFERENCE, Frames
 
 SETUP_FIELDS = ("name", "model", "prompt", "turns_per_call", "kind")
@@ -29,17 +30,6 @@ class Answer:
 def setups_table(run: dict[str, Any]) -> pl.DataFrame:
     rows = [{k: s.get(k) for k in SETUP_FIELDS} for s in run["manifest"].get("params", {}).get("setups", [])]
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={k: pl.Utf8 for k in SETUP_FIELDS})
-
-
-MD_SPECIAL = frozenset("\\`*_{}[]<>#|~$&")
-
-
-def md_escape(text: Any) -> str:
-    """Data text (conversation ids, speaker, setup, judge and dataset names, reasons) made inert in
-    notebook Markdown: every character that Markdown, HTML or MathJax could act on mid-line is
-    backslash-escaped (``(`` and ``!`` are inert once ``[`` is), newlines become spaces."""
-    out = str(text).replace("\r", " ").replace("\n", " ")
-    return "".join("\\" + ch if ch in MD_SPECIAL else ch for ch in out)
 
 
 def _names(f: Frames) -> dict[str, str]:

@@ -41,9 +41,9 @@ class Setup(BaseModel):
     """vanilla, taxonomy, copy_then_continue (presence-penalty variant), user_simulator, or a path."""
     turns_per_call: int = Field(30, ge=1)
     """k: turns generated per call (1, 5, 30 or any other)."""
-    temperature: float | None = None
-    """Sampling temperature (None: the provider's default)."""
-    presence_penalty: float | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature, 0 to 2 (None: the provider's default)."""
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
     """Presence penalty; copy_then_continue defaults to 2.0. Dropped where unsupported."""
     max_tokens_per_turn: int = Field(120, ge=8)
     """Output budget per requested turn (plus 60 per call)."""

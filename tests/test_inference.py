@@ -231,7 +231,7 @@ def test_report_on_a_run_without_setups_and_its_parameter_errors(tmp_path, capsy
         with pytest.raises(SystemExit) as e:
             main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "r3"), *bad])
         assert e.value.code == 2
-    assert "must be at least 1, not 0" in capsys.readouterr().err
+    assert "argument --resamples: expected an integer from 1 to 100,000, got 0" in capsys.readouterr().err
     with pytest.raises(ConfigError, match="resamples"):
         write_report(tmp_path / "run", tmp_path / "r4", resamples=-1)
 

@@ -174,6 +174,52 @@ def test_convokit_bad_utterance_names_line(tmp_path):
     assert "conversation_id" in str(e.value)
 
 
+def test_convokit_duplicate_utterance_ids_keep_the_first_and_are_reported(tmp_path):
+    utts = [_utt(1, "A"), _utt(2, "B"), {**_utt(1, "A"), "text": "a second copy"}, _utt(3, "A"), _utt(2, "B")]
+    d = _corpus(tmp_path / "c", utts)
+    rep = SourceReport()
+    [c] = list(load_conversations(f"convokit:{d}", rep))
+    assert [t.text for t in c.turns] == ["u1", "u2", "u3"]  # no doubled turn, the first copy kept
+    dups = [s for s in rep.skipped if "duplicate utterance id" in s["reason"]]
+    assert [(s["record"], s["reason"]) for s in dups] == [
+        ("line 3", "duplicate utterance id 'deb-1' (line 1 kept)"),
+        ("line 5", "duplicate utterance id 'deb-2' (line 2 kept)")]
+    assert all(s["file"].endswith("utterances.jsonl") for s in dups)
+
+
+@pytest.mark.parametrize("conversations,speakers,needle", [
+    ({"deb": [1, 2]}, {}, "conversations.json, record deb: expected an object, got list"),
+    ({"deb": "x"}, {}, "conversations.json, record deb: expected an object, got str"),
+    ({"deb": {"for": 3}}, {}, "conversations.json, record deb: 'for' must be a list of speaker names"),
+    ({"deb": {"moderator": [1]}}, {}, "record deb: 'moderator' must be a list of speaker names"),
+    ({"deb": {"title": {"a": 1}}}, {}, "record deb: 'title' must be text, got dict"),
+    ({}, {"A": 5}, "speakers.json, record A: expected an object, got int"),
+    ({}, {"B": {"stance": ["for"]}}, "speakers.json, record B: a stance/speakertype must be a word"),
+])
+def test_convokit_wrong_types_name_file_and_record(tmp_path, conversations, speakers, needle):
+    utts = [{**_utt(1, "A"), "meta": {}}, {**_utt(2, "B"), "meta": {}}]  # stances from speakers.json
+    d = _corpus(tmp_path / "c", utts, conversations, speakers)
+    with pytest.raises(InputError) as e:
+        list(load_conversations(f"convokit:{d}"))
+    assert needle in str(e.value)
+
+
+@pytest.mark.parametrize("kind", ["qmsum", "tcr", "chat", "convokit"])
+def test_deeply_nested_json_is_an_input_error(tmp_path, kind):
+    deep = "[" * 50_000 + "]" * 50_000
+    if kind == "convokit":
+        d = _corpus(tmp_path / "c", [_utt(1, "A")])
+        (d / "utterances.jsonl").write_text(json.dumps(_utt(1, "A")) + "\n" + deep + "\n")
+        path, where = d, "line 2"
+    else:
+        path = tmp_path / "deep.json"
+        path.write_text(deep)
+        where = "deep.json"
+    with pytest.raises(InputError) as e:
+        list(load_conversations(f"{kind}:{path}"))
+    assert "nested too deeply" in str(e.value) and where in str(e.value)
+
+
 # ---------------------------------------------------------------- tcr
 
 def _tcr_meeting(n=6):

@@ -36,11 +36,11 @@ class GenerateRequest(BaseModel):
 
     messages: list[Message]
     """The conversation; a leading system message is passed the provider's way."""
-    max_tokens: int | None = 1024
+    max_tokens: int | None = Field(1024, ge=1)
     """Most output tokens."""
-    temperature: float | None = None
-    """Sampling temperature (None: the provider's default)."""
-    presence_penalty: float | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    """Sampling temperature, 0 to 2 (None: the provider's default)."""
+    presence_penalty: float | None = Field(None, ge=-2, le=2)
     """OpenAI-style presence penalty; dropped (and recorded) where unsupported."""
     stop: list[str] | None = None
     """Stop sequences."""
@@ -52,9 +52,9 @@ class GenerateRequest(BaseModel):
     """For reasoning models; dropped for others."""
     seed: int | None = None
     """Sampling seed where the provider supports one."""
-    sample: int = 0
+    sample: int = Field(0, ge=0)
     """Sample index: repeated samples of one prompt are cached apart."""
-    cache_prefix_messages: int = 0
+    cache_prefix_messages: int = Field(0, ge=0)
     """Number of leading messages forming a constant prefix (Anthropic cache_control breakpoint)."""
 
 

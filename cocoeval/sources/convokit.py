@@ -41,14 +41,37 @@ class _RawUtterance(BaseModel):
     meta: dict[str, Any] | None = None
 
 
-def _optional_json(path: Path) -> dict:
+def _optional_json(path: Path, *, values: bool = True) -> dict:
+    """An optional ConvoKit JSON object; ``values``: each value is an object (or null) too."""
     if not path.exists():
         return {}
     data = read_json(path)
+    hint = "ConvoKit stores speakers.json/conversations.json as {id: {...}}"
     if not isinstance(data, dict):
-        raise InputError("expected a JSON object keyed by id", file=str(path),
-                         hint="ConvoKit stores speakers.json/conversations.json as {id: {...}}")
+        raise InputError("expected a JSON object keyed by id", file=str(path), hint=hint)
+    if values:
+        for k, v in data.items():
+            if v is not None and not isinstance(v, dict):
+                raise InputError(f"expected an object, got {type(v).__name__}", file=str(path), record=k, hint=hint)
     return data
+
+
+def _names(meta: dict, key: str, path: Path, cid: str) -> list[str]:
+    """A conversation's list of speaker names (moderator/for/against); [] when absent."""
+    v = meta.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise InputError(f"'{key}' must be a list of speaker names", file=str(path), record=cid,
+                         hint='e.g. "for": ["Speaker A", "Speaker B"]')
+    return v
+
+
+def _stance(v: Any, file: Path, record: str) -> str | None:
+    if v is None or isinstance(v, str | int | float | bool):
+        return None if v is None or v == "" else str(v)
+    raise InputError(f"a stance/speakertype must be a word such as 'for', got {type(v).__name__}",
+                     file=str(file), record=record, hint="see the IQ2 corpus for the layout")
 
 
 def find_motion(title: str, turns: list[Turn]) -> tuple[str, str]:
@@ -74,20 +97,27 @@ class ConvoKitLoader:
 
     def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]:
         ufile = path / "utterances.jsonl"
-        corpus = _optional_json(path / "corpus.json")
+        corpus = _optional_json(path / "corpus.json", values=False)
         speakers = _optional_json(path / "speakers.json")
         conv_meta = _optional_json(path / "conversations.json")
         if dataset is None:
             name = str(corpus.get("name") or path.name)
             dataset = "iq2" if "iq2" in name.lower() else re.sub(r"\W+", "_", name).strip("_").lower()
         grouped: dict[str, list[tuple[tuple, _RawUtterance]]] = defaultdict(list)
+        seen: dict[str, int] = {}
         for n, obj in iter_jsonl(ufile):
             u = validate(_RawUtterance, obj, file=ufile, record=f"line {n}")
+            if u.id in seen:  # a repeated utterance would be a doubled turn: keep the first
+                report.skip(ufile, f"line {n}", f"duplicate utterance id {u.id!r} (line {seen[u.id]} kept)")
+                continue
+            seen[u.id] = n
             key = (u.timestamp is None, u.timestamp if u.timestamp is not None else 0, n)
             grouped[u.conversation_id].append((key, u))
         for cid in sorted(grouped):
             utts = [u for _, u in sorted(grouped[cid], key=lambda kv: kv[0])]
             meta = conv_meta.get(cid) or {}
+            cfile = path / "conversations.json"
+            roles = {key: _names(meta, key, cfile, cid) for key in ("moderator", "for", "against")}
             turns: list[Turn] = []
             stance_seen: dict[str, str] = {}
             pseudo = 0
@@ -101,7 +131,8 @@ class ConvoKitLoader:
                     continue
                 speaker = normalise_space(u.speaker)
                 turns.append(Turn(speaker=speaker, text=text, source_index=i))
-                st = (u.meta or {}).get("speakertype") or (speakers.get(u.speaker) or {}).get("stance")
+                st = (_stance((u.meta or {}).get("speakertype"), ufile, f"utterance {u.id}")
+                      or _stance((speakers.get(u.speaker) or {}).get("stance"), path / "speakers.json", u.speaker))
                 if st:
                     stance_seen.setdefault(speaker, str(st))
             if pseudo:
@@ -110,10 +141,14 @@ class ConvoKitLoader:
             for name in {t.speaker for t in turns}:
                 stance = stance_seen.get(name)
                 for key, st in (("moderator", "mod"), ("for", "for"), ("against", "against")):
-                    if name in (meta.get(key) or []):
+                    if name in roles[key]:
                         stance = st
                 info[name] = Participant(name=name, stance=stance, role=_STANCE_ROLE.get(stance or ""))
-            motion, motion_source = find_motion(str(meta.get("title") or ""), turns)
+            title = meta.get("title")
+            if title is not None and not isinstance(title, str):
+                raise InputError(f"'title' must be text, got {type(title).__name__}", file=str(cfile), record=cid,
+                                 hint="the title is the debate motion as a string")
+            motion, motion_source = find_motion(title or "", turns)
             yield Conversation(
                 id=cid,
                 dataset=dataset,
