@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # defence in depth: a bug still ends with a message, not a bare traceback
         from .llm.secrets import redact
 
-        if args.debug or os.environ.get("COCOEVAL_DEBUG") == "1":
+        if getattr(args, "debug", False) or os.environ.get("COCOEVAL_DEBUG") == "1":
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
         print(redact(f"internal error: {type(e).__name__}: {e}\n  please report it with the command line "
                      "(rerun with --debug or COCOEVAL_DEBUG=1 for the traceback)"), file=sys.stderr)

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import InputError
+from .jsonio import read_text
 
 Category = Literal["inconsistent", "uncollaborative"]
 
@@ -125,12 +126,10 @@ def default_taxonomy_path() -> Path:
 def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     """Load a taxonomy YAML file (the default one when ``path`` is None)."""
     p = Path(path) if path is not None else default_taxonomy_path()
+    text = read_text(p)  # missing, a folder, unreadable, empty, not UTF-8: a clear InputError
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("taxonomy file not found", file=str(p),
-                         hint="pass the path of an existing YAML file") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
+        data = yaml.safe_load(text)
+    except (yaml.YAMLError, RecursionError) as e:
         raise InputError(f"not a readable YAML file ({e})", file=str(p),
                          hint="fix the YAML syntax; see cocoeval/taxonomy.yaml for the shape") from None
     if not isinstance(data, dict):

@@ -138,7 +138,9 @@ def test_an_annotation_row_that_is_not_an_object(tmp_path):
     (tmp_path / "rows.jsonl").write_text('{"annotator": "a"}\n"just text"\n')
     with pytest.raises(cli.CocoevalError) as e:
         import_annotations(tmp_path / "rows.jsonl", {"instances": [], "continuations": {}})
-    assert "rows.jsonl, record line 2: expected an object, got str" in str(e.value)
+    msg = str(e.value)
+    assert "rows.jsonl: 2 rows rejected" in msg and "line 2: expected an object with the columns" in msg
+    assert "got str" in msg and "nothing was imported" in msg
 
 
 def test_show_makes_control_and_bidi_characters_visible(tmp_path):
