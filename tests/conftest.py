@@ -37,14 +37,18 @@ TEST_KEY = "sk-cocoeval-test-" + "Q7" * 16
 """A fake API key: tests check it never reaches caches, logs or outputs."""
 
 
-@pytest.fixture(autouse=True)
-def _keys_may_go_to_loopback(monkeypatch):
+@pytest.fixture(autouse=True, scope="session")
+def _keys_may_go_to_loopback():
     """Tests point ``openai/...@http://127.0.0.1:PORT`` and ``anthropic/...`` specs at the
     loopback fake server with fake keys in the environment: the documented opt-in lets a
     provider's key go to a loopback URL (without it, a provider's key goes to its own hosts only;
     tests/test_secrets.py checks that rule with this variable removed). Subprocesses the tests
-    start (``python -m cocoeval run``, worker processes) inherit it."""
-    monkeypatch.setenv("COCOEVAL_ALLOW_KEY_TO_LOOPBACK", "1")
+    start (``python -m cocoeval run``, worker processes) inherit it. Session-wide, so that
+    module-scoped fixtures that run the pipeline have it too; a test that removes it with
+    monkeypatch gets it back afterwards."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COCOEVAL_ALLOW_KEY_TO_LOOPBACK", "1")
+        yield
 
 
 @pytest.fixture(scope="module")
