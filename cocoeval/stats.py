@@ -19,23 +19,6 @@ import numpy as np
 import polars as pl
 from scipy import stats as sps
 
-from ._inference import (
-    ALPHA,
-    CORRECTIONS,
-    FLIPS,
-    MIN_N,
-    NO_DIFF,
-    OVER,
-    UNDER,
-    adjust_pvalues,
-    check_params,
-    ci_notes,
-    describe_test,
-    interval,
-    sign_flip_pvalues,
-    too_small,
-    verdict,
-)
 from ._agreement import (
     AGREE_SCHEMA,
     AVERAGE,
@@ -53,6 +36,22 @@ from ._agreement import (
     paper_test,
     spearman_rows,
     taxonomy_coverage,
+)
+from ._inference import (
+    ALPHA,
+    CORRECTIONS,
+    FLIPS,
+    MIN_N,
+    NO_DIFF,
+    OVER,
+    UNDER,
+    adjust_pvalues,
+    check_params,
+    ci_notes,
+    describe_test,
+    interval,
+    sign_flip_pvalues,
+    verdict,
 )
 from .frames import REFERENCE, Frames
 
