@@ -124,6 +124,19 @@ def export_items(run: dict[str, Any], out_dir: str | Path, *, seed: int = 0, set
     return {"items": len(items), "rows": len(rows), "folder": str(out), "sample": sample}
 
 
+def format_export(rep: dict[str, Any]) -> str:
+    """What ``export_items`` drew, per task, with every note, and what to hand to whom."""
+    lines = []
+    for task, d in rep["sample"].items():
+        per = ", ".join(f"{k} {v}" for k, v in d["per_dataset"].items()) or "none"
+        lines.append(f"{task}: {d['conversations']} conversations ({len(d['instances'])} instances x "
+                     f"{len(d['targets'])} targets: {', '.join(d['targets'])}); instances per dataset: {per}")
+        lines += [f"  note: {note}" for note in d["notes"]]
+    lines.append(f"{rep['items']} items ({rep['rows']} rows to fill) in {rep['folder']}: give annotators items.jsonl, "
+                 "template.csv and instructions.md; keep key.json (for the import) and export.json")
+    return "\n".join(lines)
+
+
 @dataclass
 class Parsed:
     """The cells of one annotation file, and a note for every repaired or duplicate row."""

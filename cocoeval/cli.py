@@ -106,7 +106,7 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
 
 
 def _cmd_annotate_export(a: argparse.Namespace) -> int:
-    from .annotate import export_items
+    from .annotate import export_items, format_export
     from .experiment import read_run
     from .taxonomy import load_taxonomy
 
@@ -114,14 +114,7 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
                        overall_conversations=a.overall_conversations, fine_conversations=a.fine_conversations,
                        overall_setups=a.overall_setup, fine_setups=a.fine_setup,
                        taxonomy=load_taxonomy(a.taxonomy) if a.taxonomy else None)
-    for task, d in rep["sample"].items():
-        per = ", ".join(f"{k} {v}" for k, v in d["per_dataset"].items()) or "none"
-        print(f"{task}: {d['conversations']} conversations ({len(d['instances'])} instances x "
-              f"{len(d['targets'])} targets: {', '.join(d['targets'])}); instances per dataset: {per}")
-        for note in d["notes"]:
-            print(f"  note: {note}")
-    print(f"{rep['items']} items ({rep['rows']} rows to fill) in {rep['folder']}: give annotators items.jsonl, "
-          f"template.csv and instructions.md; keep key.json (for the import) and export.json")
+    print(format_export(rep))
     return 0
 
 
