@@ -20,7 +20,7 @@ from .judge import Target
 from .judge_parse import map_behaviour
 from .taxonomy import Taxonomy
 
-FIELDS = ["annotator", "item_id", "instance_id", "target", "turn", "behaviours", "consistency",
+FIELDS = ["annotator", "item_id", "instance_id", "target", "turn", "behaviours", "not_in_taxonomy", "consistency",
           "collaborativeness", "note"]
 
 
@@ -110,6 +110,9 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
         if _behaviours(r, False):
             raise Reject("behaviours on a row without a turn", r.get("behaviours"),
                           "an overall row (turn empty) holds only the two scores; put behaviours on turn rows")
+        if _text(r, "not_in_taxonomy"):
+            raise Reject("not_in_taxonomy on a row without a turn", r.get("not_in_taxonomy"),
+                          "describe a behaviour the taxonomy lacks on the turn row where it happens")
         scores = []
         for f in ("consistency", "collaborativeness"):
             v = _int(r, f, repairs)
@@ -149,7 +152,9 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
         raise Reject(f"unknown behaviour {', '.join(map(repr, unknown))}", raw,
                       "use the taxonomy's names or ids: " + ", ".join(b.name for b in tax.behaviours))
     value = tuple(b.id for b in tax.behaviours if b.id in ids)
-    return (annotator, inst_id, target, n - 1), Cell(value, "", raw, repairs)
+    other = _text(r, "not_in_taxonomy") or ""
+    shown = f"{raw} [not in taxonomy: {other}]" if other else raw
+    return (annotator, inst_id, target, n - 1), Cell(value, "", shown, repairs, other)
 
 
 def rejected(path: Path, problems: list[dict[str, Any]], what: str, hint: str) -> InputError:

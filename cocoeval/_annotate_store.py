@@ -5,8 +5,8 @@ Each annotator has one file, ``RUN/judgments/human/<annotator>.jsonl``, of judgm
 always give the same bytes. LLM judges live beside it as ``RUN/judgments/<judge>.jsonl``; no judge
 may share a name with an annotator (compared ignoring case), and ``human`` is reserved.
 
-A *cell* is one labelled unit: an annotator's behaviours for one turn of one target, or their two
-Likert scores for one target. Imports are merged cell by cell.
+A *cell* is one labelled unit: an annotator's behaviours for one turn of one target (with their
+description of a behaviour the taxonomy lacks, if any), or their two Likert scores for one target. Imports are merged cell by cell.
 """
 
 from __future__ import annotations
@@ -40,6 +40,11 @@ class Cell:
     raw: str
     """The value as written (for reports)."""
     repairs: list[str] = field(default_factory=list)
+    other: str = ""
+    """A turn's behaviour not in the taxonomy, as the annotator described it ('' for none)."""
+
+    def same(self, o: Cell) -> bool:
+        return self.value == o.value and self.other == o.other
 
 
 def store_path(run_dir: str | Path, annotator: str) -> Path:
@@ -139,9 +144,10 @@ def cells_of(judgments: list[Judgment], annotator: str) -> dict[CellKey, Cell]:
             continue
         for lb in j.labels:
             pre = f"turn {lb.turn + 1}: "
+            raw = ";".join(lb.behaviours)
             out[(annotator, j.instance_id, target, lb.turn)] = Cell(
-                tuple(lb.behaviours), "store", ";".join(lb.behaviours),
-                [r[len(pre):] for r in j.repairs if r.startswith(pre)])
+                tuple(lb.behaviours), "store", f"{raw} [not in taxonomy: {lb.not_in_taxonomy}]" if lb.not_in_taxonomy
+                else raw, [r[len(pre):] for r in j.repairs if r.startswith(pre)], lb.not_in_taxonomy or "")
     return out
 
 
@@ -167,7 +173,8 @@ def build_judgments(cells: dict[CellKey, Cell], targets: dict[tuple[str, str], T
         out.append(Judgment(
             instance_id=inst, target=t.target_id, target_name=target, judge_id=f"human:{ann}", judge_name=ann,
             kind="fine_grained", taxonomy_hash=tax.hash, judged_turns=t.judged, repairs=repairs,
-            labels=[TurnLabel(turn=i, behaviours=list(labels[i].value)) for i in sorted(labels)],
+            labels=[TurnLabel(turn=i, behaviours=list(labels[i].value), not_in_taxonomy=labels[i].other or None)
+                    for i in sorted(labels)],
             status="invalid" if missing else "repaired" if repairs else "ok",
             reason=f"turns not annotated: {', '.join(map(str, missing))}" if missing else None))
     return sorted(out, key=sort_key)

@@ -2,9 +2,11 @@
 judgments with the annotator as judge (``judge_id = human:<annotator>``).
 
 Row format (CSV with a header, or JSONL with the same keys):
-    annotator, item_id | (instance_id, target), turn, behaviours, consistency, collaborativeness
+    annotator, item_id | (instance_id, target), turn, behaviours, not_in_taxonomy, consistency,
+    collaborativeness
 - a fine-grained row names a turn (1-based, as shown) and its behaviours (names or ids separated
-  by ';', empty for none);
+  by ';', empty for none), and in ``not_in_taxonomy`` optionally describes a behaviour of the turn
+  that the taxonomy lacks (the paper's coverage check, Appendix B.3; kept on the turn's label);
 - an overall row leaves ``turn`` empty and gives both Likert scores (integers 1-10).
 ``target`` is ``reference`` or a setup name. Blind exports use ``item_id``, resolved through the
 export's ``key.json``.
@@ -25,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ._annotate_rows import FIELDS, Reject, describe, parse_row, read_rows, rejected
+from ._annotate_sample import PAPER_CONVERSATIONS, check_setups, draw, instructions
 from ._annotate_store import (
     LEGACY_STORE,
     Cell,
@@ -36,6 +39,7 @@ from ._annotate_store import (
     store_path,
 )
 from .errors import ConfigError, InputError
+from .frames import REFERENCE
 from .jsonio import read_json, write_atomic, write_json, write_jsonl
 from .judge import Target, behaviour_counts, targets_for  # noqa: F401  (re-exported for users)
 from .schema import Judgment
@@ -46,38 +50,91 @@ def _item_id(seed: int, t: Target) -> str:
     return hashlib.sha256(f"{seed}|{t.instance.id}|{t.name}".encode()).hexdigest()[:10]
 
 
-def export_items(run: dict[str, Any], out_dir: str | Path, *, seed: int = 0,
-                 setups: list[str] | None = None, max_instances: int | None = None) -> dict[str, Any]:
-    """Write ``items.jsonl`` (what annotators see: context and numbered turns, no hint of who
-    wrote them, shuffled), ``template.csv`` (one row per turn and one overall row per item) and
-    ``key.json`` (item id -> instance and target; for the organiser only)."""
-    instances = run["instances"][:max_instances] if max_instances else run["instances"]
-    conts = {k: v for k, v in run["continuations"].items() if setups is None or k in setups}
-    targets = targets_for(instances, conts)
+def export_items(run: dict[str, Any], out_dir: str | Path, *, seed: int = 0, setups: list[str] | None = None,
+                 overall_conversations: int = PAPER_CONVERSATIONS["overall"],
+                 fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
+                 overall_setups: list[str] | None = None, fine_setups: list[str] | None = None,
+                 taxonomy: Taxonomy | None = None) -> dict[str, Any]:
+    """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
+
+    Per task, ``*_conversations`` conversations: instances drawn at random (``seed``), evenly over
+    the source datasets, each with every target (the human reference and the setups: ``setups``,
+    or per task ``overall_setups`` / ``fine_setups``; default every setup of the run); see
+    ``_annotate_sample.draw``. 0 leaves a task out. Writes ``items.jsonl`` (what annotators see:
+    context and numbered turns, the tasks of each item, no hint of who wrote them, shuffled),
+    ``template.csv`` (one row per numbered turn of a fine-grained item, one overall row per
+    overall item), ``instructions.md`` (the judge's own instructions and rubric, from its prompt
+    files), and, for the organiser only, ``key.json`` (item id -> instance and target) and
+    ``export.json`` (the draw, its notes, the prompts and taxonomy)."""
+    tax = taxonomy or load_taxonomy()
+    run_tax = (run.get("manifest") or {}).get("taxonomy") or {}
+    if run_tax.get("hash") not in (None, tax.hash):
+        raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the export "
+                          f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
+    if overall_conversations < 0 or fine_conversations < 0 or not (overall_conversations or fine_conversations):
+        raise ConfigError(f"nothing to export: {overall_conversations} overall and {fine_conversations} "
+                          "fine-grained conversations", hint="the paper's numbers are 54 and 36")
+    available = sorted(run["continuations"])
+    all_targets = targets_for(run["instances"], run["continuations"])
+    sample, tasks_of = {}, {}
+    for task, n, own in (("overall", overall_conversations, overall_setups),
+                         ("fine_grained", fine_conversations, fine_setups)):
+        if not n:
+            continue
+        names = [REFERENCE, *check_setups(own if own is not None else setups, available, f"{task} task")]
+        d = draw(all_targets, names, n, random.Random(f"{seed}|{task}"))
+        chosen = set(d["instances"])
+        for t in all_targets:
+            if t.instance.id in chosen and t.name in names:
+                tasks_of.setdefault((t.instance.id, t.name), []).append(task)
+        sample[task] = {"conversations_requested": n, "targets": names, **d,
+                        "conversations": len(d["instances"]) * len(names)}
+    targets = [t for t in all_targets if (t.instance.id, t.name) in tasks_of]
     random.Random(seed).shuffle(targets)
     out = Path(out_dir)
     items, key, rows = [], {}, []
     for t in targets:
         iid = _item_id(seed, t)
-        key[iid] = {"instance_id": t.instance.id, "target": t.name, "target_id": t.target_id}
+        tasks = tasks_of[(t.instance.id, t.name)]
+        fine = "fine_grained" in tasks
+        key[iid] = {"instance_id": t.instance.id, "target": t.name, "target_id": t.target_id, "tasks": tasks}
         inst = t.instance
-        items.append({"item_id": iid, "goals": inst.metadata.goals,
+        items.append({"item_id": iid, "tasks": tasks, "goals": inst.metadata.goals,
                       "participants": [p.model_dump(exclude_none=True) for p in inst.metadata.participants],
                       "summary": inst.summary.text,
                       "history": [{"speaker": x.speaker, "text": x.text} for x in inst.history],
-                      "turns": [{"turn": i + 1, "speaker": x.speaker, "text": x.text, "annotate": i in t.judged}
+                      "turns": [{"turn": i + 1, "speaker": x.speaker, "text": x.text, "annotate": fine and i in t.judged}
                                 for i, x in enumerate(t.turns)]})
-        rows += [{"item_id": iid, "turn": i + 1} for i in t.judged]
-        rows.append({"item_id": iid})
+        if fine:
+            rows += [{"item_id": iid, "turn": i + 1} for i in t.judged]
+        if "overall" in tasks:
+            rows.append({"item_id": iid})
+    text, refs = instructions(tax, list(sample))
+    write_atomic(out / "instructions.md", text)
     write_jsonl(out / "items.jsonl", items)
     write_json(out / "key.json", key)
+    write_json(out / "export.json", {"seed": seed, "taxonomy": {"name": tax.name, "hash": tax.hash}, "prompts": refs,
+                                     "sample": sample})
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
     w.writeheader()
     for r in rows:
         w.writerow(r)
     write_atomic(out / "template.csv", buf.getvalue())
-    return {"items": len(items), "rows": len(rows), "folder": str(out)}
+    return {"items": len(items), "rows": len(rows), "folder": str(out), "sample": sample}
+
+
+def format_export(rep: dict[str, Any]) -> str:
+    """What ``export_items`` drew, per task, with every note, and what to hand to whom."""
+    lines = []
+    for task, d in rep["sample"].items():
+        per = ", ".join(f"{k} {v}" for k, v in d["per_dataset"].items()) or "none"
+        lines.append(f"{task}: {d['conversations']} conversations ({len(d['instances'])} instances x "
+                     f"{len(d['targets'])} targets: {', '.join(d['targets'])}); instances per dataset: {per}")
+        lines += [f"  note: {note}" for note in d["notes"]]
+    lines.append(f"{rep['items']} items ({rep['rows']} rows to fill) in {rep['folder']}: give annotators items.jsonl, "
+                 "template.csv and instructions.md; keep key.json (for the import) and export.json")
+    return "\n".join(lines)
 
 
 @dataclass
@@ -116,7 +173,7 @@ def parse_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path 
         first = cells.get(k)
         if first is None:
             cells[k] = cell
-        elif first.value == cell.value:
+        elif first.same(cell):
             notes.append({"file": str(p), "row": where, "value": cell.raw,
                           "action": f"duplicate of {first.where} (same value); kept once"})
         else:
@@ -186,7 +243,7 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
             if k[0] != ann:
                 continue
             old = merged.get(k)
-            if old is not None and old.value == cell.value:
+            if old is not None and old.same(cell):
                 counts["unchanged"] += 1
                 continue
             if old is not None and not replace:
@@ -241,7 +298,8 @@ def export_annotations(judgments: list[Judgment], path: str | Path) -> None:
         if j.kind == "overall":
             rows.append({**base, "consistency": j.consistency, "collaborativeness": j.collaborativeness})
         else:
-            rows += [{**base, "turn": lb.turn + 1, "behaviours": ";".join(lb.behaviours)} for lb in j.labels]
+            rows += [{**base, "turn": lb.turn + 1, "behaviours": ";".join(lb.behaviours),
+                      **({"not_in_taxonomy": lb.not_in_taxonomy} if lb.not_in_taxonomy else {})} for lb in j.labels]
     p = Path(path)
     if p.suffix == ".jsonl":
         write_jsonl(p, rows)

@@ -126,17 +126,21 @@ def participants_chart(per_conversation: pl.DataFrame) -> alt.Chart:
     return alt.layer(pts, trend).properties(width=360, height=240)
 
 
-def agreement_chart(agree: pl.DataFrame) -> alt.Chart:
-    """Leave-one-out Spearman per rater (and the average) with the bootstrap 5th-95th range (the
-    paper's one-sided test; a cross instead where the range is undefined)."""
-    base = alt.Chart(_records(agree)).encode(y=alt.Y("rater:N", title=None))
+def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
+    """Average leave-one-out Spearman per comparison (inter-human, each judge against the
+    annotators; ``stats.agreement_table`` rows), one panel per item, with the bootstrap 5th-95th
+    range of the paper's one-sided test (a cross instead where the range is undefined; no mark
+    where ρ itself is undefined)."""
+    base = alt.Chart(_records(agree)).encode(y=alt.Y("comparison:N", title=None))
+    tip = ["comparison:N", "item:N", alt.Tooltip("rho:Q", format=".2f"), alt.Tooltip("p5:Q", format=".2f"), "n:Q",
+           "note:N"]
     bars = base.mark_bar().encode(
-        x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title="Spearman ρ vs the others"),
+        x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title="average leave-one-out Spearman ρ"),
         color=alt.Color("significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]),
-                        title="5th pct > 0"), tooltip=["rater:N", "behaviour:N", "rho:Q", "p5:Q", "n:Q"])
+                        title="5th pct > 0"), tooltip=tip)
     err = _whiskers(base, "x", "p5", "p95")
-    mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=["rater:N", "n:Q"])
-    return alt.layer(bars, err, mark).properties(width=320)
+    mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=["comparison:N", "item:N", "n:Q"])
+    return alt.layer(bars, err, mark).properties(width=220).facet(column=alt.Column("item:N", title=None))
 
 
 def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:

@@ -106,12 +106,15 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
 
 
 def _cmd_annotate_export(a: argparse.Namespace) -> int:
-    from .annotate import export_items
+    from .annotate import export_items, format_export
     from .experiment import read_run
+    from .taxonomy import load_taxonomy
 
-    rep = export_items(read_run(a.run_dir), a.out, seed=a.seed, setups=a.setup, max_instances=a.max_instances)
-    print(f"{rep['items']} items ({rep['rows']} rows to fill) in {rep['folder']}: give annotators items.jsonl "
-          f"and template.csv; keep key.json for the import")
+    rep = export_items(read_run(a.run_dir), a.out, seed=a.seed, setups=a.setup,
+                       overall_conversations=a.overall_conversations, fine_conversations=a.fine_conversations,
+                       overall_setups=a.overall_setup, fine_setups=a.fine_setup,
+                       taxonomy=load_taxonomy(a.taxonomy) if a.taxonomy else None)
+    print(format_export(rep))
     return 0
 
 
@@ -314,12 +317,26 @@ def build_parser() -> argparse.ArgumentParser:
     ft.add_argument("--base-url", help="API base URL (default: OpenAI's)")
     ft.set_defaults(func=_cmd_finetune)
 
-    ae = sub.add_parser("annotate-export", help="export items for blind human annotation")
+    ae = sub.add_parser(
+        "annotate-export", help="draw conversations for blind human annotation (as the paper's Appendix B.1)",
+        description="Per task, draw conversations (instances x targets: the human reference and each setup) at "
+        "random and evenly over the source datasets, as the paper did (54 overall and 36 fine-grained "
+        "conversations), and write them blind with the judge's own instructions. Anything that keeps the draw "
+        "from being even is printed and kept in export.json.")
     ae.add_argument("run_dir", type=Path, help="a run directory")
     ae.add_argument("--out", type=out_dir, required=True, help="output folder")
-    ae.add_argument("--seed", type=int, default=0, help="shuffle seed (default 0)")
-    ae.add_argument("--setup", action="append", help="only these setups (repeatable; default all)")
-    ae.add_argument("--max-instances", type=positive_int, help="only the first N instances")
+    ae.add_argument("--seed", type=int, default=0, help="seed of the draw and of the item order (default 0)")
+    ae.add_argument("--setup", action="append", help="setups whose continuations are annotated beside the human "
+                    "references (repeatable; default every setup of the run)")
+    ae.add_argument("--overall-setup", action="append", help="setups for the overall task only (repeatable; "
+                    "default --setup)")
+    ae.add_argument("--fine-setup", action="append", help="setups for the fine-grained task only (repeatable; "
+                    "default --setup)")
+    ae.add_argument("--overall-conversations", type=count, default=54, help="conversations to score overall "
+                    "(instances x targets; default 54 as in the paper; 0: no overall task)")
+    ae.add_argument("--fine-conversations", type=count, default=36, help="conversations to label turn by turn "
+                    "(instances x targets; default 36 as in the paper; 0: no fine-grained task)")
+    ae.add_argument("--taxonomy", type=Path, help="taxonomy YAML of the run (default: the default taxonomy)")
     ae.set_defaults(func=_cmd_annotate_export)
 
     ai = sub.add_parser(

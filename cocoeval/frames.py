@@ -26,7 +26,8 @@ class Frames:
     labels: pl.DataFrame
     """judge, target, instance_id, turn, behaviour, evidence: one row per detected behaviour."""
     judgments: pl.DataFrame
-    """judge, human, target, instance_id, kind, status, reason: every judgment, valid or not."""
+    """judge, human, target, instance_id, kind, status, reason, turns (labelled), not_in_taxonomy
+    (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status, reason: every continuation."""
     taxonomy: Taxonomy
@@ -54,7 +55,8 @@ def run_frames(run: dict[str, Any], taxonomy: Taxonomy | None = None) -> Frames:
             target = j.target_name or j.target
             ds = insts[j.instance_id].dataset
             judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
-                         "kind": j.kind, "status": j.status, "reason": j.reason})
+                         "kind": j.kind, "status": j.status, "reason": j.reason, "turns": len(j.labels),
+                         "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
             if j.status == "invalid":
                 continue
             if j.kind == "overall":
@@ -81,7 +83,7 @@ def run_frames(run: dict[str, Any], taxonomy: Taxonomy | None = None) -> Frames:
                             "consistency": i64, "collaborativeness": i64}),
         labels=_df(labels, {"judge": s, "target": s, "instance_id": s, "turn": i64, "behaviour": s, "evidence": s}),
         judgments=_df(judg, {"judge": s, "human": b, "target": s, "instance_id": s, "kind": s, "status": s,
-                             "reason": s}),
+                             "reason": s, "turns": i64, "not_in_taxonomy": i64}),
         continuations=_df(conts, {"setup": s, "instance_id": s, "dataset": s, "status": s, "reason": s}),
         taxonomy=tax,
     )

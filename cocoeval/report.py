@@ -87,7 +87,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
         by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **kw)
         table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset (Table 11)")
-        table("detections", stats.detections(f), "Total detections per behaviour (Tables 3, 9, 10)")
+        table("detections", stats.detections(f), "Total detections per judge/annotator, target and behaviour")
+        table("detection_totals", stats.detection_totals(f), "Detections per source and behaviour on the "
+              "conversations every annotator labelled (Tables 3, 10)")
         fig3 = stats.figure3_means(f, judge, **kw) if judge else means
         if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
             fig3 = means
@@ -109,18 +111,22 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
                         .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
             figures["participants"] = (charts.save(charts.participants_chart(per_conv), out / "participants"),
                                        "Behaviours per conversation vs participants (human reference)")
-        if f.counts["judge"].n_unique() >= 2:
-            agree = stats.agreement(f, **kw)
-            if not agree.is_empty():
-                table("agreement", agree, "Leave-one-out Spearman agreement (the paper's procedure: one-sided "
-                      "bootstrap over conversations, significant when the 5th percentile > 0, uncorrected)")
-                figures["agreement"] = (charts.save(charts.agreement_chart(agree), out / "agreement"),
-                                        "Agreement between judges/annotators")
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs (Table 4)")
         figures["likert"] = (charts.save(charts.likert_chart(lk, judge=judge), out / "likert"),
                              f"Likert scores ({jn})")
+    agree = stats.agreement_table(f, **kw)
+    if not agree.is_empty():
+        table("agreement", agree, f"Agreement, inter-human and each judge vs the annotators (Tables 3, 9, 10; "
+              f"{stats.PROCEDURE})")
+        shown = agree.filter(pl.col("item").is_in(["all", *stats.LIKERT]))
+        figures["agreement"] = (charts.save(charts.agreement_chart(shown), out / "agreement"),
+                                "Average leave-one-out Spearman: inter-human and each judge vs the annotators")
+    coverage = stats.taxonomy_coverage(f)
+    if not coverage.is_empty():
+        table("taxonomy_coverage", coverage, "Turns annotators marked with a behaviour not in the taxonomy, per "
+              "annotator (Appendix B.3)")
     paired = tables.get("paired_vs_human")
     tested = ("Over/under-production (paired_vs_human): "
               f"{stats.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")

@@ -206,42 +206,61 @@ def participants(f: Frames, judge: str, *, min_n: int = stats.MIN_N) -> Answer:
 
 
 def _paper_verdict(r: dict[str, Any]) -> str:
+    if r["rho"] is None:
+        return f"undefined: {r['note']}"
     if r["significant"] is None:
         return f"not tested: {r['ci_note'] or 'undefined'}"
     p5 = f"5th percentile {r['p5']:.2f}" if r["p5"] is not None else f"no range: {r['ci_note']}"
     return f"{p5}: {'significant' if r['significant'] else 'not significant'}"
 
 
+def _rho(r: dict[str, Any]) -> str:
+    rho = "undefined" if r["rho"] is None else f"{r['rho']:.2f}"
+    return f"ρ = {rho} (n = {r['n']}; {_paper_verdict(r)})"
+
+
 def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = stats.MIN_N) -> Answer:
-    """Leave-one-out Spearman agreement, tested with the paper's procedure (labelled so)."""
+    """Appendix B.1's agreement: inter-human (each annotator against the mean of the other
+    annotators) and each judge against the annotators left out in turn, for the behaviour counts
+    and the Likert scores, tested with the paper's procedure (labelled so); detection totals per
+    source and the B.3 coverage check."""
     stats.check_params(resamples=resamples, min_n=min_n)
     a = Answer("Do the LLM judges agree with human annotators?")
-    humans = sorted(f.counts.filter(pl.col("human"))["judge"].unique().to_list())
-    judges = sorted(f.counts.filter(~pl.col("human"))["judge"].unique().to_list())
-    a.tables["detections"] = stats.detections(f)
-    if len(humans) + len(judges) < 2:
-        a.text.append(f"Agreement needs at least two raters; this run has {len(judges)} LLM judge(s) and "
-                      f"{len(humans)} human annotator(s). Export items with `cocoeval annotate-export` or use the "
-                      "annotator widget, then import the labels.")
+    humans = sorted(set(stats.annotators(f, "counts")) | set(stats.annotators(f, "likert")))
+    judges = sorted(set(f.counts.filter(~pl.col("human"))["judge"]) | set(f.likert.filter(~pl.col("human"))["judge"]))
+    if not f.counts.is_empty():
+        a.tables["detection_totals"] = stats.detection_totals(f)
+    if not humans:
+        a.text.append(f"This run has no human annotator ({len(judges)} LLM judge(s)), so there is no agreement to "
+                      "measure. Export items with `cocoeval annotate-export` (drawn as in the paper's Appendix B.1) "
+                      "or use the annotator widget, then import the labels with `cocoeval annotate-import`.")
         return a
-    a.text.append(f"Method (the paper's procedure): leave-one-out Spearman ρ on the conversations all raters "
-                  f"judged validly; one-sided bootstrap over conversations ({resamples} resamples, seed {seed}), "
-                  f"significant when the 5th percentile is above 0; not corrected for multiple comparisons, as in "
-                  f"the paper; not tested below n = {min_n} conversations.")
-    ag = stats.agreement(f, resamples=resamples, seed=seed, min_n=min_n)
-    if not ag.is_empty():
-        a.tables["leave_one_out"] = ag
-        a.charts["agreement"] = charts.agreement_chart(ag)
-        avg = ag.filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
-        a.text.append(f"Average leave-one-out Spearman over {ag.height - 1} raters and n = {avg['n']} conversations: "
-                      f"ρ = {avg['rho']:.2f} ({_paper_verdict(avg)}).")
-    for j in judges:
-        jh = stats.judge_vs_humans(f, j, resamples=resamples, seed=seed, min_n=min_n)
-        if not jh.is_empty():
-            a.tables[f"{j}_vs_humans"] = jh
-            r = jh.filter(pl.col("behaviour") == "all").row(0, named=True)
-            a.text.append(f"- {md_escape(j)} vs the mean of {r['humans']} annotator(s), n = {r['n']}: "
-                          f"ρ = {r['rho']:.2f} ({_paper_verdict(r)}).")
+    a.text.append(f"Method ({stats.PROCEDURE}); {resamples} resamples, seed {seed}; conversations that every rater "
+                  f"of a comparison rated validly; not tested below n = {min_n}. {len(humans)} human annotators: "
+                  + ", ".join(md_escape(h) for h in humans) + ".")
+    table = stats.agreement_table(f, resamples, seed, min_n=min_n)
+    if not table.is_empty():
+        a.tables["agreement"] = table
+        shown = table.filter(pl.col("item").is_in(["all", *stats.LIKERT]))
+        a.charts["agreement"] = charts.agreement_chart(shown)
+        for r in shown.iter_rows(named=True):
+            who = "inter-human" if r["comparison"] == stats.INTER_HUMAN else \
+                f"{md_escape(r['comparison'])} vs {r['annotators']} annotator(s)"
+            what = "all behaviours (counts)" if r["item"] == "all" else r["item"]
+            a.text.append(f"- {who}, {what}: {_rho(r)}.")
+    else:
+        a.text.append("No comparison had at least two conversations rated by every rater.")
+    per = [stats.agreement(f, None, resamples, seed, item, min_n=min_n) for scale in ("counts", "likert")
+           for item in stats.items_of(f, scale)]
+    per = [p.filter(pl.col("rater") != stats.AVERAGE) for p in per if not p.is_empty()]
+    if per:
+        a.tables["inter_human_by_annotator"] = pl.concat(per)
+    cov = stats.taxonomy_coverage(f)
+    if not cov.is_empty():
+        a.tables["taxonomy_coverage"] = cov
+        a.text.append("Behaviours not in the taxonomy (Appendix B.3), share of labelled turns: " + "; ".join(
+            f"{md_escape(r['annotator'])} {r['turns_not_in_taxonomy']} of {r['turns']} turns"
+            + (f" ({r['rate']:.1%})" if r["rate"] is not None else "") for r in cov.iter_rows(named=True)) + ".")
     return a
 
 

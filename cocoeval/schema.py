@@ -176,6 +176,9 @@ class TurnLabel(_Model):
     """Behaviour ids from the taxonomy."""
     evidence: dict[str, str] = Field(default_factory=dict)
     """Behaviour id to the judge's short evidence."""
+    not_in_taxonomy: str | None = None
+    """A human annotator's description of a behaviour in this turn that the taxonomy lacks
+    (Appendix B.3's coverage check); None when they saw none."""
 
 
 class Judgment(_Model):

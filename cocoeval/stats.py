@@ -7,7 +7,8 @@ Every table carries ``n`` (instances used); invalid judgments are excluded, neve
 (see ``frames.invalid_rates`` for their rates). An interval over fewer than ``min_n`` instances, or
 whose resamples are all equal, is undefined: ``ci_low``/``ci_high`` null and ``ci_note`` says why.
 Over/under-production verdicts come from a paired sign-flip test corrected over behaviours x
-setups (see ``_inference``); the agreement test is the paper's (one-sided bootstrap, uncorrected).
+setups (see ``_inference``); agreement (``_agreement``) is the paper's: leave-one-out Spearman among
+the human annotators and of each judge against them, one-sided bootstrap, uncorrected.
 """
 
 from __future__ import annotations
@@ -18,6 +19,24 @@ import numpy as np
 import polars as pl
 from scipy import stats as sps
 
+from ._agreement import (
+    AGREE_SCHEMA,
+    AVERAGE,
+    INTER_HUMAN,
+    LIKERT,
+    PROCEDURE,
+    agreement,
+    agreement_table,
+    annotators,
+    detection_totals,
+    items_of,
+    judge_vs_humans,
+    loo_inter,
+    loo_judge,
+    paper_test,
+    spearman_rows,
+    taxonomy_coverage,
+)
 from ._inference import (
     ALPHA,
     CORRECTIONS,
@@ -32,13 +51,14 @@ from ._inference import (
     describe_test,
     interval,
     sign_flip_pvalues,
-    too_small,
     verdict,
 )
 from .frames import REFERENCE, Frames
 
-__all__ = ["ALPHA", "CORRECTIONS", "FLIPS", "MIN_N", "NO_DIFF", "OVER", "UNDER", "adjust_pvalues", "check_params", "ci_notes", "describe_test",
-           "sign_flip_pvalues", "verdict"]
+__all__ = ["AGREE_SCHEMA", "ALPHA", "AVERAGE", "CORRECTIONS", "FLIPS", "INTER_HUMAN", "LIKERT", "MIN_N", "NO_DIFF",
+           "OVER", "PROCEDURE", "UNDER", "adjust_pvalues", "agreement", "agreement_table", "annotators", "check_params",
+           "ci_notes", "describe_test", "detection_totals", "items_of", "judge_vs_humans", "loo_inter", "loo_judge", "paper_test",
+           "sign_flip_pvalues", "spearman_rows", "taxonomy_coverage", "verdict"]
 PERCENTILES = [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)]
 
 
@@ -248,87 +268,6 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
         row.update(p_adj=float(q) if tested else None, correction=correction, family=family,
                    verdict=verdict(row["diff"], q, alpha) if tested else None)
     return pl.DataFrame(per_b, schema=PAIRED_SCHEMA), pl.DataFrame(dist, schema=DISTANCE_SCHEMA)
-
-
-AGREE_SCHEMA = {"rho": pl.Float64, "p5": pl.Float64, "p95": pl.Float64, "ci_note": pl.Utf8,
-                "significant": pl.Boolean}
-
-
-def _spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise Spearman correlation of (B, n) arrays (ties averaged); NaN for constant rows."""
-    ra, rb = sps.rankdata(a, axis=1), sps.rankdata(b, axis=1)
-    ra -= ra.mean(axis=1, keepdims=True)
-    rb -= rb.mean(axis=1, keepdims=True)
-    den = np.sqrt((ra * ra).sum(axis=1) * (rb * rb).sum(axis=1))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den > 0, (ra * rb).sum(axis=1) / den, np.nan)
-
-
-def _one_sided(series: np.ndarray, n: int, min_n: int) -> dict:
-    """The paper's test on bootstrap correlations (row 0 = the sample): its 5th-95th percentile
-    range, and significant when the 5th percentile is above 0; both undefined below ``min_n``."""
-    boot = series[1:][np.isfinite(series[1:])]
-    note = too_small(n, min_n) or (ci_notes(n, boot[:, None], min_n)[0] if len(boot) else "undefined in every resample")
-    p5, p95 = (float(np.percentile(boot, 5)), float(np.percentile(boot, 95))) if len(boot) else (None, None)
-    sig = None if too_small(n, min_n) or p5 is None else bool(p5 > 0)
-    lo, hi = (None, None) if note else (p5, p95)
-    return {"rho": float(series[0]), "p5": lo, "p95": hi, "ci_note": note, "significant": sig}
-
-
-def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000, seed: int = 0,
-              behaviour: str | None = None, *, min_n: int = MIN_N) -> pl.DataFrame:
-    """Leave-one-out Spearman: each rater's per-conversation counts against the mean of the
-    others', on the conversations all raters judged validly; averaged over raters. The paper's
-    procedure: a one-sided bootstrap over conversations, significant when the 5th percentile is
-    above 0, not corrected for multiple comparisons; no test below ``min_n`` conversations.
-    ``behaviour=None`` correlates the total count of all behaviours."""
-    check_params(resamples=resamples, min_n=min_n)
-    c = f.counts if behaviour is None else f.counts.filter(pl.col("behaviour") == behaviour)
-    tot = c.group_by("judge", "instance_id", "target").agg(pl.col("count").sum())
-    raters = raters or sorted(tot["judge"].unique().to_list())
-    wide = tot.with_columns(unit=pl.col("instance_id") + "|" + pl.col("target")) \
-        .pivot(on="judge", index="unit", values="count", aggregate_function="first").drop_nulls(raters)
-    if len(raters) < 2 or wide.height < 3:
-        return pl.DataFrame()
-    x = wide.select(raters).to_numpy().astype(float)  # (n_units, n_raters)
-    idx = np.vstack([np.arange(len(x)), boot_index(len(x), resamples, seed)])  # row 0 = the sample itself
-    xb = x[idx]  # (B+1, n, R)
-    rows, per_rater = [], []
-    for r in range(len(raters)):
-        others = np.delete(xb, r, axis=2).mean(axis=2)
-        per_rater.append(_spearman_rows(xb[:, :, r], others))
-    per_rater_arr = np.array(per_rater)  # (R, B+1)
-    with warnings.catch_warnings():  # a resample where every rater's rho is undefined: NaN, dropped below
-        warnings.simplefilter("ignore", RuntimeWarning)
-        mean_rho = np.nanmean(per_rater_arr, axis=0)
-    for r, name in enumerate([*raters, "average (leave-one-out)"]):
-        series = per_rater_arr[r] if r < len(raters) else mean_rho
-        rows.append({"rater": name, "behaviour": behaviour or "all", **_one_sided(series, len(x), min_n),
-                     "n": len(x)})
-    return pl.DataFrame(rows, schema_overrides=AGREE_SCHEMA)
-
-
-def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
-                    min_n: int = MIN_N) -> pl.DataFrame:
-    """Spearman of a judge's per-conversation counts against the mean of the human annotators',
-    per behaviour and overall, with the paper's one-sided bootstrap test (uncorrected)."""
-    check_params(resamples=resamples, min_n=min_n)
-    humans = sorted(f.counts.filter(pl.col("human"))["judge"].unique().to_list())
-    out = []
-    for b in [None, *f.taxonomy.ids]:
-        c = f.counts if b is None else f.counts.filter(pl.col("behaviour") == b)
-        tot = c.group_by("judge", "instance_id", "target").agg(pl.col("count").sum())
-        wide = tot.with_columns(unit=pl.col("instance_id") + "|" + pl.col("target")) \
-            .pivot(on="judge", index="unit", values="count", aggregate_function="first").drop_nulls([judge, *humans])
-        if not humans or wide.height < 3:
-            continue
-        j = wide[judge].to_numpy().astype(float)
-        h = wide.select(humans).to_numpy().astype(float).mean(axis=1)
-        idx = np.vstack([np.arange(len(j)), boot_index(len(j), resamples, seed)])
-        rho = _spearman_rows(j[idx], h[idx])
-        out.append({"judge": judge, "behaviour": b or "all", **_one_sided(rho, len(j), min_n), "n": len(j),
-                    "humans": len(humans)})
-    return pl.DataFrame(out, schema_overrides=AGREE_SCHEMA)
 
 
 def detections(f: Frames) -> pl.DataFrame:

@@ -392,3 +392,144 @@ def test_cli_prints_the_report(tmp_path, capsys):
     _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Sarcasm"}})
     assert main(["annotate-import", str(tmp_path / "b.csv"), str(d)]) == 2
     assert "unknown behaviour 'Sarcasm'" in capsys.readouterr().err
+
+
+# --- the paper's draw (Appendix B.1), the judge's instructions, the B.3 coverage field -------
+def _multi_run(per_dataset, missing_s2=()):
+    """Instances in datasets {name: count}; setups s1 (everywhere) and s2 (not on missing_s2)."""
+    insts = []
+    for ds, k in per_dataset.items():
+        insts += [instance(f"{ds}/c{i}/0", n_hist=2, n_ref=2).model_copy(update={"dataset": ds}) for i in range(k)]
+    conts = {"s1": [Continuation(instance_id=i.id, setup_id="id1", setup_name="s1", turns=i.reference)
+                    for i in insts],
+             "s2": [Continuation(instance_id=i.id, setup_id="id2", setup_name="s2", turns=i.reference)
+                    for i in insts if i.id not in missing_s2]}
+    return {"instances": insts, "continuations": conts}
+
+
+def _key_counts(folder, task):
+    key = json.loads((folder / "key.json").read_text())
+    per: dict[str, set] = {}
+    for v in key.values():
+        if task in v["tasks"]:
+            per.setdefault(v["instance_id"].split("/")[0], set()).add(v["instance_id"])
+    targets = sorted({v["target"] for v in key.values() if task in v["tasks"]})
+    return {d: len(s) for d, s in per.items()}, targets, sum(task in v["tasks"] for v in key.values())
+
+
+def test_the_papers_draw_is_even_over_six_datasets(tmp_path):
+    run = _multi_run({f"ds{k}": 5 for k in range(6)})
+    rep = export_items(run, tmp_path / "a", seed=3, overall_setups=["s1", "s2"], fine_setups=["s1"])
+    per, targets, n = _key_counts(tmp_path / "a", "overall")
+    # 54 conversations = 18 instances x 3 targets, 3 instances from each of the six datasets
+    assert per == {f"ds{k}": 3 for k in range(6)} and targets == ["reference", "s1", "s2"] and n == 54
+    per, targets, n = _key_counts(tmp_path / "a", "fine_grained")
+    assert per == {f"ds{k}": 3 for k in range(6)} and targets == ["reference", "s1"] and n == 36
+    assert rep["sample"]["overall"]["notes"] == [] and rep["sample"]["fine_grained"]["notes"] == []
+    rows = list(csv.DictReader((tmp_path / "a" / "template.csv").open()))
+    assert sum(1 for r in rows if not r["turn"]) == 54 and sum(1 for r in rows if r["turn"]) == 36 * 2
+    assert "not_in_taxonomy" in rows[0]
+    items = [json.loads(x) for x in (tmp_path / "a" / "items.jsonl").read_text().splitlines()]
+    assert all(set(i["tasks"]) <= {"overall", "fine_grained"} for i in items)
+    assert all(not t["annotate"] for i in items if "fine_grained" not in i["tasks"] for t in i["turns"])
+    text = (tmp_path / "a" / "items.jsonl").read_text()
+    assert not any(w in text for w in ('"s1"', '"s2"', "id1", "id2", "reference"))  # blind
+    exp = json.loads((tmp_path / "a" / "export.json").read_text())
+    assert exp["sample"]["overall"]["per_dataset"] == {f"ds{k}": 3 for k in range(6)}
+    # the same seed draws the same; another seed another
+    export_items(run, tmp_path / "b", seed=3, overall_setups=["s1", "s2"], fine_setups=["s1"])
+    assert (tmp_path / "a" / "key.json").read_text() == (tmp_path / "b" / "key.json").read_text()
+    export_items(run, tmp_path / "c", seed=4, overall_setups=["s1", "s2"], fine_setups=["s1"])
+    assert (tmp_path / "a" / "key.json").read_text() != (tmp_path / "c" / "key.json").read_text()
+
+
+def test_an_uneven_draw_is_said(tmp_path):
+    # 4 datasets; e has only 1 instance with s2; 30 conversations over 3 targets = 10 instances
+    run = _multi_run({"a": 6, "b": 6, "c": 6, "e": 4}, missing_s2={"e/c0/0", "e/c1/0", "e/c2/0"})
+    rep = export_items(run, tmp_path, seed=0, setups=["s1", "s2"], overall_conversations=31,
+                       fine_conversations=0)
+    s = rep["sample"]["overall"]
+    per, _, n = _key_counts(tmp_path, "overall")
+    assert sum(per.values()) == 10 and n == 30 and per["e"] == 1 and "fine_grained" not in rep["sample"]
+    assert max(per.values()) - min(per[d] for d in "abc") <= 1
+    notes = "\n".join(s["notes"])
+    assert "31 conversations is not a multiple of the 3 targets" in notes
+    assert "the paper drew evenly over 6 datasets; this run has 4" in notes
+    assert "10 instances do not divide evenly over 4 datasets" in notes
+    assert "e has only 1 instance(s) with every target" in notes and "taken instead from" in notes
+    # more than the run has: all of them, said so
+    rep = export_items(run, tmp_path / "all", setups=["s1"], overall_conversations=100, fine_conversations=0)
+    assert len(rep["sample"]["overall"]["instances"]) == 22
+    assert "the run has 22 instances with every target, not 50" in "\n".join(rep["sample"]["overall"]["notes"])
+
+
+def test_export_carries_the_judges_instructions_and_bad_options_are_clear(tmp_path, capsys):
+    from string import Template
+
+    from cocoeval.judge import behaviours_block
+    from cocoeval.prompts import load_prompt
+
+    run = _multi_run({"a": 2, "b": 2})
+    export_items(run, tmp_path)
+    text = (tmp_path / "instructions.md").read_text()
+    tax = load_taxonomy()
+    for name in ("judge_overall", "judge_fine_grained"):
+        p = load_prompt(name)
+        assert p.ref in text
+        system = Template(p.system).safe_substitute(n_turns="N", only_some="", behaviours=behaviours_block(tax))
+        for line in filter(None, system.strip().splitlines()):
+            assert f"> {line}" in text, line  # the judge's own text, from its prompt file
+    assert "not_in_taxonomy" in text
+    with pytest.raises(ConfigError, match="unknown setup 'nope'"):
+        export_items(run, tmp_path / "x", setups=["nope"])
+    with pytest.raises(ConfigError, match="nothing to export"):
+        export_items(run, tmp_path / "x", overall_conversations=0, fine_conversations=0)
+
+
+def test_cli_export_prints_the_draw(tmp_path, capsys):
+    run = _multi_run({"a": 3, "b": 3})
+    d = tmp_path / "run"
+    write_jsonl(d / "instances.jsonl", run["instances"])
+    for name, cs in run["continuations"].items():
+        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
+    write_json(d / "manifest.json", {"status": "complete"})
+    assert main(["annotate-export", str(d), "--out", str(tmp_path / "o"), "--fine-setup", "s1",
+                 "--overall-conversations", "6", "--fine-conversations", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "overall: 6 conversations (2 instances x 3 targets: reference, s1, s2); instances per dataset: a 1, b 1" \
+        in out
+    assert "fine_grained: 4 conversations (2 instances x 2 targets: reference, s1)" in out
+    assert "note: the paper drew evenly over 6 datasets; this run has 2" in out
+    assert main(["annotate-export", str(d), "--out", str(tmp_path / "p"), "--setup", "nope"]) == 2
+    assert "unknown setup 'nope'" in capsys.readouterr().err
+
+
+def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
+    from cocoeval import stats
+
+    d = _run_dir(tmp_path)
+    head = "annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
+    (tmp_path / "a.csv").write_text(head + "ann1,d/c0/0,reference,1,Repetition,talks over the chair\n"
+                                    "ann1,d/c0/0,reference,2,,\nann1,d/c0/0,reference,3,,\n"
+                                    "ann2,d/c0/0,reference,1,,\nann2,d/c0/0,reference,2,,\n"
+                                    "ann2,d/c0/0,reference,3,,\n")
+    import_into_run(tmp_path / "a.csv", d)
+    js = read_run(d)["judgments"]
+    assert [lb.not_in_taxonomy for lb in js["human:ann1"][0].labels] == ["talks over the chair", None, None]
+    cov = stats.taxonomy_coverage(run_frames(read_run(d)))
+    assert cov.select("annotator", "turns", "turns_not_in_taxonomy", "rate").rows() == [
+        ("ann1", 3, 1, pytest.approx(1 / 3)), ("ann2", 3, 0, 0.0)]
+    # importing again changes nothing; another description is a conflict (like changed behaviours)
+    rep = import_into_run(tmp_path / "a.csv", d)
+    assert rep["annotators"]["ann1"]["unchanged"] == 3
+    (tmp_path / "b.csv").write_text(head + "ann1,d/c0/0,reference,1,Repetition,shouts\n")
+    with pytest.raises(InputError, match="not in taxonomy: shouts"):
+        import_into_run(tmp_path / "b.csv", d)
+    # round trip through the non-blind format keeps it
+    export_annotations(js["human:ann1"], tmp_path / "again.csv")
+    assert "talks over the chair" in (tmp_path / "again.csv").read_text()
+    # only on turn rows
+    (tmp_path / "c.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
+                                    "collaborativeness\nann3,d/c0/0,reference,,,odd,5,5\n")
+    with pytest.raises(InputError, match="not_in_taxonomy on a row without a turn"):
+        import_into_run(tmp_path / "c.csv", d)

@@ -65,12 +65,13 @@ def test_other_charts(tmp_path):
     per_conv = pl.DataFrame({"dataset": ["d"] * 4, "n_participants": [2, 3, 4, 5], "total": [1, 2, 2, 3]})
     p = charts.participants_chart(per_conv).to_dict()
     assert any("regression" in str(layer.get("transform", "")) for layer in p["layer"])
-    ag = pl.DataFrame({"rater": ["A", "B", "C"], "behaviour": ["all"] * 3, "rho": [0.5, -0.1, 0.3],
+    ag = pl.DataFrame({"comparison": ["inter-human", "J1", "J2"], "item": ["all"] * 3, "rho": [0.5, -0.1, 0.3],
                        "p5": [0.2, -0.4, None], "p95": [0.7, 0.2, None], "significant": [True, False, None],
                        "ci_note": [None, None, "n too small (n=4 < 10)"], "n": [30, 30, 4]})
     a = charts.agreement_chart(ag).to_dict()
     bars, err, mark = _layers(a)
     assert bars["encoding"]["x"]["field"] == "rho" and err["encoding"]["x"]["field"] == "p5"
+    assert bars["encoding"]["y"]["field"] == "comparison" and a["facet"]["column"]["field"] == "item"
     assert "isValid(datum.p5)" in err["transform"][0]["filter"] and mark["encoding"]["x"]["field"] == "rho"
     lk_small = stats.likert_means(f, resamples=100)  # n = 6 < 10: crosses only
     lk_layers = _layers(charts.likert_chart(lk_small).to_dict())

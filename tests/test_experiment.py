@@ -169,10 +169,18 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
     rd = tmp_path / "runs" / "j"
     assert subprocess.run([sys.executable, "-m", "cocoeval", "annotate-export", str(rd), "--out",
                            str(tmp_path / "ann")], capture_output=True).returncode == 0
-    lines = (tmp_path / "ann" / "template.csv").read_text().splitlines()
-    filled = [lines[0]] + [("ann1" + line) if line.split(",")[4] else ("ann1" + line[:-2] + "6,6,")
-                           for line in lines[1:]]
-    (tmp_path / "ann" / "done.csv").write_text("\n".join(filled) + "\n")
+    import csv
+
+    with (tmp_path / "ann" / "template.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        r["annotator"] = "ann1"
+        if not r["turn"]:
+            r["consistency"] = r["collaborativeness"] = "6"
+    with (tmp_path / "ann" / "done.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
     out = subprocess.run([sys.executable, "-m", "cocoeval", "annotate-import", str(tmp_path / "ann" / "done.csv"),
                           str(rd), "--key", str(tmp_path / "ann" / "key.json")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

@@ -130,7 +130,8 @@ def _agree_run(seed, noise):
 
 def test_agreement_leave_one_out_against_scipy_and_significance():
     f, _ = _agree_run(0, noise=1)
-    a = agreement(f, resamples=500)
+    assert agreement(f, resamples=50)["rater"].to_list()[:2] == ["B", "C"]  # by default humans only (A is a judge)
+    a = agreement(f, ["A", "B", "C"], resamples=500)  # any raters named explicitly
     wide = (f.counts.group_by("judge", "instance_id").agg(pl.col("count").sum())
             .pivot(on="judge", index="instance_id", values="count").sort("instance_id"))
     x = wide.select("A", "B", "C").to_numpy().astype(float)
@@ -139,10 +140,10 @@ def test_agreement_leave_one_out_against_scipy_and_significance():
     assert avg["rho"] == pytest.approx(expected)
     assert not avg["significant"]  # independent random raters
     g, _ = _agree_run(1, noise=0)
-    avg = agreement(g, resamples=500).filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
+    avg = agreement(g, ["A", "B", "C"], resamples=500).filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
     assert avg["rho"] > 0.9 and avg["significant"]
-    jh = judge_vs_humans(g, "A", resamples=300).filter(pl.col("behaviour") == "all").row(0, named=True)
-    assert jh["significant"] and jh["humans"] == 2
+    jh = judge_vs_humans(g, "A", resamples=300).filter(pl.col("item") == "all").row(0, named=True)
+    assert jh["significant"] and jh["annotators"] == 2
 
 
 def test_detections_and_participants():
