@@ -63,8 +63,10 @@ def _cmd_build(a: argparse.Namespace) -> int:
               f"reasons in {a.out}/report.json")
     if report["totals"]["eval_instances"] + report["totals"]["train_instances"] == 0:
         print(f"error: no instance could be built from {', '.join(a.source)}; see the skip reasons in "
-              f"{a.out}/report.json\n  how to fix: give longer conversations or lower --history-turns, "
-              "--reference-turns, --min-prior-turns", file=sys.stderr)
+              f"{a.out}/report.json\n  how to fix: " + (
+                  "see llm_context there: LLM stages left conversations or instances out (a rebuild "
+                  "sends failed calls again)" if ctx else "give longer conversations or lower "
+                  "--history-turns, --reference-turns, --min-prior-turns"), file=sys.stderr)
         return 2
     return 0
 
