@@ -221,3 +221,20 @@ def test_build_batch_sends_the_context_calls_through_the_batch_api(srv, tmp_path
                            capture_output=True, text=True, timeout=60)
     assert "turns: llm clean-up by" in shown.stdout and "Metadata (llm" in shown.stdout
     assert "Summary (llm" in shown.stdout
+
+
+def test_the_simulated_user_gets_the_vanilla_prompt_with_m(srv, tmp_path):
+    """D.1: the user turns are simulated "with the same vanilla prompting setup" (M, S, x), one
+    user turn per call."""
+    from cocoeval.simulate import Setup, simulate
+
+    from .sim_helpers import instance
+
+    srv.configure(answers=[{"match": "Write the user's next message", "text": "and shorter?"}])
+    inst = instance("sharechat/c1/0", n_hist=6, n_ref=1, chat=True)
+    setup = Setup(name="users", model=f"openai/gpt-4.1@{srv.openai_base}", kind="human_ai")
+    [c] = simulate([inst], [setup], _runner(tmp_path, cache=False))["users"]
+    assert c.status == "ok" and c.turns[0].text == "and shorter?"
+    system = srv.stats()["bodies_last"]["messages"][0]["content"]
+    assert "# Conversation metadata" in system and "Decide the budget" in system and "user (member)" in system
+    assert "Earlier they talked." in system and "utterance 5 of sharechat/c1/0" in system
