@@ -36,19 +36,11 @@ def _cmd_build(a: argparse.Namespace) -> int:
         runner = Runner(LLMConfig(cache=str(a.llm_cache), concurrency=a.concurrency, batch=a.batch,
                                   batch_poll_s=a.batch_poll))
     report = build(a.source, a.out, cfg, on_error=a.on_error, llm_context=llm_opts, runner=runner)
+    from ._build_section import context_lines
+
     ctx = report.get("llm_context", {})
-    if "clean" in ctx:
-        c = ctx["clean"]
-        print(f"clean-up by {c['model']} of {', '.join(c['datasets'])}: {c['conversations_cleaned']} "
-              f"conversation(s) cleaned, {c['turns_emptied']} turn(s) emptied and dropped, "
-              f"{len(c['failed'])} conversation(s) left out (reasons in report.json)")
-    for split in ("eval", "train"):
-        for stage, r in ctx.get(split, {}).items():
-            if isinstance(r, dict) and "ok" in r:
-                done = "kept extractive" if ctx[split]["on_failure"] == "extractive" else "left out"
-                print(f"{split} {stage} by {r['model']}: {r['ok']} made, {len(r['failed'])} {done} "
-                      f"(reasons in report.json)")
-    print("inputs: " + "; ".join(f"{k}: {v}" for k, v in report["context"].items()))
+    for line in context_lines(report):
+        print(line)
     print(f"wrote {a.out}/eval.jsonl, train.jsonl and report.json")
     print(f"{'dataset':<20} {'convs':>6} {'usable':>6} {'eval':>5} {'train':>6}")
     for ds, d in report["datasets"].items():

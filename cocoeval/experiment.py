@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import subprocess
-import tempfile
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -31,9 +30,9 @@ from pydantic import (
 
 from . import __version__
 from ._annotate_store import check_judge_names, read_human_stores
+from ._build_section import BuildSection, run_build
 from ._lock import run_dir_lock
-from .bench import BuildConfig, build, load_instances
-from .context_llm import LLMContextOptions
+from .bench import load_instances
 from .errors import ConfigError, InputError, NotFoundError
 from .jsonio import read_json, read_models, read_text, write_json, write_jsonl
 from .judge import PROMPTS as JUDGE_PROMPTS
@@ -45,23 +44,6 @@ from .prompts import load_prompt
 from .schema import Continuation, Instance, Judgment
 from .simulate import CHATBOT_SYSTEM_PROMPT, Setup, simulate
 from .taxonomy import load_taxonomy
-
-
-class BuildSection(BaseModel):
-    """Build the benchmark as part of the run (instead of ``bench:``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sources: list[str] = Field(default_factory=list)
-    """KIND:PATH[#DATASET] sources, as for cocoeval build."""
-    demo_data: bool = False
-    """Also write and use the illustrative demo conversations (not human data)."""
-    options: BuildConfig = Field(default_factory=BuildConfig)
-    """Builder options (history_turns, per_dataset, seed, chat: {min_turns, conversations, ids}...)."""
-    context: LLMContextOptions | None = None
-    """M, S and the clean-up made by models, as the paper made them ({metadata, summary, clean:
-    MODEL, clean_datasets, on_failure...}; see params/paper.yaml); absent: extractive M/S and
-    rule-based cleaning, offline. Its calls go through the run's llm: settings and cache."""
 
 
 class InstanceSelection(BaseModel):
@@ -218,31 +200,9 @@ class Experiment:
         b = self.params.build
         bench = self.bench_dir()
         if b is not None and (write or not (bench / "eval.jsonl").exists()):
-            sources = [s if ":" not in s else self._resolve_source(s) for s in b.sources]
-            if b.demo_data:
-                from .demo import write_demo_data
-
-                paths = write_demo_data(self.run_dir / "demo-data")
-                sources += [f"{kind}:{p}" for kind, p in paths.items()]
-            if not sources:
-                raise ConfigError("build: needs sources or demo_data: true", hint="see params/demo.yaml")
-            ctx = b.context if b.context is not None and b.context.any else None
-            if ctx is not None and not write:
-                # a look without a run (cocoeval estimate) never pays for the LLM-made context:
-                # the extractive build, in a scratch folder, gives the instances' shape
-                bench = Path(tempfile.mkdtemp(prefix="cocoeval-bench-"))
-                logging.getLogger("cocoeval").warning(
-                    "warning: no benchmark built yet; using an extractive build (no clean-up, M or S "
-                    "calls) in %s for this look", bench)
-                build(sources, bench, b.options)
-            elif ctx is not None and runner is None:
-                own = Runner(self.llm_config())
-                try:
-                    build(sources, bench, b.options, llm_context=ctx, runner=own)
-                finally:
-                    own.close()
-            else:
-                build(sources, bench, b.options, llm_context=ctx, runner=runner)
+            bench = run_build(b, [self._resolve_source(s) if ":" in s else s for s in b.sources], bench,
+                              write=write, runner=runner, make_runner=lambda: Runner(self.llm_config()),
+                              demo_dir=self.run_dir / "demo-data")
         sel = self.params.instances
         insts = load_instances(bench, sel.split)
         if sel.datasets is not None:
@@ -267,8 +227,7 @@ class Experiment:
 
     def build_models(self) -> set[str]:
         """The models the build: section calls (clean-up, M, S)."""
-        ctx = self.params.build.context if self.params.build else None
-        return {m for m in (ctx.metadata, ctx.summary, ctx.clean) if m} if ctx else set()
+        return self.params.build.models() if self.params.build else set()
 
     def missing_sources(self) -> list[tuple[str, Path]]:
         """(spec, path) of each build: source whose path does not exist."""
