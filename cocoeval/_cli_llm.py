@@ -20,8 +20,9 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
     exp = load_params(a.params)
     models = sorted({s.model for s in exp.params.setups} | {s.chatbot for s in exp.params.setups if s.chatbot}
-                    | {j.model for j in exp.params.judges})
-    problems = []
+                    | {j.model for j in exp.params.judges} | exp.build_models())
+    problems = [f"no data at {path} (source {spec}): fetch it first (cocoeval fetch)"
+                for spec, path in exp.missing_sources()]
     for m in models:
         try:
             get_provider(m).check_ready()

@@ -5,6 +5,14 @@ reference_turns`` are laid on a randomly offset (seeded) grid after ``min_prior_
 that are left for the summary. Conversations are shuffled per dataset and split, whole, into
 eval and train: the two splits never share a source conversation. Eval windows are taken
 round-robin across the eval conversations (one per conversation first, then a second, ...).
+
+Chats (source kind ``chat``: the human–AI generalization study, paper D.1) follow
+``BuildConfig.chat``: conversations with at least ``min_turns`` turns (more than 60), one window
+each, ``conversations`` of them (25), all in eval.
+
+With LLM context options (``context_llm``) the build does what the paper did (§3.2, A.3, E.1):
+the clean-up of the chosen datasets' turns first, then the windows, then M per conversation and S
+per instance; every instance records how its M, S and turn texts were made.
 """
 
 from __future__ import annotations
@@ -27,6 +35,22 @@ from .sources import SourceReport, SourceSpec, load_conversations, parse_source_
 if TYPE_CHECKING:
     from .context_llm import LLMContextOptions
     from .llm import Runner
+
+
+class ChatSelection(BaseModel):
+    """Which human–AI chats become instances (paper D.1, Table 13: 25 ShareChat conversations
+    with more than 60 turns; x = 30 turns, r = the next 30, only user turns judged)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_turns: int = Field(61, ge=2)
+    """Fewest turns a chat must have (the paper: more than 60). The window sits after at least
+    min_turns − history_turns − reference_turns turns (1 by default), left for S."""
+    conversations: int = Field(25, ge=0)
+    """Chats per chat dataset, one instance each, all in the eval split (the paper: 25)."""
+    ids: list[str] | None = None
+    """Only these conversation ids (the paper hand-picked natural chats, leaving out coding tasks
+    and sessions of isolated questions); None: a seeded random choice among the long ones."""
 
 
 class BuildConfig(BaseModel):
@@ -56,10 +80,24 @@ class BuildConfig(BaseModel):
     """Merge consecutive turns of the same speaker before windowing."""
     seed: int = 0
     """Seed of every random choice; same inputs and seed give byte-identical output."""
+    chat: ChatSelection = Field(default_factory=ChatSelection)
+    """Chat datasets (source kind chat): the generalization study's selection."""
 
     @property
     def window(self) -> int:
         return self.history_turns + self.reference_turns
+
+    def for_chats(self) -> BuildConfig:
+        """The options applied to a chat dataset: one window per chat, after at least
+        ``chat.min_turns - window`` turns, ``chat.conversations`` of them, all eval."""
+        return self.model_copy(update={
+            "min_prior_turns": max(0, self.chat.min_turns - self.window), "per_dataset": self.chat.conversations,
+            "train_per_dataset": 0, "eval_share": 1.0, "max_windows_per_conversation": 1})
+
+    def need(self, conv: Conversation) -> int:
+        """Fewest turns ``conv`` must have to give an instance."""
+        cfg = self.for_chats() if conv.source_format == "chat" else self
+        return cfg.min_prior_turns + cfg.window
 
 
 def merge_consecutive(turns: list[Turn]) -> list[Turn]:
@@ -92,6 +130,7 @@ def make_instance(conv: Conversation, start: int, split: str, cfg: BuildConfig,
     index = index or SummaryIndex(conv.turns[:start])
     history = conv.turns[start : start + cfg.history_turns]
     reference = conv.turns[start + cfg.history_turns : start + cfg.window]
+    text = conv.meta.get("text_cleaning") or {}
     return Instance(
         id=f"{conv.dataset}/{conv.id}/{start}",
         dataset=conv.dataset,
@@ -104,7 +143,8 @@ def make_instance(conv: Conversation, start: int, split: str, cfg: BuildConfig,
             source_file=conv.source_file, source_format=conv.source_format,
             conversation_id=conv.id, start_index=start,
             history_source_index=history[0].source_index, seed=cfg.seed,
-            builder_version=__version__,
+            builder_version=__version__, text_method=text.get("method", "rule"),
+            text_model=text.get("model"), text_prompt=text.get("prompt"),
         ),
     )
 
@@ -153,17 +193,24 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
             indexes[key] = SummaryIndex(c.turns)
         return make_instance(c, start, split, cfg, indexes[key])
 
+    base = cfg
     for ds in sorted(by_ds):
+        is_chat = any(c.source_format == "chat" for c in by_ds[ds].values())
+        cfg = base.for_chats() if is_chat else base
         usable: list[tuple[Conversation, list[int]]] = []
         for cid in sorted(by_ds[ds]):
             c = by_ds[ds][cid]
             if cfg.merge_same_speaker:
                 c = c.model_copy(update={"turns": merge_consecutive(c.turns)})
             need = cfg.min_prior_turns + cfg.window
+            if is_chat and cfg.chat.ids is not None and cid not in cfg.chat.ids:
+                skip(c, "not among the chats chosen in build options chat.ids")
+                continue
             if len(c.turns) < need:
                 skip(c, f"too short: {len(c.turns)} turns after cleaning, need {need} "
                         f"({cfg.min_prior_turns} prior + {cfg.history_turns} history + "
-                        f"{cfg.reference_turns} reference)")
+                        f"{cfg.reference_turns} reference)"
+                        + (f"; chats need at least chat.min_turns = {cfg.chat.min_turns}" if is_chat else ""))
                 continue
             if len({t.speaker for t in c.turns}) < 2:
                 skip(c, f"single speaker ({c.turns[0].speaker}): not a conversation")
@@ -196,10 +243,14 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
             "eval_instances": len(ev),
             "train_instances": len(tr),
         }
+        if is_chat:
+            info["selection"] = (f"chats: at least {cfg.chat.min_turns} turns, {cfg.chat.conversations} "
+                                 "conversations, one window each, all eval (build options chat)")
         if len(ev) < cfg.per_dataset:
             info["eval_shortfall"] = (f"asked for {cfg.per_dataset} eval instances, "
                                       f"{len(ev)} fit in {n_eval} eval conversations")
         datasets[ds] = info
+    cfg = base
     report = {
         "builder_version": __version__,
         "config": cfg.model_dump(mode="json"),
@@ -220,8 +271,9 @@ def build(
     runner: Runner | None = None,
 ) -> dict:
     """Load every source, build, and write ``eval.jsonl``, ``train.jsonl`` and ``report.json``.
-    With ``llm_context``, M, S (and cleaned turns) are made by the given models through
-    ``runner`` (a default cached Runner when None)."""
+    With ``llm_context``, the clean-up, M and S are made by the given models through ``runner``
+    (a default cached Runner when None), as the paper made them; without, M and S are extractive
+    and the turns keep the loaders' rule-based cleaning (each instance says which)."""
     cfg = cfg or BuildConfig()
     specs = [parse_source_spec(s) if isinstance(s, str) else s for s in sources]
     conversations: list[Conversation] = []
@@ -230,26 +282,77 @@ def build(
         rep = SourceReport()
         conversations += load_conversations(spec, rep, on_error=on_error)  # type: ignore[arg-type]
         source_reports.append({"source": str(spec), **rep.to_dict()})
-    result = build_instances(conversations, cfg)
-    report = {**result.report, "sources": source_reports}
-    if llm_context is not None and (llm_context.metadata or llm_context.summary or llm_context.clean):
-        from .context_llm import enrich
+    llm = llm_context if llm_context is not None and llm_context.any else None
+    run: Runner | None = None
+    ctx_report: dict = {}
+    failed_convs: list[dict] = []
+    if llm is not None:
         from .llm import Runner as _Runner
 
+        run = runner or _Runner()
+    if llm is not None and llm.clean:
+        from .context_llm import clean_conversations
+
+        assert run is not None
+        conversations, ctx_report["clean"] = clean_conversations(
+            conversations, llm, run, lambda c: len(c.turns) >= cfg.need(c) and len({t.speaker for t in c.turns}) > 1)
+        failed_convs = ctx_report["clean"]["failed"]
+    result = build_instances(conversations, cfg)
+    report = {**result.report, "sources": source_reports}
+    report["context"] = _methods(llm)
+    if failed_convs:
+        report["skipped_conversations"] = result.report["skipped_conversations"] + failed_convs
+    if llm is not None and (llm.metadata or llm.summary):
+        from .context_llm import enrich
+
+        assert run is not None
         by_key: dict[tuple[str, str], Conversation] = {}
         for c in conversations:
             if (c.dataset, c.id) not in by_key:  # the builder keeps the first of duplicates too
                 by_key[(c.dataset, c.id)] = (c.model_copy(update={"turns": merge_consecutive(c.turns)})
                                              if cfg.merge_same_speaker else c)
-        run = runner or _Runner()
-        result.eval, rep_e = enrich(result.eval, by_key, llm_context, run)
-        result.train, rep_t = enrich(result.train, by_key, llm_context, run)
-        report["llm_context"] = {"options": llm_context.model_dump(), "eval": rep_e, "train": rep_t}
+        result.eval, ctx_report["eval"] = enrich(result.eval, by_key, llm, run)
+        result.train, ctx_report["train"] = enrich(result.train, by_key, llm, run)
+        _recount(report, result, cfg)
+    if llm is not None:
+        report["llm_context"] = {"options": llm.model_dump(mode="json"), **ctx_report}
+    report["totals"] = {**report["totals"], "eval_instances": len(result.eval),
+                        "train_instances": len(result.train),
+                        "skipped_conversations": len(report["skipped_conversations"])}
     out = Path(out)
     write_jsonl(out / "eval.jsonl", result.eval)
     write_jsonl(out / "train.jsonl", result.train)
     write_json(out / "report.json", report)
     return report
+
+
+def _methods(llm: LLMContextOptions | None) -> dict[str, str]:
+    """How M, S and the turn texts were made, in words (report.json, cocoeval build)."""
+    def by(model: str | None, what: str) -> str:
+        return f"llm ({model})" if model else what
+
+    turns = "rule-based artefact removal (offline default)"
+    if llm is not None and llm.clean:
+        turns = f"llm clean-up ({llm.clean}) of {', '.join(llm.clean_datasets)}; {turns} elsewhere"
+    return {"metadata": by(llm and llm.metadata, "extractive (offline default)"),
+            "summary": by(llm and llm.summary, "extractive (offline default)"),
+            "turns": turns}
+
+
+def _recount(report: dict, result: BuildResult, cfg: BuildConfig) -> None:
+    """Per-dataset counts after LLM stages left instances out, with the shortfall said."""
+    for ds, info in report["datasets"].items():
+        ev = sum(i.dataset == ds for i in result.eval)
+        tr = sum(i.dataset == ds for i in result.train)
+        lost = info["eval_instances"] - ev + info["train_instances"] - tr
+        if lost:
+            info["skipped_instances"] = lost
+            info["eval_instances"], info["train_instances"] = ev, tr
+            want = cfg.chat.conversations if "selection" in info else cfg.per_dataset
+            if ev < want:
+                info["eval_shortfall"] = (f"asked for {want} eval instances, {ev} remain after "
+                                          f"{lost} instance(s) were left out by LLM stages "
+                                          "(reasons in llm_context; a rebuild retries failed calls)")
 
 
 def load_instances(bench_dir: str | Path, split: str | None = "eval") -> list[Instance]:

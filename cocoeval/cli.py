@@ -36,10 +36,11 @@ def _cmd_build(a: argparse.Namespace) -> int:
         runner = Runner(LLMConfig(cache=str(a.llm_cache), concurrency=a.concurrency, batch=a.batch,
                                   batch_poll_s=a.batch_poll))
     report = build(a.source, a.out, cfg, on_error=a.on_error, llm_context=llm_opts, runner=runner)
-    for split in ("eval", "train"):
-        for stage, r in report.get("llm_context", {}).get(split, {}).items():
-            print(f"{split} {stage} by {r['model']}: {r['ok']} made, {len(r['failed'])} kept extractive "
-                  f"(reasons in report.json)")
+    from ._build_section import context_lines
+
+    ctx = report.get("llm_context", {})
+    for line in context_lines(report):
+        print(line)
     print(f"wrote {a.out}/eval.jsonl, train.jsonl and report.json")
     print(f"{'dataset':<20} {'convs':>6} {'usable':>6} {'eval':>5} {'train':>6}")
     for ds, d in report["datasets"].items():
@@ -54,8 +55,10 @@ def _cmd_build(a: argparse.Namespace) -> int:
               f"reasons in {a.out}/report.json")
     if report["totals"]["eval_instances"] + report["totals"]["train_instances"] == 0:
         print(f"error: no instance could be built from {', '.join(a.source)}; see the skip reasons in "
-              f"{a.out}/report.json\n  how to fix: give longer conversations or lower --history-turns, "
-              "--reference-turns, --min-prior-turns", file=sys.stderr)
+              f"{a.out}/report.json\n  how to fix: " + (
+                  "see llm_context there: LLM stages left conversations or instances out (a rebuild "
+                  "sends failed calls again)" if ctx else "give longer conversations or lower "
+                  "--history-turns, --reference-turns, --min-prior-turns"), file=sys.stderr)
         return 2
     return 0
 
@@ -185,14 +188,17 @@ def _cmd_show(a: argparse.Namespace) -> int:
     p = inst.provenance
     out(f"source: {p.source_file} ({p.source_format}), conversation {p.conversation_id}, "
           f"turns {p.start_index}-{p.start_index + len(inst.history) + len(inst.reference) - 1}")
-    out("\nGoals:")
+    out(f"turns: {p.text_method}" + (f" clean-up by {p.text_model} ({p.text_prompt}); source text kept as raw_text"
+                                      if p.text_method == "llm" else " (the loader's artefact removal)"))
+    out(f"\nMetadata ({inst.metadata.method}" + (f", {inst.metadata.model}" if inst.metadata.model else "") + ")")
+    out("Goals:")
     for g in inst.metadata.goals:
         out(para(f"- {g}"))
     out("Participants:")
     for pt in inst.metadata.participants:
         extra = ", ".join(x for x in (pt.role, pt.stance) if x)
         out(f"  - {pt.name}" + (f" ({extra})" if extra else ""))
-    out(f"\nSummary ({inst.summary.method}):")
+    out(f"\nSummary ({inst.summary.method}" + (f", {inst.summary.model}" if inst.summary.model else "") + "):")
     out(para(inst.summary.text or "(no earlier turns)"))
     for title, turns in (("History x", inst.history), ("Reference r", inst.reference)):
         out(f"\n{title} ({len(turns)} turns):")
@@ -270,10 +276,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cap on instances from one conversation (default: no cap)")
     b.add_argument("--on-error", choices=["fail", "skip"], default="fail",
                    help="on a malformed file: stop (default) or skip it and report it")
-    b.add_argument("--metadata", metavar="MODEL", help="make M with this model (e.g. openai/gpt-4.1); "
-                   "default: extractive, offline")
-    b.add_argument("--summary", metavar="MODEL", help="make S with this model; default: extractive")
-    b.add_argument("--clean", metavar="MODEL", help="clean x and r of disfluencies with this model (off by default)")
+    b.add_argument("--metadata", metavar="MODEL", help="make M from the whole conversation with this model "
+                   "(the paper: openai/o4-mini); default: extractive, offline")
+    b.add_argument("--summary", metavar="MODEL", help="make S, a paragraph about the turns before x, with this "
+                   "model (the paper: openai/o4-mini); default: extractive")
+    b.add_argument("--clean", metavar="MODEL", help="clean the turns of QMSum Product and Academic (disfluencies, fillers, repetitions, "
+                   "special tokens) with this model before windowing, as the paper did (A.3); default: the "
+                   "loaders' rule-based artefact removal only")
     b.add_argument("--llm-cache", type=out_file, default=Path(".cocoeval/cache.sqlite"),
                    help="call cache for --metadata/--summary/--clean (default .cocoeval/cache.sqlite)")
     b.add_argument("--concurrency", type=positive_int, default=8, help="concurrent LLM calls (default 8)")

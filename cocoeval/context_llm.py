@@ -1,24 +1,29 @@
-"""LLM-made metadata M, summary S and (optionally) cleaned turns for built instances.
+"""LLM-made benchmark inputs, as the paper made them (§3.2, A.3, E.1): metadata M from the
+utterances of the whole conversation (one call per conversation, shared by its instances), a
+paragraph summary S of the turns before the history (one call per instance), and the clean-up of
+QMSum Product and Academic turns before windowing (``_context_clean``).
 
-Every call goes through the LLM layer (cached). An answer that cannot be used keeps the
-extractive M/S (or the uncleaned turns) and is reported with its reason; nothing is dropped
-silently.
+Every call goes through the LLM layer (cached, batchable). What a stage cannot make is never
+silently replaced: with ``on_failure: skip`` (the default) the instance is left out and listed
+in the build report with its reason (a rebuild sends the failed calls again: failures are not
+cached); with ``on_failure: extractive`` it keeps the extractive M/S, labelled ``method:
+extractive``, and is listed too. The extractive M/S (``context.py``) stay the offline default.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
-import json_repair
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from ._context_clean import CLEAN_SCHEMA, clean_conversations, parse_json
 from .llm import Call, GenerateRequest, Message, Runner
 from .parsing import match_speaker
 from .prompts import load_prompt
 from .schema import Conversation, Instance, Metadata, Participant, Summary, Turn
-from .simulate import format_metadata, format_turns
+
+__all__ = ["CLEAN_SCHEMA", "METADATA_SCHEMA", "LLMContextOptions", "clean_conversations", "enrich"]
 
 METADATA_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -30,150 +35,84 @@ METADATA_SCHEMA: dict[str, Any] = {
     },
     "required": ["goals", "participants"], "additionalProperties": False,
 }
-CLEAN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"turns": {"type": "array", "items": {
-        "type": "object", "properties": {"speaker": {"type": "string"}, "text": {"type": "string"}},
-        "required": ["speaker", "text"], "additionalProperties": False}}},
-    "required": ["turns"], "additionalProperties": False,
-}
 
 
 class LLMContextOptions(BaseModel):
-    """Models for LLM-made benchmark context (None: keep the extractive default)."""
+    """Models for LLM-made benchmark inputs (params ``build.context``; ``cocoeval build
+    --metadata/--summary/--clean``). None: the offline default (extractive M/S, rule-based
+    artefact removal), labelled as such in every instance."""
 
     model_config = ConfigDict(extra="forbid")
 
     metadata: str | None = None
-    """Model spec for M (goals, participants with roles)."""
+    """Model spec for M (goals, participants with roles) from the whole conversation (the paper:
+    openai/o4-mini)."""
     summary: str | None = None
-    """Model spec for S (a paragraph about the turns before the history)."""
+    """Model spec for S, a paragraph about the turns before the history (the paper: o4-mini)."""
     clean: str | None = None
-    """Model spec for transcript clean-up of x and r (disfluencies, artefacts)."""
-    max_transcript_chars: int = 24_000
-    """Longest transcript sent for M/S (~6k tokens); earlier turns are left out and it is said."""
+    """Model spec for the clean-up of disfluencies, fillers, repetitions and special tokens,
+    before windowing (the paper: o4-mini, QMSum Product and Academic only)."""
+    clean_datasets: list[str] = Field(default_factory=lambda: ["qmsum_product", "qmsum_academic"])
+    """Datasets whose turns the clean-up rewrites; every other dataset keeps its source text."""
+    clean_turns_per_call: int = Field(30, ge=1)
+    """Consecutive turns sent per clean-up call."""
+    clean_max_chars: int = Field(12_000, ge=500)
+    """About this many characters of source text per clean-up call at most."""
+    clean_max_tokens: int = Field(16_000, ge=256)
+    """Output budget of a clean-up call (a reasoning model's reasoning counts in it)."""
+    metadata_max_tokens: int = Field(8_000, ge=256)
+    summary_max_tokens: int = Field(4_000, ge=256)
+    max_transcript_chars: int = Field(400_000, ge=1_000)
+    """Longest transcript sent for M or S (~100k tokens); a longer one is cut (M keeps the start,
+    S the end) and the prompt says so."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """For reasoning models (o4-mini); None: the provider's default."""
+    on_failure: Literal["skip", "extractive"] = "skip"
+    """An M or S that cannot be made: leave the instance out (skip) or keep the extractive one;
+    either way it is listed in the report. A failed clean-up always leaves its conversation out."""
+    clean_prompt: str = "clean"
+    metadata_prompt: str = "metadata"
+    summary_prompt: str = "summary"
+    """Prompt names or paths (cocoeval/prompts/)."""
+
+    @property
+    def any(self) -> bool:
+        return bool(self.metadata or self.summary or self.clean)
 
 
-def _tail(turns: Sequence[Turn], max_chars: int) -> tuple[str, bool]:
-    lines: list[str] = []
-    size = 0
-    for t in reversed(turns):
-        line = f"{t.speaker}: {t.text}"
+def _lines(turns: Sequence[Turn]) -> list[str]:
+    return [f"{t.speaker}: {t.text}" for t in turns]
+
+
+def _head(turns: Sequence[Turn], max_chars: int) -> tuple[str, int]:
+    lines, size = [], 0
+    for line in _lines(turns):
         if lines and size + len(line) > max_chars:
-            return "\n".join(reversed(lines)), True
+            break
         lines.append(line)
         size += len(line) + 1
-    return "\n".join(reversed(lines)), False
+    return "\n".join(lines), len(lines)
 
 
-def _json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return json_repair.loads(text)
+def _tail(turns: Sequence[Turn], max_chars: int) -> tuple[str, int]:
+    text, n = _head(list(reversed(turns)), max_chars)
+    return "\n".join(reversed(text.split("\n"))) if n else "", n
 
 
-def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conversation],
-           opts: LLMContextOptions, runner: Runner) -> tuple[list[Instance], dict[str, Any]]:
-    """Return instances with LLM-made M/S/turns where asked, and a report of what failed."""
-    report: dict[str, Any] = {"metadata": {"model": opts.metadata, "ok": 0, "failed": []},
-                              "summary": {"model": opts.summary, "ok": 0, "failed": []},
-                              "clean": {"model": opts.clean, "ok": 0, "failed": []}}
-    out = list(instances)
-
-    def conv(inst: Instance) -> Conversation:
-        return conversations[(inst.dataset, inst.provenance.conversation_id)]
-
-    def prior(inst: Instance) -> list[Turn]:
-        c = conv(inst)
-        return c.turns[: inst.provenance.start_index]
-
-    if opts.metadata:
-        p = load_prompt("metadata")
-        calls = []
-        for inst in out:
-            text, _ = _tail([*prior(inst)[-40:], *inst.history], opts.max_transcript_chars)
-            system, user = p.render(known=format_metadata(inst.metadata), transcript=text)
-            calls.append(Call(model=opts.metadata, stage="metadata", tag=inst.id, request=GenerateRequest(
-                messages=[Message(role="system", content=system), Message(role="user", content=user)],
-                max_tokens=800, temperature=0, json_schema=METADATA_SCHEMA, schema_name="metadata")))
-        for i, res in enumerate(runner.run(calls)):
-            inst = out[i]
-            why = _metadata_problem(res)
-            if why:
-                report["metadata"]["failed"].append({"instance": inst.id, "reason": why})
-                continue
-            data = _json(res.response.text)
-            speakers = [t.speaker for t in [*inst.history, *inst.reference]]
-            known = {p.name: p for p in inst.metadata.participants}
-            parts: dict[str, Participant] = {}
-            for pt in data["participants"]:
-                name, how = match_speaker(str(pt.get("name", "")), list(known) or speakers)
-                if how == "unknown":
-                    continue
-                old = known.get(name)
-                parts[name] = Participant(name=name, role=str(pt.get("role") or "") or (old.role if old else None),
-                                          stance=old.stance if old else None)
-            for name, p0 in known.items():  # never lose a participant the data knows
-                parts.setdefault(name, p0)
-            goals = [str(g).strip() for g in data["goals"] if str(g).strip()] or inst.metadata.goals
-            out[i] = inst.model_copy(update={"metadata": Metadata(
-                goals=goals, participants=list(parts.values()), method="llm", model=opts.metadata,
-                extra=inst.metadata.extra)})
-            report["metadata"]["ok"] += 1
-
-    if opts.summary:
-        p = load_prompt("summary")
-        idx, calls = [], []
-        for i, inst in enumerate(out):
-            before = prior(inst)
-            if not before:
-                continue
-            text, cut = _tail(before, opts.max_transcript_chars)
-            note = f" (the last part only: earlier turns of the {len(before)} are left out)" if cut else ""
-            system, user = p.render(transcript=text, truncated=note)
-            idx.append(i)
-            calls.append(Call(model=opts.summary, stage="summary", tag=inst.id, request=GenerateRequest(
-                messages=[Message(role="system", content=system), Message(role="user", content=user)],
-                max_tokens=400, temperature=0)))
-        for i, res in zip(idx, runner.run(calls), strict=True):
-            inst = out[i]
-            text = (res.response.text.strip() if res.status == "ok" and res.response else "")
-            if not text or (res.response and res.response.finish_reason in ("length", "max_tokens")):
-                reason = res.reason or ("truncated answer" if text else "empty answer")
-                report["summary"]["failed"].append({"instance": inst.id, "reason": reason})
-                continue
-            out[i] = inst.model_copy(update={"summary": Summary(
-                text=" ".join(text.split()), method="llm", model=opts.summary,
-                covers_turns=inst.summary.covers_turns)})
-            report["summary"]["ok"] += 1
-
-    if opts.clean:
-        p = load_prompt("clean")
-        calls = []
-        for inst in out:
-            system, user = p.render(transcript=format_turns([*inst.history, *inst.reference]))
-            calls.append(Call(model=opts.clean, stage="clean", tag=inst.id, request=GenerateRequest(
-                messages=[Message(role="system", content=system), Message(role="user", content=user)],
-                max_tokens=8000, temperature=0, json_schema=CLEAN_SCHEMA, schema_name="transcript")))
-        for i, res in enumerate(runner.run(calls)):
-            inst = out[i]
-            turns = [*inst.history, *inst.reference]
-            cleaned, why = _cleaned(res, turns)
-            if why:
-                report["clean"]["failed"].append({"instance": inst.id, "reason": why})
-                continue
-            h = len(inst.history)
-            out[i] = inst.model_copy(update={"history": cleaned[:h], "reference": cleaned[h:]})
-            report["clean"]["ok"] += 1
-    return out, {k: v for k, v in report.items() if v["model"]}
+def _ask(model: str, stage: str, tag: str, system: str, user: str, max_tokens: int, opts: LLMContextOptions,
+         **kw: Any) -> Call:
+    return Call(model=model, stage=stage, tag=tag, request=GenerateRequest(
+        messages=[Message(role="system", content=system), Message(role="user", content=user)],
+        max_tokens=max_tokens, temperature=0, reasoning_effort=opts.reasoning_effort, **kw))
 
 
 def _metadata_problem(res: Any) -> str | None:
     if res.status != "ok" or res.response is None:
         return f"call failed: {res.reason}"
+    if res.response.finish_reason in ("length", "max_tokens"):
+        return "answer cut off at max_tokens"
     try:
-        data = _json(res.response.text)
+        data = parse_json(res.response.text)
     except Exception:
         return "unparseable JSON"
     if not isinstance(data, dict) or not isinstance(data.get("goals"), list) \
@@ -184,22 +123,100 @@ def _metadata_problem(res: Any) -> str | None:
     return None
 
 
-def _cleaned(res: Any, turns: list[Turn]) -> tuple[list[Turn], str | None]:
-    if res.status != "ok" or res.response is None:
-        return [], f"call failed: {res.reason}"
-    try:
-        data = _json(res.response.text)
-        items = data["turns"]
-    except Exception:
-        return [], "unparseable JSON"
-    if not isinstance(items, list) or len(items) != len(turns):
-        return [], f"turn count changed ({len(items) if isinstance(items, list) else '?'} for {len(turns)})"
-    out = []
-    for old, new in zip(turns, items, strict=True):
-        if not isinstance(new, dict) or str(new.get("speaker", "")).strip() != old.speaker:
-            return [], "speakers changed or reordered"
-        text = " ".join(str(new.get("text", "")).split())
-        if not text:
-            return [], "a turn was emptied"
-        out.append(old.model_copy(update={"text": text, "raw_text": old.raw_text or old.text}))
-    return out, None
+def _llm_metadata(data: dict, conv: Conversation, old: Metadata, model: str, ref: str) -> Metadata:
+    """M from the answer: roles from the model, matched to the conversation's speakers; a speaker
+    the model left out keeps the data's entry, one it invented is dropped; stances known from the
+    data (IQ2 sides) are kept."""
+    known = {p.name: p for p in conv.participants}
+    names = list(known) or list(dict.fromkeys(t.speaker for t in conv.turns))
+    parts: dict[str, Participant] = {}
+    for pt in data["participants"]:
+        name, how = match_speaker(str(pt.get("name", "")), names)
+        if how == "unknown" or name in parts:
+            continue
+        p0 = known.get(name)
+        parts[name] = Participant(name=name, role=str(pt.get("role") or "").strip() or (p0.role if p0 else None),
+                                  stance=p0.stance if p0 else None)
+    for name in names:  # never lose a participant the data knows
+        parts.setdefault(name, known.get(name) or Participant(name=name))
+    goals = [str(g).strip() for g in data["goals"] if str(g).strip()]
+    extra = {k: v for k, v in old.extra.items() if k != "topics_in_history"}  # not in the paper's M
+    return Metadata(goals=goals, participants=list(parts.values()), method="llm", model=model, prompt=ref,
+                    extra=extra)
+
+
+def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conversation],
+           opts: LLMContextOptions, runner: Runner) -> tuple[list[Instance], dict[str, Any]]:
+    """Instances with LLM-made M and S where asked, and a report per stage (ok, failed with
+    reasons, and the instances left out)."""
+    report: dict[str, Any] = {}
+    out: list[Instance | None] = list(instances)
+    fallback: dict[int, list[str]] = {}
+
+    def fail(stage: str, i: int, why: str) -> None:
+        report[stage]["failed"].append({"instance": instances[i].id, "reason": why})
+        if opts.on_failure == "skip":
+            out[i] = None
+        else:
+            fallback.setdefault(i, []).append(stage)
+
+    if opts.metadata:
+        p = load_prompt(opts.metadata_prompt)
+        report["metadata"] = {"model": opts.metadata, "prompt": p.ref, "calls": 0, "ok": 0, "failed": []}
+        by_conv: dict[tuple[str, str], list[int]] = {}
+        for i, inst in enumerate(instances):
+            by_conv.setdefault((inst.dataset, inst.provenance.conversation_id), []).append(i)
+        keys = sorted(by_conv)
+        calls = []
+        for key in keys:
+            c = conversations[key]
+            text, n = _head(c.turns, opts.max_transcript_chars)
+            cut = f"; cut after the first {n} of {len(c.turns)} turns" if n < len(c.turns) else ""
+            system, user = p.render(transcript=text, n_turns=len(c.turns), truncated=cut)
+            calls.append(_ask(opts.metadata, "metadata", f"{key[0]}/{key[1]}", system, user,
+                              opts.metadata_max_tokens, opts, json_schema=METADATA_SCHEMA, schema_name="metadata"))
+        report["metadata"]["calls"] = len(calls)
+        for key, res in zip(keys, runner.run(calls) if calls else [], strict=True):
+            why = _metadata_problem(res)
+            for i in by_conv[key]:
+                if why:
+                    fail("metadata", i, why)
+                    continue
+                inst = out[i]
+                assert inst is not None
+                out[i] = inst.model_copy(update={"metadata": _llm_metadata(
+                    parse_json(res.response.text), conversations[key], inst.metadata, opts.metadata, p.ref)})
+                report["metadata"]["ok"] += 1
+
+    if opts.summary:
+        p = load_prompt(opts.summary_prompt)
+        report["summary"] = {"model": opts.summary, "prompt": p.ref, "calls": 0, "ok": 0, "failed": []}
+        idx, calls = [], []
+        for i, inst in enumerate(out):
+            if inst is None:
+                continue
+            before = conversations[(inst.dataset, inst.provenance.conversation_id)].turns[: inst.provenance.start_index]
+            if not before:  # nothing precedes x: S is empty, as the extractive S is
+                continue
+            text, n = _tail(before, opts.max_transcript_chars)
+            note = f" (the last {n} of the {len(before)} turns)" if n < len(before) else ""
+            system, user = p.render(transcript=text, truncated=note)
+            idx.append(i)
+            calls.append(_ask(opts.summary, "summary", inst.id, system, user, opts.summary_max_tokens, opts))
+        report["summary"]["calls"] = len(calls)
+        for i, res in zip(idx, runner.run(calls) if calls else [], strict=True):
+            inst = out[i]
+            assert inst is not None
+            text = " ".join(res.response.text.split()) if res.status == "ok" and res.response else ""
+            if not text or (res.response and res.response.finish_reason in ("length", "max_tokens")):
+                fail("summary", i, f"call failed: {res.reason}" if res.status != "ok"
+                     else ("answer cut off at max_tokens" if text else "empty answer"))
+                continue
+            out[i] = inst.model_copy(update={"summary": Summary(
+                text=text, method="llm", model=opts.summary, prompt=p.ref, covers_turns=inst.summary.covers_turns)})
+            report["summary"]["ok"] += 1
+
+    report["on_failure"] = opts.on_failure
+    report["skipped_instances"] = [instances[i].id for i, x in enumerate(out) if x is None]
+    report["kept_extractive"] = {instances[i].id: stages for i, stages in sorted(fallback.items())}
+    return [x for x in out if x is not None], report

@@ -30,8 +30,9 @@ from pydantic import (
 
 from . import __version__
 from ._annotate_store import check_judge_names, read_human_stores
+from ._build_section import BuildSection, run_build
 from ._lock import run_dir_lock
-from .bench import BuildConfig, build, load_instances
+from .bench import load_instances
 from .errors import ConfigError, InputError, NotFoundError
 from .jsonio import read_json, read_models, read_text, write_json, write_jsonl
 from .judge import PROMPTS as JUDGE_PROMPTS
@@ -43,19 +44,6 @@ from .prompts import load_prompt
 from .schema import Continuation, Instance, Judgment
 from .simulate import CHATBOT_SYSTEM_PROMPT, Setup, simulate
 from .taxonomy import load_taxonomy
-
-
-class BuildSection(BaseModel):
-    """Build the benchmark as part of the run (instead of ``bench:``)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    sources: list[str] = Field(default_factory=list)
-    """KIND:PATH[#DATASET] sources, as for cocoeval build."""
-    demo_data: bool = False
-    """Also write and use the illustrative demo conversations (not human data)."""
-    options: BuildConfig = Field(default_factory=BuildConfig)
-    """Builder options (history_turns, per_dataset, seed...)."""
 
 
 class InstanceSelection(BaseModel):
@@ -205,22 +193,18 @@ class Experiment:
             return self.resolve(self.params.bench)
         return self.run_dir / "bench"
 
-    def prepare_instances(self, write: bool = True) -> list[Instance]:
-        """The selected instances (building the benchmark first when the params say so);
-        ``write`` also saves them as the run's instances.jsonl."""
+    def prepare_instances(self, write: bool = True, runner: Runner | None = None) -> list[Instance]:
+        """The selected instances (building the benchmark first when the params say so; LLM-made
+        context through ``runner``, or a Runner of the params' llm: settings); ``write`` also
+        saves them as the run's instances.jsonl."""
         b = self.params.build
-        if b is not None and (write or not (self.bench_dir() / "eval.jsonl").exists()):
-            sources = [s if ":" not in s else self._resolve_source(s) for s in b.sources]
-            if b.demo_data:
-                from .demo import write_demo_data
-
-                paths = write_demo_data(self.run_dir / "demo-data")
-                sources += [f"{kind}:{p}" for kind, p in paths.items()]
-            if not sources:
-                raise ConfigError("build: needs sources or demo_data: true", hint="see params/demo.yaml")
-            build(sources, self.bench_dir(), b.options)
+        bench = self.bench_dir()
+        if b is not None and (write or not (bench / "eval.jsonl").exists()):
+            bench = run_build(b, [self._resolve_source(s) if ":" in s else s for s in b.sources], bench,
+                              write=write, runner=runner, make_runner=lambda: Runner(self.llm_config()),
+                              demo_dir=self.run_dir / "demo-data")
         sel = self.params.instances
-        insts = load_instances(self.bench_dir(), sel.split)
+        insts = load_instances(bench, sel.split)
         if sel.datasets is not None:
             insts = [i for i in insts if i.dataset in sel.datasets]
         if sel.ids is not None:
@@ -235,11 +219,25 @@ class Experiment:
                     seen[i.dataset] += 1
             insts = kept
         if not insts:
-            raise ConfigError(f"no instances selected from {self.bench_dir()}",
+            raise ConfigError(f"no instances selected from {bench}",
                               hint="check instances: (split, datasets, ids) against the benchmark's report.json")
         if write:
             write_jsonl(self.run_dir / "instances.jsonl", insts)
         return insts
+
+    def build_models(self) -> set[str]:
+        """The models the build: section calls (clean-up, M, S)."""
+        return self.params.build.models() if self.params.build else set()
+
+    def missing_sources(self) -> list[tuple[str, Path]]:
+        """(spec, path) of each build: source whose path does not exist."""
+        b = self.params.build
+        out = []
+        for spec in b.sources if b else []:
+            path = Path(self._resolve_source(spec).partition(":")[2].partition("#")[0])
+            if not path.exists():
+                out.append((spec, path))
+        return out
 
     def _resolve_source(self, spec: str) -> str:
         kind, _, rest = spec.partition(":")
@@ -289,7 +287,6 @@ class Experiment:
                 raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
         mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
         write_json(self.run_dir / "manifest.json", self.manifest(status="running", started=started, llm_mode=mode))
-        insts = self.prepare_instances()
         runner = Runner(cfg)
         summary: dict[str, Any] = {}
         warnings: list[str] = []
@@ -299,6 +296,7 @@ class Experiment:
             logging.getLogger("cocoeval").warning("warning: %s", msg)
 
         try:
+            insts = self.prepare_instances(runner=runner)  # an LLM-made build's calls count in usage.json
             if "simulate" in stages and self.params.setups:
                 def save(_round: int, partial: dict[str, list[Continuation]]) -> None:
                     for name, conts in partial.items():

@@ -78,6 +78,8 @@ class Metadata(_Model):
     """How M was made: 'extractive' (from the data) or 'llm'."""
     model: str | None = None
     """Model spec when method is 'llm'."""
+    prompt: str | None = None
+    """The prompt (name@version#hash) when method is 'llm'."""
     extra: dict[str, Any] = Field(default_factory=dict)
     """Source-specific extras (e.g. the topics under discussion in the history)."""
 
@@ -91,6 +93,8 @@ class Summary(_Model):
     """How S was made: 'extractive' or 'llm'."""
     model: str | None = None
     """Model spec when method is 'llm'."""
+    prompt: str | None = None
+    """The prompt (name@version#hash) when method is 'llm'."""
     covers_turns: int = 0
     """Number of turns before the history that the summary covers."""
 
@@ -107,6 +111,15 @@ class Provenance(_Model):
     """source_index of the first history turn."""
     seed: int
     builder_version: str
+    text_method: str = "rule"
+    """How the turn texts were made from the source: 'rule' (the loader's rule-based removal of
+    transcription artefacts, where the format has them; the offline default) or 'llm' (an LLM
+    clean-up of disfluencies, fillers, repetitions and special tokens, paper A.3; the source
+    text stays in each turn's raw_text)."""
+    text_model: str | None = None
+    """Model spec of the clean-up when text_method is 'llm'."""
+    text_prompt: str | None = None
+    """The clean-up prompt (name@version#hash) when text_method is 'llm'."""
 
 
 class Instance(_Model):

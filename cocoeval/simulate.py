@@ -180,7 +180,8 @@ class _Task:
             if inst.reference[len(self.turns)].speaker == "assistant":
                 return Call(model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request(),
                             dependent=True)
-            system, user = self.prompt.render(summary=inst.summary.text or "(none)",
+            system, user = self.prompt.render(metadata=format_metadata(inst.metadata),
+                                              summary=inst.summary.text or "(none)",
                                               history=format_turns(inst.history), so_far=_so_far(self.turns))
             self._asked = 1
             return Call(model=s.model, stage="simulate", tag=tag, dependent=True, request=self._request(

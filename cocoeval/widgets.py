@@ -106,6 +106,8 @@ class ConversationViewer:
                      _e(p.name) + (f" <i>({_e(', '.join(x for x in (p.role, p.stance) if x))})</i>" if p.role or p.stance else "")
                      for p in m.participants),
                  f"<p><b>Summary</b> ({_e(m.method)}/{_e(inst.summary.method)}): {_e(inst.summary.text)}</p>",
+                 f"<p><small>M: {_e(m.method)}, S: {_e(inst.summary.method)}, turns: "
+                 f"{_e(inst.provenance.text_method)}</small></p>",
                  f"<details><summary>History ({len(inst.history)} turns)</summary>"
                  + "".join(f"<div><b>{_e(t.speaker)}</b>: {_e(t.text)}</div>" for t in inst.history) + "</details>"]
         cols = []

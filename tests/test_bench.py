@@ -1,14 +1,17 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cocoeval import BuildConfig, Conversation, Turn, build_instances
-from cocoeval.bench import candidate_windows, merge_consecutive
+from cocoeval import BuildConfig, Conversation, Turn, build, build_instances, load_instances
+from cocoeval.bench import ChatSelection, candidate_windows, merge_consecutive
+
+from .conftest import qmsum_meeting
 
 
 def conv(cid: str, n: int, dataset: str = "d", speakers=("A", "B", "C")) -> Conversation:
@@ -135,3 +138,41 @@ def test_duplicate_conversation_ids_are_reported():
 def test_config_validation(field, value):
     with pytest.raises(ValueError):
         BuildConfig(**{field: value})
+
+
+def _chat_file(path, lengths):
+    """A ShareChat-like JSONL file the test writes: one {id, messages} chat per line."""
+    rows = [{"id": f"c{n}", "messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"c{n} message {i}"}
+                                         for i in range(n)]} for n in lengths]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    return path
+
+
+def test_chats_for_the_generalization_study(tmp_path):
+    """D.1 / Table 13: chats with more than 60 turns, N of them (25 by default), one window of
+    30 + 30 each, all eval; multi-party datasets keep their own rules."""
+    assert (BuildConfig().chat.min_turns, BuildConfig().chat.conversations) == (61, 25)
+    f = _chat_file(tmp_path / "chats.jsonl", [60, 61, 70, 80, 100, 150, 200])
+    meetings = tmp_path / "m" / "product"
+    meetings.mkdir(parents=True)
+    for i in range(4):
+        (meetings / f"M{i}.json").write_text(json.dumps(qmsum_meeting(80)), encoding="utf-8")
+    cfg = BuildConfig(per_dataset=2, chat=ChatSelection(conversations=4))
+    report = build([f"chat:{f}#sharechat", f"qmsum:{tmp_path / 'm'}"], tmp_path / "b", cfg)
+    ev, tr = load_instances(tmp_path / "b"), load_instances(tmp_path / "b", "train")
+    chats = [i for i in ev if i.dataset == "sharechat"]
+    assert len(chats) == 4 and len({i.provenance.conversation_id for i in chats}) == 4  # one window each
+    assert not [i for i in tr if i.dataset == "sharechat"]
+    for inst in chats:
+        assert len(inst.history) == len(inst.reference) == 30
+        assert inst.provenance.start_index >= 1 and inst.provenance.conversation_id != "c60"
+    [short] = [s for s in report["skipped_conversations"] if s["conversation"] == "c60"]
+    assert "need 61" in short["reason"] and "chat.min_turns" in short["reason"]
+    assert "at least 61 turns, 4 conversations" in report["datasets"]["sharechat"]["selection"]
+    assert report["datasets"]["qmsum_product"]["eval_instances"] == 2  # per_dataset, not the chat count
+    # the hand-picked chats only
+    cfg = BuildConfig(chat=ChatSelection(ids=["c61", "c200"], min_turns=70))
+    res = build([f"chat:{f}#sharechat"], tmp_path / "c", cfg)
+    assert sorted(i.provenance.conversation_id for i in load_instances(tmp_path / "c")) == ["c200"]
+    reasons = {s["conversation"]: s["reason"] for s in res["skipped_conversations"]}
+    assert "need 70" in reasons["c61"] and "chat.ids" in reasons["c80"]

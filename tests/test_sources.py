@@ -51,6 +51,30 @@ def test_source_spec_parsing():
 
 # ---------------------------------------------------------------- qmsum
 
+def test_qmsum_domains_are_three_datasets_and_data_all_is_never_one(tmp_path):
+    """QMSum's own layout data/{ALL,Product,Academic,Committee}/{train,val,test}/*.json: each
+    domain folder is its dataset (any case), data/ALL (the same meetings again) is left out."""
+    root = tmp_path / "qmsum" / "data"
+    for domain, split, mid in [("Product", "train", "ES2002a"), ("Academic", "val", "Bed003"),
+                               ("Committee", "test", "covid_1")]:
+        write_json(root / domain / split / f"{mid}.json", qmsum_meeting(4))
+        write_json(root / "ALL" / split / f"{mid}.json", qmsum_meeting(4))
+    write_json(root / "ALL" / "train" / "only_in_all.json", qmsum_meeting(4))
+    convs = list(load_conversations(f"qmsum:{root}"))
+    assert sorted((c.dataset, c.id) for c in convs) == [
+        ("qmsum_academic", "Bed003"), ("qmsum_committee", "covid_1"), ("qmsum_product", "ES2002a")]
+    # flat, lowercase folders (as in the shared data) map the same way
+    write_json(tmp_path / "flat" / "academic" / "Bmr001.json", qmsum_meeting(4))
+    assert [c.dataset for c in load_conversations(f"qmsum:{tmp_path / 'flat'}")] == ["qmsum_academic"]
+    # pointing at data/ALL itself: a clear error, never one "qmsum" dataset
+    with pytest.raises(InputError, match="data/ALL") as e:
+        list(load_conversations(f"qmsum:{root / 'ALL' / 'train'}"))
+    assert "#qmsum_product" in e.value.hint
+    # unless the dataset is named
+    named = list(load_conversations(f"qmsum:{root / 'ALL' / 'test'}#qmsum_committee"))
+    assert [c.dataset for c in named] == ["qmsum_committee"]
+
+
 def test_qmsum_loader(tmp_path):
     m = qmsum_meeting(5)
     m["meeting_transcripts"].insert(2, {"speaker": "Marketing", "content": "{vocalsound}"})

@@ -1,7 +1,15 @@
 """QMSum per-meeting JSON: ``{"meeting_transcripts": [{speaker, content}], "topic_list": [...]}``.
 
-The dataset comes from the folder (product/academic/committee -> qmsum_product, ...) unless given.
-Artefacts such as {disfmarker} or {vocalsound} are removed by rule; the raw text stays alongside.
+QMSum's three domains are three datasets: a file's dataset comes from the nearest folder named
+Product, Academic or Committee (any case; with train/val/test subfolders as in QMSum's own
+``data/`` layout, or flat) -> qmsum_product, qmsum_academic, qmsum_committee, unless ``#DATASET``
+names it. QMSum's ``data/ALL`` folder repeats the meetings of the three domains in one place:
+below a folder that has the domain folders it is left out (the same meetings are read from their
+domain folders), and a file found only there, with no ``#DATASET``, is an error, so that the
+domains never become one "qmsum" dataset. A meeting file elsewhere (your own, outside QMSum's
+layout) is dataset "qmsum" unless ``#DATASET`` names it.
+Artefacts such as {disfmarker} or {vocalsound} are removed by rule (the offline default); the
+raw text stays alongside (the LLM clean-up of the paper, A.3, is a build stage: context_llm).
 """
 
 from __future__ import annotations
@@ -57,17 +65,26 @@ def role_for(dataset: str, name: str) -> str | None:
     return None
 
 
-def dataset_for(path: Path) -> str:
+def dataset_for(path: Path) -> str | None:
+    """qmsum_<domain> from the nearest Product/Academic/Committee folder; None when none."""
     for part in reversed(path.parent.parts):
         if part.lower() in DOMAINS:
             return f"qmsum_{part.lower()}"
-    return "qmsum"
+    return None
+
+
+def _under_all(path: Path, root: Path) -> bool:
+    return any(part.lower() == "all" for part in path.relative_to(root).parent.parts)
 
 
 @source("qmsum")
 class QMSumLoader:
     def files(self, path: Path) -> list[Path]:
-        return sorted_files(path, "*.json")
+        found = sorted_files(path, "*.json")
+        if path.is_dir() and any(dataset_for(f) for f in found):
+            # data/ALL duplicates the domain folders' meetings: read them from their domains
+            found = [f for f in found if not _under_all(f, path)]
+        return found
 
     def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]:
         data = read_json(path)
@@ -76,6 +93,13 @@ class QMSumLoader:
                              hint="pass QMSum per-meeting JSON files (or use another source kind)")
         meeting = validate(_RawMeeting, data, file=path, record="meeting")
         dataset = dataset or dataset_for(path)
+        if dataset is None and any(p.lower() == "all" for p in path.parent.parts):
+            raise InputError("this meeting is in QMSum's data/ALL folder, which mixes the Product, "
+                             "Academic and Committee domains: its domain (dataset) is unknown", file=str(path),
+                             hint="point the source at QMSum's data/ folder (its Product/Academic/Committee "
+                             "folders become qmsum_product, qmsum_academic, qmsum_committee), not at "
+                             "data/ALL, or name the dataset: qmsum:PATH#qmsum_product")
+        dataset = dataset or "qmsum"
         turns = [t for i, raw in enumerate(meeting.meeting_transcripts)
                  if (t := cleaned_turn(raw.speaker, raw.content, i, report)) is not None]
         topics = []
