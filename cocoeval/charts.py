@@ -205,7 +205,7 @@ def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0)
     base = Path(path_base)
     base.parent.mkdir(parents=True, exist_ok=True)
     spec = chart.to_json()
-    png, svg = base.with_suffix(".png"), base.with_suffix(".svg")
+    png, svg = base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"  # a dot in a name is no suffix
     png.write_bytes(vlc.vegalite_to_png(spec, scale=scale))
     svg.write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
     return [png, svg]
