@@ -35,7 +35,7 @@ from ._inference import (
     too_small,
 )
 from ._inference import verdict as _verdict
-from .errors import ConfigError
+from .errors import ConfigError, InputError
 from .frames import REFERENCE, Frames
 
 HIGHER, LOWER = "higher", "lower"
@@ -61,8 +61,17 @@ def model_group(model: str) -> str:
 def conditions(run: dict[str, Any]) -> pl.DataFrame:
     """One row per setup of the run's manifest: setup, model, model_group, prompt,
     turns_per_call, kind, condition (model group · prompt, the paper's figure grouping)."""
+    params = run["manifest"].get("params") or {}
+    setups = (params.get("setups") if isinstance(params, dict) else params) or []
+    for i, s in enumerate(setups if isinstance(setups, list) else [setups]):
+        k = s.get("turns_per_call") if isinstance(s, dict) else None
+        if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not (
+                k is None or (isinstance(k, int) and not isinstance(k, bool))):
+            raise InputError("params.setups must be a list of setups, each with a name and a whole turns_per_call",
+                             file="manifest.json", record=f"params.setups[{i}]",
+                             hint="the manifest is written by cocoeval run; run the params file again")
     rows = []
-    for s in run["manifest"].get("params", {}).get("setups", []):
+    for s in setups:
         model, prompt, kind = str(s.get("model", "")), str(s.get("prompt", "vanilla")), s.get("kind", "multiparty")
         g = model_group(model)
         rows.append({"setup": s["name"], "model": model, "model_group": g, "prompt": prompt,

@@ -203,3 +203,12 @@ def test_compare_to_humans_with_the_run_draws_one_figure_per_condition():
                              "figure3_anthropic-claude-opus-4-vanilla"}
     groups = charts.figure3_groups(a.tables["figure3"], TAX, {"x": ["nope"]})
     assert groups == {}
+
+
+@pytest.mark.parametrize("params", [{"setups": [1]}, {"setups": [{"model": "m"}]}, [1],
+                                    {"setups": [{"name": "a", "turns_per_call": "5"}]}])
+def test_a_malformed_manifest_is_a_clear_error(params):
+    from cocoeval.errors import InputError
+
+    with pytest.raises(InputError, match=r"manifest\.json"):
+        stats.conditions({"manifest": {"params": params}})
