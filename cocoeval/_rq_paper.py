@@ -140,7 +140,11 @@ def participants(f: Frames, judge: str, run: dict[str, Any] | None = None, *, da
     sp = stats.participants_spearman(f, judge, None, datasets, top=top, count=count, min_n=min_n,
                                      correction=correction)
     if sp.is_empty():
-        a.text.append(f"No multi-party conversation judged by {md_escape(judge)} in the chosen datasets.")
+        ranked = var.filter(pl.col("variance").is_not_null())
+        a.text.append(f"No multi-party conversation judged by {md_escape(judge)} in the datasets "
+                      f"{', '.join(md_escape(d) for d in datasets)}." if datasets is not None else
+                      f"No multi-party conversation judged by {md_escape(judge)} in the {ranked.height} dataset(s) with "
+                      "a participant-count variance (a dataset needs at least two multi-party instances to have one).")
         return a
     chosen = sp["dataset"].unique(maintain_order=True).to_list()
     how = ("given" if datasets is not None else
