@@ -42,14 +42,16 @@ def _undefined(base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: s
 
 
 def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None,
-                   setups: list[str] | None = None, columns: int = 3, selectable: bool = False) -> alt.FacetChart:
+                   setups: list[str] | None = None, columns: int = 3, selectable: bool = False,
+                   title: str | None = None) -> alt.FacetChart:
     """The paper's Figure 3: mean occurrences per continuation of each behaviour, one panel per
     setup with the human reference alongside (lighter bars), 95% CIs as error bars (a cross instead,
     with the reason in its tooltip, where the interval is undefined); colour tells
     inconsistent from uncollaborative behaviours. Pass ``stats.figure3_means`` rows (with a
     ``panel`` column) to compare each setup with the humans on the same instances; plain
     ``mean_occurrences`` rows use every reference in each panel. ``selectable`` adds a point selection
-    ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer."""
+    ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer.
+    ``title``: the figure's title (``figure3_groups`` gives one figure per model/condition)."""
     m = means if judge is None else means.filter(pl.col("judge") == judge)
     if "panel" in m.columns:  # from stats.figure3_means: references already on each setup's instances
         sims = m["panel"].unique(maintain_order=True).to_list()
@@ -82,8 +84,64 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
         bars = bars.add_params(alt.selection_point(name="pick", fields=["panel", "series", "behaviour"]))
     err = _whiskers(base, "y", color=alt.value("#333"))
     mark = _undefined(base, "y", "mean", tooltip=["panel:N", "series:N", "name:N", "n:Q"])
-    return alt.layer(bars, err, mark).properties(width=260, height=170).facet(
+    chart = alt.layer(bars, err, mark).properties(width=260, height=170).facet(
         facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns)
+    return chart.properties(title=title) if title else chart
+
+
+def figure3_groups(fig3: pl.DataFrame, tax: Taxonomy, groups: dict[str, list[str]], *, judge: str | None = None,
+                   human: pl.DataFrame | None = None) -> dict[str, alt.FacetChart]:
+    """The paper's Figure 3 grouping: one figure per model/condition (its panels: one per k, each
+    with the human reference on the same instances), plus "human" (Figure 3(a)) when ``human``
+    (``mean_occurrences`` rows of the reference) is given. ``groups``: ``stats.figure_groups``."""
+    out = {}
+    if human is not None and not human.is_empty():
+        out["human"] = behaviour_bars(human, tax, judge=judge, title="Human conversations")
+    panels = set(fig3["panel"].to_list()) if "panel" in fig3.columns else set()
+    for label, setups in groups.items():
+        present = [s for s in setups if s in panels]
+        if present:
+            out[label] = behaviour_bars(fig3, tax, judge=judge, setups=present, title=label)
+    return out
+
+
+def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = None) -> alt.FacetChart:
+    """Paired differences between two setups per behaviour (``stats.paired_between`` rows with a
+    ``comparison`` label, one panel each): the difference with its 95% CI (a cross where undefined),
+    coloured by the corrected test's direction (grey: no significant difference or not tested)."""
+    names = _names(tax)
+    d = pairs.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
+                           direction=pl.col("direction").fill_null("not tested"))
+    base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
+    tip = ["comparison:N", "name:N", alt.Tooltip("diff:Q", format=".2f"), alt.Tooltip("p_adj:Q", format=".3g"), "n:Q"]
+    pts = base.mark_point(filled=True, size=60).encode(
+        x=alt.X("diff:Q", title="difference in mean occurrences per conversation (b − a)"),
+        color=alt.Color("direction:N", title="corrected test", scale=alt.Scale(
+            domain=["higher", "lower", "no significant difference", "not tested"],
+            range=["#c0392b", "#2471a3", "#999", "#ccc"])), tooltip=tip)
+    rule = base.mark_rule(color="#888").encode(x=alt.datum(0))
+    err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
+    mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
+    chart = alt.layer(rule, err, pts, mark).properties(width=220, height=200).facet(
+        facet=alt.Facet("comparison:N", title=None), columns=3)
+    return chart.properties(title=title) if title else chart
+
+
+def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChart:
+    """Table 12 as a heatmap: Spearman ρ per behaviour (rows) and target (columns), one panel per
+    dataset; cells without a ρ (too few instances, constant counts) are blank with the reason."""
+    names = {**_names(tax), "all": "all behaviours"}
+    d = spearman.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
+    base = alt.Chart(_records(d)).encode(
+        y=alt.Y("name:N", sort=[names["all"], *[names[b] for b in tax.ids]], title=None),
+        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-40)))
+    rect = base.mark_rect().encode(
+        color=alt.Color("rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title="ρ"),
+        tooltip=["dataset:N", "target:N", "name:N", alt.Tooltip("rho:Q", format=".2f"),
+                 alt.Tooltip("p_adj:Q", format=".3g"), "note:N", "n:Q"])
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("rho:Q", format=".2f"))
+    return alt.layer(rect, text).properties(width=24 * max(1, d["target"].n_unique()), height=220).facet(
+        facet=alt.Facet("dataset:N", title=None), columns=2)
 
 
 def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.FacetChart:
@@ -115,11 +173,12 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
         facet=alt.Facet("target:N", title=None), columns=2)
 
 
-def participants_chart(per_conversation: pl.DataFrame) -> alt.Chart:
+def participants_chart(per_conversation: pl.DataFrame, *, x_title: str = "participants") -> alt.Chart:
     """Total behaviour count per conversation against its number of participants (Table 12).
-    ``per_conversation``: dataset, n_participants, total (already aggregated per instance)."""
+    ``per_conversation``: dataset, n_participants, total (already aggregated per instance);
+    ``x_title`` says how participants were counted."""
     pts = alt.Chart(_records(per_conversation)).mark_circle(size=40, opacity=0.6).encode(
-        x=alt.X("n_participants:Q", title="participants in the window"),
+        x=alt.X("n_participants:Q", title=x_title),
         y=alt.Y("total:Q", title="behaviours per conversation"), color="dataset:N",
         tooltip=["dataset:N", "n_participants:Q", "total:Q"])
     trend = pts.transform_regression("n_participants", "total", groupby=["dataset"]).mark_line()
@@ -150,7 +209,7 @@ def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0)
     base = Path(path_base)
     base.parent.mkdir(parents=True, exist_ok=True)
     spec = chart.to_json()
-    png, svg = base.with_suffix(".png"), base.with_suffix(".svg")
+    png, svg = base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"  # a dot in a name is no suffix
     png.write_bytes(vlc.vegalite_to_png(spec, scale=scale))
     svg.write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
     return [png, svg]

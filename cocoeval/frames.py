@@ -9,6 +9,7 @@ from typing import Any
 import polars as pl
 
 from .judge import behaviour_counts
+from .schema import is_human_ai
 from .taxonomy import Taxonomy, load_taxonomy
 
 REFERENCE = "reference"
@@ -17,7 +18,9 @@ REFERENCE = "reference"
 @dataclass
 class Frames:
     instances: pl.DataFrame
-    """instance_id, dataset, n_participants (distinct speakers in x and r), n_turns."""
+    """instance_id, dataset, n_participants (distinct speakers in x and r), n_participants_metadata
+    (participants of the whole conversation listed in M), n_turns, human_ai (a human–AI chat,
+    ``schema.is_human_ai``)."""
     counts: pl.DataFrame
     """judge, human (annotator), target, instance_id, dataset, behaviour, category, count:
     one row per valid fine-grained judgment and behaviour (invalid ones are absent, never 0)."""
@@ -44,7 +47,8 @@ def run_frames(run: dict[str, Any], taxonomy: Taxonomy | None = None) -> Frames:
     insts = {i.id: i for i in run["instances"]}
     inst_rows = [{"instance_id": i.id, "dataset": i.dataset,
                   "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
-                  "n_turns": len(i.reference)} for i in run["instances"]]
+                  "n_participants_metadata": len(i.metadata.participants),
+                  "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run["instances"]]
     counts, likert, labels, judg = [], [], [], []
     for name, js in run.get("judgments", {}).items():
         for j in js:
@@ -76,7 +80,8 @@ def run_frames(run: dict[str, Any], taxonomy: Taxonomy | None = None) -> Frames:
              for name, cs in run.get("continuations", {}).items() for c in cs]
     s, b, i64 = pl.Utf8, pl.Boolean, pl.Int64
     return Frames(
-        instances=_df(inst_rows, {"instance_id": s, "dataset": s, "n_participants": i64, "n_turns": i64}),
+        instances=_df(inst_rows, {"instance_id": s, "dataset": s, "n_participants": i64,
+                                  "n_participants_metadata": i64, "n_turns": i64, "human_ai": b}),
         counts=_df(counts, {"judge": s, "human": b, "target": s, "instance_id": s, "dataset": s,
                             "behaviour": s, "category": s, "count": i64}),
         likert=_df(likert, {"judge": s, "human": b, "target": s, "instance_id": s, "dataset": s,

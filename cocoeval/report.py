@@ -11,7 +11,7 @@ import polars as pl
 from . import charts, stats
 from .errors import ConfigError
 from .experiment import read_run
-from .frames import REFERENCE, Frames, invalid_rates, run_frames
+from .frames import Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
 from .rq import md_escape
 
@@ -48,6 +48,49 @@ def check_judge(f: Frames, judge: str | None) -> str | None:
     return judge
 
 
+PAPER_TABLES = {  # (answer, table) -> (report name, what)
+    ("paper", "table4"): ("table4", "Table 4: mean consistency and collaborativeness (1–10), 95% bootstrap CIs, "
+                                    "human reference and each multi-party setup"),
+    ("paper", "table11"): ("table11", "Table 11: mean occurrences per conversation of each behaviour, per dataset "
+                                      "(each row over its own valid judgments, n)"),
+    ("rq1", "human_means"): ("rq1_human_means", "RQ1: the human reference over multi-party instances (human–AI "
+                                                "chats left out)"),
+    ("rq3", "contrasts"): ("rq3_contrasts", "RQ3: taxonomy − vanilla per model and k, paired per instance; "
+                                            "sign-flip p, p_adj corrected over behaviours × (model, k) pairs"),
+    ("rq5", "k_pairs"): ("rq5_k_pairs", "RQ5: larger k − smaller k within each model × prompt, paired per "
+                                        "instance; p_adj corrected over behaviours × k pairs"),
+    ("rq5", "k_means"): ("rq5_k_means", "RQ5: mean occurrences per k, with the human reference on the same "
+                                        "instances, 95% bootstrap CIs"),
+    ("rq5", "distance_by_k"): ("rq5_distance_by_k", "RQ5: profile distance D to the humans per setup, by "
+                                                    "model × prompt and k (never pooled)"),
+    ("participants", "spearman"): ("participants", "Table 12 (D.4): Spearman between participants and behaviour "
+                                                   "counts, human reference and every setup, per dataset"),
+    ("participants", "table12"): ("table12", "Table 12 (D.4): Spearman ρ, behaviours × targets, per dataset"),
+    ("participants", "participant_variance"): ("participant_variance", "Participants per dataset: variance and range "
+                                                                       "(the two largest are Table 12's default)"),
+}
+
+
+def _paper_sections(run: dict[str, Any], f: Frames, judge: str, kw: dict[str, Any], correction: str,
+                    table: Any, figure: Any) -> None:
+    """The paper's study: Figure 3 per model/condition, Tables 4, 11, 12, RQ1, RQ3, RQ5."""
+    from . import rq
+
+    answers = {"paper": rq.paper_tables(f, run, judge, **kw),
+               "rq1": rq.human_rates(f, judge, **kw, correction=correction),
+               "rq3": rq.prompting(f, run, judge, **kw, correction=correction),
+               "rq5": rq.by_turns_per_call(f, run, judge, **kw, correction=correction),
+               "participants": rq.participants(f, judge, run, min_n=kw["min_n"], correction=correction)}
+    for (key, name), (out_name, what) in PAPER_TABLES.items():
+        df = answers[key].tables.get(name)
+        if df is not None and not df.is_empty():
+            table(out_name, df, f"{what} ({md_escape(judge)})")
+    for key, a in answers.items():
+        for name, chart in a.charts.items():
+            title = chart.title if isinstance(chart.title, str) else a.question
+            figure(f"rq1_{name}" if key == "rq1" else name, chart, f"{md_escape(title)} ({md_escape(judge)})")
+
+
 def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
                  resamples: int = 1000, seed: int = 0, min_n: int = stats.MIN_N,
                  correction: str = "bh") -> dict[str, Any]:
@@ -55,7 +98,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
     behaviours x setups with ``correction`` (bh, holm or none)."""
     stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
-    f = run_frames(read_run(run_dir))
+    run = read_run(run_dir)
+    f = run_frames(run)
     out = Path(out_dir)
     judge = check_judge(f, judge)
     jn = md_escape(judge)  # in Markdown
@@ -68,6 +112,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         out.mkdir(parents=True, exist_ok=True)
         df.write_csv(out / f"{name}.csv")
         write_atomic(out / f"{name}.md", f"# {what}\n\n" + markdown_table(df))
+
+    def figure(name: str, chart: Any, what: str) -> None:
+        if name not in figures:
+            figures[name] = (charts.save(chart, out / name), what)
 
     rates = invalid_rates(f)
     table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind)")
@@ -86,7 +134,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         means = with_rates(stats.mean_occurrences(f, **kw), "fine_grained")
         table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
         by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **kw)
-        table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset (Table 11)")
+        table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset with 95% CIs, every target (Table 11's layout: table11)")
         table("detections", stats.detections(f), "Total detections per judge/annotator, target and behaviour")
         table("detection_totals", stats.detection_totals(f), "Detections per source and behaviour on the "
               "conversations every annotator labelled (Tables 3, 10)")
@@ -104,16 +152,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
                   f"p: {stats.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
                   "verdict after the correction (verdict empty: not tested, n too small)")
             table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
-            table("participants", stats.participants_correlation(f, judge),
-                  f"Spearman: behaviour counts vs participants, human reference, per dataset ({jn}; Table 12)")
-            per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
-                        .group_by("instance_id", "dataset").agg(total=pl.col("count").sum())
-                        .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
-            figures["participants"] = (charts.save(charts.participants_chart(per_conv), out / "participants"),
-                                       "Behaviours per conversation vs participants (human reference)")
+            _paper_sections(run, f, judge, kw, correction, table, figure)
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
-        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs (Table 4)")
+        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target (Table 4's layout: table4)")
         figures["likert"] = (charts.save(charts.likert_chart(lk, judge=judge), out / "likert"),
                              f"Likert scores ({jn})")
     agree = stats.agreement_table(f, **kw)

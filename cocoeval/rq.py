@@ -3,63 +3,47 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import altair as alt
 import polars as pl
 
 from . import charts, stats
+from ._answer import (
+    SETUP_FIELDS,
+    Answer,
+    _ci,
+    _interval_method,
+    _names,
+    chart_key,
+    pick_setups,
+    setups_table,
+)
+from ._rq_paper import by_turns_per_call, paper_tables, participants, prompting
 from ._text import md_escape
 from .frames import REFERENCE, Frames
 
-SETUP_FIELDS = ("name", "model", "prompt", "turns_per_call", "kind")
-
-
-@dataclass
-class Answer:
-    question: str
-    text: list[str] = field(default_factory=list)
-    tables: dict[str, pl.DataFrame] = field(default_factory=dict)
-    charts: dict[str, alt.TopLevelMixin] = field(default_factory=dict)
-
-    def markdown(self) -> str:
-        return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])
-
-
-def setups_table(run: dict[str, Any]) -> pl.DataFrame:
-    rows = [{k: s.get(k) for k in SETUP_FIELDS} for s in run["manifest"].get("params", {}).get("setups", [])]
-    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={k: pl.Utf8 for k in SETUP_FIELDS})
-
-
-def _names(f: Frames) -> dict[str, str]:
-    return {b.id: b.name for b in f.taxonomy.behaviours}
-
-
-def _fmt_ci(m: float, lo: float | None, hi: float | None, n: int, note: str | None = None) -> str:
-    """An estimate with its interval and the instances it rests on, or why it has no interval."""
-    if note or lo is None or hi is None:
-        return f"{m:.2f} (no interval: {note or 'undefined'})"
-    return f"{m:.2f} (95% CI {lo:.2f}–{hi:.2f}, n = {n})"
-
-
-def _ci(r: dict[str, Any], value: str = "mean", lo: str = "ci_low", hi: str = "ci_high") -> str:
-    return _fmt_ci(r[value], r[lo], r[hi], r["n"], r.get("ci_note"))
-
-
-def _interval_method(resamples: int, seed: int, min_n: int) -> str:
-    return (f"intervals: 95% percentile bootstrap over instances ({resamples} resamples, seed {seed}), undefined "
-            f"(not shown) below n = {min_n} or when every resample is equal")
+__all__ = ["SETUP_FIELDS", "Answer", "agreement_answer", "bench_summary", "by_turns_per_call", "compare_to_humans",
+           "human_rates", "md_escape", "paper_tables", "participants", "pick_setups", "prompting", "setups_table"]
 
 
 def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = stats.MIN_N,
                 correction: str = "bh") -> Answer:
-    """RQ1: how often humans show each behaviour (estimates and intervals; no test, so
-    ``correction`` is accepted for a uniform call and has nothing to correct)."""
+    """RQ1: how often humans show each behaviour in multi-party conversations (estimates and
+    intervals; no test, so ``correction`` is accepted for a uniform call and has nothing to
+    correct). Human–AI chat instances (``schema.is_human_ai``) are left out and counted: their
+    human reference is a user's turns with a chatbot, the generalization study's subject."""
     stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
     a = Answer("RQ1 — How often do humans show each inconsistent or uncollaborative behaviour?")
-    ref = f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
+    chat = f.instances.filter(pl.col("human_ai"))["instance_id"]
+    is_ref = (pl.col("judge") == judge) & (pl.col("target") == REFERENCE)
+    n_chat = f.counts.filter(is_ref & pl.col("instance_id").is_in(chat.implode()))["instance_id"].n_unique()
+    ref = f.counts.filter(is_ref & ~pl.col("instance_id").is_in(chat.implode()))
+    excluded = (f"{n_chat} human–AI chat instance(s) judged by {md_escape(judge)} are left out (their reference is "
+                "a user talking to a chatbot; see the generalization notebook)." if n_chat else
+                "No human–AI chat instance is among them.")
     if ref.is_empty():
+        a.text.append(f"No multi-party human reference is judged by {md_escape(judge)}. {excluded}")
         return a
     sub = Frames(**{**f.__dict__, "counts": ref})
     means = stats.mean_occurrences(sub, resamples=resamples, seed=seed, min_n=min_n)
@@ -68,8 +52,8 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
     top = means.sort("mean", descending=True)
     total = ref.group_by("instance_id").agg(pl.col("count").sum())["count"]
     n = means["n"][0]
-    a.text.append(f"Judged by **{md_escape(judge)}** over {n} human references, a conversation shows "
-                  f"{total.mean():.2f} behaviours on average (median {total.median():.0f}).")
+    a.text.append(f"Judged by **{md_escape(judge)}** over {n} multi-party human references, a conversation shows "
+                  f"{total.mean():.2f} behaviours on average (median {total.median():.0f}). {excluded}")
     a.text.append(f"Method: n = {n} instances; {_interval_method(resamples, seed, min_n)}; no test is made "
                   "here, so no correction applies.")
     lines = [f"- {names[r['behaviour']]} ({r['category']}): {_ci(r)}" for r in top.iter_rows(named=True)]
@@ -77,21 +61,24 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
     absent = [names[r["behaviour"]] for r in top.iter_rows(named=True) if r["mean"] == 0]
     if absent:
         a.text.append(f"Never detected in the {n} human references: " + ", ".join(absent) + ".")
-    lk = f.likert.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
+    lk = f.likert.filter(is_ref & ~pl.col("instance_id").is_in(chat.implode()))
     if not lk.is_empty():
         lm = stats.likert_means(Frames(**{**f.__dict__, "likert": lk}), resamples=resamples, seed=seed, min_n=min_n)
         a.tables["human_likert"] = lm
         a.text.append("Overall scores of the human references: " + "; ".join(
             f"{r['score']} {_ci(r)}" for r in lm.iter_rows(named=True)))
-    a.charts["human_behaviours"] = charts.behaviour_bars(means, f.taxonomy, judge=judge)
+    a.charts["human_behaviours"] = charts.behaviour_bars(means, f.taxonomy, judge=judge,
+                                                         title="Human conversations (Figure 3(a))")
     return a
 
 
 def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, resamples: int = 1000,
-                      seed: int = 0, *, min_n: int = stats.MIN_N, correction: str = "bh") -> Answer:
+                      seed: int = 0, *, min_n: int = stats.MIN_N, correction: str = "bh",
+                      run: dict[str, Any] | None = None) -> Answer:
     """RQ2-RQ5 and generalization: each setup against the human reference on the same instances.
     Over/under-production verdicts come from the paired sign-flip test, corrected over every
-    behaviour x setup this judge judged (the same family in every notebook and the report)."""
+    behaviour x setup this judge judged (the same family in every notebook and the report).
+    With ``run`` the figures follow the paper's grouping: one per model/condition (Figure 3)."""
     a = Answer(question)
     per_b, dist = stats.paired_vs_human(f, judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction)
     if dist.is_empty():
@@ -135,7 +122,11 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
         a.text.append(f"{head}; over-produces: {listed(stats.OVER)}; under-produces: {listed(stats.UNDER)}.")
     fig3 = stats.figure3_means(f, judge, setups, resamples=resamples, seed=seed, min_n=min_n)
     a.tables["figure3"] = fig3
-    if not fig3.is_empty():
+    if not fig3.is_empty() and run is not None:
+        groups = stats.figure_groups(stats.conditions(run), setups)
+        for label, chart in charts.figure3_groups(fig3, f.taxonomy, groups, judge=judge).items():
+            a.charts[chart_key("figure3", label)] = chart
+    elif not fig3.is_empty():
         a.charts["behaviours_vs_humans"] = charts.behaviour_bars(fig3, f.taxonomy, judge=judge, setups=setups)
     lk = stats.likert_means(f, resamples=resamples, seed=seed, min_n=min_n) if not f.likert.is_empty() \
         else pl.DataFrame()
@@ -143,65 +134,6 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
         lk = lk.filter((pl.col("judge") == judge) & pl.col("target").is_in([REFERENCE, *setups]))
         a.tables["likert"] = lk
         a.charts["likert"] = charts.likert_chart(lk)
-    return a
-
-
-def pick_setups(run: dict[str, Any], **where: Any) -> list[str]:
-    """Setup names whose params match every ``field=value`` (a callable value is a predicate)."""
-    out = []
-    for s in run["manifest"].get("params", {}).get("setups", []):
-        if all((v(s.get(k)) if callable(v) else s.get(k) == v) for k, v in where.items()):
-            out.append(s["name"])
-    return out
-
-
-def by_turns_per_call(f: Frames, run: dict[str, Any], judge: str, resamples: int = 1000, seed: int = 0, *,
-                      min_n: int = stats.MIN_N, correction: str = "bh") -> Answer:
-    """RQ5: 1 vs 5 vs 30 turns per call."""
-    setups = pick_setups(run, kind="multiparty")
-    a = compare_to_humans(f, judge, setups, "RQ5 — Does the number of turns generated per call change how "
-                          "human the simulations are?", resamples, seed, min_n=min_n, correction=correction)
-    if "distance" in a.tables:
-        k = setups_table(run).select("name", "turns_per_call").rename({"name": "target"})
-        d = a.tables["distance"].join(k, on="target")
-        small = d.filter(pl.col("n") < min_n)["target"].to_list()
-        summary = d.filter(pl.col("n") >= min_n).group_by("turns_per_call").agg(
-            pl.col("distance").mean().alias("mean_distance"), pl.col("target").alias("setups"),
-            pl.col("n").min().alias("min_n_instances")).sort("turns_per_call")
-        a.tables["distance_by_k"] = summary
-        left_out = (f" Left out (fewer than {min_n} instances): {', '.join(md_escape(x) for x in small)}."
-                    if small else "")
-        a.text.insert(0, ("Mean profile distance by turns per call, over setups with n ≥ " f"{min_n}: " + "; ".join(
-            f"k = {r['turns_per_call']}: {r['mean_distance']:.2f} ({len(r['setups'])} setup(s), n ≥ "
-            f"{r['min_n_instances']} each)" for r in summary.iter_rows(named=True)) + "."
-            if not summary.is_empty() else f"No setup has n ≥ {min_n} instances: turns per call are not compared.")
-            + left_out)
-    return a
-
-
-def participants(f: Frames, judge: str, *, min_n: int = stats.MIN_N) -> Answer:
-    """Spearman between behaviour counts and participants per dataset (the paper's Table 12)."""
-    stats.check_params(min_n=min_n)
-    a = Answer("Do behaviour counts grow with the number of participants?")
-    pc = stats.participants_correlation(f, judge)
-    if pc.is_empty():
-        return a
-    a.tables["spearman"] = pc
-    a.text.append(f"Method: Spearman ρ per dataset over the human references judged by {md_escape(judge)}, as the "
-                  f"paper's Table 12, with scipy's p-value (raw, not corrected: no verdict is drawn from it); "
-                  f"not shown below n = {min_n} conversations.")
-    for r in pc.filter(pl.col("behaviour") == "all").iter_rows(named=True):
-        ds = md_escape(r["dataset"])
-        if r["n"] < min_n:
-            a.text.append(f"- {ds}: not shown (n too small: {r['n']} < {min_n}).")
-        elif r["rho"] != r["rho"]:
-            a.text.append(f"- {ds}: undefined (no variation in participants or counts; n = {r['n']}).")
-        else:
-            a.text.append(f"- {ds}: Spearman ρ = {r['rho']:.2f} (p = {r['p_value']:.3f}, n = {r['n']}).")
-    per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
-                .group_by("instance_id", "dataset").agg(total=pl.col("count").sum())
-                .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
-    a.charts["participants"] = charts.participants_chart(per_conv)
     return a
 
 

@@ -137,11 +137,24 @@ class Instance(_Model):
     provenance: Provenance
 
     @property
+    def human_ai(self) -> bool:
+        """A human–AI chat (a user with a chatbot, e.g. ShareChat) rather than a multi-party
+        conversation; see ``is_human_ai``."""
+        return is_human_ai(self)
+
+    @property
     def speakers(self) -> list[str]:
         seen: dict[str, None] = {}
         for t in [*self.history, *self.reference]:
             seen.setdefault(t.speaker, None)
         return list(seen)
+
+
+def is_human_ai(instance: Instance) -> bool:
+    """The one place that says whether an instance is a human–AI chat (the paper's D.1 setting):
+    instances read by the chat loader. Multi-party studies (RQ1–RQ5, Tables 4, 11, 12) leave
+    them out; the generalization study uses only them."""
+    return instance.provenance.source_format == "chat"
 
 
 class CallRecord(_Model):

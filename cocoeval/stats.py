@@ -17,7 +17,6 @@ import warnings
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
 from ._agreement import (
     AGREE_SCHEMA,
@@ -53,12 +52,61 @@ from ._inference import (
     sign_flip_pvalues,
     verdict,
 )
+from ._rq_stats import (
+    conditions,
+    figure_groups,
+    paired_between,
+    participant_variance,
+    participants_spearman,
+    rq3_pairs,
+    rq5_pairs,
+    table4,
+    table11,
+)
 from .frames import REFERENCE, Frames
 
-__all__ = ["AGREE_SCHEMA", "ALPHA", "AVERAGE", "CORRECTIONS", "FLIPS", "INTER_HUMAN", "LIKERT", "MIN_N", "NO_DIFF",
-           "OVER", "PROCEDURE", "UNDER", "adjust_pvalues", "agreement", "agreement_table", "annotators", "check_params",
-           "ci_notes", "describe_test", "detection_totals", "items_of", "judge_vs_humans", "loo_inter", "loo_judge", "paper_test",
-           "sign_flip_pvalues", "spearman_rows", "taxonomy_coverage", "verdict"]
+__all__ = [
+    "AGREE_SCHEMA",
+    "ALPHA",
+    "AVERAGE",
+    "CORRECTIONS",
+    "FLIPS",
+    "INTER_HUMAN",
+    "LIKERT",
+    "MIN_N",
+    "NO_DIFF",
+    "OVER",
+    "PROCEDURE",
+    "UNDER",
+    "adjust_pvalues",
+    "agreement",
+    "agreement_table",
+    "annotators",
+    "check_params",
+    "ci_notes",
+    "conditions",
+    "describe_test",
+    "detection_totals",
+    "figure_groups",
+    "items_of",
+    "judge_vs_humans",
+    "loo_inter",
+    "loo_judge",
+    "paired_between",
+    "paper_test",
+    "participant_variance",
+    "participants_correlation",
+    "rq3_pairs",
+    "rq5_pairs",
+    "sign_flip_pvalues",
+    "spearman_rows",
+    "table4",
+    "table11",
+    "taxonomy_coverage",
+    "verdict",
+]
+participants_correlation = participants_spearman
+"""Table 12 (D.4): see ``_rq_stats.participants_spearman``."""
 PERCENTILES = [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)]
 
 
@@ -274,24 +322,3 @@ def detections(f: Frames) -> pl.DataFrame:
     """Total detections per behaviour per judge/annotator and target (Tables 3, 9, 10)."""
     return f.counts.group_by("judge", "target", "behaviour", "category").agg(
         total=pl.col("count").sum(), conversations=pl.col("instance_id").n_unique()).sort("judge", "target", "behaviour")
-
-
-def participants_correlation(f: Frames, judge: str, target: str = REFERENCE) -> pl.DataFrame:
-    """Spearman between behaviour counts and the number of participants, per dataset (Table 12);
-    'all' is the total count of all behaviours."""
-    c = f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == target))
-    c = pl.concat([c.select("instance_id", "dataset", "behaviour", "count"),
-                   c.group_by("instance_id", "dataset").agg(pl.col("count").sum()).with_columns(
-                       behaviour=pl.lit("all")).select("instance_id", "dataset", "behaviour", "count")])
-    c = c.join(f.instances.select("instance_id", "n_participants"), on="instance_id")
-    rows = []
-    for (ds, b), g in c.group_by("dataset", "behaviour", maintain_order=True):
-        x, y = g["n_participants"].to_numpy(), g["count"].to_numpy()
-        if len(g) >= 3 and np.ptp(x) > 0 and np.ptp(y) > 0:
-            res = sps.spearmanr(x, y)
-            rho, p = float(res.statistic), float(res.pvalue)
-        else:
-            rho = p = float("nan")
-        rows.append({"judge": judge, "target": target, "dataset": ds, "behaviour": b, "rho": rho, "p_value": p,
-                     "n": len(g)})
-    return pl.DataFrame(rows).sort("dataset", "behaviour") if rows else pl.DataFrame()

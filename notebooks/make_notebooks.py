@@ -19,6 +19,11 @@ correction: str = "bh"  # over/under-production verdicts corrected over behaviou
 figures_dir: str = "../figures"  # figures are written to <figures_dir>/<notebook name>/
 run_if_missing: bool = False  # run the params file first when its run directory does not exist'''
 
+EXTRA_PARAMS = {"07_participants": '''
+participants_datasets: str = ""  # comma-separated datasets; empty: the participants_top datasets whose participant counts vary most
+participants_top: int = 2  # how many datasets when none are named (the paper's Table 12 uses two)
+participants_count: str = "conversation"  # "conversation": participants listed in M; "window": distinct speakers in x + r'''}
+
 OPEN = '''from IPython.display import Markdown, display
 
 from cocoeval import rq
@@ -46,17 +51,21 @@ ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if
 summary = bench_summary(ctx.run["instances"], ctx.experiment.bench_dir())
 ctx.show(summary, "00_build_benchmark", figures_dir)''',
         ""),
-    "01_rq1_human": ("RQ1: humans", "How often do humans show each inconsistent or uncollaborative behaviour?",
+    "01_rq1_human": ("RQ1: humans", "How often do humans show each inconsistent or uncollaborative behaviour in "
+                     "multi-party conversations? (Human–AI chat instances are left out and counted; they are the "
+                     "generalization notebook's subject.)",
                      "answer = rq.human_rates(ctx.frames, ctx.judge, resamples, seed, min_n=min_n, correction=correction)", ""),
     "02_rq2_vanilla": ("RQ2: vanilla prompting", "Do LLMs prompted plainly to continue the conversation show "
                        "these behaviours as often as the humans did, on the same instances?",
                        'setups = rq.pick_setups(ctx.run, prompt="vanilla", kind="multiparty")\n'
-                       'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ2 — Vanilla prompting vs humans", resamples, seed, min_n=min_n, correction=correction)',
+                       'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ2 — Vanilla prompting vs humans", resamples, seed, min_n=min_n, correction=correction, run=ctx.run)',
                        ", setups=setups"),
     "03_rq3_prompting": ("RQ3: taxonomy-guided prompting", "Does telling the simulator about the behaviours (and "
-                         "how often the history shows them) bring it closer to the humans, or make it over-produce them?",
+                         "how often the history shows them) change them, per model and per turns per call "
+                         "(taxonomy − vanilla, paired per instance)? And how far is each from the humans?",
+                         'ctx.show(rq.prompting(ctx.frames, ctx.run, ctx.judge, resamples, seed, min_n=min_n, correction=correction), "03_rq3_prompting", figures_dir)\n'
                          'setups = rq.pick_setups(ctx.run, kind="multiparty", prompt=lambda p: p in ("vanilla", "taxonomy", "copy_then_continue"))\n'
-                         'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ3 — Taxonomy-guided vs vanilla prompting", resamples, seed, min_n=min_n, correction=correction)',
+                         'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ3 — Each prompt vs the humans", resamples, seed, min_n=min_n, correction=correction, run=ctx.run)',
                          ", setups=setups"),
     "04_rq4_sft": ("RQ4: fine-tuned simulators", "Do simulators fine-tuned on human continuations (exported with "
                    "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a "
@@ -66,10 +75,11 @@ ctx.show(summary, "00_build_benchmark", figures_dir)''',
                    'display(Markdown(f"{len(train)} train instances give {len(sft_examples(train, 5))} SFT examples per k "\n'
                    '                 "(export: `cocoeval sft-export BENCH --out sft/`)."))\n'
                    'setups = rq.pick_setups(ctx.run, model=lambda m: ":ft:" in m or "/ft:" in m)\n'
-                   'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ4 — Fine-tuned simulators vs humans", resamples, seed, min_n=min_n, correction=correction)',
+                   'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "RQ4 — Fine-tuned simulators vs humans", resamples, seed, min_n=min_n, correction=correction, run=ctx.run)',
                    ", setups=setups or None"),
-    "05_rq5_turns_per_call": ("RQ5: turns per call", "Does generating 1, 5 or 30 turns per call change how human "
-                              "the continuation is?",
+    "05_rq5_turns_per_call": ("RQ5: turns per call", "Does generating 1, 5 or 30 turns per call change the "
+                              "behaviours? Compared within each model × prompt, only between the k values that "
+                              "model has (never pooled across models or prompts).",
                               "answer = rq.by_turns_per_call(ctx.frames, ctx.run, ctx.judge, resamples, seed, min_n=min_n, correction=correction)", ""),
     "06_generalization": ("Human–AI generalization", "When an LLM simulates the *user* of a chatbot (one turn per "
                           "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns "
@@ -77,8 +87,12 @@ ctx.show(summary, "00_build_benchmark", figures_dir)''',
                           'setups = rq.pick_setups(ctx.run, kind="human_ai")\n'
                           'answer = rq.compare_to_humans(ctx.frames, ctx.judge, setups, "Simulated users vs real users", resamples, seed, min_n=min_n, correction=correction)',
                           ", setups=setups or None"),
-    "07_participants": ("Participants", "Do behaviour counts in human conversations grow with the number of "
-                        "participants in the window?", "answer = rq.participants(ctx.frames, ctx.judge, min_n=min_n)", ""),
+    "07_participants": ("Participants (D.4, Table 12)", "Do behaviour counts change with the number of "
+                        "participants, in human conversations and in every simulator setup? Per dataset, by default "
+                        "on the two datasets whose participant counts vary most, as the paper does.",
+                        'chosen = [x.strip() for x in participants_datasets.split(",") if x.strip()] or None\n'
+                        'answer = rq.participants(ctx.frames, ctx.judge, ctx.run, datasets=chosen, top=participants_top,\n'
+                        '                         count=participants_count, min_n=min_n, correction=correction)', ""),
     "08_agreement": ("Judge–human agreement", "Do the LLM judges agree with human annotators (leave-one-out "
                      "Spearman, one-sided bootstrap)? Add human labels with the annotator below or with "
                      "`cocoeval annotate-export` / `annotate-import`.",
@@ -87,7 +101,8 @@ ctx.show(summary, "00_build_benchmark", figures_dir)''',
                    "turns behind it; annotate a target yourself.",
                    'from cocoeval.report import write_report\n\nrep = write_report(ctx.run_dir, f"{figures_dir}/09_explore", judge=ctx.judge, resamples=resamples, seed=seed,\n                   min_n=min_n, correction=correction)\n'
                    'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in `{rep[\'out\']}`."))\n'
-                   "answer = None", ""),
+                   "answer = rq.paper_tables(ctx.frames, ctx.run, ctx.judge, resamples, seed, min_n=min_n) if ctx.judge else None",
+                   ""),
 }
 
 ANNOTATE = '''from cocoeval.judge import targets_for
@@ -104,7 +119,7 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str) -> 
         f"# {title}\n\n**Question.** {question}\n\nThe answer below is computed from the run's data "
         "(no conclusion is written in advance). Run headless with papermill, e.g. "
         f"`papermill notebooks/{name}.ipynb out/{name}.ipynb --cwd notebooks -p params_file ../params/paper.yaml`."),
-        nbf.v4.new_code_cell(PARAMS, metadata={"tags": ["parameters"]})]
+        nbf.v4.new_code_cell(PARAMS + EXTRA_PARAMS.get(name, ""), metadata={"tags": ["parameters"]})]
     if name == "00_build_benchmark":
         cells.append(nbf.v4.new_code_cell(analysis))
     else:

@@ -114,3 +114,34 @@ def test_report_command(tmp_path, capsys):
     main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep2"), "--resamples", "200"])
     assert (out / "behaviour_means.csv").read_text() == (tmp_path / "rep2" / "behaviour_means.csv").read_text()
     assert json.dumps(sorted(p.name for p in out.iterdir())) == json.dumps(sorted(p.name for p in (tmp_path / "rep2").iterdir()))
+
+
+def test_report_writes_the_papers_figures_and_tables(tmp_path):
+    from .test_rq import G41, OPUS, insts, make, mp, reps
+    from .test_stats import overall
+
+    it = [*insts(12, "a"), *insts(12, "b")]
+    plan = {"reference": 1, "v1": 3, "t1": 4, "v5": 2, "o1": 0, "o5": 1}
+    js = [reps(i.id, t, n) for i in it for t, n in plan.items()]
+    js += [overall(i.id, t, "J", 5 + (t == "v1"), 6) for i in it for t in ("reference", "v1")]
+    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("t1", G41, "taxonomy", 1)), mp(("v5", G41, "vanilla", 5)),
+               mp(("o1", OPUS, "vanilla", 1)), mp(("o5", OPUS, "vanilla", 5)))
+    d = tmp_path / "run"
+    write_json(d / "manifest.json", {"status": "complete", **run["manifest"]})
+    write_jsonl(d / "instances.jsonl", run["instances"])
+    write_jsonl(d / "judgments" / "J.jsonl", js)
+    assert main(["report", str(d), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
+    out = tmp_path / "rep"
+    index = (out / "index.md").read_text()
+    for name in ("table4", "table11", "table12", "participants", "participant_variance", "rq1_human_means",
+                 "rq3_contrasts", "rq5_k_pairs", "rq5_k_means", "rq5_distance_by_k"):
+        assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists() and f"{name}.csv" in index, name
+    for name in ("figure3_human", "figure3_openai-gpt-4.1-vanilla", "figure3_openai-gpt-4.1-taxonomy",
+                 "figure3_anthropic-claude-opus-4-vanilla", "rq3_openai-gpt-4.1", "rq5_openai-gpt-4.1-vanilla",
+                 "rq5_anthropic-claude-opus-4-vanilla", "table12", "participants", "rq1_human_behaviours"):
+        assert (out / f"{name}.png").exists() and (out / f"{name}.svg").exists() and name in index, name
+    t4 = pl.read_csv(out / "table4.csv")
+    assert t4["target"].to_list() == ["reference", "v1"] and t4["consistency_mean"].to_list() == [5.0, 6.0]
+    k = pl.read_csv(out / "rq5_k_pairs.csv").filter(pl.col("behaviour") == "repetition")
+    assert sorted(zip(k["setup_a"], k["setup_b"], k["diff"], strict=True)) == [("o1", "o5", 1.0), ("v1", "v5", -1.0)]
+    assert "| dataset | target |" in (out / "table11.md").read_text()

@@ -183,9 +183,12 @@ def test_turns_per_call_compares_only_setups_with_enough_instances():
     run["manifest"]["params"]["setups"] = [{"name": "k1", "kind": "multiparty", "turns_per_call": 1},
                                            {"name": "k5", "kind": "multiparty", "turns_per_call": 5}]
     a = rq.by_turns_per_call(run_frames(run), run, "J", resamples=50)
-    assert a.tables["distance_by_k"]["turns_per_call"].to_list() == [1]
-    assert a.text[0].startswith("Mean profile distance by turns per call, over setups with n ≥ 10: k = 1:")
-    assert "Left out (fewer than 10 instances): k5." in a.text[0]
+    pairs = a.tables["k_pairs"]  # k = 1 vs 5 on the one instance both have: neither tested nor given an interval
+    assert pairs["n"].unique().to_list() == [1] and pairs["p"].is_null().all() and pairs["direction"].is_null().all()
+    assert pairs["diff_ci_low"].is_null().all() and pairs["family"].unique().to_list() == [0]
+    assert any("k = 1 → 5" in t and "not tested (n too small: 1 < 10)" in t for t in a.text)
+    d = a.tables["distance_by_k"]
+    assert dict(zip(d["target"], d["n"], strict=True)) == {"k1": 12, "k5": 1} and d["ci_low"][1] is None
 
 
 def test_agreement_is_the_papers_procedure_and_untested_below_min_n():

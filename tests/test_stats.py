@@ -153,8 +153,9 @@ def test_detections_and_participants():
     f2, _ = _agree_run(2, noise=1)
     pc = participants_correlation(f2, "A")
     assert set(pc["behaviour"]) >= {"all", "repetition"}
-    # every instance has 3 speakers: no variance, so rho is undefined (NaN), not a number made up
-    assert pc.filter(pl.col("behaviour") == "all")["rho"].is_nan().all()
+    # every instance has 3 participants: no variance, so rho is undefined (null, the reason said)
+    al = pc.filter(pl.col("behaviour") == "all")
+    assert al.height and al["rho"].is_null().all() and al["note"].str.contains("constant").all()
 
 
 def test_participants_against_scipy():
@@ -172,7 +173,7 @@ def test_participants_against_scipy():
         n_part.append(len({t.speaker for t in turns}))
         totals.append(min(total, 4))
     f = run_frames({"instances": insts, "continuations": {}, "judgments": {"J": js}})
-    row = participants_correlation(f, "J").filter(pl.col("behaviour") == "all").row(0, named=True)
+    row = participants_correlation(f, "J", count="window").filter(pl.col("behaviour") == "all").row(0, named=True)
     ref = sps.spearmanr(n_part, totals)
     assert row["rho"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
     assert row["n"] == 12
