@@ -65,21 +65,21 @@ BACKCHANNEL = frozenset({
     "ah", "aha", "alright", "cool", "exactly", "hm", "hmm", "huh", "mhm", "mm", "mmm", "no", "nope", "oh", "ok",
     "okay", "right", "so", "sure", "true", "uh", "um", "well", "wow", "yeah", "yep", "yes", "yup"})
 
-STATISTICS: dict[str, str] = {
+STATISTICS: dict[str, str] = {  # name: short label (charts); definitions above
     "turns": "turns in the target",
     "tokens_per_turn": "mean tokens per turn",
     "speakers": "distinct speakers",
-    "balance": "participation balance (normalised entropy of token shares; 1 = even)",
-    "switch_rate": "share of consecutive turns with a speaker switch",
+    "balance": "participation balance (1 = even)",
+    "switch_rate": "speaker switch rate",
     "mean_run": "mean same-speaker run (turns)",
-    "rep_self": "trigrams already said by the same speaker (share per turn)",
-    "rep_any": "trigrams already said by anyone (share per turn)",
+    "rep_self": "repetition: same speaker (trigrams)",
+    "rep_any": "repetition: anyone (trigrams)",
     "distinct_1": "distinct-1 (distinct words / words)",
     "distinct_2": "distinct-2 (distinct bigrams / bigrams)",
-    "question_share": "share of turns that are questions",
-    "answered_share": "share of questions followed by an answer-like turn",
-    "backchannel_share": "share of very short / backchannel turns",
-    "goal_overlap": "share of a turn's content words found in the goals",
+    "question_share": "question turns",
+    "answered_share": "questions answered",
+    "backchannel_share": "short / backchannel turns",
+    "goal_overlap": "overlap with the goals",
 }
 
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from . import charts, stats
+from . import charts, convcompare, stats
+from .convstats import STATISTICS, conversation_frame
 from .errors import ConfigError
 from .experiment import read_run
 from .frames import REFERENCE, Frames, invalid_rates, run_frames
@@ -48,6 +49,60 @@ def check_judge(f: Frames, judge: str | None) -> str | None:
     return judge
 
 
+PIPELINE_LABEL = "pipeline-check"
+JUDGE_FREE = ("convstats", "convstats_means", "convstats_vs_human")
+"""The report's judge-free figures and tables (listed first in the index)."""
+
+
+def pipeline_check(manifest: dict[str, Any]) -> bool:
+    """Whether a run is a pipeline check (params ``label: pipeline-check``, as in the demo): its
+    judge-based figures and tables are marked "pipeline check — tiny model, not results"."""
+    return (manifest.get("params") or {}).get("label") == PIPELINE_LABEL
+
+
+def judge_free_note(manifest: dict[str, Any]) -> str:
+    """What the judge-free statistics of a run are measured on, said truthfully."""
+    params = manifest.get("params") or {}
+    models = ", ".join(f"{md_escape(s.get('name'))} = {md_escape(s.get('model'))}" for s in params.get("setups", []))
+    text = ("No model judges these: the human reference's values are measured on the benchmark's reference turns "
+            f"(what the people said next), each setup's on its continuations ({models or 'no setups'}).")
+    if (params.get("build") or {}).get("demo_data"):
+        text += (" This run's references include cocoeval's illustrative demo conversations, which are generated "
+                 "from templates, not human data.")
+    if pipeline_check(manifest):
+        text += (" The setups' models are tiny: their differences from the humans are real for these models and say "
+                 "nothing about capable LLMs.")
+    return text
+
+
+def judge_free_section(run: dict[str, Any], f: Frames, table: Any, figure: Any, *, resamples: int, seed: int,
+                       min_n: int, correction: str) -> str | None:
+    """The judge-free tables and figures of a run (``convstats``, ``convcompare``); returns the
+    method line of the paired test, or None when the run has no conversation."""
+    conv = conversation_frame(run)
+    if conv.is_empty():
+        return None
+    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    table("convstats", conv, "Judge-free statistics per conversation (target x instance; – = undefined)")
+    m = convcompare.means(conv, **kw)
+    table("convstats_means", m, "Judge-free statistics: mean per target over the conversations where defined, "
+          "95% bootstrap CIs over instances (undefined: conversations left out)")
+    figure("convstats", charts.convstats_chart(m, labels=STATISTICS),
+           "Judge-free statistics per target, 95% CIs (human reference in black)")
+    paired = convcompare.paired_vs_human(conv, **kw, correction=correction)
+    method = stats.describe_test(correction, int(paired["p"].is_not_null().sum()) if not paired.is_empty() else 0)
+    if not paired.is_empty():
+        table("convstats_vs_human", paired, "Judge-free statistics, setup minus human reference, paired over "
+              f"instances; p: {method} (the family: statistics × setups); verdict empty: not tested, n too small")
+        figure("convstats_vs_human", charts.convstats_diff_chart(paired, labels=STATISTICS),
+               "Judge-free statistics, setup minus human reference with 95% CIs, coloured by the corrected verdict")
+    if not f.counts.is_empty():
+        table("judge_sanity", convcompare.judge_sanity(f, conv, **kw),
+              "Judge sanity: Spearman between each judge's per-conversation counts and the closest judge-free "
+              "statistic, 95% bootstrap CI over conversations (descriptive; a judge answering at random gives ρ ≈ 0)")
+    return method
+
+
 def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
                  resamples: int = 1000, seed: int = 0, min_n: int = stats.MIN_N,
                  correction: str = "bh") -> dict[str, Any]:
@@ -55,8 +110,11 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
     behaviours x setups with ``correction`` (bh, holm or none)."""
     stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
-    f = run_frames(read_run(run_dir))
+    run = read_run(run_dir)
+    f = run_frames(run)
     out = Path(out_dir)
+    check = pipeline_check(run["manifest"])
+    mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
     jn = md_escape(judge)  # in Markdown
     kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
@@ -64,11 +122,20 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     figures: dict[str, tuple[list[Path], str]] = {}
 
     def table(name: str, df: pl.DataFrame, what: str) -> None:
+        if check and name not in JUDGE_FREE and name != "invalid_rates":
+            what += mark
         tables[name] = (df, what)
         out.mkdir(parents=True, exist_ok=True)
         df.write_csv(out / f"{name}.csv")
         write_atomic(out / f"{name}.md", f"# {what}\n\n" + markdown_table(df))
 
+    def figure(name: str, chart: Any, what: str, *, judged: bool = False) -> None:
+        if judged and check:
+            chart, what = charts.titled(chart, f"{what} — {charts.PIPELINE_CHECK}"), f"{what}{mark}"
+        figures[name] = (charts.save(chart, out / name), what)
+
+    free = judge_free_section(run, f, table, figure, resamples=resamples, seed=seed, min_n=min_n,
+                              correction=correction)
     rates = invalid_rates(f)
     table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind)")
     judged = rates.filter(pl.col("stage") == "judge")
@@ -91,11 +158,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         fig3 = stats.figure3_means(f, judge, **kw) if judge else means
         if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
             fig3 = means
-        figures["figure3_behaviours"] = (charts.save(charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
-                                                     out / "figure3_behaviours"),
-                                         f"Mean occurrences per behaviour, each setup vs the human reference ({jn})")
-        figures["dataset_heatmap"] = (charts.save(charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
-                                                  out / "dataset_heatmap"), f"Behaviours per dataset ({jn})")
+        figure("figure3_behaviours", charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
+               f"Mean occurrences per behaviour, each setup vs the human reference ({jn})", judged=True)
+        figure("dataset_heatmap", charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
+               f"Behaviours per dataset ({jn})", judged=True)
         if judge is not None:
             per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
             table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
@@ -107,31 +173,47 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
                         .group_by("instance_id", "dataset").agg(total=pl.col("count").sum())
                         .join(f.instances.select("instance_id", "n_participants"), on="instance_id"))
-            figures["participants"] = (charts.save(charts.participants_chart(per_conv), out / "participants"),
-                                       "Behaviours per conversation vs participants (human reference)")
+            figure("participants", charts.participants_chart(per_conv),
+                   "Behaviours per conversation vs participants (human reference)", judged=True)
         if f.counts["judge"].n_unique() >= 2:
             agree = stats.agreement(f, **kw)
             if not agree.is_empty():
                 table("agreement", agree, "Leave-one-out Spearman agreement (the paper's procedure: one-sided "
                       "bootstrap over conversations, significant when the 5th percentile > 0, uncorrected)")
-                figures["agreement"] = (charts.save(charts.agreement_chart(agree), out / "agreement"),
-                                        "Agreement between judges/annotators")
+                figure("agreement", charts.agreement_chart(agree), "Agreement between judges/annotators", judged=True)
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs (Table 4)")
-        figures["likert"] = (charts.save(charts.likert_chart(lk, judge=judge), out / "likert"),
-                             f"Likert scores ({jn})")
+        figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
     paired = tables.get("paired_vs_human")
     tested = ("Over/under-production (paired_vs_human): "
               f"{stats.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")
-    index = [f"# Report for {md_escape(Path(run_dir).name)}\n", f"Judge shown in the figures: {jn}.",
-             f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
-             "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
-             f"whisker in the figures; ci_note says why). {tested}",
-             "Invalid judgments are excluded and counted in invalid_rates.\n", "## Figures\n"]
-    index += [f"- **{k}**: {what} — [{paths[0].name}]({paths[0].name}), [{paths[1].name}]({paths[1].name})"
-              for k, (paths, what) in figures.items()]
-    index += ["\n## Tables\n"] + [f"- **{k}**: {what} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({df.height} rows)"
-                                  for k, (df, what) in tables.items()]
+
+    def listing(names: list[str]) -> list[str]:
+        figs = [f"- **{k}**: {figures[k][1]} — [{figures[k][0][0].name}]({figures[k][0][0].name}), "
+                f"[{figures[k][0][1].name}]({figures[k][0][1].name})" for k in names if k in figures]
+        tabs = [f"- **{k}**: {tables[k][1]} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({tables[k][0].height} rows)"
+                for k in names if k in tables]
+        return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
+
+    index = [f"# Report for {md_escape(Path(run_dir).name)}\n"]
+    if check:
+        index.append(f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
+                     f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
+                     "show that every path of the workbench runs end to end; they are not findings.\n")
+    index.append(f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
+                 "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
+                 "whisker in the figures; ci_note says why).\n")
+    index.append("## Judge-free statistics (no model needed)\n")
+    if free is None:
+        index.append("_No conversation in this run._\n")
+    else:
+        index += [f"{judge_free_note(run['manifest'])} Definitions: `cocoeval/convstats.py` and README "
+                  f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
+                  *listing(list(JUDGE_FREE))]
+    index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
+              "Invalid judgments are excluded and counted in invalid_rates.\n",
+              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in JUDGE_FREE])]
     write_atomic(out / "index.md", "\n".join(index) + "\n")
-    return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out)}
+    return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
+            "pipeline_check": check}
