@@ -153,6 +153,12 @@ def _statistic_labels(df: pl.DataFrame, labels: dict[str, str] | None) -> pl.Dat
     return df.with_columns(label=pl.col("statistic").replace_strict(labels or {}, default=pl.col("statistic")))
 
 
+def _label_order(d: pl.DataFrame, labels: dict[str, str] | None) -> list[str]:
+    present = set(d["statistic"].to_list())
+    order = [s for s in (labels or {}) if s in present] + [s for s in d["statistic"].to_list() if s not in (labels or {})]
+    return [(labels or {}).get(s, s) for s in dict.fromkeys(order)]
+
+
 def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None, columns: int = 4) -> alt.FacetChart:
     """Judge-free statistics (``convcompare.means``): one panel per statistic (its own scale), the
     mean per target with its 95% CI (a cross where undefined), the human reference in black."""
@@ -167,7 +173,7 @@ def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=["target:N", "label:N", "n:Q"])
     return alt.layer(err, pts, mark).properties(width=170, height=18 * max(1, len(order))).facet(
-        facet=alt.Facet("label:N", title=None, sort=list(dict.fromkeys(d["label"].to_list()))),
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
         columns=columns).resolve_scale(x="independent")
 
 
@@ -188,7 +194,7 @@ def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None 
     zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.datum(0))
     n_targets = max(1, d["target"].n_unique())
     return alt.layer(zero, err, pts, mark).properties(width=170, height=18 * n_targets).facet(
-        facet=alt.Facet("label:N", title=None, sort=list(dict.fromkeys(d["label"].to_list()))),
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
         columns=columns).resolve_scale(x="independent")
 
 

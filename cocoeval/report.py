@@ -15,6 +15,7 @@ from .experiment import read_run
 from .frames import REFERENCE, Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
 from .rq import md_escape
+from .rq_free import PIPELINE_LABEL, judge_free_note, pipeline_check
 
 
 def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
@@ -49,30 +50,8 @@ def check_judge(f: Frames, judge: str | None) -> str | None:
     return judge
 
 
-PIPELINE_LABEL = "pipeline-check"
 JUDGE_FREE = ("convstats", "convstats_means", "convstats_vs_human")
 """The report's judge-free figures and tables (listed first in the index)."""
-
-
-def pipeline_check(manifest: dict[str, Any]) -> bool:
-    """Whether a run is a pipeline check (params ``label: pipeline-check``, as in the demo): its
-    judge-based figures and tables are marked "pipeline check — tiny model, not results"."""
-    return (manifest.get("params") or {}).get("label") == PIPELINE_LABEL
-
-
-def judge_free_note(manifest: dict[str, Any]) -> str:
-    """What the judge-free statistics of a run are measured on, said truthfully."""
-    params = manifest.get("params") or {}
-    models = ", ".join(f"{md_escape(s.get('name'))} = {md_escape(s.get('model'))}" for s in params.get("setups", []))
-    text = ("No model judges these: the human reference's values are measured on the benchmark's reference turns "
-            f"(what the people said next), each setup's on its continuations ({models or 'no setups'}).")
-    if (params.get("build") or {}).get("demo_data"):
-        text += (" This run's references include cocoeval's illustrative demo conversations, which are generated "
-                 "from templates, not human data.")
-    if pipeline_check(manifest):
-        text += (" The setups' models are tiny: their differences from the humans are real for these models and say "
-                 "nothing about capable LLMs.")
-    return text
 
 
 def judge_free_section(run: dict[str, Any], f: Frames, table: Any, figure: Any, *, resamples: int, seed: int,

@@ -22,6 +22,8 @@ class Answer:
     text: list[str] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     charts: dict[str, alt.TopLevelMixin] = field(default_factory=dict)
+    judge_based: bool = True
+    """Whether its figures rest on a judge (marked in a pipeline-check run) or not (judge-free)."""
 
     def markdown(self) -> str:
         return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])
@@ -250,7 +252,7 @@ def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
     import json
     from pathlib import Path
 
-    a = Answer("What does the benchmark contain?")
+    a = Answer("What does the benchmark contain?", judge_based=False)
     rows = [{"instance_id": i.id, "dataset": i.dataset, "split": i.split,
              "speakers": len({t.speaker for t in [*i.history, *i.reference]}),
              "history_turns": len(i.history), "reference_turns": len(i.reference),
