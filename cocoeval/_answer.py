@@ -21,6 +21,8 @@ class Answer:
     text: list[str] = field(default_factory=list)
     tables: dict[str, pl.DataFrame] = field(default_factory=dict)
     charts: dict[str, alt.TopLevelMixin] = field(default_factory=dict)
+    judge_based: bool = True
+    """Whether its figures rest on a judge (marked in a pipeline-check run) or not (judge-free)."""
 
     def markdown(self) -> str:
         return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])

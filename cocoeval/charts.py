@@ -202,6 +202,65 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
     return alt.layer(bars, err, mark).properties(width=220).facet(column=alt.Column("item:N", title=None))
 
 
+PIPELINE_CHECK = "pipeline check — tiny model, not results"
+VERDICT_COLOURS = {"higher than humans": "#c0392b", "lower than humans": "#2471a3",
+                   "no significant difference": "#888", "not tested": "#bbb"}
+
+
+def titled(chart: alt.TopLevelMixin, title: str) -> alt.TopLevelMixin:
+    """The chart with a title (e.g. ``PIPELINE_CHECK`` on a judge-based figure of a tiny-model run)."""
+    return chart.properties(title=title)
+
+
+def _statistic_labels(df: pl.DataFrame, labels: dict[str, str] | None) -> pl.DataFrame:
+    return df.with_columns(label=pl.col("statistic").replace_strict(labels or {}, default=pl.col("statistic")))
+
+
+def _label_order(d: pl.DataFrame, labels: dict[str, str] | None) -> list[str]:
+    present = set(d["statistic"].to_list())
+    order = [s for s in (labels or {}) if s in present] + [s for s in d["statistic"].to_list() if s not in (labels or {})]
+    return [(labels or {}).get(s, s) for s in dict.fromkeys(order)]
+
+
+def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None, columns: int = 4) -> alt.FacetChart:
+    """Judge-free statistics (``convcompare.means``): one panel per statistic (its own scale), the
+    mean per target with its 95% CI (a cross where undefined), the human reference in black."""
+    d = _statistic_labels(means.filter(pl.col("mean").is_not_null()), labels)
+    order = d["target"].unique(maintain_order=True).to_list()
+    base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None, sort=order))
+    tip = ["target:N", "label:N", alt.Tooltip("mean:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
+           alt.Tooltip("ci_high:Q", format=".3f"), "n:Q", "undefined:Q"]
+    pts = base.mark_point(filled=True, size=50).encode(
+        x=alt.X("mean:Q", title=None, scale=alt.Scale(zero=False)),
+        color=alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3")), tooltip=tip)
+    err = _whiskers(base, "x")
+    mark = _undefined(base, "x", "mean", tooltip=["target:N", "label:N", "n:Q"])
+    return alt.layer(err, pts, mark).properties(width=170, height=18 * max(1, len(order))).facet(
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
+        columns=columns).resolve_scale(x="independent")
+
+
+def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None = None,
+                         columns: int = 4) -> alt.FacetChart:
+    """Setup minus human reference per judge-free statistic (``convcompare.paired_vs_human``),
+    paired over instances, with 95% CIs; colour: the corrected verdict; a rule at 0."""
+    d = _statistic_labels(paired, labels).with_columns(verdict=pl.col("verdict").fill_null("not tested"))
+    base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
+    tip = ["target:N", "label:N", alt.Tooltip("diff:Q", format=".3f"), alt.Tooltip("diff_ci_low:Q", format=".3f"),
+           alt.Tooltip("diff_ci_high:Q", format=".3f"), alt.Tooltip("p_adj:Q", format=".3g"), "verdict:N", "n:Q"]
+    pts = base.mark_point(filled=True, size=50).encode(
+        x=alt.X("diff:Q", title=None), tooltip=tip,
+        color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+                        title="vs humans"))
+    err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
+    mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=["target:N", "label:N", "n:Q"])
+    zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.datum(0))
+    n_targets = max(1, d["target"].n_unique())
+    return alt.layer(zero, err, pts, mark).properties(width=170, height=18 * n_targets).facet(
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
+        columns=columns).resolve_scale(x="independent")
+
+
 def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
     """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser)."""
     import vl_convert as vlc

@@ -70,6 +70,10 @@ class ExperimentParams(BaseModel):
     beside the params folder."""
     out: str | None = None
     """Run directory."""
+    label: Literal["pipeline-check"] | None = None
+    """``pipeline-check``: the run only shows that the pipeline works (a tiny model, as in the demo);
+    its judge-based figures, tables and notebook headers say "pipeline check — tiny model, not
+    results" (carried into the manifest with the params)."""
     bench: str | None = None
     """A folder written by cocoeval build (or give build:)."""
     build: BuildSection | None = None

@@ -14,6 +14,7 @@ from .frames import Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
 from .report import default_judge, markdown_table
 from .rq import Answer, md_escape
+from .rq_free import pipeline_check
 
 
 @dataclass
@@ -37,6 +38,11 @@ class RunContext:
                  f"**{e(self.judge)}**.",
                  "", "Invalid continuations and judgments (shown beside every statistic):", "",
                  markdown_table(rates)]
+        if pipeline_check(m):
+            lines[:0] = [f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
+                         "`label: pipeline-check`: its judge-based figures and answers show that the judge path runs "
+                         "end to end, not findings. Judge-free statistics (notebook 10) are real measurements of the "
+                         "human references and of the tiny model's continuations.", ""]
         return "\n".join(lines)
 
     def show(self, answer: Answer, notebook: str, figures_dir: str | Path) -> list[Path]:
@@ -49,7 +55,10 @@ class RunContext:
             display(Markdown(f"*{md_escape(name)}*"))
             display(df)
         saved: list[Path] = []
+        marked = answer.judge_based and pipeline_check(self.run["manifest"])
         for name, ch in answer.charts.items():
+            if marked:
+                ch = charts.titled(ch, f"{name.replace('_', ' ')} — {charts.PIPELINE_CHECK}")
             display(ch)
             saved += charts.save(ch, Path(figures_dir) / notebook / name)
         return saved

@@ -8,12 +8,14 @@ from typing import Any
 
 import polars as pl
 
-from . import charts, stats
+from . import charts, convcompare, stats
+from .convstats import STATISTICS, conversation_frame
 from .errors import ConfigError
 from .experiment import read_run
 from .frames import Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
 from .rq import md_escape
+from .rq_free import PIPELINE_LABEL, judge_free_note, pipeline_check
 
 
 def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
@@ -88,7 +90,40 @@ def _paper_sections(run: dict[str, Any], f: Frames, judge: str, kw: dict[str, An
     for key, a in answers.items():
         for name, chart in a.charts.items():
             title = chart.title if isinstance(chart.title, str) else a.question
-            figure(f"rq1_{name}" if key == "rq1" else name, chart, f"{md_escape(title)} ({md_escape(judge)})")
+            figure(f"rq1_{name}" if key == "rq1" else name, chart, f"{md_escape(title)} ({md_escape(judge)})",
+                   judged=True)
+
+
+JUDGE_FREE = ("convstats", "convstats_means", "convstats_vs_human")
+"""The report's judge-free figures and tables (listed first in the index)."""
+
+
+def judge_free_section(run: dict[str, Any], f: Frames, table: Any, figure: Any, *, resamples: int, seed: int,
+                       min_n: int, correction: str) -> str | None:
+    """The judge-free tables and figures of a run (``convstats``, ``convcompare``); returns the
+    method line of the paired test, or None when the run has no conversation."""
+    conv = conversation_frame(run)
+    if conv.is_empty():
+        return None
+    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    table("convstats", conv, "Judge-free statistics per conversation (target x instance; – = undefined)")
+    m = convcompare.means(conv, **kw)
+    table("convstats_means", m, "Judge-free statistics: mean per target over the conversations where defined, "
+          "95% bootstrap CIs over instances (undefined: conversations left out)")
+    figure("convstats", charts.convstats_chart(m, labels=STATISTICS),
+           "Judge-free statistics per target, 95% CIs (human reference in black)")
+    paired = convcompare.paired_vs_human(conv, **kw, correction=correction)
+    method = stats.describe_test(correction, int(paired["p"].is_not_null().sum()) if not paired.is_empty() else 0)
+    if not paired.is_empty():
+        table("convstats_vs_human", paired, "Judge-free statistics, setup minus human reference, paired over "
+              f"instances; p: {method} (the family: statistics × setups); verdict empty: not tested, n too small")
+        figure("convstats_vs_human", charts.convstats_diff_chart(paired, labels=STATISTICS),
+               "Judge-free statistics, setup minus human reference with 95% CIs, coloured by the corrected verdict")
+    if not f.counts.is_empty():
+        table("judge_sanity", convcompare.judge_sanity(f, conv, **kw),
+              "Judge sanity: Spearman between each judge's per-conversation counts and the closest judge-free "
+              "statistic, 95% bootstrap CI over conversations (descriptive; a judge answering at random gives ρ ≈ 0)")
+    return method
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
@@ -101,6 +136,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     run = read_run(run_dir)
     f = run_frames(run)
     out = Path(out_dir)
+    check = pipeline_check(run["manifest"])
+    mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
     jn = md_escape(judge)  # in Markdown
     kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
@@ -108,15 +145,22 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     figures: dict[str, tuple[list[Path], str]] = {}
 
     def table(name: str, df: pl.DataFrame, what: str) -> None:
+        if check and name not in JUDGE_FREE and name != "invalid_rates":
+            what += mark
         tables[name] = (df, what)
         out.mkdir(parents=True, exist_ok=True)
         df.write_csv(out / f"{name}.csv")
         write_atomic(out / f"{name}.md", f"# {what}\n\n" + markdown_table(df))
 
-    def figure(name: str, chart: Any, what: str) -> None:
-        if name not in figures:
-            figures[name] = (charts.save(chart, out / name), what)
+    def figure(name: str, chart: Any, what: str, *, judged: bool = False) -> None:
+        if name in figures:
+            return
+        if judged and check:
+            chart, what = charts.titled(chart, f"{what} — {charts.PIPELINE_CHECK}"), f"{what}{mark}"
+        figures[name] = (charts.save(chart, out / name), what)
 
+    free = judge_free_section(run, f, table, figure, resamples=resamples, seed=seed, min_n=min_n,
+                              correction=correction)
     rates = invalid_rates(f)
     table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind)")
     judged = rates.filter(pl.col("stage") == "judge")
@@ -141,11 +185,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         fig3 = stats.figure3_means(f, judge, **kw) if judge else means
         if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
             fig3 = means
-        figures["figure3_behaviours"] = (charts.save(charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
-                                                     out / "figure3_behaviours"),
-                                         f"Mean occurrences per behaviour, each setup vs the human reference ({jn})")
-        figures["dataset_heatmap"] = (charts.save(charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
-                                                  out / "dataset_heatmap"), f"Behaviours per dataset ({jn})")
+        figure("figure3_behaviours", charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
+               f"Mean occurrences per behaviour, each setup vs the human reference ({jn})", judged=True)
+        figure("dataset_heatmap", charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
+               f"Behaviours per dataset ({jn})", judged=True)
         if judge is not None:
             per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
             table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
@@ -156,15 +199,14 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target (Table 4's layout: table4)")
-        figures["likert"] = (charts.save(charts.likert_chart(lk, judge=judge), out / "likert"),
-                             f"Likert scores ({jn})")
+        figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
     agree = stats.agreement_table(f, **kw)
     if not agree.is_empty():
         table("agreement", agree, f"Agreement, inter-human and each judge vs the annotators (Tables 3, 9, 10; "
               f"{stats.PROCEDURE})")
         shown = agree.filter(pl.col("item").is_in(["all", *stats.LIKERT]))
-        figures["agreement"] = (charts.save(charts.agreement_chart(shown), out / "agreement"),
-                                "Average leave-one-out Spearman: inter-human and each judge vs the annotators")
+        figure("agreement", charts.agreement_chart(shown),
+               "Average leave-one-out Spearman: inter-human and each judge vs the annotators", judged=True)
     coverage = stats.taxonomy_coverage(f)
     if not coverage.is_empty():
         table("taxonomy_coverage", coverage, "Turns annotators marked with a behaviour not in the taxonomy, per "
@@ -172,14 +214,31 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     paired = tables.get("paired_vs_human")
     tested = ("Over/under-production (paired_vs_human): "
               f"{stats.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")
-    index = [f"# Report for {md_escape(Path(run_dir).name)}\n", f"Judge shown in the figures: {jn}.",
-             f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
-             "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
-             f"whisker in the figures; ci_note says why). {tested}",
-             "Invalid judgments are excluded and counted in invalid_rates.\n", "## Figures\n"]
-    index += [f"- **{k}**: {what} — [{paths[0].name}]({paths[0].name}), [{paths[1].name}]({paths[1].name})"
-              for k, (paths, what) in figures.items()]
-    index += ["\n## Tables\n"] + [f"- **{k}**: {what} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({df.height} rows)"
-                                  for k, (df, what) in tables.items()]
+    def listing(names: list[str]) -> list[str]:
+        figs = [f"- **{k}**: {figures[k][1]} — [{figures[k][0][0].name}]({figures[k][0][0].name}), "
+                f"[{figures[k][0][1].name}]({figures[k][0][1].name})" for k in names if k in figures]
+        tabs = [f"- **{k}**: {tables[k][1]} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({tables[k][0].height} rows)"
+                for k in names if k in tables]
+        return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
+
+    index = [f"# Report for {md_escape(Path(run_dir).name)}\n"]
+    if check:
+        index.append(f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
+                     f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
+                     "show that every path of the workbench runs end to end; they are not findings.\n")
+    index.append(f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
+                 "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
+                 "whisker in the figures; ci_note says why).\n")
+    index.append("## Judge-free statistics (no model needed)\n")
+    if free is None:
+        index.append("_No conversation in this run._\n")
+    else:
+        index += [f"{judge_free_note(run['manifest'])} Definitions: `cocoeval/convstats.py` and README "
+                  f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
+                  *listing(list(JUDGE_FREE))]
+    index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
+              "Invalid judgments are excluded and counted in invalid_rates.\n",
+              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in JUDGE_FREE])]
     write_atomic(out / "index.md", "\n".join(index) + "\n")
-    return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out)}
+    return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
+            "pipeline_check": check}

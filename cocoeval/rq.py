@@ -201,7 +201,7 @@ def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
     import json
     from pathlib import Path
 
-    a = Answer("What does the benchmark contain?")
+    a = Answer("What does the benchmark contain?", judge_based=False)
     rows = [{"instance_id": i.id, "dataset": i.dataset, "split": i.split,
              "speakers": len({t.speaker for t in [*i.history, *i.reference]}),
              "history_turns": len(i.history), "reference_turns": len(i.reference),

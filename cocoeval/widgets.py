@@ -13,6 +13,7 @@ import ipywidgets as w
 
 from .annotate import FIELDS
 from .charts import CATEGORY_COLOURS, HUMAN
+from .convstats import STATISTICS, conversation_stats
 from .frames import REFERENCE
 from .judge import Target, targets_for
 from .schema import Judgment
@@ -28,7 +29,8 @@ def _e(s: Any) -> str:
 class ConversationViewer:
     """Pick an instance; see M, S, a collapsible history, and the human reference beside the
     chosen simulated continuations, turn by turn, each turn tagged with the behaviours the judge
-    found (colour by category; evidence on hover). Filters: dataset, setup, behaviour, judge."""
+    found (colour by category; evidence on hover), each column ending with its judge-free statistics
+    (``convstats``). Filters: dataset, setup, behaviour, judge."""
 
     def __init__(self, run: dict[str, Any], *, judge: str | None = None, taxonomy: Taxonomy | None = None) -> None:
         self.run = run
@@ -120,11 +122,27 @@ class ConversationViewer:
             else:
                 j = self.judgments.get((self.judge.value, iid, target))
                 note = "" if j is None or j.status != "invalid" else f"<i>judgment invalid: {_e(j.reason)}</i>"
-                body = note + "".join(self._turn(x, i, j) for i, x in enumerate(t.turns))
+                body = note + "".join(self._turn(x, i, j) for i, x in enumerate(t.turns)) + self.stats_html(t)
             cols.append(f'<td style="vertical-align:top;padding:4px;width:{100 // (1 + len(self.setups.value))}%">'
                         f"<b>{_e(title)}</b>{body}</td>")
         parts.append('<table style="width:100%;border-collapse:collapse"><tr>' + "".join(cols) + "</tr></table>")
         return "\n".join(parts)
+
+    def judge_free(self, target: Target) -> dict[str, Any]:
+        """The judge-free statistics of one target (``convstats.conversation_stats``; None: undefined)."""
+        inst = target.instance
+        p = len({x.speaker for x in [*inst.history, *inst.reference]})
+        return conversation_stats(target.turns, history=inst.history, goals=inst.metadata.goals, participants=p,
+                                  scored=target.judged)
+
+    def stats_html(self, target: Target) -> str:
+        def fmt(k: str, v: Any) -> str:
+            return "–" if v is None else str(v) if k in ("turns", "speakers") else f"{v:.2f}"
+
+        rows = "".join(f'<tr><td>{_e(STATISTICS[k])}</td><td style="text-align:right">{fmt(k, v)}</td></tr>'
+                       for k, v in self.judge_free(target).items())
+        return ('<details class="cc-stats"><summary>judge-free statistics</summary>'
+                f'<table style="font-size:85%">{rows}</table></details>')
 
     def refresh(self) -> None:
         self.html.value = self.render()

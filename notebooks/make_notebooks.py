@@ -103,7 +103,19 @@ ctx.show(summary, "00_build_benchmark", figures_dir)''',
                    'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in `{rep[\'out\']}`."))\n'
                    "answer = rq.paper_tables(ctx.frames, ctx.run, ctx.judge, resamples, seed, min_n=min_n) if ctx.judge else None",
                    ""),
+    "10_judge_free": ("Judge-free statistics", "Measured on the turns themselves, with no model and no judge: "
+                      "how long are the turns, how evenly do the participants speak, how often does the speaker "
+                      "change, how much is repeated, how varied is the wording, are questions asked and answered, "
+                      "how many turns are backchannels, how close is the talk to the goals? The human reference "
+                      "against every setup, paired over instances; and a sanity check of each judge against the "
+                      "closest statistic. Definitions: `cocoeval/convstats.py` and the README.",
+                      "from cocoeval.rq_free import judge_free\n\n"
+                      "answer = judge_free(ctx.run, ctx.frames, resamples, seed, min_n=min_n, correction=correction)",
+                      None),
 }
+
+VIEW_ONLY = '''viewer = ctx.viewer()  # each column ends with its judge-free statistics
+viewer.widget'''
 
 ANNOTATE = '''from cocoeval.judge import targets_for
 from cocoeval.widgets import Annotator
@@ -113,7 +125,7 @@ annotator = Annotator(targets[0], ctx.run_dir / "annotations.csv") if targets el
 annotator.widget if annotator else None'''
 
 
-def notebook(name: str, title: str, question: str, analysis: str, view: str) -> nbf.NotebookNode:
+def notebook(name: str, title: str, question: str, analysis: str, view: str | None) -> nbf.NotebookNode:
     nb = nbf.v4.new_notebook()
     cells = [nbf.v4.new_markdown_cell(
         f"# {title}\n\n**Question.** {question}\n\nThe answer below is computed from the run's data "
@@ -128,9 +140,10 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str) -> 
         cells.append(nbf.v4.new_markdown_cell("## The answer"))
         cells.append(nbf.v4.new_code_cell(analysis + f'\nif answer is not None:\n    ctx.show(answer, "{name}", figures_dir)'))
         cells.append(nbf.v4.new_markdown_cell("## The conversations behind the numbers\n\nPick an instance and "
-                                              "setups; turns carry the behaviours the judge found (evidence on hover). "
-                                              "Click a bar of the chart to list the turns behind it."))
-        cells.append(nbf.v4.new_code_cell(VIEW.format(setups=view)))
+                                              "setups; turns carry the behaviours the judge found (evidence on hover)"
+                                              + (", and each column ends with its judge-free statistics." if view is None
+                                                 else ". Click a bar of the chart to list the turns behind it.")))
+        cells.append(nbf.v4.new_code_cell(VIEW_ONLY if view is None else VIEW.format(setups=view)))
         if name in ("08_agreement", "09_explore"):
             cells.append(nbf.v4.new_markdown_cell("## Annotate\n\nLabel turns and scores; Save appends rows to "
                                                   "`annotations.csv` in the run directory (import them with "

@@ -16,7 +16,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_notebooks_are_committed_without_outputs():
-    assert len(NOTEBOOKS) == 10
+    assert len(NOTEBOOKS) == 11
     for p in NOTEBOOKS:
         nb = nbformat.read(p, as_version=4)
         for cell in nb.cells:
