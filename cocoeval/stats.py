@@ -50,6 +50,7 @@ from ._inference import (
     describe_test,
     interval,
     sign_flip_pvalues,
+    too_small,
     verdict,
 )
 from ._rq_stats import (
@@ -103,6 +104,7 @@ __all__ = [
     "table4",
     "table11",
     "taxonomy_coverage",
+    "too_small",
     "verdict",
 ]
 participants_correlation = participants_spearman
