@@ -53,7 +53,8 @@ class BuildSection(BaseModel):
     sources: list[str] = Field(default_factory=list)
     """KIND:PATH[#DATASET] sources, as for cocoeval build."""
     demo_data: bool = False
-    """Also write and use the illustrative demo conversations (not human data)."""
+    """Also use the demo's data: the QMSum sample shipped with cocoeval (real meetings) and the
+    generated debate and chat conversations (datasets generated_debates, generated_chat)."""
     options: BuildConfig = Field(default_factory=BuildConfig)
     """Builder options (history_turns, per_dataset, seed...)."""
 
@@ -212,10 +213,9 @@ class Experiment:
         if b is not None and (write or not (self.bench_dir() / "eval.jsonl").exists()):
             sources = [s if ":" not in s else self._resolve_source(s) for s in b.sources]
             if b.demo_data:
-                from .demo import write_demo_data
+                from .demo import demo_sources
 
-                paths = write_demo_data(self.run_dir / "demo-data")
-                sources += [f"{kind}:{p}" for kind, p in paths.items()]
+                sources += demo_sources(self.run_dir / "demo-data")
             if not sources:
                 raise ConfigError("build: needs sources or demo_data: true", hint="see params/demo.yaml")
             build(sources, self.bench_dir(), b.options)
