@@ -232,6 +232,10 @@ def build(
         source_reports.append({"source": str(spec), **rep.to_dict()})
     result = build_instances(conversations, cfg)
     report = {**result.report, "sources": source_reports}
+    from .fetch import fetched_data
+
+    if fetched := fetched_data([s.path for s in specs]):  # what `cocoeval fetch` recorded of the data read
+        report["fetched_data"] = fetched
     if llm_context is not None and (llm_context.metadata or llm_context.summary or llm_context.clean):
         from .context_llm import enrich
         from .llm import Runner as _Runner
