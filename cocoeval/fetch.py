@@ -15,6 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import os
+import shlex
 import shutil
 import zipfile
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ def build_command(out: Path, names: list[str]) -> str:
         for s in CATALOGUE[n].sources:
             kind, _, rest = s.partition(":")
             path, sep, ds = rest.partition("#")
-            srcs.append(f"--source {kind}:{out / CATALOGUE[n].folder / path}{sep}{ds}")
+            srcs.append(f"--source {shlex.quote(f'{kind}:{out / CATALOGUE[n].folder / path}{sep}{ds}')}")
     return "cocoeval build " + " ".join(srcs) + " --out build/bench"
 
 
@@ -212,7 +213,10 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
     part = out / PARTIAL
     archive, staging = part / f"{name}.zip", part / name
     log(f"{name}: downloading {src}")
-    download(src, archive, progress=progress, label=name)
+    try:
+        download(src, archive, progress=progress, label=name)
+    finally:  # a partial download stays for the next call to resume; an empty .partial goes
+        _tidy(part)
     shutil.rmtree(staging, ignore_errors=True)
     try:
         _unpack(archive, staging, src)
