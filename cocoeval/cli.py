@@ -199,12 +199,13 @@ def _cmd_show(a: argparse.Namespace) -> int:
 
 
 def _cmd_demo_data(a: argparse.Namespace) -> int:
-    from .demo import write_demo_data
+    from .demo import sample_dir, write_demo_data
 
     paths = write_demo_data(a.out)
     for kind, path in paths.items():
         print(f"{kind}: {path}")
-    print("(illustrative conversations written by cocoeval, not human data)")
+    print("(illustrative conversations written by cocoeval, not human data; real meetings: "
+          f"qmsum:{sample_dir()}, the QMSum sample the demo uses)")
     return 0
 
 

@@ -222,3 +222,23 @@ def test_cli_refuses_a_url_for_several_datasets_and_unknown_names(tmp_path, caps
         main(["fetch", "squad"])
     assert e.value.code == 2
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_a_server_error_is_a_clear_error_and_leaves_nothing(tmp_path):
+    class Failing(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self.send_error(503)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Failing)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        out = tmp_path / "data"
+        with pytest.raises(DownloadError, match="HTTP 503"):
+            fetch("tcr", out, url=f"http://127.0.0.1:{httpd.server_address[1]}/data.zip", log=lambda _: None)
+        assert not out.exists() or not any(out.iterdir())
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
