@@ -212,11 +212,19 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
                          "or changed since)", hint=f"move it away, or replace it: cocoeval fetch {name} --force")
     part = out / PARTIAL
     archive, staging = part / f"{name}.zip", part / name
-    log(f"{name}: downloading {src}")
+    origin = part / f"{name}.url"  # a partial download resumes only from the URL it came from
+    if archive.exists() and (not origin.exists() or origin.read_text(encoding="utf-8") != src):
+        archive.unlink()
+    log(f"{name}: {'resuming' if archive.exists() else 'downloading'} {src}")
+    part.mkdir(parents=True, exist_ok=True)
+    origin.write_text(src, encoding="utf-8")
     try:
         download(src, archive, progress=progress, label=name)
-    finally:  # a partial download stays for the next call to resume; an empty .partial goes
-        _tidy(part)
+    except BaseException:
+        if not archive.exists():
+            origin.unlink(missing_ok=True)
+        _tidy(part)  # a partial download stays for the next call to resume; an empty .partial goes
+        raise
     shutil.rmtree(staging, ignore_errors=True)
     try:
         _unpack(archive, staging, src)
@@ -224,6 +232,7 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
     except FetchError:
         shutil.rmtree(staging, ignore_errors=True)
         archive.unlink(missing_ok=True)  # a bad archive is not resumed: the next call downloads anew
+        origin.unlink(missing_ok=True)
         _tidy(part)
         raise
     except BaseException:
@@ -244,6 +253,7 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
     manifest["datasets"][name] = record
     write_json(out / MANIFEST, manifest)
     archive.unlink(missing_ok=True)
+    origin.unlink(missing_ok=True)
     _tidy(part)
     log(f"{name}: {len(files)} files in {folder}, {sum(counts.values())} conversations "
         f"(tree sha256 {record['tree_sha256'][:16]}…, recorded in {out / MANIFEST})")

@@ -242,3 +242,15 @@ def test_a_server_error_is_a_clear_error_and_leaves_nothing(tmp_path):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def test_a_partial_download_resumes_only_from_its_own_url(server, tmp_path):
+    body = make_zip(qmsum_files())
+    cut = server.serve("/a.zip", body, "truncate")
+    other = server.serve("/b.zip", body)
+    out = tmp_path / "data"
+    with pytest.raises(DownloadError, match="truncated"):
+        fetch("qmsum", out, url=cut, log=lambda _: None)
+    fetch("qmsum", out, url=other, log=lambda _: None)
+    assert server.log[-1] == ("/b.zip", None)  # started afresh from the other URL
+    assert not (out / ".partial").exists() and (out / "qmsum/LICENSE").is_file()
