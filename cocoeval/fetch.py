@@ -216,6 +216,7 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
     if archive.exists() and (not origin.exists() or origin.read_text(encoding="utf-8") != src):
         archive.unlink()
     log(f"{name}: {'resuming' if archive.exists() else 'downloading'} {src}")
+    made_out = not out.exists()
     part.mkdir(parents=True, exist_ok=True)
     origin.write_text(src, encoding="utf-8")
     try:
@@ -224,6 +225,8 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
         if not archive.exists():
             origin.unlink(missing_ok=True)
         _tidy(part)  # a partial download stays for the next call to resume; an empty .partial goes
+        if made_out:
+            _tidy(out)
         raise
     shutil.rmtree(staging, ignore_errors=True)
     try:
