@@ -237,6 +237,8 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
         archive.unlink(missing_ok=True)  # a bad archive is not resumed: the next call downloads anew
         origin.unlink(missing_ok=True)
         _tidy(part)
+        if made_out:
+            _tidy(out)
         raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
