@@ -21,14 +21,16 @@ $(VENV)/.installed-local: $(VENV)/.installed
 
 install-local: $(VENV)/.installed-local
 
-## The main job (offline, no API key): demo data -> benchmark -> simulations on the local model
+## The main job (offline, no API key): the shipped QMSum sample + generated debates -> benchmark -> simulations on the local model
 demo: install-local
 	$(VENV)/bin/cocoeval run params/demo.yaml --allow-invalid
 	$(VENV)/bin/cocoeval report runs/demo --out runs/demo/report
 	$(VENV)/bin/cocoeval notebooks params/demo.yaml --out runs/demo/notebooks --figures figures
 
-## The same with the paper's setups (needs API keys and a benchmark built from the real data)
+## The same with the paper's setups over the real data (needs API keys): fetch what is missing
+## (what is there and matches data/fetch-manifest.json is skipped), then build and run as params/paper.yaml says
 paper: install
+	$(VENV)/bin/cocoeval fetch qmsum iq2 tcr --out data
 	$(VENV)/bin/cocoeval check params/paper.yaml
 	$(VENV)/bin/cocoeval run params/paper.yaml --allow-invalid
 	$(VENV)/bin/cocoeval report runs/paper --out runs/paper/report

@@ -24,7 +24,8 @@ class BuildSection(BaseModel):
     sources: list[str] = Field(default_factory=list)
     """KIND:PATH[#DATASET] sources, as for cocoeval build."""
     demo_data: bool = False
-    """Also write and use the illustrative demo conversations (not human data)."""
+    """Also use the demo's data: the QMSum sample shipped with cocoeval (real meetings) and the
+    generated debate and chat conversations (datasets generated_debates, generated_chat)."""
     options: BuildConfig = Field(default_factory=BuildConfig)
     """Builder options (history_turns, per_dataset, seed, chat: {min_turns, conversations, ids}...)."""
     context: LLMContextOptions | None = None
@@ -44,9 +45,9 @@ def run_build(section: BuildSection, sources: list[str], bench: Path, *, write: 
     (a look such as cocoeval estimate) LLM-made context is never paid for: the extractive build,
     in a scratch folder, gives the instances' shape."""
     if section.demo_data:
-        from .demo import write_demo_data
+        from .demo import demo_sources
 
-        sources = sources + [f"{kind}:{p}" for kind, p in write_demo_data(demo_dir).items()]
+        sources = sources + demo_sources(demo_dir)
     if not sources:
         raise ConfigError("build: needs sources or demo_data: true", hint="see params/demo.yaml")
     ctx = section.context if section.context is not None and section.context.any else None

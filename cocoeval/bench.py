@@ -300,6 +300,10 @@ def build(
     result = build_instances(conversations, cfg)
     report = {**result.report, "sources": source_reports}
     report["context"] = _methods(llm)
+    from .fetch import fetched_data
+
+    if fetched := fetched_data([s.path for s in specs]):  # what `cocoeval fetch` recorded of the data read
+        report["fetched_data"] = fetched
     if failed_convs:
         report["skipped_conversations"] = result.report["skipped_conversations"] + failed_convs
     if llm is not None and (llm.metadata or llm.summary):

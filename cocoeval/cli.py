@@ -208,34 +208,27 @@ def _cmd_show(a: argparse.Namespace) -> int:
 
 
 def _cmd_demo_data(a: argparse.Namespace) -> int:
-    from .demo import write_demo_data
+    from .demo import sample_dir, write_demo_data
 
     paths = write_demo_data(a.out)
     for kind, path in paths.items():
         print(f"{kind}: {path}")
-    print("(illustrative conversations written by cocoeval, not human data)")
+    print("(illustrative conversations written by cocoeval, not human data; real meetings: "
+          f"qmsum:{sample_dir()}, the QMSum sample the demo uses)")
     return 0
 
 
 def _cmd_fetch(a: argparse.Namespace) -> int:
-    print(textwrap.dedent("""\
-        cocoeval does not download data itself. The public homes of the human data:
+    from .errors import ConfigError
+    from .fetch import CATALOGUE, build_command, fetch
 
-          QMSum (product / academic / committee meetings, MIT licence):
-            git clone https://github.com/Yale-LILY/QMSum
-            cocoeval build --source qmsum:QMSum/data/ALL/train --source qmsum:QMSum/data/ALL/val ...
-            (or the per-domain folders data/Product, data/Academic, data/Committee with
-             '#qmsum_product' etc. appended to the source)
-
-          IQ2 debates (ConvoKit corpus 'iq2-corpus'):
-            pip install convokit
-            python -c "from convokit import download; print(download('iq2-corpus'))"
-            cocoeval build --source convokit:PATH_PRINTED_ABOVE ...
-
-          SIM and NCPC (TCR dataset, JSON):
-            git clone https://github.com/microsoft/topic_conversation   (data/SIM.json, data/NCPC.json)
-            cocoeval build --source tcr:topic_conversation/data/SIM.json ...
-        """))
+    names = list(dict.fromkeys(a.name))
+    if a.url and len(names) > 1:
+        raise ConfigError("--url names one archive: give one dataset with it", hint=f"e.g. cocoeval fetch {names[0]} --url URL")
+    for n in names:
+        fetch(n, a.out, url=a.url, force=a.force)
+    print(f"\nbuild the benchmark with (licences: {', '.join(CATALOGUE[n].about for n in names)}):")
+    print("  " + build_command(a.out, names))
     return 0
 
 
@@ -384,7 +377,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_llm_commands(sub)
 
-    f = sub.add_parser("fetch", help="how to get QMSum, IQ2 and TCR from their public homes")
+    f = sub.add_parser("fetch", help="download QMSum, IQ2 or TCR from their public homes, verified",
+                       description="Download each dataset's public archive into OUT (resuming a broken "
+                       "download from OUT/.partial), check it and read it with the loaders, move it into "
+                       "OUT/<folder> and record the sha256 of every file in OUT/fetch-manifest.json (which "
+                       "cocoeval build copies into its report). A dataset already there and matching the "
+                       "manifest is skipped. Prints the build command. Mirrors: --url or "
+                       "COCOEVAL_FETCH_<NAME>_URL.")
+    f.add_argument("name", nargs="+", choices=["qmsum", "iq2", "tcr"], help="dataset(s) to fetch")
+    f.add_argument("--out", type=out_dir, default=Path("data"), help="data folder (default data/)")
+    f.add_argument("--url", help="fetch the archive from this URL (a mirror) instead; one dataset only")
+    f.add_argument("--force", action="store_true", help="fetch again and replace what is there")
     f.set_defaults(func=_cmd_fetch)
     return p
 

@@ -182,13 +182,13 @@ def test_an_internal_error_is_a_message_and_the_traceback_only_on_request(monkey
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(cli, "_cmd_fetch", boom)
-    code, output = _invoke("fetch")
+    code, output = _invoke("fetch", "qmsum")
     assert code == 1 and "internal error: RuntimeError: a bug" in output and "please report" in output
     assert "Traceback" not in output
-    code, output = _invoke("--debug", "fetch")
+    code, output = _invoke("--debug", "fetch", "qmsum")
     assert code == 1 and "Traceback" in output
     monkeypatch.setenv("COCOEVAL_DEBUG", "1")
-    code, output = _invoke("fetch")
+    code, output = _invoke("fetch", "qmsum")
     assert code == 1 and "Traceback" in output
 
 

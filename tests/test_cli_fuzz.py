@@ -162,9 +162,11 @@ def test_malformed_files_give_a_clear_error(command, data):
                 p = _make(root, a.dest, data.draw(fs_objects, label=a.dest))
                 argv.append(str(p))
                 names.append(str(p))
-            else:  # an id or a name
+            else:  # an id or a name (one outside the choices, where the argument has them)
                 argv.append("id-" + data.draw(st.text(st.characters(codec="utf-8", exclude_characters="\x00"),
                                                       max_size=10), label=a.dest))
+                if a.choices is not None:
+                    names.append(f"argument {a.dest}: invalid choice")
         for a in sources:
             kind = data.draw(st.sampled_from(SOURCE_KINDS), label="kind")
             p = _make(root, "source", data.draw(fs_objects, label="source"))

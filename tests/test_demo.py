@@ -29,3 +29,67 @@ def test_demo_data_is_deterministic(tmp_path):
     for f in (tmp_path / "a").rglob("*"):
         if f.is_file():
             assert f.read_bytes() == (tmp_path / "b" / f.relative_to(tmp_path / "a")).read_bytes()
+
+
+def test_the_shipped_qmsum_sample_is_real_credited_and_builds_demo_and_full_windows(tmp_path):
+    import hashlib
+    import re
+
+    from cocoeval.demo import GENERATED_DATASETS, demo_sources, sample_dir
+
+    d = sample_dir()
+    files = sorted(p for p in d.rglob("*") if p.is_file())
+    assert sum(p.stat().st_size for p in files) <= 2_000_000
+    assert "MIT License" in (d / "LICENSE").read_text() and "Yale-LILY" in (d / "LICENSE").read_text()
+    credits = (d / "CREDITS.md").read_text()
+    listed = dict(re.findall(r"\| `([\w/.]+)` \| `([0-9a-f]{64})` \|", credits))
+    shipped = {p.relative_to(d).as_posix() for p in files} - {"CREDITS.md"}
+    assert set(listed) == shipped  # every shipped file is credited with its sha256, and only those
+    for rel, digest in listed.items():
+        assert hashlib.sha256((d / rel).read_bytes()).hexdigest() == digest, rel
+    for text in ("AMI", "ICSI", "CC BY 4.0", "Welsh Parliament", "Parliament of Canada"):
+        assert text in credits
+    for f in d.rglob("*.json"):
+        assert "ILLUSTRATIVE" not in f.read_text()  # real meetings, not the generated ones
+
+    # the demo's windows (8 + 6 after 5) from every domain, and the generated data labelled so
+    demo = build(demo_sources(tmp_path / "gen"), tmp_path / "demo",
+                 BuildConfig(history_turns=8, reference_turns=6, min_prior_turns=5, per_dataset=1))
+    assert set(demo["datasets"]) == {"qmsum_product", "qmsum_academic", "qmsum_committee",
+                                     *GENERATED_DATASETS.values()}
+    assert all(n.startswith("generated_") for n in GENERATED_DATASETS.values())
+    assert all(v["eval_instances"] == 1 for v in demo["datasets"].values())
+    real = [i for i in load_instances(tmp_path / "demo", None) if i.dataset.startswith("qmsum_")]
+    assert {i.provenance.source_file for i in real} <= {str(p) for p in d.rglob("*.json")}
+    # and the paper's full windows (30 + 30 after 10) too
+    full = build([f"qmsum:{d}"], tmp_path / "full", BuildConfig(per_dataset=1))
+    assert all(v["eval_instances"] == 1 for v in full["datasets"].values()) and len(full["datasets"]) == 3
+    assert full["skipped_conversations"] == []
+
+
+def test_the_sample_ships_in_the_wheel():
+    import tomllib
+    from fnmatch import fnmatch
+
+    from cocoeval.demo import sample_dir
+
+    from .conftest import ROOT
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["cocoeval"]
+    pkg = ROOT / "cocoeval"
+    for p in sample_dir().rglob("*"):
+        if p.is_file():
+            rel = p.relative_to(pkg).as_posix()
+            assert any(fnmatch(rel, pat) and rel.count("/") == pat.count("/") for pat in patterns), rel
+
+
+def test_demo_params_name_only_datasets_the_demo_builds(tmp_path):
+    from cocoeval.demo import demo_sources
+    from cocoeval.experiment import load_params
+
+    from .conftest import ROOT
+
+    params = load_params(ROOT / "params" / "demo.yaml").params
+    report = build(demo_sources(tmp_path / "gen"), tmp_path / "bench", params.build.options)
+    named = {d for s in params.setups for d in (s.datasets or [])} | set(params.instances.datasets or [])
+    assert named and named <= set(report["datasets"])
