@@ -191,7 +191,7 @@ def test_paper_params_build_the_inputs_as_the_paper_did():
     assert (ctx.metadata, ctx.summary, ctx.clean) == ("openai/o4-mini",) * 3
     assert ctx.clean_datasets == ["qmsum_product", "qmsum_academic"] and ctx.on_failure == "skip"
     assert "qmsum:../data/qmsum/data" in b.sources and not any("ALL" in s for s in b.sources)
-    assert {"tcr:../data/tcr/data/SIM.json#sim", "tcr:../data/tcr/data/NCPC.json#ncpc"} <= set(b.sources)
+    assert {"tcr:../data/tcr/SIM.json#sim", "tcr:../data/tcr/NCPC.json#ncpc"} <= set(b.sources)
     o = b.options
     assert (o.history_turns, o.reference_turns, o.per_dataset) == (30, 30, 50)
     assert (o.chat.min_turns, o.chat.conversations) == (61, 25)
