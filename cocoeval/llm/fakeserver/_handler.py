@@ -109,7 +109,10 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(latency)
             if body is not None and fault and self._transport(fault):
                 return None
-            self._send(*answer(path, body, prompt, n, fault, scripted, request_key(self.headers)))
+            errs = fault is not None and fault.get("kind") not in ("content_filter", "slow", "timeout")
+            cache = (0, 0) if errs else state.prompt_cache(path, body)
+            self._send(*answer(path, body, prompt, n, fault, scripted, request_key(self.headers), cache,
+                               int(state.settings.get("reasoning_tokens") or 0)))
         finally:
             state.leave()
 
