@@ -245,7 +245,8 @@ class _Task:
             status=res.status, error=f"{res.reason}: {res.detail}" if res.reason else None,
             input_tokens=r.usage.input_tokens if r else 0,
             cached_input_tokens=r.usage.cached_input_tokens if r else 0,
-            output_tokens=r.usage.output_tokens if r else 0,
+            cache_write_tokens=r.usage.cache_write_tokens if r else 0,
+            output_tokens=r.usage.output_tokens if r else 0, reasoning_tokens=r.usage.reasoning_tokens if r else 0,
             latency_s=r.latency_s if r else None, finish_reason=r.finish_reason if r else None,
             dropped_params=r.dropped_params if r else []))
         at = len(self.turns) + 1
