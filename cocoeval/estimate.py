@@ -63,18 +63,25 @@ class _Biller:
 
     @staticmethod
     def _tokens(text: str) -> int:
-        return count_tokens(text.replace("\x1e", "").replace("\x1f", " "))
+        return count_tokens(text)
 
     def provider(self, model: str) -> Provider:
         if model not in self.providers:
             self.providers[model] = get_provider(model)
         return self.providers[model]
 
-    def bill(self, model: str, request: GenerateRequest) -> tuple[int, int, int]:
-        """(input, cached, cache-write) tokens of one request."""
+    def bill(self, model: str, request: GenerateRequest, distinct: str | None = None) -> tuple[int, int, int]:
+        """(input, cached, cache-write) tokens of one request. ``distinct``: a judge target's
+        name, marked (for billing only) where the target starts, since the stand-in (the
+        reference) would otherwise make every target's request identical."""
         prov = self.provider(model)
         prepared = prov.prepare(request)[0]
         tokens = sum(count_tokens(m.content) + 4 for m in prepared.messages)
+        if distinct is not None and prepared.cache_points:
+            i, at = prepared.cache_points[-1]
+            msgs = list(prepared.messages)
+            msgs[i] = msgs[i].model_copy(update={"content": f"{msgs[i].content[:at]}\x00{distinct}{msgs[i].content[at:]}"})
+            prepared = prepared.model_copy(update={"messages": msgs})
         if prov.name in ("openai", "azure"):
             return tokens, min(self.openai.bill(prov.kwargs(prepared)), tokens), 0  # type: ignore[attr-defined]
         if prov.name == "anthropic":
@@ -102,9 +109,10 @@ def forecast(exp: Experiment, instances: list[Instance],
             return round(observed[(stage, model)])
         return REASONING_PER_CALL[effort or "medium"]
 
-    def add(key: tuple[str, str, str], request: GenerateRequest, output: int, effort: str | None = None) -> None:
+    def add(key: tuple[str, str, str], request: GenerateRequest, output: int, effort: str | None = None,
+            distinct: str | None = None) -> None:
         r = rows[key]
-        tin, cached, write = biller.bill(key[2], request)
+        tin, cached, write = biller.bill(key[2], request, distinct)
         think = reasoning(key[0], key[2], effort)
         r["calls"] += 1
         r["input_tokens"] += tin
@@ -149,7 +157,8 @@ def forecast(exp: Experiment, instances: list[Instance],
     for task in send_order(tasks, exp.params.judges):
         jc, t = task.judge, task.target
         out = JUDGE_OUTPUT_PER_TURN * len(t.judged) if task.kind == "fine_grained" else JUDGE_OUTPUT_OVERALL
-        add(("judge", f"{jc.name}:{task.kind}", jc.model), task.next_call().request, out, jc.reasoning_effort)
+        add(("judge", f"{jc.name}:{task.kind}", jc.model), task.next_call().request, out, jc.reasoning_effort,
+            distinct=t.name)
 
     cfg = exp.llm_config()
     multi_step = {s.name for s in exp.params.setups

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
@@ -58,6 +59,14 @@ def _text(content: Any) -> str:
     return ""
 
 
+_MARK = re.compile("\x1e[a-z_]*\x1f")
+
+
+def _visible(text: str) -> str:
+    """The prompt text without the role marks the flattening adds (they count no tokens)."""
+    return _MARK.sub("", text)
+
+
 def _lcp(a: str, b: str) -> int:
     """Length of the longest common prefix (binary search over C-speed slice comparisons)."""
     lo, hi = 0, min(len(a), len(b))
@@ -91,16 +100,20 @@ class OpenAIPrefixCache:
         return route, text
 
     def bill(self, body: dict) -> int:
+        cached, store = self.look(body)
+        store()
+        return cached
+
+    def look(self, body: dict) -> tuple[int, Callable[[], None]]:
+        """(cached tokens, store): what the request reads from the cache as it arrives, and the
+        function that writes its prefix to the cache once it has been processed."""
         route, text = self.flatten(body)
         now = self.clock()
         recent = self._routes.setdefault(route, deque(maxlen=self.keep_keyed if body.get("prompt_cache_key")
                                                        else self.keep))
         best = max((_lcp(text, old) for t, old in recent if now - t <= self.ttl_s), default=0)
-        recent.append((now, text))
-        if best < 2:
-            return 0
-        cached = openai_cached(self.tokens(text[:best]))
-        return min(cached, self.tokens(text))
+        cached = min(openai_cached(self.tokens(_visible(text[:best]))), self.tokens(_visible(text))) if best >= 2 else 0
+        return cached, lambda: recent.append((self.clock(), text))
 
 
 class AnthropicBreakpointCache:
@@ -135,6 +148,13 @@ class AnthropicBreakpointCache:
         return out
 
     def bill(self, body: dict) -> tuple[int, int]:
+        billed, store = self.look(body)
+        store()
+        return billed
+
+    def look(self, body: dict) -> tuple[tuple[int, int], Callable[[], None]]:
+        """((read, write) tokens, store): the bill as the request arrives, and the function that
+        writes its prefixes to the cache once it has been processed."""
         blocks = self.blocks(body)
         marks = [i for i, (_, bp) in enumerate(blocks) if bp]
         marks += ["tools" for t in body.get("tools") or [] if isinstance(t, dict) and t.get("cache_control")]
@@ -143,7 +163,7 @@ class AnthropicBreakpointCache:
                              f"Found {len(marks)}.")
         points = [i for i in marks if isinstance(i, int)]
         if not points:
-            return 0, 0
+            return (0, 0), lambda: None
         now, minimum = self.clock(), anthropic_min_tokens(str(body.get("model", "")))
         for k in [k for k, t in self._store.items() if now - t > self.ttl_s]:
             del self._store[k]
@@ -154,7 +174,7 @@ class AnthropicBreakpointCache:
             h.update(text.encode())
             acc += text
             keys.append(h.hexdigest())
-            texts.append(acc)
+            texts.append(_visible(acc))
         read_at = -1
         for p in points:  # a hit at the breakpoint or one of the 20 block boundaries before it
             for j in range(p, max(-1, p - ANTHROPIC_LOOKBACK_BLOCKS - 1), -1):
@@ -166,9 +186,14 @@ class AnthropicBreakpointCache:
         read = self.tokens(texts[read_at]) if read_at >= 0 else 0
         if read_at >= 0:
             self._store[keys[read_at]] = now
-        written = read
+        written, new = read, []
         for p in points:
             if p > read_at and (n := self.tokens(texts[p])) >= minimum:
-                self._store[keys[p]] = now
+                new.append(keys[p])
                 written = n
-        return read, written - read
+
+        def store() -> None:
+            for k in new:
+                self._store[k] = self.clock()
+
+        return (read, written - read), store

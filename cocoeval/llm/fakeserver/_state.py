@@ -88,20 +88,30 @@ class State:
                     value = [dict(e) for e in value]  # own copies: their times are decremented
                 self.settings[key] = value
 
-    def prompt_cache(self, path: str, body: Any) -> tuple[int, int] | str:
-        """Bill a live model call's prompt caching the provider's way: (cache-read tokens,
-        cache-write tokens), or why the request is refused (over 4 Anthropic breakpoints)."""
+    def prompt_cache(self, path: str, body: Any) -> tuple[tuple[int, int] | str, Any]:
+        """Bill a live model call's prompt caching the provider's way, as it arrives: ((cache-read
+        tokens, cache-write tokens), or why the request is refused (over 4 Anthropic
+        breakpoints); and the function to call once it is answered, which writes its prefix to
+        the cache (requests arriving meanwhile do not find it, as with the providers)."""
         if not isinstance(body, dict):
-            return 0, 0
+            return (0, 0), lambda: None
         with self.lock:
             ttl = float(self.settings.get("cache_ttl_s", DEFAULT_TTL_S))
             self.openai_cache.ttl_s = self.anthropic_cache.ttl_s = ttl
             if path == ANTHROPIC_PATH:
                 try:
-                    return self.anthropic_cache.bill(body)
+                    billed, store = self.anthropic_cache.look(body)
                 except ValueError as e:
-                    return str(e)
-            return self.openai_cache.bill(body), 0
+                    return str(e), lambda: None
+            else:
+                cached, store = self.openai_cache.look(body)
+                billed = (cached, 0)
+
+        def stored() -> None:
+            with self.lock:
+                store()
+
+        return billed, stored
 
     def next_n(self) -> int:  # locked
         self.counter += 1
