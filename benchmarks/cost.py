@@ -169,7 +169,7 @@ def paper(params: Path, data: Path | None, tmp: Path) -> None:
         if r["cost_naive_usd"] is not None:
             for k in tot:
                 tot[k] += r[f"cost_{k}_usd"]
-    print("total: naive " + ", ".join(f"{k} {usd(v)}" for k, v in tot.items()))
+    print("total: " + ", ".join(f"{k} {usd(v)}" for k, v in tot.items()))
 
 
 def main() -> None:
