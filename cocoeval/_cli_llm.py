@@ -37,35 +37,39 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
-    from .estimate import compare_with_run, describe, forecast
-    from .experiment import load_params
+    from .estimate import compare_with_run, describe, forecast, observed_reasoning
+    from .experiment import load_params, read_run
 
     exp = load_params(a.params)
-    rows = forecast(exp, exp.prepare_instances(write=False))
+    run = read_run(a.run) if a.run else None
+    observed = observed_reasoning(run) if run is not None else None
+    rows = forecast(exp, exp.prepare_instances(write=False), observed=observed)
 
     def usd(v: float | None) -> str:
         return "unknown" if v is None else f"${v:,.2f}"
 
-    print(f"{'stage':<9} {'name':<30} {'model':<34} {'calls':>7} {'input':>12} {'cached':>11} {'output':>10} "
-          f"{'naive':>10} {'cached':>10} {'batch':>10}")
+    print(f"{'stage':<9} {'name':<28} {'model':<30} {'calls':>7} {'input':>12} {'cached':>11} {'output':>10} "
+          f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}")
     for r in rows:
-        print(f"{r['stage']:<9} {r['name'][:30]:<30} {r['model'][:34]:<34} {r['calls']:>7,} {r['input_tokens']:>12,} "
-              f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {usd(r['cost_naive_usd']):>10} "
-              f"{usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10}")
+        print(f"{r['stage']:<9} {r['name'][:28]:<28} {r['model'][:30]:<30} {r['calls']:>7,} {r['input_tokens']:>12,} "
+              f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {r['reasoning_tokens']:>10,} "
+              f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
+              f"{usd(r['cost_planned_usd']):>10}")
     known = [r for r in rows if r["cost_cached_usd"] is not None]
     batched = sum(r["calls"] for r in rows if r["mode"] == "batch")
-    print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input and "
-          f"{sum(r['output_tokens'] for r in rows):,} output tokens; cost with prompt caching "
-          f"{usd(sum(r['cost_cached_usd'] for r in known))}; as this params file sends them "
+    print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input "
+          f"({sum(r['cached_input_tokens'] for r in rows):,} cached) and {sum(r['output_tokens'] for r in rows):,} "
+          f"output tokens ({sum(r['reasoning_tokens'] for r in rows):,} reasoning); naive "
+          f"{usd(sum(r['cost_naive_usd'] for r in known))}, with prompt caching "
+          f"{usd(sum(r['cost_cached_usd'] for r in known))}; planned, as this params file sends them "
           f"({batched:,} calls through batch APIs, the rest live): {usd(sum(r['cost_planned_usd'] for r in known))}"
           + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
-          + f"; {describe()}")
-    if a.run:
-        from .experiment import read_run
-
-        for c in compare_with_run(rows, read_run(a.run)):
+          + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else ""))
+    if run is not None:
+        for c in compare_with_run(rows, run):
             print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
                   f"input tokens {c['actual_input']:,}/{c['forecast_input']:,} ({c['input_ratio']:.2f}x), "
+                  f"cached share {c['actual_cached_share']:.2f}/{c['forecast_cached_share']:.2f}, "
                   f"output {c['actual_output']:,}/{c['forecast_output']:,}")
     return 0
 
@@ -217,12 +221,14 @@ def add_llm_commands(sub: Any) -> None:
     r.set_defaults(func=_cmd_run)
 
     es = sub.add_parser("estimate", help="forecast calls, tokens and cost of a params file",
-                        description="Forecast, before anything is sent, the calls, input/cached/output "
-                        "tokens and the cost (naive, with prompt caching, batch) per setup and stage, "
-                        "from the actual instances and prompts. With --run, compare with the tokens the "
-                        "run's calls actually used.")
+                        description="Forecast, before anything is sent, the calls, input/cached/output/"
+                        "reasoning tokens and the cost (naive, with prompt caching by each provider's "
+                        "rules, batch, and as the params file would send them) per setup and stage, from "
+                        "the actual instances and prompts. With --run, reasoning tokens are the run's "
+                        "observed means, and the forecast is compared with what the run's calls used.")
     es.add_argument("params", type=Path, help="params YAML file")
-    es.add_argument("--run", type=Path, help="a run directory to compare with")
+    es.add_argument("--run", type=Path, help="a run directory to compare with (and to take the mean "
+                    "reasoning tokens per call from)")
     es.set_defaults(func=_cmd_estimate)
 
     ck = sub.add_parser("check", help="check a params file: API keys, model files, benchmark")

@@ -1,95 +1,178 @@
 """Forecast calls, tokens and cost of a params file before anything is sent.
 
-Simulation calls are laid out from the actual instances and prompts: for a setup with k turns per
-call, step j shows the turns "written so far"; their stand-in is the human reference (same
-length and style), and each call is expected to output k reference-length turns. Judge calls
+The forecast builds the requests the run would send, with the same code: for a setup with k turns
+per call, step j shows the turns "written so far", whose stand-in is the human reference (same
+length and style), and each call is expected to output k reference-length turns; judge calls
 render the actual judge prompts for every reference and for each setup's continuation (again
-with the reference standing in). Cached input: the constant prefix (the system message) of
-every call after the first of a conversation, for providers that cache prompts.
+with the reference standing in). It then bills them in the order the run sends them (simulation
+round by round; judge calls instance by instance, ``judge.send_order``) by each provider's own
+prompt-cache rules (``llm/_promptcache.py``: OpenAI's longest common prefix with a recent request
+from 1,024 tokens in steps of 128; Anthropic's breakpoints, writes at 1.25x and reads at 0.1x),
+on the wire bodies the providers would send. Assumed: every call of a round, and of an
+instance's judge calls, comes within the providers' cache lifetime (minutes) of the one before.
+
+Reasoning models bill their thinking as output: ``REASONING_PER_CALL`` tokens per call by
+reasoning effort, replaced by the mean the run's own call records show when there are any.
+Batch cost: half the naive price, with no prompt caching (a batch runs over hours; a cache hit
+there is the provider's best effort, not counted on).
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
 from .experiment import Experiment
 from .judge import _Task as _JudgeTask
-from .judge import targets_for
-from .llm.base import get_provider, parse_model_spec
+from .judge import send_order, targets_for
+from .llm._promptcache import AnthropicBreakpointCache, OpenAIPrefixCache
+from .llm.base import GenerateRequest, Provider, get_provider
 from .llm.usage import PriceTable, Usage, count_tokens, token_method
-from .prompts import load_prompt
-from .schema import Continuation, Instance
-from .simulate import format_behaviours, step_messages
+from .schema import CallRecord, Continuation, Instance
+from .simulate import _Task as _SimTask
 
-CACHING_PROVIDERS = {"openai", "azure", "anthropic"}
-"""Providers that bill a repeated prompt prefix at the cached rate (OpenAI/Azure automatically
-from 1,024 tokens; Anthropic through the cache_control breakpoints cocoeval sets)."""
 JUDGE_OUTPUT_PER_TURN = 50
-"""Expected fine-grained judge output per judged turn (the paper's appendix: ≈50 tokens)."""
+"""Expected visible fine-grained judge output per judged turn (the paper's appendix: ≈50 tokens
+per generated turn, taken for a judged turn too)."""
 JUDGE_OUTPUT_OVERALL = 120
+REASONING_PER_CALL: dict[str, int] = {"minimal": 0, "low": 300, "medium": 1000, "high": 3000}
+"""Reasoning tokens per call of a reasoning model (o-series, gpt-5) by reasoning effort (unset:
+medium), a documented guess until the run's own call records show the real mean."""
+
+ROW_FIELDS = ("calls", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens",
+              "reasoning_tokens")
 
 
 def _row() -> dict[str, Any]:
-    return {"calls": 0, "input_tokens": 0, "cached_input_tokens": 0, "output_tokens": 0}
+    return dict.fromkeys(ROW_FIELDS, 0)
 
 
-def forecast(exp: Experiment, instances: list[Instance]) -> list[dict[str, Any]]:
-    """Rows per (stage, name, model): calls, input/cached/output tokens; cost naive, with prompt
-    caching and through a batch API; and ``mode``/``cost_planned_usd``: how the params file's
-    ``llm`` settings (``batch``, ``batch_dependent``) would send the row, and what that costs."""
+def is_reasoning(prov: Provider) -> bool:
+    return bool(getattr(prov, "reasoning", False))
+
+
+class _Biller:
+    """Cached input of each planned request by its provider's rules, in sending order."""
+
+    def __init__(self) -> None:
+        self.openai = OpenAIPrefixCache(self._tokens, clock=lambda: 0.0)
+        self.anthropic = AnthropicBreakpointCache(self._tokens, clock=lambda: 0.0)
+        self.providers: dict[str, Provider] = {}
+
+    @staticmethod
+    def _tokens(text: str) -> int:
+        return count_tokens(text)
+
+    def provider(self, model: str) -> Provider:
+        if model not in self.providers:
+            self.providers[model] = get_provider(model)
+        return self.providers[model]
+
+    def bill(self, model: str, request: GenerateRequest, distinct: str | None = None) -> tuple[int, int, int]:
+        """(input, cached, cache-write) tokens of one request. ``distinct``: a judge target's
+        name, marked (for billing only) where the target starts, since the stand-in (the
+        reference) would otherwise make every target's request identical."""
+        prov = self.provider(model)
+        prepared = prov.prepare(request)[0]
+        tokens = sum(count_tokens(m.content) + 4 for m in prepared.messages)
+        if distinct is not None and prepared.cache_points:
+            i, at = prepared.cache_points[-1]
+            msgs = list(prepared.messages)
+            msgs[i] = msgs[i].model_copy(update={"content": f"{msgs[i].content[:at]}\x00{distinct}{msgs[i].content[at:]}"})
+            prepared = prepared.model_copy(update={"messages": msgs})
+        if prov.name in ("openai", "azure"):
+            return tokens, min(self.openai.bill(prov.kwargs(prepared)), tokens), 0  # type: ignore[attr-defined]
+        if prov.name == "anthropic":
+            read, write = self.anthropic.bill(prov.kwargs(prepared))  # type: ignore[attr-defined]
+            return tokens, min(read, tokens), min(write, tokens - min(read, tokens))
+        return tokens, 0, 0
+
+
+def forecast(exp: Experiment, instances: list[Instance],
+             observed: dict[tuple[str, str], float] | None = None) -> list[dict[str, Any]]:
+    """Rows per (stage, name, model): calls, input/cached/cache-write/output/reasoning tokens;
+    cost naive, with prompt caching and through a batch API; and ``mode``/``cost_planned_usd``:
+    how the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row,
+    and what that costs. ``observed``: mean reasoning tokens per call by (stage, model), from
+    a run's records (``observed_reasoning``), in place of ``REASONING_PER_CALL``."""
     prices = PriceTable.load(exp.llm_config().prices)
-    behaviours = format_behaviours(exp.taxonomy)
+    tax = exp.taxonomy
+    biller = _Biller()
     rows: dict[tuple[str, str, str], dict[str, Any]] = defaultdict(_row)
+
+    def reasoning(stage: str, model: str, effort: str | None) -> int:
+        if not is_reasoning(biller.provider(model)):
+            return 0
+        if observed and (stage, model) in observed:
+            return round(observed[(stage, model)])
+        return REASONING_PER_CALL[effort or "medium"]
+
+    def add(key: tuple[str, str, str], request: GenerateRequest, output: int, effort: str | None = None,
+            distinct: str | None = None) -> None:
+        r = rows[key]
+        tin, cached, write = biller.bill(key[2], request, distinct)
+        think = reasoning(key[0], key[2], effort)
+        r["calls"] += 1
+        r["input_tokens"] += tin
+        r["cached_input_tokens"] += cached
+        r["cache_write_tokens"] += write
+        r["output_tokens"] += output + think
+        r["reasoning_tokens"] += think
+
+    # simulation, round by round as simulate() sends it
+    conts: list[tuple[Any, _SimTask]] = []
     for s in exp.params.setups:
-        prompt = load_prompt(s.prompt)
-        caching = parse_model_spec(s.model).provider in CACHING_PROVIDERS
+        sid = s.setup_id(tax)
         for inst in (i for i in instances if s.applies_to(i)):
-            ref = inst.reference
-            r = rows[("simulate", s.name, s.model)]
-            if s.kind == "human_ai":
+            if s.kind == "human_ai":  # approximate: no prompt-cache credit
+                ref = inst.reference
+                r = rows[("simulate", s.name, s.model)]
                 r["calls"] += sum(1 for t in ref if t.speaker == "user")
                 r["input_tokens"] += sum(count_tokens(t.text) for t in [*inst.history, *ref]) * 2
                 r["output_tokens"] += sum(count_tokens(t.text) for t in ref)
                 continue
-            first = True
-            for j in range(0, len(ref), s.turns_per_call):
-                k = min(s.turns_per_call, len(ref) - j)
-                msgs = step_messages(prompt, inst, ref[:j], k, behaviours=behaviours, n_copy=s.n_copy)
-                sys_tok, user_tok = count_tokens(msgs[0].content) + 4, count_tokens(msgs[1].content) + 4
-                r["calls"] += 1
-                r["input_tokens"] += sys_tok + user_tok
-                if caching and not first and sys_tok >= 1024:
-                    r["cached_input_tokens"] += sys_tok
-                first = False
-                copies = s.n_copy if s.prompt == "copy_then_continue" else 0
-                r["output_tokens"] += sum(count_tokens(f"{t.speaker}: {t.text}") + 1
-                                          for t in ref[max(0, j - copies): j + k])
+            conts.append((s, _SimTask(s, sid, inst, tax)))
+    while conts:
+        for s, task in conts:
+            ref, j = task.inst.reference, len(task.turns)
+            call = task.next_call()
+            k = min(s.turns_per_call, len(ref) - j)
+            copies = s.n_copy if s.prompt == "copy_then_continue" else 0
+            add(("simulate", s.name, s.model), call.request,
+                sum(count_tokens(f"{t.speaker}: {t.text}") + 1 for t in ref[max(0, j - copies): j + k]))
+            task.turns = list(ref[: j + k])
+        conts = [(s, t) for s, t in conts if len(t.turns) < len(t.inst.reference)]
+
+    # judging, in the order judge() sends it
     proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
                         for i in instances if s.applies_to(i)] for s in exp.params.setups}
     targets = targets_for(instances, proxies)
-    for jc in exp.params.judges:
-        for kind in jc.kind:
-            for t in targets:
-                task = _JudgeTask(jc, kind, t, exp.taxonomy)
-                r = rows[("judge", f"{jc.name}:{kind}", jc.model)]
-                r["calls"] += 1
-                r["input_tokens"] += sum(count_tokens(m.content) + 4 for m in task.messages)
-                r["output_tokens"] += (JUDGE_OUTPUT_PER_TURN * len(t.judged) if kind == "fine_grained"
-                                       else JUDGE_OUTPUT_OVERALL)
+    per_instance: dict[str, int] = defaultdict(int)
+    for t in targets:
+        per_instance[t.instance.id] += 1
+    tasks = [_JudgeTask(jc, kind, t, tax, shared=per_instance[t.instance.id] > 1)
+             for jc in exp.params.judges for t in targets for kind in jc.kind]
+    for task in send_order(tasks, exp.params.judges):
+        jc, t = task.judge, task.target
+        out = JUDGE_OUTPUT_PER_TURN * len(t.judged) if task.kind == "fine_grained" else JUDGE_OUTPUT_OVERALL
+        add(("judge", f"{jc.name}:{task.kind}", jc.model), task.next_call().request, out, jc.reasoning_effort,
+            distinct=t.name)
+
     cfg = exp.llm_config()
     multi_step = {s.name for s in exp.params.setups
                   if s.kind == "human_ai" or any(s.turns_per_call < len(i.reference) for i in instances)}
     out = []
     for (stage, name, model), r in sorted(rows.items()):
-        u = Usage(**r)
-        naive = prices.cost(model, Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"]))
-        cached = prices.cost(model, u)
-        batch = prices.cost(model, Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"]), batch=True)
+        plain = Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"])
+        naive = prices.cost(model, plain)
+        cached = prices.cost(model, Usage(input_tokens=r["input_tokens"], cached_input_tokens=r["cached_input_tokens"],
+                                          cache_write_tokens=r["cache_write_tokens"], output_tokens=r["output_tokens"]))
+        batch = prices.cost(model, plain, batch=True)
         # how the params file's llm settings would send this row: batch only where the provider has
         # a batch API and the calls do not wait for earlier answers (or rounds are asked for)
-        batchable = get_provider(model).batch_limits is not None and (
+        batchable = biller.provider(model).batch_limits is not None and (
             stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
         mode = "batch" if cfg.batch and batchable else "live"
         out.append({"stage": stage, "name": name, "model": model, **r, "cost_naive_usd": naive,
@@ -98,30 +181,50 @@ def forecast(exp: Experiment, instances: list[Instance]) -> list[dict[str, Any]]
     return out
 
 
+def _records(run: dict[str, Any]) -> Iterable[tuple[str, CallRecord]]:
+    yield from (("simulate", c) for cs in run["continuations"].values() for x in cs for c in x.calls)
+    yield from (("judge", c) for js in run.get("judgments", {}).values() for j in js for c in j.calls)
+
+
+def observed_reasoning(run: dict[str, Any]) -> dict[tuple[str, str], float]:
+    """Mean reasoning tokens per answered call by (stage, model) in a run's call records (only
+    models whose records report any)."""
+    sums: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for stage, c in _records(run):
+        if c.status == "ok":
+            s = sums[(stage, c.model)]
+            s[0] += c.reasoning_tokens
+            s[1] += 1
+    return {k: v[0] / v[1] for k, v in sums.items() if v[1] and v[0]}
+
+
 def compare_with_run(rows: list[dict[str, Any]], run: dict[str, Any]) -> list[dict[str, Any]]:
-    """Forecast vs actual calls and tokens per (stage, model), the actual ones summed from the
-    call records of the run's continuations and judgments (cache hits included: a cached call
-    keeps the usage it had)."""
+    """Forecast vs actual calls, tokens and cached share per (stage, model), the actual ones
+    summed from the call records of the run's continuations and judgments (cache hits included:
+    a cached call keeps the usage it had)."""
     fc: dict[tuple[str, str], dict[str, int]] = defaultdict(_row)
     for r in rows:
-        for k in ("calls", "input_tokens", "output_tokens"):
+        for k in ROW_FIELDS:
             fc[(r["stage"], r["model"])][k] += r[k]
     actual: dict[tuple[str, str], dict[str, int]] = defaultdict(_row)
-    records = [("simulate", c) for cs in run["continuations"].values() for x in cs for c in x.calls]
-    records += [("judge", c) for js in run.get("judgments", {}).values() for j in js for c in j.calls]
-    for stage, c in records:
+    for stage, c in _records(run):
         a = actual[(stage, c.model)]
         a["calls"] += 1
-        a["input_tokens"] += c.input_tokens
-        a["output_tokens"] += c.output_tokens
+        for k in ROW_FIELDS[1:]:
+            a[k] += getattr(c, k)
     out = []
     for key in sorted(set(fc) & set(actual)):
         f, a = fc[key], actual[key]
         out.append({"stage": key[0], "model": key[1], "forecast_calls": f["calls"], "actual_calls": a["calls"],
                     "forecast_input": f["input_tokens"], "actual_input": a["input_tokens"],
                     "input_ratio": a["input_tokens"] / f["input_tokens"] if f["input_tokens"] else math.nan,
+                    "forecast_cached_share": _share(f), "actual_cached_share": _share(a),
                     "forecast_output": f["output_tokens"], "actual_output": a["output_tokens"]})
     return out
+
+
+def _share(r: dict[str, int]) -> float:
+    return r["cached_input_tokens"] / r["input_tokens"] if r["input_tokens"] else math.nan
 
 
 def describe() -> str:

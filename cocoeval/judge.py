@@ -9,6 +9,7 @@ validation error, then stored invalid with its reason and the raw text: never as
 
 from __future__ import annotations
 
+import collections
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -128,18 +129,30 @@ OVERALL_SCHEMA: dict[str, Any] = {
     "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}
 
 
+_TARGET_MARK = "\x00target\x00"
+
+
 class _Task:
-    def __init__(self, judge: JudgeConfig, kind: Kind, target: Target, tax: Taxonomy) -> None:
+    def __init__(self, judge: JudgeConfig, kind: Kind, target: Target, tax: Taxonomy, *, shared: bool = True) -> None:
         self.judge, self.kind, self.target, self.tax = judge, kind, target, tax
         self.judge_id = judge.judge_id(kind, tax)
         inst = target.instance
         some = len(target.judged) < len(target.turns)
-        system, user = load_prompt(PROMPTS[kind]).render(
-            n_turns=len(target.judged), behaviours=behaviours_block(tax),
-            only_some=" (only the numbered turns are annotated; the others are context)" if some else "",
-            metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
-            history=format_turns(inst.history), target=render_target(target.turns, target.judged))
+        values = dict(n_turns=len(target.judged), behaviours=behaviours_block(tax),
+                      only_some=" (only the numbered turns are annotated; the others are context)" if some else "",
+                      metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
+                      history=format_turns(inst.history))
+        prompt = load_prompt(PROMPTS[kind])
+        system, user = prompt.render(**values, target=render_target(target.turns, target.judged))
         self.messages = [Message(role="system", content=system), Message(role="user", content=user)]
+        self.cache_points: list[tuple[int, int]] = []
+        self.cache_group: str | None = None
+        if shared:  # the targets of an instance share everything up to the target
+            marked = prompt.render(**values, target=_TARGET_MARK)[1]
+            at = marked.find(_TARGET_MARK)
+            if at >= 0 and marked[:at] == user[:at]:
+                self.cache_points = [(0, len(system)), (1, at)]
+                self.cache_group = "cocoeval-" + hashlib.sha256(f"{system}\x00{user[:at]}".encode()).hexdigest()[:20]
         self.calls: list[CallRecord] = []
         self.attempts = 0
         self.result: Judgment | None = None
@@ -153,7 +166,8 @@ class _Task:
                               reasoning_effort=self.judge.reasoning_effort,
                               json_schema=fine_schema(self.tax, len(self.target.judged),
                                                       self.judge.max_behaviours_per_turn) if fine else OVERALL_SCHEMA,
-                              schema_name="judgment", cache_prefix_messages=1)
+                              schema_name="judgment", cache_points=self.cache_points,
+                              cache_group=self.cache_group)
         tag = f"{self.target.instance.id}|{self.target.name}|{self.judge.name}|{self.kind}"
         # a re-ask follows an invalid answer: in batch mode it runs live unless batch rounds are asked for
         return Call(model=self.judge.model, stage="judge", tag=tag, request=req, dependent=self.attempts > 0)
@@ -165,6 +179,8 @@ class _Task:
             request_hash=res.key, model=res.model, cache_hit=res.cache_hit, status=res.status,
             error=f"{res.reason}: {res.detail}" if res.reason else None,
             input_tokens=r.usage.input_tokens if r else 0, cached_input_tokens=r.usage.cached_input_tokens if r else 0,
+            cache_write_tokens=r.usage.cache_write_tokens if r else 0,
+            reasoning_tokens=r.usage.reasoning_tokens if r else 0,
             output_tokens=r.usage.output_tokens if r else 0, latency_s=r.latency_s if r else None,
             finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else []))
         if res.status != "ok" or r is None:
@@ -199,19 +215,35 @@ def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuat
     """Judge every reference and ok continuation with every judge; {judge name: judgments}."""
     tax = taxonomy or load_taxonomy()
     targets = targets_for(instances, continuations)
-    tasks = {j.name: [_Task(j, k, t, tax) for t in targets for k in j.kind] for j in judges}
+    per_instance = collections.Counter(t.instance.id for t in targets)
+    tasks = {j.name: [_Task(j, k, t, tax, shared=per_instance[t.instance.id] > 1) for t in targets for k in j.kind]
+             for j in judges}
 
     def collect() -> dict[str, list[Judgment]]:
         return {n: [t.result for t in ts if t.result is not None] for n, ts in tasks.items()}
 
     rnd = 0
     while pending := [t for ts in tasks.values() for t in ts if t.result is None]:
+        pending = send_order(pending, judges)
         for t, r in zip(pending, runner.run([t.next_call() for t in pending]), strict=True):
             t.apply(r)
         rnd += 1
         if on_round is not None:
             on_round(rnd, collect())
     return collect()
+
+
+def send_order(tasks: list[_Task], judges: Sequence[JudgeConfig]) -> list[_Task]:
+    """The order judge calls are sent in: the calls that share a prompt prefix (one instance,
+    judge and kind: every target) one after another, so that the provider's prompt cache still
+    holds the prefix (the runner sends the first alone before the rest). Results do not depend
+    on it; judgments are stored in target order."""
+    first: dict[str, int] = {}
+    for t in tasks:
+        first.setdefault(t.target.instance.id, len(first))
+    rank = {j.name: n for n, j in enumerate(judges)}
+    kinds = {"overall": 0, "fine_grained": 1}
+    return sorted(tasks, key=lambda t: (first[t.target.instance.id], rank.get(t.judge.name, 0), kinds[t.kind]))
 
 
 def behaviour_counts(j: Judgment, tax: Taxonomy) -> dict[str, int] | None:

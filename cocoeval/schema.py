@@ -164,7 +164,11 @@ class CallRecord(_Model):
     model: str
     input_tokens: int = 0
     cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache (Anthropic)."""
     output_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Of the output tokens, those a reasoning model spent thinking."""
     latency_s: float | None = None
     cache_hit: bool = False
     status: Literal["ok", "failed"] = "ok"

@@ -159,15 +159,41 @@ class _Task:
         self.attempt = 0
         self.invalid: str | None = None
         self._asked = 0
+        self._sent_at: int | None = None
+        """Turns written so far when the previous call was made (its cache breakpoint)."""
 
     @property
     def done(self) -> bool:
         return self.invalid is not None or len(self.turns) >= self.target
 
     def _request(self, messages: list[Message], max_tokens: int, presence: bool = True) -> GenerateRequest:
+        points, group = self._cache_layout(messages)
         return GenerateRequest(messages=messages, max_tokens=max_tokens, temperature=self.setup.temperature,
                                presence_penalty=self.setup.presence_penalty if presence else None,
-                               sample=self.setup.sample * 100 + self.attempt, cache_prefix_messages=1)
+                               sample=self.setup.sample * 100 + self.attempt, cache_points=points,
+                               cache_group=group)
+
+    def _cache_layout(self, messages: list[Message]) -> tuple[list[tuple[int, int]], str | None]:
+        """Prompt-cache hints (transport only): the calls of a continuation share the system
+        message, then the turns written so far, which grow from call to call. Breakpoints: the
+        end of the system message, where the previous call's "so far" turns end (read), and where
+        this call's end (written for the next call; not on a call that should end the
+        continuation). A continuation made in one call shares nothing: no breakpoint (a cache
+        write costs extra)."""
+        n = len(self.turns)
+        asked = min(self.setup.turns_per_call, self.target - n)
+        prev, self._sent_at = self._sent_at, n
+        if self.setup.kind != "human_ai" and self.setup.turns_per_call >= self.target and not n and not self.attempt:
+            return [], None
+        system, user = messages[0].content, messages[-1].content
+        points = [(0, len(system))]
+        base = user.find(_so_far(self.turns)) if n else -1
+        if base >= 0:
+            ends = {prev} if prev else set()
+            if n + asked < self.target or self.attempt:
+                ends.add(n)
+            points += [(len(messages) - 1, base + len(_so_far(self.turns[:p])) - 1) for p in sorted(ends) if p <= n]
+        return points, "cocoeval-" + hashlib.sha256(system.encode()).hexdigest()[:20]
 
     def next_call(self) -> Call:
         s, inst = self.setup, self.inst
@@ -220,7 +246,8 @@ class _Task:
             status=res.status, error=f"{res.reason}: {res.detail}" if res.reason else None,
             input_tokens=r.usage.input_tokens if r else 0,
             cached_input_tokens=r.usage.cached_input_tokens if r else 0,
-            output_tokens=r.usage.output_tokens if r else 0,
+            cache_write_tokens=r.usage.cache_write_tokens if r else 0,
+            output_tokens=r.usage.output_tokens if r else 0, reasoning_tokens=r.usage.reasoning_tokens if r else 0,
             latency_s=r.latency_s if r else None, finish_reason=r.finish_reason if r else None,
             dropped_params=r.dropped_params if r else []))
         at = len(self.turns) + 1

@@ -30,7 +30,8 @@ class Message(BaseModel):
 
 
 class GenerateRequest(BaseModel):
-    """What to ask a model. Every field here can change the output, so all enter the cache key."""
+    """What to ask a model. Every field that can change the output enters the cache key; the
+    prompt-cache hints (``TRANSPORT_ONLY``) do not."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -55,13 +56,28 @@ class GenerateRequest(BaseModel):
     sample: int = Field(0, ge=0)
     """Sample index: repeated samples of one prompt are cached apart."""
     cache_prefix_messages: int = Field(0, ge=0)
-    """Number of leading messages forming a constant prefix (Anthropic cache_control breakpoint)."""
+    """Number of leading messages forming a constant prefix (an Anthropic cache breakpoint at its
+    end); ``cache_points`` supersedes it. Transport only: not in the cache key."""
+    cache_points: list[tuple[int, int]] = Field(default_factory=list)
+    """Where prefixes other calls share end, as (message index, character offset in its content),
+    shortest first: Anthropic cache breakpoints go there (``providers/anthropic.py``). Transport
+    only: not in the cache key."""
+    cache_group: str | None = None
+    """Names the prefix this call shares with others (OpenAI's ``prompt_cache_key``; the runner
+    sends the first call of a group alone before the rest). Transport only: not in the cache key."""
 
 
 class Usage(BaseModel):
     input_tokens: int = 0
+    """All input tokens, cached and cache-written ones included."""
     cached_input_tokens: int = 0
+    """Input tokens read from the provider's prompt cache (billed at the cached rate)."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the prompt cache (Anthropic: billed at the cache-write rate)."""
     output_tokens: int = 0
+    """All output tokens, reasoning tokens included."""
+    reasoning_tokens: int = 0
+    """Of the output tokens, those a reasoning model spent thinking (as the provider reports them)."""
 
 
 class GenerateResponse(BaseModel):
@@ -237,6 +253,11 @@ def get_provider(spec: str | ModelSpec, **kwargs: Any) -> Provider:
     return _PROVIDERS[s.provider](s, **kwargs)
 
 
+TRANSPORT_ONLY = {"cache_prefix_messages", "cache_points", "cache_group"}
+"""Request fields that only say how to send a call (prompt-cache hints), never what it asks:
+left out of the cache key, so they never invalidate a cached answer."""
+
+
 def canonical_json(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
@@ -250,5 +271,5 @@ def request_key(identity: dict[str, Any], request: GenerateRequest) -> str:
 def keyed_request(identity_json: str, request: GenerateRequest) -> tuple[str, str]:
     """(key, the request's canonical JSON) from the identity's canonical JSON: the same key as
     ``request_key``, with the JSON the cache stores made once."""
-    req = canonical_json(request.model_dump(mode="json", exclude={"cache_prefix_messages"}))
+    req = canonical_json(request.model_dump(mode="json", exclude=TRANSPORT_ONLY))
     return hashlib.sha256(f'{{"identity":{identity_json},"request":{req}}}'.encode()).hexdigest(), req

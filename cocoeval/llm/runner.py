@@ -26,6 +26,7 @@ from . import providers as _providers  # noqa: F401  (registers the built-in pro
 from ._attempts import track
 from ._claims import Claims
 from ._config import Call, CallResult, LLMConfig
+from ._groups import FirstOfGroup
 from ._sync import run_sync
 from .base import (
     CallError,
@@ -179,8 +180,9 @@ class Runner:
                             held.add(key)
                         parked.discard(key)
                         make_ready(call, prov)
-                        res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm,
-                                               pool, at_worker)
+                        async with first_of_group(call.model, prepared.cache_group):
+                            res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm,
+                                                   pool, at_worker)
                         let_go(key, res.status == "failed")
                         done(i, res)
                 parked.discard(key)
@@ -194,6 +196,8 @@ class Runner:
                     fut.exception()  # retrieved: other waiters re-raise it themselves
                 raise
             return True
+
+        first_of_group = FirstOfGroup().turn  # calls sharing a prompt prefix: the first alone
 
         pause = {"misses": 0, "sleep": 0.05}
 
@@ -275,7 +279,9 @@ class Runner:
                     batch_task = tg.create_task(run_batches(
                         list(batched.values()), store, poll_s=cfg.batch_poll_s,
                         max_requests=cfg.batch_max_requests, finish=settle, status=batch_status))
-                for _ in range(min(cfg.concurrency, len(live))):
+                # twice the concurrency: calls waiting for the first of their prompt-cache group
+                # hold a worker, not a sending slot (sends are limited to ``concurrency`` by sem)
+                for _ in range(min(2 * cfg.concurrency, len(live))):
                     tg.create_task(worker())
             if batch_task is not None:
                 self.batched += batch_task.result()

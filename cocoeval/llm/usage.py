@@ -20,9 +20,15 @@ from .base import GenerateRequest, Usage, parse_model_spec
 
 
 class Price(BaseModel):
+    """USD per 1M tokens."""
+
     input: float
     cached_input: float
+    """Input read from the provider's prompt cache."""
     output: float
+    """Output, reasoning tokens included."""
+    cache_write: float | None = None
+    """Input written to the prompt cache (Anthropic: 1.25x input); None: the input price."""
 
 
 class PriceTable(BaseModel):
@@ -58,8 +64,11 @@ class PriceTable(BaseModel):
         p = self.price_for(model_spec)
         if p is None:
             return None
-        fresh = max(usage.input_tokens - usage.cached_input_tokens, 0)
-        usd = (fresh * p.input + usage.cached_input_tokens * p.cached_input + usage.output_tokens * p.output) / 1e6
+        written = min(usage.cache_write_tokens, max(usage.input_tokens - usage.cached_input_tokens, 0))
+        fresh = max(usage.input_tokens - usage.cached_input_tokens - written, 0)
+        write = p.input if p.cache_write is None else p.cache_write
+        usd = (fresh * p.input + usage.cached_input_tokens * p.cached_input + written * write
+               + usage.output_tokens * p.output) / 1e6
         return usd * (self.batch_discount if batch else 1.0)
 
 
@@ -103,15 +112,16 @@ def request_tokens(request: GenerateRequest) -> int:
 # ------------------------------------------------------------------ ledgers
 
 class Ledger:
-    """Usage and cost totals by (stage, model).
+    """Usage and cost totals by (stage, model), billed by the provider's rules: cached input at
+    the cached rate, cache writes at the cache-write rate (``Price``), as the answers report them.
 
     ``lost_attempts`` / ``lost_input_tokens`` / ``lost_cost_usd`` ("paid, answer lost"): HTTP
     attempts that were sent and got no answer (a client-side timeout the SDK retried, or a call
     that timed out for good); the provider may have billed them, so their input tokens, estimated
     from the request, are counted as paid. ``cost_usd`` includes ``lost_cost_usd``."""
 
-    FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "output_tokens",
-              "lost_attempts", "lost_input_tokens")
+    FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "cache_write_tokens",
+              "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens")
 
     def __init__(self, prices: PriceTable | None = None) -> None:
         self.prices = prices or PriceTable.load()
@@ -145,7 +155,9 @@ class Ledger:
         if usage is not None:
             row["input_tokens"] += usage.input_tokens
             row["cached_input_tokens"] += usage.cached_input_tokens
+            row["cache_write_tokens"] += usage.cache_write_tokens
             row["output_tokens"] += usage.output_tokens
+            row["reasoning_tokens"] += usage.reasoning_tokens
             paid = self.prices.cost(model, usage, batch=batch)
             if paid is None:
                 unknown = True

@@ -38,13 +38,23 @@ Endpoints
                              provider, status, requests, custom_ids, fault)
   POST /reset                clear stats, files, jobs, batches and the script (faults, answers,
                              batch settings; latency back to the start value)
-  POST /config               merge settings: {"latency_s": float, "faults": [...],
+  POST /config               merge settings: {"latency_s": float, "cache_ttl_s": float,
+                             "reasoning_tokens": int, "faults": [...],
                              "answers": [{"match": str, "text": str, "times": int}],
                              "batch_steps": int, "batch_faults": [...]}
 
 The answer is the first scripted answer whose ``match`` is a substring of the last
 message's text, else ``"echo: " + text[:40]``; it is cut to ``max_tokens * 4``
 characters (finish "length" / "max_tokens"). Tokens are characters / 4, rounded up.
+Prompt caching is billed the providers' way (``llm/_promptcache.py``): OpenAI reports as
+``prompt_tokens_details.cached_tokens`` the longest prefix shared with a recent request of the
+same model, schema and ``prompt_cache_key``, from 1,024 tokens in 128-token steps; Anthropic
+reports ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` at its ``cache_control``
+breakpoints (400 for more than 4), ``input_tokens`` being the rest. A request's prefix enters the
+cache when it has been answered (after ``latency_s``) and leaves it ``cache_ttl_s`` (300) after
+its last use; batch requests are not cached. Reasoning models (o1.., gpt-5) add the setting
+``reasoning_tokens`` (default 0) to their output, reported as
+``completion_tokens_details.reasoning_tokens``.
 Latency (``latency_s``) applies to live model calls only.
 
 Faults, ``{"match": str, "kind": K, "times": int (default 1, -1 = forever),

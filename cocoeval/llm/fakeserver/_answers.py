@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from typing import Any
 
@@ -16,6 +17,7 @@ OPENAI_PATH = "/v1/chat/completions"
 ANTHROPIC_PATH = "/v1/messages"
 MODEL_PATHS = (OPENAI_PATH, ANTHROPIC_PATH)
 MALFORMED_BODY = b'{"id": "x", "choices": ['
+REASONING = re.compile(r"^(o\d|gpt-5(?!.*chat))")
 
 Reply = tuple[int, "dict | bytes", dict[str, str]]
 
@@ -152,12 +154,17 @@ def fault_reply(path: str, fault: dict, n: int, key: str = "") -> tuple[str, Rep
 
 
 def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None,
-           scripted: dict | None, key: str = "") -> Reply:
+           scripted: dict | None, key: str = "", cache: tuple[int, int] | str = (0, 0),
+           reasoning: int = 0) -> Reply:
     """The reply to a model call on path (OPENAI_PATH or ANTHROPIC_PATH): n numbers the ids,
     fault is the fault that matched (if any), scripted the scripted answer (if any), key the
-    request's API key (echoed by the echo_key fault; empty inside a batch)."""
+    request's API key (echoed by the echo_key fault; empty inside a batch), cache the prompt
+    cache's (read, write) tokens (``State.prompt_cache``; a text: why the request is refused),
+    reasoning the reasoning tokens a reasoning model (o1.., gpt-5) adds to its output."""
     if body is None:
         return 400, oai_error("request body is not a JSON object"), {}
+    if isinstance(cache, str):
+        return 400, ant_error(cache, "invalid_request_error", n), request_id_header(path, n)
     kind = ""
     if fault:
         kind, reply = fault_reply(path, fault, n, key)
@@ -174,6 +181,9 @@ def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None
     chars += len(content_text(body.get("system")))
     p_tok, c_tok = tokens(chars), tokens(len(text))
     model = body.get("model", "fake")
+    read, write = min(cache[0], p_tok), min(cache[1], p_tok - min(cache[0], p_tok))
+    thought = reasoning if REASONING.match(str(model)) else 0
+    c_tok += thought
     if path == OPENAI_PATH:
         finish = "content_filter" if kind == "content_filter" else ("length" if truncated else "stop")
         return 200, {
@@ -182,7 +192,8 @@ def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
                          "logprobs": None, "finish_reason": finish}],
             "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok,
-                      "total_tokens": p_tok + c_tok, "prompt_tokens_details": {"cached_tokens": 0}},
+                      "total_tokens": p_tok + c_tok, "prompt_tokens_details": {"cached_tokens": read},
+                      "completion_tokens_details": {"reasoning_tokens": thought}},
         }, {"x-request-id": f"req_{n}"}
     stop = "refusal" if kind == "content_filter" else ("max_tokens" if truncated else "end_turn")
     content: list[dict] = [{"type": "text", "text": text}]
@@ -200,6 +211,6 @@ def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None
     return 200, {
         "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop, "stop_sequence": None,
-        "usage": {"input_tokens": p_tok, "output_tokens": c_tok,
-                  "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0},
+        "usage": {"input_tokens": p_tok - read - write, "output_tokens": c_tok,
+                  "cache_read_input_tokens": read, "cache_creation_input_tokens": write},
     }, {"request-id": f"req_{n}"}

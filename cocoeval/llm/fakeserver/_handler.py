@@ -104,12 +104,17 @@ class Handler(BaseHTTPRequestHandler):
         prompt = prompt_of(body)
         n, latency, fault, scripted = state.arrive(
             path, prompt, body if body is not None else raw.decode("utf-8", "replace"))
+        errs = fault is not None and fault.get("kind") not in ("content_filter", "slow", "timeout")
+        cache, store = ((0, 0), None) if errs else state.prompt_cache(path, body)
         try:
             if latency > 0:
                 time.sleep(latency)
             if body is not None and fault and self._transport(fault):
                 return None
-            self._send(*answer(path, body, prompt, n, fault, scripted, request_key(self.headers)))
+            if store is not None:
+                store()  # processed: its prefix is in the cache from now on
+            self._send(*answer(path, body, prompt, n, fault, scripted, request_key(self.headers), cache,
+                               int(state.settings.get("reasoning_tokens") or 0)))
         finally:
             state.leave()
 

@@ -8,7 +8,8 @@ import time
 from email.parser import BytesParser
 from typing import Any
 
-from ._answers import Reply, answer, prompt_of
+from .._promptcache import DEFAULT_TTL_S, AnthropicBreakpointCache, OpenAIPrefixCache
+from ._answers import ANTHROPIC_PATH, Reply, answer, prompt_of
 
 BATCH_KEY = "batch:"  # by_path key prefix of the model calls a batch makes: batch:/v1/messages
 DEFAULT_BATCH_STEPS = 2
@@ -77,6 +78,8 @@ class State:
                                           "batches": {}}
             self.blobs: dict[str, tuple[dict, bytes]] = {}  # file id -> (File object, bytes)
             self.batches: dict[str, dict] = {}  # batch id -> record (see _batches, _msgbatches)
+            self.openai_cache = OpenAIPrefixCache()
+            self.anthropic_cache = AnthropicBreakpointCache()
 
     def configure(self, settings: dict) -> None:
         with self.lock:
@@ -84,6 +87,31 @@ class State:
                 if key in ("faults", "answers", "batch_faults"):
                     value = [dict(e) for e in value]  # own copies: their times are decremented
                 self.settings[key] = value
+
+    def prompt_cache(self, path: str, body: Any) -> tuple[tuple[int, int] | str, Any]:
+        """Bill a live model call's prompt caching the provider's way, as it arrives: ((cache-read
+        tokens, cache-write tokens), or why the request is refused (over 4 Anthropic
+        breakpoints); and the function to call once it is answered, which writes its prefix to
+        the cache (requests arriving meanwhile do not find it, as with the providers)."""
+        if not isinstance(body, dict):
+            return (0, 0), lambda: None
+        with self.lock:
+            ttl = float(self.settings.get("cache_ttl_s", DEFAULT_TTL_S))
+            self.openai_cache.ttl_s = self.anthropic_cache.ttl_s = ttl
+            if path == ANTHROPIC_PATH:
+                try:
+                    billed, store = self.anthropic_cache.look(body)
+                except ValueError as e:
+                    return str(e), lambda: None
+            else:
+                cached, store = self.openai_cache.look(body)
+                billed = (cached, 0)
+
+        def stored() -> None:
+            with self.lock:
+                store()
+
+        return billed, stored
 
     def next_n(self) -> int:  # locked
         self.counter += 1

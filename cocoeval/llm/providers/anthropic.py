@@ -2,6 +2,10 @@
 to api.anthropic.com only (or where ANTHROPIC_BASE_URL points the SDK); another ``@URL`` needs
 ``?key_env=VAR`` (see ``secrets.key_env_for``).
 
+Prompt caching: breakpoints (``cache_control``) at the request's ``cache_points`` whose prefix
+reaches the model's minimum cacheable length, at most 4; a message with a breakpoint inside it is
+sent as several text blocks cut there.
+
 Structured output goes through a forced tool call whose input schema is the JSON schema.
 presence_penalty, seed and reasoning_effort are not accepted and are dropped (and recorded)."""
 
@@ -10,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._promptcache import ANTHROPIC_MAX_BREAKPOINTS, anthropic_min_tokens
 from ..base import (
     CallError,
     GenerateRequest,
@@ -18,6 +23,7 @@ from ..base import (
     Usage,
     provider,
 )
+from ..usage import count_tokens
 from ._batches import AnthropicBatches
 from ._errors import post_json
 from ._keys import KeyRule
@@ -40,13 +46,28 @@ def parse_message(body: Any, latency: float | None) -> GenerateResponse:
         resp = GenerateResponse(
             text="".join(parts), finish_reason=stop,
             usage=Usage(input_tokens=(u.get("input_tokens") or 0) + cached + created,
-                        cached_input_tokens=cached, output_tokens=u.get("output_tokens") or 0),
+                        cached_input_tokens=cached, cache_write_tokens=created,
+                        output_tokens=u.get("output_tokens") or 0),
             latency_s=latency, request_id=body.get("id"), model=body.get("model"))
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected messages body: {e!r}") from None
     if stop == "refusal":
         raise CallError("content_filter", "the model refused (stop_reason: refusal)")
     return resp
+
+
+def _blocks(text: str, cuts: list[int]) -> list[dict[str, Any]]:
+    """A text as content blocks cut at the given offsets, each block that ends at a cut with a
+    cache breakpoint (adjacent text blocks of one message are one text to the model)."""
+    out: list[dict[str, Any]] = []
+    at = 0
+    for cut in sorted(set(cuts)):
+        if cut > at:
+            out.append({"type": "text", "text": text[at:cut], "cache_control": {"type": "ephemeral"}})
+            at = cut
+    if at < len(text) or not out:
+        out.append({"type": "text", "text": text[at:]})
+    return out
 
 
 @provider("anthropic")
@@ -65,24 +86,42 @@ class AnthropicProvider(KeyRule, AnthropicBatches, Provider):
         drop = [f for f in ("presence_penalty", "seed", "reasoning_effort") if getattr(request, f) is not None]
         return request.model_copy(update=dict.fromkeys(drop)), drop
 
+    def breakpoints(self, request: GenerateRequest) -> list[tuple[int, int]]:
+        """The cache breakpoints of a request, as (message index, character offset): its
+        ``cache_points`` (or the end of its ``cache_prefix_messages``), without those whose prefix
+        is under the model's minimum cacheable length (they would not be cached), at most 4: the
+        longest prefixes."""
+        msgs = request.messages
+        points = list(request.cache_points)
+        if not points and request.cache_prefix_messages:
+            n = min(request.cache_prefix_messages, len(msgs))
+            points = [(n - 1, len(msgs[n - 1].content))]
+        minimum = anthropic_min_tokens(self.spec.model)
+        keep: list[tuple[int, int]] = []
+        for i, off in sorted({(i, min(off, len(msgs[i].content))) for i, off in points if 0 <= i < len(msgs)}):
+            if off <= 0:
+                continue
+            before = sum(count_tokens(m.content) + 4 for m in msgs[:i]) + count_tokens(msgs[i].content[:off])
+            if before >= minimum:
+                keep.append((i, off))
+        return keep[-ANTHROPIC_MAX_BREAKPOINTS:]
+
     def kwargs(self, request: GenerateRequest) -> dict[str, Any]:
-        system = [m for m in request.messages if m.role == "system"]
-        rest = [m for m in request.messages if m.role != "system"]
-        n_prefix = request.cache_prefix_messages
+        points = self.breakpoints(request)
+        system = [(i, m) for i, m in enumerate(request.messages) if m.role == "system"]
+        rest = [(i, m) for i, m in enumerate(request.messages) if m.role != "system"]
         msgs: list[dict[str, Any]] = []
-        for i, m in enumerate(rest, start=len(system)):
-            if i == n_prefix - 1:  # cache breakpoint at the end of the constant prefix
-                msgs.append({"role": m.role, "content": [
-                    {"type": "text", "text": m.content, "cache_control": {"type": "ephemeral"}}]})
-            else:
-                msgs.append({"role": m.role, "content": m.content})
+        for i, m in rest:
+            cuts = [off for j, off in points if j == i]
+            msgs.append({"role": m.role, "content": _blocks(m.content, cuts) if cuts else m.content})
         kw: dict[str, Any] = {"model": self.spec.model, "max_tokens": request.max_tokens or 1024,
                               "messages": msgs}
         if system:
-            block: dict[str, Any] = {"type": "text", "text": "\n\n".join(m.content for m in system)}
-            if 0 < n_prefix <= len(system):
-                block["cache_control"] = {"type": "ephemeral"}
-            kw["system"] = [block]
+            cuts, at = [], 0
+            for i, m in system:  # several system messages are sent as one text
+                cuts += [at + off for j, off in points if j == i]
+                at += len(m.content) + 2
+            kw["system"] = _blocks("\n\n".join(m.content for _, m in system), cuts)
         if request.temperature is not None:
             kw["temperature"] = request.temperature
         if request.stop:

@@ -65,6 +65,7 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
         message = choice.get("message") or {}
         usage = body.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
+        out_details = usage.get("completion_tokens_details") or {}
         finish = choice.get("finish_reason")
         text = message.get("content") or ""
         refusal = message.get("refusal")
@@ -72,7 +73,8 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
             text=text if isinstance(text, str) else str(text), finish_reason=finish,
             usage=Usage(input_tokens=usage.get("prompt_tokens") or 0,
                         cached_input_tokens=details.get("cached_tokens") or 0,
-                        output_tokens=usage.get("completion_tokens") or 0),
+                        output_tokens=usage.get("completion_tokens") or 0,
+                        reasoning_tokens=out_details.get("reasoning_tokens") or 0),
             latency_s=latency, request_id=body.get("id"), model=body.get("model"))
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected chat-completion body: {e!r}") from None
@@ -111,6 +113,10 @@ class OpenAIProvider(KeyRule, OpenAIBatches, Provider):
     def reasoning(self) -> bool:
         return bool(_REASONING.match(self.spec.model.split("/")[-1]))
 
+    sends_cache_key = True
+    """Send ``prompt_cache_key`` (a call's ``cache_group``): OpenAI and Azure route the calls of a
+    shared prefix to the same cache with it; self-hosted servers are not sent it."""
+
     unsupported_schema_keys: tuple[str, ...] = ("maxLength", "minLength", "minItems", "maxItems")
     """JSON-schema keywords OpenAI's strict structured outputs reject; dropped and recorded."""
 
@@ -142,6 +148,8 @@ class OpenAIProvider(KeyRule, OpenAIBatches, Provider):
                 kw[f] = getattr(request, f)
         if request.json_schema is not None:
             kw["response_format"] = self.response_format(request)
+        if request.cache_group and self.sends_cache_key:
+            kw["prompt_cache_key"] = request.cache_group  # routes a shared prefix to one cache
         return kw
 
     def _client(self) -> Any:
@@ -217,6 +225,7 @@ class OpenAICompatibleProvider(OpenAIProvider):
     key_required = False
     key_other = None
     unsupported_schema_keys = ()  # vLLM and llama.cpp grammars take them
+    sends_cache_key = False  # not part of every OpenAI-compatible server's schema
 
     batch_limits = None  # vLLM, Ollama and llama.cpp servers have no Batch API: sent live
 
