@@ -49,9 +49,12 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
     inconsistent from uncollaborative behaviours. Pass ``stats.figure3_means`` rows (with a
     ``panel`` column) to compare each setup with the humans on the same instances; plain
     ``mean_occurrences`` rows use every reference in each panel. ``selectable`` adds a point selection
-    ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer."""
+    ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer; the
+    chart's ``usermeta`` says which instances its human series counts (``reference_scope``: "panel"
+    for the panel setup's instances, "all" for every reference) so the viewer lists the same turns."""
     m = means if judge is None else means.filter(pl.col("judge") == judge)
-    if "panel" in m.columns:  # from stats.figure3_means: references already on each setup's instances
+    scope = "panel" if "panel" in m.columns else "all"
+    if scope == "panel":  # from stats.figure3_means: references already on each setup's instances
         sims = m["panel"].unique(maintain_order=True).to_list()
         sims = [x for x in (setups or sims) if x in sims]
         parts = [m.filter(pl.col("panel").is_in(sims))]
@@ -83,7 +86,8 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
     err = _whiskers(base, "y", color=alt.value("#333"))
     mark = _undefined(base, "y", "mean", tooltip=["panel:N", "series:N", "name:N", "n:Q"])
     return alt.layer(bars, err, mark).properties(width=260, height=170).facet(
-        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns)
+        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns).properties(
+        usermeta={"cocoeval": {"reference_scope": scope}})
 
 
 def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.FacetChart:
