@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 # llama-cpp-python builds from source; a native build crashes at inference on some CPUs.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
-.PHONY: install install-local demo paper test lint bench clean
+.PHONY: install install-local demo figures paper test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,6 +25,11 @@ install-local: $(VENV)/.installed-local
 demo: install-local
 	$(VENV)/bin/cocoeval run params/demo.yaml --allow-invalid
 	$(VENV)/bin/cocoeval report runs/demo --out runs/demo/report
+	$(VENV)/bin/cocoeval notebooks params/demo.yaml --out runs/demo/notebooks
+
+## The committed figures/ from the demo run (the only target that rewrites them)
+figures: install-local
+	$(VENV)/bin/cocoeval run params/demo.yaml --allow-invalid
 	$(VENV)/bin/cocoeval notebooks params/demo.yaml --out runs/demo/notebooks --figures figures
 
 ## The same with the paper's setups over the real data (needs API keys): fetch what is missing

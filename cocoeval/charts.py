@@ -53,7 +53,8 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
     ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer.
     ``title``: the figure's title (``figure3_groups`` gives one figure per model/condition)."""
     m = means if judge is None else means.filter(pl.col("judge") == judge)
-    if "panel" in m.columns:  # from stats.figure3_means: references already on each setup's instances
+    scope = "panel" if "panel" in m.columns else "all"
+    if scope == "panel":  # from stats.figure3_means: references already on each setup's instances
         sims = m["panel"].unique(maintain_order=True).to_list()
         sims = [x for x in (setups or sims) if x in sims]
         parts = [m.filter(pl.col("panel").is_in(sims))]
@@ -85,7 +86,8 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
     err = _whiskers(base, "y", color=alt.value("#333"))
     mark = _undefined(base, "y", "mean", tooltip=["panel:N", "series:N", "name:N", "n:Q"])
     chart = alt.layer(bars, err, mark).properties(width=260, height=170).facet(
-        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns)
+        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns).properties(
+        usermeta={"cocoeval": {"reference_scope": scope}})
     return chart.properties(title=title) if title else chart
 
 

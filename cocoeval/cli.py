@@ -160,11 +160,11 @@ def _cmd_notebooks(a: argparse.Namespace) -> int:
     from .experiment import load_params
     from .notebook import execute_notebooks
 
-    load_params(a.params)  # a malformed params file is reported here, not from inside a notebook
+    exp = load_params(a.params)  # a malformed params file is reported here, not from inside a notebook
     for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples, min_n=a.min_n,
                                correction=a.correction):
         print(f"executed {p}")
-    print(f"figures in {a.figures}/<notebook>/")
+    print(f"figures in {a.figures or exp.run_dir / 'figures'}/<notebook>/")
     return 0
 
 
@@ -371,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
     nbp = sub.add_parser("notebooks", help="execute every notebook headlessly (papermill) on a run")
     nbp.add_argument("params", type=Path, help="params file of the run")
     nbp.add_argument("--out", type=out_dir, required=True, help="folder for the executed notebooks")
-    nbp.add_argument("--figures", type=out_dir, default=Path("figures"), help="figures folder (default figures/)")
+    nbp.add_argument("--figures", type=out_dir, default=None,
+                     help="figures folder (default: the run's figures/; `make figures` writes the committed figures/)")
     add_analysis_args(nbp)
     nbp.set_defaults(func=_cmd_notebooks)
 

@@ -16,6 +16,33 @@ from .report import default_judge, markdown_table
 from .rq import Answer, md_escape
 from .rq_free import pipeline_check
 
+EMBED_OPTIONS = {"renderer": "svg"}
+"""vega-embed options of every chart in the notebooks: SVG (crisp, and each mark is an element)."""
+
+
+def setup(*, offline: bool = True) -> None:
+    """Make Altair charts render in Jupyter with no network: charts are shown as
+    ``alt.JupyterChart`` widgets whose JavaScript (vega, vega-lite, vega-embed) comes bundled from
+    vl-convert instead of a CDN; works in JupyterLab, Notebook 7 and VS Code. ``open_run`` calls
+    it; calling it again costs nothing. ``offline=False`` goes back to Altair's default renderer.
+    Saving figures (``charts.save``) never needs a browser either way."""
+    import altair as alt
+
+    if offline:
+        alt.JupyterChart.enable_offline()  # bundles once per kernel (a few seconds), then cached
+        alt.renderers.enable("jupyter", offline=True, embed_options=EMBED_OPTIONS)
+    else:
+        alt.JupyterChart.enable_offline(offline=False)
+        alt.renderers.enable("default")
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
 
 @dataclass
 class RunContext:
@@ -45,9 +72,14 @@ class RunContext:
                          "human references and of the tiny model's continuations.", ""]
         return "\n".join(lines)
 
-    def show(self, answer: Answer, notebook: str, figures_dir: str | Path) -> list[Path]:
+    def figures_path(self, figures_dir: str | Path | None, notebook: str) -> Path:
+        """Where a notebook's figures go: ``figures_dir/notebook``; an empty ``figures_dir`` means
+        the run's own folder (``<run>/figures``), so running a notebook changes no tracked file."""
+        return (Path(figures_dir) if figures_dir else self.run_dir / "figures") / notebook
+
+    def show(self, answer: Answer, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
         """Display the computed answer, its tables and charts; save the charts as PNG and SVG
-        under ``figures_dir/notebook``."""
+        under ``figures_path(figures_dir, notebook)``."""
         from IPython.display import Markdown, display
 
         display(Markdown(answer.markdown()))
@@ -60,7 +92,7 @@ class RunContext:
             if marked:
                 ch = charts.titled(ch, f"{name.replace('_', ' ')} — {charts.PIPELINE_CHECK}")
             display(ch)
-            saved += charts.save(ch, Path(figures_dir) / notebook / name)
+            saved += charts.save(ch, self.figures_path(figures_dir, notebook) / name)
         return saved
 
     def viewer(self) -> Any:
@@ -77,15 +109,30 @@ class RunContext:
         means = stats.figure3_means(self.frames, self.judge, setups, resamples=200)
         if means.is_empty():
             return None
+        setup()
         jc = alt.JupyterChart(charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge,
-                                                    setups=setups, selectable=True))
+                                                    setups=setups, selectable=True), embed_options=EMBED_OPTIONS)
         viewer.link(jc)
         return jc
+
+    def annotator(self, out_csv: str | Path | None = None) -> Any:
+        """An annotator over every target of the run (pick one in its menu); Save writes
+        ``<run>/annotations.csv`` unless ``out_csv`` says otherwise. None when there is nothing."""
+        from .judge import targets_for
+        from .widgets import Annotator
+
+        targets = targets_for(self.run["instances"], self.run["continuations"])
+        if not targets:
+            return None
+        return Annotator(targets, out_csv or self.run_dir / "annotations.csv", taxonomy=self.frames.taxonomy)
 
 
 def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judge: str | None = None,
              run_if_missing: bool = False) -> RunContext:
-    """The run a params file describes (or ``run_dir``); runs it first when asked and missing."""
+    """The run a params file describes (or ``run_dir``); runs it first when asked and missing.
+    In a Jupyter kernel it also sets charts up to render offline (``setup``)."""
+    if _in_kernel():
+        setup()
     exp = load_params(params_file)
     rd = Path(run_dir) if run_dir else exp.run_dir
     if not (rd / "manifest.json").exists():
@@ -100,11 +147,11 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
 
 
-def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path = "figures",
+def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path | None = None,
                       notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = stats.MIN_N,
                       correction: str = "bh") -> list[Path]:
     """Execute every notebook headlessly with papermill on a params file's run; executed copies go
-    to ``out_dir`` and figures to ``figures_dir/<notebook>/``."""
+    to ``out_dir`` and figures to ``figures_dir/<notebook>/`` (default: the run's ``figures/``)."""
     import papermill as pm
 
     stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
@@ -118,7 +165,8 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
         try:
             pm.execute_notebook(str(nb), str(target), cwd=str(nb_dir), kernel_name="python3", progress_bar=False,
                                 parameters={"params_file": str(Path(params_file).resolve()),
-                                            "figures_dir": str(Path(figures_dir).resolve()), "resamples": resamples,
+                                            "figures_dir": str(Path(figures_dir).resolve()) if figures_dir else "",
+                                            "resamples": resamples,
                                             "min_n": min_n, "correction": correction})
         finally:  # a failed notebook is written too, with the traceback that may hold a key
             redact_outputs(target)

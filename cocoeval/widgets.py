@@ -1,17 +1,18 @@
 """Notebook viewers (ipywidgets): a conversation viewer linked to the Figure-3 chart, and an
-annotator that writes the annotation format of ``cocoeval.annotate``. All model and human text
-is HTML-escaped before display."""
+annotator (``cocoeval._annotator``) that writes the annotation format of ``cocoeval.annotate``.
+All model and human text is HTML-escaped before display."""
 
 from __future__ import annotations
 
-import csv
 import html
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 import ipywidgets as w
 
-from .annotate import FIELDS
+from ._annotator import Annotator
 from .charts import CATEGORY_COLOURS, HUMAN
 from .convstats import STATISTICS, conversation_stats
 from .frames import REFERENCE
@@ -20,17 +21,42 @@ from .schema import Judgment
 from .taxonomy import Taxonomy, load_taxonomy
 
 ALL = "(all)"
+WIDE = {"description_width": "initial"}
+__all__ = ["ALL", "Annotator", "Bar", "ConversationViewer"]
 
 
 def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
 
+@dataclass
+class Bar:
+    """The data behind one bar of Figure 3: ``n`` instances with a valid judgment of ``target``
+    (the bar's n; for the human series, the panel setup's instances), and every labelled turn."""
+    panel: str
+    series: str
+    behaviour: str
+    target: str
+    n: int = 0
+    rows: list[tuple[str, int, str, str]] = field(default_factory=list)
+    """(instance, turn index, speaker, text)"""
+
+    @property
+    def instances(self) -> list[str]:
+        """The instances that contribute a labelled turn, in order."""
+        return list(dict.fromkeys(r[0] for r in self.rows))
+
+    @property
+    def mean(self) -> float | None:
+        return len(self.rows) / self.n if self.n else None
+
+
 class ConversationViewer:
     """Pick an instance; see M, S, a collapsible history, and the human reference beside the
     chosen simulated continuations, turn by turn, each turn tagged with the behaviours the judge
     found (colour by category; evidence on hover), each column ending with its judge-free statistics
-    (``convstats``). Filters: dataset, setup, behaviour, judge."""
+    (``convstats``). Filters: dataset, setup, behaviour, judge. Linked to a Figure-3 chart
+    (``link``), a bar click lists the turns behind that bar and shows one of its conversations."""
 
     def __init__(self, run: dict[str, Any], *, judge: str | None = None, taxonomy: Taxonomy | None = None) -> None:
         self.run = run
@@ -47,23 +73,29 @@ class ConversationViewer:
         judges = sorted({k[0] for k in self.judgments})
         setups = sorted(run["continuations"])
         datasets = sorted({i.dataset for i in run["instances"]})
-        self.dataset = w.Dropdown(options=[ALL, *datasets], description="dataset")
+        self._quiet = False
+        self.dataset = w.Dropdown(options=[ALL, *datasets], description="dataset", style=WIDE)
         self.behaviour = w.Dropdown(options=[(ALL, ALL)] + [(b.name, b.id) for b in self.tax.behaviours],
-                                    description="behaviour")
-        self.setups = w.SelectMultiple(options=setups, value=tuple(setups[:2]), description="setups", rows=4)
+                                    description="behaviour", style=WIDE)
+        self.setups = w.SelectMultiple(options=setups, value=tuple(setups[:2]), description="setups",
+                                       rows=max(1, min(len(setups), 12)), style=WIDE,
+                                       layout=w.Layout(width="auto", min_width="360px"))
         self.judge = w.Dropdown(options=judges or [None], value=judge if judge in judges else (judges or [None])[0],
-                                description="judge")
-        self.instance = w.Dropdown(description="instance", layout=w.Layout(width="520px"))
+                                description="judge", style=WIDE)
+        self.instance = w.Dropdown(description="instance", style=WIDE, layout=w.Layout(width="auto", min_width="520px"))
         self.html = w.HTML()
         self.behind = w.HTML()
         for control in (self.dataset, self.behaviour, self.setups, self.judge):
             control.observe(self._refilter, "value")
-        self.instance.observe(lambda _: self.refresh(), "value")
+        self.instance.observe(lambda _: None if self._quiet else self.refresh(), "value")
         self._refilter()
         self.widget = w.VBox([w.HBox([self.dataset, self.behaviour, self.judge]), self.setups, self.instance,
                               self.behind, self.html])
 
     # ------------------------------------------------------------------ filtering and rendering
+    def _simulated(self, setup: str, iid: str) -> bool:
+        return (iid, setup) in self.targets
+
     def _matches(self, inst_id: str) -> bool:
         inst = self.instances[inst_id]
         if self.dataset.value != ALL and inst.dataset != self.dataset.value:
@@ -76,11 +108,29 @@ class ConversationViewer:
                 return True
         return False
 
+    @contextmanager
+    def _batch(self) -> Iterator[None]:
+        """Change several controls with one refilter at the end."""
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = False
+        self._refilter()
+
     def _refilter(self, *_: Any) -> None:
+        if self._quiet:
+            return
         ids = [i for i in sorted(self.instances) if self._matches(i)]
         current = self.instance.value
-        self.instance.options = ids
-        self.instance.value = current if current in ids else (ids[0] if ids else None)
+        if current not in ids and ids:  # open on an instance the chosen setups simulated
+            current = max(ids, key=lambda i: sum(self._simulated(s, i) for s in self.setups.value))
+        self._quiet = True
+        try:
+            self.instance.options = ids
+            self.instance.value = current if ids else None
+        finally:
+            self._quiet = False
         self.refresh()
 
     def _turn(self, t: Any, i: int, judgment: Judgment | None) -> str:
@@ -118,13 +168,15 @@ class ConversationViewer:
             title = HUMAN if target == REFERENCE else target
             if t is None:
                 cont = next((c for c in self.run["continuations"].get(target, []) if c.instance_id == iid), None)
-                body = f"<i>{'invalid: ' + _e(cont.reason) if cont else 'not simulated'}</i>"
+                body = f"<div><i>{'invalid: ' + _e(cont.reason) if cont else 'not simulated'}</i></div>"
             else:
                 j = self.judgments.get((self.judge.value, iid, target))
-                note = "" if j is None or j.status != "invalid" else f"<i>judgment invalid: {_e(j.reason)}</i>"
+                note = "" if j is None or j.status != "invalid" else f"<div><i>judgment invalid: {_e(j.reason)}</i></div>"
                 body = note + "".join(self._turn(x, i, j) for i, x in enumerate(t.turns)) + self.stats_html(t)
-            cols.append(f'<td style="vertical-align:top;padding:4px;width:{100 // (1 + len(self.setups.value))}%">'
-                        f"<b>{_e(title)}</b>{body}</td>")
+            cols.append(f'<td class="cc-col" data-target="{_e(target)}" style="vertical-align:top;padding:4px;'
+                        f'width:{100 // (1 + len(self.setups.value))}%">'
+                        f'<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;'
+                        f'margin-bottom:4px">{_e(title)}</div>{body}</td>')
         parts.append('<table style="width:100%;border-collapse:collapse"><tr>' + "".join(cols) + "</tr></table>")
         return "\n".join(parts)
 
@@ -148,88 +200,78 @@ class ConversationViewer:
         self.html.value = self.render()
 
     # ------------------------------------------------------------------ chart linking
-    def turns_behind(self, target: str, behaviour: str) -> list[tuple[str, int, str, str]]:
-        """(instance, turn, speaker, text) of every turn of ``target`` the current judge labelled
-        with ``behaviour``: the data behind one bar of Figure 3."""
-        out = []
-        for (judge, iid, tgt), j in sorted(self.judgments.items()):
-            if judge != self.judge.value or tgt != target:
+    def bar(self, panel: str, series: str, behaviour: str, *, scope: str = "panel") -> Bar:
+        """The turns behind one Figure-3 bar, counted as ``stats.figure3_means`` counts them: the
+        simulated series of a panel is its setup's valid judgments; the human series is the
+        reference on the same instances (``scope="all"``: on every instance, as for charts of
+        plain ``mean_occurrences`` rows)."""
+        judge = self.judge.value
+        target = REFERENCE if series == HUMAN else panel
+
+        def valid(tgt: str, iid: str) -> Judgment | None:
+            j = self.judgments.get((judge, iid, tgt))
+            return j if j is not None and j.status != "invalid" else None
+
+        ids = sorted(self.instances)
+        if scope == "panel" and panel in self.run["continuations"]:
+            ids = [i for i in ids if valid(panel, i)]
+        out = Bar(panel, series, behaviour, target)
+        for iid in ids:
+            j, t = valid(target, iid), self.targets.get((iid, target))
+            if j is None or t is None:
                 continue
-            t = self.targets.get((iid, tgt))
+            out.n += 1
             for lb in j.labels:
-                if behaviour in lb.behaviours and t is not None:
-                    out.append((iid, lb.turn, t.turns[lb.turn].speaker, t.turns[lb.turn].text))
+                if behaviour in lb.behaviours and 0 <= lb.turn < len(t.turns):
+                    out.rows.append((iid, lb.turn, t.turns[lb.turn].speaker, t.turns[lb.turn].text))
         return out
 
-    def show_bar(self, target: str, behaviour: str) -> None:
-        rows = self.turns_behind(target, behaviour)
-        name = self.names[behaviour].name if behaviour in self.names else behaviour
-        self.behind.value = (f"<b>{len(rows)} turn(s) of {_e(target)} labelled {_e(name)}</b><ol>"
-                             + "".join(f"<li>{_e(i)} #{n + 1} <b>{_e(s)}</b>: {_e(x)}</li>" for i, n, s, x in rows)
-                             + "</ol>")
-        if behaviour in [v for _, v in self.behaviour.options]:
-            self.behaviour.value = behaviour
+    def turns_behind(self, target: str, behaviour: str, *, panel: str | None = None) -> list[tuple[str, int, str, str]]:
+        """(instance, turn, speaker, text) of every turn of ``target`` the current judge labelled
+        with ``behaviour`` (the reference within ``panel``'s instances when a panel is given)."""
+        series = HUMAN if target == REFERENCE else "simulated"
+        return self.bar(panel or target, series, behaviour, scope="panel" if panel else "all").rows
 
-    def on_selection(self, value: list[dict[str, Any]]) -> None:
+    def show_bar(self, panel: str, series: str, behaviour: str, *, scope: str = "panel") -> Bar:
+        """List the turns behind a bar and show its behaviour, its setup and one instance that
+        contributes to it."""
+        b = self.bar(panel, series, behaviour, scope=scope)
+        name = self.names[behaviour].name if behaviour in self.names else behaviour
+        mean = "" if b.mean is None else f"; mean {b.mean:.2f} per conversation over n = {b.n}"
+        self.behind.value = (
+            f'<div class="cc-behind"><b>{len(b.rows)} turn(s) in {len(b.instances)} of {b.n} instance(s)</b>: '
+            f"{_e(series)} in panel {_e(panel)}, labelled {_e(name)} by {_e(self.judge.value)}{mean}<ol>"
+            + "".join(f"<li>{_e(i)} #{n + 1} <b>{_e(s)}</b>: {_e(x)}</li>" for i, n, s, x in b.rows) + "</ol></div>")
+        with self._batch():
+            if behaviour in [v for _, v in self.behaviour.options]:
+                self.behaviour.value = behaviour
+            if panel in self.setups.options:
+                self.setups.value = (panel,)
+            pick = b.instances[0] if b.instances else None
+            if pick is not None and self.dataset.value not in (ALL, self.instances[pick].dataset):
+                self.dataset.value = ALL
+        if pick is not None and pick in self.instance.options:
+            self.instance.value = pick
+        return b
+
+    def on_selection(self, value: list[dict[str, Any]], *, scope: str = "panel") -> Bar | None:
         """Handle a Figure-3 bar selection ({panel, series, behaviour} fields)."""
         if not value:
-            return
+            return None
         v = value[0]
-        target = REFERENCE if v.get("series") == HUMAN else v.get("panel", REFERENCE)
-        self.show_bar(target, v["behaviour"])
+        series = v.get("series", "simulated")
+        panel = v.get("panel") or (HUMAN if series == HUMAN else REFERENCE)
+        return self.show_bar(panel, series, v["behaviour"], scope=scope)
 
     def link(self, jchart: Any, param: str = "pick") -> None:
         """Clicking a bar of ``charts.behaviour_bars(..., selectable=True)`` shown as an
         ``alt.JupyterChart`` lists the turns behind it here."""
-        jchart.selections.observe(lambda change: self.on_selection(change.new.value), [param])
+        scope = charts_scope(jchart.chart)
+        jchart.selections.observe(lambda change: self.on_selection(change.new.value, scope=scope), [param])
 
 
-class Annotator:
-    """Label the turns and the two Likert scores of one target; Save appends rows in the
-    annotation format to a CSV (import with ``cocoeval annotate-import``)."""
-
-    def __init__(self, target: Target, out_csv: str | Path, *, taxonomy: Taxonomy | None = None,
-                 item_id: str | None = None) -> None:
-        self.target, self.out = target, Path(out_csv)
-        self.item_id = item_id
-        tax = taxonomy or load_taxonomy()
-        self.annotator = w.Text(description="annotator")
-        self.turns: dict[int, w.SelectMultiple] = {}
-        rows = []
-        for i, t in enumerate(target.turns):
-            label = w.HTML(f"<b>{i + 1}. {_e(t.speaker)}</b>: {_e(t.text)}")
-            if i in target.judged:
-                sel = w.SelectMultiple(options=[(b.name, b.id) for b in tax.behaviours], rows=3)
-                self.turns[i] = sel
-                rows.append(w.VBox([label, sel]))
-            else:
-                rows.append(label)
-        self.consistency = w.IntSlider(value=5, min=1, max=10, description="consistency")
-        self.collaborativeness = w.IntSlider(value=5, min=1, max=10, description="collaborative")
-        self.save = w.Button(description="Save", button_style="primary")
-        self.status = w.HTML()
-        self.save.on_click(lambda _: self.write())
-        self.widget = w.VBox([self.annotator, *rows, self.consistency, self.collaborativeness, self.save, self.status])
-
-    def rows(self) -> list[dict[str, Any]]:
-        who = self.annotator.value.strip()
-        ident = {"item_id": self.item_id} if self.item_id else {
-            "instance_id": self.target.instance.id, "target": self.target.name}
-        out = [{"annotator": who, **ident, "turn": i + 1, "behaviours": ";".join(sel.value)}
-               for i, sel in self.turns.items()]
-        out.append({"annotator": who, **ident, "consistency": self.consistency.value,
-                    "collaborativeness": self.collaborativeness.value})
-        return out
-
-    def write(self) -> None:
-        if not self.annotator.value.strip():
-            self.status.value = "<span style='color:#c0392b'>Fill in the annotator name first.</span>"
-            return
-        new = not self.out.exists()
-        self.out.parent.mkdir(parents=True, exist_ok=True)
-        with self.out.open("a", newline="", encoding="utf-8") as f:
-            wr = csv.DictWriter(f, fieldnames=FIELDS)
-            if new:
-                wr.writeheader()
-            wr.writerows(self.rows())
-        self.status.value = f"Saved {len(self.turns) + 1} rows to {_e(self.out)}."
+def charts_scope(chart: Any) -> str:
+    """How a Figure-3 chart counted its human series: 'panel' or 'all' (``charts.behaviour_bars``)."""
+    meta = getattr(chart, "usermeta", None)
+    meta = meta if isinstance(meta, dict) else {}
+    return str(meta.get("cocoeval", {}).get("reference_scope", "panel"))

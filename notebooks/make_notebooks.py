@@ -16,7 +16,7 @@ resamples: int = 1000  # bootstrap resamples over instances
 seed: int = 0  # bootstrap seed
 min_n: int = 10  # intervals and tests need at least this many instances; fewer are shown as "n too small"
 correction: str = "bh"  # over/under-production verdicts corrected over behaviours x setups: "bh", "holm" or "none"
-figures_dir: str = "../figures"  # figures are written to <figures_dir>/<notebook name>/
+figures_dir: str = ""  # figures go to <figures_dir>/<notebook name>/; empty: the run's figures/ folder
 run_if_missing: bool = False  # run the params file first when its run directory does not exist'''
 
 EXTRA_PARAMS = {"07_participants": '''
@@ -99,7 +99,7 @@ ctx.show(summary, "00_build_benchmark", figures_dir)''',
                      "answer = rq.agreement_answer(ctx.frames, resamples, seed, min_n=min_n)", ""),
     "09_explore": ("Explore a run", "Browse any run: pick instances, setups, behaviours; click a bar to list the "
                    "turns behind it; annotate a target yourself.",
-                   'from cocoeval.report import write_report\n\nrep = write_report(ctx.run_dir, f"{figures_dir}/09_explore", judge=ctx.judge, resamples=resamples, seed=seed,\n                   min_n=min_n, correction=correction)\n'
+                   'from cocoeval.report import write_report\n\nrep = write_report(ctx.run_dir, ctx.figures_path(figures_dir, "09_explore"), judge=ctx.judge, resamples=resamples, seed=seed,\n                   min_n=min_n, correction=correction)\n'
                    'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in `{rep[\'out\']}`."))\n'
                    "answer = rq.paper_tables(ctx.frames, ctx.run, ctx.judge, resamples, seed, min_n=min_n) if ctx.judge else None",
                    ""),
@@ -117,11 +117,7 @@ ctx.show(summary, "00_build_benchmark", figures_dir)''',
 VIEW_ONLY = '''viewer = ctx.viewer()  # each column ends with its judge-free statistics
 viewer.widget'''
 
-ANNOTATE = '''from cocoeval.judge import targets_for
-from cocoeval.widgets import Annotator
-
-targets = targets_for(ctx.run["instances"], ctx.run["continuations"])
-annotator = Annotator(targets[0], ctx.run_dir / "annotations.csv") if targets else None
+ANNOTATE = '''annotator = ctx.annotator()
 annotator.widget if annotator else None'''
 
 
@@ -145,8 +141,9 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str | No
                                                  else ". Click a bar of the chart to list the turns behind it.")))
         cells.append(nbf.v4.new_code_cell(VIEW_ONLY if view is None else VIEW.format(setups=view)))
         if name in ("08_agreement", "09_explore"):
-            cells.append(nbf.v4.new_markdown_cell("## Annotate\n\nLabel turns and scores; Save appends rows to "
-                                                  "`annotations.csv` in the run directory (import them with "
+            cells.append(nbf.v4.new_markdown_cell("## Annotate\n\nPick a target, label its turns and scores; Save "
+                                                  "writes your rows for that target to `annotations.csv` in the run "
+                                                  "directory (saving again replaces them; import them with "
                                                   "`cocoeval annotate-import`)."))
             cells.append(nbf.v4.new_code_cell(ANNOTATE))
     for i, cell in enumerate(cells):  # stable ids: regenerating changes only what changed

@@ -9,7 +9,7 @@ from cocoeval.annotate import import_annotations
 from cocoeval.frames import run_frames
 from cocoeval.judge import targets_for
 from cocoeval.schema import Turn
-from cocoeval.widgets import ALL, Annotator, ConversationViewer
+from cocoeval.widgets import ALL, Annotator, ConversationViewer, charts_scope
 
 from .test_stats import TAX, make_run
 
@@ -29,7 +29,7 @@ def test_viewer_renders_escaped_text_side_by_side_with_tags():
     v.instance.value = run["instances"][0].id
     html = v.html.value
     assert "<script>" not in html and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
-    assert "human reference" in html and "<b>sim</b>" in html and "<details>" in html
+    assert ">human reference</div>" in html and ">sim</div>" in html and "<details>" in html
     v.instance.value = run["instances"][2].id
     assert 'data-behaviour="repetition"' in v.html.value and "Repetition" in v.html.value
     assert "#c0392b" in v.html.value  # inconsistent colour
@@ -51,29 +51,80 @@ def test_viewer_filters():
     assert len(v.instance.options) == 3
 
 
+def _partial_run():
+    """Six instances; setup 'sim' simulated (and judged) only the last three."""
+    run = make_run(6)
+    keep = {i.id for i in run["instances"][3:]}
+    run["continuations"]["sim"] = [c for c in run["continuations"]["sim"] if c.instance_id in keep]
+    run["judgments"]["J"] = [j for j in run["judgments"]["J"] if j.target != "sim" or j.instance_id in keep]
+    return run, sorted(keep)
+
+
+def _bar_row(ch, panel, series, behaviour):
+    rows = [r for r in ch.to_dict()["data"]["values"]
+            if (r["panel"], r["series"], r["behaviour"]) == (panel, series, behaviour)]
+    assert len(rows) == 1
+    return rows[0]
+
+
 def test_chart_selection_lists_the_turns_behind_a_bar():
-    run = make_run(3)
-    means = stats.mean_occurrences(run_frames(run), resamples=50)
-    ch = charts.behaviour_bars(means, TAX, selectable=True)
+    run, keep = _partial_run()
+    ch = charts.behaviour_bars(stats.figure3_means(run_frames(run), "J", resamples=50), TAX, selectable=True)
     pick = [p for p in ch.to_dict()["params"] if p["name"] == "pick"]
     assert pick and pick[0]["select"]["fields"] == ["panel", "series", "behaviour"]
     jc = alt.JupyterChart(ch)
     v = ConversationViewer(run, judge="J")
     v.link(jc)
-    v.on_selection([{"panel": "sim", "series": "simulated", "behaviour": "repetition"}])
-    rows = v.turns_behind("sim", "repetition")
-    assert len(rows) == 1 + 2 + 3  # min(k+1, 4) repetitions for k = 0, 1, 2
-    assert f"{len(rows)} turn(s) of sim labelled Repetition" in v.behind.value
-    v.on_selection([{"panel": "sim", "series": charts.HUMAN, "behaviour": "repetition"}])
-    assert "turn(s) of reference" in v.behind.value and v.behaviour.value == "repetition"
+    for series, target in (("simulated", "sim"), (charts.HUMAN, "reference")):
+        v.behaviour.value, v.setups.value = ALL, ("sim2",)
+        v.instance.value = run["instances"][0].id
+        bar = v.on_selection([{"panel": "sim", "series": series, "behaviour": "repetition"}])
+        row = _bar_row(ch, "sim", series, "repetition")
+        # the bar's n and height are what the viewer counts: only the panel's instances
+        assert bar.n == row["n"] == 3 and len(bar.rows) == round(row["mean"] * row["n"])
+        assert {r[0] for r in bar.rows} <= set(keep) and bar.target == target
+        assert f"{len(bar.rows)} turn(s) in {len(bar.instances)} of 3 instance(s)" in v.behind.value
+        # the bar selects its behaviour, its setup and an instance that contributes to it
+        assert v.behaviour.value == "repetition" and v.setups.value == ("sim",)
+        assert v.instance.value == bar.instances[0] and v.instance.value in keep
+    # human reference: k repetitions on instance k (k = 3, 4, 5; at most 4)
+    assert len(v.bar("sim", charts.HUMAN, "repetition").rows) == 3 + 4 + 4
+    assert [r[0] for r in v.bar("sim", charts.HUMAN, "repetition").rows] == [keep[0]] * 3 + [keep[1]] * 4 + [keep[2]] * 4
+
+
+def test_selection_on_a_chart_of_every_reference_counts_every_reference():
+    run, _ = _partial_run()
+    ch = charts.behaviour_bars(stats.mean_occurrences(run_frames(run), resamples=50), TAX, selectable=True)
+    assert charts_scope(ch) == "all"
+    v = ConversationViewer(run, judge="J")
+    v.link(alt.JupyterChart(ch))
+    bar = v.on_selection([{"panel": "sim", "series": charts.HUMAN, "behaviour": "repetition"}], scope="all")
+    assert bar.n == _bar_row(ch, "sim", charts.HUMAN, "repetition")["n"] == 6
+    assert len(bar.rows) == 0 + 1 + 2 + 3 + 4 + 4
+    assert v.turns_behind("reference", "repetition", panel="sim") == v.bar("sim", charts.HUMAN, "repetition").rows
+
+
+def test_viewer_opens_where_the_setups_were_simulated_and_titles_stand_apart():
+    run, keep = _partial_run()
+    v = ConversationViewer(run, judge="J")
+    assert v.setups.value == ("sim", "sim2") and v.instance.value == keep[0]
+    assert v.setups.rows == len(v.setups.options)
+    v.instance.value = run["instances"][0].id
+    html = v.html.value
+    assert '<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;margin-bottom:4px">sim</div>' \
+        '<div><i>not simulated</i></div>' in html
+    assert ">sim2</div><div><i>invalid: x</i></div>" in html
+
+
+def _targets(run):
+    return targets_for(run["instances"], run["continuations"])
 
 
 def test_annotator_writes_the_annotation_format(tmp_path):
     run = make_run(2)
-    target = targets_for(run["instances"], run["continuations"])[0]
-    a = Annotator(target, tmp_path / "ann.csv", taxonomy=TAX)
-    a.write()
-    assert "annotator name" in a.status.value and not (tmp_path / "ann.csv").exists()
+    a = Annotator(_targets(run), tmp_path / "ann.csv", taxonomy=TAX)
+    assert a.target.name == "reference" and all(s.rows == len(TAX.behaviours) for s in a.turns.values())
+    assert not a.write() and "annotator name" in a.status.value and not (tmp_path / "ann.csv").exists()
     a.annotator.value = "ann7"
     a.turns[1].value = ("repetition", "off_topic")
     a.consistency.value = 8
@@ -81,3 +132,61 @@ def test_annotator_writes_the_annotation_format(tmp_path):
     [fine, over] = sorted(import_annotations(tmp_path / "ann.csv", run), key=lambda j: j.kind)
     assert fine.judge_id == "human:ann7" and fine.labels[1].behaviours == ["repetition", "off_topic"]
     assert fine.status == "ok" and (over.consistency, over.collaborativeness) == (8, 5)
+
+
+def test_annotator_picks_any_target_and_saving_again_replaces_its_rows(tmp_path):
+    run = make_run(2)
+    targets = _targets(run)
+    out = tmp_path / "ann.csv"
+    a = Annotator(targets, out, taxonomy=TAX)
+    k = next(i for i, t in enumerate(targets) if t.name == "sim" and t.instance.id == run["instances"][1].id)
+    a.choose.value = k
+    assert a.target is targets[k] and len(a.turns) == len(targets[k].judged)
+    assert "utterance" in a.body.children[0].children[0].value
+    a.annotator.value = "ann1"
+    a.turns[0].value = ("repetition",)
+    assert a.write()
+    other = Annotator(targets, out, taxonomy=TAX)  # another annotator, same file and target
+    other.choose.value = k
+    other.annotator.value = "ann2"
+    assert other.write()
+    a.turns[0].value = ("off_topic",)  # changed mind: save again
+    assert a.write() and "replacing the" in a.status.value
+    lines = out.read_text().splitlines()
+    assert len(lines) == 1 + 2 * (len(a.turns) + 1)  # header + each annotator's rows once
+    js = import_annotations(out, run)  # no conflict: the second save replaced the first
+    mine = next(j for j in js if j.judge_id == "human:ann1" and j.kind == "fine_grained")
+    assert mine.target_name == "sim" and mine.labels[0].behaviours == ["off_topic"]
+    assert {j.judge_id for j in js} == {"human:ann1", "human:ann2"}
+
+
+def test_annotator_refuses_bad_names_and_foreign_files(tmp_path):
+    run = make_run(1)
+    out = tmp_path / "ann.csv"
+    a = Annotator(_targets(run), out, taxonomy=TAX)
+    a.annotator.value = "../x"
+    assert not a.write() and "cannot name a file" in a.status.value and not out.exists()
+    out.write_text("who,what\nx,y\n")
+    a.annotator.value = "ann1"
+    assert not a.write() and "choose another file" in a.status.value
+    assert out.read_text() == "who,what\nx,y\n"
+
+
+def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path):
+    from cocoeval.notebook import RunContext, setup
+
+    try:
+        setup()
+        assert alt.renderers.active == "jupyter"
+        esm = str(alt.JupyterChart._esm)
+        assert "esm.sh" not in esm and "cdn.jsdelivr" not in esm and len(esm) > 100_000  # vega bundled in
+        bundle = alt.renderers.get()(charts.likert_chart(stats.likert_means(run_frames(make_run(3)), resamples=20)).to_dict())
+        assert "application/vnd.jupyter.widget-view+json" in bundle[0]
+    finally:
+        setup(offline=False)
+    assert alt.renderers.active == "default"
+    run = make_run(3)
+    ctx = RunContext(None, tmp_path / "run", run, run_frames(run), "J")
+    assert ctx.figures_path("", "01_x") == tmp_path / "run" / "figures" / "01_x"
+    assert ctx.figures_path(str(tmp_path / "f"), "01_x") == tmp_path / "f" / "01_x"
+    assert ctx.annotator().target.name == "reference"
