@@ -79,14 +79,54 @@ def test_always_malformed_is_invalid_with_reason_and_raw_never_zero(srv, tmp_pat
     assert srv.stats()["requests"] == 6
 
 
-def test_truncated_and_failed_calls_are_invalid_at_once(srv, tmp_path):
-    srv.configure(answers=[{"match": "", "text": fine_answer(4) * 20}])
-    [js] = run(tmp_path, [jc(srv, kind=["fine_grained"], max_tokens_per_turn=1)]).values()
-    assert all(j.status == "invalid" and j.reason == "truncated" and j.attempts == 1 for j in js)
-    srv.reset()
+def padded(text, n):
+    """The answer text padded with trailing spaces to n characters (the fake server cuts an
+    answer at max_tokens * 4 characters)."""
+    assert len(text) < n
+    return text + " " * (n - len(text))
+
+
+def test_cut_off_answer_is_asked_again_with_twice_the_budget_and_counts(srv, tmp_path):
+    # budget 200 + 10 * 4 = 240 tokens = 960 characters: the answer (1,200) is cut off once
+    srv.configure(answers=[{"match": "", "text": padded(fine_answer(4, {3: ["Repetition"]}), 1200)}])
+    judge_ = JudgeConfig(name="j", model=f"openai/o4-mini@{srv.openai_base}", kind=["fine_grained"],
+                         max_tokens_per_turn=10)
+    [js] = run(tmp_path, [judge_]).values()
+    assert len(js) == 2 and srv.stats()["requests"] == 4
+    for j in js:
+        assert (j.status, j.attempts, j.max_tokens) == ("ok", 2, 480)
+        assert [(c.max_tokens, c.finish_reason) for c in j.calls] == [(240, "length"), (480, "stop")]
+        assert behaviour_counts(j, TAX)["repetition"] == 1
+    # a reasoning model's budget is max_completion_tokens; the re-ask is the same question
+    body = srv.stats()["bodies_last"]
+    assert body["max_completion_tokens"] == 480 and len(body["messages"]) == 2
+
+
+def test_cut_off_at_the_cap_is_invalid_with_the_budget_never_dropped(srv, tmp_path):
+    srv.configure(answers=[{"match": "", "text": padded(fine_answer(4), 4000)}])
+    [js] = run(tmp_path, [jc(srv, kind=["fine_grained"], max_tokens_per_turn=10, max_tokens_cap=600)]).values()
+    assert len(js) == 2  # both targets keep a judgment: invalid, with the reason
+    for j in js:
+        assert (j.status, j.reason, j.attempts) == ("invalid", "truncated at 600 tokens", 3)
+        assert [c.max_tokens for c in j.calls] == [240, 480, 600] and j.max_tokens == 600
+        assert j.raw and behaviour_counts(j, TAX) is None
+    assert srv.stats()["requests"] == 6
+
+
+def test_cut_off_overall_answer_of_claude_is_asked_again(srv, tmp_path):
+    srv.configure(answers=[{"match": "", "text": padded(OVERALL, 70)}])  # 10 tokens = 40 characters
+    judge_ = JudgeConfig(name="j", model=f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}",
+                         kind=["overall"], max_tokens_overall=10)
+    [js] = run(tmp_path, [judge_]).values()
+    for j in js:
+        assert (j.status, j.consistency, j.attempts, j.max_tokens) == ("ok", 6, 2, 20)
+        assert [(c.max_tokens, c.finish_reason) for c in j.calls] == [(10, "max_tokens"), (20, "tool_use")]
+
+
+def test_failed_calls_are_invalid_at_once(srv, tmp_path):
     srv.configure(faults=[{"match": "", "kind": "context_length", "times": -1}])
-    [js] = run(tmp_path / "b", [jc(srv, kind=["overall"])]).values()
-    assert all(j.status == "invalid" and j.reason == "call failed: context_length" for j in js)
+    [js] = run(tmp_path, [jc(srv, kind=["overall"])]).values()
+    assert all(j.status == "invalid" and j.reason == "call failed: context_length" and j.attempts == 1 for j in js)
 
 
 def test_only_user_turns_are_judged_in_chats(srv, tmp_path):
