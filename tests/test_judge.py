@@ -165,3 +165,21 @@ def test_fine_schema_fixes_the_turn_count_and_caps_behaviours():
     a = JudgeConfig(name="a", model="local/smollm2")
     assert a.judge_id("fine_grained", TAX) != JudgeConfig(name="a", model="local/smollm2",
                                                           max_behaviours_per_turn=2).judge_id("fine_grained", TAX)
+
+
+def test_overall_rubric_keeps_every_element_of_the_papers_definitions():
+    """Section 3: consistency includes coherence with previous utterances, adherence to the
+    persona, correctness with respect to world knowledge and the avoidance of unnecessary
+    redundancy and repetition; collaborativeness is support for shared objectives without
+    delaying or impeding progress and agreement."""
+    from cocoeval.prompts import load_prompt
+
+    system = " ".join(load_prompt("judge_overall").system.split())
+    consistency = system[system.index("Consistency:"):system.index("Collaborativeness:")]
+    collab = system[system.index("Collaborativeness:"):]
+    for words in ("coherence with the previous utterances", "persona", "world knowledge",
+                  "unnecessary redundancy and repetition"):
+        assert words in consistency, words
+    for words in ("support the shared objectives", "help the other participants achieve their goals",
+                  "without delaying or impeding progress and agreement"):
+        assert words in collab, words
