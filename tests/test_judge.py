@@ -183,3 +183,52 @@ def test_overall_rubric_keeps_every_element_of_the_papers_definitions():
     for words in ("support the shared objectives", "help the other participants achieve their goals",
                   "without delaying or impeding progress and agreement"):
         assert words in collab, words
+
+
+PAPER_SETUPS = ({f"{m}-{p}-{k}" for m in ("gpt41", "gpt51") for p in ("vanilla", "taxonomy") for k in (1, 5, 30)}
+                | {f"opus4-{p}-{k}" for p in ("vanilla", "taxonomy") for k in (1, 5)} | {"gpt41-user-sim"})
+SFT_SETUPS = {"gpt41-sft-1", "gpt41-sft-5", "gpt41-sft-30", "gpt41-sft-copy-pp-1"}
+
+
+def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
+    """params/paper.yaml: the paper's setups and its judge run as they are; the SFT setups (they
+    need fine-tuned ids) and the alternative judges of B.2 are ready to uncomment."""
+    import re
+
+    from cocoeval import build
+    from cocoeval.demo import write_demo_data
+    from cocoeval.estimate import forecast
+    from cocoeval.experiment import load_params
+    from cocoeval.sft import SFTConfig
+
+    from .conftest import ROOT
+
+    text = (ROOT / "params" / "paper.yaml").read_text()
+    paper = load_params(ROOT / "params" / "paper.yaml")
+    assert {s.name for s in paper.params.setups} == PAPER_SETUPS
+    assert [(j.name, j.model, j.reasoning_effort) for j in paper.params.judges] == [
+        ("o4-mini", "openai/o4-mini-2025-04-16", "medium")]
+    assert paper.params.sft == SFTConfig() and SFTConfig().total == 1450 and SFTConfig().n_epochs == 1
+    paths = write_demo_data(tmp_path / "demo")
+    build([f"{k}:{p}" for k, p in paths.items()], tmp_path / "bench")
+    paper.params = paper.params.model_copy(update={"bench": str(tmp_path / "bench")})
+    rows = forecast(paper, paper.prepare_instances(write=False))
+    assert {r["name"] for r in rows} == PAPER_SETUPS | {"o4-mini:overall", "o4-mini:fine_grained"}
+
+    # uncomment the paper's commented lines (not the one marked "not in the paper")
+    ready = re.sub(r"(?m)^  # (- \{name: (?!gpt41-copy-pp-1\b))", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
+    (tmp_path / "paper.yaml").write_text(ready)
+    full = load_params(tmp_path / "paper.yaml").params
+    setups = {s.name: s for s in full.setups}
+    assert set(setups) == PAPER_SETUPS | SFT_SETUPS
+    pp, sft1 = setups["gpt41-sft-copy-pp-1"], setups["gpt41-sft-1"]
+    assert (pp.model, pp.prompt, pp.presence_penalty, pp.n_copy, pp.turns_per_call) == (
+        sft1.model, "copy_then_continue", 2.0, 5, 1)
+    assert sft1.model.startswith("openai/ft:gpt-4.1-2025-04-14:")
+    assert {k: setups[f"gpt41-sft-{k}"].turns_per_call for k in (1, 5, 30)} == {1: 1, 5: 5, 30: 30}
+    assert {j.name: (j.model, j.reasoning_effort, set(j.kind)) for j in full.judges} == {
+        "o4-mini": ("openai/o4-mini-2025-04-16", "medium", {"overall", "fine_grained"}),
+        "gpt51-instant": ("openai/gpt-5.1-chat-latest", None, {"overall", "fine_grained"}),
+        "gpt51-high": ("openai/gpt-5.1-2025-11-13", "high", {"overall", "fine_grained"}),
+        "opus4": ("anthropic/claude-opus-4-20250514", None, {"overall", "fine_grained"})}
+    assert all(j.max_tokens_cap >= 2 * j.max_tokens_overall for j in full.judges)
