@@ -66,18 +66,28 @@ def _cmd_build(a: argparse.Namespace) -> int:
 def _cmd_sft_export(a: argparse.Namespace) -> int:
     from .bench import load_instances
     from .errors import InputError
-    from .sft import export_sft
+    from .sft import SFTConfig, export_sft, export_summary
 
-    instances = load_instances(a.bench_dir, "train")
+    cfg, bench = SFTConfig(), a.bench_dir
+    if a.bench_dir.suffix in (".yaml", ".yml"):  # a params file: its bench and its sft: section
+        from .experiment import load_params
+
+        exp = load_params(a.bench_dir)
+        cfg, bench = exp.params.sft, exp.bench_dir()
+    given = {k: v for k, v in (("ks", a.k), ("prompt", a.prompt), ("seed", a.seed), ("total", a.total),
+                               ("n_datasets", a.n_datasets),
+                               ("datasets", [d.strip() for d in a.datasets.split(",") if d.strip()]
+                                if a.datasets else None)) if v is not None}
+    cfg = cfg.model_copy(update=given)
+    instances = load_instances(bench, "train")
     if not instances:
-        raise InputError("no train instances to export", file=str(a.bench_dir / "train.jsonl"),
+        raise InputError("no train instances to export", file=str(bench / "train.jsonl"),
                          hint="build with a train split (--eval-share below 1, --train-per-dataset above 0)")
-    report = export_sft(instances, a.out, ks=a.k or [1, 5, 30],
-                        prompt=a.prompt, seed=a.seed, max_example_tokens=a.max_example_tokens)
-    for k, f in report["files"].items():
-        state = "valid" if f["valid"] else f"INVALID: {'; '.join(f['problems'][:3])}"
-        print(f"k={k:>2}: {f['file']}: {f['examples']} examples, {f['tokens']} tokens "
-              f"(largest {f['max_example_tokens']}; {f['token_method']}) — {state}")
+    report = export_sft(instances, a.out, ks=cfg.ks, prompt=cfg.prompt, seed=cfg.seed,
+                        max_example_tokens=a.max_example_tokens, total=cfg.total, datasets=cfg.datasets,
+                        n_datasets=cfg.n_datasets)
+    for line in export_summary(report, cfg):
+        print(line, file=sys.stderr if line.startswith("warning") else sys.stdout)
     return 0 if all(f["valid"] for f in report["files"].values()) else 1
 
 
@@ -102,7 +112,7 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
     if not a.file or not a.model:
         print("error: give FILE and --model, or --status JOB_ID", file=sys.stderr)
         return 2
-    out = start_finetune(a.file, a.model, suffix=a.suffix, seed=a.seed, base_url=a.base_url)
+    out = start_finetune(a.file, a.model, suffix=a.suffix, seed=a.seed, n_epochs=a.n_epochs, base_url=a.base_url)
     print(json.dumps(out, indent=2))
     print(f"poll with: cocoeval finetune --status {out['job_id']}")
     return 0
@@ -299,13 +309,20 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=_cmd_demo_data)
 
     x = sub.add_parser("sft-export", help="write the train split as fine-tuning chat JSONL",
-                       description="Export the train split as OpenAI fine-tuning chat JSONL, one file "
-                       "per k (turns per call), with the simulation prompt; validates each file.")
-    x.add_argument("bench_dir", type=Path, help="folder written by cocoeval build")
+                       description="Export the SFT training set (paper A.4: 1,450 train instances from the "
+                       "4 datasets with the most train conversations, split in proportion to their train "
+                       "instances) as OpenAI fine-tuning chat JSONL, one file per k (turns per call), with "
+                       "the simulation prompt; validates each file. Given a params file, its bench and its "
+                       "sft: section are used; options override them.")
+    x.add_argument("bench_dir", type=Path, help="folder written by cocoeval build, or a params file (.yaml)")
     x.add_argument("--out", type=out_dir, required=True, help="output folder")
     x.add_argument("--k", type=positive_int, action="append", help="turns per call, repeatable (default 1, 5, 30)")
-    x.add_argument("--prompt", default="vanilla", help="simulation prompt (default vanilla)")
-    x.add_argument("--seed", type=int, default=0, help="seed of the starting turns (default 0)")
+    x.add_argument("--prompt", help="simulation prompt (default vanilla)")
+    x.add_argument("--seed", type=int, help="seed of the instance draw and the starting turns (default 0)")
+    x.add_argument("--total", type=positive_int, help="training instances (default 1450, as in the paper)")
+    x.add_argument("--datasets", help="comma-separated datasets to train on (default: the --n-datasets "
+                   "with the most train conversations, printed)")
+    x.add_argument("--n-datasets", type=positive_int, help="how many datasets without --datasets (default 4)")
     x.add_argument("--max-example-tokens", type=positive_int, default=65536,
                    help="token limit per example of the base model (default 65536)")
     x.set_defaults(func=_cmd_sft_export)
@@ -315,6 +332,8 @@ def build_parser() -> argparse.ArgumentParser:
     ft.add_argument("--model", help="base model, e.g. gpt-4.1-2025-04-14")
     ft.add_argument("--suffix", help="suffix of the fine-tuned model name")
     ft.add_argument("--seed", type=int, help="training seed")
+    ft.add_argument("--n-epochs", type=positive_int, default=1,
+                    help="training epochs (default 1, as in the paper; other hyperparameters: the provider's defaults)")
     ft.add_argument("--status", metavar="JOB_ID", help="print a job's status (and simulator spec)")
     ft.add_argument("--base-url", help="API base URL (default: OpenAI's)")
     ft.set_defaults(func=_cmd_finetune)

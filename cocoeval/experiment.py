@@ -42,6 +42,7 @@ from .names import check_name, child_path
 from .outcome import tally
 from .prompts import load_prompt
 from .schema import Continuation, Instance, Judgment
+from .sft import SFTConfig
 from .simulate import CHATBOT_SYSTEM_PROMPT, Setup, simulate
 from .taxonomy import load_taxonomy
 
@@ -86,6 +87,8 @@ class ExperimentParams(BaseModel):
     and every ok continuation."""
     llm: LLMConfig = Field(default_factory=LLMConfig)
     """Runner, cache and price settings."""
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    """The SFT training set and job (``cocoeval sft-export PARAMS.yaml``; A.4 defaults)."""
     taxonomy: str | None = None
     """A taxonomy YAML (None: the default)."""
 

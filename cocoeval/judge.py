@@ -5,6 +5,9 @@ Overall: consistency and collaborativeness (1-10) with a rationale. Fine-grained
 judged turn, the behaviours of the taxonomy it shows, with evidence. Answers are validated
 (``judge_parse``); an unusable answer is re-asked at most ``max_attempts - 1`` times with the
 validation error, then stored invalid with its reason and the raw text: never as zero behaviours.
+An answer cut off at its output budget (a reasoning judge can spend it all on reasoning) is
+asked again with twice the budget, up to ``max_tokens_cap``: dropping cut-off answers would bias
+which conversations count (long ones are cut off more often).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ from .taxonomy import Taxonomy, load_taxonomy
 
 Kind = Literal["overall", "fine_grained"]
 PROMPTS: dict[str, str] = {"overall": "judge_overall", "fine_grained": "judge_fine_grained"}
+TRUNCATED = ("length", "max_tokens")
+"""Finish reasons of an answer cut off at its output budget (OpenAI, Anthropic)."""
 
 
 class JudgeConfig(BaseModel):
@@ -52,6 +57,12 @@ class JudgeConfig(BaseModel):
     """Output budget of an overall judgment (reasoning models need more)."""
     max_tokens_per_turn: int = Field(80, ge=1)
     """Output budget per judged turn of a fine-grained judgment (plus 200)."""
+    max_tokens_cap: int = Field(32_000, ge=1)
+    """Largest output budget. An answer cut off at its budget (finish_reason length/max_tokens)
+    is asked again with twice the budget, up to this cap (32,000: Claude Opus 4's output limit;
+    o4-mini and gpt-5.1 allow more); cut off at the cap, or cut off short of its budget (the
+    model's context is full, a larger budget cannot help), the judgment is invalid with the
+    reason "truncated at N tokens". Each call records its budget (``CallRecord.max_tokens``)."""
     max_behaviours_per_turn: int | None = Field(None, ge=1)
     """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size). For
     small local models that otherwise list everything and run out of tokens."""
@@ -155,21 +166,24 @@ class _Task:
                 self.cache_group = "cocoeval-" + hashlib.sha256(f"{system}\x00{user[:at]}".encode()).hexdigest()[:20]
         self.calls: list[CallRecord] = []
         self.attempts = 0
+        self.answers = 0
+        """Answers validated (cut-off answers are asked again with a larger budget instead)."""
+        self.budget = (200 + judge.max_tokens_per_turn * len(target.judged)) if kind == "fine_grained" \
+            else judge.max_tokens_overall
         self.result: Judgment | None = None
         self._last_raw = ""
 
     def next_call(self) -> Call:
         fine = self.kind == "fine_grained"
-        max_tokens = (200 + self.judge.max_tokens_per_turn * len(self.target.judged)) if fine \
-            else self.judge.max_tokens_overall
-        req = GenerateRequest(messages=self.messages, max_tokens=max_tokens, temperature=self.judge.temperature,
+        req = GenerateRequest(messages=self.messages, max_tokens=self.budget, temperature=self.judge.temperature,
                               reasoning_effort=self.judge.reasoning_effort,
                               json_schema=fine_schema(self.tax, len(self.target.judged),
                                                       self.judge.max_behaviours_per_turn) if fine else OVERALL_SCHEMA,
                               schema_name="judgment", cache_points=self.cache_points,
                               cache_group=self.cache_group)
         tag = f"{self.target.instance.id}|{self.target.name}|{self.judge.name}|{self.kind}"
-        # a re-ask follows an invalid answer: in batch mode it runs live unless batch rounds are asked for
+        # a re-ask follows an invalid or cut-off answer: in batch mode it runs live unless batch
+        # rounds are asked for
         return Call(model=self.judge.model, stage="judge", tag=tag, request=req, dependent=self.attempts > 0)
 
     def apply(self, res: CallResult) -> None:
@@ -182,14 +196,25 @@ class _Task:
             cache_write_tokens=r.usage.cache_write_tokens if r else 0,
             reasoning_tokens=r.usage.reasoning_tokens if r else 0,
             output_tokens=r.usage.output_tokens if r else 0, latency_s=r.latency_s if r else None,
-            finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else []))
+            finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else [],
+            max_tokens=self.budget))
         if res.status != "ok" or r is None:
             self._finish(Verdict.fail(f"call failed: {res.reason}", retryable=False), self._last_raw)
             return
         self._last_raw = r.text
+        if r.finish_reason in TRUNCATED:
+            written = r.usage.output_tokens
+            if self.budget < self.judge.max_tokens_cap and not 0 < written < self.budget:
+                self.budget = min(2 * self.budget, self.judge.max_tokens_cap)
+                return  # the same question again, with twice the budget
+            why = "" if self.budget >= self.judge.max_tokens_cap else \
+                f" (cut off after {written}: the model's context is full)"
+            self._finish(Verdict.fail(f"truncated at {self.budget} tokens{why}", retryable=False), r.text)
+            return
+        self.answers += 1
         v = (validate_fine(r.text, r.finish_reason, len(self.target.judged), self.tax)
              if self.kind == "fine_grained" else validate_overall(r.text, r.finish_reason))
-        if v.status == "error" and v.retryable and self.attempts < self.judge.max_attempts:
+        if v.status == "error" and v.retryable and self.answers < self.judge.max_attempts:
             self.messages = [*self.messages, Message(role="assistant", content=r.text or "(empty)"),
                              Message(role="user", content=f"Your answer could not be used: {v.error}. "
                                      "Answer again with the complete JSON only, as specified.")]
@@ -206,7 +231,8 @@ class _Task:
             labels=labels, judged_turns=t.judged,
             status="invalid" if v.status == "error" else v.status,  # type: ignore[arg-type]
             reason=v.error if v.status == "error" else None, repairs=v.repairs,
-            raw=raw if v.status != "ok" else None, calls=self.calls, attempts=self.attempts)
+            raw=raw if v.status != "ok" else None, calls=self.calls, attempts=self.attempts,
+            max_tokens=self.budget)
 
 
 def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],

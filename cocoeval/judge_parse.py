@@ -2,7 +2,8 @@
 
 Each answer ends ok, repaired (usable after repairs that cannot change what is counted, each
 recorded) or an error naming the turn and key at fault. Errors a re-ask may fix are
-``retryable``; a truncated answer is not. Nothing is inferred from absence: a turn without
+``retryable``; a truncated answer is not (judging asks the same question again with a larger
+output budget instead, up to ``JudgeConfig.max_tokens_cap``). Nothing is inferred from absence: a turn without
 behaviours says ``"behaviours": []``; a missing, null or ill-typed key, an unknown or merely
 similar behaviour name, or a score that is not a whole number from 1 to 10 is an error, and
 after the re-asks an invalid judgment, never "no behaviour" or a zero.

@@ -176,6 +176,8 @@ class CallRecord(_Model):
     finish_reason: str | None = None
     dropped_params: list[str] = Field(default_factory=list)
     """Request parameters the model does not accept, left out of the call."""
+    max_tokens: int | None = None
+    """The call's output budget (judges ask again with a larger one after a cut-off answer)."""
 
 
 class Continuation(_Model):
@@ -236,6 +238,8 @@ class Judgment(_Model):
     repairs: list[str] = Field(default_factory=list)
     """What was repaired in the judge's answer (a name in another case or plural, near-valid JSON...)."""
     attempts: int = 1
+    max_tokens: int | None = None
+    """Output budget of the last call, the one whose answer counts (LLM judges)."""
     raw: str | None = None
     """The raw judge answer, kept when it was repaired or invalid."""
     calls: list[CallRecord] = Field(default_factory=list)

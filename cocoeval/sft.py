@@ -1,10 +1,17 @@
-"""Supervised fine-tuning data: the train split as OpenAI fine-tuning chat JSONL.
+"""Supervised fine-tuning data: the train split as OpenAI fine-tuning chat JSONL (paper A.4).
 
-One file per k (turns per call). Each example is one simulation step with the same prompt the
-simulator gets: for k < the reference length a random starting turn j per instance (seeded);
-the gold turns before j stand as "turns written so far", and the assistant answer is the next k
-human turns. A fine-tuned model id is then just another simulator model spec
-(``openai/ft:gpt-4.1-...``).
+The training set: ``total`` (1,450, Table 2 / A.4) train instances from the ``n_datasets`` (4)
+datasets with the most train conversations, or the datasets named in ``datasets`` (the paper's
+text does not name its four); split over them in proportion to the train instances each has
+(largest remainder; the text gives only the total), drawn with a seed. The same instances make
+every file.
+
+One file per k (turns per call: 1, 5, 30), each with one example per instance. Each example is
+one simulation step with the same prompt the simulator gets: for k < the reference length a
+random starting turn j per instance (seeded); the gold turns before j stand as "turns written
+so far", and the assistant answer is the next k human turns. Training is one epoch
+(``n_epochs=1``; A.4: "for one epoch with the default parameters"). A fine-tuned model id is
+then just another simulator model spec (``openai/ft:gpt-4.1-...``).
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import CocoevalError, ConfigError
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import CocoevalError, ConfigError, InputError
 from .jsonio import iter_jsonl, write_jsonl
 from .llm.usage import count_tokens, token_method
 from .prompts import load_prompt
@@ -28,6 +37,75 @@ from .taxonomy import Taxonomy, load_taxonomy
 ROLES = {"system", "user", "assistant"}
 DEFAULT_MAX_EXAMPLE_TOKENS = 65_536
 """OpenAI's training context for gpt-4.1 fine-tuning; pass the limit of your base model."""
+PAPER_TOTAL = 1450
+"""Training instances in the paper (Table 2, A.4), the same for k = 1, 5 and 30."""
+PAPER_N_DATASETS = 4
+
+
+class SFTConfig(BaseModel):
+    """The ``sft:`` section of a params file (``cocoeval sft-export PARAMS.yaml``); the
+    defaults are the paper's (A.4)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    total: int = Field(PAPER_TOTAL, ge=1)
+    """Training instances (1,450 in the paper), the same instances for every k."""
+    datasets: list[str] | None = None
+    """The datasets to train on (None: the ``n_datasets`` with the most train conversations,
+    computed and printed; the paper's text says four but does not name them)."""
+    n_datasets: int = Field(PAPER_N_DATASETS, ge=1)
+    """How many datasets when ``datasets`` is None."""
+    ks: list[int] = Field(default_factory=lambda: [1, 5, 30])
+    """Turns per call: one training file (and one fine-tuned model) per k."""
+    prompt: str = "vanilla"
+    """The simulation prompt the examples use (the simulator's prompt at inference)."""
+    seed: int = 0
+    """Seed of the instance draw and of the random starting turns."""
+    n_epochs: int = Field(1, ge=1)
+    """Training epochs (A.4: one)."""
+    base_model: str = "gpt-4.1-2025-04-14"
+    """The model fine-tuned (C.1: gpt-4.1 2025-04-14)."""
+
+
+def training_set(instances: Sequence[Instance], *, total: int | None = PAPER_TOTAL,
+                 datasets: Sequence[str] | None = None, n_datasets: int = PAPER_N_DATASETS,
+                 seed: int = 0) -> tuple[list[Instance], dict[str, Any]]:
+    """The SFT training instances and a report of how they were chosen: datasets (given, or the
+    ``n_datasets`` with the most train conversations: ties by instances, then name), and per
+    dataset the conversations, instances available and instances taken (in proportion to the
+    instances available, largest remainder). ``total=None`` takes every instance. Human–AI chats
+    are left out (the fine-tuned simulator plays all participants of a multi-party meeting)."""
+    pool = [i for i in instances if i.provenance.source_format != "chat"]
+    by_ds: dict[str, list[Instance]] = {}
+    for inst in sorted(pool, key=lambda i: i.id):
+        by_ds.setdefault(inst.dataset, []).append(inst)
+    convs = {d: len({i.provenance.conversation_id for i in xs}) for d, xs in by_ds.items()}
+    if datasets is None:
+        ranked = sorted(by_ds, key=lambda d: (-convs[d], -len(by_ds[d]), d))
+        chosen, rule = ranked[:n_datasets], f"the {n_datasets} datasets with the most train conversations"
+    else:
+        missing = [d for d in datasets if d not in by_ds]
+        if missing:
+            raise InputError(f"no train instances of dataset(s) {', '.join(missing)}",
+                             hint=f"the train split has: {', '.join(sorted(by_ds)) or '(nothing)'}; "
+                                  "fix sft.datasets / --datasets")
+        chosen, rule = list(dict.fromkeys(datasets)), "given (sft.datasets)"
+    avail = sum(len(by_ds[d]) for d in chosen)
+    want = avail if total is None else min(total, avail)
+    quota = {d: want * len(by_ds[d]) // avail if avail else 0 for d in chosen}
+    for d in sorted(chosen, key=lambda d: (-(want * len(by_ds[d]) % max(avail, 1)), d))[:want - sum(quota.values())]:
+        quota[d] += 1
+    rng = random.Random(f"{seed}/sft/instances")
+    out = [x for d in chosen for x in rng.sample(by_ds[d], quota[d])]
+    report = {"rule": rule, "datasets": chosen, "total_asked": total, "total": len(out),
+              "split": "proportional to the train instances of each dataset (largest remainder)",
+              "per_dataset": {d: {"conversations": convs[d], "available": len(by_ds[d]), "taken": quota[d]}
+                              for d in chosen},
+              "left_out": {d: len(by_ds[d]) for d in sorted(by_ds) if d not in chosen}}
+    if total is not None and len(out) < total:
+        report["shortfall"] = (f"only {len(out)} train instances in {', '.join(chosen)}, fewer than the "
+                               f"{total} asked for (the paper trained on {PAPER_TOTAL})")
+    return sorted(out, key=lambda i: i.id), report
 
 
 def sft_examples(instances: Sequence[Instance], k: int, *, prompt: str = "vanilla", seed: int = 0,
@@ -76,25 +154,56 @@ def validate_sft_file(path: str | Path, max_example_tokens: int = DEFAULT_MAX_EX
 
 def export_sft(instances: Sequence[Instance], out_dir: str | Path, *, ks: Sequence[int] = (1, 5, 30),
                prompt: str = "vanilla", seed: int = 0, taxonomy: Taxonomy | None = None,
-               max_example_tokens: int = DEFAULT_MAX_EXAMPLE_TOKENS) -> dict[str, Any]:
-    """Write ``sft_k{k}.jsonl`` for each k, validate them, and return the report."""
+               max_example_tokens: int = DEFAULT_MAX_EXAMPLE_TOKENS, total: int | None = PAPER_TOTAL,
+               datasets: Sequence[str] | None = None, n_datasets: int = PAPER_N_DATASETS) -> dict[str, Any]:
+    """Choose the training set (``training_set``), write ``sft_k{k}.jsonl`` for each k from the
+    same instances, validate them, and return the report (``sft_report.json``)."""
     out = Path(out_dir)
+    chosen, selection = training_set(instances, total=total, datasets=datasets, n_datasets=n_datasets, seed=seed)
+    if not chosen:
+        raise InputError("no multi-party train instances to export",
+                         hint="build with a train split (--eval-share below 1, --train-per-dataset above 0)")
     files = {}
     for k in ks:
         if k < 1:
             raise ConfigError(f"k must be at least 1, got {k}")
         path = out / f"sft_k{k}.jsonl"
-        write_jsonl(path, sft_examples(instances, k, prompt=prompt, seed=seed, taxonomy=taxonomy))
+        write_jsonl(path, sft_examples(chosen, k, prompt=prompt, seed=seed, taxonomy=taxonomy))
         files[str(k)] = validate_sft_file(path, max_example_tokens)
-    report = {"instances": len(instances), "prompt": load_prompt(prompt).ref, "seed": seed, "files": files}
+    report = {"instances": len(chosen), "selection": selection, "prompt": load_prompt(prompt).ref, "seed": seed,
+              "files": files}
     (out / "sft_report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
 
 
+def export_summary(report: dict[str, Any], cfg: SFTConfig) -> list[str]:
+    """What ``cocoeval sft-export`` prints: the training set chosen (datasets, rule, split), each
+    file, and how to train (a line starting with "warning" when instances are short)."""
+    sel = report["selection"]
+    out = [f"training set: {sel['total']} instances from {', '.join(sel['datasets'])} ({sel['rule']}; "
+           f"{sel['split']}): " + ", ".join(f"{d} {v['taken']} of {v['available']} ({v['conversations']} "
+                                           "conversations)" for d, v in sel["per_dataset"].items())]
+    if sel["left_out"]:
+        out.append("left out: " + ", ".join(f"{d} ({n} instances)" for d, n in sel["left_out"].items()))
+    if "shortfall" in sel:
+        out.append(f"warning: {sel['shortfall']}")
+    for k, f in report["files"].items():
+        state = "valid" if f["valid"] else f"INVALID: {'; '.join(f['problems'][:3])}"
+        out.append(f"k={k:>2}: {f['file']}: {f['examples']} examples, {f['tokens']} tokens "
+                   f"(largest {f['max_example_tokens']}; {f['token_method']}) — {state}")
+    out.append(f"train each with: cocoeval finetune FILE --model {cfg.base_model} --n-epochs {cfg.n_epochs} "
+               "--suffix cocoeval-kK")
+    return out
+
+
 def start_finetune(path: str | Path, model: str, *, suffix: str | None = None, seed: int | None = None,
-                   base_url: str | None = None, max_retries: int = 5) -> dict[str, Any]:
-    """Upload a training file and start an OpenAI fine-tuning job (key from OPENAI_API_KEY).
-    Returns the file and job ids; poll with ``finetune_status``."""
+                   n_epochs: int | None = 1, base_url: str | None = None, max_retries: int = 5) -> dict[str, Any]:
+    """Upload a training file and start an OpenAI supervised fine-tuning job (key from
+    OPENAI_API_KEY) for ``n_epochs`` epochs (A.4: one; None: the provider's "auto"), the other
+    hyperparameters left to the provider's defaults. Returns the file and job ids and the
+    hyperparameters sent; poll with ``finetune_status``."""
+    if n_epochs is not None and n_epochs < 1:
+        raise ConfigError(f"n_epochs must be at least 1, got {n_epochs}")
     report = validate_sft_file(path)
     if not report["valid"]:
         raise ConfigError(f"{path} is not a valid fine-tuning file: {'; '.join(report['problems'][:3])}",
@@ -102,14 +211,16 @@ def start_finetune(path: str | Path, model: str, *, suffix: str | None = None, s
     client = _client(base_url, max_retries)
     with _mapped_errors(model), open(path, "rb") as fh:
         f = client.files.create(file=fh, purpose="fine-tune")
-    kw: dict[str, Any] = {"training_file": f.id, "model": model}
+    hyper = {} if n_epochs is None else {"n_epochs": n_epochs}
+    kw: dict[str, Any] = {"training_file": f.id, "model": model,
+                          "method": {"type": "supervised", "supervised": {"hyperparameters": hyper}}}
     if suffix:
         kw["suffix"] = suffix
     if seed is not None:
         kw["seed"] = seed
     with _mapped_errors(model):
         job = client.fine_tuning.jobs.create(**kw)
-    return {"file_id": f.id, "job_id": job.id, "status": job.status, "model": model}
+    return {"file_id": f.id, "job_id": job.id, "status": job.status, "model": model, "hyperparameters": hyper}
 
 
 def _client(base_url: str | None, max_retries: int = 5) -> Any:

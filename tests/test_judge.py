@@ -79,14 +79,54 @@ def test_always_malformed_is_invalid_with_reason_and_raw_never_zero(srv, tmp_pat
     assert srv.stats()["requests"] == 6
 
 
-def test_truncated_and_failed_calls_are_invalid_at_once(srv, tmp_path):
-    srv.configure(answers=[{"match": "", "text": fine_answer(4) * 20}])
-    [js] = run(tmp_path, [jc(srv, kind=["fine_grained"], max_tokens_per_turn=1)]).values()
-    assert all(j.status == "invalid" and j.reason == "truncated" and j.attempts == 1 for j in js)
-    srv.reset()
+def padded(text, n):
+    """The answer text padded with trailing spaces to n characters (the fake server cuts an
+    answer at max_tokens * 4 characters)."""
+    assert len(text) < n
+    return text + " " * (n - len(text))
+
+
+def test_cut_off_answer_is_asked_again_with_twice_the_budget_and_counts(srv, tmp_path):
+    # budget 200 + 10 * 4 = 240 tokens = 960 characters: the answer (1,200) is cut off once
+    srv.configure(answers=[{"match": "", "text": padded(fine_answer(4, {3: ["Repetition"]}), 1200)}])
+    judge_ = JudgeConfig(name="j", model=f"openai/o4-mini@{srv.openai_base}", kind=["fine_grained"],
+                         max_tokens_per_turn=10)
+    [js] = run(tmp_path, [judge_]).values()
+    assert len(js) == 2 and srv.stats()["requests"] == 4
+    for j in js:
+        assert (j.status, j.attempts, j.max_tokens) == ("ok", 2, 480)
+        assert [(c.max_tokens, c.finish_reason) for c in j.calls] == [(240, "length"), (480, "stop")]
+        assert behaviour_counts(j, TAX)["repetition"] == 1
+    # a reasoning model's budget is max_completion_tokens; the re-ask is the same question
+    body = srv.stats()["bodies_last"]
+    assert body["max_completion_tokens"] == 480 and len(body["messages"]) == 2
+
+
+def test_cut_off_at_the_cap_is_invalid_with_the_budget_never_dropped(srv, tmp_path):
+    srv.configure(answers=[{"match": "", "text": padded(fine_answer(4), 4000)}])
+    [js] = run(tmp_path, [jc(srv, kind=["fine_grained"], max_tokens_per_turn=10, max_tokens_cap=600)]).values()
+    assert len(js) == 2  # both targets keep a judgment: invalid, with the reason
+    for j in js:
+        assert (j.status, j.reason, j.attempts) == ("invalid", "truncated at 600 tokens", 3)
+        assert [c.max_tokens for c in j.calls] == [240, 480, 600] and j.max_tokens == 600
+        assert j.raw and behaviour_counts(j, TAX) is None
+    assert srv.stats()["requests"] == 6
+
+
+def test_cut_off_overall_answer_of_claude_is_asked_again(srv, tmp_path):
+    srv.configure(answers=[{"match": "", "text": padded(OVERALL, 70)}])  # 10 tokens = 40 characters
+    judge_ = JudgeConfig(name="j", model=f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}",
+                         kind=["overall"], max_tokens_overall=10)
+    [js] = run(tmp_path, [judge_]).values()
+    for j in js:
+        assert (j.status, j.consistency, j.attempts, j.max_tokens) == ("ok", 6, 2, 20)
+        assert [(c.max_tokens, c.finish_reason) for c in j.calls] == [(10, "max_tokens"), (20, "tool_use")]
+
+
+def test_failed_calls_are_invalid_at_once(srv, tmp_path):
     srv.configure(faults=[{"match": "", "kind": "context_length", "times": -1}])
-    [js] = run(tmp_path / "b", [jc(srv, kind=["overall"])]).values()
-    assert all(j.status == "invalid" and j.reason == "call failed: context_length" for j in js)
+    [js] = run(tmp_path, [jc(srv, kind=["overall"])]).values()
+    assert all(j.status == "invalid" and j.reason == "call failed: context_length" and j.attempts == 1 for j in js)
 
 
 def test_only_user_turns_are_judged_in_chats(srv, tmp_path):
@@ -125,3 +165,70 @@ def test_fine_schema_fixes_the_turn_count_and_caps_behaviours():
     a = JudgeConfig(name="a", model="local/smollm2")
     assert a.judge_id("fine_grained", TAX) != JudgeConfig(name="a", model="local/smollm2",
                                                           max_behaviours_per_turn=2).judge_id("fine_grained", TAX)
+
+
+def test_overall_rubric_keeps_every_element_of_the_papers_definitions():
+    """Section 3: consistency includes coherence with previous utterances, adherence to the
+    persona, correctness with respect to world knowledge and the avoidance of unnecessary
+    redundancy and repetition; collaborativeness is support for shared objectives without
+    delaying or impeding progress and agreement."""
+    from cocoeval.prompts import load_prompt
+
+    system = " ".join(load_prompt("judge_overall").system.split())
+    consistency = system[system.index("Consistency:"):system.index("Collaborativeness:")]
+    collab = system[system.index("Collaborativeness:"):]
+    for words in ("coherence with the previous utterances", "persona", "world knowledge",
+                  "unnecessary redundancy and repetition"):
+        assert words in consistency, words
+    for words in ("support the shared objectives", "help the other participants achieve their goals",
+                  "without delaying or impeding progress and agreement"):
+        assert words in collab, words
+
+
+PAPER_SETUPS = ({f"{m}-{p}-{k}" for m in ("gpt41", "gpt51") for p in ("vanilla", "taxonomy") for k in (1, 5, 30)}
+                | {f"opus4-{p}-{k}" for p in ("vanilla", "taxonomy") for k in (1, 5)} | {"gpt41-user-sim"})
+SFT_SETUPS = {"gpt41-sft-1", "gpt41-sft-5", "gpt41-sft-30", "gpt41-sft-copy-pp-1"}
+
+
+def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
+    """params/paper.yaml: the paper's setups and its judge run as they are; the SFT setups (they
+    need fine-tuned ids) and the alternative judges of B.2 are ready to uncomment."""
+    import re
+
+    from cocoeval import build
+    from cocoeval.demo import write_demo_data
+    from cocoeval.estimate import forecast
+    from cocoeval.experiment import load_params
+    from cocoeval.sft import SFTConfig
+
+    from .conftest import ROOT
+
+    text = (ROOT / "params" / "paper.yaml").read_text()
+    paper = load_params(ROOT / "params" / "paper.yaml")
+    assert {s.name for s in paper.params.setups} == PAPER_SETUPS
+    assert [(j.name, j.model, j.reasoning_effort) for j in paper.params.judges] == [
+        ("o4-mini", "openai/o4-mini-2025-04-16", "medium")]
+    assert paper.params.sft == SFTConfig() and SFTConfig().total == 1450 and SFTConfig().n_epochs == 1
+    paths = write_demo_data(tmp_path / "demo")
+    build([f"{k}:{p}" for k, p in paths.items()], tmp_path / "bench")
+    paper.params = paper.params.model_copy(update={"bench": str(tmp_path / "bench")})
+    rows = forecast(paper, paper.prepare_instances(write=False))
+    assert {r["name"] for r in rows} == PAPER_SETUPS | {"o4-mini:overall", "o4-mini:fine_grained"}
+
+    # uncomment the paper's commented lines (not the one marked "not in the paper")
+    ready = re.sub(r"(?m)^  # (- \{name: (?!gpt41-copy-pp-1\b))", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
+    (tmp_path / "paper.yaml").write_text(ready)
+    full = load_params(tmp_path / "paper.yaml").params
+    setups = {s.name: s for s in full.setups}
+    assert set(setups) == PAPER_SETUPS | SFT_SETUPS
+    pp, sft1 = setups["gpt41-sft-copy-pp-1"], setups["gpt41-sft-1"]
+    assert (pp.model, pp.prompt, pp.presence_penalty, pp.n_copy, pp.turns_per_call) == (
+        sft1.model, "copy_then_continue", 2.0, 5, 1)
+    assert sft1.model.startswith("openai/ft:gpt-4.1-2025-04-14:")
+    assert {k: setups[f"gpt41-sft-{k}"].turns_per_call for k in (1, 5, 30)} == {1: 1, 5: 5, 30: 30}
+    assert {j.name: (j.model, j.reasoning_effort, set(j.kind)) for j in full.judges} == {
+        "o4-mini": ("openai/o4-mini-2025-04-16", "medium", {"overall", "fine_grained"}),
+        "gpt51-instant": ("openai/gpt-5.1-chat-latest", None, {"overall", "fine_grained"}),
+        "gpt51-high": ("openai/gpt-5.1-2025-11-13", "high", {"overall", "fine_grained"}),
+        "opus4": ("anthropic/claude-opus-4-20250514", None, {"overall", "fine_grained"})}
+    assert all(j.max_tokens_cap >= 2 * j.max_tokens_overall for j in full.judges)

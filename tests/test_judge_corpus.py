@@ -32,6 +32,14 @@ def reason(case: dict) -> str | None:
     return r.replace("{names}", NAMES) if r else None
 
 
+def judged_reason(case: dict) -> str | None:
+    """The judgment's reason: a cut-off answer (served with a cap no larger than the budget, so
+    that it is not asked again with a larger one) is "truncated at N tokens"."""
+    if reason(case) == "truncated":
+        return f"truncated at {200 + case.get('turns', 3) if case['kind'] == 'fine' else 10} tokens"
+    return reason(case)
+
+
 @pytest.fixture(scope="module")
 def served(server, tmp_path_factory):
     """{case id: (instance, judgment)} and the frames of all of them."""
@@ -54,7 +62,8 @@ def served(server, tmp_path_factory):
                     "lengthen the answer so that it is cut"
             jc = JudgeConfig(name="j", model=f"openai/gpt-4.1@{server.openai_base}", max_attempts=2,
                              kind=["fine_grained" if kind == "fine" else "overall"],
-                             max_tokens_per_turn=1 if cut else 80, max_tokens_overall=10 if cut else 600)
+                             max_tokens_per_turn=1 if cut else 80, max_tokens_overall=10 if cut else 600,
+                             max_tokens_cap=1 if cut else 32_000)
             runner = Runner(LLMConfig(cache=str(tmp_path_factory.mktemp("cache") / "c.sqlite"), progress=False))
             [js] = judge(list(batch.values()), {}, [jc], runner).values()
             by_inst = {j.instance_id: j for j in js}
@@ -73,13 +82,13 @@ def test_served_answer_ends_as_the_corpus_says(served, case):
     counts = {r["behaviour"]: r["count"] for r in f.counts.filter(instance_id=inst.id).to_dicts()}
     likert = f.likert.filter(instance_id=inst.id).select("consistency", "collaborativeness").rows()
     if exp["status"] == "invalid":
-        assert (j.status, j.reason, j.labels) == ("invalid", reason(case), [])
+        assert (j.status, j.reason, j.labels) == ("invalid", judged_reason(case), [])
         assert j.consistency is None and j.collaborativeness is None
         # re-asked once with the reason (the scripted re-ask answer matched it), unless cut off
         assert j.attempts == len(j.calls) == (1 if reason(case) == "truncated" else 2)
         same = {c["answer"] for c in CORPUS if c["kind"] == case["kind"] and reason(c) == reason(case)}
         assert j.raw in same if reason(case) != "truncated" else case["answer"].startswith(j.raw)
-        assert (row["status"], row["reason"]) == ("invalid", reason(case))
+        assert (row["status"], row["reason"]) == ("invalid", judged_reason(case))
         assert counts == {} and likert == []  # absent from the statistics, never zero
         return
     assert (j.status, j.reason, j.attempts) == (exp["status"], None, 1)

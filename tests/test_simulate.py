@@ -64,7 +64,7 @@ def test_unknown_speakers_are_kept_and_recorded(srv, tmp_path):
 def test_presence_penalty_variant_sent_only_where_supported(srv, tmp_path):
     inst = instance()
     copied = "\n".join(f"{t.speaker}: {t.text}" for t in inst.history[-5:])
-    srv.configure(answers=[{"match": "First copy", "text": copied + "\nAlice: a brand new point"}])
+    srv.configure(answers=[{"match": "", "text": copied + "\nAlice: a brand new point"}])
     setups = [Setup(name="oa", model=oa(srv), prompt="copy_then_continue", turns_per_call=1),
               Setup(name="an", model=f"anthropic/claude-opus-4@{srv.anthropic_base}",
                     prompt="copy_then_continue", turns_per_call=1)]
@@ -76,6 +76,25 @@ def test_presence_penalty_variant_sent_only_where_supported(srv, tmp_path):
     # later steps: the copies come from the history then the new turns; the fake model keeps
     # copying the history, so the check finds fewer copies and says so
     assert any("copied turns" in n for n in oa_c.notes)
+
+
+def test_copy_instruction_is_in_the_system_prompt_and_the_copies_lead_the_response(srv, tmp_path):
+    """C.2: 'as shown in Table 17' (the system prompt) the model is told to include the five
+    most recent turns in its response before the next turn; presence_penalty 2.0. The SFT
+    variant of section 5.4 is the same setup on a fine-tuned model id."""
+    inst = instance()
+    copied = "\n".join(f"{t.speaker}: {t.text}" for t in inst.history[-5:])
+    srv.configure(answers=[{"match": "", "text": copied + "\nAlice: a brand new point"}])
+    ft = oa(srv, "ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc123")
+    [c] = run(tmp_path, [Setup(name="sft-pp", model=ft, prompt="copy_then_continue", turns_per_call=1)],
+              [inst])["sft-pp"]
+    assert c.turns[0].text == "a brand new point" and c.calls[0].dropped_params == []
+    body = srv.stats()["bodies_last"]
+    system, user = (m["content"] for m in body["messages"])
+    assert "Begin your response by copying the 5 most recent turns" in system
+    assert "cop" not in user.lower() and user.endswith(step_messages(
+        load_prompt("vanilla"), inst, c.turns[:29], 1)[1].content.split("\n")[-1])
+    assert body["presence_penalty"] == 2.0 and body["model"] == "ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc123"
 
 
 def test_human_ai_setup(srv, tmp_path):

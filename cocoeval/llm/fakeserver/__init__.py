@@ -34,7 +34,9 @@ Endpoints
                              (all API calls; batch requests as "batch:/v1/chat/completions" and
                              "batch:/v1/messages"), in_flight, max_in_flight, prompts (last
                              message text -> count), times, bodies_last; files (id -> filename,
-                             purpose, bytes; batch result files too), jobs; batches (id ->
+                             purpose, bytes; batch result files too), jobs (their
+                             hyperparameters and method as the request gave them), job_requests
+                             (job id -> the create request's body); batches (id ->
                              provider, status, requests, custom_ids, fault)
   POST /reset                clear stats, files, jobs, batches and the script (faults, answers,
                              batch settings; latency back to the start value)

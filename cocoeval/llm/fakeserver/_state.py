@@ -74,7 +74,7 @@ class State:
                 "batch_steps": DEFAULT_BATCH_STEPS, "batch_faults": []}
             self.stats: dict[str, Any] = {"requests": 0, "by_path": {}, "max_in_flight": 0,
                                           "in_flight": 0, "prompts": {}, "times": [],
-                                          "bodies_last": None, "files": {}, "jobs": {},
+                                          "bodies_last": None, "files": {}, "jobs": {}, "job_requests": {},
                                           "batches": {}}
             self.blobs: dict[str, tuple[dict, bytes]] = {}  # file id -> (File object, bytes)
             self.batches: dict[str, dict] = {}  # batch id -> record (see _batches, _msgbatches)
@@ -195,12 +195,13 @@ class State:
                    "created_at": int(time.time()), "status": "validating_files",
                    "training_file": body["training_file"],
                    "validation_file": body.get("validation_file"), "fine_tuned_model": None,
-                   "hyperparameters": dict.fromkeys(
-                       ("n_epochs", "batch_size", "learning_rate_multiplier"), "auto"),
+                   "hyperparameters": _hyperparameters(body),
                    "organization_id": "org-fake", "result_files": [],
                    "seed": body.get("seed") or 0, "trained_tokens": None, "error": None,
                    "finished_at": None, "user_provided_suffix": body.get("suffix")}
+            job["method"] = body.get("method") if isinstance(body.get("method"), dict) else {"type": "supervised"}
             self.stats["jobs"][job["id"]] = job
+            self.stats["job_requests"][job["id"]] = body
             return dict(job)
 
     def advance_job(self, job_id: str) -> dict | None:
@@ -232,3 +233,13 @@ class State:
     def snapshot(self) -> bytes:
         with self.lock:
             return json.dumps(self.stats).encode()
+
+
+def _hyperparameters(body: dict) -> dict:
+    """The job's hyperparameters as the request gave them (``method.<type>.hyperparameters``, or
+    the older top-level ``hyperparameters``); "auto" where not given, as OpenAI reports them."""
+    method = body.get("method") if isinstance(body.get("method"), dict) else {}
+    inner = method.get(str(method.get("type") or "supervised"))
+    given = inner.get("hyperparameters") if isinstance(inner, dict) else body.get("hyperparameters")
+    given = given if isinstance(given, dict) else {}
+    return {k: given.get(k, "auto") for k in ("n_epochs", "batch_size", "learning_rate_multiplier")}
