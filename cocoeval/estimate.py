@@ -125,7 +125,7 @@ def forecast(exp: Experiment, instances: list[Instance],
     conts: list[tuple[Any, _SimTask]] = []
     for s in exp.params.setups:
         sid = s.setup_id(tax)
-        for inst in (i for i in instances if s.applies_to(i)):
+        for inst in s.select(instances):
             if s.kind == "human_ai":  # approximate: no prompt-cache credit
                 ref = inst.reference
                 r = rows[("simulate", s.name, s.model)]
@@ -147,13 +147,14 @@ def forecast(exp: Experiment, instances: list[Instance],
 
     # judging, in the order judge() sends it
     proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
-                        for i in instances if s.applies_to(i)] for s in exp.params.setups}
+                        for i in s.select(instances)] for s in exp.params.setups}
     targets = targets_for(instances, proxies)
     per_instance: dict[str, int] = defaultdict(int)
     for t in targets:
         per_instance[t.instance.id] += 1
+    chosen = {jc.name: {i.id for i in jc.select(instances)} for jc in exp.params.judges}
     tasks = [_JudgeTask(jc, kind, t, tax, shared=per_instance[t.instance.id] > 1)
-             for jc in exp.params.judges for t in targets for kind in jc.kind]
+             for jc in exp.params.judges for t in targets for kind in jc.kind if t.instance.id in chosen[jc.name]]
     for task in send_order(tasks, exp.params.judges):
         jc, t = task.judge, task.target
         out = JUDGE_OUTPUT_PER_TURN * len(t.judged) if task.kind == "fine_grained" else JUDGE_OUTPUT_OVERALL

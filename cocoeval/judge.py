@@ -24,7 +24,7 @@ from .judge_parse import Verdict, validate_fine, validate_overall
 from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
 from .prompts import load_prompt
-from .schema import CallRecord, Continuation, Instance, Judgment, Turn
+from .schema import CallRecord, Continuation, Instance, Judgment, Turn, first_per_dataset
 from .simulate import format_metadata, format_turns
 from .taxonomy import Taxonomy, load_taxonomy
 
@@ -66,9 +66,20 @@ class JudgeConfig(BaseModel):
     max_behaviours_per_turn: int | None = Field(None, ge=1)
     """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size). For
     small local models that otherwise list everything and run out of tokens."""
+    datasets: list[str] | None = None
+    """Only judge instances of these datasets (their reference and every continuation; None: all).
+    Chooses what is judged, so it is not part of the judge id."""
+    max_per_dataset: int | None = Field(None, ge=1)
+    """Only the first N instances of each dataset (in the run's order; None: all), as a setup's
+    ``max_per_dataset`` chooses them. Not part of the judge id."""
+
+    def select(self, instances: Sequence[Instance]) -> list[Instance]:
+        """The instances this judge judges."""
+        return first_per_dataset([i for i in instances if self.datasets is None or i.dataset in self.datasets],
+                                 self.max_per_dataset)
 
     def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
-        data = self.model_dump(exclude={"name", "kind"})
+        data = self.model_dump(exclude={"name", "kind", "datasets", "max_per_dataset"})
         data.update(kind=kind, prompt=load_prompt(PROMPTS[kind]).ref, taxonomy=taxonomy.hash)
         return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
 
@@ -242,7 +253,9 @@ def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuat
     tax = taxonomy or load_taxonomy()
     targets = targets_for(instances, continuations)
     per_instance = collections.Counter(t.instance.id for t in targets)
-    tasks = {j.name: [_Task(j, k, t, tax, shared=per_instance[t.instance.id] > 1) for t in targets for k in j.kind]
+    chosen = {j.name: {i.id for i in j.select(instances)} for j in judges}
+    tasks = {j.name: [_Task(j, k, t, tax, shared=per_instance[t.instance.id] > 1) for t in targets for k in j.kind
+                      if t.instance.id in chosen[j.name]]
              for j in judges}
 
     def collect() -> dict[str, list[Judgment]]:

@@ -5,6 +5,7 @@ Everything is a pydantic model persisted as one JSON object per line (JSONL); ne
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -155,6 +156,21 @@ def is_human_ai(instance: Instance) -> bool:
     instances read by the chat loader. Multi-party studies (RQ1–RQ5, Tables 4, 11, 12) leave
     them out; the generalization study uses only them."""
     return instance.provenance.source_format == "chat"
+
+
+def first_per_dataset(instances: Sequence[Instance], n: int | None) -> list[Instance]:
+    """The first ``n`` instances of each dataset, in the order given (None: every instance).
+    Setups and judges share it (``max_per_dataset``), so a judge capped to n judges exactly the
+    instances a setup capped to n simulated."""
+    if n is None:
+        return list(instances)
+    seen: dict[str, int] = {}
+    out = []
+    for inst in instances:
+        if seen.get(inst.dataset, 0) < n:
+            seen[inst.dataset] = seen.get(inst.dataset, 0) + 1
+            out.append(inst)
+    return out
 
 
 class CallRecord(_Model):

@@ -19,7 +19,7 @@ from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
 from .parsing import parse_turns, strip_copied
 from .prompts import Prompt, load_prompt
-from .schema import CallRecord, Continuation, Instance, Metadata, Turn
+from .schema import CallRecord, Continuation, Instance, Metadata, Turn, first_per_dataset
 from .taxonomy import Taxonomy, load_taxonomy
 
 FORMAT_RULE = ("One turn per line, as `Speaker: utterance`, with each speaker's name written exactly "
@@ -55,6 +55,9 @@ class Setup(BaseModel):
     """human_ai: the assistant model (system prompt "You are a helpful assistant."); default: model."""
     datasets: list[str] | None = None
     """Only simulate instances of these datasets (None: every compatible instance)."""
+    max_per_dataset: int | None = Field(None, ge=1)
+    """Only the first N instances of each dataset (in the run's order; None: all): a pilot on a
+    subset. Like ``datasets``, it chooses instances and is not part of the setup id."""
     max_attempts: int = Field(3, ge=1)
     """Calls in a row that may yield no usable turn before the continuation is invalid."""
     sample: int = Field(0, ge=0)
@@ -73,7 +76,7 @@ class Setup(BaseModel):
 
     def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
         prompt = load_prompt(self.prompt)
-        data = self.model_dump(exclude={"name", "datasets"})
+        data = self.model_dump(exclude={"name", "datasets", "max_per_dataset"})
         data["prompt"] = prompt.ref
         if self.kind == "human_ai":
             data["chatbot_prompt"] = load_prompt(CHATBOT_SYSTEM_PROMPT).ref
@@ -86,6 +89,10 @@ class Setup(BaseModel):
             return False
         is_chat = inst.provenance.source_format == "chat"
         return is_chat if self.kind == "human_ai" else not is_chat
+
+    def select(self, instances: Sequence[Instance]) -> list[Instance]:
+        """The instances this setup simulates: those it applies to, capped by ``max_per_dataset``."""
+        return first_per_dataset([i for i in instances if self.applies_to(i)], self.max_per_dataset)
 
 
 # ---------------------------------------------------------------- rendering
@@ -311,7 +318,7 @@ def simulate(
     tasks: dict[str, list[_Task]] = {}
     for s in setups:
         sid = s.setup_id(taxonomy)
-        tasks[s.name] = [_Task(s, sid, inst, taxonomy) for inst in instances if s.applies_to(inst)]
+        tasks[s.name] = [_Task(s, sid, inst, taxonomy) for inst in s.select(instances)]
     rnd = 0
     while True:
         pending = [t for ts in tasks.values() for t in ts if not t.done]

@@ -232,3 +232,30 @@ def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
         "gpt51-high": ("openai/gpt-5.1-2025-11-13", "high", {"overall", "fine_grained"}),
         "opus4": ("anthropic/claude-opus-4-20250514", None, {"overall", "fine_grained"})}
     assert all(j.max_tokens_cap >= 2 * j.max_tokens_overall for j in full.judges)
+
+
+def test_a_judge_capped_per_dataset_judges_what_a_capped_setup_simulated(srv, tmp_path):
+    from cocoeval.simulate import Setup
+
+    insts = [instance(f"{ds}/c{i}/0", n_hist=4, n_ref=2) for ds in ("a", "b") for i in range(3)]
+    for i in insts:
+        i.dataset = i.id.split("/")[0]
+    capped = Setup(name="s", model="openai/m", turns_per_call=2, max_per_dataset=1)
+    assert [i.id for i in capped.select(insts)] == ["a/c0/0", "b/c0/0"]
+    assert capped.setup_id(TAX) == Setup(name="s", model="openai/m", turns_per_call=2).setup_id(TAX)
+    only_b = Setup(name="s", model="openai/m", turns_per_call=2, datasets=["b"], max_per_dataset=2)
+    assert [i.id for i in only_b.select(insts)] == ["b/c0/0", "b/c1/0"]
+
+    srv.configure(answers=[{"match": "Continuation to evaluate", "text": OVERALL}])
+    conts = {"s": [Continuation(instance_id=i.id, setup_id="x", setup_name="s", turns=i.reference)
+                   for i in capped.select(insts)]}
+    judge_cfg = jc(srv, kind=["overall"], max_per_dataset=1)
+    assert judge_cfg.judge_id("overall", TAX) == jc(srv, kind=["overall"]).judge_id("overall", TAX)
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
+    [js] = judge(insts, conts, [judge_cfg], r).values()
+    assert sorted((j.instance_id, j.target_name) for j in js) == [
+        ("a/c0/0", "reference"), ("a/c0/0", "s"), ("b/c0/0", "reference"), ("b/c0/0", "s")]
+    r2 = Runner(LLMConfig(cache=str(tmp_path / "c2.sqlite"), progress=False))
+    [js] = judge(insts, conts, [jc(srv, kind=["overall"], datasets=["b"])], r2).values()
+    assert sorted((j.instance_id, j.target_name) for j in js) == [
+        ("b/c0/0", "reference"), ("b/c0/0", "s"), ("b/c1/0", "reference"), ("b/c2/0", "reference")]
