@@ -4,7 +4,7 @@ code 2 and a message naming the file or the option — never a traceback, never 
 The commands and their options are read from ``build_parser()``, so a new command or option is
 driven too: positional paths (and input path options) get malformed files, folders in place of
 files and missing paths; numeric options get values outside the bounds their converter carries
-(see ``cocoeval._cli_args``); output options get a file where a folder belongs and the reverse.
+(see ``cocoeval.cli._args``); output options get a file where a folder belongs and the reverse.
 """
 
 from __future__ import annotations
