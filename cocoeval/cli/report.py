@@ -33,9 +33,14 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 def _cmd_notebooks(a: argparse.Namespace) -> int:
     from ..experiment import load_params
-    from ..notebook import execute_notebooks
+    from ..notebook import copy_notebooks, execute_notebooks
 
     exp = load_params(a.params)  # a malformed params file is reported here, not from inside a notebook
+    if a.copy:
+        for p in copy_notebooks(a.params, a.copy, figures_dir=a.figures):
+            print(f"copied {p}")
+        print(f"open them with: jupyter lab {a.copy}  (params_file is set to {a.params} in each)")
+        return 0
     for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples, min_n=a.min_n,
                                correction=a.correction):
         print(f"executed {p}")
@@ -54,9 +59,15 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     rp.set_defaults(func=_cmd_report)
 
-    nbp = sub.add_parser("notebooks", help="execute every notebook headlessly (papermill) on a run")
+    nbp = sub.add_parser("notebooks", help="execute every notebook headlessly (papermill) on a run, or copy them",
+                         description="Execute every notebook shipped with cocoeval headlessly (papermill) on a "
+                         "params file's run (--out), or copy them into a folder for interactive use, with the "
+                         "params file (and --figures) set in their parameters cell (--copy).")
     nbp.add_argument("params", type=Path, help="params file of the run")
-    nbp.add_argument("--out", type=out_dir, required=True, help="folder for the executed notebooks")
+    mode = nbp.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--out", type=out_dir, help="folder for the executed notebooks")
+    mode.add_argument("--copy", type=out_dir, metavar="DIR",
+                      help="copy the notebooks (without outputs) into DIR instead, e.g. for jupyter lab DIR")
     nbp.add_argument("--figures", type=out_dir, default=None,
                      help="figures folder (default: the run's figures/; `make figures` writes the committed figures/)")
     add_analysis_args(nbp)
