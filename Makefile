@@ -45,7 +45,7 @@ paper: install
 test: install-local
 	$(VENV)/bin/ruff check cocoeval tests benchmarks
 	$(VENV)/bin/pytest
-	$(VENV)/bin/pytest --nbval-lax notebooks/ -p no:cacheprovider
+	$(VENV)/bin/pytest --nbval-lax cocoeval/notebooks/ -p no:cacheprovider
 
 lint: install
 	$(VENV)/bin/ruff check cocoeval tests benchmarks

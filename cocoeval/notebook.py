@@ -147,6 +147,60 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
 
 
+def shipped_notebooks() -> Path:
+    """The notebooks' folder inside the installed package, cocoeval/notebooks/ (package data of the
+    wheel; a checkout regenerates them with notebooks/make_notebooks.py)."""
+    from importlib.resources import files
+
+    nb_dir = Path(str(files("cocoeval") / "notebooks"))
+    if not any(nb_dir.glob("*.ipynb")):
+        from .errors import NotFoundError
+
+        raise NotFoundError(f"no notebooks in {nb_dir}", hint="reinstall cocoeval (the wheel ships them as "
+                            "package data) or run python notebooks/make_notebooks.py in a checkout")
+    return nb_dir
+
+
+def copy_notebooks(params_file: str | Path, dest: str | Path, *, figures_dir: str | Path | None = None) -> list[Path]:
+    """Copy the shipped notebooks into ``dest`` for interactive use (e.g. ``jupyter lab DEST``),
+    with ``params_file`` (and ``figures_dir``) set in each parameters cell, as paths relative to
+    ``dest`` where they can be. Existing notebooks of the same name are replaced."""
+    import os
+
+    out = Path(dest)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def rel(path: str | Path) -> str:
+        try:
+            return Path(os.path.relpath(Path(path).resolve(), out.resolve())).as_posix()
+        except ValueError:  # another drive on Windows
+            return str(Path(path).resolve())
+
+    values = {"params_file": rel(params_file), **({"figures_dir": rel(figures_dir)} if figures_dir else {})}
+    done = []
+    for nb in sorted(shipped_notebooks().glob("*.ipynb")):
+        doc = json.loads(nb.read_text(encoding="utf-8"))
+        for cell in doc["cells"]:
+            if "parameters" in cell.get("metadata", {}).get("tags", []):
+                cell["source"] = _set_parameters("".join(cell["source"]), values)
+        target = out / nb.name
+        write_atomic(target, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        done.append(target)
+    return done
+
+
+def _set_parameters(source: str, values: dict[str, str]) -> str:
+    """Set ``name: str = "..."`` lines of a parameters cell to new string values (comments kept)."""
+    import re
+
+    for name, value in values.items():
+        source, n = re.subn(rf'^({re.escape(name)}: str = )"[^"\n]*"', lambda m, v=value: m.group(1) + json.dumps(v),
+                            source, count=1, flags=re.M)
+        if n != 1:
+            raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of make_notebooks.py
+    return source
+
+
 def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path | None = None,
                       notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = stats.MIN_N,
                       correction: str = "bh") -> list[Path]:
@@ -156,7 +210,7 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
 
     stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
 
-    nb_dir = Path(notebooks_dir) if notebooks_dir else Path(__file__).resolve().parents[1] / "notebooks"
+    nb_dir = Path(notebooks_dir) if notebooks_dir else shipped_notebooks()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     done = []

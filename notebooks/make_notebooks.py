@@ -1,5 +1,8 @@
 """Regenerate the notebooks (without outputs): python notebooks/make_notebooks.py
 
+They are written to ``OUT``, cocoeval/notebooks/, inside the package, so that a wheel ships them
+(``cocoeval notebooks PARAMS --copy DIR`` copies them out for interactive use).
+
 Each notebook: one tagged ``parameters`` cell (typed values with a ``# help`` comment each),
 narrative markdown, and glue code only; the logic lives in ``cocoeval``."""
 
@@ -9,7 +12,9 @@ from pathlib import Path
 
 import nbformat as nbf
 
-PARAMS = '''params_file: str = "../params/demo.yaml"  # params file of the run to analyse (relative to this notebook)
+OUT = Path(__file__).resolve().parents[1] / "cocoeval" / "notebooks"  # package data
+
+PARAMS = '''params_file: str = "../../params/demo.yaml"  # params file of the run to analyse (relative to this notebook)
 run_dir: str = ""  # run directory; empty: the one the params file names
 judge: str = ""  # judge shown in figures and text; empty: the first LLM judge of the run
 resamples: int = 1000  # bootstrap resamples over instances
@@ -126,7 +131,8 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str | No
     cells = [nbf.v4.new_markdown_cell(
         f"# {title}\n\n**Question.** {question}\n\nThe answer below is computed from the run's data "
         "(no conclusion is written in advance). Run headless with papermill, e.g. "
-        f"`papermill notebooks/{name}.ipynb out/{name}.ipynb --cwd notebooks -p params_file ../params/paper.yaml`."),
+        f"`papermill cocoeval/notebooks/{name}.ipynb out/{name}.ipynb --cwd cocoeval/notebooks "
+        "-p params_file ../../params/paper.yaml`, or every notebook with `cocoeval notebooks PARAMS --out DIR`."),
         nbf.v4.new_code_cell(PARAMS + EXTRA_PARAMS.get(name, ""), metadata={"tags": ["parameters"]})]
     if name == "00_build_benchmark":
         cells.append(nbf.v4.new_code_cell(analysis))
@@ -154,9 +160,9 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str | No
 
 
 def main() -> None:
-    here = Path(__file__).parent
+    OUT.mkdir(parents=True, exist_ok=True)
     for name, (title, question, analysis, view) in BOOKS.items():
-        nbf.write(notebook(name, title, question, analysis, view), here / f"{name}.ipynb")
+        nbf.write(notebook(name, title, question, analysis, view), OUT / f"{name}.ipynb")
 
 
 if __name__ == "__main__":

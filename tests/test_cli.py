@@ -181,7 +181,7 @@ def test_an_internal_error_is_a_message_and_the_traceback_only_on_request(monkey
     def boom(_a):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(cli, "_cmd_fetch", boom)
+    monkeypatch.setattr(cli.bench, "_cmd_fetch", boom)
     code, output = _invoke("fetch", "qmsum")
     assert code == 1 and "internal error: RuntimeError: a bug" in output and "please report" in output
     assert "Traceback" not in output

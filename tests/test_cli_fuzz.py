@@ -4,7 +4,7 @@ code 2 and a message naming the file or the option — never a traceback, never 
 The commands and their options are read from ``build_parser()``, so a new command or option is
 driven too: positional paths (and input path options) get malformed files, folders in place of
 files and missing paths; numeric options get values outside the bounds their converter carries
-(see ``cocoeval._cli_args``); output options get a file where a folder belongs and the reverse.
+(see ``cocoeval.cli._args``); output options get a file where a folder belongs and the reverse.
 """
 
 from __future__ import annotations
@@ -177,7 +177,12 @@ def test_malformed_files_give_a_clear_error(command, data):
                 p = _make(root, a.dest, data.draw(input_files, label=a.dest))
                 argv += [a.option_strings[-1], str(p)]
                 names.append(str(p))
+        # of a group of alternatives (notebooks: --out or --copy), one drawn
+        chosen = [data.draw(st.sampled_from(g._group_actions), label="alternative")
+                  for g in parser._mutually_exclusive_groups]
         for a in parser._actions:  # outputs go to fresh folders, never into the working tree
+            if a not in chosen and any(a in g._group_actions for g in parser._mutually_exclusive_groups):
+                continue
             if _is_output(a) and a not in inputs:
                 argv += [a.option_strings[-1], str(root / f"out-{a.dest}")]
             elif a.required and a.option_strings and a.dest != "source" and a.type is not Path:

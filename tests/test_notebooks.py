@@ -12,7 +12,7 @@ import pytest
 
 from .conftest import ROOT
 
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
 
 
 def test_notebooks_are_committed_without_outputs():

@@ -45,3 +45,54 @@ def test_readme_commands_exist_and_ci_runs_the_test_command():
 def test_console_script():
     py = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert py["project"]["scripts"]["cocoeval"] == "cocoeval.cli:main"
+
+
+def test_the_wheel_ships_the_notebooks_and_they_work_from_the_installed_copy(tmp_path):
+    """Build the wheel offline from a copy of the sources, check its file list, unpack it as an
+    install would and run ``cocoeval notebooks --copy`` from that copy, with the repo off sys.path."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    src = tmp_path / "src"  # the build writes build/ and *.egg-info next to the sources: not into the repo
+    shutil.copytree(ROOT / "cocoeval", src / "cocoeval", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    dist = tmp_path / "dist"
+    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta as b; b.build_wheel({str(dist)!r})"],
+                   cwd=src, check=True, capture_output=True, text=True)
+    (wheel,) = dist.glob("cocoeval-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = sorted(n for n in names if n.startswith("cocoeval/notebooks/") and n.endswith(".ipynb"))
+    assert [n.rsplit("/", 1)[1] for n in shipped] == sorted(p.name for p in (ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
+    assert len(shipped) == 11
+    assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml"} <= set(names)
+    assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/", "params/"))]
+    entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "cocoeval = cocoeval.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+
+    site = tmp_path / "site"  # a pure wheel installs by unpacking; the dependencies come from this venv
+    zipfile.ZipFile(wheel).extractall(site)
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    work = tmp_path / "work"
+    work.mkdir()
+    code = ("import cocoeval, cocoeval.notebook as nb, sys; "
+            "print(cocoeval.__file__); print(nb.shipped_notebooks()); "
+            "sys.exit(cocoeval.cli.main(sys.argv[1:]))")
+    out = subprocess.run([sys.executable, "-c", f"import cocoeval.cli; {code}", "notebooks",
+                          str(ROOT / "params" / "demo.yaml"), "--copy", "nbs"],
+                         cwd=work, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    module, nb_dir = out.stdout.splitlines()[:2]
+    assert module.startswith(str(site)) and nb_dir == str(site / "cocoeval" / "notebooks"), out.stdout
+    copied = sorted((work / "nbs").glob("*.ipynb"))
+    assert [p.name for p in copied] == [n.rsplit("/", 1)[1] for n in shipped]
+    for p in copied:  # the copies point at the params file, relative to their folder
+        cells = json.loads(p.read_text())["cells"]
+        (params,) = [c for c in cells if "parameters" in c["metadata"].get("tags", [])]
+        line = next(x for x in "".join(params["source"]).splitlines() if x.startswith("params_file"))
+        value = line.split("=", 1)[1].split("#")[0].strip().strip('"')
+        assert (work / "nbs" / value).resolve() == (ROOT / "params" / "demo.yaml").resolve(), line

@@ -10,13 +10,13 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ._cli_args import int_range, out_file, seconds
+from ._args import int_range, out_file, seconds
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
-    from .errors import ConfigError
-    from .experiment import load_params
-    from .llm import get_provider
+    from ..errors import ConfigError
+    from ..experiment import load_params
+    from ..llm import get_provider
 
     exp = load_params(a.params)
     models = sorted({s.model for s in exp.params.setups} | {s.chatbot for s in exp.params.setups if s.chatbot}
@@ -37,8 +37,8 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
-    from .estimate import compare_with_run, describe, forecast, observed_reasoning
-    from .experiment import load_params, read_run
+    from ..estimate import compare_with_run, describe, forecast, observed_reasoning
+    from ..experiment import load_params, read_run
 
     exp = load_params(a.params)
     run = read_run(a.run) if a.run else None
@@ -75,7 +75,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from .experiment import load_params
+    from ..experiment import load_params
 
     exp = load_params(a.params)
     stages = tuple(a.stage) if a.stage else ("simulate", "judge")
@@ -112,7 +112,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:
     """The end summary on stderr when something ended invalid or failed; the exit status."""
-    from .outcome import INVALID_EXIT, bad_count, describe
+    from ..outcome import INVALID_EXIT, bad_count, describe
 
     if summary.get("warnings"):
         print(f"{len(summary['warnings'])} warning(s), printed above (manifest.json: summary.warnings)",
@@ -135,9 +135,9 @@ def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:
 
 
 def _cmd_batches(a: argparse.Namespace) -> int:
-    from .errors import CocoevalError
-    from .llm import CallCache, CallError, get_provider
-    from .llm.batch import BatchStore, cancel_batch
+    from ..errors import CocoevalError
+    from ..llm import CallCache, CallError, get_provider
+    from ..llm.batch import BatchStore, cancel_batch
 
     if not Path(a.cache).exists():
         print(f"no call cache at {a.cache}: no batch was submitted from it")
@@ -183,7 +183,7 @@ def _cmd_batches(a: argparse.Namespace) -> int:
     return 0
 
 
-def add_llm_commands(sub: Any) -> None:
+def add_commands(sub: Any) -> None:
     r = sub.add_parser("run", help="run the stages a params file asks for",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        description=textwrap.fill(
