@@ -159,7 +159,7 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
         assert out.returncode == 0, out.stderr
         assert "judge judge1" in out.stdout
         run = Run.open(tmp_path / "runs" / "j")
-        js = run.all_judgments["judge1"]
+        js = run.judgments["judge1"]
         n = len(run.instances)
         assert len(js) == n * 2 * 2 and all(j.status == "ok" for j in js)
         assert set(run.manifest.judges["judge1"]) == {"overall", "fine_grained"}

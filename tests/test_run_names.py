@@ -135,7 +135,7 @@ def test_judge_stage_judges_every_setup_file_and_reports_files_no_setup_names(tm
     assert out.returncode == 0, out.stderr
     run = Run.open(tmp_path / "runs" / "v")
     n = len(run.instances)
-    js = run.all_judgments["judge1"]
+    js = run.judgments["judge1"]
     assert sorted({j.target_name for j in js}) == ["k30", "reference"] and len(js) == 2 * n * 2
     warnings = run.manifest.summary["warnings"]
     assert any(w.startswith("continuations/old.jsonl: continuations of no setup in") and "not judged" in w

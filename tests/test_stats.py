@@ -185,7 +185,7 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
 
     run = make_run(6)
     # sim3 covers only the first two instances
-    run.all_judgments["J"] += [fine(i.id, "sim3", "J", [[]] * 4) for i in run.instances[:2]]
+    run.judgments["J"] += [fine(i.id, "sim3", "J", [[]] * 4) for i in run.instances[:2]]
     f = run_frames(run)
     m = figure3_means(f, "J", resamples=100)
     ref3 = m.filter((pl.col("panel") == "sim3") & (pl.col("series") == "human reference")

@@ -56,7 +56,7 @@ def _partial_run():
     run = make_run(6)
     keep = {i.id for i in run.instances[3:]}
     run.continuations["sim"] = [c for c in run.continuations["sim"] if c.instance_id in keep]
-    run.all_judgments["J"] = [j for j in run.all_judgments["J"] if j.target != "sim" or j.instance_id in keep]
+    run.judgments["J"] = [j for j in run.judgments["J"] if j.target != "sim" or j.instance_id in keep]
     return run, sorted(keep)
 
 
