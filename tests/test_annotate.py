@@ -19,7 +19,7 @@ from cocoeval.annotate import (
 )
 from cocoeval.cli import main
 from cocoeval.errors import ConfigError
-from cocoeval.experiment import load_params
+from cocoeval.experiment import load_params, read_run
 from cocoeval.frames import run_frames
 from cocoeval.jsonio import write_json, write_jsonl
 from cocoeval.judge_parse import map_behaviour
@@ -245,6 +245,10 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     assert sorted(js) == ["human:ann1", "human:ann2"]
     assert [lb.behaviours for lb in js["human:ann1"][0].labels] == [["repetition"], [], []]
     assert js["human:ann2"][0].labels[2].behaviours == ["off_topic"]
+    run = Run.open(d)  # LLM judges by judge, human annotations by annotator
+    assert run.judgments == {} and sorted(run.human) == ["ann1", "ann2"] and run.human["ann1"] == js["human:ann1"]
+    with pytest.warns(DeprecationWarning, match="all_judgments"):
+        assert read_run(d)["judgments"] == js  # the old dict access of external notebooks, deprecated
     # ann1 labels a second item: added beside the first
     rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "", 2: ""}}), d)
     assert rep["annotators"]["ann1"]["added"] == 2
