@@ -30,11 +30,12 @@ sys.path.insert(0, str(ROOT))
 from cocoeval import BuildConfig, build  # noqa: E402
 from cocoeval.demo import write_demo_data  # noqa: E402
 from cocoeval.estimate import compare_with_run, describe, forecast  # noqa: E402
-from cocoeval.experiment import load_params, read_run  # noqa: E402
+from cocoeval.experiment import load_params  # noqa: E402
 from cocoeval.jsonio import write_jsonl  # noqa: E402
 from cocoeval.llm.base import Usage  # noqa: E402
 from cocoeval.llm.fakeserver import FakeServer  # noqa: E402
 from cocoeval.llm.usage import PriceTable  # noqa: E402
+from cocoeval.run import Run  # noqa: E402
 from cocoeval.schema import Instance, Metadata, Participant, Provenance, Summary, Turn  # noqa: E402
 from cocoeval.taxonomy import load_taxonomy  # noqa: E402
 
@@ -96,11 +97,11 @@ def measured(n: int, tmp: Path) -> None:
         exp = load_params(tmp / "p.yaml")
         ready = exp.prepare_instances(write=False)
         exp.run()
-        run = read_run(tmp / "run")
+        run = Run.open(tmp / "run")
     rows = forecast(exp, ready, observed={("judge", f"openai/o4-mini@{srv.openai_base}"): 400.0})
     prices = PriceTable.load()
     actual_cost: dict[tuple[str, str], float] = {}
-    for stage, group in (("simulate", run["continuations"]), ("judge", run["judgments"])):
+    for stage, group in (("simulate", run.continuations), ("judge", run.all_judgments)):
         for xs in group.values():
             for x in xs:
                 for c in (c for c in x.calls if not c.cache_hit):
@@ -123,13 +124,13 @@ def measured(n: int, tmp: Path) -> None:
               f"{c['forecast_cached_share']:>9.2f} {c['actual_cached_share']:>10.2f} "
               f"${fcost[key]:>8.3f} ${actual_cost[key]:>8.3f} {ratio:>7.2f}")
     by_setup: dict[str, list[int]] = {}
-    for name, xs in run["continuations"].items():
+    for name, xs in run.continuations.items():
         for x in xs:
             for c in x.calls:
                 s = by_setup.setdefault(name, [0, 0])
                 s[0] += c.cached_input_tokens
                 s[1] += c.input_tokens
-    for name, xs in run["judgments"].items():
+    for name, xs in run.all_judgments.items():
         for x in xs:
             for c in x.calls:
                 s = by_setup.setdefault(f"judge {name}:{x.kind}", [0, 0])

@@ -73,7 +73,7 @@ def judge_name_problem(name: str) -> str | None:
 
 
 def read_human_stores(run_dir: str | Path) -> dict[str, list[Judgment]]:
-    """``{"human:<annotator>": judgments}`` for every store of the run (for ``read_run``)."""
+    """``{"human:<annotator>": judgments}`` for every store of the run (for ``Run.open``)."""
     out: dict[str, list[Judgment]] = {}
     for p in sorted((Path(run_dir) / HUMAN_DIR).glob("*.jsonl")):
         ann = p.name[: -len(".jsonl")]

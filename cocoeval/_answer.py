@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import polars as pl
 
 from .frames import Frames
+
+if TYPE_CHECKING:
+    from .run import Run
 
 SETUP_FIELDS = ("name", "model", "prompt", "turns_per_call", "kind")
 
@@ -28,8 +31,8 @@ class Answer:
         return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])
 
 
-def setups_table(run: dict[str, Any]) -> pl.DataFrame:
-    rows = [{k: s.get(k) for k in SETUP_FIELDS} for s in run["manifest"].get("params", {}).get("setups", [])]
+def setups_table(run: Run) -> pl.DataFrame:
+    rows = [{k: s.get(k) for k in SETUP_FIELDS} for s in run.manifest.setup_params]
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={k: pl.Utf8 for k in SETUP_FIELDS})
 
 
@@ -53,10 +56,10 @@ def _interval_method(resamples: int, seed: int, min_n: int) -> str:
             f"(not shown) below n = {min_n} or when every resample is equal")
 
 
-def pick_setups(run: dict[str, Any], **where: Any) -> list[str]:
+def pick_setups(run: Run, **where: Any) -> list[str]:
     """Setup names whose params match every ``field=value`` (a callable value is a predicate)."""
     out = []
-    for s in run["manifest"].get("params", {}).get("setups", []):
+    for s in run.manifest.setup_params:
         if all((v(s.get(k)) if callable(v) else s.get(k) == v) for k, v in where.items()):
             out.append(s["name"])
     return out

@@ -4,7 +4,7 @@ comes from the run manifest; see ``_rq_stats`` for the statistics."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -14,6 +14,9 @@ from ._inference import CORRECTION_NAMES
 from ._rq_stats import COUNT_NAMES, HIGHER, LOWER, multiparty_ids, participant_counts
 from ._text import md_escape
 from .frames import REFERENCE, Frames
+
+if TYPE_CHECKING:
+    from .run import Run
 
 
 def _n_range(df: pl.DataFrame) -> str:
@@ -45,7 +48,7 @@ def _method(pr: pl.DataFrame, resamples: int, seed: int, min_n: int, correction:
             f"{what}, those with n ≥ {min_n}). Human–AI chat instances are left out.")
 
 
-def prompting(f: Frames, run: dict[str, Any], judge: str, resamples: int = 1000, seed: int = 0, *,
+def prompting(f: Frames, run: Run, judge: str, resamples: int = 1000, seed: int = 0, *,
               min_n: int = stats.MIN_N, correction: str = "bh", baseline: str = "vanilla",
               treatment: str = "taxonomy") -> Answer:
     """RQ3: ``treatment`` − ``baseline`` prompting per model and per k (turns per call), paired
@@ -75,7 +78,7 @@ def prompting(f: Frames, run: dict[str, Any], judge: str, resamples: int = 1000,
     return a
 
 
-def by_turns_per_call(f: Frames, run: dict[str, Any], judge: str, resamples: int = 1000, seed: int = 0, *,
+def by_turns_per_call(f: Frames, run: Run, judge: str, resamples: int = 1000, seed: int = 0, *,
                       min_n: int = stats.MIN_N, correction: str = "bh") -> Answer:
     """RQ5: within each model × prompt, the k values (turns per call) it has, compared pairwise
     per behaviour (paired per instance, corrected over behaviours × pairs); means per k with the
@@ -126,7 +129,7 @@ def by_turns_per_call(f: Frames, run: dict[str, Any], judge: str, resamples: int
     return a
 
 
-def participants(f: Frames, judge: str, run: dict[str, Any] | None = None, *, datasets: list[str] | None = None,
+def participants(f: Frames, judge: str, run: Run | None = None, *, datasets: list[str] | None = None,
                  top: int = 2, count: str = "conversation", min_n: int = stats.MIN_N,
                  correction: str = "bh") -> Answer:
     """D.4 / Table 12: per dataset, Spearman between an instance's participant count and each
@@ -190,7 +193,7 @@ def participants(f: Frames, judge: str, run: dict[str, Any] | None = None, *, da
     return a
 
 
-def paper_tables(f: Frames, run: dict[str, Any], judge: str, resamples: int = 1000, seed: int = 0, *,
+def paper_tables(f: Frames, run: Run, judge: str, resamples: int = 1000, seed: int = 0, *,
                  min_n: int = stats.MIN_N) -> Answer:
     """Figure 3 (one figure per model/condition with the human reference of the same instances,
     and the humans alone as 3(a)), Table 4 (Likert means with CIs) and Table 11 (behaviour means

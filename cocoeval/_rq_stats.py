@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
@@ -38,6 +38,9 @@ from ._inference import verdict as _verdict
 from .errors import ConfigError, InputError
 from .frames import REFERENCE, Frames
 
+if TYPE_CHECKING:
+    from .run import Run
+
 HIGHER, LOWER = "higher", "lower"
 COUNTS = {"conversation": "n_participants_metadata", "window": "n_participants"}
 COUNT_NAMES = {"conversation": "participants of the whole conversation, as listed in its metadata M",
@@ -58,10 +61,10 @@ def model_group(model: str) -> str:
     return f"{head}{rest.split(':')[0]} SFT"
 
 
-def conditions(run: dict[str, Any]) -> pl.DataFrame:
+def conditions(run: Run) -> pl.DataFrame:
     """One row per setup of the run's manifest: setup, model, model_group, prompt,
     turns_per_call, kind, condition (model group · prompt, the paper's figure grouping)."""
-    params = run["manifest"].get("params") or {}
+    params = run.manifest.params  # a Run built with Manifest.model_construct may hold anything
     setups = (params.get("setups") if isinstance(params, dict) else params) or []
     for i, s in enumerate(setups if isinstance(setups, list) else [setups]):
         k = s.get("turns_per_call") if isinstance(s, dict) else None

@@ -24,7 +24,7 @@ import io
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._annotate_rows import FIELDS, Reject, describe, parse_row, read_rows, rejected
 from ._annotate_sample import PAPER_CONVERSATIONS, check_setups, draw, instructions
@@ -45,12 +45,15 @@ from .judge import Target, behaviour_counts, targets_for  # noqa: F401  (re-expo
 from .schema import Judgment
 from .taxonomy import Taxonomy, load_taxonomy
 
+if TYPE_CHECKING:
+    from .run import Run
+
 
 def _item_id(seed: int, t: Target) -> str:
     return hashlib.sha256(f"{seed}|{t.instance.id}|{t.name}".encode()).hexdigest()[:10]
 
 
-def export_items(run: dict[str, Any], out_dir: str | Path, *, seed: int = 0, setups: list[str] | None = None,
+def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[str] | None = None,
                  overall_conversations: int = PAPER_CONVERSATIONS["overall"],
                  fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
                  overall_setups: list[str] | None = None, fine_setups: list[str] | None = None,
@@ -67,15 +70,15 @@ def export_items(run: dict[str, Any], out_dir: str | Path, *, seed: int = 0, set
     files), and, for the organiser only, ``key.json`` (item id -> instance and target) and
     ``export.json`` (the draw, its notes, the prompts and taxonomy)."""
     tax = taxonomy or load_taxonomy()
-    run_tax = (run.get("manifest") or {}).get("taxonomy") or {}
+    run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
         raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the export "
                           f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
     if overall_conversations < 0 or fine_conversations < 0 or not (overall_conversations or fine_conversations):
         raise ConfigError(f"nothing to export: {overall_conversations} overall and {fine_conversations} "
                           "fine-grained conversations", hint="the paper's numbers are 54 and 36")
-    available = sorted(run["continuations"])
-    all_targets = targets_for(run["instances"], run["continuations"])
+    available = sorted(run.continuations)
+    all_targets = targets_for(run.instances, run.continuations)
     sample, tasks_of = {}, {}
     for task, n, own in (("overall", overall_conversations, overall_setups),
                          ("fine_grained", fine_conversations, fine_setups)):
@@ -148,7 +151,7 @@ class Parsed:
     """{file, row, value, action} for every repaired value and every duplicate row."""
 
 
-def parse_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path | None = None,
+def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = None,
                       taxonomy: Taxonomy | None = None) -> Parsed:
     """Read an annotation file into cells. Every unusable row and every pair of rows that give
     different values for the same cell is collected; if there is any, one InputError lists them all
@@ -157,7 +160,7 @@ def parse_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path 
     tax = taxonomy or load_taxonomy()
     p = Path(path)
     keymap = read_json(key) if key else {}
-    targets = {(t.instance.id, t.name): t for t in targets_for(run["instances"], run["continuations"])}
+    targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
     rows = read_rows(p)
     cells: dict[CellKey, Cell] = {}
     notes: list[dict[str, str]] = []
@@ -185,13 +188,13 @@ def parse_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path 
     return Parsed(str(p), len(rows), cells, notes)
 
 
-def import_annotations(path: str | Path, run: dict[str, Any], *, key: str | Path | None = None,
+def import_annotations(path: str | Path, run: Run, *, key: str | Path | None = None,
                        taxonomy: Taxonomy | None = None) -> list[Judgment]:
     """The judgments of one annotation file (nothing is written; see ``import_into_run``). An
     annotator who left judged turns unlabelled gets an invalid judgment saying which."""
     tax = taxonomy or load_taxonomy()
     parsed = parse_annotations(path, run, key=key, taxonomy=tax)
-    targets = {(t.instance.id, t.name): t for t in targets_for(run["instances"], run["continuations"])}
+    targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
     return build_judgments(parsed.cells, targets, tax)
 
 
@@ -206,7 +209,7 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
     another annotator, ignoring case) are refused. Nothing is written when anything is refused or
     with ``dry_run``. Returns the report: rows, per annotator the cells added, unchanged and replaced,
     and ``notes`` ({file, row, value, action}) for every repaired, duplicate or replaced row."""
-    from .experiment import read_run
+    from .run import Run
 
     rd = Path(run_dir)
     tax = taxonomy or load_taxonomy()
@@ -215,8 +218,8 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
                          "kept per annotator", file=str(rd / LEGACY_STORE),
                          hint=f"move that file out of the run (e.g. to {rd / 'human-old.jsonl'}) and import the "
                          "original annotation files again")
-    run = read_run(rd)
-    run_tax = (run.get("manifest") or {}).get("taxonomy") or {}
+    run = Run.open(rd)
+    run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
         raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the import "
                           f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
@@ -226,12 +229,12 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
     if clashes := name_collisions(rd, set(annotators)):
         raise InputError("; ".join(clashes), file=str(p), hint="rename the annotator in the file; "
                          "nothing was imported")
-    targets = {(t.instance.id, t.name): t for t in targets_for(run["instances"], run["continuations"])}
+    targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
     report: dict[str, Any] = {"file": str(p), "rows": parsed.rows, "dry_run": dry_run, "annotators": {},
                               "notes": list(parsed.notes)}
     conflicts, writes = [], {}
     for ann in annotators:
-        stored = run["judgments"].get(f"human:{ann}", [])
+        stored = run.all_judgments.get(f"human:{ann}", [])
         for j in stored:
             if j.taxonomy_hash != tax.hash:
                 raise InputError(f"the store of {ann!r} was made with another taxonomy ({j.taxonomy_hash})",

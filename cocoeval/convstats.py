@@ -50,12 +50,15 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from .judge import targets_for
 from .schema import Turn
+
+if TYPE_CHECKING:
+    from .run import Run
 
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 NGRAM = 3
@@ -190,11 +193,11 @@ FRAME_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "data
                                 **{k: pl.Float64 for k in STATISTICS}}
 
 
-def conversation_frame(run: dict[str, Any]) -> pl.DataFrame:
-    """One row per conversation of ``experiment.read_run(run_dir)``: target ('reference' or the
+def conversation_frame(run: Run) -> pl.DataFrame:
+    """One row per conversation of ``Run.open(run_dir)``: target ('reference' or the
     setup name), instance_id, dataset and every statistic (null where undefined)."""
     rows = []
-    for t in targets_for(run["instances"], run.get("continuations", {})):
+    for t in targets_for(run.instances, run.continuations):
         inst = t.instance
         p = len({x.speaker for x in [*inst.history, *inst.reference]})
         s = conversation_stats(t.turns, history=inst.history, goals=inst.metadata.goals, participants=p,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .experiment import Experiment
 from .judge import _Task as _JudgeTask
@@ -32,6 +32,9 @@ from .llm.base import GenerateRequest, Provider, get_provider
 from .llm.usage import PriceTable, Usage, count_tokens, token_method
 from .schema import CallRecord, Continuation, Instance
 from .simulate import _Task as _SimTask
+
+if TYPE_CHECKING:
+    from .run import Run
 
 JUDGE_OUTPUT_PER_TURN = 50
 """Expected visible fine-grained judge output per judged turn (the paper's appendix: ≈50 tokens
@@ -182,12 +185,12 @@ def forecast(exp: Experiment, instances: list[Instance],
     return out
 
 
-def _records(run: dict[str, Any]) -> Iterable[tuple[str, CallRecord]]:
-    yield from (("simulate", c) for cs in run["continuations"].values() for x in cs for c in x.calls)
-    yield from (("judge", c) for js in run.get("judgments", {}).values() for j in js for c in j.calls)
+def _records(run: Run) -> Iterable[tuple[str, CallRecord]]:
+    yield from (("simulate", c) for cs in run.continuations.values() for x in cs for c in x.calls)
+    yield from (("judge", c) for js in run.all_judgments.values() for j in js for c in j.calls)
 
 
-def observed_reasoning(run: dict[str, Any]) -> dict[tuple[str, str], float]:
+def observed_reasoning(run: Run) -> dict[tuple[str, str], float]:
     """Mean reasoning tokens per answered call by (stage, model) in a run's call records (only
     models whose records report any)."""
     sums: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -199,7 +202,7 @@ def observed_reasoning(run: dict[str, Any]) -> dict[tuple[str, str], float]:
     return {k: v[0] / v[1] for k, v in sums.items() if v[1] and v[0]}
 
 
-def compare_with_run(rows: list[dict[str, Any]], run: dict[str, Any]) -> list[dict[str, Any]]:
+def compare_with_run(rows: list[dict[str, Any]], run: Run) -> list[dict[str, Any]]:
     """Forecast vs actual calls, tokens and cached share per (stage, model), the actual ones
     summed from the call records of the run's continuations and judgments (cache hits included:
     a cached call keeps the usage it had)."""

@@ -4,13 +4,16 @@ labels, and validity (invalid continuations and judgments). Analysis reads only 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from .judge import behaviour_counts
 from .schema import is_human_ai
 from .taxonomy import Taxonomy, load_taxonomy
+
+if TYPE_CHECKING:
+    from .run import Run
 
 REFERENCE = "reference"
 
@@ -40,17 +43,17 @@ def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-def run_frames(run: dict[str, Any], taxonomy: Taxonomy | None = None) -> Frames:
-    """Build the frames from ``experiment.read_run(run_dir)``."""
+def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
+    """Build the frames from ``Run.open(run_dir)``."""
     tax = taxonomy or load_taxonomy()
     cat = {b.id: b.category for b in tax.behaviours}
-    insts = {i.id: i for i in run["instances"]}
+    insts = {i.id: i for i in run.instances}
     inst_rows = [{"instance_id": i.id, "dataset": i.dataset,
                   "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
                   "n_participants_metadata": len(i.metadata.participants),
-                  "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run["instances"]]
+                  "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run.instances]
     counts, likert, labels, judg = [], [], [], []
-    for name, js in run.get("judgments", {}).items():
+    for name, js in run.all_judgments.items():
         for j in js:
             if j.instance_id not in insts:
                 continue
@@ -77,7 +80,7 @@ def run_frames(run: dict[str, Any], taxonomy: Taxonomy | None = None) -> Frames:
     conts = [{"setup": name, "instance_id": c.instance_id,
               "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
               "status": c.status, "reason": c.reason}
-             for name, cs in run.get("continuations", {}).items() for c in cs]
+             for name, cs in run.continuations.items() for c in cs]
     s, b, i64 = pl.Utf8, pl.Boolean, pl.Int64
     return Frames(
         instances=_df(inst_rows, {"instance_id": s, "dataset": s, "n_participants": i64,

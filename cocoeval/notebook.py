@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from . import charts, stats
-from .experiment import Experiment, load_params, read_run
 from .frames import Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
 from .report import default_judge, markdown_table
 from .rq import Answer, md_escape
 from .rq_free import pipeline_check
+from .run import Experiment, Run, load_params
 
 EMBED_OPTIONS = {"renderer": "svg"}
 """vega-embed options of every chart in the notebooks: SVG (crisp, and each mark is an element)."""
@@ -48,12 +48,12 @@ def _in_kernel() -> bool:
 class RunContext:
     experiment: Experiment
     run_dir: Path
-    run: dict[str, Any]
+    run: Run
     frames: Frames
     judge: str | None
 
     def summary_markdown(self) -> str:
-        m = self.run["manifest"]
+        m = self.run.manifest
         rates = invalid_rates(self.frames)
         e = md_escape
         lines = [f"Run **{e(m.get('params', {}).get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
@@ -61,7 +61,7 @@ class RunContext:
                  f"{e(m.get('taxonomy', {}).get('hash'))}.",
                  f"{len(self.run['instances'])} instances; setups: "
                  f"{', '.join(e(x) for x in self.run['continuations']) or 'none'}; judges: "
-                 f"{', '.join(e(x) for x in self.run.get('judgments', {})) or 'none'}; figures use judge "
+                 f"{', '.join(e(x) for x in self.run.all_judgments) or 'none'}; figures use judge "
                  f"**{e(self.judge)}**.",
                  "", "Invalid continuations and judgments (shown beside every statistic):", "",
                  markdown_table(rates)]
@@ -87,7 +87,7 @@ class RunContext:
             display(Markdown(f"*{md_escape(name)}*"))
             display(df)
         saved: list[Path] = []
-        marked = answer.judge_based and pipeline_check(self.run["manifest"])
+        marked = answer.judge_based and pipeline_check(self.run.manifest)
         for name, ch in answer.charts.items():
             if marked:
                 ch = charts.titled(ch, f"{name.replace('_', ' ')} — {charts.PIPELINE_CHECK}")
@@ -121,7 +121,7 @@ class RunContext:
         from .judge import targets_for
         from .widgets import Annotator
 
-        targets = targets_for(self.run["instances"], self.run["continuations"])
+        targets = targets_for(self.run.instances, self.run.continuations)
         if not targets:
             return None
         return Annotator(targets, out_csv or self.run_dir / "annotations.csv", taxonomy=self.frames.taxonomy)
@@ -142,7 +142,7 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
             raise NotFoundError(f"no run at {rd}", hint=f"run it first: cocoeval run {params_file} "
                                 "(or set run_if_missing = True in the parameters cell)")
         rd = exp.run()
-    run = read_run(rd)
+    run = Run.open(rd)
     frames = run_frames(run, exp.taxonomy)
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
 

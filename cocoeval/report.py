@@ -11,11 +11,12 @@ import polars as pl
 from . import charts, convcompare, stats
 from .convstats import STATISTICS, conversation_frame
 from .errors import ConfigError
-from .experiment import read_run
 from .frames import Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
 from .rq import md_escape
-from .rq_free import PIPELINE_LABEL, judge_free_note, pipeline_check
+from .rq_free import judge_free_note, pipeline_check
+from .run import Run
+from .run.rundir import PIPELINE_LABEL
 
 
 def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
@@ -73,7 +74,7 @@ PAPER_TABLES = {  # (answer, table) -> (report name, what)
 }
 
 
-def _paper_sections(run: dict[str, Any], f: Frames, judge: str, kw: dict[str, Any], correction: str,
+def _paper_sections(run: Run, f: Frames, judge: str, kw: dict[str, Any], correction: str,
                     table: Any, figure: Any) -> None:
     """The paper's study: Figure 3 per model/condition, Tables 4, 11, 12, RQ1, RQ3, RQ5."""
     from . import rq
@@ -98,7 +99,7 @@ JUDGE_FREE = ("convstats", "convstats_means", "convstats_vs_human")
 """The report's judge-free figures and tables (listed first in the index)."""
 
 
-def judge_free_section(run: dict[str, Any], f: Frames, table: Any, figure: Any, *, resamples: int, seed: int,
+def judge_free_section(run: Run, f: Frames, table: Any, figure: Any, *, resamples: int, seed: int,
                        min_n: int, correction: str) -> str | None:
     """The judge-free tables and figures of a run (``convstats``, ``convcompare``); returns the
     method line of the paired test, or None when the run has no conversation."""
@@ -133,10 +134,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
     behaviours x setups with ``correction`` (bh, holm or none)."""
     stats.check_params(resamples=resamples, min_n=min_n, correction=correction)
-    run = read_run(run_dir)
+    run = Run.open(run_dir)
     f = run_frames(run)
     out = Path(out_dir)
-    check = pipeline_check(run["manifest"])
+    check = pipeline_check(run.manifest)
     mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
     jn = md_escape(judge)  # in Markdown
@@ -233,7 +234,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     if free is None:
         index.append("_No conversation in this run._\n")
     else:
-        index += [f"{judge_free_note(run['manifest'])} Definitions: `cocoeval/convstats.py` and README "
+        index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/convstats.py` and README "
                   f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
                   *listing(list(JUDGE_FREE))]
     index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",

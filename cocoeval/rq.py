@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import altair as alt
 import polars as pl
@@ -22,6 +22,9 @@ from ._answer import (
 from ._rq_paper import by_turns_per_call, paper_tables, participants, prompting
 from ._text import md_escape
 from .frames import REFERENCE, Frames
+
+if TYPE_CHECKING:
+    from .run import Run
 
 __all__ = ["SETUP_FIELDS", "Answer", "agreement_answer", "bench_summary", "by_turns_per_call", "compare_to_humans",
            "human_rates", "md_escape", "paper_tables", "participants", "pick_setups", "prompting", "setups_table"]
@@ -74,7 +77,7 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
 
 def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, resamples: int = 1000,
                       seed: int = 0, *, min_n: int = stats.MIN_N, correction: str = "bh",
-                      run: dict[str, Any] | None = None) -> Answer:
+                      run: Run | None = None) -> Answer:
     """RQ2-RQ5 and generalization: each setup against the human reference on the same instances.
     Over/under-production verdicts come from the paired sign-flip test, corrected over every
     behaviour x setup this judge judged (the same family in every notebook and the report).

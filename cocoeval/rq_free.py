@@ -4,7 +4,7 @@ manifest): its judge-based figures are then marked "pipeline check — tiny mode
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import polars as pl
 
@@ -14,18 +14,20 @@ from .convstats import STATISTICS, conversation_frame
 from .frames import REFERENCE, Frames
 from .rq import Answer, _ci, _interval_method
 
-PIPELINE_LABEL = "pipeline-check"
+if TYPE_CHECKING:
+    from .run import Manifest, Run
 
 
-def pipeline_check(manifest: dict[str, Any]) -> bool:
+
+def pipeline_check(manifest: Manifest) -> bool:
     """Whether a run is a pipeline check (params ``label: pipeline-check``, as in the demo): its
     judge-based figures and tables are marked "pipeline check — tiny model, not results"."""
-    return (manifest.get("params") or {}).get("label") == PIPELINE_LABEL
+    return manifest.pipeline_check
 
 
-def judge_free_note(manifest: dict[str, Any]) -> str:
+def judge_free_note(manifest: Manifest) -> str:
     """What the judge-free statistics of a run are measured on, said truthfully."""
-    params = manifest.get("params") or {}
+    params = manifest.params
     models = ", ".join(f"{md_escape(s.get('name'))} = {md_escape(s.get('model'))}" for s in params.get("setups", []))
     text = ("No model judges these: the human reference's values are measured on the benchmark's reference turns "
             f"(what the people said next), each setup's on its continuations ({models or 'no setups'}).")
@@ -38,7 +40,7 @@ def judge_free_note(manifest: dict[str, Any]) -> str:
     return text
 
 
-def judge_free(run: dict[str, Any], f: Frames | None = None, resamples: int = 1000, seed: int = 0, *,
+def judge_free(run: Run, f: Frames | None = None, resamples: int = 1000, seed: int = 0, *,
                min_n: int = stats.MIN_N, correction: str = "bh") -> Answer:
     """Judge-free statistics (``convstats``): the human reference vs every setup on the turns
     themselves, paired over instances, tested and corrected over statistics x setups; with the
@@ -55,7 +57,7 @@ def judge_free(run: dict[str, Any], f: Frames | None = None, resamples: int = 10
     a.tables.update(per_conversation=conv, means=m, vs_human=paired)
     family = int(paired["p"].is_not_null().sum()) if not paired.is_empty() else 0
     ns = m.filter(pl.col("target") == REFERENCE)["n"]
-    a.text.append(judge_free_note(run["manifest"]))
+    a.text.append(judge_free_note(run.manifest))
     a.text.append(f"Method: {ns.max() if len(ns) else 0} human references; per-turn statistics as defined in "
                   f"`cocoeval/convstats.py` (lowercase word tokens, trigram repetition, …), a conversation whose "
                   f"statistic is undefined left out of it; {_interval_method(resamples, seed, min_n)}; setup vs human: "
@@ -80,7 +82,7 @@ def judge_free(run: dict[str, Any], f: Frames | None = None, resamples: int = 10
         a.charts["judge_free_vs_human"] = charts.convstats_diff_chart(paired, labels=STATISTICS)
     if f is not None and not f.counts.is_empty():
         sanity = convcompare.judge_sanity(f, conv, **kw)
-        a.tables["judge_sanity" + (" (pipeline check — tiny model, not results)" if pipeline_check(run["manifest"])
+        a.tables["judge_sanity" + (" (pipeline check — tiny model, not results)" if pipeline_check(run.manifest)
                                    else "")] = sanity
         a.text.append("Judge sanity (Spearman of each judge's counts with the closest judge-free statistic; a judge "
                       "answering at random gives ρ ≈ 0): " + ("; ".join(

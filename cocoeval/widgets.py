@@ -8,7 +8,7 @@ import html
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
@@ -19,6 +19,9 @@ from .frames import REFERENCE
 from .judge import Target, targets_for
 from .schema import Judgment
 from .taxonomy import Taxonomy, load_taxonomy
+
+if TYPE_CHECKING:
+    from .run import Run
 
 ALL = "(all)"
 WIDE = {"description_width": "initial"}
@@ -58,21 +61,21 @@ class ConversationViewer:
     (``convstats``). Filters: dataset, setup, behaviour, judge. Linked to a Figure-3 chart
     (``link``), a bar click lists the turns behind that bar and shows one of its conversations."""
 
-    def __init__(self, run: dict[str, Any], *, judge: str | None = None, taxonomy: Taxonomy | None = None) -> None:
+    def __init__(self, run: Run, *, judge: str | None = None, taxonomy: Taxonomy | None = None) -> None:
         self.run = run
         self.tax = taxonomy or load_taxonomy()
         self.names = {b.id: b for b in self.tax.behaviours}
-        self.instances = {i.id: i for i in run["instances"]}
+        self.instances = {i.id: i for i in run.instances}
         self.targets: dict[tuple[str, str], Target] = {
-            (t.instance.id, t.name): t for t in targets_for(run["instances"], run["continuations"])}
+            (t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
         self.judgments: dict[tuple[str, str, str], Judgment] = {}
-        for name, js in run.get("judgments", {}).items():
+        for name, js in run.all_judgments.items():
             for j in js:
                 if j.kind == "fine_grained":
                     self.judgments[(j.judge_name or name, j.instance_id, j.target_name or j.target)] = j
         judges = sorted({k[0] for k in self.judgments})
-        setups = sorted(run["continuations"])
-        datasets = sorted({i.dataset for i in run["instances"]})
+        setups = sorted(run.continuations)
+        datasets = sorted({i.dataset for i in run.instances})
         self._quiet = False
         self.dataset = w.Dropdown(options=[ALL, *datasets], description="dataset", style=WIDE)
         self.behaviour = w.Dropdown(options=[(ALL, ALL)] + [(b.name, b.id) for b in self.tax.behaviours],
@@ -167,7 +170,7 @@ class ConversationViewer:
             t = self.targets.get((iid, target))
             title = HUMAN if target == REFERENCE else target
             if t is None:
-                cont = next((c for c in self.run["continuations"].get(target, []) if c.instance_id == iid), None)
+                cont = next((c for c in self.run.continuations.get(target, []) if c.instance_id == iid), None)
                 body = f"<div><i>{'invalid: ' + _e(cont.reason) if cont else 'not simulated'}</i></div>"
             else:
                 j = self.judgments.get((self.judge.value, iid, target))
@@ -213,7 +216,7 @@ class ConversationViewer:
             return j if j is not None and j.status != "invalid" else None
 
         ids = sorted(self.instances)
-        if scope == "panel" and panel in self.run["continuations"]:
+        if scope == "panel" and panel in self.run.continuations:
             ids = [i for i in ids if valid(panel, i)]
         out = Bar(panel, series, behaviour, target)
         for iid in ids:

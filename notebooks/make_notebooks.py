@@ -53,7 +53,7 @@ from cocoeval.notebook import open_run
 from cocoeval.rq import bench_summary
 
 ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)
-summary = bench_summary(ctx.run["instances"], ctx.experiment.bench_dir())
+summary = bench_summary(ctx.run.instances, ctx.experiment.bench_dir())
 ctx.show(summary, "00_build_benchmark", figures_dir)''',
         ""),
     "01_rq1_human": ("RQ1: humans", "How often do humans show each inconsistent or uncollaborative behaviour in "

@@ -15,6 +15,7 @@ import pytest
 
 from cocoeval import rq, stats
 from cocoeval.frames import run_frames
+from cocoeval.run import Run
 from cocoeval.schema import Judgment, TurnLabel
 from cocoeval.taxonomy import load_taxonomy
 
@@ -47,7 +48,7 @@ def frames(counts=COUNTS, cons=CONSISTENCY, collab=COLLAB):
     insts = [instance(f"d/c{i:02d}/0", n_hist=2, n_ref=6) for i in range(n)]  # sorted as the draws index them
     js = [_fine(insts[i].id, r, k) for r, ks in counts.items() for i, k in enumerate(ks)]
     js += [_overall(insts[i].id, r, c, k) for r in cons for i, (c, k) in enumerate(zip(cons[r], collab[r], strict=True))]
-    return run_frames({"instances": insts, "continuations": {}, "judgments": {"x": js}})
+    return run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
 
 
 # --- an independent, plain implementation (loops), for the bootstrap check -----------------

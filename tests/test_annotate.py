@@ -23,6 +23,7 @@ from cocoeval.experiment import load_params, read_run
 from cocoeval.frames import run_frames
 from cocoeval.jsonio import write_json, write_jsonl
 from cocoeval.judge_parse import map_behaviour
+from cocoeval.run import Run
 from cocoeval.schema import Continuation, Judgment
 from cocoeval.taxonomy import load_taxonomy
 
@@ -33,7 +34,7 @@ def _run():
     insts = [instance(f"d/c{i}/0", n_hist=3, n_ref=3) for i in range(2)]
     conts = {"simA": [Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1])
                       for i in insts]}
-    return {"instances": insts, "continuations": conts}
+    return Run.model_validate({"instances": insts, "continuations": conts})
 
 
 def test_blind_export_then_import(tmp_path):
@@ -213,8 +214,8 @@ def test_conflicting_rows_are_refused_and_agreeing_ones_kept_once(tmp_path):
 def _run_dir(tmp_path, judges=()):
     run = _run()
     d = tmp_path / "run"
-    write_jsonl(d / "instances.jsonl", run["instances"])
-    write_jsonl(d / "continuations" / "simA.jsonl", run["continuations"]["simA"])
+    write_jsonl(d / "instances.jsonl", run.instances)
+    write_jsonl(d / "continuations" / "simA.jsonl", run.continuations["simA"])
     tax = load_taxonomy()
     write_json(d / "manifest.json", {"taxonomy": {"name": tax.name, "hash": tax.hash},
                                      "judges": {j: {} for j in judges}})
@@ -240,18 +241,22 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
         "invalid_reasons": [], "written": True}
     import_into_run(_rows_file(tmp_path / "a2.csv", "ann2", {"d/c0/0": {1: "", 2: "", 3: "Off topic"}}), d)
     assert sorted(p.name for p in (d / "judgments" / "human").iterdir()) == ["ann1.jsonl", "ann2.jsonl"]
-    js = read_run(d)["judgments"]
+    js = Run.open(d).all_judgments
     assert sorted(js) == ["human:ann1", "human:ann2"]
     assert [lb.behaviours for lb in js["human:ann1"][0].labels] == [["repetition"], [], []]
     assert js["human:ann2"][0].labels[2].behaviours == ["off_topic"]
+    run = Run.open(d)  # LLM judges by judge, human annotations by annotator
+    assert run.judgments == {} and sorted(run.human) == ["ann1", "ann2"] and run.human["ann1"] == js["human:ann1"]
+    with pytest.warns(DeprecationWarning, match="all_judgments"):
+        assert read_run(d)["judgments"] == js  # the old dict access of external notebooks, deprecated
     # ann1 labels a second item: added beside the first
     rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "", 2: ""}}), d)
     assert rep["annotators"]["ann1"]["added"] == 2
-    ann1 = read_run(d)["judgments"]["human:ann1"]
+    ann1 = Run.open(d).all_judgments["human:ann1"]
     assert [(j.instance_id, j.kind, j.status) for j in ann1] == [
         ("d/c0/0", "fine_grained", "ok"), ("d/c1/0", "fine_grained", "invalid"), ("d/c0/0", "overall", "ok")]
     assert ann1[1].reason == "turns not annotated: 3"
-    f = run_frames(read_run(d))
+    f = run_frames(Run.open(d))
     assert set(f.judgments["judge"]) == {"ann1", "ann2"} and f.judgments["human"].all()
 
 
@@ -291,17 +296,17 @@ def test_changed_labels_are_a_conflict_unless_replace(tmp_path):
         "invalid_reasons": [], "written": True}
     assert [(n["row"], n["action"]) for n in rep["notes"]] == [("row 2", "replaced the stored 'repetition'"),
                                                                ("row 5", "replaced the stored '7, 5'")]
-    [fine, over] = read_run(d)["judgments"]["human:ann1"]
+    [fine, over] = Run.open(d).all_judgments["human:ann1"]
     assert fine.labels[0].behaviours == ["off_topic"] and over.consistency == 3
 
 
 def test_replace_drops_the_repair_note_of_the_replaced_turn(tmp_path):
     d = _run_dir(tmp_path)
     import_into_run(_rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "repetitions", 2: "", 3: ""}}), d)
-    [j] = read_run(d)["judgments"]["human:ann1"]
+    [j] = Run.open(d).all_judgments["human:ann1"]
     assert j.status == "repaired" and j.repairs == [f"turn 1: {_note('repetitions')}"]
     import_into_run(_rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic"}}), d, replace=True)
-    [j] = read_run(d)["judgments"]["human:ann1"]
+    [j] = Run.open(d).all_judgments["human:ann1"]
     assert j.status == "ok" and j.repairs == [] and j.labels[0].behaviours == ["off_topic"]
 
 
@@ -361,7 +366,7 @@ def test_a_store_holds_only_its_annotator(tmp_path):
     import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL), d)
     (d / "judgments" / "human" / "ann1.jsonl").rename(d / "judgments" / "human" / "ann2.jsonl")
     with pytest.raises(InputError, match="judgment of 'human:ann1' in the store of annotator 'ann2'"):
-        read_run(d)
+        Run.open(d)
 
 
 def test_old_single_human_file_is_not_merged_silently(tmp_path):
@@ -404,7 +409,7 @@ def _multi_run(per_dataset, missing_s2=()):
                     for i in insts],
              "s2": [Continuation(instance_id=i.id, setup_id="id2", setup_name="s2", turns=i.reference)
                     for i in insts if i.id not in missing_s2]}
-    return {"instances": insts, "continuations": conts}
+    return Run.model_validate({"instances": insts, "continuations": conts})
 
 
 def _key_counts(folder, task):
@@ -489,8 +494,8 @@ def test_export_carries_the_judges_instructions_and_bad_options_are_clear(tmp_pa
 def test_cli_export_prints_the_draw(tmp_path, capsys):
     run = _multi_run({"a": 3, "b": 3})
     d = tmp_path / "run"
-    write_jsonl(d / "instances.jsonl", run["instances"])
-    for name, cs in run["continuations"].items():
+    write_jsonl(d / "instances.jsonl", run.instances)
+    for name, cs in run.continuations.items():
         write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
     write_json(d / "manifest.json", {"status": "complete"})
     assert main(["annotate-export", str(d), "--out", str(tmp_path / "o"), "--fine-setup", "s1",
@@ -514,9 +519,9 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
                                     "ann2,d/c0/0,reference,1,,\nann2,d/c0/0,reference,2,,\n"
                                     "ann2,d/c0/0,reference,3,,\n")
     import_into_run(tmp_path / "a.csv", d)
-    js = read_run(d)["judgments"]
+    js = Run.open(d).all_judgments
     assert [lb.not_in_taxonomy for lb in js["human:ann1"][0].labels] == ["talks over the chair", None, None]
-    cov = stats.taxonomy_coverage(run_frames(read_run(d)))
+    cov = stats.taxonomy_coverage(run_frames(Run.open(d)))
     assert cov.select("annotator", "turns", "turns_not_in_taxonomy", "rate").rows() == [
         ("ann1", 3, 1, pytest.approx(1 / 3)), ("ann2", 3, 0, 0.0)]
     # importing again changes nothing; another description is a conflict (like changed behaviours)

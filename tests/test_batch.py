@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from cocoeval.errors import ConfigError
-from cocoeval.experiment import read_run
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
 from cocoeval.llm.fakeserver import FakeServer
+from cocoeval.run import Run
 
 from .conftest import TEST_KEY, qmsum_meeting, write_json
 
@@ -228,19 +228,19 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
             cmd = [sys.executable, "-m", "cocoeval", "run", str(p), "--no-progress"]
             out = subprocess.run(cmd + flags[mode], capture_output=True, text=True, timeout=300)
             assert out.returncode == 0, out.stderr
-            runs[mode] = (read_run(tmp_path / "runs" / mode), out, srv.stats())
+            runs[mode] = (Run.open(tmp_path / "runs" / mode), out, srv.stats())
             srv.reset()
             srv.configure(answers=answers)
     (live, _, _), (batch, out, stats) = runs["live"], runs["batch"]
-    n = len(live["instances"])
+    n = len(live.instances)
 
     def strip(groups):
         return {k: [x.model_dump(exclude={"calls"}) for x in v] for k, v in groups.items()}
 
-    assert strip(batch["continuations"]) == strip(live["continuations"])
-    assert strip(batch["judgments"]) == strip(live["judgments"])
-    assert all(j.status == "ok" for js in batch["judgments"].values() for j in js)
-    assert batch["manifest"]["llm_mode"] == {"batch": True, "batch_dependent": "live", "processes": 1}
+    assert strip(batch.continuations) == strip(live.continuations)
+    assert strip(batch.all_judgments) == strip(live.all_judgments)
+    assert all(j.status == "ok" for js in batch.all_judgments.values() for j in js)
+    assert batch.manifest.llm_mode == {"batch": True, "batch_dependent": "live", "processes": 1}
     # whole continuations and judgments went through batches; the 5-turn steps ran live
     assert sorted(v["requests"] for v in stats["batches"].values()) == [n, n * 3 * 2]
     usage = json.loads((tmp_path / "runs" / "batch" / "usage.json").read_text())
@@ -249,16 +249,16 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
     assert "through batches" in out.stdout
     # --dependent rounds: the 5-turn steps too, one round of batches per step
     rounds, out, stats = runs["rounds"]
-    assert strip(rounds["continuations"]) == strip(live["continuations"])
-    assert strip(rounds["judgments"]) == strip(live["judgments"])
+    assert strip(rounds.continuations) == strip(live.continuations)
+    assert strip(rounds.all_judgments) == strip(live.all_judgments)
     assert sorted(v["requests"] for v in stats["batches"].values()) == sorted([2 * n] + [n] * 5 + [6 * n])
     usage = json.loads((tmp_path / "runs" / "rounds" / "usage.json").read_text())
     assert usage["requests_sent"] == 0 and usage["requests_batched"] == 2 * n + 5 * n + 6 * n
     # --processes 2: every round of the run sent by the same two worker processes, same run
     workers, out, stats = runs["workers"]
-    assert strip(workers["continuations"]) == strip(live["continuations"])
-    assert strip(workers["judgments"]) == strip(live["judgments"])
-    assert workers["manifest"]["llm_mode"]["processes"] == 2
+    assert strip(workers.continuations) == strip(live.continuations)
+    assert strip(workers.all_judgments) == strip(live.all_judgments)
+    assert workers.manifest.llm_mode["processes"] == 2
     usage = json.loads((tmp_path / "runs" / "workers" / "usage.json").read_text())
     live_usage = json.loads((tmp_path / "runs" / "live" / "usage.json").read_text())
     assert usage["requests_sent"] == live_usage["requests_sent"] == stats["requests"]

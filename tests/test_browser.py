@@ -260,7 +260,7 @@ def browser():
 
 @pytest.mark.timeout(900)
 def test_notebooks_in_a_real_browser(browser, lab, artefacts):
-    from cocoeval.experiment import read_run
+    from cocoeval.run import Run
     from cocoeval.widgets import ConversationViewer
 
     page = Page(browser, lab, artefacts)
@@ -274,7 +274,7 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     # Explore: click the human bar of the product-only panel; the viewer lists its turns
     page.open_and_run("09_explore")
     page.assert_charts_rendered("09_explore", at_least=1)
-    expected = ConversationViewer(read_run(lab["run_dir"]), judge="judge1").bar("k6p", HUMAN, "unclear_intent")
+    expected = ConversationViewer(Run.open(lab["run_dir"]), judge="judge1").bar("k6p", HUMAN, "unclear_intent")
     assert expected.n == 2 and len(expected.rows) == 2  # one per product instance, none of the others
     bar = p.locator('.vega-embed path[aria-roledescription="bar"][aria-label*="panel: k6p"]'
                     f'[aria-label*="series: {HUMAN}"][aria-label*="name: Unclear intent"]')
@@ -311,7 +311,7 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     out = subprocess.run([sys.executable, "-m", "cocoeval", "annotate-import", str(csv), str(lab["run_dir"])],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    human = read_run(lab["run_dir"])["judgments"]["human:browser1"]
+    human = Run.open(lab["run_dir"]).all_judgments["human:browser1"]
     fine = next(j for j in human if j.kind == "fine_grained")
     assert fine.labels[0].behaviours == ["repetition"]
 

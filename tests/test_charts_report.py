@@ -87,10 +87,10 @@ def test_other_charts(tmp_path):
 def _write_run(d):
     run = make_run()
     write_json(d / "manifest.json", {"status": "complete"})
-    write_jsonl(d / "instances.jsonl", run["instances"])
-    for name, cs in run["continuations"].items():
+    write_jsonl(d / "instances.jsonl", run.instances)
+    for name, cs in run.continuations.items():
         write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
-    for name, js in run["judgments"].items():
+    for name, js in run.all_judgments.items():
         write_jsonl(d / "judgments" / f"{name}.jsonl", js)
 
 
@@ -127,8 +127,8 @@ def test_report_writes_the_papers_figures_and_tables(tmp_path):
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("t1", G41, "taxonomy", 1)), mp(("v5", G41, "vanilla", 5)),
                mp(("o1", OPUS, "vanilla", 1)), mp(("o5", OPUS, "vanilla", 5)))
     d = tmp_path / "run"
-    write_json(d / "manifest.json", {"status": "complete", **run["manifest"]})
-    write_jsonl(d / "instances.jsonl", run["instances"])
+    write_json(d / "manifest.json", {"status": "complete", **run.manifest.model_dump(exclude_unset=True)})
+    write_jsonl(d / "instances.jsonl", run.instances)
     write_jsonl(d / "judgments" / "J.jsonl", js)
     assert main(["report", str(d), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
     out = tmp_path / "rep"

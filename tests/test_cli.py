@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from cocoeval import cli
 from cocoeval._text import md_escape, visible
 from cocoeval.cli import main
+from cocoeval.run import Run
 
 from .conftest import qmsum_meeting, write_json
 
@@ -137,7 +138,7 @@ def test_an_annotation_row_that_is_not_an_object(tmp_path):
 
     (tmp_path / "rows.jsonl").write_text('{"annotator": "a"}\n"just text"\n')
     with pytest.raises(cli.CocoevalError) as e:
-        import_annotations(tmp_path / "rows.jsonl", {"instances": [], "continuations": {}})
+        import_annotations(tmp_path / "rows.jsonl", Run.model_validate({"instances": [], "continuations": {}}))
     msg = str(e.value)
     assert "rows.jsonl: 2 rows rejected" in msg and "line 2: expected an object with the columns" in msg
     assert "got str" in msg and "nothing was imported" in msg

@@ -17,6 +17,7 @@ from cocoeval.convstats import STATISTICS, conversation_frame, conversation_stat
 from cocoeval.frames import run_frames
 from cocoeval.jsonio import write_json, write_jsonl
 from cocoeval.report import write_report
+from cocoeval.run import Run
 from cocoeval.schema import Continuation, Turn
 from cocoeval.widgets import ConversationViewer
 
@@ -105,8 +106,8 @@ def _run(n: int, label: str | None = None):
     js = [fine(x.id, t, "J", [["repetition"]] * k + [[]] * (4 - k))
           for i, x in enumerate(insts) for t, k in (("reference", 0), ("loop", 1 + i % 3), ("copy", 0))]
     params = {"name": "t", "setups": [{"name": "loop", "model": "local/smollm2"}], **({"label": label} if label else {})}
-    return {"instances": insts, "continuations": {"loop": loop, "copy": copy, "bad": bad},
-            "judgments": {"J": js}, "manifest": {"status": "complete", "params": params}}
+    return Run.model_validate({"instances": insts, "continuations": {"loop": loop, "copy": copy, "bad": bad},
+            "judgments": {"J": js}, "manifest": {"status": "complete", "params": params}})
 
 
 def test_conversation_frame_over_a_run():
@@ -186,11 +187,11 @@ def test_charts_of_judge_free_statistics(tmp_path):
 
 
 def _write(d, run):
-    write_json(d / "manifest.json", run["manifest"])
-    write_jsonl(d / "instances.jsonl", run["instances"])
-    for name, cs in run["continuations"].items():
+    write_json(d / "manifest.json", run.manifest.model_dump(exclude_unset=True))
+    write_jsonl(d / "instances.jsonl", run.instances)
+    for name, cs in run.continuations.items():
         write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
-    for name, js in run["judgments"].items():
+    for name, js in run.all_judgments.items():
         write_jsonl(d / "judgments" / f"{name}.jsonl", js)
 
 
@@ -222,7 +223,7 @@ def test_viewer_shows_judge_free_statistics_per_column():
     run = _run(2)
     v = ConversationViewer(run, judge="J")
     v.setups.value = ("loop",)
-    v.instance.value = run["instances"][0].id
+    v.instance.value = run.instances[0].id
     html = v.html.value
     assert html.count("judge-free statistics") == 2  # the human reference and the setup
     assert f"<td>{STATISTICS['speakers']}</td><td style=\"text-align:right\">1</td>" in html  # the loop
@@ -233,7 +234,7 @@ def test_demo_params_are_labelled_a_pipeline_check():
     from cocoeval.experiment import load_params
 
     exp = load_params(ROOT / "params" / "demo.yaml")
-    assert exp.params.label == "pipeline-check" and exp.manifest()["params"]["label"] == "pipeline-check"
+    assert exp.params.label == "pipeline-check" and exp.manifest().params["label"] == "pipeline-check"
 
 
 @pytest.mark.timeout(3600)  # the first run simulates and judges on the local model (minutes on two cores)

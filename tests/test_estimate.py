@@ -7,10 +7,11 @@ import itertools
 import yaml
 
 from cocoeval.estimate import compare_with_run, forecast
-from cocoeval.experiment import load_params, read_run
+from cocoeval.experiment import load_params
 from cocoeval.jsonio import write_jsonl
 from cocoeval.llm.usage import count_tokens
 from cocoeval.prompts import load_prompt
+from cocoeval.run import Run
 from cocoeval.simulate import format_behaviours, step_messages
 from cocoeval.taxonomy import load_taxonomy
 
@@ -59,7 +60,7 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path):
     exp = load_params(p)
     rows = forecast(exp, exp.prepare_instances(write=False))
     exp.run()
-    cmp = compare_with_run(rows, read_run(tmp_path / "run"))
+    cmp = compare_with_run(rows, Run.open(tmp_path / "run"))
     assert {c["stage"] for c in cmp} == {"simulate", "judge"}
     for c in cmp:
         assert c["actual_calls"] == c["forecast_calls"], c

@@ -13,8 +13,9 @@ import pytest
 import yaml
 
 from cocoeval import InputError, build
-from cocoeval.experiment import load_params, read_run
+from cocoeval.experiment import load_params
 from cocoeval.llm.fakeserver import FakeServer
+from cocoeval.run import Run
 
 from .conftest import ROOT, qmsum_meeting, write_json
 
@@ -81,24 +82,24 @@ def test_kill_9_then_rerun_repeats_no_call_and_gives_the_same_output(tmp_path):
         assert out.returncode == 0, out.stderr
         everything = _keys(cache)
         assert srv.stats()["requests"] == len(everything - done)  # no completed call repeated
-        resumed = read_run(tmp_path / "runs" / "exp")
+        resumed = Run.open(tmp_path / "runs" / "exp")
 
         # an uninterrupted run (fresh cache) gives the same continuations
         clean = _params(tmp_path, srv.openai_base, "clean")
         assert subprocess.run([sys.executable, "-m", "cocoeval", "run", str(clean), "--no-progress"],
                               capture_output=True, timeout=120).returncode == 0
-        assert _strip(read_run(tmp_path / "runs" / "clean")["continuations"]) == _strip(resumed["continuations"])
+        assert _strip(Run.open(tmp_path / "runs" / "clean").continuations) == _strip(resumed.continuations)
 
         # a finished run re-run sends nothing
         reset()
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and srv.stats()["requests"] == 0
         assert "0 sent" in out.stdout
-    m = resumed["manifest"]
-    assert m["status"] == "complete" and m["cocoeval_version"]
-    assert set(m["setups"]) == {"k1", "k5"} and m["taxonomy"]["hash"]
-    assert set(m["prompts"]) == {"vanilla", "taxonomy"} and "git_revision" in m
-    assert all(len(c.turns) == 30 and c.status == "ok" for cs in resumed["continuations"].values() for c in cs)
+    m = resumed.manifest
+    assert m.status == "complete" and m.cocoeval_version
+    assert set(m.setups) == {"k1", "k5"} and m.taxonomy["hash"]
+    assert set(m.prompts) == {"vanilla", "taxonomy"} and "git_revision" in m.model_fields_set
+    assert all(len(c.turns) == 30 and c.status == "ok" for cs in resumed.continuations.values() for c in cs)
     usage = json.loads((tmp_path / "runs" / "exp" / "usage.json").read_text())
     assert usage["totals"]["calls"] == usage["totals"]["cache_hits"] == n_inst * (30 + 6)
 
@@ -157,11 +158,11 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
         assert "judge judge1" in out.stdout
-        run = read_run(tmp_path / "runs" / "j")
-        js = run["judgments"]["judge1"]
-        n = len(run["instances"])
+        run = Run.open(tmp_path / "runs" / "j")
+        js = run.judgments["judge1"]
+        n = len(run.instances)
         assert len(js) == n * 2 * 2 and all(j.status == "ok" for j in js)
-        assert set(run["manifest"]["judges"]["judge1"]) == {"overall", "fine_grained"}
+        assert set(run.manifest.judges["judge1"]) == {"overall", "fine_grained"}
         requests = srv.stats()["requests"]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0 and srv.stats()["requests"] == requests  # nothing re-sent
@@ -184,5 +185,5 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
     out = subprocess.run([sys.executable, "-m", "cocoeval", "annotate-import", str(tmp_path / "ann" / "done.csv"),
                           str(rd), "--key", str(tmp_path / "ann" / "key.json")], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    human = read_run(rd)["judgments"]["human:ann1"]
+    human = Run.open(rd).all_judgments["human:ann1"]
     assert {j.judge_id for j in human} == {"human:ann1"} and all(j.status == "ok" for j in human)

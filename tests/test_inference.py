@@ -17,6 +17,7 @@ from cocoeval.errors import ConfigError
 from cocoeval.frames import run_frames
 from cocoeval.jsonio import write_json, write_jsonl
 from cocoeval.report import markdown_table, write_report
+from cocoeval.run import Run
 from cocoeval.stats import (
     NO_DIFF,
     OVER,
@@ -134,8 +135,8 @@ def _counts_run(per_setup: dict[str, int], n: int, shift: dict[str, int] | None 
             c = rng.integers(0, 3, len(BEH))
             c[0] = min(4, c[0] + (shift or {}).get(name, 0))
             js.append(judged(inst.id, name, c))
-    return {"instances": insts, "continuations": {}, "judgments": {"J": js},
-            "manifest": {"params": {"setups": [{"name": s} for s in per_setup]}}}
+    return Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"J": js},
+            "manifest": {"params": {"setups": [{"name": s} for s in per_setup]}}})
 
 
 def test_paired_table_carries_raw_and_adjusted_p_and_leaves_n_too_small_untested():
@@ -180,7 +181,7 @@ def test_answer_text_prints_no_interval_and_no_verdict_from_one_instance():
 
 def test_turns_per_call_compares_only_setups_with_enough_instances():
     run = _counts_run({"k1": 12, "k5": 1}, 12)
-    run["manifest"]["params"]["setups"] = [{"name": "k1", "kind": "multiparty", "turns_per_call": 1},
+    run.manifest.params["setups"] = [{"name": "k1", "kind": "multiparty", "turns_per_call": 1},
                                            {"name": "k5", "kind": "multiparty", "turns_per_call": 5}]
     a = rq.by_turns_per_call(run_frames(run), run, "J", resamples=50)
     pairs = a.tables["k_pairs"]  # k = 1 vs 5 on the one instance both have: neither tested nor given an interval
@@ -195,7 +196,7 @@ def test_agreement_is_the_papers_procedure_and_untested_below_min_n():
     insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=4) for i in range(5)]
     js = [fine(i.id, "reference", r, [["repetition"]] * ((k + j) % 4) + [[]] * (4 - (k + j) % 4), human=r != "A")
           for k, i in enumerate(insts) for j, r in enumerate("ABC")]
-    f = run_frames({"instances": insts, "continuations": {}, "judgments": {"x": js}})
+    f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
     ag = agreement(f, resamples=100)
     assert ag["significant"].is_null().all() and ag["p5"].is_null().all()
     assert set(ag["ci_note"]) == {"n too small (n=5 < 10)"}
@@ -216,8 +217,8 @@ def test_data_text_is_escaped_in_markdown():
 
 def _write(d, run):
     write_json(d / "manifest.json", {"status": "complete"})
-    write_jsonl(d / "instances.jsonl", run["instances"])
-    for name, js in run["judgments"].items():
+    write_jsonl(d / "instances.jsonl", run.instances)
+    for name, js in run.all_judgments.items():
         write_jsonl(d / "judgments" / f"{name}.jsonl", js)
 
 

@@ -18,6 +18,7 @@ import pytest
 from cocoeval.frames import invalid_rates, run_frames
 from cocoeval.judge import JudgeConfig, judge
 from cocoeval.llm import LLMConfig, Runner
+from cocoeval.run import Run
 from cocoeval.taxonomy import load_taxonomy
 
 from .conftest import TEST_KEY
@@ -71,7 +72,7 @@ def served(server, tmp_path_factory):
             insts += batch.values()
             judgments += js
     server.reset()
-    return out, run_frames({"instances": insts, "continuations": {}, "judgments": {"j": judgments}}, TAX)
+    return out, run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"j": judgments}}), TAX)
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c["id"] for c in CORPUS])

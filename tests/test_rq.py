@@ -9,6 +9,7 @@ from scipy import stats as sps
 
 from cocoeval import charts, rq, stats
 from cocoeval.frames import run_frames
+from cocoeval.run import Manifest, Run
 from cocoeval.schema import Participant, Turn, is_human_ai
 
 from .sim_helpers import instance
@@ -34,7 +35,7 @@ def mp(setup):
 
 
 def make(insts, judgments, *setups):
-    return {"instances": insts, "continuations": {}, "judgments": {"J": judgments}, "manifest": manifest(*setups)}
+    return Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"J": judgments}, "manifest": manifest(*setups)})
 
 
 def insts(n, dataset="d", chat=False):
@@ -211,4 +212,4 @@ def test_a_malformed_manifest_is_a_clear_error(params):
     from cocoeval.errors import InputError
 
     with pytest.raises(InputError, match=r"manifest\.json"):
-        stats.conditions({"manifest": {"params": params}})
+        stats.conditions(Run(manifest=Manifest.model_construct(params=params)))

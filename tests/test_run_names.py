@@ -13,8 +13,9 @@ import yaml
 from cocoeval import build
 from cocoeval.cli import main
 from cocoeval.errors import ConfigError
-from cocoeval.experiment import load_params, read_run
+from cocoeval.experiment import load_params
 from cocoeval.names import child_path
+from cocoeval.run import Run
 from cocoeval.simulate import Setup
 
 from .conftest import qmsum_meeting, write_json
@@ -98,7 +99,7 @@ def test_run_exits_3_with_a_summary_when_something_ended_invalid_or_failed_and_0
                           "judges": [{"name": "judge1", "model": model, "max_attempts": 1}]})
     out = _cli(p)
     assert out.returncode == 3, out.stderr
-    n = len(read_run(tmp_path / "runs" / "p")["instances"])
+    n = len(Run.open(tmp_path / "runs" / "p").instances)
     err = out.stderr
     assert f"summary: {n + 2 * n} continuation(s) or judgment(s) ended invalid or failed" in err
     assert f"setup k5: 0 ok, 0 invalid, {n} failed of {n}" in err
@@ -106,8 +107,8 @@ def test_run_exits_3_with_a_summary_when_something_ended_invalid_or_failed_and_0
     assert f"judge judge1: {2 * n} ok, {2 * n} invalid, 0 failed of {4 * n}" in err  # fine-grained ones
     assert "a re-run sends them again" in err and "exit status 3" in err and "--allow-invalid" in err
     assert "setup k30" not in err  # all ok: not in the summary of problems
-    m = read_run(tmp_path / "runs" / "p")["manifest"]
-    assert m["status"] == "complete" and m["summary"]["simulate"]["k5"]["failed"] == n
+    m = Run.open(tmp_path / "runs" / "p").manifest
+    assert m.status == "complete" and m.summary["simulate"]["k5"]["failed"] == n
 
     srv.reset()
     srv.configure(faults=[{"match": "next 5 turns", "kind": "context_length", "times": -1}])
@@ -132,11 +133,11 @@ def test_judge_stage_judges_every_setup_file_and_reports_files_no_setup_names(tm
                            "judges": [{"name": "judge1", "model": model}]}, "v")
     out = _cli(v2, "--stage", "judge")
     assert out.returncode == 0, out.stderr
-    run = read_run(tmp_path / "runs" / "v")
-    n = len(run["instances"])
-    js = run["judgments"]["judge1"]
+    run = Run.open(tmp_path / "runs" / "v")
+    n = len(run.instances)
+    js = run.judgments["judge1"]
     assert sorted({j.target_name for j in js}) == ["k30", "reference"] and len(js) == 2 * n * 2
-    warnings = run["manifest"]["summary"]["warnings"]
+    warnings = run.manifest.summary["warnings"]
     assert any(w.startswith("continuations/old.jsonl: continuations of no setup in") and "not judged" in w
                for w in warnings)
     assert any(w.startswith("continuations/a/b.jsonl: continuations of no setup") for w in warnings)
@@ -145,5 +146,5 @@ def test_judge_stage_judges_every_setup_file_and_reports_files_no_setup_names(tm
     for w in warnings:
         assert f"warning: {w}" in out.stderr
     assert "3 warning(s)" in out.stderr
-    assert run["manifest"]["summary"]["simulate_from_files"] is True
-    assert run["manifest"]["summary"]["simulate"]["k30"]["ok"] == n
+    assert run.manifest.summary["simulate_from_files"] is True
+    assert run.manifest.summary["simulate"]["k30"]["ok"] == n

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from cocoeval.frames import invalid_rates, run_frames
+from cocoeval.run import Run
 from cocoeval.schema import Continuation, Judgment, TurnLabel
 from cocoeval.stats import (
     agreement,
@@ -50,7 +51,7 @@ def make_run(n=6):
     js.append(fine(insts[0].id, "sim2", "J", [], status="invalid"))
     conts = {"sim": [Continuation(instance_id=i.id, setup_id="s", turns=i.reference) for i in insts],
              "sim2": [Continuation(instance_id=insts[0].id, setup_id="s2", status="invalid", reason="x")]}
-    return {"instances": insts, "continuations": conts, "judgments": {"J": js}}
+    return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {"J": js}})
 
 
 def test_bootstrap_matches_a_hand_loop_and_is_seeded():
@@ -125,7 +126,7 @@ def _agree_run(seed, noise):
         for inst, v in zip(insts, vals, strict=True):
             js.append(fine(inst.id, "reference", name, [["repetition"]] * int(v) + [[]] * (6 - int(v)),
                            human=name != "A"))
-    return run_frames({"instances": insts, "continuations": {}, "judgments": {"x": js}}), insts
+    return run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}})), insts
 
 
 def test_agreement_leave_one_out_against_scipy_and_significance():
@@ -172,7 +173,7 @@ def test_participants_against_scipy():
         js.append(fine(inst.id, "reference", "J", [["repetition"]] * min(total, 4) + [[]] * (4 - min(total, 4))))
         n_part.append(len({t.speaker for t in turns}))
         totals.append(min(total, 4))
-    f = run_frames({"instances": insts, "continuations": {}, "judgments": {"J": js}})
+    f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"J": js}}))
     row = participants_correlation(f, "J", count="window").filter(pl.col("behaviour") == "all").row(0, named=True)
     ref = sps.spearmanr(n_part, totals)
     assert row["rho"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
@@ -184,7 +185,7 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
 
     run = make_run(6)
     # sim3 covers only the first two instances
-    run["judgments"]["J"] += [fine(i.id, "sim3", "J", [[]] * 4) for i in run["instances"][:2]]
+    run.judgments["J"] += [fine(i.id, "sim3", "J", [[]] * 4) for i in run.instances[:2]]
     f = run_frames(run)
     m = figure3_means(f, "J", resamples=100)
     ref3 = m.filter((pl.col("panel") == "sim3") & (pl.col("series") == "human reference")

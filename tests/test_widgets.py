@@ -16,21 +16,21 @@ from .test_stats import TAX, make_run
 
 def _run_with_script():
     run = make_run(3)
-    inst = run["instances"][0]
+    inst = run.instances[0]
     evil = inst.model_copy(update={"history": [Turn(speaker="Mallory", text="<script>alert('x')</script>"),
                                                *inst.history[1:]]})
-    run["instances"][0] = evil
+    run.instances[0] = evil
     return run
 
 
 def test_viewer_renders_escaped_text_side_by_side_with_tags():
     run = _run_with_script()
     v = ConversationViewer(run, judge="J")
-    v.instance.value = run["instances"][0].id
+    v.instance.value = run.instances[0].id
     html = v.html.value
     assert "<script>" not in html and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
     assert ">human reference</div>" in html and ">sim</div>" in html and "<details>" in html
-    v.instance.value = run["instances"][2].id
+    v.instance.value = run.instances[2].id
     assert 'data-behaviour="repetition"' in v.html.value and "Repetition" in v.html.value
     assert "#c0392b" in v.html.value  # inconsistent colour
 
@@ -45,7 +45,7 @@ def test_viewer_filters():
     # instance 0 has no repetition in the reference but one in the simulation
     assert len(v.instance.options) == 3
     v.setups.value = ()
-    assert run["instances"][0].id not in v.instance.options
+    assert run.instances[0].id not in v.instance.options
     v.behaviour.value = ALL
     v.dataset.value = "d"
     assert len(v.instance.options) == 3
@@ -54,9 +54,9 @@ def test_viewer_filters():
 def _partial_run():
     """Six instances; setup 'sim' simulated (and judged) only the last three."""
     run = make_run(6)
-    keep = {i.id for i in run["instances"][3:]}
-    run["continuations"]["sim"] = [c for c in run["continuations"]["sim"] if c.instance_id in keep]
-    run["judgments"]["J"] = [j for j in run["judgments"]["J"] if j.target != "sim" or j.instance_id in keep]
+    keep = {i.id for i in run.instances[3:]}
+    run.continuations["sim"] = [c for c in run.continuations["sim"] if c.instance_id in keep]
+    run.judgments["J"] = [j for j in run.judgments["J"] if j.target != "sim" or j.instance_id in keep]
     return run, sorted(keep)
 
 
@@ -77,7 +77,7 @@ def test_chart_selection_lists_the_turns_behind_a_bar():
     v.link(jc)
     for series, target in (("simulated", "sim"), (charts.HUMAN, "reference")):
         v.behaviour.value, v.setups.value = ALL, ("sim2",)
-        v.instance.value = run["instances"][0].id
+        v.instance.value = run.instances[0].id
         bar = v.on_selection([{"panel": "sim", "series": series, "behaviour": "repetition"}])
         row = _bar_row(ch, "sim", series, "repetition")
         # the bar's n and height are what the viewer counts: only the panel's instances
@@ -109,7 +109,7 @@ def test_viewer_opens_where_the_setups_were_simulated_and_titles_stand_apart():
     v = ConversationViewer(run, judge="J")
     assert v.setups.value == ("sim", "sim2") and v.instance.value == keep[0]
     assert v.setups.rows == len(v.setups.options)
-    v.instance.value = run["instances"][0].id
+    v.instance.value = run.instances[0].id
     html = v.html.value
     assert '<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;margin-bottom:4px">sim</div>' \
         '<div><i>not simulated</i></div>' in html
@@ -117,7 +117,7 @@ def test_viewer_opens_where_the_setups_were_simulated_and_titles_stand_apart():
 
 
 def _targets(run):
-    return targets_for(run["instances"], run["continuations"])
+    return targets_for(run.instances, run.continuations)
 
 
 def test_annotator_writes_the_annotation_format(tmp_path):
@@ -139,7 +139,7 @@ def test_annotator_picks_any_target_and_saving_again_replaces_its_rows(tmp_path)
     targets = _targets(run)
     out = tmp_path / "ann.csv"
     a = Annotator(targets, out, taxonomy=TAX)
-    k = next(i for i, t in enumerate(targets) if t.name == "sim" and t.instance.id == run["instances"][1].id)
+    k = next(i for i, t in enumerate(targets) if t.name == "sim" and t.instance.id == run.instances[1].id)
     a.choose.value = k
     assert a.target is targets[k] and len(a.turns) == len(targets[k].judged)
     assert "utterance" in a.body.children[0].children[0].value

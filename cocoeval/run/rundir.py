@@ -1,0 +1,180 @@
+"""The run directory, typed: ``Run.open(path)`` reads what ``cocoeval run`` wrote.
+
+A run directory holds ``manifest.json`` (``Manifest``: package version, git revision, params,
+taxonomy hash, prompt versions, setup and judge ids, status, summary), ``instances.jsonl``,
+``continuations/<setup>.jsonl``, ``judgments/<judge>.jsonl``, the human annotators' stores
+``judgments/human/<annotator>.jsonl`` and ``usage.json``. Every consumer (analyses, report,
+notebooks, annotation, widgets) takes a ``Run``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .._annotate_store import read_human_stores
+from ..errors import InputError, NotFoundError
+from ..jsonio import read_json, read_models, write_json
+from ..schema import Continuation, Instance, Judgment
+
+if TYPE_CHECKING:
+    from ..llm import Runner
+
+HUMAN_PREFIX = "human:"
+PIPELINE_LABEL = "pipeline-check"
+
+
+class Manifest(BaseModel):
+    """``manifest.json``: what a run is (spec), which code made it (revision) and how it went
+    (status, summary). Unknown keys are kept (a newer cocoeval may write more)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    cocoeval_version: str | None = None
+    git_revision: str | None = None
+    params_file: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    """The params as loaded (``ExperimentParams`` dumped to JSON)."""
+    taxonomy: dict[str, Any] = Field(default_factory=dict)
+    """``{"name", "hash"}`` of the taxonomy the run used."""
+    prompts: dict[str, Any] = Field(default_factory=dict)
+    setups: dict[str, str] = Field(default_factory=dict)
+    """{setup name: setup id}."""
+    judges: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """{judge name: {kind: judge id}}."""
+    status: str | None = None
+    """``running`` or ``complete``."""
+    started: str | None = None
+    finished: str | None = None
+    llm_mode: dict[str, Any] | None = None
+    instances: int | None = None
+    stages: list[str] | None = None
+    summary: dict[str, Any] = Field(default_factory=dict)
+    """Per stage what ended ok / invalid / failed, and ``warnings``."""
+
+    @property
+    def setup_params(self) -> list[dict[str, Any]]:
+        """The ``setups:`` of the params, as written into the manifest."""
+        return list(self.params.get("setups") or [])
+
+    @property
+    def pipeline_check(self) -> bool:
+        """Whether the params say ``label: pipeline-check`` (a tiny model: not results)."""
+        return self.params.get("label") == PIPELINE_LABEL
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """Deprecated dict-style access (``manifest.get("params")``); use the attributes."""
+        return self.model_dump().get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated dict-style access (``manifest["params"]``); use the attributes."""
+        data = self.model_dump()
+        if key not in data:
+            raise KeyError(key)
+        return data[key]
+
+
+class Run(BaseModel):
+    """A run directory in memory: manifest, instances, continuations by setup, LLM judgments by
+    judge and human annotations by annotator. ``Run.open(path)`` reads one; tests and notebooks
+    may build one from parts (a ``judgments`` key ``human:<annotator>`` goes to ``human``)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    path: Path | None = None
+    manifest: Manifest = Field(default_factory=Manifest)
+    instances: list[Instance] = Field(default_factory=list)
+    continuations: dict[str, list[Continuation]] = Field(default_factory=dict)
+    judgments: dict[str, list[Judgment]] = Field(default_factory=dict)
+    """{LLM judge name: its judgments}."""
+    human: dict[str, list[Judgment]] = Field(default_factory=dict)
+    """{annotator: their judgments} (``judgments/human/<annotator>.jsonl``)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split_human(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("judgments"), dict):
+            js = data["judgments"]
+            human = {k[len(HUMAN_PREFIX):]: v for k, v in js.items() if k.startswith(HUMAN_PREFIX)}
+            if human:
+                data = {**data, "judgments": {k: v for k, v in js.items() if not k.startswith(HUMAN_PREFIX)},
+                        "human": {**(data.get("human") or {}), **human}}
+        return data
+
+    @classmethod
+    def open(cls, path: str | Path) -> Run:
+        """Read a run directory; a missing folder or a bad file is an error naming it."""
+        d = Path(path)
+        if not d.is_dir():
+            raise NotFoundError(f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
+                                hint="give a folder written by cocoeval run")
+        conts = {p.stem: read_models(p, Continuation) for p in sorted((d / "continuations").glob("*.jsonl"))}
+        judgments = {p.stem: read_models(p, Judgment) for p in sorted((d / "judgments").glob("*.jsonl"))}
+        human = {k[len(HUMAN_PREFIX):]: v for k, v in read_human_stores(d).items()}
+        raw = read_json(d / "manifest.json")
+        if not isinstance(raw, dict):
+            raise InputError("expected a JSON object", file=str(d / "manifest.json"),
+                             hint="the manifest is written by cocoeval run; run it again")
+        try:
+            manifest = Manifest.model_validate(raw)
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
+                             hint="the manifest is written by cocoeval run; run it again") from None
+        return cls(path=d, manifest=manifest, instances=read_models(d / "instances.jsonl", Instance),
+                   continuations=conts, judgments=judgments, human=human)
+
+    @property
+    def all_judgments(self) -> dict[str, list[Judgment]]:
+        """LLM judges by name, then every annotator as ``human:<annotator>`` (the judge name
+        the frames and figures use)."""
+        return {**self.judgments, **{f"{HUMAN_PREFIX}{a}": js for a, js in self.human.items()}}
+
+    def __getitem__(self, key: str) -> Any:
+        """Deprecated: the old ``read_run`` dict access (``run["judgments"]`` includes the
+        ``human:<annotator>`` entries). Use the attributes; kept for external notebooks."""
+        warnings.warn(f'run["{key}"] is deprecated; use run.{key if key != "judgments" else "all_judgments"}',
+                      DeprecationWarning, stacklevel=2)
+        if key == "judgments":
+            return self.all_judgments
+        if key in ("manifest", "instances", "continuations"):
+            return getattr(self, key)
+        raise KeyError(key)
+
+
+def read_run(run_dir: str | Path) -> Run:
+    """Deprecated name of ``Run.open``."""
+    return Run.open(run_dir)
+
+
+# ----------------------------------------------------------------------------- writing
+def now() -> str:
+    """The time stamps of the manifest: UTC, seconds."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def git_revision() -> str | None:
+    """The git revision of the cocoeval checkout, when it is one."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
+                             capture_output=True, text=True, timeout=5)
+        return out.stdout.strip() or None if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def write_manifest(run_dir: Path, manifest: Manifest) -> None:
+    """``manifest.json``, atomically, with the keys that were given (a running run has no summary)."""
+    write_json(run_dir / "manifest.json", manifest.model_dump(mode="json", exclude_unset=True))
+
+
+def write_usage(run_dir: Path, runner: Runner) -> None:
+    """``usage.json``: the runner's ledger rows and totals, cache statistics and request counts."""
+    write_json(run_dir / "usage.json", {"rows": runner.ledger.rows(), "totals": runner.ledger.totals(),
+                                        "cache": runner.cache.stats(), "requests_sent": runner.sent,
+                                        "requests_batched": runner.batched})

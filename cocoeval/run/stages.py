@@ -1,0 +1,254 @@
+"""The stage runner: a loaded params file (``Experiment``) runs its stages (build, simulate, judge)
+into the run directory. ``manifest.json`` is rewritten at the start (status running) and the end
+(status complete, summary); ``continuations/<setup>.jsonl`` and ``judgments/<judge>.jsonl`` are
+rewritten atomically after every round, and ``usage.json`` at the end. Every LLM call goes through
+the call cache, so re-running a finished run sends no request and a killed run resumes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .. import __version__
+from .._annotate_store import check_judge_names
+from .._build_section import run_build
+from .._lock import run_dir_lock
+from ..bench import load_instances
+from ..errors import ConfigError
+from ..jsonio import read_models, write_jsonl
+from ..judge import PROMPTS as JUDGE_PROMPTS
+from ..judge import judge
+from ..llm import LLMConfig, Runner
+from ..names import child_path
+from ..outcome import tally
+from ..prompts import load_prompt
+from ..schema import Continuation, Instance, Judgment
+from ..simulate import CHATBOT_SYSTEM_PROMPT, simulate
+from ..taxonomy import load_taxonomy
+from .params import ExperimentParams, read_params
+from .rundir import Manifest, git_revision, now, write_manifest, write_usage
+
+
+class Experiment:
+    """A loaded params file with its paths resolved."""
+
+    def __init__(self, params: ExperimentParams, base: Path, source: str | None = None) -> None:
+        self.params = params
+        self.base = base
+        self.source = source
+        self.run_dir = self.resolve(params.out) if params.out else base.parent / "runs" / params.name
+        self.taxonomy = load_taxonomy(self.resolve(params.taxonomy) if params.taxonomy else None)
+
+    def resolve(self, p: str) -> Path:
+        q = Path(p).expanduser()
+        return q if q.is_absolute() else (self.base / q).resolve()
+
+    def llm_config(self) -> LLMConfig:
+        cfg = self.params.llm
+        upd: dict[str, Any] = {}
+        if cfg.cache:
+            upd["cache"] = str(self.resolve(cfg.cache))
+        if cfg.prices:
+            upd["prices"] = str(self.resolve(cfg.prices))
+        return cfg.model_copy(update=upd)
+
+    # ------------------------------------------------------------------ stages
+    def output_paths(self) -> tuple[dict[str, Path], dict[str, Path]]:
+        """{setup: its continuations file}, {judge: its judgments file}. Refuses (ConfigError)
+        a name that is no safe file name, leaves the run directory or repeats (ignoring case),
+        also when the params were changed after loading (e.g. a setup appended in a notebook)."""
+        out = []
+        for key, kind, items in (("continuations", "setup", self.params.setups),
+                                 ("judgments", "judge", self.params.judges)):
+            paths = {x.name: child_path(self.run_dir / key, x.name, kind=kind, source=self.source) for x in items}
+            if len({n.lower() for n in paths}) < len(items):
+                raise ConfigError(f"{self.source or 'params'}: {kind} names must be unique (ignoring case)",
+                                  hint=f"rename the repeated {kind}s")
+            out.append(paths)
+        return out[0], out[1]
+
+    def _continuations_to_judge(self, paths: dict[str, Path], insts: list[Instance],
+                                warn: Callable[[str], None]) -> dict[str, list[Continuation]]:
+        """Every continuation in the files of the params' setups (the ok ones are judged); says
+        which setup has no file, which continuations another setup version made, which belong to
+        instances this params file does not select (those are not judged)."""
+        ids = {i.id for i in insts}
+        out: dict[str, list[Continuation]] = {}
+        for s in self.params.setups:
+            p, rel = paths[s.name], paths[s.name].relative_to(self.run_dir)
+            if not p.exists():
+                warn(f"setup {s.name}: no {rel} in the run directory, so nothing of it was judged "
+                                "(run the simulate stage)")
+                continue
+            conts = out[s.name] = read_models(p, Continuation)
+            sid = s.setup_id(self.taxonomy)
+            if stale := sum(c.setup_id != sid for c in conts):
+                warn(f"setup {s.name}: {stale} continuation(s) in {rel} were simulated with other "
+                                f"settings (setup id is now {sid}); judged under their own setup id; "
+                                "run the simulate stage to replace them")
+            if outside := sum(c.instance_id not in ids for c in conts):
+                warn(f"setup {s.name}: {outside} continuation(s) in {rel} are of instances this params "
+                                "file does not select; not judged")
+        return out
+
+    def _orphans(self, paths: dict[str, Path]) -> list[str]:
+        """Continuation files in the run directory that no setup of the params names (an earlier
+        params version, a renamed setup): not judged, and said so."""
+        cdir = self.run_dir / "continuations"
+        known = {p.resolve() for p in paths.values()}
+        found = sorted(p for p in cdir.rglob("*.jsonl") if p.resolve() not in known) if cdir.is_dir() else []
+        return [f"{p.relative_to(self.run_dir)}: continuations of no setup in {self.source or 'the params'} "
+                "(an earlier params version or a renamed setup?); not judged. Add the setup back to judge "
+                "them, or move the file out of the run directory (reports read every file there)"
+                for p in found]
+
+    def bench_dir(self) -> Path:
+        if self.params.bench:
+            return self.resolve(self.params.bench)
+        return self.run_dir / "bench"
+
+    def prepare_instances(self, write: bool = True, runner: Runner | None = None) -> list[Instance]:
+        """The selected instances (building the benchmark first when the params say so; LLM-made
+        context through ``runner``, or a Runner of the params' llm: settings); ``write`` also
+        saves them as the run's instances.jsonl."""
+        b = self.params.build
+        bench = self.bench_dir()
+        if b is not None and (write or not (bench / "eval.jsonl").exists()):
+            bench = run_build(b, [self._resolve_source(s) if ":" in s else s for s in b.sources], bench,
+                              write=write, runner=runner, make_runner=lambda: Runner(self.llm_config()),
+                              demo_dir=self.run_dir / "demo-data")
+        sel = self.params.instances
+        insts = load_instances(bench, sel.split)
+        if sel.datasets is not None:
+            insts = [i for i in insts if i.dataset in sel.datasets]
+        if sel.ids is not None:
+            wanted = set(sel.ids)
+            insts = [i for i in insts if i.id in wanted]
+        if sel.per_dataset is not None:
+            seen: Counter[str] = Counter()
+            kept = []
+            for i in sorted(insts, key=lambda i: i.id):
+                if seen[i.dataset] < sel.per_dataset:
+                    kept.append(i)
+                    seen[i.dataset] += 1
+            insts = kept
+        if not insts:
+            raise ConfigError(f"no instances selected from {bench}",
+                              hint="check instances: (split, datasets, ids) against the benchmark's report.json")
+        if write:
+            write_jsonl(self.run_dir / "instances.jsonl", insts)
+        return insts
+
+    def build_models(self) -> set[str]:
+        """The models the build: section calls (clean-up, M, S)."""
+        return self.params.build.models() if self.params.build else set()
+
+    def missing_sources(self) -> list[tuple[str, Path]]:
+        """(spec, path) of each build: source whose path does not exist."""
+        b = self.params.build
+        out = []
+        for spec in b.sources if b else []:
+            path = Path(self._resolve_source(spec).partition(":")[2].partition("#")[0])
+            if not path.exists():
+                out.append((spec, path))
+        return out
+
+    def _resolve_source(self, spec: str) -> str:
+        kind, _, rest = spec.partition(":")
+        path, sep, ds = rest.partition("#")
+        return f"{kind}:{self.resolve(path)}{sep}{ds}"
+
+    def manifest(self, **extra: Any) -> Manifest:
+        prompts = {s.prompt for s in self.params.setups}
+        if any(s.kind == "human_ai" for s in self.params.setups):
+            prompts.add(CHATBOT_SYSTEM_PROMPT)
+        prompts |= {JUDGE_PROMPTS[k] for j in self.params.judges for k in j.kind}
+        return Manifest.model_validate({
+            "cocoeval_version": __version__,
+            "git_revision": git_revision(),
+            "params_file": self.source,
+            "params": self.params.model_dump(mode="json"),
+            "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
+            "prompts": {p: load_prompt(p).ref for p in sorted(prompts)},
+            "setups": {s.name: s.setup_id(self.taxonomy) for s in self.params.setups},
+            "judges": {j.name: {k: j.judge_id(k, self.taxonomy) for k in j.kind} for j in self.params.judges},
+            **extra,
+        })
+
+    def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None,
+            llm: dict[str, Any] | None = None) -> Path:
+        """Run the stages; returns the run directory. ``llm`` overrides settings of the params
+        file's ``llm:`` section for this run (e.g. ``{"batch": True}``). The manifest's ``summary``
+        counts per stage what ended ok / invalid / failed (``outcome.tally``) and lists warnings.
+        One run at a time on a run directory: a second one is refused (RunDirLockedError names
+        the holder)."""
+        self.output_paths()  # refuses unsafe names before anything is written
+        check_judge_names(self.run_dir, [j.name for j in self.params.judges])
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        with run_dir_lock(self.run_dir):
+            return self._run(stages, progress, llm)
+
+    def _run(self, stages: tuple[str, ...], progress: bool | None, llm: dict[str, Any] | None) -> Path:
+        cpaths, jpaths = self.output_paths()
+        started = now()
+        cfg = self.llm_config()
+        if progress is not None:
+            cfg = cfg.model_copy(update={"progress": progress})
+        if llm:
+            try:
+                cfg = LLMConfig.model_validate({**cfg.model_dump(), **llm})
+            except ValidationError as e:
+                raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
+        mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
+        write_manifest(self.run_dir, self.manifest(status="running", started=started, llm_mode=mode))
+        runner = Runner(cfg)
+        summary: dict[str, Any] = {}
+        warnings: list[str] = []
+
+        def warn(msg: str) -> None:  # on stderr as it happens (cocoeval run), and in the summary
+            warnings.append(msg)
+            logging.getLogger("cocoeval").warning("warning: %s", msg)
+
+        try:
+            insts = self.prepare_instances(runner=runner)  # an LLM-made build's calls count in usage.json
+            if "simulate" in stages and self.params.setups:
+                def save(_round: int, partial: dict[str, list[Continuation]]) -> None:
+                    for name, conts in partial.items():
+                        write_jsonl(cpaths[name], conts)
+
+                result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save)
+                save(-1, result)
+                summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
+            if "judge" in stages and self.params.judges:
+                conts = self._continuations_to_judge(cpaths, insts, warn)
+                if "simulate" not in summary and conts:
+                    summary["simulate"] = {name: tally(cs) for name, cs in conts.items()}
+                    summary["simulate_from_files"] = True
+
+                def save_j(_round: int, partial: dict[str, list[Judgment]]) -> None:
+                    for name, js in partial.items():
+                        write_jsonl(jpaths[name], js)
+
+                jres = judge(insts, conts, self.params.judges, runner, taxonomy=self.taxonomy, on_round=save_j)
+                save_j(-1, jres)
+                summary["judge"] = {name: tally(js) for name, js in jres.items()}
+            for msg in self._orphans(cpaths):
+                warn(msg)
+            summary["warnings"] = warnings
+        finally:
+            write_usage(self.run_dir, runner)
+            runner.close()
+        write_manifest(self.run_dir, self.manifest(status="complete", started=started, finished=now(), llm_mode=mode,
+                                                   instances=len(insts), stages=list(stages), summary=summary))
+        return self.run_dir
+
+
+def load_params(path: str | Path) -> Experiment:
+    """Read and validate a params file; errors name the file, the key and the fix."""
+    return Experiment(read_params(path), Path(path).resolve().parent, str(path))
