@@ -47,9 +47,7 @@ BOOKS = {
         "Build and inspect the benchmark",
         "What does the benchmark contain? Counts per dataset, turn lengths and speakers per instance, and "
         "what the builder skipped and why.",
-        '''from IPython.display import Markdown, display
-
-from cocoeval.notebook import open_run
+        '''from cocoeval.notebook import open_run
 from cocoeval.rq import bench_summary
 
 ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)
@@ -138,7 +136,8 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str | No
         cells.append(nbf.v4.new_code_cell(analysis))
     else:
         cells.append(nbf.v4.new_markdown_cell("## The run"))
-        cells.append(nbf.v4.new_code_cell(OPEN))
+        # the rq import only where the answer uses it (generated cells are linted: tests/test_notebooks.py)
+        cells.append(nbf.v4.new_code_cell(OPEN if "rq." in analysis else OPEN.replace("from cocoeval import rq\n", "")))
         cells.append(nbf.v4.new_markdown_cell("## The answer"))
         cells.append(nbf.v4.new_code_cell(analysis + f'\nif answer is not None:\n    ctx.show(answer, "{name}", figures_dir)'))
         cells.append(nbf.v4.new_markdown_cell("## The conversations behind the numbers\n\nPick an instance and "
@@ -159,10 +158,15 @@ def notebook(name: str, title: str, question: str, analysis: str, view: str | No
     return nb
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Write the notebooks (default: cocoeval/notebooks/, the package data).")
+    ap.add_argument("--out", type=Path, default=OUT, help="folder to write them to (the tests compare a copy)")
+    out = ap.parse_args(argv).out
+    out.mkdir(parents=True, exist_ok=True)
     for name, (title, question, analysis, view) in BOOKS.items():
-        nbf.write(notebook(name, title, question, analysis, view), OUT / f"{name}.ipynb")
+        nbf.write(notebook(name, title, question, analysis, view), out / f"{name}.ipynb")
 
 
 if __name__ == "__main__":

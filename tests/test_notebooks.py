@@ -35,6 +35,23 @@ def test_each_notebook_has_one_documented_parameters_cell():
             assert ": " in x.split("=")[0] and "  # " in x, (p.name, x)
 
 
+def test_notebooks_are_what_the_generator_writes_and_their_code_lints(tmp_path):
+    """The committed notebooks are make_notebooks.py's output (nobody edits them by hand), and
+    their code cells, generated from Python strings, pass ruff (pyflakes, pycodestyle, bugbear,
+    pyupgrade; E402 and B018 are a notebook's ordinary imports mid-way and bare display values)."""
+    gen = subprocess.run([sys.executable, str(ROOT / "notebooks" / "make_notebooks.py"), "--out", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT / "notebooks")
+    assert gen.returncode == 0, gen.stderr
+    for p in NOTEBOOKS:
+        assert (tmp_path / p.name).read_text() == p.read_text(), f"{p.name}: run notebooks/make_notebooks.py"
+        code = "\n\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")
+        (tmp_path / f"{p.stem}.py").write_text(code + "\n")
+    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "120",
+                           "--select", "E,F,W,B,UP", "--ignore", "E402,B018,E501", "--target-version", "py311",
+                           *sorted(str(x) for x in tmp_path.glob("*.py"))], capture_output=True, text=True)
+    assert ruff.returncode == 0, ruff.stdout + ruff.stderr
+
+
 @pytest.fixture(scope="session")
 def demo_run():
     """The offline demo run (local model); made once, then served from the call cache."""
