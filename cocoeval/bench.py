@@ -89,9 +89,11 @@ class BuildConfig(BaseModel):
 
     def for_chats(self) -> BuildConfig:
         """The options applied to a chat dataset: one window per chat, after at least
-        ``chat.min_turns - window`` turns, ``chat.conversations`` of them, all eval."""
+        ``chat.min_turns - window`` turns, ``chat.conversations`` of them (at most ``per_dataset``,
+        the cap of every dataset), all eval."""
         return self.model_copy(update={
-            "min_prior_turns": max(0, self.chat.min_turns - self.window), "per_dataset": self.chat.conversations,
+            "min_prior_turns": max(0, self.chat.min_turns - self.window),
+            "per_dataset": min(self.chat.conversations, self.per_dataset),
             "train_per_dataset": 0, "eval_share": 1.0, "max_windows_per_conversation": 1})
 
     def need(self, conv: Conversation) -> int:
@@ -244,8 +246,8 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
             "train_instances": len(tr),
         }
         if is_chat:
-            info["selection"] = (f"chats: at least {cfg.chat.min_turns} turns, {cfg.chat.conversations} "
-                                 "conversations, one window each, all eval (build options chat)")
+            info["selection"] = (f"chats: at least {cfg.chat.min_turns} turns, {cfg.per_dataset} conversations "
+                                 "(build options chat.conversations, at most per_dataset), one window each, all eval")
         if len(ev) < cfg.per_dataset:
             info["eval_shortfall"] = (f"asked for {cfg.per_dataset} eval instances, "
                                       f"{len(ev)} fit in {n_eval} eval conversations")
@@ -352,7 +354,7 @@ def _recount(report: dict, result: BuildResult, cfg: BuildConfig) -> None:
         if lost:
             info["skipped_instances"] = lost
             info["eval_instances"], info["train_instances"] = ev, tr
-            want = cfg.chat.conversations if "selection" in info else cfg.per_dataset
+            want = cfg.for_chats().per_dataset if "selection" in info else cfg.per_dataset
             if ev < want:
                 info["eval_shortfall"] = (f"asked for {want} eval instances, {ev} remain after "
                                           f"{lost} instance(s) were left out by LLM stages "

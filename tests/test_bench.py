@@ -149,8 +149,9 @@ def _chat_file(path, lengths):
 
 
 def test_chats_for_the_generalization_study(tmp_path):
-    """D.1 / Table 13: chats with more than 60 turns, N of them (25 by default), one window of
-    30 + 30 each, all eval; multi-party datasets keep their own rules."""
+    """D.1 / Table 13: chats with more than 60 turns, N of them (25 by default, at most
+    per_dataset, the cap of every dataset), one window of 30 + 30 each, all eval; multi-party
+    datasets keep their own rules."""
     assert (BuildConfig().chat.min_turns, BuildConfig().chat.conversations) == (61, 25)
     f = _chat_file(tmp_path / "chats.jsonl", [60, 61, 70, 80, 100, 150, 200])
     meetings = tmp_path / "m" / "product"
@@ -161,15 +162,19 @@ def test_chats_for_the_generalization_study(tmp_path):
     report = build([f"chat:{f}#sharechat", f"qmsum:{tmp_path / 'm'}"], tmp_path / "b", cfg)
     ev, tr = load_instances(tmp_path / "b"), load_instances(tmp_path / "b", "train")
     chats = [i for i in ev if i.dataset == "sharechat"]
-    assert len(chats) == 4 and len({i.provenance.conversation_id for i in chats}) == 4  # one window each
+    assert len(chats) == 2 and len({i.provenance.conversation_id for i in chats}) == 2  # one window each
     assert not [i for i in tr if i.dataset == "sharechat"]
     for inst in chats:
         assert len(inst.history) == len(inst.reference) == 30
         assert inst.provenance.start_index >= 1 and inst.provenance.conversation_id != "c60"
     [short] = [s for s in report["skipped_conversations"] if s["conversation"] == "c60"]
     assert "need 61" in short["reason"] and "chat.min_turns" in short["reason"]
-    assert "at least 61 turns, 4 conversations" in report["datasets"]["sharechat"]["selection"]
-    assert report["datasets"]["qmsum_product"]["eval_instances"] == 2  # per_dataset, not the chat count
+    assert "at least 61 turns, 2 conversations" in report["datasets"]["sharechat"]["selection"]  # capped
+    assert report["datasets"]["qmsum_product"]["eval_instances"] == 2
+    # the paper's shape: 50 per dataset, 25 chats -> the chat count (here 4 of the 6 long chats)
+    build([f"chat:{f}#sharechat"], tmp_path / "p", BuildConfig(per_dataset=50, chat=ChatSelection(conversations=4)))
+    paper = load_instances(tmp_path / "p")
+    assert len(paper) == 4 and len({i.provenance.conversation_id for i in paper}) == 4
     # the hand-picked chats only
     cfg = BuildConfig(chat=ChatSelection(ids=["c61", "c200"], min_turns=70))
     res = build([f"chat:{f}#sharechat"], tmp_path / "c", cfg)
