@@ -18,7 +18,7 @@ import yaml
 from cocoeval.errors import ConfigError
 from cocoeval.experiment import read_run
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
-from cocoeval.llm.fakeserver import FakeServer
+from tests.fakes.server import FakeServer
 
 from .conftest import TEST_KEY, qmsum_meeting, write_json
 

@@ -14,7 +14,7 @@ import yaml
 
 from cocoeval import InputError, build
 from cocoeval.experiment import load_params, read_run
-from cocoeval.llm.fakeserver import FakeServer
+from tests.fakes.server import FakeServer
 
 from .conftest import ROOT, qmsum_meeting, write_json
 

@@ -45,3 +45,29 @@ def test_readme_commands_exist_and_ci_runs_the_test_command():
 def test_console_script():
     py = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert py["project"]["scripts"]["cocoeval"] == "cocoeval.cli:main"
+
+
+def test_wheel_ships_no_test_doubles(tmp_path):
+    """The installed package has no fake provider server: the test doubles live in tests/fakes."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "cocoeval", src / "cocoeval", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                          "--no-index", "-q", "-w", str(tmp_path / "dist"), str(src)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    (wheel,) = (tmp_path / "dist").glob("cocoeval-*.whl")
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        sources = {n: zf.read(n).decode() for n in names if n.endswith(".py")}
+    assert "cocoeval/llm/runner.py" in names and "cocoeval/llm/prices.yaml" in names  # a real wheel
+    assert not [n for n in names if "fakeserver" in n or n.startswith("tests/")]
+    servers = [n for n, text in sources.items() if "HTTPServer" in text or "BaseHTTPRequestHandler" in text]
+    assert servers == []
+    assert (ROOT / "tests" / "fakes" / "server" / "__init__.py").is_file()

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigError
+from .errors import ConfigError
 from .secrets import redact
 
 

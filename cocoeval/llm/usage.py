@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from ..errors import InputError
 from .base import GenerateRequest, Usage, parse_model_spec
+from .errors import InputError
 
 
 class Price(BaseModel):

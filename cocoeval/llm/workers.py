@@ -45,16 +45,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..errors import CocoevalError, ConfigError, FatalLLMError
 from .base import GenerateRequest, Provider
 from .cache import CallCache
+from .errors import ConfigError, FatalLLMError, LLMError
 
 log = logging.getLogger("cocoeval.llm.workers")
 _ROOT = str(Path(__file__).resolve().parents[2])
 _DRAIN_S = 30.0
 
 
-class WorkerError(CocoevalError):
+class WorkerError(LLMError):
     """A worker process died or broke the protocol: the run stops; completed calls are cached."""
 
 

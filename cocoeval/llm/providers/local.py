@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError
 from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+from ..errors import ConfigError
 
 _NOT_INSTALLED = "pip install -e '.[local]' with CMAKE_ARGS=-DGGML_NATIVE=OFF (or: make install-local)"
 

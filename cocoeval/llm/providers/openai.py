@@ -8,7 +8,6 @@ import os
 import re
 from typing import Any
 
-from ...errors import ConfigError
 from .._attempts import EVENT_HOOKS
 from ..base import (
     CallError,
@@ -18,6 +17,7 @@ from ..base import (
     Usage,
     provider,
 )
+from ..errors import ConfigError
 from ..secrets import host_of
 from ._batches import OpenAIBatches
 from ._errors import post_json
