@@ -230,7 +230,7 @@ class Runner:
             live = []
             for i, call in enumerate(calls):
                 prov = provider_for(call.model)
-                if prov.batch_limits is None or (call.dependent and cfg.batch_dependent == "live"):
+                if not prov.batch or (call.dependent and cfg.batch_dependent == "live"):
                     live.append((i, call))
                     continue
                 _, prepared, dropped, (identity, _, _), base = lookup(call)

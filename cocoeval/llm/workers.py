@@ -60,9 +60,9 @@ class WorkerError(LLMError):
 
 def worker_module(prov: Provider) -> str | None:
     """The module a worker imports to get ``prov``'s class, or None when its calls must stay in
-    this process (``in_workers`` False, or a class defined in ``__main__`` or a notebook)."""
+    this process (``in_process`` True, or a class defined in ``__main__`` or a notebook)."""
     module = type(prov).__module__
-    return module if prov.in_workers and module not in ("__main__", "builtins") else None
+    return module if not prov.in_process and module not in ("__main__", "builtins") else None
 
 
 def raise_reply(reply: dict[str, Any], what: str) -> NoReturn:
