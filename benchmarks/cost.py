@@ -33,11 +33,11 @@ from cocoeval.estimate import compare_with_run, describe, forecast  # noqa: E402
 from cocoeval.experiment import load_params  # noqa: E402
 from cocoeval.jsonio import write_jsonl  # noqa: E402
 from cocoeval.llm.base import Usage  # noqa: E402
-from cocoeval.llm.fakeserver import FakeServer  # noqa: E402
 from cocoeval.llm.usage import PriceTable  # noqa: E402
 from cocoeval.run import Run  # noqa: E402
 from cocoeval.schema import Instance, Metadata, Participant, Provenance, Summary, Turn  # noqa: E402
 from cocoeval.taxonomy import load_taxonomy  # noqa: E402
+from tests.fakes.server import FakeServer  # noqa: E402
 
 SPEAKERS = ["Alice", "Bob", "Carol", "Dan"]
 WORDS = ["budget", "design", "remote", "control", "battery", "case", "button", "plastic", "market", "users", "price", "trend", "colour", "shape", "kinetic", "rubber", "young", "fancy", "feature", "scroll", "wheel", "display", "cost", "target", "euro", "meeting"]

@@ -21,12 +21,15 @@ start-up is printed beside them.
 from __future__ import annotations
 
 import argparse
+import sys
 import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo root: cocoeval and tests.fakes
+
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
-from cocoeval.llm.fakeserver import FakeServer
+from tests.fakes.server import FakeServer
 
 
 def call(srv: FakeServer, text: str, stage: str = "bench") -> Call:

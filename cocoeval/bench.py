@@ -29,7 +29,7 @@ from . import __version__
 from .context import SummaryIndex, extractive_metadata
 from .errors import NotFoundError
 from .jsonio import read_models, write_json, write_jsonl
-from .schema import Conversation, Instance, Provenance, Turn
+from .schema import Conversation, Instance, Provenance, Turn, is_human_ai
 from .sources import SourceReport, SourceSpec, load_conversations, parse_source_spec
 
 if TYPE_CHECKING:
@@ -98,7 +98,7 @@ class BuildConfig(BaseModel):
 
     def need(self, conv: Conversation) -> int:
         """Fewest turns ``conv`` must have to give an instance."""
-        cfg = self.for_chats() if conv.source_format == "chat" else self
+        cfg = self.for_chats() if is_human_ai(conv) else self
         return cfg.min_prior_turns + cfg.window
 
 
@@ -141,6 +141,7 @@ def make_instance(conv: Conversation, start: int, split: str, cfg: BuildConfig,
         summary=index.summary(start),
         history=history,
         reference=reference,
+        kind="human_ai" if is_human_ai(conv) else "multiparty",
         provenance=Provenance(
             source_file=conv.source_file, source_format=conv.source_format,
             conversation_id=conv.id, start_index=start,
@@ -197,7 +198,7 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
 
     base = cfg
     for ds in sorted(by_ds):
-        is_chat = any(c.source_format == "chat" for c in by_ds[ds].values())
+        is_chat = any(is_human_ai(c) for c in by_ds[ds].values())
         cfg = base.for_chats() if is_chat else base
         usable: list[tuple[Conversation, list[int]]] = []
         for cid in sorted(by_ds[ds]):

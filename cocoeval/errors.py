@@ -1,52 +1,18 @@
-"""Errors raised by cocoeval. Every message says what went wrong and how to fix it."""
+"""Errors raised by cocoeval. Every message says what went wrong and how to fix it.
+
+The generic classes live in the LLM layer (``cocoeval.llm.errors``, which imports nothing of the
+package) and are re-exported here: ``CocoevalError`` is the LLM layer's base ``LLMError``, so
+``except CocoevalError`` catches the errors of both layers.
+"""
 
 from __future__ import annotations
 
-
-class CocoevalError(Exception):
-    """Base class: a problem the user can fix. ``hint`` says how."""
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return self.message if not self.hint else f"{self.message}\n  how to fix: {self.hint}"
-
-
-class InputError(CocoevalError):
-    """A data file is unreadable or malformed. Names the file and the record."""
-
-    def __init__(
-        self,
-        problem: str,
-        *,
-        file: str | None = None,
-        record: str | int | None = None,
-        hint: str | None = None,
-    ) -> None:
-        where = []
-        if file is not None:
-            where.append(str(file))
-        if record is not None:
-            where.append(f"record {record}")
-        prefix = f"{', '.join(where)}: " if where else ""
-        super().__init__(f"{prefix}{problem}", hint=hint)
-        self.file = file
-        self.record = record
-        self.problem = problem
-
-
-class ConfigError(CocoevalError):
-    """A parameter, option or params file is invalid."""
+from .llm.errors import ConfigError, FatalLLMError, InputError
+from .llm.errors import LLMError as CocoevalError
 
 
 class NotFoundError(CocoevalError):
     """Something asked for by name or id does not exist."""
 
 
-class FatalLLMError(CocoevalError):
-    """A provider error no retry can fix (bad key, no access, unknown model, no quota).
-
-    The run stops; what completed is kept in the cache."""
+__all__ = ["CocoevalError", "ConfigError", "FatalLLMError", "InputError", "NotFoundError"]

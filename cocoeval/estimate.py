@@ -85,9 +85,9 @@ class _Biller:
             msgs = list(prepared.messages)
             msgs[i] = msgs[i].model_copy(update={"content": f"{msgs[i].content[:at]}\x00{distinct}{msgs[i].content[at:]}"})
             prepared = prepared.model_copy(update={"messages": msgs})
-        if prov.name in ("openai", "azure"):
+        if prov.prompt_caching == "openai_prefix":
             return tokens, min(self.openai.bill(prov.kwargs(prepared)), tokens), 0  # type: ignore[attr-defined]
-        if prov.name == "anthropic":
+        if prov.prompt_caching == "anthropic_breakpoints":
             read, write = self.anthropic.bill(prov.kwargs(prepared))  # type: ignore[attr-defined]
             return tokens, min(read, tokens), min(write, tokens - min(read, tokens))
         return tokens, 0, 0
@@ -176,7 +176,7 @@ def forecast(exp: Experiment, instances: list[Instance],
         batch = prices.cost(model, plain, batch=True)
         # how the params file's llm settings would send this row: batch only where the provider has
         # a batch API and the calls do not wait for earlier answers (or rounds are asked for)
-        batchable = biller.provider(model).batch_limits is not None and (
+        batchable = biller.provider(model).batch and (
             stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
         mode = "batch" if cfg.batch and batchable else "live"
         out.append({"stage": stage, "name": name, "model": model, **r, "cost_naive_usd": naive,

@@ -24,7 +24,15 @@ from .judge_parse import Verdict, validate_fine, validate_overall
 from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
 from .prompts import load_prompt
-from .schema import CallRecord, Continuation, Instance, Judgment, Turn, first_per_dataset
+from .schema import (
+    CallRecord,
+    Continuation,
+    Instance,
+    Judgment,
+    Turn,
+    first_per_dataset,
+    is_human_ai,
+)
 from .simulate import format_metadata, format_turns
 from .taxonomy import Taxonomy, load_taxonomy
 
@@ -112,7 +120,7 @@ def targets_for(instances: Sequence[Instance], continuations: dict[str, list[Con
 
 
 def _judged(inst: Instance, turns: list[Turn]) -> list[int]:
-    if inst.provenance.source_format == "chat":
+    if is_human_ai(inst):
         return [i for i, t in enumerate(turns) if t.speaker == "user"]
     return list(range(len(turns)))
 

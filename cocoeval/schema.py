@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Split = Literal["eval", "train"]
+ConversationKind = Literal["multiparty", "human_ai"]
+"""A multi-party conversation (meetings, debates, ...) or a human–AI chat (a user with a chatbot)."""
 
 
 class _Model(BaseModel):
@@ -58,6 +60,8 @@ class Conversation(_Model):
     """Loader that read it (qmsum, convokit, tcr, chat)."""
     source_file: str
     """File it came from."""
+    kind: ConversationKind | None = None
+    """Set by the loader; None only in files written before it was (see ``is_human_ai``)."""
     participants: list[Participant] = Field(default_factory=list)
     """Speakers in order of first appearance, with roles/stances where the data has them."""
     goals: list[str] = Field(default_factory=list)
@@ -136,6 +140,9 @@ class Instance(_Model):
     reference: list[Turn]
     """r: the turns the humans actually said next."""
     provenance: Provenance
+    kind: ConversationKind | None = None
+    """Its conversation's kind, from the loader; None only in files written before it was
+    (see ``is_human_ai``)."""
 
     @property
     def human_ai(self) -> bool:
@@ -151,11 +158,15 @@ class Instance(_Model):
         return list(seen)
 
 
-def is_human_ai(instance: Instance) -> bool:
-    """The one place that says whether an instance is a human–AI chat (the paper's D.1 setting):
-    instances read by the chat loader. Multi-party studies (RQ1–RQ5, Tables 4, 11, 12) leave
-    them out; the generalization study uses only them."""
-    return instance.provenance.source_format == "chat"
+def is_human_ai(item: Instance | Conversation) -> bool:
+    """The one place that says whether an instance (or conversation) is a human–AI chat (the
+    paper's D.1 setting): its ``kind``, set by the loader that read it; files written before
+    ``kind`` existed fall back to the loader's name (the chat loader). Multi-party studies
+    (RQ1–RQ5, Tables 4, 11, 12) leave them out; the generalization study uses only them."""
+    if item.kind is not None:
+        return item.kind == "human_ai"
+    fmt = item.source_format if isinstance(item, Conversation) else item.provenance.source_format
+    return fmt == "chat"
 
 
 def first_per_dataset(instances: Sequence[Instance], n: int | None) -> list[Instance]:

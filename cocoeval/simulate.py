@@ -19,7 +19,15 @@ from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
 from .parsing import parse_turns, strip_copied
 from .prompts import Prompt, load_prompt
-from .schema import CallRecord, Continuation, Instance, Metadata, Turn, first_per_dataset
+from .schema import (
+    CallRecord,
+    Continuation,
+    Instance,
+    Metadata,
+    Turn,
+    first_per_dataset,
+    is_human_ai,
+)
 from .taxonomy import Taxonomy, load_taxonomy
 
 FORMAT_RULE = ("One turn per line, as `Speaker: utterance`, with each speaker's name written exactly "
@@ -87,7 +95,7 @@ class Setup(BaseModel):
     def applies_to(self, inst: Instance) -> bool:
         if self.datasets is not None and inst.dataset not in self.datasets:
             return False
-        is_chat = inst.provenance.source_format == "chat"
+        is_chat = is_human_ai(inst)
         return is_chat if self.kind == "human_ai" else not is_chat
 
     def select(self, instances: Sequence[Instance]) -> list[Instance]:

@@ -54,7 +54,7 @@ def _keys_may_go_to_loopback():
 @pytest.fixture(scope="module")
 def server():
     """One fake provider server (OpenAI and Anthropic wire formats) per test module."""
-    from cocoeval.llm.fakeserver import FakeServer
+    from tests.fakes.server import FakeServer
 
     with FakeServer() as srv:
         yield srv

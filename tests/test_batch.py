@@ -17,8 +17,8 @@ import yaml
 
 from cocoeval.errors import ConfigError
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
-from cocoeval.llm.fakeserver import FakeServer
 from cocoeval.run import Run
+from tests.fakes.server import FakeServer
 
 from .conftest import TEST_KEY, qmsum_meeting, write_json
 

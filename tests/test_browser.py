@@ -26,7 +26,7 @@ import yaml
 from cocoeval import build
 from cocoeval.bench import BuildConfig
 from cocoeval.charts import HUMAN
-from cocoeval.llm.fakeserver import FakeServer
+from tests.fakes.server import FakeServer
 
 from .conftest import ROOT, qmsum_meeting, write_json
 

@@ -14,8 +14,8 @@ import yaml
 
 from cocoeval import InputError, build
 from cocoeval.experiment import load_params
-from cocoeval.llm.fakeserver import FakeServer
 from cocoeval.run import Run
+from tests.fakes.server import FakeServer
 
 from .conftest import ROOT, qmsum_meeting, write_json
 

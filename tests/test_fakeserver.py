@@ -7,7 +7,7 @@ import anthropic
 import openai
 import pytest
 
-from cocoeval.llm.fakeserver import FakeServer, main
+from tests.fakes.server import FakeServer, main
 
 
 @pytest.fixture(scope="module")

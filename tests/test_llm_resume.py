@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cocoeval.llm.fakeserver import FakeServer
+from tests.fakes.server import FakeServer
 
 SCRIPT = Path(__file__).parent / "scripts" / "run_requests.py"
 

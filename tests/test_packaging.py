@@ -47,9 +47,10 @@ def test_console_script():
     assert py["project"]["scripts"]["cocoeval"] == "cocoeval.cli:main"
 
 
-def test_the_wheel_ships_the_notebooks_and_they_work_from_the_installed_copy(tmp_path):
-    """Build the wheel offline from a copy of the sources, check its file list, unpack it as an
-    install would and run ``cocoeval notebooks --copy`` from that copy, with the repo off sys.path."""
+def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
+    """Build the wheel offline from a copy of the sources, check its file list (the notebooks; no
+    fake provider server: the test doubles live in tests/fakes), unpack it as an install would and
+    run ``cocoeval notebooks --copy`` from that copy, with the repo off sys.path."""
     import json
     import os
     import shutil
@@ -71,6 +72,9 @@ def test_the_wheel_ships_the_notebooks_and_they_work_from_the_installed_copy(tmp
     assert len(shipped) == 11
     assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/", "params/"))]
+    assert not [n for n in names if "fakeserver" in n]
+    sources = {n: zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".py")}
+    assert not [n for n, text in sources.items() if "HTTPServer" in text or "BaseHTTPRequestHandler" in text]
     entry = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "cocoeval = cocoeval.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 

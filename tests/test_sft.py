@@ -110,8 +110,8 @@ def test_validation_finds_each_problem(tmp_path, line, needle):
 
 def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
     from cocoeval import ConfigError
-    from cocoeval.llm.fakeserver import FakeServer
     from cocoeval.sft import finetune_status, start_finetune
+    from tests.fakes.server import FakeServer
 
     export_sft([instance(f"d/c{i}/0") for i in range(3)], tmp_path, ks=(5,))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-ft-" + "z" * 20)
@@ -145,8 +145,8 @@ def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
 def test_finetune_sends_the_openai_key_only_to_openai_and_maps_errors(tmp_path, monkeypatch):
     from cocoeval import ConfigError
     from cocoeval.errors import FatalLLMError
-    from cocoeval.llm.fakeserver import FakeServer
     from cocoeval.sft import finetune_status, start_finetune
+    from tests.fakes.server import FakeServer
 
     export_sft([instance(f"d/c{i}/0") for i in range(3)], tmp_path, ks=(5,))
     key = "sk-ft-" + "k" * 20

@@ -20,10 +20,10 @@ import sys
 import time
 from typing import Any
 
-from ..errors import CocoevalError
 from ._attempts import track
 from .base import CallError, GenerateRequest, Provider, get_provider
 from .cache import CallCache
+from .errors import LLMError
 from .usage import request_tokens
 
 log = logging.getLogger("cocoeval.llm.worker")
@@ -70,7 +70,7 @@ async def serve(config: dict[str, Any], out: Any) -> None:
             cache.put(msg["key"], msg["identity"], msg["request_json"], answer)  # before the reply
             lost = attempts.lost()
             reply({"id": n, "key": msg["key"], "ok": answer, "lost": lost, "lost_tokens": lost * request_tokens(request)})
-        except CocoevalError as e:  # FatalLLMError (stop the run), ConfigError (fix a setting)
+        except LLMError as e:  # FatalLLMError (stop the run), ConfigError (fix a setting)
             reply({"id": n, "key": msg.get("key"),
                    "fatal": {"type": type(e).__name__, "message": e.message, "hint": e.hint}})
         except Exception as e:  # a bug: the runner stops the run with it

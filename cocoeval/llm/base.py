@@ -15,11 +15,11 @@ import json
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigError
+from .errors import ConfigError
 from .secrets import redact
 
 
@@ -145,10 +145,10 @@ def parse_model_spec(spec: str) -> ModelSpec:
     provider, sep, rest = spec.partition("/")
     if not sep or not rest:
         raise ConfigError(f"model spec {spec!r} is not PROVIDER/MODEL",
-                          hint=f"e.g. openai/gpt-4.1, local/smollm2; providers: {', '.join(sorted(_PROVIDERS))}")
-    if provider not in _PROVIDERS:
+                          hint=f"e.g. openai/gpt-4.1, local/smollm2; providers: {', '.join(available_providers())}")
+    if provider_class(provider) is None:
         raise ConfigError(f"unknown provider {provider!r} in model spec {spec!r}",
-                          hint=f"use one of: {', '.join(sorted(_PROVIDERS))}")
+                          hint=f"use one of: {', '.join(available_providers())}")
     key_env = None
     if "?key_env=" in rest:
         m = _KEY_ENV.search(rest)
@@ -160,14 +160,30 @@ def parse_model_spec(spec: str) -> ModelSpec:
     return ModelSpec(provider=provider, model=model, base_url=base_url or None, key_env=key_env)
 
 
+PromptCaching = Literal["openai_prefix", "anthropic_breakpoints"] | None
+Billing = Literal["per_token", "free"]
+ENTRY_POINT_GROUP = "cocoeval.providers"
+"""Other packages add providers under this entry-point group: ``name = "module:ProviderClass"``."""
+
+
 class Provider(ABC):
     """One LLM provider. Subclasses implement ``generate`` (and ``prepare`` to drop parameters
     the model does not accept). Instances are created per run, inside its event loop."""
 
     name: str = ""
-    in_workers: bool = True
-    """Whether worker processes (``LLMConfig.processes`` > 1) may send this provider's calls;
-    False keeps them in the runner's process (an in-process model is loaded once)."""
+    # -- capabilities: class attributes, read by the estimate, the price table, the runner --------
+    prompt_caching: ClassVar[PromptCaching] = None
+    """How the provider caches prompts (what the cost forecast credits): ``"openai_prefix"``
+    (the longest common prefix of recent requests), ``"anthropic_breakpoints"`` (explicit
+    cache breakpoints), None (no prompt-cache credit)."""
+    billing: ClassVar[Billing] = "per_token"
+    """``"per_token"`` (priced by prices.yaml) or ``"free"`` (in-process / self-hosted)."""
+    batch: ClassVar[bool] = False
+    """Whether it has a batch API (then ``batch_limits`` and the ``batch_*`` methods); without
+    one, batch mode sends its calls live."""
+    in_process: ClassVar[bool] = False
+    """The model runs in this process (loaded once): worker processes (``LLMConfig.processes``
+    > 1) never send its calls."""
 
     def __init__(self, spec: ModelSpec, max_retries: int = 5, timeout_s: float = 120.0) -> None:
         self.spec = spec
@@ -231,6 +247,7 @@ class Provider(ABC):
 
 
 _PROVIDERS: dict[str, type[Provider]] = {}
+_NO_PLUGIN: set[str] = set()
 
 
 def provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
@@ -244,13 +261,51 @@ def provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
     return register
 
 
+def _plugin_names() -> list[str]:
+    from importlib.metadata import entry_points
+
+    return [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def _load_plugin(name: str) -> None:
+    """Register the provider an installed package offers as entry point ``name`` (if any)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        try:
+            cls = ep.load()
+        except Exception as e:
+            raise ConfigError(f"provider plugin {name!r} ({ep.value}) cannot be loaded: {e}",
+                              hint="reinstall or uninstall the package that offers it") from None
+        if not (isinstance(cls, type) and issubclass(cls, Provider)):
+            raise ConfigError(f"provider plugin {name!r} ({ep.value}) is not a Provider subclass",
+                              hint="the entry point must name a class deriving cocoeval.llm.Provider")
+        provider(name)(cls)
+        return
+
+
+def provider_class(name: str) -> type[Provider] | None:
+    """The provider class registered as ``name``: built in, or from an installed package's
+    ``cocoeval.providers`` entry point (loaded at first lookup); None when there is none."""
+    if not _PROVIDERS:
+        from . import providers  # noqa: F401  (registers the built-in ones)
+    if name not in _PROVIDERS and name not in _NO_PLUGIN:
+        _load_plugin(name)
+        if name not in _PROVIDERS:
+            _NO_PLUGIN.add(name)  # looked up once, not per call
+    return _PROVIDERS.get(name)
+
+
 def available_providers() -> list[str]:
-    return sorted(_PROVIDERS)
+    return sorted(set(_PROVIDERS) | set(_plugin_names()))
 
 
 def get_provider(spec: str | ModelSpec, **kwargs: Any) -> Provider:
     s = parse_model_spec(spec) if isinstance(spec, str) else spec
-    return _PROVIDERS[s.provider](s, **kwargs)
+    cls = provider_class(s.provider)
+    if cls is None:
+        raise ConfigError(f"unknown provider {s.provider!r}", hint=f"use one of: {', '.join(available_providers())}")
+    return cls(s, **kwargs)
 
 
 TRANSPORT_ONLY = {"cache_prefix_messages", "cache_points", "cache_group"}

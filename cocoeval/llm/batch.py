@@ -31,9 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, FatalLLMError
 from .base import BatchInfo, CallError, GenerateRequest, GenerateResponse, Provider, canonical_json
 from .cache import CallCache
+from .errors import ConfigError, FatalLLMError
 
 log = logging.getLogger("cocoeval.llm.batch")
 

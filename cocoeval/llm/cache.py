@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError
 from ._cachefile import check_location, connect, sqlite_problem
+from .errors import ConfigError
 
 CachePolicy = Literal["read_write", "read_only", "refresh", "off"]
 POLICIES: tuple[str, ...] = ("read_write", "read_only", "refresh", "off")

@@ -1,12 +1,59 @@
 """The LLM layer's own errors. Each says what went wrong and how to go on.
 
-They subclass the package's ``CocoevalError`` (the one thing this layer takes from the package,
-so that the command line prints them as clear messages rather than tracebacks).
+This module imports nothing of the package (DESIGN.md: ``llm/`` imports nothing of cocoeval).
+The package re-exports the generic classes from ``cocoeval.errors`` (``CocoevalError`` is
+``LLMError``), so the command line prints them as clear messages rather than tracebacks.
 """
 
 from __future__ import annotations
 
-from ..errors import CocoevalError, ConfigError
+
+class LLMError(Exception):
+    """Base class: a problem the user can fix. ``hint`` says how.
+
+    The package's ``cocoeval.errors.CocoevalError`` is this class (re-exported there), so
+    ``except CocoevalError`` catches every error of either layer."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return self.message if not self.hint else f"{self.message}\n  how to fix: {self.hint}"
+
+
+class InputError(LLMError):
+    """A data file is unreadable or malformed. Names the file and the record."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: str | None = None,
+        record: str | int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        where = []
+        if file is not None:
+            where.append(str(file))
+        if record is not None:
+            where.append(f"record {record}")
+        prefix = f"{', '.join(where)}: " if where else ""
+        super().__init__(f"{prefix}{problem}", hint=hint)
+        self.file = file
+        self.record = record
+        self.problem = problem
+
+
+class ConfigError(LLMError):
+    """A parameter, option or params file is invalid."""
+
+
+class FatalLLMError(LLMError):
+    """A provider error no retry can fix (bad key, no access, unknown model, no quota).
+
+    The run stops; what completed is kept in the cache."""
 
 
 class CacheError(ConfigError):
@@ -39,4 +86,5 @@ class CacheLocationError(CacheError):
 
 
 __all__ = ["CacheDamagedError", "CacheError", "CacheForeignError", "CacheLocationError",
-           "CacheNotSQLiteError", "CacheVersionError", "CocoevalError"]
+           "CacheNotSQLiteError", "CacheVersionError", "ConfigError", "FatalLLMError", "InputError",
+           "LLMError"]

@@ -21,7 +21,6 @@ from typing import Any
 from aiolimiter import AsyncLimiter
 from tqdm.auto import tqdm
 
-from ..errors import FatalLLMError
 from . import providers as _providers  # noqa: F401  (registers the built-in providers)
 from ._attempts import track
 from ._claims import Claims
@@ -39,6 +38,7 @@ from .base import (
 )
 from .batch import BatchStore, Pending, run_batches
 from .cache import CallCache
+from .errors import FatalLLMError
 from .secrets import install_log_redaction
 from .usage import Ledger, PriceTable, request_tokens
 from .workers import WorkerPool, raise_reply, worker_module
@@ -230,7 +230,7 @@ class Runner:
             live = []
             for i, call in enumerate(calls):
                 prov = provider_for(call.model)
-                if prov.batch_limits is None or (call.dependent and cfg.batch_dependent == "live"):
+                if not prov.batch or (call.dependent and cfg.batch_dependent == "live"):
                     live.append((i, call))
                     continue
                 _, prepared, dropped, (identity, _, _), base = lookup(call)

@@ -19,7 +19,7 @@ import os
 import re
 from urllib.parse import urlsplit
 
-from ..errors import ConfigError
+from .errors import ConfigError
 
 KEY_ENV_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
 PROVIDER_KEY_VARS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY")

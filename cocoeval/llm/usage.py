@@ -15,8 +15,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
-from ..errors import InputError
-from .base import GenerateRequest, Usage, parse_model_spec
+from .base import GenerateRequest, Usage, parse_model_spec, provider_class
+from .errors import InputError
 
 
 class Price(BaseModel):
@@ -33,7 +33,6 @@ class Price(BaseModel):
 
 class PriceTable(BaseModel):
     batch_discount: float = 0.5
-    free_providers: list[str] = []
     models: dict[str, Price]
 
     @classmethod
@@ -54,7 +53,8 @@ class PriceTable(BaseModel):
 
     def _lookup(self, model_spec: str) -> Price | None:
         spec = parse_model_spec(model_spec)
-        if spec.provider in self.free_providers:
+        cls = provider_class(spec.provider)
+        if cls is not None and cls.billing == "free":
             return Price(input=0, cached_input=0, output=0)
         name = spec.model.split("/")[-1]
         best = max((k for k in self.models if name.startswith(k)), key=len, default=None)

@@ -45,24 +45,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
-from ..errors import CocoevalError, ConfigError, FatalLLMError
 from .base import GenerateRequest, Provider
 from .cache import CallCache
+from .errors import ConfigError, FatalLLMError, LLMError
 
 log = logging.getLogger("cocoeval.llm.workers")
 _ROOT = str(Path(__file__).resolve().parents[2])
 _DRAIN_S = 30.0
 
 
-class WorkerError(CocoevalError):
+class WorkerError(LLMError):
     """A worker process died or broke the protocol: the run stops; completed calls are cached."""
 
 
 def worker_module(prov: Provider) -> str | None:
     """The module a worker imports to get ``prov``'s class, or None when its calls must stay in
-    this process (``in_workers`` False, or a class defined in ``__main__`` or a notebook)."""
+    this process (``in_process`` True, or a class defined in ``__main__`` or a notebook)."""
     module = type(prov).__module__
-    return module if prov.in_workers and module not in ("__main__", "builtins") else None
+    return module if not prov.in_process and module not in ("__main__", "builtins") else None
 
 
 def raise_reply(reply: dict[str, Any], what: str) -> NoReturn:

@@ -50,6 +50,10 @@ class Loader(Protocol):
 
 
 _LOADERS: dict[str, Loader] = {}
+_NO_PLUGIN: set[str] = set()
+ENTRY_POINT_GROUP = "cocoeval.sources"
+"""Other packages add source formats under this entry-point group: ``name = "module:LoaderClass"``
+(a class with ``files`` and ``load_file``, see ``Loader``)."""
 
 
 def source(name: str) -> Callable[[type], type]:
@@ -62,8 +66,37 @@ def source(name: str) -> Callable[[type], type]:
     return register
 
 
+def _plugin_names() -> list[str]:
+    from importlib.metadata import entry_points
+
+    return [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def loader_for(kind: str) -> Loader | None:
+    """The loader of a source kind: built in, or from an installed package's ``cocoeval.sources``
+    entry point (loaded at first lookup); None when there is none."""
+    if kind not in _LOADERS and kind not in _NO_PLUGIN:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP, name=kind):
+            try:
+                cls = ep.load()
+                loader = cls() if isinstance(cls, type) else cls
+            except Exception as e:
+                raise ConfigError(f"source plugin {kind!r} ({ep.value}) cannot be loaded: {e}",
+                                  hint="reinstall or uninstall the package that offers it") from None
+            if not (callable(getattr(loader, "files", None)) and callable(getattr(loader, "load_file", None))):
+                raise ConfigError(f"source plugin {kind!r} ({ep.value}) has no files()/load_file()",
+                                  hint="the entry point must name a loader class (see cocoeval.sources.Loader)")
+            _LOADERS[kind] = loader
+            break
+        else:
+            _NO_PLUGIN.add(kind)
+    return _LOADERS.get(kind)
+
+
 def available_sources() -> list[str]:
-    return sorted(_LOADERS)
+    return sorted(set(_LOADERS) | set(_plugin_names()))
 
 
 @dataclass(frozen=True)
@@ -82,7 +115,7 @@ def parse_source_spec(spec: str) -> SourceSpec:
     if not sep or not rest:
         raise ConfigError(f"source {spec!r} is not of the form KIND:PATH",
                           hint=f"e.g. qmsum:data/qmsum/product; kinds: {', '.join(available_sources())}")
-    if kind not in _LOADERS:
+    if loader_for(kind) is None:
         raise ConfigError(f"unknown source kind {kind!r} in {spec!r}",
                           hint=f"use one of: {', '.join(available_sources())}")
     path, _, dataset = rest.partition("#")
@@ -98,7 +131,9 @@ def load_conversations(
     and reported when ``on_error='skip'``."""
     spec = parse_source_spec(spec) if isinstance(spec, str) else spec
     report = report if report is not None else SourceReport()
-    loader = _LOADERS[spec.kind]
+    loader = loader_for(spec.kind)
+    if loader is None:
+        raise ConfigError(f"unknown source kind {spec.kind!r}", hint=f"use one of: {', '.join(available_sources())}")
     if not spec.path.exists():
         raise InputError("path does not exist", file=str(spec.path),
                          hint=f"give an existing file or folder for the {spec.kind} source")

@@ -102,6 +102,7 @@ class ChatLoader:
                 id=cid or f"{path.stem}-{record.replace(' ', '')}",
                 dataset=dataset or "chat",
                 source_format="chat",
+                kind="human_ai",
                 source_file=str(path),
                 participants=[Participant(name="user", role="human user"),
                               Participant(name="assistant", role="AI assistant")],

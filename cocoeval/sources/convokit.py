@@ -153,6 +153,7 @@ class ConvoKitLoader:
                 id=cid,
                 dataset=dataset,
                 source_format="convokit",
+                kind="multiparty",
                 source_file=str(ufile),
                 participants=participants_in_order(turns, info),
                 goals=[f"Debate the motion: {motion}"] if motion else [],

@@ -116,6 +116,7 @@ class QMSumLoader:
             id=path.stem,
             dataset=dataset,
             source_format="qmsum",
+            kind="multiparty",
             source_file=str(path),
             participants=participants_in_order(turns, info),
             goals=[t["topic"] for t in topics if t["topic"]],

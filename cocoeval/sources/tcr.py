@@ -98,6 +98,7 @@ class TCRLoader:
                 id=str(mid),
                 dataset=dataset or src.lower(),
                 source_format="tcr",
+                kind="multiparty",
                 source_file=str(path),
                 participants=participants_in_order(turns, info),
                 goals=[normalise_space(name) for name, _ in topics if normalise_space(name)],

@@ -26,6 +26,7 @@ Items = list[tuple[str, GenerateRequest]]
 class OpenAIBatches:
     """The Batch API: JSONL upload, ``batches.create``, polling, output and error files."""
 
+    batch = True
     batch_limits: tuple[int, int] | None = (50_000, 200 * 1024 * 1024)
     batch_url = "/v1/chat/completions"
     batch_wait_for_file = False
@@ -123,6 +124,7 @@ class OpenAIBatches:
 class AnthropicBatches:
     """Message Batches: the requests inline in ``messages.batches.create``; results as JSONL."""
 
+    batch = True
     batch_limits: tuple[int, int] | None = (100_000, 256 * 1024 * 1024)
 
     async def _bsdk(self, call: Any) -> Any:

@@ -6,8 +6,8 @@ import time
 from collections.abc import Awaitable
 from typing import Any
 
-from ...errors import FatalLLMError
 from ..base import CallError
+from ..errors import FatalLLMError
 from ..secrets import redact
 from ._keys import key_name
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ...errors import ConfigError
+from ..errors import ConfigError
 from ..secrets import key_env_for
 
 

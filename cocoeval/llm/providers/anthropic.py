@@ -72,6 +72,7 @@ def _blocks(text: str, cuts: list[int]) -> list[dict[str, Any]]:
 
 @provider("anthropic")
 class AnthropicProvider(KeyRule, AnthropicBatches, Provider):
+    prompt_caching = "anthropic_breakpoints"
     key_env = "ANTHROPIC_API_KEY"
     key_hosts = ("api.anthropic.com",)
 

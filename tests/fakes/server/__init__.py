@@ -121,7 +121,7 @@ answered, the rest expired. fail: OpenAI status "failed" at the first retrieve (
 [{code "token_limit_exceeded", line null}], no files); Anthropic: the create call answers
 500 api_error instead (the draw uses one of its times).
 
-Run it alone with ``python -m cocoeval.llm.fakeserver --port 0`` (prints ``PORT <n>``),
+Run it alone with ``python -m tests.fakes.server --port 0`` (prints ``PORT <n>``),
 or from Python with ``with FakeServer() as srv: ...`` (a subprocess, so the server does
 not compete for the client's GIL).
 """
@@ -157,7 +157,7 @@ def is_loopback(host: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m cocoeval.llm.fakeserver",
+    parser = argparse.ArgumentParser(prog="python -m tests.fakes.server",
                                      description="Fake OpenAI/Anthropic server (a test double).")
     parser.add_argument("--host", default="127.0.0.1", help="a loopback address only")
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
@@ -190,7 +190,7 @@ class FakeServer:
         root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cocoeval.llm.fakeserver", "--port", "0",
+            [sys.executable, "-m", "tests.fakes.server", "--port", "0",
              "--latency", repr(float(self.latency_s))],
             stdout=subprocess.PIPE, text=True, env=env)
         assert self.proc.stdout is not None

@@ -8,7 +8,8 @@ import time
 from email.parser import BytesParser
 from typing import Any
 
-from .._promptcache import DEFAULT_TTL_S, AnthropicBreakpointCache, OpenAIPrefixCache
+from cocoeval.llm._promptcache import DEFAULT_TTL_S, AnthropicBreakpointCache, OpenAIPrefixCache
+
 from ._answers import ANTHROPIC_PATH, Reply, answer, prompt_of
 
 BATCH_KEY = "batch:"  # by_path key prefix of the model calls a batch makes: batch:/v1/messages
