@@ -11,7 +11,7 @@ from cocoeval import charts, rq, stats
 from cocoeval.frames import run_frames
 from cocoeval.schema import Participant, Turn, is_human_ai
 
-from .sim_helpers import instance
+from .sim_helpers import instance, judged_continuations
 from .test_stats import TAX, fine, overall
 
 G41, OPUS = "openai/gpt-4.1", "anthropic/claude-opus-4"
@@ -34,7 +34,7 @@ def mp(setup):
 
 
 def make(insts, judgments, *setups):
-    return {"instances": insts, "continuations": {}, "judgments": {"J": judgments}, "manifest": manifest(*setups)}
+    return {"instances": insts, "continuations": judged_continuations(judgments), "judgments": {"J": judgments}, "manifest": manifest(*setups)}
 
 
 def insts(n, dataset="d", chat=False):
