@@ -48,7 +48,7 @@ def run_frames(run: dict[str, Any], taxonomy: Taxonomy | None = None) -> Frames:
     insts = {i.id: i for i in run["instances"]}
     inst_rows = [{"instance_id": i.id, "dataset": i.dataset,
                   "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
-                  "n_participants_metadata": len(i.metadata.participants),
+                  "n_participants_metadata": len(i.metadata.participants) or None,  # none listed: unknown
                   "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run["instances"]]
     # a continuation's judgment counts only while it judges the setup's current ok continuation:
     # after a setup's settings change (a new setup id) the old judgments are stale, never counted

@@ -218,3 +218,12 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
     ref = m.filter((pl.col("panel") == "sim") & (pl.col("series") == "human reference")
                    & (pl.col("behaviour") == "repetition")).row(0, named=True)
     assert ref["n"] == 6
+
+
+def test_participants_metadata_is_null_when_m_lists_none():
+    run = make_run(2)
+    i0 = run["instances"][0]
+    run["instances"][0] = i0.model_copy(update={"metadata": i0.metadata.model_copy(update={"participants": []})})
+    f = run_frames(run).instances.sort("instance_id")
+    assert f["n_participants_metadata"][0] is None  # M lists no participant: unknown, not 0
+    assert f["n_participants_metadata"][1] == len(run["instances"][1].metadata.participants) > 0
