@@ -32,7 +32,8 @@ class Frames:
     labels: pl.DataFrame
     """judge, target, instance_id, turn, behaviour, evidence: one row per detected behaviour."""
     judgments: pl.DataFrame
-    """judge, human, target, instance_id, kind, status, reason, turns (labelled), not_in_taxonomy
+    """judge, human, target, instance_id, kind, status (ok, repaired, invalid, or stale: of a
+    continuation that is not the setup's current ok one — never counted), reason, turns (labelled), not_in_taxonomy
     (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status, reason: every continuation."""
@@ -50,8 +51,12 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
     insts = {i.id: i for i in run.instances}
     inst_rows = [{"instance_id": i.id, "dataset": i.dataset,
                   "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
-                  "n_participants_metadata": len(i.metadata.participants),
+                  "n_participants_metadata": len(i.metadata.participants) or None,  # none listed: unknown
                   "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run.instances]
+    # a continuation's judgment counts only while it judges the setup's current ok continuation:
+    # after a setup's settings change (a new setup id) the old judgments are stale, never counted
+    current = {(name, c.instance_id): c.setup_id for name, cs in run.continuations.items()
+               for c in cs if c.status == "ok"}
     counts, likert, labels, judg = [], [], [], []
     for name, js in run.all_judgments.items():
         for j in js:
@@ -61,10 +66,13 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
             human = j.judge_id.startswith("human:")
             target = j.target_name or j.target
             ds = insts[j.instance_id].dataset
+            status, reason = j.status, j.reason
+            if j.target != REFERENCE and current.get((target, j.instance_id)) != j.target:
+                status, reason = "stale", "judges a continuation that is no longer the setup's current ok one"
             judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
-                         "kind": j.kind, "status": j.status, "reason": j.reason, "turns": len(j.labels),
+                         "kind": j.kind, "status": status, "reason": reason, "turns": len(j.labels),
                          "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
-            if j.status == "invalid":
+            if status in ("invalid", "stale"):
                 continue
             if j.kind == "overall":
                 likert.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
@@ -98,13 +106,18 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
 
 
 def invalid_rates(f: Frames) -> pl.DataFrame:
-    """Invalid continuations per setup and invalid judgments per judge, target and kind."""
+    """Invalid continuations per setup and invalid judgments per judge, target and kind; ``stale``
+    counts judgments of a continuation that is no longer the setup's current ok one (excluded
+    from ``n``, ``invalid`` and every mean)."""
     c = (f.continuations.group_by("setup").agg(n=pl.len(), invalid=(pl.col("status") == "invalid").sum())
          .with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8), kind=pl.lit(None, pl.Utf8))
          .rename({"setup": "target"}))
-    j = (f.judgments.group_by("judge", "target", "kind").agg(n=pl.len(), invalid=(pl.col("status") == "invalid").sum())
+    c = c.with_columns(stale=pl.lit(0, pl.UInt32))
+    st = pl.col("status") == "stale"
+    j = (f.judgments.group_by("judge", "target", "kind")
+         .agg(n=(~st).sum(), invalid=(pl.col("status") == "invalid").sum(), stale=st.sum())
          .with_columns(stage=pl.lit("judge")))
-    cols = ["stage", "judge", "target", "kind", "n", "invalid"]
+    cols = ["stage", "judge", "target", "kind", "n", "invalid", "stale"]
     out = pl.concat([c.select(cols), j.select(cols)], how="vertical_relaxed")
     return out.with_columns(invalid_rate=pl.col("invalid") / pl.col("n")).sort("stage", "judge", "target", "kind",
                                                                                   nulls_last=True)

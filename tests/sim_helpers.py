@@ -27,3 +27,18 @@ def instance(iid: str = "d/c/0", n_hist: int = 30, n_ref: int = 30, chat: bool =
 
 def lines(n: int, start: int = 0) -> str:
     return "\n".join(f"{SPEAKERS[(i + start) % 3]}: simulated line {i + start}" for i in range(n))
+
+
+def judged_continuations(judgments, conts=None):
+    """Ok continuations (setup id = the judgments' target) for every judged (setup, instance) that
+    ``conts`` lacks, so hand-made judgments count as judgments of the setup's current continuation."""
+    from cocoeval.schema import Continuation
+
+    out = {k: list(v) for k, v in (conts or {}).items()}
+    have = {(k, c.instance_id) for k, v in out.items() for c in v}
+    for j in judgments:
+        name = j.target_name or j.target
+        if j.target != "reference" and (name, j.instance_id) not in have:
+            have.add((name, j.instance_id))
+            out.setdefault(name, []).append(Continuation(instance_id=j.instance_id, setup_id=j.target))
+    return out

@@ -130,6 +130,8 @@ def test_report_writes_the_papers_figures_and_tables(tmp_path):
     write_json(d / "manifest.json", {"status": "complete", **run.manifest.model_dump(exclude_unset=True)})
     write_jsonl(d / "instances.jsonl", run.instances)
     write_jsonl(d / "judgments" / "J.jsonl", js)
+    for name, cs in run["continuations"].items():
+        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
     assert main(["report", str(d), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
     out = tmp_path / "rep"
     index = (out / "index.md").read_text()

@@ -30,7 +30,7 @@ from cocoeval.stats import (
     verdict,
 )
 
-from .sim_helpers import instance
+from .sim_helpers import instance, judged_continuations
 from .test_stats import TAX, fine
 
 BEH = TAX.ids
@@ -135,7 +135,7 @@ def _counts_run(per_setup: dict[str, int], n: int, shift: dict[str, int] | None 
             c = rng.integers(0, 3, len(BEH))
             c[0] = min(4, c[0] + (shift or {}).get(name, 0))
             js.append(judged(inst.id, name, c))
-    return Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"J": js},
+    return Run.model_validate({"instances": insts, "continuations": judged_continuations(js), "judgments": {"J": js},
             "manifest": {"params": {"setups": [{"name": s} for s in per_setup]}}})
 
 
@@ -196,7 +196,7 @@ def test_agreement_is_the_papers_procedure_and_untested_below_min_n():
     insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=4) for i in range(5)]
     js = [fine(i.id, "reference", r, [["repetition"]] * ((k + j) % 4) + [[]] * (4 - (k + j) % 4), human=r != "A")
           for k, i in enumerate(insts) for j, r in enumerate("ABC")]
-    f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
+    f = run_frames(Run.model_validate({"instances": insts, "continuations": judged_continuations(js), "judgments": {"x": js}}))
     ag = agreement(f, resamples=100)
     assert ag["significant"].is_null().all() and ag["p5"].is_null().all()
     assert set(ag["ci_note"]) == {"n too small (n=5 < 10)"}
@@ -218,6 +218,8 @@ def test_data_text_is_escaped_in_markdown():
 def _write(d, run):
     write_json(d / "manifest.json", {"status": "complete"})
     write_jsonl(d / "instances.jsonl", run.instances)
+    for name, cs in run.continuations.items():
+        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
     for name, js in run.all_judgments.items():
         write_jsonl(d / "judgments" / f"{name}.jsonl", js)
 

@@ -12,7 +12,7 @@ from cocoeval.frames import run_frames
 from cocoeval.run import Manifest, Run
 from cocoeval.schema import Participant, Turn, is_human_ai
 
-from .sim_helpers import instance
+from .sim_helpers import instance, judged_continuations
 from .test_stats import TAX, fine, overall
 
 G41, OPUS = "openai/gpt-4.1", "anthropic/claude-opus-4"
@@ -35,7 +35,7 @@ def mp(setup):
 
 
 def make(insts, judgments, *setups):
-    return Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"J": judgments}, "manifest": manifest(*setups)})
+    return Run.model_validate({"instances": insts, "continuations": judged_continuations(judgments), "judgments": {"J": judgments}, "manifest": manifest(*setups)})
 
 
 def insts(n, dataset="d", chat=False):

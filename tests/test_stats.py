@@ -49,8 +49,10 @@ def make_run(n=6):
         js.append(fine(inst.id, "sim", "J", [["repetition"]] * min(k + 1, 4) + [[]] * (4 - min(k + 1, 4))))
         js.append(overall(inst.id, "reference", "J", 5 + k % 3, 4))
     js.append(fine(insts[0].id, "sim2", "J", [], status="invalid"))
-    conts = {"sim": [Continuation(instance_id=i.id, setup_id="s", turns=i.reference) for i in insts],
-             "sim2": [Continuation(instance_id=insts[0].id, setup_id="s2", status="invalid", reason="x")]}
+    # the helpers use the setup's name as its id: a judgment counts only for the current ok continuation
+    conts = {"sim": [Continuation(instance_id=i.id, setup_id="sim", turns=i.reference) for i in insts],
+             "sim2": [Continuation(instance_id=insts[0].id, setup_id="sim2", turns=insts[0].reference),
+                      Continuation(instance_id=insts[1].id, setup_id="sim2", status="invalid", reason="x")]}
     return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {"J": js}})
 
 
@@ -80,7 +82,28 @@ def test_frames_exclude_invalid_and_report_rates():
     row = rates.filter((pl.col("stage") == "judge") & (pl.col("target") == "sim2")).row(0, named=True)
     assert row["invalid"] == 1 and row["invalid_rate"] == 1.0
     crow = rates.filter((pl.col("stage") == "simulate") & (pl.col("target") == "sim2")).row(0, named=True)
-    assert crow["invalid_rate"] == 1.0
+    assert crow["invalid_rate"] == 0.5
+
+
+def test_stale_judgments_of_a_changed_setup_are_counted_apart_never_in_means():
+    run = make_run()
+    insts = run["instances"]
+    # the setup's settings changed (new id "sim-v2"); simulate re-ran: instance 0's new continuation is
+    # invalid, the others are ok but not judged yet. The old judgments (target "sim") are stale.
+    run["continuations"]["sim"] = ([Continuation(instance_id=insts[0].id, setup_id="sim-v2", status="invalid",
+                                                 reason="x")]
+                                   + [Continuation(instance_id=i.id, setup_id="sim-v2", turns=i.reference)
+                                      for i in insts[1:]])
+    f = run_frames(run)
+    assert "sim" not in set(f.counts["target"]) and f.counts.filter(pl.col("target") == "reference").height > 0
+    assert set(f.judgments.filter(pl.col("target") == "sim")["status"]) == {"stale"}
+    row = invalid_rates(f).filter((pl.col("stage") == "judge") & (pl.col("target") == "sim")).row(0, named=True)
+    assert row["stale"] == 6 and row["n"] == 0 and row["invalid"] == 0
+    # a judgment of the new continuation counts again
+    run["judgments"]["J"].append(fine(insts[1].id, "sim", "J", [["repetition"]] * 4))
+    run["judgments"]["J"][-1].target = "sim-v2"
+    f = run_frames(run)
+    assert f.counts.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "repetition"))["count"].to_list() == [4]
 
 
 def test_mean_occurrences_hand_computed():
@@ -186,6 +209,8 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
     run = make_run(6)
     # sim3 covers only the first two instances
     run.judgments["J"] += [fine(i.id, "sim3", "J", [[]] * 4) for i in run.instances[:2]]
+    run.continuations["sim3"] = [Continuation(instance_id=i.id, setup_id="sim3", turns=i.reference)
+                                    for i in run.instances[:2]]
     f = run_frames(run)
     m = figure3_means(f, "J", resamples=100)
     ref3 = m.filter((pl.col("panel") == "sim3") & (pl.col("series") == "human reference")
@@ -194,3 +219,12 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
     ref = m.filter((pl.col("panel") == "sim") & (pl.col("series") == "human reference")
                    & (pl.col("behaviour") == "repetition")).row(0, named=True)
     assert ref["n"] == 6
+
+
+def test_participants_metadata_is_null_when_m_lists_none():
+    run = make_run(2)
+    i0 = run["instances"][0]
+    run["instances"][0] = i0.model_copy(update={"metadata": i0.metadata.model_copy(update={"participants": []})})
+    f = run_frames(run).instances.sort("instance_id")
+    assert f["n_participants_metadata"][0] is None  # M lists no participant: unknown, not 0
+    assert f["n_participants_metadata"][1] == len(run["instances"][1].metadata.participants) > 0
