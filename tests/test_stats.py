@@ -52,7 +52,7 @@ def make_run(n=6):
     # the helpers use the setup's name as its id: a judgment counts only for the current ok continuation
     conts = {"sim": [Continuation(instance_id=i.id, setup_id="sim", turns=i.reference) for i in insts],
              "sim2": [Continuation(instance_id=insts[0].id, setup_id="sim2", turns=insts[0].reference),
-                      Continuation(instance_id=insts[1].id, setup_id="sim2", status="invalid", reason="x")]}
+                      *[Continuation(instance_id=i.id, setup_id="sim2", status="invalid", reason="x") for i in insts[1:2]]]}
     return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {"J": js}})
 
 

@@ -8,7 +8,7 @@ from cocoeval import charts, stats
 from cocoeval.annotate import import_annotations
 from cocoeval.frames import run_frames
 from cocoeval.judge import targets_for
-from cocoeval.schema import Turn
+from cocoeval.schema import Continuation, Turn
 from cocoeval.widgets import ALL, Annotator, ConversationViewer, charts_scope
 
 from .test_stats import TAX, make_run
@@ -56,7 +56,10 @@ def _partial_run():
     run = make_run(6)
     keep = {i.id for i in run.instances[3:]}
     run.continuations["sim"] = [c for c in run.continuations["sim"] if c.instance_id in keep]
-    run.judgments["J"] = [j for j in run.judgments["J"] if j.target != "sim" or j.instance_id in keep]
+    run.judgments["J"] = [j for j in run.judgments["J"] if j.target not in ("sim", "sim2") or j.instance_id in keep]
+    # 'sim2' has only an invalid continuation, of the first instance
+    run.continuations["sim2"] = [Continuation(instance_id=run.instances[0].id, setup_id="sim2", status="invalid",
+                                              reason="x")]
     return run, sorted(keep)
 
 
