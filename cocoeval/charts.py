@@ -8,10 +8,9 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from .frames import REFERENCE
+from .frames import HUMAN, REFERENCE
 from .taxonomy import Taxonomy
 
-HUMAN = "human reference"
 CATEGORY_COLOURS = {"inconsistent": "#c0392b", "uncollaborative": "#2471a3"}
 
 

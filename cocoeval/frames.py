@@ -16,6 +16,8 @@ if TYPE_CHECKING:
     from .run import Run
 
 REFERENCE = "reference"
+HUMAN = "human reference"
+"""How the human reference is labelled in tables and figures."""
 
 
 @dataclass

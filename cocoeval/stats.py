@@ -64,7 +64,7 @@ from ._rq_stats import (
     table4,
     table11,
 )
-from .frames import REFERENCE, Frames
+from .frames import HUMAN, REFERENCE, Frames
 
 __all__ = [
     "AGREE_SCHEMA",
@@ -212,13 +212,13 @@ def figure3_means(f: Frames, judge: str, setups: list[str] | None = None, resamp
                   seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
     """Rows for Figure 3: per setup (``panel``), its mean occurrences (``series`` simulated) and
     the human reference's on the same instances (``series`` human reference), with CIs."""
-    from .charts import HUMAN
-
     c = f.counts.filter(pl.col("judge") == judge)
     names = setups or sorted(set(c["target"].unique().to_list()) - {REFERENCE})
+    with_ref = set(c.filter(pl.col("target") == REFERENCE)["instance_id"].to_list())
     parts = []
-    for s in names:
-        ids = c.filter(pl.col("target") == s)["instance_id"].unique()
+    for s in names:  # the instances where both the setup's and the reference's judgments are valid
+        ids = pl.Series(sorted(set(c.filter(pl.col("target") == s)["instance_id"].to_list()) & with_ref),
+                        dtype=pl.Utf8)
         sub = c.filter(pl.col("instance_id").is_in(ids.implode()) & pl.col("target").is_in([s, REFERENCE]))
         m = mean_occurrences(Frames(**{**f.__dict__, "counts": sub}), resamples=resamples, seed=seed, min_n=min_n)
         if m.is_empty():

@@ -219,6 +219,15 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
     ref = m.filter((pl.col("panel") == "sim") & (pl.col("series") == "human reference")
                    & (pl.col("behaviour") == "repetition")).row(0, named=True)
     assert ref["n"] == 6
+    # a reference judgment that is invalid takes its instance out of both series, so both rest on
+    # the same instances (the simulated side does not keep the instance the humans lack)
+    run.judgments["J"] = [j if not (j.target == "reference" and j.kind == "fine_grained"
+                                    and j.instance_id == run.instances[5].id)
+                          else fine(j.instance_id, "reference", "J", [], status="invalid")
+                          for j in run.judgments["J"]]
+    m = figure3_means(run_frames(run), "J", resamples=100)
+    both = m.filter((pl.col("panel") == "sim") & (pl.col("behaviour") == "repetition"))
+    assert sorted(both["n"].to_list()) == [5, 5]
 
 
 def test_participants_metadata_is_null_when_m_lists_none():
