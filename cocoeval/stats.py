@@ -245,7 +245,7 @@ def likert_means(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples
 PAIRED_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "behaviour": pl.Utf8, "mean_sim": pl.Float64,
                  "mean_human": pl.Float64, "diff": pl.Float64, "diff_ci_low": pl.Float64, "diff_ci_high": pl.Float64,
                  "ci_note": pl.Utf8, "ratio": pl.Float64, "ratio_ci_low": pl.Float64, "ratio_ci_high": pl.Float64,
-                 "n": pl.Int64, "p": pl.Float64, "p_adj": pl.Float64, "correction": pl.Utf8, "family": pl.Int64,
+                 "ratio_ci_note": pl.Utf8, "n": pl.Int64, "p": pl.Float64, "p_adj": pl.Float64, "correction": pl.Utf8, "family": pl.Int64,
                  "verdict": pl.Utf8}
 DISTANCE_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "distance": pl.Float64, "ci_low": pl.Float64,
                    "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64}
@@ -268,8 +268,13 @@ def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed
         r_lo, r_hi = np.nanpercentile(np.where(np.isfinite(ratio), ratio, np.nan), PERCENTILES, axis=0)
     d_lo, d_hi = np.percentile(diff, PERCENTILES, axis=0)
     p = sign_flip_pvalues(s - h, flips, seed) if n >= min_n else np.full(s.shape[1], np.nan)
+    # a resample where the humans show the behaviour 0 times has no finite ratio (x/0 is unbounded,
+    # 0/0 undefined): dropping those resamples would give a finite interval to an unbounded ratio
+    zero = (bh <= 0).sum(axis=0)
+    ratio_notes = [note or (f"human mean 0 in {z} of {len(bh)} resamples (ratio unbounded or undefined there)"
+                            if z else None) for note, z in zip(ci_notes(n, ratio, min_n), zero, strict=True)]
     return {"diff": s.mean(0) - h.mean(0), "diff_lo": d_lo, "diff_hi": d_hi, "notes": ci_notes(n, diff, min_n),
-            "ratio": point_ratio, "ratio_lo": r_lo, "ratio_hi": r_hi, "ratio_notes": ci_notes(n, ratio, min_n),
+            "ratio": point_ratio, "ratio_lo": r_lo, "ratio_hi": r_hi, "ratio_notes": ratio_notes,
             "p": p, "distance_boot": np.abs(diff).sum(axis=1)}
 
 
@@ -304,7 +309,8 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
                           "mean_human": h[:, k].mean(), "diff": r["diff"][k], "diff_ci_low": d_lo,
                           "diff_ci_high": d_hi, "ci_note": r["notes"][k],
                           "ratio": r["ratio"][k] if np.isfinite(r["ratio"][k]) else None,
-                          "ratio_ci_low": q_lo, "ratio_ci_high": q_hi, "n": len(s),
+                          "ratio_ci_low": q_lo, "ratio_ci_high": q_hi, "ratio_ci_note": r["ratio_notes"][k],
+                          "n": len(s),
                           "p": float(r["p"][k]) if np.isfinite(r["p"][k]) else None})
         note = ci_notes(len(s), r["distance_boot"][:, None], min_n)[0]
         lo, hi = interval(*np.percentile(r["distance_boot"], PERCENTILES), note)

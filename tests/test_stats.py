@@ -237,3 +237,18 @@ def test_participants_metadata_is_null_when_m_lists_none():
     f = run_frames(run).instances.sort("instance_id")
     assert f["n_participants_metadata"][0] is None  # M lists no participant: unknown, not 0
     assert f["n_participants_metadata"][1] == len(run["instances"][1].metadata.participants) > 0
+
+
+def test_a_ratio_whose_human_mean_can_be_zero_has_no_interval():
+    """Humans show the behaviour once in 12 conversations, the setup every time: in about a third
+    of the resamples the human mean is 0 and the ratio unbounded, so no finite interval is given."""
+    from cocoeval.stats import paired_differences
+
+    h = np.zeros((12, 2))
+    h[0, 0] = 1
+    h[:, 1] = [1, 2] * 6  # a behaviour the humans always show: its ratio keeps its interval
+    s = np.ones((12, 2))
+    r = paired_differences(s, h, resamples=500, seed=0)
+    assert r["ratio"][0] == pytest.approx(12.0)
+    assert r["ratio_notes"][0].startswith("human mean 0 in ") and "of 500 resamples" in r["ratio_notes"][0]
+    assert r["ratio_notes"][1] is None and r["ratio_lo"][1] < r["ratio"][1] < r["ratio_hi"][1]
