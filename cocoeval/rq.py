@@ -110,7 +110,8 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
         best = usable.row(0, named=True)
         a.text.append(f"Profile distance D to the humans (Σ|mean simulated − mean human| per conversation; 0 = "
                       f"human-like), judged by **{md_escape(judge)}**: closest **{md_escape(best['target'])}** "
-                      f"D = {_ci(best, 'distance')} (among setups with n ≥ {min_n}).")
+                      f"D = {_ci(best, 'distance')} (among setups with n ≥ {min_n}; the smallest point estimate of D, "
+                      "not a tested difference between setups: compare their intervals).")
     for r in dist.iter_rows(named=True):
         head = f"- **{md_escape(r['target'])}**: D = {_ci(r, 'distance')}"
         if r["n"] < min_n:
