@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from cocoeval.jsonio import write_json, write_jsonl
 from cocoeval.schema import Instance, Metadata, Participant, Provenance, Summary, Turn
 
 SPEAKERS = ["Alice", "Bob", "Carol"]
@@ -42,3 +43,14 @@ def judged_continuations(judgments, conts=None):
             have.add((name, j.instance_id))
             out.setdefault(name, []).append(Continuation(instance_id=j.instance_id, setup_id=j.target))
     return out
+
+
+def write_run_dir(d, run, manifest: dict) -> None:
+    """Write ``run`` (a ``cocoeval.run.Run``) as a run directory with this manifest, as
+    ``cocoeval run`` lays it out: instances, continuations per setup, judgments per judge."""
+    write_json(d / "manifest.json", manifest)
+    write_jsonl(d / "instances.jsonl", run.instances)
+    for name, cs in run.continuations.items():
+        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
+    for name, js in run.all_judgments.items():
+        write_jsonl(d / "judgments" / f"{name}.jsonl", js)

@@ -11,6 +11,7 @@ from cocoeval.cli import main
 from cocoeval.frames import run_frames
 from cocoeval.jsonio import write_json, write_jsonl
 
+from .sim_helpers import write_run_dir
 from .test_stats import TAX, make_run
 
 
@@ -85,13 +86,7 @@ def test_other_charts(tmp_path):
 
 
 def _write_run(d):
-    run = make_run()
-    write_json(d / "manifest.json", {"status": "complete"})
-    write_jsonl(d / "instances.jsonl", run.instances)
-    for name, cs in run.continuations.items():
-        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
-    for name, js in run.all_judgments.items():
-        write_jsonl(d / "judgments" / f"{name}.jsonl", js)
+    write_run_dir(d, make_run(), {"status": "complete"})
 
 
 def test_report_command(tmp_path, capsys):

@@ -15,14 +15,13 @@ import pytest
 from cocoeval import charts, convcompare
 from cocoeval.convstats import STATISTICS, conversation_frame, conversation_stats, tokens
 from cocoeval.frames import run_frames
-from cocoeval.jsonio import write_json, write_jsonl
 from cocoeval.report import write_report
 from cocoeval.run import Run
 from cocoeval.schema import Continuation, Turn
 from cocoeval.widgets import ConversationViewer
 
 from .conftest import ROOT
-from .sim_helpers import instance
+from .sim_helpers import instance, write_run_dir
 from .test_stats import fine
 
 
@@ -187,12 +186,7 @@ def test_charts_of_judge_free_statistics(tmp_path):
 
 
 def _write(d, run):
-    write_json(d / "manifest.json", run.manifest.model_dump(exclude_unset=True))
-    write_jsonl(d / "instances.jsonl", run.instances)
-    for name, cs in run.continuations.items():
-        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
-    for name, js in run.all_judgments.items():
-        write_jsonl(d / "judgments" / f"{name}.jsonl", js)
+    write_run_dir(d, run, run.manifest.model_dump(exclude_unset=True))
 
 
 def test_report_leads_with_the_judge_free_comparison_and_marks_a_pipeline_check(tmp_path):

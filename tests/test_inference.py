@@ -15,7 +15,6 @@ from cocoeval import rq
 from cocoeval.cli import main
 from cocoeval.errors import ConfigError
 from cocoeval.frames import run_frames
-from cocoeval.jsonio import write_json, write_jsonl
 from cocoeval.report import markdown_table, write_report
 from cocoeval.run import Run
 from cocoeval.stats import (
@@ -30,7 +29,7 @@ from cocoeval.stats import (
     verdict,
 )
 
-from .sim_helpers import instance, judged_continuations
+from .sim_helpers import instance, judged_continuations, write_run_dir
 from .test_stats import TAX, fine
 
 BEH = TAX.ids
@@ -216,12 +215,7 @@ def test_data_text_is_escaped_in_markdown():
 
 
 def _write(d, run):
-    write_json(d / "manifest.json", {"status": "complete"})
-    write_jsonl(d / "instances.jsonl", run.instances)
-    for name, cs in run.continuations.items():
-        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
-    for name, js in run.all_judgments.items():
-        write_jsonl(d / "judgments" / f"{name}.jsonl", js)
+    write_run_dir(d, run, {"status": "complete"})
 
 
 def test_report_on_a_run_without_setups_and_its_parameter_errors(tmp_path, capsys):
