@@ -151,17 +151,16 @@ def test_concurrency_limit(srv, tmp_path):
 
 
 def test_requests_per_minute_limit(srv, tmp_path):
-    r = runner(tmp_path, rpm=600, concurrency=64)
-    r.run(calls(oa(srv), [f"r{i}" for i in range(620)]))
+    # rpm=60: the bucket holds 60 and refills one per second, so of 63 requests the last three wait
+    # about 1, 2 and 3 s. Without the limit all 63 arrive within a fraction of a second. The margin
+    # (>= 2 s of a ~3 s delay) absorbs the time the first connections take to open on a slow
+    # machine, which delays the first arrival but not the limiter's clock (CI saw 0.6 s of it).
+    r = runner(tmp_path, rpm=60, concurrency=64)
+    r.run(calls(oa(srv), [f"r{i}" for i in range(63)]))
     times = sorted(srv.stats()["times"])
-    assert len(times) == 620
-    span = times[-1] - times[0]
-    # the bucket holds 600 and refills 10 per second: the last ~20 requests have to wait; without
-    # the limit all 620 arrive within a fraction of a second (server-side arrival times jitter,
-    # so the test asserts the delay, not an exact count per window)
-    assert span >= 1.5
-    late = sum(1 for t in times if t - times[0] > 1.0)
-    assert late >= 5
+    assert len(times) == 63
+    assert times[-1] - times[0] >= 2.0
+    assert sum(1 for t in times if t - times[0] > 1.0) >= 2
 
 
 def test_tokens_per_minute_limit(srv, tmp_path):
