@@ -22,8 +22,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import ConfigError
-from .judge import PROMPTS, Target, behaviours_block
+from .judge import PROMPTS, Target
 from .prompts import load_prompt
+from .render import behaviours_block
 from .taxonomy import Taxonomy
 
 TASKS = ("overall", "fine_grained")

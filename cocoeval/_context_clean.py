@@ -19,6 +19,7 @@ import json_repair
 
 from .llm import Call, GenerateRequest, Message, Runner
 from .prompts import load_prompt
+from .render import numbered_transcript
 from .schema import Conversation, Turn
 
 if TYPE_CHECKING:
@@ -55,10 +56,6 @@ def chunks(turns: Sequence[Turn], max_turns: int, max_chars: int) -> list[tuple[
     if start < len(turns):
         out.append((start, len(turns)))
     return out
-
-
-def _render(turns: Sequence[Turn]) -> str:
-    return "\n".join(f"[{i}] {t.speaker}: {t.raw_text or t.text}" for i, t in enumerate(turns, start=1))
 
 
 def _apply(res: Any, turns: Sequence[Turn]) -> tuple[list[Turn | None], str | None]:
@@ -99,7 +96,7 @@ def clean_conversations(conversations: list[Conversation], opts: LLMContextOptio
     for i in todo:
         c = conversations[i]
         for a, b in chunks(c.turns, opts.clean_turns_per_call, opts.clean_max_chars):
-            system, user = prompt.render(n=b - a, transcript=_render(c.turns[a:b]))
+            system, user = prompt.render(n=b - a, transcript=numbered_transcript(c.turns[a:b]))
             calls.append(Call(model=opts.clean, stage="clean", tag=f"{c.dataset}/{c.id}/{a}-{b - 1}",
                               request=GenerateRequest(
                                   messages=[Message(role="system", content=system),

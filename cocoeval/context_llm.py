@@ -12,7 +12,6 @@ extractive``, and is listed too. The extractive M/S (``context.py``) stay the of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,7 +20,8 @@ from ._context_clean import CLEAN_SCHEMA, clean_conversations, parse_json
 from .llm import Call, GenerateRequest, Message, Runner
 from .parsing import match_speaker
 from .prompts import load_prompt
-from .schema import Conversation, Instance, Metadata, Participant, Summary, Turn
+from .render import transcript_head, transcript_tail
+from .schema import Conversation, Instance, Metadata, Participant, Summary
 
 __all__ = ["CLEAN_SCHEMA", "METADATA_SCHEMA", "LLMContextOptions", "clean_conversations", "enrich"]
 
@@ -78,25 +78,6 @@ class LLMContextOptions(BaseModel):
     @property
     def any(self) -> bool:
         return bool(self.metadata or self.summary or self.clean)
-
-
-def _lines(turns: Sequence[Turn]) -> list[str]:
-    return [f"{t.speaker}: {t.text}" for t in turns]
-
-
-def _head(turns: Sequence[Turn], max_chars: int) -> tuple[str, int]:
-    lines, size = [], 0
-    for line in _lines(turns):
-        if lines and size + len(line) > max_chars:
-            break
-        lines.append(line)
-        size += len(line) + 1
-    return "\n".join(lines), len(lines)
-
-
-def _tail(turns: Sequence[Turn], max_chars: int) -> tuple[str, int]:
-    text, n = _head(list(reversed(turns)), max_chars)
-    return "\n".join(reversed(text.split("\n"))) if n else "", n
 
 
 def _ask(model: str, stage: str, tag: str, system: str, user: str, max_tokens: int, opts: LLMContextOptions,
@@ -170,7 +151,7 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
         calls = []
         for key in keys:
             c = conversations[key]
-            text, n = _head(c.turns, opts.max_transcript_chars)
+            text, n = transcript_head(c.turns, opts.max_transcript_chars)
             cut = f"; cut after the first {n} of {len(c.turns)} turns" if n < len(c.turns) else ""
             system, user = p.render(transcript=text, n_turns=len(c.turns), truncated=cut)
             calls.append(_ask(opts.metadata, "metadata", f"{key[0]}/{key[1]}", system, user,
@@ -198,7 +179,7 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
             before = conversations[(inst.dataset, inst.provenance.conversation_id)].turns[: inst.provenance.start_index]
             if not before:  # nothing precedes x: S is empty, as the extractive S is
                 continue
-            text, n = _tail(before, opts.max_transcript_chars)
+            text, n = transcript_tail(before, opts.max_transcript_chars)
             note = f" (the last {n} of the {len(before)} turns)" if n < len(before) else ""
             system, user = p.render(transcript=text, truncated=note)
             idx.append(i)

@@ -25,13 +25,12 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .experiment import Experiment
-from .judge import _Task as _JudgeTask
-from .judge import send_order, targets_for
+from .judge import plan_judgments, send_order
 from .llm._promptcache import AnthropicBreakpointCache, OpenAIPrefixCache
 from .llm.base import GenerateRequest, Provider, get_provider
 from .llm.usage import PriceTable, Usage, count_tokens, token_method
 from .schema import CallRecord, Continuation, Instance
-from .simulate import _Task as _SimTask
+from .simulate import SimTask, plan_continuations
 
 if TYPE_CHECKING:
     from .run import Run
@@ -125,10 +124,11 @@ def forecast(exp: Experiment, instances: list[Instance],
         r["reasoning_tokens"] += think
 
     # simulation, round by round as simulate() sends it
-    conts: list[tuple[Any, _SimTask]] = []
+    conts: list[tuple[Any, SimTask]] = []
+    planned = plan_continuations(instances, exp.params.setups, tax)
     for s in exp.params.setups:
-        sid = s.setup_id(tax)
-        for inst in s.select(instances):
+        for task in planned[s.name]:
+            inst = task.inst
             if s.kind == "human_ai":  # approximate: no prompt-cache credit
                 ref = inst.reference
                 r = rows[("simulate", s.name, s.model)]
@@ -136,7 +136,7 @@ def forecast(exp: Experiment, instances: list[Instance],
                 r["input_tokens"] += sum(count_tokens(t.text) for t in [*inst.history, *ref]) * 2
                 r["output_tokens"] += sum(count_tokens(t.text) for t in ref)
                 continue
-            conts.append((s, _SimTask(s, sid, inst, tax)))
+            conts.append((s, task))
     while conts:
         for s, task in conts:
             ref, j = task.inst.reference, len(task.turns)
@@ -151,13 +151,7 @@ def forecast(exp: Experiment, instances: list[Instance],
     # judging, in the order judge() sends it
     proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
                         for i in s.select(instances)] for s in exp.params.setups}
-    targets = targets_for(instances, proxies)
-    per_instance: dict[str, int] = defaultdict(int)
-    for t in targets:
-        per_instance[t.instance.id] += 1
-    chosen = {jc.name: {i.id for i in jc.select(instances)} for jc in exp.params.judges}
-    tasks = [_JudgeTask(jc, kind, t, tax, shared=per_instance[t.instance.id] > 1)
-             for jc in exp.params.judges for t in targets for kind in jc.kind if t.instance.id in chosen[jc.name]]
+    tasks = [t for ts in plan_judgments(instances, proxies, exp.params.judges, tax).values() for t in ts]
     for task in send_order(tasks, exp.params.judges):
         jc, t = task.judge, task.target
         out = JUDGE_OUTPUT_PER_TURN * len(t.judged) if task.kind == "fine_grained" else JUDGE_OUTPUT_OVERALL

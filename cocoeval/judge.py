@@ -24,6 +24,7 @@ from .judge_parse import Verdict, validate_fine, validate_overall
 from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
 from .prompts import load_prompt
+from .render import judge_messages
 from .schema import (
     CallRecord,
     Continuation,
@@ -33,7 +34,6 @@ from .schema import (
     first_per_dataset,
     is_human_ai,
 )
-from .simulate import format_metadata, format_turns
 from .taxonomy import Taxonomy, load_taxonomy
 
 Kind = Literal["overall", "fine_grained"]
@@ -125,16 +125,6 @@ def _judged(inst: Instance, turns: list[Turn]) -> list[int]:
     return list(range(len(turns)))
 
 
-def render_target(turns: list[Turn], judged: list[int]) -> str:
-    pos = {i: n for n, i in enumerate(judged, start=1)}
-    return "\n".join(f"[{pos[i]}] {t.speaker}: {t.text}" if i in pos else f"    ({t.speaker}, context only): {t.text}"
-                     for i, t in enumerate(turns))
-
-
-def behaviours_block(tax: Taxonomy) -> str:
-    return "\n".join(f"- {b.name} ({b.category}): {b.definition}" for b in tax.behaviours)
-
-
 def fine_schema(tax: Taxonomy, n_turns: int | None = None, max_per_turn: int | None = None) -> dict[str, Any]:
     """The fine-grained answer's JSON schema: behaviour names from the taxonomy; with
     ``n_turns`` exactly that many turn entries (grammar-constrained models then cannot stop
@@ -159,30 +149,23 @@ OVERALL_SCHEMA: dict[str, Any] = {
     "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}
 
 
-_TARGET_MARK = "\x00target\x00"
+class JudgeTask:
+    """One judgment's calls (one judge, kind and target): ``next_call`` renders the request,
+    ``apply`` takes its answer (re-asking or doubling the budget where needed), ``result`` is the
+    judgment once final. ``shared``: other targets of the instance are judged too, so the prompt
+    prefix before the target gets prompt-cache hints."""
 
-
-class _Task:
     def __init__(self, judge: JudgeConfig, kind: Kind, target: Target, tax: Taxonomy, *, shared: bool = True) -> None:
         self.judge, self.kind, self.target, self.tax = judge, kind, target, tax
         self.judge_id = judge.judge_id(kind, tax)
-        inst = target.instance
-        some = len(target.judged) < len(target.turns)
-        values = dict(n_turns=len(target.judged), behaviours=behaviours_block(tax),
-                      only_some=" (only the numbered turns are annotated; the others are context)" if some else "",
-                      metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
-                      history=format_turns(inst.history))
-        prompt = load_prompt(PROMPTS[kind])
-        system, user = prompt.render(**values, target=render_target(target.turns, target.judged))
-        self.messages = [Message(role="system", content=system), Message(role="user", content=user)]
+        self.messages, at = judge_messages(load_prompt(PROMPTS[kind]), target.instance, target.turns, target.judged,
+                                           tax)
+        system, user = self.messages[0].content, self.messages[1].content
         self.cache_points: list[tuple[int, int]] = []
         self.cache_group: str | None = None
-        if shared:  # the targets of an instance share everything up to the target
-            marked = prompt.render(**values, target=_TARGET_MARK)[1]
-            at = marked.find(_TARGET_MARK)
-            if at >= 0 and marked[:at] == user[:at]:
-                self.cache_points = [(0, len(system)), (1, at)]
-                self.cache_group = "cocoeval-" + hashlib.sha256(f"{system}\x00{user[:at]}".encode()).hexdigest()[:20]
+        if shared and at is not None:  # the targets of an instance share everything up to the target
+            self.cache_points = [(0, len(system)), (1, at)]
+            self.cache_group = "cocoeval-" + hashlib.sha256(f"{system}\x00{user[:at]}".encode()).hexdigest()[:20]
         self.calls: list[CallRecord] = []
         self.attempts = 0
         self.answers = 0
@@ -254,17 +237,28 @@ class _Task:
             max_tokens=self.budget)
 
 
+_Task = JudgeTask
+"""The former private name (the cache-key golden cases in tests import it)."""
+
+
+def plan_judgments(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],
+                   judges: Sequence[JudgeConfig], tax: Taxonomy) -> dict[str, list[JudgeTask]]:
+    """{judge name: one task per (target, kind) the judge judges}: the calls ``judge`` makes
+    (``send_order`` gives their sending order; the forecast plans with the same)."""
+    targets = targets_for(instances, continuations)
+    per_instance = collections.Counter(t.instance.id for t in targets)
+    chosen = {j.name: {i.id for i in j.select(instances)} for j in judges}
+    tasks = {j.name: [JudgeTask(j, k, t, tax, shared=per_instance[t.instance.id] > 1) for t in targets for k in j.kind
+                      if t.instance.id in chosen[j.name]]
+             for j in judges}
+    return tasks
+
+
 def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],
           judges: Sequence[JudgeConfig], runner: Runner, *, taxonomy: Taxonomy | None = None,
           on_round: Callable[[int, dict[str, list[Judgment]]], None] | None = None) -> dict[str, list[Judgment]]:
     """Judge every reference and ok continuation with every judge; {judge name: judgments}."""
-    tax = taxonomy or load_taxonomy()
-    targets = targets_for(instances, continuations)
-    per_instance = collections.Counter(t.instance.id for t in targets)
-    chosen = {j.name: {i.id for i in j.select(instances)} for j in judges}
-    tasks = {j.name: [_Task(j, k, t, tax, shared=per_instance[t.instance.id] > 1) for t in targets for k in j.kind
-                      if t.instance.id in chosen[j.name]]
-             for j in judges}
+    tasks = plan_judgments(instances, continuations, judges, taxonomy or load_taxonomy())
 
     def collect() -> dict[str, list[Judgment]]:
         return {n: [t.result for t in ts if t.result is not None] for n, ts in tasks.items()}
@@ -280,7 +274,7 @@ def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuat
     return collect()
 
 
-def send_order(tasks: list[_Task], judges: Sequence[JudgeConfig]) -> list[_Task]:
+def send_order(tasks: list[JudgeTask], judges: Sequence[JudgeConfig]) -> list[JudgeTask]:
     """The order judge calls are sent in: the calls that share a prompt prefix (one instance,
     judge and kind: every target) one after another, so that the provider's prompt cache still
     holds the prefix (the runner sends the first alone before the rest). Results do not depend

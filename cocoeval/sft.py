@@ -30,8 +30,8 @@ from .errors import CocoevalError, ConfigError, InputError
 from .jsonio import iter_jsonl, write_jsonl
 from .llm.usage import count_tokens, token_method
 from .prompts import load_prompt
+from .render import format_behaviours, format_turns, step_messages
 from .schema import Instance
-from .simulate import format_behaviours, format_turns, step_messages
 from .taxonomy import Taxonomy, load_taxonomy
 
 ROLES = {"system", "user", "assistant"}

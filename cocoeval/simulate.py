@@ -18,21 +18,24 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
 from .parsing import parse_turns, strip_copied
-from .prompts import Prompt, load_prompt
+from .prompts import load_prompt
+from .render import (
+    CHATBOT_SYSTEM_PROMPT,
+    chatbot_messages,
+    format_behaviours,
+    so_far_block,
+    step_messages,
+    user_turn_messages,
+)
 from .schema import (
     CallRecord,
     Continuation,
     Instance,
-    Metadata,
     Turn,
     first_per_dataset,
     is_human_ai,
 )
 from .taxonomy import Taxonomy, load_taxonomy
-
-FORMAT_RULE = ("One turn per line, as `Speaker: utterance`, with each speaker's name written exactly "
-               "as in the participants list. Write only the turns.")
-CHATBOT_SYSTEM_PROMPT = "chatbot"
 
 
 class Setup(BaseModel):
@@ -103,34 +106,6 @@ class Setup(BaseModel):
         return first_per_dataset([i for i in instances if self.applies_to(i)], self.max_per_dataset)
 
 
-# ---------------------------------------------------------------- rendering
-
-def format_turns(turns: Sequence[Turn]) -> str:
-    return "\n".join(f"{t.speaker}: {t.text}" for t in turns) or "(none)"
-
-
-def format_metadata(m: Metadata) -> str:
-    lines = ["Goals:"] + [f"- {g}" for g in m.goals or ["(not stated)"]]
-    lines.append("Participants:")
-    for p in m.participants:
-        extra = ", ".join(x for x in (p.role, p.stance and f"stance: {p.stance}") if x)
-        lines.append(f"- {p.name}" + (f" ({extra})" if extra else ""))
-    topics = m.extra.get("topics_in_history")
-    if topics:
-        lines.append("Topics under discussion: " + "; ".join(topics))
-    return "\n".join(lines)
-
-
-def format_behaviours(tax: Taxonomy) -> str:
-    out = []
-    for cat in ("inconsistent", "uncollaborative"):
-        bs = tax.by_category(cat)
-        if bs:
-            out.append(f"{cat.capitalize()} behaviours:")
-            out += [f"- {b.name}: {b.definition}" for b in bs]
-    return "\n".join(out)
-
-
 def participant_names(inst: Instance) -> list[str]:
     names = [p.name for p in inst.metadata.participants]
     for t in inst.history:
@@ -139,28 +114,13 @@ def participant_names(inst: Instance) -> list[str]:
     return names
 
 
-def _so_far(turns: Sequence[Turn]) -> str:
-    if not turns:
-        return ""
-    return f"# Turns you have written so far (they continue the history)\n{format_turns(turns)}\n\n"
-
-
-def step_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], k: int, *,
-                  behaviours: str = "", n_copy: int = 5) -> list[Message]:
-    """The messages of one multiparty simulation step: a constant system part (instructions,
-    M, S, x: an identical prefix across the calls of a conversation) and a varying user part
-    (the turns generated so far and the request for the next k). SFT export uses the same."""
-    system, user = prompt.render(
-        metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
-        history=format_turns(inst.history), so_far=_so_far(so_far), k=k,
-        turn_word="turn" if k == 1 else "turns", format_rule=FORMAT_RULE,
-        behaviours=behaviours, n_copy=n_copy)
-    return [Message(role="system", content=system), Message(role="user", content=user)]
-
-
 # ---------------------------------------------------------------- one continuation
 
-class _Task:
+class SimTask:
+    """One continuation's calls, planned one step at a time: ``next_call`` renders the request
+    for the next turns (with its prompt-cache hints), ``apply`` takes its answer, ``result`` is
+    the continuation. The forecast drives it with the reference standing in for the answers."""
+
     def __init__(self, setup: Setup, setup_id: str, inst: Instance, taxonomy: Taxonomy) -> None:
         self.setup, self.setup_id, self.inst = setup, setup_id, inst
         self.prompt = load_prompt(setup.prompt)
@@ -202,12 +162,13 @@ class _Task:
             return [], None
         system, user = messages[0].content, messages[-1].content
         points = [(0, len(system))]
-        base = user.find(_so_far(self.turns)) if n else -1
+        base = user.find(so_far_block(self.turns)) if n else -1
         if base >= 0:
             ends = {prev} if prev else set()
             if n + asked < self.target or self.attempt:
                 ends.add(n)
-            points += [(len(messages) - 1, base + len(_so_far(self.turns[:p])) - 1) for p in sorted(ends) if p <= n]
+            points += [(len(messages) - 1, base + len(so_far_block(self.turns[:p])) - 1)
+                       for p in sorted(ends) if p <= n]
         return points, "cocoeval-" + hashlib.sha256(system.encode()).hexdigest()[:20]
 
     def next_call(self) -> Call:
@@ -221,13 +182,9 @@ class _Task:
             if inst.reference[len(self.turns)].speaker == "assistant":
                 return Call(model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request(),
                             dependent=True)
-            system, user = self.prompt.render(metadata=format_metadata(inst.metadata),
-                                              summary=inst.summary.text or "(none)",
-                                              history=format_turns(inst.history), so_far=_so_far(self.turns))
             self._asked = 1
             return Call(model=s.model, stage="simulate", tag=tag, dependent=True, request=self._request(
-                [Message(role="system", content=system), Message(role="user", content=user)],
-                60 + s.max_tokens_per_turn * 4))
+                user_turn_messages(self.prompt, inst, self.turns), 60 + s.max_tokens_per_turn * 4))
         k = min(s.turns_per_call, self.target - len(self.turns))
         self._asked = k
         messages = step_messages(self.prompt, inst, self.turns, k, behaviours=self.behaviours, n_copy=s.n_copy)
@@ -236,20 +193,8 @@ class _Task:
                     request=self._request(messages, 60 + s.max_tokens_per_turn * (k + extra)))
 
     def _chat_request(self) -> GenerateRequest:
-        system, _ = load_prompt(CHATBOT_SYSTEM_PROMPT).render()
-        msgs: list[Message] = []
-        for t in [*self.inst.history, *self.turns]:
-            role = "assistant" if t.speaker == "assistant" else "user"
-            if msgs and msgs[-1].role == role:  # providers want alternating roles
-                msgs[-1] = Message(role=role, content=f"{msgs[-1].content}\n\n{t.text}")
-            else:
-                msgs.append(Message(role=role, content=t.text))
-        if msgs and msgs[0].role == "assistant":
-            msgs.insert(0, Message(role="user", content="(The conversation continues.)"))
-        if not msgs or msgs[-1].role == "assistant":
-            msgs.append(Message(role="user", content="(Please continue.)"))
         self._asked = 1
-        return GenerateRequest(messages=[Message(role="system", content=system), *msgs],
+        return GenerateRequest(messages=chatbot_messages(self.inst, self.turns),
                                max_tokens=60 + self.setup.max_tokens_per_turn * 4,
                                temperature=self.setup.temperature,
                                sample=self.setup.sample * 100 + self.attempt)
@@ -312,6 +257,21 @@ class _Task:
             notes=self.notes, unknown_speakers=self.unknown)
 
 
+_Task = SimTask
+"""The former private name (the cache-key golden cases in tests import it)."""
+
+
+def plan_continuations(instances: Sequence[Instance], setups: Sequence[Setup],
+                       taxonomy: Taxonomy) -> dict[str, list[SimTask]]:
+    """{setup name: one task per instance the setup simulates}: the calls ``simulate`` makes,
+    planned step by step (the forecast plans with the same)."""
+    tasks: dict[str, list[SimTask]] = {}
+    for s in setups:
+        sid = s.setup_id(taxonomy)
+        tasks[s.name] = [SimTask(s, sid, inst, taxonomy) for inst in s.select(instances)]
+    return tasks
+
+
 def simulate(
     instances: Sequence[Instance],
     setups: Sequence[Setup],
@@ -322,11 +282,7 @@ def simulate(
 ) -> dict[str, list[Continuation]]:
     """Simulate every setup on every instance it applies to; returns {setup name: continuations}.
     ``on_round`` receives the partial results after each round (to persist them)."""
-    taxonomy = taxonomy or load_taxonomy()
-    tasks: dict[str, list[_Task]] = {}
-    for s in setups:
-        sid = s.setup_id(taxonomy)
-        tasks[s.name] = [_Task(s, sid, inst, taxonomy) for inst in s.select(instances)]
+    tasks = plan_continuations(instances, setups, taxonomy or load_taxonomy())
     rnd = 0
     while True:
         pending = [t for ts in tasks.values() for t in ts if not t.done]

@@ -471,8 +471,8 @@ def test_an_uneven_draw_is_said(tmp_path):
 def test_export_carries_the_judges_instructions_and_bad_options_are_clear(tmp_path, capsys):
     from string import Template
 
-    from cocoeval.judge import behaviours_block
     from cocoeval.prompts import load_prompt
+    from cocoeval.render import behaviours_block
 
     run = _multi_run({"a": 2, "b": 2})
     export_items(run, tmp_path)

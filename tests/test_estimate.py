@@ -11,8 +11,8 @@ from cocoeval.experiment import load_params
 from cocoeval.jsonio import write_jsonl
 from cocoeval.llm.usage import count_tokens
 from cocoeval.prompts import load_prompt
+from cocoeval.render import format_behaviours, step_messages
 from cocoeval.run import Run
-from cocoeval.simulate import format_behaviours, step_messages
 from cocoeval.taxonomy import load_taxonomy
 
 from .conftest import ROOT

@@ -6,7 +6,8 @@ import pytest
 
 from cocoeval.llm import LLMConfig, Runner
 from cocoeval.prompts import load_prompt
-from cocoeval.simulate import Setup, format_behaviours, simulate, step_messages
+from cocoeval.render import format_behaviours, step_messages
+from cocoeval.simulate import Setup, simulate
 from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import SPEAKERS, instance, lines

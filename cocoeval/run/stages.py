@@ -28,8 +28,9 @@ from ..llm import LLMConfig, Runner
 from ..names import child_path
 from ..outcome import tally
 from ..prompts import load_prompt
+from ..render import CHATBOT_SYSTEM_PROMPT
 from ..schema import Continuation, Instance, Judgment
-from ..simulate import CHATBOT_SYSTEM_PROMPT, simulate
+from ..simulate import simulate
 from ..taxonomy import load_taxonomy
 from .params import ExperimentParams, read_params
 from .rundir import Manifest, git_revision, now, write_manifest, write_usage
