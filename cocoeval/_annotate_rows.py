@@ -174,6 +174,8 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
         raise Reject("not_in_taxonomy is given but behaviours is empty", r.get("not_in_taxonomy"),
                      f"write {NONE} in behaviours when the turn shows no behaviour of the taxonomy")
     names = [x.strip() for x in raw.replace(",", ";").split(";") if x.strip()]
+    if not names:
+        raise Reject(f"behaviours {raw!r} names no behaviour", raw, f"write {NONE} for a turn without behaviour")
     ids: set[str] = set()
     unknown = []
     for name in names:

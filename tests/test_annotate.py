@@ -93,6 +93,7 @@ def test_partial_annotation_is_invalid_not_zero(tmp_path):
     ("ann,d/c0/0,nobody,1,none", "no target 'nobody'"),
     (",d/c0/0,reference,1,none", "no annotator"),
     ("ann,d/c0/0,reference,1,None; Repetition", "'None' together with behaviours"),
+    ("ann,d/c0/0,reference,1,; ;", "behaviours '; ;' names no behaviour"),
 ])
 def test_bad_rows_name_file_and_row(tmp_path, row, needle):
     run = _run()
@@ -185,15 +186,16 @@ def test_jsonl_rows_follow_the_same_rules(tmp_path):
            json.dumps({**good[1], "behaviours": ["none", "Repetition"]}),
            json.dumps({**good[1], "turn": 3} | {"behaviours": ["Repetition", 3]}),
            json.dumps({**good[2], "consistency": True}),
+           json.dumps({**good[1], "behaviours": ["", " "]}),
            json.dumps({**good[1], "turn": 3, "annotator": "../x"})]
     (tmp_path / "b.jsonl").write_text("\n".join(bad) + "\n")
     with pytest.raises(InputError) as e:
         import_annotations(tmp_path / "b.jsonl", run)
     msg = str(e.value)
-    assert "b.jsonl" in msg and "5 rows rejected" in msg
+    assert "b.jsonl" in msg and "6 rows rejected" in msg
     for needle in ("line 1: expected an object", "line 2: 'none' together with behaviours",
                    "line 3: behaviours must be text or a number", "line 4: consistency must be text or a number",
-                   "line 5: annotator '../x' cannot name a file"):
+                   "line 5: behaviours '; ' names no behaviour", "line 6: annotator '../x' cannot name a file"):
         assert needle in msg
 
 
@@ -631,3 +633,16 @@ def test_export_annotations_writes_none_explicitly(tmp_path):
         assert import_annotations(tmp_path / name, run) == js
     assert "d/c0/0,reference,2,none," in (tmp_path / "again.csv").read_text()
     assert '"behaviours": []' in (tmp_path / "again.jsonl").read_text()
+
+
+def test_not_in_taxonomy_with_empty_behaviours_is_rejected(tmp_path):
+    run = _run()
+    (tmp_path / "a.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
+                                    "ann,d/c0/0,reference,1,,talks over the chair\n")
+    with pytest.raises(InputError, match="not_in_taxonomy is given but behaviours is empty") as e:
+        import_annotations(tmp_path / "a.csv", run)
+    assert "row 2" in str(e.value) and "write none in behaviours" in str(e.value)
+    (tmp_path / "b.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
+                                    "ann,d/c0/0,reference,1,none,talks over the chair\n")
+    [j] = import_annotations(tmp_path / "b.csv", run)
+    assert j.labels[0].behaviours == [] and j.labels[0].not_in_taxonomy == "talks over the chair"
