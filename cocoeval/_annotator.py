@@ -43,8 +43,10 @@ def _label(t: Target) -> str:
 class Annotator:
     """Label the turns and the two Likert scores of a target chosen from ``targets`` (one
     ``Target`` or a list, e.g. ``judge.targets_for(...)``); Save writes the rows to ``out_csv``,
-    replacing the same annotator's earlier rows for that target. ``item_id`` (one target only)
-    writes blind export ids instead of instance and target."""
+    replacing the same annotator's earlier rows for that target, and only once every judged turn
+    is marked (behaviours chosen or ``none`` ticked) and both scores are rated (``missing`` says
+    what is left). ``item_id`` (one target only) writes blind export ids instead of instance and
+    target."""
 
     def __init__(self, targets: Target | Sequence[Target], out_csv: str | Path, *,
                  taxonomy: Taxonomy | None = None, item_id: str | None = None) -> None:
