@@ -142,12 +142,15 @@ class Annotator:
         if not rows:
             return False
         self._clear()
+        unread = []
         for r in rows:
             turn = (r.get("turn") or "").strip()
             if not turn:
                 for d, f in ((self.consistency, "consistency"), (self.collaborativeness, "collaborativeness")):
                     v = (r.get(f) or "").strip()
                     d.value = int(v) if v.isdigit() and 1 <= int(v) <= 10 else None
+                    if v and d.value is None:
+                        unread.append(f"{f} {v!r}")
                 continue
             i = int(turn) - 1 if turn.isdigit() else -1
             raw = (r.get("behaviours") or "").strip()
@@ -156,10 +159,14 @@ class Annotator:
             if raw.lower() == NONE:
                 self.none[i].value = True
                 continue
-            ids = {map_behaviour(x.strip(), self.tax)[0] for x in raw.split(";") if x.strip()}
+            names = [x.strip() for x in raw.split(";") if x.strip()]
+            ids = {map_behaviour(x, self.tax)[0] for x in names}
+            unread += [f"turn {i + 1} {x!r}" for x in names if map_behaviour(x, self.tax)[0] is None]
             self.turns[i].value = tuple(b for _, b in self.turns[i].options if b in ids)
         self._loaded_for = who
-        self.status.value = f"Loaded the labels {_e(who)} saved for this target in {_e(self.out)}."
+        self.status.value = f"Loaded the labels {_e(who)} saved for this target in {_e(self.out)}." + (
+            f" <span style='color:#c0392b'>Not understood, left out: {_e(', '.join(unread))}.</span>"
+            if unread else "")
         return True
 
     def missing(self) -> list[str]:

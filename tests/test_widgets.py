@@ -302,3 +302,23 @@ def test_saved_labels_load_back_into_the_annotator(tmp_path):
     b.annotator.value = "ann2"  # another annotator with nothing saved: ann1's labels are not theirs
     assert b.consistency.value is None and not b.turns[first].value and not any(x.value for x in b.none.values())
     assert not b.write() and "not rated" in b.status.value
+
+
+def test_hand_edited_rows_load_back_with_what_cannot_be_read_said(tmp_path):
+    run = make_run(1)
+    targets = _targets(run)
+    t = targets[0]
+    out = tmp_path / "ann.csv"
+    first, second, *_ = t.judged
+    out.write_text("annotator,item_id,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
+                   f"collaborativeness,note\nann1,,{t.instance.id},{t.name},{first + 1},Repetitions; Sarcasm,,,,\n"
+                   f"ann1,,{t.instance.id},{t.name},{second + 1},,,,,\n"
+                   f"ann1,,{t.instance.id},{t.name},,,,12,4,\n")
+    a = Annotator(targets, out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    assert a.turns[first].value == ("repetition",) and a.collaborativeness.value == 4
+    assert f"Not understood, left out: turn {first + 1} &#x27;Sarcasm&#x27;, consistency &#x27;12&#x27;." \
+        in a.status.value
+    # an empty cell loads as unmarked (not none), an out-of-range score as not rated
+    assert not a.turns[second].value and not a.none[second].value and a.consistency.value is None
+    assert a.missing()[0].startswith(f"turn {second + 1}")
