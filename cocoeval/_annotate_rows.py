@@ -1,8 +1,13 @@
 """Reading the rows of an annotation file (used by ``cocoeval.annotate``): each row becomes one
-cell or is rejected with a reason. The rules are those of the judges' answers: a required value
-that is missing, null or of the wrong type is rejected; behaviour names go through
+cell, is skipped as not annotated, or is rejected with a reason. The rules are those of the judges'
+answers: a value of the wrong type is rejected; behaviour names go through
 ``judge_parse.map_behaviour`` (case, spacing, plural, ids; unknown names are rejected, never
 guessed) and every repair is recorded on the cell.
+
+"No behaviour" is said explicitly: ``none`` in a CSV cell, ``[]`` (or ``"none"``) in JSONL. An
+empty, null or missing ``behaviours`` on a turn row, and an overall row with both scores empty, is
+*not annotated*: the row is skipped (``NotAnnotated``) and reported, never read as zero behaviours or
+as a score.
 """
 
 from __future__ import annotations
@@ -25,6 +30,18 @@ FIELDS = ["annotator", "item_id", "instance_id", "target", "turn", "behaviours",
 
 
 _NO_BEHAVIOUR = {"none", "nobehaviour", "nobehaviours", "na", "n/a"}  # as for the judges' answers
+
+
+NONE = "none"
+"""What an annotator writes for a turn without behaviour (JSONL: ``[]``)."""
+
+
+class NotAnnotated(Exception):
+    """A row left empty: skipped and reported, never a label."""
+
+    def __init__(self, what: str, value: Any = "") -> None:
+        super().__init__(what)
+        self.what, self.value = what, value
 
 
 class Reject(Exception):
@@ -68,15 +85,34 @@ def _int(r: dict[str, Any], f: str, repairs: list[str]) -> int | None:
     return int(s) if s and s.isascii() and s.isdigit() else None if not s else -1
 
 
-def _behaviours(r: dict[str, Any], required: bool) -> str:
+def _blank(r: dict[str, Any], f: str) -> bool:
+    """The field is absent, null or empty text (not annotated); ``[]`` is not blank (it says none)."""
+    v = r.get(f)
+    return v is None or (isinstance(v, str) and not v.strip())
+
+
+def _behaviours(r: dict[str, Any]) -> str:
+    """The behaviours as text; a JSONL list joined by ';', ``[]`` read as ``none``."""
     v = r.get("behaviours")
     if isinstance(v, list) and all(isinstance(x, str) for x in v):
-        return ";".join(v)
-    s = _text(r, "behaviours")
-    if s is None and required:
-        raise Reject("behaviours is missing or null on a turn row (a short row, or a JSONL null)", None,
-                     'leave the cell empty (JSONL: "" or []) for a turn with no behaviour')
-    return s or ""
+        return ";".join(v) if v else NONE
+    return _text(r, "behaviours") or ""
+
+
+def _where(r: dict[str, Any]) -> str:
+    item = r.get("item_id") or " ".join(str(r.get(f) or "-") for f in ("instance_id", "target"))
+    turn = r.get("turn")
+    return f"item {item} " + (f"turn {turn}" if not _blank(r, "turn") else "overall")
+
+
+def _not_annotated(r: dict[str, Any]) -> None:
+    """Raise NotAnnotated when the row was left empty (a template row nobody filled)."""
+    if _blank(r, "not_in_taxonomy") and _blank(r, "behaviours"):
+        if not _blank(r, "turn") and _blank(r, "consistency") and _blank(r, "collaborativeness"):
+            raise NotAnnotated(f"{_where(r)}: behaviours empty (write {NONE} for a turn without behaviour)",
+                               r.get("behaviours") or "")
+        if _blank(r, "turn") and _blank(r, "consistency") and _blank(r, "collaborativeness"):
+            raise NotAnnotated(f"{_where(r)}: consistency and collaborativeness empty", "")
 
 
 def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[str, str], Target],
@@ -86,6 +122,7 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
     if not jsonl and None in r:
         raise Reject("the row has more cells than the header", ",".join(r[None]),
                      "check for a stray comma (quote values that contain commas)")
+    _not_annotated(r)
     annotator = _text(r, "annotator") or ""
     if not annotator:
         raise Reject("no annotator", "", "fill the annotator column")
@@ -107,7 +144,7 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
                       "target is 'reference' or a setup name with an ok continuation")
     turn, repairs = _text(r, "turn"), []
     if not turn:
-        if _behaviours(r, False):
+        if _behaviours(r):
             raise Reject("behaviours on a row without a turn", r.get("behaviours"),
                           "an overall row (turn empty) holds only the two scores; put behaviours on turn rows")
         if _text(r, "not_in_taxonomy"):
@@ -116,7 +153,10 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
         scores = []
         for f in ("consistency", "collaborativeness"):
             v = _int(r, f, repairs)
-            if v is None or not 1 <= v <= 10:
+            if v is None:
+                raise Reject(f"{f} is empty but the other score is given", r.get(f),
+                              "an overall row (turn empty) needs both scores (leave both empty if not annotated)")
+            if not 1 <= v <= 10:
                 raise Reject(f"{f} must be an integer from 1 to 10, got {r.get(f)!r}", r.get(f),
                               "an overall row (turn empty) needs both scores")
             scores.append(v)
@@ -129,15 +169,21 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
     for f in ("consistency", "collaborativeness"):
         if _text(r, f):
             raise Reject(f"{f} on a turn row", r.get(f), "scores go on the item's overall row (turn empty)")
-    raw = _behaviours(r, True)
+    raw = _behaviours(r)
+    if not raw:
+        raise Reject("not_in_taxonomy is given but behaviours is empty", r.get("not_in_taxonomy"),
+                     f"write {NONE} in behaviours when the turn shows no behaviour of the taxonomy")
     names = [x.strip() for x in raw.replace(",", ";").split(";") if x.strip()]
+    if not names:
+        raise Reject(f"behaviours {raw!r} names no behaviour", raw, f"write {NONE} for a turn without behaviour")
     ids: set[str] = set()
     unknown = []
     for name in names:
         if re.sub(r"[\s_\-/]+", "", name.lower()) in _NO_BEHAVIOUR:
             if len(names) > 1:
-                raise Reject(f"{name!r} together with behaviours", raw, "leave the cell empty for no behaviour")
-            repairs.append(f"{name!r} read as no behaviour")
+                raise Reject(f"{name!r} together with behaviours", raw, f"write {NONE} alone for no behaviour")
+            if name.lower() != NONE:
+                repairs.append(f"{name!r} read as no behaviour ({NONE})")
             continue
         bid, note = map_behaviour(name, tax)
         if bid is None:

@@ -102,11 +102,13 @@ def check_setups(requested: list[str] | None, available: list[str], what: str) -
 HOW_TO = {
     "overall": ("Each item marked `overall` has one row in `template.csv` with the turn column empty: give "
                 "`consistency` and `collaborativeness` as whole numbers from 1 to 10, following the rubric above "
-                "(ignore its last paragraph about JSON). N is the number of turns of the continuation."),
+                "(ignore its last paragraph about JSON). A row with both scores empty counts as not annotated "
+                "(it is skipped). N is the number of turns of the continuation."),
     "fine_grained": ("Each item marked `fine_grained` has one row per numbered turn in `template.csv`: list in "
-                     "`behaviours` every behaviour above that the turn shows, by name, separated by `;` (leave it "
-                     "empty for none). If a turn shows an inconsistent or uncollaborative behaviour that none of "
-                     "these names covers, describe it in `not_in_taxonomy` (otherwise leave it empty). N is the "
+                     "`behaviours` every behaviour above that the turn shows, by name, separated by `;`, or `none` "
+                     "when it shows none of them. An empty cell means *not annotated* (the row is skipped, never "
+                     "counted as no behaviour), so write `none` explicitly. If a turn shows an inconsistent or "
+                     "uncollaborative behaviour that none of these names covers, describe it in `not_in_taxonomy` (otherwise leave it empty). N is the "
                      "number of numbered turns of the item; turns without a number are context only. Ignore the "
                      "paragraph about JSON."),
 }

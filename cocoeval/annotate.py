@@ -5,9 +5,13 @@ Row format (CSV with a header, or JSONL with the same keys):
     annotator, item_id | (instance_id, target), turn, behaviours, not_in_taxonomy, consistency,
     collaborativeness
 - a fine-grained row names a turn (1-based, as shown) and its behaviours (names or ids separated
-  by ';', empty for none), and in ``not_in_taxonomy`` optionally describes a behaviour of the turn
-  that the taxonomy lacks (the paper's coverage check, Appendix B.3; kept on the turn's label);
+  by ';', or ``none`` for a turn without behaviour; JSONL: a list, ``[]`` for none), and in
+  ``not_in_taxonomy`` optionally describes a behaviour of the turn that the taxonomy lacks (the
+  paper's coverage check, Appendix B.3; kept on the turn's label);
 - an overall row leaves ``turn`` empty and gives both Likert scores (integers 1-10).
+A row left empty (behaviours empty, null or missing on a turn row; both scores empty on an overall
+row) is *not annotated*: skipped and reported, never zero behaviours or a score. A target whose
+judged turns are only partly annotated gets an invalid judgment naming the missing turns.
 ``target`` is ``reference`` or a setup name. Blind exports use ``item_id``, resolved through the
 export's ``key.json``.
 
@@ -26,7 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._annotate_rows import FIELDS, Reject, describe, parse_row, read_rows, rejected
+from ._annotate_rows import (
+    FIELDS,
+    NONE,
+    NotAnnotated,
+    Reject,
+    describe,
+    parse_row,
+    read_rows,
+    rejected,
+)
 from ._annotate_sample import PAPER_CONVERSATIONS, check_setups, draw, instructions
 from ._annotate_store import (
     LEGACY_STORE,
@@ -49,6 +62,10 @@ if TYPE_CHECKING:
     from .run import Run
 
 
+TURN_NOTE = f"behaviours: names or ids separated by ;, or {NONE} (an empty cell is not annotated)"
+OVERALL_NOTE = "consistency and collaborativeness: whole numbers 1-10 (empty: not annotated)"
+
+
 def _item_id(seed: int, t: Target) -> str:
     return hashlib.sha256(f"{seed}|{t.instance.id}|{t.name}".encode()).hexdigest()[:10]
 
@@ -66,7 +83,8 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     ``_annotate_sample.draw``. 0 leaves a task out. Writes ``items.jsonl`` (what annotators see:
     context and numbered turns, the tasks of each item, no hint of who wrote them, shuffled),
     ``template.csv`` (one row per numbered turn of a fine-grained item, one overall row per
-    overall item), ``instructions.md`` (the judge's own instructions and rubric, from its prompt
+    overall item; its ``note`` column says what to fill: an empty cell is *not annotated*, ``none``
+    says no behaviour), ``instructions.md (the judge's own instructions and rubric, from its prompt
     files), and, for the organiser only, ``key.json`` (item id -> instance and target) and
     ``export.json`` (the draw, its notes, the prompts and taxonomy)."""
     tax = taxonomy or load_taxonomy()
@@ -109,9 +127,9 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
                       "turns": [{"turn": i + 1, "speaker": x.speaker, "text": x.text, "annotate": fine and i in t.judged}
                                 for i, x in enumerate(t.turns)]})
         if fine:
-            rows += [{"item_id": iid, "turn": i + 1} for i in t.judged]
+            rows += [{"item_id": iid, "turn": i + 1, "note": TURN_NOTE} for i in t.judged]
         if "overall" in tasks:
-            rows.append({"item_id": iid})
+            rows.append({"item_id": iid, "note": OVERALL_NOTE})
     text, refs = instructions(tax, list(sample))
     write_atomic(out / "instructions.md", text)
     write_jsonl(out / "items.jsonl", items)
@@ -137,6 +155,8 @@ def format_export(rep: dict[str, Any]) -> str:
         lines += [f"  note: {note}" for note in d["notes"]]
     lines.append(f"{rep['items']} items ({rep['rows']} rows to fill) in {rep['folder']}: give annotators items.jsonl, "
                  "template.csv and instructions.md; keep key.json (for the import) and export.json")
+    lines.append(f"in template.csv, {NONE} in behaviours says a turn shows no behaviour; a row left empty is not "
+                 "annotated (skipped and reported by annotate-import, never counted as zero)")
     return "\n".join(lines)
 
 
@@ -148,7 +168,9 @@ class Parsed:
     rows: int
     cells: dict[CellKey, Cell]
     notes: list[dict[str, str]] = field(default_factory=list)
-    """{file, row, value, action} for every repaired value and every duplicate row."""
+    """{file, row, value, action} for every repaired value, duplicate and not annotated row."""
+    not_annotated: int = 0
+    """Rows left empty (skipped, each with a note)."""
 
 
 def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = None,
@@ -156,7 +178,8 @@ def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = No
     """Read an annotation file into cells. Every unusable row and every pair of rows that give
     different values for the same cell is collected; if there is any, one InputError lists them all
     (``.rejected``: file, row, value, action) and nothing is imported. Agreeing duplicates are kept
-    once and noted, as is every repaired value."""
+    once and noted, as is every repaired value. Rows left empty are not annotated: skipped and
+    noted ("not annotated, skipped"); a file with no annotated row at all is an InputError."""
     tax = taxonomy or load_taxonomy()
     p = Path(path)
     keymap = read_json(key) if key else {}
@@ -165,11 +188,17 @@ def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = No
     cells: dict[CellKey, Cell] = {}
     notes: list[dict[str, str]] = []
     problems: list[dict[str, Any]] = []
+    skipped = 0
     for where, r in rows:
         try:
             k, cell = parse_row(r, p.suffix == ".jsonl", keymap, targets, tax)
         except Reject as e:
             problems.append({"row": where, "reason": e.reason, "value": e.value, "hint": e.hint})
+            continue
+        except NotAnnotated as e:
+            skipped += 1
+            notes.append({"file": str(p), "row": where, "value": str(e.value),
+                          "action": f"not annotated, skipped: {e.what}"})
             continue
         cell.where = where
         notes += [{"file": str(p), "row": where, "value": cell.raw, "action": f"repaired: {x}"} for x in cell.repairs]
@@ -185,7 +214,11 @@ def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = No
                                        f"{where} gives {cell.raw!r}"})
     if problems:
         raise rejected(p, problems, "rows rejected", "fix or remove these rows and import again")
-    return Parsed(str(p), len(rows), cells, notes)
+    if not cells:
+        raise InputError(f"none of the {len(rows)} rows is annotated (behaviours or scores left empty); nothing "
+                         "was imported", file=str(p), hint=f"fill behaviours on turn rows ({NONE} for a turn "
+                         "without behaviour) and both scores on overall rows")
+    return Parsed(str(p), len(rows), cells, notes, skipped)
 
 
 def import_annotations(path: str | Path, run: Run, *, key: str | Path | None = None,
@@ -230,8 +263,8 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
         raise InputError("; ".join(clashes), file=str(p), hint="rename the annotator in the file; "
                          "nothing was imported")
     targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
-    report: dict[str, Any] = {"file": str(p), "rows": parsed.rows, "dry_run": dry_run, "annotators": {},
-                              "notes": list(parsed.notes)}
+    report: dict[str, Any] = {"file": str(p), "rows": parsed.rows, "not_annotated": parsed.not_annotated,
+                              "dry_run": dry_run, "annotators": {}, "notes": list(parsed.notes)}
     conflicts, writes = [], {}
     for ann in annotators:
         stored = run.all_judgments.get(f"human:{ann}", [])
@@ -282,7 +315,11 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
 
 def format_report(rep: dict[str, Any]) -> str:
     """The import report as text: one line per annotator, one per noted row."""
-    lines = [f"{rep['file']}: {rep['rows']} rows" + (" (dry run: nothing written)" if rep["dry_run"] else "")]
+    skipped = rep.get("not_annotated", 0)
+    lines = [f"{rep['file']}: {rep['rows']} rows" + (f", {skipped} not annotated (left empty; skipped, listed "
+                                                     f"below; write {NONE} for a turn without behaviour)"
+                                                     if skipped else "")
+             + (" (dry run: nothing written)" if rep["dry_run"] else "")]
     for ann, a in rep["annotators"].items():
         change = "nothing new (already imported)" if not (a["added"] or a["replaced"]) else \
             f"{a['added']} added, {a['replaced']} replaced, {a['unchanged']} unchanged"
@@ -294,6 +331,8 @@ def format_report(rep: dict[str, Any]) -> str:
 
 def export_annotations(judgments: list[Judgment], path: str | Path) -> None:
     """Write judgments (human or LLM) in the row format above (CSV or JSONL by extension)."""
+    p = Path(path)
+    jsonl = p.suffix == ".jsonl"
     rows = []
     for j in judgments:
         base = {"annotator": j.judge_name or j.judge_id, "instance_id": j.instance_id,
@@ -301,10 +340,10 @@ def export_annotations(judgments: list[Judgment], path: str | Path) -> None:
         if j.kind == "overall":
             rows.append({**base, "consistency": j.consistency, "collaborativeness": j.collaborativeness})
         else:
-            rows += [{**base, "turn": lb.turn + 1, "behaviours": ";".join(lb.behaviours),
+            rows += [{**base, "turn": lb.turn + 1, "behaviours": lb.behaviours if jsonl else
+                      ";".join(lb.behaviours) or NONE,
                       **({"not_in_taxonomy": lb.not_in_taxonomy} if lb.not_in_taxonomy else {})} for lb in j.labels]
-    p = Path(path)
-    if p.suffix == ".jsonl":
+    if jsonl:
         write_jsonl(p, rows)
         return
     buf = io.StringIO()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 
+import polars as pl
 import pytest
 import yaml
 
@@ -54,6 +55,8 @@ def test_blind_export_then_import(tmp_path):
         r["annotator"] = "ann1"
         if r["turn"] == "2":
             r["behaviours"] = "Repetition; Off topic"
+        elif r["turn"]:
+            r["behaviours"] = "none"  # said explicitly: an empty cell is not annotated
         if not r["turn"]:
             r["consistency"], r["collaborativeness"] = "7", "5"
     with (tmp_path / "done.csv").open("w", newline="") as f:
@@ -76,7 +79,7 @@ def test_blind_export_then_import(tmp_path):
 
 def test_partial_annotation_is_invalid_not_zero(tmp_path):
     run = _run()
-    (tmp_path / "a.csv").write_text("annotator,instance_id,target,turn,behaviours\nann,d/c0/0,reference,1,\n")
+    (tmp_path / "a.csv").write_text("annotator,instance_id,target,turn,behaviours\nann,d/c0/0,reference,1,none\n")
     [j] = import_annotations(tmp_path / "a.csv", run)
     assert j.status == "invalid" and j.reason == "turns not annotated: 2, 3"
 
@@ -86,9 +89,11 @@ def test_partial_annotation_is_invalid_not_zero(tmp_path):
     ("ann,d/c0/0,reference,1,On topic", "unknown behaviour 'On topic'"),
     ("ann,d/c0/0,reference,1,Not repetition", "unknown behaviour 'Not repetition'"),
     ("ann,d/c0/0,reference,1,Redundant info", "unknown behaviour 'Redundant info'"),
-    ("ann,d/c0/0,reference,9,", "turn must be 1-3"),
-    ("ann,d/c0/0,nobody,1,", "no target 'nobody'"),
-    (",d/c0/0,reference,1,", "no annotator"),
+    ("ann,d/c0/0,reference,9,none", "turn must be 1-3"),
+    ("ann,d/c0/0,nobody,1,none", "no target 'nobody'"),
+    (",d/c0/0,reference,1,none", "no annotator"),
+    ("ann,d/c0/0,reference,1,None; Repetition", "'None' together with behaviours"),
+    ("ann,d/c0/0,reference,1,; ;", "behaviours '; ;' names no behaviour"),
 ])
 def test_bad_rows_name_file_and_row(tmp_path, row, needle):
     run = _run()
@@ -122,10 +127,10 @@ HEAD = "annotator,instance_id,target,turn,behaviours,consistency,collaborativene
 def test_every_rejected_row_is_listed_and_nothing_imported(tmp_path):
     run = _run()
     (tmp_path / "bad.csv").write_text(HEAD + "ann,d/c0/0,reference,1,Sarcasm\n"
-                                             "ann,d/c0/0,reference,2,\n"
+                                             "ann,d/c0/0,reference,2,none\n"
                                              "ann,d/c0/0,reference,3,Repetition,7\n"
                                              "ann,d/c0/0,reference,,Repetition,7,7\n"
-                                             "ann,d/c1/0,reference,1\n"
+                                             "ann,d/c1/0,reference,1,none;Repetition\n"
                                              "ann,d/c1/0,reference,2,,,,x\n"
                                              "ann,d/c1/0,reference,,,7,\n")
     with pytest.raises(InputError) as e:
@@ -133,9 +138,9 @@ def test_every_rejected_row_is_listed_and_nothing_imported(tmp_path):
     msg = str(e.value)
     assert "6 rows rejected; nothing was imported" in msg and "bad.csv" in msg
     for needle in ("row 2: unknown behaviour 'Sarcasm'", "row 4: consistency on a turn row",
-                   "row 5: behaviours on a row without a turn", "row 6: behaviours is missing or null on a turn row",
+                   "row 5: behaviours on a row without a turn", "row 6: 'none' together with behaviours",
                    "row 7: the row has more cells than the header",
-                   "row 8: collaborativeness must be an integer from 1 to 10, got ''"):
+                   "row 8: collaborativeness is empty but the other score is given"):
         assert needle in msg
     assert "row 3" not in msg
     rejected = e.value.rejected
@@ -147,7 +152,7 @@ def test_repaired_values_are_reported_with_file_row_and_value(tmp_path):
     run = _run()
     (tmp_path / "r.csv").write_text(HEAD + "ann,d/c0/0,reference,1,repetitions;Repetition\n"
                                            "ann,d/c0/0,reference,2,OFF_TOPIC\n"
-                                           "ann,d/c0/0,reference,3,none\n"
+                                           "ann,d/c0/0,reference,3,n/a\n"
                                            "ann,d/c0/0,reference,,,7,5\n")
     parsed = parse_annotations(tmp_path / "r.csv", run)
     notes = [(n["row"], n["value"], n["action"]) for n in parsed.notes]
@@ -155,7 +160,7 @@ def test_repaired_values_are_reported_with_file_row_and_value(tmp_path):
     expected = [("row 2", "repetitions;Repetition", f"repaired: {_note('repetitions')}"),
                 ("row 2", "repetitions;Repetition", "repaired: 'Repetition' lists repetition twice; kept once")]
     expected += [("row 3", "OFF_TOPIC", f"repaired: {_note('OFF_TOPIC')}")]
-    expected += [("row 4", "none", "repaired: 'none' read as no behaviour")]
+    expected += [("row 4", "n/a", "repaired: 'n/a' read as no behaviour (none)")]
     assert _note("repetitions") and _note("OFF_TOPIC") and notes == expected
     assert {n["file"] for n in parsed.notes} == {str(tmp_path / "r.csv")}
     [fine, over] = import_annotations(tmp_path / "r.csv", run)
@@ -169,7 +174,7 @@ def test_jsonl_rows_follow_the_same_rules(tmp_path):
     run = _run()
     good = [{"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 1,
              "behaviours": ["Repetition", "off_topic"]},
-            {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 2, "behaviours": ""},
+            {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 2, "behaviours": []},
             {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "consistency": 7.0,
              "collaborativeness": 5}]
     (tmp_path / "g.jsonl").write_text("".join(json.dumps(r) + "\n" for r in good))
@@ -178,18 +183,19 @@ def test_jsonl_rows_follow_the_same_rules(tmp_path):
     assert over.status == "repaired" and over.repairs == ["consistency 7.0 read as 7"]
 
     bad = ['["ann", "d/c0/0"]',
-           json.dumps({**good[1], "behaviours": None}),
+           json.dumps({**good[1], "behaviours": ["none", "Repetition"]}),
            json.dumps({**good[1], "turn": 3} | {"behaviours": ["Repetition", 3]}),
            json.dumps({**good[2], "consistency": True}),
+           json.dumps({**good[1], "behaviours": ["", " "]}),
            json.dumps({**good[1], "turn": 3, "annotator": "../x"})]
     (tmp_path / "b.jsonl").write_text("\n".join(bad) + "\n")
     with pytest.raises(InputError) as e:
         import_annotations(tmp_path / "b.jsonl", run)
     msg = str(e.value)
-    assert "b.jsonl" in msg and "5 rows rejected" in msg
-    for needle in ("line 1: expected an object", "line 2: behaviours is missing or null",
+    assert "b.jsonl" in msg and "6 rows rejected" in msg
+    for needle in ("line 1: expected an object", "line 2: 'none' together with behaviours",
                    "line 3: behaviours must be text or a number", "line 4: consistency must be text or a number",
-                   "line 5: annotator '../x' cannot name a file"):
+                   "line 5: behaviours '; ' names no behaviour", "line 6: annotator '../x' cannot name a file"):
         assert needle in msg
 
 
@@ -230,7 +236,7 @@ def _rows_file(path, annotator, labels, scores=None, target="reference"):
     return path
 
 
-ALL = {"d/c0/0": {1: "Repetition", 2: "", 3: ""}}
+ALL = {"d/c0/0": {1: "Repetition", 2: "none", 3: "none"}}
 
 
 def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
@@ -239,7 +245,7 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     assert rep["annotators"]["ann1"] | {"store": None} == {
         "added": 4, "unchanged": 0, "replaced": 0, "store": None, "judgments": 2, "invalid": 0,
         "invalid_reasons": [], "written": True}
-    import_into_run(_rows_file(tmp_path / "a2.csv", "ann2", {"d/c0/0": {1: "", 2: "", 3: "Off topic"}}), d)
+    import_into_run(_rows_file(tmp_path / "a2.csv", "ann2", {"d/c0/0": {1: "none", 2: "none", 3: "Off topic"}}), d)
     assert sorted(p.name for p in (d / "judgments" / "human").iterdir()) == ["ann1.jsonl", "ann2.jsonl"]
     js = Run.open(d).all_judgments
     assert sorted(js) == ["human:ann1", "human:ann2"]
@@ -250,7 +256,7 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     with pytest.warns(DeprecationWarning, match="all_judgments"):
         assert read_run(d)["judgments"] == js  # the old dict access of external notebooks, deprecated
     # ann1 labels a second item: added beside the first
-    rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "", 2: ""}}), d)
+    rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "none", 2: "none"}}), d)
     assert rep["annotators"]["ann1"]["added"] == 2
     ann1 = Run.open(d).all_judgments["human:ann1"]
     assert [(j.instance_id, j.kind, j.status) for j in ann1] == [
@@ -272,7 +278,7 @@ def test_importing_the_same_file_twice_changes_nothing(tmp_path):
     assert not rep["annotators"]["ann1"]["written"]
     assert "nothing new (already imported)" in format_report(rep)
     # the same labels in another order and spelling change nothing either
-    _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {3: "", 1: "repetition", 2: ""}}, {"d/c0/0": (7, 5)})
+    _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {3: "none", 1: "repetition", 2: "none"}}, {"d/c0/0": (7, 5)})
     import_into_run(tmp_path / "b.csv", d)
     assert store.read_bytes() == before
 
@@ -282,7 +288,7 @@ def test_changed_labels_are_a_conflict_unless_replace(tmp_path):
     import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL, {"d/c0/0": (7, 5)}), d)
     store = d / "judgments" / "human" / "ann1.jsonl"
     before = store.read_bytes()
-    changed = _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic", 2: "", 3: ""}}, {"d/c0/0": (3, 5)})
+    changed = _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic", 2: "none", 3: "none"}}, {"d/c0/0": (3, 5)})
     with pytest.raises(InputError) as e:
         import_into_run(changed, d)
     msg = str(e.value)
@@ -302,7 +308,7 @@ def test_changed_labels_are_a_conflict_unless_replace(tmp_path):
 
 def test_replace_drops_the_repair_note_of_the_replaced_turn(tmp_path):
     d = _run_dir(tmp_path)
-    import_into_run(_rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "repetitions", 2: "", 3: ""}}), d)
+    import_into_run(_rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "repetitions", 2: "none", 3: "none"}}), d)
     [j] = Run.open(d).all_judgments["human:ann1"]
     assert j.status == "repaired" and j.repairs == [f"turn 1: {_note('repetitions')}"]
     import_into_run(_rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic"}}), d, replace=True)
@@ -388,7 +394,7 @@ def test_run_taxonomy_must_match(tmp_path):
 
 def test_cli_prints_the_report(tmp_path, capsys):
     d = _run_dir(tmp_path)
-    src = _rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "repetitions", 2: "", 3: ""}})
+    src = _rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "repetitions", 2: "none", 3: "none"}})
     assert main(["annotate-import", str(src), str(d), "--report", str(tmp_path / "rep.json")]) == 0
     out = capsys.readouterr().out
     assert "annotator ann1: 3 added, 0 replaced, 0 unchanged" in out
@@ -515,9 +521,9 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
     d = _run_dir(tmp_path)
     head = "annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
     (tmp_path / "a.csv").write_text(head + "ann1,d/c0/0,reference,1,Repetition,talks over the chair\n"
-                                    "ann1,d/c0/0,reference,2,,\nann1,d/c0/0,reference,3,,\n"
-                                    "ann2,d/c0/0,reference,1,,\nann2,d/c0/0,reference,2,,\n"
-                                    "ann2,d/c0/0,reference,3,,\n")
+                                    "ann1,d/c0/0,reference,2,none,\nann1,d/c0/0,reference,3,none,\n"
+                                    "ann2,d/c0/0,reference,1,none,\nann2,d/c0/0,reference,2,none,\n"
+                                    "ann2,d/c0/0,reference,3,none,\n")
     import_into_run(tmp_path / "a.csv", d)
     js = Run.open(d).all_judgments
     assert [lb.not_in_taxonomy for lb in js["human:ann1"][0].labels] == ["talks over the chair", None, None]
@@ -538,3 +544,105 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
                                     "collaborativeness\nann3,d/c0/0,reference,,,odd,5,5\n")
     with pytest.raises(InputError, match="not_in_taxonomy on a row without a turn"):
         import_into_run(tmp_path / "c.csv", d)
+
+
+# --- "no behaviour" is said explicitly; an empty cell is not annotated, never zero ------------
+def test_none_is_zero_behaviours_and_an_empty_cell_is_not_annotated(tmp_path):
+    from cocoeval.frames import invalid_rates
+
+    d = _run_dir(tmp_path)
+    # ann1 says none on every turn: a valid judgment with zero behaviours (counted as zeros)
+    # ann2 leaves turn 3 empty: reported, and the target is invalid (never zeros)
+    src = _rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "none", 2: "NONE", 3: "none"}})
+    src.write_text(src.read_text() + "ann2,d/c0/0,reference,1,Repetition\nann2,d/c0/0,reference,2,none\n"
+                   "ann2,d/c0/0,reference,3,\n")
+    rep = import_into_run(src, d)
+    assert rep["not_annotated"] == 1
+    assert [(n["row"], n["value"], n["action"]) for n in rep["notes"]] == [
+        ("row 7", "", "not annotated, skipped: item d/c0/0 reference turn 3: behaviours empty "
+                      "(write none for a turn without behaviour)")]
+    assert "1 not annotated (left empty; skipped" in format_report(rep)
+    assert "row 7: '': not annotated, skipped" in format_report(rep)
+    js = Run.open(d).all_judgments
+    [one], [two] = js["human:ann1"], js["human:ann2"]
+    assert one.status == "ok" and [lb.behaviours for lb in one.labels] == [[], [], []] and one.repairs == []
+    assert two.status == "invalid" and two.reason == "turns not annotated: 3"
+    assert [lb.turn for lb in two.labels] == [0, 1]  # the labelled turns are kept, turn 3 is no label
+    f = run_frames(Run.open(d))
+    counts = f.counts.filter(pl.col("target") == "reference")
+    assert set(counts["judge"]) == {"ann1"} and counts["count"].sum() == 0  # ann1's zeros, nothing of ann2
+    rates = invalid_rates(f).filter(pl.col("stage") == "judge").select("judge", "n", "invalid").rows()
+    assert sorted(rates) == [("ann1", 1, 0), ("ann2", 1, 1)]
+    # labelling turn 3 later completes the target
+    _rows_file(tmp_path / "b.csv", "ann2", {"d/c0/0": {3: "none"}})
+    import_into_run(tmp_path / "b.csv", d)
+    [two] = Run.open(d).all_judgments["human:ann2"]
+    assert two.status == "ok" and [lb.behaviours for lb in two.labels] == [["repetition"], [], []]
+
+
+def test_jsonl_missing_null_or_empty_behaviours_are_not_annotated(tmp_path):
+    run = _run()
+    base = {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference"}
+    rows = [{**base, "turn": 1, "behaviours": []}, {**base, "turn": 2, "behaviours": None}, {**base, "turn": 3},
+            {**base, "turn": 3, "behaviours": "  "}, {**base, "consistency": None, "collaborativeness": ""}]
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    parsed = parse_annotations(tmp_path / "a.jsonl", run)
+    assert parsed.not_annotated == 4 and len(parsed.cells) == 1
+    assert [n["row"] for n in parsed.notes] == ["line 2", "line 3", "line 4", "line 5"]
+    assert parsed.notes[-1]["action"] == ("not annotated, skipped: item d/c0/0 reference overall: consistency and "
+                                          "collaborativeness empty")
+    [fine] = import_annotations(tmp_path / "a.jsonl", run)  # no overall judgment: its scores were left empty
+    assert fine.labels[0].behaviours == [] and fine.status == "invalid" and fine.reason == "turns not annotated: 2, 3"
+
+
+def test_an_untouched_template_imports_nothing_and_a_partly_filled_one_says_what_it_skipped(tmp_path):
+    run = _run()
+    export_items(run, tmp_path, seed=1)
+    rows = list(csv.DictReader((tmp_path / "template.csv").open()))
+    # the template says what to write, on every row
+    assert all("or none (an empty cell is not annotated)" in r["note"] for r in rows if r["turn"])
+    assert all("1-10" in r["note"] for r in rows if not r["turn"])
+    assert "write `none` explicitly" in (tmp_path / "instructions.md").read_text()
+    with pytest.raises(InputError, match="none of the 16 rows is annotated") as e:
+        import_annotations(tmp_path / "template.csv", run, key=tmp_path / "key.json")
+    assert "template.csv" in str(e.value) and "none for a turn without behaviour" in str(e.value)
+    # one item filled (the annotator names only the rows they filled); the rest is skipped and said
+    first = rows[0]["item_id"]
+    for r in rows:
+        if r["item_id"] == first:
+            r["annotator"] = "ann1"
+            r["behaviours"] = "none" if r["turn"] else ""
+            r["consistency"] = r["collaborativeness"] = "" if r["turn"] else "6"
+    with (tmp_path / "done.csv").open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    parsed = parse_annotations(tmp_path / "done.csv", run, key=tmp_path / "key.json")
+    assert parsed.not_annotated == 12 and len(parsed.cells) == 4
+    assert all(n["action"].startswith("not annotated, skipped: item ") for n in parsed.notes)
+    js = import_annotations(tmp_path / "done.csv", run, key=tmp_path / "key.json")
+    assert sorted((j.kind, j.status) for j in js) == [("fine_grained", "ok"), ("overall", "ok")]  # none for the rest
+
+
+def test_export_annotations_writes_none_explicitly(tmp_path):
+    run = _run()
+    _rows_file(tmp_path / "a.csv", "ann", {"d/c0/0": {1: "Repetition", 2: "none", 3: "none"}}, {"d/c0/0": (7, 5)})
+    js = import_annotations(tmp_path / "a.csv", run)
+    for name in ("again.csv", "again.jsonl"):
+        export_annotations(js, tmp_path / name)
+        assert import_annotations(tmp_path / name, run) == js
+    assert "d/c0/0,reference,2,none," in (tmp_path / "again.csv").read_text()
+    assert '"behaviours": []' in (tmp_path / "again.jsonl").read_text()
+
+
+def test_not_in_taxonomy_with_empty_behaviours_is_rejected(tmp_path):
+    run = _run()
+    (tmp_path / "a.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
+                                    "ann,d/c0/0,reference,1,,talks over the chair\n")
+    with pytest.raises(InputError, match="not_in_taxonomy is given but behaviours is empty") as e:
+        import_annotations(tmp_path / "a.csv", run)
+    assert "row 2" in str(e.value) and "write none in behaviours" in str(e.value)
+    (tmp_path / "b.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
+                                    "ann,d/c0/0,reference,1,none,talks over the chair\n")
+    [j] = import_annotations(tmp_path / "b.csv", run)
+    assert j.labels[0].behaviours == [] and j.labels[0].not_in_taxonomy == "talks over the chair"

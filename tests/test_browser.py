@@ -302,6 +302,14 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     p.locator(".widget-text", has_text="annotator").locator("input").press("Enter")
     p.locator(".widget-select-multiple", has_text="turn 1").locator("select").first.select_option(label="Repetition")
     save = p.locator("button", has_text="Save")
+    save.click()  # the other turns are not marked and the scores not rated: nothing is saved, and said
+    p.wait_for_function("() => [...document.querySelectorAll('.widget-html')].some(s => "
+                        "s.innerText.includes('Nothing saved') && s.innerText.includes('consistency not rated'))")
+    for box in p.locator(".widget-checkbox", has_text=": none (no behaviour)").all():
+        if "turn 1: none" not in box.inner_text():  # every other judged turn: none
+            box.locator("input").check()
+    for score in ("consistency (1-10)", "collaborativeness (1-10)"):
+        p.locator(".widget-dropdown", has_text=score).locator("select").select_option(label="7")
     save.click()
     p.locator(".cc-saved").wait_for()
     save.click()
@@ -313,6 +321,8 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     assert out.returncode == 0, out.stdout + out.stderr
     human = Run.open(lab["run_dir"]).all_judgments["human:browser1"]
     fine = next(j for j in human if j.kind == "fine_grained")
-    assert fine.labels[0].behaviours == ["repetition"]
+    assert fine.status == "ok" and fine.labels[0].behaviours == ["repetition"]
+    assert all(lb.behaviours == [] for lb in fine.labels[1:])
+    assert [(j.consistency, j.collaborativeness) for j in human if j.kind == "overall"] == [(7, 7)]
 
     assert not page.problems, "\n".join(page.problems)

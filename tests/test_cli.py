@@ -136,7 +136,7 @@ def test_the_reported_bad_inputs_give_exit_2_and_name_what_to_fix(tmp_path, benc
 def test_an_annotation_row_that_is_not_an_object(tmp_path):
     from cocoeval.annotate import import_annotations
 
-    (tmp_path / "rows.jsonl").write_text('{"annotator": "a"}\n"just text"\n')
+    (tmp_path / "rows.jsonl").write_text('{"annotator": "a", "behaviours": "none"}\n"just text"\n')
     with pytest.raises(cli.CocoevalError) as e:
         import_annotations(tmp_path / "rows.jsonl", Run.model_validate({"instances": [], "continuations": {}}))
     msg = str(e.value)

@@ -178,6 +178,8 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
         r["annotator"] = "ann1"
         if not r["turn"]:
             r["consistency"] = r["collaborativeness"] = "6"
+        else:
+            r["behaviours"] = "none"  # said explicitly: an empty cell is not annotated
     with (tmp_path / "ann" / "done.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()

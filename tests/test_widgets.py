@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import altair as alt
+import csv
 
-from cocoeval import charts, stats
+import altair as alt
+import pytest
+
+from cocoeval import InputError, charts, stats
 from cocoeval.annotate import import_annotations
 from cocoeval.frames import run_frames
 from cocoeval.judge import targets_for
@@ -123,6 +126,13 @@ def _targets(run):
     return targets_for(run.instances, run.continuations)
 
 
+def _fill(a, score=6):
+    """Mark every judged turn none and rate both scores (what an annotator must do before Save)."""
+    for box in a.none.values():
+        box.value = True
+    a.consistency.value = a.collaborativeness.value = score
+
+
 def test_annotator_writes_the_annotation_format(tmp_path):
     run = make_run(2)
     a = Annotator(_targets(run), tmp_path / "ann.csv", taxonomy=TAX)
@@ -130,11 +140,14 @@ def test_annotator_writes_the_annotation_format(tmp_path):
     assert not a.write() and "annotator name" in a.status.value and not (tmp_path / "ann.csv").exists()
     a.annotator.value = "ann7"
     a.turns[1].value = ("repetition", "off_topic")
-    a.consistency.value = 8
+    for i in a.none:
+        a.none[i].value = i != 1
+    a.consistency.value, a.collaborativeness.value = 8, 3
     a.save.click()
     [fine, over] = sorted(import_annotations(tmp_path / "ann.csv", run), key=lambda j: j.kind)
     assert fine.judge_id == "human:ann7" and fine.labels[1].behaviours == ["repetition", "off_topic"]
-    assert fine.status == "ok" and (over.consistency, over.collaborativeness) == (8, 5)
+    assert [lb.behaviours for i, lb in enumerate(fine.labels) if i != 1] == [[]] * (len(a.turns) - 1)
+    assert fine.status == "ok" and (over.consistency, over.collaborativeness) == (8, 3)
 
 
 def test_annotator_picks_any_target_and_saving_again_replaces_its_rows(tmp_path):
@@ -147,11 +160,14 @@ def test_annotator_picks_any_target_and_saving_again_replaces_its_rows(tmp_path)
     assert a.target is targets[k] and len(a.turns) == len(targets[k].judged)
     assert "utterance" in a.body.children[0].children[0].value
     a.annotator.value = "ann1"
+    _fill(a)
+    a.none[0].value = False
     a.turns[0].value = ("repetition",)
     assert a.write()
     other = Annotator(targets, out, taxonomy=TAX)  # another annotator, same file and target
     other.choose.value = k
     other.annotator.value = "ann2"
+    _fill(other)
     assert other.write()
     a.turns[0].value = ("off_topic",)  # changed mind: save again
     assert a.write() and "replacing the" in a.status.value
@@ -168,6 +184,7 @@ def test_annotator_refuses_bad_names_and_foreign_files(tmp_path):
     out = tmp_path / "ann.csv"
     a = Annotator(_targets(run), out, taxonomy=TAX)
     a.annotator.value = "../x"
+    _fill(a)
     assert not a.write() and "cannot name a file" in a.status.value and not out.exists()
     out.write_text("who,what\nx,y\n")
     a.annotator.value = "ann1"
@@ -193,3 +210,115 @@ def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path):
     assert ctx.figures_path("", "01_x") == tmp_path / "run" / "figures" / "01_x"
     assert ctx.figures_path(str(tmp_path / "f"), "01_x") == tmp_path / "f" / "01_x"
     assert ctx.annotator().target.name == "reference"
+
+
+def test_annotator_save_without_marks_or_ratings_stores_nothing_and_says_what_is_missing(tmp_path):
+    run = make_run(2)
+    out = tmp_path / "ann.csv"
+    a = Annotator(_targets(run), out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    turns = sorted(a.turns)
+    assert len(turns) >= 2 and a.consistency.value is None and a.collaborativeness.value is None
+    assert not any(s.value for s in a.turns.values()) and not any(b.value for b in a.none.values())
+    assert not a.write() and not out.exists()  # nothing chosen: nothing stored, and said
+    every = ", ".join(str(i + 1) for i in turns)
+    assert f"Nothing saved: turn {every} not marked (choose its behaviours or tick none)" in a.status.value
+    assert "consistency not rated; collaborativeness not rated." in a.status.value
+    # all but the last turn marked, one score: the message names exactly what is left
+    a.turns[turns[0]].value = ("repetition",)
+    for i in turns[1:-1]:
+        a.none[i].value = True
+    a.consistency.value = 4
+    assert a.missing() == [f"turn {turns[-1] + 1} not marked (choose its behaviours or tick none)",
+                           "collaborativeness not rated"]
+    assert not a.write() and not out.exists() and "consistency not rated" not in a.status.value
+    with pytest.raises(InputError, match="not everything is rated"):
+        a.rows()
+    # ticking none clears the turn's behaviours and locks them; both set (by code) is refused
+    a.none[turns[0]].value = True
+    assert a.turns[turns[0]].value == () and a.turns[turns[0]].disabled
+    a.turns[turns[0]].value = ("off_topic",)
+    a.none[turns[-1]].value = True
+    a.collaborativeness.value = 9
+    assert a.missing() == [f"turn {turns[0] + 1} has behaviours and none ticked (keep one)"]
+    a.none[turns[0]].value = False
+    assert not a.turns[turns[0]].disabled and a.missing() == [] and a.write()
+    # a refused save leaves an earlier save as it was
+    before = out.read_bytes()
+    a.none[turns[-1]].value = False
+    assert not a.write() and out.read_bytes() == before
+
+
+def test_annotator_with_everything_set_stores_exactly_the_chosen_values(tmp_path):
+    run = make_run(2)
+    out = tmp_path / "ann.csv"
+    a = Annotator(_targets(run), out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    ids = [b.id for b in TAX.behaviours]
+    chosen = {}
+    for k, i in enumerate(sorted(a.turns)):
+        if k % 2:
+            a.none[i].value = True
+            chosen[i] = ()
+        else:
+            a.turns[i].value = chosen[i] = (ids[k % len(ids)], ids[(k + 3) % len(ids)])
+    a.consistency.value, a.collaborativeness.value = 2, 9
+    assert a.write()
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["turn"], r["behaviours"]) for r in rows if r["turn"]] == [
+        (str(i + 1), ";".join(c) or "none") for i, c in chosen.items()]
+    assert [(r["consistency"], r["collaborativeness"]) for r in rows if not r["turn"]] == [("2", "9")]
+    [fine, over] = sorted(import_annotations(out, run), key=lambda j: j.kind)
+    assert fine.status == "ok" and {lb.turn: tuple(lb.behaviours) for lb in fine.labels} == {
+        i: tuple(b for b in ids if b in c) for i, c in chosen.items()}
+    assert (over.consistency, over.collaborativeness) == (2, 9)
+
+
+def test_saved_labels_load_back_into_the_annotator(tmp_path):
+    run = make_run(2)
+    targets = _targets(run)
+    out = tmp_path / "ann.csv"
+    a = Annotator(targets, out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    first, *rest = sorted(a.turns)
+    a.turns[first].value = ("repetition", "off_topic")
+    for i in rest:
+        a.none[i].value = True
+    a.consistency.value, a.collaborativeness.value = 3, 8
+    assert a.write()
+
+    b = Annotator(targets, out, taxonomy=TAX)  # a new session on the same file
+    assert b.consistency.value is None and not b.turns[first].value
+    b.annotator.value = "ann1"
+    assert "Loaded the labels ann1 saved" in b.status.value
+    assert b.turns[first].value == ("repetition", "off_topic") and not b.none[first].value
+    assert all(b.none[i].value and b.turns[i].value == () for i in rest)
+    assert (b.consistency.value, b.collaborativeness.value) == (3, 8) and b.missing() == []
+    other = next(k for k, t in enumerate(targets) if t is not b.target)
+    b.choose.value = other  # another target: nothing saved for it, all unset
+    assert b.consistency.value is None and b.missing() and not any(x.value for x in b.none.values())
+    b.choose.value = 0
+    assert b.turns[first].value == ("repetition", "off_topic") and b.collaborativeness.value == 8
+    b.annotator.value = "ann2"  # another annotator with nothing saved: ann1's labels are not theirs
+    assert b.consistency.value is None and not b.turns[first].value and not any(x.value for x in b.none.values())
+    assert not b.write() and "not rated" in b.status.value
+
+
+def test_hand_edited_rows_load_back_with_what_cannot_be_read_said(tmp_path):
+    run = make_run(1)
+    targets = _targets(run)
+    t = targets[0]
+    out = tmp_path / "ann.csv"
+    first, second, *_ = t.judged
+    out.write_text("annotator,item_id,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
+                   f"collaborativeness,note\nann1,,{t.instance.id},{t.name},{first + 1},Repetitions; Sarcasm,,,,\n"
+                   f"ann1,,{t.instance.id},{t.name},{second + 1},,,,,\n"
+                   f"ann1,,{t.instance.id},{t.name},,,,12,4,\n")
+    a = Annotator(targets, out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    assert a.turns[first].value == ("repetition",) and a.collaborativeness.value == 4
+    assert f"Not understood, left out: turn {first + 1} &#x27;Sarcasm&#x27;, consistency &#x27;12&#x27;." \
+        in a.status.value
+    # an empty cell loads as unmarked (not none), an out-of-range score as not rated
+    assert not a.turns[second].value and not a.none[second].value and a.consistency.value is None
+    assert a.missing()[0].startswith(f"turn {second + 1}")

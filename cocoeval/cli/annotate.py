@@ -64,7 +64,9 @@ def add_commands(sub: Any) -> None:
         "are added; importing the same rows again changes nothing; rows that change stored labels, rows that "
         "contradict each other, unusable rows and annotator names that clash with a judge are refused with a "
         "list of them, and nothing is written. Every repaired value (e.g. 'repetitions' read as Repetition) "
-        "and duplicate row is reported.")
+        "and duplicate row is reported. Write none in behaviours for a turn without behaviour (JSONL: []): a "
+        "row left empty (behaviours, or both scores of an overall row) is not annotated, skipped and "
+        "reported, never counted as zero; a target with only some turns annotated is an invalid judgment.")
     ai.add_argument("file", type=Path, help="filled template.csv, or rows as CSV/JSONL")
     ai.add_argument("run_dir", type=Path, help="the run directory the items came from")
     ai.add_argument("--key", type=Path, help="key.json of a blind export (needed for item_id rows)")
