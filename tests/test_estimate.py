@@ -6,7 +6,8 @@ import itertools
 
 import yaml
 
-from cocoeval.estimate import compare_with_run, forecast
+from cocoeval.cli import main
+from cocoeval.estimate import compare_with_run, forecast, observed_output, observed_reasoning
 from cocoeval.experiment import load_params
 from cocoeval.jsonio import write_jsonl
 from cocoeval.llm.base import Usage
@@ -37,7 +38,7 @@ def test_prefix_stability_of_one_turn_per_call():
         assert share >= 0.90
 
 
-def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path):
+def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path, capsys):
     insts = [instance(f"d/c{i}/0") for i in range(3)]
     bench = tmp_path / "bench"
     write_jsonl(bench / "eval.jsonl", insts)
@@ -48,7 +49,8 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path):
     srv.configure(answers=[{"match": "Continuation to annotate", "text": fine},
                            {"match": "Continuation to evaluate",
                             "text": '{"consistency": 7, "collaborativeness": 7, "rationale": "fine"}'},
-                           *({"match": f"next {k} turn", "text": "\n".join(line.splitlines()[:k])} for k in (1, 5, 30))])
+                           *({"match": f"next {k} turn", "text": "\n".join(line.splitlines()[:k])} for k in (1, 5, 30))],
+                  reasoning_tokens=120)
     p = tmp_path / "p.yaml"
     url = srv.openai_base
     p.write_text(yaml.safe_dump({
@@ -66,6 +68,18 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path):
     for c in cmp:
         assert c["actual_calls"] == c["forecast_calls"], c
         assert abs(c["input_ratio"] - 1) <= 0.15, c  # the fake server counts ~4 characters per token too
+    # the run as a pilot: with its observed output and reasoning means, the judges' output is the bill's
+    run = Run.open(tmp_path / "run")
+    judged = [c for c in cmp if c["stage"] == "judge"]
+    assert judged and all(c["forecast_output"] > 2 * c["actual_output"] for c in judged)  # the defaults
+    again = forecast(exp, exp.prepare_instances(write=False), observed=observed_reasoning(run),
+                     observed_out=observed_output(run))
+    for c in compare_with_run(again, run):
+        assert abs(c["actual_output"] / c["forecast_output"] - 1) <= (0.01 if c["stage"] == "judge" else 0.15), c
+    capsys.readouterr()
+    assert main(["estimate", str(p), "--run", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert "output tokens: the run's observed means for 5 of 5 rows" in out  # k1, k5, k30, the judge's two kinds
 
 
 def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
