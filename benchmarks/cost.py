@@ -56,6 +56,7 @@ from cocoeval.llm.base import Usage  # noqa: E402
 from cocoeval.llm.usage import PriceTable  # noqa: E402
 from cocoeval.run import Run  # noqa: E402
 from cocoeval.schema import Instance, Participant  # noqa: E402
+from cocoeval.simulate import format_metadata  # noqa: E402
 from cocoeval.taxonomy import load_taxonomy  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
 
@@ -75,7 +76,8 @@ def with_paper_context(inst: Instance) -> Instance:
     people = []
     for p in inst.metadata.participants:
         label = (p.name.split("(")[0].strip() or p.name).lower()
-        said = next((first_sentence(a) for q, a in answers if label and label in q.lower()), None)
+        said = next((first_sentence(a) for q, a in sorted(answers, key=lambda qa: not qa[0].lower().startswith(
+            f"what did {label}")) if label and label in q.lower()), None)
         people.append(Participant(name=p.name, role=p.role, stance=said or p.stance))
     meta = inst.metadata.model_copy(update={"goals": goals or inst.metadata.goals, "participants": people})
     general = meeting.get("general_query_list") or [{"answer": inst.summary.text}]
@@ -219,9 +221,11 @@ def report(insts: list[Instance], rows: list[dict], before: dict, actual: dict, 
     prices = PriceTable.load()
     hist = sum(chars_tokens("\n".join(f"{t.speaker}: {t.text}" for t in i.history)) for i in insts) / len(insts)
     ref = sum(chars_tokens("\n".join(f"{t.speaker}: {t.text}" for t in i.reference)) for i in insts) / len(insts)
+    meta = sum(chars_tokens(format_metadata(i.metadata)) for i in insts) / len(insts)
+    summ = sum(chars_tokens(i.summary.text) for i in insts) / len(insts)
     print(f"measured: {len(insts)} paper-shaped instances of real QMSum meetings (30 history turns, ~{hist:,.0f} "
-          f"tokens; 30 reference turns, ~{ref:,.0f}), pilot {insts[0].id}; fake server billing prompt caching; "
-          f"{describe()}")
+          f"tokens; 30 reference turns, ~{ref:,.0f}; M ~{meta:,.0f}, S ~{summ:,.0f}; means), pilot {insts[0].id}; "
+          f"fake server billing prompt caching; {describe()}")
     print(f"{'row':<46} {'':<8} {'calls':>6} {'input':>10} {'cached':>10} {'share':>6} {'output':>9} "
           f"{'reasoning':>9} {'naive':>8} {'cached':>8} {'batch':>8}")
 
