@@ -11,8 +11,13 @@ from 1,024 tokens in steps of 128; Anthropic's breakpoints, writes at 1.25x and 
 on the wire bodies the providers would send. Assumed: every call of a round, and of an
 instance's judge calls, comes within the providers' cache lifetime (minutes) of the one before.
 
-Reasoning models bill their thinking as output: ``REASONING_PER_CALL`` tokens per call by
-reasoning effort, replaced by the mean the run's own call records show when there are any.
+Output tokens per call: a documented default (a simulator writes reference-length turns; a
+fine-grained judge ``JUDGE_OUTPUT_PER_TURN`` per judged turn, an overall judge
+``JUDGE_OUTPUT_OVERALL``), replaced, row by row, by the mean the run's own call records show when
+there are any (``observed_output``: per turn written, per judged turn, per call). Reasoning
+models bill their thinking as output too: ``REASONING_PER_CALL`` tokens per call by reasoning
+effort, likewise replaced by the observed mean (``observed_reasoning``). A pilot run (a few
+instances) therefore makes the forecast of the full grid bill-accurate.
 Batch cost: half the naive price, with no prompt caching (a batch runs over hours; a cache hit
 there is the provider's best effort, not counted on).
 """
@@ -36,9 +41,11 @@ if TYPE_CHECKING:
     from .run import Run
 
 JUDGE_OUTPUT_PER_TURN = 50
-"""Expected visible fine-grained judge output per judged turn (the paper's appendix: ≈50 tokens
-per generated turn, taken for a judged turn too)."""
+"""Default visible fine-grained judge output per judged turn (the paper's appendix: ≈50 tokens
+per generated turn, taken for a judged turn too), until the run's own records show the mean."""
 JUDGE_OUTPUT_OVERALL = 120
+"""Default visible output of an overall judgment (scores and a one- or two-sentence rationale),
+until the run's own records show the mean."""
 REASONING_PER_CALL: dict[str, int] = {"minimal": 0, "low": 300, "medium": 1000, "high": 3000}
 """Reasoning tokens per call of a reasoning model (o-series, gpt-5) by reasoning effort (unset:
 medium), a documented guess until the run's own call records show the real mean."""
@@ -93,12 +100,17 @@ class _Biller:
 
 
 def forecast(exp: Experiment, instances: list[Instance],
-             observed: dict[tuple[str, str], float] | None = None) -> list[dict[str, Any]]:
+             observed: dict[tuple[str, str], float] | None = None,
+             observed_out: dict[tuple[str, str, str], float] | None = None) -> list[dict[str, Any]]:
     """Rows per (stage, name, model): calls, input/cached/cache-write/output/reasoning tokens;
     cost naive, with prompt caching and through a batch API; and ``mode``/``cost_planned_usd``:
     how the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row,
     and what that costs. ``observed``: mean reasoning tokens per call by (stage, model), from
-    a run's records (``observed_reasoning``), in place of ``REASONING_PER_CALL``."""
+    a run's records (``observed_reasoning``), in place of ``REASONING_PER_CALL``;
+    ``observed_out``: mean visible output tokens per unit by row (``observed_output``), in place
+    of the defaults (simulation: per turn written, instead of the reference's turns; fine-grained
+    judging: per judged turn; overall judging: per call). ``output_source`` in each row says
+    which was used ("observed" or "default")."""
     prices = PriceTable.load(exp.llm_config().prices)
     tax = exp.taxonomy
     biller = _Biller()
@@ -110,6 +122,14 @@ def forecast(exp: Experiment, instances: list[Instance],
         if observed and (stage, model) in observed:
             return round(observed[(stage, model)])
         return REASONING_PER_CALL[effort or "medium"]
+
+    def visible(key: tuple[str, str, str], units: int, default: int) -> int:
+        """Visible output of one call: the row's observed mean per unit times ``units``, else the default."""
+        if observed_out and key in observed_out:
+            rows[key]["output_source"] = "observed"
+            return round(observed_out[key] * units)
+        rows[key]["output_source"] = "default"
+        return default
 
     def add(key: tuple[str, str, str], request: GenerateRequest, output: int, effort: str | None = None,
             distinct: str | None = None) -> None:
@@ -143,8 +163,9 @@ def forecast(exp: Experiment, instances: list[Instance],
             call = task.next_call()
             k = min(s.turns_per_call, len(ref) - j)
             copies = s.n_copy if s.prompt == "copy_then_continue" else 0
-            add(("simulate", s.name, s.model), call.request,
-                sum(count_tokens(f"{t.speaker}: {t.text}") + 1 for t in ref[max(0, j - copies): j + k]))
+            key = ("simulate", s.name, s.model)
+            add(key, call.request, visible(key, k, sum(count_tokens(f"{t.speaker}: {t.text}") + 1
+                                                       for t in ref[max(0, j - copies): j + k])))
             task.turns = list(ref[: j + k])
         conts = [(s, t) for s, t in conts if len(t.turns) < len(t.inst.reference)]
 
@@ -154,9 +175,10 @@ def forecast(exp: Experiment, instances: list[Instance],
     tasks = [t for ts in plan_judgments(instances, proxies, exp.params.judges, tax).values() for t in ts]
     for task in send_order(tasks, exp.params.judges):
         jc, t = task.judge, task.target
-        out = JUDGE_OUTPUT_PER_TURN * len(t.judged) if task.kind == "fine_grained" else JUDGE_OUTPUT_OVERALL
-        add(("judge", f"{jc.name}:{task.kind}", jc.model), task.next_call().request, out, jc.reasoning_effort,
-            distinct=t.name)
+        key = ("judge", f"{jc.name}:{task.kind}", jc.model)
+        out = visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged)) if task.kind == "fine_grained" \
+            else visible(key, 1, JUDGE_OUTPUT_OVERALL)
+        add(key, task.next_call().request, out, jc.reasoning_effort, distinct=t.name)
 
     cfg = exp.llm_config()
     multi_step = {s.name for s in exp.params.setups
@@ -173,7 +195,8 @@ def forecast(exp: Experiment, instances: list[Instance],
         batchable = biller.provider(model).batch and (
             stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
         mode = "batch" if cfg.batch and batchable else "live"
-        out.append({"stage": stage, "name": name, "model": model, **r, "cost_naive_usd": naive,
+        out.append({"stage": stage, "name": name, "model": model, **{k: r[k] for k in ROW_FIELDS},
+                    "output_source": r.get("output_source", "default"), "cost_naive_usd": naive,
                     "cost_cached_usd": cached, "cost_batch_usd": batch, "mode": mode,
                     "cost_planned_usd": batch if mode == "batch" else cached})
     return out
@@ -194,6 +217,28 @@ def observed_reasoning(run: Run) -> dict[tuple[str, str], float]:
             s[0] += c.reasoning_tokens
             s[1] += 1
     return {k: v[0] / v[1] for k, v in sums.items() if v[1] and v[0]}
+
+
+def observed_output(run: Run) -> dict[tuple[str, str, str], float]:
+    """Mean visible output tokens (output minus reasoning) per unit, by forecast row (stage, name,
+    model), over a run's answered calls (cache hits included: they keep their usage): simulation
+    per turn of the setup's continuations (the calls' output, copied turns included, over the
+    turns they gave), fine-grained judging per judged turn, overall judging per call."""
+    sums: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for name, conts in run.continuations.items():
+        for x in conts:
+            ok = [c for c in x.calls if c.status == "ok"]
+            for model in {c.model for c in ok}:
+                s = sums[("simulate", x.setup_name or name, model)]
+                s[0] += sum(c.output_tokens - c.reasoning_tokens for c in ok if c.model == model)
+                s[1] += len(x.turns)
+    for name, js in run.all_judgments.items():
+        for j in js:
+            for c in (c for c in j.calls if c.status == "ok"):
+                s = sums[("judge", f"{j.judge_name or name}:{j.kind}", c.model)]
+                s[0] += c.output_tokens - c.reasoning_tokens
+                s[1] += len(j.judged_turns) if j.kind == "fine_grained" else 1
+    return {k: v[0] / v[1] for k, v in sums.items() if v[1]}
 
 
 def compare_with_run(rows: list[dict[str, Any]], run: Run) -> list[dict[str, Any]]:

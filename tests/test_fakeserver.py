@@ -343,3 +343,21 @@ def test_model_faults_leave_file_endpoints_alone(srv, train_file):
     assert oai(srv).files.retrieve(f.id).id == f.id
     with pytest.raises(openai.InternalServerError):
         chat(oai(srv), "hi")
+
+
+def test_scripted_answers_can_require_a_context_anywhere_in_the_request(srv):
+    srv.configure(answers=[{"match": "next turn", "context": "meeting A", "text": "from A", "times": 1},
+                           {"match": "next turn", "context": "meeting B", "text": "from B"}])
+    client = oai(srv)
+
+    def ask(system: str) -> str:
+        return client.chat.completions.create(model="gpt-fake", messages=[
+            {"role": "system", "content": system}, {"role": "user", "content": "Write the next turn."}],
+        ).choices[0].message.content
+
+    assert ask("History of meeting B") == "from B"
+    assert ask("History of meeting A") == "from A"
+    assert ask("History of meeting A") == "echo: Write the next turn."  # A's answer is used up
+    out = ant(srv).messages.create(model="claude-fake", max_tokens=50, system="History of meeting B",
+                                   messages=[{"role": "user", "content": "Write the next turn."}])
+    assert out.content[0].text == "from B"  # Anthropic's system prompt is part of the request too

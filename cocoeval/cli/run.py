@@ -37,13 +37,14 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
-    from ..estimate import compare_with_run, describe, forecast, observed_reasoning
+    from ..estimate import compare_with_run, describe, forecast, observed_output, observed_reasoning
     from ..experiment import load_params, read_run
 
     exp = load_params(a.params)
     run = read_run(a.run) if a.run else None
     observed = observed_reasoning(run) if run is not None else None
-    rows = forecast(exp, exp.prepare_instances(write=False), observed=observed)
+    observed_out = observed_output(run) if run is not None else None
+    rows = forecast(exp, exp.prepare_instances(write=False), observed=observed, observed_out=observed_out)
 
     def usd(v: float | None) -> str:
         return "unknown" if v is None else f"${v:,.2f}"
@@ -56,6 +57,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
               f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
               f"{usd(r['cost_planned_usd']):>10}")
     known = [r for r in rows if r["cost_cached_usd"] is not None]
+    n_obs = sum(r["output_source"] == "observed" for r in rows)
     batched = sum(r["calls"] for r in rows if r["mode"] == "batch")
     print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input "
           f"({sum(r['cached_input_tokens'] for r in rows):,} cached) and {sum(r['output_tokens'] for r in rows):,} "
@@ -64,7 +66,8 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
           f"{usd(sum(r['cost_cached_usd'] for r in known))}; planned, as this params file sends them "
           f"({batched:,} calls through batch APIs, the rest live): {usd(sum(r['cost_planned_usd'] for r in known))}"
           + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
-          + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else ""))
+          + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else "")
+          + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
     if run is not None:
         for c in compare_with_run(rows, run):
             print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
@@ -224,11 +227,12 @@ def add_commands(sub: Any) -> None:
                         description="Forecast, before anything is sent, the calls, input/cached/output/"
                         "reasoning tokens and the cost (naive, with prompt caching by each provider's "
                         "rules, batch, and as the params file would send them) per setup and stage, from "
-                        "the actual instances and prompts. With --run, reasoning tokens are the run's "
-                        "observed means, and the forecast is compared with what the run's calls used.")
+                        "the actual instances and prompts. With --run (e.g. a pilot on a few instances), "
+                        "output and reasoning tokens per call are the run's observed means, and the "
+                        "forecast is compared with what the run's calls used.")
     es.add_argument("params", type=Path, help="params YAML file")
     es.add_argument("--run", type=Path, help="a run directory to compare with (and to take the mean "
-                    "reasoning tokens per call from)")
+                    "output and reasoning tokens per call from)")
     es.set_defaults(func=_cmd_estimate)
 
     ck = sub.add_parser("check", help="check a params file: API keys, model files, benchmark")

@@ -42,11 +42,13 @@ Endpoints
                              batch settings; latency back to the start value)
   POST /config               merge settings: {"latency_s": float, "cache_ttl_s": float,
                              "reasoning_tokens": int, "faults": [...],
-                             "answers": [{"match": str, "text": str, "times": int}],
+                             "answers": [{"match": str, "text": str, "times": int,
+                                          "context": str}],
                              "batch_steps": int, "batch_faults": [...]}
 
-The answer is the first scripted answer whose ``match`` is a substring of the last
-message's text, else ``"echo: " + text[:40]``; it is cut to ``max_tokens * 4``
+The answer is the first scripted answer with times left whose ``match`` is a substring of the
+last message's text (and whose ``context``, if given, of the whole request's text: system
+prompt and every message), else ``"echo: " + text[:40]``; it is cut to ``max_tokens * 4``
 characters (finish "length" / "max_tokens"). Tokens are characters / 4, rounded up.
 Prompt caching is billed the providers' way (``llm/_promptcache.py``): OpenAI reports as
 ``prompt_tokens_details.cached_tokens`` the longest prefix shared with a recent request of the

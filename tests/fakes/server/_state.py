@@ -10,25 +10,34 @@ from typing import Any
 
 from cocoeval.llm._promptcache import DEFAULT_TTL_S, AnthropicBreakpointCache, OpenAIPrefixCache
 
-from ._answers import ANTHROPIC_PATH, Reply, answer, prompt_of
+from ._answers import ANTHROPIC_PATH, Reply, answer, content_text, messages_of, prompt_of
 
 BATCH_KEY = "batch:"  # by_path key prefix of the model calls a batch makes: batch:/v1/messages
 DEFAULT_BATCH_STEPS = 2
 
 
 def take(entries: list[dict], text: str, default_times: int | None, path: str = "",
-         model: bool = True) -> dict | None:
+         model: bool = True, request: str | None = None) -> dict | None:
     """First entry that applies and has times left; uses one of its times. An entry applies
-    when its match is in text and its path, if any, is a prefix of path (without a path:
-    model calls only)."""
+    when its match is in text, its path, if any, is a prefix of path (without a path: model
+    calls only) and its context, if any, is in request (the whole request's text)."""
     for entry in entries:
         scope = entry.get("path")
         if (entry.get("match") or "") not in text or not (
                 path.startswith(scope) if scope else model):
             continue
+        if entry.get("context") and entry["context"] not in (request if request is not None else text):
+            continue
         if use_time(entry, default_times):
             return entry
     return None
+
+
+def request_text(body: Any) -> str:
+    """Every text of a model call's request: the system prompt and all messages."""
+    if not isinstance(body, dict):
+        return ""
+    return "\n".join([content_text(body.get("system")), *(content_text(m.get("content")) for m in messages_of(body))])
 
 
 def use_time(entry: dict, default_times: int | None) -> bool:
@@ -141,7 +150,7 @@ class State:
         st["bodies_last"] = body
         scripted = None
         if fault is None or fault.get("kind") in answered:
-            scripted = take(self.settings.get("answers") or [], prompt, None)
+            scripted = take(self.settings.get("answers") or [], prompt, None, request=request_text(body))
         return n, fault, scripted
 
     def locked_batch_call(self, path: str, body: dict, answered: tuple[str, ...]) -> tuple[int, Reply]:
