@@ -50,13 +50,12 @@ from cocoeval.demo import sample_dir, write_demo_data  # noqa: E402
 from cocoeval.estimate import describe, forecast, observed_output, observed_reasoning  # noqa: E402
 from cocoeval.experiment import load_params  # noqa: E402
 from cocoeval.jsonio import write_jsonl  # noqa: E402
-from cocoeval.judge import render_target  # noqa: E402
 from cocoeval.llm._promptcache import chars_tokens, openai_cached  # noqa: E402
 from cocoeval.llm.base import Usage  # noqa: E402
 from cocoeval.llm.usage import PriceTable  # noqa: E402
+from cocoeval.render import format_metadata, render_target  # noqa: E402
 from cocoeval.run import Run  # noqa: E402
 from cocoeval.schema import Instance, Participant  # noqa: E402
-from cocoeval.simulate import format_metadata  # noqa: E402
 from cocoeval.taxonomy import load_taxonomy  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
 
