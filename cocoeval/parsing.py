@@ -89,6 +89,20 @@ def _plausible_speaker(name: str) -> bool:
     return bool(re.search(r"[^\W\d_]", name)) and len(name.split()) <= 6 and not name.endswith((".", "!", "?"))
 
 
+def _known_speaker_line(line: str, participants: list[str]) -> re.Match[str] | None:
+    """A line that opens with a participant's name as given (any length: committee labels such as
+    "The Acting Chair (Mrs. A. Mends (Brossard, Lib.))" pass neither the 60-character nor the
+    six-word limit of an unknown name), possibly in markdown, then a colon."""
+    for name in sorted(participants, key=len, reverse=True):
+        if len(name) <= 60 and len(name.split()) <= 6 and not name.endswith((".", "!", "?")):
+            continue  # the general pattern reads it
+        m = re.match(r"^\s*[\*_\[]*\s*(?P<speaker>" + re.escape(name) + r")\s*[\*_\]]*\s*:\s*[\*_]*\s*(?P<text>.*)$",
+                     line, re.I)
+        if m:
+            return m
+    return None
+
+
 def _from_lines(text: str, participants: list[str], notes: list[str]) -> list[tuple[str, str]]:
     """Lines without a speaker continue the previous turn, except text after a blank line that
     no later turn follows (a closing remark such as "Let me know if...")."""
@@ -99,8 +113,8 @@ def _from_lines(text: str, participants: list[str], notes: list[str]) -> list[tu
         if not line or set(line) <= set("-=*_#`"):
             gap = bool(out)
             continue
-        m = _LINE.match(line)
-        if m and _plausible_speaker(m.group("speaker")):
+        m = _known_speaker_line(line, participants) or _LINE.match(line)
+        if m and (m.re is not _LINE or _plausible_speaker(m.group("speaker"))):
             sp, tx = m.group("speaker"), m.group("text")
             if not out and not tx.strip(" *_") and match_speaker(sp, participants)[1] == "unknown":
                 skipped += 1  # a preamble such as "Here is the continuation:"

@@ -266,3 +266,21 @@ def test_match_property_only_equivalent_names(people, raw):
         assert sp == raw.strip()
     else:
         assert sp in people and norm_name(sp) == norm_name(raw)
+
+
+def test_long_participant_labels_of_real_committee_meetings_are_read():
+    # QMSum committee speakers: longer than 60 characters, or more than six words, or ending in "."
+    chair = "The Acting Chair (Mrs. Alexandra Mends (BrossardSaint-Lambert, Lib.))"
+    minister = "Hon. Diane Lebouthillier (Minister of National Revenue)"
+    clerk = "Mr. Smith, Jr."
+    people = [chair, minister, clerk, "Ann"]
+    answer = (f"{chair}: We resume.\n**{minister}**: Thank you, Madam Chair.\n"
+              f"{clerk}: Noted.\nAnn: Fine.\n{chair.upper()}: Next question.")
+    res = parse_turns(answer, people)
+    assert [(t.speaker, t.text) for t in res.turns] == [
+        (chair, "We resume."), (minister, "Thank you, Madam Chair."), (clerk, "Noted."), ("Ann", "Fine."),
+        (chair, "Next question.")]
+    assert res.unknown_speakers == []
+    # an unknown long label is still not a speaker: the line continues the previous turn
+    res = parse_turns(f"Ann: Fine.\n{minister.replace('Diane', 'Mary')}: hello", people)
+    assert len(res.turns) == 1
