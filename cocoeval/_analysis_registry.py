@@ -79,11 +79,14 @@ class Notebook:
 class Out:
     """A table or figure of the report: its file name (no extension) and its line in index.md.
     In ``what``, ``{judge}`` becomes the judge shown and ``{test}`` the test of the table's ``p``
-    column (``stats.describe_test`` over its tested rows). ``empty``: written even with no rows."""
+    column (``stats.describe_test`` over its tested rows). ``empty``: written even with no rows.
+    ``judge_based``: in the judge-free section, a table that rests on a judge all the same (listed
+    with the judge-based ones, and marked in a pipeline-check run as they are)."""
 
     name: str
     what: str
     empty: bool = False
+    judge_based: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,12 @@ def compute(name: str, run: Run, params: Params | None = None) -> Answer | None:
 def notebooks() -> dict[str, tuple[Notebook, list[Analysis]]]:
     """Each notebook, by name in order, with the analyses it shows (in the order registered)."""
     return {n: (NOTEBOOKS[n], [a for a in REGISTRY.values() if a.notebook == n]) for n in sorted(NOTEBOOKS)}
+
+
+def judge_free_outputs() -> list[str]:
+    """The names of the report's judge-free tables and figures, in the order listed in its index."""
+    outs = [o for a in in_report("judge-free") for o in [*a.report.tables.values(), *a.report.figures.values()]]
+    return list(dict.fromkeys(o.name for o in outs if not o.judge_based))
 
 
 def in_report(section: str) -> list[Analysis]:

@@ -29,13 +29,14 @@ from ._analysis_registry import (
     compute,
     get,
     in_report,
+    judge_free_outputs,
     notebooks,
 )
 from ._answer import Answer
 from .run import Run
 
 __all__ = ["NOTEBOOKS", "REGISTRY", "SECTIONS", "Analysis", "Notebook", "Out", "Params", "ReportSpec",
-           "analysis", "compute", "get", "in_report", "notebooks"]
+           "analysis", "compute", "get", "in_report", "judge_free_outputs", "notebooks"]
 
 
 def _compared(run: Run, p: Params, setups: list[str], question: str, *, figure3: bool = True) -> Answer:
@@ -214,7 +215,8 @@ def agreement(run: Run, p: Params) -> Answer:
                                               "empty: not tested, n too small"),
         "judge_sanity": Out("judge_sanity", "Judge sanity: Spearman between each judge's per-conversation counts and "
                                             "the closest judge-free statistic, 95% bootstrap CI over conversations "
-                                            "(descriptive; a judge answering at random gives ρ ≈ 0)", empty=True)},
+                                            "(descriptive; a judge answering at random gives ρ ≈ 0)", empty=True,
+                            judge_based=True)},
         figures={
         "judge_free": Out("convstats", "Judge-free statistics per target, 95% CIs (human reference in black)"),
         "judge_free_vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference with "

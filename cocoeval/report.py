@@ -51,10 +51,6 @@ def check_judge(f: Frames, judge: str | None) -> str | None:
     return judge
 
 
-JUDGE_FREE = ("convstats", "convstats_means", "convstats_vs_human")
-"""The report's judge-free figures and tables (listed first in the index)."""
-
-
 def _what(out: analyses.Out, p: analyses.Params, df: pl.DataFrame | None = None) -> str:
     what = out.what.replace("{judge}", md_escape(p.judge)) if "{judge}" in out.what else out.what
     if "{test}" in what and df is not None:
@@ -109,11 +105,12 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     judge = check_judge(f, judge)
     jn = md_escape(judge)  # in Markdown
     kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    judge_free = analyses.judge_free_outputs()  # listed first in the index, never marked
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
     figures: dict[str, tuple[list[Path], str]] = {}
 
     def table(name: str, df: pl.DataFrame, what: str) -> None:
-        if check and name not in JUDGE_FREE and name != "invalid_rates":
+        if check and name not in judge_free and name != "invalid_rates":
             what += mark
         tables[name] = (df, what)
         out.mkdir(parents=True, exist_ok=True)
@@ -194,10 +191,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     else:
         index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/convstats.py` and README "
                   f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
-                  *listing(list(JUDGE_FREE))]
+                  *listing(judge_free)]
     index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
               "Invalid judgments are excluded and counted in invalid_rates.\n",
-              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in JUDGE_FREE])]
+              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free])]
     write_atomic(out / "index.md", "\n".join(index) + "\n")
     return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
             "pipeline_check": check}
