@@ -35,7 +35,7 @@ from ._analysis_registry import (
 from ._answer import Answer
 from .run import Run
 
-__all__ = ["NOTEBOOKS", "REGISTRY", "SECTIONS", "Analysis", "Notebook", "Out", "Params", "ReportSpec",
+__all__ = ["NOTEBOOKS", "REGISTRY", "SECTIONS", "Analysis", "Answer", "Notebook", "Out", "Params", "ReportSpec",
            "analysis", "compute", "get", "in_report", "judge_free_outputs", "notebooks"]
 
 
