@@ -86,7 +86,7 @@ class RunContext:
 
         return analyses.compute(name, self.run, analyses.Params(
             judge=self.judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction, frames=self.frames,
-            bench_dir=self.experiment.bench_dir(), options=options))
+            bench_dir=self.experiment.bench_dir() if self.experiment is not None else None, options=options))
 
     def show(self, answer: Answer | None, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
         """Display the computed answer, its tables and charts; save the charts as PNG and SVG

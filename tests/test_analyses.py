@@ -53,6 +53,17 @@ def test_each_analysis_answers_from_a_run_and_params():
         analyses.compute("rq9", run, p)
 
 
+def test_a_notebook_asks_the_registry_through_its_run_context(tmp_path):
+    from cocoeval.notebook import RunContext
+
+    run = _run()
+    ctx = RunContext(None, tmp_path, run, run_frames(run), "J")  # type: ignore[arg-type]
+    assert ctx.analysis("rq2", 100, min_n=2).setups == ["v1", "ft"]
+    only_b = ctx.analysis("participants", min_n=2, participants_datasets="b")  # a notebook's extra parameter
+    assert set(only_b.tables["spearman"]["dataset"]) == {"b"}
+    assert ctx.show(None, "09_explore") == []  # no answer (no judge): nothing shown
+
+
 def test_the_registry_refuses_a_name_twice_and_an_undeclared_notebook():
     with pytest.raises(ValueError, match="registered twice"):
         analyses.analysis("rq1", "again")(lambda run, p: None)
