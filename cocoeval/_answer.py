@@ -26,6 +26,8 @@ class Answer:
     charts: dict[str, alt.TopLevelMixin] = field(default_factory=dict)
     judge_based: bool = True
     """Whether its figures rest on a judge (marked in a pipeline-check run) or not (judge-free)."""
+    setups: list[str] | None = None
+    """The setups it compares with the humans (a notebook's linked chart shows them); None: every setup."""
 
     def markdown(self) -> str:
         return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])

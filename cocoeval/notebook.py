@@ -77,11 +77,24 @@ class RunContext:
         the run's own folder (``<run>/figures``), so running a notebook changes no tracked file."""
         return (Path(figures_dir) if figures_dir else self.run_dir / "figures") / notebook
 
-    def show(self, answer: Answer, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
+    def analysis(self, name: str, resamples: int = 1000, seed: int = 0, *, min_n: int = stats.MIN_N,
+                 correction: str = "bh", **options: Any) -> Answer | None:
+        """The answer of the registered analysis ``name`` (``cocoeval.analyses``) on this run, with
+        this context's frames and judge; ``options``: the analysis's own (a notebook's extra
+        parameters). None: nothing to show (e.g. no judge)."""
+        from . import analyses
+
+        return analyses.compute(name, self.run, analyses.Params(
+            judge=self.judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction, frames=self.frames,
+            bench_dir=self.experiment.bench_dir() if self.experiment is not None else None, options=options))
+
+    def show(self, answer: Answer | None, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
         """Display the computed answer, its tables and charts; save the charts as PNG and SVG
-        under ``figures_path(figures_dir, notebook)``."""
+        under ``figures_path(figures_dir, notebook)``. No answer (None) shows nothing."""
         from IPython.display import Markdown, display
 
+        if answer is None:
+            return []
         display(Markdown(answer.markdown()))
         for name, df in answer.tables.items():
             display(Markdown(f"*{md_escape(name)}*"))
@@ -100,10 +113,13 @@ class RunContext:
 
         return ConversationViewer(self.run, judge=self.judge, taxonomy=self.frames.taxonomy)
 
-    def linked_chart(self, viewer: Any, *, setups: list[str] | None = None) -> Any:
-        """Figure 3 as an ``alt.JupyterChart``: clicking a bar lists its turns in ``viewer``."""
+    def linked_chart(self, viewer: Any, answer: Answer | None = None, *, setups: list[str] | None = None) -> Any:
+        """Figure 3 as an ``alt.JupyterChart``: clicking a bar lists its turns in ``viewer``. Its
+        setups: ``setups``, else those ``answer`` compares (``Answer.setups``), else every one."""
         import altair as alt
 
+        if setups is None and answer is not None:
+            setups = answer.setups
         if self.judge is None:
             return None
         means = stats.figure3_means(self.frames, self.judge, setups, resamples=200)

@@ -8,8 +8,8 @@ from typing import Any
 
 import polars as pl
 
-from . import charts, convcompare, stats
-from .convstats import STATISTICS, conversation_frame
+from . import analyses, charts, stats
+from ._answer import Answer
 from .errors import ConfigError
 from .frames import Frames, invalid_rates, run_frames
 from .jsonio import write_atomic
@@ -51,80 +51,43 @@ def check_judge(f: Frames, judge: str | None) -> str | None:
     return judge
 
 
-PAPER_TABLES = {  # (answer, table) -> (report name, what)
-    ("paper", "table4"): ("table4", "Table 4: mean consistency and collaborativeness (1–10), 95% bootstrap CIs, "
-                                    "human reference and each multi-party setup"),
-    ("paper", "table11"): ("table11", "Table 11: mean occurrences per conversation of each behaviour, per dataset "
-                                      "(each row over its own valid judgments, n)"),
-    ("rq1", "human_means"): ("rq1_human_means", "RQ1: the human reference over multi-party instances (human–AI "
-                                                "chats left out)"),
-    ("rq3", "contrasts"): ("rq3_contrasts", "RQ3: taxonomy − vanilla per model and k, paired per instance; "
-                                            "sign-flip p, p_adj corrected over behaviours × (model, k) pairs"),
-    ("rq5", "k_pairs"): ("rq5_k_pairs", "RQ5: larger k − smaller k within each model × prompt, paired per "
-                                        "instance; p_adj corrected over behaviours × k pairs"),
-    ("rq5", "k_means"): ("rq5_k_means", "RQ5: mean occurrences per k, with the human reference on the same "
-                                        "instances, 95% bootstrap CIs"),
-    ("rq5", "distance_by_k"): ("rq5_distance_by_k", "RQ5: profile distance D to the humans per setup, by "
-                                                    "model × prompt and k (never pooled)"),
-    ("participants", "spearman"): ("participants", "Table 12 (D.4): Spearman between participants and behaviour "
-                                                   "counts, human reference and every setup, per dataset"),
-    ("participants", "table12"): ("table12", "Table 12 (D.4): Spearman ρ, behaviours × targets, per dataset"),
-    ("participants", "participant_variance"): ("participant_variance", "Participants per dataset: variance and range "
-                                                                       "(the two largest are Table 12's default)"),
-}
+def _what(out: analyses.Out, p: analyses.Params, df: pl.DataFrame | None = None) -> str:
+    what = out.what.replace("{judge}", md_escape(p.judge)) if "{judge}" in out.what else out.what
+    if "{test}" in what and df is not None:
+        what = what.replace("{test}", stats.describe_test(p.correction, int(df["p"].is_not_null().sum())))
+    return what
 
 
-def _paper_sections(run: Run, f: Frames, judge: str, kw: dict[str, Any], correction: str,
-                    table: Any, figure: Any) -> None:
-    """The paper's study: Figure 3 per model/condition, Tables 4, 11, 12, RQ1, RQ3, RQ5."""
-    from . import rq
+def write_section(section: str, run: Run, p: analyses.Params, table: Any, figure: Any) -> dict[str, Answer]:
+    """Compute the registered analyses of a report ``section`` (``analyses.in_report``) and write
+    the tables and figures their ``ReportSpec`` names; returns their answers by analysis."""
+    answers = {}
+    for a in analyses.in_report(section):
+        ans = a(run, p)
+        if ans is None or a.report is None:
+            continue
+        answers[a.name] = ans
+        for key, out in a.report.tables.items():  # a note in parentheses is not part of the name
+            df = next((v for k, v in ans.tables.items() if k.split(" (")[0] == key), None)
+            if df is not None and (out.empty or not df.is_empty()):
+                table(out.name, df, _what(out, p, df))
+        for key, chart in ans.charts.items():
+            out = a.report.figures.get(key)
+            if out is not None:
+                figure(out.name, chart, _what(out, p), judged=ans.judge_based)
+            elif a.report.other_figures is not None:
+                title = chart.title if isinstance(chart.title, str) else ans.question
+                figure(a.report.other_figures + key, chart, f"{md_escape(title)} ({md_escape(p.judge)})",
+                       judged=ans.judge_based)
+    return answers
 
-    answers = {"paper": rq.paper_tables(f, run, judge, **kw),
-               "rq1": rq.human_rates(f, judge, **kw, correction=correction),
-               "rq3": rq.prompting(f, run, judge, **kw, correction=correction),
-               "rq5": rq.by_turns_per_call(f, run, judge, **kw, correction=correction),
-               "participants": rq.participants(f, judge, run, min_n=kw["min_n"], correction=correction)}
-    for (key, name), (out_name, what) in PAPER_TABLES.items():
-        df = answers[key].tables.get(name)
-        if df is not None and not df.is_empty():
-            table(out_name, df, f"{what} ({md_escape(judge)})")
-    for key, a in answers.items():
-        for name, chart in a.charts.items():
-            title = chart.title if isinstance(chart.title, str) else a.question
-            figure(f"rq1_{name}" if key == "rq1" else name, chart, f"{md_escape(title)} ({md_escape(judge)})",
-                   judged=True)
 
-
-JUDGE_FREE = ("convstats", "convstats_means", "convstats_vs_human")
-"""The report's judge-free figures and tables (listed first in the index)."""
-
-
-def judge_free_section(run: Run, f: Frames, table: Any, figure: Any, *, resamples: int, seed: int,
-                       min_n: int, correction: str) -> str | None:
-    """The judge-free tables and figures of a run (``convstats``, ``convcompare``); returns the
-    method line of the paired test, or None when the run has no conversation."""
-    conv = conversation_frame(run)
-    if conv.is_empty():
+def _tested(answers: dict[str, Answer], correction: str) -> str | None:
+    """The judge-free paired test as the index states it; None when the run has no conversation."""
+    vs = answers["judge_free"].tables.get("vs_human") if "judge_free" in answers else None
+    if vs is None:
         return None
-    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
-    table("convstats", conv, "Judge-free statistics per conversation (target x instance; – = undefined)")
-    m = convcompare.means(conv, **kw)
-    table("convstats_means", m, "Judge-free statistics: mean per target over the conversations where defined, "
-          "95% bootstrap CIs over instances (undefined: conversations left out)")
-    figure("convstats", charts.convstats_chart(m, labels=STATISTICS),
-           "Judge-free statistics per target, 95% CIs (human reference in black)")
-    paired = convcompare.paired_vs_human(conv, **kw, correction=correction)
-    method = stats.describe_test(correction, int(paired["p"].is_not_null().sum()) if not paired.is_empty() else 0)
-    if not paired.is_empty():
-        table("convstats_vs_human", paired, "Judge-free statistics, setup minus human reference, paired over "
-              f"instances; p: {method} (the family: statistics × setups); verdict empty: not tested, n too small")
-        figure("convstats_vs_human", charts.convstats_diff_chart(paired, labels=STATISTICS),
-               "Judge-free statistics, setup minus human reference with 95% CIs, coloured by the corrected verdict")
-    if not f.counts.is_empty():
-        table("judge_sanity", convcompare.judge_sanity(f, conv, **kw),
-              "Judge sanity: Spearman between each judge's per-conversation counts and the closest judge-free "
-              "statistic, 95% bootstrap CI over conversations (descriptive; a judge answering at random gives ρ ≈ 0)")
-    return method
+    return stats.describe_test(correction, int(vs["p"].is_not_null().sum()) if not vs.is_empty() else 0)
 
 
 def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
@@ -142,11 +105,12 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     judge = check_judge(f, judge)
     jn = md_escape(judge)  # in Markdown
     kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    judge_free = analyses.judge_free_outputs()  # listed first in the index, never marked
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
     figures: dict[str, tuple[list[Path], str]] = {}
 
     def table(name: str, df: pl.DataFrame, what: str) -> None:
-        if check and name not in JUDGE_FREE and name != "invalid_rates":
+        if check and name not in judge_free and name != "invalid_rates":
             what += mark
         tables[name] = (df, what)
         out.mkdir(parents=True, exist_ok=True)
@@ -160,8 +124,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             chart, what = charts.titled(chart, f"{what} — {charts.PIPELINE_CHECK}"), f"{what}{mark}"
         figures[name] = (charts.save(chart, out / name), what)
 
-    free = judge_free_section(run, f, table, figure, resamples=resamples, seed=seed, min_n=min_n,
-                              correction=correction)
+    params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
+    free = _tested(write_section("judge-free", run, params, table, figure), correction)
     rates = invalid_rates(f)
     table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); stale = judgments "
           "of a continuation the setup no longer has (never counted)")
@@ -197,22 +161,12 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
                   f"p: {stats.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
                   "verdict after the correction (verdict empty: not tested, n too small)")
             table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
-            _paper_sections(run, f, judge, kw, correction, table, figure)
+            write_section("paper", run, params, table, figure)
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target (Table 4's layout: table4)")
         figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
-    agree = stats.agreement_table(f, **kw)
-    if not agree.is_empty():
-        table("agreement", agree, f"Agreement, inter-human and each judge vs the annotators (Tables 3, 9, 10; "
-              f"{stats.PROCEDURE})")
-        shown = agree.filter(pl.col("item").is_in(["all", *stats.LIKERT]))
-        figure("agreement", charts.agreement_chart(shown),
-               "Average leave-one-out Spearman: inter-human and each judge vs the annotators", judged=True)
-    coverage = stats.taxonomy_coverage(f)
-    if not coverage.is_empty():
-        table("taxonomy_coverage", coverage, "Turns annotators marked with a behaviour not in the taxonomy, per "
-              "annotator (Appendix B.3)")
+    write_section("agreement", run, params, table, figure)
     paired = tables.get("paired_vs_human")
     tested = ("Over/under-production (paired_vs_human): "
               f"{stats.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")
@@ -237,10 +191,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     else:
         index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/convstats.py` and README "
                   f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
-                  *listing(list(JUDGE_FREE))]
+                  *listing(judge_free)]
     index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
               "Invalid judgments are excluded and counted in invalid_rates.\n",
-              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in JUDGE_FREE])]
+              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free])]
     write_atomic(out / "index.md", "\n".join(index) + "\n")
     return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
             "pipeline_check": check}
