@@ -163,8 +163,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     free = judge_free_section(run, f, table, figure, resamples=resamples, seed=seed, min_n=min_n,
                               correction=correction)
     rates = invalid_rates(f)
-    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); stale = judgments "
-          "of a continuation the setup no longer has (never counted)")
+    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
+          "to judge; stale = judgments of a continuation the setup no longer has; missing = expected by the params but "
+          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted")
     judged = rates.filter(pl.col("stage") == "judge")
     simulated = rates.filter(pl.col("stage") == "simulate").select(
         "target", continuations_invalid_rate="invalid_rate")
