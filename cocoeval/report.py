@@ -201,7 +201,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             _paper_sections(run, f, judge, kw, correction, table, figure)
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
-        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target (Table 4's layout: table4)")
+        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid judgments (n; unpaired: table4's layout)")
         figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
     agree = stats.agreement_table(f, **kw)
     if not agree.is_empty():
