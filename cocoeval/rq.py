@@ -140,8 +140,8 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
                           f"{md_escape(r['target'])} {r['score']} {_ci(r)}"
                           for r in lk.filter(pl.col("series") == stats.DIFFERENCE).iter_rows(named=True)) + ".")
         a.charts["likert"] = charts.likert_chart(lk.filter(pl.col("series") != stats.DIFFERENCE).with_columns(
-            target=pl.when(pl.col("series") == "simulated").then("target").otherwise(pl.format("{} · {}", "series",
-                                                                                                  "target"))))
+            target=pl.when(pl.col("series") == "simulated").then("target").otherwise(pl.format("{} · {}", "target",
+                                                                                                  "series"))))
     return a
 
 
