@@ -150,7 +150,7 @@ def _nothing_judged(j: Judgment, inst: Instance) -> bool:
     return j.kind == "fine_grained" and j.status != "invalid" and not j.labels and not j.judged_turns
 
 
-def _configs(params: Any, key: str, cls: type[BaseModel]) -> list[Any] | None:
+def _configs(params: Any, key: str, cls: type[BaseModel], file: str) -> list[Any] | None:
     """The setups or judges of the manifest's params, read for what selects instances (name,
     kind, datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
     items = params.get(key) if isinstance(params, dict) else None
@@ -165,7 +165,7 @@ def _configs(params: Any, key: str, cls: type[BaseModel]) -> list[Any] | None:
             out.append(cls.model_validate({"model": str(d.get("model", "?")), **keep}))
         except (TypeError, ValidationError) as e:
             why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-            raise InputError(f"cannot tell which instances it selects: {why}", file="manifest.json",
+            raise InputError(f"cannot tell which instances it selects: {why}", file=file,
                              record=f"params.{key}[{i}]",
                              hint="the manifest is written by cocoeval run; run the params file again") from None
     return out
@@ -174,9 +174,9 @@ def _configs(params: Any, key: str, cls: type[BaseModel]) -> list[Any] | None:
 def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``Frames.expected``: what the params say should exist, and whether it does (``ok``: the
     (setup, instance) pairs with a current ok continuation; ``judged``: the judgments frame's rows)."""
-    params = run.manifest.params
-    setups: list[Setup] = _configs(params, "setups", Setup) or []
-    judges: list[JudgeConfig] = _configs(params, "judges", JudgeConfig) or []
+    params, file = run.manifest.params, str(run.path / "manifest.json") if run.path else "manifest.json"
+    setups: list[Setup] = _configs(params, "setups", Setup, file) or []
+    judges: list[JudgeConfig] = _configs(params, "judges", JudgeConfig, file) or []
     simulated = {(name, c.instance_id) for name, cs in run.continuations.items() for c in cs}
     have = {(r["judge"], r["target"], r["instance_id"], r["kind"]) for r in judged if r["status"] != "stale"}
     chosen = {s.name: {i.id for i in s.select(run.instances)} for s in setups}
