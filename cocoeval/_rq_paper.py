@@ -221,6 +221,7 @@ def paper_tables(f: Frames, run: Run, judge: str, resamples: int = 1000, seed: i
     a.text.append(f"Judge **{md_escape(judge)}**, multi-party instances only (human–AI chats are the generalization "
                   f"study). Figure 3: {len(a.charts)} figure(s), one per model/condition, each panel a setup (k) "
                   "beside the human reference on the same instances. Table 4: consistency and collaborativeness "
-                  f"(1–10), {_interval_method(resamples, seed, min_n)}. Table 11: mean occurrences per "
+                  f"(1–10), each row over its own valid judgments (n; not paired, as the paper lays it out: the "
+                  f"paired scores are in the answers' likert tables), {_interval_method(resamples, seed, min_n)}. Table 11: mean occurrences per "
                   "conversation per dataset, each row over its own valid judgments (n).")
     return a

@@ -10,6 +10,9 @@
 - Both: a two-sided paired sign-flip test per behaviour and pair, corrected over the family of
   every behaviour × pair of the question (``correction``); nothing is tested below ``min_n``.
 - Multi-party studies exclude human–AI chat instances (``schema.is_human_ai``).
+- Likert scores beside paired results (``likert_vs_human``) are paired the same way: each setup
+  and the human reference on the instances both have valid overall judgments for, n per row.
+  Table 4 (``table4``) keeps the paper's layout: each row over its own valid judgments (unpaired).
 - Participants (D.4, Table 12): Spearman per dataset between an instance's number of
   participants and each behaviour's count, for the human reference and every setup.
 """
@@ -31,12 +34,13 @@ from ._inference import (
     UNDER,
     adjust_pvalues,
     check_params,
+    ci_notes,
     interval,
     too_small,
 )
 from ._inference import verdict as _verdict
 from .errors import ConfigError, InputError
-from .frames import REFERENCE, Frames
+from .frames import HUMAN, REFERENCE, Frames
 
 if TYPE_CHECKING:
     from .run import Run
@@ -236,10 +240,50 @@ def _ordered(df: pl.DataFrame, cond: pl.DataFrame) -> pl.DataFrame:
         ["_h", "model_group", "prompt", "turns_per_call", "target"], nulls_last=True).drop("_h")
 
 
+DIFFERENCE = "simulated − human"
+LIKERT_PAIRED_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "series": pl.Utf8, "score": pl.Utf8, "mean": pl.Float64,
+                        "ci_low": pl.Float64, "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64}
+
+
+def likert_vs_human(f: Frames, judge: str, setups: list[str] | None = None, resamples: int = 1000, seed: int = 0,
+                    *, min_n: int = MIN_N) -> pl.DataFrame:
+    """Mean consistency and collaborativeness (1–10) of each setup (``target``) paired with the
+    human reference: on the instances where both have a valid overall judgment by ``judge`` (``n``),
+    three ``series`` per setup and score: "simulated", "human reference" (the reference's mean on
+    those same instances) and "simulated − human" (the paired difference), each with a 95%
+    bootstrap CI over the pairs (the same resamples for all three; undefined below ``min_n`` or
+    when every resample is equal, ``ci_note`` says why). ``setups`` None: every judged setup."""
+    from .stats import PERCENTILES, boot_index, resample_means
+
+    check_params(resamples=resamples, min_n=min_n)
+    scores = ["consistency", "collaborativeness"]
+    lk = f.likert.filter(pl.col("judge") == judge)
+    ref = lk.filter(pl.col("target") == REFERENCE).select("instance_id", *[pl.col(x).alias(f"h_{x}") for x in scores])
+    names = setups if setups is not None else sorted(set(lk["target"].to_list()) - {REFERENCE})
+    rows = []
+    for s in names:
+        pair = lk.filter(pl.col("target") == s).join(ref, on="instance_id").sort("instance_id")
+        if pair.is_empty():
+            continue
+        n = pair.height
+        xs = pair.select(scores).to_numpy().astype(float)
+        xh = pair.select(f"h_{x}" for x in scores).to_numpy().astype(float)
+        idx = boot_index(n, resamples, seed)  # one set of resampled instances: the pairs stay pairs
+        bs, bh = resample_means(xs, idx), resample_means(xh, idx)
+        for series, x, boot in (("simulated", xs, bs), (HUMAN, xh, bh), (DIFFERENCE, xs - xh, bs - bh)):
+            lo, hi = np.percentile(boot, PERCENTILES, axis=0)
+            for k, (score, note) in enumerate(zip(scores, ci_notes(n, boot, min_n), strict=True)):
+                a, b = interval(lo[k], hi[k], note)
+                rows.append({"judge": judge, "target": s, "series": series, "score": score,
+                             "mean": float(x[:, k].mean()), "ci_low": a, "ci_high": b, "ci_note": note, "n": n})
+    return pl.DataFrame(rows, schema=LIKERT_PAIRED_SCHEMA)
+
+
 def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, seed: int = 0, *,
            min_n: int = MIN_N) -> pl.DataFrame:
     """Table 4: mean consistency and collaborativeness (1–10) with 95% bootstrap CIs, the human
-    reference and each multi-party setup, over multi-party instances."""
+    reference and each multi-party setup, over multi-party instances, as the paper lays it out:
+    each row over its own valid judgments (``n``), not paired (``likert_vs_human`` pairs them)."""
     from .stats import likert_means
 
     setups = cond.filter(pl.col("kind") == "multiparty")["setup"].to_list()

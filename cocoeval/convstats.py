@@ -8,7 +8,7 @@ continuation). Comparisons with intervals and tests are in ``convcompare``.
 punctuation, "{vocalsound}" braces and hyphens separate tokens: "mm-hmm" is "mm", "hmm").
 
 **Which turns.** Per-turn statistics are taken over the *scored* turns: every turn of the target,
-except in chats (human-AI), where only the user turns count, as for the judges (``judge._judged``).
+except in chats (human-AI), where only the user turns count, as for the judges (``judge.judged_turns``).
 Structure statistics (speakers, balance, switches, runs) use every turn of the target. "Earlier in
 the conversation" means the history x and the target's turns before this one.
 

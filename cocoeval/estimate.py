@@ -174,6 +174,8 @@ def forecast(exp: Experiment, instances: list[Instance],
                         for i in s.select(instances)] for s in exp.params.setups}
     tasks = [t for ts in plan_judgments(instances, proxies, exp.params.judges, tax).values() for t in ts]
     for task in send_order(tasks, exp.params.judges):
+        if task.result is not None:  # a target with no turn to judge is never sent
+            continue
         jc, t = task.judge, task.target
         key = ("judge", f"{jc.name}:{task.kind}", jc.model)
         out = visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged)) if task.kind == "fine_grained" \

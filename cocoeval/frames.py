@@ -3,13 +3,16 @@ labels, and validity (invalid continuations and judgments). Analysis reads only 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from pydantic import BaseModel, ValidationError
 
-from .judge import behaviour_counts
-from .schema import is_human_ai
+from .errors import InputError
+from .judge import NO_TURNS, JudgeConfig, behaviour_counts, judged_turns
+from .schema import Instance, Judgment, is_human_ai
+from .simulate import Setup
 from .taxonomy import Taxonomy, load_taxonomy
 
 if TYPE_CHECKING:
@@ -18,6 +21,19 @@ if TYPE_CHECKING:
 REFERENCE = "reference"
 HUMAN = "human reference"
 """How the human reference is labelled in tables and figures."""
+NOT_SIMULATED = "not simulated"
+"""Why an expected continuation is missing: the setup selects the instance, the run directory has
+no continuation of it (the simulate stage was killed, failed or not run)."""
+NOT_JUDGED = "not judged"
+"""Why an expected judgment is missing: its target exists (the reference, or the setup's current
+ok continuation) but no judgment of it does (the judge stage was killed, failed or not run; or
+only a stale judgment, of an earlier continuation, exists)."""
+NO_CONTINUATION = "no continuation"
+"""Why an expected judgment of a setup is missing: the setup has no ok continuation of the
+instance (it is invalid, or was never simulated: see the simulate rows), so there is nothing to
+judge. Counted in ``missing`` and, apart, in ``no_continuation``."""
+EXPECTED_SCHEMA = {"stage": pl.Utf8, "judge": pl.Utf8, "target": pl.Utf8, "kind": pl.Utf8, "instance_id": pl.Utf8,
+                   "reason": pl.Utf8}
 
 
 @dataclass
@@ -34,12 +50,27 @@ class Frames:
     labels: pl.DataFrame
     """judge, target, instance_id, turn, behaviour, evidence: one row per detected behaviour."""
     judgments: pl.DataFrame
-    """judge, human, target, instance_id, kind, status (ok, repaired, invalid, or stale: of a
-    continuation that is not the setup's current ok one — never counted), reason, turns (labelled), not_in_taxonomy
+    """judge, human, target, instance_id, kind, status (ok, repaired, invalid, skipped: its target
+    has no turn to judge, reason ``NO_TURNS`` — or stale: of a continuation that is not the setup's
+    current ok one; skipped and stale are never counted), reason, turns (labelled), not_in_taxonomy
     (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status, reason: every continuation."""
     taxonomy: Taxonomy
+    expected: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EXPECTED_SCHEMA))
+    """stage (simulate or judge), judge, target, kind, instance_id, reason: one row per continuation
+    and LLM judgment the run's params (the manifest) say should exist: each setup's selected
+    instances (``Setup.select``); for each judge, each kind it makes and each instance it selects
+    (``JudgeConfig.select``), the reference and every setup that selects the instance. ``reason``
+    is null when it exists (a judgment of a stale continuation does not), else why it is missing:
+    ``NOT_SIMULATED``, ``NOT_JUDGED`` or ``NO_CONTINUATION``. Setups and judges the params do not
+    name, human annotators, and a run without params in its manifest have no expected rows: their
+    ``missing`` is unknown (null), never 0."""
+
+    @property
+    def missing(self) -> pl.DataFrame:
+        """The expected continuations and judgments absent from the run directory, with why."""
+        return self.expected.filter(pl.col("reason").is_not_null())
 
 
 def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
@@ -71,10 +102,12 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
             status, reason = j.status, j.reason
             if j.target != REFERENCE and current.get((target, j.instance_id)) != j.target:
                 status, reason = "stale", "judges a continuation that is no longer the setup's current ok one"
+            elif _nothing_judged(j, insts[j.instance_id]):
+                status, reason = "skipped", NO_TURNS
             judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
                          "kind": j.kind, "status": status, "reason": reason, "turns": len(j.labels),
                          "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
-            if status in ("invalid", "stale"):
+            if status in ("invalid", "stale", "skipped"):
                 continue
             if j.kind == "overall":
                 likert.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
@@ -104,22 +137,92 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                              "reason": s, "turns": i64, "not_in_taxonomy": i64}),
         continuations=_df(conts, {"setup": s, "instance_id": s, "dataset": s, "status": s, "reason": s}),
         taxonomy=tax,
+        expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
     )
 
 
+def _nothing_judged(j: Judgment, inst: Instance) -> bool:
+    """A judgment of a target with no turn to judge: recorded so by the judge (``NO_TURNS``), a
+    reference without a judged turn, or a fine-grained judgment that labelled no turn (an older
+    run's valid all-zero judgment of an empty target) — never a valid zero."""
+    if j.reason == NO_TURNS or (j.target == REFERENCE and not judged_turns(inst, inst.reference)):
+        return True
+    return j.kind == "fine_grained" and j.status != "invalid" and not j.labels and not j.judged_turns
+
+
+def _configs(params: Any, key: str, cls: type[BaseModel], file: str) -> list[Any] | None:
+    """The setups or judges of the manifest's params, read for what selects instances (name,
+    kind, datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
+    items = params.get(key) if isinstance(params, dict) else None
+    if items is None:
+        return None
+    out = []
+    for i, d in enumerate(items if isinstance(items, list) else [items]):
+        try:
+            if not isinstance(d, dict):
+                raise TypeError("not a mapping")
+            keep = {k: d[k] for k in ("name", "kind", "datasets", "max_per_dataset") if k in d}
+            out.append(cls.model_validate({"model": str(d.get("model", "?")), **keep}))
+        except (TypeError, ValidationError) as e:
+            why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
+            raise InputError(f"cannot tell which instances it selects: {why}", file=file,
+                             record=f"params.{key}[{i}]",
+                             hint="the manifest is written by cocoeval run; run the params file again") from None
+    return out
+
+
+def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``Frames.expected``: what the params say should exist, and whether it does (``ok``: the
+    (setup, instance) pairs with a current ok continuation; ``judged``: the judgments frame's rows)."""
+    params, file = run.manifest.params, str(run.path / "manifest.json") if run.path else "manifest.json"
+    setups: list[Setup] = _configs(params, "setups", Setup, file) or []
+    judges: list[JudgeConfig] = _configs(params, "judges", JudgeConfig, file) or []
+    simulated = {(name, c.instance_id) for name, cs in run.continuations.items() for c in cs}
+    have = {(r["judge"], r["target"], r["instance_id"], r["kind"]) for r in judged if r["status"] != "stale"}
+    chosen = {s.name: {i.id for i in s.select(run.instances)} for s in setups}
+    rows = [{"stage": "simulate", "judge": None, "target": s.name, "kind": None, "instance_id": i.id,
+             "reason": None if (s.name, i.id) in simulated else NOT_SIMULATED}
+            for s in setups for i in run.instances if i.id in chosen[s.name]]
+    for j in judges:
+        for inst in j.select(run.instances):
+            for t in [REFERENCE, *(s.name for s in setups if inst.id in chosen[s.name])]:
+                for k in j.kind:
+                    reason = None if (j.name, t, inst.id, k) in have else \
+                        NO_CONTINUATION if t != REFERENCE and (t, inst.id) not in ok else NOT_JUDGED
+                    rows.append({"stage": "judge", "judge": j.name, "target": t, "kind": k, "instance_id": inst.id,
+                                 "reason": reason})
+    return rows
+
+
+RATE_COLUMNS = ["stage", "judge", "target", "kind", "n", "invalid", "skipped", "stale", "missing", "no_continuation",
+                "invalid_rate"]
+
+
 def invalid_rates(f: Frames) -> pl.DataFrame:
-    """Invalid continuations per setup and invalid judgments per judge, target and kind; ``stale``
-    counts judgments of a continuation that is no longer the setup's current ok one (excluded
-    from ``n``, ``invalid`` and every mean)."""
-    c = (f.continuations.group_by("setup").agg(n=pl.len(), invalid=(pl.col("status") == "invalid").sum())
-         .with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8), kind=pl.lit(None, pl.Utf8))
-         .rename({"setup": "target"}))
-    c = c.with_columns(stale=pl.lit(0, pl.UInt32))
-    st = pl.col("status") == "stale"
+    """Per setup (stage simulate) and per judge, target and kind (stage judge): ``n`` continuations
+    or judgments present (stale ones excluded), of which ``invalid`` could not be used and
+    ``skipped`` had no turn to judge (``NO_TURNS``); ``stale`` judgments of a continuation that is
+    no longer the setup's current ok one; ``missing``: expected by the run's params but absent
+    (``Frames.expected``; null where the params say nothing: a human annotator, a setup or judge
+    they do not name), of which ``no_continuation`` are judgments of a setup with no ok
+    continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / n (null
+    when n is 0). Skipped, stale and missing items are in no mean."""
+    i64, status = pl.Int64, pl.col("status")
+    c = (f.continuations.group_by("setup").agg(n=pl.len(), invalid=(status == "invalid").sum())
+         .rename({"setup": "target"}).with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8),
+                                                   kind=pl.lit(None, pl.Utf8), skipped=pl.lit(0), stale=pl.lit(0)))
+    st = status == "stale"
     j = (f.judgments.group_by("judge", "target", "kind")
-         .agg(n=(~st).sum(), invalid=(pl.col("status") == "invalid").sum(), stale=st.sum())
+         .agg(n=(~st).sum(), invalid=(status == "invalid").sum(), skipped=(status == "skipped").sum(), stale=st.sum())
          .with_columns(stage=pl.lit("judge")))
-    cols = ["stage", "judge", "target", "kind", "n", "invalid", "stale"]
-    out = pl.concat([c.select(cols), j.select(cols)], how="vertical_relaxed")
-    return out.with_columns(invalid_rate=pl.col("invalid") / pl.col("n")).sort("stage", "judge", "target", "kind",
-                                                                                  nulls_last=True)
+    keys = ["stage", "judge", "target", "kind"]
+    present = pl.concat([x.select(*keys, *[pl.col(k).cast(i64) for k in ("n", "invalid", "skipped", "stale")])
+                         for x in (c, j)])
+    reason = pl.col("reason")
+    exp = f.expected.group_by(keys).agg(missing=reason.is_not_null().sum().cast(i64),
+                                        no_continuation=(reason == NO_CONTINUATION).sum().cast(i64))
+    out = present.join(exp, on=keys, how="full", coalesce=True, nulls_equal=True).with_columns(
+        [pl.col(k).fill_null(0) for k in ("n", "invalid", "skipped", "stale")])
+    out = out.with_columns(no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
+                           invalid_rate=pl.when(pl.col("n") > 0).then(pl.col("invalid") / pl.col("n")))
+    return out.select(RATE_COLUMNS).sort(keys, nulls_last=True)

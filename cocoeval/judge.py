@@ -40,6 +40,10 @@ Kind = Literal["overall", "fine_grained"]
 PROMPTS: dict[str, str] = {"overall": "judge_overall", "fine_grained": "judge_fine_grained"}
 TRUNCATED = ("length", "max_tokens")
 """Finish reasons of an answer cut off at its output budget (OpenAI, Anthropic)."""
+NO_TURNS = "no turns to judge"
+"""The reason recorded for a target with no turn the judge should judge (an empty continuation,
+or a chat window without a user turn): never sent to the judge, stored invalid with this reason
+(``frames`` counts it as ``skipped``), never a valid all-zero judgment."""
 
 
 class JudgeConfig(BaseModel):
@@ -110,16 +114,18 @@ def targets_for(instances: Sequence[Instance], continuations: dict[str, list[Con
     out = []
     by_id = {i.id: i for i in instances}
     for inst in instances:
-        out.append(Target(inst, "reference", "reference", inst.reference, _judged(inst, inst.reference)))
+        out.append(Target(inst, "reference", "reference", inst.reference, judged_turns(inst, inst.reference)))
     for name, conts in continuations.items():
         for c in conts:
             if c.status == "ok" and c.instance_id in by_id:
                 inst = by_id[c.instance_id]
-                out.append(Target(inst, name, c.setup_id, c.turns, _judged(inst, c.turns)))
+                out.append(Target(inst, name, c.setup_id, c.turns, judged_turns(inst, c.turns)))
     return out
 
 
-def _judged(inst: Instance, turns: list[Turn]) -> list[int]:
+def judged_turns(inst: Instance, turns: list[Turn]) -> list[int]:
+    """0-based indices of the turns of a target (``turns``) that a judge labels: every turn, or
+    in chats only the user turns. Empty: the target has nothing to judge (``NO_TURNS``)."""
     if is_human_ai(inst):
         return [i for i, t in enumerate(turns) if t.speaker == "user"]
     return list(range(len(turns)))
@@ -174,6 +180,8 @@ class JudgeTask:
             else judge.max_tokens_overall
         self.result: Judgment | None = None
         self._last_raw = ""
+        if not target.judged:  # nothing to judge: recorded as skipped, no call is made
+            self._finish(Verdict.fail(NO_TURNS, retryable=False), "")
 
     def next_call(self) -> Call:
         fine = self.kind == "fine_grained"
@@ -257,7 +265,8 @@ def plan_judgments(instances: Sequence[Instance], continuations: dict[str, list[
 def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],
           judges: Sequence[JudgeConfig], runner: Runner, *, taxonomy: Taxonomy | None = None,
           on_round: Callable[[int, dict[str, list[Judgment]]], None] | None = None) -> dict[str, list[Judgment]]:
-    """Judge every reference and ok continuation with every judge; {judge name: judgments}."""
+    """Judge every reference and ok continuation with every judge; {judge name: judgments}. A
+    target with no turn to judge is not sent: its judgments are invalid with reason ``NO_TURNS``."""
     tasks = plan_judgments(instances, continuations, judges, taxonomy or load_taxonomy())
 
     def collect() -> dict[str, list[Judgment]]:

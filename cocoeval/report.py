@@ -127,8 +127,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
     free = _tested(write_section("judge-free", run, params, table, figure), correction)
     rates = invalid_rates(f)
-    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); stale = judgments "
-          "of a continuation the setup no longer has (never counted)")
+    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
+          "to judge; stale = judgments of a continuation the setup no longer has; missing = expected by the params but "
+          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted")
     judged = rates.filter(pl.col("stage") == "judge")
     simulated = rates.filter(pl.col("stage") == "simulate").select(
         "target", continuations_invalid_rate="invalid_rate")
@@ -164,7 +165,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             write_section("paper", run, params, table, figure)
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
-        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target (Table 4's layout: table4)")
+        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid judgments (n; unpaired: table4's layout)")
         figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
     write_section("agreement", run, params, table, figure)
     paired = tables.get("paired_vs_human")

@@ -132,12 +132,16 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
             a.charts[chart_key("figure3", label)] = chart
     elif not fig3.is_empty():
         a.charts["behaviours_vs_humans"] = charts.behaviour_bars(fig3, f.taxonomy, judge=judge, setups=setups)
-    lk = stats.likert_means(f, resamples=resamples, seed=seed, min_n=min_n) if not f.likert.is_empty() \
-        else pl.DataFrame()
+    lk = stats.likert_vs_human(f, judge, setups, resamples=resamples, seed=seed, min_n=min_n)  # paired, as above
     if not lk.is_empty():
-        lk = lk.filter((pl.col("judge") == judge) & pl.col("target").is_in([REFERENCE, *setups]))
         a.tables["likert"] = lk
-        a.charts["likert"] = charts.likert_chart(lk)
+        a.text.append("Likert scores (1–10), each setup paired with the human reference on the instances both have a "
+                      "valid overall judgment for (n per setup); simulated − human: " + "; ".join(
+                          f"{md_escape(r['target'])} {r['score']} {_ci(r)}"
+                          for r in lk.filter(pl.col("series") == stats.DIFFERENCE).iter_rows(named=True)) + ".")
+        a.charts["likert"] = charts.likert_chart(lk.filter(pl.col("series") != stats.DIFFERENCE).with_columns(
+            target=pl.when(pl.col("series") == "simulated").then("target").otherwise(pl.format("{} · {}", "target",
+                                                                                                  "series"))))
     return a
 
 

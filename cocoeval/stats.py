@@ -54,8 +54,10 @@ from ._inference import (
     verdict,
 )
 from ._rq_stats import (
+    DIFFERENCE,
     conditions,
     figure_groups,
+    likert_vs_human,
     paired_between,
     participant_variance,
     participants_spearman,
@@ -71,6 +73,7 @@ __all__ = [
     "ALPHA",
     "AVERAGE",
     "CORRECTIONS",
+    "DIFFERENCE",
     "FLIPS",
     "INTER_HUMAN",
     "LIKERT",
@@ -91,6 +94,7 @@ __all__ = [
     "figure_groups",
     "items_of",
     "judge_vs_humans",
+    "likert_vs_human",
     "loo_inter",
     "loo_judge",
     "paired_between",
