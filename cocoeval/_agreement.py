@@ -221,7 +221,8 @@ def taxonomy_coverage(f: Frames) -> pl.DataFrame:
     """Appendix B.3: per annotator, of the turns they labelled in valid fine-grained judgments,
     how many they marked as showing a behaviour not in the taxonomy, the rate, and in how many
     conversations."""
-    j = f.judgments.filter(pl.col("human") & (pl.col("kind") == "fine_grained") & (pl.col("status") != "invalid"))
+    j = f.judgments.filter(pl.col("human") & (pl.col("kind") == "fine_grained")
+                            & pl.col("status").is_in(["ok", "repaired"]))
     out = j.group_by("judge").agg(conversations=pl.len(), turns=pl.col("turns").sum(),
                                   turns_not_in_taxonomy=pl.col("not_in_taxonomy").sum(),
                                   conversations_not_in_taxonomy=(pl.col("not_in_taxonomy") > 0).sum())

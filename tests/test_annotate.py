@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 
 import polars as pl
@@ -530,6 +531,12 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
     cov = stats.taxonomy_coverage(run_frames(Run.open(d)))
     assert cov.select("annotator", "turns", "turns_not_in_taxonomy", "rate").rows() == [
         ("ann1", 3, 1, pytest.approx(1 / 3)), ("ann2", 3, 0, 0.0)]
+    # only judgments that count are covered: a stale or skipped one is not (nor an invalid one)
+    f = run_frames(Run.open(d))
+    for status in ("stale", "skipped", "invalid"):
+        g = dataclasses.replace(f, judgments=f.judgments.with_columns(
+            status=pl.when(pl.col("judge") == "ann2").then(pl.lit(status)).otherwise(pl.col("status"))))
+        assert stats.taxonomy_coverage(g)["annotator"].to_list() == ["ann1"]
     # importing again changes nothing; another description is a conflict (like changed behaviours)
     rep = import_into_run(tmp_path / "a.csv", d)
     assert rep["annotators"]["ann1"]["unchanged"] == 3
