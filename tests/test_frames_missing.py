@@ -204,3 +204,19 @@ def test_the_report_shows_what_is_missing(tmp_path):
     assert inv["missing"].sum() == 1
     md = (tmp_path / "rep" / "invalid_rates.md").read_text()
     assert "missing" in md and "no_continuation" in md and "skipped" in md
+
+
+def test_a_target_without_a_turn_to_judge_is_reported_as_skipped_and_does_not_fail_the_run():
+    from cocoeval.outcome import bad_count, describe, tally
+
+    empty, full = chat_without_user_turn(), instance("chat/c/1", n_hist=4, n_ref=2, chat=True)
+    js = [Judgment(instance_id=empty.id, target="reference", judge_id="J", judge_name="J", kind="fine_grained",
+                   taxonomy_hash="t", status="invalid", reason=NO_TURNS),
+          Judgment(instance_id=full.id, target="reference", judge_id="J", judge_name="J", kind="fine_grained",
+                   taxonomy_hash="t", status="invalid", reason="no JSON in the answer")]
+    t = tally(js)
+    assert (t["total"], t["invalid"], t["skipped"]) == (2, 1, 1) and NO_TURNS not in t["reasons"]
+    summary = {"judge": {"J": t}}
+    assert bad_count(summary) == 1
+    assert f"  judge J: 1 skipped ({NO_TURNS}; in no statistic)" in describe(summary)
+    assert bad_count({"judge": {"J": tally(js[:1])}}) == 0
