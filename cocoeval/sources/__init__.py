@@ -7,8 +7,9 @@ other packages add kinds through the ``cocoeval.sources`` entry-point group.
 
 from __future__ import annotations
 
-# Importing the modules registers their loaders (no heavy dependencies).
-from . import chat, convokit, qmsum, tcr  # noqa: F401
+import importlib
+import pkgutil
+
 from ._registry import (
     Loader,
     SourceReport,
@@ -19,6 +20,12 @@ from ._registry import (
     source,
 )
 from ._text import clean_transcript
+
+# Importing every public module of this package registers its loaders (no heavy dependencies):
+# a new format is one new module here, nothing else to list.
+for _m in pkgutil.iter_modules(__path__):
+    if not _m.name.startswith("_"):
+        importlib.import_module(f"{__name__}.{_m.name}")
 
 __all__ = [
     "Loader",
