@@ -60,8 +60,10 @@ class SummaryIndex:
         if not sentences:
             return Summary(text=head, covers_turns=len(prior))
         log = {w: math.log1p(n) for w, n in tf.items()}
+        # fsum is exact, so a score (and the ties between equal ones) does not depend on the order
+        # of the word set, which changes with PYTHONHASHSEED
         scored = sorted(range(len(sentences)),
-                        key=lambda k: (-sum(log[w] for w in sentences[k][2]) / len(sentences[k][2]), k))
+                        key=lambda k: (-math.fsum(log[w] for w in sentences[k][2]) / len(sentences[k][2]), k))
         chosen: list[int] = []
         words = 0
         for k in scored:

@@ -61,6 +61,29 @@ def test_in_process_local_model(tmp_path):
     assert r.ledger.totals()["cost_usd"] == 0
 
 
+
+def test_saved_prompt_states_hold_no_logits_buffer_and_change_no_answer():
+    """The provider's prompt cache restores a conversation's state without the n_batch x n_vocab
+    scores llama-cpp-python would copy into every entry (10 GB in a demo run), to the same answer."""
+    from llama_cpp import Llama, LlamaRAMCache
+
+    from cocoeval.llm.providers.local import _lean_llama
+
+    def ask(llama, text):
+        return llama.create_chat_completion(messages=[{"role": "user", "content": text}], max_tokens=16,
+                                            temperature=0.0)["choices"][0]["message"]["content"]
+
+    a, b = "Name three colours of a traffic light.", "Say hello to Bob in one sentence."
+    lean = _lean_llama()(model_path=str(smollm2_path()), n_ctx=1024, n_threads=2, verbose=False, seed=0)
+    cache = LlamaRAMCache(capacity_bytes=1 << 30)
+    lean.set_cache(cache)
+    first, other, again = ask(lean, a), ask(lean, b), ask(lean, a)  # the third starts from a's saved state
+    assert first and other and again == first
+    states = list(cache.cache_state.values())
+    assert len(states) >= 2 and all(st.scores.size <= lean.n_vocab() for st in states)
+    plain = Llama(model_path=str(smollm2_path()), n_ctx=1024, n_threads=2, verbose=False, seed=0)
+    assert ask(plain, a) == first  # no prompt cache at all: the same answer
+
 @pytest.fixture(scope="module")
 def llama_server():
     with socket.socket() as s:

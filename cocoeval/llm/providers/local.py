@@ -32,6 +32,27 @@ def smollm2_path() -> Path | None:
     return None
 
 
+def _lean_llama() -> type:
+    """``Llama`` whose saved prompt states leave out the logits buffer.
+
+    llama-cpp-python's ``save_state`` copies ``n_batch x n_vocab`` float32 scores (100 MB for
+    SmolLM2) into every ``LlamaRAMCache`` entry, outside the cache's byte count, so a demo run grew
+    to 10 GB and spent its time copying them. With ``logits_all=False`` (as here) sampling reads the
+    context's own logits, and those scores are never filled or read (they serve logprobs only), so
+    one zero row, which ``load_state`` broadcasts, stands in for them: the answers are the same."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    class LeanLlama(Llama):
+        def save_state(self) -> Any:
+            state = super().save_state()
+            if not self._logits_all:
+                state.scores = np.zeros((1, self._n_vocab), dtype=np.single)
+            return state
+
+    return LeanLlama
+
+
 @provider("local")
 class LocalProvider(Provider):
     in_process = True  # one copy of the model, in this process
@@ -71,10 +92,10 @@ class LocalProvider(Provider):
             # OpenMP threads that spin while waiting turn every other busy process on a small
             # machine into a 10-30x slowdown; passive waiting costs nothing when the CPU is free
             os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            from llama_cpp import Llama, LlamaRAMCache
+            from llama_cpp import LlamaRAMCache
 
-            llama = Llama(model_path=key, n_ctx=self.n_ctx, n_threads=os.cpu_count() or 1, n_batch=512,
-                          verbose=False, seed=0)
+            llama = _lean_llama()(model_path=key, n_ctx=self.n_ctx, n_threads=os.cpu_count() or 1, n_batch=512,
+                                  verbose=False, seed=0)
             # keep the KV state of recent prompts: the calls of one conversation share a long
             # constant prefix, which is then evaluated once instead of at every step
             llama.set_cache(LlamaRAMCache(capacity_bytes=self.prompt_cache_bytes))
