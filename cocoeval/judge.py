@@ -245,10 +245,6 @@ class JudgeTask:
             max_tokens=self.budget)
 
 
-_Task = JudgeTask
-"""The former private name (the cache-key golden cases in tests import it)."""
-
-
 def plan_judgments(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],
                    judges: Sequence[JudgeConfig], tax: Taxonomy) -> dict[str, list[JudgeTask]]:
     """{judge name: one task per (target, kind) the judge judges}: the calls ``judge`` makes

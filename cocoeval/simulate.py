@@ -257,10 +257,6 @@ class SimTask:
             notes=self.notes, unknown_speakers=self.unknown)
 
 
-_Task = SimTask
-"""The former private name (the cache-key golden cases in tests import it)."""
-
-
 def plan_continuations(instances: Sequence[Instance], setups: Sequence[Setup],
                        taxonomy: Taxonomy) -> dict[str, list[SimTask]]:
     """{setup name: one task per instance the setup simulates}: the calls ``simulate`` makes,

@@ -3,11 +3,10 @@ invariance test: keys written by the code before prompt-cache layout and schedul
 
 from __future__ import annotations
 
-from cocoeval.judge import JudgeConfig, targets_for
-from cocoeval.judge import _Task as JudgeTask
+from cocoeval.judge import JudgeConfig, JudgeTask, targets_for
 from cocoeval.llm.base import get_provider, request_key
 from cocoeval.schema import Continuation
-from cocoeval.simulate import Setup, _Task
+from cocoeval.simulate import Setup, SimTask
 from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import instance
@@ -43,12 +42,12 @@ def cases() -> dict[str, str]:
         for prompt in ("vanilla", "taxonomy", "copy_then_continue"):
             for k in (1, 5, 30):
                 s = Setup(name="s", model=model, prompt=prompt, turns_per_call=k)
-                t = _Task(s, s.setup_id(tax), inst, tax)
+                t = SimTask(s, s.setup_id(tax), inst, tax)
                 for step in range(3 if k < 30 else 1):
                     t.turns = list(inst.reference[: step * k])
                     out[f"{model}|{prompt}|k{k}|step{step}"] = key(t.next_call().request)
         s = Setup(name="u", model=model, kind="human_ai")
-        t = _Task(s, s.setup_id(tax), chat, tax)
+        t = SimTask(s, s.setup_id(tax), chat, tax)
         out[f"{model}|user_sim"] = key(t.next_call().request)
         t.turns = list(chat.reference[:1])
         out[f"{model}|chatbot"] = key(t.next_call().request)

@@ -6,15 +6,14 @@ from __future__ import annotations
 import itertools
 import json
 
-from cocoeval.judge import JudgeConfig, send_order, targets_for
-from cocoeval.judge import _Task as JudgeTask
+from cocoeval.judge import JudgeConfig, JudgeTask, send_order, targets_for
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
 from cocoeval.llm._promptcache import AnthropicBreakpointCache, OpenAIPrefixCache, openai_cached
 from cocoeval.llm.base import Usage, get_provider
 from cocoeval.llm.usage import PriceTable
 from cocoeval.prompts import load_prompt
 from cocoeval.schema import Continuation, Turn
-from cocoeval.simulate import Setup, _Task
+from cocoeval.simulate import Setup, SimTask
 from cocoeval.taxonomy import load_taxonomy
 
 from ._cache_key_cases import cases, prompt_of
@@ -45,7 +44,7 @@ def test_the_calls_of_a_continuation_share_a_byte_identical_growing_prefix():
     inst = long_instance()
     for prompt, k in (("vanilla", 1), ("taxonomy", 5), ("copy_then_continue", 1)):
         s = Setup(name="s", model="anthropic/claude-sonnet-4", prompt=prompt, turns_per_call=k)
-        t = _Task(s, "id", inst, tax)
+        t = SimTask(s, "id", inst, tax)
         reqs = []
         while len(t.turns) < len(inst.reference):
             reqs.append(t.next_call().request)
@@ -57,7 +56,7 @@ def test_the_calls_of_a_continuation_share_a_byte_identical_growing_prefix():
             assert (i, end) in b.cache_points  # and the next call reads it there
         assert reqs[-1].cache_points[-1] == reqs[-2].cache_points[-1]  # the last call writes nothing new
     one = Setup(name="s30", model="openai/gpt-4.1", turns_per_call=30)
-    req = _Task(one, "id", instance(), tax).next_call().request
+    req = SimTask(one, "id", instance(), tax).next_call().request
     assert req.cache_points == [] and req.cache_group is None  # one call: nothing shared, no write surcharge
 
 
