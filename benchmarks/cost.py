@@ -47,13 +47,22 @@ sys.path.insert(0, str(ROOT))
 from cocoeval import BuildConfig, build  # noqa: E402
 from cocoeval.bench import load_instances  # noqa: E402
 from cocoeval.demo import sample_dir, write_demo_data  # noqa: E402
-from cocoeval.estimate import describe, forecast, observed_output, observed_reasoning  # noqa: E402
+from cocoeval.estimate import (  # noqa: E402
+    describe,
+    forecast,
+    judge_cache_bounds,
+    observed_output,
+    observed_reasoning,
+    plan_totals,
+)
 from cocoeval.experiment import load_params  # noqa: E402
 from cocoeval.jsonio import write_jsonl  # noqa: E402
+from cocoeval.judge import PROMPTS  # noqa: E402
 from cocoeval.llm._promptcache import chars_tokens, openai_cached  # noqa: E402
 from cocoeval.llm.base import Usage  # noqa: E402
 from cocoeval.llm.usage import PriceTable  # noqa: E402
-from cocoeval.render import format_metadata, render_target  # noqa: E402
+from cocoeval.prompts import load_prompt  # noqa: E402
+from cocoeval.render import format_metadata, judge_messages, render_target  # noqa: E402
 from cocoeval.run import Run  # noqa: E402
 from cocoeval.schema import Instance, Participant  # noqa: E402
 from cocoeval.taxonomy import load_taxonomy  # noqa: E402
@@ -175,11 +184,63 @@ def ceilings(run: Run) -> dict[tuple[str, str, str], float]:
     return {k: best[k] / total[k] for k in total if total[k]}
 
 
+Sections = dict[str, dict[str, dict]]
+"""Per judge (its row label) and instance: ``instructions`` per kind, ``context``, ``targets`` (tokens)."""
+
+
+def sections(run: Run) -> Sections:
+    """The token sizes of each judge prompt's parts, per judge and instance, for the layout bounds."""
+    turns = {(c.instance_id, c.setup_id): c.turns for xs in run.continuations.values() for c in xs}
+    turns |= {(i.id, "reference"): i.reference for i in run.instances}
+    insts, tax = {i.id: i for i in run.instances}, load_taxonomy()
+    out: Sections = defaultdict(lambda: defaultdict(lambda: {"instructions": {}, "context": None, "targets": {}}))
+    for n, js in run.all_judgments.items():
+        for j in js:
+            if not j.calls:
+                continue
+            (system, user), at = judge_messages(load_prompt(PROMPTS[j.kind]), insts[j.instance_id],
+                                                turns[(j.instance_id, j.target)], j.judged_turns, tax)
+            s = out[f"{j.judge_name or n} ({j.calls[0].model.split('@')[0].split('/')[-1]})"][j.instance_id]
+            ctx = chars_tokens(user.content[:at])
+            s["instructions"][j.kind] = chars_tokens(system.content)
+            s["context"] = ctx if s["context"] is None else min(s["context"], ctx)  # the kinds' headers differ
+            s["targets"][j.target] = chars_tokens(user.content[at:])
+    return out
+
+
+def bounds(per_instance: dict[str, dict], n_targets: int | None = None) -> dict[str, float]:
+    """Cached-share bounds of a judge over its instances (``judge_cache_bounds``); with
+    ``n_targets``, for an instance of the mean sizes with that many targets."""
+    sums: dict[str, int] = defaultdict(int)
+    if n_targets is not None:
+        xs = list(per_instance.values())
+        kinds = {k for x in xs for k in x["instructions"]}
+        mean_t = sum(sum(x["targets"].values()) for x in xs) / sum(len(x["targets"]) for x in xs)
+        per_instance = {"mean": {"instructions": {k: round(sum(x["instructions"].get(k, 0) for x in xs) / len(xs))
+                                                  for k in kinds},
+                                 "context": round(sum(x["context"] for x in xs) / len(xs)),
+                                 "targets": dict.fromkeys(range(n_targets), round(mean_t))}}
+    for x in per_instance.values():
+        for k, v in judge_cache_bounds(x["instructions"], x["context"], list(x["targets"].values())).items():
+            sums[k] += v
+    return {k: sums[k] / sums["total"] for k in ("paper", "reordered", "free")} if sums["total"] else {}
+
+
+def print_bounds(secs: Sections, n_targets: int | None = None) -> None:
+    for name, per in sorted(secs.items()):
+        n = n_targets or round(sum(len(x["targets"]) for x in per.values()) / len(per))
+        b = bounds(per, n_targets)
+        print(f"judge {name}, both kinds, {n} targets per instance: at most {b['paper']:.2f} cached in the paper's "
+              f"order (instructions, M, S, x, target); {b['reordered']:.2f} in the best order of the same words "
+              f"(M, S, x, target, then each kind's instructions); {b['free']:.2f} if instructions cost nothing "
+              "(the limit of any layout with one target per request)")
+
+
 def share(r: dict) -> float:
     return r["cached_input_tokens"] / r["input_tokens"] if r["input_tokens"] else float("nan")
 
 
-def measured(n: int, tmp: Path) -> None:
+def measured(n: int, tmp: Path) -> Sections:
     insts = paper_instances(n, tmp)
     write_jsonl(tmp / "bench" / "eval.jsonl", insts)
     write_jsonl(tmp / "bench" / "train.jsonl", [])
@@ -214,6 +275,10 @@ def measured(n: int, tmp: Path) -> None:
     if notes:
         print("simulation calls beyond the plan (the forecast plans every answer usable) came from these notes: "
               + "; ".join(f"{k} ({v}x)" for k, v in sorted(notes.items(), key=lambda kv: -kv[1])))
+    secs = sections(run)
+    print("judging's cached share, upper bounds (no 1,024-token minimum, no 128-token steps):")
+    print_bounds(secs)
+    return secs
 
 
 def report(insts: list[Instance], rows: list[dict], before: dict, actual: dict, ceil: dict) -> None:
@@ -277,7 +342,7 @@ def usd(v: float | None) -> str:
     return "unknown" if v is None else f"${v:,.2f}"
 
 
-def paper(params: Path, data: Path | None, tmp: Path) -> None:
+def paper(params: Path, data: Path | None, tmp: Path, secs: Sections | None = None) -> None:
     exp = load_params(params)
     srcs, what = sources(data, tmp)
     build(srcs, tmp / "pbench", BuildConfig(per_dataset=50, seed=0))
@@ -297,6 +362,33 @@ def paper(params: Path, data: Path | None, tmp: Path) -> None:
             for k in tot:
                 tot[k] += r[f"cost_{k}_usd"]
     print("total: " + ", ".join(f"{k} {usd(v)}" for k, v in tot.items()))
+    plan = plan_totals(rows)
+    print(f"choice: every call live {usd(plan['live'])}; with --batch {usd(plan['with_batch'])}")
+    judge_gap(exp, rows, len(insts), tot["planned"], secs)
+
+
+TARGET_JUDGE_SHARE = 0.80
+"""The issue's target for judging's cached share, priced on the paper grid by ``judge_gap``."""
+
+
+def judge_gap(exp, rows: list[dict], n_insts: int, planned: float, secs: Sections | None) -> None:
+    """What judging's cached-share target is worth on the paper grid, and the bounds at its targets per instance."""
+    prices = PriceTable.load(exp.llm_config().prices)
+    judge = [r for r in rows if r["stage"] == "judge" and r["cost_cached_usd"] is not None]
+    if not judge:
+        return
+    at_target = sum(prices.cost(r["model"], Usage(
+        input_tokens=r["input_tokens"], cached_input_tokens=round(TARGET_JUDGE_SHARE * r["input_tokens"]),
+        output_tokens=r["output_tokens"], reasoning_tokens=r["reasoning_tokens"])) or 0.0 for r in judge)
+    cached, batch = sum(r["cost_cached_usd"] for r in judge), sum(r["cost_batch_usd"] for r in judge)
+    print(f"judging: ${cached:,.2f} with caching (share {sum(r['cached_input_tokens'] for r in judge) / sum(r['input_tokens'] for r in judge):.2f}), "
+          f"${batch:,.2f} through a batch API; at the target's {TARGET_JUDGE_SHARE:.2f} cached it would be "
+          f"${at_target:,.2f}, ${cached - at_target:,.2f} less ({(cached - at_target) / planned:.1%} of the planned total)")
+    if secs:
+        n = round(max(r["calls"] for r in judge) / n_insts)
+        print(f"judging's cached share, upper bounds at the paper grid's {n} targets per instance (mean sizes "
+              "of the measured grid's prompts):")
+        print_bounds(secs, n)
 
 
 def main() -> None:
@@ -310,9 +402,9 @@ def main() -> None:
     ap.add_argument("--no-paper", action="store_true", help="only the measured grid")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        measured(a.instances, Path(tmp))
+        secs = measured(a.instances, Path(tmp))
         if not a.no_paper:
-            paper(a.params, None if a.demo else a.data, Path(tmp))
+            paper(a.params, None if a.demo else a.data, Path(tmp), secs)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .experiment import Experiment
@@ -105,7 +105,8 @@ def forecast(exp: Experiment, instances: list[Instance],
     """Rows per (stage, name, model): calls, input/cached/cache-write/output/reasoning tokens;
     cost naive, with prompt caching and through a batch API; and ``mode``/``cost_planned_usd``:
     how the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row,
-    and what that costs. ``observed``: mean reasoning tokens per call by (stage, model), from
+    and what that costs; ``cost_if_batch_usd``: its cost under ``--batch`` (the batch price where
+    the row can go through a batch API, else live with caching). ``observed``: mean reasoning tokens per call by (stage, model), from
     a run's records (``observed_reasoning``), in place of ``REASONING_PER_CALL``;
     ``observed_out``: mean visible output tokens per unit by row (``observed_output``), in place
     of the defaults (simulation: per turn written, instead of the reference's turns; fine-grained
@@ -200,8 +201,18 @@ def forecast(exp: Experiment, instances: list[Instance],
         out.append({"stage": stage, "name": name, "model": model, **{k: r[k] for k in ROW_FIELDS},
                     "output_source": r.get("output_source", "default"), "cost_naive_usd": naive,
                     "cost_cached_usd": cached, "cost_batch_usd": batch, "mode": mode,
-                    "cost_planned_usd": batch if mode == "batch" else cached})
+                    "cost_planned_usd": batch if mode == "batch" else cached,
+                    "cost_if_batch_usd": batch if batchable else cached})
     return out
+
+
+def plan_totals(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """Totals over the rows with known prices: ``planned`` (as the params file sends them),
+    ``live`` (every call live, with prompt caching) and ``with_batch`` (``--batch``: every row
+    that can go through a batch API at the batch price, the rest live with caching)."""
+    known = [r for r in rows if r["cost_cached_usd"] is not None]
+    return {"planned": sum(r["cost_planned_usd"] for r in known), "live": sum(r["cost_cached_usd"] for r in known),
+            "with_batch": sum(r["cost_if_batch_usd"] for r in known)}
 
 
 def _records(run: Run) -> Iterable[tuple[str, CallRecord]]:
@@ -266,6 +277,31 @@ def compare_with_run(rows: list[dict[str, Any]], run: Run) -> list[dict[str, Any
                     "forecast_cached_share": _share(f), "actual_cached_share": _share(a),
                     "forecast_output": f["output_tokens"], "actual_output": a["output_tokens"]})
     return out
+
+
+def judge_cache_bounds(instructions: Mapping[str, int], context: int, targets: Sequence[int]) -> dict[str, int]:
+    """The most of one instance's judge input that a provider's prompt cache can bill as cached,
+    with one target per request, in tokens: ``total`` and the cached tokens of three layouts.
+    ``instructions``: each kind's instruction tokens (its system message), ``context``: M, S and
+    x, ``targets``: each target's tokens; every kind judges every target.
+
+    ``paper``: the paper's order, instructions, then M, S, x, then the target. A kind's calls share
+    instructions and context, nothing with the other kind: every call reads its instructions
+    (the previous instance wrote them) and all but the first its context.
+    ``reordered``: the same words with M, S, x and the target first and each kind's instructions
+    last. The kinds of a target share context and target: a target's first call reads the
+    context (not the instance's very first call), its other kinds context and target; the
+    instructions, after the divergence, are never read.
+    ``free``: as if instructions cost nothing, only the context once and each target once
+    unread: the limit of any layout, words or instructions, with one target per request.
+    OpenAI's 1,024-token minimum and 128-token steps are left out, so these are upper bounds."""
+    n, kinds, tsum = len(targets), len(instructions), sum(targets)
+    if not n or not kinds:
+        return dict(total=0, paper=0, reordered=0, free=0)
+    total = sum(n * (i + context) for i in instructions.values()) + kinds * tsum
+    paper = sum(n * (i + context) - context for i in instructions.values())
+    reordered = kinds * n * context - context + (kinds - 1) * tsum
+    return dict(total=total, paper=paper, reordered=reordered, free=total - context - tsum)
 
 
 def _share(r: dict[str, int]) -> float:

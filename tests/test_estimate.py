@@ -7,7 +7,14 @@ import itertools
 import yaml
 
 from cocoeval.cli import main
-from cocoeval.estimate import compare_with_run, forecast, observed_output, observed_reasoning
+from cocoeval.estimate import (
+    compare_with_run,
+    forecast,
+    judge_cache_bounds,
+    observed_output,
+    observed_reasoning,
+    plan_totals,
+)
 from cocoeval.experiment import load_params
 from cocoeval.jsonio import write_jsonl
 from cocoeval.llm.base import Usage
@@ -80,6 +87,10 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path, capsys):
     assert main(["estimate", str(p), "--run", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "output tokens: the run's observed means for 5 of 5 rows" in out  # k1, k5, k30, the judge's two kinds
+    tot = plan_totals(again)
+    assert tot["with_batch"] < tot["live"]  # the judge and the 30-turn setup at half price
+    assert (f"choice: every call live (with prompt caching) ${tot['live']:,.2f}; with --batch" in out
+            and f"dependent steps live, llm.batch_dependent) ${tot['with_batch']:,.2f}" in out), out
 
 
 def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
@@ -105,6 +116,19 @@ def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
     assert m["gpt41-vanilla-1"] == m["opus4-taxonomy-5"] == m["gpt41-user-sim"] == "live"
     m = modes(batch=True, batch_dependent="rounds")
     assert m["gpt41-vanilla-1"] == m["opus4-taxonomy-5"] == "batch"
+
+    # the choice printed beside the plan: every call live, or --batch as the params' dependent mode says
+    for dependent in ("live", "rounds"):
+        exp.params = exp.params.model_copy(update={"llm": exp.params.llm.model_copy(
+            update={"batch": False, "batch_dependent": dependent})})
+        rows = forecast(exp, insts)
+        exp.params = exp.params.model_copy(update={"llm": exp.params.llm.model_copy(update={"batch": True})})
+        batched = {r["name"]: r["cost_planned_usd"] for r in forecast(exp, insts)}
+        tot = plan_totals(rows)
+        assert tot["planned"] == tot["live"] == sum(r["cost_cached_usd"] for r in rows)
+        assert tot["with_batch"] == sum(batched.values())
+        assert all(r["cost_if_batch_usd"] == batched[r["name"]] for r in rows)
+        assert tot["with_batch"] < tot["live"] if dependent == "live" else tot["with_batch"] > tot["live"]
 
 
 def test_observed_output_replaces_the_default_per_row_by_hand(tmp_path):
@@ -175,3 +199,42 @@ def test_observed_output_replaces_the_default_per_row_by_hand(tmp_path):
     diff = default["j:fine_grained"]["output_tokens"] - seen["j:fine_grained"]["output_tokens"]
     assert abs(default["j:fine_grained"]["cost_naive_usd"] - seen["j:fine_grained"]["cost_naive_usd"]
                - prices.cost(oai_j, Usage(output_tokens=diff))) < 1e-12
+
+
+def _cached_by_prefix(requests: list[tuple[str, ...]]) -> list[int]:
+    """Per request, its longest common prefix (in tokens) with any earlier request: an ideal
+    prefix cache, with no minimum length and no steps."""
+    out = []
+    for n, r in enumerate(requests):
+        out.append(max((next((i for i, (x, y) in enumerate(zip(r, e, strict=False)) if x != y), min(len(r), len(e)))
+                        for e in requests[:n]), default=0))
+    return out
+
+
+def test_judge_cache_bounds_by_hand_and_against_an_ideal_prefix_cache():
+    instr, context, targets = {"fine_grained": 100, "overall": 50}, 1000, [500, 700]
+    b = judge_cache_bounds(instr, context, targets)
+    # total 2*(100+1000) + 2*(50+1000) + 2*(500+700) = 6700; paper: per kind n*(I+C) - C;
+    # reordered: kinds*n*C - C + (kinds-1)*sum(T); free: total - C - sum(T)
+    assert b == {"total": 6700, "paper": 2300, "reordered": 4200, "free": 4500}
+
+    def toks(tag: str, n: int) -> tuple[str, ...]:
+        return tuple(f"{tag}{i}" for i in range(n))
+
+    def requests(inst: str, reordered: bool) -> list[tuple[str, ...]]:
+        ctx = toks(f"{inst}-ctx", context)
+        out = []
+        for t, size in enumerate(targets):
+            tgt = toks(f"{inst}-t{t}", size)
+            for kind, size_i in instr.items():
+                ins = toks(kind, size_i)
+                out.append(ctx + tgt + ins if reordered else ins + ctx + tgt)
+        return out
+
+    for layout in ("paper", "reordered"):
+        before = requests("a", layout == "reordered")  # an earlier instance: the paper layout reads its instructions
+        mine = requests("b", layout == "reordered")
+        cached = _cached_by_prefix(before + mine)[len(before):]
+        assert sum(len(r) for r in mine) == b["total"]
+        assert sum(cached) == b[layout], layout
+    assert judge_cache_bounds({}, 10, [5]) == {"total": 0, "paper": 0, "reordered": 0, "free": 0}

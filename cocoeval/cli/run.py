@@ -37,7 +37,14 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
-    from ..estimate import compare_with_run, describe, forecast, observed_output, observed_reasoning
+    from ..estimate import (
+        compare_with_run,
+        describe,
+        forecast,
+        observed_output,
+        observed_reasoning,
+        plan_totals,
+    )
     from ..experiment import load_params, read_run
 
     exp = load_params(a.params)
@@ -68,6 +75,12 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
           + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
           + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else "")
           + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
+    tot = plan_totals(rows)
+    if any(r["cost_if_batch_usd"] != r["cost_cached_usd"] for r in known):  # some row can go through a batch API
+            print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
+              f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
+              f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
+              f"llm.batch_dependent) {usd(tot['with_batch'])}")
     if run is not None:
         for c in compare_with_run(rows, run):
             print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
