@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import InputError
 from .judge import NO_TURNS, JudgeConfig, behaviour_counts, judged_turns
-from .schema import Instance, Judgment, is_human_ai
+from .schema import Continuation, Instance, Judgment, is_human_ai
 from .simulate import Setup
 from .taxonomy import Taxonomy, load_taxonomy
 
@@ -55,7 +55,8 @@ class Frames:
     current ok one; skipped and stale are never counted), reason, turns (labelled), not_in_taxonomy
     (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
-    """setup, instance_id, dataset, status, reason: every continuation."""
+    """setup, instance_id, dataset, status (ok, invalid, or stale: simulated with other settings
+    than the manifest's setup id; never counted), reason: every continuation."""
     taxonomy: Taxonomy
     expected: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EXPECTED_SCHEMA))
     """stage (simulate or judge), judge, target, kind, instance_id, reason: one row per continuation
@@ -88,8 +89,10 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                   "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run.instances]
     # a continuation's judgment counts only while it judges the setup's current ok continuation:
     # after a setup's settings change (a new setup id) the old judgments are stale, never counted
+    # and a continuation or judgment made with other settings than the run's params now give
+    # (the manifest's setup and judge ids) is stale: never counted under the new settings
     current = {(name, c.instance_id): c.setup_id for name, cs in run.continuations.items()
-               for c in cs if c.status == "ok"}
+               for c in cs if c.status == "ok" and not _outdated(run, name, c)}
     counts, likert, labels, judg = [], [], [], []
     for name, js in run.all_judgments.items():
         for j in js:
@@ -100,8 +103,9 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
             target = j.target_name or j.target
             ds = insts[j.instance_id].dataset
             status, reason = j.status, j.reason
-            if j.target != REFERENCE and current.get((target, j.instance_id)) != j.target:
-                status, reason = "stale", "judges a continuation that is no longer the setup's current ok one"
+            old = None if human else _outdated(run, name, j)
+            if old or (j.target != REFERENCE and current.get((target, j.instance_id)) != j.target):
+                status, reason = "stale", old or "judges a continuation that is no longer the setup's current ok one"
             elif _nothing_judged(j, insts[j.instance_id]):
                 status, reason = "skipped", NO_TURNS
             judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
@@ -122,7 +126,8 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                                    "turn": lb.turn, "behaviour": b, "evidence": lb.evidence.get(b, "")})
     conts = [{"setup": name, "instance_id": c.instance_id,
               "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
-              "status": c.status, "reason": c.reason}
+              **({"status": "stale", "reason": old} if (old := _outdated(run, name, c)) else
+                 {"status": c.status, "reason": c.reason})}
              for name, cs in run.continuations.items() for c in cs]
     s, b, i64 = pl.Utf8, pl.Boolean, pl.Int64
     return Frames(
@@ -139,6 +144,19 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
         taxonomy=tax,
         expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
     )
+
+
+def _outdated(run: Run, name: str, x: Continuation | Judgment) -> str | None:
+    """Why ``x`` (of setup or judge ``name``) is stale: made with other settings than the run's
+    manifest gives the setup or judge now (a params change after a stage ran); None when current
+    or when the manifest does not say."""
+    if isinstance(x, Continuation):
+        have, want = x.setup_id, run.manifest.setups.get(name)
+        what = "simulated with other setup settings"
+    else:
+        have, want = x.judge_id, (run.manifest.judges.get(name) or {}).get(x.kind)
+        what = "made with other judge settings"
+    return None if want is None or have == want else f"{what} (id {have}; the run's params give {want})"
 
 
 def _nothing_judged(j: Judgment, inst: Instance) -> bool:
@@ -177,7 +195,8 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
     params, file = run.manifest.params, str(run.path / "manifest.json") if run.path else "manifest.json"
     setups: list[Setup] = _configs(params, "setups", Setup, file) or []
     judges: list[JudgeConfig] = _configs(params, "judges", JudgeConfig, file) or []
-    simulated = {(name, c.instance_id) for name, cs in run.continuations.items() for c in cs}
+    simulated = {(name, c.instance_id) for name, cs in run.continuations.items() for c in cs
+                 if not _outdated(run, name, c)}
     have = {(r["judge"], r["target"], r["instance_id"], r["kind"]) for r in judged if r["status"] != "stale"}
     chosen = {s.name: {i.id for i in s.select(run.instances)} for s in setups}
     rows = [{"stage": "simulate", "judge": None, "target": s.name, "kind": None, "instance_id": i.id,
@@ -201,17 +220,18 @@ RATE_COLUMNS = ["stage", "judge", "target", "kind", "n", "invalid", "skipped", "
 def invalid_rates(f: Frames) -> pl.DataFrame:
     """Per setup (stage simulate) and per judge, target and kind (stage judge): ``n`` continuations
     or judgments present (stale ones excluded), of which ``invalid`` could not be used and
-    ``skipped`` had no turn to judge (``NO_TURNS``); ``stale`` judgments of a continuation that is
-    no longer the setup's current ok one; ``missing``: expected by the run's params but absent
+    ``skipped`` had no turn to judge (``NO_TURNS``); ``stale`` continuations and judgments made
+    with other settings than the manifest's ids, and judgments of a continuation that is no
+    longer the setup's current ok one; ``missing``: expected by the run's params but absent
     (``Frames.expected``; null where the params say nothing: a human annotator, a setup or judge
     they do not name), of which ``no_continuation`` are judgments of a setup with no ok
     continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / n (null
     when n is 0). Skipped, stale and missing items are in no mean."""
     i64, status = pl.Int64, pl.col("status")
-    c = (f.continuations.group_by("setup").agg(n=pl.len(), invalid=(status == "invalid").sum())
-         .rename({"setup": "target"}).with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8),
-                                                   kind=pl.lit(None, pl.Utf8), skipped=pl.lit(0), stale=pl.lit(0)))
     st = status == "stale"
+    c = (f.continuations.group_by("setup").agg(n=(~st).sum(), invalid=(status == "invalid").sum(), stale=st.sum())
+         .rename({"setup": "target"}).with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8),
+                                                   kind=pl.lit(None, pl.Utf8), skipped=pl.lit(0)))
     j = (f.judgments.group_by("judge", "target", "kind")
          .agg(n=(~st).sum(), invalid=(status == "invalid").sum(), skipped=(status == "skipped").sum(), stale=st.sum())
          .with_columns(stage=pl.lit("judge")))

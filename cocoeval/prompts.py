@@ -49,9 +49,10 @@ def _folder() -> Path:
     return Path(str(resources.files("cocoeval").joinpath("prompts")))
 
 
-@lru_cache(maxsize=64)
 def load_prompt(name_or_path: str) -> Prompt:
-    """A built-in prompt by name (``vanilla``) or a prompt YAML file by path."""
+    """A built-in prompt by name (``vanilla``) or a prompt YAML file by path. The file is read on
+    every call (only its parsing is cached, by content): a prompt file edited in a running session
+    (a notebook) gives the new prompt and so a new setup or judge id, never the old text."""
     p = Path(name_or_path)
     if p.suffix not in (".yaml", ".yml"):
         p = _folder() / f"{name_or_path}.yaml"
@@ -59,10 +60,16 @@ def load_prompt(name_or_path: str) -> Prompt:
             raise ConfigError(f"unknown prompt {name_or_path!r}",
                               hint=f"use one of {', '.join(available_prompts())} or a path to a .yaml prompt file")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-        return Prompt.model_validate(data)
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError("prompt file not found", file=str(p)) from None
+    return _parse(str(p), text)
+
+
+@lru_cache(maxsize=64)
+def _parse(path: str, text: str) -> Prompt:
+    try:
+        return Prompt.model_validate(yaml.safe_load(text))
     except Exception as e:
-        raise InputError(f"not a valid prompt file ({e})", file=str(p),
+        raise InputError(f"not a valid prompt file ({e})", file=path,
                          hint="a prompt file has name, version, system and user (see cocoeval/prompts/)") from None
