@@ -195,9 +195,10 @@ FRAME_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "data
 
 def conversation_frame(run: Run) -> pl.DataFrame:
     """One row per conversation of ``Run.open(run_dir)``: target ('reference' or the
-    setup name), instance_id, dataset and every statistic (null where undefined)."""
+    setup name), instance_id, dataset and every statistic (null where undefined); stale
+    continuations (``Run.stale_reason``) are left out."""
     rows = []
-    for t in targets_for(run.instances, run.continuations):
+    for t in targets_for(run.instances, run.current_continuations):
         inst = t.instance
         p = len({x.speaker for x in [*inst.history, *inst.reference]})
         s = conversation_stats(t.turns, history=inst.history, goals=inst.metadata.goals, participants=p,

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import InputError
 from .judge import NO_TURNS, JudgeConfig, behaviour_counts, judged_turns
-from .schema import Continuation, Instance, Judgment, is_human_ai
+from .schema import Instance, Judgment, is_human_ai
 from .simulate import Setup
 from .taxonomy import Taxonomy, load_taxonomy
 
@@ -92,7 +92,7 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
     # and a continuation or judgment made with other settings than the run's params now give
     # (the manifest's setup and judge ids) is stale: never counted under the new settings
     current = {(name, c.instance_id): c.setup_id for name, cs in run.continuations.items()
-               for c in cs if c.status == "ok" and not _outdated(run, name, c)}
+               for c in cs if c.status == "ok" and not run.stale_reason(name, c)}
     counts, likert, labels, judg = [], [], [], []
     for name, js in run.all_judgments.items():
         for j in js:
@@ -103,7 +103,7 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
             target = j.target_name or j.target
             ds = insts[j.instance_id].dataset
             status, reason = j.status, j.reason
-            old = None if human else _outdated(run, name, j)
+            old = None if human else run.stale_reason(name, j)
             if old or (j.target != REFERENCE and current.get((target, j.instance_id)) != j.target):
                 status, reason = "stale", old or "judges a continuation that is no longer the setup's current ok one"
             elif _nothing_judged(j, insts[j.instance_id]):
@@ -126,7 +126,7 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                                    "turn": lb.turn, "behaviour": b, "evidence": lb.evidence.get(b, "")})
     conts = [{"setup": name, "instance_id": c.instance_id,
               "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
-              **({"status": "stale", "reason": old} if (old := _outdated(run, name, c)) else
+              **({"status": "stale", "reason": old} if (old := run.stale_reason(name, c)) else
                  {"status": c.status, "reason": c.reason})}
              for name, cs in run.continuations.items() for c in cs]
     s, b, i64 = pl.Utf8, pl.Boolean, pl.Int64
@@ -144,19 +144,6 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
         taxonomy=tax,
         expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
     )
-
-
-def _outdated(run: Run, name: str, x: Continuation | Judgment) -> str | None:
-    """Why ``x`` (of setup or judge ``name``) is stale: made with other settings than the run's
-    manifest gives the setup or judge now (a params change after a stage ran); None when current
-    or when the manifest does not say."""
-    if isinstance(x, Continuation):
-        have, want = x.setup_id, run.manifest.setups.get(name)
-        what = "simulated with other setup settings"
-    else:
-        have, want = x.judge_id, (run.manifest.judges.get(name) or {}).get(x.kind)
-        what = "made with other judge settings"
-    return None if want is None or have == want else f"{what} (id {have}; the run's params give {want})"
 
 
 def _nothing_judged(j: Judgment, inst: Instance) -> bool:
@@ -196,7 +183,7 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
     setups: list[Setup] = _configs(params, "setups", Setup, file) or []
     judges: list[JudgeConfig] = _configs(params, "judges", JudgeConfig, file) or []
     simulated = {(name, c.instance_id) for name, cs in run.continuations.items() for c in cs
-                 if not _outdated(run, name, c)}
+                 if not run.stale_reason(name, c)}
     have = {(r["judge"], r["target"], r["instance_id"], r["kind"]) for r in judged if r["status"] != "stale"}
     chosen = {s.name: {i.id for i in s.select(run.instances)} for s in setups}
     rows = [{"stage": "simulate", "judge": None, "target": s.name, "kind": None, "instance_id": i.id,

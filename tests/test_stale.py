@@ -8,6 +8,7 @@ import json
 import yaml
 
 from cocoeval import build
+from cocoeval.convstats import conversation_frame
 from cocoeval.experiment import load_params
 from cocoeval.frames import invalid_rates, run_frames
 from cocoeval.run import Run
@@ -76,6 +77,8 @@ def test_a_setup_changed_then_only_judge_run_leaves_its_old_continuations_stale(
     assert set(js.filter(js["target"] == "s")["status"]) == {"stale"}
     assert set(js.filter(js["target"] == "reference")["status"]) == {"ok"}
     assert set(f.likert["target"]) == {"reference"}
+    # nor do the judge-free statistics count them
+    assert set(conversation_frame(run)["target"]) == {"reference"}
 
 
 def test_a_changed_prompt_file_makes_the_old_continuations_stale(srv, tmp_path):

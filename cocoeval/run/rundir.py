@@ -129,6 +129,23 @@ class Run(BaseModel):
         return cls(path=d, manifest=manifest, instances=read_models(d / "instances.jsonl", Instance),
                    continuations=conts, judgments=judgments, human=human)
 
+    def stale_reason(self, name: str, item: Continuation | Judgment) -> str | None:
+        """Why a continuation of setup ``name`` or a judgment of LLM judge ``name`` is stale: it
+        was made with other settings than the manifest's setup or judge id (the params changed
+        after its stage ran: only the other stage was run again, or the run stopped before it
+        rewrote the file). None when it is current or the manifest does not say."""
+        if isinstance(item, Continuation):
+            have, want, what = item.setup_id, self.manifest.setups.get(name), "simulated with other setup settings"
+        else:
+            have, what = item.judge_id, "made with other judge settings"
+            want = (self.manifest.judges.get(name) or {}).get(item.kind)
+        return None if want is None or have == want else f"{what} (id {have}; the run's params give {want})"
+
+    @property
+    def current_continuations(self) -> dict[str, list[Continuation]]:
+        """``continuations`` without the stale ones (``stale_reason``): what statistics count."""
+        return {name: [c for c in cs if self.stale_reason(name, c) is None] for name, cs in self.continuations.items()}
+
     @property
     def all_judgments(self) -> dict[str, list[Judgment]]:
         """LLM judges by name, then every annotator as ``human:<annotator>`` (the judge name
