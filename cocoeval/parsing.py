@@ -25,6 +25,12 @@ _LINE = re.compile(
 _PAREN = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]\s*")
 _TEXT_KEYS = ("text", "utterance", "content", "message", "turn", "says")
 _SPEAKER_KEYS = ("speaker", "name", "role", "participant", "from")
+# a model's own voice, not a participant's: a refusal, or a remark under a label such as "Note:"
+REFUSAL = re.compile(r"\b(?:i can(?:no|')?t (?:help|continue|comply|assist|do|write|generate|create|provide)|"
+                     r"i(?: am|'m) (?:not able|unable) to|i won't|as an ai\b)", re.I)
+META_SPEAKERS = frozenset({"note", "notes", "assistant", "ai", "system", "model", "disclaimer", "response", "output"})
+"""``norm_name`` of labels a model writes its own remarks under; never a turn unless a participant
+has that name."""
 _QUOTES = {'"': '"', "“": "”", "”": "”", "„": "“", "«": "»"}
 
 
@@ -33,6 +39,8 @@ class Parsed:
     turns: list[Turn] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unknown_speakers: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+    """The model's own remarks dropped from the turns (refusals, "Note: ..."), as written."""
 
 
 def norm_name(name: str) -> str:
@@ -167,6 +175,10 @@ def parse_turns(text: str, participants: list[str], *, truncated: bool = False) 
             empty += 1
             continue
         sp, how = match_speaker(raw_sp, participants)
+        if how == "unknown" and (norm_name(sp) in META_SPEAKERS or REFUSAL.search(f"{sp}: {tx}")):
+            res.refusals.append(f"{raw_sp.strip()}: {tx}"[:120])
+            res.notes.append(f"dropped {res.refusals[-1]!r}: the model's own remark, not a participant's turn")
+            continue
         note = f"speaker {raw_sp.strip()!r} matched to {sp!r}"
         if how == "normalised" and sp != raw_sp.strip() and note not in res.notes:
             res.notes.append(note)

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .llm import Call, CallResult, GenerateRequest, Message, Runner
 from .llm.base import canonical_json
-from .parsing import parse_turns, strip_copied
+from .parsing import REFUSAL, parse_turns, strip_copied
 from .prompts import load_prompt
 from .render import (
     CHATBOT_SYSTEM_PROMPT,
@@ -219,11 +219,16 @@ class SimTask:
             text = re.sub(r"^\s*(user|assistant|human)\s*:\s*", "", r.text.strip(), flags=re.I).strip()
             speaker = self.inst.reference[len(self.turns)].speaker
             new = [Turn(speaker=speaker, text=text)] if text else []
-            if truncated and new:
+            if truncated and new and speaker == "assistant":  # the chatbot's answer: context, not judged
                 self.notes.append(f"turn {at}: the answer was cut off at max_tokens")
+            elif truncated and new:  # a simulated user turn is judged: a cut one is no usable turn
+                self.notes.append(f"turn {at}: dropped the turn: the answer was cut off at max_tokens")
+                new = []
+            refused = not new and bool(REFUSAL.search(text))
         else:
             parsed = parse_turns(r.text, self.participants, truncated=truncated)
             new = parsed.turns
+            refused = not new and (bool(parsed.refusals) or bool(REFUSAL.search(r.text)))
             self.notes += [f"turn {at}: {n}" for n in parsed.notes]
             if self.setup.prompt == "copy_then_continue":
                 expected = [*self.inst.history, *self.turns][-self.setup.n_copy:]
@@ -235,9 +240,12 @@ class SimTask:
                     self.unknown.append(u)
         if not new:
             self.attempt += 1
-            self.notes.append(f"turn {at}: no usable turn in the answer (attempt {self.attempt})")
+            why = ("empty answer" if not r.text.strip() else "refusal" if refused
+                   else "cut off at max_tokens" if truncated else "no turn in 'Speaker: text' form")
+            self.notes.append(f"turn {at}: no usable turn in the answer (attempt {self.attempt}: {why}): "
+                              f"{r.text.strip()[:120]!r}")
             if self.attempt >= self.setup.max_attempts:
-                self.invalid = f"no usable turn in {self.attempt} attempts at turn {at}"
+                self.invalid = f"no usable turn in {self.attempt} attempts at turn {at} (last answer: {why})"
             return
         self.attempt = 0
         if len(new) > self._asked:

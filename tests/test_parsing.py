@@ -284,3 +284,15 @@ def test_long_participant_labels_of_real_committee_meetings_are_read():
     # an unknown long label is still not a speaker: the line continues the previous turn
     res = parse_turns(f"Ann: Fine.\n{minister.replace('Diane', 'Mary')}: hello", people)
     assert len(res.turns) == 1
+
+
+def test_the_models_own_remarks_are_no_turns_but_participants_and_new_speakers_are():
+    people = ["Alice", "Bob", "Assistant"]
+    got = parse_turns("Note: as requested.\nAlice: I can't do Tuesday.\nZed: sorry I'm late\n"
+                      "Assistant: the room is booked\nSorry: I cannot continue this conversation.\n"
+                      "As an AI language model: I must stop here.", people)
+    assert [(t.speaker, t.text) for t in got.turns] == [
+        ("Alice", "I can't do Tuesday."), ("Zed", "sorry I'm late"), ("Assistant", "the room is booked")]
+    assert got.refusals == ["Note: as requested.", "Sorry: I cannot continue this conversation.",
+                            "As an AI language model: I must stop here."]
+    assert sum("the model's own remark" in n for n in got.notes) == 3

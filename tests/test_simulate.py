@@ -48,6 +48,43 @@ def test_unusable_answers_end_invalid_with_reason(srv, tmp_path):
     [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30, max_attempts=3)])["s"]
     assert c.status == "invalid" and "no usable turn in 3 attempts at turn 1" in c.reason
     assert srv.stats()["requests"] == 3  # each attempt is a new sample, not a cache hit
+    assert c.reason.endswith("(last answer: refusal)")  # a refusal is told apart from garbage
+    assert "I'm sorry, I can't continue" in c.notes[-1]  # and what the model said is recorded
+
+
+@pytest.mark.parametrize("answer,why", [
+    ("Sorry: I cannot continue this conversation.", "refusal"),  # read as a turn of speaker 'Sorry' before
+    ("Assistant: I'm unable to write lines for real people.", "refusal"),
+    ("", "empty answer"),
+    ("The meeting goes on and they agree on the budget.", "no turn in 'Speaker: text' form"),
+])
+def test_a_refusal_or_unusable_answer_is_never_a_turn(srv, tmp_path, answer, why):
+    srv.configure(answers=[{"match": "", "text": answer}])
+    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30, max_attempts=2)])["s"]
+    assert (c.status, c.turns) == ("invalid", [])
+    assert c.reason == f"no usable turn in 2 attempts at turn 1 (last answer: {why})"
+    assert srv.stats()["requests"] == 2
+
+
+def test_the_models_own_remarks_are_dropped_not_counted_as_turns(srv, tmp_path):
+    srv.configure(answers=[{"match": "next 30 turns", "text": "Note: here is the continuation.\n" + lines(29)
+                            + "\n\nNote: I kept each speaker's style."},
+                           {"match": "next 1 turn", "text": lines(1, 29)}])
+    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30)])["s"]
+    assert c.status == "ok" and len(c.turns) == 30 and {t.speaker for t in c.turns} <= set(SPEAKERS)
+    assert c.unknown_speakers == [] and len(c.calls) == 2
+    assert any("dropped \"Note: I kept each speaker's style.\"" in n for n in c.notes)
+
+
+def test_a_cut_off_user_turn_of_a_chat_is_no_usable_turn(srv, tmp_path):
+    # budget 60 + 8 * 4 = 92 tokens = 368 characters: the user turn is cut off, every time
+    srv.configure(answers=[{"match": "Write the user's next message", "text": "user: " + "word " * 200},
+                           {"match": "", "text": "Sure."}])
+    inst = instance("chat/c1/0", n_hist=6, n_ref=6, chat=True)
+    setup = Setup(name="h", model=oa(srv), kind="human_ai", max_tokens_per_turn=8, max_attempts=2)
+    [c] = run(tmp_path, [setup], [inst])["h"]
+    assert c.status == "invalid" and c.reason.endswith("(last answer: cut off at max_tokens)")
+    assert all(t.speaker == "assistant" for t in c.turns)  # no cut-off user turn was kept
 
 
 def test_failed_call_makes_the_continuation_invalid(srv, tmp_path):
