@@ -285,7 +285,10 @@ def simulate(
     on_round: Callable[[int, dict[str, list[Continuation]]], None] | None = None,
 ) -> dict[str, list[Continuation]]:
     """Simulate every setup on every instance it applies to; returns {setup name: continuations}.
-    ``on_round`` receives the partial results after each round (to persist them)."""
+    ``on_round`` receives the partial results after each round (to persist them): the finished
+    continuations only. One still being written is left out, not stored invalid: a run killed
+    before it ends has nothing invalid to show for it (the analyses count it missing, "not
+    simulated"), and the re-run writes it from the cache."""
     tasks = plan_continuations(instances, setups, taxonomy or load_taxonomy())
     rnd = 0
     while True:
@@ -297,5 +300,5 @@ def simulate(
             t.apply(r)
         rnd += 1
         if on_round is not None:
-            on_round(rnd, {name: [t.result() for t in ts] for name, ts in tasks.items()})
+            on_round(rnd, {name: [t.result() for t in ts if t.done] for name, ts in tasks.items()})
     return {name: [t.result() for t in ts] for name, ts in tasks.items()}

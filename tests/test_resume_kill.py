@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from cocoeval import build
+from cocoeval.frames import invalid_rates, run_frames
 from cocoeval.run import Run
 from tests.fakes.server import FakeServer
 
@@ -125,6 +126,12 @@ def test_sigkill_then_resume_sends_no_completed_call_twice(tmp_path, clean, wher
         done = _keys(cache)
         first = srv.stats()["requests"]
         assert KILL_AT[where] <= len(done) < TOTAL and first >= len(done)
+        # what the killed run left: nothing failed, so nothing is invalid; what it had not
+        # finished is missing (never an invalid continuation or judgment)
+        killed = run_frames(Run.open(tmp_path / "runs" / "exp"))
+        assert invalid_rates(killed)["invalid"].sum() == 0
+        if where == "mid k1 continuation":
+            assert set(killed.missing.filter(killed.missing["stage"] == "simulate")["target"]) == {"k1"}
         srv.reset()
         srv.configure(answers=_answers())
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

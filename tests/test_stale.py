@@ -103,3 +103,13 @@ def test_a_prompt_file_edited_in_a_running_session_is_read_again(tmp_path):
     prompt.write_text("name: mine\nversion: 1\nsystem: Continue the meeting, briefly.\nuser: go\n")
     after = load_prompt(str(prompt))
     assert after.system == "Continue the meeting, briefly." and after.ref != before.ref
+
+
+def test_a_setup_and_judge_that_select_no_instance_leave_a_readable_run(srv, tmp_path):
+    _script(srv)
+    exp = _params(tmp_path, srv)
+    exp.params.setups[0].datasets = ["no_such_dataset"]
+    exp.params.judges[0].datasets = ["no_such_dataset"]
+    exp.run(progress=False)
+    run = Run.open(tmp_path / "runs" / "exp")  # no empty file, which no reader accepts
+    assert run.continuations == {} and run.judgments == {} and srv.stats()["requests"] == 0

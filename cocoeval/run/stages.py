@@ -221,7 +221,7 @@ class Experiment:
             if "simulate" in stages and self.params.setups:
                 def save(_round: int, partial: dict[str, list[Continuation]]) -> None:
                     for name, conts in partial.items():
-                        write_jsonl(cpaths[name], conts)
+                        _save(cpaths[name], conts, final=_round < 0)
 
                 result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save)
                 save(-1, result)
@@ -234,7 +234,7 @@ class Experiment:
 
                 def save_j(_round: int, partial: dict[str, list[Judgment]]) -> None:
                     for name, js in partial.items():
-                        write_jsonl(jpaths[name], js)
+                        _save(jpaths[name], js, final=_round < 0)
 
                 jres = judge(insts, conts, self.params.judges, runner, taxonomy=self.taxonomy, on_round=save_j)
                 save_j(-1, jres)
@@ -248,6 +248,16 @@ class Experiment:
         write_manifest(self.run_dir, self.manifest(status="complete", started=started, finished=now(), llm_mode=mode,
                                                    instances=len(insts), stages=list(stages), summary=summary))
         return self.run_dir
+
+
+def _save(path: Path, items: list[Continuation] | list[Judgment], final: bool) -> None:
+    """Write a stage's file: after a round its finished items, once there are any (until then an
+    earlier file stays: a killed run never leaves an empty, unreadable file); at the end all of
+    them, and no file when there are none (an empty JSONL file is no run file)."""
+    if items:
+        write_jsonl(path, items)
+    elif final:
+        path.unlink(missing_ok=True)
 
 
 def load_params(path: str | Path) -> Experiment:
