@@ -128,7 +128,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     free = _tested(write_section("judge-free", run, params, table, figure), correction)
     rates = invalid_rates(f)
     table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
-          "to judge; stale = judgments of a continuation the setup no longer has; missing = expected by the params but "
+          "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
+          "setup no longer has; missing = expected by the params but "
           "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted")
     judged = rates.filter(pl.col("stage") == "judge")
     simulated = rates.filter(pl.col("stage") == "simulate").select(
