@@ -40,7 +40,7 @@ from ._inference import (
 )
 from ._inference import verdict as _verdict
 from .errors import ConfigError, InputError
-from .frames import HUMAN, REFERENCE, Frames
+from .frames import HUMAN, REFERENCE, Frames, validity_note
 
 if TYPE_CHECKING:
     from .run import Run
@@ -147,11 +147,13 @@ def paired_between(f: Frames, judge: str, pairs: list[tuple], resamples: int = 1
     rows, key_cols = [], {}
     for a, b, keys in pairs:
         key_cols.update({k: pl.Int64 if isinstance(v, int) else pl.Utf8 for k, v in keys.items()})
-        if a not in mats or b not in mats:
-            continue
-        pos_a = {i: k for k, i in enumerate(mats[a][0])}
-        shared = [(pos_a[i], k) for k, i in enumerate(mats[b][0]) if i in pos_a]
-        if not shared:
+        pos_a = {i: k for k, i in enumerate(mats[a][0])} if a in mats else {}
+        shared = [(pos_a[i], k) for k, i in enumerate(mats[b][0]) if i in pos_a] if b in mats else []
+        if not shared:  # a pair with nothing to compare is a row saying why, never left out
+            why = (f"no multi-party instance where both {a} and {b} have a valid judgment by {judge} "
+                   f"({validity_note(f, judge, a)}; {validity_note(f, judge, b)})")
+            rows += [{**keys, "setup_a": a, "setup_b": b, "behaviour": bid, "ci_note": why, "n": 0, "p": None}
+                     for bid in beh]
             continue
         xa = mats[a][1][[s[0] for s in shared]]
         xb = mats[b][1][[s[1] for s in shared]]
@@ -182,9 +184,10 @@ def participant_counts(f: Frames, count: str = "conversation") -> pl.DataFrame:
 
 
 def participant_variance(f: Frames, count: str = "conversation") -> pl.DataFrame:
-    """Per dataset: instances, variance (ddof 1) and range of participant counts, largest variance first."""
-    pc = participant_counts(f, count)
-    return (pc.group_by("dataset").agg(instances=pl.len(), variance=pl.col("participants").var(),
+    """Per dataset: instances with a participant count, variance (ddof 1) and range of their
+    counts, and ``unknown``: instances without one (M lists no participant), largest variance first."""
+    pc, known = participant_counts(f, count), pl.col("participants").is_not_null()
+    return (pc.group_by("dataset").agg(instances=known.sum(), unknown=(~known).sum(), variance=pl.col("participants").var(),
                                        min=pl.col("participants").min(), max=pl.col("participants").max())
             .sort(["variance", "dataset"], descending=[True, False], nulls_last=True))
 
@@ -217,15 +220,19 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
                 g = c.filter((pl.col("dataset") == ds) & (pl.col("target") == t) & (pl.col("behaviour") == b))
                 if g.is_empty():
                     continue
-                x, y = g["participants"].to_numpy(), g["count"].to_numpy()
-                note = too_small(len(g), min_n) or (None if np.ptp(x) > 0 and np.ptp(y) > 0 else
-                                                    "undefined: participants or counts constant")
+                known = g.filter(pl.col("participants").is_not_null())  # M lists no participant: unknown, left out
+                x, y = known["participants"].to_numpy(), known["count"].to_numpy()
+                note = too_small(len(known), min_n) or (None if np.ptp(x) > 0 and np.ptp(y) > 0 else
+                                                        "undefined: participants or counts constant")
+                if len(known) < len(g):
+                    note = "; ".join(filter(None, [note, f"{len(g) - len(known)} instance(s) without a participant "
+                                                         "count left out"]))
                 rho = p = None
-                if note is None:
+                if len(known) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
                     res = sps.spearmanr(x, y)
                     rho, p = float(res.statistic), float(res.pvalue)
                 rows.append({"judge": judge, "target": t, "dataset": ds, "behaviour": b, "rho": rho, "p_value": p,
-                             "note": note, "n": len(g)})
+                             "note": note, "n": len(known)})
     q = adjust_pvalues(np.array([np.nan if r["p_value"] is None else r["p_value"] for r in rows]), correction)
     for r, qa in zip(rows, q, strict=True):
         r["p_adj"] = float(qa) if np.isfinite(qa) else None
@@ -283,7 +290,9 @@ def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, see
            min_n: int = MIN_N) -> pl.DataFrame:
     """Table 4: mean consistency and collaborativeness (1–10) with 95% bootstrap CIs, the human
     reference and each multi-party setup, over multi-party instances, as the paper lays it out:
-    each row over its own valid judgments (``n``), not paired (``likert_vs_human`` pairs them)."""
+    each row over its own valid judgments (``n``), not paired (``likert_vs_human`` pairs them). A
+    target judged (or expected) without a valid overall judgment keeps its row: n = 0, no mean,
+    the notes say why."""
     from .stats import likert_means
 
     setups = cond.filter(pl.col("kind") == "multiparty")["setup"].to_list()
@@ -297,6 +306,15 @@ def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, see
         part = m.filter(pl.col("score") == score).select(
             "target", "n", *[pl.col(x).alias(f"{score}_{x}") for x in ("mean", "ci_low", "ci_high", "ci_note")])
         wide = part if wide is None else wide.join(part.drop("n"), on="target")
+    mine = (pl.col("judge") == judge) & (pl.col("kind") == "overall")
+    tried = set(f.judgments.filter(mine & (pl.col("status") != "stale"))["target"].to_list()) | set(
+        f.expected.filter(mine & (pl.col("stage") == "judge"))["target"].to_list())
+    absent = [t for t in [REFERENCE, *setups] if t in tried and t not in set(wide["target"].to_list())]
+    if absent:  # judged (or expected) without a valid overall judgment: a row with n = 0 and why
+        why = {t: f"no valid overall judgment: {validity_note(f, judge, t, 'overall')}" for t in absent}
+        wide = pl.concat([wide, pl.DataFrame(
+            [{"target": t, "n": 0, "consistency_ci_note": why[t], "collaborativeness_ci_note": why[t]} for t in absent],
+            schema=wide.schema)])
     return _ordered(wide, cond).select("target", "model_group", "prompt", "turns_per_call", "n", pl.exclude(
         "target", "model_group", "prompt", "turns_per_call", "n"))
 

@@ -32,6 +32,8 @@ NO_CONTINUATION = "no continuation"
 """Why an expected judgment of a setup is missing: the setup has no ok continuation of the
 instance (it is invalid, or was never simulated: see the simulate rows), so there is nothing to
 judge. Counted in ``missing`` and, apart, in ``no_continuation``."""
+NO_SCORE = "overall judgment without a consistency or collaborativeness score"
+"""Why a usable-looking (ok or repaired) overall judgment is counted invalid: it lacks a score."""
 EXPECTED_SCHEMA = {"stage": pl.Utf8, "judge": pl.Utf8, "target": pl.Utf8, "kind": pl.Utf8, "instance_id": pl.Utf8,
                    "reason": pl.Utf8}
 
@@ -104,6 +106,8 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                 status, reason = "stale", "judges a continuation that is no longer the setup's current ok one"
             elif _nothing_judged(j, insts[j.instance_id]):
                 status, reason = "skipped", NO_TURNS
+            elif j.kind == "overall" and status != "invalid" and None in (j.consistency, j.collaborativeness):
+                status, reason = "invalid", NO_SCORE  # a mean over a missing score is no number
             judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
                          "kind": j.kind, "status": status, "reason": reason, "turns": len(j.labels),
                          "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
@@ -226,3 +230,16 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     out = out.with_columns(no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
                            invalid_rate=pl.when(pl.col("n") > 0).then(pl.col("invalid") / pl.col("n")))
     return out.select(RATE_COLUMNS).sort(keys, nulls_last=True)
+
+
+def validity_note(f: Frames, judge: str, target: str, kind: str = "fine_grained") -> str:
+    """How many of ``judge``'s ``kind`` judgments of ``target`` are valid, and why the others are
+    not (stale ones excluded): the reason a statistic over them has fewer instances, or none."""
+    j = f.judgments.filter((pl.col("judge") == judge) & (pl.col("target") == target) & (pl.col("kind") == kind)
+                           & (pl.col("status") != "stale"))
+    if j.is_empty():
+        return f"{target}: no {kind} judgment by {judge}"
+    st = j["status"]
+    bad = [f"{int((st == x).sum())} {x}" for x in ("invalid", "skipped") if (st == x).any()]
+    return (f"{target}: {int(st.is_in(['ok', 'repaired']).sum())} of {j.height} {kind} judgments by {judge} valid"
+            + (f" ({', '.join(bad)})" if bad else ""))
