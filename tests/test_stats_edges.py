@@ -158,3 +158,50 @@ def test_table_4_keeps_a_setup_whose_overall_judgments_are_all_invalid():
     assert v30["n"] == 0 and v30["consistency_mean"] is None and v30["collaborativeness_mean"] is None
     assert v30["consistency_ci_note"] == "no valid overall judgment: v30: 0 of 12 overall judgments by J valid (12 invalid)"
     assert t4.filter(pl.col("target") == "v1")["consistency_mean"].item() == 8.0
+
+
+def _x_or_y_title(spec: dict, axis: str) -> str:
+    inner = spec.get("spec", spec)
+    return next(layer["encoding"][axis]["title"] for layer in inner.get("layer", [inner])
+                if axis in layer.get("encoding", {}) and "title" in layer["encoding"][axis]
+                and layer["encoding"][axis]["title"])
+
+
+def _same(values: list[dict], table: pl.DataFrame, keys: list[str], cols: list[str]) -> None:
+    rows = {tuple(r[k] for k in keys): r for r in table.iter_rows(named=True)}
+    assert len(values) == len(rows)
+    for v in values:
+        r = rows[tuple(v[k] for k in keys)]
+        for c in cols:
+            assert v[c] == pytest.approx(r[c]) if r[c] is not None else v[c] is None, (c, v, r)
+
+
+def test_plotted_values_are_the_tables_and_axes_name_the_statistic_and_n():
+    it = insts(12)
+    js = []
+    for k, inst in enumerate(it):
+        js += [reps(inst.id, "reference", k % 3), reps(inst.id, "v1", 1 + k % 2, k % 3), reps(inst.id, "v30", 0)]
+        js += [overall(inst.id, "reference", "J", 4 + k % 3, 5), overall(inst.id, "v1", "J", 7 + k % 2, 8)]
+    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
+    f = run_frames(run)
+    a = rq.compare_to_humans(f, "J", ["v1", "v30"], "q", resamples=100, run=run)
+    figs = [ch.to_dict() for k, ch in a.charts.items() if k.startswith("figure3")]
+    assert figs
+    for d in figs:
+        panels = {v["panel"] for v in d["data"]["values"]}
+        part = a.tables["figure3"].filter(pl.col("panel").is_in(list(panels)))
+        _same(d["data"]["values"], part, ["panel", "series", "behaviour"], ["mean", "ci_low", "ci_high", "n"])
+        assert _x_or_y_title(d, "y") == "mean occurrences per conversation, 95% CI; n = 12 instances"
+    lk = a.charts["likert"].to_dict()
+    table = a.tables["likert"].filter(pl.col("series") != stats.DIFFERENCE)
+    assert sorted(v["mean"] for v in lk["data"]["values"]) == pytest.approx(sorted(table["mean"].to_list()))
+    assert _x_or_y_title(lk, "x") == "mean score (1-10), 95% CI; n = 12 instances"
+    # agreement: the bars are the table's ρ, the axis says which ρ and over how many conversations
+    from .test_agreement import frames as agreement_frames
+
+    g = agreement_frames()
+    ans = rq.agreement_answer(g, resamples=50, min_n=3)
+    d = ans.charts["agreement"].to_dict()
+    shown = ans.tables["agreement"].filter(pl.col("item").is_in(["all", *stats.LIKERT]))
+    _same(d["data"]["values"], shown, ["comparison", "item"], ["rho", "p5", "p95", "n"])
+    assert _x_or_y_title(d, "x") == "average leave-one-out Spearman ρ, bootstrap 5th–95th percentile; n = 5 conversations"
