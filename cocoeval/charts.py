@@ -28,12 +28,13 @@ def _n(d: pl.DataFrame, unit: str = "instances") -> str:
     if ns.is_empty():
         return ""
     lo, hi = ns.min(), ns.max()
-    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}–{hi} {unit} (each mark's n in its tooltip)"
+    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}–{hi} {unit} (tooltips)"
 
 
-def _titled(statistic: str, d: pl.DataFrame, unit: str = "instances") -> str:
+def _titled(statistic: str | list[str], d: pl.DataFrame, unit: str = "instances") -> list[str]:
+    """An axis or legend title, one line each: the statistic (its lines) and its n."""
     n = _n(d, unit)
-    return f"{statistic}; {n}" if n else statistic
+    return [*([statistic] if isinstance(statistic, str) else statistic), *([n] if n else [])]
 
 
 DEFINED = "isValid(datum.{lo}) && isValid(datum.{hi})"
@@ -87,7 +88,7 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
         x=alt.X("name:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40)),
         xOffset=alt.XOffset("series:N", sort=["simulated", HUMAN]))
     bars = base.mark_bar().encode(
-        y=alt.Y("mean:Q", title=_titled("mean occurrences per conversation, 95% CI", data)),
+        y=alt.Y("mean:Q", title=_titled(["mean occurrences", "per conversation (95% CI)"], data)),
         color=alt.Color("category:N", scale=alt.Scale(domain=list(CATEGORY_COLOURS),
                                                       range=list(CATEGORY_COLOURS.values())), title="category"),
         opacity=alt.Opacity("series:N", scale=alt.Scale(domain=["simulated", HUMAN], range=[1.0, 0.4]),
@@ -130,7 +131,8 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
     base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
     tip = ["comparison:N", "name:N", alt.Tooltip("diff:Q", format=".2f"), alt.Tooltip("p_adj:Q", format=".3g"), "n:Q"]
     pts = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("diff:Q", title=_titled("difference in mean occurrences per conversation (b − a), 95% CI", d)),
+        x=alt.X("diff:Q", title=_titled(
+            ["difference in mean occurrences", "per conversation (b − a), 95% CI"], d)),
         color=alt.Color("direction:N", title="corrected test", scale=alt.Scale(
             domain=["higher", "lower", "no significant difference", "not tested"],
             range=["#c0392b", "#2471a3", "#999", "#ccc"])), tooltip=tip)
@@ -182,7 +184,7 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
         x=alt.X("name:N", sort=[names[b] for b in tax.ids], title=None, axis=alt.Axis(labelAngle=-40)),
         y=alt.Y("dataset:N", title=None))
     rect = base.mark_rect().encode(color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"),
-                                                   title=_titled("mean per conversation", d)),
+                                                   title=_titled(["mean per", "conversation"], d)),
                                    tooltip=["target:N", "dataset:N", "name:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".1f"))
     return alt.layer(rect, text).properties(width=300, height=140).facet(
@@ -211,7 +213,7 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
            "note:N"]
     bars = base.mark_bar().encode(
         x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title=_titled(
-            "average leave-one-out Spearman ρ, bootstrap 5th–95th percentile", agree, "conversations")),
+            ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile"], agree, "conversations")),
         color=alt.Color("significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]),
                         title="5th pct > 0"), tooltip=tip)
     err = _whiskers(base, "x", "p5", "p95")

@@ -160,7 +160,7 @@ def test_table_4_keeps_a_setup_whose_overall_judgments_are_all_invalid():
     assert t4.filter(pl.col("target") == "v1")["consistency_mean"].item() == 8.0
 
 
-def _x_or_y_title(spec: dict, axis: str) -> str:
+def _x_or_y_title(spec: dict, axis: str) -> list[str]:
     inner = spec.get("spec", spec)
     return next(layer["encoding"][axis]["title"] for layer in inner.get("layer", [inner])
                 if axis in layer.get("encoding", {}) and "title" in layer["encoding"][axis]
@@ -191,11 +191,11 @@ def test_plotted_values_are_the_tables_and_axes_name_the_statistic_and_n():
         panels = {v["panel"] for v in d["data"]["values"]}
         part = a.tables["figure3"].filter(pl.col("panel").is_in(list(panels)))
         _same(d["data"]["values"], part, ["panel", "series", "behaviour"], ["mean", "ci_low", "ci_high", "n"])
-        assert _x_or_y_title(d, "y") == "mean occurrences per conversation, 95% CI; n = 12 instances"
+        assert _x_or_y_title(d, "y") == ["mean occurrences", "per conversation (95% CI)", "n = 12 instances"]
     lk = a.charts["likert"].to_dict()
     table = a.tables["likert"].filter(pl.col("series") != stats.DIFFERENCE)
     assert sorted(v["mean"] for v in lk["data"]["values"]) == pytest.approx(sorted(table["mean"].to_list()))
-    assert _x_or_y_title(lk, "x") == "mean score (1-10), 95% CI; n = 12 instances"
+    assert _x_or_y_title(lk, "x") == ["mean score (1-10), 95% CI", "n = 12 instances"]
     # agreement: the bars are the table's ρ, the axis says which ρ and over how many conversations
     from .test_agreement import frames as agreement_frames
 
@@ -204,4 +204,5 @@ def test_plotted_values_are_the_tables_and_axes_name_the_statistic_and_n():
     d = ans.charts["agreement"].to_dict()
     shown = ans.tables["agreement"].filter(pl.col("item").is_in(["all", *stats.LIKERT]))
     _same(d["data"]["values"], shown, ["comparison", "item"], ["rho", "p5", "p95", "n"])
-    assert _x_or_y_title(d, "x") == "average leave-one-out Spearman ρ, bootstrap 5th–95th percentile; n = 5 conversations"
+    assert _x_or_y_title(d, "x") == ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile",
+                                        "n = 5 conversations"]
