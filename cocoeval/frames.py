@@ -209,8 +209,10 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     no longer the setup's current ok one; ``missing``: expected by the run's params but absent
     (``Frames.expected``; null where the params say nothing: a human annotator, a setup or judge
     they do not name), of which ``no_continuation`` are judgments of a setup with no ok
-    continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / n (null
-    when n is 0). Skipped, stale and missing items are in no mean."""
+    continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / (n −
+    skipped): the share of the judgments that had something to judge which could not be used (null
+    when there is none; a skipped item was never sent, so it dilutes no rate). Skipped, stale and
+    missing items are in no mean."""
     i64, status = pl.Int64, pl.col("status")
     c = (f.continuations.group_by("setup").agg(n=pl.len(), invalid=(status == "invalid").sum())
          .rename({"setup": "target"}).with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8),
@@ -228,7 +230,8 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     out = present.join(exp, on=keys, how="full", coalesce=True, nulls_equal=True).with_columns(
         [pl.col(k).fill_null(0) for k in ("n", "invalid", "skipped", "stale")])
     out = out.with_columns(no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
-                           invalid_rate=pl.when(pl.col("n") > 0).then(pl.col("invalid") / pl.col("n")))
+                           invalid_rate=pl.when(pl.col("n") > pl.col("skipped"))
+                           .then(pl.col("invalid") / (pl.col("n") - pl.col("skipped"))))
     return out.select(RATE_COLUMNS).sort(keys, nulls_last=True)
 
 

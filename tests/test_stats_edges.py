@@ -206,3 +206,19 @@ def test_plotted_values_are_the_tables_and_axes_name_the_statistic_and_n():
     _same(d["data"]["values"], shown, ["comparison", "item"], ["rho", "p5", "p95", "n"])
     assert _x_or_y_title(d, "x") == ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile",
                                         "n = 5 conversations"]
+
+
+def test_the_invalid_rate_is_over_the_judgments_that_had_something_to_judge():
+    from cocoeval.judge import NO_TURNS
+
+    chats = [instance(f"chat/c{i}/0", n_hist=2, n_ref=2, chat=True) for i in range(4)]
+    empty = [i.model_copy(update={"reference": [t for t in i.reference if t.speaker != "user"]}) for i in chats[:2]]
+    it = [*empty, *chats[2:]]
+    js = [_invalid(fine(i.id, "reference", "J", [])).model_copy(update={"reason": NO_TURNS}) for i in empty]
+    js += [_invalid(fine(chats[2].id, "reference", "J", [[]])), fine(chats[3].id, "reference", "J", [["repetition"]])]
+    f = run_frames(Run.model_validate({"instances": it, "continuations": {}, "judgments": {"J": js}}))
+    r = invalid_rates(f).row(0, named=True)
+    assert (r["n"], r["skipped"], r["invalid"]) == (4, 2, 1)
+    assert r["invalid_rate"] == 0.5  # 1 of the 2 judgments that had a turn to judge; not 1 of 4
+    g = run_frames(Run.model_validate({"instances": empty, "continuations": {}, "judgments": {"J": js[:2]}}))
+    assert invalid_rates(g).row(0, named=True)["invalid_rate"] is None  # nothing to judge: no rate, not 0
