@@ -222,3 +222,19 @@ def test_the_invalid_rate_is_over_the_judgments_that_had_something_to_judge():
     assert r["invalid_rate"] == 0.5  # 1 of the 2 judgments that had a turn to judge; not 1 of 4
     g = run_frames(Run.model_validate({"instances": empty, "continuations": {}, "judgments": {"J": js[:2]}}))
     assert invalid_rates(g).row(0, named=True)["invalid_rate"] is None  # nothing to judge: no rate, not 0
+
+
+def test_the_notebooks_linked_figure_3_plots_the_answers_own_intervals(tmp_path):
+    from cocoeval.notebook import RunContext
+
+    it = insts(12)
+    js = []
+    for k, inst in enumerate(it):
+        js += [reps(inst.id, "reference", k % 3), reps(inst.id, "v1", 1 + k % 2, k % 3), reps(inst.id, "v30", k % 2)]
+    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
+    ctx = RunContext(None, tmp_path, run, run_frames(run), "J")  # type: ignore[arg-type]
+    answer = ctx.analysis("rq2", 500, seed=3)
+    jc = ctx.linked_chart(ctx.viewer(), answer)
+    values = jc.chart.to_dict()["data"]["values"]
+    _same(values, answer.tables["figure3"], ["panel", "series", "behaviour"], ["mean", "ci_low", "ci_high", "n"])
+    assert any(v["ci_low"] is not None for v in values)
