@@ -321,7 +321,9 @@ def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, see
 
 def table11(f: Frames, judge: str, cond: pl.DataFrame) -> pl.DataFrame:
     """Table 11: mean occurrences per conversation of each behaviour (columns), per dataset, for
-    the human reference and each multi-party setup (rows), each over its own valid judgments (n)."""
+    the human reference and each multi-party setup (rows), each over its own valid judgments (n);
+    a target judged (or expected) in a dataset without a valid judgment there is a row with n = 0
+    and no means."""
     setups = cond.filter(pl.col("kind") == "multiparty")["setup"].to_list()
     c = f.counts.filter((pl.col("judge") == judge) & pl.col("target").is_in([REFERENCE, *setups])
                         & pl.col("instance_id").is_in(multiparty_ids(f).implode()))
@@ -330,6 +332,13 @@ def table11(f: Frames, judge: str, cond: pl.DataFrame) -> pl.DataFrame:
     wide = c.group_by("dataset", "target", "behaviour").agg(mean=pl.col("count").mean(),
                                                             n=pl.col("instance_id").n_unique()) \
         .pivot(on="behaviour", index=["dataset", "target", "n"], values="mean")
+    mine = (pl.col("judge") == judge) & (pl.col("kind") == "fine_grained") & pl.col("target").is_in([REFERENCE, *setups])
+    tried = pl.concat([f.judgments.filter(mine & (pl.col("status") != "stale")).select("target", "instance_id"),
+                       f.expected.filter(mine & (pl.col("stage") == "judge")).select("target", "instance_id")])
+    absent = tried.join(f.instances.filter(~pl.col("human_ai")).select("instance_id", "dataset"), on="instance_id") \
+        .select("dataset", "target").unique().join(wide.select("dataset", "target"), on=["dataset", "target"], how="anti")
+    if absent.height:  # judged (or expected) in a dataset without one valid judgment there: n = 0, no mean
+        wide = pl.concat([wide, absent.with_columns(n=pl.lit(0, wide["n"].dtype))], how="diagonal")
     out = _ordered(wide, cond).sort("dataset", maintain_order=True)
     return out.select("dataset", "target", "model_group", "prompt", "turns_per_call", "n",
                       *[b for b in f.taxonomy.ids if b in out.columns])

@@ -238,3 +238,20 @@ def test_the_notebooks_linked_figure_3_plots_the_answers_own_intervals(tmp_path)
     values = jc.chart.to_dict()["data"]["values"]
     _same(values, answer.tables["figure3"], ["panel", "series", "behaviour"], ["mean", "ci_low", "ci_high", "n"])
     assert any(v["ci_low"] is not None for v in values)
+
+
+def test_table_11_keeps_a_setup_whose_judgments_in_a_dataset_are_all_invalid():
+    it = [*insts(10, "a"), *insts(10, "b")]
+    js = []
+    for inst in it:
+        v30 = reps(inst.id, "v30", 2)
+        js += [reps(inst.id, "reference", 1), reps(inst.id, "v1", 3),
+               _invalid(v30) if inst.dataset == "b" else v30]
+    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
+    t11 = stats.table11(run_frames(run), "J", stats.conditions(run))
+    assert t11.select("dataset", "target", "n").rows() == [
+        ("a", "reference", 10), ("a", "v1", 10), ("a", "v30", 10),
+        ("b", "reference", 10), ("b", "v1", 10), ("b", "v30", 0)]
+    b30 = t11.filter((pl.col("dataset") == "b") & (pl.col("target") == "v30")).row(0, named=True)
+    assert b30["repetition"] is None  # no valid judgment: no mean, never 0
+    assert t11.filter((pl.col("dataset") == "a") & (pl.col("target") == "v30"))["repetition"].item() == 2.0
