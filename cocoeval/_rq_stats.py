@@ -247,6 +247,13 @@ def _ordered(df: pl.DataFrame, cond: pl.DataFrame) -> pl.DataFrame:
         ["_h", "model_group", "prompt", "turns_per_call", "target"], nulls_last=True).drop("_h")
 
 
+def _tried(f: Frames, judge: str, kind: str) -> set[str]:
+    """The targets ``judge`` judged (``kind``, valid or not) or the params expect it to judge."""
+    mine = (pl.col("judge") == judge) & (pl.col("kind") == kind)
+    return set(f.judgments.filter(mine & (pl.col("status") != "stale"))["target"].to_list()) | set(
+        f.expected.filter(mine & (pl.col("stage") == "judge"))["target"].to_list())
+
+
 DIFFERENCE = "simulated − human"
 LIKERT_PAIRED_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "series": pl.Utf8, "score": pl.Utf8, "mean": pl.Float64,
                         "ci_low": pl.Float64, "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64}
@@ -259,7 +266,8 @@ def likert_vs_human(f: Frames, judge: str, setups: list[str] | None = None, resa
     three ``series`` per setup and score: "simulated", "human reference" (the reference's mean on
     those same instances) and "simulated − human" (the paired difference), each with a 95%
     bootstrap CI over the pairs (the same resamples for all three; undefined below ``min_n`` or
-    when every resample is equal, ``ci_note`` says why). ``setups`` None: every judged setup."""
+    when every resample is equal, ``ci_note`` says why). ``setups`` None: every judged setup. A
+    setup judged (or expected) with no instance to pair has its rows: n = 0, no mean, why."""
     from .stats import PERCENTILES, boot_index, resample_means
 
     check_params(resamples=resamples, min_n=min_n)
@@ -267,10 +275,14 @@ def likert_vs_human(f: Frames, judge: str, setups: list[str] | None = None, resa
     lk = f.likert.filter(pl.col("judge") == judge)
     ref = lk.filter(pl.col("target") == REFERENCE).select("instance_id", *[pl.col(x).alias(f"h_{x}") for x in scores])
     names = setups if setups is not None else sorted(set(lk["target"].to_list()) - {REFERENCE})
-    rows = []
+    rows, tried = [], _tried(f, judge, "overall")
     for s in names:
         pair = lk.filter(pl.col("target") == s).join(ref, on="instance_id").sort("instance_id")
-        if pair.is_empty():
+        if pair.is_empty():  # judged (or expected) but nothing to pair: rows saying why, never left out
+            why = (f"no instance where both {s} and the human reference have a valid overall judgment by {judge} "
+                   f"({validity_note(f, judge, s, 'overall')}; {validity_note(f, judge, REFERENCE, 'overall')})")
+            rows += [{"judge": judge, "target": s, "series": series, "score": score, "ci_note": why, "n": 0}
+                     for series in ("simulated", HUMAN, DIFFERENCE) for score in scores] if s in tried else []
             continue
         n = pair.height
         xs = pair.select(scores).to_numpy().astype(float)
@@ -306,9 +318,7 @@ def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, see
         part = m.filter(pl.col("score") == score).select(
             "target", "n", *[pl.col(x).alias(f"{score}_{x}") for x in ("mean", "ci_low", "ci_high", "ci_note")])
         wide = part if wide is None else wide.join(part.drop("n"), on="target")
-    mine = (pl.col("judge") == judge) & (pl.col("kind") == "overall")
-    tried = set(f.judgments.filter(mine & (pl.col("status") != "stale"))["target"].to_list()) | set(
-        f.expected.filter(mine & (pl.col("stage") == "judge"))["target"].to_list())
+    tried = _tried(f, judge, "overall")
     absent = [t for t in [REFERENCE, *setups] if t in tried and t not in set(wide["target"].to_list())]
     if absent:  # judged (or expected) without a valid overall judgment: a row with n = 0 and why
         why = {t: f"no valid overall judgment: {validity_note(f, judge, t, 'overall')}" for t in absent}

@@ -255,3 +255,22 @@ def test_table_11_keeps_a_setup_whose_judgments_in_a_dataset_are_all_invalid():
     b30 = t11.filter((pl.col("dataset") == "b") & (pl.col("target") == "v30")).row(0, named=True)
     assert b30["repetition"] is None  # no valid judgment: no mean, never 0
     assert t11.filter((pl.col("dataset") == "a") & (pl.col("target") == "v30"))["repetition"].item() == 2.0
+
+
+def test_paired_likert_keeps_a_setup_whose_overall_judgments_are_all_invalid():
+    it = insts(12)
+    js = []
+    for k, inst in enumerate(it):
+        js += [overall(inst.id, "reference", "J", 5, 6), overall(inst.id, "v1", "J", 7 + k % 2, 8),
+               _invalid(overall(inst.id, "v30", "J", 1, 1)), reps(inst.id, "reference", 1), reps(inst.id, "v1", 1),
+               reps(inst.id, "v30", 1)]
+    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
+    f = run_frames(run)
+    lk = stats.likert_vs_human(f, "J", ["v1", "v30"], resamples=100)
+    dead = lk.filter(pl.col("target") == "v30")
+    assert dead.height == 6 and dead["n"].to_list() == [0] * 6 and dead["mean"].is_null().all()
+    assert all("v30: 0 of 12 overall judgments by J valid (12 invalid)" in x for x in dead["ci_note"])
+    assert lk.filter((pl.col("target") == "v1") & (pl.col("series") == stats.DIFFERENCE)
+                     & (pl.col("score") == "consistency"))["mean"].item() == pytest.approx(2.5)
+    text = "\n".join(rq.compare_to_humans(f, "J", ["v1", "v30"], "q", resamples=100).text)
+    assert "v30 consistency no estimate (no instance where both v30 and the human reference" in text
