@@ -127,7 +127,7 @@ def _too_few(f: Frames, raters: Sequence[str], item: str, n: int, min_n: int) ->
         valid=valid.sum(), all=pl.len()).iter_rows(named=True)}
     each = ", ".join(f"{r}: {counts.get(r, (0, 0))[0]} of {counts.get(r, (0, 0))[1]} valid" for r in raters)
     return {"rho": None, "p5": None, "p95": None, "significant": None, "ci_note": too_small(n, min_n),
-            "note": f"only {n} conversation(s) rated validly by every rater, a ρ needs 2 ({_kind(item)} judgments {each})"}
+            "note": f"only {n} conversation(s) rated validly by every rater, a ρ needs 2 ({_kind(item).replace('_', '-')} judgments {each})"}
 
 
 def scores(f: Frames, item: str, raters: Sequence[str]) -> np.ndarray:

@@ -240,9 +240,10 @@ def validity_note(f: Frames, judge: str, target: str, kind: str = "fine_grained"
     not (stale ones excluded): the reason a statistic over them has fewer instances, or none."""
     j = f.judgments.filter((pl.col("judge") == judge) & (pl.col("target") == target) & (pl.col("kind") == kind)
                            & (pl.col("status") != "stale"))
+    what = kind.replace("_", "-")
     if j.is_empty():
-        return f"{target}: no {kind} judgment by {judge}"
+        return f"{target}: no {what} judgment by {judge}"
     st = j["status"]
     bad = [f"{int((st == x).sum())} {x}" for x in ("invalid", "skipped") if (st == x).any()]
-    return (f"{target}: {int(st.is_in(['ok', 'repaired']).sum())} of {j.height} {kind} judgments by {judge} valid"
+    return (f"{target}: {int(st.is_in(['ok', 'repaired']).sum())} of {j.height} {what} judgments by {judge} valid"
             + (f" ({', '.join(bad)})" if bad else ""))

@@ -44,7 +44,7 @@ def test_a_setup_whose_judgments_are_all_invalid_is_a_row_with_why_never_left_ou
     per_b, dist = stats.paired_vs_human(f, "J", resamples=100)
     b = dist.filter(pl.col("target") == "B").row(0, named=True)
     assert b["n"] == 0 and b["distance"] is None and b["ci_low"] is None
-    assert "B: 0 of 12 fine_grained judgments by J valid (12 invalid)" in b["ci_note"]
+    assert "B: 0 of 12 fine-grained judgments by J valid (12 invalid)" in b["ci_note"]
     rows = per_b.filter(pl.col("target") == "B")
     assert rows.height == len(TAX.ids) and rows["n"].to_list() == [0] * len(TAX.ids)
     assert rows["diff"].is_null().all() and rows["p"].is_null().all() and rows["verdict"].is_null().all()
@@ -57,7 +57,7 @@ def test_a_setup_whose_judgments_are_all_invalid_is_a_row_with_why_never_left_ou
     g = _two_setups(b_valid=True, ref_valid=False)
     _, dist = stats.paired_vs_human(g, "J", resamples=100)
     assert dist["n"].to_list() == [0, 0] and dist["distance"].is_null().all()
-    assert all("reference: 0 of 12 fine_grained judgments by J valid (12 invalid)" in x for x in dist["ci_note"])
+    assert all("reference: 0 of 12 fine-grained judgments by J valid (12 invalid)" in x for x in dist["ci_note"])
     text = "\n".join(rq.compare_to_humans(g, "J", ["A", "B"], "q", resamples=100).text)
     assert "no setup is called closest" in text and "**A**: D = no estimate" in text
 
@@ -75,7 +75,7 @@ def test_a_k_pair_without_valid_shared_instances_is_a_row_with_why():
     dead = pr.filter(pl.col("setup_b") == "v30")
     assert dead["n"].to_list() == [0] * dead.height and dead["diff"].is_null().all()
     assert dead["direction"].is_null().all() and dead["p"].is_null().all()
-    assert all("v30: 0 of 12 fine_grained judgments by J valid (12 invalid)" in x for x in dead["ci_note"])
+    assert all("v30: 0 of 12 fine-grained judgments by J valid (12 invalid)" in x for x in dead["ci_note"])
     assert pr["family"][0] == len(TAX.ids)  # only v1 → v5 tested
     ok = pr.filter((pl.col("setup_b") == "v5") & (pl.col("behaviour") == "repetition")).row(0, named=True)
     assert ok["n"] == 12 and ok["diff"] == pytest.approx(-1.0)
@@ -274,3 +274,10 @@ def test_paired_likert_keeps_a_setup_whose_overall_judgments_are_all_invalid():
                      & (pl.col("score") == "consistency"))["mean"].item() == pytest.approx(2.5)
     text = "\n".join(rq.compare_to_humans(f, "J", ["v1", "v30"], "q", resamples=100).text)
     assert "v30 consistency no estimate (no instance where both v30 and the human reference" in text
+
+
+def test_rq1_says_the_human_references_were_judged_but_none_validly():
+    f = _two_setups(ref_valid=False)
+    text = "\n".join(rq.human_rates(f, "J", resamples=100).text)
+    assert "No multi-party human reference has a valid judgment by J" in text
+    assert "reference: 0 of 12 fine-grained judgments by J valid (12 invalid)" in text
