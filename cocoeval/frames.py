@@ -54,7 +54,8 @@ class Frames:
     judgments: pl.DataFrame
     """judge, human, target, instance_id, kind, status (ok, repaired, invalid, skipped: its target
     has no turn to judge, reason ``NO_TURNS`` — or stale: of a continuation that is not the setup's
-    current ok one; skipped and stale are never counted), reason, turns (labelled), not_in_taxonomy
+    current ok one; skipped and stale are never counted; an ok overall judgment without a score is
+    invalid, ``NO_SCORE``), reason, turns (labelled), not_in_taxonomy
     (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status, reason: every continuation."""
