@@ -166,9 +166,10 @@ def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.Facet
     """Mean consistency and collaborativeness per target with 95% CIs (Table 4)."""
     d = likert if judge is None else likert.filter(pl.col("judge") == judge)
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
+    human = (alt.datum.target == REFERENCE) | (alt.datum.series == HUMAN)  # likert_vs_human rows carry a series
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title=_titled("mean score (1-10), 95% CI", d)),
-        color=alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3")),
+        color=alt.condition(human, alt.value("#111"), alt.value("#2471a3")),
         tooltip=["target:N", "score:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=["target:N", "score:N", "n:Q"])

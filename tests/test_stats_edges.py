@@ -281,3 +281,18 @@ def test_rq1_says_the_human_references_were_judged_but_none_validly():
     text = "\n".join(rq.human_rates(f, "J", resamples=100).text)
     assert "No multi-party human reference has a valid judgment by J" in text
     assert "reference: 0 of 12 fine-grained judgments by J valid (12 invalid)" in text
+
+
+def test_the_paired_likert_figure_draws_the_human_reference_in_black():
+    import vl_convert as vlc
+
+    it = insts(12)
+    js = []
+    for k, inst in enumerate(it):
+        js += [overall(inst.id, "reference", "J", 4 + k % 3, 5), overall(inst.id, "v1", "J", 7 + k % 2, 8),
+               reps(inst.id, "reference", 1), reps(inst.id, "v1", 1)]
+    run = make(it, js, mp(("v1", G41, "vanilla", 1)))
+    a = rq.compare_to_humans(run_frames(run), "J", ["v1"], "q", resamples=100)
+    svg = vlc.vegalite_to_svg(a.charts["likert"].to_json())
+    # one point per score and series: the simulated ones blue, the human reference's black
+    assert svg.count('fill="#2471a3"') == 2 and svg.count('fill="#111"') == 2
