@@ -115,6 +115,21 @@ def _scale(item: str) -> str:
     return "likert" if item in LIKERT else "counts"
 
 
+def _kind(item: str) -> str:
+    return "overall" if item in LIKERT else "fine_grained"
+
+
+def _too_few(f: Frames, raters: Sequence[str], item: str, n: int, min_n: int) -> dict:
+    """The result fields of a comparison over fewer than two conversations: no ρ, and why."""
+    j = f.judgments.filter((pl.col("kind") == _kind(item)) & (pl.col("status") != "stale"))
+    valid = pl.col("status").is_in(["ok", "repaired"])
+    counts = {r["judge"]: (r["valid"], r["all"]) for r in j.group_by("judge").agg(
+        valid=valid.sum(), all=pl.len()).iter_rows(named=True)}
+    each = ", ".join(f"{r}: {counts.get(r, (0, 0))[0]} of {counts.get(r, (0, 0))[1]} valid" for r in raters)
+    return {"rho": None, "p5": None, "p95": None, "significant": None, "ci_note": too_small(n, min_n),
+            "note": f"only {n} conversation(s) rated validly by every rater, a ρ needs 2 ({_kind(item).replace('_', '-')} judgments {each})"}
+
+
 def scores(f: Frames, item: str, raters: Sequence[str]) -> np.ndarray:
     """(n, R) per-conversation scores of ``raters`` for ``item`` on the conversations all of them
     rated validly (in a fixed order)."""
@@ -144,10 +159,10 @@ def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000,
     if len(raters) < 2:
         return pl.DataFrame(schema=AGREE_SCHEMA)
     x = scores(f, item, raters)
-    if len(x) < 2:
-        return pl.DataFrame(schema=AGREE_SCHEMA)
-    per = loo_inter(x[_index(len(x), resamples, seed)])
     base = {"comparison": INTER_HUMAN, "scale": _scale(item), "item": item, "n": len(x), "annotators": len(raters)}
+    if len(x) < 2:  # no ρ over fewer than two conversations: the average's row says why
+        return pl.DataFrame([{**base, "rater": AVERAGE, **_too_few(f, raters, item, len(x), min_n)}], schema=AGREE_SCHEMA)
+    per = loo_inter(x[_index(len(x), resamples, seed)])
     rows = [{**base, "rater": r, **paper_test(per[k: k + 1], [r], len(x), min_n)} for k, r in enumerate(raters)]
     rows.append({**base, "rater": AVERAGE, **paper_test(per, raters, len(x), min_n)})
     return pl.DataFrame(rows, schema=AGREE_SCHEMA)
@@ -166,6 +181,9 @@ def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
             continue
         x = scores(f, item, [judge, *humans])
         if len(x) < 2:
+            if _kind(item) in f.judgments.filter(pl.col("judge") == judge)["kind"].to_list():  # judged, none usable
+                rows.append({"comparison": judge, "rater": judge, "scale": _scale(item), "item": item, "n": len(x),
+                             "annotators": len(humans), **_too_few(f, [judge, *humans], item, len(x), min_n)})
             continue
         xb = x[_index(len(x), resamples, seed)]
         per = loo_judge(xb[..., 0], xb[..., 1:])
@@ -184,8 +202,8 @@ def agreement_table(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: i
     score), the inter-human average and each LLM judge against the annotators."""
     parts = [agreement(f, None, resamples, seed, item, min_n=min_n).filter(pl.col("rater") == AVERAGE)
              for scale in ("counts", "likert") if len(annotators(f, scale)) >= 2 for item in items_of(f, scale)]
-    llm = sorted(set(f.counts.filter(~pl.col("human"))["judge"].to_list())
-                 | set(f.likert.filter(~pl.col("human"))["judge"].to_list()))
+    llm = sorted(set(f.judgments.filter(~pl.col("human") & (pl.col("status") != "stale"))["judge"].to_list()))
+    # every LLM judge with a judgment, valid or not: one whose judgments are all invalid is a row saying so
     parts += [judge_vs_humans(f, j, resamples, seed, min_n=min_n) for j in (judges or llm)]
     parts = [p for p in parts if not p.is_empty()]
     return pl.concat(parts) if parts else pl.DataFrame(schema=AGREE_SCHEMA)

@@ -44,6 +44,8 @@ def _names(f: Frames) -> dict[str, str]:
 
 def _fmt_ci(m: float, lo: float | None, hi: float | None, n: int, note: str | None = None) -> str:
     """An estimate with its interval and the instances it rests on, or why it has no interval."""
+    if m is None:  # no estimate at all (nothing valid to average): say why
+        return f"no estimate ({note or 'undefined'})"
     if note or lo is None or hi is None:
         return f"{m:.2f} (no interval: {note or 'undefined'})"
     return f"{m:.2f} (95% CI {lo:.2f}–{hi:.2f}, n = {n})"

@@ -29,7 +29,7 @@ def _pair_line(f: Frames, rows: pl.DataFrame, head: str, min_n: int, b_word: str
     names = _names(f)
     n = rows["n"][0]
     if n < min_n:
-        return f"- {head} (n = {n}): not tested (n too small: {n} < {min_n})."
+        return f"- {head} (n = {n}): not tested ({rows['ci_note'][0] if n == 0 else f'n too small: {n} < {min_n}'})."
 
     def listed(d: str) -> str:
         return ", ".join(f"{names[r['behaviour']]} ({r['diff']:+.2f}, p_adj {r['p_adj']:.3g})"

@@ -40,7 +40,7 @@ from ._inference import (
 )
 from ._inference import verdict as _verdict
 from .errors import ConfigError, InputError
-from .frames import HUMAN, REFERENCE, Frames
+from .frames import HUMAN, REFERENCE, Frames, validity_note
 
 if TYPE_CHECKING:
     from .run import Run
@@ -147,11 +147,13 @@ def paired_between(f: Frames, judge: str, pairs: list[tuple], resamples: int = 1
     rows, key_cols = [], {}
     for a, b, keys in pairs:
         key_cols.update({k: pl.Int64 if isinstance(v, int) else pl.Utf8 for k, v in keys.items()})
-        if a not in mats or b not in mats:
-            continue
-        pos_a = {i: k for k, i in enumerate(mats[a][0])}
-        shared = [(pos_a[i], k) for k, i in enumerate(mats[b][0]) if i in pos_a]
-        if not shared:
+        pos_a = {i: k for k, i in enumerate(mats[a][0])} if a in mats else {}
+        shared = [(pos_a[i], k) for k, i in enumerate(mats[b][0]) if i in pos_a] if b in mats else []
+        if not shared:  # a pair with nothing to compare is a row saying why, never left out
+            why = (f"no multi-party instance where both {a} and {b} have a valid judgment by {judge} "
+                   f"({validity_note(f, judge, a)}; {validity_note(f, judge, b)})")
+            rows += [{**keys, "setup_a": a, "setup_b": b, "behaviour": bid, "ci_note": why, "n": 0, "p": None}
+                     for bid in beh]
             continue
         xa = mats[a][1][[s[0] for s in shared]]
         xb = mats[b][1][[s[1] for s in shared]]
@@ -182,9 +184,10 @@ def participant_counts(f: Frames, count: str = "conversation") -> pl.DataFrame:
 
 
 def participant_variance(f: Frames, count: str = "conversation") -> pl.DataFrame:
-    """Per dataset: instances, variance (ddof 1) and range of participant counts, largest variance first."""
-    pc = participant_counts(f, count)
-    return (pc.group_by("dataset").agg(instances=pl.len(), variance=pl.col("participants").var(),
+    """Per dataset: instances with a participant count, variance (ddof 1) and range of their
+    counts, and ``unknown``: instances without one (M lists no participant), largest variance first."""
+    pc, known = participant_counts(f, count), pl.col("participants").is_not_null()
+    return (pc.group_by("dataset").agg(instances=known.sum(), unknown=(~known).sum(), variance=pl.col("participants").var(),
                                        min=pl.col("participants").min(), max=pl.col("participants").max())
             .sort(["variance", "dataset"], descending=[True, False], nulls_last=True))
 
@@ -217,15 +220,19 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
                 g = c.filter((pl.col("dataset") == ds) & (pl.col("target") == t) & (pl.col("behaviour") == b))
                 if g.is_empty():
                     continue
-                x, y = g["participants"].to_numpy(), g["count"].to_numpy()
-                note = too_small(len(g), min_n) or (None if np.ptp(x) > 0 and np.ptp(y) > 0 else
-                                                    "undefined: participants or counts constant")
+                known = g.filter(pl.col("participants").is_not_null())  # M lists no participant: unknown, left out
+                x, y = known["participants"].to_numpy(), known["count"].to_numpy()
+                note = too_small(len(known), min_n) or (None if np.ptp(x) > 0 and np.ptp(y) > 0 else
+                                                        "undefined: participants or counts constant")
+                if len(known) < len(g):
+                    note = "; ".join(filter(None, [note, f"{len(g) - len(known)} instance(s) without a participant "
+                                                         "count left out"]))
                 rho = p = None
-                if note is None:
+                if len(known) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
                     res = sps.spearmanr(x, y)
                     rho, p = float(res.statistic), float(res.pvalue)
                 rows.append({"judge": judge, "target": t, "dataset": ds, "behaviour": b, "rho": rho, "p_value": p,
-                             "note": note, "n": len(g)})
+                             "note": note, "n": len(known)})
     q = adjust_pvalues(np.array([np.nan if r["p_value"] is None else r["p_value"] for r in rows]), correction)
     for r, qa in zip(rows, q, strict=True):
         r["p_adj"] = float(qa) if np.isfinite(qa) else None
@@ -240,6 +247,13 @@ def _ordered(df: pl.DataFrame, cond: pl.DataFrame) -> pl.DataFrame:
         ["_h", "model_group", "prompt", "turns_per_call", "target"], nulls_last=True).drop("_h")
 
 
+def _tried(f: Frames, judge: str, kind: str) -> set[str]:
+    """The targets ``judge`` judged (``kind``, valid or not) or the params expect it to judge."""
+    mine = (pl.col("judge") == judge) & (pl.col("kind") == kind)
+    return set(f.judgments.filter(mine & (pl.col("status") != "stale"))["target"].to_list()) | set(
+        f.expected.filter(mine & (pl.col("stage") == "judge"))["target"].to_list())
+
+
 DIFFERENCE = "simulated − human"
 LIKERT_PAIRED_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "series": pl.Utf8, "score": pl.Utf8, "mean": pl.Float64,
                         "ci_low": pl.Float64, "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64}
@@ -252,7 +266,8 @@ def likert_vs_human(f: Frames, judge: str, setups: list[str] | None = None, resa
     three ``series`` per setup and score: "simulated", "human reference" (the reference's mean on
     those same instances) and "simulated − human" (the paired difference), each with a 95%
     bootstrap CI over the pairs (the same resamples for all three; undefined below ``min_n`` or
-    when every resample is equal, ``ci_note`` says why). ``setups`` None: every judged setup."""
+    when every resample is equal, ``ci_note`` says why). ``setups`` None: every judged setup. A
+    setup judged (or expected) with no instance to pair has its rows: n = 0, no mean, why."""
     from .stats import PERCENTILES, boot_index, resample_means
 
     check_params(resamples=resamples, min_n=min_n)
@@ -260,10 +275,14 @@ def likert_vs_human(f: Frames, judge: str, setups: list[str] | None = None, resa
     lk = f.likert.filter(pl.col("judge") == judge)
     ref = lk.filter(pl.col("target") == REFERENCE).select("instance_id", *[pl.col(x).alias(f"h_{x}") for x in scores])
     names = setups if setups is not None else sorted(set(lk["target"].to_list()) - {REFERENCE})
-    rows = []
+    rows, tried = [], _tried(f, judge, "overall")
     for s in names:
         pair = lk.filter(pl.col("target") == s).join(ref, on="instance_id").sort("instance_id")
-        if pair.is_empty():
+        if pair.is_empty():  # judged (or expected) but nothing to pair: rows saying why, never left out
+            why = (f"no instance where both {s} and the human reference have a valid overall judgment by {judge} "
+                   f"({validity_note(f, judge, s, 'overall')}; {validity_note(f, judge, REFERENCE, 'overall')})")
+            rows += [{"judge": judge, "target": s, "series": series, "score": score, "ci_note": why, "n": 0}
+                     for series in ("simulated", HUMAN, DIFFERENCE) for score in scores] if s in tried else []
             continue
         n = pair.height
         xs = pair.select(scores).to_numpy().astype(float)
@@ -283,7 +302,9 @@ def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, see
            min_n: int = MIN_N) -> pl.DataFrame:
     """Table 4: mean consistency and collaborativeness (1–10) with 95% bootstrap CIs, the human
     reference and each multi-party setup, over multi-party instances, as the paper lays it out:
-    each row over its own valid judgments (``n``), not paired (``likert_vs_human`` pairs them)."""
+    each row over its own valid judgments (``n``), not paired (``likert_vs_human`` pairs them). A
+    target judged (or expected) without a valid overall judgment keeps its row: n = 0, no mean,
+    the notes say why."""
     from .stats import likert_means
 
     setups = cond.filter(pl.col("kind") == "multiparty")["setup"].to_list()
@@ -297,13 +318,22 @@ def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, see
         part = m.filter(pl.col("score") == score).select(
             "target", "n", *[pl.col(x).alias(f"{score}_{x}") for x in ("mean", "ci_low", "ci_high", "ci_note")])
         wide = part if wide is None else wide.join(part.drop("n"), on="target")
+    tried = _tried(f, judge, "overall")
+    absent = [t for t in [REFERENCE, *setups] if t in tried and t not in set(wide["target"].to_list())]
+    if absent:  # judged (or expected) without a valid overall judgment: a row with n = 0 and why
+        why = {t: f"no valid overall judgment: {validity_note(f, judge, t, 'overall')}" for t in absent}
+        wide = pl.concat([wide, pl.DataFrame(
+            [{"target": t, "n": 0, "consistency_ci_note": why[t], "collaborativeness_ci_note": why[t]} for t in absent],
+            schema=wide.schema)])
     return _ordered(wide, cond).select("target", "model_group", "prompt", "turns_per_call", "n", pl.exclude(
         "target", "model_group", "prompt", "turns_per_call", "n"))
 
 
 def table11(f: Frames, judge: str, cond: pl.DataFrame) -> pl.DataFrame:
     """Table 11: mean occurrences per conversation of each behaviour (columns), per dataset, for
-    the human reference and each multi-party setup (rows), each over its own valid judgments (n)."""
+    the human reference and each multi-party setup (rows), each over its own valid judgments (n);
+    a target judged (or expected) in a dataset without a valid judgment there is a row with n = 0
+    and no means."""
     setups = cond.filter(pl.col("kind") == "multiparty")["setup"].to_list()
     c = f.counts.filter((pl.col("judge") == judge) & pl.col("target").is_in([REFERENCE, *setups])
                         & pl.col("instance_id").is_in(multiparty_ids(f).implode()))
@@ -312,6 +342,13 @@ def table11(f: Frames, judge: str, cond: pl.DataFrame) -> pl.DataFrame:
     wide = c.group_by("dataset", "target", "behaviour").agg(mean=pl.col("count").mean(),
                                                             n=pl.col("instance_id").n_unique()) \
         .pivot(on="behaviour", index=["dataset", "target", "n"], values="mean")
+    mine = (pl.col("judge") == judge) & (pl.col("kind") == "fine_grained") & pl.col("target").is_in([REFERENCE, *setups])
+    tried = pl.concat([f.judgments.filter(mine & (pl.col("status") != "stale")).select("target", "instance_id"),
+                       f.expected.filter(mine & (pl.col("stage") == "judge")).select("target", "instance_id")])
+    absent = tried.join(f.instances.filter(~pl.col("human_ai")).select("instance_id", "dataset"), on="instance_id") \
+        .select("dataset", "target").unique().join(wide.select("dataset", "target"), on=["dataset", "target"], how="anti")
+    if absent.height:  # judged (or expected) in a dataset without one valid judgment there: n = 0, no mean
+        wide = pl.concat([wide, absent.with_columns(n=pl.lit(0, wide["n"].dtype))], how="diagonal")
     out = _ordered(wide, cond).sort("dataset", maintain_order=True)
     return out.select("dataset", "target", "model_group", "prompt", "turns_per_call", "n",
                       *[b for b in f.taxonomy.ids if b in out.columns])

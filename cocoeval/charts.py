@@ -22,6 +22,21 @@ def _names(tax: Taxonomy) -> dict[str, str]:
     return {b.id: b.name for b in tax.behaviours}
 
 
+def _n(d: pl.DataFrame, unit: str = "instances") -> str:
+    """The n behind the marks, for an axis or legend title: "n = 12 instances" or a range."""
+    ns = d["n"].drop_nulls() if "n" in d.columns else pl.Series([], dtype=pl.Int64)
+    if ns.is_empty():
+        return ""
+    lo, hi = ns.min(), ns.max()
+    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}–{hi} {unit} (tooltips)"
+
+
+def _titled(statistic: str | list[str], d: pl.DataFrame, unit: str = "instances") -> list[str]:
+    """An axis or legend title, one line each: the statistic (its lines) and its n."""
+    n = _n(d, unit)
+    return [*([statistic] if isinstance(statistic, str) else statistic), *([n] if n else [])]
+
+
 DEFINED = "isValid(datum.{lo}) && isValid(datum.{hi})"
 UNDEFINED_MARK = {"shape": "cross", "color": "#333", "size": 40}
 
@@ -73,7 +88,7 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
         x=alt.X("name:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40)),
         xOffset=alt.XOffset("series:N", sort=["simulated", HUMAN]))
     bars = base.mark_bar().encode(
-        y=alt.Y("mean:Q", title="mean occurrences per conversation"),
+        y=alt.Y("mean:Q", title=_titled(["mean occurrences", "per conversation (95% CI)"], data)),
         color=alt.Color("category:N", scale=alt.Scale(domain=list(CATEGORY_COLOURS),
                                                       range=list(CATEGORY_COLOURS.values())), title="category"),
         opacity=alt.Opacity("series:N", scale=alt.Scale(domain=["simulated", HUMAN], range=[1.0, 0.4]),
@@ -116,7 +131,8 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
     base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
     tip = ["comparison:N", "name:N", alt.Tooltip("diff:Q", format=".2f"), alt.Tooltip("p_adj:Q", format=".3g"), "n:Q"]
     pts = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("diff:Q", title="difference in mean occurrences per conversation (b − a)"),
+        x=alt.X("diff:Q", title=_titled(
+            ["difference in mean occurrences", "per conversation (b − a), 95% CI"], d)),
         color=alt.Color("direction:N", title="corrected test", scale=alt.Scale(
             domain=["higher", "lower", "no significant difference", "not tested"],
             range=["#c0392b", "#2471a3", "#999", "#ccc"])), tooltip=tip)
@@ -137,7 +153,8 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
         y=alt.Y("name:N", sort=[names["all"], *[names[b] for b in tax.ids]], title=None),
         x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-40)))
     rect = base.mark_rect().encode(
-        color=alt.Color("rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title="ρ"),
+        color=alt.Color("rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True),
+                        title=_titled("Spearman ρ", d)),
         tooltip=["dataset:N", "target:N", "name:N", alt.Tooltip("rho:Q", format=".2f"),
                  alt.Tooltip("p_adj:Q", format=".3g"), "note:N", "n:Q"])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("rho:Q", format=".2f"))
@@ -149,9 +166,10 @@ def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.Facet
     """Mean consistency and collaborativeness per target with 95% CIs (Table 4)."""
     d = likert if judge is None else likert.filter(pl.col("judge") == judge)
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
+    human = (alt.datum.target == REFERENCE) | (alt.datum.series == HUMAN)  # likert_vs_human rows carry a series
     pts = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title="mean score (1-10)"),
-        color=alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3")),
+        x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title=_titled("mean score (1-10), 95% CI", d)),
+        color=alt.condition(human, alt.value("#111"), alt.value("#2471a3")),
         tooltip=["target:N", "score:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=["target:N", "score:N", "n:Q"])
@@ -167,7 +185,7 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
         x=alt.X("name:N", sort=[names[b] for b in tax.ids], title=None, axis=alt.Axis(labelAngle=-40)),
         y=alt.Y("dataset:N", title=None))
     rect = base.mark_rect().encode(color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"),
-                                                   title="mean per conversation"),
+                                                   title=_titled(["mean per", "conversation"], d)),
                                    tooltip=["target:N", "dataset:N", "name:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".1f"))
     return alt.layer(rect, text).properties(width=300, height=140).facet(
@@ -195,7 +213,8 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
     tip = ["comparison:N", "item:N", alt.Tooltip("rho:Q", format=".2f"), alt.Tooltip("p5:Q", format=".2f"), "n:Q",
            "note:N"]
     bars = base.mark_bar().encode(
-        x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title="average leave-one-out Spearman ρ"),
+        x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title=_titled(
+            ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile"], agree, "conversations")),
         color=alt.Color("significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]),
                         title="5th pct > 0"), tooltip=tip)
     err = _whiskers(base, "x", "p5", "p95")

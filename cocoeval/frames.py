@@ -32,6 +32,8 @@ NO_CONTINUATION = "no continuation"
 """Why an expected judgment of a setup is missing: the setup has no ok continuation of the
 instance (it is invalid, or was never simulated: see the simulate rows), so there is nothing to
 judge. Counted in ``missing`` and, apart, in ``no_continuation``."""
+NO_SCORE = "overall judgment without a consistency or collaborativeness score"
+"""Why a usable-looking (ok or repaired) overall judgment is counted invalid: it lacks a score."""
 EXPECTED_SCHEMA = {"stage": pl.Utf8, "judge": pl.Utf8, "target": pl.Utf8, "kind": pl.Utf8, "instance_id": pl.Utf8,
                    "reason": pl.Utf8}
 
@@ -52,7 +54,8 @@ class Frames:
     judgments: pl.DataFrame
     """judge, human, target, instance_id, kind, status (ok, repaired, invalid, skipped: its target
     has no turn to judge, reason ``NO_TURNS`` — or stale: of a continuation that is not the setup's
-    current ok one; skipped and stale are never counted), reason, turns (labelled), not_in_taxonomy
+    current ok one; skipped and stale are never counted; an ok overall judgment without a score is
+    invalid, ``NO_SCORE``), reason, turns (labelled), not_in_taxonomy
     (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status (ok, invalid, or stale: simulated with other settings
@@ -108,6 +111,8 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                 status, reason = "stale", old or "judges a continuation that is no longer the setup's current ok one"
             elif _nothing_judged(j, insts[j.instance_id]):
                 status, reason = "skipped", NO_TURNS
+            elif j.kind == "overall" and status != "invalid" and None in (j.consistency, j.collaborativeness):
+                status, reason = "invalid", NO_SCORE  # a mean over a missing score is no number
             judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
                          "kind": j.kind, "status": status, "reason": reason, "turns": len(j.labels),
                          "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
@@ -212,8 +217,10 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     longer the setup's current ok one; ``missing``: expected by the run's params but absent
     (``Frames.expected``; null where the params say nothing: a human annotator, a setup or judge
     they do not name), of which ``no_continuation`` are judgments of a setup with no ok
-    continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / n (null
-    when n is 0). Skipped, stale and missing items are in no mean."""
+    continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / (n −
+    skipped): the share of the judgments that had something to judge which could not be used (null
+    when there is none; a skipped item was never sent, so it dilutes no rate). Skipped, stale and
+    missing items are in no mean."""
     i64, status = pl.Int64, pl.col("status")
     st = status == "stale"
     c = (f.continuations.group_by("setup").agg(n=(~st).sum(), invalid=(status == "invalid").sum(), stale=st.sum())
@@ -231,5 +238,20 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     out = present.join(exp, on=keys, how="full", coalesce=True, nulls_equal=True).with_columns(
         [pl.col(k).fill_null(0) for k in ("n", "invalid", "skipped", "stale")])
     out = out.with_columns(no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
-                           invalid_rate=pl.when(pl.col("n") > 0).then(pl.col("invalid") / pl.col("n")))
+                           invalid_rate=pl.when(pl.col("n") > pl.col("skipped"))
+                           .then(pl.col("invalid") / (pl.col("n") - pl.col("skipped"))))
     return out.select(RATE_COLUMNS).sort(keys, nulls_last=True)
+
+
+def validity_note(f: Frames, judge: str, target: str, kind: str = "fine_grained") -> str:
+    """How many of ``judge``'s ``kind`` judgments of ``target`` are valid, and why the others are
+    not (stale ones excluded): the reason a statistic over them has fewer instances, or none."""
+    j = f.judgments.filter((pl.col("judge") == judge) & (pl.col("target") == target) & (pl.col("kind") == kind)
+                           & (pl.col("status") != "stale"))
+    what = kind.replace("_", "-")
+    if j.is_empty():
+        return f"{target}: no {what} judgment by {judge}"
+    st = j["status"]
+    bad = [f"{int((st == x).sum())} {x}" for x in ("invalid", "skipped") if (st == x).any()]
+    return (f"{target}: {int(st.is_in(['ok', 'repaired']).sum())} of {j.height} {what} judgments by {judge} valid"
+            + (f" ({', '.join(bad)})" if bad else ""))

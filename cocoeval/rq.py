@@ -21,7 +21,7 @@ from ._answer import (
 )
 from ._rq_paper import by_turns_per_call, paper_tables, participants, prompting
 from ._text import md_escape
-from .frames import REFERENCE, Frames
+from .frames import REFERENCE, Frames, validity_note
 
 if TYPE_CHECKING:
     from .run import Run
@@ -46,7 +46,8 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
                 "a user talking to a chatbot; see the generalization notebook)." if n_chat else
                 "No human–AI chat instance is among them.")
     if ref.is_empty():
-        a.text.append(f"No multi-party human reference is judged by {md_escape(judge)}. {excluded}")
+        a.text.append(f"No multi-party human reference has a valid judgment by {md_escape(judge)} "
+                      f"({md_escape(validity_note(f, judge, REFERENCE))}). {excluded}")
         return a
     sub = Frames(**{**f.__dict__, "counts": ref})
     means = stats.mean_occurrences(sub, resamples=resamples, seed=seed, min_n=min_n)

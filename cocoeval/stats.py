@@ -66,7 +66,7 @@ from ._rq_stats import (
     table4,
     table11,
 )
-from .frames import HUMAN, REFERENCE, Frames
+from .frames import HUMAN, REFERENCE, Frames, validity_note
 
 __all__ = [
     "AGREE_SCHEMA",
@@ -298,10 +298,16 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
     ref_ids, ref = _matrix(c.filter(pl.col("target") == REFERENCE), beh)
     ref_pos = {i: k for k, i in enumerate(ref_ids)}
     per_b, dist = [], []
-    for target in sorted(set(c["target"].unique().to_list()) - {REFERENCE}):
-        ids, sim = _matrix(c.filter(pl.col("target") == target), beh)
+    for target in _judged_targets(f, judge):
+        part = c.filter(pl.col("target") == target)
+        ids, sim = _matrix(part, beh) if part.height else ([], None)
         keep = [k for k, i in enumerate(ids) if i in ref_pos]
-        if not keep:
+        if not keep:  # judged (or expected) but nothing to pair: a row saying why, never left out
+            why = (f"no instance where both {target} and the human reference have a valid judgment by {judge} ("
+                   f"{validity_note(f, judge, target)}; {validity_note(f, judge, REFERENCE)})")
+            per_b += [{"judge": judge, "target": target, "behaviour": b, "ci_note": why, "ratio_ci_note": why, "n": 0,
+                       "p": None} for b in beh]
+            dist.append({"judge": judge, "target": target, "ci_note": why, "n": 0})
             continue
         s = sim[keep]
         h = ref[[ref_pos[ids[k]] for k in keep]]
@@ -328,6 +334,14 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
         row.update(p_adj=float(q) if tested else None, correction=correction, family=family,
                    verdict=verdict(row["diff"], q, alpha) if tested else None)
     return pl.DataFrame(per_b, schema=PAIRED_SCHEMA), pl.DataFrame(dist, schema=DISTANCE_SCHEMA)
+
+
+def _judged_targets(f: Frames, judge: str) -> list[str]:
+    """The setups ``judge`` judged fine-grained (valid or not) or the params expect it to judge."""
+    mine = (pl.col("judge") == judge) & (pl.col("kind") == "fine_grained") & (pl.col("target") != REFERENCE)
+    return sorted(set(f.counts.filter((pl.col("judge") == judge) & (pl.col("target") != REFERENCE))["target"].to_list())
+                  | set(f.judgments.filter(mine & (pl.col("status") != "stale"))["target"].to_list())
+                  | set(f.expected.filter(mine & (pl.col("stage") == "judge"))["target"].to_list()))
 
 
 def detections(f: Frames) -> pl.DataFrame:
