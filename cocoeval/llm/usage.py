@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
@@ -29,6 +30,13 @@ class Price(BaseModel):
     """Output, reasoning tokens included."""
     cache_write: float | None = None
     """Input written to the prompt cache (Anthropic: 1.25x input); None: the input price."""
+
+
+_SNAPSHOT = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8})?(:.*)?")
+"""What may follow a price-table name in a model name: a dated snapshot (``-2025-04-14``,
+``-20250514``) and, for a fine-tuned model, its ``:org:suffix:id`` tail. Any other tail
+(``gpt-5-nano`` after ``gpt-5``, ``claude-opus-4-5`` after ``claude-opus-4``) is another model,
+often at another price: it is unknown until the table names it, never priced as its prefix."""
 
 
 class PriceTable(BaseModel):
@@ -57,7 +65,8 @@ class PriceTable(BaseModel):
         if cls is not None and cls.billing == "free":
             return Price(input=0, cached_input=0, output=0)
         name = spec.model.split("/")[-1]
-        best = max((k for k in self.models if name.startswith(k)), key=len, default=None)
+        best = max((k for k in self.models if name.startswith(k) and _SNAPSHOT.fullmatch(name[len(k):])),
+                   key=len, default=None)
         return self.models[best] if best else None
 
     def cost(self, model_spec: str, usage: Usage, *, batch: bool = False) -> float | None:
