@@ -1,0 +1,152 @@
+"""What a run paid, through the real SDKs against the fake provider server: every billed answer
+counted once (refusals and unreadable answers included), nothing counted that was not billed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
+
+WIRES = ["openai", "anthropic"]
+MODES = ["live", "processes", "batch"]
+
+
+def model(srv, wire: str) -> str:
+    return (f"openai/gpt-4.1@{srv.openai_base}" if wire == "openai"
+            else f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}")
+
+
+def calls(m: str, prompts: list[str]) -> list[Call]:
+    return [Call(model=m, stage="test", tag=p, request=GenerateRequest(
+        messages=[Message(role="system", content="Be brief."), Message(role="user", content=p)], max_tokens=20))
+        for p in prompts]
+
+
+def runner(tmp_path, name: str, mode: str = "live") -> Runner:
+    kw = {"processes": 2} if mode == "processes" else {"batch": True, "batch_poll_s": 0.01} if mode == "batch" else {}
+    return Runner(LLMConfig(cache=str(tmp_path / name), progress=False, **kw))
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_refused_answer_is_billed_so_its_tokens_and_cost_count(srv, tmp_path, wire, mode):
+    prompt = "refuse this " + "x" * 400
+    r = runner(tmp_path, "answered.sqlite", mode)
+    [ok] = r.run(calls(model(srv, wire), [prompt]))
+    paid = r.ledger.totals()
+    r.close()
+    srv.reset()
+    srv.configure(faults=[{"match": "refuse", "kind": "content_filter", "times": -1}])
+    r = runner(tmp_path, "refused.sqlite", mode)
+    [res] = r.run(calls(model(srv, wire), [prompt]))
+    t = r.ledger.totals()
+    assert r.batched == (1 if mode == "batch" else 0) and r.sent == (0 if mode == "batch" else 1)
+    r.close()
+    assert res.status == "failed" and res.reason == "content_filter" and ok.status == "ok"
+    # the same prompt: the same input tokens billed, answered or refused (the refusal wrote no text)
+    assert t["failed"] == 1 and t["input_tokens"] == paid["input_tokens"] > 100
+    assert 0 < res.cost_usd == pytest.approx(t["cost_usd"]) and t["cost_usd"] <= paid["cost_usd"]
+    assert t["lost_attempts"] == 0  # counted once: as its usage, not also as a lost attempt
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_an_unreadable_answer_is_counted_as_paid_with_its_input_estimated(srv, tmp_path, wire):
+    srv.configure(faults=[{"match": "garbled", "kind": "malformed", "times": -1}])
+    r = runner(tmp_path, "c.sqlite")
+    [res] = r.run(calls(model(srv, wire), ["garbled " + "y" * 400]))
+    t = r.ledger.totals()
+    assert res.status == "failed" and res.reason == "malformed_response"
+    assert srv.stats()["prompts"]["garbled " + "y" * 400] == 1  # one attempt, answered: billed by the provider
+    assert t["lost_attempts"] == 1 and t["lost_input_tokens"] > 100
+    assert 0 < t["lost_cost_usd"] == pytest.approx(t["cost_usd"]) == pytest.approx(res.cost_usd)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_a_call_refused_before_any_work_costs_zero_not_unknown(srv, tmp_path, wire):
+    srv.configure(faults=[{"match": "huge", "kind": "context_length", "times": -1}])
+    r = runner(tmp_path, "c.sqlite")
+    [res] = r.run(calls(model(srv, wire), ["huge prompt"]))
+    t = r.ledger.totals()
+    assert res.status == "failed" and res.reason == "context_length"
+    assert res.cost_usd == 0.0 and t["cost_usd"] == 0.0 and t["cost_unknown_calls"] == 0
+    assert t["input_tokens"] == 0 and t["lost_attempts"] == 0
+
+
+def test_an_answer_paid_once_is_counted_once_however_often_it_is_used(srv, tmp_path):
+    m = model(srv, "openai")
+    r = runner(tmp_path, "c.sqlite")
+    first = r.run(calls(m, ["a", "b", "a"]))  # "a" twice in one run: sent and paid once
+    again = r.run(calls(m, ["a", "c"]))  # the same runner: "a" is its own answer, not one re-used
+    t = r.ledger.totals()
+    assert srv.stats()["requests"] == 3 and t["cache_hits"] == 2 and t["reused_calls"] == 0
+    assert t["cost_usd"] > 0 and t["cost_usd"] == pytest.approx(sum(x.cost_usd for x in first + again))
+    r.close()
+    # another runner (a later invocation): the cached answers are re-used, paid 0 now, and say
+    # what they cost when they were paid
+    r2 = runner(tmp_path, "c.sqlite")
+    out = r2.run(calls(m, ["a", "b", "c", "a"]))
+    t2 = r2.ledger.totals()
+    assert srv.stats()["requests"] == 3 and all(x.cache_hit and x.cost_usd == 0 for x in out)
+    assert t2["cost_usd"] == 0 and t2["input_tokens"] == 0
+    assert t2["cache_hits"] == 4 and t2["reused_calls"] == 3  # the second "a" is the run's own duplicate
+    assert t2["reused_cost_usd"] == pytest.approx(t["cost_usd"])
+    assert t2["reused_input_tokens"] == t["input_tokens"] and t2["reused_output_tokens"] == t["output_tokens"]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+def test_answers_from_a_batch_are_valued_at_the_batch_price_when_re_used(srv, tmp_path, wire):
+    m = model(srv, wire)
+    r = runner(tmp_path, "c.sqlite", "batch")
+    r.run(calls(m, ["p", "q", "p"]))  # "p" twice in one batch: paid once
+    t = r.ledger.totals()
+    assert r.batched == 2 and t["cache_hits"] == 1 and t["reused_calls"] == 0 and t["cost_usd"] > 0
+    r.close()
+    r2 = runner(tmp_path, "c.sqlite")  # live now: the batch answers come from the cache
+    r2.run(calls(m, ["p", "q"]))
+    t2 = r2.ledger.totals()
+    assert t2["cost_usd"] == 0 and t2["reused_calls"] == 2
+    assert t2["reused_cost_usd"] == pytest.approx(t["cost_usd"])  # half the live price, as paid
+
+
+def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(srv, tmp_path, capsys,
+                                                                                monkeypatch):
+    from cocoeval import build
+    from cocoeval.cli import main
+
+    from .conftest import qmsum_meeting, write_json
+
+    for i in range(2):
+        write_json(tmp_path / "src" / "product" / f"M{i}.json", qmsum_meeting(80 + i))
+    build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({
+        "name": "p", "out": "runs/p", "bench": "bench",
+        "setups": [{"name": "k30", "model": model(srv, "openai"), "turns_per_call": 30}],
+        "llm": {"cache": "cache.sqlite"}}))
+    monkeypatch.chdir(tmp_path)
+    usage_path = tmp_path / "runs" / "p" / "usage.json"
+
+    assert main(["run", str(params), "--stage", "simulate", "--no-progress"]) in (0, 3)
+    first = json.loads(usage_path.read_text())
+    paid = first["totals"]["cost_usd"]
+    sent = srv.stats()["requests"]
+    assert sent == first["requests_sent"] > 0 and paid > 0 and first["totals"]["reused_calls"] == 0
+    assert first["all_invocations"]["invocations"] == 1 and first["all_invocations"]["cost_usd"] == paid
+    assert f"paid by this run: ${paid:.4f}" in capsys.readouterr().out
+
+    assert main(["run", str(params), "--stage", "simulate", "--no-progress"]) in (0, 3)  # again: all cached
+    second = json.loads(usage_path.read_text())
+    t = second["totals"]
+    assert srv.stats()["requests"] == sent and second["requests_sent"] == 0
+    assert t["cost_usd"] == 0 and t["input_tokens"] == 0 and t["cache_hits"] == t["calls"] == sent
+    assert t["reused_calls"] == sent and t["reused_cost_usd"] == pytest.approx(paid)
+    assert second["earlier_invocations"][0]["totals"]["cost_usd"] == paid
+    assert second["all_invocations"]["invocations"] == 2 and second["all_invocations"]["cost_usd"] == pytest.approx(paid)
+    printed = capsys.readouterr().out
+    assert "paid by this run: $0.0000" in printed
+    assert f"re-used from the call cache, not paid again: {sent} answer(s)" in printed
+    assert f"the answers this run used cost ${paid:.4f}" in printed
+    assert f"all 2 invocations of cocoeval run: paid ${paid:.4f}" in printed
