@@ -150,3 +150,43 @@ def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(
     assert f"re-used from the call cache, not paid again: {sent} answer(s)" in printed
     assert f"the answers this run used cost ${paid:.4f}" in printed
     assert f"all 2 invocations of cocoeval run: paid ${paid:.4f}" in printed
+
+
+@pytest.mark.parametrize("mode", ["live", "batch"])
+def test_a_request_asked_twice_that_fails_is_paid_once_and_both_calls_count_as_failed(srv, tmp_path, mode):
+    srv.configure(faults=[{"match": "refuse", "kind": "content_filter", "times": -1}])
+    r = runner(tmp_path, "c.sqlite", mode)
+    out = r.run(calls(model(srv, "openai"), ["refuse twice " + "z" * 400, "refuse twice " + "z" * 400]))
+    t = r.ledger.totals()
+    assert [x.status for x in out] == ["failed", "failed"] and srv.stats()["requests"] == 1
+    assert t["calls"] == t["failed"] == 2 and t["cost_usd"] > 0
+    assert t["cost_usd"] == pytest.approx(out[0].cost_usd + out[1].cost_usd)
+    assert out[1].cost_usd == 0 and t["reused_calls"] == 0
+
+
+def test_estimate_totals_never_show_an_unknown_price_as_a_sum(tmp_path, capsys):
+    from cocoeval.cli import main
+    from cocoeval.jsonio import write_jsonl
+
+    from .sim_helpers import instance
+
+    write_jsonl(tmp_path / "bench" / "eval.jsonl", [instance(f"d/c{i}/0") for i in range(2)])
+    write_jsonl(tmp_path / "bench" / "train.jsonl", [])
+
+    def estimate(setup_model: str, judge_model: str) -> str:
+        p = tmp_path / "p.yaml"
+        p.write_text(yaml.safe_dump({
+            "name": "e", "out": "run", "bench": "bench",
+            "setups": [{"name": "k30", "model": setup_model, "turns_per_call": 30}],
+            "judges": [{"name": "j", "model": judge_model}]}))
+        capsys.readouterr()
+        assert main(["estimate", str(p)]) == 0
+        return capsys.readouterr().out
+
+    out = estimate("openai/gpt-4.1", "openai/gpt-9")  # the judge's price is not in the table
+    total, choice = (next(ln for ln in out.splitlines() if ln.startswith(w)) for w in ("total:", "choice:"))
+    assert "unknown" in next(ln for ln in out.splitlines() if ln.startswith("judge"))
+    assert "(+2 row(s) at unknown prices)" in total and "(+2 row(s) at unknown prices)" in choice
+    out = estimate("openai/gpt-9", "openai/gpt-9")  # no known price at all: unknown, not $0.00
+    total = next(ln for ln in out.splitlines() if ln.startswith("total:"))
+    assert "naive unknown, with prompt caching unknown" in total and "$0.00" not in total

@@ -64,15 +64,18 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
               f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
               f"{usd(r['cost_planned_usd']):>10}")
     known = [r for r in rows if r["cost_cached_usd"] is not None]
+    unknown = f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else ""
+
+    def total(key: str) -> str:  # a sum over no known price is unknown, never $0
+        return usd(sum(r[key] for r in known) if known or not rows else None)
+
     n_obs = sum(r["output_source"] == "observed" for r in rows)
     batched = sum(r["calls"] for r in rows if r["mode"] == "batch")
     print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input "
           f"({sum(r['cached_input_tokens'] for r in rows):,} cached) and {sum(r['output_tokens'] for r in rows):,} "
           f"output tokens ({sum(r['reasoning_tokens'] for r in rows):,} reasoning); naive "
-          f"{usd(sum(r['cost_naive_usd'] for r in known))}, with prompt caching "
-          f"{usd(sum(r['cost_cached_usd'] for r in known))}; planned, as this params file sends them "
-          f"({batched:,} calls through batch APIs, the rest live): {usd(sum(r['cost_planned_usd'] for r in known))}"
-          + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
+          f"{total('cost_naive_usd')}, with prompt caching {total('cost_cached_usd')}; planned, as this params file "
+          f"sends them ({batched:,} calls through batch APIs, the rest live): {total('cost_planned_usd')}{unknown}"
           + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else "")
           + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
     tot = plan_totals(rows)
@@ -80,7 +83,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
             print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
               f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
               f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
-              f"llm.batch_dependent) {usd(tot['with_batch'])}")
+              f"llm.batch_dependent) {usd(tot['with_batch'])}{unknown}")
     if run is not None:
         for c in compare_with_run(rows, run):
             print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "

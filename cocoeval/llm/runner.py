@@ -164,7 +164,7 @@ class Runner:
                     return False
                 res = await asyncio.shield(inflight[key])
                 done(i, res.model_copy(update={**base, "cache_hit": True, "cost_usd": 0.0}))
-                self.ledger.add(call.stage, call.model, None, cache_hit=True)
+                self.ledger.add(call.stage, call.model, None, cache_hit=True, failed=res.status == "failed")
                 return True
             if again:
                 fut = inflight[key]
