@@ -56,9 +56,7 @@ class Runner:
         """Requests sent live."""
         self.batched = 0
         """Requests in the batches this runner submitted or resumed."""
-        self._paid: set[str] = set()
-        """Keys whose answers this runner paid for (and counted): a later cache hit of one is not
-        an answer re-used from before (``Ledger``'s ``reused_*``)."""
+        self._paid: set[str] = set()  # answers it paid: a cache hit of one is no answer re-used from before
         self._pool: WorkerPool | None = None
         self._claims: Claims | None = None
         self._active = 0
@@ -376,8 +374,7 @@ class Runner:
         return self._pool
 
     def _account(self, reply: dict[str, Any], stage: str, model: str) -> tuple[GenerateResponse | None, float | None]:
-        """Count a worker's answer (which it cached itself): (response, cost), or (None, the failed
-        call's cost) when it failed."""
+        """Count a worker's answer (which it cached itself): (response, cost), or (None, a failure's cost)."""
         lost = {"lost_attempts": reply.get("lost", 0), "lost_input_tokens": reply.get("lost_tokens", 0)}
         if "ok" in reply:
             resp = GenerateResponse.model_validate(reply["ok"])
