@@ -145,7 +145,8 @@ def test_a_model_the_table_does_not_name_has_an_unknown_price_not_its_prefixs():
     for spec, price in (("openai/gpt-4.1-2025-04-14", 2.0), ("openai/gpt-5.1-chat-latest", 1.25),
                         ("openai/o4-mini-2025-04-16", 1.10), ("anthropic/claude-opus-4-20250514", 15.0),
                         ("openai/ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc", 3.0),
-                        ("openai/ft:gpt-4.1-mini-2025-04-14:org::abc", 0.80)):
+                        ("openai/ft:gpt-4.1-mini-2025-04-14:org::abc", 0.80), ("anthropic/claude-opus-4-0", 15.0),
+                        ("anthropic/claude-haiku-4-5-20251001", 1.0)):
         assert prices.price_for(spec).input == price, spec
     led = Ledger(prices)
     assert led.add("judge", "openai/gpt-5.2", Usage(input_tokens=10), cache_hit=False) is None
