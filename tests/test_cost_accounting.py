@@ -190,3 +190,15 @@ def test_estimate_totals_never_show_an_unknown_price_as_a_sum(tmp_path, capsys):
     out = estimate("openai/gpt-9", "openai/gpt-9")  # no known price at all: unknown, not $0.00
     total = next(ln for ln in out.splitlines() if ln.startswith("total:"))
     assert "naive unknown, with prompt caching unknown" in total and "$0.00" not in total
+
+
+def test_an_unreadable_usage_json_from_before_is_named_not_a_crash_at_the_end_of_a_run(tmp_path):
+    from cocoeval.run.rundir import write_usage
+
+    (tmp_path / "usage.json").write_text("{not json")
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
+    write_usage(tmp_path, r)
+    r.close()
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["earlier_invocations"] == [{"unreadable": str(tmp_path / "usage.json")}]
+    assert usage["all_invocations"]["invocations"] == 1 and usage["all_invocations"]["cost_usd"] == 0
