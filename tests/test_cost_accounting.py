@@ -50,6 +50,7 @@ def test_a_refused_answer_is_billed_so_its_tokens_and_cost_count(srv, tmp_path, 
     assert t["failed"] == 1 and t["input_tokens"] == paid["input_tokens"] > 100
     assert 0 < res.cost_usd == pytest.approx(t["cost_usd"]) and t["cost_usd"] <= paid["cost_usd"]
     assert t["lost_attempts"] == 0  # counted once: as its usage, not also as a lost attempt
+    assert res.usage.input_tokens == t["input_tokens"] and res.response is None  # what the records get
 
 
 @pytest.mark.parametrize("wire", WIRES)
@@ -111,10 +112,8 @@ def test_answers_from_a_batch_are_valued_at_the_batch_price_when_re_used(srv, tm
     assert t2["reused_cost_usd"] == pytest.approx(t["cost_usd"])  # half the live price, as paid
 
 
-def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(srv, tmp_path, capsys,
-                                                                                monkeypatch):
+def _paper_like(tmp_path, m: str, judge: str | None = None):
     from cocoeval import build
-    from cocoeval.cli import main
 
     from .conftest import qmsum_meeting, write_json
 
@@ -124,8 +123,33 @@ def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(
     params = tmp_path / "p.yaml"
     params.write_text(yaml.safe_dump({
         "name": "p", "out": "runs/p", "bench": "bench",
-        "setups": [{"name": "k30", "model": model(srv, "openai"), "turns_per_call": 30}],
-        "llm": {"cache": "cache.sqlite"}}))
+        "setups": [{"name": "k30", "model": m, "turns_per_call": 30}],
+        **({"judges": [{"name": "j", "model": judge, "kind": ["overall"]}]} if judge else {}),
+        "llm": {"cache": "cache.sqlite", "progress": False}}))
+    return params
+
+
+def test_the_call_records_of_a_refused_call_keep_the_tokens_it_was_billed(srv, tmp_path):
+    from cocoeval.experiment import load_params
+    from cocoeval.run import Run
+
+    srv.configure(faults=[{"match": "Continuation to evaluate", "kind": "content_filter", "times": -1}])
+    exp = load_params(_paper_like(tmp_path, model(srv, "openai"), judge=model(srv, "anthropic")))
+    exp.run()
+    run = Run.open(tmp_path / "runs" / "p")
+    judged = [j for js in run.all_judgments.values() for j in js]
+    refused = [c for j in judged for c in j.calls if c.status == "failed"]
+    assert refused and all("content_filter" in c.error and c.input_tokens > 100 for c in refused)
+    usage = json.loads((tmp_path / "runs" / "p" / "usage.json").read_text())
+    row = next(r for r in usage["rows"] if r["stage"] == "judge")
+    assert row["failed"] == len(refused) and row["input_tokens"] == sum(c.input_tokens for c in refused)
+
+
+def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(srv, tmp_path, capsys,
+                                                                                monkeypatch):
+    from cocoeval.cli import main
+
+    params = _paper_like(tmp_path, model(srv, "openai"))
     monkeypatch.chdir(tmp_path)
     usage_path = tmp_path / "runs" / "p" / "usage.json"
 

@@ -258,7 +258,7 @@ class Runner:
                     cost = self.ledger.add(call.stage, call.model, answer.usage if n == 0 else None, cache_hit=False,
                                            failed=True, batch=True)
                     done(i, CallResult(**base, status="failed", reason=answer.reason, detail=answer.detail[:500],
-                                       cost_usd=cost))
+                                       cost_usd=cost, failed_usage=answer.usage if n == 0 else None))
                     continue
                 self._paid.add(p.key)
                 cost = self.ledger.add(call.stage, call.model, answer.usage if n == 0 else None, cache_hit=n > 0,
@@ -343,7 +343,7 @@ class Runner:
                     cost = self.ledger.add(call.stage, call.model, e.usage, cache_hit=False, failed=True,
                                            lost_attempts=lost, lost_input_tokens=lost * request_tokens(prepared))
                     return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500],
-                                      cost_usd=cost)
+                                      cost_usd=cost, failed_usage=e.usage)
         resp.dropped_params = dropped
         # persisted the moment it completes
         self.cache.put(base["key"], identity[1], identity[2], resp.model_dump(mode="json"))
@@ -398,7 +398,8 @@ class Runner:
             return CallResult(**base, status="ok", response=resp, cost_usd=cost)
         if "error" in reply:
             return CallResult(**base, status="failed", reason=reply["error"]["reason"],
-                              detail=str(reply["error"]["detail"])[:500], cost_usd=cost)
+                              detail=str(reply["error"]["detail"])[:500], cost_usd=cost,
+                              failed_usage=Usage.model_validate(reply["usage"]) if reply.get("usage") else None)
         raise_reply(reply, f"{call.model} ({call.tag})")
 
     def close(self) -> None:
