@@ -226,3 +226,19 @@ def test_an_unreadable_usage_json_from_before_is_named_not_a_crash_at_the_end_of
     usage = json.loads((tmp_path / "usage.json").read_text())
     assert usage["earlier_invocations"] == [{"unreadable": str(tmp_path / "usage.json")}]
     assert usage["all_invocations"]["invocations"] == 1 and usage["all_invocations"]["cost_usd"] == 0
+
+
+def test_the_run_summary_says_unknown_when_no_price_is_known_never_zero(srv, tmp_path, capsys, monkeypatch):
+    from cocoeval.cli import main
+
+    params = _paper_like(tmp_path, f"openai/gpt-9@{srv.openai_base}")  # not in the price table
+    monkeypatch.chdir(tmp_path)
+    printed = []
+    for _ in range(2):
+        assert main(["run", str(params), "--stage", "simulate", "--no-progress"]) in (0, 3)
+        printed.append(capsys.readouterr().out)
+    n = json.loads((tmp_path / "runs" / "p" / "usage.json").read_text())["totals"]["reused_calls"]
+    assert n > 0 and f"paid by this run: unknown ({n} calls at unknown prices)" in printed[0]
+    assert "paid by this run: $0.0000" in printed[1]  # nothing was paid: all from the cache
+    assert f"unknown ({n} calls at unknown prices) when first paid" in printed[1]
+    assert f"all 2 invocations of cocoeval run: paid unknown ({n} calls at unknown prices)" in printed[1]

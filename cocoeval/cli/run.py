@@ -122,30 +122,33 @@ def _cmd_run(a: argparse.Namespace) -> int:
     return _run_outcome(summary, a.allow_invalid)
 
 
+def _money(usd: float, unknown: int) -> str:
+    """A cost with the calls whose price is unknown; "unknown" when nothing of it is known, never $0."""
+    if unknown and not usd:
+        return f"unknown ({unknown} calls at unknown prices)"
+    return f"${usd:.4f}" + (f" (+{unknown} calls at unknown prices)" if unknown else "")
+
+
 def usage_summary(usage: dict[str, Any]) -> str:
     """What ``usage.json`` says a run paid: this invocation (cache hits cost nothing), the cached
     answers it re-used at what they cost when first paid, and every invocation together."""
     t = usage["totals"]
     batched = f", {usage['requests_batched']} through batches" if usage.get("requests_batched") else ""
-    unknown = f" (+{t['cost_unknown_calls']} calls at unknown prices)" if t["cost_unknown_calls"] else ""
     out = (f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
            f"{t['failed']} failed); tokens paid in/out: {t['input_tokens']}/{t['output_tokens']}; "
-           f"paid by this run: ${t['cost_usd']:.4f}{unknown}"
+           f"paid by this run: {_money(t['cost_usd'], t['cost_unknown_calls'])}"
            + (f"; paid, answer lost or unreadable: {t['lost_attempts']} attempt(s), {t['lost_input_tokens']} input "
               f"tokens, ${t['lost_cost_usd']:.4f} (in the cost)" if t.get("lost_attempts") else ""))
     if t.get("reused_calls"):
-        r_unknown = (f" (+{t['reused_cost_unknown_calls']} at unknown prices)"
-                     if t.get("reused_cost_unknown_calls") else "")
+        r_unknown = t.get("reused_cost_unknown_calls", 0)
         out += (f"\nre-used from the call cache, not paid again: {t['reused_calls']} answer(s), "
-                f"{t['reused_input_tokens']}/{t['reused_output_tokens']} tokens in/out, ${t['reused_cost_usd']:.4f} "
-                f"when first paid{r_unknown}; the answers this run used cost "
-                f"${t['cost_usd'] + t['reused_cost_usd']:.4f}" + (f" (+{n} calls at unknown prices)" if (
-                    n := t["cost_unknown_calls"] + t.get("reused_cost_unknown_calls", 0)) else ""))
+                f"{t['reused_input_tokens']}/{t['reused_output_tokens']} tokens in/out, "
+                f"{_money(t['reused_cost_usd'], r_unknown)} when first paid; the answers this run used cost "
+                f"{_money(t['cost_usd'] + t['reused_cost_usd'], t['cost_unknown_calls'] + r_unknown)}")
     every = usage.get("all_invocations") or {}
     if every.get("invocations", 1) > 1:
         out += (f"\nthis run directory, all {every['invocations']} invocations of cocoeval run: paid "
-                f"${every['cost_usd']:.4f}" + (f" (+{every['cost_unknown_calls']} calls at unknown prices)"
-                                               if every.get("cost_unknown_calls") else ""))
+                f"{_money(every['cost_usd'], every.get('cost_unknown_calls', 0))}")
     return out
 
 
