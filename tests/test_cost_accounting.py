@@ -242,3 +242,13 @@ def test_the_run_summary_says_unknown_when_no_price_is_known_never_zero(srv, tmp
     assert "paid by this run: $0.0000" in printed[1]  # nothing was paid: all from the cache
     assert f"unknown ({n} calls at unknown prices) when first paid" in printed[1]
     assert f"all 2 invocations of cocoeval run: paid unknown ({n} calls at unknown prices)" in printed[1]
+
+
+def test_reasoning_tokens_are_billed_once_as_part_of_the_output(srv, tmp_path):
+    srv.configure(reasoning_tokens=500)
+    r = runner(tmp_path, "c.sqlite")
+    [res] = r.run(calls(f"openai/o4-mini@{srv.openai_base}", ["think"]))
+    u, t = res.response.usage, r.ledger.totals()
+    assert u.reasoning_tokens == 500 and u.output_tokens >= 500  # the provider's output includes them
+    assert t["reasoning_tokens"] == 500 and t["output_tokens"] == u.output_tokens
+    assert res.cost_usd == pytest.approx((u.input_tokens * 1.10 + u.output_tokens * 4.40) / 1e6)
