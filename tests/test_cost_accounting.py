@@ -252,3 +252,18 @@ def test_reasoning_tokens_are_billed_once_as_part_of_the_output(srv, tmp_path):
     assert u.reasoning_tokens == 500 and u.output_tokens >= 500  # the provider's output includes them
     assert t["reasoning_tokens"] == 500 and t["output_tokens"] == u.output_tokens
     assert res.cost_usd == pytest.approx((u.input_tokens * 1.10 + u.output_tokens * 4.40) / 1e6)
+
+
+def test_anthropic_cache_writes_and_reads_are_billed_at_their_rates_not_also_at_the_input_rate(srv, tmp_path):
+    system = "s" * 6000  # 1,500 fake tokens: over Opus 4's 1,024-token minimum
+    reqs = [Call(model=model(srv, "anthropic"), stage="test", request=GenerateRequest(
+        messages=[Message(role="system", content=system), Message(role="user", content=q)], max_tokens=20,
+        cache_points=[(0, len(system))])) for q in ("first question", "second question")]
+    r = runner(tmp_path, "c.sqlite")
+    first, second = (r.run([c])[0] for c in reqs)  # one after the other: the second reads what the first wrote
+    for res, (read, written) in ((first, (0, 1500)), (second, (1500, 0))):
+        u = res.response.usage
+        assert (u.cached_input_tokens, u.cache_write_tokens) == (read, written)
+        fresh = u.input_tokens - read - written
+        assert res.cost_usd == pytest.approx((fresh * 15 + read * 1.50 + written * 18.75 + u.output_tokens * 75) / 1e6)
+    assert r.ledger.totals()["cost_usd"] == pytest.approx(first.cost_usd + second.cost_usd)
