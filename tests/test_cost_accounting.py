@@ -267,3 +267,17 @@ def test_anthropic_cache_writes_and_reads_are_billed_at_their_rates_not_also_at_
         fresh = u.input_tokens - read - written
         assert res.cost_usd == pytest.approx((fresh * 15 + read * 1.50 + written * 18.75 + u.output_tokens * 75) / 1e6)
     assert r.ledger.totals()["cost_usd"] == pytest.approx(first.cost_usd + second.cost_usd)
+
+
+def test_openai_cached_input_is_billed_at_the_cached_rate_only(srv, tmp_path):
+    system = "s" * 6000
+    reqs = [Call(model=model(srv, "openai"), stage="test", request=GenerateRequest(
+        messages=[Message(role="system", content=system), Message(role="user", content=q)], max_tokens=20))
+        for q in ("first question", "second question")]
+    r = runner(tmp_path, "c.sqlite")
+    first, second = (r.run([c])[0] for c in reqs)
+    assert first.response.usage.cached_input_tokens == 0 and second.response.usage.cached_input_tokens >= 1024
+    for res in (first, second):
+        u = res.response.usage
+        fresh = u.input_tokens - u.cached_input_tokens
+        assert res.cost_usd == pytest.approx((fresh * 2.0 + u.cached_input_tokens * 0.5 + u.output_tokens * 8.0) / 1e6)
