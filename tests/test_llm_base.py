@@ -131,6 +131,28 @@ def test_prices_and_ledger():
     assert led.totals()["cost_usd"] == pytest.approx(2.05)
 
 
+def test_a_model_the_table_does_not_name_has_an_unknown_price_not_its_prefixs():
+    """A longer name is another model (often at another price): never priced as its prefix."""
+    prices = PriceTable.load()
+    for spec in ("openai/gpt-5.2", "openai/gpt-4.1-turbo", "anthropic/claude-opus-4-7", "azure/gpt-4.1-prod"):
+        assert prices.price_for(spec) is None, spec
+    # named ones at their own price, dated snapshots and fine-tuned names at their model's
+    assert prices.price_for("openai/gpt-5-nano").input == 0.05  # not gpt-5's 1.25
+    assert prices.price_for("anthropic/claude-opus-4-5-20251101").input == 5.0  # not claude-opus-4's 15
+    assert prices.price_for("openai/o3-mini-2025-01-31").input == 1.10  # not o3's 2.00
+    assert prices.price_for("openai/gpt-4o-2024-05-13").output == 15.0  # not gpt-4o's 10
+    assert prices.price_for("openai/gpt-4o-2024-08-06").output == 10.0
+    for spec, price in (("openai/gpt-4.1-2025-04-14", 2.0), ("openai/gpt-5.1-chat-latest", 1.25),
+                        ("openai/o4-mini-2025-04-16", 1.10), ("anthropic/claude-opus-4-20250514", 15.0),
+                        ("openai/ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc", 3.0),
+                        ("openai/ft:gpt-4.1-mini-2025-04-14:org::abc", 0.80), ("anthropic/claude-opus-4-0", 15.0),
+                        ("anthropic/claude-haiku-4-5-20251001", 1.0)):
+        assert prices.price_for(spec).input == price, spec
+    led = Ledger(prices)
+    assert led.add("judge", "openai/gpt-5.2", Usage(input_tokens=10), cache_hit=False) is None
+    assert led.totals()["cost_unknown_calls"] == 1
+
+
 def test_estimate():
     calls = [("openai/gpt-4.1", req(max_tokens=100))] * 10
     e = estimate(calls)

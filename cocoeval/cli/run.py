@@ -64,15 +64,18 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
               f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
               f"{usd(r['cost_planned_usd']):>10}")
     known = [r for r in rows if r["cost_cached_usd"] is not None]
+    unknown = f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else ""
+
+    def total(key: str) -> str:  # a sum over no known price is unknown, never $0
+        return usd(sum(r[key] for r in known) if known or not rows else None)
+
     n_obs = sum(r["output_source"] == "observed" for r in rows)
     batched = sum(r["calls"] for r in rows if r["mode"] == "batch")
     print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input "
           f"({sum(r['cached_input_tokens'] for r in rows):,} cached) and {sum(r['output_tokens'] for r in rows):,} "
           f"output tokens ({sum(r['reasoning_tokens'] for r in rows):,} reasoning); naive "
-          f"{usd(sum(r['cost_naive_usd'] for r in known))}, with prompt caching "
-          f"{usd(sum(r['cost_cached_usd'] for r in known))}; planned, as this params file sends them "
-          f"({batched:,} calls through batch APIs, the rest live): {usd(sum(r['cost_planned_usd'] for r in known))}"
-          + (f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else "")
+          f"{total('cost_naive_usd')}, with prompt caching {total('cost_cached_usd')}; planned, as this params file "
+          f"sends them ({batched:,} calls through batch APIs, the rest live): {total('cost_planned_usd')}{unknown}"
           + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else "")
           + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
     tot = plan_totals(rows)
@@ -80,7 +83,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
             print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
               f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
               f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
-              f"llm.batch_dependent) {usd(tot['with_batch'])}")
+              f"llm.batch_dependent) {usd(tot['with_batch'])}{unknown}")
     if run is not None:
         for c in compare_with_run(rows, run):
             print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
@@ -115,15 +118,38 @@ def _cmd_run(a: argparse.Namespace) -> int:
     for name, s in summary.get("judge", {}).items():
         print(f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
               f"{s['failed']:>4} failed  of {s['total']}")
+    print(usage_summary(usage))
+    return _run_outcome(summary, a.allow_invalid)
+
+
+def _money(usd: float, unknown: int) -> str:
+    """A cost with the calls whose price is unknown; "unknown" when nothing of it is known, never $0."""
+    if unknown and not usd:
+        return f"unknown ({unknown} calls at unknown prices)"
+    return f"${usd:.4f}" + (f" (+{unknown} calls at unknown prices)" if unknown else "")
+
+
+def usage_summary(usage: dict[str, Any]) -> str:
+    """What ``usage.json`` says a run paid: this invocation (cache hits cost nothing), the cached
+    answers it re-used at what they cost when first paid, and every invocation together."""
     t = usage["totals"]
     batched = f", {usage['requests_batched']} through batches" if usage.get("requests_batched") else ""
-    print(f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
-          f"{t['failed']} failed); tokens in/out: {t['input_tokens']}/{t['output_tokens']}; "
-          f"cost: ${t['cost_usd']:.4f}" + (f" (+{t['cost_unknown_calls']} calls at unknown prices)"
-                                            if t["cost_unknown_calls"] else "")
-          + (f"; paid, answer lost: {t['lost_attempts']} timed-out attempt(s), {t['lost_input_tokens']} input "
-             f"tokens, ${t['lost_cost_usd']:.4f} (in the cost)" if t.get("lost_attempts") else ""))
-    return _run_outcome(summary, a.allow_invalid)
+    out = (f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
+           f"{t['failed']} failed); tokens paid in/out: {t['input_tokens']}/{t['output_tokens']}; "
+           f"paid by this run: {_money(t['cost_usd'], t['cost_unknown_calls'])}"
+           + (f"; paid, answer lost or unreadable: {t['lost_attempts']} attempt(s), {t['lost_input_tokens']} input "
+              f"tokens, ${t['lost_cost_usd']:.4f} (in the cost)" if t.get("lost_attempts") else ""))
+    if t.get("reused_calls"):
+        r_unknown = t.get("reused_cost_unknown_calls", 0)
+        out += (f"\nre-used from the call cache, not paid again: {t['reused_calls']} answer(s), "
+                f"{t['reused_input_tokens']}/{t['reused_output_tokens']} tokens in/out, "
+                f"{_money(t['reused_cost_usd'], r_unknown)} when first paid; the answers this run used cost "
+                f"{_money(t['cost_usd'] + t['reused_cost_usd'], t['cost_unknown_calls'] + r_unknown)}")
+    every = usage.get("all_invocations") or {}
+    if every.get("invocations", 1) > 1:
+        out += (f"\nthis run directory, all {every['invocations']} invocations of cocoeval run: paid "
+                f"{_money(every['cost_usd'], every.get('cost_unknown_calls', 0))}")
+    return out
 
 
 def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:

@@ -23,11 +23,15 @@ class Attempts:
     answered: int = 0
 
     def lost(self, error: BaseException | None = None) -> int:
-        """Attempts sent that got no answer; none when the call failed with ``error`` because the
-        server could not be reached (a connection error: nothing arrived to be billed)."""
+        """Attempts sent that got no usable answer: those never answered, and the answer whose
+        body could not be read (``error`` a malformed_response without usage: the provider
+        answered, so it billed, but what is unknown); none when the call failed with ``error``
+        because the server could not be reached (a connection error: nothing arrived to be billed)."""
         if error is not None and not_reached(error):
             return 0
-        return max(self.sent - self.answered, 0)
+        unread = (getattr(error, "reason", None) == "malformed_response" and getattr(error, "usage", None) is None
+                  and self.answered > 0)
+        return max(self.sent - self.answered, 0) + int(unread)
 
 
 _UNREACHED = ("ConnectError", "ConnectTimeout", "PoolTimeout", "ClientConnectorError")

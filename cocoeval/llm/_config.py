@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .base import GenerateRequest, GenerateResponse
+from .base import GenerateRequest, GenerateResponse, Usage
 from .cache import CachePolicy
 
 
@@ -81,3 +81,11 @@ class CallResult(BaseModel):
     detail: str | None = None
     cache_hit: bool = False
     cost_usd: float | None = None
+    """What the call cost (0 for a cache hit; None when the model's price is unknown)."""
+    failed_usage: Usage | None = None
+    """What the provider billed for a failed call's answer (a refusal, a content filter), when it said."""
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens of the call's answer: the response's, a failed call's billed ones, or none."""
+        return self.response.usage if self.response is not None else (self.failed_usage or Usage())

@@ -64,6 +64,7 @@ async def serve(config: dict[str, Any], out: Any) -> None:
                 except CallError as e:  # attempts sent and never answered may have been billed
                     lost = attempts.lost(e)
                     return reply({"id": n, "key": msg["key"], "error": {"reason": e.reason, "detail": e.detail},
+                                  "usage": e.usage.model_dump() if e.usage is not None else None,
                                   "lost": lost, "lost_tokens": lost * request_tokens(request)})
             resp.dropped_params = msg["dropped"]
             answer = resp.model_dump(mode="json")

@@ -116,13 +116,15 @@ class CallError(Exception):
     """A call that failed for a reason a retry will not fix for this one request
     (context length, content filter, malformed answer, retries exhausted). The detail is
     redacted (``secrets.redact``): a provider or proxy may echo the key in its error text, and
-    this text goes into run records."""
+    this text goes into run records. ``usage``: what the provider billed for the answer that
+    failed (a refusal, a content filter), when it said so; None when it did not."""
 
-    def __init__(self, reason: str, detail: str = "") -> None:
+    def __init__(self, reason: str, detail: str = "", usage: Usage | None = None) -> None:
         detail = redact(detail)
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+        self.usage = usage
 
 
 class ModelSpec(BaseModel):

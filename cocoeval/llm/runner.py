@@ -32,6 +32,7 @@ from .base import (
     GenerateRequest,
     GenerateResponse,
     Provider,
+    Usage,
     canonical_json,
     get_provider,
     keyed_request,
@@ -55,6 +56,7 @@ class Runner:
         """Requests sent live."""
         self.batched = 0
         """Requests in the batches this runner submitted or resumed."""
+        self._paid: set[str] = set()  # answers it paid: a cache hit of one is no answer re-used from before
         self._pool: WorkerPool | None = None
         self._claims: Claims | None = None
         self._active = 0
@@ -136,9 +138,11 @@ class Runner:
             stored = self.cache.get(base["key"])
             if stored is None:
                 return False
-            res = CallResult(**base, status="ok", cache_hit=True, cost_usd=0.0,
-                             response=GenerateResponse.model_validate(stored))
-            self.ledger.add(call.stage, call.model, res.response.usage, cache_hit=True)  # type: ignore[union-attr]
+            resp = GenerateResponse.model_validate(stored)
+            res = CallResult(**base, status="ok", cache_hit=True, cost_usd=0.0, response=resp)
+            # paid before (an earlier run, another process): re-used, at what it cost then
+            self.ledger.add(call.stage, call.model, None if base["key"] in self._paid else resp.usage, cache_hit=True,
+                            batch=resp.batch_id is not None)
             done(i, res)
             return True
 
@@ -158,7 +162,7 @@ class Runner:
                     return False
                 res = await asyncio.shield(inflight[key])
                 done(i, res.model_copy(update={**base, "cache_hit": True, "cost_usd": 0.0}))
-                self.ledger.add(call.stage, call.model, None, cache_hit=True)
+                self.ledger.add(call.stage, call.model, None, cache_hit=True, failed=res.status == "failed")
                 return True
             if again:
                 fut = inflight[key]
@@ -250,11 +254,15 @@ class Runner:
         def settle(p: Pending, answer: GenerateResponse | CallError) -> None:
             let_go(p.key, isinstance(answer, CallError))
             for n, (i, call, base) in enumerate(p.waiters):
-                if isinstance(answer, CallError):
-                    self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True)
-                    done(i, CallResult(**base, status="failed", reason=answer.reason, detail=answer.detail[:500]))
+                if isinstance(answer, CallError):  # a refused request of a batch is billed once, at the batch price
+                    cost = self.ledger.add(call.stage, call.model, answer.usage if n == 0 else None, cache_hit=False,
+                                           failed=True, batch=True)
+                    done(i, CallResult(**base, status="failed", reason=answer.reason, detail=answer.detail[:500],
+                                       cost_usd=cost, failed_usage=answer.usage if n == 0 else None))
                     continue
-                cost = self.ledger.add(call.stage, call.model, answer.usage, cache_hit=n > 0, batch=True)
+                self._paid.add(p.key)
+                cost = self.ledger.add(call.stage, call.model, answer.usage if n == 0 else None, cache_hit=n > 0,
+                                       batch=True)
                 done(i, CallResult(**base, status="ok", response=answer, cost_usd=cost, cache_hit=n > 0))
 
         def batch_status(text: str) -> None:
@@ -330,15 +338,16 @@ class Runner:
             with track() as attempts:
                 try:
                     resp = await prov.generate(prepared)
-                except CallError as e:
+                except CallError as e:  # what it billed (a refusal's usage, lost attempts) counts
                     lost = attempts.lost(e)
-                    cost = self.ledger.add(call.stage, call.model, None, cache_hit=False, failed=True,
+                    cost = self.ledger.add(call.stage, call.model, e.usage, cache_hit=False, failed=True,
                                            lost_attempts=lost, lost_input_tokens=lost * request_tokens(prepared))
                     return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500],
-                                      cost_usd=cost)
+                                      cost_usd=cost, failed_usage=e.usage)
         resp.dropped_params = dropped
         # persisted the moment it completes
         self.cache.put(base["key"], identity[1], identity[2], resp.model_dump(mode="json"))
+        self._paid.add(base["key"])
         lost = attempts.lost()
         cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False, lost_attempts=lost,
                                lost_input_tokens=lost * request_tokens(prepared))
@@ -365,18 +374,22 @@ class Runner:
         return self._pool
 
     def _account(self, reply: dict[str, Any], stage: str, model: str) -> tuple[GenerateResponse | None, float | None]:
-        """Count a worker's answer (which it cached itself): (response, cost) or (None, None)."""
+        """Count a worker's answer (which it cached itself): (response, cost), or (None, a failure's cost)."""
         lost = {"lost_attempts": reply.get("lost", 0), "lost_input_tokens": reply.get("lost_tokens", 0)}
         if "ok" in reply:
             resp = GenerateResponse.model_validate(reply["ok"])
+            if reply.get("key"):
+                self._paid.add(reply["key"])
             if self.cache.writes_enabled:
                 self.cache.writes += 1
             return resp, self.ledger.add(stage, model, resp.usage, cache_hit=False, **lost)
-        if "error" in reply:
-            self.ledger.add(stage, model, None, cache_hit=False, failed=True, **lost)
-        if "ok" not in reply and self._claims is not None and reply.get("key"):
+        cost = None
+        if "error" in reply:  # what the failed call billed (a refusal's usage, lost attempts) counts
+            usage = Usage.model_validate(reply["usage"]) if reply.get("usage") else None
+            cost = self.ledger.add(stage, model, usage, cache_hit=False, failed=True, **lost)
+        if self._claims is not None and reply.get("key"):
             self._claims.release([reply["key"]])  # a failed call of a stopped run: others may retry it
-        return None, None
+        return None, cost
 
     def _from_worker(self, reply: dict[str, Any], base: dict, call: Call) -> CallResult:
         """A worker's reply as this process's result."""
@@ -385,7 +398,8 @@ class Runner:
             return CallResult(**base, status="ok", response=resp, cost_usd=cost)
         if "error" in reply:
             return CallResult(**base, status="failed", reason=reply["error"]["reason"],
-                              detail=str(reply["error"]["detail"])[:500])
+                              detail=str(reply["error"]["detail"])[:500], cost_usd=cost,
+                              failed_usage=Usage.model_validate(reply["usage"]) if reply.get("usage") else None)
         raise_reply(reply, f"{call.model} ({call.tag})")
 
     def close(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
@@ -29,6 +30,13 @@ class Price(BaseModel):
     """Output, reasoning tokens included."""
     cache_write: float | None = None
     """Input written to the prompt cache (Anthropic: 1.25x input); None: the input price."""
+
+
+_SNAPSHOT = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8})?(:.*)?")
+"""What may follow a price-table name in a model name: a dated snapshot (``-2025-04-14``,
+``-20250514``) and, for a fine-tuned model, its ``:org:suffix:id`` tail. Any other tail
+(``gpt-5-nano`` after ``gpt-5``, ``claude-opus-4-5`` after ``claude-opus-4``) is another model,
+often at another price: it is unknown until the table names it, never priced as its prefix."""
 
 
 class PriceTable(BaseModel):
@@ -57,7 +65,8 @@ class PriceTable(BaseModel):
         if cls is not None and cls.billing == "free":
             return Price(input=0, cached_input=0, output=0)
         name = spec.model.split("/")[-1]
-        best = max((k for k in self.models if name.startswith(k)), key=len, default=None)
+        best = max((k for k in self.models if name.startswith(k) and _SNAPSHOT.fullmatch(name[len(k):])),
+                   key=len, default=None)
         return self.models[best] if best else None
 
     def cost(self, model_spec: str, usage: Usage, *, batch: bool = False) -> float | None:
@@ -117,30 +126,52 @@ class Ledger:
 
     ``lost_attempts`` / ``lost_input_tokens`` / ``lost_cost_usd`` ("paid, answer lost"): HTTP
     attempts that were sent and got no answer (a client-side timeout the SDK retried, or a call
-    that timed out for good); the provider may have billed them, so their input tokens, estimated
-    from the request, are counted as paid. ``cost_usd`` includes ``lost_cost_usd``."""
+    that timed out for good), or an answer whose body could not be read; the provider may have
+    billed them, so their input tokens, estimated from the request, are counted as paid.
+    ``cost_usd`` includes ``lost_cost_usd``.
+
+    The token and cost fields count what this ledger's calls paid, never a cache hit.
+    ``reused_*`` ("re-used, not paid again"): the answers taken from the call cache that were
+    paid before (an earlier run, another process), with the usage they were paid for and what
+    that cost (at the batch price for an answer that came from a batch), so that ``cost_usd +
+    reused_cost_usd`` is what the answers used cost; a request asked twice in one run is paid once
+    and counted once (a cache hit without usage)."""
 
     FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "cache_write_tokens",
-              "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens")
+              "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens",
+              "reused_calls", "reused_input_tokens", "reused_output_tokens", "reused_cost_unknown_calls")
 
     def __init__(self, prices: PriceTable | None = None) -> None:
         self.prices = prices or PriceTable.load()
         self._rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(self._zero)
 
     def _zero(self) -> dict[str, Any]:
-        return {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "lost_cost_usd": 0.0, "cost_unknown_calls": 0}
+        return {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "lost_cost_usd": 0.0, "cost_unknown_calls": 0,
+                "reused_cost_usd": 0.0}
 
     def add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, failed: bool = False,
             batch: bool = False, lost_attempts: int = 0, lost_input_tokens: int = 0) -> float | None:
-        """Record one call; returns its cost (0 for cache hits, None when the price is unknown),
-        the attempts it lost included."""
+        """Record one call; returns what it cost (0 for cache hits and for a failed call that billed
+        nothing, None when a price it needs is unknown), the attempts it lost included. A failed
+        call's ``usage`` (a refusal, a content filter: the provider bills them) counts like an
+        answer's. A cache hit with ``usage``: an answer paid before, counted in ``reused_*``
+        (``batch``: it came from a batch); without: one this run has already counted."""
         row = self._rows[(stage, model)]
         row["calls"] += 1
         row["cache_hits"] += int(cache_hit)
         row["failed"] += int(failed)
         if cache_hit:
+            if usage is not None:
+                row["reused_calls"] += 1
+                row["reused_input_tokens"] += usage.input_tokens
+                row["reused_output_tokens"] += usage.output_tokens
+                was = self.prices.cost(model, usage, batch=batch)
+                if was is None:
+                    row["reused_cost_unknown_calls"] += 1
+                else:
+                    row["reused_cost_usd"] += was
             return 0.0
-        cost: float | None = None
+        cost = 0.0
         unknown = False
         if lost_attempts:
             row["lost_attempts"] += lost_attempts
@@ -151,7 +182,7 @@ class Ledger:
             else:
                 row["lost_cost_usd"] += lost
                 row["cost_usd"] += lost
-                cost = lost
+                cost += lost
         if usage is not None:
             row["input_tokens"] += usage.input_tokens
             row["cached_input_tokens"] += usage.cached_input_tokens
@@ -163,7 +194,7 @@ class Ledger:
                 unknown = True
             else:
                 row["cost_usd"] += paid
-                cost = (cost or 0.0) + paid
+                cost += paid
         if unknown:
             row["cost_unknown_calls"] += 1
             return None

@@ -190,8 +190,31 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
     write_json(run_dir / "manifest.json", manifest.model_dump(mode="json", exclude_unset=True))
 
 
+PAID_FIELDS = ("cost_usd", "lost_cost_usd", "cost_unknown_calls", "failed", "input_tokens", "cached_input_tokens",
+               "cache_write_tokens", "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens")
+"""The ledger totals that say what an invocation paid (summed over invocations in ``all_invocations``)."""
+
+
 def write_usage(run_dir: Path, runner: Runner) -> None:
-    """``usage.json``: the runner's ledger rows and totals, cache statistics and request counts."""
-    write_json(run_dir / "usage.json", {"rows": runner.ledger.rows(), "totals": runner.ledger.totals(),
-                                        "cache": runner.cache.stats(), "requests_sent": runner.sent,
-                                        "requests_batched": runner.batched})
+    """``usage.json``: this invocation's ledger rows and totals (what it paid; cached answers it
+    re-used in ``reused_*``, not paid again), cache statistics and request counts, the totals of
+    the earlier invocations on this run directory (``earlier_invocations``, from the usage.json it
+    replaces) and what all of them paid together (``all_invocations``: an invocation killed
+    before it could write usage.json is missing from it)."""
+    path = run_dir / "usage.json"
+    earlier: list[dict[str, Any]] = []
+    try:
+        prev = read_json(path) if path.exists() else None
+    except Exception:  # an unreadable file from before: named, never a crash at the end of a run
+        prev, earlier = None, [{"unreadable": str(path)}]
+    if isinstance(prev, dict) and isinstance(prev.get("totals"), dict):
+        earlier = [e for e in prev.get("earlier_invocations") or [] if isinstance(e, dict)]
+        earlier.append({k: prev.get(k) for k in ("written", "totals", "requests_sent", "requests_batched")})
+    totals = runner.ledger.totals()
+    paid = [e for e in earlier if isinstance(e.get("totals"), dict)]
+    everything = {k: totals[k] + sum(e["totals"].get(k, 0) for e in paid) for k in PAID_FIELDS}
+    everything.update(invocations=len(paid) + 1, requests_sent=runner.sent + sum(e.get("requests_sent") or 0 for e in paid),
+                      requests_batched=runner.batched + sum(e.get("requests_batched") or 0 for e in paid))
+    write_json(path, {"rows": runner.ledger.rows(), "totals": totals, "cache": runner.cache.stats(),
+                      "requests_sent": runner.sent, "requests_batched": runner.batched, "written": now(),
+                      "earlier_invocations": earlier, "all_invocations": everything})

@@ -51,8 +51,8 @@ def parse_message(body: Any, latency: float | None) -> GenerateResponse:
             latency_s=latency, request_id=body.get("id"), model=body.get("model"))
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected messages body: {e!r}") from None
-    if stop == "refusal":
-        raise CallError("content_filter", "the model refused (stop_reason: refusal)")
+    if stop == "refusal":  # billed all the same: the usage goes with the failure
+        raise CallError("content_filter", "the model refused (stop_reason: refusal)", usage=resp.usage)
     return resp
 
 

@@ -78,10 +78,10 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
             latency_s=latency, request_id=body.get("id"), model=body.get("model"))
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected chat-completion body: {e!r}") from None
-    if finish == "content_filter":
-        raise CallError("content_filter", "the provider's content filter stopped the answer")
+    if finish == "content_filter":  # billed all the same: the usage goes with the failure
+        raise CallError("content_filter", "the provider's content filter stopped the answer", usage=resp.usage)
     if refusal:
-        raise CallError("refusal", str(refusal))
+        raise CallError("refusal", str(refusal), usage=resp.usage)
     return resp
 
 
