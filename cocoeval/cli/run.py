@@ -80,7 +80,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
           + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
     tot = plan_totals(rows)
     if any(r["cost_if_batch_usd"] != r["cost_cached_usd"] for r in known):  # some row can go through a batch API
-            print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
+        print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
               f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
               f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
               f"llm.batch_dependent) {usd(tot['with_batch'])}{unknown}")
