@@ -361,7 +361,9 @@ def paper(params: Path, data: Path | None, tmp: Path, secs: Sections | None = No
         if r["cost_naive_usd"] is not None:
             for k in tot:
                 tot[k] += r[f"cost_{k}_usd"]
-    print("total: " + ", ".join(f"{k} {usd(v)}" for k, v in tot.items()))
+    n_unknown = sum(r["cost_naive_usd"] is None for r in rows)
+    print("total: " + ", ".join(f"{k} {usd(v)}" for k, v in tot.items())
+          + (f" (+{n_unknown} row(s) at unknown prices, left out)" if n_unknown else ""))
     plan = plan_totals(rows)
     print(f"choice: every call live {usd(plan['live'])}; with --batch {usd(plan['with_batch'])}")
     judge_gap(exp, rows, len(insts), tot["planned"], secs)
