@@ -198,15 +198,8 @@ class JudgeTask:
 
     def apply(self, res: CallResult) -> None:
         self.attempts += 1
-        r, u = res.response, res.usage  # a failed call's billed tokens too (a refusal)
-        self.calls.append(CallRecord(
-            request_hash=res.key, model=res.model, cache_hit=res.cache_hit, status=res.status,
-            error=f"{res.reason}: {res.detail}" if res.reason else None,
-            input_tokens=u.input_tokens, cached_input_tokens=u.cached_input_tokens,
-            cache_write_tokens=u.cache_write_tokens, reasoning_tokens=u.reasoning_tokens,
-            output_tokens=u.output_tokens, latency_s=r.latency_s if r else None,
-            finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else [],
-            max_tokens=self.budget))
+        r = res.response
+        self.calls.append(CallRecord.of(res, max_tokens=self.budget))
         if res.status != "ok" or r is None:
             self._finish(Verdict.fail(f"call failed: {res.reason}", retryable=False), self._last_raw)
             return

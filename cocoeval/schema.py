@@ -206,6 +206,19 @@ class CallRecord(_Model):
     max_tokens: int | None = None
     """The call's output budget (judges ask again with a larger one after a cut-off answer)."""
 
+    @classmethod
+    def of(cls, res: Any, max_tokens: int | None = None) -> CallRecord:
+        """The record of a runner's ``CallResult``: its tokens are what the provider billed, a
+        failed call's too (a refusal: ``CallResult.usage``)."""
+        r, u = res.response, res.usage
+        return cls(request_hash=res.key, model=res.model, cache_hit=res.cache_hit, status=res.status,
+                   error=f"{res.reason}: {res.detail}" if res.reason else None,
+                   input_tokens=u.input_tokens, cached_input_tokens=u.cached_input_tokens,
+                   cache_write_tokens=u.cache_write_tokens, output_tokens=u.output_tokens,
+                   reasoning_tokens=u.reasoning_tokens, latency_s=r.latency_s if r else None,
+                   finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else [],
+                   max_tokens=max_tokens)
+
 
 class Continuation(_Model):
     """y: a simulated continuation of an instance under one setup."""

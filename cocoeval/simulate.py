@@ -200,14 +200,8 @@ class SimTask:
                                sample=self.setup.sample * 100 + self.attempt)
 
     def apply(self, res: CallResult) -> None:
-        r, u = res.response, res.usage  # a failed call's billed tokens too (a refusal)
-        self.calls.append(CallRecord(
-            request_hash=res.key, model=res.model, cache_hit=res.cache_hit,
-            status=res.status, error=f"{res.reason}: {res.detail}" if res.reason else None,
-            input_tokens=u.input_tokens, cached_input_tokens=u.cached_input_tokens,
-            cache_write_tokens=u.cache_write_tokens, output_tokens=u.output_tokens, reasoning_tokens=u.reasoning_tokens,
-            latency_s=r.latency_s if r else None, finish_reason=r.finish_reason if r else None,
-            dropped_params=r.dropped_params if r else []))
+        r = res.response
+        self.calls.append(CallRecord.of(res))
         at = len(self.turns) + 1
         if res.status != "ok" or r is None:
             self.invalid = f"call failed at turn {at}: {res.reason}" + (f" ({res.detail})" if res.detail else "")
