@@ -161,11 +161,16 @@ def actual_rows(run: Run) -> dict[tuple[str, str, str], dict[str, int]]:
     return rows
 
 
+def target_turns(run: Run) -> dict[tuple[str, str], list]:
+    """The turns of every judge target by (instance id, target): each continuation and the reference."""
+    turns = {(c.instance_id, c.setup_id): c.turns for xs in run.continuations.values() for c in xs}
+    return turns | {(i.id, "reference"): i.reference for i in run.instances}
+
+
 def ceilings(run: Run) -> dict[tuple[str, str, str], float]:
     """Per judge row: the cached share if every call of an instance after the first read all of
     its prompt before the target (OpenAI: in 128-token steps from 1,024)."""
-    turns = {(c.instance_id, c.setup_id): c.turns for xs in run.continuations.values() for c in xs}
-    turns |= {(i.id, "reference"): i.reference for i in run.instances}
+    turns = target_turns(run)
     groups: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
     total: dict[tuple[str, str, str], int] = defaultdict(int)
     for n, js in run.all_judgments.items():
@@ -190,8 +195,7 @@ Sections = dict[str, dict[str, dict]]
 
 def sections(run: Run) -> Sections:
     """The token sizes of each judge prompt's parts, per judge and instance, for the layout bounds."""
-    turns = {(c.instance_id, c.setup_id): c.turns for xs in run.continuations.values() for c in xs}
-    turns |= {(i.id, "reference"): i.reference for i in run.instances}
+    turns = target_turns(run)
     insts, tax = {i.id: i for i in run.instances}, load_taxonomy()
     out: Sections = defaultdict(lambda: defaultdict(lambda: {"instructions": {}, "context": None, "targets": {}}))
     for n, js in run.all_judgments.items():
@@ -352,20 +356,16 @@ def paper(params: Path, data: Path | None, tmp: Path, secs: Sections | None = No
     print(f"\n{params.name} over {len(insts)} instances from {what}; {describe()}")
     print(f"{'stage':<8} {'name':<26} {'calls':>7} {'input':>12} {'cached':>12} {'share':>6} {'output':>10} "
           f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}")
-    tot = dict.fromkeys(("naive", "cached", "batch", "planned"), 0.0)
     for r in rows:
         print(f"{r['stage']:<8} {r['name'][:26]:<26} {r['calls']:>7,} {r['input_tokens']:>12,} "
               f"{r['cached_input_tokens']:>12,} {share(r):>6.2f} {r['output_tokens']:>10,} {r['reasoning_tokens']:>10,} "
               f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
               f"{usd(r['cost_planned_usd']):>10}")
-        if r["cost_naive_usd"] is not None:
-            for k in tot:
-                tot[k] += r[f"cost_{k}_usd"]
-    n_unknown = sum(r["cost_naive_usd"] is None for r in rows)
-    print("total: " + ", ".join(f"{k} {usd(v)}" for k, v in tot.items())
-          + (f" (+{n_unknown} row(s) at unknown prices, left out)" if n_unknown else ""))
-    plan = plan_totals(rows)
-    print(f"choice: every call live {usd(plan['live'])}; with --batch {usd(plan['with_batch'])}")
+    tot = plan_totals(rows)
+    print("total: " + ", ".join(f"{label} {usd(tot[k])}" for label, k in (("naive", "naive"), ("cached", "live"),
+                                                                           ("batch", "batch"), ("planned", "planned")))
+          + (f" (+{tot['unknown']} row(s) at unknown prices, left out)" if tot["unknown"] else ""))
+    print(f"choice: every call live {usd(tot['live'])}; with --batch {usd(tot['with_batch'])}")
     judge_gap(exp, rows, len(insts), tot["planned"], secs)
 
 

@@ -206,13 +206,21 @@ def forecast(exp: Experiment, instances: list[Instance],
     return out
 
 
-def plan_totals(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Totals over the rows with known prices: ``planned`` (as the params file sends them),
-    ``live`` (every call live, with prompt caching) and ``with_batch`` (``--batch``: every row
-    that can go through a batch API at the batch price, the rest live with caching)."""
+PLAN_TOTALS = {"naive": "cost_naive_usd", "live": "cost_cached_usd", "batch": "cost_batch_usd",
+               "planned": "cost_planned_usd", "with_batch": "cost_if_batch_usd"}
+"""The totals of a forecast (``plan_totals``) and the row column each sums."""
+
+
+def plan_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over the rows with known prices: ``naive``, ``live`` (every call live, with prompt
+    caching), ``batch`` (every call at the batch price), ``planned`` (as the params file sends
+    them) and ``with_batch`` (``--batch``: every row that can go through a batch API at the batch
+    price, the rest live with caching); ``unknown``: the rows at unknown prices, left out. A total
+    over no known price is None (unknown), never 0."""
     known = [r for r in rows if r["cost_cached_usd"] is not None]
-    return {"planned": sum(r["cost_planned_usd"] for r in known), "live": sum(r["cost_cached_usd"] for r in known),
-            "with_batch": sum(r["cost_if_batch_usd"] for r in known)}
+    out: dict[str, Any] = {k: sum(r[col] for r in known) if known or not rows else None
+                           for k, col in PLAN_TOTALS.items()}
+    return {**out, "unknown": len(rows) - len(known)}
 
 
 def _records(run: Run) -> Iterable[tuple[str, CallRecord]]:

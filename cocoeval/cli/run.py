@@ -63,23 +63,18 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
               f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {r['reasoning_tokens']:>10,} "
               f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
               f"{usd(r['cost_planned_usd']):>10}")
-    known = [r for r in rows if r["cost_cached_usd"] is not None]
-    unknown = f" (+{len(rows) - len(known)} row(s) at unknown prices)" if len(known) < len(rows) else ""
-
-    def total(key: str) -> str:  # a sum over no known price is unknown, never $0
-        return usd(sum(r[key] for r in known) if known or not rows else None)
-
+    tot = plan_totals(rows)  # a sum over no known price is unknown, never $0
+    unknown = f" (+{tot['unknown']} row(s) at unknown prices)" if tot["unknown"] else ""
     n_obs = sum(r["output_source"] == "observed" for r in rows)
     batched = sum(r["calls"] for r in rows if r["mode"] == "batch")
     print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input "
           f"({sum(r['cached_input_tokens'] for r in rows):,} cached) and {sum(r['output_tokens'] for r in rows):,} "
           f"output tokens ({sum(r['reasoning_tokens'] for r in rows):,} reasoning); naive "
-          f"{total('cost_naive_usd')}, with prompt caching {total('cost_cached_usd')}; planned, as this params file "
-          f"sends them ({batched:,} calls through batch APIs, the rest live): {total('cost_planned_usd')}{unknown}"
+          f"{usd(tot['naive'])}, with prompt caching {usd(tot['live'])}; planned, as this params file "
+          f"sends them ({batched:,} calls through batch APIs, the rest live): {usd(tot['planned'])}{unknown}"
           + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else "")
           + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
-    tot = plan_totals(rows)
-    if any(r["cost_if_batch_usd"] != r["cost_cached_usd"] for r in known):  # some row can go through a batch API
+    if any(r["cost_if_batch_usd"] != r["cost_cached_usd"] for r in rows):  # some row can go through a batch API
         print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
               f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
               f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
