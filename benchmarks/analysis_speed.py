@@ -14,9 +14,9 @@ import time
 import numpy as np
 import polars as pl
 
-from cocoeval.frames import Frames
-from cocoeval.stats import mean_occurrences
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.analysis.frames import Frames
+from cocoeval.analysis.stats import mean_occurrences
+from cocoeval.core.taxonomy import load_taxonomy
 
 N_INST, N_SETUPS, B = 300, 20, 1000
 

@@ -45,9 +45,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cocoeval import BuildConfig, build  # noqa: E402
-from cocoeval.bench import load_instances  # noqa: E402
-from cocoeval.demo import sample_dir, write_demo_data  # noqa: E402
-from cocoeval.estimate import (  # noqa: E402
+from cocoeval.bench.build import load_instances  # noqa: E402
+from cocoeval.core.jsonio import write_jsonl  # noqa: E402
+from cocoeval.core.schema import Instance, Participant  # noqa: E402
+from cocoeval.core.taxonomy import load_taxonomy  # noqa: E402
+from cocoeval.judge.config import PROMPTS  # noqa: E402
+from cocoeval.llm.base import Usage  # noqa: E402
+from cocoeval.llm.promptcache import chars_tokens, openai_cached  # noqa: E402
+from cocoeval.llm.usage import PriceTable  # noqa: E402
+from cocoeval.prompts.files import load_prompt  # noqa: E402
+from cocoeval.prompts.render import format_metadata, judge_messages, render_target  # noqa: E402
+from cocoeval.run import Run, load_params  # noqa: E402
+from cocoeval.run.estimate import (  # noqa: E402
     describe,
     forecast,
     judge_cache_bounds,
@@ -55,17 +64,7 @@ from cocoeval.estimate import (  # noqa: E402
     observed_reasoning,
     plan_totals,
 )
-from cocoeval.experiment import load_params  # noqa: E402
-from cocoeval.jsonio import write_jsonl  # noqa: E402
-from cocoeval.judge import PROMPTS  # noqa: E402
-from cocoeval.llm._promptcache import chars_tokens, openai_cached  # noqa: E402
-from cocoeval.llm.base import Usage  # noqa: E402
-from cocoeval.llm.usage import PriceTable  # noqa: E402
-from cocoeval.prompts import load_prompt  # noqa: E402
-from cocoeval.render import format_metadata, judge_messages, render_target  # noqa: E402
-from cocoeval.run import Run  # noqa: E402
-from cocoeval.schema import Instance, Participant  # noqa: E402
-from cocoeval.taxonomy import load_taxonomy  # noqa: E402
+from cocoeval.sources.demo import sample_dir, write_demo_data  # noqa: E402
 from tests.fakes.server import FakeServer  # noqa: E402
 
 KS = (1, 5, 30)

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "cocoeval" / "notebooks"  # package data
 sys.path.insert(0, str(ROOT))  # this checkout's registry, not an installed cocoeval's
 
-from cocoeval.analyses import Analysis, Notebook, notebooks  # noqa: E402
+from cocoeval.analysis.analyses import Analysis, Notebook, notebooks  # noqa: E402
 
 PARAMS = '''params_file: str = "../../params/demo.yaml"  # params file of the run to analyse (relative to this notebook)
 run_dir: str = ""  # run directory; empty: the one the params file names
@@ -33,12 +33,12 @@ run_if_missing: bool = False  # run the params file first when its run directory
 
 OPEN = '''from IPython.display import Markdown, display
 
-from cocoeval.notebook import open_run
+from cocoeval.notebooks.context import open_run
 
 ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)
 display(Markdown(ctx.summary_markdown()))'''
 
-OPEN_ONLY = '''from cocoeval.notebook import open_run
+OPEN_ONLY = '''from cocoeval.notebooks.context import open_run
 
 ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)'''
 
@@ -67,7 +67,7 @@ def answers(nb: Notebook, shown: list[Analysis]) -> str:
 
 
 def notebook(nb: Notebook, shown: list[Analysis]) -> nbf.NotebookNode:
-    """One notebook, from its registry entry (``cocoeval.analyses``)."""
+    """One notebook, from its registry entry (``cocoeval.analysis.analyses``)."""
     name = nb.name
     node = nbf.v4.new_notebook()
     cells = [nbf.v4.new_markdown_cell(

@@ -3,11 +3,14 @@ invariance test: keys written by the code before prompt-cache layout and schedul
 
 from __future__ import annotations
 
-from cocoeval.judge import JudgeConfig, JudgeTask, targets_for
+from cocoeval.core.schema import Continuation
+from cocoeval.core.targets import targets_for
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.judge.engine import JudgeTask
 from cocoeval.llm.base import get_provider, request_key
-from cocoeval.schema import Continuation
-from cocoeval.simulate import Setup, SimTask
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.simulate.engine import SimTask
+from cocoeval.simulate.setup import Setup
 
 from .sim_helpers import instance
 

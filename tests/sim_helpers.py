@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cocoeval.jsonio import write_json, write_jsonl
-from cocoeval.schema import Instance, Metadata, Participant, Provenance, Summary, Turn
+from cocoeval.core.jsonio import write_json, write_jsonl
+from cocoeval.core.schema import Instance, Metadata, Participant, Provenance, Summary, Turn
 
 SPEAKERS = ["Alice", "Bob", "Carol"]
 
@@ -33,7 +33,7 @@ def lines(n: int, start: int = 0) -> str:
 def judged_continuations(judgments, conts=None):
     """Ok continuations (setup id = the judgments' target) for every judged (setup, instance) that
     ``conts`` lacks, so hand-made judgments count as judgments of the setup's current continuation."""
-    from cocoeval.schema import Continuation
+    from cocoeval.core.schema import Continuation
 
     out = {k: list(v) for k, v in (conts or {}).items()}
     have = {(k, c.instance_id) for k, v in out.items() for c in v}

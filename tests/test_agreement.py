@@ -13,11 +13,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cocoeval import rq, stats
-from cocoeval.frames import run_frames
+from cocoeval.analysis import agreement, studies
+from cocoeval.analysis.frames import run_frames
+from cocoeval.core.schema import Judgment, TurnLabel
+from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.run import Run
-from cocoeval.schema import Judgment, TurnLabel
-from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import instance
 
@@ -84,7 +84,7 @@ def judge_by_hand(j, x):
 
 def test_leave_one_out_counts_by_hand():
     f = frames()
-    ag = stats.agreement(f, resamples=50, item=REP, min_n=5)
+    ag = agreement.agreement(f, resamples=50, item=REP, min_n=5)
     by = {r["rater"]: r for r in ag.iter_rows(named=True)}
     # A vs mean(B, C) = [.5, 1, 2, 3, 3.5]: the same order as A -> 1
     assert by["A"]["rho"] == pytest.approx(1.0)
@@ -93,15 +93,15 @@ def test_leave_one_out_counts_by_hand():
     assert by["B"]["rho"] == pytest.approx(5.5 / math.sqrt(90))
     # C ranks [1, 3, 2, 5, 4] vs mean(A, B) = [.5, .5, 2.5, 2.5, 4]: likewise 5.5 / sqrt(90)
     assert by["C"]["rho"] == pytest.approx(5.5 / math.sqrt(90))
-    assert by[stats.AVERAGE]["rho"] == pytest.approx((1 + 11 / math.sqrt(90)) / 3)
+    assert by[agreement.AVERAGE]["rho"] == pytest.approx((1 + 11 / math.sqrt(90)) / 3)
     assert set(ag["comparison"]) == {"inter-human"} and "J" not in by  # the judge is no annotator
     assert ag["n"].to_list() == [5] * 4  # c5 has no human labels
-    assert by[stats.AVERAGE]["rho"] == pytest.approx(inter_human_by_hand({r: COUNTS[r] for r in "ABC"}))
+    assert by[agreement.AVERAGE]["rho"] == pytest.approx(inter_human_by_hand({r: COUNTS[r] for r in "ABC"}))
 
 
 def test_judge_against_the_left_out_means_by_hand():
     f = frames()
-    jh = stats.judge_vs_humans(f, "J", resamples=50, min_n=5)
+    jh = agreement.judge_vs_humans(f, "J", resamples=50, min_n=5)
     rep = jh.filter(pl.col("item") == REP).row(0, named=True)
     # J ranks [1, 2, 4, 3, 5], centred [-2, -1, 1, 0, 2]
     # without A: mean(B, C) ranks 1..5 -> 9 / 10; without B: 7 / sqrt(90); without C: 9 / sqrt(90)
@@ -117,36 +117,36 @@ def test_judge_against_the_left_out_means_by_hand():
 
 def test_leave_one_out_likert_by_hand():
     f = frames()
-    cons = stats.agreement(f, resamples=50, item="consistency", min_n=5)
+    cons = agreement.agreement(f, resamples=50, item="consistency", min_n=5)
     by = {r["rater"]: r["rho"] for r in cons.iter_rows(named=True)}
     # A vs mean(B, C) = [2.5, 3.5, 5.5, 7, 8.5] -> 1; B [2, 1, 4, 3, 5] vs mean(A, C) ranked 1..5 -> 8 / 10;
     # C [1, 3, 2, 5, 4] vs mean(A, B) = [2.5, 3, 6.5, 6.5, 9.5] centred [-2, -1, .5, .5, 2] -> 6.5 / sqrt(95)
     assert [by["A"], by["B"], by["C"]] == pytest.approx([1.0, 0.8, 6.5 / math.sqrt(95)])
-    assert by[stats.AVERAGE] == pytest.approx((1.8 + 6.5 / math.sqrt(95)) / 3)
-    col = stats.agreement(f, resamples=50, item="collaborativeness", min_n=5)
+    assert by[agreement.AVERAGE] == pytest.approx((1.8 + 6.5 / math.sqrt(95)) / 3)
+    col = agreement.agreement(f, resamples=50, item="collaborativeness", min_n=5)
     byc = {r["rater"]: r for r in col.iter_rows(named=True)}
     # A is constant (all 5): undefined, named in the note; B and C each 8 / 10 against the others' mean
     assert byc["A"]["rho"] is None and byc["A"]["significant"] is None
     assert byc["B"]["rho"] == pytest.approx(0.8) and byc["C"]["rho"] == pytest.approx(0.8)
-    assert byc[stats.AVERAGE]["rho"] == pytest.approx(0.8)
-    assert "ρ undefined for A" in byc[stats.AVERAGE]["note"] and "averaged over the other 2" in byc[stats.AVERAGE]["note"]
-    jh = stats.judge_vs_humans(f, "J", resamples=50, min_n=5, items=["consistency"]).row(0, named=True)
+    assert byc[agreement.AVERAGE]["rho"] == pytest.approx(0.8)
+    assert "ρ undefined for A" in byc[agreement.AVERAGE]["note"] and "averaged over the other 2" in byc[agreement.AVERAGE]["note"]
+    jh = agreement.judge_vs_humans(f, "J", resamples=50, min_n=5, items=["consistency"]).row(0, named=True)
     # J ranks 1..5: without A -> 1, without B -> 1, without C: mean(A, B) centred ranks as above -> 9.5 / sqrt(95)
     assert jh["rho"] == pytest.approx((2 + 9.5 / math.sqrt(95)) / 3) and jh["scale"] == "likert"
 
 
 def test_table_detections_and_answer():
     f = frames()
-    t = stats.agreement_table(f, resamples=50, min_n=5)
+    t = agreement.agreement_table(f, resamples=50, min_n=5)
     assert set(t["comparison"]) == {"inter-human", "J"}
     assert set(t["item"]) == {"all", *TAX.ids, "consistency", "collaborativeness"}
-    assert t.filter(pl.col("comparison") == "inter-human")["rater"].unique().to_list() == [stats.AVERAGE]
-    d = stats.detection_totals(f).filter(pl.col("behaviour") == REP)
+    assert t.filter(pl.col("comparison") == "inter-human")["rater"].unique().to_list() == [agreement.AVERAGE]
+    d = agreement.detection_totals(f).filter(pl.col("behaviour") == REP)
     tot = dict(zip(d["source"], d["total"], strict=True))
     # on the five conversations the annotators labelled: J's sixth conversation is left out
     assert tot == {"A": 10, "B": 10, "C": 10, "annotators (mean of 3)": 10, "J": 11}
     assert d.filter(pl.col("source") == "J")["conversations"].item() == 5
-    a = rq.agreement_answer(f, resamples=50, min_n=5)
+    a = studies.agreement_answer(f, resamples=50, min_n=5)
     assert {"agreement", "inter_human_by_annotator", "detection_totals"} <= set(a.tables)
     text = "\n".join(a.text)
     assert "the paper's procedure" in text and "3 human annotators" in text
@@ -173,31 +173,31 @@ def test_one_sided_bootstrap_by_hand():
     x = {a: np.clip(base + rng.integers(-1, 2, size=12), 0, 6).tolist() for a in "ABC"}
     j = np.clip(base + rng.integers(-2, 3, size=12), 0, 7).tolist()
     f = frames({**x, "J": j}, {a: [5] * 12 for a in "ABC"}, {a: [5] * 12 for a in "ABC"})
-    avg = stats.agreement(f, resamples=200, seed=7, item=REP).filter(pl.col("rater") == stats.AVERAGE).row(0, named=True)
+    avg = agreement.agreement(f, resamples=200, seed=7, item=REP).filter(pl.col("rater") == agreement.AVERAGE).row(0, named=True)
     p5, p95 = _bootstrap_by_hand(x, None, 7, 200, inter_human_by_hand)
     assert avg["rho"] == pytest.approx(inter_human_by_hand(x))
     assert (avg["p5"], avg["p95"]) == pytest.approx((p5, p95))
     assert avg["significant"] is bool(p5 > 0) and avg["significant"]  # correlated raters
-    jr = stats.judge_vs_humans(f, "J", resamples=200, seed=7, items=[REP]).row(0, named=True)
+    jr = agreement.judge_vs_humans(f, "J", resamples=200, seed=7, items=[REP]).row(0, named=True)
     jp5, jp95 = _bootstrap_by_hand(x, j, 7, 200, None)
     assert jr["rho"] == pytest.approx(judge_by_hand(j, x)) and (jr["p5"], jr["p95"]) == pytest.approx((jp5, jp95))
     # independent raters: the 5th percentile is not above 0
     y = {a: rng.permutation(6 * [0, 1]).tolist() for a in "ABC"}
     g = frames({**y, "J": y["A"]}, {a: [5] * 12 for a in "ABC"}, {a: [5] * 12 for a in "ABC"})
-    r = stats.agreement(g, resamples=200, seed=1, item=REP).filter(pl.col("rater") == stats.AVERAGE).row(0, named=True)
+    r = agreement.agreement(g, resamples=200, seed=1, item=REP).filter(pl.col("rater") == agreement.AVERAGE).row(0, named=True)
     q5, _ = _bootstrap_by_hand(y, None, 1, 200, inter_human_by_hand)
     assert r["p5"] == pytest.approx(q5) and r["significant"] is bool(q5 > 0) is False
     # below min_n: the estimate, but no test
-    small = stats.agreement(f, resamples=50, item=REP, min_n=20)
+    small = agreement.agreement(f, resamples=50, item=REP, min_n=20)
     assert small["significant"].is_null().all() and set(small["ci_note"]) == {"n too small (n=12 < 20)"}
 
 
 def test_one_annotator_and_no_annotators():
     f = frames({"A": COUNTS["A"], "J": COUNTS["J"]}, {"A": CONSISTENCY["A"]}, {"A": COLLAB["A"]})
-    assert stats.agreement(f, resamples=20, min_n=5).is_empty()  # inter-human needs two annotators
-    r = stats.judge_vs_humans(f, "J", resamples=20, min_n=5, items=[REP]).row(0, named=True)
+    assert agreement.agreement(f, resamples=20, min_n=5).is_empty()  # inter-human needs two annotators
+    r = agreement.judge_vs_humans(f, "J", resamples=20, min_n=5, items=[REP]).row(0, named=True)
     assert r["rho"] == pytest.approx(0.9) and "one annotator (A)" in r["note"]
     g = frames({"J": COUNTS["J"]}, {}, {})
-    assert stats.agreement_table(g, resamples=20).is_empty()
-    a = rq.agreement_answer(g, resamples=20)
+    assert agreement.agreement_table(g, resamples=20).is_empty()
+    a = studies.agreement_answer(g, resamples=20)
     assert "no human annotator" in "\n".join(a.text)

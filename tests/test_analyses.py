@@ -10,12 +10,12 @@ import nbformat
 import polars as pl
 import pytest
 
-from cocoeval import analyses, rq, stats
-from cocoeval._answer import Answer
-from cocoeval.analyses import Notebook, Out, Params, ReportSpec
-from cocoeval.errors import ConfigError
-from cocoeval.frames import run_frames
-from cocoeval.report import write_report
+from cocoeval.analysis import analyses, inference, rq
+from cocoeval.analysis.analyses import Notebook, Out, Params, ReportSpec
+from cocoeval.analysis.answer import Answer
+from cocoeval.analysis.frames import run_frames
+from cocoeval.analysis.report import write_report
+from cocoeval.core.errors import ConfigError
 
 from .conftest import ROOT
 from .sim_helpers import write_run_dir
@@ -54,7 +54,7 @@ def test_each_analysis_answers_from_a_run_and_params():
 
 
 def test_a_notebook_asks_the_registry_through_its_run_context(tmp_path):
-    from cocoeval.notebook import RunContext
+    from cocoeval.notebooks.context import RunContext
 
     run = _run()
     ctx = RunContext(None, tmp_path, run, run_frames(run), "J")  # type: ignore[arg-type]
@@ -107,7 +107,7 @@ def test_a_new_analysis_reaches_the_report_and_its_notebook(toy_analysis, tmp_pa
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=50)
     assert "zz_counts" in rep["tables"] and "zz_bars" in rep["figures"]
     index = (tmp_path / "rep" / "index.md").read_text()
-    assert f"Toy counts (J); p: {stats.describe_test('bh', 1)}" in index  # {judge} and {test} filled in
+    assert f"Toy counts (J); p: {inference.describe_test('bh', 1)}" in index  # {judge} and {test} filled in
     assert pl.read_csv(tmp_path / "rep" / "zz_counts.csv")["n"][0] == run_frames(make_run()).counts.height
     spec = importlib.util.spec_from_file_location("make_notebooks", ROOT / "notebooks" / "make_notebooks.py")
     gen = importlib.util.module_from_spec(spec)

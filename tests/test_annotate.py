@@ -11,7 +11,9 @@ import pytest
 import yaml
 
 from cocoeval import InputError
-from cocoeval.annotate import (
+from cocoeval.analysis import agreement
+from cocoeval.analysis.frames import run_frames
+from cocoeval.annotate.exchange import (
     export_annotations,
     export_items,
     format_report,
@@ -20,14 +22,12 @@ from cocoeval.annotate import (
     parse_annotations,
 )
 from cocoeval.cli import main
-from cocoeval.errors import ConfigError
-from cocoeval.experiment import load_params, read_run
-from cocoeval.frames import run_frames
-from cocoeval.jsonio import write_json, write_jsonl
-from cocoeval.judge_parse import map_behaviour
-from cocoeval.run import Run
-from cocoeval.schema import Continuation, Judgment
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.core.errors import ConfigError
+from cocoeval.core.jsonio import write_json, write_jsonl
+from cocoeval.core.schema import Continuation, Judgment
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.parse import map_behaviour
+from cocoeval.run import Run, load_params, read_run
 
 from .sim_helpers import instance
 
@@ -478,8 +478,8 @@ def test_an_uneven_draw_is_said(tmp_path):
 def test_export_carries_the_judges_instructions_and_bad_options_are_clear(tmp_path, capsys):
     from string import Template
 
-    from cocoeval.prompts import load_prompt
-    from cocoeval.render import behaviours_block
+    from cocoeval.prompts.files import load_prompt
+    from cocoeval.prompts.render import behaviours_block
 
     run = _multi_run({"a": 2, "b": 2})
     export_items(run, tmp_path)
@@ -517,7 +517,6 @@ def test_cli_export_prints_the_draw(tmp_path, capsys):
 
 
 def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
-    from cocoeval import stats
 
     d = _run_dir(tmp_path)
     head = "annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
@@ -528,7 +527,7 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
     import_into_run(tmp_path / "a.csv", d)
     js = Run.open(d).all_judgments
     assert [lb.not_in_taxonomy for lb in js["human:ann1"][0].labels] == ["talks over the chair", None, None]
-    cov = stats.taxonomy_coverage(run_frames(Run.open(d)))
+    cov = agreement.taxonomy_coverage(run_frames(Run.open(d)))
     assert cov.select("annotator", "turns", "turns_not_in_taxonomy", "rate").rows() == [
         ("ann1", 3, 1, pytest.approx(1 / 3)), ("ann2", 3, 0, 0.0)]
     # only judgments that count are covered: a stale or skipped one is not (nor an invalid one)
@@ -536,7 +535,7 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
     for status in ("stale", "skipped", "invalid"):
         g = dataclasses.replace(f, judgments=f.judgments.with_columns(
             status=pl.when(pl.col("judge") == "ann2").then(pl.lit(status)).otherwise(pl.col("status"))))
-        assert stats.taxonomy_coverage(g)["annotator"].to_list() == ["ann1"]
+        assert agreement.taxonomy_coverage(g)["annotator"].to_list() == ["ann1"]
     # importing again changes nothing; another description is a conflict (like changed behaviours)
     rep = import_into_run(tmp_path / "a.csv", d)
     assert rep["annotators"]["ann1"]["unchanged"] == 3
@@ -555,7 +554,7 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
 
 # --- "no behaviour" is said explicitly; an empty cell is not annotated, never zero ------------
 def test_none_is_zero_behaviours_and_an_empty_cell_is_not_annotated(tmp_path):
-    from cocoeval.frames import invalid_rates
+    from cocoeval.analysis.frames import invalid_rates
 
     d = _run_dir(tmp_path)
     # ann1 says none on every turn: a valid judgment with zero behaviours (counted as zeros)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cocoeval.errors import ConfigError
+from cocoeval.core.errors import ConfigError
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
 from cocoeval.run import Run
 from tests.fakes.server import FakeServer

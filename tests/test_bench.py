@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cocoeval import BuildConfig, Conversation, Turn, build, build_instances, load_instances
-from cocoeval.bench import ChatSelection, candidate_windows, merge_consecutive
+from cocoeval.bench.build import candidate_windows, merge_consecutive
+from cocoeval.bench.config import ChatSelection
 
 from .conftest import qmsum_meeting
 

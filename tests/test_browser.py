@@ -24,8 +24,8 @@ import pytest
 import yaml
 
 from cocoeval import build
-from cocoeval.bench import BuildConfig
-from cocoeval.charts import HUMAN
+from cocoeval.analysis.charts import HUMAN
+from cocoeval.bench.config import BuildConfig
 from tests.fakes.server import FakeServer
 
 from .conftest import ROOT, qmsum_meeting, write_json
@@ -260,8 +260,8 @@ def browser():
 
 @pytest.mark.timeout(900)
 def test_notebooks_in_a_real_browser(browser, lab, artefacts):
+    from cocoeval.notebooks.widgets import ConversationViewer
     from cocoeval.run import Run
-    from cocoeval.widgets import ConversationViewer
 
     page = Page(browser, lab, artefacts)
     p = page.page

@@ -6,10 +6,10 @@ import json
 
 import polars as pl
 
-from cocoeval import charts, stats
+from cocoeval.analysis import charts, stats
+from cocoeval.analysis.frames import run_frames
 from cocoeval.cli import main
-from cocoeval.frames import run_frames
-from cocoeval.jsonio import write_json, write_jsonl
+from cocoeval.core.jsonio import write_json, write_jsonl
 
 from .sim_helpers import write_run_dir
 from .test_stats import TAX, make_run

@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cocoeval import cli
-from cocoeval._text import md_escape, visible
 from cocoeval.cli import main
+from cocoeval.core.text import md_escape, visible
 from cocoeval.run import Run
 
 from .conftest import qmsum_meeting, write_json
@@ -134,7 +134,7 @@ def test_the_reported_bad_inputs_give_exit_2_and_name_what_to_fix(tmp_path, benc
 
 
 def test_an_annotation_row_that_is_not_an_object(tmp_path):
-    from cocoeval.annotate import import_annotations
+    from cocoeval.annotate.exchange import import_annotations
 
     (tmp_path / "rows.jsonl").write_text('{"annotator": "a", "behaviours": "none"}\n"just text"\n')
     with pytest.raises(cli.CocoevalError) as e:

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from cocoeval import BuildConfig, build, load_instances
-from cocoeval.context_llm import LLMContextOptions
-from cocoeval.experiment import load_params
+from cocoeval.bench.config import LLMContextOptions
 from cocoeval.llm import LLMConfig, Runner
-from cocoeval.prompts import load_prompt
+from cocoeval.prompts.files import load_prompt
+from cocoeval.run import load_params
 
 from .conftest import ROOT, write_json
 
@@ -226,7 +226,8 @@ def test_build_batch_sends_the_context_calls_through_the_batch_api(srv, tmp_path
 def test_the_simulated_user_gets_the_vanilla_prompt_with_m(srv, tmp_path):
     """D.1: the user turns are simulated "with the same vanilla prompting setup" (M, S, x), one
     user turn per call."""
-    from cocoeval.simulate import Setup, simulate
+    from cocoeval.simulate.engine import simulate
+    from cocoeval.simulate.setup import Setup
 
     from .sim_helpers import instance
 

@@ -12,13 +12,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cocoeval import charts, convcompare
-from cocoeval.convstats import STATISTICS, conversation_frame, conversation_stats, tokens
-from cocoeval.frames import run_frames
-from cocoeval.report import write_report
+from cocoeval.analysis import charts, convcompare
+from cocoeval.analysis.convstats import STATISTICS, conversation_frame, conversation_stats, tokens
+from cocoeval.analysis.frames import run_frames
+from cocoeval.analysis.report import write_report
+from cocoeval.core.schema import Continuation, Turn
+from cocoeval.notebooks.widgets import ConversationViewer
 from cocoeval.run import Run
-from cocoeval.schema import Continuation, Turn
-from cocoeval.widgets import ConversationViewer
 
 from .conftest import ROOT
 from .sim_helpers import instance, write_run_dir
@@ -225,7 +225,7 @@ def test_viewer_shows_judge_free_statistics_per_column():
 
 
 def test_demo_params_are_labelled_a_pipeline_check():
-    from cocoeval.experiment import load_params
+    from cocoeval.run import load_params
 
     exp = load_params(ROOT / "params" / "demo.yaml")
     assert exp.params.label == "pipeline-check" and exp.manifest().params["label"] == "pipeline-check"

@@ -130,8 +130,7 @@ def _paper_like(tmp_path, m: str, judge: str | None = None):
 
 
 def test_the_call_records_of_a_refused_call_keep_the_tokens_it_was_billed(srv, tmp_path):
-    from cocoeval.experiment import load_params
-    from cocoeval.run import Run
+    from cocoeval.run import Run, load_params
 
     srv.configure(faults=[{"match": "Continuation to evaluate", "kind": "content_filter", "times": -1}])
     exp = load_params(_paper_like(tmp_path, model(srv, "openai"), judge=model(srv, "anthropic")))
@@ -190,7 +189,7 @@ def test_a_request_asked_twice_that_fails_is_paid_once_and_both_calls_count_as_f
 
 def test_estimate_totals_never_show_an_unknown_price_as_a_sum(tmp_path, capsys):
     from cocoeval.cli import main
-    from cocoeval.jsonio import write_jsonl
+    from cocoeval.core.jsonio import write_jsonl
 
     from .sim_helpers import instance
 

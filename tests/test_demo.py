@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from cocoeval import BuildConfig, build, load_instances
-from cocoeval.demo import NOTE, write_demo_data
+from cocoeval.sources.demo import NOTE, write_demo_data
 
 
 def test_demo_data_builds_in_every_format_and_says_it_is_illustrative(tmp_path):
@@ -35,7 +35,7 @@ def test_the_shipped_qmsum_sample_is_real_credited_and_builds_demo_and_full_wind
     import hashlib
     import re
 
-    from cocoeval.demo import GENERATED_DATASETS, demo_sources, sample_dir
+    from cocoeval.sources.demo import GENERATED_DATASETS, demo_sources, sample_dir
 
     d = sample_dir()
     files = sorted(p for p in d.rglob("*") if p.is_file())
@@ -71,7 +71,7 @@ def test_the_sample_ships_in_the_wheel():
     import tomllib
     from fnmatch import fnmatch
 
-    from cocoeval.demo import sample_dir
+    from cocoeval.sources.demo import sample_dir
 
     from .conftest import ROOT
 
@@ -84,8 +84,8 @@ def test_the_sample_ships_in_the_wheel():
 
 
 def test_demo_params_name_only_datasets_the_demo_builds(tmp_path):
-    from cocoeval.demo import demo_sources
-    from cocoeval.experiment import load_params
+    from cocoeval.run import load_params
+    from cocoeval.sources.demo import demo_sources
 
     from .conftest import ROOT
 
@@ -98,7 +98,7 @@ def test_demo_params_name_only_datasets_the_demo_builds(tmp_path):
     assert {d for d in report["datasets"] if d.startswith("qmsum_")} <= named
     assert any(d.startswith("qmsum_") for d in judged)
     # smol-vanilla-6 simulates enough instances, real meetings among them, for an interval
-    from cocoeval.stats import MIN_N
+    from cocoeval.analysis.inference import MIN_N
 
     eval_instances = load_instances(tmp_path / "bench")
     chosen = next(s for s in params.setups if s.name == "smol-vanilla-6").select(eval_instances)
@@ -114,8 +114,8 @@ def test_the_demo_benchmark_is_the_same_under_any_hash_seed(tmp_path):
 
     from .conftest import ROOT
 
-    code = ("import sys, json; from cocoeval import build, load_instances; from cocoeval.demo import demo_sources; "
-            "from cocoeval.experiment import load_params; o = sys.argv[1]; "
+    code = ("import sys, json; from cocoeval import build, load_instances; from cocoeval.sources.demo import demo_sources; "
+            "from cocoeval.run import load_params; o = sys.argv[1]; "
             "build(demo_sources(o), o + '/bench', load_params(sys.argv[2]).params.build.options); "
             "print(json.dumps([[i.id, i.summary.text] for i in load_instances(o + '/bench')]))")
     seen = []

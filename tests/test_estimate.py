@@ -7,7 +7,14 @@ import itertools
 import yaml
 
 from cocoeval.cli import main
-from cocoeval.estimate import (
+from cocoeval.core.jsonio import write_jsonl
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.llm.base import Usage
+from cocoeval.llm.usage import PriceTable, count_tokens
+from cocoeval.prompts.files import load_prompt
+from cocoeval.prompts.render import format_behaviours, step_messages
+from cocoeval.run import Run, load_params
+from cocoeval.run.estimate import (
     compare_with_run,
     forecast,
     judge_cache_bounds,
@@ -15,14 +22,6 @@ from cocoeval.estimate import (
     observed_reasoning,
     plan_totals,
 )
-from cocoeval.experiment import load_params
-from cocoeval.jsonio import write_jsonl
-from cocoeval.llm.base import Usage
-from cocoeval.llm.usage import PriceTable, count_tokens
-from cocoeval.prompts import load_prompt
-from cocoeval.render import format_behaviours, step_messages
-from cocoeval.run import Run
-from cocoeval.taxonomy import load_taxonomy
 
 from .conftest import ROOT
 from .sim_helpers import SPEAKERS, instance
@@ -95,7 +94,7 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path, capsys):
 
 def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
     from cocoeval import build
-    from cocoeval.demo import write_demo_data
+    from cocoeval.sources.demo import write_demo_data
 
     paths = write_demo_data(tmp_path / "demo")
     build([f"{k}:{p}" for k, p in paths.items()], tmp_path / "bench")
@@ -133,8 +132,8 @@ def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
 
 def test_observed_output_replaces_the_default_per_row_by_hand(tmp_path):
     """A pilot's records: the mean visible output per unit of each row replaces the default."""
-    from cocoeval.estimate import JUDGE_OUTPUT_OVERALL, JUDGE_OUTPUT_PER_TURN, observed_output
-    from cocoeval.schema import CallRecord, Continuation, Judgment
+    from cocoeval.core.schema import CallRecord, Continuation, Judgment
+    from cocoeval.run.estimate import JUDGE_OUTPUT_OVERALL, JUDGE_OUTPUT_PER_TURN, observed_output
 
     def rec(model: str, out: int, think: int = 0, status: str = "ok") -> CallRecord:
         return CallRecord(request_hash="h", model=model, status=status, input_tokens=1000,

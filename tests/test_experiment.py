@@ -13,8 +13,7 @@ import pytest
 import yaml
 
 from cocoeval import InputError, build
-from cocoeval.experiment import load_params
-from cocoeval.run import Run
+from cocoeval.run import Run, load_params
 from tests.fakes.server import FakeServer
 
 from .conftest import ROOT, qmsum_meeting, write_json

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from cocoeval import build
-from cocoeval._download import DownloadError
 from cocoeval.cli import main
-from cocoeval.demo import write_demo_data
-from cocoeval.errors import NotFoundError
-from cocoeval.fetch import MANIFEST, FetchError, fetch, file_hashes, tree_sha256
+from cocoeval.core.errors import NotFoundError
+from cocoeval.sources._download import DownloadError
+from cocoeval.sources.demo import write_demo_data
+from cocoeval.sources.fetch import MANIFEST, FetchError, fetch, file_hashes, tree_sha256
 
 from .conftest import qmsum_meeting
 

@@ -8,14 +8,22 @@ import json
 import polars as pl
 import pytest
 
-from cocoeval.errors import InputError
-from cocoeval.frames import NO_CONTINUATION, NOT_JUDGED, NOT_SIMULATED, invalid_rates, run_frames
-from cocoeval.judge import NO_TURNS, JudgeConfig, judge
+from cocoeval.analysis.frames import (
+    NO_CONTINUATION,
+    NOT_JUDGED,
+    NOT_SIMULATED,
+    invalid_rates,
+    run_frames,
+)
+from cocoeval.analysis.stats import mean_occurrences
+from cocoeval.core.errors import InputError
+from cocoeval.core.schema import Continuation, Judgment, TurnLabel
+from cocoeval.core.targets import NO_TURNS
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.judge.engine import judge
 from cocoeval.llm import LLMConfig, Runner
 from cocoeval.run import Run
-from cocoeval.schema import Continuation, Judgment, TurnLabel
-from cocoeval.stats import mean_occurrences
-from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import instance, write_run_dir
 
@@ -192,7 +200,7 @@ def test_an_old_valid_all_zero_judgment_of_an_empty_target_is_skipped_not_a_zero
 
 
 def test_the_report_shows_what_is_missing(tmp_path):
-    from cocoeval.report import write_report
+    from cocoeval.analysis.report import write_report
 
     run = complete_run(n=3)
     run.judgments["J"] = [j for j in run.judgments["J"] if not (j.target == "sid" and j.kind == "overall"
@@ -207,7 +215,7 @@ def test_the_report_shows_what_is_missing(tmp_path):
 
 
 def test_a_target_without_a_turn_to_judge_is_reported_as_skipped_and_does_not_fail_the_run():
-    from cocoeval.outcome import bad_count, describe, tally
+    from cocoeval.run.outcome import bad_count, describe, tally
 
     empty, full = chat_without_user_turn(), instance("chat/c/1", n_hist=4, n_ref=2, chat=True)
     js = [Judgment(instance_id=empty.id, target="reference", judge_id="J", judge_name="J", kind="fine_grained",

@@ -11,23 +11,22 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from cocoeval import rq
-from cocoeval.cli import main
-from cocoeval.errors import ConfigError
-from cocoeval.frames import run_frames
-from cocoeval.report import markdown_table, write_report
-from cocoeval.run import Run
-from cocoeval.stats import (
+from cocoeval.analysis import rq, studies
+from cocoeval.analysis.agreement import agreement
+from cocoeval.analysis.frames import run_frames
+from cocoeval.analysis.inference import (
     NO_DIFF,
     OVER,
     UNDER,
     adjust_pvalues,
-    agreement,
-    paired_differences,
-    paired_vs_human,
     sign_flip_pvalues,
     verdict,
 )
+from cocoeval.analysis.report import markdown_table, write_report
+from cocoeval.analysis.stats import paired_differences, paired_vs_human
+from cocoeval.cli import main
+from cocoeval.core.errors import ConfigError
+from cocoeval.run import Run
 
 from .sim_helpers import instance, judged_continuations, write_run_dir
 from .test_stats import TAX, fine
@@ -199,7 +198,7 @@ def test_agreement_is_the_papers_procedure_and_untested_below_min_n():
     ag = agreement(f, resamples=100)
     assert ag["significant"].is_null().all() and ag["p5"].is_null().all()
     assert set(ag["ci_note"]) == {"n too small (n=5 < 10)"}
-    a = rq.agreement_answer(f, resamples=100)
+    a = studies.agreement_answer(f, resamples=100)
     assert any("the paper's procedure" in t for t in a.text)
     assert not any(" significant" in t and "not tested" not in t for t in a.text[1:])
 
@@ -209,8 +208,8 @@ def test_data_text_is_escaped_in_markdown():
     run = _counts_run({name: 12}, 12)
     a = rq.compare_to_humans(run_frames(run), "J", [name], "RQ2", resamples=50)
     text = "\n".join(a.text)
-    assert name not in text and rq.md_escape(name) in text
-    assert rq.md_escape(name) == r"a\*b\_\[x\](javascript:1)\<b\>\$x\$\|y"
+    assert name not in text and md_escape(name) in text
+    assert md_escape(name) == r"a\*b\_\[x\](javascript:1)\<b\>\$x\$\|y"
     assert "a\\|b" in markdown_table(pl.DataFrame({"setup": ["a|b"], "n": [3], "x": [None]}))
 
 

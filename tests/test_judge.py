@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
-from cocoeval.judge import JudgeConfig, behaviour_counts, judge
+from cocoeval.core.schema import Continuation
+from cocoeval.core.targets import behaviour_counts
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.judge.engine import judge
 from cocoeval.llm import LLMConfig, Runner
-from cocoeval.schema import Continuation
-from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import instance
 
@@ -154,7 +156,7 @@ def test_judge_ids_change_with_anything_that_changes_the_output():
 
 
 def test_fine_schema_fixes_the_turn_count_and_caps_behaviours():
-    from cocoeval.judge import fine_schema
+    from cocoeval.judge.config import fine_schema
 
     s = fine_schema(TAX, 6, 2)
     turns = s["properties"]["turns"]
@@ -172,7 +174,7 @@ def test_overall_rubric_keeps_every_element_of_the_papers_definitions():
     persona, correctness with respect to world knowledge and the avoidance of unnecessary
     redundancy and repetition; collaborativeness is support for shared objectives without
     delaying or impeding progress and agreement."""
-    from cocoeval.prompts import load_prompt
+    from cocoeval.prompts.files import load_prompt
 
     system = " ".join(load_prompt("judge_overall").system.split())
     consistency = system[system.index("Consistency:"):system.index("Collaborativeness:")]
@@ -196,10 +198,10 @@ def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
     import re
 
     from cocoeval import build
-    from cocoeval.demo import write_demo_data
-    from cocoeval.estimate import forecast
-    from cocoeval.experiment import load_params
-    from cocoeval.sft import SFTConfig
+    from cocoeval.run import load_params
+    from cocoeval.run.estimate import forecast
+    from cocoeval.simulate.sft import SFTConfig
+    from cocoeval.sources.demo import write_demo_data
 
     from .conftest import ROOT
 
@@ -235,7 +237,7 @@ def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
 
 
 def test_a_judge_capped_per_dataset_judges_what_a_capped_setup_simulated(srv, tmp_path):
-    from cocoeval.simulate import Setup
+    from cocoeval.simulate.setup import Setup
 
     insts = [instance(f"{ds}/c{i}/0", n_hist=4, n_ref=2) for ds in ("a", "b") for i in range(3)]
     for i in insts:

@@ -15,11 +15,12 @@ from collections import defaultdict
 
 import pytest
 
-from cocoeval.frames import invalid_rates, run_frames
-from cocoeval.judge import JudgeConfig, judge
+from cocoeval.analysis.frames import invalid_rates, run_frames
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.judge.engine import judge
 from cocoeval.llm import LLMConfig, Runner
 from cocoeval.run import Run
-from cocoeval.taxonomy import load_taxonomy
 
 from .conftest import TEST_KEY
 from .sim_helpers import instance

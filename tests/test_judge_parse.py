@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from cocoeval.judge_parse import map_behaviour, says_none, validate_fine, validate_overall
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.parse import map_behaviour, says_none, validate_fine, validate_overall
 
 TAX = load_taxonomy()
 CORPUS = yaml.safe_load((Path(__file__).parent / "data" / "judge_answers.yaml").read_text(encoding="utf-8"))

@@ -49,11 +49,11 @@ def test_the_checker_sees_a_relative_import_out_of_the_layer(tmp_path, monkeypat
     f.write_text("from ...errors import ConfigError\nfrom .. import base\nfrom ..errors import E\n")
     monkeypatch.setattr(me, "ROOT", fake_root)
     mods = [m for _, m in _imports(f)]
-    assert mods == ["cocoeval.errors", "cocoeval.llm", "cocoeval.llm.base", "cocoeval.llm.errors"]
+    assert mods == ["cocoeval.core.errors", "cocoeval.llm", "cocoeval.llm.base", "cocoeval.llm.errors"]
 
 
 def test_package_errors_are_the_llm_layers():
-    from cocoeval import errors
+    from cocoeval.core import errors
     from cocoeval.llm import errors as llm_errors
 
     assert errors.CocoevalError is llm_errors.LLMError

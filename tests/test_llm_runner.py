@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from cocoeval.errors import FatalLLMError
+from cocoeval.core.errors import FatalLLMError
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
 
 from .conftest import TEST_KEY as KEY

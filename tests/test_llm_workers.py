@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from cocoeval.errors import ConfigError, FatalLLMError
+from cocoeval.core.errors import ConfigError, FatalLLMError
 from cocoeval.llm import (
     Call,
     CallCache,

@@ -16,7 +16,7 @@ NOTEBOOKS = sorted((ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
 
 
 def test_notebooks_are_committed_without_outputs():
-    from cocoeval.analyses import notebooks
+    from cocoeval.analysis.analyses import notebooks
 
     assert [p.stem for p in NOTEBOOKS] == list(notebooks())  # one per notebook of the registry, no other
     for p in NOTEBOOKS:

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from cocoeval.parsing import match_speaker, norm_name, parse_turns, strip_copied
-from cocoeval.schema import Turn
+from cocoeval.core.schema import Turn
+from cocoeval.prompts.parse import match_speaker, norm_name, parse_turns, strip_copied
 
 P = ["Alice", "Bob", "Carol", "Alice Smith"]
 

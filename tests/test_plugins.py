@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from cocoeval import ConfigError
+from cocoeval.core.schema import Instance, is_human_ai
 from cocoeval.llm import base as llm_base
 from cocoeval.llm.base import (
     GenerateRequest,
@@ -21,14 +22,13 @@ from cocoeval.llm.base import (
     provider_class,
 )
 from cocoeval.llm.usage import PriceTable, Usage
-from cocoeval.schema import Instance, is_human_ai
 from cocoeval.sources import _registry, available_sources, load_conversations
 
 PLUGIN = '''
 from pathlib import Path
 
 from cocoeval.llm.base import GenerateResponse, Provider, Usage
-from cocoeval.schema import Conversation, Turn
+from cocoeval.core.schema import Conversation, Turn
 
 
 class EchoProvider(Provider):

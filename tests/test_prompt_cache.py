@@ -6,15 +6,18 @@ from __future__ import annotations
 import itertools
 import json
 
-from cocoeval.judge import JudgeConfig, JudgeTask, send_order, targets_for
+from cocoeval.core.schema import Continuation, Turn
+from cocoeval.core.targets import targets_for
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.judge.engine import JudgeTask, send_order
 from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
-from cocoeval.llm._promptcache import AnthropicBreakpointCache, OpenAIPrefixCache, openai_cached
 from cocoeval.llm.base import Usage, get_provider
+from cocoeval.llm.promptcache import AnthropicBreakpointCache, OpenAIPrefixCache, openai_cached
 from cocoeval.llm.usage import PriceTable
-from cocoeval.prompts import load_prompt
-from cocoeval.schema import Continuation, Turn
-from cocoeval.simulate import Setup, SimTask
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.prompts.files import load_prompt
+from cocoeval.simulate.engine import SimTask
+from cocoeval.simulate.setup import Setup
 
 from ._cache_key_cases import cases, prompt_of
 from .conftest import ROOT

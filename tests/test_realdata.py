@@ -9,7 +9,7 @@ from collections import defaultdict
 import pytest
 
 from cocoeval import BuildConfig, SourceReport, build, load_conversations, load_instances
-from cocoeval.jsonio import iter_jsonl, read_json
+from cocoeval.core.jsonio import iter_jsonl, read_json
 from cocoeval.sources import clean_transcript
 
 pytestmark = pytest.mark.realdata

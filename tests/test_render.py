@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import ast
 
-from cocoeval.judge import JudgeConfig, judge, plan_judgments, send_order
+from cocoeval.core.schema import Continuation
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.judge.engine import judge, plan_judgments, send_order
 from cocoeval.llm import LLMConfig, Runner
 from cocoeval.llm.base import get_provider, request_key
-from cocoeval.schema import Continuation
-from cocoeval.simulate import Setup, plan_continuations, simulate
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.simulate.engine import plan_continuations, simulate
+from cocoeval.simulate.setup import Setup
 
 from .conftest import ROOT
 from .sim_helpers import instance, lines
@@ -68,7 +70,7 @@ def test_planned_judge_calls_are_the_calls_judge_sends(srv, tmp_path):
 
 
 def _rendering_names() -> set[str]:
-    tree = ast.parse((ROOT / "cocoeval" / "render.py").read_text())
+    tree = ast.parse((ROOT / "cocoeval" / "prompts" / "render.py").read_text())
     names = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     return names
@@ -89,13 +91,15 @@ def _from_imports(path) -> list[tuple[int, str, str]]:
 def test_prompts_are_rendered_in_one_module_and_stages_do_not_import_each_other():
     names = _rendering_names()
     assert {"step_messages", "judge_messages", "format_turns", "behaviours_block", "chatbot_messages"} <= names
+    render = ROOT / "cocoeval" / "prompts" / "render.py"
     files = [p for d in ("cocoeval", "tests", "benchmarks", "notebooks") for p in sorted((ROOT / d).rglob("*.py"))
-             if p.name != "render.py"]
+             if p != render]
     bad = [f"{p.relative_to(ROOT)}:{line}: {name} from {mod}" for p in files for line, mod, name in _from_imports(p)
-           if name in names and mod.startswith("cocoeval.") and mod != "cocoeval.render"]
+           if name in names and mod.startswith("cocoeval.") and mod != "cocoeval.prompts.render"]
     assert bad == []
-    users = {p.name for p in files for _, m in _imports(p) if m == "cocoeval.render"}
-    assert {"simulate.py", "judge.py", "sft.py", "context_llm.py", "_context_clean.py"} <= users
-    sim, jud = ROOT / "cocoeval" / "simulate.py", ROOT / "cocoeval" / "judge.py"
-    assert [m for _, m in _imports(sim) if m.startswith("cocoeval.judge")] == []
-    assert [m for _, m in _imports(jud) if m == "cocoeval.simulate"] == []
+    users = {p.relative_to(ROOT).as_posix() for p in files for _, m in _imports(p) if m == "cocoeval.prompts.render"}
+    assert {"cocoeval/simulate/engine.py", "cocoeval/judge/engine.py", "cocoeval/simulate/sft.py",
+            "cocoeval/bench/llm_context.py", "cocoeval/bench/clean.py"} <= users
+    for stage, other in (("simulate", "cocoeval.judge"), ("judge", "cocoeval.simulate")):
+        for p in sorted((ROOT / "cocoeval" / stage).rglob("*.py")):
+            assert [m for _, m in _imports(p) if m == other or m.startswith(other + ".")] == [], p

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from cocoeval import build
-from cocoeval.frames import invalid_rates, run_frames
+from cocoeval.analysis.frames import invalid_rates, run_frames
 from cocoeval.run import Run
 from tests.fakes.server import FakeServer
 

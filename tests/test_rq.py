@@ -7,10 +7,10 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from cocoeval import charts, rq, stats
-from cocoeval.frames import run_frames
+from cocoeval.analysis import charts, paper_stats, rq, studies
+from cocoeval.analysis.frames import run_frames
+from cocoeval.core.schema import Participant, Turn, is_human_ai
 from cocoeval.run import Manifest, Run
-from cocoeval.schema import Participant, Turn, is_human_ai
 
 from .sim_helpers import instance, judged_continuations
 from .test_stats import TAX, fine, overall
@@ -45,9 +45,9 @@ def insts(n, dataset="d", chat=False):
 
 def test_conditions_group_fine_tuned_models_by_base():
     run = make([], [], mp(("a", FT1, "vanilla", 1)), mp(("b", FT5, "vanilla", 5)), mp(("c", G41, "vanilla", 1)))
-    cond = stats.conditions(run)
+    cond = paper_stats.conditions(run)
     assert cond.filter(pl.col("setup") == "a")["model_group"].item() == "openai/gpt-4.1-2025-04-14 SFT"
-    assert stats.figure_groups(cond) == {"openai/gpt-4.1 · vanilla": ["c"],
+    assert paper_stats.figure_groups(cond) == {"openai/gpt-4.1 · vanilla": ["c"],
                                          "openai/gpt-4.1-2025-04-14 SFT · vanilla": ["a", "b"]}
 
 
@@ -63,7 +63,7 @@ def test_rq3_contrasts_each_model_and_k_with_both_prompts_only():
                mp(("v30", G41, "vanilla", 30)), mp(("t30", G41, "taxonomy", 30)),
                mp(("o1", OPUS, "vanilla", 1)), mp(("ot5", OPUS, "taxonomy", 5)),  # k differs: no pair
                mp(("c1", G41, "copy_then_continue", 1)))
-    pairs = stats.rq3_pairs(stats.conditions(run))
+    pairs = paper_stats.rq3_pairs(paper_stats.conditions(run))
     assert sorted((a, b, k["turns_per_call"]) for a, b, k in pairs) == [("v1", "t1", 1), ("v30", "t30", 30)]
     f = run_frames(run)
     a = rq.prompting(f, run, "J", resamples=200)
@@ -87,7 +87,7 @@ def test_rq5_compares_k_within_model_and_prompt_never_pooled():
     js += [reps(inst.id, "reference", 1) for inst in it]
     run = make(it, js, mp(("g1", G41, "vanilla", 1)), mp(("g5", G41, "vanilla", 5)), mp(("g30", G41, "vanilla", 30)),
                mp(("o1", OPUS, "vanilla", 1)), mp(("o5", OPUS, "vanilla", 5)), mp(("gt1", G41, "taxonomy", 1)))
-    pairs = stats.rq5_pairs(stats.conditions(run))
+    pairs = paper_stats.rq5_pairs(paper_stats.conditions(run))
     got = sorted((k["model_group"], k["prompt"], k["k_a"], k["k_b"], a, b) for a, b, k in pairs)
     assert got == [(OPUS, "vanilla", 1, 5, "o1", "o5"), (G41, "vanilla", 1, 5, "g1", "g5"),
                    (G41, "vanilla", 1, 30, "g1", "g30"), (G41, "vanilla", 5, 30, "g5", "g30")]
@@ -146,9 +146,9 @@ def test_participants_for_humans_and_every_setup_on_the_widest_datasets():
     js += [reps(i.id, "reference", 2) for i in insts(3, "sharechat", chat=True)]  # never in the table
     run = make(insts_, js, mp(("sim", G41, "vanilla", 1)))
     f = run_frames(run)
-    var = stats.participant_variance(f)
+    var = paper_stats.participant_variance(f)
     assert var["dataset"].to_list()[:2] == ["wide", "mid"] and "sharechat" not in var["dataset"].to_list()
-    sp = stats.participants_spearman(f, "J")
+    sp = paper_stats.participants_spearman(f, "J")
     assert set(sp["dataset"]) == {"wide", "mid"} and set(sp["target"]) == {"reference", "sim"}
     for target, tot in (("reference", tot_h), ("sim", tot_s)):
         row = sp.filter((pl.col("dataset") == "wide") & (pl.col("target") == target)
@@ -156,13 +156,13 @@ def test_participants_for_humans_and_every_setup_on_the_widest_datasets():
         ref = sps.spearmanr(meta, tot)
         assert row["rho"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
     # the window count (distinct speakers in x + r) is another predictor, asked for explicitly
-    win = stats.participants_spearman(f, "J", datasets=["wide"], count="window")
+    win = paper_stats.participants_spearman(f, "J", datasets=["wide"], count="window")
     w = win.filter((pl.col("target") == "reference") & (pl.col("behaviour") == "all")).row(0, named=True)
     assert w["rho"] == pytest.approx(sps.spearmanr([2 + i % 2 for i in range(12)], tot_h).statistic)
     # constant participants: no rho, the reason said
-    flat = stats.participants_spearman(f, "J", datasets=["flat"])
+    flat = paper_stats.participants_spearman(f, "J", datasets=["flat"])
     assert flat["rho"].is_null().all() and flat["note"].str.contains("constant").all()
-    a = rq.participants(f, "J", run)
+    a = studies.participants(f, "J", run)
     assert "wide" in a.text[0] and "mid" in a.text[0] and "metadata" in a.text[1]
     assert set(a.tables["table12"].columns) == {"dataset", "behaviour", "reference", "sim"}
     assert a.charts["table12"].to_dict()["facet"]["field"] == "dataset"
@@ -179,7 +179,7 @@ def test_tables_4_and_11_and_figure3_grouping():
     run = make([*it, *chat], js, mp(("v30", G41, "vanilla", 30)), mp(("v1", G41, "vanilla", 1)),
                mp(("t1", G41, "taxonomy", 1)), ("u", G41, "user_simulator", 1, "human_ai"))
     f = run_frames(run)
-    a = rq.paper_tables(f, run, "J", resamples=200)
+    a = studies.paper_tables(f, run, "J", resamples=200)
     t4 = a.tables["table4"]
     assert t4["target"].to_list() == ["reference", "v1"]  # human first; chats left out of the human row
     assert t4.row(0, named=True)["consistency_mean"] == 5.0 and t4.row(0, named=True)["n"] == 24
@@ -209,7 +209,7 @@ def test_compare_to_humans_with_the_run_draws_one_figure_per_condition():
 @pytest.mark.parametrize("params", [{"setups": [1]}, {"setups": [{"model": "m"}]}, [1],
                                     {"setups": [{"name": "a", "turns_per_call": "5"}]}])
 def test_a_malformed_manifest_is_a_clear_error(params):
-    from cocoeval.errors import InputError
+    from cocoeval.core.errors import InputError
 
     with pytest.raises(InputError, match=r"manifest\.json"):
-        stats.conditions(Run(manifest=Manifest.model_construct(params=params)))
+        paper_stats.conditions(Run(manifest=Manifest.model_construct(params=params)))

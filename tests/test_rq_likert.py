@@ -7,11 +7,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from cocoeval import rq, stats
-from cocoeval.frames import HUMAN, run_frames
+from cocoeval.analysis import paper_stats, rq, stats
+from cocoeval.analysis.frames import HUMAN, run_frames
+from cocoeval.core.schema import Continuation, Judgment, TurnLabel
+from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.run import Run
-from cocoeval.schema import Continuation, Judgment, TurnLabel
-from cocoeval.taxonomy import load_taxonomy
 
 from .sim_helpers import instance
 
@@ -46,22 +46,22 @@ def make_run(n=8):
 
 def test_likert_beside_paired_results_is_paired_with_n():
     f = run_frames(make_run())
-    lk = stats.likert_vs_human(f, "J", resamples=200, min_n=2)
+    lk = paper_stats.likert_vs_human(f, "J", resamples=200, min_n=2)
     got = {(r["target"], r["series"], r["score"]): (r["mean"], r["n"]) for r in lk.iter_rows(named=True)}
     ref_c = [2] + [8] * 7
     a_c = [5 + k % 3 for k in range(8)]
     # setup a has every instance: the human mean includes instance 0's score of 2
     assert got[("a", HUMAN, "consistency")] == (pytest.approx(np.mean(ref_c)), 8)
     assert got[("a", "simulated", "consistency")] == (pytest.approx(np.mean(a_c)), 8)
-    assert got[("a", stats.DIFFERENCE, "consistency")][0] == pytest.approx(np.mean(a_c) - np.mean(ref_c))
+    assert got[("a", paper_stats.DIFFERENCE, "consistency")][0] == pytest.approx(np.mean(a_c) - np.mean(ref_c))
     # setup b lacks instance 0: the human reference is taken on b's 7 instances only
     assert got[("b", HUMAN, "consistency")] == (8.0, 7) and got[("b", HUMAN, "collaborativeness")] == (7.0, 7)
     assert got[("b", "simulated", "consistency")] == (6.0, 7)
-    assert got[("b", stats.DIFFERENCE, "collaborativeness")] == (pytest.approx(-1.0), 7)
+    assert got[("b", paper_stats.DIFFERENCE, "collaborativeness")] == (pytest.approx(-1.0), 7)
     # constant pairs: no interval, said so (never a zero-width one)
-    b = lk.filter((pl.col("target") == "b") & (pl.col("series") == stats.DIFFERENCE)).row(0, named=True)
+    b = lk.filter((pl.col("target") == "b") & (pl.col("series") == paper_stats.DIFFERENCE)).row(0, named=True)
     assert b["ci_low"] is None and b["ci_note"] == "degenerate resample (every resample equal)"
-    d = lk.filter((pl.col("target") == "a") & (pl.col("series") == stats.DIFFERENCE)
+    d = lk.filter((pl.col("target") == "a") & (pl.col("series") == paper_stats.DIFFERENCE)
                   & (pl.col("score") == "consistency")).row(0, named=True)
     assert d["ci_low"] <= d["mean"] <= d["ci_high"]
     # the unpaired means differ: this is what the paired table avoids

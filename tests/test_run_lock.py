@@ -11,14 +11,14 @@ import sys
 import pytest
 import yaml
 
-from cocoeval._lock import LOCK_NAME, RunDirLockedError, holder, run_dir_lock
+from cocoeval.run.lock import LOCK_NAME, RunDirLockedError, holder, run_dir_lock
 
 from .conftest import ROOT
 
 HOLD = """
 import sys
 from pathlib import Path
-from cocoeval._lock import run_dir_lock
+from cocoeval.run.lock import run_dir_lock
 with run_dir_lock(Path(sys.argv[1])):
     print("locked", flush=True)
     sys.stdin.read()

@@ -12,11 +12,10 @@ import yaml
 
 from cocoeval import build
 from cocoeval.cli import main
-from cocoeval.errors import ConfigError
-from cocoeval.experiment import load_params
-from cocoeval.names import child_path
-from cocoeval.run import Run
-from cocoeval.simulate import Setup
+from cocoeval.core.errors import ConfigError
+from cocoeval.core.names import child_path
+from cocoeval.run import Run, load_params
+from cocoeval.simulate.setup import Setup
 
 from .conftest import qmsum_meeting, write_json
 

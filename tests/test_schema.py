@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from cocoeval import Instance, Judgment, Turn
-from cocoeval.schema import Metadata, Provenance, Summary
+from cocoeval.core.schema import Metadata, Provenance, Summary
 
 
 def _instance() -> Instance:

@@ -4,8 +4,14 @@ import json
 
 import pytest
 
-from cocoeval.errors import InputError
-from cocoeval.sft import PAPER_TOTAL, export_sft, sft_examples, training_set, validate_sft_file
+from cocoeval.core.errors import InputError
+from cocoeval.simulate.sft import (
+    PAPER_TOTAL,
+    export_sft,
+    sft_examples,
+    training_set,
+    validate_sft_file,
+)
 
 from .sim_helpers import instance
 
@@ -110,7 +116,7 @@ def test_validation_finds_each_problem(tmp_path, line, needle):
 
 def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
     from cocoeval import ConfigError
-    from cocoeval.sft import finetune_status, start_finetune
+    from cocoeval.simulate.sft import finetune_status, start_finetune
     from tests.fakes.server import FakeServer
 
     export_sft([instance(f"d/c{i}/0") for i in range(3)], tmp_path, ks=(5,))
@@ -144,8 +150,8 @@ def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
 
 def test_finetune_sends_the_openai_key_only_to_openai_and_maps_errors(tmp_path, monkeypatch):
     from cocoeval import ConfigError
-    from cocoeval.errors import FatalLLMError
-    from cocoeval.sft import finetune_status, start_finetune
+    from cocoeval.core.errors import FatalLLMError
+    from cocoeval.simulate.sft import finetune_status, start_finetune
     from tests.fakes.server import FakeServer
 
     export_sft([instance(f"d/c{i}/0") for i in range(3)], tmp_path, ks=(5,))
@@ -169,7 +175,7 @@ def test_finetune_sends_the_openai_key_only_to_openai_and_maps_errors(tmp_path, 
 
 def test_sft_export_cli_reads_the_params_sft_section_and_prints_the_datasets(tmp_path, capsys):
     from cocoeval.cli import main
-    from cocoeval.jsonio import write_jsonl
+    from cocoeval.core.jsonio import write_jsonl
 
     bench = tmp_path / "bench"
     write_jsonl(bench / "train.jsonl", train_split({"a": (5, 12), "b": (4, 9), "c": (3, 6), "d": (2, 3),

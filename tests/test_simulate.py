@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.llm import LLMConfig, Runner
-from cocoeval.prompts import load_prompt
-from cocoeval.render import format_behaviours, step_messages
-from cocoeval.simulate import Setup, simulate
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.prompts.files import load_prompt
+from cocoeval.prompts.render import format_behaviours, step_messages
+from cocoeval.simulate.engine import simulate
+from cocoeval.simulate.setup import Setup
 
 from .sim_helpers import SPEAKERS, instance, lines
 
@@ -184,7 +185,7 @@ def test_prompts_render_the_taxonomy_and_share_a_prefix():
 
 
 def test_every_shipped_prompt_loads_with_a_version():
-    from cocoeval.prompts import available_prompts
+    from cocoeval.prompts.files import available_prompts
 
     names = available_prompts()
     assert {"vanilla", "taxonomy", "copy_then_continue", "user_simulator", "chatbot", "metadata",

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from cocoeval.llm import LLMConfig, Runner
-from cocoeval.simulate import Setup, simulate
+from cocoeval.simulate.engine import simulate
+from cocoeval.simulate.setup import Setup
 
 from .sim_helpers import SPEAKERS, instance
 from .test_llm_local import HAVE_LOCAL
@@ -43,7 +44,8 @@ def test_local_model_every_setup(tmp_path):
 
 
 def test_local_model_judges(tmp_path):
-    from cocoeval.judge import JudgeConfig, judge
+    from cocoeval.judge.config import JudgeConfig
+    from cocoeval.judge.engine import judge
 
     inst = instance("d/c/0", n_hist=4, n_ref=3)
     runner = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, concurrency=1))

@@ -8,10 +8,9 @@ import json
 import yaml
 
 from cocoeval import build
-from cocoeval.convstats import conversation_frame
-from cocoeval.experiment import load_params
-from cocoeval.frames import invalid_rates, run_frames
-from cocoeval.run import Run
+from cocoeval.analysis.convstats import conversation_frame
+from cocoeval.analysis.frames import invalid_rates, run_frames
+from cocoeval.run import Run, load_params
 
 from .conftest import ROOT, qmsum_meeting, write_json
 
@@ -95,7 +94,7 @@ def test_a_changed_prompt_file_makes_the_old_continuations_stale(srv, tmp_path):
 
 def test_a_prompt_file_edited_in_a_running_session_is_read_again(tmp_path):
     """In a notebook the same process loads the prompt before and after the edit."""
-    from cocoeval.prompts import load_prompt
+    from cocoeval.prompts.files import load_prompt
 
     prompt = tmp_path / "mine.yaml"
     prompt.write_text("name: mine\nversion: 1\nsystem: Continue the meeting.\nuser: go\n")

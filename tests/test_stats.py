@@ -7,21 +7,20 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from cocoeval.frames import invalid_rates, run_frames
-from cocoeval.run import Run
-from cocoeval.schema import Continuation, Judgment, TurnLabel
-from cocoeval.stats import (
-    agreement,
+from cocoeval.analysis.agreement import agreement, judge_vs_humans
+from cocoeval.analysis.frames import invalid_rates, run_frames
+from cocoeval.analysis.paper_stats import participants_spearman
+from cocoeval.analysis.stats import (
     boot_index,
     bootstrap_mean_ci,
     detections,
-    judge_vs_humans,
     likert_means,
     mean_occurrences,
     paired_vs_human,
-    participants_correlation,
 )
-from cocoeval.taxonomy import load_taxonomy
+from cocoeval.core.schema import Continuation, Judgment, TurnLabel
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.run import Run
 
 from .sim_helpers import instance
 
@@ -175,7 +174,7 @@ def test_detections_and_participants():
     d = detections(f).filter((pl.col("target") == "reference") & (pl.col("behaviour") == "repetition"))
     assert d["total"].item() == sum(min(k, 4) for k in range(6))
     f2, _ = _agree_run(2, noise=1)
-    pc = participants_correlation(f2, "A")
+    pc = participants_spearman(f2, "A")
     assert set(pc["behaviour"]) >= {"all", "repetition"}
     # every instance has 3 participants: no variance, so rho is undefined (null, the reason said)
     al = pc.filter(pl.col("behaviour") == "all")
@@ -183,7 +182,7 @@ def test_detections_and_participants():
 
 
 def test_participants_against_scipy():
-    from cocoeval.schema import Turn
+    from cocoeval.core.schema import Turn
 
     insts, js, n_part, totals = [], [], [], []
     for i in range(12):
@@ -197,14 +196,14 @@ def test_participants_against_scipy():
         n_part.append(len({t.speaker for t in turns}))
         totals.append(min(total, 4))
     f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"J": js}}))
-    row = participants_correlation(f, "J", count="window").filter(pl.col("behaviour") == "all").row(0, named=True)
+    row = participants_spearman(f, "J", count="window").filter(pl.col("behaviour") == "all").row(0, named=True)
     ref = sps.spearmanr(n_part, totals)
     assert row["rho"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
     assert row["n"] == 12
 
 
 def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
-    from cocoeval.stats import figure3_means
+    from cocoeval.analysis.stats import figure3_means
 
     run = make_run(6)
     # sim3 covers only the first two instances
@@ -242,7 +241,7 @@ def test_participants_metadata_is_null_when_m_lists_none():
 def test_a_ratio_whose_human_mean_can_be_zero_has_no_interval():
     """Humans show the behaviour once in 12 conversations, the setup every time: in about a third
     of the resamples the human mean is 0 and the ratio unbounded, so no finite interval is given."""
-    from cocoeval.stats import paired_differences
+    from cocoeval.analysis.stats import paired_differences
 
     h = np.zeros((12, 2))
     h[0, 0] = 1

@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from scipy import stats as sps
 
-from cocoeval import frames, rq, stats
-from cocoeval.frames import invalid_rates, run_frames
+from cocoeval.analysis import agreement, frames, paper_stats, rq, stats, studies
+from cocoeval.analysis.frames import invalid_rates, run_frames
+from cocoeval.core.schema import Continuation, Judgment, Participant
 from cocoeval.run import Run
-from cocoeval.schema import Continuation, Judgment, Participant
 
 from .sim_helpers import instance
 from .test_agreement import COUNTS, _fine
@@ -69,8 +69,8 @@ def test_a_k_pair_without_valid_shared_instances_is_a_row_with_why():
         js += [reps(inst.id, "v1", 2), reps(inst.id, "v5", 1), _invalid(reps(inst.id, "v30", 0))]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v5", G41, "vanilla", 5)), mp(("v30", G41, "vanilla", 30)))
     f = run_frames(run)
-    pairs = stats.rq5_pairs(stats.conditions(run))
-    pr = stats.paired_between(f, "J", pairs, resamples=100)
+    pairs = paper_stats.rq5_pairs(paper_stats.conditions(run))
+    pr = paper_stats.paired_between(f, "J", pairs, resamples=100)
     assert set(zip(pr["setup_a"], pr["setup_b"], strict=True)) == {("v1", "v5"), ("v1", "v30"), ("v5", "v30")}
     dead = pr.filter(pl.col("setup_b") == "v30")
     assert dead["n"].to_list() == [0] * dead.height and dead["diff"].is_null().all()
@@ -96,9 +96,9 @@ def _participants_run(unknown: int, n: int = 14):
 
 def test_unknown_participant_counts_are_left_out_of_table_12_never_poison_it():
     f = _participants_run(unknown=3)
-    var = stats.participant_variance(f).row(0, named=True)
+    var = paper_stats.participant_variance(f).row(0, named=True)
     assert var["instances"] == 11 and var["unknown"] == 3
-    r = stats.participants_correlation(f, "J", datasets=["d"]).filter(pl.col("behaviour") == "all").row(0, named=True)
+    r = paper_stats.participants_spearman(f, "J", datasets=["d"]).filter(pl.col("behaviour") == "all").row(0, named=True)
     known = f.instances.filter(pl.col("n_participants_metadata").is_not_null()).sort("instance_id")
     totals = f.counts.group_by("instance_id").agg(pl.col("count").sum()).sort("instance_id")
     y = known.join(totals, on="instance_id")
@@ -107,7 +107,7 @@ def test_unknown_participant_counts_are_left_out_of_table_12_never_poison_it():
     assert r["note"] == "3 instance(s) without a participant count left out"
     # too few known ones: no ρ, and both reasons
     g = _participants_run(unknown=6)
-    r = stats.participants_correlation(g, "J", datasets=["d"]).filter(pl.col("behaviour") == "all").row(0, named=True)
+    r = paper_stats.participants_spearman(g, "J", datasets=["d"]).filter(pl.col("behaviour") == "all").row(0, named=True)
     assert r["rho"] is None and r["n"] == 8
     assert r["note"] == "n too small (n=8 < 10); 6 instance(s) without a participant count left out"
 
@@ -117,18 +117,18 @@ def test_a_judge_whose_judgments_are_all_invalid_is_an_agreement_row_with_why():
     js = [_fine(it[i].id, r, k) for r in "AB" for i, k in enumerate(COUNTS[r])]
     js += [_invalid(_fine(i.id, "J", 1)) for i in it]
     f = run_frames(Run.model_validate({"instances": it, "continuations": {}, "judgments": {"x": js}}))
-    t = stats.agreement_table(f, resamples=20, min_n=3)
+    t = agreement.agreement_table(f, resamples=20, min_n=3)
     j = t.filter((pl.col("comparison") == "J") & (pl.col("item") == "all")).row(0, named=True)
     assert j["rho"] is None and j["n"] == 0 and j["significant"] is None and j["ci_note"] == "n too small (n=0 < 3)"
     assert "J: 0 of 5 valid, A: 5 of 5 valid, B: 5 of 5 valid" in j["note"]
     assert t.filter((pl.col("comparison") == "J") & (pl.col("scale") == "likert")).is_empty()  # J made no overall
-    text = "\n".join(rq.agreement_answer(f, resamples=20, min_n=3).text)
+    text = "\n".join(studies.agreement_answer(f, resamples=20, min_n=3).text)
     assert "J vs 2 annotator(s), all behaviours (counts): ρ = undefined (n = 0;" in text
     # one conversation rated by every rater: no ρ, a row per comparison saying why
     one = [_fine(it[0].id, r, 1) for r in "ABJ"] + [_fine(i.id, "A", 2) for i in it[1:]]
     g = run_frames(Run.model_validate({"instances": it, "continuations": {}, "judgments": {"x": one}}))
-    t = stats.agreement_table(g, resamples=20, min_n=3).filter(pl.col("item") == "all")
-    assert t["comparison"].to_list() == [stats.INTER_HUMAN, "J"] and t["rho"].is_null().all()
+    t = agreement.agreement_table(g, resamples=20, min_n=3).filter(pl.col("item") == "all")
+    assert t["comparison"].to_list() == [agreement.INTER_HUMAN, "J"] and t["rho"].is_null().all()
     assert t["n"].to_list() == [1, 1] and all("only 1 conversation(s)" in x for x in t["note"])
 
 
@@ -152,7 +152,7 @@ def test_table_4_keeps_a_setup_whose_overall_judgments_are_all_invalid():
         js += [overall(inst.id, "reference", "J", 5, 6), overall(inst.id, "v1", "J", 8, 9),
                _invalid(overall(inst.id, "v30", "J", 1, 1)), reps(inst.id, "v30", 1)]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)), mp(("t1", G41, "taxonomy", 1)))
-    t4 = stats.table4(run_frames(run), "J", stats.conditions(run), resamples=100)
+    t4 = paper_stats.table4(run_frames(run), "J", paper_stats.conditions(run), resamples=100)
     assert t4["target"].to_list() == ["reference", "v1", "v30"]  # t1: never judged, not expected
     v30 = t4.filter(pl.col("target") == "v30").row(0, named=True)
     assert v30["n"] == 0 and v30["consistency_mean"] is None and v30["collaborativeness_mean"] is None
@@ -193,23 +193,23 @@ def test_plotted_values_are_the_tables_and_axes_name_the_statistic_and_n():
         _same(d["data"]["values"], part, ["panel", "series", "behaviour"], ["mean", "ci_low", "ci_high", "n"])
         assert _x_or_y_title(d, "y") == ["mean occurrences", "per conversation (95% CI)", "n = 12 instances"]
     lk = a.charts["likert"].to_dict()
-    table = a.tables["likert"].filter(pl.col("series") != stats.DIFFERENCE)
+    table = a.tables["likert"].filter(pl.col("series") != paper_stats.DIFFERENCE)
     assert sorted(v["mean"] for v in lk["data"]["values"]) == pytest.approx(sorted(table["mean"].to_list()))
     assert _x_or_y_title(lk, "x") == ["mean score (1-10), 95% CI", "n = 12 instances"]
     # agreement: the bars are the table's ρ, the axis says which ρ and over how many conversations
     from .test_agreement import frames as agreement_frames
 
     g = agreement_frames()
-    ans = rq.agreement_answer(g, resamples=50, min_n=3)
+    ans = studies.agreement_answer(g, resamples=50, min_n=3)
     d = ans.charts["agreement"].to_dict()
-    shown = ans.tables["agreement"].filter(pl.col("item").is_in(["all", *stats.LIKERT]))
+    shown = ans.tables["agreement"].filter(pl.col("item").is_in(["all", *agreement.LIKERT]))
     _same(d["data"]["values"], shown, ["comparison", "item"], ["rho", "p5", "p95", "n"])
     assert _x_or_y_title(d, "x") == ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile",
                                         "n = 5 conversations"]
 
 
 def test_the_invalid_rate_is_over_the_judgments_that_had_something_to_judge():
-    from cocoeval.judge import NO_TURNS
+    from cocoeval.core.targets import NO_TURNS
 
     chats = [instance(f"chat/c{i}/0", n_hist=2, n_ref=2, chat=True) for i in range(4)]
     empty = [i.model_copy(update={"reference": [t for t in i.reference if t.speaker != "user"]}) for i in chats[:2]]
@@ -225,7 +225,7 @@ def test_the_invalid_rate_is_over_the_judgments_that_had_something_to_judge():
 
 
 def test_the_notebooks_linked_figure_3_plots_the_answers_own_intervals(tmp_path):
-    from cocoeval.notebook import RunContext
+    from cocoeval.notebooks.context import RunContext
 
     it = insts(12)
     js = []
@@ -248,7 +248,7 @@ def test_table_11_keeps_a_setup_whose_judgments_in_a_dataset_are_all_invalid():
         js += [reps(inst.id, "reference", 1), reps(inst.id, "v1", 3),
                _invalid(v30) if inst.dataset == "b" else v30]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
-    t11 = stats.table11(run_frames(run), "J", stats.conditions(run))
+    t11 = paper_stats.table11(run_frames(run), "J", paper_stats.conditions(run))
     assert t11.select("dataset", "target", "n").rows() == [
         ("a", "reference", 10), ("a", "v1", 10), ("a", "v30", 10),
         ("b", "reference", 10), ("b", "v1", 10), ("b", "v30", 0)]
@@ -266,11 +266,11 @@ def test_paired_likert_keeps_a_setup_whose_overall_judgments_are_all_invalid():
                reps(inst.id, "v30", 1)]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
     f = run_frames(run)
-    lk = stats.likert_vs_human(f, "J", ["v1", "v30"], resamples=100)
+    lk = paper_stats.likert_vs_human(f, "J", ["v1", "v30"], resamples=100)
     dead = lk.filter(pl.col("target") == "v30")
     assert dead.height == 6 and dead["n"].to_list() == [0] * 6 and dead["mean"].is_null().all()
     assert all("v30: 0 of 12 overall judgments by J valid (12 invalid)" in x for x in dead["ci_note"])
-    assert lk.filter((pl.col("target") == "v1") & (pl.col("series") == stats.DIFFERENCE)
+    assert lk.filter((pl.col("target") == "v1") & (pl.col("series") == paper_stats.DIFFERENCE)
                      & (pl.col("score") == "consistency"))["mean"].item() == pytest.approx(2.5)
     text = "\n".join(rq.compare_to_humans(f, "J", ["v1", "v30"], "q", resamples=100).text)
     assert "v30 consistency no estimate (no instance where both v30 and the human reference" in text

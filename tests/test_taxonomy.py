@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from cocoeval import InputError, load_taxonomy
-from cocoeval.taxonomy import default_taxonomy_path
+from cocoeval.core.taxonomy import default_taxonomy_path
 
 
 def test_default_taxonomy_has_the_ten_behaviours():

@@ -7,12 +7,13 @@ import csv
 import altair as alt
 import pytest
 
-from cocoeval import InputError, charts, stats
-from cocoeval.annotate import import_annotations
-from cocoeval.frames import run_frames
-from cocoeval.judge import targets_for
-from cocoeval.schema import Continuation, Turn
-from cocoeval.widgets import ALL, Annotator, ConversationViewer, charts_scope
+from cocoeval import InputError
+from cocoeval.analysis import charts, stats
+from cocoeval.analysis.frames import run_frames
+from cocoeval.annotate.exchange import import_annotations
+from cocoeval.core.schema import Continuation, Turn
+from cocoeval.core.targets import targets_for
+from cocoeval.notebooks.widgets import ALL, Annotator, ConversationViewer, charts_scope
 
 from .test_stats import TAX, make_run
 
@@ -193,7 +194,7 @@ def test_annotator_refuses_bad_names_and_foreign_files(tmp_path):
 
 
 def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path):
-    from cocoeval.notebook import RunContext, setup
+    from cocoeval.notebooks.context import RunContext, setup
 
     try:
         setup()

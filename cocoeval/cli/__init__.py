@@ -11,8 +11,9 @@ import os
 import sys
 import traceback
 
-from .. import __version__
-from ..errors import CocoevalError
+from cocoeval import __version__
+from cocoeval.core.errors import CocoevalError
+
 from . import annotate, bench, report, run, sft
 
 
@@ -40,14 +41,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CocoevalError as e:
-        from ..llm.secrets import redact  # a provider may have echoed the key in its error text
+        from cocoeval.llm.secrets import (
+            redact,  # a provider may have echoed the key in its error text
+        )
 
         print(f"error: {redact(str(e))}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
     except Exception as e:  # defence in depth: a bug still ends with a message, not a bare traceback
-        from ..llm.secrets import redact
+        from cocoeval.llm.secrets import redact
 
         if getattr(args, "debug", False) or os.environ.get("COCOEVAL_DEBUG") == "1":
             print(redact(traceback.format_exc()), file=sys.stderr, end="")

@@ -10,9 +10,9 @@ from ._args import count, out_dir
 
 
 def _cmd_annotate_export(a: argparse.Namespace) -> int:
-    from ..annotate import export_items, format_export
-    from ..experiment import read_run
-    from ..taxonomy import load_taxonomy
+    from cocoeval.annotate.exchange import export_items, format_export
+    from cocoeval.core.taxonomy import load_taxonomy
+    from cocoeval.run.rundir import read_run
 
     rep = export_items(read_run(a.run_dir), a.out, seed=a.seed, setups=a.setup,
                        overall_conversations=a.overall_conversations, fine_conversations=a.fine_conversations,
@@ -23,9 +23,9 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
 
 
 def _cmd_annotate_import(a: argparse.Namespace) -> int:
-    from ..annotate import format_report, import_into_run
-    from ..jsonio import write_json
-    from ..taxonomy import load_taxonomy
+    from cocoeval.annotate.exchange import format_report, import_into_run
+    from cocoeval.core.jsonio import write_json
+    from cocoeval.core.taxonomy import load_taxonomy
 
     rep = import_into_run(a.file, a.run_dir, key=a.key, taxonomy=load_taxonomy(a.taxonomy) if a.taxonomy else None,
                           replace=a.replace, dry_run=a.dry_run)

@@ -12,7 +12,8 @@ from ._args import count, int_range, out_dir, out_file, positive_int, seconds, s
 
 
 def _cmd_build(a: argparse.Namespace) -> int:
-    from ..bench import BuildConfig, build
+    from cocoeval.bench.build import build
+    from cocoeval.bench.config import BuildConfig
 
     cfg = BuildConfig(
         history_turns=a.history_turns, reference_turns=a.reference_turns,
@@ -23,14 +24,14 @@ def _cmd_build(a: argparse.Namespace) -> int:
     )
     llm_opts = runner = None
     if a.metadata or a.summary or a.clean:
-        from ..context_llm import LLMContextOptions
-        from ..llm import LLMConfig, Runner
+        from cocoeval.bench.config import LLMContextOptions
+        from cocoeval.llm import LLMConfig, Runner
 
         llm_opts = LLMContextOptions(metadata=a.metadata, summary=a.summary, clean=a.clean)
         runner = Runner(LLMConfig(cache=str(a.llm_cache), concurrency=a.concurrency, batch=a.batch,
                                   batch_poll_s=a.batch_poll))
     report = build(a.source, a.out, cfg, on_error=a.on_error, llm_context=llm_opts, runner=runner)
-    from .._build_section import context_lines
+    from cocoeval.bench.step import context_lines
 
     ctx = report.get("llm_context", {})
     for line in context_lines(report):
@@ -58,8 +59,8 @@ def _cmd_build(a: argparse.Namespace) -> int:
 
 
 def _cmd_show(a: argparse.Namespace) -> int:
-    from .._text import visible
-    from ..bench import find_instance
+    from cocoeval.bench.build import find_instance
+    from cocoeval.core.text import visible
 
     inst = find_instance(a.bench_dir, a.instance_id)
     if a.json:  # JSON escapes control characters; bidi and other format characters are made visible
@@ -97,7 +98,7 @@ def _cmd_show(a: argparse.Namespace) -> int:
 
 
 def _cmd_demo_data(a: argparse.Namespace) -> int:
-    from ..demo import sample_dir, write_demo_data
+    from cocoeval.sources.demo import sample_dir, write_demo_data
 
     paths = write_demo_data(a.out)
     for kind, path in paths.items():
@@ -108,8 +109,8 @@ def _cmd_demo_data(a: argparse.Namespace) -> int:
 
 
 def _cmd_fetch(a: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..fetch import CATALOGUE, build_command, fetch
+    from cocoeval.core.errors import ConfigError
+    from cocoeval.sources.fetch import CATALOGUE, build_command, fetch
 
     names = list(dict.fromkeys(a.name))
     if a.url and len(names) > 1:

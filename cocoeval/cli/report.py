@@ -10,7 +10,7 @@ from ._args import int_range, out_dir
 
 
 def add_analysis_args(p: argparse.ArgumentParser) -> None:
-    from .._inference import CORRECTIONS, MIN_N
+    from cocoeval.analysis.inference import CORRECTIONS, MIN_N
 
     p.add_argument("--resamples", type=int_range(1, 100_000), default=1000, help="bootstrap resamples (default 1000)")
     p.add_argument("--min-n", type=int_range(2), default=MIN_N,
@@ -22,7 +22,7 @@ def add_analysis_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cmd_report(a: argparse.Namespace) -> int:
-    from ..report import write_report
+    from cocoeval.analysis.report import write_report
 
     rep = write_report(a.run_dir, a.out, judge=a.judge, resamples=a.resamples, seed=a.seed, min_n=a.min_n,
                        correction=a.correction)
@@ -32,8 +32,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_notebooks(a: argparse.Namespace) -> int:
-    from ..experiment import load_params
-    from ..notebook import copy_notebooks, execute_notebooks
+    from cocoeval.notebooks.context import copy_notebooks, execute_notebooks
+    from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)  # a malformed params file is reported here, not from inside a notebook
     if a.copy:

@@ -14,9 +14,9 @@ from ._args import int_range, out_file, seconds
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
-    from ..errors import ConfigError
-    from ..experiment import load_params
-    from ..llm import get_provider
+    from cocoeval.core.errors import ConfigError
+    from cocoeval.llm import get_provider
+    from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)
     models = sorted({s.model for s in exp.params.setups} | {s.chatbot for s in exp.params.setups if s.chatbot}
@@ -37,7 +37,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
-    from ..estimate import (
+    from cocoeval.run.estimate import (
         compare_with_run,
         describe,
         forecast,
@@ -45,7 +45,8 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         observed_reasoning,
         plan_totals,
     )
-    from ..experiment import load_params, read_run
+    from cocoeval.run.rundir import read_run
+    from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)
     run = read_run(a.run) if a.run else None
@@ -89,7 +90,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from ..experiment import load_params
+    from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)
     stages = tuple(a.stage) if a.stage else ("simulate", "judge")
@@ -149,7 +150,7 @@ def usage_summary(usage: dict[str, Any]) -> str:
 
 def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:
     """The end summary on stderr when something ended invalid or failed; the exit status."""
-    from ..outcome import INVALID_EXIT, bad_count, describe
+    from cocoeval.run.outcome import INVALID_EXIT, bad_count, describe
 
     if summary.get("warnings"):
         print(f"{len(summary['warnings'])} warning(s), printed above (manifest.json: summary.warnings)",
@@ -172,9 +173,9 @@ def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:
 
 
 def _cmd_batches(a: argparse.Namespace) -> int:
-    from ..errors import CocoevalError
-    from ..llm import CallCache, CallError, get_provider
-    from ..llm.batch import BatchStore, cancel_batch
+    from cocoeval.core.errors import CocoevalError
+    from cocoeval.llm import CallCache, CallError, get_provider
+    from cocoeval.llm.batch import BatchStore, cancel_batch
 
     if not Path(a.cache).exists():
         print(f"no call cache at {a.cache}: no batch was submitted from it")

@@ -13,13 +13,13 @@ from ._args import out_dir, positive_int
 
 
 def _cmd_sft_export(a: argparse.Namespace) -> int:
-    from ..bench import load_instances
-    from ..errors import InputError
-    from ..sft import SFTConfig, export_sft, export_summary
+    from cocoeval.bench.build import load_instances
+    from cocoeval.core.errors import InputError
+    from cocoeval.simulate.sft import SFTConfig, export_sft, export_summary
 
     cfg, bench = SFTConfig(), a.bench_dir
     if a.bench_dir.suffix in (".yaml", ".yml"):  # a params file: its bench and its sft: section
-        from ..experiment import load_params
+        from cocoeval.run.stages import load_params
 
         exp = load_params(a.bench_dir)
         cfg, bench = exp.params.sft, exp.bench_dir()
@@ -41,18 +41,18 @@ def _cmd_sft_export(a: argparse.Namespace) -> int:
 
 
 def _cmd_finetune(a: argparse.Namespace) -> int:
-    from ..sft import finetune_status, start_finetune
+    from cocoeval.simulate.sft import finetune_status, start_finetune
 
     if a.file is not None:  # a malformed file is reported before any key or request
-        from ..errors import InputError
-        from ..sft import validate_sft_file
+        from cocoeval.core.errors import InputError
+        from cocoeval.simulate.sft import validate_sft_file
 
         rep = validate_sft_file(a.file)
         if not rep["valid"]:
             raise InputError(f"not a valid fine-tuning file: {'; '.join(rep['problems'][:3])}", file=str(a.file),
                              hint="re-export it with cocoeval sft-export")
     if (a.status or a.file) and not os.environ.get("OPENAI_API_KEY"):
-        from ..errors import ConfigError
+        from cocoeval.core.errors import ConfigError
 
         raise ConfigError("fine-tuning needs OPENAI_API_KEY", hint="export OPENAI_API_KEY=...")
     if a.status:

@@ -21,6 +21,7 @@ from .base import (
     request_key,
 )
 from .cache import CallCache
+from .providers._errors import classify_error
 from .runner import Call, CallResult, LLMConfig, Runner
 from .secrets import install_log_redaction, redact
 from .usage import Estimate, Ledger, PriceTable, count_tokens, estimate, token_method
@@ -28,6 +29,6 @@ from .usage import Estimate, Ledger, PriceTable, count_tokens, estimate, token_m
 __all__ = [
     "Call", "CallCache", "CallError", "CallResult", "Estimate", "GenerateRequest",
     "GenerateResponse", "LLMConfig", "Ledger", "Message", "ModelSpec", "PriceTable", "Provider",
-    "Runner", "Usage", "available_providers", "count_tokens", "estimate", "get_provider",
+    "Runner", "Usage", "available_providers", "classify_error", "count_tokens", "estimate", "get_provider",
     "install_log_redaction", "parse_model_spec", "provider", "redact", "request_key", "token_method",
 ]

@@ -1,7 +1,7 @@
 """The LLM layer's own errors. Each says what went wrong and how to go on.
 
 This module imports nothing of the package (DESIGN.md: ``llm/`` imports nothing of cocoeval).
-The package re-exports the generic classes from ``cocoeval.errors`` (``CocoevalError`` is
+The package re-exports the generic classes from ``cocoeval.core.errors`` (``CocoevalError`` is
 ``LLMError``), so the command line prints them as clear messages rather than tracebacks.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 class LLMError(Exception):
     """Base class: a problem the user can fix. ``hint`` says how.
 
-    The package's ``cocoeval.errors.CocoevalError`` is this class (re-exported there), so
+    The package's ``cocoeval.core.errors.CocoevalError`` is this class (re-exported there), so
     ``except CocoevalError`` catches every error of either layer."""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:

@@ -19,14 +19,14 @@ from pydantic import (
     model_validator,
 )
 
-from .._build_section import BuildSection
-from ..errors import InputError
-from ..jsonio import read_text
-from ..judge import JudgeConfig
-from ..llm import LLMConfig
-from ..names import check_name
-from ..sft import SFTConfig
-from ..simulate import Setup
+from cocoeval.bench.config import BuildSection
+from cocoeval.core.errors import InputError
+from cocoeval.core.jsonio import read_text
+from cocoeval.core.names import check_name
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.llm import LLMConfig
+from cocoeval.simulate.setup import Setup
+from cocoeval.simulate.sft import SFTConfig
 
 __all__ = ["BuildSection", "ExperimentParams", "InstanceSelection", "read_params"]
 
@@ -51,7 +51,7 @@ class ExperimentParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str
-    """Run name, a safe file name (``cocoeval.names``); the run directory defaults to runs/<name>
+    """Run name, a safe file name (``cocoeval.core.names``); the run directory defaults to runs/<name>
     beside the params folder."""
     out: str | None = None
     """Run directory."""

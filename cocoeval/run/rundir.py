@@ -17,13 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .._annotate_store import read_human_stores
-from ..errors import InputError, NotFoundError
-from ..jsonio import read_json, read_models, write_json
-from ..schema import Continuation, Instance, Judgment
+from cocoeval.core.errors import InputError, NotFoundError
+from cocoeval.core.jsonio import read_json, read_models, write_json
+from cocoeval.core.schema import Continuation, Instance, Judgment
+from cocoeval.judge.config import JudgeConfig
+from cocoeval.simulate.setup import Setup
+
+from .humans import read_human_stores
 
 if TYPE_CHECKING:
-    from ..llm import Runner
+    from cocoeval.llm import Runner
 
 HUMAN_PREFIX = "human:"
 PIPELINE_LABEL = "pipeline-check"
@@ -141,6 +144,15 @@ class Run(BaseModel):
             want = (self.manifest.judges.get(name) or {}).get(item.kind)
         return None if want is None or have == want else f"{what} (id {have}; the run's params give {want})"
 
+    def setup_configs(self) -> list[Setup] | None:
+        """The setups of the manifest's params, read for what selects instances (name, kind,
+        datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
+        return _configs(self, "setups", Setup)
+
+    def judge_configs(self) -> list[JudgeConfig] | None:
+        """The judges of the manifest's params, read as ``setup_configs`` reads the setups."""
+        return _configs(self, "judges", JudgeConfig)
+
     @property
     def current_continuations(self) -> dict[str, list[Continuation]]:
         """``continuations`` without the stale ones (``stale_reason``): what statistics count."""
@@ -162,6 +174,29 @@ class Run(BaseModel):
         if key in ("manifest", "instances", "continuations"):
             return getattr(self, key)
         raise KeyError(key)
+
+
+def _configs(run: Run, key: str, cls: type[BaseModel]) -> list[Any] | None:
+    """The setups or judges of the manifest's params, read for what selects instances (name,
+    kind, datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
+    params, file = run.manifest.params, str(run.path / "manifest.json") if run.path else "manifest.json"
+    items = params.get(key) if isinstance(params, dict) else None
+    if items is None:
+        return None
+    out = []
+    for i, d in enumerate(items if isinstance(items, list) else [items]):
+        try:
+            if not isinstance(d, dict):
+                raise TypeError("not a mapping")
+            keep = {k: d[k] for k in ("name", "kind", "datasets", "max_per_dataset") if k in d}
+            out.append(cls.model_validate({"model": str(d.get("model", "?")), **keep}))
+        except (TypeError, ValidationError) as e:
+            why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
+            raise InputError(f"cannot tell which instances it selects: {why}", file=file,
+                             record=f"params.{key}[{i}]",
+                             hint="the manifest is written by cocoeval run; run the params file again") from None
+    return out
+
 
 
 def read_run(run_dir: str | Path) -> Run:

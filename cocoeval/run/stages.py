@@ -15,23 +15,24 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import __version__
-from .._annotate_store import check_judge_names
-from .._build_section import run_build
-from .._lock import run_dir_lock
-from ..bench import load_instances
-from ..errors import ConfigError
-from ..jsonio import read_models, write_jsonl
-from ..judge import PROMPTS as JUDGE_PROMPTS
-from ..judge import judge
-from ..llm import LLMConfig, Runner
-from ..names import child_path
-from ..outcome import tally
-from ..prompts import load_prompt
-from ..render import CHATBOT_SYSTEM_PROMPT
-from ..schema import Continuation, Instance, Judgment
-from ..simulate import simulate
-from ..taxonomy import load_taxonomy
+from cocoeval import __version__
+from cocoeval.bench.build import load_instances
+from cocoeval.bench.step import run_build
+from cocoeval.core.errors import ConfigError
+from cocoeval.core.jsonio import read_models, write_jsonl
+from cocoeval.core.names import child_path
+from cocoeval.core.schema import Continuation, Instance, Judgment
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.judge.config import PROMPTS as JUDGE_PROMPTS
+from cocoeval.judge.engine import judge
+from cocoeval.llm import LLMConfig, Runner
+from cocoeval.prompts.files import load_prompt
+from cocoeval.prompts.render import CHATBOT_SYSTEM_PROMPT
+from cocoeval.simulate.engine import simulate
+
+from .humans import check_judge_names
+from .lock import run_dir_lock
+from .outcome import tally
 from .params import ExperimentParams, read_params
 from .rundir import Manifest, git_revision, now, write_manifest, write_usage
 

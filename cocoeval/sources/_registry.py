@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ..errors import ConfigError, InputError
-from ..schema import Conversation, Participant, Turn
+from cocoeval.core.errors import ConfigError, InputError
+from cocoeval.core.schema import Conversation, Participant, Turn
 
 
 @dataclass

@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..jsonio import iter_jsonl, read_json
-from ..schema import Conversation, Participant, Turn
+from cocoeval.core.errors import InputError
+from cocoeval.core.jsonio import iter_jsonl, read_json
+from cocoeval.core.schema import Conversation, Participant, Turn
+
 from ._registry import SourceReport, sorted_files, source
 from ._text import normalise_space
 

@@ -16,9 +16,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import InputError
-from ..jsonio import iter_jsonl, read_json, validate
-from ..schema import Conversation, Participant, Turn
+from cocoeval.core.errors import InputError
+from cocoeval.core.jsonio import iter_jsonl, read_json, validate
+from cocoeval.core.schema import Conversation, Participant, Turn
+
 from ._registry import SourceReport, participants_in_order, source
 from ._text import normalise_space
 

@@ -20,9 +20,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import InputError
-from ..jsonio import read_json, validate
-from ..schema import Conversation, Participant
+from cocoeval.core.errors import InputError
+from cocoeval.core.jsonio import read_json, validate
+from cocoeval.core.schema import Conversation, Participant
+
 from ._registry import SourceReport, cleaned_turn, participants_in_order, sorted_files, source
 from ._text import normalise_space
 

@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from ..errors import InputError
-from ..jsonio import read_json, validate
-from ..schema import Conversation, Participant
+from cocoeval.core.errors import InputError
+from cocoeval.core.jsonio import read_json, validate
+from cocoeval.core.schema import Conversation, Participant
+
 from ._registry import SourceReport, cleaned_turn, participants_in_order, sorted_files, source
 from ._text import normalise_space
 

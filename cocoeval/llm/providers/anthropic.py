@@ -14,15 +14,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .._promptcache import ANTHROPIC_MAX_BREAKPOINTS, anthropic_min_tokens
-from ..base import (
-    CallError,
-    GenerateRequest,
-    GenerateResponse,
-    Provider,
-    Usage,
-    provider,
-)
+from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+from ..promptcache import ANTHROPIC_MAX_BREAKPOINTS, anthropic_min_tokens
 from ..usage import count_tokens
 from ._batches import AnthropicBatches
 from ._errors import post_json

@@ -9,14 +9,7 @@ import re
 from typing import Any
 
 from .._attempts import EVENT_HOOKS
-from ..base import (
-    CallError,
-    GenerateRequest,
-    GenerateResponse,
-    Provider,
-    Usage,
-    provider,
-)
+from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
 from ..errors import ConfigError
 from ..secrets import host_of
 from ._batches import OpenAIBatches

@@ -50,7 +50,7 @@ The answer is the first scripted answer with times left whose ``match`` is a sub
 last message's text (and whose ``context``, if given, of the whole request's text: system
 prompt and every message), else ``"echo: " + text[:40]``; it is cut to ``max_tokens * 4``
 characters (finish "length" / "max_tokens"). Tokens are characters / 4, rounded up.
-Prompt caching is billed the providers' way (``llm/_promptcache.py``): OpenAI reports as
+Prompt caching is billed the providers' way (``llm/promptcache.py``): OpenAI reports as
 ``prompt_tokens_details.cached_tokens`` the longest prefix shared with a recent request of the
 same model, schema and ``prompt_cache_key``, from 1,024 tokens in 128-token steps; Anthropic
 reports ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` at its ``cache_control``

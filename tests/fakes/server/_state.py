@@ -8,7 +8,7 @@ import time
 from email.parser import BytesParser
 from typing import Any
 
-from cocoeval.llm._promptcache import DEFAULT_TTL_S, AnthropicBreakpointCache, OpenAIPrefixCache
+from cocoeval.llm.promptcache import DEFAULT_TTL_S, AnthropicBreakpointCache, OpenAIPrefixCache
 
 from ._answers import ANTHROPIC_PATH, Reply, answer, content_text, messages_of, prompt_of
 

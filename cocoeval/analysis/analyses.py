@@ -1,0 +1,227 @@
+"""The analysis registry: every analysis of a run, defined once. Each is a function of a ``Run``
+and ``Params`` that returns an ``Answer`` (text computed from the data, polars tables, Altair
+charts), registered with ``@analysis(name, title, notebook=..., report=...)``:
+
+- ``cocoeval report`` writes the tables and figures its ``ReportSpec`` names (``report.py``);
+- ``notebooks/make_notebooks.py`` generates one notebook per ``Notebook``, showing the answers of
+  the analyses registered to it (``ctx.analysis(name, ...)`` in ``cocoeval.notebooks.context``);
+- ``compute(name, run, params)`` answers it anywhere else.
+
+The statistics live in ``rq`` (``_rq_paper``, ``rq_free``), ``stats`` and ``convcompare``; the
+charts in ``charts``. Adding an analysis is one function here with its ``@analysis`` entry, then
+``python notebooks/make_notebooks.py`` (docs/extending.md, "An analysis with its notebook")."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cocoeval.run import Run
+
+from . import agreement, answer, rq, studies
+from . import judge_free as rq_free
+from .answer import Answer
+from .registry import (
+    NOTEBOOKS,
+    REGISTRY,
+    SECTIONS,
+    Analysis,
+    Notebook,
+    Out,
+    Params,
+    ReportSpec,
+    analysis,
+    compute,
+    get,
+    in_report,
+    judge_free_outputs,
+    notebooks,
+)
+
+__all__ = ["NOTEBOOKS", "REGISTRY", "SECTIONS", "Analysis", "Answer", "Notebook", "Out", "Params", "ReportSpec",
+           "analysis", "compute", "get", "in_report", "judge_free_outputs", "notebooks"]
+
+
+def _compared(run: Run, p: Params, setups: list[str], question: str, *, figure3: bool = True) -> Answer:
+    """Each of ``setups`` against the human reference (``rq.compare_to_humans``); the notebook's
+    viewer shows the same setups."""
+    a = rq.compare_to_humans(p.frames_of(run), p.judge, setups, question, p.resamples, p.seed, min_n=p.min_n,
+                             correction=p.correction, run=run if figure3 else None)
+    a.setups = setups
+    return a
+
+
+@analysis("bench", "The benchmark's contents", notebook=Notebook(
+    "00_build_benchmark", "Build and inspect the benchmark",
+    "What does the benchmark contain? Counts per dataset, turn lengths and speakers per instance, and what the "
+    "builder skipped and why.", run_summary=False))
+def bench(run: Run, p: Params) -> Answer:
+    return studies.bench_summary(run.instances, p.bench_dir or Path(run.path or ".") / "bench")
+
+
+@analysis("paper", "The paper's Figure 3 and Tables 4 and 11", notebook=Notebook(
+    "09_explore", "Explore a run", "Browse any run: pick instances, setups, behaviours; click a bar to list the "
+    "turns behind it; annotate a target yourself.", annotate=True,
+    prelude='from cocoeval.analysis.report import write_report\n\n'
+            'rep = write_report(ctx.run_dir, ctx.figures_path(figures_dir, "09_explore"), judge=ctx.judge, '
+            'resamples=resamples, seed=seed,\n                   min_n=min_n, correction=correction)\n'
+            'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in '
+            '`{rep[\'out\']}`."))'),
+    report=ReportSpec("paper", other_figures="", tables={
+        "table4": Out("table4", "Table 4: mean consistency and collaborativeness (1–10), 95% bootstrap CIs, human "
+                                "reference and each multi-party setup ({judge})"),
+        "table11": Out("table11", "Table 11: mean occurrences per conversation of each behaviour, per dataset (each "
+                                  "row over its own valid judgments, n) ({judge})")}))
+def paper(run: Run, p: Params) -> Answer | None:
+    if p.judge is None:
+        return None
+    return studies.paper_tables(p.frames_of(run), run, p.judge, p.resamples, p.seed, min_n=p.min_n)
+
+
+@analysis("rq1", "RQ1: humans", notebook=Notebook(
+    "01_rq1_human", "RQ1: humans", "How often do humans show each inconsistent or uncollaborative behaviour in "
+    "multi-party conversations? (Human–AI chat instances are left out and counted; they are the generalization "
+    "notebook's subject.)"),
+    report=ReportSpec("paper", other_figures="rq1_", tables={
+        "human_means": Out("rq1_human_means", "RQ1: the human reference over multi-party instances (human–AI chats "
+                                              "left out) ({judge})")}))
+def rq1(run: Run, p: Params) -> Answer:
+    return rq.human_rates(p.frames_of(run), p.judge, p.resamples, p.seed, min_n=p.min_n,
+                          correction=p.correction)
+
+
+@analysis("rq2", "RQ2: vanilla prompting", notebook=Notebook(
+    "02_rq2_vanilla", "RQ2: vanilla prompting", "Do LLMs prompted plainly to continue the conversation show these "
+    "behaviours as often as the humans did, on the same instances?"))
+def rq2(run: Run, p: Params) -> Answer:
+    return _compared(run, p, answer.pick_setups(run, prompt="vanilla", kind="multiparty"),
+                     "RQ2 — Vanilla prompting vs humans")
+
+
+@analysis("rq3", "RQ3: taxonomy-guided prompting", notebook=Notebook(
+    "03_rq3_prompting", "RQ3: taxonomy-guided prompting", "Does telling the simulator about the behaviours (and "
+    "how often the history shows them) change them, per model and per turns per call (taxonomy − vanilla, paired "
+    "per instance)? And how far is each from the humans?"),
+    report=ReportSpec("paper", other_figures="", tables={
+        "contrasts": Out("rq3_contrasts", "RQ3: taxonomy − vanilla per model and k, paired per instance; sign-flip "
+                                          "p, p_adj corrected over behaviours × (model, k) pairs ({judge})")}))
+def rq3(run: Run, p: Params) -> Answer:
+    return rq.prompting(p.frames_of(run), run, p.judge, p.resamples, p.seed, min_n=p.min_n,
+                        correction=p.correction)
+
+
+@analysis("rq3_vs_humans", "RQ3: each prompt vs the humans", notebook="03_rq3_prompting")
+def rq3_vs_humans(run: Run, p: Params) -> Answer:
+    setups = answer.pick_setups(run, kind="multiparty", prompt=lambda x: x in ("vanilla", "taxonomy", "copy_then_continue"))
+    return _compared(run, p, setups, "RQ3 — Each prompt vs the humans")
+
+
+@analysis("rq4", "RQ4: fine-tuned simulators", notebook=Notebook(
+    "04_rq4_sft", "RQ4: fine-tuned simulators", "Do simulators fine-tuned on human continuations (exported with "
+    "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a fine-tuned id "
+    "(`ft:`).",
+    prelude='from cocoeval.bench.build import load_instances\nfrom cocoeval.simulate.sft import sft_examples\n\n'
+            'train = load_instances(ctx.experiment.bench_dir(), "train")\n'
+            'display(Markdown(f"{len(train)} train instances give {len(sft_examples(train, 5))} SFT examples per k "\n'
+            '                 "(export: `cocoeval sft-export BENCH --out sft/`)."))'))
+def rq4(run: Run, p: Params) -> Answer:
+    a = _compared(run, p, answer.pick_setups(run, model=lambda m: ":ft:" in m or "/ft:" in m),
+                  "RQ4 — Fine-tuned simulators vs humans")
+    a.setups = a.setups or None  # none fine-tuned: the viewer shows every setup
+    return a
+
+
+@analysis("rq5", "RQ5: turns per call", notebook=Notebook(
+    "05_rq5_turns_per_call", "RQ5: turns per call", "Does generating 1, 5 or 30 turns per call change the "
+    "behaviours? Compared within each model × prompt, only between the k values that model has (never pooled "
+    "across models or prompts)."),
+    report=ReportSpec("paper", other_figures="", tables={
+        "k_pairs": Out("rq5_k_pairs", "RQ5: larger k − smaller k within each model × prompt, paired per instance; "
+                                      "p_adj corrected over behaviours × k pairs ({judge})"),
+        "k_means": Out("rq5_k_means", "RQ5: mean occurrences per k, with the human reference on the same "
+                                      "instances, 95% bootstrap CIs ({judge})"),
+        "distance_by_k": Out("rq5_distance_by_k", "RQ5: profile distance D to the humans per setup, by model × "
+                                                  "prompt and k (never pooled) ({judge})")}))
+def rq5(run: Run, p: Params) -> Answer:
+    return rq.by_turns_per_call(p.frames_of(run), run, p.judge, p.resamples, p.seed,
+                                min_n=p.min_n, correction=p.correction)
+
+
+@analysis("generalization", "Human–AI generalization", notebook=Notebook(
+    "06_generalization", "Human–AI generalization", "When an LLM simulates the *user* of a chatbot (one turn per "
+    "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns are judged."))
+def generalization(run: Run, p: Params) -> Answer:
+    a = _compared(run, p, answer.pick_setups(run, kind="human_ai"), "Simulated users vs real users", figure3=False)
+    a.setups = a.setups or None
+    return a
+
+
+@analysis("participants", "Participants (D.4, Table 12)", notebook=Notebook(
+    "07_participants", "Participants (D.4, Table 12)", "Do behaviour counts change with the number of "
+    "participants, in human conversations and in every simulator setup? Per dataset, by default on the two "
+    "datasets whose participant counts vary most, as the paper does.", params=(
+        'participants_datasets: str = ""  # comma-separated datasets; empty: the participants_top datasets whose '
+        'participant counts vary most',
+        "participants_top: int = 2  # how many datasets when none are named (the paper's Table 12 uses two)",
+        'participants_count: str = "conversation"  # "conversation": participants listed in M; "window": distinct '
+        'speakers in x + r')),
+    report=ReportSpec("paper", other_figures="", tables={
+        "spearman": Out("participants", "Table 12 (D.4): Spearman between participants and behaviour counts, human "
+                                        "reference and every setup, per dataset ({judge})"),
+        "table12": Out("table12", "Table 12 (D.4): Spearman ρ, behaviours × targets, per dataset ({judge})"),
+        "participant_variance": Out("participant_variance", "Participants per dataset: variance and range (the two "
+                                                            "largest are Table 12's default) ({judge})")}))
+def participants(run: Run, p: Params) -> Answer:
+    """Options (the notebook's parameters): ``participants_datasets`` (comma-separated; empty: the
+    ``participants_top`` datasets whose participant counts vary most), ``participants_count``."""
+    o, kw = p.options, {}
+    if "participants_datasets" in o:
+        kw["datasets"] = [x.strip() for x in str(o["participants_datasets"]).split(",") if x.strip()] or None
+    if "participants_top" in o:
+        kw["top"] = int(o["participants_top"])
+    if "participants_count" in o:
+        kw["count"] = str(o["participants_count"])
+    return studies.participants(p.frames_of(run), p.judge, run, **kw, min_n=p.min_n,
+                           correction=p.correction)
+
+
+@analysis("agreement", "Judge–human agreement", notebook=Notebook(
+    "08_agreement", "Judge–human agreement", "Do the LLM judges agree with human annotators (leave-one-out "
+    "Spearman, one-sided bootstrap)? Add human labels with the annotator below or with `cocoeval annotate-export` "
+    "/ `annotate-import`.", annotate=True),
+    report=ReportSpec("agreement", tables={
+        "agreement": Out("agreement", "Agreement, inter-human and each judge vs the annotators (Tables 3, 9, 10; "
+                                      f"{agreement.PROCEDURE})"),
+        "taxonomy_coverage": Out("taxonomy_coverage", "Turns annotators marked with a behaviour not in the "
+                                                      "taxonomy, per annotator (Appendix B.3)")},
+        figures={"agreement": Out("agreement", "Average leave-one-out Spearman: inter-human and each judge vs the "
+                                               "annotators")}))
+def agreement(run: Run, p: Params) -> Answer:
+    return studies.agreement_answer(p.frames_of(run), p.resamples, p.seed, min_n=p.min_n)
+
+
+@analysis("judge_free", "Judge-free statistics", notebook=Notebook(
+    "10_judge_free", "Judge-free statistics", "Measured on the turns themselves, with no model and no judge: how "
+    "long are the turns, how evenly do the participants speak, how often does the speaker change, how much is "
+    "repeated, how varied is the wording, are questions asked and answered, how many turns are backchannels, how "
+    "close is the talk to the goals? The human reference against every setup, paired over instances; and a sanity "
+    "check of each judge against the closest statistic. Definitions: `cocoeval/convstats.py` and the README.",
+    viewer="plain"),
+    report=ReportSpec("judge-free", tables={
+        "per_conversation": Out("convstats", "Judge-free statistics per conversation (target x instance; – = "
+                                             "undefined)", empty=True),
+        "means": Out("convstats_means", "Judge-free statistics: mean per target over the conversations where "
+                                        "defined, 95% bootstrap CIs over instances (undefined: conversations left "
+                                        "out)", empty=True),
+        "vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference, paired over "
+                                              "instances; p: {test} (the family: statistics × setups); verdict "
+                                              "empty: not tested, n too small"),
+        "judge_sanity": Out("judge_sanity", "Judge sanity: Spearman between each judge's per-conversation counts and "
+                                            "the closest judge-free statistic, 95% bootstrap CI over conversations "
+                                            "(descriptive; a judge answering at random gives ρ ≈ 0)", empty=True,
+                            judge_based=True)},
+        figures={
+        "judge_free": Out("convstats", "Judge-free statistics per target, 95% CIs (human reference in black)"),
+        "judge_free_vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference with "
+                                                         "95% CIs, coloured by the corrected verdict")}))
+def judge_free(run: Run, p: Params) -> Answer:
+    return rq_free.judge_free(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)

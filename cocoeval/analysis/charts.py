@@ -1,0 +1,295 @@
+"""Altair chart builders. Each takes aggregated frames (from ``stats``) and returns a chart;
+saving is separate (``save``: PNG and SVG through vl-convert, no browser)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import altair as alt
+import polars as pl
+
+from cocoeval.analysis.frames import HUMAN
+from cocoeval.core.targets import REFERENCE
+from cocoeval.core.taxonomy import Taxonomy
+
+CATEGORY_COLOURS = {"inconsistent": "#c0392b", "uncollaborative": "#2471a3"}
+
+
+def _records(df: pl.DataFrame) -> alt.Data:
+    return alt.Data(values=df.to_dicts())
+
+
+def _names(tax: Taxonomy) -> dict[str, str]:
+    return {b.id: b.name for b in tax.behaviours}
+
+
+def _n(d: pl.DataFrame, unit: str = "instances") -> str:
+    """The n behind the marks, for an axis or legend title: "n = 12 instances" or a range."""
+    ns = d["n"].drop_nulls() if "n" in d.columns else pl.Series([], dtype=pl.Int64)
+    if ns.is_empty():
+        return ""
+    lo, hi = ns.min(), ns.max()
+    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}–{hi} {unit} (tooltips)"
+
+
+def _titled(statistic: str | list[str], d: pl.DataFrame, unit: str = "instances") -> list[str]:
+    """An axis or legend title, one line each: the statistic (its lines) and its n."""
+    n = _n(d, unit)
+    return [*([statistic] if isinstance(statistic, str) else statistic), *([n] if n else [])]
+
+
+DEFINED = "isValid(datum.{lo}) && isValid(datum.{hi})"
+UNDEFINED_MARK = {"shape": "cross", "color": "#333", "size": 40}
+
+
+def _whiskers(base: alt.Chart, axis: str, lo: str = "ci_low", hi: str = "ci_high", **enc) -> alt.Chart:
+    """Error bars where the interval is defined (see ``_undefined`` for the rest)."""
+    ends = {axis: alt.Y(f"{lo}:Q", title="") if axis == "y" else alt.X(f"{lo}:Q", title=""), f"{axis}2": f"{hi}:Q"}
+    return base.transform_filter(DEFINED.format(lo=lo, hi=hi)).mark_errorbar(ticks=True).encode(**ends, **enc)
+
+
+def _undefined(base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: str = "ci_high",
+               tooltip: list | None = None) -> alt.Chart:
+    """Where the interval is undefined (too few instances, every resample equal): no whisker but
+    a cross at the estimate whose tooltip says why."""
+    enc = {axis: f"{value}:Q", "tooltip": [*(tooltip or []), alt.Tooltip("ci_note:N", title="no interval")]}
+    return base.transform_filter(f"!({DEFINED.format(lo=lo, hi=hi)})").mark_point(**UNDEFINED_MARK).encode(**enc)
+
+
+def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None,
+                   setups: list[str] | None = None, columns: int = 3, selectable: bool = False,
+                   title: str | None = None) -> alt.FacetChart:
+    """The paper's Figure 3: mean occurrences per continuation of each behaviour, one panel per
+    setup with the human reference alongside (lighter bars), 95% CIs as error bars (a cross instead,
+    with the reason in its tooltip, where the interval is undefined); colour tells
+    inconsistent from uncollaborative behaviours. Pass ``stats.figure3_means`` rows (with a
+    ``panel`` column) to compare each setup with the humans on the same instances; plain
+    ``mean_occurrences`` rows use every reference in each panel. ``selectable`` adds a point selection
+    ``pick`` (panel, series, behaviour) for ``alt.JupyterChart`` and the conversation viewer.
+    ``title``: the figure's title (``figure3_groups`` gives one figure per model/condition)."""
+    m = means if judge is None else means.filter(pl.col("judge") == judge)
+    scope = "panel" if "panel" in m.columns else "all"
+    if scope == "panel":  # from stats.figure3_means: references already on each setup's instances
+        sims = m["panel"].unique(maintain_order=True).to_list()
+        sims = [x for x in (setups or sims) if x in sims]
+        parts = [m.filter(pl.col("panel").is_in(sims))]
+    else:
+        sims = [t for t in m["target"].unique(maintain_order=True).to_list() if t != REFERENCE]
+        sims = [x for x in (setups or sims) if x in sims]
+        ref = m.filter(pl.col("target") == REFERENCE)
+        parts = [m.filter(pl.col("target") == x).with_columns(panel=pl.lit(x), series=pl.lit("simulated"))
+                 for x in sims]
+        parts += [ref.with_columns(panel=pl.lit(x), series=pl.lit(HUMAN)) for x in sims]
+        if not sims:
+            parts = [ref.with_columns(panel=pl.lit(HUMAN), series=pl.lit(HUMAN))]
+    names = _names(tax)
+    data = pl.concat(parts).with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
+    order = [names[b] for b in tax.ids]
+    base = alt.Chart(_records(data)).encode(
+        x=alt.X("name:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40)),
+        xOffset=alt.XOffset("series:N", sort=["simulated", HUMAN]))
+    bars = base.mark_bar().encode(
+        y=alt.Y("mean:Q", title=_titled(["mean occurrences", "per conversation (95% CI)"], data)),
+        color=alt.Color("category:N", scale=alt.Scale(domain=list(CATEGORY_COLOURS),
+                                                      range=list(CATEGORY_COLOURS.values())), title="category"),
+        opacity=alt.Opacity("series:N", scale=alt.Scale(domain=["simulated", HUMAN], range=[1.0, 0.4]),
+                            title=None),
+        tooltip=["panel:N", "series:N", "name:N", alt.Tooltip("mean:Q", format=".2f"),
+                 alt.Tooltip("ci_low:Q", format=".2f"), alt.Tooltip("ci_high:Q", format=".2f"), "n:Q"])
+    if selectable:
+        bars = bars.add_params(alt.selection_point(name="pick", fields=["panel", "series", "behaviour"]))
+    err = _whiskers(base, "y", color=alt.value("#333"))
+    mark = _undefined(base, "y", "mean", tooltip=["panel:N", "series:N", "name:N", "n:Q"])
+    chart = alt.layer(bars, err, mark).properties(width=260, height=170).facet(
+        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns).properties(
+        usermeta={"cocoeval": {"reference_scope": scope}})
+    return chart.properties(title=title) if title else chart
+
+
+def figure3_groups(fig3: pl.DataFrame, tax: Taxonomy, groups: dict[str, list[str]], *, judge: str | None = None,
+                   human: pl.DataFrame | None = None) -> dict[str, alt.FacetChart]:
+    """The paper's Figure 3 grouping: one figure per model/condition (its panels: one per k, each
+    with the human reference on the same instances), plus "human" (Figure 3(a)) when ``human``
+    (``mean_occurrences`` rows of the reference) is given. ``groups``: ``paper_stats.figure_groups``."""
+    out = {}
+    if human is not None and not human.is_empty():
+        out["human"] = behaviour_bars(human, tax, judge=judge, title="Human conversations")
+    panels = set(fig3["panel"].to_list()) if "panel" in fig3.columns else set()
+    for label, setups in groups.items():
+        present = [s for s in setups if s in panels]
+        if present:
+            out[label] = behaviour_bars(fig3, tax, judge=judge, setups=present, title=label)
+    return out
+
+
+def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = None) -> alt.FacetChart:
+    """Paired differences between two setups per behaviour (``paper_stats.paired_between`` rows with a
+    ``comparison`` label, one panel each): the difference with its 95% CI (a cross where undefined),
+    coloured by the corrected test's direction (grey: no significant difference or not tested)."""
+    names = _names(tax)
+    d = pairs.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
+                           direction=pl.col("direction").fill_null("not tested"))
+    base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
+    tip = ["comparison:N", "name:N", alt.Tooltip("diff:Q", format=".2f"), alt.Tooltip("p_adj:Q", format=".3g"), "n:Q"]
+    pts = base.mark_point(filled=True, size=60).encode(
+        x=alt.X("diff:Q", title=_titled(
+            ["difference in mean occurrences", "per conversation (b − a), 95% CI"], d)),
+        color=alt.Color("direction:N", title="corrected test", scale=alt.Scale(
+            domain=["higher", "lower", "no significant difference", "not tested"],
+            range=["#c0392b", "#2471a3", "#999", "#ccc"])), tooltip=tip)
+    rule = base.mark_rule(color="#888").encode(x=alt.datum(0))
+    err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
+    mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
+    chart = alt.layer(rule, err, pts, mark).properties(width=220, height=200).facet(
+        facet=alt.Facet("comparison:N", title=None), columns=3)
+    return chart.properties(title=title) if title else chart
+
+
+def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChart:
+    """Table 12 as a heatmap: Spearman ρ per behaviour (rows) and target (columns), one panel per
+    dataset; cells without a ρ (too few instances, constant counts) are blank with the reason."""
+    names = {**_names(tax), "all": "all behaviours"}
+    d = spearman.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
+    base = alt.Chart(_records(d)).encode(
+        y=alt.Y("name:N", sort=[names["all"], *[names[b] for b in tax.ids]], title=None),
+        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-40)))
+    rect = base.mark_rect().encode(
+        color=alt.Color("rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True),
+                        title=_titled("Spearman ρ", d)),
+        tooltip=["dataset:N", "target:N", "name:N", alt.Tooltip("rho:Q", format=".2f"),
+                 alt.Tooltip("p_adj:Q", format=".3g"), "note:N", "n:Q"])
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("rho:Q", format=".2f"))
+    return alt.layer(rect, text).properties(width=24 * max(1, d["target"].n_unique()), height=220).facet(
+        facet=alt.Facet("dataset:N", title=None), columns=2)
+
+
+def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.FacetChart:
+    """Mean consistency and collaborativeness per target with 95% CIs (Table 4)."""
+    d = likert if judge is None else likert.filter(pl.col("judge") == judge)
+    base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
+    human = (alt.datum.target == REFERENCE) | (alt.datum.series == HUMAN)  # likert_vs_human rows carry a series
+    pts = base.mark_point(filled=True, size=60).encode(
+        x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title=_titled("mean score (1-10), 95% CI", d)),
+        color=alt.condition(human, alt.value("#111"), alt.value("#2471a3")),
+        tooltip=["target:N", "score:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
+    err = _whiskers(base, "x")
+    mark = _undefined(base, "x", "mean", tooltip=["target:N", "score:N", "n:Q"])
+    return alt.layer(err, pts, mark).properties(width=260).facet(column=alt.Column("score:N", title=None))
+
+
+def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None) -> alt.FacetChart:
+    """Mean occurrences per behaviour and dataset, one panel per target (Table 11)."""
+    d = means_by_dataset if judge is None else means_by_dataset.filter(pl.col("judge") == judge)
+    names = _names(tax)
+    d = d.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
+    base = alt.Chart(_records(d)).encode(
+        x=alt.X("name:N", sort=[names[b] for b in tax.ids], title=None, axis=alt.Axis(labelAngle=-40)),
+        y=alt.Y("dataset:N", title=None))
+    rect = base.mark_rect().encode(color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"),
+                                                   title=_titled(["mean per", "conversation"], d)),
+                                   tooltip=["target:N", "dataset:N", "name:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".1f"))
+    return alt.layer(rect, text).properties(width=300, height=140).facet(
+        facet=alt.Facet("target:N", title=None), columns=2)
+
+
+def participants_chart(per_conversation: pl.DataFrame, *, x_title: str = "participants") -> alt.Chart:
+    """Total behaviour count per conversation against its number of participants (Table 12).
+    ``per_conversation``: dataset, n_participants, total (already aggregated per instance);
+    ``x_title`` says how participants were counted."""
+    pts = alt.Chart(_records(per_conversation)).mark_circle(size=40, opacity=0.6).encode(
+        x=alt.X("n_participants:Q", title=x_title),
+        y=alt.Y("total:Q", title="behaviours per conversation"), color="dataset:N",
+        tooltip=["dataset:N", "n_participants:Q", "total:Q"])
+    trend = pts.transform_regression("n_participants", "total", groupby=["dataset"]).mark_line()
+    return alt.layer(pts, trend).properties(width=360, height=240)
+
+
+def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
+    """Average leave-one-out Spearman per comparison (inter-human, each judge against the
+    annotators; ``agreement.agreement_table`` rows), one panel per item, with the bootstrap 5th-95th
+    range of the paper's one-sided test (a cross instead where the range is undefined; no mark
+    where ρ itself is undefined)."""
+    base = alt.Chart(_records(agree)).encode(y=alt.Y("comparison:N", title=None))
+    tip = ["comparison:N", "item:N", alt.Tooltip("rho:Q", format=".2f"), alt.Tooltip("p5:Q", format=".2f"), "n:Q",
+           "note:N"]
+    bars = base.mark_bar().encode(
+        x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title=_titled(
+            ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile"], agree, "conversations")),
+        color=alt.Color("significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]),
+                        title="5th pct > 0"), tooltip=tip)
+    err = _whiskers(base, "x", "p5", "p95")
+    mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=["comparison:N", "item:N", "n:Q"])
+    return alt.layer(bars, err, mark).properties(width=220).facet(column=alt.Column("item:N", title=None))
+
+
+PIPELINE_CHECK = "pipeline check — tiny model, not results"
+VERDICT_COLOURS = {"higher than humans": "#c0392b", "lower than humans": "#2471a3",
+                   "no significant difference": "#888", "not tested": "#bbb"}
+
+
+def titled(chart: alt.TopLevelMixin, title: str) -> alt.TopLevelMixin:
+    """The chart with a title (e.g. ``PIPELINE_CHECK`` on a judge-based figure of a tiny-model run)."""
+    return chart.properties(title=title)
+
+
+def _statistic_labels(df: pl.DataFrame, labels: dict[str, str] | None) -> pl.DataFrame:
+    return df.with_columns(label=pl.col("statistic").replace_strict(labels or {}, default=pl.col("statistic")))
+
+
+def _label_order(d: pl.DataFrame, labels: dict[str, str] | None) -> list[str]:
+    present = set(d["statistic"].to_list())
+    order = [s for s in (labels or {}) if s in present] + [s for s in d["statistic"].to_list() if s not in (labels or {})]
+    return [(labels or {}).get(s, s) for s in dict.fromkeys(order)]
+
+
+def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None, columns: int = 4) -> alt.FacetChart:
+    """Judge-free statistics (``convcompare.means``): one panel per statistic (its own scale), the
+    mean per target with its 95% CI (a cross where undefined), the human reference in black."""
+    d = _statistic_labels(means.filter(pl.col("mean").is_not_null()), labels)
+    order = d["target"].unique(maintain_order=True).to_list()
+    base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None, sort=order))
+    tip = ["target:N", "label:N", alt.Tooltip("mean:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
+           alt.Tooltip("ci_high:Q", format=".3f"), "n:Q", "undefined:Q"]
+    pts = base.mark_point(filled=True, size=50).encode(
+        x=alt.X("mean:Q", title=None, scale=alt.Scale(zero=False)),
+        color=alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3")), tooltip=tip)
+    err = _whiskers(base, "x")
+    mark = _undefined(base, "x", "mean", tooltip=["target:N", "label:N", "n:Q"])
+    return alt.layer(err, pts, mark).properties(width=170, height=18 * max(1, len(order))).facet(
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
+        columns=columns).resolve_scale(x="independent")
+
+
+def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None = None,
+                         columns: int = 4) -> alt.FacetChart:
+    """Setup minus human reference per judge-free statistic (``convcompare.paired_vs_human``),
+    paired over instances, with 95% CIs; colour: the corrected verdict; a rule at 0."""
+    d = _statistic_labels(paired, labels).with_columns(verdict=pl.col("verdict").fill_null("not tested"))
+    base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
+    tip = ["target:N", "label:N", alt.Tooltip("diff:Q", format=".3f"), alt.Tooltip("diff_ci_low:Q", format=".3f"),
+           alt.Tooltip("diff_ci_high:Q", format=".3f"), alt.Tooltip("p_adj:Q", format=".3g"), "verdict:N", "n:Q"]
+    pts = base.mark_point(filled=True, size=50).encode(
+        x=alt.X("diff:Q", title=None), tooltip=tip,
+        color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+                        title="vs humans"))
+    err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
+    mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=["target:N", "label:N", "n:Q"])
+    zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.datum(0))
+    n_targets = max(1, d["target"].n_unique())
+    return alt.layer(zero, err, pts, mark).properties(width=170, height=18 * n_targets).facet(
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
+        columns=columns).resolve_scale(x="independent")
+
+
+def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
+    """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser)."""
+    import vl_convert as vlc
+
+    base = Path(path_base)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    spec = chart.to_json()
+    png, svg = base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"  # a dot in a name is no suffix
+    png.write_bytes(vlc.vegalite_to_png(spec, scale=scale))
+    svg.write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
+    return [png, svg]

@@ -1,0 +1,231 @@
+"""Polars frames of a run: instances, per-conversation behaviour counts, Likert scores, turn
+labels, and validity (invalid continuations and judgments). Analysis reads only these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from cocoeval.core.schema import Instance, Judgment, is_human_ai
+from cocoeval.core.targets import NO_TURNS, REFERENCE, behaviour_counts, judged_turns
+from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
+
+if TYPE_CHECKING:
+    from cocoeval.run import Run
+
+HUMAN = "human reference"
+"""How the human reference is labelled in tables and figures."""
+NOT_SIMULATED = "not simulated"
+"""Why an expected continuation is missing: the setup selects the instance, the run directory has
+no continuation of it (the simulate stage was killed, failed or not run)."""
+NOT_JUDGED = "not judged"
+"""Why an expected judgment is missing: its target exists (the reference, or the setup's current
+ok continuation) but no judgment of it does (the judge stage was killed, failed or not run; or
+only a stale judgment, of an earlier continuation, exists)."""
+NO_CONTINUATION = "no continuation"
+"""Why an expected judgment of a setup is missing: the setup has no ok continuation of the
+instance (it is invalid, or was never simulated: see the simulate rows), so there is nothing to
+judge. Counted in ``missing`` and, apart, in ``no_continuation``."""
+NO_SCORE = "overall judgment without a consistency or collaborativeness score"
+"""Why a usable-looking (ok or repaired) overall judgment is counted invalid: it lacks a score."""
+EXPECTED_SCHEMA = {"stage": pl.Utf8, "judge": pl.Utf8, "target": pl.Utf8, "kind": pl.Utf8, "instance_id": pl.Utf8,
+                   "reason": pl.Utf8}
+
+
+@dataclass
+class Frames:
+    instances: pl.DataFrame
+    """instance_id, dataset, n_participants (distinct speakers in x and r), n_participants_metadata
+    (participants of the whole conversation listed in M), n_turns, human_ai (a human–AI chat,
+    ``schema.is_human_ai``)."""
+    counts: pl.DataFrame
+    """judge, human (annotator), target, instance_id, dataset, behaviour, category, count:
+    one row per valid fine-grained judgment and behaviour (invalid ones are absent, never 0)."""
+    likert: pl.DataFrame
+    """judge, human, target, instance_id, dataset, consistency, collaborativeness (valid only)."""
+    labels: pl.DataFrame
+    """judge, target, instance_id, turn, behaviour, evidence: one row per detected behaviour."""
+    judgments: pl.DataFrame
+    """judge, human, target, instance_id, kind, status (ok, repaired, invalid, skipped: its target
+    has no turn to judge, reason ``NO_TURNS`` — or stale: of a continuation that is not the setup's
+    current ok one; skipped and stale are never counted; an ok overall judgment without a score is
+    invalid, ``NO_SCORE``), reason, turns (labelled), not_in_taxonomy
+    (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
+    continuations: pl.DataFrame
+    """setup, instance_id, dataset, status (ok, invalid, or stale: simulated with other settings
+    than the manifest's setup id; never counted), reason: every continuation."""
+    taxonomy: Taxonomy
+    expected: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EXPECTED_SCHEMA))
+    """stage (simulate or judge), judge, target, kind, instance_id, reason: one row per continuation
+    and LLM judgment the run's params (the manifest) say should exist: each setup's selected
+    instances (``Setup.select``); for each judge, each kind it makes and each instance it selects
+    (``JudgeConfig.select``), the reference and every setup that selects the instance. ``reason``
+    is null when it exists (a judgment of a stale continuation does not), else why it is missing:
+    ``NOT_SIMULATED``, ``NOT_JUDGED`` or ``NO_CONTINUATION``. Setups and judges the params do not
+    name, human annotators, and a run without params in its manifest have no expected rows: their
+    ``missing`` is unknown (null), never 0."""
+
+    @property
+    def missing(self) -> pl.DataFrame:
+        """The expected continuations and judgments absent from the run directory, with why."""
+        return self.expected.filter(pl.col("reason").is_not_null())
+
+
+def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
+    """Build the frames from ``Run.open(run_dir)``."""
+    tax = taxonomy or load_taxonomy()
+    cat = {b.id: b.category for b in tax.behaviours}
+    insts = {i.id: i for i in run.instances}
+    inst_rows = [{"instance_id": i.id, "dataset": i.dataset,
+                  "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
+                  "n_participants_metadata": len(i.metadata.participants) or None,  # none listed: unknown
+                  "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run.instances]
+    # a continuation's judgment counts only while it judges the setup's current ok continuation:
+    # after a setup's settings change (a new setup id) the old judgments are stale, never counted
+    # and a continuation or judgment made with other settings than the run's params now give
+    # (the manifest's setup and judge ids) is stale: never counted under the new settings
+    current = {(name, c.instance_id): c.setup_id for name, cs in run.continuations.items()
+               for c in cs if c.status == "ok" and not run.stale_reason(name, c)}
+    counts, likert, labels, judg = [], [], [], []
+    for name, js in run.all_judgments.items():
+        for j in js:
+            if j.instance_id not in insts:
+                continue
+            judge = j.judge_name or name
+            human = j.judge_id.startswith("human:")
+            target = j.target_name or j.target
+            ds = insts[j.instance_id].dataset
+            status, reason = j.status, j.reason
+            old = None if human else run.stale_reason(name, j)
+            if old or (j.target != REFERENCE and current.get((target, j.instance_id)) != j.target):
+                status, reason = "stale", old or "judges a continuation that is no longer the setup's current ok one"
+            elif _nothing_judged(j, insts[j.instance_id]):
+                status, reason = "skipped", NO_TURNS
+            elif j.kind == "overall" and status != "invalid" and None in (j.consistency, j.collaborativeness):
+                status, reason = "invalid", NO_SCORE  # a mean over a missing score is no number
+            judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
+                         "kind": j.kind, "status": status, "reason": reason, "turns": len(j.labels),
+                         "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
+            if status in ("invalid", "stale", "skipped"):
+                continue
+            if j.kind == "overall":
+                likert.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
+                               "dataset": ds, "consistency": j.consistency, "collaborativeness": j.collaborativeness})
+                continue
+            for b, c in (behaviour_counts(j, tax) or {}).items():
+                counts.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
+                               "dataset": ds, "behaviour": b, "category": cat[b], "count": c})
+            for lb in j.labels:
+                for b in lb.behaviours:
+                    labels.append({"judge": judge, "target": target, "instance_id": j.instance_id,
+                                   "turn": lb.turn, "behaviour": b, "evidence": lb.evidence.get(b, "")})
+    conts = [{"setup": name, "instance_id": c.instance_id,
+              "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
+              **({"status": "stale", "reason": old} if (old := run.stale_reason(name, c)) else
+                 {"status": c.status, "reason": c.reason})}
+             for name, cs in run.continuations.items() for c in cs]
+    s, b, i64 = pl.Utf8, pl.Boolean, pl.Int64
+    return Frames(
+        instances=_df(inst_rows, {"instance_id": s, "dataset": s, "n_participants": i64,
+                                  "n_participants_metadata": i64, "n_turns": i64, "human_ai": b}),
+        counts=_df(counts, {"judge": s, "human": b, "target": s, "instance_id": s, "dataset": s,
+                            "behaviour": s, "category": s, "count": i64}),
+        likert=_df(likert, {"judge": s, "human": b, "target": s, "instance_id": s, "dataset": s,
+                            "consistency": i64, "collaborativeness": i64}),
+        labels=_df(labels, {"judge": s, "target": s, "instance_id": s, "turn": i64, "behaviour": s, "evidence": s}),
+        judgments=_df(judg, {"judge": s, "human": b, "target": s, "instance_id": s, "kind": s, "status": s,
+                             "reason": s, "turns": i64, "not_in_taxonomy": i64}),
+        continuations=_df(conts, {"setup": s, "instance_id": s, "dataset": s, "status": s, "reason": s}),
+        taxonomy=tax,
+        expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
+    )
+
+
+def _nothing_judged(j: Judgment, inst: Instance) -> bool:
+    """A judgment of a target with no turn to judge: recorded so by the judge (``NO_TURNS``), a
+    reference without a judged turn, or a fine-grained judgment that labelled no turn (an older
+    run's valid all-zero judgment of an empty target) — never a valid zero."""
+    if j.reason == NO_TURNS or (j.target == REFERENCE and not judged_turns(inst, inst.reference)):
+        return True
+    return j.kind == "fine_grained" and j.status != "invalid" and not j.labels and not j.judged_turns
+
+
+def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``Frames.expected``: what the params say should exist, and whether it does (``ok``: the
+    (setup, instance) pairs with a current ok continuation; ``judged``: the judgments frame's rows)."""
+    setups = run.setup_configs() or []
+    judges = run.judge_configs() or []
+    simulated = {(name, c.instance_id) for name, cs in run.continuations.items() for c in cs
+                 if not run.stale_reason(name, c)}
+    have = {(r["judge"], r["target"], r["instance_id"], r["kind"]) for r in judged if r["status"] != "stale"}
+    chosen = {s.name: {i.id for i in s.select(run.instances)} for s in setups}
+    rows = [{"stage": "simulate", "judge": None, "target": s.name, "kind": None, "instance_id": i.id,
+             "reason": None if (s.name, i.id) in simulated else NOT_SIMULATED}
+            for s in setups for i in run.instances if i.id in chosen[s.name]]
+    for j in judges:
+        for inst in j.select(run.instances):
+            for t in [REFERENCE, *(s.name for s in setups if inst.id in chosen[s.name])]:
+                for k in j.kind:
+                    reason = None if (j.name, t, inst.id, k) in have else \
+                        NO_CONTINUATION if t != REFERENCE and (t, inst.id) not in ok else NOT_JUDGED
+                    rows.append({"stage": "judge", "judge": j.name, "target": t, "kind": k, "instance_id": inst.id,
+                                 "reason": reason})
+    return rows
+
+
+RATE_COLUMNS = ["stage", "judge", "target", "kind", "n", "invalid", "skipped", "stale", "missing", "no_continuation",
+                "invalid_rate"]
+
+
+def invalid_rates(f: Frames) -> pl.DataFrame:
+    """Per setup (stage simulate) and per judge, target and kind (stage judge): ``n`` continuations
+    or judgments present (stale ones excluded), of which ``invalid`` could not be used and
+    ``skipped`` had no turn to judge (``NO_TURNS``); ``stale`` continuations and judgments made
+    with other settings than the manifest's ids, and judgments of a continuation that is no
+    longer the setup's current ok one; ``missing``: expected by the run's params but absent
+    (``Frames.expected``; null where the params say nothing: a human annotator, a setup or judge
+    they do not name), of which ``no_continuation`` are judgments of a setup with no ok
+    continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / (n −
+    skipped): the share of the judgments that had something to judge which could not be used (null
+    when there is none; a skipped item was never sent, so it dilutes no rate). Skipped, stale and
+    missing items are in no mean."""
+    i64, status = pl.Int64, pl.col("status")
+    st = status == "stale"
+    c = (f.continuations.group_by("setup").agg(n=(~st).sum(), invalid=(status == "invalid").sum(), stale=st.sum())
+         .rename({"setup": "target"}).with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8),
+                                                   kind=pl.lit(None, pl.Utf8), skipped=pl.lit(0)))
+    j = (f.judgments.group_by("judge", "target", "kind")
+         .agg(n=(~st).sum(), invalid=(status == "invalid").sum(), skipped=(status == "skipped").sum(), stale=st.sum())
+         .with_columns(stage=pl.lit("judge")))
+    keys = ["stage", "judge", "target", "kind"]
+    present = pl.concat([x.select(*keys, *[pl.col(k).cast(i64) for k in ("n", "invalid", "skipped", "stale")])
+                         for x in (c, j)])
+    reason = pl.col("reason")
+    exp = f.expected.group_by(keys).agg(missing=reason.is_not_null().sum().cast(i64),
+                                        no_continuation=(reason == NO_CONTINUATION).sum().cast(i64))
+    out = present.join(exp, on=keys, how="full", coalesce=True, nulls_equal=True).with_columns(
+        [pl.col(k).fill_null(0) for k in ("n", "invalid", "skipped", "stale")])
+    out = out.with_columns(no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
+                           invalid_rate=pl.when(pl.col("n") > pl.col("skipped"))
+                           .then(pl.col("invalid") / (pl.col("n") - pl.col("skipped"))))
+    return out.select(RATE_COLUMNS).sort(keys, nulls_last=True)
+
+
+def validity_note(f: Frames, judge: str, target: str, kind: str = "fine_grained") -> str:
+    """How many of ``judge``'s ``kind`` judgments of ``target`` are valid, and why the others are
+    not (stale ones excluded): the reason a statistic over them has fewer instances, or none."""
+    j = f.judgments.filter((pl.col("judge") == judge) & (pl.col("target") == target) & (pl.col("kind") == kind)
+                           & (pl.col("status") != "stale"))
+    what = kind.replace("_", "-")
+    if j.is_empty():
+        return f"{target}: no {what} judgment by {judge}"
+    st = j["status"]
+    bad = [f"{int((st == x).sum())} {x}" for x in ("invalid", "skipped") if (st == x).any()]
+    return (f"{target}: {int(st.is_in(['ok', 'repaired']).sum())} of {j.height} {what} judgments by {judge} valid"
+            + (f" ({', '.join(bad)})" if bad else ""))

@@ -1,0 +1,127 @@
+"""Inference behind ``stats`` (private; import from ``cocoeval.analysis.stats``): when an interval is
+defined, the paired sign-flip test, corrections for multiple comparisons, and the verdicts.
+
+- An interval rests on ``n`` instances; below ``min_n`` (default 10) or when every bootstrap
+  resample gives the same value it is undefined (``None``) with a note saying why, never a
+  zero-width interval.
+- Over/under-production is tested per behaviour and setup with a two-sided paired sign-flip
+  (permutation) test of the mean per-instance difference (simulated - human): under the null the
+  two targets of an instance are exchangeable, so each difference's sign may flip. Exact (all
+  2**n sign vectors) when 2**n <= ``flips``, else ``flips`` seeded random sign vectors with
+  p = (1 + #{|S*| >= |S|}) / (flips + 1), which stays valid (never below the nominal level).
+- The family (behaviours x setups of one judge) is corrected with Benjamini-Hochberg (false
+  discovery rate; default), Holm (family-wise error) or not at all.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cocoeval.core.errors import ConfigError
+
+ALPHA = 0.05
+MIN_N = 10
+FLIPS = 9999
+CORRECTIONS = ("bh", "holm", "none")
+CORRECTION_NAMES = {"bh": "Benjamini–Hochberg (false discovery rate)", "holm": "Holm (family-wise error)",
+                    "none": "no correction for multiple comparisons"}
+OVER, UNDER, NO_DIFF = "over-produces", "under-produces", "no significant difference"
+
+
+def check_params(*, resamples: int | None = None, min_n: int | None = None, correction: str | None = None,
+                 flips: int | None = None) -> None:
+    """Refuse analysis parameters that cannot give an honest number."""
+    if resamples is not None and (not isinstance(resamples, int) or resamples < 1):
+        raise ConfigError(f"resamples must be a whole number of at least 1, not {resamples!r}",
+                          hint="use the default 1000 (the paper's) or more")
+    if flips is not None and (not isinstance(flips, int) or flips < 1):
+        raise ConfigError(f"flips must be a whole number of at least 1, not {flips!r}", hint=f"default {FLIPS}")
+    if min_n is not None and (not isinstance(min_n, int) or min_n < 2):
+        raise ConfigError(f"min_n must be a whole number of at least 2, not {min_n!r}",
+                          hint=f"an interval over one instance has no spread; default {MIN_N}")
+    if correction is not None and correction not in CORRECTIONS:
+        raise ConfigError(f"unknown correction {correction!r}", hint=f"use one of {', '.join(CORRECTIONS)}")
+
+
+def too_small(n: int, min_n: int) -> str | None:
+    return f"n too small (n={n} < {min_n})" if n < min_n else None
+
+
+def ci_notes(n: int, boot: np.ndarray, min_n: int) -> list[str | None]:
+    """Per column of ``boot`` (B, k): why its interval is undefined, or None when it is defined."""
+    boot = np.asarray(boot, dtype=float).reshape(len(boot), -1)
+    small = too_small(n, min_n)
+    if small:
+        return [small] * boot.shape[1]
+    finite = np.isfinite(boot)
+    lo = np.where(finite, boot, np.inf).min(axis=0)
+    hi = np.where(finite, boot, -np.inf).max(axis=0)
+    return ["undefined in every resample" if not finite[:, j].any()
+            else "degenerate resample (every resample equal)" if lo[j] == hi[j] else None
+            for j in range(boot.shape[1])]
+
+
+def interval(lo: float, hi: float, note: str | None) -> tuple[float | None, float | None]:
+    """The interval's ends, or (None, None) when it is undefined."""
+    return (None, None) if note else (float(lo), float(hi))
+
+
+def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.ndarray:
+    """Two-sided paired sign-flip test that the mean of each column of ``d`` (n, k) is 0."""
+    d = np.asarray(d, dtype=float)
+    if d.ndim == 1:
+        d = d[:, None]
+    n, k = d.shape
+    if n == 0:
+        return np.full(k, np.nan)
+    obs = np.abs(d.sum(axis=0))
+    tol = 1e-9 * np.maximum(1.0, obs)  # sums of the same terms in another order
+    if n < 30 and 2 ** n <= flips:  # every sign vector: the exact permutation distribution
+        signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
+        return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2 ** n
+    rng = np.random.default_rng(seed)
+    hits = np.zeros(k)
+    chunk = max(1, 2_000_000 // n)
+    for start in range(0, flips, chunk):
+        signs = rng.integers(0, 2, size=(min(chunk, flips - start), n)).astype(np.float64) * 2.0 - 1.0
+        hits += (np.abs(signs @ d) >= obs - tol).sum(axis=0)
+    return (1.0 + hits) / (flips + 1.0)
+
+
+def adjust_pvalues(p: np.ndarray, method: str = "bh") -> np.ndarray:
+    """Adjusted p-values over the finite entries of ``p`` (NaN stays NaN: not tested)."""
+    check_params(correction=method)
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.isfinite(p)
+    q = p[ok]
+    m = len(q)
+    if m == 0 or method == "none":
+        out[ok] = q
+        return out
+    order = np.argsort(q, kind="stable")
+    if method == "bh":  # step-up: min over j >= i of p_(j) * m / j
+        ranked = np.minimum.accumulate((q[order] * m / np.arange(1, m + 1))[::-1])[::-1]
+    else:  # holm, step-down: max over j <= i of p_(j) * (m - j + 1)
+        ranked = np.maximum.accumulate(q[order] * (m - np.arange(m)))
+    adj = np.empty(m)
+    adj[order] = np.minimum(ranked, 1.0)
+    out[ok] = adj
+    return out
+
+
+def verdict(diff: float, p_adj: float | None, alpha: float = ALPHA) -> str | None:
+    """Over/under-production when the adjusted p is at most ``alpha``; None when not tested."""
+    if p_adj is None or not np.isfinite(p_adj):
+        return None
+    if p_adj <= alpha and diff != 0:
+        return OVER if diff > 0 else UNDER
+    return NO_DIFF
+
+
+def describe_test(correction: str, family: int, flips: int = FLIPS, alpha: float = ALPHA) -> str:
+    """One phrase naming the test, the correction and the family."""
+    test = f"two-sided paired sign-flip test of the mean difference ({flips:,} random flips, exact for small n)"
+    if family == 0:
+        return f"{test}; no comparison had enough instances, so none was tested and nothing corrected"
+    return f"{test}, {CORRECTION_NAMES[correction]} over {family} tests, α = {alpha:g}"

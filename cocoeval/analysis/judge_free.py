@@ -1,0 +1,94 @@
+"""The judge-free answer (``convstats``, ``convcompare``) for the notebooks and the report, and how
+a run says it is a pipeline check (``label: pipeline-check`` in its params, carried into the
+manifest): its judge-based figures are then marked "pipeline check — tiny model, not results"."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from cocoeval.analysis.answer import Answer, ci_text, interval_method
+from cocoeval.analysis.frames import Frames
+from cocoeval.core.targets import REFERENCE
+from cocoeval.core.text import md_escape
+
+from . import charts, convcompare, inference
+from .convstats import STATISTICS, conversation_frame
+
+if TYPE_CHECKING:
+    from cocoeval.run import Manifest, Run
+
+
+
+def pipeline_check(manifest: Manifest) -> bool:
+    """Whether a run is a pipeline check (params ``label: pipeline-check``, as in the demo): its
+    judge-based figures and tables are marked "pipeline check — tiny model, not results"."""
+    return manifest.pipeline_check
+
+
+def judge_free_note(manifest: Manifest) -> str:
+    """What the judge-free statistics of a run are measured on, said truthfully."""
+    params = manifest.params
+    models = ", ".join(f"{md_escape(s.get('name'))} = {md_escape(s.get('model'))}" for s in params.get("setups", []))
+    text = ("No model judges these: the human reference's values are measured on the benchmark's reference turns "
+            f"(what the people said next), each setup's on its continuations ({models or 'no setups'}).")
+    if (params.get("build") or {}).get("demo_data"):
+        text += (" This run's references include cocoeval's illustrative demo conversations, which are generated "
+                 "from templates, not human data.")
+    if pipeline_check(manifest):
+        text += (" The setups' models are tiny: their differences from the humans are real for these models and say "
+                 "nothing about capable LLMs.")
+    return text
+
+
+def judge_free(run: Run, f: Frames | None = None, resamples: int = 1000, seed: int = 0, *,
+               min_n: int = inference.MIN_N, correction: str = "bh") -> Answer:
+    """Judge-free statistics (``convstats``): the human reference vs every setup on the turns
+    themselves, paired over instances, tested and corrected over statistics x setups; with the
+    judges' sanity table (``convcompare.judge_sanity``) when ``f`` has fine-grained judgments."""
+    inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
+    a = Answer("How do the simulated conversations differ from the human ones, measured without any judge?",
+               judge_based=False)
+    conv = conversation_frame(run)
+    if conv.is_empty():
+        return a
+    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    m = convcompare.means(conv, **kw)
+    paired = convcompare.paired_vs_human(conv, **kw, correction=correction)
+    a.tables.update(per_conversation=conv, means=m, vs_human=paired)
+    family = int(paired["p"].is_not_null().sum()) if not paired.is_empty() else 0
+    ns = m.filter(pl.col("target") == REFERENCE)["n"]
+    a.text.append(judge_free_note(run.manifest))
+    a.text.append(f"Method: {ns.max() if len(ns) else 0} human references; per-turn statistics as defined in "
+                  f"`cocoeval/convstats.py` (lowercase word tokens, trigram repetition, …), a conversation whose "
+                  f"statistic is undefined left out of it; {interval_method(resamples, seed, min_n)}; setup vs human: "
+                  f"{inference.describe_test(correction, family)} (the family: {len(STATISTICS)} statistics × the setups).")
+    ref = {r["statistic"]: r for r in m.filter(pl.col("target") == REFERENCE).iter_rows(named=True)}
+    a.text.append("Human reference: " + "; ".join(
+        f"{STATISTICS[s]} {ci_text(r)}" for s, r in ref.items() if r["mean"] is not None) + ".")
+    for target in paired["target"].unique(maintain_order=True).to_list():
+        p = paired.filter(pl.col("target") == target)
+        if p["verdict"].is_null().all():
+            a.text.append(f"- **{md_escape(target)}**: not tested (n = {p['n'].max()} < {min_n} instances).")
+            continue
+
+        def listed(v: str, p: pl.DataFrame = p) -> str:
+            return ", ".join(f"{STATISTICS[r['statistic']]} ({r['mean_sim']:.2f} vs {r['mean_human']:.2f}, p_adj "
+                             f"{r['p_adj']:.3g})" for r in p.filter(pl.col("verdict") == v).iter_rows(named=True)) or "none"
+
+        a.text.append(f"- **{md_escape(target)}** (n = {p['n'].max()}): higher than humans: "
+                      f"{listed(convcompare.HIGHER)}; lower: {listed(convcompare.LOWER)}.")
+    a.charts["judge_free"] = charts.convstats_chart(m, labels=STATISTICS)
+    if not paired.is_empty():
+        a.charts["judge_free_vs_human"] = charts.convstats_diff_chart(paired, labels=STATISTICS)
+    if f is not None and not f.counts.is_empty():
+        sanity = convcompare.judge_sanity(f, conv, **kw)
+        a.tables["judge_sanity" + (" (pipeline check — tiny model, not results)" if pipeline_check(run.manifest)
+                                   else "")] = sanity
+        a.text.append("Judge sanity (Spearman of each judge's counts with the closest judge-free statistic; a judge "
+                      "answering at random gives ρ ≈ 0): " + ("; ".join(
+                          f"{md_escape(r['judge'])} {r['behaviour']} ~ {r['statistic']} ({r['expected']}): "
+                          + (f"ρ = {r['rho']:.2f}, {r['check']}" if r["check"] else f"no interval: {r['ci_note']}")
+                          for r in sanity.iter_rows(named=True)) or "no pair in this taxonomy") + ".")
+    return a

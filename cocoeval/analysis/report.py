@@ -1,0 +1,203 @@
+"""``cocoeval report RUN_DIR --out DIR``: every figure (PNG + SVG), every table (CSV +
+Markdown) and an index listing them, with the invalid rates beside the statistics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from cocoeval.core.errors import ConfigError
+from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.text import md_escape
+from cocoeval.run import Run
+from cocoeval.run.rundir import PIPELINE_LABEL
+
+from . import agreement, analyses, charts, inference, stats
+from .answer import Answer
+from .frames import Frames, invalid_rates, run_frames
+from .judge_free import judge_free_note, pipeline_check
+
+
+def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
+    """A Markdown table; null and NaN cells show "–" (undefined), text cells are escaped."""
+    if df.is_empty():
+        return "_(no rows)_\n"
+
+    def fmt(v: Any) -> str:
+        if isinstance(v, float):
+            return "–" if v != v else f"{v:.{digits}f}"
+        return "–" if v is None else md_escape(v) if isinstance(v, str) else str(v)
+
+    head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
+    return head + "".join("| " + " | ".join(fmt(v) for v in row) + " |\n" for row in df.iter_rows())
+
+
+def default_judge(f: Frames) -> str | None:
+    """The first LLM judge with fine-grained judgments (else any judge)."""
+    llm = f.counts.filter(~pl.col("human"))["judge"].unique(maintain_order=True).to_list()
+    every = f.counts["judge"].unique(maintain_order=True).to_list()
+    return (llm or every or [None])[0]
+
+
+def check_judge(f: Frames, judge: str | None) -> str | None:
+    """The judge to show: the one asked for (it must have judgments in this run) or the default."""
+    if judge is None:
+        return default_judge(f)
+    known = sorted(set(f.judgments["judge"].unique().to_list()) | set(f.counts["judge"].unique().to_list()))
+    if judge not in known:
+        raise ConfigError(f"judge {judge!r} has no judgments in this run",
+                          hint=f"use one of: {', '.join(known) or '(none: the run has no judgments yet)'}")
+    return judge
+
+
+def _what(out: analyses.Out, p: analyses.Params, df: pl.DataFrame | None = None) -> str:
+    what = out.what.replace("{judge}", md_escape(p.judge)) if "{judge}" in out.what else out.what
+    if "{test}" in what and df is not None:
+        what = what.replace("{test}", inference.describe_test(p.correction, int(df["p"].is_not_null().sum())))
+    return what
+
+
+def write_section(section: str, run: Run, p: analyses.Params, table: Any, figure: Any) -> dict[str, Answer]:
+    """Compute the registered analyses of a report ``section`` (``analyses.in_report``) and write
+    the tables and figures their ``ReportSpec`` names; returns their answers by analysis."""
+    answers = {}
+    for a in analyses.in_report(section):
+        ans = a(run, p)
+        if ans is None or a.report is None:
+            continue
+        answers[a.name] = ans
+        for key, out in a.report.tables.items():  # a note in parentheses is not part of the name
+            df = next((v for k, v in ans.tables.items() if k.split(" (")[0] == key), None)
+            if df is not None and (out.empty or not df.is_empty()):
+                table(out.name, df, _what(out, p, df))
+        for key, chart in ans.charts.items():
+            out = a.report.figures.get(key)
+            if out is not None:
+                figure(out.name, chart, _what(out, p), judged=ans.judge_based)
+            elif a.report.other_figures is not None:
+                title = chart.title if isinstance(chart.title, str) else ans.question
+                figure(a.report.other_figures + key, chart, f"{md_escape(title)} ({md_escape(p.judge)})",
+                       judged=ans.judge_based)
+    return answers
+
+
+def _tested(answers: dict[str, Answer], correction: str) -> str | None:
+    """The judge-free paired test as the index states it; None when the run has no conversation."""
+    vs = answers["judge_free"].tables.get("vs_human") if "judge_free" in answers else None
+    if vs is None:
+        return None
+    return inference.describe_test(correction, int(vs["p"].is_not_null().sum()) if not vs.is_empty() else 0)
+
+
+def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
+                 resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N,
+                 correction: str = "bh") -> dict[str, Any]:
+    """Every figure and table of a run. Intervals over fewer than ``min_n`` instances (or with
+    every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
+    behaviours x setups with ``correction`` (bh, holm or none)."""
+    inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
+    run = Run.open(run_dir)
+    f = run_frames(run)
+    out = Path(out_dir)
+    check = pipeline_check(run.manifest)
+    mark = f" — {charts.PIPELINE_CHECK}" if check else ""
+    judge = check_judge(f, judge)
+    jn = md_escape(judge)  # in Markdown
+    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    judge_free = analyses.judge_free_outputs()  # listed first in the index, never marked
+    tables: dict[str, tuple[pl.DataFrame, str]] = {}
+    figures: dict[str, tuple[list[Path], str]] = {}
+
+    def table(name: str, df: pl.DataFrame, what: str) -> None:
+        if check and name not in judge_free and name != "invalid_rates":
+            what += mark
+        tables[name] = (df, what)
+        out.mkdir(parents=True, exist_ok=True)
+        df.write_csv(out / f"{name}.csv")
+        write_atomic(out / f"{name}.md", f"# {what}\n\n" + markdown_table(df))
+
+    def figure(name: str, chart: Any, what: str, *, judged: bool = False) -> None:
+        if name in figures:
+            return
+        if judged and check:
+            chart, what = charts.titled(chart, f"{what} — {charts.PIPELINE_CHECK}"), f"{what}{mark}"
+        figures[name] = (charts.save(chart, out / name), what)
+
+    params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
+    free = _tested(write_section("judge-free", run, params, table, figure), correction)
+    rates = invalid_rates(f)
+    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
+          "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
+          "setup no longer has; missing = expected by the params but "
+          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted")
+    judged = rates.filter(pl.col("stage") == "judge")
+    simulated = rates.filter(pl.col("stage") == "simulate").select(
+        "target", continuations_invalid_rate="invalid_rate")
+
+    def with_rates(df: pl.DataFrame, kind: str) -> pl.DataFrame:
+        """Beside every statistic: how many judgments (and continuations) were invalid."""
+        if df.is_empty():
+            return df
+        j = judged.filter(pl.col("kind") == kind).select("judge", "target", judgments_invalid_rate="invalid_rate")
+        return df.join(j, on=["judge", "target"], how="left").join(simulated, on="target", how="left")
+
+    if not f.counts.is_empty():
+        means = with_rates(stats.mean_occurrences(f, **kw), "fine_grained")
+        table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
+        by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **kw)
+        table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset with 95% CIs, every target (Table 11's layout: table11)")
+        table("detections", stats.detections(f), "Total detections per judge/annotator, target and behaviour")
+        table("detection_totals", agreement.detection_totals(f), "Detections per source and behaviour on the "
+              "conversations every annotator labelled (Tables 3, 10)")
+        fig3 = stats.figure3_means(f, judge, **kw) if judge else means
+        if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
+            fig3 = means
+        figure("figure3_behaviours", charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
+               f"Mean occurrences per behaviour, each setup vs the human reference ({jn})", judged=True)
+        figure("dataset_heatmap", charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
+               f"Behaviours per dataset ({jn})", judged=True)
+        if judge is not None:
+            per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
+            table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
+                  f"p: {inference.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
+                  "verdict after the correction (verdict empty: not tested, n too small)")
+            table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
+            write_section("paper", run, params, table, figure)
+    if not f.likert.is_empty():
+        lk = with_rates(stats.likert_means(f, **kw), "overall")
+        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid judgments (n; unpaired: table4's layout)")
+        figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
+    write_section("agreement", run, params, table, figure)
+    paired = tables.get("paired_vs_human")
+    tested = ("Over/under-production (paired_vs_human): "
+              f"{inference.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")
+    def listing(names: list[str]) -> list[str]:
+        figs = [f"- **{k}**: {figures[k][1]} — [{figures[k][0][0].name}]({figures[k][0][0].name}), "
+                f"[{figures[k][0][1].name}]({figures[k][0][1].name})" for k in names if k in figures]
+        tabs = [f"- **{k}**: {tables[k][1]} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({tables[k][0].height} rows)"
+                for k in names if k in tables]
+        return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
+
+    index = [f"# Report for {md_escape(Path(run_dir).name)}\n"]
+    if check:
+        index.append(f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
+                     f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
+                     "show that every path of the workbench runs end to end; they are not findings.\n")
+    index.append(f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
+                 "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
+                 "whisker in the figures; ci_note says why).\n")
+    index.append("## Judge-free statistics (no model needed)\n")
+    if free is None:
+        index.append("_No conversation in this run._\n")
+    else:
+        index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/convstats.py` and README "
+                  f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
+                  *listing(judge_free)]
+    index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
+              "Invalid judgments are excluded and counted in invalid_rates.\n",
+              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free])]
+    write_atomic(out / "index.md", "\n".join(index) + "\n")
+    return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
+            "pipeline_check": check}

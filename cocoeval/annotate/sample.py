@@ -1,0 +1,134 @@
+"""What an annotation export contains (used by ``cocoeval.annotate.exchange``): the draw of the
+conversations as in the paper's Appendix B.1, and the annotators' instructions.
+
+The draw, per task (overall scores, fine-grained labels): ``conversations`` conversations =
+instances x targets (the human reference and each named setup), so ``conversations //
+len(targets)`` instances, drawn at random and evenly over the source datasets present
+(the paper: six datasets; 54 overall conversations = 18 instances x 3 targets, 36 fine-grained
+conversations = 18 instances x 2 targets). Only instances where every target is available (an ok
+continuation of each setup) can be drawn. Whatever keeps the draw from being exactly even (a
+remainder, a dataset with too few instances, a count that is not a multiple of the targets) is
+said in the notes, never silently changed.
+
+The instructions are the judge's own: the system text of the judge prompt files
+(``prompts/judge_overall.yaml``, ``prompts/judge_fine_grained.yaml``, loaded by name), rendered
+with the run's taxonomy, followed by how to record the answers in the template.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from cocoeval.core.errors import ConfigError
+from cocoeval.core.targets import Target
+from cocoeval.core.taxonomy import Taxonomy
+from cocoeval.judge.config import PROMPTS
+from cocoeval.prompts.files import load_prompt
+from cocoeval.prompts.render import behaviours_block
+
+TASKS = ("overall", "fine_grained")
+PAPER_DATASETS = 6
+PAPER_CONVERSATIONS = {"overall": 54, "fine_grained": 36}
+
+
+def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: random.Random) -> dict[str, Any]:
+    """Instances for one task: ``{"instances": [...ids], "per_dataset": {...}, "notes": [...]}``."""
+    by_inst: dict[str, dict[str, Target]] = {}
+    dataset: dict[str, str] = {}
+    for t in targets:
+        by_inst.setdefault(t.instance.id, {})[t.name] = t
+        dataset[t.instance.id] = t.instance.dataset
+    eligible: dict[str, list[str]] = {}
+    for iid, ts in sorted(by_inst.items()):
+        if all(n in ts for n in names):
+            eligible.setdefault(dataset[iid], []).append(iid)
+    notes = []
+    k = conversations // len(names)
+    if conversations % len(names):
+        notes.append(f"{conversations} conversations is not a multiple of the {len(names)} targets: "
+                     f"{k} instances x {len(names)} targets = {k * len(names)} conversations")
+    datasets = sorted(eligible)
+    if not datasets or k == 0:
+        if k and not datasets:
+            notes.append("no instance has every target (" + ", ".join(names) + "): nothing to draw")
+        return {"instances": [], "per_dataset": {}, "notes": notes}
+    if len(datasets) != PAPER_DATASETS:
+        notes.append(f"the paper drew evenly over {PAPER_DATASETS} datasets; this run has {len(datasets)} with "
+                     "every target: " + ", ".join(datasets))
+    quota = dict.fromkeys(datasets, k // len(datasets))
+    if k % len(datasets):
+        extra = sorted(rng.sample(datasets, k % len(datasets)))
+        for d in extra:
+            quota[d] += 1
+        notes.append(f"{k} instances do not divide evenly over {len(datasets)} datasets: one more from "
+                     + ", ".join(extra) + " (drawn at random)")
+    short = {d: quota[d] - len(eligible[d]) for d in datasets if quota[d] > len(eligible[d])}
+    for d, s in short.items():
+        quota[d] = len(eligible[d])
+        notes.append(f"{d} has only {len(eligible[d])} instance(s) with every target ({s} fewer than its share)")
+    missing = sum(short.values())
+    spare = [d for d in datasets if quota[d] < len(eligible[d])]
+    rng.shuffle(spare)
+    moved: dict[str, int] = {}
+    while missing and spare:
+        for d in list(spare):
+            if not missing:
+                break
+            quota[d] += 1
+            moved[d] = moved.get(d, 0) + 1
+            missing -= 1
+            if quota[d] == len(eligible[d]):
+                spare.remove(d)
+    if moved:
+        notes.append("taken instead from " + ", ".join(f"{d} (+{m})" for d, m in sorted(moved.items())))
+    if missing:
+        notes.append(f"the run has {k - missing} instances with every target, not {k}: all of them are used")
+    chosen = [i for d in datasets for i in sorted(rng.sample(eligible[d], quota[d]))]
+    return {"instances": chosen, "per_dataset": {d: quota[d] for d in datasets if quota[d]}, "notes": notes}
+
+
+def check_setups(requested: list[str] | None, available: list[str], what: str) -> list[str]:
+    """The setups of a task (default: every setup of the run); an unknown name is an error."""
+    if requested is None:
+        return available
+    unknown = [s for s in requested if s not in available]
+    if unknown:
+        raise ConfigError(f"{what}: unknown setup {', '.join(map(repr, unknown))}",
+                          hint="use the setup names of the run: " + (", ".join(available) or "(none)"))
+    return list(dict.fromkeys(requested))
+
+
+HOW_TO = {
+    "overall": ("Each item marked `overall` has one row in `template.csv` with the turn column empty: give "
+                "`consistency` and `collaborativeness` as whole numbers from 1 to 10, following the rubric above "
+                "(ignore its last paragraph about JSON). A row with both scores empty counts as not annotated "
+                "(it is skipped). N is the number of turns of the continuation."),
+    "fine_grained": ("Each item marked `fine_grained` has one row per numbered turn in `template.csv`: list in "
+                     "`behaviours` every behaviour above that the turn shows, by name, separated by `;`, or `none` "
+                     "when it shows none of them. An empty cell means *not annotated* (the row is skipped, never "
+                     "counted as no behaviour), so write `none` explicitly. If a turn shows an inconsistent or "
+                     "uncollaborative behaviour that none of these names covers, describe it in `not_in_taxonomy` (otherwise leave it empty). N is the "
+                     "number of numbered turns of the item; turns without a number are context only. Ignore the "
+                     "paragraph about JSON."),
+}
+
+
+def instructions(tax: Taxonomy, tasks: list[str]) -> tuple[str, dict[str, str]]:
+    """The annotators' instructions as Markdown, and the prompt refs they come from."""
+    parts = ["# Instructions for annotators\n",
+             "You see conversations: metadata, a summary, the recent history and a continuation. You are not told "
+             "who wrote a continuation; please do not guess. Put your name or id in the `annotator` column of "
+             "every row you fill.\n"]
+    refs = {}
+    for task in tasks:
+        p = load_prompt(PROMPTS[task])
+        refs[task] = p.ref
+        system, _ = p.render(n_turns="N", behaviours=behaviours_block(tax), only_some="", metadata="", summary="",
+                             history="", target="")
+        title = "Overall evaluation" if task == "overall" else "Fine-grained evaluation"
+        parts += [f"## {title} (items marked `{task}`)\n", "The instructions the LLM judge receives "
+                  f"(prompt {p.ref}):\n", "\n".join("> " + line if line else ">" for line in system.splitlines()),
+                  "", f"**How to record your answers.** {HOW_TO[task]}\n"]
+    return "\n".join(parts), refs

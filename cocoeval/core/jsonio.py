@@ -1,0 +1,137 @@
+"""Reading and writing JSON/JSONL with errors that name the file and record, atomically."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import ConfigError, InputError
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_text(path: str | Path) -> str:
+    """Read a UTF-8 text file; a clear InputError for missing, empty or non-UTF-8 files."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(p), hint="check the path") from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", file=str(p)) from None
+    except NotADirectoryError:
+        raise InputError("file not found: a part of the path is a file, not a folder", file=str(p),
+                         hint="check the path") from None
+    except PermissionError:
+        raise InputError("permission denied", file=str(p), hint="make the file readable (chmod)") from None
+    except OSError as e:
+        raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+    if not data.strip():
+        raise InputError("file is empty", file=str(p),
+                         hint="remove the file or replace it with a complete export")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(f"not valid UTF-8 (byte {e.start}, line {line})", file=str(p),
+                         hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+
+
+_TOO_DEEP = "JSON nested too deeply to read"
+
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; errors say where the JSON breaks."""
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
+                         file=str(path), hint="repair or re-export the file") from None
+    except RecursionError:
+        raise InputError(_TOO_DEEP, file=str(path), hint="no cocoeval file nests more than a few levels: "
+                         "repair or re-export the file") from None
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Yield (line number, parsed object) for each non-blank line of a JSONL file."""
+    text = read_text(path)
+    # JSONL lines end at \n only: str.splitlines() would also cut at U+2028, U+0085, \x1c...,
+    # which JSON allows raw inside strings
+    for n, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(path),
+                             record=f"line {n}", hint="repair or remove that line") from None
+        except RecursionError:
+            raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}",
+                             hint="repair or remove that line") from None
+
+
+def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) -> M:
+    """Validate ``data`` against ``model``; a ValidationError becomes an InputError."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "(top level)"
+        more = f" (and {e.error_count() - 1} more problems)" if e.error_count() > 1 else ""
+        raise InputError(f"field {loc}: {first['msg']}{more}", file=str(file), record=record,
+                         hint=f"the record must match the {model.__name__} layout") from None
+
+
+def write_atomic(path: str | Path, text: str) -> None:
+    """Write a text file via a temporary file and os.replace: never half-written. The values of
+    the API key variables are replaced by ``[REDACTED]`` (a second line of defence: error texts
+    are redacted where they are made; no other text is changed)."""
+    from cocoeval.llm.secrets import redact_values
+
+    text = redact_values(text)
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"cannot write {p}: it is a folder", hint="give a file path")
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    except OSError as e:  # a file where a folder should be, no permission, read-only disk
+        raise ConfigError(f"cannot write {p}: {e.strerror or e}",
+                          hint="choose an output folder that is a folder (or missing) and writable") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict]) -> int:
+    """Atomically write one JSON object per line; returns the number of lines."""
+    lines = []
+    for r in records:
+        if isinstance(r, BaseModel):
+            lines.append(r.model_dump_json(exclude_none=True))
+        else:
+            lines.append(json.dumps(r, ensure_ascii=False, sort_keys=True))
+    write_atomic(path, "".join(line + "\n" for line in lines))
+    return len(lines)
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    write_atomic(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True) + "\n")
+
+
+def read_models(path: str | Path, model: type[M]) -> list[M]:
+    """Read a JSONL file of ``model`` records."""
+    return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]

@@ -1,0 +1,69 @@
+"""What a judge judges: a *target* is the human reference or one continuation of an instance, with
+the turns of it that are labelled; and what a fine-grained judgment counts.
+
+The one home of the word: ``REFERENCE`` names the human reference as a target everywhere
+(judgments, frames, tables, annotation files)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .schema import Continuation, Instance, Judgment, Turn, is_human_ai
+from .taxonomy import Taxonomy
+
+REFERENCE = "reference"
+"""The target name (and target id) of the human reference r of an instance."""
+
+NO_TURNS = "no turns to judge"
+"""The reason recorded for a target with no turn the judge should judge (an empty continuation,
+or a chat window without a user turn): never sent to the judge, stored invalid with this reason
+(``frames`` counts it as ``skipped``), never a valid all-zero judgment."""
+
+
+@dataclass
+class Target:
+    instance: Instance
+    name: str
+    """'reference' or the setup name."""
+    target_id: str
+    """'reference' or the setup id."""
+    turns: list[Turn]
+    judged: list[int]
+    """0-based indices of the turns to label."""
+
+
+def targets_for(instances: Sequence[Instance], continuations: dict[str, list[Continuation]]) -> list[Target]:
+    """The reference of every instance and every ok continuation. In chats only user turns are
+    judged. Invalid continuations have nothing to judge; they count in the invalid rates."""
+    out = []
+    by_id = {i.id: i for i in instances}
+    for inst in instances:
+        out.append(Target(inst, REFERENCE, REFERENCE, inst.reference, judged_turns(inst, inst.reference)))
+    for name, conts in continuations.items():
+        for c in conts:
+            if c.status == "ok" and c.instance_id in by_id:
+                inst = by_id[c.instance_id]
+                out.append(Target(inst, name, c.setup_id, c.turns, judged_turns(inst, c.turns)))
+    return out
+
+
+def judged_turns(inst: Instance, turns: list[Turn]) -> list[int]:
+    """0-based indices of the turns of a target (``turns``) that a judge labels: every turn, or
+    in chats only the user turns. Empty: the target has nothing to judge (``NO_TURNS``)."""
+    if is_human_ai(inst):
+        return [i for i, t in enumerate(turns) if t.speaker == "user"]
+    return list(range(len(turns)))
+
+
+def behaviour_counts(j: Judgment, tax: Taxonomy) -> dict[str, int] | None:
+    """Occurrences of each behaviour in a fine-grained judgment; None when it is invalid
+    (an invalid judgment is never a zero count)."""
+    if j.kind != "fine_grained" or j.status == "invalid":
+        return None
+    counts = dict.fromkeys(tax.ids, 0)
+    for lb in j.labels:
+        for b in lb.behaviours:
+            if b in counts:
+                counts[b] += 1
+    return counts

@@ -1,0 +1,93 @@
+"""A judge's configuration: ``JudgeConfig`` (one judge of a params file, its id and which instances
+it judges), the two kinds of judgment and their prompts, and the answer schemas sent to models
+that take one."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cocoeval.core.schema import Instance, first_per_dataset
+from cocoeval.core.taxonomy import Taxonomy
+from cocoeval.llm.base import canonical_json
+from cocoeval.prompts.files import load_prompt
+
+Kind = Literal["overall", "fine_grained"]
+PROMPTS: dict[str, str] = {"overall": "judge_overall", "fine_grained": "judge_fine_grained"}
+
+
+class JudgeConfig(BaseModel):
+    """One judge. Its id hashes model, prompt, taxonomy and parameters: changing any of them
+    never reuses stale judgments."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """Label used in files (judgments/<name>.jsonl) and tables; in a params file a safe file name
+    (``cocoeval.core.names``), not 'human'."""
+    model: str
+    """Judge model spec, e.g. openai/o4-mini."""
+    kind: list[Kind] = Field(default_factory=lambda: ["overall", "fine_grained"])
+    """Which evaluations this judge makes."""
+    temperature: float | None = Field(0.0, ge=0, le=2)
+    """Sampling temperature (dropped for reasoning models)."""
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    """For reasoning models (o4-mini, gpt-5.1)."""
+    max_attempts: int = Field(3, ge=1)
+    """First answer plus re-asks with the validation error."""
+    max_tokens_overall: int = Field(600, ge=1)
+    """Output budget of an overall judgment (reasoning models need more)."""
+    max_tokens_per_turn: int = Field(80, ge=1)
+    """Output budget per judged turn of a fine-grained judgment (plus 200)."""
+    max_tokens_cap: int = Field(32_000, ge=1)
+    """Largest output budget. An answer cut off at its budget (finish_reason length/max_tokens)
+    is asked again with twice the budget, up to this cap (32,000: Claude Opus 4's output limit;
+    o4-mini and gpt-5.1 allow more); cut off at the cap, or cut off short of its budget (the
+    model's context is full, a larger budget cannot help), the judgment is invalid with the
+    reason "truncated at N tokens". Each call records its budget (``CallRecord.max_tokens``)."""
+    max_behaviours_per_turn: int | None = Field(None, ge=1)
+    """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size). For
+    small local models that otherwise list everything and run out of tokens."""
+    datasets: list[str] | None = None
+    """Only judge instances of these datasets (their reference and every continuation; None: all).
+    Chooses what is judged, so it is not part of the judge id."""
+    max_per_dataset: int | None = Field(None, ge=1)
+    """Only the first N instances of each dataset (in the run's order; None: all), as a setup's
+    ``max_per_dataset`` chooses them. Not part of the judge id."""
+
+    def select(self, instances: Sequence[Instance]) -> list[Instance]:
+        """The instances this judge judges."""
+        return first_per_dataset([i for i in instances if self.datasets is None or i.dataset in self.datasets],
+                                 self.max_per_dataset)
+
+    def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
+        data = self.model_dump(exclude={"name", "kind", "datasets", "max_per_dataset"})
+        data.update(kind=kind, prompt=load_prompt(PROMPTS[kind]).ref, taxonomy=taxonomy.hash)
+        return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
+
+
+def fine_schema(tax: Taxonomy, n_turns: int | None = None, max_per_turn: int | None = None) -> dict[str, Any]:
+    """The fine-grained answer's JSON schema: behaviour names from the taxonomy; with
+    ``n_turns`` exactly that many turn entries (grammar-constrained models then cannot stop
+    early); ``max_per_turn`` caps the behaviours listed per turn."""
+    item = {"type": "object", "properties": {
+        "behaviour": {"type": "string", "enum": [b.name for b in tax.behaviours]},
+        "evidence": {"type": "string", "maxLength": 60}}, "required": ["behaviour", "evidence"],
+        "additionalProperties": False}
+    turn = {"type": "object", "properties": {"turn": {"type": "integer"},
+                                             "behaviours": {"type": "array", "items": item,
+                                                            "maxItems": max_per_turn or len(tax.behaviours)}},
+            "required": ["turn", "behaviours"], "additionalProperties": False}
+    turns: dict[str, Any] = {"type": "array", "items": turn}
+    if n_turns:
+        turns.update(minItems=n_turns, maxItems=n_turns)
+    return {"type": "object", "properties": {"turns": turns}, "required": ["turns"], "additionalProperties": False}
+
+
+OVERALL_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"consistency": {"type": "integer"}, "collaborativeness": {"type": "integer"},
+                                     "rationale": {"type": "string", "maxLength": 300}},
+    "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}

@@ -1,0 +1,273 @@
+"""Glue for the notebooks: open a run from a params file, show answers, save figures, viewers.
+Everything a notebook does beyond calling these lives in the package."""
+
+from __future__ import annotations
+
+from cocoeval.analysis import inference
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cocoeval.analysis import charts, stats
+from cocoeval.analysis.frames import Frames, invalid_rates, run_frames
+from cocoeval.core.jsonio import write_atomic
+from cocoeval.analysis.report import default_judge, markdown_table
+from cocoeval.analysis.answer import Answer
+from cocoeval.core.text import md_escape
+from cocoeval.analysis.judge_free import pipeline_check
+from cocoeval.run import Experiment, Run, load_params
+
+EMBED_OPTIONS = {"renderer": "svg"}
+"""vega-embed options of every chart in the notebooks: SVG (crisp, and each mark is an element)."""
+
+
+def setup(*, offline: bool = True) -> None:
+    """Make Altair charts render in Jupyter with no network: charts are shown as
+    ``alt.JupyterChart`` widgets whose JavaScript (vega, vega-lite, vega-embed) comes bundled from
+    vl-convert instead of a CDN; works in JupyterLab, Notebook 7 and VS Code. ``open_run`` calls
+    it; calling it again costs nothing. ``offline=False`` goes back to Altair's default renderer.
+    Saving figures (``charts.save``) never needs a browser either way."""
+    import altair as alt
+
+    if offline:
+        alt.JupyterChart.enable_offline()  # bundles once per kernel (a few seconds), then cached
+        alt.renderers.enable("jupyter", offline=True, embed_options=EMBED_OPTIONS)
+    else:
+        alt.JupyterChart.enable_offline(offline=False)
+        alt.renderers.enable("default")
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    return getattr(get_ipython(), "kernel", None) is not None
+
+
+@dataclass
+class RunContext:
+    experiment: Experiment
+    run_dir: Path
+    run: Run
+    frames: Frames
+    judge: str | None
+
+    def summary_markdown(self) -> str:
+        m = self.run.manifest
+        rates = invalid_rates(self.frames)
+        e = md_escape
+        lines = [f"Run **{e(m.get('params', {}).get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
+                 f"{e(m.get('status'))}, cocoeval {e(m.get('cocoeval_version'))}, taxonomy "
+                 f"{e(m.get('taxonomy', {}).get('hash'))}.",
+                 f"{len(self.run['instances'])} instances; setups: "
+                 f"{', '.join(e(x) for x in self.run['continuations']) or 'none'}; judges: "
+                 f"{', '.join(e(x) for x in self.run.all_judgments) or 'none'}; figures use judge "
+                 f"**{e(self.judge)}**.",
+                 "", "Invalid continuations and judgments (shown beside every statistic):", "",
+                 markdown_table(rates)]
+        if pipeline_check(m):
+            lines[:0] = [f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
+                         "`label: pipeline-check`: its judge-based figures and answers show that the judge path runs "
+                         "end to end, not findings. Judge-free statistics (notebook 10) are real measurements of the "
+                         "human references and of the tiny model's continuations.", ""]
+        return "\n".join(lines)
+
+    def figures_path(self, figures_dir: str | Path | None, notebook: str) -> Path:
+        """Where a notebook's figures go: ``figures_dir/notebook``; an empty ``figures_dir`` means
+        the run's own folder (``<run>/figures``), so running a notebook changes no tracked file."""
+        return (Path(figures_dir) if figures_dir else self.run_dir / "figures") / notebook
+
+    def analysis(self, name: str, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N,
+                 correction: str = "bh", **options: Any) -> Answer | None:
+        """The answer of the registered analysis ``name`` (``cocoeval.analysis.analyses``) on this run, with
+        this context's frames and judge; ``options``: the analysis's own (a notebook's extra
+        parameters). None: nothing to show (e.g. no judge)."""
+        from cocoeval.analysis import analyses
+
+        return analyses.compute(name, self.run, analyses.Params(
+            judge=self.judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction, frames=self.frames,
+            bench_dir=self.experiment.bench_dir() if self.experiment is not None else None, options=options))
+
+    def show(self, answer: Answer | None, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
+        """Display the computed answer, its tables and charts; save the charts as PNG and SVG
+        under ``figures_path(figures_dir, notebook)``. No answer (None) shows nothing."""
+        from IPython.display import Markdown, display
+
+        if answer is None:
+            return []
+        display(Markdown(answer.markdown()))
+        for name, df in answer.tables.items():
+            display(Markdown(f"*{md_escape(name)}*"))
+            display(df)
+        saved: list[Path] = []
+        marked = answer.judge_based and pipeline_check(self.run.manifest)
+        for name, ch in answer.charts.items():
+            if marked:
+                ch = charts.titled(ch, f"{name.replace('_', ' ')} — {charts.PIPELINE_CHECK}")
+            display(ch)
+            saved += charts.save(ch, self.figures_path(figures_dir, notebook) / name)
+        return saved
+
+    def viewer(self) -> Any:
+        from .widgets import ConversationViewer
+
+        return ConversationViewer(self.run, judge=self.judge, taxonomy=self.frames.taxonomy)
+
+    def linked_chart(self, viewer: Any, answer: Answer | None = None, *, setups: list[str] | None = None) -> Any:
+        """Figure 3 as an ``alt.JupyterChart``: clicking a bar lists its turns in ``viewer``. Its
+        setups: ``setups``, else those ``answer`` compares (``Answer.setups``), else every one."""
+        import altair as alt
+
+        if setups is None and answer is not None:
+            setups = answer.setups
+        if self.judge is None:
+            return None
+        fig3 = answer.tables.get("figure3") if answer is not None and setups == answer.setups else None
+        means = fig3 if fig3 is not None else stats.figure3_means(self.frames, self.judge, setups)  # the table's CIs
+        if means.is_empty():
+            return None
+        setup()
+        jc = alt.JupyterChart(charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge,
+                                                    setups=setups, selectable=True), embed_options=EMBED_OPTIONS)
+        viewer.link(jc)
+        return jc
+
+    def annotator(self, out_csv: str | Path | None = None) -> Any:
+        """An annotator over every target of the run (pick one in its menu); Save writes
+        ``<run>/annotations.csv`` unless ``out_csv`` says otherwise. None when there is nothing."""
+        from cocoeval.core.targets import targets_for
+        from .widgets import Annotator
+
+        targets = targets_for(self.run.instances, self.run.continuations)
+        if not targets:
+            return None
+        return Annotator(targets, out_csv or self.run_dir / "annotations.csv", taxonomy=self.frames.taxonomy)
+
+
+def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judge: str | None = None,
+             run_if_missing: bool = False) -> RunContext:
+    """The run a params file describes (or ``run_dir``); runs it first when asked and missing.
+    In a Jupyter kernel it also sets charts up to render offline (``setup``)."""
+    if _in_kernel():
+        setup()
+    exp = load_params(params_file)
+    rd = Path(run_dir) if run_dir else exp.run_dir
+    if not (rd / "manifest.json").exists():
+        if not run_if_missing:
+            from cocoeval.core.errors import NotFoundError
+
+            raise NotFoundError(f"no run at {rd}", hint=f"run it first: cocoeval run {params_file} "
+                                "(or set run_if_missing = True in the parameters cell)")
+        rd = exp.run()
+    run = Run.open(rd)
+    frames = run_frames(run, exp.taxonomy)
+    return RunContext(exp, rd, run, frames, judge or default_judge(frames))
+
+
+def shipped_notebooks() -> Path:
+    """The notebooks' folder inside the installed package, cocoeval/notebooks/ (package data of the
+    wheel; a checkout regenerates them with notebooks/make_notebooks.py)."""
+    from importlib.resources import files
+
+    nb_dir = Path(str(files("cocoeval") / "notebooks"))
+    if not any(nb_dir.glob("*.ipynb")):
+        from cocoeval.core.errors import NotFoundError
+
+        raise NotFoundError(f"no notebooks in {nb_dir}", hint="reinstall cocoeval (the wheel ships them as "
+                            "package data) or run python notebooks/make_notebooks.py in a checkout")
+    return nb_dir
+
+
+def copy_notebooks(params_file: str | Path, dest: str | Path, *, figures_dir: str | Path | None = None) -> list[Path]:
+    """Copy the shipped notebooks into ``dest`` for interactive use (e.g. ``jupyter lab DEST``),
+    with ``params_file`` (and ``figures_dir``) set in each parameters cell, as paths relative to
+    ``dest`` where they can be. Existing notebooks of the same name are replaced."""
+    import os
+
+    out = Path(dest)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def rel(path: str | Path) -> str:
+        try:
+            return Path(os.path.relpath(Path(path).resolve(), out.resolve())).as_posix()
+        except ValueError:  # another drive on Windows
+            return str(Path(path).resolve())
+
+    values = {"params_file": rel(params_file), **({"figures_dir": rel(figures_dir)} if figures_dir else {})}
+    done = []
+    for nb in sorted(shipped_notebooks().glob("*.ipynb")):
+        doc = json.loads(nb.read_text(encoding="utf-8"))
+        for cell in doc["cells"]:
+            if "parameters" in cell.get("metadata", {}).get("tags", []):
+                cell["source"] = _set_parameters("".join(cell["source"]), values)
+        target = out / nb.name
+        write_atomic(target, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
+        done.append(target)
+    return done
+
+
+def _set_parameters(source: str, values: dict[str, str]) -> str:
+    """Set ``name: str = "..."`` lines of a parameters cell to new string values (comments kept)."""
+    import re
+
+    for name, value in values.items():
+        source, n = re.subn(rf'^({re.escape(name)}: str = )"[^"\n]*"', lambda m, v=value: m.group(1) + json.dumps(v),
+                            source, count=1, flags=re.M)
+        if n != 1:
+            raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of make_notebooks.py
+    return source
+
+
+def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path | None = None,
+                      notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = inference.MIN_N,
+                      correction: str = "bh") -> list[Path]:
+    """Execute every notebook headlessly with papermill on a params file's run; executed copies go
+    to ``out_dir`` and figures to ``figures_dir/<notebook>/`` (default: the run's ``figures/``)."""
+    import papermill as pm
+
+    inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
+
+    nb_dir = Path(notebooks_dir) if notebooks_dir else shipped_notebooks()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    done = []
+    for nb in sorted(nb_dir.glob("*.ipynb")):
+        target = out / nb.name
+        try:
+            pm.execute_notebook(str(nb), str(target), cwd=str(nb_dir), kernel_name="python3", progress_bar=False,
+                                parameters={"params_file": str(Path(params_file).resolve()),
+                                            "figures_dir": str(Path(figures_dir).resolve()) if figures_dir else "",
+                                            "resamples": resamples,
+                                            "min_n": min_n, "correction": correction})
+        finally:  # a failed notebook is written too, with the traceback that may hold a key
+            redact_outputs(target)
+        done.append(target)
+    return done
+
+
+def redact_outputs(path: Path) -> None:
+    """Redact API keys and credential-shaped text (``secrets.redact``) in the outputs of an
+    executed notebook (cell sources are left as they are; images are not text)."""
+    from cocoeval.llm.secrets import redact
+
+    if not path.is_file():
+        return
+    nb = json.loads(path.read_text(encoding="utf-8"))
+
+    def clean(x: Any, mime: str = "") -> Any:
+        if mime.startswith("image/") and not mime.startswith("image/svg"):
+            return x
+        if isinstance(x, str):
+            return redact(x)
+        if isinstance(x, list):
+            return [clean(v, mime) for v in x]
+        if isinstance(x, dict):
+            return {k: clean(v, k if "/" in k else mime) for k, v in x.items()}
+        return x
+
+    for cell in nb.get("cells", []):
+        if cell.get("outputs"):
+            cell["outputs"] = clean(cell["outputs"])
+    write_atomic(path, json.dumps(nb, ensure_ascii=False, indent=1) + "\n")

@@ -1,0 +1,280 @@
+"""Notebook viewers (ipywidgets): a conversation viewer linked to the Figure-3 chart, and an
+annotator (``cocoeval.notebooks.annotator``) that writes the annotation format of ``cocoeval.annotate.exchange``.
+All model and human text is HTML-escaped before display."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets as w
+
+from .annotator import Annotator
+from cocoeval.analysis.charts import CATEGORY_COLOURS, HUMAN
+from cocoeval.analysis.convstats import STATISTICS, conversation_stats
+from cocoeval.core.targets import REFERENCE
+from cocoeval.core.targets import Target, targets_for
+from cocoeval.core.schema import Judgment
+from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
+
+if TYPE_CHECKING:
+    from cocoeval.run import Run
+
+ALL = "(all)"
+WIDE = {"description_width": "initial"}
+__all__ = ["ALL", "Annotator", "Bar", "ConversationViewer"]
+
+
+def _e(s: Any) -> str:
+    return html.escape(str(s), quote=True)
+
+
+@dataclass
+class Bar:
+    """The data behind one bar of Figure 3: ``n`` instances with a valid judgment of ``target``
+    (the bar's n; for the human series, the panel setup's instances), and every labelled turn."""
+    panel: str
+    series: str
+    behaviour: str
+    target: str
+    n: int = 0
+    rows: list[tuple[str, int, str, str]] = field(default_factory=list)
+    """(instance, turn index, speaker, text)"""
+
+    @property
+    def instances(self) -> list[str]:
+        """The instances that contribute a labelled turn, in order."""
+        return list(dict.fromkeys(r[0] for r in self.rows))
+
+    @property
+    def mean(self) -> float | None:
+        return len(self.rows) / self.n if self.n else None
+
+
+class ConversationViewer:
+    """Pick an instance; see M, S, a collapsible history, and the human reference beside the
+    chosen simulated continuations, turn by turn, each turn tagged with the behaviours the judge
+    found (colour by category; evidence on hover), each column ending with its judge-free statistics
+    (``convstats``). Filters: dataset, setup, behaviour, judge. Linked to a Figure-3 chart
+    (``link``), a bar click lists the turns behind that bar and shows one of its conversations."""
+
+    def __init__(self, run: Run, *, judge: str | None = None, taxonomy: Taxonomy | None = None) -> None:
+        self.run = run
+        self.tax = taxonomy or load_taxonomy()
+        self.names = {b.id: b for b in self.tax.behaviours}
+        self.instances = {i.id: i for i in run.instances}
+        self.targets: dict[tuple[str, str], Target] = {
+            (t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
+        self.judgments: dict[tuple[str, str, str], Judgment] = {}
+        for name, js in run.all_judgments.items():
+            for j in js:
+                if j.kind == "fine_grained":
+                    self.judgments[(j.judge_name or name, j.instance_id, j.target_name or j.target)] = j
+        judges = sorted({k[0] for k in self.judgments})
+        setups = sorted(run.continuations)
+        datasets = sorted({i.dataset for i in run.instances})
+        self._quiet = False
+        self.dataset = w.Dropdown(options=[ALL, *datasets], description="dataset", style=WIDE)
+        self.behaviour = w.Dropdown(options=[(ALL, ALL)] + [(b.name, b.id) for b in self.tax.behaviours],
+                                    description="behaviour", style=WIDE)
+        self.setups = w.SelectMultiple(options=setups, value=tuple(setups[:2]), description="setups",
+                                       rows=max(1, min(len(setups), 12)), style=WIDE,
+                                       layout=w.Layout(width="auto", min_width="360px"))
+        self.judge = w.Dropdown(options=judges or [None], value=judge if judge in judges else (judges or [None])[0],
+                                description="judge", style=WIDE)
+        self.instance = w.Dropdown(description="instance", style=WIDE, layout=w.Layout(width="auto", min_width="520px"))
+        self.html = w.HTML()
+        self.behind = w.HTML()
+        for control in (self.dataset, self.behaviour, self.setups, self.judge):
+            control.observe(self._refilter, "value")
+        self.instance.observe(lambda _: None if self._quiet else self.refresh(), "value")
+        self._refilter()
+        self.widget = w.VBox([w.HBox([self.dataset, self.behaviour, self.judge]), self.setups, self.instance,
+                              self.behind, self.html])
+
+    # ------------------------------------------------------------------ filtering and rendering
+    def _simulated(self, setup: str, iid: str) -> bool:
+        return (iid, setup) in self.targets
+
+    def _matches(self, inst_id: str) -> bool:
+        inst = self.instances[inst_id]
+        if self.dataset.value != ALL and inst.dataset != self.dataset.value:
+            return False
+        if self.behaviour.value == ALL:
+            return True
+        for target in [REFERENCE, *self.setups.value]:
+            j = self.judgments.get((self.judge.value, inst_id, target))
+            if j and any(self.behaviour.value in lb.behaviours for lb in j.labels):
+                return True
+        return False
+
+    @contextmanager
+    def _batch(self) -> Iterator[None]:
+        """Change several controls with one refilter at the end."""
+        self._quiet = True
+        try:
+            yield
+        finally:
+            self._quiet = False
+        self._refilter()
+
+    def _refilter(self, *_: Any) -> None:
+        if self._quiet:
+            return
+        ids = [i for i in sorted(self.instances) if self._matches(i)]
+        current = self.instance.value
+        if current not in ids and ids:  # open on an instance the chosen setups simulated
+            current = max(ids, key=lambda i: sum(self._simulated(s, i) for s in self.setups.value))
+        self._quiet = True
+        try:
+            self.instance.options = ids
+            self.instance.value = current if ids else None
+        finally:
+            self._quiet = False
+        self.refresh()
+
+    def _turn(self, t: Any, i: int, judgment: Judgment | None) -> str:
+        tags = ""
+        if judgment is not None:
+            lb = next((x for x in judgment.labels if x.turn == i), None)
+            for b in lb.behaviours if lb else []:
+                beh = self.names.get(b)
+                colour = CATEGORY_COLOURS.get(beh.category if beh else "", "#666")
+                tags += (f'<span class="cc-tag" data-behaviour="{_e(b)}" title="{_e(lb.evidence.get(b, ""))}" '
+                         f'style="background:{colour};color:white;border-radius:3px;padding:0 4px;'
+                         f'margin-left:4px;font-size:85%">{_e(beh.name if beh else b)}</span>')
+        hi = ' style="background:#fff3cd"' if self.behaviour.value != ALL and f'data-behaviour="{self.behaviour.value}"' in tags else ""
+        return f"<div{hi}><b>{_e(t.speaker)}</b>: {_e(t.text)}{tags}</div>"
+
+    def render(self) -> str:
+        iid = self.instance.value
+        if iid is None:
+            return "<i>No instance matches the filters.</i>"
+        inst = self.instances[iid]
+        m = inst.metadata
+        parts = [f"<h4>{_e(inst.id)} <small>({_e(inst.dataset)})</small></h4>",
+                 "<b>Goals</b><ul>" + "".join(f"<li>{_e(g)}</li>" for g in m.goals) + "</ul>",
+                 "<b>Participants</b>: " + ", ".join(
+                     _e(p.name) + (f" <i>({_e(', '.join(x for x in (p.role, p.stance) if x))})</i>" if p.role or p.stance else "")
+                     for p in m.participants),
+                 f"<p><b>Summary</b> ({_e(m.method)}/{_e(inst.summary.method)}): {_e(inst.summary.text)}</p>",
+                 f"<p><small>M: {_e(m.method)}, S: {_e(inst.summary.method)}, turns: "
+                 f"{_e(inst.provenance.text_method)}</small></p>",
+                 f"<details><summary>History ({len(inst.history)} turns)</summary>"
+                 + "".join(f"<div><b>{_e(t.speaker)}</b>: {_e(t.text)}</div>" for t in inst.history) + "</details>"]
+        cols = []
+        for target in [REFERENCE, *self.setups.value]:
+            t = self.targets.get((iid, target))
+            title = HUMAN if target == REFERENCE else target
+            if t is None:
+                cont = next((c for c in self.run.continuations.get(target, []) if c.instance_id == iid), None)
+                body = f"<div><i>{'invalid: ' + _e(cont.reason) if cont else 'not simulated'}</i></div>"
+            else:
+                j = self.judgments.get((self.judge.value, iid, target))
+                note = "" if j is None or j.status != "invalid" else f"<div><i>judgment invalid: {_e(j.reason)}</i></div>"
+                body = note + "".join(self._turn(x, i, j) for i, x in enumerate(t.turns)) + self.stats_html(t)
+            cols.append(f'<td class="cc-col" data-target="{_e(target)}" style="vertical-align:top;padding:4px;'
+                        f'width:{100 // (1 + len(self.setups.value))}%">'
+                        f'<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;'
+                        f'margin-bottom:4px">{_e(title)}</div>{body}</td>')
+        parts.append('<table style="width:100%;border-collapse:collapse"><tr>' + "".join(cols) + "</tr></table>")
+        return "\n".join(parts)
+
+    def judge_free(self, target: Target) -> dict[str, Any]:
+        """The judge-free statistics of one target (``convstats.conversation_stats``; None: undefined)."""
+        inst = target.instance
+        p = len({x.speaker for x in [*inst.history, *inst.reference]})
+        return conversation_stats(target.turns, history=inst.history, goals=inst.metadata.goals, participants=p,
+                                  scored=target.judged)
+
+    def stats_html(self, target: Target) -> str:
+        def fmt(k: str, v: Any) -> str:
+            return "–" if v is None else str(v) if k in ("turns", "speakers") else f"{v:.2f}"
+
+        rows = "".join(f'<tr><td>{_e(STATISTICS[k])}</td><td style="text-align:right">{fmt(k, v)}</td></tr>'
+                       for k, v in self.judge_free(target).items())
+        return ('<details class="cc-stats"><summary>judge-free statistics</summary>'
+                f'<table style="font-size:85%">{rows}</table></details>')
+
+    def refresh(self) -> None:
+        self.html.value = self.render()
+
+    # ------------------------------------------------------------------ chart linking
+    def bar(self, panel: str, series: str, behaviour: str, *, scope: str = "panel") -> Bar:
+        """The turns behind one Figure-3 bar, counted as ``stats.figure3_means`` counts them: the
+        simulated series of a panel is its setup's valid judgments; the human series is the
+        reference on the same instances (``scope="all"``: on every instance, as for charts of
+        plain ``mean_occurrences`` rows)."""
+        judge = self.judge.value
+        target = REFERENCE if series == HUMAN else panel
+
+        def valid(tgt: str, iid: str) -> Judgment | None:
+            j = self.judgments.get((judge, iid, tgt))
+            return j if j is not None and j.status != "invalid" else None
+
+        ids = sorted(self.instances)
+        if scope == "panel" and panel in self.run.continuations:
+            ids = [i for i in ids if valid(panel, i)]
+        out = Bar(panel, series, behaviour, target)
+        for iid in ids:
+            j, t = valid(target, iid), self.targets.get((iid, target))
+            if j is None or t is None:
+                continue
+            out.n += 1
+            for lb in j.labels:
+                if behaviour in lb.behaviours and 0 <= lb.turn < len(t.turns):
+                    out.rows.append((iid, lb.turn, t.turns[lb.turn].speaker, t.turns[lb.turn].text))
+        return out
+
+    def turns_behind(self, target: str, behaviour: str, *, panel: str | None = None) -> list[tuple[str, int, str, str]]:
+        """(instance, turn, speaker, text) of every turn of ``target`` the current judge labelled
+        with ``behaviour`` (the reference within ``panel``'s instances when a panel is given)."""
+        series = HUMAN if target == REFERENCE else "simulated"
+        return self.bar(panel or target, series, behaviour, scope="panel" if panel else "all").rows
+
+    def show_bar(self, panel: str, series: str, behaviour: str, *, scope: str = "panel") -> Bar:
+        """List the turns behind a bar and show its behaviour, its setup and one instance that
+        contributes to it."""
+        b = self.bar(panel, series, behaviour, scope=scope)
+        name = self.names[behaviour].name if behaviour in self.names else behaviour
+        mean = "" if b.mean is None else f"; mean {b.mean:.2f} per conversation over n = {b.n}"
+        self.behind.value = (
+            f'<div class="cc-behind"><b>{len(b.rows)} turn(s) in {len(b.instances)} of {b.n} instance(s)</b>: '
+            f"{_e(series)} in panel {_e(panel)}, labelled {_e(name)} by {_e(self.judge.value)}{mean}<ol>"
+            + "".join(f"<li>{_e(i)} #{n + 1} <b>{_e(s)}</b>: {_e(x)}</li>" for i, n, s, x in b.rows) + "</ol></div>")
+        with self._batch():
+            if behaviour in [v for _, v in self.behaviour.options]:
+                self.behaviour.value = behaviour
+            if panel in self.setups.options:
+                self.setups.value = (panel,)
+            pick = b.instances[0] if b.instances else None
+            if pick is not None and self.dataset.value not in (ALL, self.instances[pick].dataset):
+                self.dataset.value = ALL
+        if pick is not None and pick in self.instance.options:
+            self.instance.value = pick
+        return b
+
+    def on_selection(self, value: list[dict[str, Any]], *, scope: str = "panel") -> Bar | None:
+        """Handle a Figure-3 bar selection ({panel, series, behaviour} fields)."""
+        if not value:
+            return None
+        v = value[0]
+        series = v.get("series", "simulated")
+        panel = v.get("panel") or (HUMAN if series == HUMAN else REFERENCE)
+        return self.show_bar(panel, series, v["behaviour"], scope=scope)
+
+    def link(self, jchart: Any, param: str = "pick") -> None:
+        """Clicking a bar of ``charts.behaviour_bars(..., selectable=True)`` shown as an
+        ``alt.JupyterChart`` lists the turns behind it here."""
+        scope = charts_scope(jchart.chart)
+        jchart.selections.observe(lambda change: self.on_selection(change.new.value, scope=scope), [param])
+
+
+def charts_scope(chart: Any) -> str:
+    """How a Figure-3 chart counted its human series: 'panel' or 'all' (``charts.behaviour_bars``)."""
+    meta = getattr(chart, "usermeta", None)
+    meta = meta if isinstance(meta, dict) else {}
+    return str(meta.get("cocoeval", {}).get("reference_scope", "panel"))

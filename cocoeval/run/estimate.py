@@ -1,0 +1,321 @@
+"""Forecast calls, tokens and cost of a params file before anything is sent.
+
+The forecast builds the requests the run would send, with the same code: for a setup with k turns
+per call, step j shows the turns "written so far", whose stand-in is the human reference (same
+length and style), and each call is expected to output k reference-length turns; judge calls
+render the actual judge prompts for every reference and for each setup's continuation (again
+with the reference standing in). It then bills them in the order the run sends them (simulation
+round by round; judge calls instance by instance, ``judge.send_order``) by each provider's own
+prompt-cache rules (``llm/promptcache.py``: OpenAI's longest common prefix with a recent request
+from 1,024 tokens in steps of 128; Anthropic's breakpoints, writes at 1.25x and reads at 0.1x),
+on the wire bodies the providers would send. Assumed: every call of a round, and of an
+instance's judge calls, comes within the providers' cache lifetime (minutes) of the one before.
+
+Output tokens per call: a documented default (a simulator writes reference-length turns; a
+fine-grained judge ``JUDGE_OUTPUT_PER_TURN`` per judged turn, an overall judge
+``JUDGE_OUTPUT_OVERALL``), replaced, row by row, by the mean the run's own call records show when
+there are any (``observed_output``: per turn written, per judged turn, per call). Reasoning
+models bill their thinking as output too: ``REASONING_PER_CALL`` tokens per call by reasoning
+effort, likewise replaced by the observed mean (``observed_reasoning``). A pilot run (a few
+instances) therefore makes the forecast of the full grid bill-accurate.
+Batch cost: half the naive price, with no prompt caching (a batch runs over hours; a cache hit
+there is the provider's best effort, not counted on).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from cocoeval.core.schema import CallRecord, Continuation, Instance
+from cocoeval.judge.engine import plan_judgments, send_order
+from cocoeval.llm.base import GenerateRequest, Provider, get_provider
+from cocoeval.llm.promptcache import AnthropicBreakpointCache, OpenAIPrefixCache
+from cocoeval.llm.usage import PriceTable, Usage, count_tokens, token_method
+from cocoeval.simulate.engine import SimTask, plan_continuations
+
+from .stages import Experiment
+
+if TYPE_CHECKING:
+    from . import Run
+
+JUDGE_OUTPUT_PER_TURN = 50
+"""Default visible fine-grained judge output per judged turn (the paper's appendix: ≈50 tokens
+per generated turn, taken for a judged turn too), until the run's own records show the mean."""
+JUDGE_OUTPUT_OVERALL = 120
+"""Default visible output of an overall judgment (scores and a one- or two-sentence rationale),
+until the run's own records show the mean."""
+REASONING_PER_CALL: dict[str, int] = {"minimal": 0, "low": 300, "medium": 1000, "high": 3000}
+"""Reasoning tokens per call of a reasoning model (o-series, gpt-5) by reasoning effort (unset:
+medium), a documented guess until the run's own call records show the real mean."""
+
+ROW_FIELDS = ("calls", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens",
+              "reasoning_tokens")
+
+
+def _row() -> dict[str, Any]:
+    return dict.fromkeys(ROW_FIELDS, 0)
+
+
+def is_reasoning(prov: Provider) -> bool:
+    return bool(getattr(prov, "reasoning", False))
+
+
+class _Biller:
+    """Cached input of each planned request by its provider's rules, in sending order."""
+
+    def __init__(self) -> None:
+        self.openai = OpenAIPrefixCache(self._tokens, clock=lambda: 0.0)
+        self.anthropic = AnthropicBreakpointCache(self._tokens, clock=lambda: 0.0)
+        self.providers: dict[str, Provider] = {}
+
+    @staticmethod
+    def _tokens(text: str) -> int:
+        return count_tokens(text)
+
+    def provider(self, model: str) -> Provider:
+        if model not in self.providers:
+            self.providers[model] = get_provider(model)
+        return self.providers[model]
+
+    def bill(self, model: str, request: GenerateRequest, distinct: str | None = None) -> tuple[int, int, int]:
+        """(input, cached, cache-write) tokens of one request. ``distinct``: a judge target's
+        name, marked (for billing only) where the target starts, since the stand-in (the
+        reference) would otherwise make every target's request identical."""
+        prov = self.provider(model)
+        prepared = prov.prepare(request)[0]
+        tokens = sum(count_tokens(m.content) + 4 for m in prepared.messages)
+        if distinct is not None and prepared.cache_points:
+            i, at = prepared.cache_points[-1]
+            msgs = list(prepared.messages)
+            msgs[i] = msgs[i].model_copy(update={"content": f"{msgs[i].content[:at]}\x00{distinct}{msgs[i].content[at:]}"})
+            prepared = prepared.model_copy(update={"messages": msgs})
+        if prov.prompt_caching == "openai_prefix":
+            return tokens, min(self.openai.bill(prov.kwargs(prepared)), tokens), 0  # type: ignore[attr-defined]
+        if prov.prompt_caching == "anthropic_breakpoints":
+            read, write = self.anthropic.bill(prov.kwargs(prepared))  # type: ignore[attr-defined]
+            return tokens, min(read, tokens), min(write, tokens - min(read, tokens))
+        return tokens, 0, 0
+
+
+def forecast(exp: Experiment, instances: list[Instance],
+             observed: dict[tuple[str, str], float] | None = None,
+             observed_out: dict[tuple[str, str, str], float] | None = None) -> list[dict[str, Any]]:
+    """Rows per (stage, name, model): calls, input/cached/cache-write/output/reasoning tokens;
+    cost naive, with prompt caching and through a batch API; and ``mode``/``cost_planned_usd``:
+    how the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row,
+    and what that costs; ``cost_if_batch_usd``: its cost under ``--batch`` (the batch price where
+    the row can go through a batch API, else live with caching). ``observed``: mean reasoning tokens per call by (stage, model), from
+    a run's records (``observed_reasoning``), in place of ``REASONING_PER_CALL``;
+    ``observed_out``: mean visible output tokens per unit by row (``observed_output``), in place
+    of the defaults (simulation: per turn written, instead of the reference's turns; fine-grained
+    judging: per judged turn; overall judging: per call). ``output_source`` in each row says
+    which was used ("observed" or "default")."""
+    prices = PriceTable.load(exp.llm_config().prices)
+    tax = exp.taxonomy
+    biller = _Biller()
+    rows: dict[tuple[str, str, str], dict[str, Any]] = defaultdict(_row)
+
+    def reasoning(stage: str, model: str, effort: str | None) -> int:
+        if not is_reasoning(biller.provider(model)):
+            return 0
+        if observed and (stage, model) in observed:
+            return round(observed[(stage, model)])
+        return REASONING_PER_CALL[effort or "medium"]
+
+    def visible(key: tuple[str, str, str], units: int, default: int) -> int:
+        """Visible output of one call: the row's observed mean per unit times ``units``, else the default."""
+        if observed_out and key in observed_out:
+            rows[key]["output_source"] = "observed"
+            return round(observed_out[key] * units)
+        rows[key]["output_source"] = "default"
+        return default
+
+    def add(key: tuple[str, str, str], request: GenerateRequest, output: int, effort: str | None = None,
+            distinct: str | None = None) -> None:
+        r = rows[key]
+        tin, cached, write = biller.bill(key[2], request, distinct)
+        think = reasoning(key[0], key[2], effort)
+        r["calls"] += 1
+        r["input_tokens"] += tin
+        r["cached_input_tokens"] += cached
+        r["cache_write_tokens"] += write
+        r["output_tokens"] += output + think
+        r["reasoning_tokens"] += think
+
+    # simulation, round by round as simulate() sends it
+    conts: list[tuple[Any, SimTask]] = []
+    planned = plan_continuations(instances, exp.params.setups, tax)
+    for s in exp.params.setups:
+        for task in planned[s.name]:
+            inst = task.inst
+            if s.kind == "human_ai":  # approximate: no prompt-cache credit
+                ref = inst.reference
+                r = rows[("simulate", s.name, s.model)]
+                r["calls"] += sum(1 for t in ref if t.speaker == "user")
+                r["input_tokens"] += sum(count_tokens(t.text) for t in [*inst.history, *ref]) * 2
+                r["output_tokens"] += sum(count_tokens(t.text) for t in ref)
+                continue
+            conts.append((s, task))
+    while conts:
+        for s, task in conts:
+            ref, j = task.inst.reference, len(task.turns)
+            call = task.next_call()
+            k = min(s.turns_per_call, len(ref) - j)
+            copies = s.n_copy if s.prompt == "copy_then_continue" else 0
+            key = ("simulate", s.name, s.model)
+            add(key, call.request, visible(key, k, sum(count_tokens(f"{t.speaker}: {t.text}") + 1
+                                                       for t in ref[max(0, j - copies): j + k])))
+            task.turns = list(ref[: j + k])
+        conts = [(s, t) for s, t in conts if len(t.turns) < len(t.inst.reference)]
+
+    # judging, in the order judge() sends it
+    proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
+                        for i in s.select(instances)] for s in exp.params.setups}
+    tasks = [t for ts in plan_judgments(instances, proxies, exp.params.judges, tax).values() for t in ts]
+    for task in send_order(tasks, exp.params.judges):
+        if task.result is not None:  # a target with no turn to judge is never sent
+            continue
+        jc, t = task.judge, task.target
+        key = ("judge", f"{jc.name}:{task.kind}", jc.model)
+        out = visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged)) if task.kind == "fine_grained" \
+            else visible(key, 1, JUDGE_OUTPUT_OVERALL)
+        add(key, task.next_call().request, out, jc.reasoning_effort, distinct=t.name)
+
+    cfg = exp.llm_config()
+    multi_step = {s.name for s in exp.params.setups
+                  if s.kind == "human_ai" or any(s.turns_per_call < len(i.reference) for i in instances)}
+    out = []
+    for (stage, name, model), r in sorted(rows.items()):
+        plain = Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"])
+        naive = prices.cost(model, plain)
+        cached = prices.cost(model, Usage(input_tokens=r["input_tokens"], cached_input_tokens=r["cached_input_tokens"],
+                                          cache_write_tokens=r["cache_write_tokens"], output_tokens=r["output_tokens"]))
+        batch = prices.cost(model, plain, batch=True)
+        # how the params file's llm settings would send this row: batch only where the provider has
+        # a batch API and the calls do not wait for earlier answers (or rounds are asked for)
+        batchable = biller.provider(model).batch and (
+            stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
+        mode = "batch" if cfg.batch and batchable else "live"
+        out.append({"stage": stage, "name": name, "model": model, **{k: r[k] for k in ROW_FIELDS},
+                    "output_source": r.get("output_source", "default"), "cost_naive_usd": naive,
+                    "cost_cached_usd": cached, "cost_batch_usd": batch, "mode": mode,
+                    "cost_planned_usd": batch if mode == "batch" else cached,
+                    "cost_if_batch_usd": batch if batchable else cached})
+    return out
+
+
+PLAN_TOTALS = {"naive": "cost_naive_usd", "live": "cost_cached_usd", "batch": "cost_batch_usd",
+               "planned": "cost_planned_usd", "with_batch": "cost_if_batch_usd"}
+"""The totals of a forecast (``plan_totals``) and the row column each sums."""
+
+
+def plan_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals over the rows with known prices: ``naive``, ``live`` (every call live, with prompt
+    caching), ``batch`` (every call at the batch price), ``planned`` (as the params file sends
+    them) and ``with_batch`` (``--batch``: every row that can go through a batch API at the batch
+    price, the rest live with caching); ``unknown``: the rows at unknown prices, left out. A total
+    over no known price is None (unknown), never 0."""
+    known = [r for r in rows if r["cost_cached_usd"] is not None]
+    out: dict[str, Any] = {k: sum(r[col] for r in known) if known or not rows else None
+                           for k, col in PLAN_TOTALS.items()}
+    return {**out, "unknown": len(rows) - len(known)}
+
+
+def _records(run: Run) -> Iterable[tuple[str, CallRecord]]:
+    yield from (("simulate", c) for cs in run.continuations.values() for x in cs for c in x.calls)
+    yield from (("judge", c) for js in run.all_judgments.values() for j in js for c in j.calls)
+
+
+def observed_reasoning(run: Run) -> dict[tuple[str, str], float]:
+    """Mean reasoning tokens per answered call by (stage, model) in a run's call records (only
+    models whose records report any)."""
+    sums: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    for stage, c in _records(run):
+        if c.status == "ok":
+            s = sums[(stage, c.model)]
+            s[0] += c.reasoning_tokens
+            s[1] += 1
+    return {k: v[0] / v[1] for k, v in sums.items() if v[1] and v[0]}
+
+
+def observed_output(run: Run) -> dict[tuple[str, str, str], float]:
+    """Mean visible output tokens (output minus reasoning) per unit, by forecast row (stage, name,
+    model), over a run's answered calls (cache hits included: they keep their usage): simulation
+    per turn of the setup's continuations (the calls' output, copied turns included, over the
+    turns they gave), fine-grained judging per judged turn, overall judging per call."""
+    sums: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for name, conts in run.continuations.items():
+        for x in conts:
+            ok = [c for c in x.calls if c.status == "ok"]
+            for model in {c.model for c in ok}:
+                s = sums[("simulate", x.setup_name or name, model)]
+                s[0] += sum(c.output_tokens - c.reasoning_tokens for c in ok if c.model == model)
+                s[1] += len(x.turns)
+    for name, js in run.all_judgments.items():
+        for j in js:
+            for c in (c for c in j.calls if c.status == "ok"):
+                s = sums[("judge", f"{j.judge_name or name}:{j.kind}", c.model)]
+                s[0] += c.output_tokens - c.reasoning_tokens
+                s[1] += len(j.judged_turns) if j.kind == "fine_grained" else 1
+    return {k: v[0] / v[1] for k, v in sums.items() if v[1]}
+
+
+def compare_with_run(rows: list[dict[str, Any]], run: Run) -> list[dict[str, Any]]:
+    """Forecast vs actual calls, tokens and cached share per (stage, model), the actual ones
+    summed from the call records of the run's continuations and judgments (cache hits included:
+    a cached call keeps the usage it had)."""
+    fc: dict[tuple[str, str], dict[str, int]] = defaultdict(_row)
+    for r in rows:
+        for k in ROW_FIELDS:
+            fc[(r["stage"], r["model"])][k] += r[k]
+    actual: dict[tuple[str, str], dict[str, int]] = defaultdict(_row)
+    for stage, c in _records(run):
+        a = actual[(stage, c.model)]
+        a["calls"] += 1
+        for k in ROW_FIELDS[1:]:
+            a[k] += getattr(c, k)
+    out = []
+    for key in sorted(set(fc) & set(actual)):
+        f, a = fc[key], actual[key]
+        out.append({"stage": key[0], "model": key[1], "forecast_calls": f["calls"], "actual_calls": a["calls"],
+                    "forecast_input": f["input_tokens"], "actual_input": a["input_tokens"],
+                    "input_ratio": a["input_tokens"] / f["input_tokens"] if f["input_tokens"] else math.nan,
+                    "forecast_cached_share": _share(f), "actual_cached_share": _share(a),
+                    "forecast_output": f["output_tokens"], "actual_output": a["output_tokens"]})
+    return out
+
+
+def judge_cache_bounds(instructions: Mapping[str, int], context: int, targets: Sequence[int]) -> dict[str, int]:
+    """The most of one instance's judge input that a provider's prompt cache can bill as cached,
+    with one target per request, in tokens: ``total`` and the cached tokens of three layouts.
+    ``instructions``: each kind's instruction tokens (its system message), ``context``: M, S and
+    x, ``targets``: each target's tokens; every kind judges every target.
+
+    ``paper``: the paper's order, instructions, then M, S, x, then the target. A kind's calls share
+    instructions and context, nothing with the other kind: every call reads its instructions
+    (the previous instance wrote them) and all but the first its context.
+    ``reordered``: the same words with M, S, x and the target first and each kind's instructions
+    last. The kinds of a target share context and target: a target's first call reads the
+    context (not the instance's very first call), its other kinds context and target; the
+    instructions, after the divergence, are never read.
+    ``free``: as if instructions cost nothing, only the context once and each target once
+    unread: the limit of any layout, words or instructions, with one target per request.
+    OpenAI's 1,024-token minimum and 128-token steps are left out, so these are upper bounds."""
+    n, kinds, tsum = len(targets), len(instructions), sum(targets)
+    if not n or not kinds:
+        return dict(total=0, paper=0, reordered=0, free=0)
+    total = sum(n * (i + context) for i in instructions.values()) + kinds * tsum
+    paper = sum(n * (i + context) - context for i in instructions.values())
+    reordered = kinds * n * context - context + (kinds - 1) * tsum
+    return dict(total=total, paper=paper, reordered=reordered, free=total - context - tsum)
+
+
+def _share(r: dict[str, int]) -> float:
+    return r["cached_input_tokens"] / r["input_tokens"] if r["input_tokens"] else math.nan
+
+
+def describe() -> str:
+    return f"tokens counted with {token_method()}"

@@ -1,0 +1,184 @@
+"""Per-annotator stores of human judgments in a run directory (used by ``cocoeval.annotate.exchange``).
+
+Each annotator has one file, ``RUN/judgments/human/<annotator>.jsonl``, of judgments with
+``judge_id = human:<annotator>``, sorted by kind, instance and target, so that the same labels
+always give the same bytes. LLM judges live beside it as ``RUN/judgments/<judge>.jsonl``; no judge
+may share a name with an annotator (compared ignoring case), and ``human`` is reserved.
+
+A *cell* is one labelled unit: an annotator's behaviours for one turn of one target (with their
+description of a behaviour the taxonomy lacks, if any), or their two Likert scores for one target. Imports are merged cell by cell.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cocoeval.core.errors import ConfigError, InputError
+from cocoeval.core.jsonio import read_json, read_models
+from cocoeval.core.schema import Judgment, TurnLabel
+from cocoeval.core.targets import Target
+from cocoeval.core.taxonomy import Taxonomy
+
+HUMAN_DIR = Path("judgments") / "human"
+LEGACY_STORE = Path("judgments") / "human.jsonl"
+RESERVED = "human"
+_BAD_NAME = re.compile(r"[/\\:\x00-\x1f\x7f]")
+
+CellKey = tuple[str, str, str, int | None]
+"""(annotator, instance_id, target name, 0-based turn or None for the overall scores)."""
+
+
+@dataclass
+class Cell:
+    value: tuple[Any, ...]
+    """Behaviour ids in taxonomy order, or (consistency, collaborativeness)."""
+    where: str
+    """'row 5' / 'line 5' of the imported file, or 'store'."""
+    raw: str
+    """The value as written (for reports)."""
+    repairs: list[str] = field(default_factory=list)
+    other: str = ""
+    """A turn's behaviour not in the taxonomy, as the annotator described it ('' for none)."""
+
+    def same(self, o: Cell) -> bool:
+        return self.value == o.value and self.other == o.other
+
+
+def store_path(run_dir: str | Path, annotator: str) -> Path:
+    return Path(run_dir) / HUMAN_DIR / f"{annotator}.jsonl"
+
+
+def name_problem(annotator: str) -> str | None:
+    """Why ``annotator`` cannot name a store (None when it can)."""
+    if _BAD_NAME.search(annotator) or annotator.startswith("."):
+        return (f"annotator {annotator!r} cannot name a file (no '/', '\\', ':', control characters "
+                "or leading '.')")
+    if len(annotator) > 80:
+        return f"annotator name longer than 80 characters: {annotator[:20]!r}..."
+    if annotator.casefold() == RESERVED:
+        return f"annotator {annotator!r}: 'human' is reserved (it marks human judgments)"
+    return None
+
+
+def judge_name_problem(name: str) -> str | None:
+    """Why an LLM judge may not have this name (its answers go to ``judgments/<name>.jsonl``)."""
+    if name.casefold().split(":")[0] == RESERVED:
+        return f"judge name {name!r}: 'human' marks human annotations; name the judge otherwise"
+    if _BAD_NAME.search(name) or name.startswith(".") or not name.strip():
+        return f"judge name {name!r} cannot name a file (no '/', '\\', ':', control characters or leading '.')"
+    return None
+
+
+def read_human_stores(run_dir: str | Path) -> dict[str, list[Judgment]]:
+    """``{"human:<annotator>": judgments}`` for every store of the run (for ``Run.open``)."""
+    out: dict[str, list[Judgment]] = {}
+    for p in sorted((Path(run_dir) / HUMAN_DIR).glob("*.jsonl")):
+        ann = p.name[: -len(".jsonl")]
+        js = read_models(p, Judgment)
+        for n, j in enumerate(js, start=1):
+            if j.judge_id != f"human:{ann}":
+                raise InputError(f"judgment of {j.judge_id!r} in the store of annotator {ann!r}", file=str(p),
+                                 record=f"line {n}", hint="each annotator's file holds only their judgments; "
+                                 "re-import the annotation files instead of editing stores by hand")
+        out[f"human:{ann}"] = js
+    return out
+
+
+def llm_judge_names(run_dir: str | Path) -> set[str]:
+    """Judges of the run: judgment files beside the human folder and the manifest's judges."""
+    d = Path(run_dir)
+    names = {p.name[: -len(".jsonl")] for p in (d / "judgments").glob("*.jsonl")} - {RESERVED}
+    if (d / "manifest.json").exists():
+        names |= set(read_json(d / "manifest.json").get("judges") or {})
+    return names
+
+
+def annotator_names(run_dir: str | Path) -> set[str]:
+    return {p.name[: -len(".jsonl")] for p in (Path(run_dir) / HUMAN_DIR).glob("*.jsonl")}
+
+
+def check_judge_names(run_dir: str | Path, judges: list[str]) -> None:
+    """Refuse LLM judge names that are reserved or already name an annotator of the run."""
+    anns = {a.casefold(): a for a in annotator_names(run_dir)}
+    for name in judges:
+        if bad := judge_name_problem(name):
+            raise ConfigError(bad, hint="rename the judge in the params file")
+        if name.casefold() in anns:
+            raise ConfigError(f"judge {name!r} has the name of annotator {anns[name.casefold()]!r} of this run "
+                              f"({store_path(run_dir, anns[name.casefold()])})",
+                              hint="rename the judge in the params file: judges and annotators must be "
+                              "told apart in every table")
+
+
+def name_collisions(run_dir: str | Path, annotators: set[str]) -> list[str]:
+    """Problems with the annotators of an import against the judges and annotators of the run."""
+    judges = {j.casefold(): j for j in llm_judge_names(run_dir)}
+    known = {a.casefold(): a for a in annotator_names(run_dir)}
+    seen: dict[str, str] = {}
+    out = []
+    for a in sorted(annotators):
+        if a.casefold() in judges:
+            out.append(f"annotator {a!r} has the name of the LLM judge {judges[a.casefold()]!r}; "
+                       "give the annotator another name")
+        elif known.get(a.casefold(), a) != a:
+            out.append(f"annotator {a!r} differs only by case from the existing annotator "
+                       f"{known[a.casefold()]!r}; use one spelling")
+        elif seen.get(a.casefold(), a) != a:
+            out.append(f"annotators {seen[a.casefold()]!r} and {a!r} differ only by case; use one spelling")
+        seen.setdefault(a.casefold(), a)
+    return out
+
+
+def cells_of(judgments: list[Judgment], annotator: str) -> dict[CellKey, Cell]:
+    """The cells of an annotator's stored judgments (invalid judgments keep their labelled turns)."""
+    out: dict[CellKey, Cell] = {}
+    for j in judgments:
+        target = j.target_name or j.target
+        if j.kind == "overall":
+            if j.consistency is not None and j.collaborativeness is not None:
+                out[(annotator, j.instance_id, target, None)] = Cell(
+                    (j.consistency, j.collaborativeness), "store", f"{j.consistency}, {j.collaborativeness}")
+            continue
+        for lb in j.labels:
+            pre = f"turn {lb.turn + 1}: "
+            raw = ";".join(lb.behaviours)
+            out[(annotator, j.instance_id, target, lb.turn)] = Cell(
+                tuple(lb.behaviours), "store", f"{raw} [not in taxonomy: {lb.not_in_taxonomy}]" if lb.not_in_taxonomy
+                else raw, [r[len(pre):] for r in j.repairs if r.startswith(pre)], lb.not_in_taxonomy or "")
+    return out
+
+
+def build_judgments(cells: dict[CellKey, Cell], targets: dict[tuple[str, str], Target],
+                    tax: Taxonomy) -> list[Judgment]:
+    """Judgments (sorted) from cells; a target with judged turns left unlabelled is invalid."""
+    fine: dict[tuple[str, str, str], dict[int, Cell]] = {}
+    out = []
+    for (ann, inst, target, turn), c in sorted(cells.items(), key=lambda kv: (kv[0][:3], kv[0][3] is None,
+                                                                             kv[0][3] or 0)):
+        if turn is None:
+            t = targets[(inst, target)]
+            out.append(Judgment(instance_id=inst, target=t.target_id, target_name=target, judge_id=f"human:{ann}",
+                                judge_name=ann, kind="overall", taxonomy_hash=tax.hash, consistency=c.value[0],
+                                collaborativeness=c.value[1], judged_turns=t.judged,
+                                status="repaired" if c.repairs else "ok", repairs=list(c.repairs)))
+        else:
+            fine.setdefault((ann, inst, target), {})[turn] = c
+    for (ann, inst, target), labels in fine.items():
+        t = targets[(inst, target)]
+        missing = [i + 1 for i in t.judged if i not in labels]
+        repairs = [f"turn {i + 1}: {r}" for i in sorted(labels) for r in labels[i].repairs]
+        out.append(Judgment(
+            instance_id=inst, target=t.target_id, target_name=target, judge_id=f"human:{ann}", judge_name=ann,
+            kind="fine_grained", taxonomy_hash=tax.hash, judged_turns=t.judged, repairs=repairs,
+            labels=[TurnLabel(turn=i, behaviours=list(labels[i].value), not_in_taxonomy=labels[i].other or None)
+                    for i in sorted(labels)],
+            status="invalid" if missing else "repaired" if repairs else "ok",
+            reason=f"turns not annotated: {', '.join(map(str, missing))}" if missing else None))
+    return sorted(out, key=sort_key)
+
+
+def sort_key(j: Judgment) -> tuple[str, str, str, str]:
+    return (j.judge_id, j.kind, j.instance_id, j.target_name or j.target)

@@ -1,0 +1,71 @@
+"""What a run ended with: counts per stage (ok / repaired / invalid / failed, top reasons), the
+warnings, and whether anything ended invalid (``cocoeval run`` then exits with INVALID_EXIT).
+
+"skipped": a target with no turn to judge (a chat window without a user turn); no call is made,
+it is stored as invalid with the reason ``judge.NO_TURNS`` and is in no statistic, but the run did
+not fail on it, so it does not set the exit status.
+"failed": a call failed (network, rate limit, context length, ...): failed calls are not cached,
+so a re-run sends them again. "invalid": the answer came back but could not be used; it is
+cached, so a re-run with the same params gives the same result.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from cocoeval.core.schema import Continuation, Judgment
+from cocoeval.core.targets import NO_TURNS
+
+INVALID_EXIT = 3
+"""Exit status of ``cocoeval run`` when it completed but something ended invalid or failed."""
+STAGES = {"simulate": "setup", "judge": "judge"}
+
+
+def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> dict[str, Any]:
+    """{total, ok, repaired, invalid, failed, skipped, reasons: {reason: count}} of continuations or
+    judgments; reasons are grouped without their details in brackets and with numbers as N."""
+    n: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    for x in items:
+        n["total"] += 1
+        if x.status in ("ok", "repaired"):
+            n[x.status] += 1
+            continue
+        why = x.reason or "(no reason recorded)"
+        if why == NO_TURNS:
+            n["skipped"] += 1
+            continue
+        n["failed" if why.startswith("call failed") else "invalid"] += 1
+        reasons[re.sub(r"\d+", "N", why.split(" (", 1)[0])[:120]] += 1  # grouped without the details
+    return {"total": n["total"], "ok": n["ok"], "repaired": n["repaired"], "invalid": n["invalid"],
+            "failed": n["failed"], "skipped": n["skipped"], "reasons": dict(reasons.most_common(top))}
+
+
+def bad_count(summary: dict[str, Any]) -> int:
+    """Continuations and judgments of a run summary that ended invalid or failed."""
+    return sum(s["invalid"] + s["failed"] for stage in STAGES for s in summary.get(stage, {}).values())
+
+
+def describe(summary: dict[str, Any]) -> list[str]:
+    """Lines for the end of ``cocoeval run``: per stage and name the counts and top reasons."""
+    out = []
+    for stage, what in STAGES.items():
+        rows = summary.get(stage, {})
+        if not rows:
+            continue
+        bad = sum(s["invalid"] + s["failed"] for s in rows.values())
+        src = " (read from the run directory; not simulated by this run)" if stage == "simulate" \
+            and summary.get("simulate_from_files") else ""
+        out.append(f"{stage}: {sum(s['total'] for s in rows.values())} "
+                   f"{'continuations' if stage == 'simulate' else 'judgments'}, {bad} invalid or failed{src}")
+        for name, s in rows.items():
+            if s.get("skipped"):
+                out.append(f"  {what} {name}: {s['skipped']} skipped ({NO_TURNS}; in no statistic)")
+            if s["invalid"] or s["failed"]:
+                out.append(f"  {what} {name}: {s['ok'] + s['repaired']} ok, {s['invalid']} invalid, "
+                           f"{s['failed']} failed of {s['total']}")
+                out += [f"    {c} x {r}" for r, c in s["reasons"].items()]
+    return out
