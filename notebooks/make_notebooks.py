@@ -1,6 +1,6 @@
 """Regenerate the notebooks (without outputs): python notebooks/make_notebooks.py
 
-One notebook per ``Notebook`` of the analysis registry (``cocoeval/analyses.py``), showing the
+One notebook per ``Notebook`` of the analysis registry (``cocoeval/analysis/analyses.py``), showing the
 answers of the analyses registered to it. They are written to ``OUT``, cocoeval/notebooks/, inside
 the package, so that a wheel ships them (``cocoeval notebooks PARAMS --copy DIR`` copies them out
 for interactive use).

@@ -26,6 +26,7 @@ from cocoeval.analysis.report import markdown_table, write_report
 from cocoeval.analysis.stats import paired_differences, paired_vs_human
 from cocoeval.cli import main
 from cocoeval.core.errors import ConfigError
+from cocoeval.core.text import md_escape
 from cocoeval.run import Run
 
 from .sim_helpers import instance, judged_continuations, write_run_dir

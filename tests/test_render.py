@@ -1,4 +1,4 @@
-"""One renderer of prompts (``cocoeval/render.py``) and the stages' public call planning: what
+"""One renderer of prompts (``cocoeval/prompts/render.py``) and the stages' public call planning: what
 ``plan_continuations`` / ``plan_judgments`` plan (the forecast's requests) is what ``simulate`` /
 ``judge`` send; simulation and judging never import each other (DESIGN.md)."""
 

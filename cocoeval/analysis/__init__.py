@@ -1,1 +1,21 @@
-"""TODO"""
+"""Analysis: reads a run, never calls a model. ``frames`` (polars frames of a run) →
+``stats``, ``inference``, ``agreement``, ``paper_stats`` (statistics with honest uncertainty) and
+``convstats``/``convcompare`` (judge-free statistics) → the answers (``rq``: RQ1–RQ5; ``studies``:
+the benchmark, participants, the paper's tables, agreement; ``judge_free``) → ``charts``. The
+registry of analyses (``registry``, filled in ``analyses``) feeds ``report`` and the notebooks.
+
+Names load on first use: importing this package does not import polars' heavy parts or Altair."""
+
+from cocoeval import lazy_exports
+
+_WHERE = {
+    "Answer": "cocoeval.analysis.answer",
+    "Frames": "cocoeval.analysis.frames",
+    "run_frames": "cocoeval.analysis.frames",
+    "invalid_rates": "cocoeval.analysis.frames",
+    "Params": "cocoeval.analysis.registry",
+    "compute": "cocoeval.analysis.analyses",
+    "write_report": "cocoeval.analysis.report",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+__all__ = sorted(_WHERE)

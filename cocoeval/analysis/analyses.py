@@ -7,7 +7,7 @@ charts), registered with ``@analysis(name, title, notebook=..., report=...)``:
   the analyses registered to it (``ctx.analysis(name, ...)`` in ``cocoeval.notebooks.context``);
 - ``compute(name, run, params)`` answers it anywhere else.
 
-The statistics live in ``rq`` (``_rq_paper``, ``rq_free``), ``stats`` and ``convcompare``; the
+The answers live in ``rq`` (RQ1–RQ5), ``studies`` and ``judge_free``; the statistics in ``stats`` and ``convcompare``; the
 charts in ``charts``. Adding an analysis is one function here with its ``@analysis`` entry, then
 ``python notebooks/make_notebooks.py`` (docs/extending.md, "An analysis with its notebook")."""
 
@@ -18,8 +18,8 @@ from pathlib import Path
 from cocoeval.run import Run
 
 from . import agreement, answer, rq, studies
-from . import judge_free as rq_free
 from .answer import Answer
+from .judge_free import judge_free as judge_free_answer
 from .registry import (
     NOTEBOOKS,
     REGISTRY,
@@ -204,7 +204,7 @@ def agreement(run: Run, p: Params) -> Answer:
     "long are the turns, how evenly do the participants speak, how often does the speaker change, how much is "
     "repeated, how varied is the wording, are questions asked and answered, how many turns are backchannels, how "
     "close is the talk to the goals? The human reference against every setup, paired over instances; and a sanity "
-    "check of each judge against the closest statistic. Definitions: `cocoeval/convstats.py` and the README.",
+    "check of each judge against the closest statistic. Definitions: `cocoeval/analysis/convstats.py` and the README.",
     viewer="plain"),
     report=ReportSpec("judge-free", tables={
         "per_conversation": Out("convstats", "Judge-free statistics per conversation (target x instance; – = "
@@ -224,4 +224,4 @@ def agreement(run: Run, p: Params) -> Answer:
         "judge_free_vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference with "
                                                          "95% CIs, coloured by the corrected verdict")}))
 def judge_free(run: Run, p: Params) -> Answer:
-    return rq_free.judge_free(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
+    return judge_free_answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)

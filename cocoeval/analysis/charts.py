@@ -8,9 +8,10 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from cocoeval.analysis.frames import HUMAN
 from cocoeval.core.targets import REFERENCE
 from cocoeval.core.taxonomy import Taxonomy
+
+from .frames import HUMAN
 
 CATEGORY_COLOURS = {"inconsistent": "#c0392b", "uncollaborative": "#2471a3"}
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from cocoeval.analysis.frames import Frames
 from cocoeval.core.targets import REFERENCE
 
 from . import agreement, inference, stats
 from .convstats import STATISTICS
+from .frames import Frames
 
 HIGHER, LOWER = "higher than humans", "lower than humans"
 VERDICT_WORDS = {inference.OVER: HIGHER, inference.UNDER: LOWER, inference.NO_DIFF: inference.NO_DIFF}

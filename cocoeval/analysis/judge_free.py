@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from cocoeval.analysis.answer import Answer, ci_text, interval_method
-from cocoeval.analysis.frames import Frames
 from cocoeval.core.targets import REFERENCE
 from cocoeval.core.text import md_escape
 
 from . import charts, convcompare, inference
+from .answer import Answer, ci_text, interval_method
 from .convstats import STATISTICS, conversation_frame
+from .frames import Frames
 
 if TYPE_CHECKING:
     from cocoeval.run import Manifest, Run
@@ -61,7 +61,7 @@ def judge_free(run: Run, f: Frames | None = None, resamples: int = 1000, seed: i
     ns = m.filter(pl.col("target") == REFERENCE)["n"]
     a.text.append(judge_free_note(run.manifest))
     a.text.append(f"Method: {ns.max() if len(ns) else 0} human references; per-turn statistics as defined in "
-                  f"`cocoeval/convstats.py` (lowercase word tokens, trigram repetition, …), a conversation whose "
+                  f"`cocoeval/analysis/convstats.py` (lowercase word tokens, trigram repetition, …), a conversation whose "
                   f"statistic is undefined left out of it; {interval_method(resamples, seed, min_n)}; setup vs human: "
                   f"{inference.describe_test(correction, family)} (the family: {len(STATISTICS)} statistics × the setups).")
     ref = {r["statistic"]: r for r in m.filter(pl.col("target") == REFERENCE).iter_rows(named=True)}

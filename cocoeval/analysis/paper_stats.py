@@ -25,11 +25,11 @@ import numpy as np
 import polars as pl
 from scipy import stats as sps
 
-from cocoeval.analysis.frames import HUMAN, Frames, validity_note
 from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.targets import REFERENCE
 
 from . import stats
+from .frames import HUMAN, Frames, validity_note
 from .inference import (
     ALPHA,
     FLIPS,

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from cocoeval.analysis.frames import Frames, validity_note
 from cocoeval.core.targets import REFERENCE
 from cocoeval.core.text import md_escape
 
@@ -21,6 +20,7 @@ from .answer import (
     interval_method,
     setup_labels,
 )
+from .frames import Frames, validity_note
 from .paper_stats import HIGHER, LOWER
 
 if TYPE_CHECKING:

@@ -18,9 +18,9 @@ import warnings
 import numpy as np
 import polars as pl
 
-from cocoeval.analysis.frames import HUMAN, Frames, validity_note
 from cocoeval.core.targets import REFERENCE
 
+from .frames import HUMAN, Frames, validity_note
 from .inference import (
     ALPHA,
     FLIPS,

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import altair as alt
 import polars as pl
 
-from cocoeval.analysis.frames import Frames
 from cocoeval.core.targets import REFERENCE
 from cocoeval.core.text import md_escape
 
 from . import agreement, charts, inference, paper_stats, stats
 from .answer import Answer, chart_key, interval_method, setup_labels
+from .frames import Frames
 from .inference import CORRECTION_NAMES
 from .paper_stats import COUNT_NAMES, multiparty_ids, participant_counts
 

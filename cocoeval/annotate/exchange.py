@@ -16,7 +16,7 @@ judged turns are only partly annotated gets an invalid judgment naming the missi
 export's ``key.json``.
 
 ``import_into_run`` keeps each annotator's labels in their own store,
-``RUN/judgments/human/<annotator>.jsonl`` (see ``_annotate_store``): imports merge, an identical
+``RUN/judgments/human/<annotator>.jsonl`` (see ``cocoeval.run.humans``): imports merge, an identical
 re-import changes nothing, and changed labels or conflicting rows are refused with a list of them.
 """
 
@@ -71,7 +71,7 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     Per task, ``*_conversations`` conversations: instances drawn at random (``seed``), evenly over
     the source datasets, each with every target (the human reference and the setups: ``setups``,
     or per task ``overall_setups`` / ``fine_setups``; default every setup of the run); see
-    ``_annotate_sample.draw``. 0 leaves a task out. Writes ``items.jsonl`` (what annotators see:
+    ``sample.draw``. 0 leaves a task out. Writes ``items.jsonl`` (what annotators see:
     context and numbered turns, the tasks of each item, no hint of who wrote them, shuffled),
     ``template.csv`` (one row per numbered turn of a fine-grained item, one overall row per
     overall item; its ``note`` column says what to fill: an empty cell is *not annotated*, ``none``

@@ -1,7 +1,7 @@
 """Reading the rows of an annotation file (used by ``cocoeval.annotate.exchange``): each row becomes one
 cell, is skipped as not annotated, or is rejected with a reason. The rules are those of the judges'
 answers: a value of the wrong type is rejected; behaviour names go through
-``judge_parse.map_behaviour`` (case, spacing, plural, ids; unknown names are rejected, never
+``judge.parse.map_behaviour`` (case, spacing, plural, ids; unknown names are rejected, never
 guessed) and every repair is recorded on the cell.
 
 "No behaviour" is said explicitly: ``none`` in a CSV cell, ``[]`` (or ``"none"``) in JSONL. An

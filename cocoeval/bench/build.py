@@ -10,7 +10,7 @@ Chats (source kind ``chat``: the human–AI generalization study, paper D.1) fol
 ``BuildConfig.chat``: conversations with at least ``min_turns`` turns (more than 60), one window
 each, ``conversations`` of them (25), all in eval.
 
-With LLM context options (``context_llm``) the build does what the paper did (§3.2, A.3, E.1):
+With LLM context options (``llm_context``) the build does what the paper did (§3.2, A.3, E.1):
 the clean-up of the chosen datasets' turns first, then the windows, then M per conversation and S
 per instance; every instance records how its M, S and turn texts were made.
 """
@@ -35,8 +35,9 @@ from .config import BuildConfig
 from .extractive import SummaryIndex, extractive_metadata
 
 if TYPE_CHECKING:
-    from cocoeval.bench.config import LLMContextOptions
     from cocoeval.llm import Runner
+
+    from .config import LLMContextOptions
 
 
 def merge_consecutive(turns: list[Turn]) -> list[Turn]:

@@ -21,7 +21,7 @@ from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.render import numbered_transcript
 
 if TYPE_CHECKING:
-    from cocoeval.bench.config import LLMContextOptions
+    from .config import LLMContextOptions
 
 CLEAN_PROMPT = "clean"
 CLEAN_SCHEMA: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """LLM-made benchmark inputs, as the paper made them (§3.2, A.3, E.1): metadata M from the
 utterances of the whole conversation (one call per conversation, shared by its instances), a
 paragraph summary S of the turns before the history (one call per instance), and the clean-up of
-QMSum Product and Academic turns before windowing (``_context_clean``).
+QMSum Product and Academic turns before windowing (``clean``).
 
 Every call goes through the LLM layer (cached, batchable). What a stage cannot make is never
 silently replaced: with ``on_failure: skip`` (the default) the instance is left out and listed

@@ -3,7 +3,7 @@ continuation y of an instance, seeing the same context (M, S, x).
 
 Overall: consistency and collaborativeness (1-10) with a rationale. Fine-grained: for each
 judged turn, the behaviours of the taxonomy it shows, with evidence. Answers are validated
-(``judge_parse``); an unusable answer is re-asked at most ``max_attempts - 1`` times with the
+(``judge.parse``); an unusable answer is re-asked at most ``max_attempts - 1`` times with the
 validation error, then stored invalid with its reason and the raw text: never as zero behaviours.
 An answer cut off at its output budget (a reasoning judge can spend it all on reasoning) is
 asked again with twice the budget, up to ``max_tokens_cap``: dropping cut-off answers would bias

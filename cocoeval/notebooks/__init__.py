@@ -1,1 +1,19 @@
-"""TODO"""
+"""The notebooks: the run context a notebook opens (``context.open_run``), their headless
+execution with papermill (``context.execute_notebooks``), the conversation viewer (``widgets``)
+and the annotator (``annotator``). The ``.ipynb`` files beside this module are package data,
+generated from the analysis registry by ``notebooks/make_notebooks.py``.
+
+Names load on first use: importing this package does not import ipywidgets or Altair."""
+
+from cocoeval import lazy_exports
+
+_WHERE = {
+    "open_run": "cocoeval.notebooks.context",
+    "RunContext": "cocoeval.notebooks.context",
+    "copy_notebooks": "cocoeval.notebooks.context",
+    "execute_notebooks": "cocoeval.notebooks.context",
+    "ConversationViewer": "cocoeval.notebooks.widgets",
+    "Annotator": "cocoeval.notebooks.annotator",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
+__all__ = sorted(_WHERE)

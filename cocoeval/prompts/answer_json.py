@@ -1,5 +1,5 @@
 """Finding the one JSON value in a judge's answer, and repairing it only where the repair cannot
-change what is counted (``judge_parse`` validates what it holds).
+change what is counted (``judge.parse`` validates what it holds).
 
 Accepted with a recorded note: JSON inside a code fence or between prose; near-valid JSON
 (trailing commas, single quotes, comments...) repaired by json-repair when the answer is

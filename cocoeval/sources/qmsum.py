@@ -9,7 +9,7 @@ domain folders), and a file found only there, with no ``#DATASET``, is an error,
 domains never become one "qmsum" dataset. A meeting file elsewhere (your own, outside QMSum's
 layout) is dataset "qmsum" unless ``#DATASET`` names it.
 Artefacts such as {disfmarker} or {vocalsound} are removed by rule (the offline default); the
-raw text stays alongside (the LLM clean-up of the paper, A.3, is a build stage: context_llm).
+raw text stays alongside (the LLM clean-up of the paper, A.3, is a build stage: cocoeval.bench.clean).
 """
 
 from __future__ import annotations
