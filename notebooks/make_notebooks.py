@@ -33,12 +33,12 @@ run_if_missing: bool = False  # run the params file first when its run directory
 
 OPEN = '''from IPython.display import Markdown, display
 
-from cocoeval.notebooks.context import open_run
+from cocoeval.notebooks import open_run
 
 ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)
 display(Markdown(ctx.summary_markdown()))'''
 
-OPEN_ONLY = '''from cocoeval.notebooks.context import open_run
+OPEN_ONLY = '''from cocoeval.notebooks import open_run
 
 ctx = open_run(params_file, run_dir=run_dir or None, judge=judge or None, run_if_missing=run_if_missing)'''
 

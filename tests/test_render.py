@@ -17,7 +17,7 @@ from cocoeval.simulate.setup import Setup
 
 from .conftest import ROOT
 from .sim_helpers import instance, lines
-from .test_llm_layering import _imports
+from .test_architecture import imported_modules as _imports
 
 TAX = load_taxonomy()
 

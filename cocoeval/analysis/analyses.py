@@ -119,7 +119,7 @@ def rq3_vs_humans(run: Run, p: Params) -> Answer:
     "04_rq4_sft", "RQ4: fine-tuned simulators", "Do simulators fine-tuned on human continuations (exported with "
     "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a fine-tuned id "
     "(`ft:`).",
-    prelude='from cocoeval.bench.build import load_instances\nfrom cocoeval.simulate.sft import sft_examples\n\n'
+    prelude='from cocoeval.bench import load_instances\nfrom cocoeval.simulate import sft_examples\n\n'
             'train = load_instances(ctx.experiment.bench_dir(), "train")\n'
             'display(Markdown(f"{len(train)} train instances give {len(sft_examples(train, 5))} SFT examples per k "\n'
             '                 "(export: `cocoeval sft-export BENCH --out sft/`)."))'))
@@ -204,7 +204,7 @@ def agreement(run: Run, p: Params) -> Answer:
     "long are the turns, how evenly do the participants speak, how often does the speaker change, how much is "
     "repeated, how varied is the wording, are questions asked and answered, how many turns are backchannels, how "
     "close is the talk to the goals? The human reference against every setup, paired over instances; and a sanity "
-    "check of each judge against the closest statistic. Definitions: `cocoeval/analysis/convstats.py` and the README.",
+    "check of each judge against the closest statistic. Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md.",
     viewer="plain"),
     report=ReportSpec("judge-free", tables={
         "per_conversation": Out("convstats", "Judge-free statistics per conversation (target x instance; – = "

@@ -1,5 +1,5 @@
-"""The analysis registry's machinery (private; import from ``cocoeval.analysis.analyses``, which also holds
-the registered analyses): ``Params``, the ``@analysis`` decorator, what a notebook and the report
+"""The analysis registry's machinery (the registered analyses are in ``analyses``, which
+imports them from here for its users): ``Params``, the ``@analysis`` decorator, what a notebook and the report
 take from an analysis (``Notebook``, ``ReportSpec``, ``Out``) and the look-ups that
 ``cocoeval report``, ``notebooks/make_notebooks.py`` and the tests make."""
 

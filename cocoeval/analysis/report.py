@@ -192,7 +192,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     if free is None:
         index.append("_No conversation in this run._\n")
     else:
-        index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/analysis/convstats.py` and README "
+        index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md "
                   f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
                   *listing(judge_free)]
     index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
