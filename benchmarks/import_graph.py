@@ -1,9 +1,10 @@
 """Print the shape of cocoeval's import graph: python benchmarks/import_graph.py [CHECKOUT ...]
 
 For each checkout (default: this one) it reads every module of ``cocoeval/`` with ``ast`` (no
-import is executed) and counts, over the graph of modules (an edge for every import of a cocoeval
-module, lazy imports inside functions and ``TYPE_CHECKING`` ones included; ``from pkg import
-mod`` is an edge to the submodule only, ``from pkg import name`` to the package):
+import is executed; imports are read as ``tests/test_architecture.py`` reads them) and counts,
+over the graph of modules (an edge for every import of a cocoeval module, lazy imports inside
+functions and ``TYPE_CHECKING`` ones included; ``from pkg import mod`` is an edge to the submodule
+only, ``from pkg import name`` to the package):
 
 - modules, and top-level modules left flat in ``cocoeval/``;
 - levels: the longest chain of imports, counted in modules, once every circle is shrunk to a point;
@@ -18,12 +19,14 @@ Run it on an older checkout to compare (``git worktree add /tmp/old <commit>``).
 from __future__ import annotations
 
 import argparse
-import ast
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.test_architecture import imports, targets  # noqa: E402  (what an import reaches: the rules' own reading)
 
 
 def modules(root: Path) -> dict[str, Path]:
@@ -36,34 +39,15 @@ def modules(root: Path) -> dict[str, Path]:
     return out
 
 
-def imported(path: Path, name: str, known: set[str] | frozenset[str] = frozenset()) -> list[str]:
-    """Every cocoeval module ``path`` (module ``name``) imports, relative imports resolved;
-    ``known``: the package's modules."""
-    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
-    found: list[str] = []
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            found += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package[: len(package) - (node.level - 1)]
-                mod = ".".join(base + ([node.module] if node.module else []))
-            else:
-                mod = node.module or ""
-            subs = [f"{mod}.{a.name}" for a in node.names]
-            # ``from pkg import mod``: an edge to the submodule, the package itself only when a
-            # name of its own is imported too
-            found += subs if all(s in known for s in subs) else [mod, *subs]
-    return found
-
-
 def graph(root: Path) -> dict[str, set[str]]:
     mods = modules(root)
     g: dict[str, set[str]] = {m: set() for m in mods}
     for m, p in mods.items():
-        for target in imported(p, m, set(mods)):
-            if target in mods and target != m:
-                g[m].add(target)
+        for _, mod, names in imports(p, root):
+            reached = targets(mod, names, root)  # mod, then the names that are submodules
+            if names and len(reached) == len(names) + 1:  # ``from pkg import mod, ...``: the submodules only
+                reached = reached[1:]
+            g[m] |= {t for t in reached if t in mods and t != m}
     return g
 
 

@@ -190,3 +190,15 @@ def test_package_errors_are_the_llm_layers():
     assert issubclass(errors.NotFoundError, errors.CocoevalError)
     for cls in (errors.ConfigError, errors.InputError, errors.FatalLLMError):
         assert issubclass(cls, errors.CocoevalError)
+
+
+def test_docs_architecture_shows_the_same_table():
+    """docs/architecture.md's table of what each subpackage may import is this test's ``ALLOWED``."""
+    import re
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    section = text[text.index("## The import rules"):]
+    rows = re.findall(r"^\| `(\w+)` \| (.+?) \|$", section, re.M)
+    shown = {sub: {n for n in re.findall(r"`([\w.]+)`", deps) if "." not in n} for sub, deps in rows}
+    shown["cli"] = set(ALLOWED) - {"cli"} if "every other subpackage" in dict(rows).get("cli", "") else shown.get("cli", set())
+    assert shown == ALLOWED

@@ -14,10 +14,12 @@ charts in ``charts``. Adding an analysis is one function here with its ``@analys
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from cocoeval.run import Run
 
-from . import agreement, answer, rq, studies
+from . import agreement as _agreement
+from . import answer, rq, studies
 from .answer import Answer
 from .judge_free import judge_free as judge_free_answer
 from .registry import (
@@ -41,10 +43,16 @@ __all__ = ["NOTEBOOKS", "REGISTRY", "SECTIONS", "Analysis", "Answer", "Notebook"
            "analysis", "compute", "get", "in_report", "judge_free_outputs", "notebooks"]
 
 
+def _judge(p: Params) -> str:
+    """``p.judge`` for the judge-based statistics, which take a str; None (no judge given) is
+    passed on to them unchanged."""
+    return p.judge  # type: ignore[return-value]  # None passes through as before (no new check)
+
+
 def _compared(run: Run, p: Params, setups: list[str], question: str, *, figure3: bool = True) -> Answer:
     """Each of ``setups`` against the human reference (``rq.compare_to_humans``); the notebook's
     viewer shows the same setups."""
-    a = rq.compare_to_humans(p.frames_of(run), p.judge, setups, question, p.resamples, p.seed, min_n=p.min_n,
+    a = rq.compare_to_humans(p.frames_of(run), _judge(p), setups, question, p.resamples, p.seed, min_n=p.min_n,
                              correction=p.correction, run=run if figure3 else None)
     a.setups = setups
     return a
@@ -85,7 +93,7 @@ def paper(run: Run, p: Params) -> Answer | None:
         "human_means": Out("rq1_human_means", "RQ1: the human reference over multi-party instances (human–AI chats "
                                               "left out) ({judge})")}))
 def rq1(run: Run, p: Params) -> Answer:
-    return rq.human_rates(p.frames_of(run), p.judge, p.resamples, p.seed, min_n=p.min_n,
+    return rq.human_rates(p.frames_of(run), _judge(p), p.resamples, p.seed, min_n=p.min_n,
                           correction=p.correction)
 
 
@@ -105,7 +113,7 @@ def rq2(run: Run, p: Params) -> Answer:
         "contrasts": Out("rq3_contrasts", "RQ3: taxonomy − vanilla per model and k, paired per instance; sign-flip "
                                           "p, p_adj corrected over behaviours × (model, k) pairs ({judge})")}))
 def rq3(run: Run, p: Params) -> Answer:
-    return rq.prompting(p.frames_of(run), run, p.judge, p.resamples, p.seed, min_n=p.min_n,
+    return rq.prompting(p.frames_of(run), run, _judge(p), p.resamples, p.seed, min_n=p.min_n,
                         correction=p.correction)
 
 
@@ -142,7 +150,7 @@ def rq4(run: Run, p: Params) -> Answer:
         "distance_by_k": Out("rq5_distance_by_k", "RQ5: profile distance D to the humans per setup, by model × "
                                                   "prompt and k (never pooled) ({judge})")}))
 def rq5(run: Run, p: Params) -> Answer:
-    return rq.by_turns_per_call(p.frames_of(run), run, p.judge, p.resamples, p.seed,
+    return rq.by_turns_per_call(p.frames_of(run), run, _judge(p), p.resamples, p.seed,
                                 min_n=p.min_n, correction=p.correction)
 
 
@@ -173,14 +181,15 @@ def generalization(run: Run, p: Params) -> Answer:
 def participants(run: Run, p: Params) -> Answer:
     """Options (the notebook's parameters): ``participants_datasets`` (comma-separated; empty: the
     ``participants_top`` datasets whose participant counts vary most), ``participants_count``."""
-    o, kw = p.options, {}
+    o = p.options
+    kw: dict[str, Any] = {}
     if "participants_datasets" in o:
         kw["datasets"] = [x.strip() for x in str(o["participants_datasets"]).split(",") if x.strip()] or None
     if "participants_top" in o:
         kw["top"] = int(o["participants_top"])
     if "participants_count" in o:
         kw["count"] = str(o["participants_count"])
-    return studies.participants(p.frames_of(run), p.judge, run, **kw, min_n=p.min_n,
+    return studies.participants(p.frames_of(run), _judge(p), run, **kw, min_n=p.min_n,
                            correction=p.correction)
 
 
@@ -190,7 +199,7 @@ def participants(run: Run, p: Params) -> Answer:
     "/ `annotate-import`.", annotate=True),
     report=ReportSpec("agreement", tables={
         "agreement": Out("agreement", "Agreement, inter-human and each judge vs the annotators (Tables 3, 9, 10; "
-                                      f"{agreement.PROCEDURE})"),
+                                      f"{_agreement.PROCEDURE})"),
         "taxonomy_coverage": Out("taxonomy_coverage", "Turns annotators marked with a behaviour not in the "
                                                       "taxonomy, per annotator (Appendix B.3)")},
         figures={"agreement": Out("agreement", "Average leave-one-out Spearman: inter-human and each judge vs the "

@@ -4,6 +4,7 @@ saving is separate (``save``: PNG and SVG through vl-convert, no browser)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 import polars as pl
@@ -30,7 +31,7 @@ def _n(d: pl.DataFrame, unit: str = "instances") -> str:
     if ns.is_empty():
         return ""
     lo, hi = ns.min(), ns.max()
-    return f"n = {lo} {unit}" if lo == hi else f"n = {lo}–{hi} {unit} (tooltips)"
+    return f"n = {lo!s} {unit}" if lo == hi else f"n = {lo!s}–{hi!s} {unit} (tooltips)"
 
 
 def _titled(statistic: str | list[str], d: pl.DataFrame, unit: str = "instances") -> list[str]:
@@ -40,7 +41,7 @@ def _titled(statistic: str | list[str], d: pl.DataFrame, unit: str = "instances"
 
 
 DEFINED = "isValid(datum.{lo}) && isValid(datum.{hi})"
-UNDEFINED_MARK = {"shape": "cross", "color": "#333", "size": 40}
+UNDEFINED_MARK: dict[str, Any] = {"shape": "cross", "color": "#333", "size": 40}
 
 
 def _whiskers(base: alt.Chart, axis: str, lo: str = "ci_low", hi: str = "ci_high", **enc) -> alt.Chart:
@@ -194,7 +195,7 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
         facet=alt.Facet("target:N", title=None), columns=2)
 
 
-def participants_chart(per_conversation: pl.DataFrame, *, x_title: str = "participants") -> alt.Chart:
+def participants_chart(per_conversation: pl.DataFrame, *, x_title: str = "participants") -> alt.LayerChart | alt.FacetChart:
     """Total behaviour count per conversation against its number of participants (Table 12).
     ``per_conversation``: dataset, n_participants, total (already aggregated per instance);
     ``x_title`` says how participants were counted."""

@@ -60,7 +60,8 @@ def means(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples:
                 continue
             boot = stats.resample_means(x[:, None], stats.boot_index(len(x), resamples, seed))
             note = inference.ci_notes(len(x), boot, min_n)[0]
-            lo, hi = inference.interval(*np.percentile(boot[:, 0], stats.PERCENTILES), note)
+            p_lo, p_hi = np.percentile(boot[:, 0], stats.PERCENTILES)
+            lo, hi = inference.interval(p_lo, p_hi, note)
             rows.append({**row, "mean": float(x.mean()), "ci_low": lo, "ci_high": hi, "ci_note": note})
     out = pl.DataFrame(rows, schema=MEANS_SCHEMA) if rows else pl.DataFrame(schema=MEANS_SCHEMA)
     order = {t: k for k, t in enumerate([REFERENCE, *sorted(set(out["target"].to_list()) - {REFERENCE})])}

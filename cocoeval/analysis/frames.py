@@ -101,6 +101,7 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
             human = j.judge_id.startswith("human:")
             target = j.target_name or j.target
             ds = insts[j.instance_id].dataset
+            status: str  # the judgment's, or stale/skipped here
             status, reason = j.status, j.reason
             old = None if human else run.stale_reason(name, j)
             if old or (j.target != REFERENCE and current.get((target, j.instance_id)) != j.target):
@@ -118,13 +119,13 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                 likert.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
                                "dataset": ds, "consistency": j.consistency, "collaborativeness": j.collaborativeness})
                 continue
-            for b, c in (behaviour_counts(j, tax) or {}).items():
+            for bid, c in (behaviour_counts(j, tax) or {}).items():
                 counts.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
-                               "dataset": ds, "behaviour": b, "category": cat[b], "count": c})
+                               "dataset": ds, "behaviour": bid, "category": cat[bid], "count": c})
             for lb in j.labels:
-                for b in lb.behaviours:
+                for bid in lb.behaviours:
                     labels.append({"judge": judge, "target": target, "instance_id": j.instance_id,
-                                   "turn": lb.turn, "behaviour": b, "evidence": lb.evidence.get(b, "")})
+                                   "turn": lb.turn, "behaviour": bid, "evidence": lb.evidence.get(bid, "")})
     conts = [{"setup": name, "instance_id": c.instance_id,
               "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
               **({"status": "stale", "reason": old} if (old := run.stale_reason(name, c)) else

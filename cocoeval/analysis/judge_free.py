@@ -4,7 +4,7 @@ manifest): its judge-based figures are then marked "pipeline check — tiny mode
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -53,14 +53,14 @@ def judge_free(run: Run, f: Frames | None = None, resamples: int = 1000, seed: i
     conv = conversation_frame(run)
     if conv.is_empty():
         return a
-    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
     m = convcompare.means(conv, **kw)
     paired = convcompare.paired_vs_human(conv, **kw, correction=correction)
     a.tables.update(per_conversation=conv, means=m, vs_human=paired)
     family = int(paired["p"].is_not_null().sum()) if not paired.is_empty() else 0
     ns = m.filter(pl.col("target") == REFERENCE)["n"]
     a.text.append(judge_free_note(run.manifest))
-    a.text.append(f"Method: {ns.max() if len(ns) else 0} human references; per-turn statistics as defined in "
+    a.text.append(f"Method: {ns.max() if len(ns) else 0!s} human references; per-turn statistics as defined in "
                   f"`cocoeval/analysis/convstats.py` (lowercase word tokens, trigram repetition, …), a conversation whose "
                   f"statistic is undefined left out of it; {interval_method(resamples, seed, min_n)}; setup vs human: "
                   f"{inference.describe_test(correction, family)} (the family: {len(STATISTICS)} statistics × the setups).")
@@ -70,14 +70,14 @@ def judge_free(run: Run, f: Frames | None = None, resamples: int = 1000, seed: i
     for target in paired["target"].unique(maintain_order=True).to_list():
         p = paired.filter(pl.col("target") == target)
         if p["verdict"].is_null().all():
-            a.text.append(f"- **{md_escape(target)}**: not tested (n = {p['n'].max()} < {min_n} instances).")
+            a.text.append(f"- **{md_escape(target)}**: not tested (n = {p['n'].max()!s} < {min_n} instances).")
             continue
 
         def listed(v: str, p: pl.DataFrame = p) -> str:
             return ", ".join(f"{STATISTICS[r['statistic']]} ({r['mean_sim']:.2f} vs {r['mean_human']:.2f}, p_adj "
                              f"{r['p_adj']:.3g})" for r in p.filter(pl.col("verdict") == v).iter_rows(named=True)) or "none"
 
-        a.text.append(f"- **{md_escape(target)}** (n = {p['n'].max()}): higher than humans: "
+        a.text.append(f"- **{md_escape(target)}** (n = {p['n'].max()!s}): higher than humans: "
                       f"{listed(convcompare.HIGHER)}; lower: {listed(convcompare.LOWER)}.")
     a.charts["judge_free"] = charts.convstats_chart(m, labels=STATISTICS)
     if not paired.is_empty():

@@ -169,7 +169,7 @@ def paired_between(f: Frames, judge: str, pairs: list[tuple], resamples: int = 1
     p = np.array([np.nan if x["p"] is None else x["p"] for x in rows])
     q = adjust_pvalues(p, correction)
     family = int(np.isfinite(p).sum())
-    words = {OVER: HIGHER, UNDER: LOWER, NO_DIFF: NO_DIFF}
+    words: dict[str | None, str] = {OVER: HIGHER, UNDER: LOWER, NO_DIFF: NO_DIFF}  # (tested: never None)
     for row, qa in zip(rows, q, strict=True):
         tested = bool(np.isfinite(qa))
         row.update(p_adj=float(qa) if tested else None, correction=correction, family=family,
@@ -318,6 +318,7 @@ def table4(f: Frames, judge: str, cond: pl.DataFrame, resamples: int = 1000, see
         part = m.filter(pl.col("score") == score).select(
             "target", "n", *[pl.col(x).alias(f"{score}_{x}") for x in ("mean", "ci_low", "ci_high", "ci_note")])
         wide = part if wide is None else wide.join(part.drop("n"), on="target")
+    assert wide is not None  # set by the loop
     tried = _tried(f, judge, "overall")
     absent = [t for t in [REFERENCE, *setups] if t in tried and t not in set(wide["target"].to_list())]
     if absent:  # judged (or expected) without a valid overall judgment: a row with n = 0 and why

@@ -168,7 +168,8 @@ def notebooks() -> dict[str, tuple[Notebook, list[Analysis]]]:
 
 def judge_free_outputs() -> list[str]:
     """The names of the report's judge-free tables and figures, in the order listed in its index."""
-    outs = [o for a in in_report("judge-free") for o in [*a.report.tables.values(), *a.report.figures.values()]]
+    outs = [o for a in in_report("judge-free") if a.report is not None  # (in_report: never None)
+            for o in [*a.report.tables.values(), *a.report.figures.values()]]
     return list(dict.fromkeys(o.name for o in outs if not o.judge_based))
 
 

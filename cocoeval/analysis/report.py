@@ -73,11 +73,12 @@ def write_section(section: str, run: Run, p: analyses.Params, table: Any, figure
             if df is not None and (out.empty or not df.is_empty()):
                 table(out.name, df, _what(out, p, df))
         for key, chart in ans.charts.items():
-            out = a.report.figures.get(key)
-            if out is not None:
-                figure(out.name, chart, _what(out, p), judged=ans.judge_based)
+            fig = a.report.figures.get(key)
+            if fig is not None:
+                figure(fig.name, chart, _what(fig, p), judged=ans.judge_based)
             elif a.report.other_figures is not None:
-                title = chart.title if isinstance(chart.title, str) else ans.question
+                # every top-level chart class has .title; their base TopLevelMixin does not declare it
+                title = chart.title if isinstance(chart.title, str) else ans.question  # type: ignore[attr-defined]
                 figure(a.report.other_figures + key, chart, f"{md_escape(title)} ({md_escape(p.judge)})",
                        judged=ans.judge_based)
     return answers
@@ -105,7 +106,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
     jn = md_escape(judge)  # in Markdown
-    kw = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
     judge_free = analyses.judge_free_outputs()  # listed first in the index, never marked
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
     figures: dict[str, tuple[list[Path], str]] = {}

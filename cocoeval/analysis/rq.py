@@ -5,7 +5,7 @@ RQ3 ``prompting``; RQ5 ``by_turns_per_call``. The other studies are in ``studies
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import polars as pl
 
@@ -56,7 +56,8 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
     total = ref.group_by("instance_id").agg(pl.col("count").sum())["count"]
     n = means["n"][0]
     a.text.append(f"Judged by **{md_escape(judge)}** over {n} multi-party human references, a conversation shows "
-                  f"{total.mean():.2f} behaviours on average (median {total.median():.0f}). {excluded}")
+                  f"{cast(float, total.mean()):.2f} behaviours on average "
+                  f"(median {cast(float, total.median()):.0f}). {excluded}")
     a.text.append(f"Method: n = {n} instances; {interval_method(resamples, seed, min_n)}; no test is made "
                   "here, so no correction applies.")
     lines = [f"- {names[r['behaviour']]} ({r['category']}): {ci_text(r)}" for r in top.iter_rows(named=True)]
@@ -97,7 +98,7 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
     a.tables["per_behaviour"] = per_b
     names = setup_labels(f)
     ns = dist["n"]
-    a.text.append(f"Method: n = {ns.min()}{'' if ns.min() == ns.max() else f'–{ns.max()}'} instances per setup, "
+    a.text.append(f"Method: n = {ns.min()!s}{'' if ns.min() == ns.max() else f'–{ns.max()!s}'} instances per setup, "
                   f"each paired with its human reference; {interval_method(resamples, seed, min_n)}; "
                   f"over/under-production: {inference.describe_test(correction, family)} (the family: "
                   f"{len(f.taxonomy.ids)} behaviours × the {n_setups} setup(s) judged by {md_escape(judge)}, "
@@ -147,7 +148,7 @@ def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, r
 
 def _n_range(df: pl.DataFrame) -> str:
     lo, hi = df["n"].min(), df["n"].max()
-    return f"{lo}" if lo == hi else f"{lo}–{hi}"
+    return f"{lo!s}" if lo == hi else f"{lo!s}–{hi!s}"
 
 
 def _pair_line(f: Frames, rows: pl.DataFrame, head: str, min_n: int, b_word: str) -> str:

@@ -14,6 +14,7 @@ the human annotators and of each judge against them, one-sided bootstrap, uncorr
 from __future__ import annotations
 
 import warnings
+from typing import Any, TypedDict
 
 import numpy as np
 import polars as pl
@@ -175,8 +176,23 @@ DISTANCE_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "distance": pl.Float64, 
                    "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64}
 
 
+class PairedDifferences(TypedDict):
+    """What ``paired_differences`` returns: per behaviour (k,) arrays and notes; D's (B,) resamples."""
+
+    diff: np.ndarray
+    diff_lo: np.ndarray
+    diff_hi: np.ndarray
+    notes: list[str | None]
+    ratio: np.ndarray
+    ratio_lo: np.ndarray
+    ratio_hi: np.ndarray
+    ratio_notes: list[str | None]
+    p: np.ndarray
+    distance_boot: np.ndarray
+
+
 def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
-                       flips: int = FLIPS) -> dict[str, np.ndarray | list]:
+                       flips: int = FLIPS) -> PairedDifferences:
     """One setup's (n, k) simulated and human counts on the same instances: per behaviour the
     difference of means with its paired bootstrap interval (rows resampled as pairs), the ratio,
     the raw sign-flip p (NaN below ``min_n``: not tested), and the profile distance D's resamples."""
@@ -217,7 +233,8 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
     c = f.counts.filter(pl.col("judge") == judge)
     ref_ids, ref = count_matrix(c.filter(pl.col("target") == REFERENCE), beh)
     ref_pos = {i: k for k, i in enumerate(ref_ids)}
-    per_b, dist = [], []
+    per_b: list[dict[str, Any]] = []
+    dist: list[dict[str, Any]] = []
     for target in _judged_targets(f, judge):
         part = c.filter(pl.col("target") == target)
         ids, sim = count_matrix(part, beh) if part.height else ([], None)
@@ -229,6 +246,7 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
                        "p": None} for b in beh]
             dist.append({"judge": judge, "target": target, "ci_note": why, "n": 0})
             continue
+        assert sim is not None  # keep is not empty: part has rows
         s = sim[keep]
         h = ref[[ref_pos[ids[k]] for k in keep]]
         r = paired_differences(s, h, resamples, seed, min_n=min_n, flips=flips)
@@ -243,7 +261,8 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
                           "n": len(s),
                           "p": float(r["p"][k]) if np.isfinite(r["p"][k]) else None})
         note = ci_notes(len(s), r["distance_boot"][:, None], min_n)[0]
-        lo, hi = interval(*np.percentile(r["distance_boot"], PERCENTILES), note)
+        p_lo, p_hi = np.percentile(r["distance_boot"], PERCENTILES)
+        lo, hi = interval(p_lo, p_hi, note)
         dist.append({"judge": judge, "target": target, "distance": float(np.abs(s.mean(0) - h.mean(0)).sum()),
                      "ci_low": lo, "ci_high": hi, "ci_note": note, "n": len(s)})
     p = np.array([np.nan if row["p"] is None else row["p"] for row in per_b])

@@ -198,9 +198,9 @@ def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
                                      mean_words_per_turn=pl.col("mean_words_per_turn").mean()).sort("dataset")
     a.tables["per_dataset"] = per
     a.tables["instances"] = df
-    a.text.append(f"{df.height} instances in {per.height} datasets; each has {df['history_turns'].min()}–"
-                  f"{df['history_turns'].max()} history turns and {df['reference_turns'].min()}–"
-                  f"{df['reference_turns'].max()} reference turns.")
+    a.text.append(f"{df.height} instances in {per.height} datasets; each has {df['history_turns'].min()!s}–"
+                  f"{df['history_turns'].max()!s} history turns and {df['reference_turns'].min()!s}–"
+                  f"{df['reference_turns'].max()!s} reference turns.")
     report = Path(bench_dir) / "report.json"
     if report.exists():
         rep = json.loads(report.read_text())

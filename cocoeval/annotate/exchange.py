@@ -88,7 +88,8 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
                           "fine-grained conversations", hint="the paper's numbers are 54 and 36")
     available = sorted(run.continuations)
     all_targets = targets_for(run.instances, run.continuations)
-    sample, tasks_of = {}, {}
+    sample: dict[str, dict[str, Any]] = {}
+    tasks_of: dict[tuple[str, str], list[str]] = {}
     for task, n, own in (("overall", overall_conversations, overall_setups),
                          ("fine_grained", fine_conversations, fine_setups)):
         if not n:
@@ -298,9 +299,9 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
                         "to correct stored labels on purpose import with --replace (replace=True); "
                         "labels of another person need their own annotator name")
     if not dry_run:
-        for out, js in writes.items():
-            if js is not None:
-                write_jsonl(out, js)
+        for out, written in writes.items():
+            if written is not None:
+                write_jsonl(out, written)
     return report
 
 
@@ -324,7 +325,7 @@ def export_annotations(judgments: list[Judgment], path: str | Path) -> None:
     """Write judgments (human or LLM) in the row format above (CSV or JSONL by extension)."""
     p = Path(path)
     jsonl = p.suffix == ".jsonl"
-    rows = []
+    rows: list[dict[str, Any]] = []
     for j in judgments:
         base = {"annotator": j.judge_name or j.judge_id, "instance_id": j.instance_id,
                 "target": j.target_name or j.target}

@@ -142,7 +142,8 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
     if t is None:
         raise Reject(f"no target {target!r} for instance {inst_id!r} in this run", f"{inst_id} {target}",
                       "target is 'reference' or a setup name with an ok continuation")
-    turn, repairs = _text(r, "turn"), []
+    turn = _text(r, "turn")
+    repairs: list[str] = []
     if not turn:
         if _behaviours(r):
             raise Reject("behaviours on a row without a turn", r.get("behaviours"),

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -176,7 +176,7 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
         tr = _round_robin(usable[n_eval:], cfg.train_per_dataset)
         evals += sorted((inst(c, s, "eval") for c, s in ev), key=lambda i: i.id)
         trains += sorted((inst(c, s, "train") for c, s in tr), key=lambda i: i.id)
-        info = {
+        info: dict[str, Any] = {
             "conversations": len(by_ds[ds]),
             "usable_conversations": len(usable),
             "eval_conversations": n_eval,
@@ -204,7 +204,7 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
 
 
 def build(
-    sources: list[str | SourceSpec],
+    sources: Sequence[str | SourceSpec],
     out: str | Path,
     cfg: BuildConfig | None = None,
     on_error: str = "fail",
@@ -279,8 +279,8 @@ def _methods(llm: LLMContextOptions | None) -> dict[str, str]:
     turns = "rule-based artefact removal (offline default)"
     if llm is not None and llm.clean:
         turns = f"llm clean-up ({llm.clean}) of {', '.join(llm.clean_datasets)}; {turns} elsewhere"
-    return {"metadata": by(llm and llm.metadata, "extractive (offline default)"),
-            "summary": by(llm and llm.summary, "extractive (offline default)"),
+    return {"metadata": by(llm.metadata if llm is not None else None, "extractive (offline default)"),
+            "summary": by(llm.summary if llm is not None else None, "extractive (offline default)"),
             "turns": turns}
 
 

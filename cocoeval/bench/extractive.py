@@ -31,7 +31,8 @@ class SummaryIndex:
         self._sentences: list[list[tuple[str, set[str]]]] = []
         self._counts: list[Counter[str]] = []
         for t in turns:
-            sents, counts = [], Counter()
+            sents: list[tuple[str, set[str]]] = []
+            counts: Counter[str] = Counter()
             for s in _SENT.split(t.text):
                 words = _content_words(s)
                 counts.update(words)

@@ -103,8 +103,8 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
         p = load_prompt(opts.metadata_prompt)
         report["metadata"] = {"model": opts.metadata, "prompt": p.ref, "calls": 0, "ok": 0, "failed": []}
         by_conv: dict[tuple[str, str], list[int]] = {}
-        for i, inst in enumerate(instances):
-            by_conv.setdefault((inst.dataset, inst.provenance.conversation_id), []).append(i)
+        for i, it in enumerate(instances):
+            by_conv.setdefault((it.dataset, it.provenance.conversation_id), []).append(i)
         keys = sorted(by_conv)
         calls = []
         for key in keys:
@@ -122,7 +122,7 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
                     fail("metadata", i, why)
                     continue
                 inst = out[i]
-                assert inst is not None
+                assert inst is not None and res.response is not None  # (_metadata_problem: not None)
                 out[i] = inst.model_copy(update={"metadata": _llm_metadata(
                     extract_json(res.response.text, [], lenient=True), conversations[key], inst.metadata, opts.metadata, p.ref)})
                 report["metadata"]["ok"] += 1

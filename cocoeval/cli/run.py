@@ -29,7 +29,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
         except ConfigError as e:
             problems.append(str(e))
     if exp.params.bench and not (exp.bench_dir() / "eval.jsonl").exists():
-        problems.append(f"no benchmark at {exp.bench_dir()}: build it first (README: Building a benchmark)")
+        problems.append(f"no benchmark at {exp.bench_dir()}: build it first (docs/data.md: Building a benchmark from real data)")
     for p in problems:
         print(f"missing: {p}", file=sys.stderr)
     print(f"{a.params}: {len(models)} model(s) checked; " + ("ready" if not problems else f"{len(problems)} problem(s)"))

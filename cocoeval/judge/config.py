@@ -19,6 +19,10 @@ Kind = Literal["overall", "fine_grained"]
 PROMPTS: dict[str, str] = {"overall": "judge_overall", "fine_grained": "judge_fine_grained"}
 
 
+def _both_kinds() -> list[Kind]:
+    return ["overall", "fine_grained"]
+
+
 class JudgeConfig(BaseModel):
     """One judge. Its id hashes model, prompt, taxonomy and parameters: changing any of them
     never reuses stale judgments."""
@@ -30,7 +34,7 @@ class JudgeConfig(BaseModel):
     (``cocoeval.core.names``), not 'human'."""
     model: str
     """Judge model spec, e.g. openai/o4-mini."""
-    kind: list[Kind] = Field(default_factory=lambda: ["overall", "fine_grained"])
+    kind: list[Kind] = Field(default_factory=_both_kinds)
     """Which evaluations this judge makes."""
     temperature: float | None = Field(0.0, ge=0, le=2)
     """Sampling temperature (dropped for reasoning models)."""

@@ -211,7 +211,7 @@ class Provider(ABC):
         """Raise ConfigError if the provider cannot run (missing key, missing file)."""
 
     # -- batch API (optional): providers with one override all of these -----------------------
-    batch_limits: tuple[int, int] | None = None
+    batch_limits: ClassVar[tuple[int, int] | None] = None
     """(most requests, most bytes) per batch of the provider's batch API; None: it has none and
     batch mode sends its calls live."""
 

@@ -324,8 +324,8 @@ class _Group:
             raise fatal
         why = info.error or "the batch gave no result for it"
         for key in keys:
-            res = results.get(key)
-            self.finish(key, res if isinstance(res, GenerateResponse | CallError) else CallError(
+            got = results.get(key)
+            self.finish(key, got if isinstance(got, GenerateResponse | CallError) else CallError(
                 f"batch_{info.status}", f"batch {info.id} ended {info.status}: {why}"))
 
 

@@ -95,7 +95,7 @@ class OpenAIPrefixCache:
         """(route, prompt text): the text every message contributes, in order, with its role."""
         route = json.dumps([body.get("model"), body.get("response_format"), body.get("tools"),
                             body.get("prompt_cache_key")], sort_keys=True, default=str)
-        msgs = body.get("messages") if isinstance(body.get("messages"), list) else []
+        msgs = ms if isinstance(ms := body.get("messages"), list) else []
         text = "".join(f"\x1e{m.get('role')}\x1f{_text(m.get('content'))}" for m in msgs if isinstance(m, dict))
         return route, text
 
@@ -138,11 +138,12 @@ class AnthropicBreakpointCache:
                 return
             for n, b in enumerate(content if isinstance(content, list) else []):
                 if isinstance(b, dict):
-                    text = b.get("text") if isinstance(b.get("text"), str) else json.dumps(b, sort_keys=True)
+                    text = t if isinstance(t := b.get("text"), str) else json.dumps(b, sort_keys=True)
                     out.append(((f"\x1e{role}\x1f" if n == 0 else "") + text, bool(b.get("cache_control"))))
 
         add(body.get("system") or [], "system")
-        for m in body.get("messages") if isinstance(body.get("messages"), list) else []:
+        msgs = ms if isinstance(ms := body.get("messages"), list) else []
+        for m in msgs:
             if isinstance(m, dict):
                 add(m.get("content"), str(m.get("role")))
         return out
@@ -156,7 +157,7 @@ class AnthropicBreakpointCache:
         """((read, write) tokens, store): the bill as the request arrives, and the function that
         writes its prefixes to the cache once it has been processed."""
         blocks = self.blocks(body)
-        marks = [i for i, (_, bp) in enumerate(blocks) if bp]
+        marks: list[int | str] = [i for i, (_, bp) in enumerate(blocks) if bp]
         marks += ["tools" for t in body.get("tools") or [] if isinstance(t, dict) and t.get("cache_control")]
         if len(marks) > ANTHROPIC_MAX_BREAKPOINTS:
             raise ValueError(f"A maximum of {ANTHROPIC_MAX_BREAKPOINTS} blocks with cache_control may be provided. "

@@ -170,7 +170,7 @@ class Runner:
                 fut = inflight[key] = asyncio.get_running_loop().create_future()
             try:
                 if not again and from_cache(i, call, base):
-                    res = results[i]  # type: ignore[assignment]
+                    res = results[i]
                 else:
                     state = claims.claim(key, look=again) if claims is not None else "mine"
                     if state == "held":  # another process is sending it: wait for its answer
@@ -178,7 +178,7 @@ class Runner:
                         deferred.append((i, call, True))
                         return False
                     if state == "answered" and from_cache(i, call, base):
-                        res = results[i]  # type: ignore[assignment]
+                        res = results[i]
                     else:
                         if claims is not None:
                             held.add(key)

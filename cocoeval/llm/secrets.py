@@ -77,7 +77,7 @@ def install_log_redaction() -> None:
         return
     previous = logging.getLogRecordFactory()
 
-    def factory(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def factory(*args: object, **kwargs: object) -> logging.LogRecord:
         record = previous(*args, **kwargs)
         try:
             msg = record.getMessage()

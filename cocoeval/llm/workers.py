@@ -128,7 +128,7 @@ class _Worker:
             lambda: _Reader(self), os.fdopen(self.proc.stdout.fileno(), "rb", buffering=0, closefd=False))
         wt, _ = await loop.connect_write_pipe(
             asyncio.Protocol, os.fdopen(self.proc.stdin.fileno(), "wb", buffering=0, closefd=False))
-        self.writer = wt  # type: ignore[assignment]
+        self.writer = wt
         self.transports = [rt, wt]
 
     def unsent(self) -> int:

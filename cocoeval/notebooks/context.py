@@ -213,8 +213,10 @@ def _set_parameters(source: str, values: dict[str, str]) -> str:
     import re
 
     for name, value in values.items():
-        source, n = re.subn(rf'^({re.escape(name)}: str = )"[^"\n]*"', lambda m, v=value: m.group(1) + json.dumps(v),
-                            source, count=1, flags=re.M)
+        def quoted(m: re.Match[str], v: str = value) -> str:
+            return m.group(1) + json.dumps(v)
+
+        source, n = re.subn(rf'^({re.escape(name)}: str = )"[^"\n]*"', quoted, source, count=1, flags=re.M)
         if n != 1:
             raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of make_notebooks.py
     return source

@@ -74,6 +74,7 @@ class ConversationViewer:
                 if j.kind == "fine_grained":
                     self.judgments[(j.judge_name or name, j.instance_id, j.target_name or j.target)] = j
         judges = sorted({k[0] for k in self.judgments})
+        judge_options: list[str | None] = [*judges] or [None]
         setups = sorted(run.continuations)
         datasets = sorted({i.dataset for i in run.instances})
         self._quiet = False
@@ -83,7 +84,7 @@ class ConversationViewer:
         self.setups = w.SelectMultiple(options=setups, value=tuple(setups[:2]), description="setups",
                                        rows=max(1, min(len(setups), 12)), style=WIDE,
                                        layout=w.Layout(width="auto", min_width="360px"))
-        self.judge = w.Dropdown(options=judges or [None], value=judge if judge in judges else (judges or [None])[0],
+        self.judge = w.Dropdown(options=judge_options, value=judge if judge in judges else judge_options[0],
                                 description="judge", style=WIDE)
         self.instance = w.Dropdown(description="instance", style=WIDE, layout=w.Layout(width="auto", min_width="520px"))
         self.html = w.HTML()
@@ -140,10 +141,11 @@ class ConversationViewer:
         tags = ""
         if judgment is not None:
             lb = next((x for x in judgment.labels if x.turn == i), None)
-            for b in lb.behaviours if lb else []:
+            behaviours, evidence = (lb.behaviours, lb.evidence) if lb else ([], {})
+            for b in behaviours:
                 beh = self.names.get(b)
                 colour = CATEGORY_COLOURS.get(beh.category if beh else "", "#666")
-                tags += (f'<span class="cc-tag" data-behaviour="{_e(b)}" title="{_e(lb.evidence.get(b, ""))}" '
+                tags += (f'<span class="cc-tag" data-behaviour="{_e(b)}" title="{_e(evidence.get(b, ""))}" '
                          f'style="background:{colour};color:white;border-radius:3px;padding:0 4px;'
                          f'margin-left:4px;font-size:85%">{_e(beh.name if beh else b)}</span>')
         hi = ' style="background:#fff3cd"' if self.behaviour.value != ALL and f'data-behaviour="{self.behaviour.value}"' in tags else ""

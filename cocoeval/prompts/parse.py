@@ -114,7 +114,8 @@ def _from_lines(text: str, participants: list[str], notes: list[str]) -> list[tu
     """Lines without a speaker continue the previous turn, except text after a blank line that
     no later turn follows (a closing remark such as "Let me know if...")."""
     out: list[tuple[str, str]] = []
-    skipped, gap, pending = 0, False, []
+    skipped, gap = 0, False
+    pending: list[str] = []
     for line in text.splitlines():
         line = _LIST_MARK.sub("", line.strip()).strip()
         if not line or set(line) <= set("-=*_#`"):

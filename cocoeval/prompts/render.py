@@ -11,6 +11,7 @@ cache-key invariance test (``tests/test_prompt_cache.py``) checks that nothing c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from cocoeval.core.schema import Instance, Metadata, Turn
 from cocoeval.core.taxonomy import Taxonomy
@@ -108,7 +109,7 @@ def chatbot_messages(inst: Instance, so_far: Sequence[Turn]) -> list[Message]:
     system, _ = load_prompt(CHATBOT_SYSTEM_PROMPT).render()
     msgs: list[Message] = []
     for t in [*inst.history, *so_far]:
-        role = "assistant" if t.speaker == "assistant" else "user"
+        role: Literal["user", "assistant"] = "assistant" if t.speaker == "assistant" else "user"
         if msgs and msgs[-1].role == role:  # providers want alternating roles
             msgs[-1] = Message(role=role, content=f"{msgs[-1].content}\n\n{t.text}")
         else:

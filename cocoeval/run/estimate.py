@@ -175,14 +175,14 @@ def forecast(exp: Experiment, instances: list[Instance],
     proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
                         for i in s.select(instances)] for s in exp.params.setups}
     tasks = [t for ts in plan_judgments(instances, proxies, exp.params.judges, tax).values() for t in ts]
-    for task in send_order(tasks, exp.params.judges):
-        if task.result is not None:  # a target with no turn to judge is never sent
+    for jt in send_order(tasks, exp.params.judges):
+        if jt.result is not None:  # a target with no turn to judge is never sent
             continue
-        jc, t = task.judge, task.target
-        key = ("judge", f"{jc.name}:{task.kind}", jc.model)
-        out = visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged)) if task.kind == "fine_grained" \
+        jc, t = jt.judge, jt.target
+        key = ("judge", f"{jc.name}:{jt.kind}", jc.model)
+        n_out = visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged)) if jt.kind == "fine_grained" \
             else visible(key, 1, JUDGE_OUTPUT_OVERALL)
-        add(key, task.next_call().request, out, jc.reasoning_effort, distinct=t.name)
+        add(key, jt.next_call().request, n_out, jc.reasoning_effort, distinct=t.name)
 
     cfg = exp.llm_config()
     multi_step = {s.name for s in exp.params.setups

@@ -141,8 +141,8 @@ class ConvoKitLoader:
             info = {}
             for name in {t.speaker for t in turns}:
                 stance = stance_seen.get(name)
-                for key, st in (("moderator", "mod"), ("for", "for"), ("against", "against")):
-                    if name in roles[key]:
+                for side, st in (("moderator", "mod"), ("for", "for"), ("against", "against")):
+                    if name in roles[side]:
                         stance = st
                 info[name] = Participant(name=name, stance=stance, role=_STANCE_ROLE.get(stance or ""))
             title = meta.get("title")

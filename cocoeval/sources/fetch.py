@@ -245,10 +245,10 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     files = file_hashes(staging)
-    record = {"folder": entry.folder, "url": src, "archive_sha256": sha256_file(archive),
-              "archive_bytes": archive.stat().st_size,
-              "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "conversations": counts, "tree_sha256": tree_sha256(files), "files": files}
+    record: dict[str, Any] = {"folder": entry.folder, "url": src, "archive_sha256": sha256_file(archive),
+                              "archive_bytes": archive.stat().st_size,
+                              "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                              "conversations": counts, "tree_sha256": tree_sha256(files), "files": files}
     old = part / f"{name}.old"
     if folder.exists():  # --force: the old copy goes only once the new one is complete
         shutil.rmtree(old, ignore_errors=True)

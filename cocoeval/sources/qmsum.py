@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -103,15 +104,15 @@ class QMSumLoader:
         dataset = dataset or "qmsum"
         turns = [t for i, raw in enumerate(meeting.meeting_transcripts)
                  if (t := cleaned_turn(raw.speaker, raw.content, i, report)) is not None]
-        topics = []
-        for t in meeting.topic_list:
-            spans = []
-            for span in t.relevant_text_span:
+        topics: list[dict[str, Any]] = []
+        for topic in meeting.topic_list:
+            spans: list[list[int]] = []
+            for span in topic.relevant_text_span:
                 try:
                     spans.append([int(span[0]), int(span[-1])])
                 except (ValueError, IndexError):
                     continue  # a malformed span only loses the topic's location, not the topic
-            topics.append({"topic": normalise_space(t.topic), "spans": spans})
+            topics.append({"topic": normalise_space(topic.topic), "spans": spans})
         info = {s: Participant(name=s, role=role_for(dataset, s)) for s in {t.speaker for t in turns}}
         yield Conversation(
             id=path.stem,

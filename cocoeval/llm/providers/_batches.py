@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..base import BatchInfo, CallError, GenerateRequest, GenerateResponse
 from ..secrets import redact
@@ -26,11 +26,15 @@ Items = list[tuple[str, GenerateRequest]]
 class OpenAIBatches:
     """The Batch API: JSONL upload, ``batches.create``, polling, output and error files."""
 
-    batch = True
-    batch_limits: tuple[int, int] | None = (50_000, 200 * 1024 * 1024)
+    batch: ClassVar[bool] = True
+    batch_limits: ClassVar[tuple[int, int] | None] = (50_000, 200 * 1024 * 1024)
     batch_url = "/v1/chat/completions"
     batch_wait_for_file = False
     """Wait until an uploaded file is processed before creating the batch (Azure)."""
+
+    if TYPE_CHECKING:  # the provider's own parser of a response body, live or in a batch
+        def parse(self, body: Any, latency: float | None) -> GenerateResponse: ...
+
     BATCH_ENDED = ("completed", "expired", "cancelled", "failed")
 
     async def _bsdk(self, call: Any) -> Any:
@@ -99,8 +103,6 @@ class OpenAIBatches:
         return out
 
     def _batch_line(self, line: str) -> tuple[str | None, GenerateResponse | Exception]:
-        from .openai import parse_chat_completion
-
         try:
             rec = json.loads(line)
             key = rec["custom_id"]
@@ -109,7 +111,7 @@ class OpenAIBatches:
             return None, CallError("malformed_response", "unreadable batch line")
         if resp.get("status_code") == 200:
             try:
-                return key, parse_chat_completion(resp.get("body"), None)
+                return key, self.parse(resp.get("body"), None)
             except CallError as e:
                 return key, e
         if err:
@@ -124,8 +126,11 @@ class OpenAIBatches:
 class AnthropicBatches:
     """Message Batches: the requests inline in ``messages.batches.create``; results as JSONL."""
 
-    batch = True
-    batch_limits: tuple[int, int] | None = (100_000, 256 * 1024 * 1024)
+    batch: ClassVar[bool] = True
+    batch_limits: ClassVar[tuple[int, int] | None] = (100_000, 256 * 1024 * 1024)
+
+    if TYPE_CHECKING:  # the provider's own parser of a response body, live or in a batch
+        def parse(self, body: Any, latency: float | None) -> GenerateResponse: ...
 
     async def _bsdk(self, call: Any) -> Any:
         import anthropic
@@ -181,12 +186,10 @@ class AnthropicBatches:
         return await self._bsdk(collect())
 
     def _batch_result(self, result: dict[str, Any]) -> GenerateResponse | Exception:
-        from .anthropic import parse_message
-
         kind = result.get("type")
         if kind == "succeeded":
             try:
-                return parse_message(result.get("message"), None)
+                return self.parse(result.get("message"), None)
             except CallError as e:
                 return e
         if kind == "errored":

@@ -14,13 +14,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+from ..base import CallError, GenerateRequest, GenerateResponse, Usage, provider
 from ..promptcache import ANTHROPIC_MAX_BREAKPOINTS, anthropic_min_tokens
 from ..usage import count_tokens
 from ._batches import AnthropicBatches
-from ._errors import post_json
-from ._keys import KeyRule
-from .openai import aiohttp_client
+from ._http import HTTPProvider
 
 
 def parse_message(body: Any, latency: float | None) -> GenerateResponse:
@@ -64,17 +62,13 @@ def _blocks(text: str, cuts: list[int]) -> list[dict[str, Any]]:
 
 
 @provider("anthropic")
-class AnthropicProvider(KeyRule, AnthropicBatches, Provider):
+class AnthropicProvider(AnthropicBatches, HTTPProvider):
     prompt_caching = "anthropic_breakpoints"
     key_env = "ANTHROPIC_API_KEY"
     key_hosts = ("api.anthropic.com",)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._client_obj: Any = None
-
-    def check_ready(self) -> None:
-        self.check_key()
+    sdk_module = "anthropic"
+    client_class = "AsyncAnthropic"
+    path = "/v1/messages"
 
     def prepare(self, request: GenerateRequest) -> tuple[GenerateRequest, list[str]]:
         drop = [f for f in ("presence_penalty", "seed", "reasoning_effort") if getattr(request, f) is not None]
@@ -126,26 +120,5 @@ class AnthropicProvider(KeyRule, AnthropicBatches, Provider):
             kw["tool_choice"] = {"type": "tool", "name": request.schema_name}
         return kw
 
-    def _client(self) -> Any:
-        import anthropic
-
-        if self._client_obj is None:
-            self._client_obj = anthropic.AsyncAnthropic(
-                api_key=self.api_key(), base_url=self.spec.base_url,
-                max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(anthropic))
-        return self._client_obj
-
-    async def start(self) -> None:
-        self._client()
-
-    async def generate(self, request: GenerateRequest) -> GenerateResponse:
-        import anthropic
-
-        self._client()
-        body, latency = await post_json(self, "/v1/messages", self.kwargs(request), anthropic.APIError)
+    def parse(self, body: Any, latency: float | None) -> GenerateResponse:
         return parse_message(body, latency)
-
-    async def aclose(self) -> None:
-        if self._client_obj is not None:
-            await self._client_obj.close()
-            self._client_obj = None

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, ClassVar
 
-from .._attempts import EVENT_HOOKS
-from ..base import CallError, GenerateRequest, GenerateResponse, Provider, Usage, provider
+from ..base import CallError, GenerateRequest, GenerateResponse, PromptCaching, Usage, provider
 from ..errors import ConfigError
 from ..secrets import host_of
 from ._batches import OpenAIBatches
-from ._errors import post_json
-from ._keys import KeyRule
+from ._http import HTTPProvider
 
 _REASONING = re.compile(r"^(o\d|gpt-5(?!.*chat))")
 
@@ -36,19 +34,6 @@ def _strip_keys(schema: Any, keys: tuple[str, ...]) -> tuple[Any, set[str]]:
         return x
 
     return walk(schema), removed
-
-
-def aiohttp_client(sdk: Any) -> Any:
-    """The SDK's aiohttp transport (its documented choice for high concurrency: httpx's pool
-    costs ~2 ms of CPU per request at 64 connections), else its httpx client; either with the
-    hooks that count attempts (``_attempts.py``)."""
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        return sdk.DefaultAsyncHttpxClient(event_hooks=EVENT_HOOKS)
-    if hasattr(sdk, "DefaultAioHttpClient"):
-        return sdk.DefaultAioHttpClient(event_hooks=EVENT_HOOKS)
-    return sdk.DefaultAsyncHttpxClient(event_hooks=EVENT_HOOKS)
 
 
 def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
@@ -79,29 +64,21 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
 
 
 @provider("openai")
-class OpenAIProvider(KeyRule, OpenAIBatches, Provider):
+class OpenAIProvider(OpenAIBatches, HTTPProvider):
     """``openai/<model>``: OPENAI_API_KEY goes to api.openai.com only (or where OPENAI_BASE_URL
     points the SDK); another ``@URL`` needs ``?key_env=VAR`` (see ``secrets.key_env_for``)."""
 
-    prompt_caching = "openai_prefix"
+    prompt_caching: ClassVar[PromptCaching] = "openai_prefix"
     key_env = "OPENAI_API_KEY"
-    key_hosts = ("api.openai.com",)
-    key_other = "openai-compatible"
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._client_obj: Any = None
+    key_hosts: tuple[str, ...] = ("api.openai.com",)
+    key_other: str | None = "openai-compatible"
+    sdk_module = "openai"
+    client_class = "AsyncOpenAI"
+    path = "/chat/completions"
 
     # -- configuration ------------------------------------------------------------------
-    def check_ready(self) -> None:
-        self.check_key()
-
-    def make_client(self) -> Any:
-        import openai
-
-        return openai.AsyncOpenAI(api_key=self.api_key() or "not-needed", base_url=self.spec.base_url,
-                                  max_retries=self.max_retries, timeout=self.timeout_s,
-                                  http_client=aiohttp_client(openai))
+    def client_args(self) -> dict[str, Any]:
+        return {"api_key": self.api_key() or "not-needed", "base_url": self.spec.base_url}
 
     @property
     def reasoning(self) -> bool:
@@ -146,26 +123,8 @@ class OpenAIProvider(KeyRule, OpenAIBatches, Provider):
             kw["prompt_cache_key"] = request.cache_group  # routes a shared prefix to one cache
         return kw
 
-    def _client(self) -> Any:
-        if self._client_obj is None:
-            self._client_obj = self.make_client()
-        return self._client_obj
-
-    # -- the call -------------------------------------------------------------------------
-    async def start(self) -> None:
-        self._client()
-
-    async def generate(self, request: GenerateRequest) -> GenerateResponse:
-        import openai
-
-        self._client()
-        body, latency = await post_json(self, "/chat/completions", self.kwargs(request), openai.APIError)
+    def parse(self, body: Any, latency: float | None) -> GenerateResponse:
         return parse_chat_completion(body, latency)
-
-    async def aclose(self) -> None:
-        if self._client_obj is not None:
-            await self._client_obj.close()
-            self._client_obj = None
 
 
 @provider("azure")
@@ -181,6 +140,7 @@ class AzureOpenAIProvider(OpenAIProvider):
     default_api_version = "2024-10-21"
     batch_url = "/chat/completions"  # Azure's batch line url (a global-batch deployment)
     batch_wait_for_file = True  # Azure processes an uploaded file before a batch may use it
+    client_class = "AsyncAzureOpenAI"
 
     def check_ready(self) -> None:
         super().check_ready()
@@ -199,13 +159,10 @@ class AzureOpenAIProvider(OpenAIProvider):
             return None  # the endpoint the user configured
         return url
 
-    def make_client(self) -> Any:
-        import openai
-
-        return openai.AsyncAzureOpenAI(
-            api_key=self.api_key(), azure_endpoint=self.spec.base_url or os.environ["AZURE_OPENAI_ENDPOINT"],
-            api_version=os.environ.get("OPENAI_API_VERSION", self.default_api_version),
-            max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(openai))
+    def client_args(self) -> dict[str, Any]:
+        return {"api_key": self.api_key(),
+                "azure_endpoint": self.spec.base_url or os.environ["AZURE_OPENAI_ENDPOINT"],
+                "api_version": os.environ.get("OPENAI_API_VERSION", self.default_api_version)}
 
 
 @provider("openai-compatible")
