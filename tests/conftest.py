@@ -42,7 +42,7 @@ def _keys_may_go_to_loopback():
     """Tests point ``openai/...@http://127.0.0.1:PORT`` and ``anthropic/...`` specs at the
     loopback fake server with fake keys in the environment: the documented opt-in lets a
     provider's key go to a loopback URL (without it, a provider's key goes to its own hosts only;
-    tests/test_secrets.py checks that rule with this variable removed). Subprocesses the tests
+    tests/llm/test_secrets.py checks that rule with this variable removed). Subprocesses the tests
     start (``python -m cocoeval run``, worker processes) inherit it. Session-wide, so that
     module-scoped fixtures that run the pipeline have it too; a test that removes it with
     monkeypatch gets it back afterwards."""

@@ -5,7 +5,7 @@ and the LLM-made benchmark inputs all render through this module, so a training 
 forecast request and the request a run sends are byte-identical where they should be.
 
 Changing any text made here changes call-cache keys (and what a cached run reuses): the
-cache-key invariance test (``tests/test_prompt_cache.py``) checks that nothing changes by accident.
+cache-key invariance test (``tests/llm/test_prompt_cache.py``) checks that nothing changes by accident.
 """
 
 from __future__ import annotations

@@ -1,0 +1,144 @@
+"""Charts via to_dict() (fields, encodings, facets), a PNG for each, and cocoeval report."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from cocoeval.analysis import charts, stats
+from cocoeval.analysis.frames import run_frames
+from cocoeval.cli import main
+from cocoeval.core.jsonio import write_json, write_jsonl
+
+from ..sim_helpers import write_run_dir
+from .test_stats import TAX, make_run
+
+
+def _layers(spec):
+    inner = spec.get("spec", spec)
+    return inner.get("layer", [inner])
+
+
+def test_behaviour_bars_spec(tmp_path):
+    f = run_frames(make_run())
+    means = stats.mean_occurrences(f, resamples=200, min_n=2)
+    ch = charts.behaviour_bars(means, TAX, judge="J")
+    d = ch.to_dict()
+    assert d["facet"]["field"] == "panel" and d["columns"] == 3
+    bars, err, mark = _layers(d)
+    assert bars["mark"]["type"] == "bar" and err["mark"]["type"] == "errorbar"
+    enc = bars["encoding"]
+    assert enc["y"]["field"] == "mean" and enc["color"]["field"] == "category"
+    assert enc["xOffset"]["field"] == "series" and enc["opacity"]["field"] == "series"
+    assert err["encoding"]["y"]["field"] == "ci_low" and err["encoding"]["y2"]["field"] == "ci_high"
+    # whiskers only where the interval is defined; elsewhere a cross whose tooltip says why
+    assert err["transform"] == [{"filter": charts.DEFINED.format(lo="ci_low", hi="ci_high")}]
+    assert mark["mark"]["type"] == "point" and mark["mark"]["shape"] == "cross"
+    assert mark["transform"][0]["filter"].startswith("!(")
+    assert mark["encoding"]["y"]["field"] == "mean"
+    assert any(t["field"] == "ci_note" for t in mark["encoding"]["tooltip"])
+    assert enc["x"]["sort"][0] == "Repetition" and len(enc["x"]["sort"]) == 10
+    values = d["data"]["values"]
+    assert {v["series"] for v in values} == {"simulated", charts.HUMAN}
+    assert {v["panel"] for v in values} == {"sim"}
+    assert len(values) == 2 * 10  # aggregated: one row per series and behaviour, not per turn
+    undefined = [v for v in values if v["ci_low"] is None]
+    assert undefined and all(v["ci_high"] is None and v["ci_note"] for v in undefined)  # never shown
+    assert any(v["ci_low"] is not None for v in values)
+    paths = charts.save(ch, tmp_path / "fig3")
+    assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[1].read_text().startswith("<svg")
+    # n = 6 under the default minimum: no whisker at all, every bar gets its cross
+    small = charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J").to_dict()
+    assert all(v["ci_low"] is None and v["ci_note"] == "n too small (n=6 < 10)" for v in small["data"]["values"])
+    assert charts.save(charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J"),
+                       tmp_path / "small")[0].stat().st_size > 1000
+
+
+def test_other_charts(tmp_path):
+    f = run_frames(make_run())
+    lk = stats.likert_means(f, resamples=100)
+    d = charts.likert_chart(lk).to_dict()
+    assert d["facet"]["column"]["field"] == "score"
+    by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), resamples=100)
+    h = charts.dataset_heatmap(by_ds, TAX).to_dict()
+    assert _layers(h)[0]["mark"]["type"] == "rect" and _layers(h)[0]["encoding"]["color"]["field"] == "mean"
+    per_conv = pl.DataFrame({"dataset": ["d"] * 4, "n_participants": [2, 3, 4, 5], "total": [1, 2, 2, 3]})
+    p = charts.participants_chart(per_conv).to_dict()
+    assert any("regression" in str(layer.get("transform", "")) for layer in p["layer"])
+    ag = pl.DataFrame({"comparison": ["inter-human", "J1", "J2"], "item": ["all"] * 3, "rho": [0.5, -0.1, 0.3],
+                       "p5": [0.2, -0.4, None], "p95": [0.7, 0.2, None], "significant": [True, False, None],
+                       "ci_note": [None, None, "n too small (n=4 < 10)"], "n": [30, 30, 4]})
+    a = charts.agreement_chart(ag).to_dict()
+    bars, err, mark = _layers(a)
+    assert bars["encoding"]["x"]["field"] == "rho" and err["encoding"]["x"]["field"] == "p5"
+    assert bars["encoding"]["y"]["field"] == "comparison" and a["facet"]["column"]["field"] == "item"
+    assert "isValid(datum.p5)" in err["transform"][0]["filter"] and mark["encoding"]["x"]["field"] == "rho"
+    lk_small = stats.likert_means(f, resamples=100)  # n = 6 < 10: crosses only
+    lk_layers = _layers(charts.likert_chart(lk_small).to_dict())
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in lk_layers] \
+        == ["errorbar", "point", "point"]
+    assert lk_small["ci_low"].is_null().all() and lk_small["ci_note"].str.starts_with("n too small").all()
+    for name, ch in {"likert": charts.likert_chart(lk), "heat": charts.dataset_heatmap(by_ds, TAX),
+                     "part": charts.participants_chart(per_conv), "agree": charts.agreement_chart(ag)}.items():
+        png, svg = charts.save(ch, tmp_path / name)
+        assert png.stat().st_size > 1000 and svg.stat().st_size > 1000
+
+
+def _write_run(d):
+    write_run_dir(d, make_run(), {"status": "complete"})
+
+
+def test_report_command(tmp_path, capsys):
+    _write_run(tmp_path / "run")
+    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep"), "--resamples", "200"]) == 0
+    out = tmp_path / "rep"
+    index = (out / "index.md").read_text()
+    for name in ("figure3_behaviours", "likert", "dataset_heatmap", "participants"):
+        assert (out / f"{name}.png").exists() and (out / f"{name}.svg").exists() and name in index
+    for name in ("behaviour_means", "likert_means", "invalid_rates", "paired_vs_human", "profile_distance",
+                 "detections", "behaviour_means_by_dataset", "participants"):
+        assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists() and f"{name}.csv" in index
+    inv = pl.read_csv(out / "invalid_rates.csv")
+    assert inv.filter(pl.col("target") == "sim2")["invalid"].sum() == 2  # its continuation and its judgment
+    assert "| judge |" in (out / "behaviour_means.md").read_text()
+    means = pl.read_csv(out / "behaviour_means.csv")
+    assert {"judgments_invalid_rate", "continuations_invalid_rate"} <= set(means.columns)
+    assert means.filter(pl.col("target") == "sim")["judgments_invalid_rate"].unique().to_list() == [0.0]
+    # deterministic under the seed
+    main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep2"), "--resamples", "200"])
+    assert (out / "behaviour_means.csv").read_text() == (tmp_path / "rep2" / "behaviour_means.csv").read_text()
+    assert json.dumps(sorted(p.name for p in out.iterdir())) == json.dumps(sorted(p.name for p in (tmp_path / "rep2").iterdir()))
+
+
+def test_report_writes_the_papers_figures_and_tables(tmp_path):
+    from .test_rq import G41, OPUS, insts, make, mp, reps
+    from .test_stats import overall
+
+    it = [*insts(12, "a"), *insts(12, "b")]
+    plan = {"reference": 1, "v1": 3, "t1": 4, "v5": 2, "o1": 0, "o5": 1}
+    js = [reps(i.id, t, n) for i in it for t, n in plan.items()]
+    js += [overall(i.id, t, "J", 5 + (t == "v1"), 6) for i in it for t in ("reference", "v1")]
+    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("t1", G41, "taxonomy", 1)), mp(("v5", G41, "vanilla", 5)),
+               mp(("o1", OPUS, "vanilla", 1)), mp(("o5", OPUS, "vanilla", 5)))
+    d = tmp_path / "run"
+    write_json(d / "manifest.json", {"status": "complete", **run.manifest.model_dump(exclude_unset=True)})
+    write_jsonl(d / "instances.jsonl", run.instances)
+    write_jsonl(d / "judgments" / "J.jsonl", js)
+    for name, cs in run["continuations"].items():
+        write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
+    assert main(["report", str(d), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
+    out = tmp_path / "rep"
+    index = (out / "index.md").read_text()
+    for name in ("table4", "table11", "table12", "participants", "participant_variance", "rq1_human_means",
+                 "rq3_contrasts", "rq5_k_pairs", "rq5_k_means", "rq5_distance_by_k"):
+        assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists() and f"{name}.csv" in index, name
+    for name in ("figure3_human", "figure3_openai-gpt-4.1-vanilla", "figure3_openai-gpt-4.1-taxonomy",
+                 "figure3_anthropic-claude-opus-4-vanilla", "rq3_openai-gpt-4.1", "rq5_openai-gpt-4.1-vanilla",
+                 "rq5_anthropic-claude-opus-4-vanilla", "table12", "participants", "rq1_human_behaviours"):
+        assert (out / f"{name}.png").exists() and (out / f"{name}.svg").exists() and name in index, name
+    t4 = pl.read_csv(out / "table4.csv")
+    assert t4["target"].to_list() == ["reference", "v1"] and t4["consistency_mean"].to_list() == [5.0, 6.0]
+    k = pl.read_csv(out / "rq5_k_pairs.csv").filter(pl.col("behaviour") == "repetition")
+    assert sorted(zip(k["setup_a"], k["setup_b"], k["diff"], strict=True)) == [("o1", "o5", 1.0), ("v1", "v5", -1.0)]
+    assert "| dataset | target |" in (out / "table11.md").read_text()

@@ -1,0 +1,325 @@
+"""Viewers tested headlessly: set selections and values, assert on the rendered content."""
+
+from __future__ import annotations
+
+import csv
+
+import altair as alt
+import pytest
+
+from cocoeval import InputError
+from cocoeval.analysis import charts, stats
+from cocoeval.analysis.frames import run_frames
+from cocoeval.annotate.exchange import import_annotations
+from cocoeval.core.schema import Continuation, Turn
+from cocoeval.core.targets import targets_for
+from cocoeval.notebooks.widgets import ALL, Annotator, ConversationViewer, charts_scope
+
+from ..analysis.test_stats import TAX, make_run
+
+
+def _run_with_script():
+    run = make_run(3)
+    inst = run.instances[0]
+    evil = inst.model_copy(update={"history": [Turn(speaker="Mallory", text="<script>alert('x')</script>"),
+                                               *inst.history[1:]]})
+    run.instances[0] = evil
+    return run
+
+
+def test_viewer_renders_escaped_text_side_by_side_with_tags():
+    run = _run_with_script()
+    v = ConversationViewer(run, judge="J")
+    v.instance.value = run.instances[0].id
+    html = v.html.value
+    assert "<script>" not in html and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in html
+    assert ">human reference</div>" in html and ">sim</div>" in html and "<details>" in html
+    v.instance.value = run.instances[2].id
+    assert 'data-behaviour="repetition"' in v.html.value and "Repetition" in v.html.value
+    assert "#c0392b" in v.html.value  # inconsistent colour
+
+
+def test_viewer_filters():
+    run = make_run(3)
+    v = ConversationViewer(run, judge="J")
+    assert len(v.instance.options) == 3
+    v.behaviour.value = "off_topic"
+    assert v.instance.options == () and "No instance matches" in v.html.value
+    v.behaviour.value = "repetition"
+    # instance 0 has no repetition in the reference but one in the simulation
+    assert len(v.instance.options) == 3
+    v.setups.value = ()
+    assert run.instances[0].id not in v.instance.options
+    v.behaviour.value = ALL
+    v.dataset.value = "d"
+    assert len(v.instance.options) == 3
+
+
+def _partial_run():
+    """Six instances; setup 'sim' simulated (and judged) only the last three."""
+    run = make_run(6)
+    keep = {i.id for i in run.instances[3:]}
+    run.continuations["sim"] = [c for c in run.continuations["sim"] if c.instance_id in keep]
+    run.judgments["J"] = [j for j in run.judgments["J"] if j.target not in ("sim", "sim2") or j.instance_id in keep]
+    # 'sim2' has only an invalid continuation, of the first instance
+    run.continuations["sim2"] = [Continuation(instance_id=run.instances[0].id, setup_id="sim2", status="invalid",
+                                              reason="x")]
+    return run, sorted(keep)
+
+
+def _bar_row(ch, panel, series, behaviour):
+    rows = [r for r in ch.to_dict()["data"]["values"]
+            if (r["panel"], r["series"], r["behaviour"]) == (panel, series, behaviour)]
+    assert len(rows) == 1
+    return rows[0]
+
+
+def test_chart_selection_lists_the_turns_behind_a_bar():
+    run, keep = _partial_run()
+    ch = charts.behaviour_bars(stats.figure3_means(run_frames(run), "J", resamples=50), TAX, selectable=True)
+    pick = [p for p in ch.to_dict()["params"] if p["name"] == "pick"]
+    assert pick and pick[0]["select"]["fields"] == ["panel", "series", "behaviour"]
+    jc = alt.JupyterChart(ch)
+    v = ConversationViewer(run, judge="J")
+    v.link(jc)
+    for series, target in (("simulated", "sim"), (charts.HUMAN, "reference")):
+        v.behaviour.value, v.setups.value = ALL, ("sim2",)
+        v.instance.value = run.instances[0].id
+        bar = v.on_selection([{"panel": "sim", "series": series, "behaviour": "repetition"}])
+        row = _bar_row(ch, "sim", series, "repetition")
+        # the bar's n and height are what the viewer counts: only the panel's instances
+        assert bar.n == row["n"] == 3 and len(bar.rows) == round(row["mean"] * row["n"])
+        assert {r[0] for r in bar.rows} <= set(keep) and bar.target == target
+        assert f"{len(bar.rows)} turn(s) in {len(bar.instances)} of 3 instance(s)" in v.behind.value
+        # the bar selects its behaviour, its setup and an instance that contributes to it
+        assert v.behaviour.value == "repetition" and v.setups.value == ("sim",)
+        assert v.instance.value == bar.instances[0] and v.instance.value in keep
+    # human reference: k repetitions on instance k (k = 3, 4, 5; at most 4)
+    assert len(v.bar("sim", charts.HUMAN, "repetition").rows) == 3 + 4 + 4
+    assert [r[0] for r in v.bar("sim", charts.HUMAN, "repetition").rows] == [keep[0]] * 3 + [keep[1]] * 4 + [keep[2]] * 4
+
+
+def test_selection_on_a_chart_of_every_reference_counts_every_reference():
+    run, _ = _partial_run()
+    ch = charts.behaviour_bars(stats.mean_occurrences(run_frames(run), resamples=50), TAX, selectable=True)
+    assert charts_scope(ch) == "all"
+    v = ConversationViewer(run, judge="J")
+    v.link(alt.JupyterChart(ch))
+    bar = v.on_selection([{"panel": "sim", "series": charts.HUMAN, "behaviour": "repetition"}], scope="all")
+    assert bar.n == _bar_row(ch, "sim", charts.HUMAN, "repetition")["n"] == 6
+    assert len(bar.rows) == 0 + 1 + 2 + 3 + 4 + 4
+    assert v.turns_behind("reference", "repetition", panel="sim") == v.bar("sim", charts.HUMAN, "repetition").rows
+
+
+def test_viewer_opens_where_the_setups_were_simulated_and_titles_stand_apart():
+    run, keep = _partial_run()
+    v = ConversationViewer(run, judge="J")
+    assert v.setups.value == ("sim", "sim2") and v.instance.value == keep[0]
+    assert v.setups.rows == len(v.setups.options)
+    v.instance.value = run.instances[0].id
+    html = v.html.value
+    assert '<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;margin-bottom:4px">sim</div>' \
+        '<div><i>not simulated</i></div>' in html
+    assert ">sim2</div><div><i>invalid: x</i></div>" in html
+
+
+def _targets(run):
+    return targets_for(run.instances, run.continuations)
+
+
+def _fill(a, score=6):
+    """Mark every judged turn none and rate both scores (what an annotator must do before Save)."""
+    for box in a.none.values():
+        box.value = True
+    a.consistency.value = a.collaborativeness.value = score
+
+
+def test_annotator_writes_the_annotation_format(tmp_path):
+    run = make_run(2)
+    a = Annotator(_targets(run), tmp_path / "ann.csv", taxonomy=TAX)
+    assert a.target.name == "reference" and all(s.rows == len(TAX.behaviours) for s in a.turns.values())
+    assert not a.write() and "annotator name" in a.status.value and not (tmp_path / "ann.csv").exists()
+    a.annotator.value = "ann7"
+    a.turns[1].value = ("repetition", "off_topic")
+    for i in a.none:
+        a.none[i].value = i != 1
+    a.consistency.value, a.collaborativeness.value = 8, 3
+    a.save.click()
+    [fine, over] = sorted(import_annotations(tmp_path / "ann.csv", run), key=lambda j: j.kind)
+    assert fine.judge_id == "human:ann7" and fine.labels[1].behaviours == ["repetition", "off_topic"]
+    assert [lb.behaviours for i, lb in enumerate(fine.labels) if i != 1] == [[]] * (len(a.turns) - 1)
+    assert fine.status == "ok" and (over.consistency, over.collaborativeness) == (8, 3)
+
+
+def test_annotator_picks_any_target_and_saving_again_replaces_its_rows(tmp_path):
+    run = make_run(2)
+    targets = _targets(run)
+    out = tmp_path / "ann.csv"
+    a = Annotator(targets, out, taxonomy=TAX)
+    k = next(i for i, t in enumerate(targets) if t.name == "sim" and t.instance.id == run.instances[1].id)
+    a.choose.value = k
+    assert a.target is targets[k] and len(a.turns) == len(targets[k].judged)
+    assert "utterance" in a.body.children[0].children[0].value
+    a.annotator.value = "ann1"
+    _fill(a)
+    a.none[0].value = False
+    a.turns[0].value = ("repetition",)
+    assert a.write()
+    other = Annotator(targets, out, taxonomy=TAX)  # another annotator, same file and target
+    other.choose.value = k
+    other.annotator.value = "ann2"
+    _fill(other)
+    assert other.write()
+    a.turns[0].value = ("off_topic",)  # changed mind: save again
+    assert a.write() and "replacing the" in a.status.value
+    lines = out.read_text().splitlines()
+    assert len(lines) == 1 + 2 * (len(a.turns) + 1)  # header + each annotator's rows once
+    js = import_annotations(out, run)  # no conflict: the second save replaced the first
+    mine = next(j for j in js if j.judge_id == "human:ann1" and j.kind == "fine_grained")
+    assert mine.target_name == "sim" and mine.labels[0].behaviours == ["off_topic"]
+    assert {j.judge_id for j in js} == {"human:ann1", "human:ann2"}
+
+
+def test_annotator_refuses_bad_names_and_foreign_files(tmp_path):
+    run = make_run(1)
+    out = tmp_path / "ann.csv"
+    a = Annotator(_targets(run), out, taxonomy=TAX)
+    a.annotator.value = "../x"
+    _fill(a)
+    assert not a.write() and "cannot name a file" in a.status.value and not out.exists()
+    out.write_text("who,what\nx,y\n")
+    a.annotator.value = "ann1"
+    assert not a.write() and "choose another file" in a.status.value
+    assert out.read_text() == "who,what\nx,y\n"
+
+
+def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path):
+    from cocoeval.notebooks.context import RunContext, setup
+
+    try:
+        setup()
+        assert alt.renderers.active == "jupyter"
+        esm = str(alt.JupyterChart._esm)
+        assert "esm.sh" not in esm and "cdn.jsdelivr" not in esm and len(esm) > 100_000  # vega bundled in
+        bundle = alt.renderers.get()(charts.likert_chart(stats.likert_means(run_frames(make_run(3)), resamples=20)).to_dict())
+        assert "application/vnd.jupyter.widget-view+json" in bundle[0]
+    finally:
+        setup(offline=False)
+    assert alt.renderers.active == "default"
+    run = make_run(3)
+    ctx = RunContext(None, tmp_path / "run", run, run_frames(run), "J")
+    assert ctx.figures_path("", "01_x") == tmp_path / "run" / "figures" / "01_x"
+    assert ctx.figures_path(str(tmp_path / "f"), "01_x") == tmp_path / "f" / "01_x"
+    assert ctx.annotator().target.name == "reference"
+
+
+def test_annotator_save_without_marks_or_ratings_stores_nothing_and_says_what_is_missing(tmp_path):
+    run = make_run(2)
+    out = tmp_path / "ann.csv"
+    a = Annotator(_targets(run), out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    turns = sorted(a.turns)
+    assert len(turns) >= 2 and a.consistency.value is None and a.collaborativeness.value is None
+    assert not any(s.value for s in a.turns.values()) and not any(b.value for b in a.none.values())
+    assert not a.write() and not out.exists()  # nothing chosen: nothing stored, and said
+    every = ", ".join(str(i + 1) for i in turns)
+    assert f"Nothing saved: turn {every} not marked (choose its behaviours or tick none)" in a.status.value
+    assert "consistency not rated; collaborativeness not rated." in a.status.value
+    # all but the last turn marked, one score: the message names exactly what is left
+    a.turns[turns[0]].value = ("repetition",)
+    for i in turns[1:-1]:
+        a.none[i].value = True
+    a.consistency.value = 4
+    assert a.missing() == [f"turn {turns[-1] + 1} not marked (choose its behaviours or tick none)",
+                           "collaborativeness not rated"]
+    assert not a.write() and not out.exists() and "consistency not rated" not in a.status.value
+    with pytest.raises(InputError, match="not everything is rated"):
+        a.rows()
+    # ticking none clears the turn's behaviours and locks them; both set (by code) is refused
+    a.none[turns[0]].value = True
+    assert a.turns[turns[0]].value == () and a.turns[turns[0]].disabled
+    a.turns[turns[0]].value = ("off_topic",)
+    a.none[turns[-1]].value = True
+    a.collaborativeness.value = 9
+    assert a.missing() == [f"turn {turns[0] + 1} has behaviours and none ticked (keep one)"]
+    a.none[turns[0]].value = False
+    assert not a.turns[turns[0]].disabled and a.missing() == [] and a.write()
+    # a refused save leaves an earlier save as it was
+    before = out.read_bytes()
+    a.none[turns[-1]].value = False
+    assert not a.write() and out.read_bytes() == before
+
+
+def test_annotator_with_everything_set_stores_exactly_the_chosen_values(tmp_path):
+    run = make_run(2)
+    out = tmp_path / "ann.csv"
+    a = Annotator(_targets(run), out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    ids = [b.id for b in TAX.behaviours]
+    chosen = {}
+    for k, i in enumerate(sorted(a.turns)):
+        if k % 2:
+            a.none[i].value = True
+            chosen[i] = ()
+        else:
+            a.turns[i].value = chosen[i] = (ids[k % len(ids)], ids[(k + 3) % len(ids)])
+    a.consistency.value, a.collaborativeness.value = 2, 9
+    assert a.write()
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["turn"], r["behaviours"]) for r in rows if r["turn"]] == [
+        (str(i + 1), ";".join(c) or "none") for i, c in chosen.items()]
+    assert [(r["consistency"], r["collaborativeness"]) for r in rows if not r["turn"]] == [("2", "9")]
+    [fine, over] = sorted(import_annotations(out, run), key=lambda j: j.kind)
+    assert fine.status == "ok" and {lb.turn: tuple(lb.behaviours) for lb in fine.labels} == {
+        i: tuple(b for b in ids if b in c) for i, c in chosen.items()}
+    assert (over.consistency, over.collaborativeness) == (2, 9)
+
+
+def test_saved_labels_load_back_into_the_annotator(tmp_path):
+    run = make_run(2)
+    targets = _targets(run)
+    out = tmp_path / "ann.csv"
+    a = Annotator(targets, out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    first, *rest = sorted(a.turns)
+    a.turns[first].value = ("repetition", "off_topic")
+    for i in rest:
+        a.none[i].value = True
+    a.consistency.value, a.collaborativeness.value = 3, 8
+    assert a.write()
+
+    b = Annotator(targets, out, taxonomy=TAX)  # a new session on the same file
+    assert b.consistency.value is None and not b.turns[first].value
+    b.annotator.value = "ann1"
+    assert "Loaded the labels ann1 saved" in b.status.value
+    assert b.turns[first].value == ("repetition", "off_topic") and not b.none[first].value
+    assert all(b.none[i].value and b.turns[i].value == () for i in rest)
+    assert (b.consistency.value, b.collaborativeness.value) == (3, 8) and b.missing() == []
+    other = next(k for k, t in enumerate(targets) if t is not b.target)
+    b.choose.value = other  # another target: nothing saved for it, all unset
+    assert b.consistency.value is None and b.missing() and not any(x.value for x in b.none.values())
+    b.choose.value = 0
+    assert b.turns[first].value == ("repetition", "off_topic") and b.collaborativeness.value == 8
+    b.annotator.value = "ann2"  # another annotator with nothing saved: ann1's labels are not theirs
+    assert b.consistency.value is None and not b.turns[first].value and not any(x.value for x in b.none.values())
+    assert not b.write() and "not rated" in b.status.value
+
+
+def test_hand_edited_rows_load_back_with_what_cannot_be_read_said(tmp_path):
+    run = make_run(1)
+    targets = _targets(run)
+    t = targets[0]
+    out = tmp_path / "ann.csv"
+    first, second, *_ = t.judged
+    out.write_text("annotator,item_id,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
+                   f"collaborativeness,note\nann1,,{t.instance.id},{t.name},{first + 1},Repetitions; Sarcasm,,,,\n"
+                   f"ann1,,{t.instance.id},{t.name},{second + 1},,,,,\n"
+                   f"ann1,,{t.instance.id},{t.name},,,,12,4,\n")
+    a = Annotator(targets, out, taxonomy=TAX)
+    a.annotator.value = "ann1"
+    assert a.turns[first].value == ("repetition",) and a.collaborativeness.value == 4
+    assert f"Not understood, left out: turn {first + 1} &#x27;Sarcasm&#x27;, consistency &#x27;12&#x27;." \
+        in a.status.value
+    # an empty cell loads as unmarked (not none), an out-of-range score as not rated
+    assert not a.turns[second].value and not a.none[second].value and a.consistency.value is None
+    assert a.missing()[0].startswith(f"turn {second + 1}")
