@@ -54,3 +54,14 @@ def write_run_dir(d, run, manifest: dict) -> None:
         write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
     for name, js in run.all_judgments.items():
         write_jsonl(d / "judgments" / f"{name}.jsonl", js)
+
+
+def with_reference_turns(run):
+    """``run`` with each ok continuation that has no turns (the stand-ins ``judged_continuations``
+    makes) given its instance's reference turns: cocoeval stores an ok continuation only with as
+    many turns as the reference, and ``Run.open`` reads any other as invalid."""
+    refs = {i.id: i.reference for i in run.instances}
+    conts = {name: [c.model_copy(update={"turns": refs[c.instance_id]})
+                    if c.status == "ok" and not c.turns and c.instance_id in refs else c for c in cs]
+             for name, cs in run.continuations.items()}
+    return run.model_copy(update={"continuations": conts})

@@ -33,9 +33,10 @@ ALLOWED: dict[str, set[str]] = {
 }
 """{subpackage: the subpackages it may import}. Every module may also import the root package
 ``cocoeval`` for ``ROOT_NAMES``."""
-CORE_LLM = {"cocoeval.llm.errors", "cocoeval.llm.secrets"}
+CORE_LLM = {"cocoeval.llm.errors", "cocoeval.llm.secrets", "cocoeval.llm.yamlfile"}
 """What of the LLM layer ``core`` may import: its errors (the package's error classes are the
-LLM layer's) and its secret redaction (``core.jsonio`` redacts keys before writing a file)."""
+LLM layer's), its secret redaction (``core.jsonio`` redacts keys before writing a file) and its
+YAML reader that refuses duplicate keys (``core.yamlio``: one rule for price tables and user files)."""
 ROOT_NAMES = {"__version__", "lazy_exports"}
 FLAT = {"__init__.py", "__main__.py", "py.typed"}
 """All that may lie flat in ``cocoeval/`` beside the subpackages."""

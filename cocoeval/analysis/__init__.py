@@ -2,7 +2,9 @@
 ``stats``, ``inference``, ``agreement``, ``paper_stats`` (statistics with honest uncertainty) and
 ``convstats``/``convcompare`` (judge-free statistics) → the answers (``rq``: RQ1–RQ5; ``studies``:
 the benchmark, participants, the paper's tables, agreement; ``judge_free``) → ``charts``. The
-registry of analyses (``registry``, filled in ``analyses``) feeds ``report`` and the notebooks.
+registry of analyses (``registry``, filled in ``analyses``) feeds ``report`` and the notebooks;
+``coverage`` lists what of the paper a run (or a params file) lacks, for the report, the notebooks
+and ``cocoeval check``.
 
 Names load on first use: importing this package does not import polars' heavy parts or Altair."""
 
@@ -16,6 +18,7 @@ _WHERE = {
     "Params": "cocoeval.analysis.registry",
     "compute": "cocoeval.analysis.analyses",
     "write_report": "cocoeval.analysis.report",
+    "paper_coverage": "cocoeval.analysis.coverage",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 __all__ = sorted(_WHERE)

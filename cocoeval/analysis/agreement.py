@@ -24,7 +24,7 @@ from ``cocoeval.analysis.stats``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
@@ -209,16 +209,54 @@ def agreement_table(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: i
     return pl.concat(parts) if parts else pl.DataFrame(schema=AGREE_SCHEMA)
 
 
+def _labelled(f: Frames, c: pl.DataFrame) -> pl.DataFrame:
+    """``c``'s rows of the conversations the annotators labelled (all when the run has none): an
+    LLM judge's other conversations are compared with no one."""
+    if not annotators(f):
+        return c
+    return c.join(f.judgments.filter(pl.col("human") & (pl.col("kind") == "fine_grained")
+                                     & (pl.col("status") != "stale")).select("instance_id", "target").unique(),
+                  on=["instance_id", "target"], how="semi")
+
+
+def detection_units(f: Frames) -> tuple[pl.DataFrame, list[str]]:
+    """The conversations (instance_id, target) the detection totals are over, one set for every
+    source as the paper compares them (Tables 3, 9, 10: the same turns): of the conversations the
+    annotators labelled (all conversations when the run has no annotator), those every source of
+    the table (each annotator and each LLM judge with a valid fine-grained judgment there) judged
+    validly; the sources, sorted; and the candidates, with how many sources judged each validly."""
+    c = _labelled(f, f.counts)
+    sources = sorted(set(c["judge"].to_list()))
+    units = c.group_by("instance_id", "target").agg(k=pl.col("judge").n_unique()) \
+        .filter(pl.col("k") == len(sources)).select("instance_id", "target").sort("instance_id", "target")
+    return units, sources
+
+
+def detection_note(f: Frames, name: Callable[[str], str] = str) -> str:
+    """What the detection totals are over, in one sentence: the common set's size, the sources
+    (written by ``name``), and the conversations left out because some source's fine-grained
+    judgment of it is not valid (invalid, skipped or missing)."""
+    units, sources = detection_units(f)
+    c = _labelled(f, f.counts)
+    cand = c.select("instance_id", "target").unique()
+    have = c.group_by("judge").agg(n=pl.struct("instance_id", "target").n_unique())
+    short = [f"{name(r['judge'])} {cand.height - r['n']}" for r in have.sort("judge").iter_rows(named=True)
+             if r["n"] < cand.height]
+    left = cand.height - units.height
+    return (f"Detection totals are over the same {units.height} conversation(s) for every source ({len(sources)}: "
+            f"{', '.join(map(name, sources))}), those every source judged validly"
+            + (f"; {left} of {cand.height} left out (conversations without a valid fine-grained judgment, per "
+               "source: " + ", ".join(short) + ")" if left else "") + ".")
+
+
 def detection_totals(f: Frames) -> pl.DataFrame:
     """Detections per source (each annotator, their mean, each LLM judge) and behaviour (and
-    ``all``), on the conversations every annotator judged validly (all conversations when the run
-    has no annotator): ``total`` detections and the ``conversations`` each source judged there."""
-    c = f.counts
+    ``all``), on one set of conversations for every source (``detection_units``: those every
+    annotator and every LLM judge of the table judged validly): ``total`` detections and the
+    ``conversations`` they are over (the same for every source)."""
     humans = annotators(f)
-    if humans:
-        units = c.filter(pl.col("human")).group_by("instance_id", "target").agg(k=pl.col("judge").n_unique()) \
-            .filter(pl.col("k") == len(humans)).select("instance_id", "target")
-        c = c.join(units, on=["instance_id", "target"], how="semi")
+    units, _ = detection_units(f)
+    c = f.counts.join(units, on=["instance_id", "target"], how="semi")
     per = c.group_by("judge", "human", "behaviour").agg(total=pl.col("count").sum(),
                                                         conversations=pl.struct("instance_id", "target").n_unique())
     per = pl.concat([per, per.group_by("judge", "human").agg(behaviour=pl.lit(ALL), total=pl.col("total").sum(),

@@ -21,6 +21,7 @@ from cocoeval.run import Run
 from . import agreement as _agreement
 from . import answer, rq, studies
 from .answer import Answer
+from .coverage import HOW
 from .judge_free import judge_free as judge_free_answer
 from .registry import (
     NOTEBOOKS,
@@ -49,11 +50,12 @@ def _judge(p: Params) -> str:
     return p.judge  # type: ignore[return-value]  # None passes through as before (no new check)
 
 
-def _compared(run: Run, p: Params, setups: list[str], question: str, *, figure3: bool = True) -> Answer:
+def _compared(run: Run, p: Params, setups: list[str], question: str, *, figure3: bool = True,
+              absent: tuple[str, str] | None = None) -> Answer:
     """Each of ``setups`` against the human reference (``rq.compare_to_humans``); the notebook's
-    viewer shows the same setups."""
+    viewer shows the same setups. None of them: "not run", ``absent`` = (why, how to add them)."""
     a = rq.compare_to_humans(p.frames_of(run), _judge(p), setups, question, p.resamples, p.seed, min_n=p.min_n,
-                             correction=p.correction, run=run if figure3 else None)
+                             correction=p.correction, run=run if figure3 else None, absent=absent)
     a.setups = setups
     return a
 
@@ -102,7 +104,9 @@ def rq1(run: Run, p: Params) -> Answer:
     "behaviours as often as the humans did, on the same instances?"))
 def rq2(run: Run, p: Params) -> Answer:
     return _compared(run, p, answer.pick_setups(run, prompt="vanilla", kind="multiparty"),
-                     "RQ2 — Vanilla prompting vs humans")
+                     "RQ2 — Vanilla prompting vs humans", absent=(
+                         "this run has no vanilla multi-party setup", HOW["setup"].format(
+                             s="s", example="gpt41-vanilla-1, -5, -30, gpt51-vanilla-…, opus4-vanilla-1, -5")))
 
 
 @analysis("rq3", "RQ3: taxonomy-guided prompting", notebook=Notebook(
@@ -119,21 +123,39 @@ def rq3(run: Run, p: Params) -> Answer:
 
 @analysis("rq3_vs_humans", "RQ3: each prompt vs the humans", notebook="03_rq3_prompting")
 def rq3_vs_humans(run: Run, p: Params) -> Answer:
-    setups = answer.pick_setups(run, kind="multiparty", prompt=lambda x: x in ("vanilla", "taxonomy", "copy_then_continue"))
-    return _compared(run, p, setups, "RQ3 — Each prompt vs the humans")
+    setups = answer.pick_setups(run, kind="multiparty", prompt=lambda x: x in ("vanilla", "taxonomy", "copy_then_continue",
+                                                                                    "taxonomy_copy_then_continue"))
+    return _compared(run, p, setups, "RQ3 — Each prompt vs the humans", absent=(
+        "this run has no vanilla, taxonomy or copy_then_continue multi-party setup",
+        HOW["setup"].format(s="s", example="gpt41-vanilla-1, gpt41-taxonomy-1, …")))
+
+
+SFT_PRELUDE = (
+    'from cocoeval.bench import load_instances\nfrom cocoeval.simulate.sft import sft_examples, training_set\n\n'
+    'sft = ctx.experiment.params.sft  # the params\' sft: section, drawn as cocoeval sft-export draws it\n'
+    'train = load_instances(ctx.experiment.bench_dir(), "train")\n'
+    'chosen, how = training_set(train, total=sft.total, datasets=sft.datasets, n_datasets=sft.n_datasets,\n'
+    '                           seed=sft.seed)\n'
+    'examples = {k: len(sft_examples(chosen, k, prompt=sft.prompt, seed=sft.seed)) for k in sft.ks}\n'
+    'display(Markdown(f"{len(chosen)} of {len(train)} train instances (from {\', \'.join(how[\'datasets\']) or \'none\'}; "\n'
+    '                 f"the params\' `sft:` section, {how[\'rule\']}) give "\n'
+    '                 + ", ".join(f"{n} SFT examples at k = {k}" for k, n in examples.items())\n'
+    '                 + (f". {how[\'shortfall\']}" if "shortfall" in how else "")\n'
+    '                 + " (export: `cocoeval sft-export PARAMS.yaml --out sft/`)."))')
+"""The RQ4 notebook's first cell: the SFT training set of the params' ``sft:`` section (1,450
+instances from four datasets in the paper, A.4), chosen by ``training_set`` as ``cocoeval
+sft-export PARAMS.yaml`` chooses it, and its examples per k."""
 
 
 @analysis("rq4", "RQ4: fine-tuned simulators", notebook=Notebook(
     "04_rq4_sft", "RQ4: fine-tuned simulators", "Do simulators fine-tuned on human continuations (exported with "
     "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a fine-tuned id "
     "(`ft:`).",
-    prelude='from cocoeval.bench import load_instances\nfrom cocoeval.simulate import sft_examples\n\n'
-            'train = load_instances(ctx.experiment.bench_dir(), "train")\n'
-            'display(Markdown(f"{len(train)} train instances give {len(sft_examples(train, 5))} SFT examples per k "\n'
-            '                 "(export: `cocoeval sft-export BENCH --out sft/`)."))'))
+    prelude=SFT_PRELUDE))
 def rq4(run: Run, p: Params) -> Answer:
     a = _compared(run, p, answer.pick_setups(run, model=lambda m: ":ft:" in m or "/ft:" in m),
-                  "RQ4 — Fine-tuned simulators vs humans")
+                  "RQ4 — Fine-tuned simulators vs humans", absent=(
+                      "this run has no SFT setups (no setup's model is a fine-tuned `ft:` id)", HOW["sft"]))
     a.setups = a.setups or None  # none fine-tuned: the viewer shows every setup
     return a
 
@@ -158,7 +180,8 @@ def rq5(run: Run, p: Params) -> Answer:
     "06_generalization", "Human–AI generalization", "When an LLM simulates the *user* of a chatbot (one turn per "
     "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns are judged."))
 def generalization(run: Run, p: Params) -> Answer:
-    a = _compared(run, p, answer.pick_setups(run, kind="human_ai"), "Simulated users vs real users", figure3=False)
+    a = _compared(run, p, answer.pick_setups(run, kind="human_ai"), "Simulated users vs real users", figure3=False,
+                  absent=("this run has no human–AI setup (`kind: human_ai`)", HOW["user_sim"]))
     a.setups = a.setups or None
     return a
 

@@ -11,6 +11,7 @@ import polars as pl
 from cocoeval.core.schema import Instance, Judgment, is_human_ai
 from cocoeval.core.targets import NO_TURNS, REFERENCE, behaviour_counts, judged_turns
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
+from cocoeval.run.rundir import UNKNOWN_INSTANCE
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
@@ -50,12 +51,15 @@ class Frames:
     judgments: pl.DataFrame
     """judge, human, target, instance_id, kind, status (ok, repaired, invalid, skipped: its target
     has no turn to judge, reason ``NO_TURNS`` — or stale: of a continuation that is not the setup's
-    current ok one; skipped and stale are never counted; an ok overall judgment without a score is
+    current ok one, or of an instance not in instances.jsonl; skipped and stale are never counted;
+    an ok overall judgment without a score is
     invalid, ``NO_SCORE``), reason, turns (labelled), not_in_taxonomy
     (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status (ok, invalid, or stale: simulated with other settings
-    than the manifest's setup id; never counted), reason: every continuation."""
+    than the manifest's setup id, or of an instance not in instances.jsonl, ``UNKNOWN_INSTANCE``;
+    never counted), reason: every continuation (one marked ok with another number of turns than
+    its reference is read as invalid: ``Run.open``)."""
     taxonomy: Taxonomy
     expected: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EXPECTED_SCHEMA))
     """stage (simulate or judge), judge, target, kind, instance_id, reason: one row per continuation
@@ -95,11 +99,14 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
     counts, likert, labels, judg = [], [], [], []
     for name, js in run.all_judgments.items():
         for j in js:
-            if j.instance_id not in insts:
-                continue
             judge = j.judge_name or name
             human = j.judge_id.startswith("human:")
             target = j.target_name or j.target
+            if j.instance_id not in insts:  # listed stale (Run.integrity_warnings says so), never counted
+                judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
+                             "kind": j.kind, "status": "stale", "reason": UNKNOWN_INSTANCE, "turns": len(j.labels),
+                             "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
+                continue
             ds = insts[j.instance_id].dataset
             status: str  # the judgment's, or stale/skipped here
             status, reason = j.status, j.reason
@@ -128,8 +135,9 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
                                    "turn": lb.turn, "behaviour": bid, "evidence": lb.evidence.get(bid, "")})
     conts = [{"setup": name, "instance_id": c.instance_id,
               "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
-              **({"status": "stale", "reason": old} if (old := run.stale_reason(name, c)) else
-                 {"status": c.status, "reason": c.reason})}
+              **({"status": "stale", "reason": old}
+                 if (old := run.stale_reason(name, c) or (None if c.instance_id in insts else UNKNOWN_INSTANCE))
+                 else {"status": c.status, "reason": c.reason})}
              for name, cs in run.continuations.items() for c in cs]
     s, b, i64 = pl.Utf8, pl.Boolean, pl.Int64
     return Frames(

@@ -11,6 +11,8 @@ defined, the paired sign-flip test, corrections for multiple comparisons, and th
   p = (1 + #{|S*| >= |S|}) / (flips + 1), which stays valid (never below the nominal level).
 - The family (behaviours x setups of one judge) is corrected with Benjamini-Hochberg (false
   discovery rate; default), Holm (family-wise error) or not at all.
+- A verdict (over/under-production) when the adjusted p is at most alpha (``p_adj <= alpha``; at
+  exactly alpha too: the Monte Carlo p above is valid in that sense, P(p <= alpha) <= alpha).
 """
 
 from __future__ import annotations
@@ -124,4 +126,4 @@ def describe_test(correction: str, family: int, flips: int = FLIPS, alpha: float
     test = f"two-sided paired sign-flip test of the mean difference ({flips:,} random flips, exact for small n)"
     if family == 0:
         return f"{test}; no comparison had enough instances, so none was tested and nothing corrected"
-    return f"{test}, {CORRECTION_NAMES[correction]} over {family} tests, α = {alpha:g}"
+    return f"{test}, {CORRECTION_NAMES[correction]} over {family} tests, α = {alpha:g} (a verdict when p_adj ≤ α)"

@@ -194,6 +194,12 @@ def participant_variance(f: Frames, count: str = "conversation") -> pl.DataFrame
             .sort(["variance", "dataset"], descending=[True, False], nulls_last=True))
 
 
+def picked_datasets(var: pl.DataFrame, top: int = 2) -> list[str]:
+    """The ``top`` datasets of ``participant_variance`` with the largest variance of participant
+    counts (ties by name; a dataset without a variance, under two instances with a count, never)."""
+    return var.filter(pl.col("variance").is_not_null())["dataset"].to_list()[:top]
+
+
 PART_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "dataset": pl.Utf8, "behaviour": pl.Utf8, "rho": pl.Float64,
                "p_value": pl.Float64, "p_adj": pl.Float64, "note": pl.Utf8, "n": pl.Int64}
 
@@ -209,7 +215,7 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
     check_params(min_n=min_n, correction=correction)
     pc = participant_counts(f, count)
     if datasets is None:
-        datasets = participant_variance(f, count).filter(pl.col("variance").is_not_null())["dataset"].to_list()[:top]
+        datasets = picked_datasets(participant_variance(f, count), top)
     c = f.counts.filter(pl.col("judge") == judge)
     targets = targets or [REFERENCE, *sorted(set(c["target"].unique().to_list()) - {REFERENCE})]
     c = c.filter(pl.col("target").is_in(targets)).select("target", "instance_id", "behaviour", "count")

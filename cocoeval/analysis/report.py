@@ -16,6 +16,7 @@ from cocoeval.run.rundir import PIPELINE_LABEL
 
 from . import agreement, analyses, charts, inference, stats
 from .answer import Answer
+from .coverage import coverage_markdown, paper_coverage
 from .frames import Frames, invalid_rates, run_frames
 from .judge_free import judge_free_note, pipeline_check
 
@@ -150,8 +151,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **kw)
         table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset with 95% CIs, every target (Table 11's layout: table11)")
         table("detections", stats.detections(f), "Total detections per judge/annotator, target and behaviour")
-        table("detection_totals", agreement.detection_totals(f), "Detections per source and behaviour on the "
-              "conversations every annotator labelled (Tables 3, 10)")
+        table("detection_totals", agreement.detection_totals(f), "Detections per source and behaviour on the same "
+              "conversations for every source, those every annotator and LLM judge labelled validly (Tables 3, 10)")
         fig3 = stats.figure3_means(f, judge, **kw) if judge else means
         if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
             fig3 = means
@@ -182,6 +183,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
 
     index = [f"# Report for {md_escape(Path(run_dir).name)}\n"]
+    notices = run.integrity_warnings()  # none for a run as cocoeval run wrote it
+    if notices:
+        index += ["**Warnings about this run directory** (what it holds that its instances or manifest do not "
+                  "account for):\n", *(f"- {md_escape(w)}" for w in notices), ""]
     if check:
         index.append(f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
                      f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
@@ -189,6 +194,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     index.append(f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
                  "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
                  "whisker in the figures; ci_note says why).\n")
+    index.append(coverage_markdown(paper_coverage(run)))  # what of the paper this run lacks, and how to add it
     index.append("## Judge-free statistics (no model needed)\n")
     if free is None:
         index.append("_No conversation in this run._\n")
@@ -201,4 +207,4 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
               *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free])]
     write_atomic(out / "index.md", "\n".join(index) + "\n")
     return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
-            "pipeline_check": check}
+            "pipeline_check": check, "warnings": notices}

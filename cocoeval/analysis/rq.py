@@ -20,6 +20,7 @@ from .answer import (
     interval_method,
     setup_labels,
 )
+from .coverage import HOW, not_run
 from .frames import Frames, validity_note
 from .paper_stats import HIGHER, LOWER
 
@@ -37,6 +38,10 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
     human reference is a user's turns with a chatbot, the generalization study's subject."""
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
     a = Answer("RQ1 — How often do humans show each inconsistent or uncollaborative behaviour?")
+    if judge is None:
+        a.text.append(not_run("this run has no judgments (no judge in its params, or the judge stage not run)",
+                              HOW["judge"]))
+        return a
     chat = f.instances.filter(pl.col("human_ai"))["instance_id"]
     is_ref = (pl.col("judge") == judge) & (pl.col("target") == REFERENCE)
     n_chat = f.counts.filter(is_ref & pl.col("instance_id").is_in(chat.implode()))["instance_id"].n_unique()
@@ -45,8 +50,9 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
                 "a user talking to a chatbot; see the generalization notebook)." if n_chat else
                 "No human–AI chat instance is among them.")
     if ref.is_empty():
-        a.text.append(f"No multi-party human reference has a valid judgment by {md_escape(judge)} "
-                      f"({md_escape(validity_note(f, judge, REFERENCE))}). {excluded}")
+        a.text.append(not_run(f"no multi-party human reference has a valid judgment by {md_escape(judge)} "
+                              f"({md_escape(validity_note(f, judge, REFERENCE))})", HOW["judge"]))
+        a.text.append(excluded)
         return a
     sub = Frames(**{**f.__dict__, "counts": ref})
     means = stats.mean_occurrences(sub, resamples=resamples, seed=seed, min_n=min_n)
@@ -78,21 +84,28 @@ def human_rates(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, 
 
 def compare_to_humans(f: Frames, judge: str, setups: list[str], question: str, resamples: int = 1000,
                       seed: int = 0, *, min_n: int = inference.MIN_N, correction: str = "bh",
-                      run: Run | None = None) -> Answer:
+                      run: Run | None = None, absent: tuple[str, str] | None = None) -> Answer:
     """RQ2-RQ5 and generalization: each setup against the human reference on the same instances.
     Over/under-production verdicts come from the paired sign-flip test, corrected over every
     behaviour x setup this judge judged (the same family in every notebook and the report).
-    With ``run`` the figures follow the paper's grouping: one per model/condition (Figure 3)."""
+    With ``run`` the figures follow the paper's grouping: one per model/condition (Figure 3).
+    No ``setups``: "not run", with ``absent`` = (why, the step that adds them)."""
     a = Answer(question)
+    if not setups:
+        a.text.append(not_run(absent[0], absent[1]) if absent else not_run("this run has no setup to compare",
+                                                                           HOW["setup"].format(s="s", example="…")))
+        return a
     per_b, dist = stats.paired_vs_human(f, judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction)
     if dist.is_empty():
+        a.text.append(not_run(f"no setup has valid judgments by {md_escape(judge)} paired with a judged human "
+                              "reference (see invalid_rates)", HOW["judge"]))
         return a
     family, n_setups = int(per_b["family"][0]), dist.height
     per_b = per_b.filter(pl.col("target").is_in(setups))
     dist = dist.filter(pl.col("target").is_in(setups)).sort("distance")
     if dist.is_empty():
-        a.text.append(f"None of the setups {', '.join(md_escape(x) for x in setups) or '(none)'} has valid judgments "
-                      f"by {md_escape(judge)}.")
+        a.text.append(not_run(f"none of the setups {', '.join(md_escape(x) for x in setups)} has valid judgments "
+                              f"by {md_escape(judge)} (see invalid_rates)", HOW["judge"]))
         return a
     a.tables["distance"] = dist
     a.tables["per_behaviour"] = per_b
@@ -183,13 +196,15 @@ def prompting(f: Frames, run: Run, judge: str, resamples: int = 1000, seed: int 
     a = Answer("RQ3 — Does taxonomy-guided prompting change the behaviours, per model and turns per call?")
     pairs = paper_stats.rq3_pairs(paper_stats.conditions(run), baseline, treatment)
     if not pairs:
-        a.text.append(f"No model has both a {md_escape(baseline)} and a {md_escape(treatment)} multi-party setup "
-                      "at the same turns per call in this run: there is nothing to contrast.")
+        a.text.append(not_run(f"no model has both a {md_escape(baseline)} and a {md_escape(treatment)} multi-party "
+                              "setup at the same turns per call in this run, so there is nothing to contrast",
+                              HOW["setup"].format(s="s", example=f"gpt41-{baseline}-1 beside gpt41-{treatment}-1, "
+                                                                 "for each model and k")))
         return a
     pr = paper_stats.paired_between(f, judge, pairs, resamples, seed, min_n=min_n, correction=correction)
     if pr.is_empty():
-        a.text.append(f"None of the {len(pairs)} {md_escape(baseline)}/{md_escape(treatment)} pair(s) has instances "
-                      f"both judged validly by {md_escape(judge)}.")
+        a.text.append(not_run(f"none of the {len(pairs)} {md_escape(baseline)}/{md_escape(treatment)} pair(s) has "
+                              f"instances both judged validly by {md_escape(judge)} (see invalid_rates)", HOW["judge"]))
         return a
     a.tables["contrasts"] = pr
     n_pairs = pr.select("setup_a", "setup_b").unique().height
@@ -222,8 +237,11 @@ def by_turns_per_call(f: Frames, run: Run, judge: str, resamples: int = 1000, se
     pr = paper_stats.paired_between(f, judge, pairs, resamples, seed, min_n=min_n, correction=correction) if pairs \
         else pl.DataFrame()
     if pr.is_empty():
-        a.text.append("No model × prompt has two turns-per-call values judged validly by "
-                      f"{md_escape(judge)} on shared instances: nothing to compare.")
+        a.text.append(not_run(
+            f"no model × prompt has two turns-per-call values judged validly by {md_escape(judge)} on shared instances"
+            if pairs else "no model × prompt has multi-party setups at two turns-per-call values",
+            HOW["judge"] if pairs else HOW["setup"].format(s="s", example="gpt41-vanilla-1, -5, -30; the same k "
+                                                                          "values for each model × prompt")))
         return a
     a.tables["k_pairs"] = pr
     a.text.append(_method(pr, resamples, seed, min_n, correction,

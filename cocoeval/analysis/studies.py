@@ -16,6 +16,7 @@ from cocoeval.core.text import md_escape
 
 from . import agreement, charts, inference, paper_stats, stats
 from .answer import Answer, chart_key, interval_method, setup_labels
+from .coverage import HOW, not_run
 from .frames import Frames
 from .inference import CORRECTION_NAMES
 from .paper_stats import COUNT_NAMES, multiparty_ids, participant_counts
@@ -34,15 +35,27 @@ def participants(f: Frames, judge: str, run: Run | None = None, *, datasets: lis
     inference.check_params(min_n=min_n, correction=correction)
     a = Answer("Do behaviour counts change with the number of participants (D.4, Table 12)?")
     var = paper_stats.participant_variance(f, count)
+    picked = datasets if datasets is not None else paper_stats.picked_datasets(var, top)
+    var = var.with_columns(picked=pl.col("dataset").is_in(picked))
     a.tables["participant_variance"] = var
+    variances = ("Variance of participant counts per dataset (table participant_variance), "
+                 + ("the datasets given: " if datasets is not None else f"the {top} largest picked: ")
+                 + "; ".join(f"{md_escape(r['dataset'])} "
+                             + (f"{r['variance']:.3g}" if r["variance"] is not None else
+                                f"none ({r['instances']} instance(s) with a count)")
+                             + (" (picked)" if r["picked"] else "") for r in var.iter_rows(named=True)) + ".")
     sp = paper_stats.participants_spearman(f, judge, None, datasets, top=top, count=count, min_n=min_n,
                                      correction=correction)
     if sp.is_empty():
         ranked = var.filter(pl.col("variance").is_not_null())
-        a.text.append(f"No multi-party conversation judged by {md_escape(judge)} in the datasets "
-                      f"{', '.join(md_escape(d) for d in datasets)}." if datasets is not None else
-                      f"No multi-party conversation judged by {md_escape(judge)} in the {ranked.height} dataset(s) with "
-                      "a participant-count variance (a dataset needs at least two multi-party instances to have one).")
+        a.text.append(not_run(f"no multi-party conversation judged by {md_escape(judge)} in the datasets "
+                              f"{', '.join(md_escape(d) for d in datasets)}" if datasets is not None else
+                              f"no multi-party conversation judged by {md_escape(judge)} in the {ranked.height} "
+                              "dataset(s) with a participant-count variance (a dataset needs at least two multi-party "
+                              "instances to have one)",
+                              "build the benchmark with more instances per dataset (build.options.per_dataset; the "
+                              f"paper: 50) and judge them: {HOW['judge']}"))
+        a.text.append(variances)
         return a
     chosen = sp["dataset"].unique(maintain_order=True).to_list()
     how = ("given" if datasets is not None else
@@ -50,7 +63,7 @@ def participants(f: Frames, judge: str, run: Run | None = None, *, datasets: lis
     a.text.append(f"Datasets ({how}): " + "; ".join(
         f"{md_escape(r['dataset'])} (variance {r['variance']:.2f}, {r['min']}–{r['max']} participants, "
         f"{r['instances']} instances)" for r in var.filter(pl.col("dataset").is_in(chosen)).iter_rows(named=True))
-        + ".")
+        + ". " + variances)
     a.text.append(f"Method: participants counted as the {COUNT_NAMES[count]} (count = \"{count}\"); Spearman ρ per "
                   f"dataset, target and behaviour over the instances judged validly by {md_escape(judge)}; scipy's "
                   f"p, {CORRECTION_NAMES[correction]} over the {int(sp['p_adj'].is_not_null().sum())} "
@@ -113,6 +126,9 @@ def paper_tables(f: Frames, run: Run, judge: str, resamples: int = 1000, seed: i
     t11 = paper_stats.table11(f, judge, cond)
     if not t11.is_empty():
         a.tables["table11"] = t11
+    if not a.charts and "table4" not in a.tables and "table11" not in a.tables:
+        a.text.append(not_run(f"no multi-party instance has a valid judgment by {md_escape(judge)}", HOW["judge"]))
+        return a
     a.text.append(f"Judge **{md_escape(judge)}**, multi-party instances only (human–AI chats are the generalization "
                   f"study). Figure 3: {len(a.charts)} figure(s), one per model/condition, each panel a setup (k) "
                   "beside the human reference on the same instances. Table 4: consistency and collaborativeness "
@@ -148,13 +164,16 @@ def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     if not f.counts.is_empty():
         a.tables["detection_totals"] = agreement.detection_totals(f)
     if not humans:
-        a.text.append(f"This run has no human annotator ({len(judges)} LLM judge(s)), so there is no agreement to "
-                      "measure. Export items with `cocoeval annotate-export` (drawn as in the paper's Appendix B.1) "
-                      "or use the annotator widget, then import the labels with `cocoeval annotate-import`.")
+        a.text.append(not_run(f"this run has no human annotator ({len(judges)} LLM judge(s)), so there is no "
+                              "agreement to measure", HOW["humans"]))
+        if not f.counts.is_empty():
+            a.text.append(agreement.detection_note(f, md_escape))
         return a
     a.text.append(f"Method ({agreement.PROCEDURE}); {resamples} resamples, seed {seed}; conversations that every rater "
                   f"of a comparison rated validly; not tested below n = {min_n}. {len(humans)} human annotators: "
                   + ", ".join(md_escape(h) for h in humans) + ".")
+    if not f.counts.is_empty():
+        a.text.append(agreement.detection_note(f, md_escape))
     table = agreement.agreement_table(f, resamples, seed, min_n=min_n)
     if not table.is_empty():
         a.tables["agreement"] = table
@@ -166,7 +185,8 @@ def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
             what = "all behaviours (counts)" if r["item"] == "all" else r["item"]
             a.text.append(f"- {who}, {what}: {_rho(r)}.")
     else:
-        a.text.append("No comparison had at least two conversations rated by every rater.")
+        a.text.append(not_run("no comparison has at least two conversations rated by every rater",
+                              "annotate more of the same conversations: " + HOW["humans"]))
     per = [agreement.agreement(f, None, resamples, seed, item, min_n=min_n) for scale in ("counts", "likert")
            for item in agreement.items_of(f, scale)]
     per = [p.filter(pl.col("rater") != agreement.AVERAGE) for p in per if not p.is_empty()]

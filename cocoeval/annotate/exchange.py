@@ -51,6 +51,7 @@ from .sample import PAPER_CONVERSATIONS, check_setups, draw, instructions
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
+    from cocoeval.run.params import AnnotationSection
 
 
 TURN_NOTE = f"behaviours: names or ids separated by ;, or {NONE} (an empty cell is not annotated)"
@@ -65,7 +66,7 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
                  overall_conversations: int = PAPER_CONVERSATIONS["overall"],
                  fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
                  overall_setups: list[str] | None = None, fine_setups: list[str] | None = None,
-                 taxonomy: Taxonomy | None = None) -> dict[str, Any]:
+                 taxonomy: Taxonomy | None = None, plan: AnnotationSection | None = None) -> dict[str, Any]:
     """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
 
     Per task, ``*_conversations`` conversations: instances drawn at random (``seed``), evenly over
@@ -77,30 +78,43 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     overall item; its ``note`` column says what to fill: an empty cell is *not annotated*, ``none``
     says no behaviour), ``instructions.md (the judge's own instructions and rubric, from its prompt
     files), and, for the organiser only, ``key.json`` (item id -> instance and target) and
-    ``export.json`` (the draw, its notes, the prompts and taxonomy)."""
+    ``export.json`` (the draw, its notes, the prompts and taxonomy).
+
+    ``plan``, a params file's ``annotation:`` section, replaces the seed, setup and count arguments:
+    its tasks (a task it leaves out is not exported), each with its setups, conversations, evenness
+    and seed."""
     tax = taxonomy or load_taxonomy()
     run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
         raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the export "
                           f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
-    if overall_conversations < 0 or fine_conversations < 0 or not (overall_conversations or fine_conversations):
-        raise ConfigError(f"nothing to export: {overall_conversations} overall and {fine_conversations} "
-                          "fine-grained conversations", hint="the paper's numbers are 54 and 36")
+    if plan is not None:
+        seed = plan.seed
+        specs = [(task, d.conversations, d.setups, d.even_over_datasets, plan.seed if d.seed is None else d.seed)
+                 for task in ("overall", "fine_grained") if (d := getattr(plan, task)) is not None]
+    else:
+        if overall_conversations < 0 or fine_conversations < 0 or not (overall_conversations or fine_conversations):
+            raise ConfigError(f"nothing to export: {overall_conversations} overall and {fine_conversations} "
+                              "fine-grained conversations", hint="the paper's numbers are 54 and 36")
+        specs = [("overall", overall_conversations, overall_setups if overall_setups is not None else setups,
+                  True, seed),
+                 ("fine_grained", fine_conversations, fine_setups if fine_setups is not None else setups,
+                  True, seed)]
     available = sorted(run.continuations)
     all_targets = targets_for(run.instances, run.continuations)
     sample: dict[str, dict[str, Any]] = {}
     tasks_of: dict[tuple[str, str], list[str]] = {}
-    for task, n, own in (("overall", overall_conversations, overall_setups),
-                         ("fine_grained", fine_conversations, fine_setups)):
+    for task, n, own, even, draw_seed in specs:
         if not n:
             continue
-        names = [REFERENCE, *check_setups(own if own is not None else setups, available, f"{task} task")]
-        d = draw(all_targets, names, n, random.Random(f"{seed}|{task}"))
+        names = [REFERENCE, *check_setups(own, available, f"{task} task")]
+        d = draw(all_targets, names, n, random.Random(f"{draw_seed}|{task}"), even=even)
         chosen = set(d["instances"])
         for t in all_targets:
             if t.instance.id in chosen and t.name in names:
                 tasks_of.setdefault((t.instance.id, t.name), []).append(task)
-        sample[task] = {"conversations_requested": n, "targets": names, **d,
+        sample[task] = {"conversations_requested": n, "targets": names, "seed": draw_seed,
+                        "even_over_datasets": even, **d,
                         "conversations": len(d["instances"]) * len(names)}
     targets = [t for t in all_targets if (t.instance.id, t.name) in tasks_of]
     random.Random(seed).shuffle(targets)
@@ -165,6 +179,24 @@ class Parsed:
     """Rows left empty (skipped, each with a note)."""
 
 
+def read_key(path: str | Path) -> dict[str, dict[str, Any]]:
+    """An export's ``key.json``: {item id: {"instance_id", "target", ...}}; an entry without a
+    non-empty ``instance_id`` or ``target`` is an InputError naming the file and the item."""
+    keymap = read_json(path)
+    hint = "pass the key.json that annotate-export wrote with these items, unedited"
+    if not isinstance(keymap, dict):
+        raise InputError(f"expected a JSON object of item ids, got {type(keymap).__name__}", file=str(path),
+                         hint=hint)
+    for item, k in keymap.items():
+        if not isinstance(k, dict):
+            raise InputError(f"expected an object with instance_id and target, got {type(k).__name__}",
+                             file=str(path), record=f"item {item!r}", hint=hint)
+        if bad := [f for f in ("instance_id", "target") if not isinstance(k.get(f), str) or not k[f]]:
+            raise InputError(f"no {' and no '.join(bad)} (a text) in the entry", file=str(path),
+                             record=f"item {item!r}", hint=hint)
+    return keymap
+
+
 def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = None,
                       taxonomy: Taxonomy | None = None) -> Parsed:
     """Read an annotation file into cells. Every unusable row and every pair of rows that give
@@ -174,7 +206,7 @@ def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = No
     noted ("not annotated, skipped"); a file with no annotated row at all is an InputError."""
     tax = taxonomy or load_taxonomy()
     p = Path(path)
-    keymap = read_json(key) if key else {}
+    keymap = read_key(key) if key else {}
     targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
     rows = read_rows(p)
     cells: dict[CellKey, Cell] = {}

@@ -55,6 +55,12 @@ def read_rows(path: Path) -> list[tuple[str, Any]]:
         rows = [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
     else:
         reader = csv.DictReader(io.StringIO(read_text(path)))
+        header = reader.fieldnames or []
+        twice = sorted({c for c in header if header.count(c) > 1})
+        if twice:  # DictReader would keep the last column of that name silently
+            raise InputError(f"CSV header names the column{'s' if len(twice) > 1 else ''} "
+                             f"{', '.join(repr(c) for c in twice)} more than once", file=str(path), record="row 1",
+                             hint=f"keep one column of each name (the columns are {', '.join(FIELDS)})")
         missing = {"annotator", "turn", "behaviours"} - set(reader.fieldnames or [])
         if missing:
             raise InputError(f"CSV header lacks {', '.join(sorted(missing))}", file=str(path),

@@ -33,8 +33,10 @@ PAPER_DATASETS = 6
 PAPER_CONVERSATIONS = {"overall": 54, "fine_grained": 36}
 
 
-def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: random.Random) -> dict[str, Any]:
-    """Instances for one task: ``{"instances": [...ids], "per_dataset": {...}, "notes": [...]}``."""
+def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: random.Random, *,
+         even: bool = True) -> dict[str, Any]:
+    """Instances for one task: ``{"instances": [...ids], "per_dataset": {...}, "notes": [...]}``;
+    ``even=False`` draws at random over every instance with every target, datasets ignored."""
     by_inst: dict[str, dict[str, Target]] = {}
     dataset: dict[str, str] = {}
     for t in targets:
@@ -54,6 +56,14 @@ def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: r
         if k and not datasets:
             notes.append("no instance has every target (" + ", ".join(names) + "): nothing to draw")
         return {"instances": [], "per_dataset": {}, "notes": notes}
+    if not even:
+        pool = [i for d in datasets for i in eligible[d]]
+        if len(pool) < k:
+            notes.append(f"the run has {len(pool)} instances with every target, not {k}: all of them are used")
+        chosen = sorted(rng.sample(pool, min(k, len(pool))))
+        per = {d: sum(dataset[i] == d for i in chosen) for d in datasets}
+        notes.append("drawn at random over every dataset, not evenly (even_over_datasets: false)")
+        return {"instances": chosen, "per_dataset": {d: n for d, n in per.items() if n}, "notes": notes}
     if len(datasets) != PAPER_DATASETS:
         notes.append(f"the paper drew evenly over {PAPER_DATASETS} datasets; this run has {len(datasets)} with "
                      "every target: " + ", ".join(datasets))

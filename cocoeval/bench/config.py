@@ -17,10 +17,10 @@ class ChatSelection(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    min_turns: int = Field(61, ge=2)
+    min_turns: int = Field(61, ge=2, le=1_000_000, strict=True)
     """Fewest turns a chat must have (the paper: more than 60). The window sits after at least
     min_turns − history_turns − reference_turns turns (1 by default), left for S."""
-    conversations: int = Field(25, ge=0)
+    conversations: int = Field(25, ge=0, le=1_000_000, strict=True)
     """Chats per chat dataset, one instance each, all in the eval split (the paper: 25)."""
     ids: list[str] | None = None
     """Only these conversation ids (the paper hand-picked natural chats, leaving out coding tasks
@@ -32,27 +32,27 @@ class BuildConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    history_turns: int = Field(30, ge=1)
+    history_turns: int = Field(30, ge=1, le=100_000, strict=True)
     """Turns in the history x shown to the simulator."""
-    reference_turns: int = Field(30, ge=1)
+    reference_turns: int = Field(30, ge=1, le=100_000, strict=True)
     """Turns in the human reference r (and so in every continuation)."""
-    min_prior_turns: int = Field(10, ge=0)
+    min_prior_turns: int = Field(10, ge=0, le=1_000_000, strict=True)
     """Turns that must precede x, left for the summary S."""
-    per_dataset: int = Field(50, ge=0)
+    per_dataset: int = Field(50, ge=0, le=1_000_000, strict=True)
     """Eval instances per dataset (the paper: 50)."""
-    train_per_dataset: int | None = Field(None, ge=0)
+    train_per_dataset: int | None = Field(None, ge=0, le=10_000_000, strict=True)
     """Train instances per dataset; None takes every window of the train conversations."""
     eval_share: float = Field(0.5, gt=0, le=1)
     """Share of a dataset's usable conversations held out for eval; grown, one conversation at
     a time, when their windows cannot provide ``per_dataset`` instances (one conversation always
     stays for train when there are two or more)."""
-    max_windows_per_conversation: int | None = Field(None, ge=1)
+    max_windows_per_conversation: int | None = Field(None, ge=1, le=1_000_000, strict=True)
     """Cap on instances cut from one conversation (None: as many as fit)."""
-    min_speakers: int = Field(2, ge=1)
+    min_speakers: int = Field(2, ge=1, le=1_000, strict=True)
     """Fewest distinct speakers a window (x + r) must have."""
     merge_same_speaker: bool = False
     """Merge consecutive turns of the same speaker before windowing."""
-    seed: int = 0
+    seed: int = Field(0, strict=True)
     """Seed of every random choice; same inputs and seed give byte-identical output."""
     chat: ChatSelection = Field(default_factory=ChatSelection)
     """Chat datasets (source kind chat): the generalization study's selection."""
@@ -85,7 +85,7 @@ class LLMContextOptions(BaseModel):
 
     metadata: str | None = None
     """Model spec for M (goals, participants with roles) from the whole conversation (the paper:
-    openai/o4-mini)."""
+    openai/o4-mini-2025-04-16, C.1)."""
     summary: str | None = None
     """Model spec for S, a paragraph about the turns before the history (the paper: o4-mini)."""
     clean: str | None = None
@@ -93,15 +93,15 @@ class LLMContextOptions(BaseModel):
     before windowing (the paper: o4-mini, QMSum Product and Academic only)."""
     clean_datasets: list[str] = Field(default_factory=lambda: ["qmsum_product", "qmsum_academic"])
     """Datasets whose turns the clean-up rewrites; every other dataset keeps its source text."""
-    clean_turns_per_call: int = Field(30, ge=1)
+    clean_turns_per_call: int = Field(30, ge=1, le=1_000, strict=True)
     """Consecutive turns sent per clean-up call."""
-    clean_max_chars: int = Field(12_000, ge=500)
+    clean_max_chars: int = Field(12_000, ge=500, le=10_000_000, strict=True)
     """About this many characters of source text per clean-up call at most."""
-    clean_max_tokens: int = Field(16_000, ge=256)
+    clean_max_tokens: int = Field(16_000, ge=256, le=1_000_000, strict=True)
     """Output budget of a clean-up call (a reasoning model's reasoning counts in it)."""
-    metadata_max_tokens: int = Field(8_000, ge=256)
-    summary_max_tokens: int = Field(4_000, ge=256)
-    max_transcript_chars: int = Field(400_000, ge=1_000)
+    metadata_max_tokens: int = Field(8_000, ge=256, le=1_000_000, strict=True)
+    summary_max_tokens: int = Field(4_000, ge=256, le=1_000_000, strict=True)
+    max_transcript_chars: int = Field(400_000, ge=1_000, le=100_000_000, strict=True)
     """Longest transcript sent for M or S (~100k tokens); a longer one is cut (M keeps the start,
     S the end) and the prompt says so."""
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None

@@ -9,15 +9,61 @@ from typing import Any
 from ._args import count, out_dir
 
 
+def _plan(plan: Any, a: argparse.Namespace, available: list[str]) -> Any:
+    """The params' annotation: section with the options given on the command line put over it."""
+    from cocoeval.core.errors import ConfigError
+    from cocoeval.run.params import AnnotationDraw
+
+    upd: dict[str, Any] = {} if a.seed is None else {"seed": a.seed}
+    for task, n, own in (("overall", a.overall_conversations, a.overall_setup),
+                         ("fine_grained", a.fine_conversations, a.fine_setup)):
+        d, setups = getattr(plan, task), own if own is not None else a.setup
+        if n == 0:
+            upd[task] = None
+        elif d is not None and (n is not None or setups is not None):
+            upd[task] = d.model_copy(update={k: v for k, v in (("conversations", n), ("setups", setups))
+                                             if v is not None})
+        elif d is None and n is not None:
+            if not (setups or available):
+                raise ConfigError(f"{task} task: the run has no setups to annotate beside the reference")
+            upd[task] = AnnotationDraw(setups=setups or available, conversations=n)
+    plan = plan.model_copy(update=upd)
+    if plan.overall is None and plan.fine_grained is None:
+        raise ConfigError("nothing to export: the options leave no task of the params' annotation: section",
+                          hint="the paper's numbers are 54 overall and 36 fine-grained conversations")
+    for task, flag in (("overall", "--overall-setup"), ("fine_grained", "--fine-setup")):
+        d = getattr(plan, task)
+        unknown = [s for s in d.setups if s not in available] if d is not None else []
+        if unknown:
+            raise ConfigError(f"annotation.{task}.setups: the run has no continuations of {', '.join(unknown)}",
+                              hint="run those setups first (params/paper.yaml: uncomment the SFT setups), or "
+                                   f"change annotation: or pass {flag}; the run's setups: "
+                                   + (", ".join(available) or "(none)"))
+    return plan
+
+
 def _cmd_annotate_export(a: argparse.Namespace) -> int:
     from cocoeval.annotate.exchange import export_items, format_export
+    from cocoeval.annotate.sample import PAPER_CONVERSATIONS
     from cocoeval.core.taxonomy import load_taxonomy
     from cocoeval.run.rundir import read_run
 
-    rep = export_items(read_run(a.run_dir), a.out, seed=a.seed, setups=a.setup,
-                       overall_conversations=a.overall_conversations, fine_conversations=a.fine_conversations,
-                       overall_setups=a.overall_setup, fine_setups=a.fine_setup,
-                       taxonomy=load_taxonomy(a.taxonomy) if a.taxonomy else None)
+    run_dir, plan, tax = a.run_dir, None, load_taxonomy(a.taxonomy) if a.taxonomy else None
+    if a.run_dir.suffix in (".yaml", ".yml"):  # a params file: its run directory and its annotation: section
+        from cocoeval.run.stages import load_params
+
+        exp = load_params(a.run_dir)
+        run_dir, plan, tax = exp.run_dir, exp.params.annotation, tax or exp.taxonomy
+    run = read_run(run_dir)
+    if plan is not None:
+        rep = export_items(run, a.out, plan=_plan(plan, a, sorted(run.continuations)), taxonomy=tax)
+    else:
+        rep = export_items(run, a.out, seed=a.seed or 0, setups=a.setup,
+                           overall_conversations=PAPER_CONVERSATIONS["overall"] if a.overall_conversations is None
+                           else a.overall_conversations,
+                           fine_conversations=PAPER_CONVERSATIONS["fine_grained"] if a.fine_conversations is None
+                           else a.fine_conversations,
+                           overall_setups=a.overall_setup, fine_setups=a.fine_setup, taxonomy=tax)
     print(format_export(rep))
     return 0
 
@@ -41,20 +87,25 @@ def add_commands(sub: Any) -> None:
         description="Per task, draw conversations (instances x targets: the human reference and each setup) at "
         "random and evenly over the source datasets, as the paper did (54 overall and 36 fine-grained "
         "conversations), and write them blind with the judge's own instructions. Anything that keeps the draw "
-        "from being even is printed and kept in export.json.")
-    ae.add_argument("run_dir", type=Path, help="a run directory")
+        "from being even is printed and kept in export.json. Given a params file whose annotation: section is "
+        "set, the draws are that section's (the options below override single fields of it).")
+    ae.add_argument("run_dir", type=Path, help="a run directory, or a params file (.yaml): its run directory and, "
+                    "when set, its annotation: section")
     ae.add_argument("--out", type=out_dir, required=True, help="output folder")
-    ae.add_argument("--seed", type=int, default=0, help="seed of the draw and of the item order (default 0)")
+    ae.add_argument("--seed", type=int, help="seed of the draw and of the item order (default 0, or the params' "
+                    "annotation.seed)")
     ae.add_argument("--setup", action="append", help="setups whose continuations are annotated beside the human "
                     "references (repeatable; default every setup of the run)")
     ae.add_argument("--overall-setup", action="append", help="setups for the overall task only (repeatable; "
                     "default --setup)")
     ae.add_argument("--fine-setup", action="append", help="setups for the fine-grained task only (repeatable; "
                     "default --setup)")
-    ae.add_argument("--overall-conversations", type=count, default=54, help="conversations to score overall "
-                    "(instances x targets; default 54 as in the paper; 0: no overall task)")
-    ae.add_argument("--fine-conversations", type=count, default=36, help="conversations to label turn by turn "
-                    "(instances x targets; default 36 as in the paper; 0: no fine-grained task)")
+    ae.add_argument("--overall-conversations", type=count, help="conversations to score overall "
+                    "(instances x targets; default 54 as in the paper, or the params' annotation.overall; "
+                    "0: no overall task)")
+    ae.add_argument("--fine-conversations", type=count, help="conversations to label turn by turn "
+                    "(instances x targets; default 36 as in the paper, or the params' annotation.fine_grained; "
+                    "0: no fine-grained task)")
     ae.add_argument("--taxonomy", type=Path, help="taxonomy YAML of the run (default: the default taxonomy)")
     ae.set_defaults(func=_cmd_annotate_export)
 

@@ -48,6 +48,9 @@ def _cmd_build(a: argparse.Namespace) -> int:
     if skipped or files:
         print(f"skipped {len(skipped)} conversation(s) and {len(files)} file/record(s); "
               f"reasons in {a.out}/report.json")
+    if merges := [m for src in report["sources"] for m in src.get("merged_speakers", [])]:
+        print(f"merged the speaker labels of {len(merges)} person(s) named in several ways; "
+              f"listed in {a.out}/report.json (sources: merged_speakers)")
     if report["totals"]["eval_instances"] + report["totals"]["train_instances"] == 0:
         print(f"error: no instance could be built from {', '.join(a.source)}; see the skip reasons in "
               f"{a.out}/report.json\n  how to fix: " + (
@@ -153,9 +156,9 @@ def add_commands(sub: Any) -> None:
     b.add_argument("--on-error", choices=["fail", "skip"], default="fail",
                    help="on a malformed file: stop (default) or skip it and report it")
     b.add_argument("--metadata", metavar="MODEL", help="make M from the whole conversation with this model "
-                   "(the paper: openai/o4-mini); default: extractive, offline")
+                   "(the paper: openai/o4-mini-2025-04-16); default: extractive, offline")
     b.add_argument("--summary", metavar="MODEL", help="make S, a paragraph about the turns before x, with this "
-                   "model (the paper: openai/o4-mini); default: extractive")
+                   "model (the paper: openai/o4-mini-2025-04-16); default: extractive")
     b.add_argument("--clean", metavar="MODEL", help="clean the turns of QMSum Product and Academic (disfluencies, fillers, repetitions, "
                    "special tokens) with this model before windowing, as the paper did (A.3); default: the "
                    "loaders' rule-based artefact removal only")

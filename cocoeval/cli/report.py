@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
                        correction=a.correction)
     print(f"judge: {rep['judge']}; {len(rep['figures'])} figures, {len(rep['tables'])} tables in {rep['out']} "
           f"(see {rep['out']}/index.md)")
+    for w in rep["warnings"]:  # also at the top of index.md
+        print(f"warning: {w}", file=sys.stderr)
     return 0
 
 

@@ -14,11 +14,13 @@ from ._args import int_range, out_file, seconds
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
+    from cocoeval.analysis.coverage import coverage_text, paper_coverage
     from cocoeval.core.errors import ConfigError
     from cocoeval.llm import get_provider
     from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)
+    print(coverage_text(paper_coverage(exp)))  # from the params alone: what of the paper the run will lack
     models = sorted({s.model for s in exp.params.setups} | {s.chatbot for s in exp.params.setups if s.chatbot}
                     | {j.model for j in exp.params.judges} | exp.build_models())
     problems = [f"no data at {path} (source {spec}): fetch it first (cocoeval fetch)"

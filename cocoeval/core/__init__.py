@@ -1,6 +1,7 @@
 """The ground of cocoeval: the data model (``schema``), the behaviour taxonomy (``taxonomy``, its
 YAML beside it), what a judge judges (``targets``), the package's errors, JSON/JSONL files
-(``jsonio``), names that become file names (``names``) and text made safe to show (``text``).
+(``jsonio``), user YAML files (``yamlio``; both refuse a key given twice), names that become
+file names (``names``) and text made safe to show (``text``).
 
 Imports nothing of cocoeval but the LLM layer's errors and secret redaction."""
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -46,14 +47,43 @@ def read_text(path: str | Path) -> str:
 _TOO_DEEP = "JSON nested too deeply to read"
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice raises (``json`` would keep the last)."""
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen: set[str] = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _DuplicateKey(k)
+            seen.add(k)
+    return d
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_pairs)
+"""The decoder of every file read here: refuses duplicate keys (about 1.7x plain ``json.loads``)."""
+
+
+def _duplicate(e: _DuplicateKey) -> str:
+    return f"key {e.key!r} given twice in one JSON object (JSON readers would silently keep only the last value)"
+
+
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; errors say where the JSON breaks."""
     text = read_text(path)
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise InputError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
                          file=str(path), hint="repair or re-export the file") from None
+    except _DuplicateKey as e:
+        raise InputError(_duplicate(e), file=str(path),
+                         hint="give each key once: repair or re-export the file") from None
     except RecursionError:
         raise InputError(_TOO_DEEP, file=str(path), hint="no cocoeval file nests more than a few levels: "
                          "repair or re-export the file") from None
@@ -68,10 +98,13 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
         if not line.strip():
             continue
         try:
-            yield n, json.loads(line)
+            yield n, _DECODER.decode(line)
         except json.JSONDecodeError as e:
             raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(path),
                              record=f"line {n}", hint="repair or remove that line") from None
+        except _DuplicateKey as e:
+            raise InputError(_duplicate(e), file=str(path), record=f"line {n}",
+                             hint="give each key once: repair or remove that line") from None
         except RecursionError:
             raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}",
                              hint="repair or remove that line") from None
@@ -111,9 +144,17 @@ def write_atomic(path: str | Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(e, OSError) and e.errno in _NO_ROOM:  # the file before is kept as it was
+            raise ConfigError(f"cannot write {p}: {_NO_ROOM[e.errno]} ({e.strerror or e})",
+                              hint="free space on that disk (or raise the file-size limit, ulimit -f) and run "
+                                   f"again; {p.name} is kept as it was before") from None
         raise
+
+
+_NO_ROOM = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+            errno.EFBIG: "the file is too large (past the file-size limit of this process or its filesystem)"}
 
 
 def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict]) -> int:
@@ -135,3 +176,21 @@ def write_json(path: str | Path, obj: Any) -> None:
 def read_models(path: str | Path, model: type[M]) -> list[M]:
     """Read a JSONL file of ``model`` records."""
     return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]
+
+
+def read_unique_models(path: str | Path, model: type[M], key: Callable[[M], Hashable],
+                       what: Callable[[M], str], hint: str) -> list[M]:
+    """``read_models``, refusing (InputError naming both lines) a second record with the same
+    ``key``: a file cocoeval writes holds each key once, so a repeated one (a hand-made merge, a
+    copy-paste) would be counted twice. ``what`` names the record in the error, ``hint`` the fix."""
+    out: list[M] = []
+    seen: dict[Hashable, int] = {}
+    for n, obj in iter_jsonl(path):
+        x = validate(model, obj, file=path, record=f"line {n}")
+        k = key(x)
+        if k in seen:
+            raise InputError(f"{what(x)} is here twice (lines {seen[k]} and {n}); it would be counted twice",
+                             file=str(path), record=f"line {n}", hint=hint)
+        seen[k] = n
+        out.append(x)
+    return out

@@ -16,6 +16,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from . import yamlio
 from .errors import InputError
 from .jsonio import read_text
 
@@ -128,7 +129,7 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     p = Path(path) if path is not None else default_taxonomy_path()
     text = read_text(p)  # missing, a folder, unreadable, empty, not UTF-8: a clear InputError
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.load(text, p)  # a key given twice: an InputError naming the line and the key
     except (yaml.YAMLError, RecursionError) as e:
         raise InputError(f"not a readable YAML file ({e})", file=str(p),
                          hint="fix the YAML syntax; see cocoeval/core/taxonomy.yaml for the shape") from None

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cocoeval.core.schema import Instance, first_per_dataset
 from cocoeval.core.taxonomy import Taxonomy
@@ -35,32 +35,44 @@ class JudgeConfig(BaseModel):
     model: str
     """Judge model spec, e.g. openai/o4-mini."""
     kind: list[Kind] = Field(default_factory=_both_kinds)
-    """Which evaluations this judge makes."""
+    """Which evaluations this judge makes: overall, fine_grained or both, each once."""
     temperature: float | None = Field(0.0, ge=0, le=2)
     """Sampling temperature (dropped for reasoning models)."""
     reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
     """For reasoning models (o4-mini, gpt-5.1)."""
-    max_attempts: int = Field(3, ge=1)
-    """First answer plus re-asks with the validation error."""
-    max_tokens_overall: int = Field(600, ge=1)
-    """Output budget of an overall judgment (reasoning models need more)."""
-    max_tokens_per_turn: int = Field(80, ge=1)
-    """Output budget per judged turn of a fine-grained judgment (plus 200)."""
-    max_tokens_cap: int = Field(32_000, ge=1)
-    """Largest output budget. An answer cut off at its budget (finish_reason length/max_tokens)
+    max_attempts: int = Field(3, ge=1, le=100, strict=True)
+    """First answer plus re-asks with the validation error (1 to 100)."""
+    max_tokens_overall: int = Field(600, ge=1, le=1_000_000, strict=True)
+    """Output budget of an overall judgment (reasoning models need more; at most 1,000,000)."""
+    max_tokens_per_turn: int = Field(80, ge=1, le=100_000, strict=True)
+    """Output budget per judged turn of a fine-grained judgment (plus 200; at most 100,000)."""
+    max_tokens_cap: int = Field(32_000, ge=1, le=1_000_000, strict=True)
+    """Largest output budget (at most 1,000,000). An answer cut off at its budget (finish_reason length/max_tokens)
     is asked again with twice the budget, up to this cap (32,000: Claude Opus 4's output limit;
     o4-mini and gpt-5.1 allow more); cut off at the cap, or cut off short of its budget (the
     model's context is full, a larger budget cannot help), the judgment is invalid with the
     reason "truncated at N tokens". Each call records its budget (``CallRecord.max_tokens``)."""
-    max_behaviours_per_turn: int | None = Field(None, ge=1)
-    """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size). For
+    max_behaviours_per_turn: int | None = Field(None, ge=1, le=1_000, strict=True)
+    """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size; at most 1,000). For
     small local models that otherwise list everything and run out of tokens."""
     datasets: list[str] | None = None
     """Only judge instances of these datasets (their reference and every continuation; None: all).
     Chooses what is judged, so it is not part of the judge id."""
-    max_per_dataset: int | None = Field(None, ge=1)
-    """Only the first N instances of each dataset (in the run's order; None: all), as a setup's
+    max_per_dataset: int | None = Field(None, ge=1, le=1_000_000, strict=True)
+    """Only the first N instances of each dataset (in the run's order; None: all; at most 1,000,000), as a setup's
     ``max_per_dataset`` chooses them. Not part of the judge id."""
+
+    @field_validator("kind")
+    @classmethod
+    def _kinds(cls, v: list[Kind]) -> list[Kind]:
+        if not v:
+            raise ValueError("kind is empty, so this judge would judge nothing: give overall, fine_grained "
+                             "or both (or leave kind out: both), or remove the judge")
+        twice = sorted({k for k in v if v.count(k) > 1})
+        if twice:
+            raise ValueError(f"kind lists {', '.join(twice)} more than once (every target would be judged "
+                             "twice): give each kind once")
+        return v
 
     def select(self, instances: Sequence[Instance]) -> list[Instance]:
         """The instances this judge judges."""

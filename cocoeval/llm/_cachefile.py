@@ -1,6 +1,6 @@
 """Opening the call cache's SQLite file: its schema version, migration, and a clear error for
 every file that cannot be used (a folder, a read-only place, not SQLite, damaged, another
-application's database, an older or newer schema).
+application's database, an older or newer schema, a device or a pipe, a full disk).
 
 Schema versions (``PRAGMA user_version``; ``PRAGMA application_id`` marks the file as ours):
   1  table ``calls`` only; no application id (cocoeval before the version was recorded)
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import stat
 from pathlib import Path
 
 from .errors import (
@@ -22,6 +23,7 @@ from .errors import (
     CacheForeignError,
     CacheLocationError,
     CacheNotSQLiteError,
+    CacheSpaceError,
     CacheVersionError,
 )
 
@@ -49,9 +51,16 @@ MOVE_ASIDE = ("move it aside (e.g. mv {p} {p}.bad) or set llm.cache to another f
               "starts empty, so calls are sent (and paid) again")
 
 
+_WRITE_ERRORS = {"SQLITE_FULL", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_IOERR_TRUNCATE",
+                 "SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMMAP"}
+"""SQLite's codes for a write that did not go through (a full disk, a file-size limit): not damage."""
+
+
 def sqlite_problem(path: Path, e: sqlite3.Error) -> CacheError | None:
     """The clear error for an SQLite error on the cache file, or None when it is not about the file."""
     low = str(e).lower()
+    if getattr(e, "sqlite_errorname", None) in _WRITE_ERRORS or "disk is full" in low:
+        return no_room(path, str(e))
     if "malformed" in low or "not a database" in low or "disk i/o" in low:
         return CacheDamagedError(path, f"SQLite cannot read this file ({e}): it is damaged or truncated",
                                  hint=f"try `sqlite3 {path} .recover | sqlite3 {path}.recovered` and point llm.cache at "
@@ -59,6 +68,40 @@ def sqlite_problem(path: Path, e: sqlite3.Error) -> CacheError | None:
     if "readonly" in low or "read-only" in low or "unable to open" in low:
         return read_only(path, str(e))
     return None
+
+
+def no_room(path: Path, why: str) -> CacheSpaceError:
+    """A write that failed: the disk full, or a file past the file-size limit (checked, so that the
+    message says which), never "damaged"."""
+    limit = _file_size_limit()
+    sizes = [f.stat().st_size for f in (path, Path(f"{path}-wal"), Path(f"{path}-journal")) if f.is_file()]
+    try:
+        st = os.statvfs(path.parent)
+        free: int | None = st.f_bavail * st.f_frsize
+    except OSError:
+        free = None
+    if limit is not None and sizes and max(sizes) + (1 << 20) > limit:
+        return CacheSpaceError(path, f"cannot be written ({why}): the file is too large, it would pass the file-size "
+                                     f"limit of this process ({limit} bytes, ulimit -f)",
+                               hint="raise the limit (ulimit -f unlimited), or set llm.cache to a new file; the "
+                                    "answers stored so far are kept")
+    if free is not None and free < (64 << 20):
+        return CacheSpaceError(path, f"cannot be written ({why}): the disk is full ({free} bytes free on the "
+                                     f"filesystem of {path.parent})",
+                               hint="free space on that disk, or set llm.cache to a file on another disk; the "
+                                    "answers stored so far are kept, so a re-run sends only the rest")
+    return CacheSpaceError(path, f"cannot be written ({why}): the disk is full, the file is too large for its "
+                                 "filesystem, or the disk is failing",
+                           hint="check the free space (df) and the system log; the answers stored so far are kept")
+
+
+def _file_size_limit() -> int | None:
+    try:
+        import resource
+    except ImportError:  # not on Unix
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 def read_only(path: Path, why: str) -> CacheLocationError:
@@ -73,7 +116,21 @@ def check_location(path: Path, writes: bool) -> bool:
     if path.is_dir():
         raise CacheLocationError(path, "is a folder, not a file",
                                  hint=f"set llm.cache to a file path, e.g. {path / 'cache.sqlite'}")
-    if path.exists():
+    try:
+        mode: int | None = path.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as e:
+        raise CacheLocationError(path, f"cannot be looked at ({e.strerror or e})",
+                                 hint="set llm.cache to a file path in a folder you can read") from None
+    if mode is not None and not stat.S_ISREG(mode):  # a pipe would block the open forever
+        what = ("is a device, not a file" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
+                "is a named pipe (FIFO), not a file: SQLite would wait on it forever" if stat.S_ISFIFO(mode) else
+                "is a socket, not a file" if stat.S_ISSOCK(mode) else "is not a regular file")
+        raise CacheLocationError(path, what, hint="set llm.cache to a regular file (or one not made yet), e.g. "
+                                                  ".cocoeval/cache.sqlite; to keep no cache, set "
+                                                  "llm.cache_policy: off")
+    if mode is not None:
         with open(path, "rb") as f:
             head = f.read(len(_MAGIC))
         if head and head != _MAGIC:

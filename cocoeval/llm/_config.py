@@ -15,14 +15,14 @@ class LLMConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    concurrency: int = Field(8, ge=1)
-    """Most calls in flight at once."""
-    rpm: int | None = Field(None, ge=1)
-    """Requests-per-minute limit (None: none)."""
-    tpm: int | None = Field(None, ge=1)
-    """Tokens-per-minute limit on estimated input + max output tokens (None: none)."""
-    max_retries: int = Field(5, ge=0)
-    """Retries the provider SDK makes on 408/409/429/5xx and dropped connections, honouring
+    concurrency: int = Field(8, ge=1, le=10_000, strict=True)
+    """Most calls in flight at once (1 to 10,000)."""
+    rpm: int | None = Field(None, ge=1, le=10_000_000, strict=True)
+    """Requests-per-minute limit (None: none; at most 10,000,000)."""
+    tpm: int | None = Field(None, ge=1, le=10_000_000_000, strict=True)
+    """Tokens-per-minute limit on estimated input + max output tokens (None: none; at most 10^10)."""
+    max_retries: int = Field(5, ge=0, le=100, strict=True)
+    """Retries (0 to 100) the provider SDK makes on 408/409/429/5xx and dropped connections, honouring
     retry-after; there is no second retry loop."""
     timeout_s: float = Field(120.0, gt=0)
     """Per-request timeout."""
@@ -34,7 +34,7 @@ class LLMConfig(BaseModel):
     """A price table YAML replacing cocoeval/llm/prices.yaml."""
     progress: bool = True
     """Show a tqdm progress bar."""
-    processes: int = Field(1, ge=1, le=64)
+    processes: int = Field(1, ge=1, le=64, strict=True)
     """Processes sending live calls: 1 sends from this process; N > 1 starts N worker processes
     (with the first live call, kept for the Runner's later runs) that share the sending, and with
     it the provider SDK's CPU time per request (about 1.5 ms on a 2-core machine). Worth it for a fast server at high concurrency (vLLM, llama.cpp on a GPU);
@@ -50,8 +50,8 @@ class LLMConfig(BaseModel):
     k-turn-per-call simulation, judge re-asks): 'live', or 'rounds' of batches (one per step)."""
     batch_poll_s: float = Field(30.0, gt=0)
     """Seconds between polls of a running batch."""
-    batch_max_requests: int | None = Field(None, ge=1)
-    """Most requests per batch (None: the provider's limit, 50,000 OpenAI / 100,000 Anthropic)."""
+    batch_max_requests: int | None = Field(None, ge=1, le=1_000_000, strict=True)
+    """Most requests per batch (None: the provider's limit, 50,000 OpenAI / 100,000 Anthropic; at most 1,000,000)."""
 
 
 class Call(BaseModel):

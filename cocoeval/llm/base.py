@@ -16,6 +16,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +79,39 @@ class Usage(BaseModel):
     """All output tokens, reasoning tokens included."""
     reasoning_tokens: int = 0
     """Of the output tokens, those a reasoning model spent thinking (as the provider reports them)."""
+    unknown: str | None = None
+    """None: the counts are what the provider reported. Otherwise why they are unknown (it
+    reported no usage, or a negative or absurd count): the counts are then 0 placeholders, never
+    added to a ledger, and the call's cost is unknown (None), never $0 (``checked_usage``)."""
+
+
+MAX_TOKENS_PER_CALL = 10**9
+"""More tokens than any one call can use: a count above it is a provider's bug, not usage."""
+
+
+def checked_usage(raw: dict[str, Any] | None, required: tuple[str, ...]) -> tuple[dict[str, int], str | None]:
+    """A provider's token counts (by its own names; None: it reported none) as whole numbers, and
+    why they are unknown (None when they are all valid). ``required``: the counts that must be
+    there (input and output tokens); a missing optional one (cache details) is 0. A negative, a
+    non-integer or an absurd count (> ``MAX_TOKENS_PER_CALL``) makes the whole usage unknown, as
+    does a missing required one: recorded as given, it would be a wrong bill."""
+    if raw is None:
+        return {}, "the provider reported no usage"
+    clean: dict[str, int] = {}
+    for name, v in raw.items():
+        if v is None:
+            if name in required:
+                return {}, f"the provider reported no {name}"
+            clean[name] = 0
+        elif isinstance(v, bool) or not isinstance(v, int):
+            return {}, f"the provider reported {name}={v!r}, not a whole number"
+        elif v < 0:
+            return {}, f"the provider reported a negative {name} ({v})"
+        elif v > MAX_TOKENS_PER_CALL:
+            return {}, f"the provider reported an absurd {name} ({v}, more than {MAX_TOKENS_PER_CALL} for one call)"
+        else:
+            clean[name] = v
+    return clean, None
 
 
 class GenerateResponse(BaseModel):
@@ -159,7 +193,23 @@ def parse_model_spec(spec: str) -> ModelSpec:
                               hint="e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY")
         rest, key_env = rest[:m.start()], m.group(1)
     model, _, base_url = rest.partition("@") if "@http" in rest else (rest, "", "")
+    if base_url:
+        _refuse_userinfo(spec, base_url)
     return ModelSpec(provider=provider, model=model, base_url=base_url or None, key_env=key_env)
+
+
+def _refuse_userinfo(spec: str, base_url: str) -> None:
+    """A user name or key in the URL (``http://KEY@host``, ``http://user:KEY@host``) would be stored
+    with the spec in manifest.json, usage.json and every call record: refused, never echoed."""
+    netloc = urlsplit(base_url).netloc
+    if "@" not in netloc:
+        return
+    shown = spec.replace(netloc, "***@" + netloc.rpartition("@")[2])
+    raise ConfigError(f"model spec {shown!r} has a user name or key in its URL (before the @ of the host), "
+                      "which would be written into the run's files",
+                      hint="take it out of the URL and put the key in an environment variable named by "
+                           "?key_env=VAR, e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY "
+                           "with MY_SERVER_KEY set in the environment")
 
 
 PromptCaching = Literal["openai_prefix", "anthropic_breakpoints"] | None

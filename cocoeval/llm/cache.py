@@ -5,13 +5,20 @@ Keys are sha256 of the canonical JSON of provider identity + prepared request (s
 once, so a completed call survives ``kill -9``; several processes can share one file, and
 the calls they send are claimed in it first (``_claims.py``), so each is paid for once. The file
 has a schema version and an application id; a file that cannot be used (a folder, read-only,
-not SQLite, damaged, another application's, another schema) gets a clear error (``_cachefile.py``).
+not SQLite, damaged, another application's, another schema, a device or a pipe, a full disk) gets a
+clear error (``_cachefile.py``).
+
+A row whose stored answer cannot be read (not JSON, or JSON of a shape this cocoeval does not
+know: an older format, an edited file) is a cache miss with a warning naming the file and the
+key, never a crash: the call is sent again, and its new answer replaces the row (the rest of the
+file is good; an error would stop every run on it). ``unusable`` is how a reader reports one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -76,7 +83,25 @@ class CallCache:
             self.misses += 1
             return None
         self.hits += 1
-        return json.loads(row[0])
+        try:
+            value = json.loads(row[0])
+        except (TypeError, ValueError) as e:
+            self.unusable(key, f"its stored answer is not JSON ({e})")
+            return None
+        if not isinstance(value, dict):
+            self.unusable(key, f"its stored answer is a JSON {type(value).__name__}, not an object")
+            return None
+        return value
+
+    def unusable(self, key: str, why: str) -> None:
+        """A row ``get`` returned cannot be used (``why``): counted as a miss, with a warning."""
+        self.hits -= 1
+        self.misses += 1
+        then = ("sent again and its new answer replaces the row" if self.writes_enabled
+                else "sent again (the row stays: this cache is not written)")
+        logging.getLogger(__name__).warning(
+            "call cache %s: the row of call %s cannot be used: %s (written by an older cocoeval, or edited); "
+            "it counts as a miss: the call is %s", self.path, key[:16], why, then)
 
     def put(self, key: str, identity: dict | str, request: dict | str, response: dict) -> None:
         """Store one answer; ``identity`` and ``request`` may come as JSON text already."""

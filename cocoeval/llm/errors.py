@@ -82,9 +82,15 @@ class CacheVersionError(CacheError):
 
 
 class CacheLocationError(CacheError):
-    """The path is a folder, or the file or its folder cannot be written."""
+    """The path is a folder, a device, a pipe (anything but a regular file), or the file or its
+    folder cannot be written."""
+
+
+class CacheSpaceError(CacheError):
+    """A write failed for want of room: the disk is full, or the file would pass the file-size
+    limit (``ulimit -f``). The answers stored before are kept."""
 
 
 __all__ = ["CacheDamagedError", "CacheError", "CacheForeignError", "CacheLocationError",
-           "CacheNotSQLiteError", "CacheVersionError", "ConfigError", "FatalLLMError", "InputError",
+           "CacheNotSQLiteError", "CacheSpaceError", "CacheVersionError", "ConfigError", "FatalLLMError", "InputError",
            "LLMError"]

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from aiolimiter import AsyncLimiter
+from pydantic import ValidationError
 from tqdm.auto import tqdm
 
 from . import providers as _providers  # noqa: F401  (registers the built-in providers)
@@ -48,14 +49,20 @@ from .workers import WorkerPool, raise_reply, worker_module
 class Runner:
     """Runs calls through providers, the cache and the limits. Reusable across runs."""
 
-    def __init__(self, config: LLMConfig | None = None, *, cache: CallCache | None = None) -> None:
+    def __init__(self, config: LLMConfig | None = None, *, cache: CallCache | None = None,
+                 journal: str | os.PathLike[str] | None = None) -> None:
+        """``journal``: a file each call that may have paid is appended to as it is counted
+        (``Ledger.journal``), so that what a killed process paid is known afterwards."""
         self.config = config or LLMConfig()
         self.cache = cache or CallCache(self.config.cache, self.config.cache_policy)
-        self.ledger = Ledger(PriceTable.load(self.config.prices))
+        self.ledger = Ledger(PriceTable.load(self.config.prices), journal=journal)
         self.sent = 0
         """Requests sent live."""
         self.batched = 0
         """Requests in the batches this runner submitted or resumed."""
+        self.progress: dict[str, int] = {"calls": 0, "hits": 0, "failed": 0}
+        """The last run's calls so far, and of them the cache hits and the failed ones (the
+        progress bar's counts: calls, not attempts, and this run's only; ``ledger`` has all runs')."""
         self._paid: set[str] = set()  # answers it paid: a cache hit of one is no answer re-used from before
         self._pool: WorkerPool | None = None
         self._claims: Claims | None = None
@@ -109,15 +116,27 @@ class Runner:
                 providers[model] = get_provider(model, max_retries=cfg.max_retries, timeout_s=cfg.timeout_s)
             return providers[model]
 
+        before = self.ledger.totals()  # the ledger counts every run of this Runner; the bar, this one's calls
+        counts = {"calls": 0, "hits": 0, "failed": 0}
+        self.progress = dict(counts)
+
         def done(i: int, res: CallResult) -> None:
-            results[i] = res
+            was, results[i] = results[i], res
+            for r, sign in ((was, -1), (res, 1)):  # each call counted once, however often it is told
+                if r is not None:
+                    counts["calls"] += sign
+                    counts["hits"] += sign * int(r.cache_hit)
+                    counts["failed"] += sign * int(r.status == "failed")
+            self.progress = dict(counts)
             if bar.disable:
                 return
-            bar.update(1)
+            if was is None:
+                bar.update(1)
             t = self.ledger.totals()
-            bar.set_postfix(hits=t["cache_hits"], failed=t["failed"],
-                            tok=f"{t['input_tokens']}/{t['output_tokens']}", usd=f"{t['cost_usd']:.4f}",
-                            refresh=False)
+            bar.set_postfix(hits=counts["hits"], failed=counts["failed"],
+                            tok=f"{t['input_tokens'] - before['input_tokens']}/"
+                                f"{t['output_tokens'] - before['output_tokens']}",
+                            usd=f"{t['cost_usd'] - before['cost_usd']:.4f}", refresh=False)
 
         identities: dict[str, tuple[dict, str]] = {}
 
@@ -138,7 +157,11 @@ class Runner:
             stored = self.cache.get(base["key"])
             if stored is None:
                 return False
-            resp = GenerateResponse.model_validate(stored)
+            try:
+                resp = GenerateResponse.model_validate(stored)
+            except ValidationError as e:  # a row of an older format: sent again (cache.py)
+                self.cache.unusable(base["key"], f"its stored answer is not a response ({e.errors()[0]['msg']})")
+                return False
             res = CallResult(**base, status="ok", cache_hit=True, cost_usd=0.0, response=resp)
             # paid before (an earlier run, another process): re-used, at what it cost then
             self.ledger.add(call.stage, call.model, None if base["key"] in self._paid else resp.usage, cache_hit=True,

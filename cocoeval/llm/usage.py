@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import os
 import re
 import tempfile
+import threading
+import time
+import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from functools import lru_cache
@@ -13,11 +18,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel
 
 from .base import GenerateRequest, Usage, parse_model_spec, provider_class
 from .errors import InputError
+from .yamlfile import DuplicateKeyError
+from .yamlfile import safe_load as yaml_safe_load
 
 
 class Price(BaseModel):
@@ -47,7 +53,10 @@ class PriceTable(BaseModel):
     def load(cls, path: str | Path | None = None) -> PriceTable:
         p = Path(path) if path else Path(str(resources.files("cocoeval.llm").joinpath("prices.yaml")))
         try:
-            return cls.model_validate(yaml.safe_load(p.read_text(encoding="utf-8")))
+            return cls.model_validate(yaml_safe_load(p.read_text(encoding="utf-8")))
+        except DuplicateKeyError as e:  # a model listed twice would keep the last price silently
+            raise InputError(f"duplicate key {e.key!r} at line {e.line} (first at line {e.first_line})", file=str(p),
+                             hint="give each model once") from None
         except Exception as e:
             raise InputError(f"not a valid price table ({e})", file=str(p),
                              hint="see cocoeval/llm/prices.yaml for the shape") from None
@@ -73,6 +82,9 @@ class PriceTable(BaseModel):
         p = self.price_for(model_spec)
         if p is None:
             return None
+        if usage.unknown is not None:  # usage the provider did not say (or said wrongly): no bill known
+            free = not (p.input or p.cached_input or p.output or p.cache_write)
+            return 0.0 if free else None
         written = min(usage.cache_write_tokens, max(usage.input_tokens - usage.cached_input_tokens, 0))
         fresh = max(usage.input_tokens - usage.cached_input_tokens - written, 0)
         write = p.input if p.cache_write is None else p.cache_write
@@ -135,22 +147,59 @@ class Ledger:
     paid before (an earlier run, another process), with the usage they were paid for and what
     that cost (at the batch price for an answer that came from a batch), so that ``cost_usd +
     reused_cost_usd`` is what the answers used cost; a request asked twice in one run is paid once
-    and counted once (a cache hit without usage)."""
+    and counted once (a cache hit without usage).
+
+    ``usage_unknown_calls``: answers whose usage the provider did not report, or reported as a
+    negative or absurd count (``Usage.unknown``): none of their tokens are counted and each
+    counts in ``cost_unknown_calls`` (its cost is unknown, never $0); a warning names the first
+    of each stage and model."""
 
     FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "cache_write_tokens",
               "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens",
-              "reused_calls", "reused_input_tokens", "reused_output_tokens", "reused_cost_unknown_calls")
+              "reused_calls", "reused_input_tokens", "reused_output_tokens", "reused_cost_unknown_calls",
+              "usage_unknown_calls")
 
-    def __init__(self, prices: PriceTable | None = None) -> None:
+    def __init__(self, prices: PriceTable | None = None, journal: str | os.PathLike[str] | None = None) -> None:
         self.prices = prices or PriceTable.load()
         self._rows: dict[tuple[str, str], dict[str, Any]] = defaultdict(self._zero)
+        self.invocation = uuid.uuid4().hex[:16]
+        """Names this ledger's lines in the journal (and its entry in a run's usage.json)."""
+        self.journal = Path(journal) if journal is not None else None
+        """A JSONL file each call that may have paid is appended to as it is counted (``invocation``,
+        stage, model, what it added to the row), so that what a killed process paid is known
+        (``journal_totals``); None: none is kept."""
+        self._journal_lock = threading.Lock()
+
+    def _write_journal(self, stage: str, model: str, before: dict[str, Any]) -> None:
+        after = self._rows[(stage, model)]
+        line = {k: after[k] - before[k] for k in after if not k.startswith("reused") and after[k] != before[k]}
+        line.update(invocation=self.invocation, stage=stage, model=model, at=round(time.time(), 3))
+        assert self.journal is not None
+        with self._journal_lock:
+            try:  # appended and flushed: a kill -9 right after loses nothing; a crash of the OS may
+                with open(self.journal, "a", encoding="utf-8") as f:
+                    f.write(json.dumps(line, sort_keys=True) + "\n")
+            except OSError as e:  # the run goes on; what it paid is still in usage.json at its end
+                logging.getLogger(__name__).warning(
+                    "cannot append to the usage journal %s (%s): a kill of this process would lose its usage; "
+                    "no more lines are written", self.journal, e.strerror or e)
+                self.journal = None
 
     def _zero(self) -> dict[str, Any]:
         return {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "lost_cost_usd": 0.0, "cost_unknown_calls": 0,
                 "reused_cost_usd": 0.0}
 
-    def add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, failed: bool = False,
-            batch: bool = False, lost_attempts: int = 0, lost_input_tokens: int = 0) -> float | None:
+    def add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, **kw: Any) -> float | None:
+        """``_add``, and the line of a call that may have paid in the journal (when one is kept)."""
+        if self.journal is None or cache_hit:
+            return self._add(stage, model, usage, cache_hit=cache_hit, **kw)
+        before = dict(self._rows[(stage, model)])
+        cost = self._add(stage, model, usage, cache_hit=cache_hit, **kw)
+        self._write_journal(stage, model, before)
+        return cost
+
+    def _add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, failed: bool = False,
+             batch: bool = False, lost_attempts: int = 0, lost_input_tokens: int = 0) -> float | None:
         """Record one call; returns what it cost (0 for cache hits and for a failed call that billed
         nothing, None when a price it needs is unknown), the attempts it lost included. A failed
         call's ``usage`` (a refusal, a content filter: the provider bills them) counts like an
@@ -183,7 +232,15 @@ class Ledger:
                 row["lost_cost_usd"] += lost
                 row["cost_usd"] += lost
                 cost += lost
-        if usage is not None:
+        if usage is not None and usage.unknown is not None:
+            row["usage_unknown_calls"] += 1
+            unknown = unknown or self.prices.cost(model, usage, batch=batch) is None  # a free model costs 0
+            if row["usage_unknown_calls"] == 1:
+                logging.getLogger(__name__).warning(
+                    "%s (%s): %s; its tokens are not counted and its cost is unknown (this warning is given "
+                    "once per stage and model; usage.json counts them in usage_unknown_calls)", model, stage,
+                    usage.unknown)
+        elif usage is not None:
             row["input_tokens"] += usage.input_tokens
             row["cached_input_tokens"] += usage.cached_input_tokens
             row["cache_write_tokens"] += usage.cache_write_tokens
@@ -209,6 +266,28 @@ class Ledger:
             for k in out:
                 out[k] += v[k]
         return out
+
+
+def journal_totals(path: str | Path) -> dict[str, dict[str, Any]]:
+    """What each invocation in a usage journal (``Ledger.journal``) paid, by its id: the sums of
+    its lines. A line a kill cut short (the last one) is skipped."""
+    out: dict[str, dict[str, Any]] = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return out
+    for ln in text.splitlines():
+        try:
+            d = json.loads(ln)
+        except ValueError:
+            continue
+        if not isinstance(d, dict) or not isinstance(d.get("invocation"), str):
+            continue
+        row = out.setdefault(d["invocation"], {})
+        for k, v in d.items():
+            if isinstance(v, int | float) and not isinstance(v, bool) and k != "at":
+                row[k] = row.get(k, 0) + v
+    return out
 
 
 class Estimate(BaseModel):

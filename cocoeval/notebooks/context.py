@@ -14,6 +14,7 @@ from cocoeval.analysis.frames import Frames, invalid_rates, run_frames
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.analysis.report import default_judge, markdown_table
 from cocoeval.analysis.answer import Answer
+from cocoeval.analysis.coverage import coverage_markdown, paper_coverage
 from cocoeval.core.text import md_escape
 from cocoeval.analysis.judge_free import pipeline_check
 from cocoeval.run import Experiment, Run, load_params
@@ -66,7 +67,8 @@ class RunContext:
                  f"{', '.join(e(x) for x in self.run.all_judgments) or 'none'}; figures use judge "
                  f"**{e(self.judge)}**.",
                  "", "Invalid continuations and judgments (shown beside every statistic):", "",
-                 markdown_table(rates)]
+                 markdown_table(rates), "",
+                 coverage_markdown(paper_coverage(self.run), heading="###")]  # the paper's elements this run lacks
         if pipeline_check(m):
             lines[:0] = [f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
                          "`label: pipeline-check`: its judge-based figures and answers show that the judge path runs "

@@ -10,9 +10,9 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
+from cocoeval.core import yamlio
 from cocoeval.core.errors import ConfigError, InputError
 
 
@@ -69,7 +69,9 @@ def load_prompt(name_or_path: str) -> Prompt:
 @lru_cache(maxsize=64)
 def _parse(path: str, text: str) -> Prompt:
     try:
-        return Prompt.model_validate(yaml.safe_load(text))
+        return Prompt.model_validate(yamlio.load(text, path))
+    except InputError:  # a key given twice
+        raise
     except Exception as e:
         raise InputError(f"not a valid prompt file ({e})", file=path,
                          hint="a prompt file has name, version, system and user (see cocoeval/prompts/)") from None

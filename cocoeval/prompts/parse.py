@@ -42,6 +42,24 @@ class Parsed:
     """The model's own remarks dropped from the turns (refusals, "Note: ..."), as written."""
 
 
+CHARS_PER_TOKEN = 8
+"""More characters per output token than any tokenizer averages over an answer (English prose
+averages about 4; whitespace runs are counted as one character): an answer longer than
+``CHARS_PER_TOKEN`` x its call's ``max_tokens`` was not held to that budget."""
+
+
+def over_budget(text: str, max_tokens: int | None) -> str | None:
+    """Why an answer is longer than its call's output budget (``max_tokens``) could make it: a
+    server that ignored max_tokens (a 2 MB "turn"), so it is no usable answer; None when it fits
+    or there is no budget."""
+    if not max_tokens or len(text) <= CHARS_PER_TOKEN * max_tokens:
+        return None
+    if len(" ".join(text.split())) <= CHARS_PER_TOKEN * max_tokens:
+        return None
+    return (f"{len(text)} characters, more than {max_tokens} output tokens can hold (at most {CHARS_PER_TOKEN} "
+            "per token): the server did not keep to max_tokens")
+
+
 def norm_name(name: str) -> str:
     """Letters and digits of any script, case-folded, accents dropped."""
     return "".join(c for c in unicodedata.normalize("NFKD", name.casefold()) if c.isalnum())

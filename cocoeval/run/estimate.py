@@ -164,7 +164,7 @@ def forecast(exp: Experiment, instances: list[Instance],
             ref, j = task.inst.reference, len(task.turns)
             call = task.next_call()
             k = min(s.turns_per_call, len(ref) - j)
-            copies = s.n_copy if s.prompt == "copy_then_continue" else 0
+            copies = s.copies
             key = ("simulate", s.name, s.model)
             add(key, call.request, visible(key, k, sum(count_tokens(f"{t.speaker}: {t.text}") + 1
                                                        for t in ref[max(0, j - copies): j + k])))

@@ -12,12 +12,13 @@ description of a behaviour the taxonomy lacks, if any), or their two Likert scor
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cocoeval.core.errors import ConfigError, InputError
-from cocoeval.core.jsonio import read_json, read_models
+from cocoeval.core.jsonio import read_json, read_unique_models
 from cocoeval.core.schema import Judgment, TurnLabel
 from cocoeval.core.targets import Target
 from cocoeval.core.taxonomy import Taxonomy
@@ -56,6 +57,9 @@ def name_problem(annotator: str) -> str | None:
     if _BAD_NAME.search(annotator) or annotator.startswith("."):
         return (f"annotator {annotator!r} cannot name a file (no '/', '\\', ':', control characters "
                 "or leading '.')")
+    if hidden := invisible_chars(annotator):
+        return (f"annotator {annotator!r} holds the invisible or direction-changing character(s) {hidden}: "
+                "a file name shown with them reads differently from what it is")
     if len(annotator) > 80:
         return f"annotator name longer than 80 characters: {annotator[:20]!r}..."
     if annotator.casefold() == RESERVED:
@@ -63,13 +67,33 @@ def name_problem(annotator: str) -> str | None:
     return None
 
 
+def invisible_chars(name: str) -> str:
+    """The characters of ``name`` that print as nothing or change the text's direction (Unicode
+    format, control, private-use, unassigned and line/paragraph separators: U+202E, U+200B...; the
+    joiners U+200C and U+200D, which names in some scripts need, excepted), as U+XXXX; '' when
+    there is none."""
+    bad = dict.fromkeys(f"U+{ord(c):04X}" for c in name if c not in "\u200c\u200d"
+                        and (unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")))
+    return ", ".join(bad)
+
+
 def judge_name_problem(name: str) -> str | None:
     """Why an LLM judge may not have this name (its answers go to ``judgments/<name>.jsonl``)."""
     if name.casefold().split(":")[0] == RESERVED:
         return f"judge name {name!r}: 'human' marks human annotations; name the judge otherwise"
-    if _BAD_NAME.search(name) or name.startswith(".") or not name.strip():
-        return f"judge name {name!r} cannot name a file (no '/', '\\', ':', control characters or leading '.')"
+    if _BAD_NAME.search(name) or name.startswith(".") or not name.strip() or invisible_chars(name):
+        return (f"judge name {name!r} cannot name a file (no '/', '\\', ':', control, invisible or "
+                "direction-changing characters or leading '.')")
     return None
+
+
+def judgment_key(j: Judgment) -> tuple[str, str, str | None, str]:
+    """What a judgments file holds once: a judgment of an instance's target (by id and name) of a kind."""
+    return (j.instance_id, j.target, j.target_name, j.kind)
+
+
+def describe_judgment(j: Judgment) -> str:
+    return f"the {j.kind} judgment of {j.target_name or j.target!r} of instance {j.instance_id!r}"
 
 
 def read_human_stores(run_dir: str | Path) -> dict[str, list[Judgment]]:
@@ -77,7 +101,9 @@ def read_human_stores(run_dir: str | Path) -> dict[str, list[Judgment]]:
     out: dict[str, list[Judgment]] = {}
     for p in sorted((Path(run_dir) / HUMAN_DIR).glob("*.jsonl")):
         ann = p.name[: -len(".jsonl")]
-        js = read_models(p, Judgment)
+        js = read_unique_models(p, Judgment, judgment_key, describe_judgment,
+                                "each annotator's file holds one judgment per instance, target and kind; re-import "
+                                "the annotation files instead of editing stores by hand")
         for n, j in enumerate(js, start=1):
             if j.judge_id != f"human:{ann}":
                 raise InputError(f"judgment of {j.judge_id!r} in the store of annotator {ann!r}", file=str(p),

@@ -20,15 +20,17 @@ from pydantic import (
 )
 
 from cocoeval.bench.config import BuildSection
-from cocoeval.core.errors import InputError
+from cocoeval.core import yamlio
+from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.jsonio import read_text
 from cocoeval.core.names import check_name
 from cocoeval.judge.config import JudgeConfig
-from cocoeval.llm import LLMConfig
+from cocoeval.llm import LLMConfig, parse_model_spec
 from cocoeval.simulate.setup import Setup
 from cocoeval.simulate.sft import SFTConfig
 
-__all__ = ["BuildSection", "ExperimentParams", "InstanceSelection", "read_params"]
+__all__ = ["AnnotationDraw", "AnnotationSection", "BuildSection", "ExperimentParams", "InstanceSelection",
+           "read_params"]
 
 
 class InstanceSelection(BaseModel):
@@ -37,12 +39,55 @@ class InstanceSelection(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     split: Literal["eval", "train"] = "eval"
-    per_dataset: int | None = Field(None, ge=1)
-    """At most this many per dataset, in id order (None: all)."""
+    per_dataset: int | None = Field(None, ge=1, le=1_000_000, strict=True)
+    """At most this many per dataset, in id order (None: all; at most 1,000,000)."""
     datasets: list[str] | None = None
     """Only these datasets (None: all)."""
     ids: list[str] | None = None
     """Only these instance ids."""
+
+
+class AnnotationDraw(BaseModel):
+    """One task's draw of conversations for blind human annotation (``cocoeval annotate-export
+    PARAMS.yaml``; paper Appendix B.1). A conversation is one target of one instance: the human
+    reference or a setup's continuation."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    setups: list[str] = Field(min_length=1)
+    """The setups whose continuations are annotated beside the human reference: each drawn instance
+    is annotated once per target (the reference and each of these). B.1: overall, GPT-4.1 and
+    GPT-4.1 SFT at 30 turns per call; fine-grained, GPT-4.1 at 30 turns per call. A name the run
+    has no continuations of is an error at export, never skipped."""
+    conversations: int = Field(ge=1, le=1_000_000, strict=True)
+    """Conversations to annotate, instances x targets (B.1: 54 overall = 18 instances x 3 targets,
+    36 fine-grained = 18 x 2); the instances drawn are this number divided by the targets."""
+    even_over_datasets: bool = True
+    """Draw the instances evenly over the source datasets present (B.1: "evenly sampled from
+    instances created from the six source datasets"); false: at random over every instance that
+    has every target. Whatever keeps a draw from being even is printed and kept in export.json."""
+    seed: int | None = Field(None, strict=True)
+    """Seed of this task's draw (None: the section's ``seed``)."""
+
+
+class AnnotationSection(BaseModel):
+    """The ``annotation:`` section: the draws ``cocoeval annotate-export PARAMS.yaml`` makes, per
+    task (the command's options override single fields). A task left out is not exported."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = Field(0, strict=True)
+    """Seed of the draws (where a task gives none) and of the items' shuffled order."""
+    overall: AnnotationDraw | None = None
+    """The overall task: 1–10 consistency and collaborativeness per conversation (None: none)."""
+    fine_grained: AnnotationDraw | None = None
+    """The fine-grained task: the behaviours of every judged turn (None: none)."""
+
+    @model_validator(mode="after")
+    def _some_task(self) -> AnnotationSection:
+        if self.overall is None and self.fine_grained is None:
+            raise ValueError("give at least one task (overall, fine_grained), or leave annotation: out")
+        return self
 
 
 class ExperimentParams(BaseModel):
@@ -75,6 +120,9 @@ class ExperimentParams(BaseModel):
     """The SFT training set and job (``cocoeval sft-export PARAMS.yaml``; A.4 defaults)."""
     taxonomy: str | None = None
     """A taxonomy YAML (None: the default)."""
+    annotation: AnnotationSection | None = None
+    """The draws of ``cocoeval annotate-export PARAMS.yaml`` (B.1: 54 overall, 36 fine-grained
+    conversations); None: the command's options (the same numbers, every setup of the run)."""
 
     @field_validator("name")
     @classmethod
@@ -105,13 +153,32 @@ class ExperimentParams(BaseModel):
             raise ValueError("give exactly one of 'bench' (a built benchmark folder) or 'build'")
         return self
 
+    @model_validator(mode="after")
+    def _model_specs(self) -> ExperimentParams:
+        """Every model spec names a known provider and a model (PROVIDER/MODEL): a bad one is an
+        error of the params file, found when it is read, not a problem of readiness."""
+        specs = [(f"setups[{i}].{f}", m) for i, s in enumerate(self.setups)
+                 for f, m in (("model", s.model), ("chatbot", s.chatbot)) if m]
+        specs += [(f"judges[{i}].model", j.model) for i, j in enumerate(self.judges)]
+        ctx = self.build.context if self.build else None
+        specs += [(f"build.context.{f}", m) for f in ("metadata", "summary", "clean") if ctx and (m := getattr(ctx, f))]
+        problems = []
+        for where, spec in specs:
+            try:
+                parse_model_spec(spec)
+            except ConfigError as e:
+                problems.append(f"{where}: {e.message}" + (f" ({e.hint})" if e.hint else ""))
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
 
 def read_params(path: str | Path) -> ExperimentParams:
     """Read and validate a params file; errors name the file, the key and the fix."""
     p = Path(path)
     text = read_text(p)  # missing, a folder, empty or not UTF-8: an InputError naming the file
     try:
-        data = yaml.safe_load(text)
+        data = yamlio.load(text, p)  # a key given twice: an InputError naming the line and the key
     except yaml.YAMLError as e:
         raise InputError(f"not valid YAML: {e}", file=str(p), hint="fix the YAML syntax; see params/demo.yaml") from None
     except RecursionError:

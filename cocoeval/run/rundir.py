@@ -10,6 +10,7 @@ notebooks, annotation, widgets) takes a ``Run``.
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import subprocess
 import warnings
 from pathlib import Path
@@ -17,19 +18,27 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cocoeval import __version__
 from cocoeval.core.errors import InputError, NotFoundError
-from cocoeval.core.jsonio import read_json, read_models, write_json
+from cocoeval.core.jsonio import read_json, read_models, read_unique_models, write_json
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup
 
-from .humans import read_human_stores
+from .humans import describe_judgment, judgment_key, read_human_stores
 
 if TYPE_CHECKING:
     from cocoeval.llm import Runner
 
 HUMAN_PREFIX = "human:"
 PIPELINE_LABEL = "pipeline-check"
+UNKNOWN_INSTANCE = ("of an instance not in instances.jsonl (instances.jsonl changed after it was made, or the file "
+                    "was copied from another run): stale, never counted")
+"""Why a continuation or judgment is stale in the frames: its instance is not one of the run's."""
+READ_INVALID = "read as invalid: "
+"""How the reason of a continuation that ``checked_turns`` made invalid starts."""
+JUDGMENTS_ONCE = ("cocoeval writes one judgment per instance, target and kind: remove the extra line, or run the "
+                  "judge stage again to rewrite the file")
 
 
 class Manifest(BaseModel):
@@ -116,8 +125,9 @@ class Run(BaseModel):
         if not d.is_dir():
             raise NotFoundError(f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
                                 hint="give a folder written by cocoeval run")
-        conts = {p.stem: read_models(p, Continuation) for p in sorted((d / "continuations").glob("*.jsonl"))}
-        judgments = {p.stem: read_models(p, Judgment) for p in sorted((d / "judgments").glob("*.jsonl"))}
+        conts = {p.stem: read_continuations(p) for p in sorted((d / "continuations").glob("*.jsonl"))}
+        judgments = {p.stem: read_unique_models(p, Judgment, judgment_key, describe_judgment, JUDGMENTS_ONCE)
+                     for p in sorted((d / "judgments").glob("*.jsonl"))}
         human = {k[len(HUMAN_PREFIX):]: v for k, v in read_human_stores(d).items()}
         raw = read_json(d / "manifest.json")
         if not isinstance(raw, dict):
@@ -129,8 +139,42 @@ class Run(BaseModel):
             err = e.errors()[0]
             raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
                              hint="the manifest is written by cocoeval run; run it again") from None
-        return cls(path=d, manifest=manifest, instances=read_models(d / "instances.jsonl", Instance),
-                   continuations=conts, judgments=judgments, human=human)
+        instances = read_models(d / "instances.jsonl", Instance)
+        refs = {i.id: len(i.reference) for i in instances}
+        conts = {name: [checked_turns(c, refs.get(c.instance_id)) for c in cs] for name, cs in conts.items()}
+        return cls(path=d, manifest=manifest, instances=instances, continuations=conts, judgments=judgments,
+                   human=human)
+
+    def integrity_warnings(self) -> list[str]:
+        """What the run directory holds that its instances or manifest do not account for, one
+        line each (``cocoeval report`` prints them and lists them in the index): a manifest of
+        another cocoeval version, an instances.jsonl of another size than the manifest says,
+        continuations and judgments of instances not in instances.jsonl (stale in the frames,
+        never counted) and continuations read as invalid (``checked_turns``). Empty for a run as
+        ``cocoeval run`` wrote it."""
+        out = []
+        m = self.manifest
+        if m.cocoeval_version and m.cocoeval_version != __version__:
+            out.append(f"manifest.json was written by cocoeval {m.cocoeval_version}, this is cocoeval "
+                       f"{__version__}: the run is read with this version's rules (run it again with this "
+                       "version to have it made by one version)")
+        if m.instances is not None and m.instances != len(self.instances):
+            out.append(f"manifest.json says the run has {m.instances} instances, instances.jsonl holds "
+                       f"{len(self.instances)}: instances.jsonl was changed after the run (run it again)")
+        ids = {i.id for i in self.instances}
+        groups: list[tuple[str, str, list[Continuation] | list[Judgment]]] = [
+            (f"continuations/{n}.jsonl", "continuation", cs) for n, cs in self.continuations.items()]
+        groups += [(f"judgments/{n}.jsonl", "judgment", js) for n, js in self.judgments.items()]
+        groups += [(f"judgments/human/{n}.jsonl", "judgment", js) for n, js in self.human.items()]
+        for file, what, items in groups:
+            if outside := [x.instance_id for x in items if x.instance_id not in ids]:
+                out.append(f"{file}: {len(outside)} {what}(s) of instances not in instances.jsonl (e.g. "
+                           f"{outside[0]!r}): {UNKNOWN_INSTANCE}")
+        for name, cs in self.continuations.items():
+            if bad := [c for c in cs if c.status == "invalid" and (c.reason or "").startswith(READ_INVALID)]:
+                out.append(f"continuations/{name}.jsonl: {len(bad)} continuation(s) marked ok have another "
+                           f"number of turns than their reference (e.g. {bad[0].instance_id!r}): counted invalid")
+        return out
 
     def stale_reason(self, name: str, item: Continuation | Judgment) -> str | None:
         """Why a continuation of setup ``name`` or a judgment of LLM judge ``name`` is stale: it
@@ -199,6 +243,28 @@ def _configs(run: Run, key: str, cls: type[BaseModel]) -> list[Any] | None:
 
 
 
+def read_continuations(path: Path) -> list[Continuation]:
+    """A continuations file; one that holds an instance twice is refused (InputError naming both
+    lines): cocoeval writes each instance once per setup, and a second one would be counted twice."""
+    return read_unique_models(path, Continuation, lambda c: c.instance_id,
+                              lambda c: f"a continuation of instance {c.instance_id!r}",
+                              "cocoeval writes one continuation per instance: remove the extra line, or run the "
+                              "simulate stage again to rewrite the file")
+
+
+def checked_turns(c: Continuation, n_reference: int | None) -> Continuation:
+    """``c``, or, when it is marked ok with another number of turns than its instance's reference
+    (``n_reference``; None: instance unknown, nothing to compare), an invalid copy saying why:
+    cocoeval stores an ok continuation only with exactly as many turns as the reference, so it was
+    edited by hand, or instances.jsonl changed after it was simulated. Never a valid short (or
+    empty) conversation."""
+    if c.status != "ok" or n_reference is None or len(c.turns) == n_reference:
+        return c
+    why = (f"{READ_INVALID}marked ok but has {len(c.turns)} turn(s) where the reference has {n_reference} (edited "
+           "by hand, or instances.jsonl changed after it was simulated; run the simulate stage again)")
+    return c.model_copy(update={"status": "invalid", "reason": why})
+
+
 def read_run(run_dir: str | Path) -> Run:
     """Deprecated name of ``Run.open``."""
     return Run.open(run_dir)
@@ -226,25 +292,55 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
 
 
 PAID_FIELDS = ("cost_usd", "lost_cost_usd", "cost_unknown_calls", "failed", "input_tokens", "cached_input_tokens",
-               "cache_write_tokens", "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens")
+               "cache_write_tokens", "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens",
+               "usage_unknown_calls")
 """The ledger totals that say what an invocation paid (summed over invocations in ``all_invocations``)."""
+USAGE_JOURNAL = "usage.journal.jsonl"
+"""Beside usage.json: a line for each call that may have paid, appended as it is counted
+(``Ledger.journal``), so that an invocation killed before it wrote usage.json is counted by the next."""
 
 
 def write_usage(run_dir: Path, runner: Runner) -> None:
     """``usage.json``: this invocation's ledger rows and totals (what it paid; cached answers it
     re-used in ``reused_*``, not paid again), cache statistics and request counts, the totals of
     the earlier invocations on this run directory (``earlier_invocations``, from the usage.json it
-    replaces) and what all of them paid together (``all_invocations``: an invocation killed
-    before it could write usage.json is missing from it)."""
+    replaces) and what all of them paid together (``all_invocations``). An invocation killed
+    before it could write usage.json is counted from the usage journal (``USAGE_JOURNAL``): an
+    entry with ``"not_in_usage_json": true`` and its totals summed from the journal (the requests
+    it sent are unknown). A usage.json from before that cannot be
+    read (not JSON, not this shape) is never overwritten: it is kept as
+    ``usage.json.unreadable-<UTC time>`` (``unreadable_kept_as``), with a warning, since its
+    totals are not in ``all_invocations``."""
+    from cocoeval.llm.usage import journal_totals
+
     path = run_dir / "usage.json"
     earlier: list[dict[str, Any]] = []
+    kept: str | None = None
     try:
         prev = read_json(path) if path.exists() else None
-    except Exception:  # an unreadable file from before: named, never a crash at the end of a run
+        if prev is not None and not (isinstance(prev, dict) and isinstance(prev.get("totals"), dict)):
+            raise ValueError("not the shape cocoeval writes (an object with totals)")
+    except Exception as e:  # an unreadable file from before: named and kept, never a crash at the end of a run
         prev, earlier = None, [{"unreadable": str(path)}]
+        aside = path.with_name(f"usage.json.unreadable-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S.%fZ}")
+        try:
+            path.replace(aside)
+        except OSError as err:
+            raise InputError(f"cannot be read, nor kept aside as {aside.name} ({err.strerror or err})", file=str(path),
+                             hint="move it aside yourself; this invocation's usage is not written over it") from None
+        kept = str(aside)
+        logging.getLogger("cocoeval").warning(
+            "warning: %s could not be read (%s): kept as %s; the totals of the invocations it counted are not in "
+            "all_invocations of the new usage.json", path, str(e).splitlines()[0][:200], aside)
     if isinstance(prev, dict) and isinstance(prev.get("totals"), dict):
         earlier = [e for e in prev.get("earlier_invocations") or [] if isinstance(e, dict)]
-        earlier.append({k: prev.get(k) for k in ("written", "totals", "requests_sent", "requests_batched")})
+        earlier.append({k: prev.get(k) for k in ("written", "totals", "requests_sent", "requests_batched")}
+                       | ({"invocation": prev["invocation"]} if "invocation" in prev else {}))
+    known = {e.get("invocation") for e in earlier} | {runner.ledger.invocation}
+    for inv, paid_then in journal_totals(run_dir / USAGE_JOURNAL).items():
+        if inv not in known:  # killed before its usage.json (or that file was unreadable)
+            earlier.append({"invocation": inv, "not_in_usage_json": True, "totals": paid_then,
+                            "requests_sent": None, "requests_batched": None})
     totals = runner.ledger.totals()
     paid = [e for e in earlier if isinstance(e.get("totals"), dict)]
     everything = {k: totals[k] + sum(e["totals"].get(k, 0) for e in paid) for k in PAID_FIELDS}
@@ -252,4 +348,6 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
                       requests_batched=runner.batched + sum(e.get("requests_batched") or 0 for e in paid))
     write_json(path, {"rows": runner.ledger.rows(), "totals": totals, "cache": runner.cache.stats(),
                       "requests_sent": runner.sent, "requests_batched": runner.batched, "written": now(),
-                      "earlier_invocations": earlier, "all_invocations": everything})
+                      "invocation": runner.ledger.invocation,
+                      "earlier_invocations": earlier, "all_invocations": everything,
+                      **({"unreadable_kept_as": kept} if kept else {})})

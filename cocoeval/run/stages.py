@@ -19,13 +19,13 @@ from cocoeval import __version__
 from cocoeval.bench.build import load_instances
 from cocoeval.bench.step import run_build
 from cocoeval.core.errors import ConfigError
-from cocoeval.core.jsonio import read_models, write_jsonl
+from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.judge.config import PROMPTS as JUDGE_PROMPTS
 from cocoeval.judge.engine import judge
-from cocoeval.llm import LLMConfig, Runner
+from cocoeval.llm import LLMConfig, Runner, parse_model_spec
 from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.render import CHATBOT_SYSTEM_PROMPT
 from cocoeval.simulate.engine import simulate
@@ -34,7 +34,16 @@ from .humans import check_judge_names
 from .lock import run_dir_lock
 from .outcome import tally
 from .params import ExperimentParams, read_params
-from .rundir import Manifest, git_revision, now, write_manifest, write_usage
+from .rundir import (
+    USAGE_JOURNAL,
+    Manifest,
+    checked_turns,
+    git_revision,
+    now,
+    read_continuations,
+    write_manifest,
+    write_usage,
+)
 
 
 class Experiment:
@@ -81,6 +90,7 @@ class Experiment:
         which setup has no file, which continuations another setup version made, which belong to
         instances this params file does not select (those are not judged)."""
         ids = {i.id for i in insts}
+        refs = {i.id: len(i.reference) for i in insts}
         out: dict[str, list[Continuation]] = {}
         for s in self.params.setups:
             p, rel = paths[s.name], paths[s.name].relative_to(self.run_dir)
@@ -88,7 +98,8 @@ class Experiment:
                 warn(f"setup {s.name}: no {rel} in the run directory, so nothing of it was judged "
                                 "(run the simulate stage)")
                 continue
-            conts = out[s.name] = read_models(p, Continuation)
+            # a repeated instance is refused; one marked ok with a wrong number of turns is invalid
+            conts = out[s.name] = [checked_turns(c, refs.get(c.instance_id)) for c in read_continuations(p)]
             sid = s.setup_id(self.taxonomy)
             if stale := sum(c.setup_id != sid for c in conts):
                 warn(f"setup {s.name}: {stale} continuation(s) in {rel} were simulated with other "
@@ -191,6 +202,9 @@ class Experiment:
         One run at a time on a run directory: a second one is refused (RunDirLockedError names
         the holder)."""
         self.output_paths()  # refuses unsafe names before anything is written
+        for m in sorted({s.model for s in self.params.setups} | {s.chatbot for s in self.params.setups if s.chatbot}
+                        | {j.model for j in self.params.judges} | self.build_models()):
+            parse_model_spec(m)  # so is a model spec with a key in its URL (it would be in every file)
         check_judge_names(self.run_dir, [j.name for j in self.params.judges])
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with run_dir_lock(self.run_dir):
@@ -209,7 +223,7 @@ class Experiment:
                 raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
         mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
         write_manifest(self.run_dir, self.manifest(status="running", started=started, llm_mode=mode))
-        runner = Runner(cfg)
+        runner = Runner(cfg, journal=self.run_dir / USAGE_JOURNAL)  # what it pays is known even if it is killed
         summary: dict[str, Any] = {}
         warnings: list[str] = []
 

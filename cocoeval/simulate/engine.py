@@ -16,7 +16,7 @@ from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.llm import Call, CallResult, GenerateRequest, Message, Runner
 from cocoeval.prompts.files import load_prompt
-from cocoeval.prompts.parse import REFUSAL, parse_turns, strip_copied
+from cocoeval.prompts.parse import REFUSAL, over_budget, parse_turns, strip_copied
 from cocoeval.prompts.render import (
     chatbot_messages,
     format_behaviours,
@@ -47,6 +47,8 @@ class SimTask:
         self.attempt = 0
         self.invalid: str | None = None
         self._asked = 0
+        self._max_tokens: int | None = None
+        """The output budget of the call last made (an answer far longer is unusable: ``over_budget``)."""
         self._sent_at: int | None = None
         """Turns written so far when the previous call was made (its cache breakpoint)."""
 
@@ -56,6 +58,7 @@ class SimTask:
 
     def _request(self, messages: list[Message], max_tokens: int, presence: bool = True) -> GenerateRequest:
         points, group = self._cache_layout(messages)
+        self._max_tokens = max_tokens
         return GenerateRequest(messages=messages, max_tokens=max_tokens, temperature=self.setup.temperature,
                                presence_penalty=self.setup.presence_penalty if presence else None,
                                sample=self.setup.sample * 100 + self.attempt, cache_points=points,
@@ -101,12 +104,13 @@ class SimTask:
         k = min(s.turns_per_call, self.target - len(self.turns))
         self._asked = k
         messages = step_messages(self.prompt, inst, self.turns, k, behaviours=self.behaviours, n_copy=s.n_copy)
-        extra = s.n_copy if s.prompt == "copy_then_continue" else 0
+        extra = s.copies
         return Call(model=s.model, stage="simulate", tag=tag, dependent=dependent,
                     request=self._request(messages, 60 + s.max_tokens_per_turn * (k + extra)))
 
     def _chat_request(self) -> GenerateRequest:
         self._asked = 1
+        self._max_tokens = 60 + self.setup.max_tokens_per_turn * 4
         return GenerateRequest(messages=chatbot_messages(self.inst, self.turns),
                                max_tokens=60 + self.setup.max_tokens_per_turn * 4,
                                temperature=self.setup.temperature,
@@ -120,7 +124,10 @@ class SimTask:
             self.invalid = f"call failed at turn {at}: {res.reason}" + (f" ({res.detail})" if res.detail else "")
             return
         truncated = r.finish_reason in ("length", "max_tokens")
-        if self.setup.kind == "human_ai":
+        too_long = over_budget(r.text, self._max_tokens)  # never stored as a turn: re-asked like the others
+        if too_long:
+            new, refused = [], False
+        elif self.setup.kind == "human_ai":
             text = re.sub(r"^\s*(user|assistant|human)\s*:\s*", "", r.text.strip(), flags=re.I).strip()
             speaker = self.inst.reference[len(self.turns)].speaker
             new = [Turn(speaker=speaker, text=text)] if text else []
@@ -135,7 +142,7 @@ class SimTask:
             new = parsed.turns
             refused = not new and (bool(parsed.refusals) or bool(REFUSAL.search(r.text)))
             self.notes += [f"turn {at}: {n}" for n in parsed.notes]
-            if self.setup.prompt == "copy_then_continue":
+            if self.setup.copies:
                 expected = [*self.inst.history, *self.turns][-self.setup.n_copy:]
                 new, copied = strip_copied(new, expected)
                 if copied < self.setup.n_copy:
@@ -145,7 +152,7 @@ class SimTask:
                     self.unknown.append(u)
         if not new:
             self.attempt += 1
-            why = ("empty answer" if not r.text.strip() else "refusal" if refused
+            why = too_long or ("empty answer" if not r.text.strip() else "refusal" if refused
                    else "cut off at max_tokens" if truncated else "no turn in 'Speaker: text' form")
             self.notes.append(f"turn {at}: no usable turn in the answer (attempt {self.attempt}: {why}): "
                               f"{r.text.strip()[:120]!r}")

@@ -48,20 +48,20 @@ class SFTConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    total: int = Field(PAPER_TOTAL, ge=1)
+    total: int = Field(PAPER_TOTAL, ge=1, le=10_000_000, strict=True)
     """Training instances (1,450 in the paper), the same instances for every k."""
     datasets: list[str] | None = None
     """The datasets to train on (None: the ``n_datasets`` with the most train conversations,
     computed and printed; the paper's text says four but does not name them)."""
-    n_datasets: int = Field(PAPER_N_DATASETS, ge=1)
+    n_datasets: int = Field(PAPER_N_DATASETS, ge=1, le=1_000, strict=True)
     """How many datasets when ``datasets`` is None."""
     ks: list[int] = Field(default_factory=lambda: [1, 5, 30])
     """Turns per call: one training file (and one fine-tuned model) per k."""
     prompt: str = "vanilla"
     """The simulation prompt the examples use (the simulator's prompt at inference)."""
-    seed: int = 0
+    seed: int = Field(0, strict=True)
     """Seed of the instance draw and of the random starting turns."""
-    n_epochs: int = Field(1, ge=1)
+    n_epochs: int = Field(1, ge=1, le=50, strict=True)
     """Training epochs (A.4: one)."""
     base_model: str = "gpt-4.1-2025-04-14"
     """The model fine-tuned (C.1: gpt-4.1 2025-04-14)."""

@@ -22,6 +22,9 @@ class SourceReport:
     """Each: {file, record, reason} for a file, conversation or record left out."""
     dropped_turns: Counter = field(default_factory=Counter)
     """Reason to number of source turns dropped (empty after cleaning, pseudo-speaker...)."""
+    merged_speakers: list[dict] = field(default_factory=list)
+    """Each: {file, dataset, conversation, canonical, labels} for speaker labels of one person merged into
+    one name (QMSum: ``cocoeval.sources.qmsum.speaker_merges``)."""
 
     def skip(self, file: str | Path, record: str | None, reason: str) -> None:
         self.skipped.append({"file": str(file), "record": record, "reason": reason})
@@ -36,6 +39,7 @@ class SourceReport:
             "conversations": self.conversations,
             "skipped": self.skipped,
             "dropped_turns": dict(sorted(self.dropped_turns.items())),
+            "merged_speakers": self.merged_speakers,
         }
 
 

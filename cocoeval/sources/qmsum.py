@@ -10,11 +10,15 @@ domains never become one "qmsum" dataset. A meeting file elsewhere (your own, ou
 layout) is dataset "qmsum" unless ``#DATASET`` names it.
 Artefacts such as {disfmarker} or {vocalsound} are removed by rule (the offline default); the
 raw text stays alongside (the LLM clean-up of the paper, A.3, is a build stage: cocoeval.bench.clean).
+Speaker labels of one person (QMSum Committee's "Mr. X (constituency, party)" beside "Mr. X") are
+merged into one name by the rule of ``speaker_merges``; every merge is listed in the source report
+(``merged_speakers``) and in the conversation's ``meta``.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -67,6 +71,77 @@ def role_for(dataset: str, name: str) -> str | None:
     return None
 
 
+_HONORIFIC = re.compile(r"^(?:The Right Honourable|The Honourable|Right Hon\.|Hon\.|Mrs\.?|Mr\.?|Ms\.?|Miss"
+                        r"|Dr\.?|Professor)\s+")
+_GENDER = {"Mr": "m", "Mr.": "m", "Mrs": "f", "Mrs.": "f", "Ms": "f", "Ms.": "f", "Miss": "f"}
+_CHAIR_OF = re.compile(r"^The (?:Acting |Deputy |Vice[- ])?Chair \((?P<person>.+)\)$")
+
+
+def _strip_suffixes(label: str) -> str:
+    """``label`` without its trailing parenthesised groups ("(Carleton, CPC)", "(Minister of Health)",
+    nested ones too); unchanged when its parentheses do not balance."""
+    s = label.strip()
+    while s.endswith(")"):
+        depth = 0
+        for i in range(len(s) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(s[i], 0)
+            if depth == 0:
+                break
+        if depth != 0 or i == 0:
+            return s
+        s = s[:i].rstrip()
+    return s
+
+
+def person_key(label: str) -> tuple[str, str | None] | None:
+    """The person a speaker label names, as (name key, gender of the honorific or None), or None
+    when the label cannot be tied to one person by rule (see ``speaker_merges``)."""
+    if m := _CHAIR_OF.match(label):
+        label = m.group("person")  # "The Chair (Mr. X (…))" names Mr. X
+        if not _HONORIFIC.match(label):
+            return None
+    elif label.startswith("The ") and not _HONORIFIC.match(label):
+        return None  # a role alone ("The Chair", "The Acting Chair"): who it is is unknown
+    core = _strip_suffixes(label)
+    h = _HONORIFIC.match(core)
+    name = normalise_space(core[h.end():] if h else core)
+    if len(name.split()) < 2:
+        return None  # a surname (or one word) alone cannot tell two people apart
+    return name.casefold(), _GENDER.get(h.group(0).strip()) if h else None
+
+
+def speaker_merges(counts: dict[str, int]) -> dict[str, tuple[str, list[str]]]:
+    """Speaker labels (with their turn counts) of one meeting that name the same person, merged:
+    label -> (canonical label, every label merged into it), for merged labels only.
+
+    The rule: two labels are one person when they give the same full name (two words or more,
+    compared case-insensitively) once a leading honorific (Mr., Mrs., Ms., Miss, Hon., Right Hon.,
+    The Honourable, The Right Honourable, Dr, Professor) and trailing parenthesised suffixes (the
+    committee's "(constituency, party)" or "(Minister of ...)") are set aside, and a chair label
+    naming a person, "The [Acting/Deputy/Vice] Chair (Mr. X ...)", is read as that person. Never
+    merged: a role label naming nobody ("The Chair"), a name of one word, and a group whose
+    honorifics disagree on gender (Mr. against Mrs./Ms./Miss). The canonical label is the longest
+    (it carries the constituency and party, the ministry or the chair role that the short form
+    leaves out), then the one with more turns, then the first in alphabetical order.
+    """
+    groups: dict[str, list[str]] = {}
+    genders: dict[str, set[str]] = {}
+    for label in sorted(counts):
+        if (key := person_key(label)) is None:
+            continue
+        groups.setdefault(key[0], []).append(label)
+        if key[1]:
+            genders.setdefault(key[0], set()).add(key[1])
+    out: dict[str, tuple[str, list[str]]] = {}
+    for person, labels in groups.items():
+        if len(labels) < 2 or len(genders.get(person, set())) > 1:
+            continue
+        canonical = min(labels, key=lambda x: (-len(x), -counts[x], x))
+        for label in labels:
+            out[label] = (canonical, labels)
+    return out
+
+
 def dataset_for(path: Path) -> str | None:
     """qmsum_<domain> from the nearest Product/Academic/Committee folder; None when none."""
     for part in reversed(path.parent.parts):
@@ -104,6 +179,15 @@ class QMSumLoader:
         dataset = dataset or "qmsum"
         turns = [t for i, raw in enumerate(meeting.meeting_transcripts)
                  if (t := cleaned_turn(raw.speaker, raw.content, i, report)) is not None]
+        merges = speaker_merges(Counter(t.speaker for t in turns))
+        merged: dict[str, list[str]] = {}
+        for canonical, labels in merges.values():
+            merged.setdefault(canonical, labels)
+        for canonical, labels in sorted(merged.items()):
+            report.merged_speakers.append({"file": str(path), "dataset": dataset, "conversation": path.stem,
+                                           "canonical": canonical, "labels": labels})
+        turns = [t.model_copy(update={"speaker": merges[t.speaker][0]}) if t.speaker in merges else t
+                 for t in turns]
         topics: list[dict[str, Any]] = []
         for topic in meeting.topic_list:
             spans: list[list[int]] = []
@@ -113,7 +197,10 @@ class QMSumLoader:
                 except (ValueError, IndexError):
                     continue  # a malformed span only loses the topic's location, not the topic
             topics.append({"topic": normalise_space(topic.topic), "spans": spans})
-        info = {s: Participant(name=s, role=role_for(dataset, s)) for s in {t.speaker for t in turns}}
+        def role(name: str) -> str | None:  # a merged person keeps a role any of their labels reveals
+            return next((r for x in [name, *merged.get(name, [])] if (r := role_for(dataset, x))), None)
+
+        info = {s: Participant(name=s, role=role(s)) for s in {t.speaker for t in turns}}
         yield Conversation(
             id=path.stem,
             dataset=dataset,
@@ -123,5 +210,7 @@ class QMSumLoader:
             participants=participants_in_order(turns, info),
             goals=[t["topic"] for t in topics if t["topic"]],
             turns=turns,
-            meta={"topics": topics, "source_turns": len(meeting.meeting_transcripts)},
+            meta={"topics": topics, "source_turns": len(meeting.meeting_transcripts),
+                  **({"merged_speakers": [{"canonical": c, "labels": ls} for c, ls in sorted(merged.items())]}
+                     if merged else {})},
         )

@@ -117,3 +117,26 @@ def test_a_new_analysis_reaches_the_report_and_its_notebook(toy_analysis, tmp_pa
     code = "\n".join(c.source for c in cells if c.cell_type == "code")
     assert 'ctx.analysis("zz_toy", resamples, seed, min_n=min_n, correction=correction,' in code
     assert "toy_factor=toy_factor" in code and "toy_factor: int = 2" in cells[1].source
+
+
+def test_rq4_notebook_counts_the_sft_training_set_of_the_params_not_every_train_instance(tmp_path):
+    """The RQ4 notebook's first cell counts the SFT examples of the training set the params' sft:
+    section chooses (the paper's 1,450 from four datasets; here 10), as cocoeval sft-export does."""
+    from types import SimpleNamespace
+
+    from cocoeval.core.jsonio import write_jsonl
+    from cocoeval.run import load_params
+
+    from ..simulate.test_sft import train_split
+
+    bench = tmp_path / "bench"
+    write_jsonl(bench / "train.jsonl", train_split({"a": (5, 12), "b": (4, 9), "c": (3, 6), "d": (2, 3),
+                                                    "e": (1, 30)}))
+    (tmp_path / "p.yaml").write_text("name: p\nbench: bench\nsft: {total: 10, ks: [1, 5], seed: 3}\n")
+    shown: list[str] = []
+    ctx = SimpleNamespace(experiment=load_params(tmp_path / "p.yaml"))
+    exec(analyses.SFT_PRELUDE, {"ctx": ctx, "display": shown.append, "Markdown": str})
+    [text] = shown
+    assert text.startswith("10 of 60 train instances (from a, b, c, d;")
+    assert "10 SFT examples at k = 1, 10 SFT examples at k = 5" in text
+    assert analyses.NOTEBOOKS["04_rq4_sft"].prelude == analyses.SFT_PRELUDE

@@ -11,7 +11,7 @@ from cocoeval.analysis.frames import run_frames
 from cocoeval.cli import main
 from cocoeval.core.jsonio import write_json, write_jsonl
 
-from ..sim_helpers import write_run_dir
+from ..sim_helpers import with_reference_turns, write_run_dir
 from .test_stats import TAX, make_run
 
 
@@ -125,7 +125,7 @@ def test_report_writes_the_papers_figures_and_tables(tmp_path):
     write_json(d / "manifest.json", {"status": "complete", **run.manifest.model_dump(exclude_unset=True)})
     write_jsonl(d / "instances.jsonl", run.instances)
     write_jsonl(d / "judgments" / "J.jsonl", js)
-    for name, cs in run["continuations"].items():
+    for name, cs in with_reference_turns(run).continuations.items():
         write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
     assert main(["report", str(d), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
     out = tmp_path / "rep"

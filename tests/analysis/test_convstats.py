@@ -99,7 +99,7 @@ def _run(n: int, label: str | None = None):
     """``n`` instances; setup "loop" repeats one speaker's words, "copy" copies the reference."""
     insts = [instance(f"d/c{i}/0", n_hist=3, n_ref=4) for i in range(n)]
     loop = [Continuation(instance_id=x.id, setup_id="loop", turns=[
-        T("Alice", f"we must decide the budget {i} now") for _ in range(3 + i % 2)]) for i, x in enumerate(insts)]
+        T("Alice", f"we must decide the budget {i} now") for _ in range(4)]) for i, x in enumerate(insts)]
     copy = [Continuation(instance_id=x.id, setup_id="copy", turns=x.reference) for x in insts]
     bad = [Continuation(instance_id=insts[0].id, setup_id="b", status="invalid", reason="unparseable")]
     js = [fine(x.id, t, "J", [["repetition"]] * k + [[]] * (4 - k))

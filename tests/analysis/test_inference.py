@@ -29,7 +29,7 @@ from cocoeval.core.errors import ConfigError
 from cocoeval.core.text import md_escape
 from cocoeval.run import Run
 
-from ..sim_helpers import instance, judged_continuations, write_run_dir
+from ..sim_helpers import instance, judged_continuations, with_reference_turns, write_run_dir
 from .test_stats import TAX, fine
 
 BEH = TAX.ids
@@ -215,7 +215,7 @@ def test_data_text_is_escaped_in_markdown():
 
 
 def _write(d, run):
-    write_run_dir(d, run, {"status": "complete"})
+    write_run_dir(d, with_reference_turns(run), {"status": "complete"})
 
 
 def test_report_on_a_run_without_setups_and_its_parameter_errors(tmp_path, capsys):

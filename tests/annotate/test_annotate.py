@@ -652,3 +652,66 @@ def test_not_in_taxonomy_with_empty_behaviours_is_rejected(tmp_path):
                                     "ann,d/c0/0,reference,1,none,talks over the chair\n")
     [j] = import_annotations(tmp_path / "b.csv", run)
     assert j.labels[0].behaviours == [] and j.labels[0].not_in_taxonomy == "talks over the chair"
+
+
+def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
+    """annotate-export PARAMS.yaml draws what the params' annotation: section says; paper.yaml's is
+    B.1's: overall 54 = human, GPT-4.1 and GPT-4.1 SFT (30 turns per call) x 18 instances, fine-grained
+    36 = human and GPT-4.1 x 18, 3 instances from each of the six datasets."""
+    from cocoeval.run.params import AnnotationSection
+
+    from ..conftest import ROOT
+
+    section = yaml.safe_load((ROOT / "params" / "paper.yaml").read_text())["annotation"]
+    assert section["overall"]["setups"] == ["gpt41-vanilla-30", "gpt41-sft-30"]
+    assert section["fine_grained"]["setups"] == ["gpt41-vanilla-30"]
+    insts = [instance(f"ds{k}/c{i}/0", n_hist=2, n_ref=2).model_copy(update={"dataset": f"ds{k}"})
+             for k in range(6) for i in range(5)]
+    names = ("gpt41-vanilla-30", "gpt41-sft-30", "gpt41-vanilla-1")
+    d = tmp_path / "run"
+    write_jsonl(d / "instances.jsonl", insts)
+    for name in names:
+        write_jsonl(d / "continuations" / f"{name}.jsonl",
+                    [Continuation(instance_id=i.id, setup_id=f"id-{name}", setup_name=name, turns=i.reference)
+                     for i in insts])
+    write_json(d / "manifest.json", {"status": "complete"})
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({"name": "p", "bench": "bench", "out": "run", "annotation": section}))
+
+    assert main(["annotate-export", str(params), "--out", str(tmp_path / "a")]) == 0
+    out = capsys.readouterr().out
+    assert "overall: 54 conversations (18 instances x 3 targets: reference, gpt41-vanilla-30, gpt41-sft-30)" in out
+    assert "fine_grained: 36 conversations (18 instances x 2 targets: reference, gpt41-vanilla-30)" in out
+    per, targets, n = _key_counts(tmp_path / "a", "overall")
+    assert per == {f"ds{k}": 3 for k in range(6)} and n == 54
+    assert targets == ["gpt41-sft-30", "gpt41-vanilla-30", "reference"]
+    per, targets, n = _key_counts(tmp_path / "a", "fine_grained")
+    assert per == {f"ds{k}": 3 for k in range(6)} and n == 36 and targets == ["gpt41-vanilla-30", "reference"]
+    exp = json.loads((tmp_path / "a" / "export.json").read_text())
+    assert exp["sample"]["overall"]["notes"] == [] and exp["sample"]["overall"]["even_over_datasets"] is True
+    # the same draw as the options would make; without the section, every setup of the run is annotated
+    run = read_run(d)
+    export_items(run, tmp_path / "b", overall_setups=list(names[:2]), fine_setups=list(names[:1]))
+    assert (tmp_path / "a" / "key.json").read_text() == (tmp_path / "b" / "key.json").read_text()
+    assert main(["annotate-export", str(d), "--out", str(tmp_path / "c")]) == 0
+    assert "4 targets: reference, gpt41-sft-30, gpt41-vanilla-1, gpt41-vanilla-30" in capsys.readouterr().out
+    # options override single fields of the section
+    assert main(["annotate-export", str(params), "--out", str(tmp_path / "o"), "--fine-conversations", "0",
+                 "--overall-conversations", "36", "--seed", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "overall: 36 conversations (12 instances x 3 targets" in out and "fine_grained" not in out
+    # a setup the run lacks (paper.yaml's SFT setup is commented out) is an error, never skipped
+    (d / "continuations" / "gpt41-sft-30.jsonl").unlink()
+    assert main(["annotate-export", str(params), "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert "annotation.overall.setups: the run has no continuations of gpt41-sft-30" in err
+    # not evenly: at random over every instance, said in the notes; a task's own seed
+    plan = AnnotationSection.model_validate({"seed": 1, "overall": {"setups": ["gpt41-vanilla-1"], "conversations": 20,
+                                                                    "even_over_datasets": False, "seed": 9}})
+    rep = export_items(read_run(d), tmp_path / "r", plan=plan)
+    s = rep["sample"]["overall"]
+    assert len(s["instances"]) == 10 and s["seed"] == 9 and "fine_grained" not in rep["sample"]
+    assert "drawn at random over every dataset, not evenly (even_over_datasets: false)" in s["notes"]
+    with pytest.raises(InputError, match="give at least one task"):
+        (tmp_path / "bad.yaml").write_text("name: p\nbench: bench\nannotation: {seed: 1}\n")
+        load_params(tmp_path / "bad.yaml")

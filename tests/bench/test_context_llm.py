@@ -188,14 +188,19 @@ def test_paper_params_build_the_inputs_as_the_paper_did():
     b = exp.params.build
     assert b is not None and exp.params.bench is None
     ctx = b.context
-    assert (ctx.metadata, ctx.summary, ctx.clean) == ("openai/o4-mini",) * 3
+    assert (ctx.metadata, ctx.summary, ctx.clean) == ("openai/o4-mini-2025-04-16",) * 3  # C.1
     assert ctx.clean_datasets == ["qmsum_product", "qmsum_academic"] and ctx.on_failure == "skip"
     assert "qmsum:../data/qmsum/data" in b.sources and not any("ALL" in s for s in b.sources)
     assert {"tcr:../data/tcr/SIM.json#sim", "tcr:../data/tcr/NCPC.json#ncpc"} <= set(b.sources)
     o = b.options
     assert (o.history_turns, o.reference_turns, o.per_dataset) == (30, 30, 50)
     assert (o.chat.min_turns, o.chat.conversations) == (61, 25)
-    assert exp.build_models() == {"openai/o4-mini"}
+    assert exp.build_models() == {"openai/o4-mini-2025-04-16"}
+    # the dated snapshot is priced as o4-mini (a dated snapshot matches its name in prices.yaml)
+    from cocoeval.llm.usage import PriceTable
+
+    prices = PriceTable.load()
+    assert prices.price_for("openai/o4-mini-2025-04-16") == prices.price_for("openai/o4-mini") is not None
 
 
 def test_build_batch_sends_the_context_calls_through_the_batch_api(srv, tmp_path):

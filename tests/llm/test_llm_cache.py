@@ -148,3 +148,95 @@ def test_a_cache_that_cannot_be_written_gets_a_clear_error(tmp_path):
             assert CallCache(ro / "c.sqlite", "read_only").get("k") is None
         finally:
             ro.chmod(0o755)
+
+
+# -- paths that are no file, rows that cannot be read, a disk with no room (issue #24) --------
+
+def test_a_device_or_a_pipe_is_refused_not_opened(tmp_path):
+    from cocoeval.llm.errors import CacheLocationError
+
+    with pytest.raises(CacheLocationError, match="is a device, not a file") as e:
+        CallCache("/dev/null")
+    assert "mv /dev/null" not in str(e.value) and "cache_policy: off" in str(e.value)
+    fifo = tmp_path / "cache.sqlite"
+    os.mkfifo(fifo)
+    # opening a FIFO for reading blocks until a writer comes: a child, so that a hang fails the test
+    code = ("import sys\nfrom cocoeval.llm import CallCache\nfrom cocoeval.llm.errors import CacheLocationError\n"
+            "for policy in ('read_write', 'read_only'):\n"
+            "    try:\n        CallCache(sys.argv[1], policy)\n    except CacheLocationError as e:\n"
+            "        print(e)\n    else:\n        sys.exit('opened')\n")
+    out = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("is a named pipe (FIFO), not a file") == 2 and str(fifo) in out.stdout
+
+
+def test_a_row_that_is_not_json_or_of_an_older_format_is_a_miss_with_a_warning(srv, tmp_path, caplog):
+    from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
+
+    p = tmp_path / "c.sqlite"
+    call = Call(model=f"openai/gpt-4.1@{srv.openai_base}", stage="t",
+                request=GenerateRequest(messages=[Message(role="user", content="hello")]))
+    r = Runner(LLMConfig(cache=str(p), progress=False))
+    key = r.run([call])[0].key
+    r.close()
+    for bad in ("{not json", '"a string"', '{"answer": "an older format: no text"}'):
+        r = Runner(LLMConfig(cache=str(p), progress=False))
+        r.cache.execute("UPDATE calls SET response=? WHERE key=?", (bad, key))
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            [res] = r.run([call])  # sent again, not a traceback
+        assert res.status == "ok" and not res.cache_hit and res.response.text.startswith("echo")
+        assert r.cache.stats()["misses"] >= 1 and r.ledger.totals()["reused_calls"] == 0
+        assert any(str(p) in m and key[:16] in m and "counts as a miss" in m for m in caplog.messages)
+        assert r.cache.get(key)["text"] == res.response.text  # its new answer replaced the row
+        r.close()
+
+
+FULL = """
+import resource, sys
+from cocoeval.core.errors import ConfigError
+from cocoeval.core.jsonio import write_json
+from cocoeval.llm import CallCache
+from cocoeval.llm.errors import CacheSpaceError
+c = CallCache(sys.argv[1] + "/cache.sqlite")
+c.put("before", {}, {}, {"text": "kept"})
+resource.setrlimit(resource.RLIMIT_FSIZE, (300_000, resource.RLIM_INFINITY))
+try:
+    for i in range(1000):
+        c.put(f"k{i}", {}, {}, {"text": "x" * 3000})
+except CacheSpaceError as e:
+    print("CACHE", e)
+try:
+    write_json(sys.argv[1] + "/run/usage.json", {"x": "y" * 400_000})
+except ConfigError as e:
+    print("RUN", e)
+"""
+
+
+def test_a_file_size_limit_or_a_full_disk_says_so_never_damaged(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "usage.json").write_text('{"before": 1}')
+    out = subprocess.run([sys.executable, "-c", FULL, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr  # no traceback, no SIGXFSZ
+    cache = next(ln for ln in out.stdout.splitlines() if ln.startswith("CACHE"))
+    assert "file is too large" in cache and "file-size limit" in cache and str(tmp_path) in cache
+    assert "damaged" not in out.stdout and ".recover" not in out.stdout
+    assert "answers stored so far are kept" in out.stdout
+    run = next(ln for ln in out.stdout.splitlines() if ln.startswith("RUN"))
+    assert "usage.json" in run and "file is too large" in run and "ulimit -f" in out.stdout
+    assert CallCache(tmp_path / "cache.sqlite").get("before") == {"text": "kept"}
+    assert (tmp_path / "run" / "usage.json").read_text() == '{"before": 1}'
+    assert not [f for f in (tmp_path / "run").iterdir() if f.name != "usage.json"]  # no temporary file left
+
+
+def test_a_full_disk_is_named_as_one(tmp_path, monkeypatch):
+    from collections import namedtuple
+
+    from cocoeval.llm import _cachefile
+
+    p = tmp_path / "c.sqlite"
+    CallCache(p).close()
+    st = namedtuple("st", "f_bavail f_frsize")(3, 4096)  # what statvfs says of a full disk
+    monkeypatch.setattr(_cachefile.os, "statvfs", lambda _: st)
+    e = _cachefile.sqlite_problem(p, sqlite3.OperationalError("database or disk is full"))
+    assert "the disk is full (12288 bytes free" in str(e) and "free space" in str(e) and "damaged" not in str(e)

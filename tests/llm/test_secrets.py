@@ -293,3 +293,27 @@ def test_execute_notebooks_redacts_a_failed_notebook(tmp_path, monkeypatch):
                           notebooks_dir=tmp_path / "nbs")
     text = (tmp_path / "out" / "leak.ipynb").read_text()
     assert "key [REDACTED]" in text and "proxy said [REDACTED]" in text and no_key_in(text)
+
+
+@pytest.mark.parametrize("userinfo", ["sk-abc123secret", "user:sk-abc123secret"])
+def test_a_key_written_into_a_model_url_is_refused_and_never_stored(srv, tmp_path, capsys, monkeypatch, userinfo):
+    host = srv.openai_base.split("://", 1)[1]
+    spec = f"openai-compatible/m@http://{userinfo}@{host}"
+    with pytest.raises(ConfigError, match="user name or key in its URL") as e:
+        parse_model_spec(spec)
+    assert "sk-abc123secret" not in str(e.value) and "?key_env=" in str(e.value) and "environment" in str(e.value)
+    with pytest.raises(ConfigError, match="user name or key"):
+        parse_model_spec(spec + "?key_env=MY_KEY")
+    _bench(tmp_path)
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({
+        "name": "p", "out": "runs/p", "bench": "bench", "setups": [{"name": "k30", "model": spec}],
+        "judges": [{"name": "j", "model": f"openai/gpt-4.1@{srv.openai_base}"}], "llm": {"cache": "cache.sqlite"}}))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", str(params), "--no-progress"]) != 0
+    printed = capsys.readouterr()
+    assert "user name or key in its URL" in printed.err and "sk-abc123secret" not in printed.out + printed.err
+    assert srv.stats()["requests"] == 0 and not (tmp_path / "runs").exists() and not (tmp_path / "cache.sqlite").exists()
+    for f in tmp_path.rglob("*"):  # the params file is the only place the key is
+        if f.is_file() and f != params:
+            assert "sk-abc123secret" not in f.read_bytes().decode("utf-8", "replace"), f

@@ -139,6 +139,46 @@ def test_paper_params_list_the_papers_setups():
     assert set(paper.judges[0].kind) == {"overall", "fine_grained"}
 
 
+
+def test_paper_c2_params_differ_from_paper_yaml_only_in_the_1_turn_openai_setups(tmp_path, capsys):
+    """params/paper-c2.yaml (the reading of C.2 that copies and penalises in every OpenAI simulation
+    at one turn per call) is paper.yaml but for its name, out and those setups: the rest is kept in
+    sync here, and `cocoeval check` finds nothing wrong but the data and the keys."""
+    import re
+
+    from cocoeval.cli import main
+
+    text = (ROOT / "params" / "paper-c2.yaml").read_text()
+    paper, c2 = (yaml.safe_load((ROOT / "params" / f).read_text()) for f in ("paper.yaml", "paper-c2.yaml"))
+    assert (c2["name"], c2["out"]) == ("paper-c2", "../runs/paper-c2")
+    rest = {"name", "out", "setups"}
+    assert {k: v for k, v in c2.items() if k not in rest} == {k: v for k, v in paper.items() if k not in rest}
+    copy = {"vanilla": "copy_then_continue", "taxonomy": "taxonomy_copy_then_continue"}
+    want = []
+    for s in paper["setups"]:
+        if s["model"].startswith("openai/") and s.get("turns_per_call") == 1 and s.get("kind") != "human_ai":
+            s = {**s, "name": s["name"].replace("-1", "-copy-pp-1"), "prompt": copy[s["prompt"]], "n_copy": 5,
+                 "presence_penalty": 2.0}
+        want.append(s)
+    assert c2["setups"] == want
+    assert {s["name"] for s in c2["setups"] if "copy" in s.get("prompt", "")} == {
+        f"{m}-{p}-copy-pp-1" for m in ("gpt41", "gpt51") for p in ("vanilla", "taxonomy")}
+    # the SFT lines, uncommented: k = 1 with the copy instruction and the penalty, k = 5 and 30 as in paper.yaml
+    ready = re.sub(r"(?m)^  # (- \{name: )", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
+    (tmp_path / "c2.yaml").write_text(ready)
+    setups = {s.name: s for s in load_params(tmp_path / "c2.yaml").params.setups}
+    sft = {n: (s.prompt, s.turns_per_call, s.n_copy, s.presence_penalty) for n, s in setups.items() if "sft" in n}
+    assert sft == {"gpt41-sft-copy-pp-1": ("copy_then_continue", 1, 5, 2.0), "gpt41-sft-5": ("vanilla", 5, 5, None),
+                   "gpt41-sft-30": ("vanilla", 30, 5, None)}
+    assert len({s.model for n, s in setups.items() if "sft" in n}) == 3
+    assert all(s.model.startswith("openai/ft:gpt-4.1-2025-04-14:") for n, s in setups.items() if "sft" in n)
+    # offline, check names only the missing data and API keys
+    assert main(["check", str(ROOT / "params" / "paper-c2.yaml")]) in (0, 1)
+    err = capsys.readouterr().err
+    problems = [line for line in err.splitlines() if line.startswith("missing: ")]
+    assert all("fetch it first" in x or "needs an API key" in x for x in problems), err
+
+
 def test_run_with_judges_and_human_annotation_cli(tmp_path):
     _bench(tmp_path)
     with FakeServer() as srv:

@@ -144,3 +144,8 @@ def test_sigkill_then_resume_sends_no_completed_call_twice(tmp_path, clean, wher
     assert _strip(resumed) == _strip(clean)
     usage = json.loads((tmp_path / "runs" / "exp" / "usage.json").read_text())
     assert usage["totals"]["calls"] == TOTAL and usage["totals"]["cache_hits"] == len(done)
+    # what the killed invocation paid is counted too (from the usage journal), not dropped
+    [killed] = [e for e in usage["earlier_invocations"] if e.get("not_in_usage_json")]
+    assert usage["all_invocations"]["invocations"] == 2
+    assert len(done) - 2 <= killed["totals"]["calls"] <= first  # a kill may fall between caching and counting
+    assert usage["all_invocations"]["input_tokens"] == usage["totals"]["input_tokens"] + killed["totals"]["input_tokens"]

@@ -170,6 +170,29 @@ def test_setup_ids():
     assert Setup(name="c", model="m/x" if False else "openai/x", prompt="copy_then_continue").presence_penalty == 2.0
 
 
+
+def test_taxonomy_copy_prompt_is_the_taxonomy_prompt_with_the_copy_paragraph(srv, tmp_path):
+    """params/paper-c2.yaml's reading of C.2 (the copy instruction of Table 17 in every simulation
+    prompt): the taxonomy-guided prompt plus copy_then_continue's paragraph, penalised, the copies
+    checked and stripped like copy_then_continue's."""
+    from cocoeval.prompts.render import format_behaviours
+
+    tax = load_taxonomy()
+    inst = instance()
+    beh = format_behaviours(tax)
+    copy_sys = step_messages(load_prompt("copy_then_continue"), inst, [], 1)[0].content
+    tax_sys = step_messages(load_prompt("taxonomy"), inst, [], 1, behaviours=beh)[0].content
+    both = step_messages(load_prompt("taxonomy_copy_then_continue"), inst, [], 1, behaviours=beh)[0].content
+    para = next(x for x in copy_sys.split("\n\n") if x.startswith("Begin your response by copying the 5"))
+    assert both == tax_sys.replace("\n\n# Conversation metadata", "\n\n" + para + "\n\n# Conversation metadata", 1)
+    s = Setup(name="tc", model=oa(srv), prompt="taxonomy_copy_then_continue", turns_per_call=1)
+    assert (s.presence_penalty, s.copies) == (2.0, 5) and Setup(name="v", model="openai/x").copies == 0
+    copied = "\n".join(f"{t.speaker}: {t.text}" for t in inst.history[-5:])
+    srv.configure(answers=[{"match": "", "text": copied + "\nAlice: a brand new point"}])
+    [c] = run(tmp_path, [s], [inst])["tc"]
+    assert c.turns[0].text == "a brand new point" and c.calls[0].dropped_params == []
+
+
 def test_prompts_render_the_taxonomy_and_share_a_prefix():
     inst = instance()
     tax = load_taxonomy()

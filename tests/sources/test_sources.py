@@ -312,3 +312,86 @@ def test_chat_bad_message(tmp_path):
     with pytest.raises(InputError) as e:
         list(load_conversations(f"chat:{tmp_path}"))
     assert "x.json" in str(e.value) and "conversation 0" in str(e.value)
+
+
+def test_qmsum_speaker_merge_rule():
+    from cocoeval.sources.qmsum import speaker_merges
+
+    counts = {"Mr. Pierre Paul-Hus (Charlesbourg, CPC)": 1, "Mr. Pierre Paul-Hus": 5,
+              "The Acting Chair (Mr. Bruce Stanton (Simcoe North, CPC))": 1, "Mr. Bruce Stanton": 2,
+              "The Chair": 9, "Hon. Mona Fortier (Minister of Finance)": 1, "Hon. Mona Fortier (Ottawa, Lib.)": 1,
+              "The Honourable Patty Hajdu (Minister of Health)": 1, "Hon. Patty Hajdu": 3, "Dr David Blaney": 1,
+              "David Blaney": 1, "Mr. Sam Lee": 1, "Mrs. Sam Lee": 1, "Mr. Smith": 1, "Mrs. Smith": 1,
+              "Eluned Morgan AM": 1, "Julie Morgan AM": 1, "Professor B": 1, "PhD B": 1}
+    merges = speaker_merges(counts)
+    assert merges["Mr. Pierre Paul-Hus"] == ("Mr. Pierre Paul-Hus (Charlesbourg, CPC)",
+                                             ["Mr. Pierre Paul-Hus", "Mr. Pierre Paul-Hus (Charlesbourg, CPC)"])
+    assert merges["Mr. Bruce Stanton"][0] == "The Acting Chair (Mr. Bruce Stanton (Simcoe North, CPC))"
+    assert merges["Hon. Mona Fortier (Ottawa, Lib.)"][0] == "Hon. Mona Fortier (Minister of Finance)"
+    assert merges["Hon. Patty Hajdu"][0] == "The Honourable Patty Hajdu (Minister of Health)"
+    assert merges["David Blaney"][0] == "Dr David Blaney"
+    # never merged: a role naming nobody, different people, one word, honorifics of two genders
+    for label in ("The Chair", "Mr. Sam Lee", "Mrs. Sam Lee", "Mr. Smith", "Mrs. Smith", "Eluned Morgan AM",
+                  "Julie Morgan AM", "Professor B", "PhD B"):
+        assert label not in merges, label
+
+
+def test_qmsum_committee_sample_merges_one_persons_labels_and_reports_every_merge(tmp_path):
+    from cocoeval import BuildConfig, build
+    from cocoeval.sources.demo import sample_dir
+
+    committee = sample_dir() / "committee"
+    rep = SourceReport()
+    convs = {c.id: c for c in load_conversations(f"qmsum:{committee}", rep)}
+    covid = convs["covid_10"]
+    names = [p.name for p in covid.participants]
+    raw = {t["speaker"] for t in json.loads((committee / "covid_10.json").read_text())["meeting_transcripts"]}
+    assert len(raw) == 82 and len(names) == 47 == len(set(names))
+    [paul_hus] = [n for n in names if "Paul-Hus" in n]
+    assert paul_hus.startswith("Mr. Pierre Paul-Hus (Charlesbourg") and paul_hus.endswith(", CPC)")
+    assert "Mr. Pierre Paul-Hus" not in {t.speaker for t in covid.turns}
+    # the chair named in its label and the bare role label stay two participants, both chairs
+    chairs = [p for p in covid.participants if p.name.startswith("The Chair")]
+    assert [p.name for p in chairs] == ["The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))", "The Chair"]
+    assert all(p.role == "chair" for p in chairs)
+    # every merge is listed (conversation, labels, canonical), in the report and in the conversation
+    merged = [m for m in rep.merged_speakers if m["conversation"] == "covid_10"]
+    assert len(merged) == len(raw) - len(names) == 35
+    assert {"file": str(committee / "covid_10.json"), "dataset": "qmsum_committee", "conversation": "covid_10",
+            "canonical": paul_hus, "labels": ["Mr. Pierre Paul-Hus", paul_hus]} in merged
+    assert [m["canonical"] for m in covid.meta["merged_speakers"]] == [m["canonical"] for m in merged]
+    # two people of one surname are not merged (the Welsh committee's Morgans and Davieses)
+    assert {"Eluned Morgan AM", "Julie Morgan AM"} <= {p.name for p in convs["education_19"].participants}
+    assert {"Suzy Davies AM", "Steve Davies"} <= {p.name for p in convs["education_1"].participants}
+    assert not [m for m in rep.merged_speakers if m["conversation"].startswith("education")]
+    # ... and the build's report.json lists them per source
+    report = build([f"qmsum:{committee}"], tmp_path / "bench", BuildConfig(per_dataset=1))
+    assert report["sources"][0]["merged_speakers"] == rep.merged_speakers
+
+
+@pytest.mark.realdata
+def test_real_qmsum_committee_participants_are_the_distinct_people(shared_data):
+    """On the real QMSum Committee meetings the participant count drops from the labels listed
+    (33.2 a meeting; 89.7 in the nine Canadian House of Commons meetings) to the distinct people
+    (22.5; 53.9), counted here by an independent reading of the labels."""
+    from pathlib import Path
+
+    def person(label: str) -> str:
+        label = re.sub(r"^The (?:Acting )?Chair \(((?:Mr|Mrs|Ms|Hon)\..*)\)$", r"\1", label)
+        label = label.split(" (")[0]
+        return re.sub(r"^(?:Right Hon\.|The Honourable|Hon\.|Mr\.|Mrs\.|Ms\.|Dr) ", "", label)
+
+    rep = SourceReport()
+    convs = [c for c in load_conversations(f"qmsum:{shared_data / 'qmsum'}", rep) if c.dataset == "qmsum_committee"]
+    assert len(convs) == 30
+    listed = distinct = participants = 0
+    for c in convs:
+        labels = {t["speaker"].strip() for t in json.loads(Path(c.source_file).read_text())["meeting_transcripts"]}
+        listed += len(labels)
+        distinct += len({person(x) for x in labels})
+        participants += len(c.participants)
+        assert len({p.name for p in c.participants}) == len(c.participants)
+    assert (listed, distinct, participants) == (996, 674, 674)
+    assert {m["dataset"] for m in rep.merged_speakers} == {"qmsum_committee"}  # Product, Academic: none
+    assert sum(len(m["labels"]) - 1 for m in rep.merged_speakers) == listed - participants
+    assert len(rep.merged_speakers) == 321  # 320 merges of two labels, one of three (Bruce Stanton, covid_7)

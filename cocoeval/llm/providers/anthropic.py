@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..base import CallError, GenerateRequest, GenerateResponse, Usage, provider
+from ..base import CallError, GenerateRequest, GenerateResponse, Usage, checked_usage, provider
 from ..promptcache import ANTHROPIC_MAX_BREAKPOINTS, anthropic_min_tokens
 from ..usage import count_tokens
 from ._batches import AnthropicBatches
@@ -31,14 +31,16 @@ def parse_message(body: Any, latency: float | None) -> GenerateResponse:
                 parts.append(block.get("text") or "")
             elif block.get("type") == "tool_use":
                 parts.append(json.dumps(block.get("input"), ensure_ascii=False))
-        u = body.get("usage") or {}
-        cached = u.get("cache_read_input_tokens") or 0
-        created = u.get("cache_creation_input_tokens") or 0
+        u = body.get("usage")
+        c, unknown = checked_usage(None if not u else {
+            k: u.get(k) for k in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                                  "cache_creation_input_tokens")}, required=("input_tokens", "output_tokens"))
+        cached, created = c.get("cache_read_input_tokens", 0), c.get("cache_creation_input_tokens", 0)
         resp = GenerateResponse(
             text="".join(parts), finish_reason=stop,
-            usage=Usage(input_tokens=(u.get("input_tokens") or 0) + cached + created,
+            usage=Usage(input_tokens=c.get("input_tokens", 0) + cached + created,
                         cached_input_tokens=cached, cache_write_tokens=created,
-                        output_tokens=u.get("output_tokens") or 0),
+                        output_tokens=c.get("output_tokens", 0), unknown=unknown),
             latency_s=latency, request_id=body.get("id"), model=body.get("model"))
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected messages body: {e!r}") from None

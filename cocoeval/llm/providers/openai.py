@@ -8,7 +8,15 @@ import os
 import re
 from typing import Any, ClassVar
 
-from ..base import CallError, GenerateRequest, GenerateResponse, PromptCaching, Usage, provider
+from ..base import (
+    CallError,
+    GenerateRequest,
+    GenerateResponse,
+    PromptCaching,
+    Usage,
+    checked_usage,
+    provider,
+)
 from ..errors import ConfigError
 from ..secrets import host_of
 from ._batches import OpenAIBatches
@@ -41,18 +49,22 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
     try:
         choice = body["choices"][0]
         message = choice.get("message") or {}
-        usage = body.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
-        out_details = usage.get("completion_tokens_details") or {}
+        usage = body.get("usage")
+        details = (usage.get("prompt_tokens_details") if usage else None) or {}
+        out_details = (usage.get("completion_tokens_details") if usage else None) or {}
+        counts, unknown = checked_usage(None if not usage else {
+            "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
+            "cached_tokens": details.get("cached_tokens"), "reasoning_tokens": out_details.get("reasoning_tokens")},
+            required=("prompt_tokens", "completion_tokens"))
         finish = choice.get("finish_reason")
         text = message.get("content") or ""
         refusal = message.get("refusal")
         resp = GenerateResponse(
             text=text if isinstance(text, str) else str(text), finish_reason=finish,
-            usage=Usage(input_tokens=usage.get("prompt_tokens") or 0,
-                        cached_input_tokens=details.get("cached_tokens") or 0,
-                        output_tokens=usage.get("completion_tokens") or 0,
-                        reasoning_tokens=out_details.get("reasoning_tokens") or 0),
+            usage=Usage(input_tokens=counts.get("prompt_tokens", 0),
+                        cached_input_tokens=counts.get("cached_tokens", 0),
+                        output_tokens=counts.get("completion_tokens", 0),
+                        reasoning_tokens=counts.get("reasoning_tokens", 0), unknown=unknown),
             latency_s=latency, request_id=body.get("id"), model=body.get("model"))
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected chat-completion body: {e!r}") from None

@@ -83,6 +83,8 @@ request path. Errors are in the path's provider format (Anthropic's for
   timeout         sleep delay_s (default 30), then answer (clients give up first)
   drop            close the connection without any response
   malformed       200 with a truncated JSON body
+  usage           answer normally but without a usage object (``"usage": null`` or absent),
+                  or with the fault's ``usage`` counts over the real ones (a count null: left out)
 
 Batches. Every retrieve moves a batch a step on; the ``batch_steps``-th retrieve (the first
 when batch_steps is 0 or 1; default 2; taken when the batch is created) ends it. OpenAI:

@@ -148,7 +148,7 @@ def fault_reply(path: str, fault: dict, n: int, key: str = "") -> tuple[str, Rep
         return kind, echo_key_reply(path, fault, n, key)
     if kind == "malformed":
         return kind, (200, MALFORMED_BODY, {})
-    if kind in ("slow", "timeout", "drop") or (kind == "content_filter" and path in MODEL_PATHS):
+    if kind in ("slow", "timeout", "drop", "usage") or (kind == "content_filter" and path in MODEL_PATHS):
         return kind, None
     return kind, (400, {"error": {"message": f"unknown fault kind {kind!r}"}}, {})
 
@@ -186,7 +186,7 @@ def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None
     c_tok += thought
     if path == OPENAI_PATH:
         finish = "content_filter" if kind == "content_filter" else ("length" if truncated else "stop")
-        return 200, {
+        return _usage_fault(kind, fault, (200, {
             "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
             "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
@@ -194,7 +194,7 @@ def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None
             "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok,
                       "total_tokens": p_tok + c_tok, "prompt_tokens_details": {"cached_tokens": read},
                       "completion_tokens_details": {"reasoning_tokens": thought}},
-        }, {"x-request-id": f"req_{n}"}
+        }, {"x-request-id": f"req_{n}"}))
     stop = "refusal" if kind == "content_filter" else ("max_tokens" if truncated else "end_turn")
     content: list[dict] = [{"type": "text", "text": text}]
     choice = body.get("tool_choice")
@@ -208,9 +208,23 @@ def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None
                     "input": parsed if isinstance(parsed, dict) else {}}]
         if not truncated:
             stop = "tool_use"
-    return 200, {
+    return _usage_fault(kind, fault, (200, {
         "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
         "content": content, "stop_reason": stop, "stop_sequence": None,
         "usage": {"input_tokens": p_tok - read - write, "output_tokens": c_tok,
                   "cache_read_input_tokens": read, "cache_creation_input_tokens": write},
-    }, {"request-id": f"req_{n}"}
+    }, {"request-id": f"req_{n}"}))
+
+
+def _usage_fault(kind: str, fault: dict | None, reply: Reply) -> Reply:
+    """The ``usage`` fault: the answer with its usage object left out (``"usage": null``) or with
+    the fault's counts written over the real ones (a negative or absurd count, a missing one: null)."""
+    if kind != "usage" or fault is None:
+        return reply
+    status, body, headers = reply
+    assert isinstance(body, dict)
+    if fault.get("usage") is None:
+        body.pop("usage", None)
+    else:
+        body["usage"] = {k: v for k, v in {**body["usage"], **fault["usage"]}.items() if v is not None}
+    return status, body, headers

@@ -184,8 +184,9 @@ def _finish(state: State, rec: dict, now: int, fault: dict) -> None:  # locked
             continue
         n, (status, data, _) = state.locked_batch_call(OPENAI_PATH, body, OPENAI_ANSWERED)
         if isinstance(data, dict) and status == 200:
-            used[0] += data["usage"]["prompt_tokens"]
-            used[1] += data["usage"]["completion_tokens"]
+            u = data.get("usage") or {}  # none, or wrong counts, under the usage fault
+            used[0] += max(u.get("prompt_tokens") or 0, 0)
+            used[1] += max(u.get("completion_tokens") or 0, 0)
         (out if status == 200 else err).append({
             "id": f"batch_req_{n}", "custom_id": cid, "error": None,
             "response": {"status_code": status, "request_id": f"req_{n}", "body":

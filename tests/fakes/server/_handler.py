@@ -104,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
         prompt = prompt_of(body)
         n, latency, fault, scripted = state.arrive(
             path, prompt, body if body is not None else raw.decode("utf-8", "replace"))
-        errs = fault is not None and fault.get("kind") not in ("content_filter", "slow", "timeout")
+        errs = fault is not None and fault.get("kind") not in ("content_filter", "slow", "timeout", "usage")
         cache, store = ((0, 0), None) if errs else state.prompt_cache(path, body)
         try:
             if latency > 0:

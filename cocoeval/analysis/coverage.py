@@ -1,0 +1,352 @@
+"""What of the paper a run (or a params file, before it runs) does not contain: ``paper_coverage``
+lists each of the paper's elements that is absent (the simulator setups of its grid, the SFT
+setups, the C.2 presence-penalty setup, the D.1 simulated users, the o4-mini judge and the
+alternative judges of B.2, human annotations, the six datasets and the ShareChat chats), each
+with what it is, where the paper shows it and the step that adds it. Everything is derived from
+the run's manifest params, its instances and its human annotation stores (or from the params, the
+benchmark folder and the run directory's annotation stores), never assumed.
+
+``coverage_markdown`` (the report's index and every notebook's run summary) and ``coverage_text``
+(``cocoeval check``) render the list; ``not_run`` is the one wording of an answer that has nothing
+to answer from. Light on purpose: no polars, so ``cocoeval check`` stays fast."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cocoeval.run import Experiment, ExperimentParams, Run
+
+__all__ = ["HOW", "Missing", "coverage_markdown", "coverage_text", "not_run", "paper_coverage"]
+
+TITLE = "What this run does not contain of the paper"
+
+
+@dataclass(frozen=True)
+class Missing:
+    """One element of the paper this run lacks."""
+
+    group: str
+    """simulators, judges, human annotations or data."""
+    element: str
+    """What it is (e.g. "gpt-4.1 · vanilla setups")."""
+    paper: str
+    """Where the paper shows it (tables, figures, sections)."""
+    detail: str
+    """What exactly is missing (e.g. "no setup with k = 1, 30")."""
+    how: str
+    """The step that adds it."""
+
+
+HOW = {
+    "setup": "add the setup{s} to `setups:` (params/paper.yaml lists them: {example}), then `cocoeval run PARAMS`",
+    "grid": "add the missing k values of the model × prompt to `setups:` (params/paper.yaml has the paper's grid: "
+            "gpt41-*, gpt51-*, opus4-*), then `cocoeval run PARAMS`",
+    "sft": "fine-tune with `cocoeval sft-export PARAMS --out sft/` + `cocoeval finetune sft/sft_k<K>.jsonl --model "
+           "gpt-4.1-2025-04-14 --n-epochs 1`, then add the setups with the printed `openai/ft:…` ids (params/paper.yaml: "
+           "gpt41-sft-1, -5, -30) and `cocoeval run PARAMS`",
+    "sft_pp": "fine-tune (k = 1) as for the SFT setups, then add `{model: \"openai/ft:…\", prompt: copy_then_continue, "
+              "turns_per_call: 1, n_copy: 5, presence_penalty: 2.0}` (params/paper.yaml: gpt41-sft-copy-pp-1) and "
+              "`cocoeval run PARAMS`",
+    "user_sim": "add `{model: openai/gpt-4.1-2025-04-14, kind: human_ai, chatbot: openai/gpt-4.1-2025-04-14}` "
+                "(params/paper.yaml: gpt41-user-sim) with the ShareChat chats in the benchmark, then `cocoeval run PARAMS`",
+    "o4-mini": "add `{name: o4-mini, model: openai/o4-mini-2025-04-16, kind: [overall, fine_grained], "
+               "reasoning_effort: medium}` to `judges:` (params/paper.yaml), then `cocoeval run PARAMS --stage judge`",
+    "alt_judge": "uncomment the judge under `judges:` in params/paper.yaml (gpt51-instant, gpt51-high, opus4; both "
+                 "kinds), then `cocoeval run PARAMS --stage judge`",
+    "judge": "add a judge with `kind: [overall, fine_grained]` to `judges:` (the paper's: o4-mini, params/paper.yaml), "
+             "then `cocoeval run PARAMS --stage judge`",
+    "humans": "`cocoeval annotate-export RUN --out annotate/` (the paper's draw), have the annotators label it, then "
+              "`cocoeval annotate-import FILE RUN --key annotate/key.json` (or the annotator of notebooks 08, 09)",
+    "fetch": "`cocoeval fetch {fetch} --out data/`, `{source}` under `build.sources` (params/paper.yaml), then "
+             "`cocoeval run PARAMS` (it rebuilds the benchmark)",
+    "sharechat": "no public archive to fetch: put the ShareChat user/assistant logs (JSON/JSONL) in data/sharechat/ and "
+                 "add source `chat:../data/sharechat#sharechat` under `build.sources` (params/paper.yaml), then "
+                 "`cocoeval run PARAMS`",
+}
+"""The steps that add a missing element (also quoted by the answers that are not run)."""
+
+
+def not_run(why: str, how: str) -> str:
+    """The one wording of an answer with nothing to answer from: why, and the step that adds it."""
+    return f"**Not run**: {why}. To add it: {how}."
+
+
+# ----------------------------------------------------------------------------- the paper's elements
+def _base(model: str) -> str:
+    """The model name without its provider (``openai/gpt-4.1`` → ``gpt-4.1``; an Azure deployment
+    is named after its model)."""
+    return model.split("/", 1)[-1].lower()
+
+
+_DATE = r"(?:-\d{4}-\d{2}-\d{2}|-\d{8})?"
+MODELS = {  # the paper's simulators: name, pattern of the model name, its figures, k values
+    "gpt-4.1": (re.compile(rf"gpt-4\.1{_DATE}$"), "Table 4; Figures 3, 5", (1, 5, 30)),
+    "gpt-5.1": (re.compile(rf"gpt-5\.1(?:-chat)?(?:-latest)?{_DATE}$"), "Table 4; Figure 6", (1, 5, 30)),
+    "claude-opus-4": (re.compile(rf"claude-opus-4{_DATE}$"), "Table 4; Figure 7 (k = 1, 5 only, as in the paper)",
+                      (1, 5)),
+}
+PROMPTS = {"vanilla": "RQ2 (§5.2), RQ5", "taxonomy": "RQ3 (§5.3), RQ5"}
+SFT_KS = (1, 5, 30)
+JUDGES = {  # B.2's alternative judges: element, test on (model name, reasoning effort), params/paper.yaml name
+    "GPT-5.1 Instant judge": (lambda m, e: bool(re.match(rf"gpt-5\.1-chat(?:-latest)?{_DATE}$", m)), "gpt51-instant"),
+    "GPT-5.1 High judge": (lambda m, e: bool(re.match(rf"gpt-5\.1{_DATE}$", m)) and e == "high", "gpt51-high"),
+    "Claude Opus 4 judge": (lambda m, e: bool(MODELS["claude-opus-4"][0].match(m)), "opus4"),
+}
+KINDS = ("overall", "fine_grained")
+DATASETS = {  # the paper's six datasets (Table 2): what, `cocoeval fetch` name, build source
+    "qmsum_product": ("QMSum product meetings", "qmsum", "qmsum:../data/qmsum/data"),
+    "qmsum_academic": ("QMSum academic meetings", "qmsum", "qmsum:../data/qmsum/data"),
+    "qmsum_committee": ("QMSum committee meetings", "qmsum", "qmsum:../data/qmsum/data"),
+    "iq2": ("Intelligence Squared debates", "iq2", "convokit:../data/iq2-corpus"),
+    "sim": ("TCR SIM meetings", "tcr", "tcr:../data/tcr/SIM.json#sim, tcr:../data/tcr/NCPC.json#ncpc"),
+    "ncpc": ("TCR NCPC meetings", "tcr", "tcr:../data/tcr/SIM.json#sim, tcr:../data/tcr/NCPC.json#ncpc"),
+}
+SHARECHAT = "sharechat"
+DEMO_DATASETS = ("qmsum_product", "qmsum_academic", "qmsum_committee", "generated_debates", "generated_chat")
+PAPER_HUMANS = {"fine_grained": ("Tables 3, 10 (5 annotators, 1,080 turns of 36 conversations)", "turn labels"),
+                "overall": ("Table 9 (5 annotators, 54 conversations)", "1–10 scores")}
+
+
+@dataclass
+class _View:
+    """What coverage needs to know, from a run or from a params file."""
+
+    setups: list[dict[str, Any]]
+    judges: list[dict[str, Any]]
+    datasets: set[str] | None
+    """None: not known (a benchmark folder not built yet)."""
+    annotators: dict[str, set[str]]
+    """{kind: annotators with judgments of that kind}."""
+    simulated: set[str] | None = None
+    """Setups with an ok continuation (None: a params file, nothing simulated yet)."""
+    judged: dict[str, set[str]] | None = None
+    """{judge: kinds it has ok judgments of} (None: a params file)."""
+
+
+def _params_datasets(params: ExperimentParams, exp: Experiment | None) -> set[str] | None:
+    """The datasets a params file's benchmark will have: from ``build`` (the shipped demo data, or
+    each source's dataset as the loaders name it) or the benchmark folder's split file."""
+    b = params.build
+    found: set[str] | None
+    if b is not None:
+        found = set(DEMO_DATASETS) if b.demo_data else set()
+        for spec in b.sources:
+            kind, _, rest = spec.partition(":")
+            path, _, ds = rest.partition("#")
+            parts = [p.lower() for p in PurePath(path).parts]
+            if ds:
+                found.add(ds)
+            elif kind == "qmsum":
+                named = [d for d in ("product", "academic", "committee") if d in parts]
+                found.update(f"qmsum_{d}" for d in (named or ["product", "academic", "committee"]))
+            elif kind == "convokit":
+                found.add("iq2" if "iq2" in path.lower() else (PurePath(path).name or "convokit").lower())
+            elif kind == "tcr":
+                found.add(PurePath(path).stem.lower())
+            elif kind == "chat":
+                found.add("chat")
+    else:
+        found = None
+        if exp is not None:
+            split = exp.bench_dir() / f"{params.instances.split}.jsonl"
+            if split.is_file():
+                found = _jsonl_datasets(split)
+    if found is not None and params.instances.datasets is not None:
+        found &= set(params.instances.datasets)
+    return found
+
+
+def _jsonl_datasets(path: Path) -> set[str] | None:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            return {str(json.loads(line).get("dataset")) for line in fh if line.strip()}
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _kinds(js: Iterable[Any]) -> set[str]:
+    """The kinds of judgment with at least one ok judgment among ``js``."""
+    return {j.kind for j in js if j.status == "ok"}
+
+
+def _view(source: Run | ExperimentParams | Experiment) -> _View:
+    from cocoeval.run import ExperimentParams, Run
+
+    if isinstance(source, Run):
+        params = source.manifest.params if isinstance(source.manifest.params, dict) else {}
+        setups = [s for s in params.get("setups") or [] if isinstance(s, dict)]
+        judges = [j for j in params.get("judges") or [] if isinstance(j, dict)]
+        annotators: dict[str, set[str]] = {}
+        for who, js in source.human.items():
+            for kind in _kinds(js):
+                annotators.setdefault(kind, set()).add(who)
+        simulated = {n for n, cs in source.current_continuations.items() if any(c.status == "ok" for c in cs)}
+        judged = {n: _kinds(js) for n, js in source.judgments.items()}
+        return _View(setups, judges, {i.dataset for i in source.instances}, annotators, simulated, judged)
+    exp = None if isinstance(source, ExperimentParams) else source
+    p = source if isinstance(source, ExperimentParams) else source.params
+    annotators = {}
+    if exp is not None:
+        from cocoeval.run.humans import HUMAN_DIR
+
+        for store in sorted((exp.run_dir / HUMAN_DIR).glob("*.jsonl")):
+            try:
+                kinds = {json.loads(line).get("kind") for line in store.read_text(encoding="utf-8").splitlines()
+                         if line.strip()}
+            except (OSError, ValueError, AttributeError):
+                continue
+            for kind in kinds:
+                annotators.setdefault(str(kind), set()).add(store.name[: -len(".jsonl")])
+    return _View([s.model_dump() for s in p.setups], [j.model_dump() for j in p.judges], _params_datasets(p, exp),
+                 annotators)
+
+
+def _multiparty(s: dict[str, Any]) -> bool:
+    return (s.get("kind") or "multiparty") == "multiparty"
+
+
+def _fine_tuned(model: str) -> bool:
+    return ":ft:" in model or "/ft:" in model or model.startswith("ft:")
+
+
+def _ks(ks: Iterable[int]) -> str:
+    return ", ".join(str(k) for k in ks)
+
+
+def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]:
+    """Every element of the paper that ``source`` lacks, in the paper's order: a ``Run`` (its
+    manifest params, instances and human stores: a setup counts once it has an ok continuation, a
+    judge once it has ok judgments of both kinds) or, before running, an ``ExperimentParams`` or an
+    ``Experiment`` (its params; with an ``Experiment`` also its benchmark folder and its run
+    directory's annotation stores)."""
+    v = _view(source)
+    out: list[Missing] = []
+
+    def state(names: list[str]) -> str | None:
+        """None when one of the matching setups is there; else why not."""
+        if not names:
+            return "no setup"
+        if v.simulated is not None and not set(names) & v.simulated:
+            return "in the params, no ok continuation yet"
+        return None
+
+    def setups(pred: Any) -> list[str]:
+        return [str(s.get("name")) for s in v.setups if pred(s)]
+
+    for model, (pattern, figs, ks) in MODELS.items():
+        for prompt, rqs in PROMPTS.items():
+            gaps: dict[str, list[int]] = {}
+            for k in ks:
+                why = state(setups(lambda s, k=k, prompt=prompt, pattern=pattern: _multiparty(s)
+                                   and not _fine_tuned(str(s.get("model", ""))) and s.get("prompt") == prompt
+                                   and s.get("turns_per_call") == k and pattern.match(_base(str(s.get("model", ""))))))
+                if why:
+                    gaps.setdefault(why, []).append(k)
+            if gaps:
+                out.append(Missing("simulators", f"{model} · {prompt} setups", f"{rqs}; {figs}",
+                                   "; ".join(f"{why} with k = {_ks(g)}" for why, g in gaps.items()), HOW["grid"]))
+    gaps = {}
+    for k in SFT_KS:
+        why = state(setups(lambda s, k=k: _multiparty(s) and _fine_tuned(str(s.get("model", "")))
+                           and s.get("prompt") == "vanilla" and s.get("turns_per_call") == k))
+        if why:
+            gaps.setdefault(why.replace("no setup", "no fine-tuned (`ft:`) vanilla setup"), []).append(k)
+    if gaps:
+        out.append(Missing("simulators", "SFT setups (gpt-4.1 fine-tuned on human conversations)",
+                           "RQ4 (§5.4): Table 4's SFT rows, Figure 3(g)",
+                           "; ".join(f"{why} with k = {_ks(g)}" for why, g in gaps.items()), HOW["sft"]))
+    why = state(setups(lambda s: _multiparty(s) and _fine_tuned(str(s.get("model", "")))
+                       and s.get("prompt") == "copy_then_continue" and s.get("turns_per_call") == 1
+                       and (s.get("presence_penalty") or 0) > 0))
+    if why:
+        out.append(Missing("simulators", "SFT + presence penalty", "§5.4, Appendix C.2",
+                           why.replace("no setup", "no fine-tuned setup with prompt copy_then_continue, k = 1 and a "
+                                                   "presence penalty"), HOW["sft_pp"]))
+    why = state(setups(lambda s: s.get("kind") == "human_ai"
+                       and bool(MODELS["gpt-4.1"][0].match(_base(str(s.get("model", "")))))))
+    if why:
+        out.append(Missing("simulators", "simulated users (gpt-4.1 as the user of a chatbot)", "Appendix D.1, Table 13",
+                           why.replace("no setup", "no `kind: human_ai` setup of gpt-4.1"), HOW["user_sim"]))
+
+    def judge_state(pred: Any, what: str) -> str | None:
+        names = [str(j.get("name")) for j in v.judges if pred(_base(str(j.get("model", ""))), j.get("reasoning_effort"))]
+        if not names:
+            return f"no {what} judge"
+        kinds = {k for j in v.judges if str(j.get("name")) in names for k in (j.get("kind") or KINDS)}
+        if lack := [k for k in KINDS if k not in kinds]:
+            return f"judges {', '.join(sorted(kinds)) or 'nothing'} only ({', '.join(lack)} missing)"
+        if v.judged is not None:
+            have = {k for n in names for k in v.judged.get(n, set())}
+            if lack := [k for k in KINDS if k not in have]:
+                return f"in the params, no ok {' or '.join(lack)} judgment yet"
+        return None
+
+    if why := judge_state(lambda m, e: m.startswith("o4-mini"), "o4-mini"):
+        out.append(Missing("judges", "o4-mini judge, overall and fine-grained",
+                           "§5 (Table 4, Figure 3, every RQ), Tables 3, 9, 10", why, HOW["o4-mini"]))
+    for element, (pred, name) in JUDGES.items():
+        if why := judge_state(pred, element.removesuffix(" judge")):
+            out.append(Missing("judges", element, "Appendix B.2, Tables 9, 10", f"{why} (params/paper.yaml: {name})",
+                               HOW["alt_judge"]))
+
+    for kind, (paper, what) in PAPER_HUMANS.items():
+        who = v.annotators.get(kind, set())
+        if len(who) < 2:
+            detail = "no human annotation" if not who else "one annotator; agreement needs two or more"
+            out.append(Missing("human annotations", f"human annotations, {kind.replace('_', '-')} ({what})", paper,
+                               detail + (" in the run directory yet" if v.simulated is None and not who else ""),
+                               HOW["humans"]))
+
+    if v.datasets is None:
+        out.append(Missing("data", "the paper's six datasets", "Table 2; Tables 4, 11 (50 eval instances each)",
+                           "not known before the benchmark folder is built", HOW["fetch"].format(
+                               fetch="qmsum iq2 tcr", source="qmsum:…, convokit:…, tcr:…")))
+    else:
+        for ds, (what, fetch, src) in DATASETS.items():
+            if ds not in v.datasets:
+                out.append(Missing("data", f"{ds} ({what})", "Table 2; Tables 4, 11 (50 eval instances each)",
+                                   f"no {ds} instance", HOW["fetch"].format(fetch=fetch, source=src)))
+        if SHARECHAT not in v.datasets:
+            out.append(Missing("data", "ShareChat chats (human–AI)", "Appendix D.1, Table 13 (25 chats)",
+                               "no sharechat instance", HOW["sharechat"]))
+    return out
+
+
+# ----------------------------------------------------------------------------- rendering
+def _steps(missing: list[Missing]) -> tuple[list[str], dict[str, int]]:
+    """The distinct steps, numbered in order of first use (several elements share one)."""
+    steps = list(dict.fromkeys(m.how for m in missing))
+    return steps, {h: i for i, h in enumerate(steps, 1)}
+
+
+def coverage_markdown(missing: list[Missing], *, heading: str = "##") -> str:
+    """The list as a Markdown section: one compact table row per element, the steps below it."""
+    head = f"{heading} {TITLE}\n\n" if heading else ""
+    if not missing:
+        return head + ("Every element of the paper that cocoeval lists (its simulator grid, SFT and C.2 setups, the "
+                       "o4-mini and B.2 judges, human annotations, the six datasets and the ShareChat chats) is here.\n")
+    steps, num = _steps(missing)
+    rows = "".join(f"| {m.group} | {m.element} | {m.paper} | {m.detail} | {num[m.how]} |\n" for m in missing)
+    return (head + f"{len(missing)} element(s) of the paper are not in this run; the analyses that need them say "
+            "\"not run\".\n\n| group | element | in the paper | missing | step |\n|---|---|---|---|---|\n" + rows
+            + "\nSteps that add them (PARAMS: the params file, RUN: the run directory):\n\n"
+            + "".join(f"{i}. {h}\n" for i, h in enumerate(steps, 1)))
+
+
+def coverage_text(missing: list[Missing], *, what: str = "this params file") -> str:
+    """The list as plain lines (``cocoeval check``): one per element, then the steps."""
+    if not missing:
+        return f"paper coverage: {what} has every element of the paper that cocoeval lists"
+    steps, num = _steps(missing)
+    lines = [f"paper coverage: {len(missing)} element(s) of the paper are not in {what} (the analyses that need them "
+             "will say \"not run\"):"]
+    lines += [f"  - {m.element} [{m.paper}]: {m.detail.replace('`', '')} (step {num[m.how]})" for m in missing]
+    lines.append("  steps that add them:")
+    lines += [f"    {i}. {h.replace('`', '')}" for i, h in enumerate(steps, 1)]
+    return "\n".join(lines)
