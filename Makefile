@@ -58,6 +58,7 @@ bench: install
 	$(PY) benchmarks/runner_throughput.py
 	$(PY) benchmarks/analysis_speed.py
 	$(PY) benchmarks/cost.py
+	$(PY) benchmarks/import_graph.py
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -174,7 +174,7 @@ def ceilings(run: Run) -> dict[tuple[str, str, str], float]:
     total: dict[tuple[str, str, str], int] = defaultdict(int)
     for n, js in run.all_judgments.items():
         for j in js:
-            if not j.calls:
+            if not j.calls or any(x.input_tokens is None for x in j.calls):  # unknown usage: no share
                 continue
             c = j.calls[0]
             key = ("judge", f"{j.judge_name or n}:{j.kind}", c.model)

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -35,7 +36,7 @@ from .config import BuildConfig
 from .extractive import SummaryIndex, extractive_metadata
 
 if TYPE_CHECKING:
-    from cocoeval.llm import Runner
+    from cocoeval.llm import Call, Runner
 
     from .config import LLMContextOptions
 
@@ -217,12 +218,7 @@ def build(
     and the turns keep the loaders' rule-based cleaning (each instance says which)."""
     cfg = cfg or BuildConfig()
     specs = [parse_source_spec(s) if isinstance(s, str) else s for s in sources]
-    conversations: list[Conversation] = []
-    source_reports = []
-    for spec in specs:
-        rep = SourceReport()
-        conversations += load_conversations(spec, rep, on_error=on_error)  # type: ignore[arg-type]
-        source_reports.append({"source": str(spec), **rep.to_dict()})
+    conversations, source_reports = _load(specs, on_error)
     llm = llm_context if llm_context is not None and llm_context.any else None
     run: Runner | None = None
     ctx_report: dict = {}
@@ -235,8 +231,7 @@ def build(
         from .llm_context import clean_conversations
 
         assert run is not None
-        conversations, ctx_report["clean"] = clean_conversations(
-            conversations, llm, run, lambda c: len(c.turns) >= cfg.need(c) and len({t.speaker for t in c.turns}) > 1)
+        conversations, ctx_report["clean"] = clean_conversations(conversations, llm, run, _worth_cleaning(cfg))
         failed_convs = ctx_report["clean"]["failed"]
     result = build_instances(conversations, cfg)
     report = {**result.report, "sources": source_reports}
@@ -251,11 +246,7 @@ def build(
         from .llm_context import enrich
 
         assert run is not None
-        by_key: dict[tuple[str, str], Conversation] = {}
-        for c in conversations:
-            if (c.dataset, c.id) not in by_key:  # the builder keeps the first of duplicates too
-                by_key[(c.dataset, c.id)] = (c.model_copy(update={"turns": merge_consecutive(c.turns)})
-                                             if cfg.merge_same_speaker else c)
+        by_key = _by_key(conversations, cfg)
         result.eval, ctx_report["eval"] = enrich(result.eval, by_key, llm, run)
         result.train, ctx_report["train"] = enrich(result.train, by_key, llm, run)
         _recount(report, result, cfg)
@@ -269,6 +260,99 @@ def build(
     write_jsonl(out / "train.jsonl", result.train)
     write_json(out / "report.json", report)
     return report
+
+
+def _load(specs: Sequence[SourceSpec], on_error: str) -> tuple[list[Conversation], list[dict]]:
+    conversations: list[Conversation] = []
+    source_reports = []
+    for spec in specs:
+        rep = SourceReport()
+        conversations += load_conversations(spec, rep, on_error=on_error)  # type: ignore[arg-type]
+        source_reports.append({"source": str(spec), **rep.to_dict()})
+    return conversations, source_reports
+
+
+def _worth_cleaning(cfg: BuildConfig) -> Callable[[Conversation], bool]:
+    """A conversation the clean-up is sent: long enough to give an instance, more than one speaker."""
+    return lambda c: len(c.turns) >= cfg.need(c) and len({t.speaker for t in c.turns}) > 1
+
+
+def _by_key(conversations: Iterable[Conversation], cfg: BuildConfig) -> dict[tuple[str, str], Conversation]:
+    """The conversations M and S are made from, by (dataset, id), as the builder windowed them."""
+    by_key: dict[tuple[str, str], Conversation] = {}
+    for c in conversations:
+        if (c.dataset, c.id) not in by_key:  # the builder keeps the first of duplicates too
+            by_key[(c.dataset, c.id)] = (c.model_copy(update={"turns": merge_consecutive(c.turns)})
+                                         if cfg.merge_same_speaker else c)
+    return by_key
+
+
+class PlannedCall(NamedTuple):
+    """One benchmark-creation call the build would send: its kind (clean, metadata, summary),
+    split (None for the clean-up, which comes before windowing), the call, and for a clean-up
+    chunk its source turns."""
+
+    kind: str
+    split: str | None
+    call: Call
+    turns: list[Turn]
+
+
+@dataclass
+class ContextPlan:
+    """The calls a build with LLM context would send, in its order (clean-up, then M and S of
+    the eval split, then of the train split), and per dataset what they cover: ``clean_chunks``,
+    ``metadata_conversations``, ``eval_instances``/``train_instances`` (the windows), and
+    ``eval_summaries``/``train_summaries``. ``cached``: kinds the benchmark already holds,
+    with why they are not counted (``step.already_made``)."""
+
+    options: LLMContextOptions
+    calls: list[PlannedCall] = field(default_factory=list)
+    datasets: dict[str, dict[str, int]] = field(default_factory=dict)
+    cached: dict[str, str] = field(default_factory=dict)
+
+
+PLAN_COUNTS = ("clean_chunks", "metadata_conversations", "eval_instances", "train_instances",
+               "eval_summaries", "train_summaries")
+
+
+def plan_context(sources: Sequence[str | SourceSpec], cfg: BuildConfig, llm_context: LLMContextOptions,
+                 on_error: str = "fail", skip: Iterable[str] = ()) -> ContextPlan:
+    """The clean-up, M and S calls ``build`` would send with ``llm_context``, made by the same
+    code, without sending any (``cocoeval estimate``). The windows are those of the uncleaned
+    conversations (what the clean-up will empty is not known before it runs); every call is
+    taken to succeed. ``skip``: kinds not to plan (already made)."""
+    from .llm_context import clean_calls, metadata_calls, summary_calls
+
+    llm, skip = llm_context, set(skip)
+    specs = [parse_source_spec(s) if isinstance(s, str) else s for s in sources]
+    conversations, _ = _load(specs, on_error)
+    plan = ContextPlan(options=llm)
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(PLAN_COUNTS, 0))
+    if llm.clean and "clean" not in skip:
+        _, calls, where = clean_calls(conversations, llm, _worth_cleaning(cfg))
+        for call, (i, a, b) in zip(calls, where, strict=True):
+            plan.calls.append(PlannedCall("clean", None, call, list(conversations[i].turns[a:b])))
+            counts[conversations[i].dataset]["clean_chunks"] += 1
+    result = build_instances(conversations, cfg)
+    for ds in result.report["datasets"]:
+        counts[ds]  # every dataset, also one with no call
+    by_key = _by_key(conversations, cfg)
+    for split, insts in (("eval", result.eval), ("train", result.train)):
+        for inst in insts:
+            counts[inst.dataset][f"{split}_instances"] += 1
+        if llm.metadata and "metadata" not in skip:
+            _, keys, calls = metadata_calls(insts, by_key, llm)
+            for key, call in zip(keys, calls, strict=True):
+                plan.calls.append(PlannedCall("metadata", split, call, []))
+                counts[key[0]]["metadata_conversations"] += 1
+        if llm.summary and "summary" not in skip:
+            idx, calls = summary_calls(insts, by_key, llm)
+            for i, call in zip(idx, calls, strict=True):
+                plan.calls.append(PlannedCall("summary", split, call, []))
+                counts[insts[i].dataset][f"{split}_summaries"] += 1
+    plan.datasets = {ds: counts[ds] for ds in sorted(counts)}
+    return plan
 
 
 def _methods(llm: LLMContextOptions | None) -> dict[str, str]:

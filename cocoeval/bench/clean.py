@@ -71,16 +71,14 @@ def _apply(res: Any, turns: Sequence[Turn]) -> tuple[list[Turn | None], str | No
     return out, None
 
 
-def clean_conversations(conversations: list[Conversation], opts: LLMContextOptions, runner: Runner,
-                        worth_cleaning: Callable[[Conversation], bool]) -> tuple[list[Conversation], dict]:
-    """Clean the conversations of ``opts.clean_datasets`` that ``worth_cleaning`` (long enough to
-    give an instance); the others pass unchanged. Returns the conversations to build from (a
-    failed one left out) and the report."""
+def clean_calls(conversations: Sequence[Conversation], opts: LLMContextOptions,
+                worth_cleaning: Callable[[Conversation], bool]
+                ) -> tuple[list[int], list[Call], list[tuple[int, int, int]]]:
+    """The clean-up's requests, as ``clean_conversations`` sends them (and ``cocoeval estimate``
+    prices them): the indices of the conversations to clean, one call per chunk, and each call's
+    (conversation index, start, end)."""
     assert opts.clean
     prompt = load_prompt(opts.clean_prompt)
-    report: dict[str, Any] = {"model": opts.clean, "prompt": prompt.ref, "datasets": list(opts.clean_datasets),
-                              "conversations_cleaned": 0, "turns_cleaned": 0, "turns_emptied": 0,
-                              "calls": 0, "failed": []}
     todo = [i for i, c in enumerate(conversations) if c.dataset in opts.clean_datasets and worth_cleaning(c)]
     calls: list[Call] = []
     where: list[tuple[int, int, int]] = []
@@ -96,6 +94,20 @@ def clean_conversations(conversations: list[Conversation], opts: LLMContextOptio
                                   reasoning_effort=opts.reasoning_effort,
                                   json_schema=CLEAN_SCHEMA, schema_name="transcript")))
             where.append((i, a, b))
+    return todo, calls, where
+
+
+def clean_conversations(conversations: list[Conversation], opts: LLMContextOptions, runner: Runner,
+                        worth_cleaning: Callable[[Conversation], bool]) -> tuple[list[Conversation], dict]:
+    """Clean the conversations of ``opts.clean_datasets`` that ``worth_cleaning`` (long enough to
+    give an instance); the others pass unchanged. Returns the conversations to build from (a
+    failed one left out) and the report."""
+    assert opts.clean
+    prompt = load_prompt(opts.clean_prompt)
+    report: dict[str, Any] = {"model": opts.clean, "prompt": prompt.ref, "datasets": list(opts.clean_datasets),
+                              "conversations_cleaned": 0, "turns_cleaned": 0, "turns_emptied": 0,
+                              "calls": 0, "failed": []}
+    todo, calls, where = clean_calls(conversations, opts, worth_cleaning)
     report["calls"] = len(calls)
     results = runner.run(calls) if calls else []
     new_turns: dict[int, list[Turn | None]] = {i: list(conversations[i].turns) for i in todo}

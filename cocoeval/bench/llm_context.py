@@ -12,6 +12,7 @@ extractive``, and is listed too. The extractive M/S (``context.py``) stay the of
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cocoeval.core.schema import Conversation, Instance, Metadata, Participant, Summary
@@ -21,10 +22,11 @@ from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.parse import match_speaker
 from cocoeval.prompts.render import transcript_head, transcript_tail
 
-from .clean import CLEAN_SCHEMA, clean_conversations
+from .clean import CLEAN_SCHEMA, clean_calls, clean_conversations
 from .config import LLMContextOptions
 
-__all__ = ["CLEAN_SCHEMA", "METADATA_SCHEMA", "LLMContextOptions", "clean_conversations", "enrich"]
+__all__ = ["CLEAN_SCHEMA", "METADATA_SCHEMA", "LLMContextOptions", "clean_calls", "clean_conversations", "enrich",
+           "metadata_calls", "summary_calls"]
 
 METADATA_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -84,6 +86,49 @@ def _llm_metadata(data: dict, conv: Conversation, old: Metadata, model: str, ref
                     extra=extra)
 
 
+def metadata_calls(instances: Sequence[Instance], conversations: Mapping[tuple[str, str], Conversation],
+                   opts: LLMContextOptions) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str]], list[Call]]:
+    """M's requests, as ``enrich`` sends them (and ``cocoeval estimate`` prices them): one per
+    conversation of ``instances``: the instances of each conversation, the conversations in
+    order, and their calls."""
+    assert opts.metadata
+    p = load_prompt(opts.metadata_prompt)
+    by_conv: dict[tuple[str, str], list[int]] = {}
+    for i, it in enumerate(instances):
+        by_conv.setdefault((it.dataset, it.provenance.conversation_id), []).append(i)
+    keys = sorted(by_conv)
+    calls = []
+    for key in keys:
+        c = conversations[key]
+        text, n = transcript_head(c.turns, opts.max_transcript_chars)
+        cut = f"; cut after the first {n} of {len(c.turns)} turns" if n < len(c.turns) else ""
+        system, user = p.render(transcript=text, n_turns=len(c.turns), truncated=cut)
+        calls.append(_ask(opts.metadata, "metadata", f"{key[0]}/{key[1]}", system, user,
+                          opts.metadata_max_tokens, opts, json_schema=METADATA_SCHEMA, schema_name="metadata"))
+    return by_conv, keys, calls
+
+
+def summary_calls(instances: Sequence[Instance | None], conversations: Mapping[tuple[str, str], Conversation],
+                  opts: LLMContextOptions) -> tuple[list[int], list[Call]]:
+    """S's requests, as ``enrich`` sends them (and ``cocoeval estimate`` prices them): one per
+    instance that some turn precedes (None: an instance already left out); their indices and calls."""
+    assert opts.summary
+    p = load_prompt(opts.summary_prompt)
+    idx, calls = [], []
+    for i, inst in enumerate(instances):
+        if inst is None:
+            continue
+        before = conversations[(inst.dataset, inst.provenance.conversation_id)].turns[: inst.provenance.start_index]
+        if not before:  # nothing precedes x: S is empty, as the extractive S is
+            continue
+        text, n = transcript_tail(before, opts.max_transcript_chars)
+        note = f" (the last {n} of the {len(before)} turns)" if n < len(before) else ""
+        system, user = p.render(transcript=text, truncated=note)
+        idx.append(i)
+        calls.append(_ask(opts.summary, "summary", inst.id, system, user, opts.summary_max_tokens, opts))
+    return idx, calls
+
+
 def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conversation],
            opts: LLMContextOptions, runner: Runner) -> tuple[list[Instance], dict[str, Any]]:
     """Instances with LLM-made M and S where asked, and a report per stage (ok, failed with
@@ -102,18 +147,7 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
     if opts.metadata:
         p = load_prompt(opts.metadata_prompt)
         report["metadata"] = {"model": opts.metadata, "prompt": p.ref, "calls": 0, "ok": 0, "failed": []}
-        by_conv: dict[tuple[str, str], list[int]] = {}
-        for i, it in enumerate(instances):
-            by_conv.setdefault((it.dataset, it.provenance.conversation_id), []).append(i)
-        keys = sorted(by_conv)
-        calls = []
-        for key in keys:
-            c = conversations[key]
-            text, n = transcript_head(c.turns, opts.max_transcript_chars)
-            cut = f"; cut after the first {n} of {len(c.turns)} turns" if n < len(c.turns) else ""
-            system, user = p.render(transcript=text, n_turns=len(c.turns), truncated=cut)
-            calls.append(_ask(opts.metadata, "metadata", f"{key[0]}/{key[1]}", system, user,
-                              opts.metadata_max_tokens, opts, json_schema=METADATA_SCHEMA, schema_name="metadata"))
+        by_conv, keys, calls = metadata_calls(instances, conversations, opts)
         report["metadata"]["calls"] = len(calls)
         for key, res in zip(keys, runner.run(calls) if calls else [], strict=True):
             why = _metadata_problem(res)
@@ -130,18 +164,7 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
     if opts.summary:
         p = load_prompt(opts.summary_prompt)
         report["summary"] = {"model": opts.summary, "prompt": p.ref, "calls": 0, "ok": 0, "failed": []}
-        idx, calls = [], []
-        for i, inst in enumerate(out):
-            if inst is None:
-                continue
-            before = conversations[(inst.dataset, inst.provenance.conversation_id)].turns[: inst.provenance.start_index]
-            if not before:  # nothing precedes x: S is empty, as the extractive S is
-                continue
-            text, n = transcript_tail(before, opts.max_transcript_chars)
-            note = f" (the last {n} of the {len(before)} turns)" if n < len(before) else ""
-            system, user = p.render(transcript=text, truncated=note)
-            idx.append(i)
-            calls.append(_ask(opts.summary, "summary", inst.id, system, user, opts.summary_max_tokens, opts))
+        idx, calls = summary_calls(out, conversations, opts)
         report["summary"]["calls"] = len(calls)
         for i, res in zip(idx, runner.run(calls) if calls else [], strict=True):
             inst = out[i]

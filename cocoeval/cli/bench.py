@@ -48,6 +48,11 @@ def _cmd_build(a: argparse.Namespace) -> int:
     if skipped or files:
         print(f"skipped {len(skipped)} conversation(s) and {len(files)} file/record(s); "
               f"reasons in {a.out}/report.json")
+        whole = [s for s in files if s["record"] is None]  # whole files (unreadable, malformed) by name
+        for s in whole[:10]:
+            print(f"  skipped {s['file']}: {s['reason']}")
+        if len(whole) > 10:
+            print(f"  ... and {len(whole) - 10} more file(s), listed in {a.out}/report.json")
     if merges := [m for src in report["sources"] for m in src.get("merged_speakers", [])]:
         print(f"merged the speaker labels of {len(merges)} person(s) named in several ways; "
               f"listed in {a.out}/report.json (sources: merged_speakers)")

@@ -40,6 +40,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
 def _cmd_estimate(a: argparse.Namespace) -> int:
     from cocoeval.run.estimate import (
+        assumed_counts,
         compare_with_run,
         describe,
         forecast,
@@ -54,7 +55,9 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     run = read_run(a.run) if a.run else None
     observed = observed_reasoning(run) if run is not None else None
     observed_out = observed_output(run) if run is not None else None
-    rows = forecast(exp, exp.prepare_instances(write=False), observed=observed, observed_out=observed_out)
+    insts = exp.prepare_instances(write=False)
+    plan = exp.build_plan()  # the build's clean-up, M and S calls (build.context), or None
+    rows = forecast(exp, insts, observed=observed, observed_out=observed_out, build=plan)
 
     def usd(v: float | None) -> str:
         return "unknown" if v is None else f"${v:,.2f}"
@@ -65,7 +68,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         print(f"{r['stage']:<9} {r['name'][:28]:<28} {r['model'][:30]:<30} {r['calls']:>7,} {r['input_tokens']:>12,} "
               f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {r['reasoning_tokens']:>10,} "
               f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
-              f"{usd(r['cost_planned_usd']):>10}")
+              f"{usd(r['cost_planned_usd']):>10}" + (f"  ({r['note']})" if r.get("note") else ""))
     tot = plan_totals(rows)  # a sum over no known price is unknown, never $0
     unknown = f" (+{tot['unknown']} row(s) at unknown prices)" if tot["unknown"] else ""
     n_obs = sum(r["output_source"] == "observed" for r in rows)
@@ -75,19 +78,24 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
           f"output tokens ({sum(r['reasoning_tokens'] for r in rows):,} reasoning); naive "
           f"{usd(tot['naive'])}, with prompt caching {usd(tot['live'])}; planned, as this params file "
           f"sends them ({batched:,} calls through batch APIs, the rest live): {usd(tot['planned'])}{unknown}"
-          + f"; {describe()}" + ("; reasoning tokens: the run's observed means" if observed else "")
+          + f"; {describe(rows)}" + ("; reasoning tokens: the run's observed means" if observed else "")
           + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
     if any(r["cost_if_batch_usd"] != r["cost_cached_usd"] for r in rows):  # some row can go through a batch API
         print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
               f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
               f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
               f"llm.batch_dependent) {usd(tot['with_batch'])}{unknown}")
+    print("instances assumed, per dataset:")
+    for line in assumed_counts(insts, plan):
+        print(f"  {line}")
     if run is not None:
         for c in compare_with_run(rows, run):
             print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
                   f"input tokens {c['actual_input']:,}/{c['forecast_input']:,} ({c['input_ratio']:.2f}x), "
                   f"cached share {c['actual_cached_share']:.2f}/{c['forecast_cached_share']:.2f}, "
-                  f"output {c['actual_output']:,}/{c['forecast_output']:,}")
+                  f"output {c['actual_output']:,}/{c['forecast_output']:,}"
+                  + (f" (actual tokens leave out {n} call(s) of unknown usage)"
+                     if (n := c["actual_usage_unknown_calls"]) else ""))
     return 0
 
 

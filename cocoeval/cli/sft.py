@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._args import out_dir, positive_int
+from ._args import int_range, out_dir, positive_int
 
 
 def _cmd_sft_export(a: argparse.Namespace) -> int:
@@ -76,7 +76,8 @@ def add_commands(sub: Any) -> None:
                        "sft: section are used; options override them.")
     x.add_argument("bench_dir", type=Path, help="folder written by cocoeval build, or a params file (.yaml)")
     x.add_argument("--out", type=out_dir, required=True, help="output folder")
-    x.add_argument("--k", type=positive_int, action="append", help="turns per call, repeatable (default 1, 5, 30)")
+    x.add_argument("--k", type=int_range(1, 1_000), action="append",
+                   help="turns per call, 1 to 1,000, repeatable (default 1, 5, 30)")
     x.add_argument("--prompt", help="simulation prompt (default vanilla)")
     x.add_argument("--seed", type=int, help="seed of the instance draw and the starting turns (default 0)")
     x.add_argument("--total", type=positive_int, help="training instances (default 1450, as in the paper)")

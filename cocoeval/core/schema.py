@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Split = Literal["eval", "train"]
 ConversationKind = Literal["multiparty", "human_ai"]
@@ -184,18 +184,27 @@ def first_per_dataset(instances: Sequence[Instance], n: int | None) -> list[Inst
     return out
 
 
+TOKEN_FIELDS = ("input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
+"""A ``CallRecord``'s token counts (all None when its usage is unknown)."""
+
+
 class CallRecord(_Model):
     """One LLM call behind a continuation or judgment."""
 
     request_hash: str
     model: str
-    input_tokens: int = 0
-    cached_input_tokens: int = 0
-    cache_write_tokens: int = 0
+    input_tokens: int | None = 0
+    """None (null) when the call's usage is unknown (``usage_unknown``), as are the other counts."""
+    cached_input_tokens: int | None = 0
+    cache_write_tokens: int | None = 0
     """Input tokens written to the provider's prompt cache (Anthropic)."""
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
+    output_tokens: int | None = 0
+    reasoning_tokens: int | None = 0
     """Of the output tokens, those a reasoning model spent thinking."""
+    usage_unknown: str | None = None
+    """Why the provider's token counts are unknown (``Usage.unknown``: it reported none, or a
+    negative or absurd count); then every token count is None, never 0, and readers leave the call
+    out of token sums and means."""
     latency_s: float | None = None
     cache_hit: bool = False
     status: Literal["ok", "failed"] = "ok"
@@ -206,16 +215,35 @@ class CallRecord(_Model):
     max_tokens: int | None = None
     """The call's output budget (judges ask again with a larger one after a cut-off answer)."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unknown_counts_are_null(cls, data: Any) -> Any:
+        # written without its null counts (``to_json`` omits None): read back as null, not the 0 default
+        if isinstance(data, dict) and data.get("usage_unknown") is not None:
+            data = {**{k: None for k in TOKEN_FIELDS}, **data}
+        return data
+
+    @model_validator(mode="after")
+    def _counts_null_exactly_when_unknown(self) -> CallRecord:
+        null = [k for k in TOKEN_FIELDS if getattr(self, k) is None]
+        if self.usage_unknown is not None and len(null) < len(TOKEN_FIELDS):
+            raise ValueError("a call of unknown usage (usage_unknown) has null token counts, not "
+                             + ", ".join(k for k in TOKEN_FIELDS if k not in null))
+        if self.usage_unknown is None and null:
+            raise ValueError(f"null token counts ({', '.join(null)}) need usage_unknown, the reason they are unknown")
+        return self
+
     @classmethod
     def of(cls, res: Any, max_tokens: int | None = None) -> CallRecord:
         """The record of a runner's ``CallResult``: its tokens are what the provider billed, a
-        failed call's too (a refusal: ``CallResult.usage``)."""
+        failed call's too (a refusal: ``CallResult.usage``); None, with the reason in
+        ``usage_unknown``, when the provider's usage is unknown (``Usage.unknown``), never 0."""
         r, u = res.response, res.usage
+        known = u.unknown is None
         return cls(request_hash=res.key, model=res.model, cache_hit=res.cache_hit, status=res.status,
                    error=f"{res.reason}: {res.detail}" if res.reason else None,
-                   input_tokens=u.input_tokens, cached_input_tokens=u.cached_input_tokens,
-                   cache_write_tokens=u.cache_write_tokens, output_tokens=u.output_tokens,
-                   reasoning_tokens=u.reasoning_tokens, latency_s=r.latency_s if r else None,
+                   **{k: getattr(u, k) if known else None for k in TOKEN_FIELDS}, usage_unknown=u.unknown,
+                   latency_s=r.latency_s if r else None,
                    finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else [],
                    max_tokens=max_tokens)
 

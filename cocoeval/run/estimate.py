@@ -20,16 +20,21 @@ effort, likewise replaced by the observed mean (``observed_reasoning``). A pilot
 instances) therefore makes the forecast of the full grid bill-accurate.
 Batch cost: half the naive price, with no prompt caching (a batch runs over hours; a cache hit
 there is the provider's best effort, not counted on).
+
+Benchmark creation (a params file's ``build.context``): the clean-up, M and S requests the build
+would send, made by the build's own code (``Experiment.build_plan``), one row per kind (stage
+"build"); a kind the run's benchmark folder already holds is a row of no calls that says so.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from cocoeval.core.schema import CallRecord, Continuation, Instance
+from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn
 from cocoeval.judge.engine import plan_judgments, send_order
 from cocoeval.llm.base import GenerateRequest, Provider, get_provider
 from cocoeval.llm.promptcache import AnthropicBreakpointCache, OpenAIPrefixCache
@@ -39,6 +44,8 @@ from cocoeval.simulate.engine import SimTask, plan_continuations
 from .stages import Experiment
 
 if TYPE_CHECKING:
+    from cocoeval.bench.build import ContextPlan
+
     from . import Run
 
 JUDGE_OUTPUT_PER_TURN = 50
@@ -47,6 +54,10 @@ per generated turn, taken for a judged turn too), until the run's own records sh
 JUDGE_OUTPUT_OVERALL = 120
 """Default visible output of an overall judgment (scores and a one- or two-sentence rationale),
 until the run's own records show the mean."""
+BUILD_OUTPUT_METADATA = 300
+"""Default visible output of an M call (goals and each participant's role, as JSON)."""
+BUILD_OUTPUT_SUMMARY = 200
+"""Default visible output of an S call (one paragraph)."""
 REASONING_PER_CALL: dict[str, int] = {"minimal": 0, "low": 300, "medium": 1000, "high": 3000}
 """Reasoning tokens per call of a reasoning model (o-series, gpt-5) by reasoning effort (unset:
 medium), a documented guess until the run's own call records show the real mean."""
@@ -100,9 +111,17 @@ class _Biller:
         return tokens, 0, 0
 
 
+def clean_output(turns: Sequence[Turn]) -> int:
+    """Default visible output of a clean-up call: the chunk's turns as the answer's JSON with
+    their source text (an upper bound: the clean-up only removes words)."""
+    return count_tokens(json.dumps({"turns": [{"speaker": t.speaker, "text": t.raw_text or t.text} for t in turns]},
+                                   ensure_ascii=False))
+
+
 def forecast(exp: Experiment, instances: list[Instance],
              observed: dict[tuple[str, str], float] | None = None,
-             observed_out: dict[tuple[str, str, str], float] | None = None) -> list[dict[str, Any]]:
+             observed_out: dict[tuple[str, str, str], float] | None = None,
+             build: ContextPlan | None = None) -> list[dict[str, Any]]:
     """Rows per (stage, name, model): calls, input/cached/cache-write/output/reasoning tokens;
     cost naive, with prompt caching and through a batch API; and ``mode``/``cost_planned_usd``:
     how the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row,
@@ -112,7 +131,11 @@ def forecast(exp: Experiment, instances: list[Instance],
     ``observed_out``: mean visible output tokens per unit by row (``observed_output``), in place
     of the defaults (simulation: per turn written, instead of the reference's turns; fine-grained
     judging: per judged turn; overall judging: per call). ``output_source`` in each row says
-    which was used ("observed" or "default")."""
+    which was used ("observed" or "default"). ``build``: the benchmark-creation calls of the
+    params' ``build.context`` (``Experiment.build_plan``), one row per kind (stage "build", name
+    clean, metadata or summary; output ``clean_output``, ``BUILD_OUTPUT_METADATA``,
+    ``BUILD_OUTPUT_SUMMARY``); a kind the benchmark already holds is a row of no calls whose
+    ``note`` says why."""
     prices = PriceTable.load(exp.llm_config().prices)
     tax = exp.taxonomy
     biller = _Biller()
@@ -144,6 +167,19 @@ def forecast(exp: Experiment, instances: list[Instance],
         r["cache_write_tokens"] += write
         r["output_tokens"] += output + think
         r["reasoning_tokens"] += think
+
+    # benchmark creation, in the order the build sends it: clean-up, then M and S per split
+    if build is not None:
+        opts = build.options
+        for kind, why in build.cached.items():
+            r = rows[("build", kind, getattr(opts, kind))]
+            r["note"], r["output_source"] = why, "default"
+        for pc in build.calls:
+            key = ("build", pc.kind, pc.call.model)
+            rows[key]["output_source"] = "default"
+            out_tokens = {"clean": clean_output(pc.turns) if pc.kind == "clean" else 0,
+                          "metadata": BUILD_OUTPUT_METADATA, "summary": BUILD_OUTPUT_SUMMARY}[pc.kind]
+            add(key, pc.call.request, out_tokens, opts.reasoning_effort)
 
     # simulation, round by round as simulate() sends it
     conts: list[tuple[Any, SimTask]] = []
@@ -200,7 +236,8 @@ def forecast(exp: Experiment, instances: list[Instance],
             stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
         mode = "batch" if cfg.batch and batchable else "live"
         out.append({"stage": stage, "name": name, "model": model, **{k: r[k] for k in ROW_FIELDS},
-                    "output_source": r.get("output_source", "default"), "cost_naive_usd": naive,
+                    "output_source": r.get("output_source", "default"), "note": r.get("note"),
+                    "cost_naive_usd": naive,
                     "cost_cached_usd": cached, "cost_batch_usd": batch, "mode": mode,
                     "cost_planned_usd": batch if mode == "batch" else cached,
                     "cost_if_batch_usd": batch if batchable else cached})
@@ -231,10 +268,10 @@ def _records(run: Run) -> Iterable[tuple[str, CallRecord]]:
 
 def observed_reasoning(run: Run) -> dict[tuple[str, str], float]:
     """Mean reasoning tokens per answered call by (stage, model) in a run's call records (only
-    models whose records report any)."""
+    models whose records report any; calls of unknown usage are left out, never read as 0)."""
     sums: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     for stage, c in _records(run):
-        if c.status == "ok":
+        if c.status == "ok" and c.reasoning_tokens is not None:
             s = sums[(stage, c.model)]
             s[0] += c.reasoning_tokens
             s[1] += 1
@@ -245,38 +282,56 @@ def observed_output(run: Run) -> dict[tuple[str, str, str], float]:
     """Mean visible output tokens (output minus reasoning) per unit, by forecast row (stage, name,
     model), over a run's answered calls (cache hits included: they keep their usage): simulation
     per turn of the setup's continuations (the calls' output, copied turns included, over the
-    turns they gave), fine-grained judging per judged turn, overall judging per call."""
+    turns they gave), fine-grained judging per judged turn, overall judging per call. Calls of
+    unknown usage are left out, never read as 0 tokens: a judge's call alone, a continuation whole
+    for that model (which of its turns the call gave is not known)."""
     sums: dict[tuple[str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
     for name, conts in run.continuations.items():
         for x in conts:
             ok = [c for c in x.calls if c.status == "ok"]
             for model in {c.model for c in ok}:
+                visible = [_visible_output(c) for c in ok if c.model == model]
+                if None in visible:
+                    continue
                 s = sums[("simulate", x.setup_name or name, model)]
-                s[0] += sum(c.output_tokens - c.reasoning_tokens for c in ok if c.model == model)
+                s[0] += sum(v for v in visible if v is not None)
                 s[1] += len(x.turns)
     for name, js in run.all_judgments.items():
         for j in js:
             for c in (c for c in j.calls if c.status == "ok"):
+                if (v := _visible_output(c)) is None:
+                    continue
                 s = sums[("judge", f"{j.judge_name or name}:{j.kind}", c.model)]
-                s[0] += c.output_tokens - c.reasoning_tokens
+                s[0] += v
                 s[1] += len(j.judged_turns) if j.kind == "fine_grained" else 1
     return {k: v[0] / v[1] for k, v in sums.items() if v[1]}
+
+
+def _visible_output(c: CallRecord) -> int | None:
+    """A call's output tokens less its reasoning ones; None when its usage is unknown."""
+    if c.output_tokens is None or c.reasoning_tokens is None:
+        return None
+    return c.output_tokens - c.reasoning_tokens
 
 
 def compare_with_run(rows: list[dict[str, Any]], run: Run) -> list[dict[str, Any]]:
     """Forecast vs actual calls, tokens and cached share per (stage, model), the actual ones
     summed from the call records of the run's continuations and judgments (cache hits included:
-    a cached call keeps the usage it had)."""
+    a cached call keeps the usage it had). The tokens of calls of unknown usage are not summed
+    (never read as 0): ``actual_usage_unknown_calls`` counts those calls."""
     fc: dict[tuple[str, str], dict[str, int]] = defaultdict(_row)
     for r in rows:
         for k in ROW_FIELDS:
             fc[(r["stage"], r["model"])][k] += r[k]
-    actual: dict[tuple[str, str], dict[str, int]] = defaultdict(_row)
+    actual: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {**_row(), "usage_unknown_calls": 0})
     for stage, c in _records(run):
         a = actual[(stage, c.model)]
         a["calls"] += 1
+        if c.usage_unknown is not None:
+            a["usage_unknown_calls"] += 1
+            continue
         for k in ROW_FIELDS[1:]:
-            a[k] += getattr(c, k)
+            a[k] += getattr(c, k)  # known: the record's validator says so
     out = []
     for key in sorted(set(fc) & set(actual)):
         f, a = fc[key], actual[key]
@@ -284,7 +339,8 @@ def compare_with_run(rows: list[dict[str, Any]], run: Run) -> list[dict[str, Any
                     "forecast_input": f["input_tokens"], "actual_input": a["input_tokens"],
                     "input_ratio": a["input_tokens"] / f["input_tokens"] if f["input_tokens"] else math.nan,
                     "forecast_cached_share": _share(f), "actual_cached_share": _share(a),
-                    "forecast_output": f["output_tokens"], "actual_output": a["output_tokens"]})
+                    "forecast_output": f["output_tokens"], "actual_output": a["output_tokens"],
+                    "actual_usage_unknown_calls": a["usage_unknown_calls"]})
     return out
 
 
@@ -317,5 +373,31 @@ def _share(r: dict[str, int]) -> float:
     return r["cached_input_tokens"] / r["input_tokens"] if r["input_tokens"] else math.nan
 
 
-def describe() -> str:
-    return f"tokens counted with {token_method()}"
+def describe(rows: Sequence[Mapping[str, Any]] = ()) -> str:
+    """How the tokens were counted, and the build rows' output defaults when there are any."""
+    out = f"tokens counted with {token_method()}"
+    if any(r["stage"] == "build" and r["calls"] for r in rows):
+        out += (f"; build output: clean-up the chunk's source turns as JSON, M {BUILD_OUTPUT_METADATA}, "
+                f"S {BUILD_OUTPUT_SUMMARY} tokens per call, windows of the uncleaned conversations")
+    return out
+
+
+def assumed_counts(instances: Sequence[Instance], build: ContextPlan | None = None) -> list[str]:
+    """Per dataset, what the forecast assumed: the eval instances simulated and judged, and with a
+    build plan the windows of both splits, the summaries (S), the conversations (M) and the
+    clean-up chunks it prices."""
+    sim: dict[str, int] = defaultdict(int)
+    for i in instances:
+        sim[i.dataset] += 1
+    per = build.datasets if build is not None else {}
+    out = []
+    for ds in sorted(set(sim) | set(per)):
+        line = f"{ds}: {sim.get(ds, 0)} eval instance(s) simulated"
+        if ds in per:
+            c = per[ds]
+            line += (f"; build windows {c['eval_instances']} eval, {c['train_instances']} train; "
+                     f"summaries (S) {c['eval_summaries']} eval, {c['train_summaries']} train; "
+                     f"metadata (M) {c['metadata_conversations']} conversation(s); "
+                     f"clean-up {c['clean_chunks']} chunk(s)")
+        out.append(line)
+    return out

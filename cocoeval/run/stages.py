@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from cocoeval import __version__
-from cocoeval.bench.build import load_instances
-from cocoeval.bench.step import run_build
+from cocoeval.bench.build import ContextPlan, load_instances
+from cocoeval.bench.step import plan_build, run_build
 from cocoeval.core.errors import ConfigError
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path
@@ -157,6 +157,16 @@ class Experiment:
         if write:
             write_jsonl(self.run_dir / "instances.jsonl", insts)
         return insts
+
+    def build_plan(self) -> ContextPlan | None:
+        """The benchmark-creation calls (clean-up, M, S) the ``build:`` section would send, by the
+        build's own code, for ``cocoeval estimate`` (None: no LLM-made context asked for); kinds
+        the run's benchmark folder already holds are in its ``cached``, not planned."""
+        b = self.params.build
+        if b is None:
+            return None
+        return plan_build(b, [self._resolve_source(s) if ":" in s else s for s in b.sources], self.bench_dir(),
+                          demo_dir=self.run_dir / "demo-data")
 
     def build_models(self) -> set[str]:
         """The models the build: section calls (clean-up, M, S)."""

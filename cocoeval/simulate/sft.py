@@ -22,7 +22,7 @@ import os
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -55,8 +55,10 @@ class SFTConfig(BaseModel):
     computed and printed; the paper's text says four but does not name them)."""
     n_datasets: int = Field(PAPER_N_DATASETS, ge=1, le=1_000, strict=True)
     """How many datasets when ``datasets`` is None."""
-    ks: list[int] = Field(default_factory=lambda: [1, 5, 30])
-    """Turns per call: one training file (and one fine-tuned model) per k."""
+    ks: list[Annotated[int, Field(ge=1, le=1_000, strict=True)]] = Field(
+        default_factory=lambda: [1, 5, 30], min_length=1)
+    """Turns per call: one training file (and one fine-tuned model) per k; each a whole number
+    from 1 to 1,000 as a setup's ``turns_per_call`` (``true`` is not 1)."""
     prompt: str = "vanilla"
     """The simulation prompt the examples use (the simulator's prompt at inference)."""
     seed: int = Field(0, strict=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -146,6 +148,9 @@ def load_conversations(
         raise InputError(f"no {spec.kind} files found here", file=str(spec.path),
                          hint="check the path and the source kind")
     for f in files:
+        if (why := unreadable(f)) is not None:  # never a silent skip: listed with its reason
+            report.skip(f, None, why)
+            continue
         report.files_read += 1
         try:
             convs = list(loader.load_file(f, spec.dataset, report))
@@ -185,7 +190,39 @@ def cleaned_turn(speaker: str | None, raw: str | None, index: int, report: Sourc
     return Turn(speaker=name, text=text, source_index=index, raw_text=raw if raw != text else None)
 
 
+def unreadable(path: Path) -> str | None:
+    """Why a source file (or folder) cannot be read: a dangling symlink, a symlink loop, no read
+    permission; None when it can be read (or does not exist, for the loader to report)."""
+    if path.is_symlink() and not path.exists():
+        try:
+            os.stat(path)
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                return "unreadable: symlink loop"
+        return f"unreadable: dangling symlink (to {os.readlink(path)}, which does not exist)"
+    if path.is_dir():
+        return None if os.access(path, os.R_OK | os.X_OK) else "unreadable: folder cannot be listed (permission denied)"
+    if path.exists() and not os.access(path, os.R_OK):
+        return "unreadable: permission denied"
+    return None
+
+
+def unlisted_folders(path: Path) -> list[Path]:
+    """The folders under ``path`` that cannot be listed (``Path.rglob`` passes over them silently)."""
+    if not path.is_dir():
+        return []
+    found: list[Path] = []
+    for _ in os.walk(path, onerror=lambda e: found.append(Path(e.filename))):
+        pass
+    return found
+
+
 def sorted_files(path: Path, pattern: str) -> list[Path]:
+    """The files under ``path`` matching ``pattern``, and those matching that cannot be read
+    (dangling symlinks, symlink loops, unreadable files, folders that cannot be listed), which
+    ``load_conversations`` reports as skipped with the reason: none is left out silently."""
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob(pattern) if p.is_file() and not p.name.startswith("."))
+    return sorted({p for p in path.rglob(pattern)
+                   if not p.name.startswith(".") and (p.is_file() or unreadable(p) is not None)}
+                  | set(unlisted_folders(path)))

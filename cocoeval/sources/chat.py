@@ -57,7 +57,7 @@ class ChatLoader:
     def files(self, path: Path) -> list[Path]:
         if path.is_file():
             return [path]
-        return sorted_files(path, "*.json") + sorted_files(path, "*.jsonl")
+        return list(dict.fromkeys(sorted_files(path, "*.json") + sorted_files(path, "*.jsonl")))
 
     def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]:
         if path.suffix == ".jsonl":

@@ -8,6 +8,7 @@ which holds vote tallies and timings) are dropped and reported.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ from cocoeval.core.errors import InputError
 from cocoeval.core.jsonio import iter_jsonl, read_json, validate
 from cocoeval.core.schema import Conversation, Participant, Turn
 
-from ._registry import SourceReport, participants_in_order, source
+from ._registry import SourceReport, participants_in_order, source, unreadable
 from ._text import normalise_space
 
 PSEUDO_SPEAKERS = frozenset({"RESULTS"})
@@ -42,8 +43,12 @@ class _RawUtterance(BaseModel):
     meta: dict[str, Any] | None = None
 
 
-def _optional_json(path: Path, *, values: bool = True) -> dict:
-    """An optional ConvoKit JSON object; ``values``: each value is an object (or null) too."""
+def _optional_json(path: Path, report: SourceReport, *, values: bool = True) -> dict:
+    """An optional ConvoKit JSON object; ``values``: each value is an object (or null) too. One
+    that cannot be read (a dangling symlink...) is read as absent and reported as skipped."""
+    if (why := unreadable(path)) is not None:
+        report.skip(path, None, why)
+        return {}
     if not path.exists():
         return {}
     data = read_json(path)
@@ -94,13 +99,20 @@ class ConvoKitLoader:
             return [path.parent]
         if (path / "utterances.jsonl").is_file():
             return [path]
-        return sorted(p.parent for p in path.rglob("utterances.jsonl"))
+        # an unreadable utterances.jsonl (a dangling symlink...) or folder is listed itself, for
+        # load_conversations to report as skipped with its reason (rglob of a plain name passes
+        # over dangling symlinks and folders it cannot list)
+        unlisted: list[Path] = []
+        found = {Path(root) / "utterances.jsonl"
+                 for root, _, names in os.walk(path, onerror=lambda e: unlisted.append(Path(e.filename)))
+                 if "utterances.jsonl" in names}
+        return sorted({p if unreadable(p) else p.parent for p in found} | set(unlisted))
 
     def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]:
         ufile = path / "utterances.jsonl"
-        corpus = _optional_json(path / "corpus.json", values=False)
-        speakers = _optional_json(path / "speakers.json")
-        conv_meta = _optional_json(path / "conversations.json")
+        corpus = _optional_json(path / "corpus.json", report, values=False)
+        speakers = _optional_json(path / "speakers.json", report)
+        conv_meta = _optional_json(path / "conversations.json", report)
         if dataset is None:
             name = str(corpus.get("name") or path.name)
             dataset = "iq2" if "iq2" in name.lower() else re.sub(r"\W+", "_", name).strip("_").lower()

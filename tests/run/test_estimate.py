@@ -237,3 +237,171 @@ def test_judge_cache_bounds_by_hand_and_against_an_ideal_prefix_cache():
         assert sum(len(r) for r in mine) == b["total"]
         assert sum(cached) == b[layout], layout
     assert judge_cache_bounds({}, 10, [5]) == {"total": 0, "paper": 0, "reordered": 0, "free": 0}
+
+
+O4 = "openai/o4-mini-2025-04-16"
+
+
+def _context_params(tmp_path, **context):
+    p = tmp_path / "ctx.yaml"
+    p.write_text(yaml.safe_dump({
+        "name": "ctx", "out": "run",
+        "build": {"demo_data": True, "context": {"metadata": O4, "summary": O4, "clean": O4, **context}},
+        "setups": [{"name": "k30", "model": "openai/gpt-4.1", "turns_per_call": 30}],
+        "judges": [{"name": "j", "model": O4}]}))
+    return p
+
+
+def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsys):
+    """build.context on the demo data: one M call per conversation with an instance, one S call per
+    instance of both splits, one clean-up call per chunk of QMSum Product and Academic; priced,
+    and in the totals."""
+    from cocoeval import build
+    from cocoeval.bench.build import load_instances
+    from cocoeval.bench.clean import chunks
+    from cocoeval.bench.config import BuildConfig
+    from cocoeval.sources import SourceReport, load_conversations, parse_source_spec
+    from cocoeval.sources.demo import demo_sources, sample_dir
+
+    p = _context_params(tmp_path)
+    exp = load_params(p)
+    insts = exp.prepare_instances(write=False)
+    plan = exp.build_plan()
+    assert plan is not None and not plan.cached
+    rows = forecast(exp, insts, build=plan)
+    by = {r["name"]: r for r in rows if r["stage"] == "build"}
+    assert set(by) == {"clean", "metadata", "summary"} and all(r["model"] == O4 for r in by.values())
+
+    # what the extractive build of the same sources gives, counted apart
+    ref = tmp_path / "ref"
+    build(demo_sources(tmp_path / "demo"), ref)
+    both = load_instances(ref, None)
+    convs = {(i.dataset, i.provenance.conversation_id) for i in both}
+    cfg = BuildConfig()
+    qmsum = load_conversations(parse_source_spec(f"qmsum:{sample_dir()}"), SourceReport())
+    n_chunks = sum(len(chunks(c.turns, 30, 12_000)) for c in qmsum
+                   if c.dataset in ("qmsum_product", "qmsum_academic") and len(c.turns) >= cfg.need(c))
+    assert by["metadata"]["calls"] == len(convs) == 11
+    assert by["summary"]["calls"] == sum(i.provenance.start_index > 0 for i in both) == len(both) == 18
+    assert sum(i.split == "train" for i in both) == 6  # the train windows are summarised too
+    # by hand: Bed017 299 turns, Bro008 244, ES2005a 94, IS1004a 78, TS3010a 121; 30 turns per call
+    assert by["clean"]["calls"] == n_chunks == 10 + 9 + 4 + 3 + 5
+    prices = PriceTable.load(None)
+    for r in by.values():
+        assert r["reasoning_tokens"] == 1000 * r["calls"]  # o4-mini, effort unset: medium
+        assert r["note"] is None and r["input_tokens"] > 0
+        assert r["cost_naive_usd"] == prices.cost(O4, Usage(input_tokens=r["input_tokens"],
+                                                            output_tokens=r["output_tokens"]))
+        assert abs(r["cost_naive_usd"] - (r["input_tokens"] * 1.10 + r["output_tokens"] * 4.40) / 1e6) < 1e-9
+    assert by["metadata"]["output_tokens"] == 11 * (300 + 1000)
+    assert by["summary"]["output_tokens"] == 18 * (200 + 1000)
+    tot, without = plan_totals(rows), plan_totals([r for r in rows if r["stage"] != "build"])
+    for k in ("naive", "live", "batch", "planned", "with_batch"):
+        build_col = {"naive": "cost_naive_usd", "live": "cost_cached_usd", "batch": "cost_batch_usd",
+                     "planned": "cost_planned_usd", "with_batch": "cost_if_batch_usd"}[k]
+        assert abs(tot[k] - without[k] - sum(r[build_col] for r in by.values())) < 1e-9
+        assert tot[k] > without[k]
+    counts = plan.datasets
+    assert sum(c["eval_summaries"] + c["train_summaries"] for c in counts.values()) == 18
+    assert counts["qmsum_academic"]["clean_chunks"] == 19 and counts["qmsum_product"]["clean_chunks"] == 12
+
+    capsys.readouterr()
+    assert main(["estimate", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "build     clean" in out and "build     metadata" in out and "build     summary" in out
+    assert f"total: {sum(r['calls'] for r in rows):,} calls" in out
+    assert "qmsum_academic: 3 eval instance(s) simulated; build windows 3 eval, 4 train; summaries (S) 3 eval, " \
+           "4 train; metadata (M) 2 conversation(s); clean-up 19 chunk(s)" in out, out
+
+
+def test_build_context_already_made_is_not_counted(tmp_path, capsys):
+    """A benchmark folder whose instances were made with the params' models: those calls come
+    from the call cache; the row says so and counts nothing. A kind made otherwise is counted."""
+    from cocoeval import build
+    from cocoeval.bench.build import load_instances
+    from cocoeval.core.schema import Metadata, Summary
+    from cocoeval.sources.demo import demo_sources
+
+    p = _context_params(tmp_path)
+    exp = load_params(p)
+    bench = exp.bench_dir()
+    build(demo_sources(tmp_path / "demo"), bench)
+    for split in ("eval", "train"):
+        made = [i.model_copy(update={
+            "metadata": Metadata.model_validate({**i.metadata.model_dump(), "method": "llm", "model": O4}),
+            "summary": Summary.model_validate({**i.summary.model_dump(), "method": "llm", "model": O4}),
+            "provenance": i.provenance.model_copy(update={"text_method": "llm", "text_model": O4})})
+            for i in load_instances(bench, split)]
+        write_jsonl(bench / f"{split}.jsonl", made)
+    plan = exp.build_plan()
+    assert plan is not None and set(plan.cached) == {"clean", "metadata", "summary"} and not plan.calls
+    rows = [r for r in forecast(exp, exp.prepare_instances(write=False), build=plan) if r["stage"] == "build"]
+    assert len(rows) == 3
+    for r in rows:
+        assert r["calls"] == r["input_tokens"] == r["output_tokens"] == 0 and r["cost_cached_usd"] == 0
+        assert "already made by openai/o4-mini-2025-04-16" in r["note"] and "not counted" in r["note"]
+    capsys.readouterr()
+    assert main(["estimate", str(p)]) == 0
+    assert "answered from the call cache, not counted" in capsys.readouterr().out
+
+    # asked for another summary model: S is counted again (18 instances), M and the clean-up stay cached
+    exp = load_params(_context_params(tmp_path, summary="openai/gpt-4.1"))
+    plan = exp.build_plan()
+    assert plan is not None and set(plan.cached) == {"clean", "metadata"}
+    by = {r["name"]: r for r in forecast(exp, exp.prepare_instances(write=False), build=plan) if r["stage"] == "build"}
+    assert by["summary"]["calls"] == 18 and by["summary"]["model"] == "openai/gpt-4.1"
+    assert by["metadata"]["calls"] == by["clean"]["calls"] == 0
+
+
+def test_unknown_usage_is_null_in_call_records_and_left_out_of_observations():
+    """Issue #24: a call whose usage the provider did not say records null tokens, never 0, and
+    every reader of the records leaves it out instead of reading 0 tokens."""
+    import pytest
+    from pydantic import ValidationError
+
+    from cocoeval.core.schema import TOKEN_FIELDS, CallRecord, Continuation, Judgment
+    from cocoeval.llm import CallResult
+    from cocoeval.llm.base import GenerateResponse
+
+    sim, oai_j = "openai/gpt-4.1", "openai/o4-mini"
+    why = "the provider reported no usage"
+
+    def unknown(model: str) -> CallRecord:
+        return CallRecord.of(CallResult(key="u", model=model, stage="x", status="ok",
+                                        response=GenerateResponse(text="a", usage=Usage(unknown=why))))
+
+    def rec(model: str, out: int, think: int = 0) -> CallRecord:
+        return CallRecord(request_hash="h", model=model, input_tokens=1000, output_tokens=out + think,
+                          reasoning_tokens=think)
+
+    u = unknown(sim)
+    assert u.usage_unknown == why and all(getattr(u, k) is None for k in TOKEN_FIELDS)
+    # written without the null counts, read back null (not the 0 default), nested in a record too
+    assert CallRecord.model_validate_json(u.to_json()) == u and '"output_tokens"' not in u.to_json()
+    x = Continuation(instance_id="i", setup_id="s", calls=[u])
+    assert Continuation.model_validate_json(x.to_json()).calls[0].output_tokens is None
+    with pytest.raises(ValidationError, match="need usage_unknown"):
+        CallRecord(request_hash="h", model=sim, output_tokens=None)
+    with pytest.raises(ValidationError, match="has null token counts"):
+        CallRecord(request_hash="h", model=sim, output_tokens=5, usage_unknown=why)
+
+    inst = instance("d/c/0", n_ref=4)
+    run = Run(instances=[inst],
+              continuations={"k2": [
+                  Continuation(instance_id=inst.id, setup_id="s", setup_name="k2", turns=inst.reference,
+                               calls=[rec(sim, 30), rec(sim, 50)]),
+                  # which turns the unknown call gave is not known: the whole continuation is left
+                  # out (80 / 4 = 20 per turn; read as 0 it would be (80 + 100) / 8 = 22.5)
+                  Continuation(instance_id="d/c/1", setup_id="s", setup_name="k2", turns=inst.reference,
+                               calls=[rec(sim, 100), unknown(sim)])]},
+              judgments={"j": [
+                  Judgment(instance_id=inst.id, target="reference", judge_id="y", judge_name="j", kind="overall",
+                           taxonomy_hash="t", consistency=5, collaborativeness=5,
+                           calls=[rec(oai_j, 90, 500), unknown(oai_j)])]})
+    assert observed_output(run) == {("simulate", "k2", sim): 20.0, ("judge", "j:overall", oai_j): 90.0}
+    assert observed_reasoning(run) == {("judge", oai_j): 500.0}
+    row = {"stage": "judge", "model": oai_j, "calls": 2, "input_tokens": 2000, "cached_input_tokens": 0,
+           "cache_write_tokens": 0, "output_tokens": 1200, "reasoning_tokens": 1000}
+    [cmp] = compare_with_run([row], run)
+    assert (cmp["actual_calls"], cmp["actual_input"], cmp["actual_output"], cmp["actual_usage_unknown_calls"]) \
+        == (2, 1000, 590, 1)

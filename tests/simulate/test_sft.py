@@ -195,3 +195,26 @@ def test_sft_export_cli_reads_the_params_sft_section_and_prints_the_datasets(tmp
     assert "warning: only 30 train instances in e, fewer than the 40 asked for" in cap.err
     assert main(["sft-export", str(params), "--out", str(tmp_path / "o3"), "--datasets", "zz"]) == 2
     assert "no train instances of dataset(s) zz" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ks", [[True, 5], [5, False], [0], [-1], [1001], [10**12], ["5"], [5.0], [None], []])
+def test_sft_ks_are_strict_whole_numbers_in_range(ks):
+    """Issue #24: ``ks: [true, 5]`` is not k=1 and 5; each k is a whole number of turns per call
+    from 1 to 1,000 (a setup's ``turns_per_call``), and at least one k is asked for."""
+    from pydantic import ValidationError
+
+    from cocoeval.simulate.sft import SFTConfig
+
+    with pytest.raises(ValidationError):
+        SFTConfig.model_validate({"ks": ks})
+    assert SFTConfig.model_validate({"ks": [1, 5, 1000]}).ks == [1, 5, 1000]
+
+
+def test_sft_ks_from_a_params_file_refuse_a_bool(tmp_path):
+    from cocoeval.run.stages import load_params
+
+    (tmp_path / "bench").mkdir()
+    params = tmp_path / "p.yaml"
+    params.write_text("name: p\nbench: bench\nsft: {ks: [true, 5]}\n")
+    with pytest.raises(InputError, match=r"sft\.ks\.0: Input should be a valid integer"):
+        load_params(params)

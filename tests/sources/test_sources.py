@@ -395,3 +395,90 @@ def test_real_qmsum_committee_participants_are_the_distinct_people(shared_data):
     assert {m["dataset"] for m in rep.merged_speakers} == {"qmsum_committee"}  # Product, Academic: none
     assert sum(len(m["labels"]) - 1 for m in rep.merged_speakers) == listed - participants
     assert len(rep.merged_speakers) == 321  # 320 merges of two labels, one of three (Bruce Stanton, covid_7)
+
+
+# ---------------------------------------------------------------- unreadable files (issue #24)
+
+def _good_source(kind, d):
+    d.mkdir(parents=True, exist_ok=True)
+    if kind == "qmsum":
+        write_json(d / "good.json", qmsum_meeting(3))
+    elif kind == "tcr":
+        write_json(d / "good.json", {"NCPC": {"good": _tcr_meeting()}})
+    elif kind == "chat":
+        write_json(d / "good.json", [{"id": "good", "messages": [{"role": "user", "content": "q"},
+                                                                 {"role": "assistant", "content": "a"}]}])
+    else:
+        _corpus(d / "good", [{**_utt(1, "A", conv="good"), "meta": {}}, {**_utt(2, "B", conv="good"), "meta": {}}])
+    return d
+
+
+@pytest.mark.parametrize("kind", ["qmsum", "tcr", "chat", "convokit"])
+@pytest.mark.parametrize("on_error", ["fail", "skip"])
+def test_dangling_symlink_and_symlink_loop_are_reported_never_silently_skipped(tmp_path, kind, on_error):
+    d = _good_source(kind, tmp_path / "src")
+    name = "utterances.jsonl" if kind == "convokit" else "gone.json"
+    for sub in ("gone", "loop"):
+        (d / sub).mkdir()
+    (d / "gone" / name).symlink_to(tmp_path / "nowhere.json")
+    (d / "loop" / name).symlink_to(d / "loop" / name)
+    rep = SourceReport()
+    convs = list(load_conversations(f"{kind}:{d}", rep, on_error=on_error))
+    assert [c.id for c in convs] == ["good"]
+    assert [(s["file"], s["record"], s["reason"]) for s in rep.skipped] == [
+        (str(d / "gone" / name), None,
+         f"unreadable: dangling symlink (to {tmp_path / 'nowhere.json'}, which does not exist)"),
+        (str(d / "loop" / name), None, "unreadable: symlink loop")]
+    assert rep.files_read == 1
+
+
+def test_convokit_dangling_optional_file_is_reported(tmp_path):
+    d = _good_source("convokit", tmp_path / "src") / "good"
+    (d / "speakers.json").unlink()
+    (d / "speakers.json").symlink_to(tmp_path / "nowhere.json")
+    rep = SourceReport()
+    [c] = list(load_conversations(f"convokit:{d}", rep))
+    assert c.id == "good"
+    assert [(s["file"], s["reason"]) for s in rep.skipped] == [
+        (str(d / "speakers.json"), f"unreadable: dangling symlink (to {tmp_path / 'nowhere.json'}, which does not exist)")]
+
+
+def test_unreadable_file_and_folder_are_reported(tmp_path, monkeypatch):
+    import os
+
+    d = _good_source("qmsum", tmp_path / "src")
+    write_json(d / "secret.json", qmsum_meeting(3))
+    (d / "locked").mkdir()  # tests run as root, who may read anything: the refusals are simulated
+    real_access, real_walk = os.access, os.walk
+
+    def walk(top, onerror=None, **kw):  # as when os.scandir is refused on the locked folder
+        for root, dirs, files in real_walk(top, onerror=onerror, **kw):
+            if "locked" in dirs:
+                dirs.remove("locked")
+                onerror(PermissionError(13, "Permission denied", str(d / "locked")))
+            yield root, dirs, files
+
+    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and os.path.basename(p) not in
+                        ("secret.json", "locked"))
+    monkeypatch.setattr(os, "walk", walk)
+    rep = SourceReport()
+    assert [c.id for c in load_conversations(f"qmsum:{d}", rep)] == ["good"]
+    reasons = {s["file"]: s["reason"] for s in rep.skipped}
+    assert reasons[str(d / "secret.json")] == "unreadable: permission denied"
+    assert reasons[str(d / "locked")] == "unreadable: folder cannot be listed (permission denied)"
+
+
+def test_build_prints_unreadable_files(tmp_path, capsys):
+    from cocoeval.cli import main
+
+    d = tmp_path / "src" / "product"
+    for i in range(2):
+        write_json(d / f"M{i}.json", qmsum_meeting(150))
+    (d / "gone.json").symlink_to(tmp_path / "nowhere.json")
+    assert main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "o"),
+                 "--per-dataset", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "skipped 0 conversation(s) and 1 file/record(s)" in out
+    assert f"  skipped {d / 'gone.json'}: unreadable: dangling symlink" in out
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["sources"][0]["skipped"][0]["file"] == str(d / "gone.json")
