@@ -5,6 +5,8 @@ Everything is a pydantic model persisted as one JSON object per line (JSONL); ne
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -150,6 +152,14 @@ class Instance(_Model):
         conversation; see ``is_human_ai``."""
         return is_human_ai(self)
 
+    def content_hash(self) -> str:
+        """16 hex digits of sha256 over what a simulator and a judge see of the instance and what
+        the simulations are compared with: M, S, x and r. A continuation or judgment records it
+        (``instance_hash``), so one made from an instance edited since is known to be stale."""
+        data = self.model_dump(mode="json", include={"metadata", "summary", "history", "reference"})
+        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
     @property
     def speakers(self) -> list[str]:
         seen: dict[str, None] = {}
@@ -265,6 +275,9 @@ class Continuation(_Model):
     """Recoverable problems met while generating (repaired speakers, extra turns dropped...)."""
     unknown_speakers: list[str] = Field(default_factory=list)
     """Speaker names the simulator used that match no participant (their turns are kept)."""
+    instance_hash: str | None = None
+    """``Instance.content_hash()`` of the instance it was simulated from (None in files of
+    cocoeval 0.1): another hash than the run's instance has makes it stale."""
 
 
 class TurnLabel(_Model):
@@ -311,3 +324,6 @@ class Judgment(_Model):
     raw: str | None = None
     """The raw judge answer, kept when it was repaired or invalid."""
     calls: list[CallRecord] = Field(default_factory=list)
+    instance_hash: str | None = None
+    """``Instance.content_hash()`` of the instance the judge saw (None in files of cocoeval 0.1 and
+    in human annotations): another hash than the run's instance has makes it stale."""

@@ -109,7 +109,7 @@ class JudgeTask:
             status="invalid" if v.status == "error" else v.status,  # type: ignore[arg-type]
             reason=v.error if v.status == "error" else None, repairs=v.repairs,
             raw=raw if v.status != "ok" else None, calls=self.calls, attempts=self.attempts,
-            max_tokens=self.budget)
+            max_tokens=self.budget, instance_hash=t.instance.content_hash())
 
 
 def plan_judgments(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],

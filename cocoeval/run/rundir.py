@@ -16,7 +16,7 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from cocoeval import __version__
 from cocoeval.core.errors import InputError, NotFoundError
@@ -106,6 +106,8 @@ class Run(BaseModel):
     """{LLM judge name: its judgments}."""
     human: dict[str, list[Judgment]] = Field(default_factory=dict)
     """{annotator: their judgments} (``judgments/human/<annotator>.jsonl``)."""
+    _instance_hashes: dict[str, str] | None = PrivateAttr(default=None)
+    """``Instance.content_hash()`` by instance id, computed on first use by ``stale_reason``."""
 
     @model_validator(mode="before")
     @classmethod
@@ -180,7 +182,16 @@ class Run(BaseModel):
         """Why a continuation of setup ``name`` or a judgment of LLM judge ``name`` is stale: it
         was made with other settings than the manifest's setup or judge id (the params changed
         after its stage ran: only the other stage was run again, or the run stopped before it
-        rewrote the file). None when it is current or the manifest does not say."""
+        rewrote the file), or made from another version of its instance (``instance_hash``: the
+        instance was edited since). None when it is current or the manifest does not say."""
+        if item.instance_hash is not None:
+            if self._instance_hashes is None:
+                self._instance_hashes = {i.id: i.content_hash() for i in self.instances}
+            now = self._instance_hashes.get(item.instance_id)
+            if now is not None and now != item.instance_hash:
+                return (f"made from another version of instance {item.instance_id!r} (instance hash "
+                        f"{item.instance_hash}; instances.jsonl now gives {now}): the instance was edited "
+                        "after it was made; run the params file again")
         if isinstance(item, Continuation):
             have, want, what = item.setup_id, self.manifest.setups.get(name), "simulated with other setup settings"
         else:

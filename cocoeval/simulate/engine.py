@@ -174,7 +174,7 @@ class SimTask:
             turns=self.turns[: self.target], calls=self.calls,
             status="ok" if ok else "invalid",
             reason=None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
-            notes=self.notes, unknown_speakers=self.unknown)
+            notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
 
 
 def plan_continuations(instances: Sequence[Instance], setups: Sequence[Setup],

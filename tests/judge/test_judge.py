@@ -60,6 +60,8 @@ def test_reference_and_continuations_judged_with_the_same_judge(srv, tmp_path):
     assert (ov.consistency, ov.collaborativeness, ov.status) == (6, 4, "ok")
     assert fine.target == "abc" and ov.target == "reference" and fine.taxonomy_hash == TAX.hash
     assert srv.stats()["requests"] == 4  # the invalid continuation is not judged
+    hashes = {j.instance_hash for j in js}  # the instance the judge saw, for the stale rule
+    assert len(hashes) == 1 and None not in hashes
 
 
 def test_malformed_then_reasked(srv, tmp_path):

@@ -192,3 +192,56 @@ def test_a_valid_run_reports_no_warning(tmp_path, capsys):
     write(tmp_path / "run", manifest={"status": "complete", "cocoeval_version": __version__})
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=20)
     assert rep["warnings"] == [] and "Warnings" not in (tmp_path / "rep" / "index.md").read_text()
+
+
+def test_a_continuation_or_judgment_of_an_instance_edited_since_is_stale(tmp_path):
+    """An instance edited in instances.jsonl after it was simulated and judged: what was made
+    from the old version is stale (its instance hash differs), never counted."""
+    from cocoeval.analysis.frames import invalid_rates, run_frames
+    from cocoeval.core import Continuation, Judgment
+    from cocoeval.core.jsonio import write_jsonl
+    from cocoeval.run import Run
+
+    from ..sim_helpers import instance
+
+    inst = instance("d/c/0")
+    made = inst.content_hash()
+    cont = Continuation(instance_id=inst.id, setup_id="s1", setup_name="s", turns=inst.reference,
+                        instance_hash=made)
+    judg = Judgment(instance_id=inst.id, target="reference", target_name="reference", judge_id="j1",
+                    judge_name="J", kind="overall", taxonomy_hash="t", consistency=5, collaborativeness=5,
+                    instance_hash=made)
+    d = tmp_path / "run"
+    (d / "continuations").mkdir(parents=True)
+    (d / "judgments").mkdir()
+    (d / "manifest.json").write_text('{"status": "complete"}')
+    write_jsonl(d / "continuations" / "s.jsonl", [cont])
+    write_jsonl(d / "judgments" / "J.jsonl", [judg])
+    write_jsonl(d / "instances.jsonl", [inst])
+    run = Run.open(d)
+    assert run.stale_reason("s", run.continuations["s"][0]) is None
+    assert run.stale_reason("J", run.judgments["J"][0]) is None
+
+    edited = inst.model_copy(update={"summary": inst.summary.model_copy(update={"text": "another summary"})})
+    assert edited.content_hash() != made
+    write_jsonl(d / "instances.jsonl", [edited])
+    run = Run.open(d)
+    why = run.stale_reason("s", run.continuations["s"][0])
+    assert why is not None and "edited after it was made" in why
+    assert "edited after it was made" in (run.stale_reason("J", run.judgments["J"][0]) or "")
+    assert run.current_continuations == {"s": []}
+    rates = invalid_rates(run_frames(run))
+    row = rates.filter((rates["judge"] == "J") & (rates["target"] == "reference")).row(0, named=True)
+    assert row["stale"] == 1
+
+
+def test_files_without_an_instance_hash_are_not_made_stale_by_it(tmp_path):
+    from cocoeval.core import Continuation
+    from cocoeval.run import Run
+
+    from ..sim_helpers import instance
+
+    inst = instance("d/c/0")
+    run = Run(instances=[inst], continuations={"s": [Continuation(instance_id=inst.id, setup_id="s1",
+                                                                 turns=inst.reference)]})
+    assert run.stale_reason("s", run.continuations["s"][0]) is None

@@ -30,6 +30,7 @@ def test_turns_per_call(srv, tmp_path, k, expected_calls):
     assert c.status == "ok", c.reason
     assert len(c.turns) == 30 and all(t.speaker in SPEAKERS for t in c.turns)
     assert len(c.calls) == expected_calls == srv.stats()["requests"]
+    assert c.instance_hash == instance().content_hash()  # what it was made from, for the stale rule
 
 
 def test_too_many_and_too_few_turns(srv, tmp_path):
