@@ -21,7 +21,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
     exp = load_params(a.params)
     print(coverage_text(paper_coverage(exp)))  # from the params alone: what of the paper the run will lack
-    models = sorted({s.model for s in exp.params.setups} | {s.chatbot for s in exp.params.setups if s.chatbot}
+    models = sorted({m for s in exp.params.setups for m in s.model_specs().values()}
                     | {j.model for j in exp.params.judges} | exp.build_models())
     problems = [f"no data at {path} (source {spec}): fetch it first (cocoeval fetch)"
                 for spec, path in exp.missing_sources()]

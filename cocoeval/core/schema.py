@@ -278,6 +278,9 @@ class Continuation(_Model):
     instance_hash: str | None = None
     """``Instance.content_hash()`` of the instance it was simulated from (None in files of
     cocoeval 0.1): another hash than the run's instance has makes it stale."""
+    imported: dict[str, Any] | None = None
+    """An imported continuation (``simulate.exchange``): what its record gave besides the turns
+    (model, usage as the simulator counted it, the file's line); None when cocoeval simulated it."""
 
 
 class TurnLabel(_Model):

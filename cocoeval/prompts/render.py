@@ -121,6 +121,35 @@ def chatbot_messages(inst: Instance, so_far: Sequence[Turn]) -> list[Message]:
     return [Message(role="system", content=system), *msgs]
 
 
+# ---------------------------------------------------------------- one agent per participant
+
+def _agents_context(inst: Instance, so_far: Sequence[Turn]) -> dict[str, str]:
+    m = inst.metadata
+    people = []
+    for p in m.participants:
+        extra = ", ".join(x for x in (p.role, p.stance and f"stance: {p.stance}") if x)
+        people.append(f"- {p.name}" + (f" ({extra})" if extra else ""))
+    return dict(goals="\n".join(f"- {g}" for g in m.goals or ["(not stated)"]),
+                participants="\n".join(people) or "(not listed)", summary=inst.summary.text or "(none)",
+                conversation=format_turns([*inst.history, *so_far]))
+
+
+def agent_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], speaker: str) -> list[Message]:
+    """The messages asking one participant's agent (``simulator: agents``) for its next turn: a
+    system part speaking to that participant alone (its name and role or stance from M, the goals,
+    S), then the conversation so far (x and the turns written)."""
+    me = next((p for p in inst.metadata.participants if p.name == speaker), None)
+    extra = ", ".join(x for x in (me and me.role, me and me.stance and f"stance: {me.stance}") if x)
+    return _pair(*prompt.render(**_agents_context(inst, so_far), name=speaker,
+                                role=f" ({extra})" if extra else ""))
+
+
+def moderator_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], candidates: Sequence[str]) -> list[Message]:
+    """The messages asking the moderator of ``simulator: agents`` (policy ``moderator``) who speaks
+    next, among ``candidates``."""
+    return _pair(*prompt.render(**_agents_context(inst, so_far), candidates="; ".join(candidates)))
+
+
 # ---------------------------------------------------------------- judging
 
 def judge_messages(prompt: Prompt, inst: Instance, turns: list[Turn], judged: list[int],

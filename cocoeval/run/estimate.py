@@ -36,10 +36,13 @@ from typing import TYPE_CHECKING, Any
 
 from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn
 from cocoeval.judge.engine import plan_judgments, send_order
-from cocoeval.llm.base import GenerateRequest, Provider, get_provider
+from cocoeval.llm import CallResult
+from cocoeval.llm.base import GenerateRequest, GenerateResponse, Provider, get_provider
 from cocoeval.llm.promptcache import AnthropicBreakpointCache, OpenAIPrefixCache
 from cocoeval.llm.usage import PriceTable, Usage, count_tokens, token_method
 from cocoeval.simulate.engine import SimTask, plan_continuations
+from cocoeval.simulate.plugins import PluginTask
+from cocoeval.simulate.setup import Setup
 
 from .stages import Experiment
 
@@ -181,31 +184,48 @@ def forecast(exp: Experiment, instances: list[Instance],
                           "metadata": BUILD_OUTPUT_METADATA, "summary": BUILD_OUTPUT_SUMMARY}[pc.kind]
             add(key, pc.call.request, out_tokens, opts.reasoning_effort)
 
-    # simulation, round by round as simulate() sends it
-    conts: list[tuple[Any, SimTask]] = []
+    # simulation, round by round as simulate() sends it (imported setups send nothing)
+    conts: list[tuple[Setup, SimTask]] = []
+    plugins: list[PluginTask] = []
     planned = plan_continuations(instances, exp.params.setups, tax)
     for s in exp.params.setups:
-        for task in planned[s.name]:
+        for task in planned.get(s.name, []):
+            if isinstance(task, PluginTask):
+                plugins.append(task)
+                continue
             inst = task.inst
-            if s.kind == "human_ai":  # approximate: no prompt-cache credit
+            if task.setup.kind == "human_ai":  # approximate: no prompt-cache credit
                 ref = inst.reference
-                r = rows[("simulate", s.name, s.model)]
+                r = rows[("simulate", s.name, task.setup.model)]
                 r["calls"] += sum(1 for t in ref if t.speaker == "user")
                 r["input_tokens"] += sum(count_tokens(t.text) for t in [*inst.history, *ref]) * 2
                 r["output_tokens"] += sum(count_tokens(t.text) for t in ref)
                 continue
-            conts.append((s, task))
+            conts.append((task.setup, task))
     while conts:
-        for s, task in conts:
+        for st, task in conts:
             ref, j = task.inst.reference, len(task.turns)
             call = task.next_call()
-            k = min(s.turns_per_call, len(ref) - j)
-            copies = s.copies
-            key = ("simulate", s.name, s.model)
+            k = min(st.turns_per_call, len(ref) - j)
+            copies = st.copies
+            key = ("simulate", st.name, st.model)
             add(key, call.request, visible(key, k, sum(count_tokens(f"{t.speaker}: {t.text}") + 1
                                                        for t in ref[max(0, j - copies): j + k])))
             task.turns = list(ref[: j + k])
-        conts = [(s, t) for s, t in conts if len(t.turns) < len(t.inst.reference)]
+        conts = [(st, t) for st, t in conts if len(t.turns) < len(t.inst.reference)]
+    # a plugin's calls, driven by its own coroutine with its forecast_reply standing in for answers
+    while plugins:
+        for pt in plugins:
+            calls = pt.next_calls()
+            replies = pt.forecast_replies(calls)
+            for c, text in zip(calls, replies, strict=True):
+                key = ("simulate", pt.setup.name, c.model)
+                add(key, c.request, visible(key, 1, count_tokens(text) + 1))
+            if calls:
+                pt.apply_results([CallResult(key="forecast", model=c.model, stage="simulate", status="ok",
+                                             response=GenerateResponse(text=text))
+                                  for c, text in zip(calls, replies, strict=True)])
+        plugins = [pt for pt in plugins if not pt.done]
 
     # judging, in the order judge() sends it
     proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
@@ -221,8 +241,8 @@ def forecast(exp: Experiment, instances: list[Instance],
         add(key, jt.next_call().request, n_out, jc.reasoning_effort, distinct=t.name)
 
     cfg = exp.llm_config()
-    multi_step = {s.name for s in exp.params.setups
-                  if s.kind == "human_ai" or any(s.turns_per_call < len(i.reference) for i in instances)}
+    multi_step = {s.name for s in exp.params.setups if not isinstance(s, Setup)
+                  or s.kind == "human_ai" or any(s.turns_per_call < len(i.reference) for i in instances)}
     out = []
     for (stage, name, model), r in sorted(rows.items()):
         plain = Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"])

@@ -26,7 +26,7 @@ from cocoeval.core.jsonio import read_text
 from cocoeval.core.names import check_name
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.llm import LLMConfig, parse_model_spec
-from cocoeval.simulate.setup import Setup
+from cocoeval.simulate.setup import AnySetup
 from cocoeval.simulate.sft import SFTConfig
 
 __all__ = ["AnnotationDraw", "AnnotationSection", "BuildSection", "ExperimentParams", "InstanceSelection",
@@ -109,8 +109,9 @@ class ExperimentParams(BaseModel):
     build: BuildSection | None = None
     """Build the benchmark into <run dir>/bench."""
     instances: InstanceSelection = Field(default_factory=InstanceSelection)
-    setups: list[Setup] = Field(default_factory=list)
-    """Simulator setups."""
+    setups: list[AnySetup] = Field(default_factory=list)
+    """Simulator setups: the paper's (``model:``), a plugin's (``simulator:``) or imported
+    continuations (``continuations:``); see ``cocoeval.simulate.setup``."""
     judges: list[JudgeConfig] = Field(default_factory=list)
     """Judges: {name, model, kind: [overall, fine_grained], ...}; each judges every reference
     and every ok continuation."""
@@ -157,8 +158,7 @@ class ExperimentParams(BaseModel):
     def _model_specs(self) -> ExperimentParams:
         """Every model spec names a known provider and a model (PROVIDER/MODEL): a bad one is an
         error of the params file, found when it is read, not a problem of readiness."""
-        specs = [(f"setups[{i}].{f}", m) for i, s in enumerate(self.setups)
-                 for f, m in (("model", s.model), ("chatbot", s.chatbot)) if m]
+        specs = [(f"setups[{i}].{f}", m) for i, s in enumerate(self.setups) for f, m in s.model_specs().items()]
         specs += [(f"judges[{i}].model", j.model) for i, j in enumerate(self.judges)]
         ctx = self.build.context if self.build else None
         specs += [(f"build.context.{f}", m) for f in ("metadata", "summary", "clean") if ctx and (m := getattr(ctx, f))]
@@ -171,6 +171,13 @@ class ExperimentParams(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+
+def _loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    """An error's location without the setup kind pydantic puts in (setups.0.simulated.model)."""
+    if len(loc) > 2 and loc[0] == "setups" and loc[2] in ("simulated", "plugin", "imported"):
+        return loc[:2] + loc[3:]
+    return loc
 
 
 def read_params(path: str | Path) -> ExperimentParams:
@@ -188,8 +195,8 @@ def read_params(path: str | Path) -> ExperimentParams:
     try:
         params = ExperimentParams.model_validate(data)
     except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(str(x) for x in err['loc']) or '(top)'}: {err['msg'].removeprefix('Value error, ')}"
-                         for err in e.errors()[:5])
+        errs = "; ".join(f"{'.'.join(str(x) for x in _loc(err['loc'])) or '(top)'}: "
+                         f"{err['msg'].removeprefix('Value error, ')}" for err in e.errors()[:5])
         raise InputError(errs, file=str(p), hint="fix these keys; see params/demo.yaml for the shape; "
                                                  "fields are documented in cocoeval/run/params.py") from None
     return params

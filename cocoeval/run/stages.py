@@ -27,8 +27,8 @@ from cocoeval.judge.config import PROMPTS as JUDGE_PROMPTS
 from cocoeval.judge.engine import judge
 from cocoeval.llm import LLMConfig, Runner, parse_model_spec
 from cocoeval.prompts.files import load_prompt
-from cocoeval.prompts.render import CHATBOT_SYSTEM_PROMPT
 from cocoeval.simulate.engine import simulate
+from cocoeval.simulate.setup import ImportedSetup
 
 from .humans import check_judge_names
 from .lock import run_dir_lock
@@ -50,9 +50,12 @@ class Experiment:
     """A loaded params file with its paths resolved."""
 
     def __init__(self, params: ExperimentParams, base: Path, source: str | None = None) -> None:
-        self.params = params
         self.base = base
         self.source = source
+        # an imported setup's file is read from the params file's folder
+        self.params = params.model_copy(update={"setups": [
+            s.model_copy(update={"continuations": str(self.resolve(s.continuations))}) if isinstance(s, ImportedSetup)
+            else s for s in params.setups]})
         self.run_dir = self.resolve(params.out) if params.out else base.parent / "runs" / params.name
         self.taxonomy = load_taxonomy(self.resolve(params.taxonomy) if params.taxonomy else None)
 
@@ -188,9 +191,7 @@ class Experiment:
         return f"{kind}:{self.resolve(path)}{sep}{ds}"
 
     def manifest(self, **extra: Any) -> Manifest:
-        prompts = {s.prompt for s in self.params.setups}
-        if any(s.kind == "human_ai" for s in self.params.setups):
-            prompts.add(CHATBOT_SYSTEM_PROMPT)
+        prompts = {p for s in self.params.setups for p in s.prompt_names()}
         prompts |= {JUDGE_PROMPTS[k] for j in self.params.judges for k in j.kind}
         return Manifest.model_validate({
             "cocoeval_version": __version__,
@@ -200,6 +201,9 @@ class Experiment:
             "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
             "prompts": {p: load_prompt(p).ref for p in sorted(prompts)},
             "setups": {s.name: s.setup_id(self.taxonomy) for s in self.params.setups},
+            "imported": {s.name: {"file": s.continuations, "sha256": s.file_sha256(), "description": s.description,
+                                  **({"model": s.model} if s.model else {})}
+                         for s in self.params.setups if isinstance(s, ImportedSetup)},
             "judges": {j.name: {k: j.judge_id(k, self.taxonomy) for k in j.kind} for j in self.params.judges},
             **extra,
         })
@@ -212,7 +216,7 @@ class Experiment:
         One run at a time on a run directory: a second one is refused (RunDirLockedError names
         the holder)."""
         self.output_paths()  # refuses unsafe names before anything is written
-        for m in sorted({s.model for s in self.params.setups} | {s.chatbot for s in self.params.setups if s.chatbot}
+        for m in sorted({m for s in self.params.setups for m in s.model_specs().values()}
                         | {j.model for j in self.params.judges} | self.build_models()):
             parse_model_spec(m)  # so is a model spec with a key in its URL (it would be in every file)
         check_judge_names(self.run_dir, [j.name for j in self.params.judges])
@@ -248,7 +252,7 @@ class Experiment:
                     for name, conts in partial.items():
                         _save(cpaths[name], conts, final=_round < 0)
 
-                result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save)
+                result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save, warn=warn)
                 save(-1, result)
                 summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
             if "judge" in stages and self.params.judges:

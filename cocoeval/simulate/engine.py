@@ -1,9 +1,12 @@
-"""Simulation: a setup (model × prompt × turns per call × sampling) continues each instance's
-history until it has as many turns as the human reference.
+"""Simulation: a setup continues each instance's history until it has as many turns as the human
+reference. The paper's setup (model × prompt × turns per call × sampling) is a ``SimTask`` per
+continuation; a plugin setup a ``PluginTask`` (``plugins``); an imported setup reads its file
+(``exchange``) and makes no call.
 
-The loop runs in rounds: each unfinished continuation asks for its next k turns, all calls of a
-round go through the runner together (cached, concurrent), answers are parsed and appended. A
-killed run re-runs the same rounds from the cache, so no completed call is repeated.
+The loop runs in rounds: each unfinished continuation asks for its next calls (a ``SimTask`` its
+next k turns), all calls of a round go through the runner together (cached, concurrent), answers
+are parsed and appended. A killed run re-runs the same rounds from the cache, so no completed call
+is repeated.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from cocoeval.prompts.render import (
     user_turn_messages,
 )
 
-from .setup import Setup, participant_names
+from .exchange import import_continuations
+from .plugins import PluginTask, get_simulator
+from .setup import ImportedSetup, PluginSetup, Setup, SetupBase, participant_names
 
 # ---------------------------------------------------------------- one continuation
 
@@ -55,6 +60,14 @@ class SimTask:
     @property
     def done(self) -> bool:
         return self.invalid is not None or len(self.turns) >= self.target
+
+    def next_calls(self) -> list[Call]:
+        """The round's calls of this continuation (one), as ``PluginTask`` has them."""
+        return [self.next_call()]
+
+    def apply_results(self, results: list[CallResult]) -> None:
+        [res] = results
+        self.apply(res)
 
     def _request(self, messages: list[Message], max_tokens: int, presence: bool = True) -> GenerateRequest:
         points, group = self._cache_layout(messages)
@@ -177,40 +190,63 @@ class SimTask:
             notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
 
 
-def plan_continuations(instances: Sequence[Instance], setups: Sequence[Setup],
-                       taxonomy: Taxonomy) -> dict[str, list[SimTask]]:
+Task = SimTask | PluginTask
+"""One continuation being written, driven in rounds: ``done``, ``next_calls``, ``apply_results``,
+``result``."""
+
+
+def plan_continuations(instances: Sequence[Instance], setups: Sequence[SetupBase],
+                       taxonomy: Taxonomy) -> dict[str, list[Task]]:
     """{setup name: one task per instance the setup simulates}: the calls ``simulate`` makes,
-    planned step by step (the forecast plans with the same)."""
-    tasks: dict[str, list[SimTask]] = {}
+    planned step by step (the forecast plans with the same). Imported setups make no calls and
+    have no tasks."""
+    tasks: dict[str, list[Task]] = {}
     for s in setups:
-        sid = s.setup_id(taxonomy)
-        tasks[s.name] = [SimTask(s, sid, inst, taxonomy) for inst in s.select(instances)]
+        if isinstance(s, Setup):
+            sid = s.setup_id(taxonomy)
+            tasks[s.name] = [SimTask(s, sid, inst, taxonomy) for inst in s.select(instances)]
+        elif isinstance(s, PluginSetup):
+            sid, cls = s.setup_id(taxonomy), get_simulator(s.simulator)
+            tasks[s.name] = [PluginTask(s, sid, inst, cls(s, taxonomy)) for inst in s.select(instances)]
     return tasks
 
 
 def simulate(
     instances: Sequence[Instance],
-    setups: Sequence[Setup],
+    setups: Sequence[SetupBase],
     runner: Runner,
     *,
     taxonomy: Taxonomy | None = None,
     on_round: Callable[[int, dict[str, list[Continuation]]], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> dict[str, list[Continuation]]:
     """Simulate every setup on every instance it applies to; returns {setup name: continuations}.
     ``on_round`` receives the partial results after each round (to persist them): the finished
     continuations only. One still being written is left out, not stored invalid: a run killed
     before it ends has nothing invalid to show for it (the analyses count it missing, "not
-    simulated"), and the re-run writes it from the cache."""
-    tasks = plan_continuations(instances, setups, taxonomy or load_taxonomy())
+    simulated"), and the re-run writes it from the cache. Imported setups are read from their
+    files first (``warn`` says what a file lacks or holds beyond the setup's instances)."""
+    tax = taxonomy or load_taxonomy()
+    imported = {s.name: import_continuations(s, s.setup_id(tax), instances, warn)
+                for s in setups if isinstance(s, ImportedSetup)}
+    tasks = plan_continuations(instances, setups, tax)
+
+    def partial() -> dict[str, list[Continuation]]:
+        return {**imported, **{name: [t.result() for t in ts if t.done] for name, ts in tasks.items()}}
+
     rnd = 0
     while True:
-        pending = [t for ts in tasks.values() for t in ts if not t.done]
+        pending = [(t, t.next_calls()) for ts in tasks.values() for t in ts if not t.done]
+        pending = [(t, cs) for t, cs in pending if cs]  # a plugin may finish while it plans its calls
         if not pending:
             break
-        results = runner.run([t.next_call() for t in pending])
-        for t, r in zip(pending, results, strict=True):
-            t.apply(r)
+        results = runner.run([c for _, cs in pending for c in cs])
+        at = 0
+        for t, cs in pending:
+            t.apply_results(results[at: at + len(cs)])
+            at += len(cs)
         rnd += 1
         if on_round is not None:
-            on_round(rnd, {name: [t.result() for t in ts if t.done] for name, ts in tasks.items()})
-    return {name: [t.result() for t in ts] for name, ts in tasks.items()}
+            on_round(rnd, partial())
+    return {s.name: imported[s.name] if s.name in imported else [t.result() for t in tasks.get(s.name, [])]
+            for s in setups}

@@ -1,0 +1,375 @@
+"""Simulator plugins: a simulator written as a class, named in a setup as ``simulator: NAME``
+(docs/extending.md walks through one).
+
+A plugin derives ``Simulator`` and implements one async method, ``next_turns(ctx)``: it receives
+the instance, the turns written so far and the LLM layer (``ctx.llm``), and returns the next
+turns. It is registered by the ``@simulator("name")`` decorator inside cocoeval, or by an entry
+point of the group ``cocoeval.simulators`` in another package (``name = "module:Class"``).
+
+Its LLM calls go through the run's ``Runner``: the call cache, usage, cost, batch mode and resume
+apply as to every other call. cocoeval drives every continuation's ``next_turns`` in rounds: all
+calls the continuations await in a round are sent together, then each coroutine gets its answer.
+So a plugin awaits only ``ctx.llm.generate`` / ``ctx.llm.generate_many`` (use ``generate_many``
+for calls in parallel; ``asyncio`` primitives are not available inside it), and it must be
+deterministic given its inputs and answers (draw random numbers from ``ctx.rng``): a killed run
+re-runs the same coroutines, and every call they make again is answered from the cache.
+"""
+
+from __future__ import annotations
+
+import random
+import traceback
+from collections.abc import Callable, Coroutine, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from cocoeval.core.errors import ConfigError
+from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn
+from cocoeval.llm import Call, CallResult, GenerateRequest, Message
+from cocoeval.prompts.parse import over_budget
+
+from .setup import PluginSetup, participant_names
+
+if TYPE_CHECKING:
+    from cocoeval.core.taxonomy import Taxonomy
+
+__all__ = ["ENTRY_POINT_GROUP", "CallFailed", "InvalidContinuation", "NoOptions", "Reply", "SimContext",
+           "Simulator", "available_simulators", "get_simulator", "simulator"]
+
+ENTRY_POINT_GROUP = "cocoeval.simulators"
+"""Other packages add simulators under this entry-point group: ``name = "module:SimulatorClass"``."""
+
+
+class CallFailed(Exception):
+    """An LLM call of the plugin failed (after the SDK's retries) or gave an unusable answer. Not
+    caught, it ends the continuation invalid with this reason."""
+
+
+class InvalidContinuation(Exception):
+    """Raised by a plugin to end the continuation invalid, with the reason given."""
+
+
+class NoOptions(BaseModel):
+    """A plugin without options: any key in ``options:`` is an error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An LLM answer as a plugin sees it."""
+
+    text: str
+    finish_reason: str | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The answer stopped at max_tokens (its end may be cut)."""
+        return self.finish_reason in ("length", "max_tokens")
+
+
+class _Await:
+    """What a plugin's coroutine yields to cocoeval's round loop: the calls it waits for."""
+
+    def __init__(self, calls: list[Call]) -> None:
+        self.calls = calls
+
+    def __await__(self) -> Generator[_Await, list[CallResult], list[CallResult]]:
+        results = yield self
+        return results
+
+
+class LLM:
+    """The LLM layer as a plugin sees it (``ctx.llm``): requests go through the run's runner."""
+
+    def __init__(self, task: PluginTask) -> None:
+        self._task = task
+
+    def request(self, messages: Sequence[Message] | Sequence[tuple[str, str]], *, max_tokens: int,
+                temperature: float | None = None, presence_penalty: float | None = None,
+                attempt: int = 0) -> GenerateRequest:
+        """A request: ``messages`` as ``Message`` or (role, content) pairs; ``attempt`` asks again
+        with a new sample (a re-ask after an unusable answer; 0 to 99)."""
+        msgs = [m if isinstance(m, Message) else Message(role=m[0], content=m[1]) for m in messages]  # type: ignore[arg-type]
+        return GenerateRequest(messages=msgs, max_tokens=max_tokens, temperature=temperature,
+                               presence_penalty=presence_penalty,
+                               sample=self._task.setup.sample * 100 + attempt)
+
+    async def generate(self, request: GenerateRequest, *, model: str | None = None, tag: str = "") -> Reply:
+        """One call (``model``: default the setup's); raises ``CallFailed`` when it failed."""
+        [reply] = await self.generate_many([request], model=model, tag=tag)
+        return reply
+
+    async def generate_many(self, requests: Sequence[GenerateRequest], *, model: str | None = None,
+                            tag: str = "") -> list[Reply]:
+        """Several calls sent in the same round; raises ``CallFailed`` when one failed."""
+        model = model or self._task.setup.model
+        if not model:
+            raise InvalidContinuation(f"simulator {self._task.setup.simulator!r} makes LLM calls, but setup "
+                                      f"{self._task.setup.name!r} gives no model: add model: PROVIDER/MODEL")
+        task = self._task
+        base = f"{task.inst.id}|{task.setup.name}|turn {len(task.turns) + 1}"
+        calls = [Call(model=model, stage="simulate", tag=f"{base}{'|' + tag if tag else ''}", request=r,
+                      dependent=True) for r in requests]
+        results = await _Await(calls)
+        out = []
+        for call, res in zip(calls, results, strict=True):
+            r = res.response
+            if res.status != "ok" or r is None:
+                raise CallFailed(f"call failed at turn {len(task.turns) + 1}: {res.reason}"
+                                 + (f" ({res.detail})" if res.detail else ""))
+            if too_long := over_budget(r.text, call.request.max_tokens):
+                raise CallFailed(f"unusable answer at turn {len(task.turns) + 1}: {too_long}")
+            out.append(Reply(text=r.text, finish_reason=r.finish_reason))
+        return out
+
+
+@dataclass
+class SimContext:
+    """What ``next_turns`` receives: the instance (M, S, x, the reference's length), the turns
+    written so far, how many are still to write, the LLM layer, the plugin's options, a seeded
+    random generator and a list of notes (kept with the continuation)."""
+
+    instance: Instance
+    turns: tuple[Turn, ...]
+    remaining: int
+    participants: list[str]
+    """The participants' names: those of M, then any other speaker of the history."""
+    llm: LLM
+    options: Any
+    rng: random.Random
+    """Seeded by the setup's sample, the instance and the turn: the same on every re-run."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def next_reference_speaker(self) -> str:
+        """The speaker of the human reference's next turn (what an oracle turn-taking policy uses)."""
+        return self.instance.reference[len(self.turns)].speaker
+
+
+class Simulator:
+    """The base class of a simulator plugin. Set ``Options`` to a pydantic model of the plugin's
+    settings (``options:`` of the setup), ``version`` to a new value when the plugin's behaviour
+    changes (it enters the setup id, so earlier continuations become stale), and implement
+    ``next_turns``. ``prompt_refs`` names the prompt files that shape its calls (their versions
+    enter the setup id too); ``forecast_reply`` is the answer ``cocoeval estimate`` stands in for
+    a call (default: the reference's next turn as ``Speaker: text``)."""
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = "1"
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    needs_model: ClassVar[bool] = False
+    """True: a setup of this plugin must give ``model:``."""
+
+    def __init__(self, setup: PluginSetup, taxonomy: Taxonomy) -> None:
+        self.setup = setup
+        self.options: Any = self.Options.model_validate(setup.options)
+        self.taxonomy = taxonomy
+
+    @classmethod
+    def check_options(cls, setup: PluginSetup) -> dict[str, Any]:
+        """The setup's options checked against ``Options`` (defaults filled in: they enter the
+        setup id); a ConfigError naming the bad keys."""
+        if cls.needs_model and not setup.model:
+            raise ConfigError(f"simulator {cls.name!r} calls a model: give model: PROVIDER/MODEL",
+                              hint="e.g. model: openai/gpt-4.1")
+        try:
+            return cls.Options.model_validate(setup.options).model_dump(mode="json")
+        except ValidationError as e:
+            errs = "; ".join(f"options.{'.'.join(str(x) for x in err['loc']) or '(top)'}: {err['msg']}"
+                             for err in e.errors()[:5])
+            raise ConfigError(f"simulator {cls.name!r}: {errs}",
+                              hint=f"see the options of {cls.__module__}.{cls.__qualname__}.Options") from None
+
+    @classmethod
+    def prompt_refs(cls, setup: PluginSetup) -> dict[str, str]:
+        """{prompt name: ``Prompt.ref``} of the prompt files the plugin's calls use (none by default)."""
+        return {}
+
+    @classmethod
+    def model_specs(cls, setup: PluginSetup) -> dict[str, str]:
+        """{key: model spec} of the models it calls, checked before a run (default: the setup's model)."""
+        return {"model": setup.model} if setup.model else {}
+
+    async def next_turns(self, ctx: SimContext) -> list[Turn]:
+        raise NotImplementedError
+
+    def forecast_reply(self, call: Call, ctx: SimContext) -> str:
+        ref = ctx.instance.reference[len(ctx.turns)]
+        return f"{ref.speaker}: {ref.text}"
+
+
+_SIMULATORS: dict[str, type[Simulator]] = {}
+_NO_PLUGIN: set[str] = set()
+
+
+def simulator(name: str) -> Callable[[type[Simulator]], type[Simulator]]:
+    """Class decorator registering a simulator plugin under ``name``."""
+
+    def register(cls: type[Simulator]) -> type[Simulator]:
+        cls.name = name
+        _SIMULATORS[name] = cls
+        return cls
+
+    return register
+
+
+def _builtins() -> None:
+    from . import agents  # noqa: F401  (registers "agents")
+
+
+def available_simulators() -> list[str]:
+    """Built-in simulators and those installed packages offer (entry points, not loaded)."""
+    from importlib.metadata import entry_points
+
+    _builtins()
+    return sorted(set(_SIMULATORS) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
+
+
+def get_simulator(name: str) -> type[Simulator]:
+    """The simulator class registered as ``name`` (built in or an entry point, loaded at first
+    use); a ConfigError naming the known ones."""
+    _builtins()
+    if name not in _SIMULATORS and name not in _NO_PLUGIN:
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
+            try:
+                cls = ep.load()
+            except Exception as e:
+                raise ConfigError(f"simulator plugin {name!r} ({ep.value}) cannot be loaded: {e}",
+                                  hint="reinstall or uninstall the package that offers it") from None
+            if not (isinstance(cls, type) and issubclass(cls, Simulator)):
+                raise ConfigError(f"simulator plugin {name!r} ({ep.value}) is not a Simulator subclass",
+                                  hint="the entry point must name a class deriving cocoeval.simulate.Simulator")
+            simulator(name)(cls)
+            break
+        else:
+            _NO_PLUGIN.add(name)
+    if name not in _SIMULATORS:
+        raise ConfigError(f"unknown simulator {name!r}; known: {', '.join(available_simulators()) or '(none)'}",
+                          hint="install the package that offers it (entry point group cocoeval.simulators), "
+                               "or register one with @cocoeval.simulate.simulator")
+    return _SIMULATORS[name]
+
+
+# ---------------------------------------------------------------- driving a plugin in rounds
+
+class PluginTask:
+    """One continuation written by a plugin, driven in rounds like ``SimTask``: ``next_calls``
+    runs the plugin's coroutine until it waits for calls (returned) or returns turns (taken, and
+    the next ``next_turns`` started), ``apply_results`` hands it the answers, ``result`` is the
+    continuation. The forecast drives it with ``forecast_reply`` standing in for the answers."""
+
+    MAX_EMPTY = 3
+    """``next_turns`` returning no turn this many times in a row ends the continuation invalid."""
+
+    def __init__(self, setup: PluginSetup, setup_id: str, inst: Instance, plugin: Simulator) -> None:
+        self.setup, self.setup_id, self.inst, self.plugin = setup, setup_id, inst, plugin
+        self.participants = participant_names(inst)
+        self.target = len(inst.reference)
+        self.turns: list[Turn] = []
+        self.calls: list[CallRecord] = []
+        self.notes: list[str] = []
+        self.unknown: list[str] = []
+        self.invalid: str | None = None
+        self._empty = 0
+        self._coro: Coroutine[Any, Any, list[Turn]] | None = None
+        self._ctx: SimContext | None = None
+        self._waiting: list[Call] = []
+
+    @property
+    def done(self) -> bool:
+        return self.invalid is not None or len(self.turns) >= self.target
+
+    def context(self) -> SimContext:
+        n = len(self.turns)
+        seed = f"{self.setup.sample}|{self.inst.id}|{n}"
+        return SimContext(instance=self.inst, turns=tuple(self.turns), remaining=self.target - n,
+                          participants=list(self.participants), llm=LLM(self), options=self.plugin.options,
+                          rng=random.Random(seed), notes=[])
+
+    def next_calls(self) -> list[Call]:
+        """The calls the plugin waits for (empty when the continuation is done)."""
+        while not self.done and not self._waiting:
+            if self._coro is None:
+                self._ctx = self.context()
+                self._coro = self.plugin.next_turns(self._ctx)
+            self._step(None)
+        return list(self._waiting)
+
+    def apply_results(self, results: list[CallResult]) -> None:
+        self.calls += [CallRecord.of(r, c.request.max_tokens) for c, r in zip(self._waiting, results, strict=True)]
+        self._waiting = []
+        self._step(results)
+
+    def _step(self, value: list[CallResult] | None) -> None:
+        assert self._coro is not None and self._ctx is not None
+        at = len(self.turns) + 1
+        try:
+            got = self._coro.send(value)
+        except StopIteration as stop:
+            self._coro = None
+            self.notes += [f"turn {at}: {n}" for n in self._ctx.notes]
+            self._take(stop.value, at)
+            return
+        except (CallFailed, InvalidContinuation) as e:
+            self._end(str(e))
+            return
+        except Exception as e:  # a bug of the plugin: this continuation is invalid, the run goes on
+            where = traceback.extract_tb(e.__traceback__)[-1]
+            self._end(f"simulator {self.setup.simulator!r} raised {type(e).__name__}: {e} "
+                      f"(at {where.filename}:{where.lineno}; a bug in the plugin?)")
+            return
+        if not isinstance(got, _Await) or not got.calls:
+            self._coro.close()
+            self._end(f"simulator {self.setup.simulator!r} awaited {type(got).__name__}, not ctx.llm: a plugin "
+                      "may await only ctx.llm.generate or ctx.llm.generate_many (see cocoeval.simulate.plugins)")
+            return
+        self._waiting = got.calls
+
+    def _end(self, reason: str) -> None:
+        if self._coro is not None:
+            self._coro.close()
+        self._coro = None
+        self.invalid = reason
+
+    def _take(self, new: Any, at: int) -> None:
+        if not isinstance(new, list) or not all(isinstance(t, Turn) for t in new):
+            self.invalid = (f"simulator {self.setup.simulator!r} returned {type(new).__name__} at turn {at}, "
+                            "not a list of Turn")
+            return
+        good = [t for t in new if t.speaker.strip() and t.text.strip()]
+        if len(good) < len(new):
+            self.notes.append(f"turn {at}: dropped {len(new) - len(good)} turn(s) without a speaker or text")
+        if not good:
+            self._empty += 1
+            self.notes.append(f"turn {at}: the simulator returned no turn ({self._empty} in a row)")
+            if self._empty >= self.MAX_EMPTY:
+                self.invalid = f"the simulator returned no turn {self._empty} times in a row at turn {at}"
+            return
+        self._empty = 0
+        left = self.target - len(self.turns)
+        if len(good) > left:
+            self.notes.append(f"turn {at}: kept the first {left} of {len(good)} turns")
+            good = good[:left]
+        for t in good:
+            if t.speaker not in self.participants and t.speaker not in self.unknown:
+                self.unknown.append(t.speaker)
+        self.turns += good
+
+    def result(self) -> Continuation:
+        ok = self.invalid is None and len(self.turns) >= self.target
+        return Continuation(
+            instance_id=self.inst.id, setup_id=self.setup_id, setup_name=self.setup.name,
+            turns=self.turns[: self.target], calls=self.calls, status="ok" if ok else "invalid",
+            reason=None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
+            notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
+
+    def forecast_replies(self, calls: Sequence[Call]) -> list[str]:
+        """The answers the forecast stands in for ``calls`` (the plugin's ``forecast_reply``)."""
+        assert self._ctx is not None
+        return [self.plugin.forecast_reply(c, self._ctx) for c in calls]
+
