@@ -200,3 +200,59 @@ def read_params(path: str | Path) -> ExperimentParams:
         raise InputError(errs, file=str(p), hint="fix these keys; see params/demo.yaml for the shape; "
                                                  "fields are documented in cocoeval/run/params.py") from None
     return params
+
+
+def add_setup(path: str | Path, entry: dict[str, Any]) -> ExperimentParams:
+    """Add the setup ``entry`` to the ``setups:`` of the params file at ``path``, keeping the rest
+    of the file (its comments and layout) as it is: one line is inserted after the last item of
+    the top-level block list (``setups:`` is appended when the file has none). The new text must
+    read back as the old params plus exactly this setup, else nothing is written (an InputError
+    with the line to add by hand)."""
+    import re
+
+    from cocoeval.core.jsonio import write_atomic
+
+    p = Path(path)
+    old = read_params(p)
+    line = yaml.safe_dump(entry, default_flow_style=True, width=10**9, sort_keys=False).strip()
+    by_hand = InputError("cannot add the setup to this file's setups: by itself", file=str(p),
+                         hint=f"add this item to setups: by hand: - {line}")
+    text = read_text(p)
+    lines = text.splitlines(keepends=True)
+    head = [i for i, x in enumerate(lines) if re.match(r"setups:\s*(#.*)?$", x.rstrip("\n"))]
+    if len(head) > 1:
+        raise by_hand
+    if head:
+        end, indent = head[0], None
+        for i in range(head[0] + 1, len(lines)):
+            x = lines[i].rstrip("\n")
+            if not x.strip() or x.lstrip().startswith("#"):
+                continue
+            if not x[0].isspace() and not x.startswith("-"):
+                break
+            if indent is None and (m := re.match(r"(\s*)- ", x)):
+                indent = m.group(1)
+            end = i
+        lines.insert(end + 1, f"{indent or '  '}- {line}\n")
+        if not lines[end].endswith("\n"):
+            lines[end] += "\n"
+        new = "".join(lines)
+    elif re.search(r"^setups:", text, flags=re.M):  # setups: [] or another flow form
+        if not re.search(r"^setups:\s*\[\s*\]\s*(#.*)?$", text, flags=re.M):
+            raise by_hand
+        new = re.sub(r"^setups:\s*\[\s*\]", f"setups:\n  - {line}", text, count=1, flags=re.M)
+    else:
+        new = text + ("" if text.endswith("\n") else "\n") + f"setups:\n  - {line}\n"
+    try:
+        data = yamlio.load(new, p)
+        params = ExperimentParams.model_validate(data)
+    except (yaml.YAMLError, ValidationError, InputError) as e:
+        raise InputError(f"the setup does not fit this file: {e}", file=str(p),
+                         hint=f"add this item to setups: by hand: - {line}") from None
+    want = [*old.model_dump(mode="json")["setups"],
+            ExperimentParams.model_validate({**data, "setups": [entry]}).model_dump(mode="json")["setups"][0]]
+    if params.model_dump(mode="json")["setups"] != want or (
+            params.model_dump(mode="json", exclude={"setups"}) != old.model_dump(mode="json", exclude={"setups"})):
+        raise by_hand
+    write_atomic(p, new)
+    return params

@@ -33,7 +33,8 @@ Endpoints
   GET  /stats                counters: requests (model calls, batch requests included), by_path
                              (all API calls; batch requests as "batch:/v1/chat/completions" and
                              "batch:/v1/messages"), in_flight, max_in_flight, prompts (last
-                             message text -> count), times, bodies_last; files (id -> filename,
+                             message text -> count), times, bodies_last, bodies (the last 500
+                             request bodies); files (id -> filename,
                              purpose, bytes; batch result files too), jobs (their
                              hyperparameters and method as the request gave them), job_requests
                              (job id -> the create request's body); batches (id ->

@@ -67,6 +67,10 @@ def json_object(raw: bytes | str) -> dict | None:
     return body if isinstance(body, dict) else None
 
 
+BODIES_KEPT = 500
+"""Request bodies kept in ``stats()["bodies"]`` (the most recent)."""
+
+
 class State:
     """Stats and script, shared by the handler threads (guarded by one lock). Methods whose
     name starts with ``locked_`` expect the caller to hold the lock."""
@@ -84,7 +88,7 @@ class State:
                 "batch_steps": DEFAULT_BATCH_STEPS, "batch_faults": []}
             self.stats: dict[str, Any] = {"requests": 0, "by_path": {}, "max_in_flight": 0,
                                           "in_flight": 0, "prompts": {}, "times": [],
-                                          "bodies_last": None, "files": {}, "jobs": {}, "job_requests": {},
+                                          "bodies_last": None, "bodies": [], "files": {}, "jobs": {}, "job_requests": {},
                                           "batches": {}}
             self.blobs: dict[str, tuple[dict, bytes]] = {}  # file id -> (File object, bytes)
             self.batches: dict[str, dict] = {}  # batch id -> record (see _batches, _msgbatches)
@@ -148,6 +152,7 @@ class State:
         st["prompts"][prompt] = st["prompts"].get(prompt, 0) + 1
         st["times"].append(time.monotonic())
         st["bodies_last"] = body
+        st["bodies"] = [*st["bodies"][-(BODIES_KEPT - 1):], body]
         scripted = None
         if fault is None or fault.get("kind") in answered:
             scripted = take(self.settings.get("answers") or [], prompt, None, request=request_text(body))
