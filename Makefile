@@ -57,6 +57,7 @@ bench: install
 	$(PY) benchmarks/build_speed.py
 	$(PY) benchmarks/runner_throughput.py
 	$(PY) benchmarks/analysis_speed.py
+	$(PY) benchmarks/leaderboard.py
 	$(PY) benchmarks/cost.py
 	$(PY) benchmarks/import_graph.py
 

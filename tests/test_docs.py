@@ -69,6 +69,18 @@ def _name(page: Path) -> str:
     return page.relative_to(ROOT).as_posix() if page.is_relative_to(ROOT) else str(page)
 
 
+def walkthrough(page: Path, name: str) -> str:
+    """The code block after ``<!-- walkthrough: NAME -->`` in ``page``."""
+    text = page.read_text(encoding="utf-8")
+    at = text.index(f"<!-- walkthrough: {name} -->")
+    line = text[:at].count("\n") + 1
+    return next(body for start, lang, body in code_blocks(page) if start > line and lang == "python")
+
+
+WALKTHROUGH = walkthrough(DOCS / "extending.md", "simulator")
+exec(compile(WALKTHROUGH, "docs/extending.md (simulator walk-through)", "exec"), {"__name__": "docs_walkthrough"})
+# registered now, so the docs' params examples that name it pass cocoeval check
+
 EXAMPLES = params_examples()
 
 
@@ -97,6 +109,11 @@ def provide_paths(data: dict, folder: Path, built_bench: Path) -> None:
         bench = (folder / data["bench"]).resolve()
         if not bench.exists():
             shutil.copytree(built_bench, bench)
+    for s in data.get("setups") or []:
+        if isinstance(s, dict) and s.get("continuations"):  # an imported setup: a file to hash
+            f = (folder / s["continuations"]).resolve()
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.touch()
     for spec in (data.get("build") or {}).get("sources") or []:
         kind, _, rest = str(spec).partition(":")
         path = (folder / rest.split("#")[0]).resolve()
@@ -235,3 +252,27 @@ def test_links_between_pages_and_their_anchors_exist(page):
 def test_figures_the_readme_shows_exist():
     images = re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", README.read_text(encoding="utf-8"))
     assert images and all((ROOT / i).is_file() for i in images), images
+
+
+def test_the_simulator_walkthrough_runs(srv, tmp_path):
+    """docs/extending.md's simulator, run as the page says: registered by its decorator, named in a
+    setup, its calls through the fake server; the forecast drives it too."""
+    from cocoeval.llm import LLMConfig, Runner
+    from cocoeval.simulate.engine import simulate
+    from cocoeval.simulate.setup import PluginSetup
+
+    from .sim_helpers import instance
+
+    srv.configure(answers=[{"match": "What does Alice say next", "text": "Fine by me."},
+                           {"match": "", "text": "Let us move on."}])
+    setup = PluginSetup(name="mine", simulator="echo-llm", model=f"openai/gpt-4.1-mini@{srv.openai_base}",
+                        options={"style": "brief", "window": 2})
+    inst = instance(n_ref=6)
+    [c] = simulate([inst], [setup], Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False)))["mine"]
+    assert c.status == "ok", c.reason
+    assert [t.speaker for t in c.turns] == [t.speaker for t in inst.reference] and len(c.calls) == 6
+    assert {t.text for t in c.turns if t.speaker == "Alice"} == {"Fine by me."}
+    shown = srv.stats()["bodies"][0]["messages"][-1]["content"]
+    assert shown.count("\n") == 3 and inst.history[-1].text in shown  # window: 2 turns, a blank line, the ask
+    with pytest.raises(ValueError, match="window"):
+        PluginSetup(name="m", simulator="echo-llm", model="openai/gpt-4.1-mini", options={"window": 0})

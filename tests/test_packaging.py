@@ -69,8 +69,10 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n for n in names if n.startswith("cocoeval/notebooks/") and n.endswith(".ipynb"))
     assert [n.rsplit("/", 1)[1] for n in shipped] == sorted(p.name for p in (ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
-    assert len(shipped) == 11
-    assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml"} <= set(names)
+    assert len(shipped) == 12
+    assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml",
+            "cocoeval/simulate/schemas/simulator_input.schema.json",
+            "cocoeval/simulate/schemas/continuation.schema.json"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/", "params/"))]
     assert not [n for n in names if "fakeserver" in n]
     sources = {n: zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".py")}

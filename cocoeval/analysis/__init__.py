@@ -1,7 +1,8 @@
 """Analysis: reads a run, never calls a model. ``frames`` (polars frames of a run) →
 ``stats``, ``inference``, ``agreement``, ``paper_stats`` (statistics with honest uncertainty) and
 ``convstats``/``convcompare`` (judge-free statistics) → the answers (``rq``: RQ1–RQ5; ``studies``:
-the benchmark, participants, the paper's tables, agreement; ``judge_free``) → ``charts``. The
+the benchmark, participants, the paper's tables, agreement; ``judge_free``; ``leaderboard``: the
+leaderboard of simulators) → ``charts``. The
 registry of analyses (``registry``, filled in ``analyses``) feeds ``report`` and the notebooks;
 ``coverage`` lists what of the paper a run (or a params file) lacks, for the report, the notebooks
 and ``cocoeval check``.

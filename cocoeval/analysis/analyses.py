@@ -7,7 +7,7 @@ charts), registered with ``@analysis(name, title, notebook=..., report=...)``:
   the analyses registered to it (``ctx.analysis(name, ...)`` in ``cocoeval.notebooks.context``);
 - ``compute(name, run, params)`` answers it anywhere else.
 
-The answers live in ``rq`` (RQ1–RQ5), ``studies`` and ``judge_free``; the statistics in ``stats`` and ``convcompare``; the
+The answers live in ``rq`` (RQ1–RQ5), ``studies``, ``judge_free`` and ``leaderboard``; the statistics in ``stats`` and ``convcompare``; the
 charts in ``charts``. Adding an analysis is one function here with its ``@analysis`` entry, then
 ``python notebooks/make_notebooks.py`` (docs/extending.md, "An analysis with its notebook")."""
 
@@ -20,6 +20,7 @@ from cocoeval.run import Run
 
 from . import agreement as _agreement
 from . import answer, rq, studies
+from . import leaderboard as _leaderboard
 from .answer import Answer
 from .coverage import HOW
 from .judge_free import judge_free as judge_free_answer
@@ -153,7 +154,8 @@ sft-export PARAMS.yaml`` chooses it, and its examples per k."""
     "(`ft:`).",
     prelude=SFT_PRELUDE))
 def rq4(run: Run, p: Params) -> Answer:
-    a = _compared(run, p, answer.pick_setups(run, model=lambda m: ":ft:" in m or "/ft:" in m),
+    a = _compared(run, p, answer.pick_setups(run, origin=answer.SIMULATED,
+                                             model=lambda m: isinstance(m, str) and (":ft:" in m or "/ft:" in m)),
                   "RQ4 — Fine-tuned simulators vs humans", absent=(
                       "this run has no SFT setups (no setup's model is a fine-tuned `ft:` id)", HOW["sft"]))
     a.setups = a.setups or None  # none fine-tuned: the viewer shows every setup
@@ -247,6 +249,10 @@ def agreement(run: Run, p: Params) -> Answer:
         "vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference, paired over "
                                               "instances; p: {test} (the family: statistics × setups); verdict "
                                               "empty: not tested, n too small"),
+        "turn_taking": Out("turn_taking", "Turn-taking realism per setup: speaker-transition distance to the human "
+                                          "reference of the same instance (total variation, 0–1) and speaker entropy "
+                                          "minus the humans' (bits), mean over instances, 95% bootstrap CIs; the "
+                                          "yardstick: the humans' own last turns of x against r"),
         "judge_sanity": Out("judge_sanity", "Judge sanity: Spearman between each judge's per-conversation counts and "
                                             "the closest judge-free statistic, 95% bootstrap CI over conversations "
                                             "(descriptive; a judge answering at random gives ρ ≈ 0)", empty=True,
@@ -254,6 +260,39 @@ def agreement(run: Run, p: Params) -> Answer:
         figures={
         "judge_free": Out("convstats", "Judge-free statistics per target, 95% CIs (human reference in black)"),
         "judge_free_vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference with "
-                                                         "95% CIs, coloured by the corrected verdict")}))
+                                                         "95% CIs, coloured by the corrected verdict"),
+        "turn_taking": Out("turn_taking", "Turn-taking realism per setup against the humans of the same instances, "
+                                          "95% CIs (the yardstick: the humans' own earlier turns)")}))
 def judge_free(run: Run, p: Params) -> Answer:
     return judge_free_answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
+
+
+@analysis("leaderboard", "A leaderboard of simulators", notebook=Notebook(
+    "11_simulators", "A leaderboard of simulators", "Which simulator behaves most like the humans on the same "
+    "instances? Every setup of the run (simulated, imported, plugin) ranked, per judge, by the distance of its "
+    "behaviour profile from the humans' (the root mean square of the per-behaviour paired differences in mean "
+    "occurrences per conversation), beside the floor a perfect simulator would still get (two random halves of the "
+    "human references), the Likert gap and the judge-free turn-taking distances. Definitions: "
+    "`cocoeval/analysis/leaderboard.py` and docs/analysis.md. Then every setup against the humans behaviour by "
+    "behaviour, as RQ2 compares the vanilla ones."),
+    report=ReportSpec("leaderboard", tables={
+        "leaderboard": Out("leaderboard", "Leaderboard of simulators, per judge (never ranked across judges): the "
+                                          "distance to the humans on the same instances (RMS of the per-behaviour "
+                                          "paired differences; D = their absolute sum), 95% bootstrap CIs, the floor "
+                                          "(two halves of the human references) first; Likert gaps and turn-taking "
+                                          "beside; continuations ok and judgments valid of all"),
+        "behaviours": Out("leaderboard_behaviours", "Leaderboard: per judge, setup and behaviour, the paired difference "
+                                                    "in mean occurrences per conversation (setup − human), 95% CIs")},
+        figures={"leaderboard": Out("leaderboard", "Leaderboard of simulators: distance to the humans per setup with "
+                                                   "95% CIs, one panel per judge, the floor as a grey band")}))
+def leaderboard(run: Run, p: Params) -> Answer:
+    return _leaderboard.answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n)
+
+
+@analysis("simulators_vs_humans", "Every setup vs the humans", notebook="11_simulators")
+def simulators_vs_humans(run: Run, p: Params) -> Answer:
+    """Every setup of the run (simulated, imported, plugin; multi-party and human–AI) against the
+    human reference on the same instances, as RQ2 compares the vanilla ones."""
+    return _compared(run, p, answer.pick_setups(run), "Every setup vs the humans", absent=(
+        "this run has no setup", HOW["setup"].format(s="s", example="gpt41-vanilla-30, or a setup of imported "
+                                                                   "continuations")))

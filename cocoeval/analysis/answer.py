@@ -15,7 +15,49 @@ from .frames import Frames
 if TYPE_CHECKING:
     from cocoeval.run import Run
 
-SETUP_FIELDS = ("name", "model", "prompt", "turns_per_call", "kind")
+SETUP_FIELDS = ("name", "origin", "model", "prompt", "turns_per_call", "kind", "simulator", "continuations")
+SIMULATED, IMPORTED, PLUGIN = "simulated", "imported", "plugin"
+"""Where a setup's continuations come from (``setup_origin``): cocoeval's own simulation loop (one
+LLM writes every turn, k per call), a file of imported continuations (``continuations:``), or a
+simulator plugin (``simulator:``)."""
+
+
+def setup_origin(s: dict[str, Any]) -> str:
+    """``IMPORTED`` for a setup of imported continuations, ``PLUGIN`` for a simulator plugin, else
+    ``SIMULATED``: the setup's ``source`` when the manifest records it, else told by its keys
+    (``continuations:``, ``simulator:``)."""
+    if s.get("source") in (SIMULATED, IMPORTED, PLUGIN):
+        return str(s["source"])
+    if s.get("continuations"):
+        return IMPORTED
+    if s.get("simulator"):
+        return PLUGIN
+    return SIMULATED
+
+
+def setup_view(s: dict[str, Any]) -> dict[str, Any]:
+    """A manifest setup as the analyses read it: every field of ``SETUP_FIELDS`` present (None
+    where it does not apply) and ``origin`` added. Only a simulated setup has a prompt and a
+    turns per call (k): an imported or plugin setup has neither (even when its dict carries one),
+    so it never enters the RQ3 prompt or RQ5 turns-per-call comparisons; its model is the one it
+    names (or None)."""
+    origin = setup_origin(s)
+    out = {k: s.get(k) for k in SETUP_FIELDS}
+    out.update(origin=origin, kind=s.get("kind") or "multiparty")
+    if origin != SIMULATED:
+        out.update(prompt=None, turns_per_call=None)
+    return out
+
+
+def setup_label(s: dict[str, Any]) -> str:
+    """A setup's model/condition label: "imported: <name>", "plugin <simulator>" (· its model), or
+    its model (a simulated setup)."""
+    v = setup_view(s)
+    if v["origin"] == IMPORTED:
+        return f"imported: {v['name']}"
+    if v["origin"] == PLUGIN:
+        return f"plugin {v['simulator']}" + (f" · {v['model']}" if v["model"] else "")
+    return str(v["model"] or "")
 
 
 @dataclass
@@ -34,8 +76,10 @@ class Answer:
 
 
 def setups_table(run: Run) -> pl.DataFrame:
-    rows = [{k: s.get(k) for k in SETUP_FIELDS} for s in run.manifest.setup_params]
-    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={k: pl.Utf8 for k in SETUP_FIELDS})
+    schema = {k: pl.Int64 if k == "turns_per_call" else pl.Utf8 for k in SETUP_FIELDS}
+    rows = [{k: v if k == "turns_per_call" or v is None else str(v) for k, v in setup_view(s).items()}
+            for s in run.manifest.setup_params]
+    return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
 def setup_labels(f: Frames) -> dict[str, str]:
@@ -61,9 +105,11 @@ def interval_method(resamples: int, seed: int, min_n: int) -> str:
 
 
 def pick_setups(run: Run, **where: Any) -> list[str]:
-    """Setup names whose params match every ``field=value`` (a callable value is a predicate)."""
+    """Setup names whose params match every ``field=value`` (a callable value is a predicate), read
+    through ``setup_view``: an imported or plugin setup has no prompt or turns per call."""
     out = []
     for s in run.manifest.setup_params:
+        s = {**s, **setup_view(s)}
         if all((v(s.get(k)) if callable(v) else s.get(k) == v) for k, v in where.items()):
             out.append(s["name"])
     return out

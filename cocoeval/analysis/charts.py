@@ -284,6 +284,38 @@ def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None 
         columns=columns).resolve_scale(x="independent")
 
 
+def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
+    """The leaderboard (``leaderboard.leaderboard``): one panel per judge (never ranked together),
+    each setup's distance to the humans with its 95% CI (a cross where undefined), best first, and
+    the floor (two halves of the human references) as a grey band (its 95% range) with a rule at
+    its mean: a setup inside the band is as close to the humans as humans are to each other."""
+    d = board.with_columns(label=pl.when(pl.col("rank").is_not_null())
+                           .then(pl.format("{}. {}", "rank", "setup")).otherwise(pl.format("({})", "setup")),
+                           order=pl.col("rank").fill_null(10 ** 6) + pl.col("distance").fill_null(0) / 10 ** 6)
+    base = alt.Chart(_records(d))
+    is_floor = "datum.origin === 'floor'"
+    tip = ["setup:N", "group:N", alt.Tooltip("distance:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
+           alt.Tooltip("ci_high:Q", format=".3f"), "n:Q", "rank:Q", "note:N"]
+    sims = base.transform_filter(f"!({is_floor})").encode(
+        y=alt.Y("label:N", title=None, sort=alt.EncodingSortField("order", order="ascending")))
+    band = base.transform_filter(f"{is_floor} && {DEFINED.format(lo='ci_low', hi='ci_high')}").mark_rect(
+        color="#999", opacity=0.25).encode(x="ci_low:Q", x2="ci_high:Q", tooltip=tip)
+    rule = base.transform_filter(f"{is_floor} && isValid(datum.distance)").mark_rule(
+        color="#555", strokeDash=[4, 3]).encode(x="distance:Q", tooltip=tip)
+    pts = sims.transform_filter("isValid(datum.distance)").mark_point(filled=True, size=60).encode(
+        x=alt.X("distance:Q", title=_titled(["distance to the humans (RMS of the per-behaviour", "paired "
+                                                 "differences, occurrences per conversation), 95% CI"],
+                                                d.filter((pl.col("origin") != "floor")
+                                                         & pl.col("distance").is_not_null()))),
+        color=alt.Color("origin:N", title="origin"), tooltip=tip)
+    err = _whiskers(sims.transform_filter("isValid(datum.distance)"), "x")
+    mark = _undefined(sims.transform_filter("isValid(datum.distance)"), "x", "distance", tooltip=tip)
+    per_judge = d.filter(pl.col("origin") != "floor").group_by("judge").len()["len"].to_list()
+    n_rows = max([1, *per_judge])
+    return alt.layer(band, rule, err, pts, mark).properties(width=360, height=20 * n_rows).facet(
+        row=alt.Row("judge:N", title="judge")).resolve_scale(y="independent")
+
+
 def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
     """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser)."""
     import vl_convert as vlc

@@ -16,7 +16,7 @@ import polars as pl
 from cocoeval.core.targets import REFERENCE
 
 from . import agreement, inference, stats
-from .convstats import STATISTICS
+from .convstats import HISTORY, STATISTICS, TURN_TAKING
 from .frames import Frames
 
 HIGHER, LOWER = "higher than humans", "lower than humans"
@@ -66,6 +66,15 @@ def means(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples:
     out = pl.DataFrame(rows, schema=MEANS_SCHEMA) if rows else pl.DataFrame(schema=MEANS_SCHEMA)
     order = {t: k for k, t in enumerate([REFERENCE, *sorted(set(out["target"].to_list()) - {REFERENCE})])}
     return out.sort(pl.col("target").replace_strict(order, default=len(order)), maintain_order=True)
+
+
+def turn_taking(tt: pl.DataFrame, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N) -> pl.DataFrame:
+    """Turn-taking realism per target (each setup, and ``HISTORY`` first): the mean over instances
+    of each measure of ``TURN_TAKING`` (``convstats.turn_taking_frame``: each continuation against
+    the human reference of its own instance, so the pairing is in every row), with a 95% percentile
+    bootstrap CI over instances; ``undefined``: instances where the measure is undefined, left out."""
+    m = means(tt, statistics=list(TURN_TAKING), resamples=resamples, seed=seed, min_n=min_n)
+    return m.sort(pl.col("target") != HISTORY, maintain_order=True)
 
 
 def paired_vs_human(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples: int = 1000,

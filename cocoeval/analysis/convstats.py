@@ -43,19 +43,38 @@ Each statistic (``STATISTICS``; every rate is between 0 and 1):
 - ``goal_overlap``: lexical overlap with the goals, the mean over scored turns of the share of a
   turn's content tokens (at least ``CONTENT_MIN_CHARS``, 4, characters) that occur in the instance's
   goals (metadata M). Undefined without goals; turns without content tokens are left out.
+
+**Turn-taking realism** (``turn_taking_frame``, ``TURN_TAKING``), measured between a continuation
+and the human reference of its own instance (every turn of both, chats included):
+
+- ``transition_distance``: who speaks after whom. A conversation's speaker transitions are the
+  pairs (speaker of turn i, speaker of turn i + 1) over its turns, preceded by the last turn of
+  the history x (so the first turn's speaker counts too; same-speaker pairs included); their
+  distribution is each pair's share. The distance is the total variation between the
+  continuation's and the reference's distributions, ½ Σ |p − q| over every pair: 0 = the same
+  turn-taking, 1 = no transition in common. Undefined when either side has no transition.
+- ``speaker_entropy_diff``: the Shannon entropy (bits) of the distribution of the turns over their
+  speakers, continuation minus reference: > 0 the turns are spread over more speakers (or more
+  evenly) than the humans', < 0 fewer speakers dominate. Undefined without turns.
+
+The same two measures between the last |r| turns of x (the same people a little earlier, as if
+they were a continuation) and r, target ``HISTORY``, show how far human turn-taking itself moves
+from one stretch of a conversation to the next: a yardstick for the setups' values.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from cocoeval.core.schema import Turn
-from cocoeval.core.targets import targets_for
+from cocoeval.core.targets import REFERENCE, targets_for
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
@@ -206,3 +225,70 @@ def conversation_frame(run: Run) -> pl.DataFrame:
         rows.append({"target": t.name, "instance_id": inst.id, "dataset": inst.dataset,
                      **{k: None if v is None else float(v) for k, v in s.items()}})
     return pl.DataFrame(rows, schema=FRAME_SCHEMA, orient="row") if rows else pl.DataFrame(schema=FRAME_SCHEMA)
+
+
+TURN_TAKING: dict[str, str] = {  # name: short label (charts); definitions in the module docstring
+    "transition_distance": "speaker-transition distance to the humans (TV, 0–1)",
+    "speaker_entropy_diff": "speaker entropy minus the humans' (bits)",
+}
+HISTORY = "history x (humans, earlier)"
+"""The turn-taking yardstick's target: the last |r| turns of x compared with r (not a setup: a
+setup name is a file name, with no space or parenthesis)."""
+TURN_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "dataset": pl.Utf8,
+                               "transition_distance": pl.Float64, "speaker_entropy": pl.Float64,
+                               "speaker_entropy_human": pl.Float64, "speaker_entropy_diff": pl.Float64}
+
+
+def transitions(turns: Sequence[Turn], before: Turn | None = None) -> Counter[tuple[str, str]]:
+    """The speaker transitions (speaker, next speaker) of ``turns``, from ``before`` (the turn
+    before them, e.g. the last of x) on."""
+    speakers = ([before.speaker] if before is not None else []) + [t.speaker for t in turns]
+    return Counter(pairwise(speakers))
+
+
+def transition_distance(a: Counter[tuple[str, str]], b: Counter[tuple[str, str]]) -> float | None:
+    """Total variation between two transition distributions, ½ Σ |p − q| (0–1); None when either
+    has no transition."""
+    na, nb = sum(a.values()), sum(b.values())
+    if not na or not nb:
+        return None
+    return 0.5 * sum(abs(a.get(k, 0) / na - b.get(k, 0) / nb) for k in a.keys() | b.keys())
+
+
+def speaker_entropy(turns: Sequence[Turn]) -> float | None:
+    """Shannon entropy (bits) of the turns' distribution over their speakers; None without turns."""
+    if not turns:
+        return None
+    n = len(turns)
+    return max(0.0, -sum(c / n * math.log2(c / n) for c in Counter(t.speaker for t in turns).values()))
+
+
+def turn_taking(turns: Sequence[Turn], reference: Sequence[Turn], before: Turn | None = None,
+                before_reference: Turn | None = None) -> dict[str, float | None]:
+    """``TURN_TAKING`` of ``turns`` against ``reference`` (``before``: the turn before each)."""
+    h, hr = speaker_entropy(turns), speaker_entropy(reference)
+    return {"transition_distance": transition_distance(transitions(turns, before),
+                                                       transitions(reference, before_reference)),
+            "speaker_entropy": h, "speaker_entropy_human": hr,
+            "speaker_entropy_diff": None if h is None or hr is None else round(h - hr, 12)}  # equal spreads: 0
+
+
+def turn_taking_frame(run: Run) -> pl.DataFrame:
+    """One row per current ok continuation of ``run`` (target = its setup) and per instance
+    (target ``HISTORY``: the last |r| turns of x against r): the turn-taking measures against the
+    human reference of the same instance (``TURN_TAKING``, null where undefined), with both
+    entropies."""
+    rows = []
+    for t in targets_for(run.instances, run.current_continuations):
+        inst = t.instance
+        last = inst.history[-1] if inst.history else None
+        if t.name == REFERENCE:
+            m = len(inst.reference)
+            tail = list(inst.history[-m:]) if m else []
+            before = inst.history[-m - 1] if len(inst.history) > m else None
+            row = turn_taking(tail, inst.reference, before, last)
+            rows.append({"target": HISTORY, "instance_id": inst.id, "dataset": inst.dataset, **row})
+            continue
+        rows.append({"target": t.name, "instance_id": inst.id, "dataset": inst.dataset,
+                     **turn_taking(t.turns, inst.reference, last, last)})
+    return pl.DataFrame(rows, schema=TURN_SCHEMA, orient="row") if rows else pl.DataFrame(schema=TURN_SCHEMA)

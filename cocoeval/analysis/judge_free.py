@@ -12,8 +12,8 @@ from cocoeval.core.targets import REFERENCE
 from cocoeval.core.text import md_escape
 
 from . import charts, convcompare, inference
-from .answer import Answer, ci_text, interval_method
-from .convstats import STATISTICS, conversation_frame
+from .answer import IMPORTED, PLUGIN, Answer, ci_text, interval_method, setup_label, setup_origin
+from .convstats import HISTORY, STATISTICS, TURN_TAKING, conversation_frame, turn_taking_frame
 from .frames import Frames
 
 if TYPE_CHECKING:
@@ -27,10 +27,18 @@ def pipeline_check(manifest: Manifest) -> bool:
     return manifest.pipeline_check
 
 
+def _what_setup(s: dict[str, Any]) -> str:
+    """What wrote a setup's continuations: its model, its plugin, or "imported continuations"."""
+    origin = setup_origin(s)
+    if origin == IMPORTED:
+        return "imported continuations"
+    return setup_label(s) if origin == PLUGIN else str(s.get("model"))
+
+
 def judge_free_note(manifest: Manifest) -> str:
     """What the judge-free statistics of a run are measured on, said truthfully."""
     params = manifest.params
-    models = ", ".join(f"{md_escape(s.get('name'))} = {md_escape(s.get('model'))}" for s in params.get("setups", []))
+    models = ", ".join(f"{md_escape(s.get('name'))} = {md_escape(_what_setup(s))}" for s in params.get("setups") or [])
     text = ("No model judges these: the human reference's values are measured on the benchmark's reference turns "
             f"(what the people said next), each setup's on its continuations ({models or 'no setups'}).")
     if (params.get("build") or {}).get("demo_data"):
@@ -40,6 +48,23 @@ def judge_free_note(manifest: Manifest) -> str:
         text += (" The setups' models are tiny: their differences from the humans are real for these models and say "
                  "nothing about capable LLMs.")
     return text
+
+
+def turn_taking_text(turns: pl.DataFrame) -> str:
+    """The turn-taking table (``convcompare.turn_taking``) in one paragraph."""
+
+    def said(target: str) -> str:
+        rows = {r["statistic"]: r for r in turns.filter(pl.col("target") == target).iter_rows(named=True)}
+        return "; ".join(f"{'transitions TV' if s == 'transition_distance' else 'entropy − humans (bits)'} "
+                         + ci_text(rows[s]) for s in TURN_TAKING if s in rows)
+
+    setups = [t for t in turns["target"].unique(maintain_order=True).to_list() if t != HISTORY]
+    return ("Turn-taking realism, each continuation against the human reference of its own instance (who speaks "
+            "after whom: total variation between the speaker-transition distributions, 0 = the same, 1 = nothing in "
+            "common; and the speaker entropy of the turns, continuation − human, in bits), averaged over instances: "
+            + (f"yardstick, the humans' own last turns of x against r: {said(HISTORY)}. " if HISTORY in
+               set(turns["target"].to_list()) else "")
+            + (" ".join(f"**{md_escape(t)}**: {said(t)}." for t in setups) or "no setup has a continuation."))
 
 
 def judge_free(run: Run, f: Frames | None = None, resamples: int = 1000, seed: int = 0, *,
@@ -82,6 +107,12 @@ def judge_free(run: Run, f: Frames | None = None, resamples: int = 1000, seed: i
     a.charts["judge_free"] = charts.convstats_chart(m, labels=STATISTICS)
     if not paired.is_empty():
         a.charts["judge_free_vs_human"] = charts.convstats_diff_chart(paired, labels=STATISTICS)
+    tt = turn_taking_frame(run)
+    turns = convcompare.turn_taking(tt, **kw)
+    a.tables.update(turn_taking_per_conversation=tt, turn_taking=turns)
+    if not turns.is_empty():
+        a.text.append(turn_taking_text(turns))
+        a.charts["turn_taking"] = charts.convstats_chart(turns, labels=TURN_TAKING, columns=2)
     if f is not None and not f.counts.is_empty():
         sanity = convcompare.judge_sanity(f, conv, **kw)
         a.tables["judge_sanity" + (" (pipeline check — tiny model, not results)" if pipeline_check(run.manifest)

@@ -29,6 +29,7 @@ from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.targets import REFERENCE
 
 from . import stats
+from .answer import SIMULATED, setup_label, setup_origin, setup_view
 from .frames import HUMAN, Frames, validity_note
 from .inference import (
     ALPHA,
@@ -53,7 +54,7 @@ COUNTS = {"conversation": "n_participants_metadata", "window": "n_participants"}
 COUNT_NAMES = {"conversation": "participants of the whole conversation, as listed in its metadata M",
                "window": "distinct speakers in the history x and the reference r"}
 COND_SCHEMA = {"setup": pl.Utf8, "model": pl.Utf8, "model_group": pl.Utf8, "prompt": pl.Utf8,
-               "turns_per_call": pl.Int64, "kind": pl.Utf8, "condition": pl.Utf8}
+               "turns_per_call": pl.Int64, "kind": pl.Utf8, "origin": pl.Utf8, "condition": pl.Utf8}
 
 
 def is_fine_tuned(model: str) -> bool:
@@ -70,11 +71,14 @@ def model_group(model: str) -> str:
 
 def conditions(run: Run) -> pl.DataFrame:
     """One row per setup of the run's manifest: setup, model, model_group, prompt,
-    turns_per_call, kind, condition (model group · prompt, the paper's figure grouping)."""
+    turns_per_call, kind, origin (``answer.setup_origin``), condition (model group · prompt, the
+    paper's figure grouping). An imported or plugin setup has no prompt and no k (null) and is a
+    group of its own, ``answer.setup_label``: "imported: <name>", "plugin <simulator> · <model>";
+    it is in every comparison with the humans, never in an RQ3 or RQ5 pair."""
     params = run.manifest.params  # a Run built with Manifest.model_construct may hold anything
     setups = (params.get("setups") if isinstance(params, dict) else params) or []
     for i, s in enumerate(setups if isinstance(setups, list) else [setups]):
-        k = s.get("turns_per_call") if isinstance(s, dict) else None
+        k = s.get("turns_per_call") if isinstance(s, dict) and setup_origin(s) == SIMULATED else None
         if not isinstance(s, dict) or not isinstance(s.get("name"), str) or not (
                 k is None or (isinstance(k, int) and not isinstance(k, bool))):
             raise InputError("params.setups must be a list of setups, each with a name and a whole turns_per_call",
@@ -82,12 +86,21 @@ def conditions(run: Run) -> pl.DataFrame:
                              hint="the manifest is written by cocoeval run; run the params file again")
     rows = []
     for s in setups:
-        model, prompt, kind = str(s.get("model", "")), str(s.get("prompt", "vanilla")), s.get("kind", "multiparty")
+        v = setup_view(s)
+        kind = str(v["kind"])
+        if v["origin"] != SIMULATED:  # imported or plugin: a group of its own, no prompt, no k
+            g = setup_label(s)
+            rows.append({"setup": s["name"], "model": None if v["model"] is None else str(v["model"]),
+                         "model_group": g, "prompt": None, "turns_per_call": None, "kind": kind, "origin": v["origin"],
+                         "condition": g + (" (human–AI)" if kind == "human_ai" else "")})
+            continue
+        model, prompt = str(v["model"] or ""), str(s.get("prompt") or "vanilla")
         g = model_group(model)
         rows.append({"setup": s["name"], "model": model, "model_group": g, "prompt": prompt,
-                     "turns_per_call": s.get("turns_per_call"), "kind": kind,
+                     "turns_per_call": s.get("turns_per_call"), "kind": kind, "origin": SIMULATED,
                      "condition": f"{g} · {prompt}" + (" (human–AI)" if kind == "human_ai" else "")})
-    return pl.DataFrame(rows, schema=COND_SCHEMA).sort("kind", "model_group", "prompt", "turns_per_call")
+    return pl.DataFrame(rows, schema=COND_SCHEMA).sort("kind", "model_group", "prompt", "turns_per_call",
+                                                       nulls_last=True)
 
 
 def figure_groups(cond: pl.DataFrame, setups: list[str] | None = None) -> dict[str, list[str]]:
@@ -105,7 +118,8 @@ def multiparty_ids(f: Frames) -> pl.Series:
 
 def rq3_pairs(cond: pl.DataFrame, baseline: str = "vanilla", treatment: str = "taxonomy") -> list[tuple]:
     """(baseline setup, treatment setup, keys) per model group and k having both prompts."""
-    mp = cond.filter(pl.col("kind") == "multiparty")
+    mp = cond.filter((pl.col("kind") == "multiparty") & (pl.col("origin") == SIMULATED)
+                     & pl.col("turns_per_call").is_not_null())
     out = []
     for (g, k), part in mp.group_by("model_group", "turns_per_call", maintain_order=True):
         for a in part.filter(pl.col("prompt") == baseline)["setup"]:
@@ -116,7 +130,8 @@ def rq3_pairs(cond: pl.DataFrame, baseline: str = "vanilla", treatment: str = "t
 
 def rq5_pairs(cond: pl.DataFrame) -> list[tuple]:
     """(setup at k_a, setup at k_b, keys) for each k_a < k_b within each model group × prompt."""
-    mp = cond.filter(pl.col("kind") == "multiparty")
+    mp = cond.filter((pl.col("kind") == "multiparty") & (pl.col("origin") == SIMULATED)
+                     & pl.col("turns_per_call").is_not_null())
     out = []
     for (g, p), part in mp.group_by("model_group", "prompt", maintain_order=True):
         ks = sorted(set(part["turns_per_call"].to_list()))

@@ -20,9 +20,11 @@ if TYPE_CHECKING:
     from .answer import Answer
     from .frames import Frames
 
-SECTIONS = ("judge-free", "paper", "agreement")
-"""Where the report writes an analysis: the judge-free statistics first; the paper's study after
-the judge-based statistics (only when the run has a judge); agreement after the Likert scores."""
+SECTIONS = ("judge-free", "leaderboard", "paper", "agreement")
+"""Where the report writes an analysis: the judge-free statistics first; the leaderboard of
+simulators next (its own heading in the index, "not run" there when it has nothing to rank); the
+paper's study after the judge-based statistics (only when the run has a judge); agreement after
+the Likert scores."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ class ReportSpec:
     of it); ``other_figures``: every other chart too, named with this prefix and described by its
     title and the judge (None: only the figures named)."""
 
-    section: Literal["judge-free", "paper", "agreement"]
+    section: Literal["judge-free", "leaderboard", "paper", "agreement"]
     tables: Mapping[str, Out] = field(default_factory=dict)
     figures: Mapping[str, Out] = field(default_factory=dict)
     other_figures: str | None = None

@@ -85,6 +85,29 @@ def write_section(section: str, run: Run, p: analyses.Params, table: Any, figure
     return answers
 
 
+def setup_sources(run: Run) -> list[str]:
+    """Report lines naming the setups cocoeval's own LLM simulator did not write: imported ones
+    (their file, its sha256, the description) and plugins (the simulator and its options)."""
+    lines = []
+    imported = run.manifest.imported
+    for s in run.manifest.setup_params:
+        name = md_escape(str(s.get("name")))
+        if s.get("continuations") is not None:
+            src = imported.get(str(s.get("name")), {})
+            desc = src.get("description") or s.get("description")
+            lines.append(f"- `{name}`: imported from `{md_escape(str(src.get('file') or s['continuations']))}` "
+                         f"(sha256 {src.get('sha256', 'not recorded')})" + (f": {md_escape(str(desc))}" if desc else ""))
+        elif s.get("simulator") is not None:
+            opts = ", ".join(f"{k}: {v}" for k, v in (s.get("options") or {}).items() if v is not None)
+            lines.append(f"- `{name}`: simulator plugin `{md_escape(str(s['simulator']))}`"
+                         + (f" with model {md_escape(str(s['model']))}" if s.get("model") else "")
+                         + (f" ({md_escape(opts)})" if opts else ""))
+    if not lines:
+        return []
+    return ["Setups not written by cocoeval's own LLM simulator (they are judged and analysed like the others):\n",
+            *lines, ""]
+
+
 def _tested(answers: dict[str, Answer], correction: str) -> str | None:
     """The judge-free paired test as the index states it; None when the run has no conversation."""
     vs = answers["judge_free"].tables.get("vs_human") if "judge_free" in answers else None
@@ -129,6 +152,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
     free = _tested(write_section("judge-free", run, params, table, figure), correction)
+    board = write_section("leaderboard", run, params, table, figure).get("leaderboard")
+    board_outs = list(dict.fromkeys(o.name for a in analyses.in_report("leaderboard") if a.report is not None
+                                    for o in [*a.report.tables.values(), *a.report.figures.values()]))
     rates = invalid_rates(f)
     table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
           "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
@@ -195,6 +221,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
                  "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
                  "whisker in the figures; ci_note says why).\n")
     index.append(coverage_markdown(paper_coverage(run)))  # what of the paper this run lacks, and how to add it
+    index += setup_sources(run)
     index.append("## Judge-free statistics (no model needed)\n")
     if free is None:
         index.append("_No conversation in this run._\n")
@@ -202,9 +229,19 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md "
                   f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
                   *listing(judge_free)]
+    index.append(f"## Leaderboard of simulators{mark}\n")
+    if board is None or "behaviours" not in board.tables:  # nothing ranked: the answer says why and how
+        index += [*(board.text if board is not None else []), "", *listing(board_outs)]
+    else:
+        index += ["Every setup ranked per judge (setups judged by different judges are never ranked together) by the "
+                  "distance of its behaviour profile from the humans' on the same instances: the root mean square of "
+                  "the per-behaviour paired differences in mean occurrences per conversation, with the floor a perfect "
+                  "simulator would still get (two random halves of the human references), the Likert gap and the "
+                  "judge-free turn-taking distances beside. Definitions: `cocoeval/analysis/leaderboard.py` and "
+                  "docs/analysis.md (A leaderboard of simulators).\n", *listing(board_outs)]
     index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
               "Invalid judgments are excluded and counted in invalid_rates.\n",
-              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free])]
+              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs])]
     write_atomic(out / "index.md", "\n".join(index) + "\n")
     return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
             "pipeline_check": check, "warnings": notices}

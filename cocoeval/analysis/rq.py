@@ -14,6 +14,7 @@ from cocoeval.core.text import md_escape
 
 from . import charts, inference, paper_stats, stats
 from .answer import (
+    SIMULATED,
     Answer,
     chart_key,
     ci_text,
@@ -228,6 +229,11 @@ def by_turns_per_call(f: Frames, run: Run, judge: str, resamples: int = 1000, se
     a = Answer("RQ5 — Does the number of turns generated per call change the behaviours, within each model and "
                "prompt?")
     cond = paper_stats.conditions(run).filter(pl.col("kind") == "multiparty")
+    other = cond.filter(pl.col("origin") != SIMULATED)["setup"].to_list()
+    if other:  # imported or plugin: no turns per call to compare
+        a.text.append("Not compared (imported or plugin setups, which have no turns per call): "
+                      + ", ".join(md_escape(x) for x in other) + ".")
+    cond = cond.filter(pl.col("origin") == SIMULATED)
     ks = cond.group_by("condition", maintain_order=True).agg(pl.col("turns_per_call").unique().sort())
     single = [f"{md_escape(r['condition'])} (only k = {r['turns_per_call'][0]})" for r in ks.iter_rows(named=True)
               if len(r["turns_per_call"]) < 2]

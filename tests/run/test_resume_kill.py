@@ -149,3 +149,47 @@ def test_sigkill_then_resume_sends_no_completed_call_twice(tmp_path, clean, wher
     assert usage["all_invocations"]["invocations"] == 2
     assert len(done) - 2 <= killed["totals"]["calls"] <= first  # a kill may fall between caching and counting
     assert usage["all_invocations"]["input_tokens"] == usage["totals"]["input_tokens"] + killed["totals"]["input_tokens"]
+
+
+def test_agents_run_killed_mid_way_resumes_without_repeating_a_call(tmp_path):
+    """``simulator: agents`` (one call per turn, the moderator's calls too) SIGKILLed mid-run: the
+    resumed run sends only the calls that had not completed, and ends as an uninterrupted run."""
+    answers = [{"match": "Who speaks next", "text": "Marketing"}, {"match": "", "text": "I would add one thing."}]
+    per_run = N_INST * N_TURNS * 2  # a moderator call and an agent call per turn
+
+    def params(name: str, url: str):
+        p = _setup(tmp_path, url, name)
+        data = yaml.safe_load(p.read_text())
+        data.update(setups=[{"name": "ag", "simulator": "agents", "model": f"openai-compatible/fake@{url}",
+                             "options": {"policy": "moderator"}}], judges=[])
+        p.write_text(yaml.safe_dump(data))
+        return p
+
+    with FakeServer() as srv:
+        srv.configure(answers=answers)
+        out = subprocess.run([sys.executable, "-m", "cocoeval", "run", str(params("clean", srv.openai_base)),
+                              "--no-progress"], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert srv.stats()["requests"] == per_run
+    clean = Run.open(tmp_path / "runs" / "clean")
+    with FakeServer(latency_s=0.03) as srv:
+        srv.configure(answers=answers)
+        cmd = [sys.executable, "-m", "cocoeval", "run", str(params("exp", srv.openai_base)), "--no-progress"]
+        cache = tmp_path / "cache-exp.sqlite"
+        p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 120
+        while len(_keys(cache)) < per_run // 2 and time.time() < deadline and p.poll() is None:
+            time.sleep(0.01)
+        p.send_signal(signal.SIGKILL)
+        assert p.wait(timeout=60) == -signal.SIGKILL
+        done = _keys(cache)
+        assert per_run // 2 <= len(done) < per_run
+        srv.reset()
+        srv.configure(answers=answers)
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        assert len(_keys(cache)) == per_run
+        assert srv.stats()["requests"] == per_run - len(done)  # nothing completed is sent again
+    resumed = Run.open(tmp_path / "runs" / "exp")
+    assert _strip(resumed)[0] == _strip(clean)[0]
+    assert all(c.status == "ok" and len(c.calls) == 2 * N_TURNS for c in resumed.continuations["ag"])

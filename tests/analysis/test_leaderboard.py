@@ -1,0 +1,269 @@
+"""The leaderboard of simulators, turn-taking realism, and setups that are imported continuations
+or simulator plugins, on tiny hand-made runs whose answers are worked out by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from cocoeval.analysis import analyses, charts, convcompare, leaderboard, paper_stats, rq, stats
+from cocoeval.analysis.analyses import Params
+from cocoeval.analysis.answer import pick_setups, setup_label
+from cocoeval.analysis.convstats import (
+    HISTORY,
+    speaker_entropy,
+    transition_distance,
+    transitions,
+    turn_taking_frame,
+)
+from cocoeval.analysis.frames import run_frames
+from cocoeval.analysis.judge_free import judge_free, judge_free_note
+from cocoeval.analysis.report import write_report
+from cocoeval.core.schema import Continuation, Turn
+from cocoeval.run import Run
+
+from ..sim_helpers import instance, judged_continuations, write_run_dir
+from .test_rq import reps
+from .test_stats import TAX, overall
+
+IMPORTED = {"name": "mine", "continuations": "mine.jsonl", "description": "my own simulator", "kind": "multiparty"}
+PLUGIN = {"name": "ag", "simulator": "agents", "model": "openai/gpt-4.1", "options": {"policy": "oracle"}}
+
+
+def simulated(name, prompt="vanilla", k=1, model="openai/gpt-4.1"):
+    return {"name": name, "model": model, "prompt": prompt, "turns_per_call": k, "kind": "multiparty"}
+
+
+def _run(judgments, setups, n=4, conts=None):
+    insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=4) for i in range(n)]
+    conts = judged_continuations(judgments, conts)
+    refs = {i.id: i.reference for i in insts}
+    conts = {k: [c.model_copy(update={"turns": refs[c.instance_id]}) if c.status == "ok" and not c.turns else c
+                 for c in cs] for k, cs in conts.items()}
+    js: dict[str, list] = {}
+    for j in judgments:
+        js.setdefault(j.judge_name, []).append(j)
+    return Run.model_validate({"instances": insts, "continuations": conts, "judgments": js,
+                               "manifest": {"params": {"setups": setups}}})
+
+
+# ------------------------------------------------------------------ setups that are not simulated here
+
+def _mixed_run():
+    js = []
+    for i in range(12):
+        iid = f"d/c{i}/0"
+        js += [reps(iid, "reference", 1), reps(iid, "v1", 2), reps(iid, "t1", 1), reps(iid, "v5", 3),
+               reps(iid, "mine", 1), reps(iid, "ag", 4)]
+    setups = [simulated("v1"), simulated("t1", "taxonomy"), simulated("v5", k=5),
+              {**IMPORTED, "turns_per_call": "whatever"}, {**PLUGIN, "prompt": "vanilla", "turns_per_call": 1}]
+    return _run(js, setups, n=12)
+
+
+def test_imported_and_plugin_setups_have_a_group_of_their_own_and_no_prompt_or_k():
+    run = _mixed_run()
+    cond = paper_stats.conditions(run)  # a turns_per_call that is not a whole number: no error for them
+    rows = {r["setup"]: r for r in cond.iter_rows(named=True)}
+    assert rows["mine"]["model_group"] == rows["mine"]["condition"] == "imported: mine"
+    assert rows["ag"]["model_group"] == "plugin agents · openai/gpt-4.1"
+    assert (rows["mine"]["origin"], rows["ag"]["origin"], rows["v1"]["origin"]) == ("imported", "plugin", "simulated")
+    assert rows["ag"]["prompt"] is None and rows["ag"]["turns_per_call"] is None  # even though its dict has them
+    assert setup_label(IMPORTED) == "imported: mine" and setup_label({**PLUGIN, "model": None}) == "plugin agents"
+    # never in an RQ3 prompt pair or an RQ5 k pair, nor in the vanilla (RQ2) pick
+    assert [(a, b) for a, b, _ in paper_stats.rq3_pairs(cond)] == [("v1", "t1")]
+    assert [(a, b) for a, b, _ in paper_stats.rq5_pairs(cond)] == [("v1", "v5")]
+    assert pick_setups(run, prompt="vanilla") == ["v1", "v5"]
+    f = run_frames(run)
+    a5 = rq.by_turns_per_call(f, run, "J", resamples=50)
+    assert any("Not compared (imported or plugin" in t and "mine" in t and "ag" in t for t in a5.text)
+    assert "imported" not in " ".join(a5.tables["distance_by_k"]["target"].to_list())
+    assert set(a5.tables["k_pairs"]["setup_b"]) == {"v5"}
+    # but in every comparison with the humans: Figure 3 (its own figure), the paired table, judge-free
+    _, dist = stats.paired_vs_human(f, "J", resamples=50)
+    assert {"mine", "ag"} <= set(dist["target"])
+    paper = analyses.compute("paper", run, Params(judge="J", resamples=50))
+    assert {"figure3_imported-mine", "figure3_plugin-agents-openai-gpt-4.1"} <= set(paper.charts)
+    jf = judge_free(run, f, resamples=50)
+    assert {"mine", "ag"} <= set(jf.tables["vs_human"]["target"]) and {"mine", "ag"} <= set(jf.tables["turn_taking"]["target"])
+    note = judge_free_note(run.manifest)
+    assert "mine = imported continuations" in note and "ag = plugin agents · openai/gpt-4.1" in note
+    every = analyses.compute("simulators_vs_humans", run, Params(judge="J", resamples=50))  # notebook 11's RQ2-style
+    assert set(every.tables["distance"]["target"]) == {"v1", "t1", "v5", "mine", "ag"}
+    assert "figure3_imported-mine" in every.charts
+    board = analyses.compute("leaderboard", run, Params(judge="J", resamples=50)).tables["leaderboard"]
+    assert {"mine", "ag", "v1", "t1", "v5"} <= set(board["setup"])
+    assert board.filter(pl.col("setup") == "mine")["group"].item() == "imported: mine"
+    # RQ4 picks fine-tuned simulated setups only; an imported setup without a model is no error
+    assert analyses.compute("rq4", run, Params(judge="J", resamples=50)).setups is None
+
+
+def test_a_manifest_setup_without_model_prompt_or_k_is_read():
+    js = [reps(f"d/c{i}/0", t, 1) for i in range(3) for t in ("reference", "mine")]
+    run = _run(js, [{"name": "mine", "continuations": "f.jsonl", "model": None, "prompt": None,
+                     "turns_per_call": None}], n=3)
+    cond = paper_stats.conditions(run)
+    assert cond.row(0, named=True)["condition"] == "imported: mine" and cond["model"].to_list() == [None]
+    a = analyses.compute("paper", run, Params(judge="J", resamples=20, min_n=2))
+    assert "table4" not in a.tables and "figure3_imported-mine" in a.charts
+
+
+# ------------------------------------------------------------------ turn-taking realism
+
+def T(speaker):
+    return Turn(speaker=speaker, text="words here")
+
+
+def test_turn_taking_by_hand():
+    last = T("A")
+    ref, sim = [T("B"), T("A"), T("B"), T("C")], [T("B"), T("B"), T("A"), T("B")]
+    assert transitions(ref, last) == {("A", "B"): 2, ("B", "A"): 1, ("B", "C"): 1}
+    # ref {AB .5, BA .25, BC .25}; sim {AB .5, BB .25, BA .25}: TV = (0 + 0 + .25 + .25) / 2
+    assert transition_distance(transitions(sim, last), transitions(ref, last)) == pytest.approx(0.25)
+    assert transition_distance(transitions([T("A")]), transitions(ref)) is None  # one turn, no transition
+    assert speaker_entropy(ref) == pytest.approx(1.5)  # B 2, A 1, C 1 of 4
+    assert speaker_entropy(sim) == pytest.approx(-(0.75 * math.log2(0.75) + 0.25 * math.log2(0.25)))
+    assert speaker_entropy([]) is None
+
+
+def test_turn_taking_per_setup_pairs_each_continuation_with_its_own_reference():
+    pattern = {0: ["Alice", "Bob", "Alice", "Bob"], 1: ["Carol", "Carol", "Carol", "Alice"]}
+    insts = []
+    for i in range(10):  # the last history turn is Bob's; even and odd instances take turns differently
+        inst = instance(f"d/c{i}/0", n_hist=2, n_ref=4)
+        insts.append(inst.model_copy(update={
+            "history": [Turn(speaker="Alice", text="x"), Turn(speaker="Bob", text="y")],
+            "reference": [Turn(speaker=sp, text="z") for sp in pattern[i % 2]]}))
+    # "same": each instance's own reference turns (paired with another instance's reference, TV would be > 0);
+    # "mono": Bob says everything
+    same = [Continuation(instance_id=i.id, setup_id="same", turns=i.reference) for i in insts]
+    mono = [Continuation(instance_id=i.id, setup_id="mono", turns=[Turn(speaker="Bob", text="x")] * 4) for i in insts]
+    run = Run.model_validate({"instances": insts, "continuations": {"same": same, "mono": mono}})
+    tt = turn_taking_frame(run)
+    assert set(tt["target"]) == {"same", "mono", HISTORY}
+    assert tt.filter(pl.col("target") == "same")["transition_distance"].to_list() == [0.0] * 10
+    got = convcompare.turn_taking(tt, resamples=100, min_n=2)
+    row = {(r["target"], r["statistic"]): r for r in got.iter_rows(named=True)}
+    # mono: Bob-Bob x4. Even references: Bob-Alice, Alice-Bob, Bob-Alice, Alice-Bob (TV 1: nothing in common);
+    # odd: Bob-Carol, Carol-Carol x2, Carol-Alice (TV 1)
+    assert row[("mono", "transition_distance")]["mean"] == pytest.approx(1.0)
+    h_odd = -(0.75 * math.log2(0.75) + 0.25 * math.log2(0.25))  # Carol 3, Alice 1; even references: 1 bit
+    assert row[("mono", "speaker_entropy_diff")]["mean"] == pytest.approx(-(1.0 + h_odd) / 2)  # negative: one speaker
+    assert row[("same", "speaker_entropy_diff")]["mean"] == 0.0
+    # the yardstick, first: x's last 4 turns are its 2 (Alice, Bob; no turn before them) against r
+    assert got["target"][0] == HISTORY
+    even = transition_distance(transitions(insts[0].history), transitions(insts[0].reference, insts[0].history[-1]))
+    odd = transition_distance(transitions(insts[1].history), transitions(insts[1].reference, insts[1].history[-1]))
+    assert row[(HISTORY, "transition_distance")]["mean"] == pytest.approx((even + odd) / 2)
+    chart = charts.convstats_chart(got, labels={"transition_distance": "t", "speaker_entropy_diff": "e"}).to_dict()
+    assert chart["facet"]["field"] == "label"
+
+
+# ------------------------------------------------------------------ the leaderboard, by hand
+
+REF_REP = [1, 0, 2, 4]
+A_REP = [2, 1, 2, None]  # instance 3: invalid judgment (the reference's 4 there must not count)
+
+
+def _board_run():
+    js = []
+    for i in range(4):
+        iid = f"d/c{i}/0"
+        js.append(reps(iid, "reference", REF_REP[i]))
+        js.append(reps(iid, "reference", 1, judge="K"))
+        js.append(overall(iid, "reference", "J", 5 + i, 5))
+        js.append(overall(iid, "a", "J", 4, 6))
+        if A_REP[i] is None:
+            bad = reps(iid, "a", 0)
+            js.append(bad.model_copy(update={"status": "invalid", "labels": [], "reason": "bad"}))
+        else:
+            js.append(reps(iid, "a", A_REP[i], n_off=1 if i == 0 else 0))
+        js.append(reps(iid, "b", 3, judge="K"))  # b: judged by K only
+    return _run(js, [simulated("a"), IMPORTED | {"name": "b"}])
+
+
+def test_leaderboard_values_against_a_hand_computation():
+    run = _board_run()
+    f = run_frames(run)
+    board, per_b = leaderboard.leaderboard(f, paper_stats.conditions(run), resamples=200, seed=0, min_n=2)
+    j = board.filter(pl.col("judge") == "J")
+    a = j.filter(pl.col("setup") == "a").row(0, named=True)
+    # paired over instances 0-2: repetition (2-1, 1-0, 2-2) -> +2/3; off topic (1, 0, 0) -> +1/3; the rest 0
+    rep = per_b.filter((pl.col("judge") == "J") & (pl.col("setup") == "a") & (pl.col("behaviour") == "repetition"))
+    assert rep["diff"].item() == pytest.approx(2 / 3)  # unpaired (every reference) would give 5/3 - 7/4 < 0
+    assert rep["mean_human"].item() == pytest.approx(1.0) and rep["mean_sim"].item() == pytest.approx(5 / 3)
+    assert a["n"] == 3 and a["rank"] == 1
+    assert a["distance"] == pytest.approx(math.sqrt(((2 / 3) ** 2 + (1 / 3) ** 2) / len(TAX.ids)))
+    assert a["D"] == pytest.approx(1.0)
+    assert (a["judgments_valid"], a["judgments"], a["continuations_ok"], a["continuations"]) == (3, 4, 4, 4)
+    # its interval: the RMS of each resample's mean paired differences, by a plain loop
+    d = np.zeros((3, len(TAX.ids)))
+    d[:, TAX.ids.index("repetition")] = [1, 1, 0]
+    d[0, TAX.ids.index("off_topic")] = 1
+    loop = [math.sqrt(np.mean(d[row].mean(axis=0) ** 2)) for row in stats.boot_index(3, 200, 0)]
+    assert (a["ci_low"], a["ci_high"]) == pytest.approx(tuple(np.percentile(loop, [2.5, 97.5])))
+    # the Likert gap: consistency 4 - mean(5, 6, 7, 8) = -2.5; collaborativeness 6 - 5 = +1 (sign: setup - human)
+    assert a["consistency_gap"] == pytest.approx(-2.5) and a["collaborativeness_gap"] == pytest.approx(1.0)
+    # the floor: two halves of the four valid references of J, drawn with replacement, by a plain loop
+    h = np.zeros((4, len(TAX.ids)))
+    h[:, TAX.ids.index("repetition")] = REF_REP
+    fl = j.filter(pl.col("origin") == "floor").row(0, named=True)
+    halves = [math.sqrt(np.mean((h[r[:2]].mean(0) - h[r[2:4]].mean(0)) ** 2)) for r in stats.boot_index(4, 200, 0)]
+    assert fl["distance"] == pytest.approx(np.mean(halves)) and fl["n"] == 4
+    assert (fl["ci_low"], fl["ci_high"]) == pytest.approx(tuple(np.percentile(halves, [2.5, 97.5])))
+    assert j["setup"].to_list()[0] == leaderboard.FLOOR
+    # judged by different judges: never ranked together. b is unranked under J (n = 0, why), ranked under K
+    b = j.filter(pl.col("setup") == "b").row(0, named=True)
+    assert b["rank"] is None and b["n"] == 0 and "no fine-grained judgment by J" in b["note"]
+    k = board.filter(pl.col("judge") == "K")
+    assert k.filter(pl.col("rank").is_not_null())["setup"].to_list() == ["b"]
+    assert k.filter(pl.col("setup") == "b")["distance"].item() == pytest.approx(2 / math.sqrt(len(TAX.ids)))
+
+
+def test_leaderboard_ranks_closest_first_and_leaves_small_n_unranked():
+    js = []
+    for i in range(12):
+        iid = f"d/c{i}/0"
+        js += [reps(iid, "reference", 1), reps(iid, "far", 4), reps(iid, "near", 1 + i % 2)]
+        if i < 3:
+            js.append(reps(iid, "few", 1))
+    run = _run(js, [simulated("far"), simulated("near"), simulated("few")], n=12)
+    a = analyses.compute("leaderboard", run, Params(judge="J", resamples=100))
+    board = a.tables["leaderboard"].filter(pl.col("origin") != "floor")
+    assert board["setup"].to_list() == ["near", "far", "few"] and board["rank"].to_list() == [1, 2, None]
+    assert "n too small (n=3 < 10)" in board.filter(pl.col("setup") == "few")["note"].item()
+    assert any(t.startswith("1. **near**") for t in "\n".join(a.text).splitlines())
+    spec = a.charts["leaderboard"].to_dict()
+    assert spec["facet"]["row"]["field"] == "judge" and len(spec["spec"]["layer"]) == 5
+    # the judge-free columns ride along: near and far say everything their references say
+    assert board.filter(pl.col("setup") == "near")["transition_distance"].item() == 0.0
+
+
+def test_an_empty_leaderboard_says_not_run_and_how_to_add_it():
+    no_judge = Run.model_validate({"instances": [instance("d/c0/0", n_hist=2, n_ref=4)], "continuations": {},
+                                   "manifest": {"params": {"setups": [simulated("a")]}}})
+    a = analyses.compute("leaderboard", no_judge, Params())
+    assert a.text[0].startswith("**Not run**") and "--stage judge" in a.text[0]
+    nothing = Run.model_validate({"instances": [instance("d/c0/0", n_hist=2, n_ref=4)], "continuations": {}})
+    b = analyses.compute("leaderboard", nothing, Params())
+    assert b.text[0].startswith("**Not run**: this run has no setup to rank") and not b.tables
+
+
+def test_the_report_has_a_leaderboard_section(tmp_path):
+    run = _board_run()
+    write_run_dir(tmp_path / "run", run, {"status": "complete", "params": {"setups": [simulated("a"), IMPORTED | {"name": "b"}]}})
+    rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=50)
+    assert {"leaderboard", "leaderboard_behaviours"} <= set(rep["tables"]) and "leaderboard" in rep["figures"]
+    index = (tmp_path / "rep" / "index.md").read_text()
+    head = index.index("## Leaderboard of simulators")
+    assert index.index("## Judge-free statistics") < head < index.index("## Judge-based statistics")
+    assert "[leaderboard.csv]" in index[head:index.index("## Judge-based statistics")]
+    assert "turn_taking" in rep["tables"] and "turn_taking" in rep["figures"]
+    # a run without a judge: the section says not run
+    bare = Run.model_validate({"instances": run.instances, "continuations": run.continuations})
+    write_run_dir(tmp_path / "bare", bare, {"status": "complete", "params": {"setups": [simulated("a")]}})
+    write_report(tmp_path / "bare", tmp_path / "rep2", resamples=50)
+    index2 = (tmp_path / "rep2" / "index.md").read_text()
+    assert "**Not run**: the leaderboard of simulators" in index2
