@@ -1,0 +1,409 @@
+"""A judge you can check (beyond the paper): turn-level agreement per behaviour, a validation gate
+that fails closed, and behaviour rates corrected with the human labels.
+
+The paper validates its judge once, with the leave-one-out Spearman ρ per behaviour over
+conversations (``agreement``; kept exactly as it is). Added here, all labelled "beyond the paper":
+
+- **Turn-level agreement** (``turn_agreement``): the units are the judged turns of the
+  conversations every annotator and the judge labelled validly. Per behaviour and for "any
+  behaviour": Krippendorff's α (nominal) among the annotators and with the judge added (the
+  ``krippendorff`` package for the values; its closed form for binary labels, the same numbers,
+  for the bootstrap), Cohen's κ of the judge against each annotator (their mean), and the
+  judge's precision, recall and F1 against the annotators' majority label (a turn is positive
+  when more than half of the annotators marked it). Each with a 95% percentile bootstrap interval
+  over conversations and the number of positive turns it rests on. Likert scores: ordinal α over
+  conversations (``likert_agreement``).
+- **The validation gate** (``validation``): a judge is *validated* for a behaviour when the
+  paper's test passes (the one-sided bootstrap lower bound of its leave-one-out ρ above 0) on at
+  least ``MIN_CONVERSATIONS`` annotated conversations, with the judge's current id (model,
+  prompt version, taxonomy: judgments made under another id are stale and never used, so a
+  changed judge is unvalidated until its current version has judged the annotated
+  conversations). Every behaviour rate of this judge is shown with the line ``not_validated_line``
+  names; with no annotations, every behaviour is unvalidated and the line says how to annotate.
+- **Corrected rates** (``corrected_rates``): where the annotated conversations of a target are a
+  random draw from the conversations the judge labelled (``cocoeval annotate-export --random``
+  records the draw), the prediction-powered estimate (Angelopoulos et al., 2023; the
+  ``ppi-python`` package, classic PPI with λ = 1) of the mean occurrences per conversation, with
+  its 95% interval, beside the judge-only estimate, and whether they disagree (the judge-only
+  mean outside the corrected interval). The assumption is stated in every output: the annotated
+  subset is a random draw from the same targets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import polars as pl
+
+from cocoeval.core.jsonio import read_json
+
+from . import agreement
+from .frames import Frames
+from .inference import MIN_N, check_params, too_small
+
+if TYPE_CHECKING:
+    from cocoeval.run import Run
+
+BEYOND = "beyond the paper"
+ANY = "any behaviour"
+MIN_CONVERSATIONS = 30
+"""Annotated conversations a behaviour's agreement must rest on before the judge is validated for it
+(the paper's fine-grained validation used 36)."""
+VALID = ("ok", "repaired")
+RANDOM_DRAWS = Path("annotation") / "random_draws.json"
+"""Where ``cocoeval annotate-export --random`` records the targets it drew at random (in the run)."""
+ASSUMPTION = ("assumes the annotated conversations of each target are a random draw from the conversations the "
+              "judge labelled")
+HOW_TO_ANNOTATE = ("annotate conversations to validate it: cocoeval annotate-export RUN --out DIR, annotate "
+                   "template.csv, cocoeval annotate-import FILE RUN --key DIR/key.json (docs/judging.md: "
+                   "Validating a judge)")
+
+TURN_SCHEMA = {"judge": pl.Utf8, "behaviour": pl.Utf8, "annotators": pl.Int64, "conversations": pl.Int64,
+               "turns": pl.Int64, "positive_turns_humans": pl.Int64, "positive_turns_judge": pl.Int64,
+               "alpha_humans": pl.Float64, "alpha_humans_low": pl.Float64, "alpha_humans_high": pl.Float64,
+               "alpha_with_judge": pl.Float64, "alpha_with_judge_low": pl.Float64,
+               "alpha_with_judge_high": pl.Float64, "kappa": pl.Float64, "kappa_low": pl.Float64,
+               "kappa_high": pl.Float64, "precision": pl.Float64, "precision_low": pl.Float64,
+               "precision_high": pl.Float64, "recall": pl.Float64, "recall_low": pl.Float64,
+               "recall_high": pl.Float64, "f1": pl.Float64, "f1_low": pl.Float64, "f1_high": pl.Float64,
+               "note": pl.Utf8}
+LIKERT_SCHEMA = {"judge": pl.Utf8, "item": pl.Utf8, "annotators": pl.Int64, "conversations": pl.Int64,
+                 "alpha_humans": pl.Float64, "alpha_humans_low": pl.Float64, "alpha_humans_high": pl.Float64,
+                 "alpha_with_judge": pl.Float64, "alpha_with_judge_low": pl.Float64,
+                 "alpha_with_judge_high": pl.Float64, "note": pl.Utf8}
+GATE_SCHEMA = {"judge": pl.Utf8, "judge_id": pl.Utf8, "behaviour": pl.Utf8, "validated": pl.Boolean,
+               "conversations": pl.Int64, "rho": pl.Float64, "p5": pl.Float64, "why": pl.Utf8}
+PPI_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "behaviour": pl.Utf8, "n_labelled": pl.Int64,
+              "n_unlabelled": pl.Int64, "judge_only": pl.Float64, "judge_only_low": pl.Float64,
+              "judge_only_high": pl.Float64, "corrected": pl.Float64, "corrected_low": pl.Float64,
+              "corrected_high": pl.Float64, "disagree": pl.Boolean, "draw": pl.Utf8, "note": pl.Utf8}
+
+
+# ---------------------------------------------------------------- turn-level label matrices
+
+@dataclass(frozen=True)
+class TurnLabels:
+    """The judged turns of the conversations every rater labelled validly: ``conv`` (T,) the
+    conversation index of each turn, ``x[rater]`` (T, B) booleans, ``behaviours`` the B ids,
+    ``conversations`` the (target, instance_id) pairs, ``notes`` what was left out and why."""
+
+    raters: list[str]
+    behaviours: list[str]
+    conversations: list[tuple[str, str]]
+    conv: np.ndarray
+    x: dict[str, np.ndarray]
+    notes: list[str]
+
+
+def turn_labels(f: Frames, raters: Sequence[str]) -> TurnLabels:
+    beh = list(f.taxonomy.ids)
+    j = f.judgments.filter((pl.col("kind") == "fine_grained") & pl.col("status").is_in(VALID)
+                           & pl.col("judge").is_in(list(raters)))
+    turns: dict[tuple[str, str], dict[str, int]] = {}
+    for r in j.iter_rows(named=True):
+        turns.setdefault((r["target"], r["instance_id"]), {})[r["judge"]] = r["turns"]
+    notes = []
+    convs = []
+    for key, per in sorted(turns.items()):
+        if len(per) < len(raters):
+            continue
+        if len(set(per.values())) > 1:
+            notes.append(f"{key[0]} of {key[1]}: the raters labelled different numbers of turns; left out")
+            continue
+        convs.append(key)
+    sizes = [turns[c][raters[0]] for c in convs]
+    conv = np.repeat(np.arange(len(convs)), sizes).astype(np.int64)
+    start = dict(zip(convs, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int) if sizes else [], strict=False))
+    col = {b: i for i, b in enumerate(beh)}
+    x = {r: np.zeros((len(conv), len(beh)), dtype=bool) for r in raters}
+    lab = f.labels.filter(pl.col("judge").is_in(list(raters)))
+    for r in lab.iter_rows(named=True):
+        at = start.get((r["target"], r["instance_id"]))
+        if at is None or r["behaviour"] not in col or r["turn"] >= turns[(r["target"], r["instance_id"])][r["judge"]]:
+            continue
+        x[r["judge"]][at + r["turn"], col[r["behaviour"]]] = True
+    return TurnLabels(list(raters), beh, convs, conv, x, notes)
+
+
+def _weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    """(1 + resamples, n) how often each conversation is drawn: row 0 the sample itself."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    w = np.zeros((resamples + 1, n))
+    w[0] = 1
+    for r in range(resamples):
+        w[r + 1] = np.bincount(idx[r], minlength=n)
+    return w
+
+
+def _per_conv(values: np.ndarray, conv: np.ndarray, n: int) -> np.ndarray:
+    """Sum of ``values`` (T, ...) per conversation: (n, ...)."""
+    out = np.zeros((n, *values.shape[1:]))
+    np.add.at(out, conv, values)
+    return out
+
+
+def binary_alpha(o01: np.ndarray, n0: np.ndarray, n1: np.ndarray) -> np.ndarray:
+    """Krippendorff's nominal α of binary labels from its sufficient statistics (the disagreeing
+    pairs ``o01`` of the coincidence matrix and the value counts ``n0``, ``n1`` over pairable
+    units): 1 − (n − 1)·o01 / (n0·n1); NaN when every value is the same (no variation)."""
+    n = n0 + n1
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n0 * n1 > 0, 1 - (n - 1) * o01 / (n0 * n1), np.nan)
+
+
+def _alpha_stats(stack: np.ndarray) -> np.ndarray:
+    """(T, B, 3) per turn and behaviour: o01, n0, n1 for the raters stacked on axis 0 (m, T, B)."""
+    m = stack.shape[0]
+    k = stack.sum(axis=0).astype(float)
+    return np.stack([k * (m - k) / (m - 1), m - k, k], axis=-1)
+
+
+def _interval(v: np.ndarray, note: str | None) -> tuple[float | None, float | None, float | None]:
+    """(value, 2.5th, 97.5th percentile) of row 0 and the resamples; None where undefined."""
+    point = None if not np.isfinite(v[0]) else float(v[0])
+    boot = v[1:][np.isfinite(v[1:])]
+    if note or point is None or boot.size < max(2, len(v[1:]) // 2) or np.all(boot == boot[0]):
+        return point, None, None
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return point, float(lo), float(hi)
+
+
+def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
+                   min_n: int = MIN_N) -> pl.DataFrame:
+    """Turn-level agreement of ``judge`` with the annotators, per behaviour and for any behaviour
+    (see the module's text). Empty when the run has no annotator besides the judge."""
+    check_params(resamples=resamples, min_n=min_n)
+    humans = [h for h in agreement.annotators(f, "counts") if h != judge]
+    if not humans:
+        return pl.DataFrame(schema=TURN_SCHEMA)
+    tl = turn_labels(f, [judge, *humans])
+    n = len(tl.conversations)
+    names = [*tl.behaviours, ANY]
+    note = too_small(n, min_n)
+    base = {"judge": judge, "annotators": len(humans), "conversations": n}
+    if n == 0:
+        why = "; ".join([f"no conversation labelled validly by {judge} and every annotator", *tl.notes])
+        return pl.DataFrame([{**base, "behaviour": b, "turns": 0, "note": why} for b in names], schema=TURN_SCHEMA)
+
+    def with_any(a: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, a.any(axis=1, keepdims=True)], axis=1)
+
+    xj = with_any(tl.x[judge])
+    xh = np.stack([with_any(tl.x[h]) for h in humans])  # (m, T, B + 1)
+    w = _weights(n, resamples, seed)
+    out: dict[str, np.ndarray] = {}
+    if len(humans) >= 2:
+        s = w @ _per_conv(_alpha_stats(xh).reshape(len(tl.conv), -1), tl.conv, n)
+        s = s.reshape(len(w), len(names), 3)
+        out["alpha_humans"] = binary_alpha(s[..., 0], s[..., 1], s[..., 2])
+    s = w @ _per_conv(_alpha_stats(np.concatenate([xh, xj[None]])).reshape(len(tl.conv), -1), tl.conv, n)
+    s = s.reshape(len(w), len(names), 3)
+    out["alpha_with_judge"] = binary_alpha(s[..., 0], s[..., 1], s[..., 2])
+    kappas = []
+    for h in range(len(humans)):
+        a, b = xj, xh[h]
+        cells = np.stack([a & b, a & ~b, ~a & b, ~a & ~b], axis=-1).reshape(len(tl.conv), -1).astype(float)
+        c = (w @ _per_conv(cells, tl.conv, n)).reshape(len(w), len(names), 4)
+        tot = c.sum(axis=-1)
+        po = (c[..., 0] + c[..., 3]) / tot
+        pe = ((c[..., 0] + c[..., 1]) * (c[..., 0] + c[..., 2]) + (c[..., 2] + c[..., 3]) * (c[..., 1] + c[..., 3])) / tot**2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            kappas.append(np.where(pe < 1, (po - pe) / (1 - pe), np.nan))
+    out["kappa"] = np.mean(kappas, axis=0)
+    major = xh.sum(axis=0) * 2 > len(humans)  # strictly more than half of the annotators
+    cells = np.stack([xj & major, xj & ~major, ~xj & major], axis=-1).reshape(len(tl.conv), -1).astype(float)
+    c = (w @ _per_conv(cells, tl.conv, n)).reshape(len(w), len(names), 3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p = np.where(c[..., 0] + c[..., 1] > 0, c[..., 0] / (c[..., 0] + c[..., 1]), np.nan)
+        r = np.where(c[..., 0] + c[..., 2] > 0, c[..., 0] / (c[..., 0] + c[..., 2]), np.nan)
+        out["precision"], out["recall"] = p, r
+        out["f1"] = np.where(2 * c[..., 0] + c[..., 1] + c[..., 2] > 0,
+                             2 * c[..., 0] / (2 * c[..., 0] + c[..., 1] + c[..., 2]), np.nan)
+    # the point values of α from the krippendorff package (the closed form above is its binary case)
+    if len(humans) >= 2:
+        out["alpha_humans"][0] = [_kripp(xh[:, :, i].T) for i in range(len(names))]
+    out["alpha_with_judge"][0] = [_kripp(np.concatenate([xh, xj[None]])[:, :, i].T) for i in range(len(names))]
+    rows = []
+    for i, b in enumerate(names):
+        row: dict[str, Any] = {**base, "behaviour": b, "turns": len(tl.conv),
+                               "positive_turns_humans": int(major[:, i].sum()), "positive_turns_judge": int(xj[:, i].sum())}
+        for k, v in out.items():
+            row[k], row[f"{k}_low"], row[f"{k}_high"] = _interval(v[:, i], note)
+        notes = [note, *tl.notes]
+        if len(humans) < 2:
+            notes.append("one annotator: no α among annotators")
+        if not row["positive_turns_humans"] and not row["positive_turns_judge"]:
+            notes.append("no positive turn: nothing to agree on (α, κ and F1 undefined)")
+        row["note"] = "; ".join(filter(None, notes)) or None
+        rows.append(row)
+    return pl.DataFrame(rows, schema=TURN_SCHEMA)
+
+
+def _kripp(units_by_rater: np.ndarray, level: Literal["nominal", "ordinal"] = "nominal") -> float:
+    """Krippendorff's α of a (units, raters) matrix with the ``krippendorff`` package; NaN when it
+    is undefined (one value only)."""
+    import krippendorff
+
+    data = np.asarray(units_by_rater, dtype=float).T
+    if np.unique(data[np.isfinite(data)]).size < 2:
+        return float("nan")
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
+
+
+def likert_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
+                     min_n: int = MIN_N) -> pl.DataFrame:
+    """Ordinal Krippendorff's α of the Likert scores over conversations, among the annotators and
+    with ``judge`` added, with 95% bootstrap intervals over conversations."""
+    check_params(resamples=resamples, min_n=min_n)
+    humans = [h for h in agreement.annotators(f, "likert") if h != judge]
+    rows = []
+    rng = np.random.default_rng(seed)
+    for item in agreement.LIKERT:
+        if not humans:
+            break
+        x = agreement.scores(f, item, [judge, *humans])  # (n, 1 + m) on conversations every rater scored
+        n = len(x)
+        note = too_small(n, min_n)
+        row: dict[str, Any] = {"judge": judge, "item": item, "annotators": len(humans), "conversations": n}
+        idx = rng.integers(0, n, size=(resamples, n)) if n else np.zeros((0, 0), dtype=int)
+        for key, cols in (("alpha_humans", x[:, 1:]), ("alpha_with_judge", x)):
+            if (key == "alpha_humans" and len(humans) < 2) or n < 2:
+                row[key] = None
+                continue
+            v = np.array([_kripp(cols, "ordinal")] + [_kripp(cols[i], "ordinal") for i in idx])
+            row[key], row[f"{key}_low"], row[f"{key}_high"] = _interval(v, note)
+        row["note"] = "; ".join(filter(None, [note, "one annotator: no α among annotators" if len(humans) < 2 else None,
+                                              "fewer than 2 conversations scored by every rater" if n < 2 else None]))
+        rows.append(row)
+    return pl.DataFrame(rows, schema=LIKERT_SCHEMA)
+
+
+# ---------------------------------------------------------------- the validation gate
+
+def judge_id(run: Run | None, judge: str) -> str | None:
+    """The judge's current fine-grained id (model, prompt version, taxonomy), as the manifest gives it."""
+    if run is None:
+        return None
+    return (run.manifest.judges.get(judge) or {}).get("fine_grained")
+
+
+def validation(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
+               min_n: int = MIN_N, min_conversations: int = MIN_CONVERSATIONS) -> pl.DataFrame:
+    """Per behaviour: whether ``judge`` is validated for it (see the module's text), on how many
+    annotated conversations, with the paper's ρ and its 5th bootstrap percentile, and why not."""
+    jid = judge_id(run, judge)
+    res = agreement.judge_vs_humans(f, judge, resamples, seed, min_n=min_n, items=list(f.taxonomy.ids))
+    by = {r["item"]: r for r in res.iter_rows(named=True)}
+    rows = []
+    for b in f.taxonomy.ids:
+        r = by.get(b)
+        if r is None:
+            rows.append({"judge": judge, "judge_id": jid, "behaviour": b, "validated": False, "conversations": 0,
+                         "why": "no annotations of this behaviour: " + HOW_TO_ANNOTATE})
+            continue
+        n, ok = r["n"] or 0, bool(r["significant"])
+        why: str | None = None
+        if n < min_conversations:
+            why = f"only {n} annotated conversation(s) rated by the judge and the annotators; the gate asks for {min_conversations}"
+        elif not ok:
+            why = (f"the paper's test does not pass (ρ {r['rho']:.2f}, 5th percentile {r['p5']:.2f})"
+                   if r["rho"] is not None and r["p5"] is not None else f"no ρ: {r['note'] or 'undefined'}")
+        rows.append({"judge": judge, "judge_id": jid, "behaviour": b, "validated": why is None, "conversations": n,
+                     "rho": r["rho"], "p5": r["p5"], "why": why})
+    return pl.DataFrame(rows, schema=GATE_SCHEMA)
+
+
+def not_validated_line(gate: pl.DataFrame, name: dict[str, str] | None = None) -> str | None:
+    """"not validated for this judge: …" naming the behaviours the gate does not pass (None when
+    it passes them all); with no annotations at all it says how to annotate."""
+    bad = gate.filter(~pl.col("validated"))
+    if bad.is_empty():
+        return None
+    judge = gate["judge"][0]
+    names = [name.get(b, b) if name else b for b in bad["behaviour"].to_list()]
+    if not gate.filter(pl.col("conversations") > 0).height:
+        return f"not validated for this judge ({judge}): every behaviour, no human annotations; {HOW_TO_ANNOTATE}"
+    return f"not validated for this judge ({judge}): {', '.join(names)} (see the judge_check validation table)"
+
+
+# ---------------------------------------------------------------- corrected rates
+
+def random_draws(run: Run | None) -> dict[str, set[str]] | None:
+    """{target: instance ids} drawn at random for annotation (``annotate-export --random``), or
+    None when the run records no such draw."""
+    if run is None or run.path is None or not (run.path / RANDOM_DRAWS).is_file():
+        return None
+    rec = read_json(run.path / RANDOM_DRAWS)
+    out: dict[str, set[str]] = {}
+    for d in rec.get("draws", []) if isinstance(rec, dict) else []:
+        for iid, target in d.get("targets", []):
+            out.setdefault(str(target), set()).add(str(iid))
+    return out
+
+
+def ppi_estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
+                 alpha: float = 0.05) -> tuple[float, float, float]:
+    """The prediction-powered mean of the human labels ``y`` (classic PPI, λ = 1: the judge's mean
+    over the unlabelled conversations plus the mean human−judge difference over the labelled
+    ones) and its 1 − ``alpha`` interval, by the ``ppi-python`` package."""
+    from ppi_py import ppi_mean_ci, ppi_mean_pointestimate  # type: ignore[import-untyped]
+
+    est = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unlabelled, lam=1))[0])
+    lo, hi = (float(np.ravel(v)[0]) for v in ppi_mean_ci(y, yhat, yhat_unlabelled, alpha=alpha, lam=1))
+    return est, lo, hi
+
+
+def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
+                    min_n: int = MIN_N, alpha: float = 0.05) -> pl.DataFrame:
+    """Per target and behaviour: the judge-only mean occurrences per conversation (95% bootstrap
+    interval over its conversations) and the prediction-powered estimate with the human labels of
+    the annotated conversations (the annotators' mean count per conversation) and its 95%
+    interval. Labelled conversations are those of the recorded random draw when there is one
+    (``random_draws``), else every annotated conversation, with a note that B.1's draw is not
+    random over targets."""
+    check_params(resamples=resamples, min_n=min_n)
+    humans = [h for h in agreement.annotators(f, "counts") if h != judge]
+    if not humans:
+        return pl.DataFrame(schema=PPI_SCHEMA)
+    draws = random_draws(run)
+    c = f.counts
+    jc = c.filter(pl.col("judge") == judge)
+    hc = (c.filter(pl.col("judge").is_in(humans)).group_by("target", "instance_id", "behaviour")
+          .agg(pl.col("count").mean().alias("human_count"), pl.len().alias("raters")))
+    hc = hc.filter(pl.col("raters") == len(humans))  # every annotator labelled it validly
+    rng = np.random.default_rng(seed)
+    rows = []
+    for (target, b), part in jc.group_by("target", "behaviour", maintain_order=True):
+        part = part.join(hc, on=["target", "instance_id", "behaviour"], how="left")
+        labelled = part.filter(pl.col("human_count").is_not_null())
+        note = ASSUMPTION
+        draw = "random (recorded)" if draws is not None else "not recorded"
+        if draws is not None:
+            picked = draws.get(str(target), set())
+            labelled = labelled.filter(pl.col("instance_id").is_in(list(picked)))
+        else:
+            note += "; no random draw is recorded (annotate-export --random), and B.1's draw is even over datasets"
+        unl = part.filter(~pl.col("instance_id").is_in(labelled["instance_id"].to_list()))
+        yall = part["count"].to_numpy().astype(float)
+        boot = rng.integers(0, len(yall), size=(resamples, len(yall)))
+        jo, jlo, jhi = _interval(np.concatenate([[yall.mean()], yall[boot].mean(axis=1)]), too_small(len(yall), min_n))
+        row: dict[str, Any] = {"judge": judge, "target": target, "behaviour": b, "n_labelled": labelled.height,
+                               "n_unlabelled": unl.height, "judge_only": jo, "judge_only_low": jlo,
+                               "judge_only_high": jhi, "draw": draw}
+        if labelled.height < 2 or unl.height < 1:
+            row["note"] = (f"{labelled.height} labelled and {unl.height} unlabelled conversation(s): no correction "
+                           "(it needs 2 labelled and 1 unlabelled)")
+            rows.append(row)
+            continue
+        y, yhat = labelled["human_count"].to_numpy().astype(float), labelled["count"].to_numpy().astype(float)
+        est, lo, hi = ppi_estimate(y, yhat, unl["count"].to_numpy().astype(float), alpha)
+        small = too_small(labelled.height, min_n)
+        row.update(corrected=est, corrected_low=None if small else lo, corrected_high=None if small else hi,
+                   disagree=None if small or jo is None else bool(jo < lo or jo > hi),
+                   note="; ".join(filter(None, [note, small and f"labelled: {small}"])))
+        rows.append(row)
+    return pl.DataFrame(rows, schema=PPI_SCHEMA).sort("target", "behaviour")
