@@ -33,13 +33,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import polars as pl
-
-from cocoeval.core.jsonio import read_json
 
 from . import agreement
 from .frames import Frames
@@ -54,8 +51,6 @@ MIN_CONVERSATIONS = 30
 """Annotated conversations a behaviour's agreement must rest on before the judge is validated for it
 (the paper's fine-grained validation used 36)."""
 VALID = ("ok", "repaired")
-RANDOM_DRAWS = Path("annotation") / "random_draws.json"
-"""Where ``cocoeval annotate-export --random`` records the targets it drew at random (in the run)."""
 ASSUMPTION = ("assumes the annotated conversations of each target are a random draw from the conversations the "
               "judge labelled")
 HOW_TO_ANNOTATE = ("annotate conversations to validate it: cocoeval annotate-export RUN --out DIR, annotate "
@@ -335,14 +330,9 @@ def not_validated_line(gate: pl.DataFrame, name: dict[str, str] | None = None) -
 def random_draws(run: Run | None) -> dict[str, set[str]] | None:
     """{target: instance ids} drawn at random for annotation (``annotate-export --random``), or
     None when the run records no such draw."""
-    if run is None or run.path is None or not (run.path / RANDOM_DRAWS).is_file():
-        return None
-    rec = read_json(run.path / RANDOM_DRAWS)
-    out: dict[str, set[str]] = {}
-    for d in rec.get("draws", []) if isinstance(rec, dict) else []:
-        for iid, target in d.get("targets", []):
-            out.setdefault(str(target), set()).add(str(iid))
-    return out
+    from cocoeval.run.humans import random_draws as recorded
+
+    return recorded(run.path if run is not None else None)
 
 
 def ppi_estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,

@@ -42,12 +42,13 @@ from cocoeval.run.humans import (
     build_judgments,
     cells_of,
     name_collisions,
+    record_random_draw,
     sort_key,
     store_path,
 )
 
 from .rows import FIELDS, NONE, NotAnnotated, Reject, describe, parse_row, read_rows, rejected
-from .sample import PAPER_CONVERSATIONS, check_setups, draw, instructions
+from .sample import PAPER_CONVERSATIONS, check_setups, draw, draw_random, instructions
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
@@ -66,7 +67,8 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
                  overall_conversations: int = PAPER_CONVERSATIONS["overall"],
                  fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
                  overall_setups: list[str] | None = None, fine_setups: list[str] | None = None,
-                 taxonomy: Taxonomy | None = None, plan: AnnotationSection | None = None) -> dict[str, Any]:
+                 taxonomy: Taxonomy | None = None, plan: AnnotationSection | None = None,
+                 random_per_target: int | None = None) -> dict[str, Any]:
     """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
 
     Per task, ``*_conversations`` conversations: instances drawn at random (``seed``), evenly over
@@ -82,13 +84,21 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
 
     ``plan``, a params file's ``annotation:`` section, replaces the seed, setup and count arguments:
     its tasks (a task it leaves out is not exported), each with its setups, conversations, evenness
-    and seed."""
+    and seed.
+
+    ``random_per_target`` (beyond the paper) replaces B.1's draws: for the fine-grained task,
+    that many conversations of each target (the reference and ``setups``), drawn at random
+    stratified by dataset (``sample.draw_random``), for the corrected rates of
+    ``analysis.judge_check``; the draw is also recorded in the run directory
+    (``annotation/random_draws.json``), which those rates read."""
     tax = taxonomy or load_taxonomy()
     run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
         raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the export "
                           f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
-    if plan is not None:
+    if random_per_target is not None:
+        specs = []
+    elif plan is not None:
         seed = plan.seed
         specs = [(task, d.conversations, d.setups, d.even_over_datasets, plan.seed if d.seed is None else d.seed)
                  for task in ("overall", "fine_grained") if (d := getattr(plan, task)) is not None]
@@ -116,6 +126,15 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
         sample[task] = {"conversations_requested": n, "targets": names, "seed": draw_seed,
                         "even_over_datasets": even, **d,
                         "conversations": len(d["instances"]) * len(names)}
+    if random_per_target is not None:
+        if random_per_target < 1:
+            raise ConfigError(f"--random {random_per_target}: draw at least 1 conversation per target")
+        names = [REFERENCE, *check_setups(setups, available, "random draw")]
+        d = draw_random(all_targets, names, random_per_target, random.Random(f"{seed}|random"))
+        for iid, name in d["targets"]:
+            tasks_of.setdefault((iid, name), []).append("fine_grained")
+        sample["fine_grained"] = {"mode": "random", "per_target": random_per_target, "targets_drawn": names,
+                                  "seed": seed, **d, "conversations": len(d["targets"])}
     targets = [t for t in all_targets if (t.instance.id, t.name) in tasks_of]
     random.Random(seed).shuffle(targets)
     out = Path(out_dir)
@@ -148,6 +167,8 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     for r in rows:
         w.writerow(r)
     write_atomic(out / "template.csv", buf.getvalue())
+    if random_per_target is not None and run.path is not None:
+        record_random_draw(run.path, sample["fine_grained"], out)
     return {"items": len(items), "rows": len(rows), "folder": str(out), "sample": sample}
 
 

@@ -99,6 +99,37 @@ def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: r
     return {"instances": chosen, "per_dataset": {d: quota[d] for d in datasets if quota[d]}, "notes": notes}
 
 
+def draw_random(targets: Sequence[Target], names: list[str], per_target: int, rng: random.Random) -> dict[str, Any]:
+    """Conversations for corrected rates (beyond the paper; ``analysis.judge_check``): for each
+    target name (the reference and each setup), ``per_target`` of its conversations drawn at random,
+    allocated over the datasets in proportion to how many it has there (largest remainder), so the
+    draw is a random sample of that target's conversations stratified by dataset:
+    ``{"targets": [[instance id, target], ...], "per_stratum": {"target|dataset": [drawn, of]}, "notes"}``."""
+    notes: list[str] = []
+    out: list[list[str]] = []
+    per_stratum: dict[str, list[int]] = {}
+    for name in names:
+        pool: dict[str, list[str]] = {}
+        for t in targets:
+            if t.name == name:
+                pool.setdefault(t.instance.dataset, []).append(t.instance.id)
+        total = sum(len(v) for v in pool.values())
+        k = min(per_target, total)
+        if k < per_target:
+            notes.append(f"{name}: only {total} conversation(s) to draw from, not {per_target}: all of them")
+        if not total:
+            continue
+        exact = {d: k * len(v) / total for d, v in sorted(pool.items())}
+        quota = {d: int(x) for d, x in exact.items()}
+        for d in sorted(exact, key=lambda d: (-(exact[d] - quota[d]), d))[: k - sum(quota.values())]:
+            quota[d] += 1
+        for d, ids in sorted(pool.items()):
+            chosen = sorted(rng.sample(sorted(ids), quota[d]))
+            out += [[i, name] for i in chosen]
+            per_stratum[f"{name}|{d}"] = [quota[d], len(ids)]
+    return {"targets": out, "per_stratum": per_stratum, "notes": notes}
+
+
 def check_setups(requested: list[str] | None, available: list[str], what: str) -> list[str]:
     """The setups of a task (default: every setup of the run); an unknown name is an error."""
     if requested is None:

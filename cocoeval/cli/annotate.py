@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ._args import count, out_dir
+from ._args import count, out_dir, positive_int
 
 
 def _plan(plan: Any, a: argparse.Namespace, available: list[str]) -> Any:
@@ -55,7 +55,9 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
         exp = load_params(a.run_dir)
         run_dir, plan, tax = exp.run_dir, exp.params.annotation, tax or exp.taxonomy
     run = read_run(run_dir)
-    if plan is not None:
+    if a.random is not None:  # beyond the paper: a random draw for the corrected rates, recorded in the run
+        rep = export_items(run, a.out, seed=a.seed or 0, setups=a.setup, taxonomy=tax, random_per_target=a.random)
+    elif plan is not None:
         rep = export_items(run, a.out, plan=_plan(plan, a, sorted(run.continuations)), taxonomy=tax)
     else:
         rep = export_items(run, a.out, seed=a.seed or 0, setups=a.setup,
@@ -107,6 +109,10 @@ def add_commands(sub: Any) -> None:
                     "(instances x targets; default 36 as in the paper, or the params' annotation.fine_grained; "
                     "0: no fine-grained task)")
     ae.add_argument("--taxonomy", type=Path, help="taxonomy YAML of the run (default: the default taxonomy)")
+    ae.add_argument("--random", type=positive_int, metavar="N",
+                    help="beyond the paper: instead of B.1's draws, N conversations of each target (the reference "
+                    "and each --setup) drawn at random, stratified by dataset, for the fine-grained task; the draw "
+                    "is recorded in the run (annotation/random_draws.json) for the corrected rates of judge_check")
     ae.set_defaults(func=_cmd_annotate_export)
 
     ai = sub.add_parser(

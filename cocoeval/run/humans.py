@@ -208,3 +208,42 @@ def build_judgments(cells: dict[CellKey, Cell], targets: dict[tuple[str, str], T
 
 def sort_key(j: Judgment) -> tuple[str, str, str, str]:
     return (j.judge_id, j.kind, j.instance_id, j.target_name or j.target)
+
+
+RANDOM_DRAWS = Path("annotation") / "random_draws.json"
+"""The run's record of the conversations drawn at random for annotation (``annotate-export --random``;
+the corrected rates of ``analysis.judge_check`` read it)."""
+
+
+def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> None:
+    """Add a random draw to the run's ``annotation/random_draws.json`` (earlier draws are kept)."""
+    import datetime as dt
+
+    from cocoeval.core.jsonio import read_json, write_json
+
+    path = run_dir / RANDOM_DRAWS
+    rec = read_json(path) if path.is_file() else {"draws": []}
+    rec["draws"].append({"task": "fine_grained", "seed": draw["seed"], "per_target": draw["per_target"],
+                         "targets": draw["targets"], "per_stratum": draw["per_stratum"], "export": str(out),
+                         "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+    write_json(path, rec)
+
+
+def random_draws(run_dir: Path | None) -> dict[str, set[str]] | None:
+    """{target: instance ids} drawn at random for annotation, or None when the run records no
+    such draw. An unreadable record is an InputError naming the file."""
+    from cocoeval.core.errors import InputError
+    from cocoeval.core.jsonio import read_json
+
+    if run_dir is None or not (run_dir / RANDOM_DRAWS).is_file():
+        return None
+    rec = read_json(run_dir / RANDOM_DRAWS)
+    out: dict[str, set[str]] = {}
+    try:
+        for d in rec["draws"]:
+            for iid, target in d["targets"]:
+                out.setdefault(str(target), set()).add(str(iid))
+    except (KeyError, TypeError, ValueError):
+        raise InputError("not a record of random draws", file=str(run_dir / RANDOM_DRAWS),
+                         hint="it is written by cocoeval annotate-export --random; remove it or export again") from None
+    return out

@@ -221,7 +221,9 @@ def test_corrected_rates_use_the_recorded_random_draw(tmp_path):
     # a recorded random draw of 10 of them: only those count as labelled
     (tmp_path / "annotation").mkdir()
     drawn = [[insts[i].id, "reference"] for i in sub[:10]]
-    (tmp_path / jc.RANDOM_DRAWS).write_text(json.dumps({"draws": [{"task": "fine_grained", "targets": drawn}]}))
+    from cocoeval.run.humans import RANDOM_DRAWS
+
+    (tmp_path / RANDOM_DRAWS).write_text(json.dumps({"draws": [{"task": "fine_grained", "targets": drawn}]}))
     row = jc.corrected_rates(f, "J", run, resamples=200).filter(
         (pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
     assert row["n_labelled"] == 10 and row["draw"] == "random (recorded)"
