@@ -397,3 +397,120 @@ def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: in
                    note="; ".join(filter(None, [note, small and f"labelled: {small}"])))
         rows.append(row)
     return pl.DataFrame(rows, schema=PPI_SCHEMA).sort("target", "behaviour")
+
+
+# ---------------------------------------------------------------- the answer, and the marks elsewhere
+
+def llm_judges(f: Frames) -> list[str]:
+    """The LLM judges with valid judgments, in name order."""
+    return sorted(set(f.judgments.filter(~pl.col("human") & pl.col("status").is_in(VALID))["judge"]))
+
+
+def _fmt(v: float | None, lo: float | None, hi: float | None) -> str:
+    if v is None:
+        return "undefined"
+    return f"{v:.2f}" + (f" ({lo:.2f}–{hi:.2f})" if lo is not None and hi is not None else " (no interval)")
+
+
+def answer(run: Run, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *,
+           min_n: int = MIN_N, probes: dict[str, pl.DataFrame] | None = None, probe_lines: Sequence[str] = ()) -> Any:
+    """The judge_check analysis (beyond the paper): per LLM judge (``judge``: only that one) the
+    validation gate, turn-level agreement, ordinal α of the Likert scores and corrected rates;
+    ``probes``/``probe_lines``: the probes' tables and text (``analysis.probes``) when given."""
+    from .answer import Answer
+    from .coverage import not_run
+
+    a = Answer("Can this judge be trusted, behaviour by behaviour? (beyond the paper)")
+    judges = [judge] if judge is not None else llm_judges(f)
+    if not judges:
+        a.text.append(not_run("this run has no LLM judge with valid judgments", "add a judge to the params' judges: "
+                              "and run them"))
+        return a
+    humans = sorted(set(agreement.annotators(f, "counts")) | set(agreement.annotators(f, "likert")))
+    a.text.append(f"Beyond the paper. Turn-level agreement over the judged turns of the conversations every annotator "
+                  f"and the judge labelled validly (Krippendorff's α, Cohen's κ, precision/recall/F1 against the "
+                  f"annotators' majority), 95% percentile bootstrap intervals over conversations ({resamples} "
+                  f"resamples, seed {seed}); the gate: the paper's test passing on at least {MIN_CONVERSATIONS} "
+                  "annotated conversations. Definitions: `cocoeval/analysis/judge_check.py`, docs/judging.md.")
+    names = {b.id: b.name for b in f.taxonomy.behaviours}
+    gates, turns, likerts, rates = [], [], [], []
+    for j in judges:
+        gate = validation(f, j, run, resamples, seed, min_n=min_n)
+        gates.append(gate)
+        ok = [names[b] for b in gate.filter(pl.col("validated"))["behaviour"]]
+        a.text.append(f"- **{j}** (judge id {gate['judge_id'][0] or 'not recorded'}): validated for "
+                      + (", ".join(ok) if ok else "no behaviour") + ". "
+                      + (not_validated_line(gate, names) or "Validated for every behaviour."))
+        if not humans:
+            continue
+        t = turn_agreement(f, j, resamples, seed, min_n=min_n)
+        turns.append(t)
+        row = t.filter(pl.col("behaviour") == ANY).row(0, named=True) if not t.is_empty() else None
+        if row is not None and row["conversations"]:
+            a.text.append(f"  Any behaviour, over {row['turns']} turns of {row['conversations']} conversations "
+                          f"({row['positive_turns_humans']} positive by the annotators' majority, "
+                          f"{row['positive_turns_judge']} by the judge): α with the judge "
+                          f"{_fmt(row['alpha_with_judge'], row['alpha_with_judge_low'], row['alpha_with_judge_high'])}, "
+                          f"κ {_fmt(row['kappa'], row['kappa_low'], row['kappa_high'])}, "
+                          f"F1 {_fmt(row['f1'], row['f1_low'], row['f1_high'])}.")
+        likerts.append(likert_agreement(f, j, resamples, seed, min_n=min_n))
+        r = corrected_rates(f, j, run, resamples, seed, min_n=min_n)
+        rates.append(r)
+        off = r.filter(pl.col("disagree").fill_null(False))
+        if not r.is_empty():
+            a.text.append(f"  Corrected rates ({ASSUMPTION}): " + (
+                "the judge-only mean lies outside the corrected 95% interval for "
+                + "; ".join(f"{names.get(x['behaviour'], x['behaviour'])} of {x['target']} "
+                            f"({x['judge_only']:.2f} vs {x['corrected']:.2f})" for x in off.iter_rows(named=True))
+                if not off.is_empty() else "no behaviour where the judge-only mean lies outside the corrected interval")
+                + ".")
+    if not humans:
+        a.text.append(not_run("this run has no human annotations, so no agreement can be measured and no judge is "
+                              "validated", HOW_TO_ANNOTATE))
+    a.tables["validation"] = pl.concat(gates)
+    for key, parts in (("turn_agreement", turns), ("likert_agreement", likerts), ("corrected_rates", rates)):
+        if parts and not all(p.is_empty() for p in parts):
+            a.tables[key] = pl.concat(parts)
+    a.text += list(probe_lines)
+    for k, v in (probes or {}).items():
+        if not v.is_empty():
+            a.tables[f"probe_{k}"] = v
+    return a
+
+
+UNMARKED_OUTPUTS = ("agreement", "inter_human", "detection", "taxonomy_coverage", "judge_validation",
+                    "turn_agreement", "likert_agreement", "corrected_rates", "probe_", "invalid_rates")
+"""Report outputs about agreement or accounting, not behaviour rates of the judge: never marked."""
+
+
+_GATES: dict[tuple[Any, ...], tuple[Frames, str | None]] = {}
+
+
+def gate_note(run: Run | None, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *,
+              min_n: int = MIN_N) -> str | None:
+    """"Beyond the paper: not validated for this judge: …" for a behaviour rate shown of ``judge``
+    (None: the run's only LLM judge; no mark for a human annotator or when the gate passes every
+    behaviour). Computed once per frames and judge."""
+    if judge is None:
+        judges = llm_judges(f)
+        judge = judges[0] if len(judges) == 1 else None
+    if judge is None or judge not in llm_judges(f):
+        return None
+    key = (id(f), judge, resamples, seed, min_n)
+    hit = _GATES.get(key)
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    names = {b.id: b.name for b in f.taxonomy.behaviours}
+    line = not_validated_line(validation(f, judge, run, resamples, seed, min_n=min_n), names)
+    note = f"Beyond the paper: {line}." if line else None
+    if len(_GATES) > 16:
+        _GATES.clear()
+    _GATES[key] = (f, note)
+    return note
+
+
+def mark_chart(chart: Any, title: str, note: str) -> Any:
+    """The chart with ``note`` (the not-validated line) as a subtitle under ``title``."""
+    import altair as alt
+
+    return chart.properties(title=alt.TitleParams(text=title, subtitle=[note], subtitleColor="#b30000"))
