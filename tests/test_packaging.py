@@ -69,7 +69,7 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n for n in names if n.startswith("cocoeval/notebooks/") and n.endswith(".ipynb"))
     assert [n.rsplit("/", 1)[1] for n in shipped] == sorted(p.name for p in (ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
-    assert len(shipped) == 12
+    assert len(shipped) == 13
     assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml",
             "cocoeval/simulate/schemas/simulator_input.schema.json",
             "cocoeval/simulate/schemas/continuation.schema.json"} <= set(names)

@@ -167,3 +167,11 @@ def test_estimate_forecasts_the_agents_calls_and_nothing_for_imported(world):
     assert sim["ag"]["calls"] == 2 * 30 and sim["k30"]["calls"] == 2 and "mine" not in sim
     out = cli("estimate", params)
     assert "ag" in out.stdout
+
+
+def test_check_names_a_missing_import_file(world, tmp_path):
+    tmp, params, _ = world
+    p = tmp / "missing.yaml"
+    p.write_text(params.read_text().replace("setups:\n", "setups:\n  - {name: gone, continuations: nowhere.jsonl}\n", 1))
+    out = cli("check", p, ok=False)
+    assert "setup gone: " in out.stderr and "nowhere.jsonl" in out.stderr and "cannot read the continuations" in out.stderr
