@@ -24,8 +24,9 @@ install-local: $(VENV)/.installed-local
 ## The main job (offline, no API key): the shipped QMSum sample + generated debates -> benchmark -> simulations on the local model
 demo: install-local
 	$(VENV)/bin/cocoeval run params/demo.yaml --allow-invalid
-	$(VENV)/bin/cocoeval report runs/demo --out runs/demo/report
+	$(VENV)/bin/cocoeval report runs/demo --out runs/demo/report --html
 	$(VENV)/bin/cocoeval notebooks params/demo.yaml --out runs/demo/notebooks
+	@echo "open runs/demo/report/index.html in a browser first (one file: figures, tables, the conversation viewer)"
 
 ## The committed figures/ from the demo run (the only target that rewrites them)
 figures: install-local
@@ -38,7 +39,7 @@ paper: install
 	$(VENV)/bin/cocoeval fetch qmsum iq2 tcr --out data
 	$(VENV)/bin/cocoeval check params/paper.yaml
 	$(VENV)/bin/cocoeval run params/paper.yaml --allow-invalid
-	$(VENV)/bin/cocoeval report runs/paper --out runs/paper/report
+	$(VENV)/bin/cocoeval report runs/paper --out runs/paper/report --html
 	$(VENV)/bin/cocoeval notebooks params/paper.yaml --out runs/paper/notebooks --figures figures/paper
 
 ## The tests (the local model too: builds llama-cpp-python once, then pip's cache serves it)
@@ -58,7 +59,9 @@ bench: install
 	$(PY) benchmarks/runner_throughput.py
 	$(PY) benchmarks/analysis_speed.py
 	$(PY) benchmarks/leaderboard.py
+	$(PY) benchmarks/paper_scale.py
 	$(PY) benchmarks/cost.py
+	$(PY) benchmarks/hostile.py
 	$(PY) benchmarks/import_graph.py
 
 clean:

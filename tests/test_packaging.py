@@ -72,7 +72,8 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     assert len(shipped) == 13
     assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml",
             "cocoeval/simulate/schemas/simulator_input.schema.json",
-            "cocoeval/simulate/schemas/continuation.schema.json"} <= set(names)
+            "cocoeval/simulate/schemas/continuation.schema.json", "cocoeval/judge/probe_templates.yaml",
+            "cocoeval/analysis/html_assets/report.js", "cocoeval/analysis/html_assets/report.css"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/", "params/"))]
     assert not [n for n in names if "fakeserver" in n]
     sources = {n: zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".py")}

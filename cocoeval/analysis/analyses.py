@@ -16,10 +16,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 from cocoeval.run import Run
 
 from . import agreement as _agreement
 from . import answer, rq, studies
+from . import judge_check as _judge_check
 from . import leaderboard as _leaderboard
 from .answer import Answer
 from .coverage import HOW
@@ -296,3 +299,45 @@ def simulators_vs_humans(run: Run, p: Params) -> Answer:
     return _compared(run, p, answer.pick_setups(run), "Every setup vs the humans", absent=(
         "this run has no setup", HOW["setup"].format(s="s", example="gpt41-vanilla-30, or a setup of imported "
                                                                    "continuations")))
+
+
+@analysis("judge_check", "A judge you can check", notebook=Notebook(
+    "12_judge_check", "A judge you can check (beyond the paper)", "Can the judge be trusted, behaviour by behaviour? "
+    "Turn-level agreement with the annotators (Krippendorff's α, Cohen's κ, precision, recall and F1 against their "
+    "majority, with bootstrap intervals and the positive turns each rests on), the validation gate every behaviour "
+    "rate of the workbench is marked with, behaviour rates corrected with the human labels of a random draw "
+    "(prediction-powered inference), and the probes of `cocoeval probe` (names, planted behaviours, stability, "
+    "self-preference). None of this is in the paper. Definitions: `cocoeval/analysis/judge_check.py`, "
+    "docs/judging.md (Validating a judge).", annotate=True),
+    report=ReportSpec("agreement", tables={
+        "validation": Out("judge_validation", "Beyond the paper: the validation gate per judge and behaviour (the "
+                                              "paper's test on at least 30 annotated conversations), with the judge id"),
+        "turn_agreement": Out("turn_agreement", "Beyond the paper: turn-level agreement per behaviour (α among the "
+                                                "annotators and with the judge, κ, precision/recall/F1 against the "
+                                                "majority), 95% bootstrap CIs over conversations"),
+        "likert_agreement": Out("likert_agreement", "Beyond the paper: ordinal α of the Likert scores, 95% CIs"),
+        "corrected_rates": Out("corrected_rates", "Beyond the paper: mean occurrences per conversation corrected with "
+                                                  "the human labels (prediction-powered, 95% CIs) beside the judge-only "
+                                                  "estimate; assumes the annotated conversations are a random draw"),
+        "probe_names": Out("probe_names", "Beyond the paper: names probe (labels and Likert points that change when "
+                                          "participants are renamed)"),
+        "probe_planted": Out("probe_planted", "Beyond the paper: planted behaviours, detection rate per behaviour "
+                                              "with 95% CIs, and false alarms added"),
+        "probe_stability": Out("probe_stability", "Beyond the paper: stability, turn-level κ between two samples of "
+                                                  "the same judgments"),
+        "probe_self_preference": Out("probe_self_preference", "Beyond the paper: self-preference, the gap when the "
+                                                              "judge's model family is the simulator's")}))
+def judge_check(run: Run, p: Params) -> Answer:
+    from .probes import probe_tables, probe_text
+
+    f = p.frames_of(run)
+    judges = [p.judge] if p.judge is not None else _judge_check.llm_judges(f)
+    parts: dict[str, list[Any]] = {}
+    lines: list[str] = []
+    for j in judges:
+        t = probe_tables(run, j, resamples=p.resamples, seed=p.seed)
+        lines += [f"{j}: {x}" if len(judges) > 1 else x for x in probe_text(t)]
+        for k, v in t.items():
+            parts.setdefault(k, []).append(v if "judge" in v.columns else v.with_columns(judge=pl.lit(j)))
+    tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
+    return _judge_check.answer(run, f, p.judge, p.resamples, p.seed, min_n=p.min_n, probes=tables, probe_lines=lines)

@@ -44,6 +44,29 @@ DEFINED = "isValid(datum.{lo}) && isValid(datum.{hi})"
 UNDEFINED_MARK: dict[str, Any] = {"shape": "cross", "color": "#333", "size": 40}
 
 
+def interval_words(lo: Any, hi: Any, n: Any, note: Any = None, *, digits: int = 2,
+                   what: str = "95% CI") -> str:
+    """An interval as a reader reads it: "95% CI 0.40–1.20, n = 48"; where it is undefined, why:
+    "n too small for an interval (n = 1)" or "no interval: <reason> (n = 12)"."""
+    ns = "unknown" if n is None else str(n)
+    if lo is not None and hi is not None and lo == lo and hi == hi:
+        return f"{what} {lo:.{digits}f}–{hi:.{digits}f}, n = {ns}"
+    if note is None or "too small" in str(note):
+        return f"n too small for an interval (n = {ns})"
+    return f"no interval: {note} (n = {ns})"
+
+
+def with_words(df: pl.DataFrame, lo: str = "ci_low", hi: str = "ci_high", *, digits: int = 2,
+               what: str = "95% CI", column: str = "interval") -> pl.DataFrame:
+    """``df`` with a text column ``interval`` (``interval_words`` of each row) for the tooltips."""
+    if lo not in df.columns or hi not in df.columns:
+        return df
+    note = "ci_note" if "ci_note" in df.columns else None
+    words = [interval_words(r[lo], r[hi], r.get("n"), r.get(note) if note else None, digits=digits, what=what)
+             for r in df.iter_rows(named=True)]
+    return df.with_columns(pl.Series(column, words, dtype=pl.String))
+
+
 def _whiskers(base: alt.Chart, axis: str, lo: str = "ci_low", hi: str = "ci_high", **enc) -> alt.Chart:
     """Error bars where the interval is defined (see ``_undefined`` for the rest)."""
     ends = {axis: alt.Y(f"{lo}:Q", title="") if axis == "y" else alt.X(f"{lo}:Q", title=""), f"{axis}2": f"{hi}:Q"}
@@ -54,8 +77,19 @@ def _undefined(base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: s
                tooltip: list | None = None) -> alt.Chart:
     """Where the interval is undefined (too few instances, every resample equal): no whisker but
     a cross at the estimate whose tooltip says why."""
-    enc = {axis: f"{value}:Q", "tooltip": [*(tooltip or []), alt.Tooltip("ci_note:N", title="no interval")]}
+    tip = [t for t in (tooltip or []) if not (isinstance(t, alt.Tooltip) and t.field == "interval")]
+    enc = {axis: f"{value}:Q", "tooltip": [*tip, alt.Tooltip("interval:N", title="interval")]}
     return base.transform_filter(f"!({DEFINED.format(lo=lo, hi=hi)})").mark_point(**UNDEFINED_MARK).encode(**enc)
+
+
+NOTEBOOK_WIDTH = 900
+"""Pixels a chart may take across (a JupyterLab notebook's text column, the HTML report's page)."""
+
+
+def panel_width(columns: int, *, total: int = NOTEBOOK_WIDTH, legend: int = 170, least: int = 180) -> int:
+    """The width of one of ``columns`` facet panels so that the chart fits ``total`` pixels with
+    its legend (never under ``least``)."""
+    return max(least, (total - legend) // max(1, columns) - 20)
 
 
 def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None,
@@ -85,8 +119,12 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
         if not sims:
             parts = [ref.with_columns(panel=pl.lit(HUMAN), series=pl.lit(HUMAN))]
     names = _names(tax)
-    data = pl.concat(parts).with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
+    data = with_words(pl.concat(parts).with_columns(
+        name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour"))))
     order = [names[b] for b in tax.ids]
+    tip = [alt.Tooltip("panel:N", title="panel"), alt.Tooltip("series:N", title="series"),
+           alt.Tooltip("name:N", title="behaviour"), alt.Tooltip("mean:Q", format=".2f", title="mean per conversation"),
+           alt.Tooltip("interval:N", title="interval")]
     base = alt.Chart(_records(data)).encode(
         x=alt.X("name:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40)),
         xOffset=alt.XOffset("series:N", sort=["simulated", HUMAN]))
@@ -94,15 +132,18 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
         y=alt.Y("mean:Q", title=_titled(["mean occurrences", "per conversation (95% CI)"], data)),
         color=alt.Color("category:N", scale=alt.Scale(domain=list(CATEGORY_COLOURS),
                                                       range=list(CATEGORY_COLOURS.values())), title="category"),
+        # the series legend draws bars as the marks are drawn: a square of a category's colour,
+        # solid for the simulated series, lighter for the human reference
         opacity=alt.Opacity("series:N", scale=alt.Scale(domain=["simulated", HUMAN], range=[1.0, 0.4]),
-                            title=None),
-        tooltip=["panel:N", "series:N", "name:N", alt.Tooltip("mean:Q", format=".2f"),
-                 alt.Tooltip("ci_low:Q", format=".2f"), alt.Tooltip("ci_high:Q", format=".2f"), "n:Q"])
+                            sort=["simulated", HUMAN], title="series", legend=alt.Legend(symbolType="square", symbolStrokeWidth=0,
+                                                             symbolFillColor=CATEGORY_COLOURS["inconsistent"])),
+        tooltip=tip)
     if selectable:
         bars = bars.add_params(alt.selection_point(name="pick", fields=["panel", "series", "behaviour"]))
     err = _whiskers(base, "y", color=alt.value("#333"))
-    mark = _undefined(base, "y", "mean", tooltip=["panel:N", "series:N", "name:N", "n:Q"])
-    chart = alt.layer(bars, err, mark).properties(width=260, height=170).facet(
+    mark = _undefined(base, "y", "mean", tooltip=tip)
+    cols = max(1, min(columns, len(sims) or 1))
+    chart = alt.layer(bars, err, mark).properties(width=panel_width(cols), height=170).facet(
         facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns).properties(
         usermeta={"cocoeval": {"reference_scope": scope}})
     return chart.properties(title=title) if title else chart
@@ -129,10 +170,12 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
     ``comparison`` label, one panel each): the difference with its 95% CI (a cross where undefined),
     coloured by the corrected test's direction (grey: no significant difference or not tested)."""
     names = _names(tax)
-    d = pairs.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
-                           direction=pl.col("direction").fill_null("not tested"))
+    d = with_words(pairs.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
+                                      direction=pl.col("direction").fill_null("not tested")),
+                   "diff_ci_low", "diff_ci_high")
     base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
-    tip = ["comparison:N", "name:N", alt.Tooltip("diff:Q", format=".2f"), alt.Tooltip("p_adj:Q", format=".3g"), "n:Q"]
+    tip = ["comparison:N", alt.Tooltip("name:N", title="behaviour"), alt.Tooltip("diff:Q", format=".2f", title="difference"),
+           alt.Tooltip("interval:N", title="interval"), alt.Tooltip("p_adj:Q", format=".3g", title="corrected p")]
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("diff:Q", title=_titled(
             ["difference in mean occurrences", "per conversation (b − a), 95% CI"], d)),
@@ -167,15 +210,16 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
 
 def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.FacetChart:
     """Mean consistency and collaborativeness per target with 95% CIs (Table 4)."""
-    d = likert if judge is None else likert.filter(pl.col("judge") == judge)
+    d = with_words(likert if judge is None else likert.filter(pl.col("judge") == judge))
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
+    tip = ["target:N", "score:N", alt.Tooltip("mean:Q", format=".2f", title="mean score"), alt.Tooltip("interval:N", title="interval")]
     human = (alt.datum.target == REFERENCE) | (alt.datum.series == HUMAN)  # likert_vs_human rows carry a series
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title=_titled("mean score (1-10), 95% CI", d)),
         color=alt.condition(human, alt.value("#111"), alt.value("#2471a3")),
-        tooltip=["target:N", "score:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
+        tooltip=tip)
     err = _whiskers(base, "x")
-    mark = _undefined(base, "x", "mean", tooltip=["target:N", "score:N", "n:Q"])
+    mark = _undefined(base, "x", "mean", tooltip=tip)
     return alt.layer(err, pts, mark).properties(width=260).facet(column=alt.Column("score:N", title=None))
 
 
@@ -212,16 +256,17 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
     annotators; ``agreement.agreement_table`` rows), one panel per item, with the bootstrap 5th-95th
     range of the paper's one-sided test (a cross instead where the range is undefined; no mark
     where ρ itself is undefined)."""
+    agree = with_words(agree, "p5", "p95", what="bootstrap 5th–95th percentile")
     base = alt.Chart(_records(agree)).encode(y=alt.Y("comparison:N", title=None))
-    tip = ["comparison:N", "item:N", alt.Tooltip("rho:Q", format=".2f"), alt.Tooltip("p5:Q", format=".2f"), "n:Q",
-           "note:N"]
+    tip = ["comparison:N", "item:N", alt.Tooltip("rho:Q", format=".2f", title="Spearman ρ"),
+           alt.Tooltip("interval:N", title="interval"), *(["note:N"] if "note" in agree.columns else [])]
     bars = base.mark_bar().encode(
         x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title=_titled(
             ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile"], agree, "conversations")),
         color=alt.Color("significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]),
                         title="5th pct > 0"), tooltip=tip)
     err = _whiskers(base, "x", "p5", "p95")
-    mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=["comparison:N", "item:N", "n:Q"])
+    mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=tip)
     return alt.layer(bars, err, mark).properties(width=220).facet(column=alt.Column("item:N", title=None))
 
 
@@ -248,16 +293,17 @@ def _label_order(d: pl.DataFrame, labels: dict[str, str] | None) -> list[str]:
 def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None, columns: int = 4) -> alt.FacetChart:
     """Judge-free statistics (``convcompare.means``): one panel per statistic (its own scale), the
     mean per target with its 95% CI (a cross where undefined), the human reference in black."""
-    d = _statistic_labels(means.filter(pl.col("mean").is_not_null()), labels)
+    d = with_words(_statistic_labels(means.filter(pl.col("mean").is_not_null()), labels), digits=3)
     order = d["target"].unique(maintain_order=True).to_list()
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None, sort=order))
-    tip = ["target:N", "label:N", alt.Tooltip("mean:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
-           alt.Tooltip("ci_high:Q", format=".3f"), "n:Q", "undefined:Q"]
+    tip = ["target:N", alt.Tooltip("label:N", title="statistic"), alt.Tooltip("mean:Q", format=".3f", title="mean"),
+           alt.Tooltip("interval:N", title="interval"),
+           *([alt.Tooltip("undefined:Q", title="conversations where undefined")] if "undefined" in d.columns else [])]
     pts = base.mark_point(filled=True, size=50).encode(
         x=alt.X("mean:Q", title=None, scale=alt.Scale(zero=False)),
         color=alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3")), tooltip=tip)
     err = _whiskers(base, "x")
-    mark = _undefined(base, "x", "mean", tooltip=["target:N", "label:N", "n:Q"])
+    mark = _undefined(base, "x", "mean", tooltip=tip)
     return alt.layer(err, pts, mark).properties(width=170, height=18 * max(1, len(order))).facet(
         facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
         columns=columns).resolve_scale(x="independent")
@@ -267,16 +313,18 @@ def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None 
                          columns: int = 4) -> alt.FacetChart:
     """Setup minus human reference per judge-free statistic (``convcompare.paired_vs_human``),
     paired over instances, with 95% CIs; colour: the corrected verdict; a rule at 0."""
-    d = _statistic_labels(paired, labels).with_columns(verdict=pl.col("verdict").fill_null("not tested"))
+    d = with_words(_statistic_labels(paired, labels).with_columns(verdict=pl.col("verdict").fill_null("not tested")),
+                   "diff_ci_low", "diff_ci_high", digits=3)
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
-    tip = ["target:N", "label:N", alt.Tooltip("diff:Q", format=".3f"), alt.Tooltip("diff_ci_low:Q", format=".3f"),
-           alt.Tooltip("diff_ci_high:Q", format=".3f"), alt.Tooltip("p_adj:Q", format=".3g"), "verdict:N", "n:Q"]
+    tip = ["target:N", alt.Tooltip("label:N", title="statistic"), alt.Tooltip("diff:Q", format=".3f", title="setup − human"),
+           alt.Tooltip("interval:N", title="interval"), alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
+           "verdict:N"]
     pts = base.mark_point(filled=True, size=50).encode(
         x=alt.X("diff:Q", title=None), tooltip=tip,
         color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
                         title="vs humans"))
     err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
-    mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=["target:N", "label:N", "n:Q"])
+    mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
     zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.datum(0))
     n_targets = max(1, d["target"].n_unique())
     return alt.layer(zero, err, pts, mark).properties(width=170, height=18 * n_targets).facet(
@@ -292,10 +340,11 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     d = board.with_columns(label=pl.when(pl.col("rank").is_not_null())
                            .then(pl.format("{}. {}", "rank", "setup")).otherwise(pl.format("({})", "setup")),
                            order=pl.col("rank").fill_null(10 ** 6) + pl.col("distance").fill_null(0) / 10 ** 6)
+    d = with_words(d, digits=3)
     base = alt.Chart(_records(d))
     is_floor = "datum.origin === 'floor'"
-    tip = ["setup:N", "group:N", alt.Tooltip("distance:Q", format=".3f"), alt.Tooltip("ci_low:Q", format=".3f"),
-           alt.Tooltip("ci_high:Q", format=".3f"), "n:Q", "rank:Q", "note:N"]
+    tip = ["setup:N", "group:N", alt.Tooltip("distance:Q", format=".3f"), alt.Tooltip("interval:N", title="interval"),
+           "rank:Q", "note:N"]
     sims = base.transform_filter(f"!({is_floor})").encode(
         y=alt.Y("label:N", title=None, sort=alt.EncodingSortField("order", order="ascending")))
     band = base.transform_filter(f"{is_floor} && {DEFINED.format(lo='ci_low', hi='ci_high')}").mark_rect(
@@ -317,7 +366,8 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
 
 
 def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
-    """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser)."""
+    """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser), and the Vega-Lite spec
+    as ``<path_base>.vl.json`` (what the HTML report embeds; the Vega editor opens it too)."""
     import vl_convert as vlc
 
     base = Path(path_base)
@@ -326,4 +376,5 @@ def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0)
     png, svg = base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"  # a dot in a name is no suffix
     png.write_bytes(vlc.vegalite_to_png(spec, scale=scale))
     svg.write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
+    (base.parent / f"{base.name}.vl.json").write_text(spec, encoding="utf-8")
     return [png, svg]

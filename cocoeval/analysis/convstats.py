@@ -64,6 +64,7 @@ from one stretch of a conversation to the next: a yardstick for the setups' valu
 
 from __future__ import annotations
 
+import gc
 import math
 import re
 from collections import Counter
@@ -215,16 +216,189 @@ FRAME_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "data
 def conversation_frame(run: Run) -> pl.DataFrame:
     """One row per conversation of ``Run.open(run_dir)``: target ('reference' or the
     setup name), instance_id, dataset and every statistic (null where undefined); stale
-    continuations (``Run.stale_reason``) are left out."""
+    continuations (``Run.stale_reason``) are left out. The same values as ``conversation_stats``
+    on each target, computed for every conversation at once (``_token_statistics``); made once
+    per run in a process (``frames.per_run``)."""
+    from .frames import per_run
+
+    return per_run(run, ("convstats",), lambda: _conversation_frame(run))
+
+
+def _conversation_frame(run: Run) -> pl.DataFrame:
+    targets = targets_for(run.instances, run.current_continuations)
+    if not targets:
+        return pl.DataFrame(schema=FRAME_SCHEMA)
+    paused = gc.isenabled()
+    gc.disable()  # a run holds millions of objects: a collection in this burst of allocations scans them all
+    try:
+        lens, tok = _token_statistics(targets)
+    finally:
+        if paused:
+            gc.enable()
     rows = []
-    for t in targets_for(run.instances, run.current_continuations):
+    for c, t in enumerate(targets):
         inst = t.instance
         p = len({x.speaker for x in [*inst.history, *inst.reference]})
-        s = conversation_stats(t.turns, history=inst.history, goals=inst.metadata.goals, participants=p,
-                               scored=t.judged)
+        s = _structure(t.turns, lens[c], t.judged, p) | {k: v[c] for k, v in tok.items()}
         rows.append({"target": t.name, "instance_id": inst.id, "dataset": inst.dataset,
-                     **{k: None if v is None else float(v) for k, v in s.items()}})
-    return pl.DataFrame(rows, schema=FRAME_SCHEMA, orient="row") if rows else pl.DataFrame(schema=FRAME_SCHEMA)
+                     **{k: None if s[k] is None else float(s[k]) for k in STATISTICS}})
+    return pl.DataFrame(rows, schema=FRAME_SCHEMA, orient="row")
+
+
+def _structure(turns: Sequence[Turn], lens: Sequence[int], scored: Sequence[int], participants: int) -> dict[str, Any]:
+    """The statistics of ``conversation_stats`` that need no token itself (``lens``: tokens per turn)."""
+    idx = sorted(i for i in set(scored) if 0 <= i < len(turns))
+    runs = sum(1 for i in range(len(turns)) if i == 0 or turns[i].speaker != turns[i - 1].speaker)
+    switches = runs - 1 if turns else 0
+    questions = [i for i in idx if is_question(turns[i].text)]
+    followed = [i for i in questions if i + 1 < len(turns)]
+    answered = [i for i in followed if turns[i + 1].speaker != turns[i].speaker and not is_question(turns[i + 1].text)]
+    per: dict[str, int] = {}
+    for t, n in zip(turns, lens, strict=True):
+        per[t.speaker] = per.get(t.speaker, 0) + n
+    total, p = sum(per.values()), max(len(per), participants or 0)
+    balance = None if p < 2 or total == 0 else \
+        max(0.0, -sum(c / total * math.log(c / total) for c in per.values() if c)) / math.log(p)
+    return {"turns": len(turns), "speakers": len({t.speaker for t in turns}), "balance": balance,
+            "switch_rate": switches / (len(turns) - 1) if len(turns) >= 2 else None,
+            "mean_run": len(turns) / runs if runs else None,
+            "question_share": _share(len(questions), len(idx)),
+            "answered_share": _share(len(answered), len(followed))}
+
+
+def _token_statistics(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str, list[float | None]]]:
+    """Tokens per turn of every target, and its token statistics (tokens_per_turn, rep_self,
+    rep_any, distinct_1, distinct_2, backchannel_share, goal_overlap), for all targets at once:
+    the texts are tokenized in one polars call, tokens and n-grams become integer ids, and
+    "said earlier" is the first position of each n-gram (numpy). Means are summed in turn order,
+    as ``conversation_stats`` sums them, so the values are the same to the last bit."""
+    import numpy as np
+
+    n_conv = len(targets)
+    insts: dict[str, int] = {}
+    for t in targets:
+        insts.setdefault(t.instance.id, len(insts))
+    inst_objs = {t.instance.id: t.instance for t in targets}
+    speakers: dict[str, int] = {}
+    texts: list[str] = []
+    rows: list[tuple[int, int, int, int, bool]] = []  # per text: instance, conversation (-1 history, -2 goal),
+    # position (history negative), speaker, scored
+    for iid, k in insts.items():  # each instance's history once (rows with r_conv -1), then its goals
+        inst = inst_objs[iid]
+        h = len(inst.history)
+        for j, turn in enumerate(inst.history):
+            texts.append(turn.text)
+            rows.append((k, -1, j - h, speakers.setdefault(turn.speaker, len(speakers)), False))
+        for g in inst.metadata.goals:
+            texts.append(g)
+            rows.append((k, -2, 0, -1, False))
+    for c, t in enumerate(targets):
+        k = insts[t.instance.id]
+        keep = {i for i in t.judged if 0 <= i < len(t.turns)}
+        for j, turn in enumerate(t.turns):
+            texts.append(turn.text)
+            rows.append((k, c, j, speakers.setdefault(turn.speaker, len(speakers)), j in keep))
+    toks = pl.Series(texts, dtype=pl.Utf8).str.to_lowercase().str.extract_all(WORD.pattern)
+    lens = toks.list.len().fill_null(0).to_numpy().astype(np.int64)
+    flat = toks.list.explode().drop_nulls()
+    ids = flat.cast(pl.Categorical).to_physical().to_numpy().astype(np.int64)  # equal tokens, equal ids
+    tlen = flat.str.len_chars().to_numpy().astype(np.int64)
+    table = np.array(rows, np.int64).reshape(-1, 5)
+    inst_r, conv_r, pos_r, spk_r, scored_r = table[:, 0], table[:, 1], table[:, 2], table[:, 3], table[:, 4] == 1
+    n_rows = len(texts)
+    row = np.repeat(np.arange(n_rows), lens)
+    start = np.cumsum(lens) - lens  # each row's first token
+    off = np.arange(len(ids)) - start[row]  # a token's place in its row
+    target_row = conv_r >= 0
+    vocab = int(ids.max()) + 1 if len(ids) else 1
+
+    def grams(n: int) -> tuple[dict[str, Any], Any]:
+        """The word n-grams within rows, as n columns of token ids, and the row of each."""
+        at = np.flatnonzero(off + n <= lens[row])
+        if vocab ** n < 2 ** 62:  # packed into one integer
+            key = ids[at]
+            for i in range(1, n):
+                key = key * vocab + ids[at + i]
+            return {"k": key}, row[at]
+        return {f"t{i}": ids[at + i] for i in range(n)}, row[at]
+
+    def per_row(hits: Any, rows: Any) -> Any:
+        return np.bincount(rows, weights=hits, minlength=n_rows)
+
+    def ordered_mean(values: Any, use: Any) -> list[float | None]:
+        """Per conversation, the mean of ``values`` over its target rows where ``use``, summed
+        left to right in turn order (as Python's ``sum`` does; padding adds exact zeros)."""
+        sel = np.flatnonzero(use & target_row)
+        conv = conv_r[sel]
+        counts = np.bincount(conv, minlength=n_conv)
+        first = np.cumsum(counts) - counts
+        rank = np.arange(len(sel)) - first[conv]
+        width = int(counts.max()) if len(counts) and counts.max() > 0 else 0
+        m = np.zeros((n_conv, width))
+        m[conv, rank] = values[sel]
+        acc = np.zeros(n_conv)
+        for j in range(width):
+            acc = acc + m[:, j]
+        return [float(acc[c] / counts[c]) if counts[c] else None for c in range(n_conv)]
+
+    out: dict[str, list[float | None]] = {}
+    out["tokens_per_turn"] = ordered_mean(lens.astype(np.float64), scored_r)
+    # repetition: an n-gram of a scored turn said before it, by anyone / by the same speaker:
+    # in the history (any row of the instance's history) or in an earlier turn of the target
+    g, grow = grams(NGRAM)
+    gcols = list(g)
+    hist, tgt = conv_r[grow] == -1, conv_r[grow] >= 0
+    trow = grow[tgt]
+    said = pl.DataFrame({"i": inst_r[grow[hist]], "s": spk_r[grow[hist]], **{k: v[hist] for k, v in g.items()}})
+    ts = pl.DataFrame({"c": conv_r[trow], "i": inst_r[trow], "s": spk_r[trow], "p": pos_r[trow],
+                       **{k: v[tgt] for k, v in g.items()}})
+    h_any = said.select("i", *gcols).unique().with_columns(h_any=pl.lit(True))
+    h_self = said.unique().with_columns(h_self=pl.lit(True))
+    hits = (ts.join(h_any, on=["i", *gcols], how="left", maintain_order="left")
+            .join(h_self, on=["i", "s", *gcols], how="left", maintain_order="left")
+            .select(rep_any=pl.col("h_any").fill_null(False) | (pl.col("p").min().over("c", *gcols) < pl.col("p")),
+                    rep_self=pl.col("h_self").fill_null(False)
+                    | (pl.col("p").min().over("c", "s", *gcols) < pl.col("p"))))
+    n_grams = np.maximum(lens - NGRAM + 1, 0)
+    has = n_grams > 0
+    safe = np.where(has, n_grams, 1)
+    for name in ("rep_self", "rep_any"):
+        out[name] = ordered_mean(per_row(hits[name].to_numpy().astype(np.float64), trow) / safe, scored_r & has)
+    for n in (1, 2):  # distinct n-grams (within turns) of the scored turns / all of them
+        dg, drow = grams(n)
+        use = scored_r[drow] & target_row[drow]
+        conv = conv_r[drow[use]]
+        total = np.bincount(conv, minlength=n_conv)
+        distinct = np.zeros(n_conv, np.int64)
+        if len(conv):
+            per = (pl.DataFrame({"c": conv, **{k: v[use] for k, v in dg.items()}}).group_by("c")
+                   .agg(k=pl.struct(list(dg)).n_unique()))
+            distinct[per["c"].to_numpy()] = per["k"].to_numpy()
+        out[f"distinct_{n}"] = [float(distinct[c] / total[c]) if total[c] else None for c in range(n_conv)]
+    not_back = per_row((~flat.is_in(sorted(BACKCHANNEL)).to_numpy()).astype(np.float64), row)
+    back = (lens <= SHORT_TOKENS) | (not_back == 0)
+    sc = np.bincount(conv_r[scored_r], minlength=n_conv)
+    bc = np.bincount(conv_r[scored_r & back], minlength=n_conv)
+    out["backchannel_share"] = [float(bc[c] / sc[c]) if sc[c] else None for c in range(n_conv)]
+    # overlap with the goals: content tokens (>= CONTENT_MIN_CHARS) of a turn found in its goals
+    goal = conv_r[row] == -2
+    goal_keys = inst_r[row[goal]] * vocab + ids[goal]
+    has_goals = np.bincount(inst_r[row[goal]], minlength=len(insts)) > 0
+    content = tlen >= CONTENT_MIN_CHARS
+    in_goal = content & _isin(inst_r[row] * vocab + ids, goal_keys)
+    n_content = per_row(content.astype(np.float64), row)
+    ratio = per_row(in_goal.astype(np.float64), row) / np.where(n_content > 0, n_content, 1)
+    overlap = ordered_mean(ratio, scored_r & (n_content > 0))
+    conv_inst = np.array([insts[t.instance.id] for t in targets], np.int64)
+    out["goal_overlap"] = [v if has_goals[conv_inst[c]] else None for c, v in enumerate(overlap)]
+    per_conv = np.bincount(conv_r[target_row], minlength=n_conv)
+    flat_lens, ends = lens[target_row].tolist(), np.cumsum(per_conv).tolist()
+    row_lens = [flat_lens[e - n:e] for e, n in zip(ends, per_conv.tolist(), strict=True)]
+    return row_lens, out
+
+
+def _isin(values: Any, among: Any) -> Any:
+    return pl.Series(values).is_in(pl.Series(among).unique().implode()).to_numpy()
 
 
 TURN_TAKING: dict[str, str] = {  # name: short label (charts); definitions in the module docstring
@@ -277,7 +451,13 @@ def turn_taking_frame(run: Run) -> pl.DataFrame:
     """One row per current ok continuation of ``run`` (target = its setup) and per instance
     (target ``HISTORY``: the last |r| turns of x against r): the turn-taking measures against the
     human reference of the same instance (``TURN_TAKING``, null where undefined), with both
-    entropies."""
+    entropies. Made once per run in a process (``frames.per_run``)."""
+    from .frames import per_run
+
+    return per_run(run, ("turn_taking",), lambda: _turn_taking_frame(run))
+
+
+def _turn_taking_frame(run: Run) -> pl.DataFrame:
     rows = []
     for t in targets_for(run.instances, run.current_continuations):
         inst = t.instance

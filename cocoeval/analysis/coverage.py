@@ -61,8 +61,10 @@ HOW = {
                  "kinds), then `cocoeval run PARAMS --stage judge`",
     "judge": "add a judge with `kind: [overall, fine_grained]` to `judges:` (the paper's: o4-mini, params/paper.yaml), "
              "then `cocoeval run PARAMS --stage judge`",
-    "humans": "`cocoeval annotate-export RUN --out annotate/` (the paper's draw), have the annotators label it, then "
-              "`cocoeval annotate-import FILE RUN --key annotate/key.json` (or the annotator of notebooks 08, 09)",
+    "humans": "`cocoeval annotate-export PARAMS --out annotate/` (B.1's draws are the params file's `annotation:` "
+              "section, as in params/paper.yaml; given a run directory instead, it draws from every setup of the run), "
+              "have the annotators label it, then `cocoeval annotate-import FILE RUN --key annotate/key.json` (or the "
+              "annotator of notebooks 08, 09)",
     "fetch": "`cocoeval fetch {fetch} --out data/`, `{source}` under `build.sources` (params/paper.yaml), then "
              "`cocoeval run PARAMS` (it rebuilds the benchmark)",
     "sharechat": "no public archive to fetch: put the ShareChat user/assistant logs (JSON/JSONL) in data/sharechat/ and "
@@ -157,16 +159,27 @@ def _params_datasets(params: ExperimentParams, exp: Experiment | None) -> set[st
             split = exp.bench_dir() / f"{params.instances.split}.jsonl"
             if split.is_file():
                 found = _jsonl_datasets(split)
+            elif split.with_suffix(".parquet").is_file():  # a benchmark exported by cocoeval bench-export
+                found = _parquet_datasets(split.with_suffix(".parquet"))
     if found is not None and params.instances.datasets is not None:
         found &= set(params.instances.datasets)
     return found
+
+
+def _parquet_datasets(path: Path) -> set[str] | None:
+    import polars as pl
+
+    try:
+        return {str(d) for d in pl.read_parquet(path, columns=["dataset"])["dataset"].to_list()}
+    except Exception:  # unreadable: the run itself reports it; coverage only cannot say
+        return None
 
 
 def _jsonl_datasets(path: Path) -> set[str] | None:
     try:
         with path.open(encoding="utf-8") as fh:
             return {str(json.loads(line).get("dataset")) for line in fh if line.strip()}
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # a bad file is the loader's to name
         return None
 
 

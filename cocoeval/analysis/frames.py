@@ -3,8 +3,12 @@ labels, and validity (invalid continuations and judgments). Analysis reads only 
 
 from __future__ import annotations
 
+import os
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import polars as pl
 
@@ -15,6 +19,8 @@ from cocoeval.run.rundir import UNKNOWN_INSTANCE
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
+
+T = TypeVar("T")
 
 HUMAN = "human reference"
 """How the human reference is labelled in tables and figures."""
@@ -81,9 +87,91 @@ def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
+OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench"})
+"""Folders of a run directory that ``Run.open`` does not read (what the report and the notebooks
+write, the benchmark): changing them does not invalidate the cached frames."""
+_CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+"""(what, run directory or id of an in-memory Run, ...) -> (signature when made, value)."""
+
+
+def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int], ...]:
+    """Every file a run directory holds (but ``OUTPUT_DIRS``) with its mtime (ns) and size: what
+    the cached frames of the run are valid for."""
+    out = []
+    stack = [Path(run_dir)]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if not (d == Path(run_dir) and e.name in OUTPUT_DIRS):
+                    stack.append(Path(e.path))
+            elif e.is_file():
+                st = e.stat()
+                out.append((e.path, st.st_mtime_ns, st.st_size))
+    return tuple(sorted(out))
+
+
+def _shape(run: Run) -> tuple[Any, ...]:
+    """What of an in-memory run changes when its lists or their items are replaced, added or
+    removed (an opened run is also checked against its files; an item changed in place is not
+    seen: pydantic models are replaced with ``model_copy``)."""
+    def items(v: list[Any]) -> int:
+        return hash(tuple(map(id, v)))
+
+    def lists(d: dict[str, list[Any]]) -> tuple[Any, ...]:
+        return tuple((k, id(v), items(v)) for k, v in d.items())
+
+    return (id(run.instances), items(run.instances), lists(run.continuations), lists(run.judgments), lists(run.human))
+
+
+def per_run(run: Run, what: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """``make()`` once per run and ``what`` in this process: for the same ``Run`` object while it
+    lives and, for an opened run, while its directory's files (``run_signature``) are unchanged,
+    so that every analysis of a report or a notebook kernel shares one computation."""
+    key = (id(run), *what)
+    sig = (_shape(run), run_signature(run.path) if run.path is not None else None)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] == sig:
+        return cast(T, hit[1])
+    value = make()
+    if not any(k[0] == id(run) for k in _CACHE):
+        weakref.finalize(run, _forget, id(run))
+    _CACHE[key] = (sig, value)
+    return value
+
+
+def _forget(run_id: int) -> None:
+    for k in [k for k in _CACHE if k[0] == run_id]:
+        del _CACHE[k]
+
+
+def open_run_dir(path: str | Path) -> Run:
+    """``Run.open(path)``, read once per process while the directory's files are unchanged
+    (``run_signature``); the same ``Run`` object is returned, so its frames are shared too."""
+    from cocoeval.run import Run
+
+    d = Path(path).resolve()
+    sig = run_signature(d)
+    hit = _CACHE.get(("open", str(d)))
+    if hit is not None and hit[0] == sig:
+        return cast("Run", hit[1])
+    run = Run.open(path)
+    _CACHE[("open", str(d))] = (sig, run)
+    return run
+
+
 def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
-    """Build the frames from ``Run.open(run_dir)``."""
+    """Build the frames from ``Run.open(run_dir)``; made once per run and taxonomy in a process
+    (``per_run``: invalidated when the run's files change)."""
     tax = taxonomy or load_taxonomy()
+    return per_run(run, ("frames", tax.hash), lambda: _run_frames(run, tax))
+
+
+def _run_frames(run: Run, tax: Taxonomy) -> Frames:
     cat = {b.id: b.category for b in tax.behaviours}
     insts = {i.id: i for i in run.instances}
     inst_rows = [{"instance_id": i.id, "dataset": i.dataset,

@@ -17,9 +17,12 @@ defined, the paired sign-flip test, corrections for multiple comparisons, and th
 
 from __future__ import annotations
 
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from cocoeval.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ALPHA = 0.05
 MIN_N = 10
@@ -51,6 +54,8 @@ def too_small(n: int, min_n: int) -> str | None:
 
 def ci_notes(n: int, boot: np.ndarray, min_n: int) -> list[str | None]:
     """Per column of ``boot`` (B, k): why its interval is undefined, or None when it is defined."""
+    import numpy as np
+
     boot = np.asarray(boot, dtype=float).reshape(len(boot), -1)
     small = too_small(n, min_n)
     if small:
@@ -70,6 +75,8 @@ def interval(lo: float, hi: float, note: str | None) -> tuple[float | None, floa
 
 def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.ndarray:
     """Two-sided paired sign-flip test that the mean of each column of ``d`` (n, k) is 0."""
+    import numpy as np
+
     d = np.asarray(d, dtype=float)
     if d.ndim == 1:
         d = d[:, None]
@@ -81,17 +88,41 @@ def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.nd
     if n < 30 and 2 ** n <= flips:  # every sign vector: the exact permutation distribution
         signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
         return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2 ** n
-    rng = np.random.default_rng(seed)
     hits = np.zeros(k)
-    chunk = max(1, 2_000_000 // n)
-    for start in range(0, flips, chunk):
-        signs = rng.integers(0, 2, size=(min(chunk, flips - start), n)).astype(np.float64) * 2.0 - 1.0
-        hits += (np.abs(signs @ d) >= obs - tol).sum(axis=0)
+    for signs in _sign_chunks(n, flips, seed):
+        hits += (np.abs(signs.astype(np.float64) @ d) >= obs - tol).sum(axis=0)
     return (1.0 + hits) / (flips + 1.0)
+
+
+_SIGNS: dict[tuple[int, int, int], list[Any]] = {}
+_SIGNS_MAX_BYTES = 200_000_000
+
+
+def _sign_chunks(n: int, flips: int, seed: int) -> list[Any]:
+    """The random sign vectors of ``sign_flip_pvalues`` for ``n`` rows (int8 ±1, in chunks):
+    the same draws every time for the same ``n``, ``flips`` and ``seed``, so they are drawn once
+    and kept (a report tests hundreds of columns of a few lengths), the oldest dropped past
+    ``_SIGNS_MAX_BYTES``."""
+    import numpy as np
+
+    key = (n, flips, seed)
+    hit = _SIGNS.get(key)
+    if hit is not None:
+        return hit
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // n)
+    out = [(rng.integers(0, 2, size=(min(chunk, flips - start), n)) * 2 - 1).astype(np.int8)
+           for start in range(0, flips, chunk)]
+    while _SIGNS and sum(x.nbytes for c in _SIGNS.values() for x in c) + n * flips > _SIGNS_MAX_BYTES:
+        del _SIGNS[next(iter(_SIGNS))]
+    _SIGNS[key] = out
+    return out
 
 
 def adjust_pvalues(p: np.ndarray, method: str = "bh") -> np.ndarray:
     """Adjusted p-values over the finite entries of ``p`` (NaN stays NaN: not tested)."""
+    import numpy as np
+
     check_params(correction=method)
     p = np.asarray(p, dtype=float)
     out = np.full(p.shape, np.nan)
@@ -114,6 +145,8 @@ def adjust_pvalues(p: np.ndarray, method: str = "bh") -> np.ndarray:
 
 def verdict(diff: float, p_adj: float | None, alpha: float = ALPHA) -> str | None:
     """Over/under-production when the adjusted p is at most ``alpha``; None when not tested."""
+    import numpy as np
+
     if p_adj is None or not np.isfinite(p_adj):
         return None
     if p_adj <= alpha and diff != 0:

@@ -109,6 +109,11 @@ class ReportSpec:
 AnalysisFn = Callable[["Run", Params], "Answer | None"]
 
 
+UNMARKED = frozenset({"agreement", "judge_check"})
+"""Analyses whose behaviour tables are about the judge's agreement itself, not rates it produced:
+never marked with the validation gate's line."""
+
+
 @dataclass(frozen=True)
 class Analysis:
     name: str
@@ -121,7 +126,17 @@ class Analysis:
         p = params or Params()
         if p.frames is None:
             p = replace(p, frames=p.frames_of(run))
-        return self.fn(run, p)
+        ans = self.fn(run, p)
+        if (ans is not None and ans.judge_based and self.name not in UNMARKED
+                and any("behaviour" in t.columns for t in ans.tables.values())):
+            # beyond the paper: the behaviours the judge is not validated for
+            from .judge_check import gate_note
+
+            assert p.frames is not None
+            note = gate_note(run, p.frames, p.judge, p.resamples, p.seed, min_n=p.min_n)
+            if note:
+                ans.text.append(note)
+        return ans
 
 
 REGISTRY: dict[str, Analysis] = {}

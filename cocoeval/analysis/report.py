@@ -3,6 +3,8 @@ Markdown) and an index listing them, with the invalid rates beside the statistic
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,7 @@ from cocoeval.core.text import md_escape
 from cocoeval.run import Run
 from cocoeval.run.rundir import PIPELINE_LABEL
 
-from . import agreement, analyses, charts, inference, stats
+from . import agreement, analyses, charts, html_report, inference, judge_check, stats
 from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
 from .frames import Frames, invalid_rates, run_frames
@@ -33,6 +35,23 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
 
     head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
     return head + "".join("| " + " | ".join(fmt(v) for v in row) + " |\n" for row in df.iter_rows())
+
+
+def render_workers() -> int:
+    """Threads rendering the report's figures (vl-convert renders outside the GIL)."""
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def _render_figure(spec: str, base: Path, scale: float = 2.0) -> None:
+    """``<base>.png`` and ``.svg`` of a Vega-Lite ``spec``, the same bytes as ``charts.save``
+    writes, from one compilation to Vega for both formats."""
+    import vl_convert as vlc
+
+    base.parent.mkdir(parents=True, exist_ok=True)
+    vega = vlc.vegalite_to_vega(spec)
+    (base.parent / f"{base.name}.png").write_bytes(vlc.vega_to_png(vega, scale=scale))
+    (base.parent / f"{base.name}.svg").write_text(vlc.vega_to_svg(vega), encoding="utf-8")
+    (base.parent / f"{base.name}.vl.json").write_text(spec, encoding="utf-8")  # as charts.save: for index.html
 
 
 def default_judge(f: Frames) -> str | None:
@@ -118,9 +137,9 @@ def _tested(answers: dict[str, Answer], correction: str) -> str | None:
 
 def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
                  resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N,
-                 correction: str = "bh") -> dict[str, Any]:
-    """Every figure and table of a run. Intervals over fewer than ``min_n`` instances (or with
-    every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
+                 correction: str = "bh", html: bool = False) -> dict[str, Any]:
+    """Every figure and table of a run (``html``: also the self-contained ``index.html``,
+    ``html_report``). Intervals over fewer than ``min_n`` instances (or with every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
     behaviours x setups with ``correction`` (bh, holm or none)."""
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
     run = Run.open(run_dir)
@@ -134,10 +153,19 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     judge_free = analyses.judge_free_outputs()  # listed first in the index, never marked
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
     figures: dict[str, tuple[list[Path], str]] = {}
+    pool, rendering = ThreadPoolExecutor(max_workers=render_workers()), []  # figures render while the rest computes
+
+    gate = judge_check.gate_note(run, f, judge, resamples, seed, min_n=min_n)  # beyond the paper: the marks
+
+    def rates_of_judge(name: str) -> bool:
+        """Whether a table or figure shows behaviour rates made by the judge (marked with the gate)."""
+        return name not in judge_free and not name.startswith(judge_check.UNMARKED_OUTPUTS)
 
     def table(name: str, df: pl.DataFrame, what: str) -> None:
         if check and name not in judge_free and name != "invalid_rates":
             what += mark
+        if gate and "behaviour" in df.columns and rates_of_judge(name):
+            what += f" — {gate}"
         tables[name] = (df, what)
         out.mkdir(parents=True, exist_ok=True)
         df.write_csv(out / f"{name}.csv")
@@ -148,7 +176,11 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             return
         if judged and check:
             chart, what = charts.titled(chart, f"{what} — {charts.PIPELINE_CHECK}"), f"{what}{mark}"
-        figures[name] = (charts.save(chart, out / name), what)
+        if judged and gate and rates_of_judge(name) and "likert" not in name:
+            chart, what = judge_check.mark_chart(chart, what, gate), f"{what} — {gate}"
+        base = out / name  # rendered in the pool (_render_figure), waited for before the index
+        figures[name] = ([base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"], what)
+        rendering.append(pool.submit(_render_figure, chart.to_json(), base))
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
     free = _tested(write_section("judge-free", run, params, table, figure), correction)
@@ -242,6 +274,10 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
               "Invalid judgments are excluded and counted in invalid_rates.\n",
               *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs])]
+    pool.shutdown(wait=True)
+    for done in rendering:
+        done.result()  # a figure that failed to render fails the report, as before
     write_atomic(out / "index.md", "\n".join(index) + "\n")
+    page = str(html_report.from_report(run, f, out, index, figures, tables, judge=judge)) if html else None
     return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
-            "pipeline_check": check, "warnings": notices}
+            "pipeline_check": check, "warnings": notices, "html": page}

@@ -94,7 +94,7 @@ def participants(f: Frames, judge: str, run: Run | None = None, *, datasets: lis
     a.charts["table12"] = charts.participants_heatmap(sp, f.taxonomy)
     col = participant_counts(f, count)
     per_conv = (f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))
-                .group_by("instance_id").agg(total=pl.col("count").sum())
+                .group_by("instance_id", maintain_order=True).agg(total=pl.col("count").sum())  # one order every time
                 .join(col.filter(pl.col("dataset").is_in(chosen)), on="instance_id")
                 .rename({"participants": "n_participants"}))
     a.charts["participants"] = charts.participants_chart(per_conv, x_title=f"participants ({count})")

@@ -26,13 +26,14 @@ import csv
 import hashlib
 import io
 import random
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.jsonio import read_json, write_atomic, write_json, write_jsonl
-from cocoeval.core.schema import Judgment
+from cocoeval.core.schema import MAX_ID, Judgment
 from cocoeval.core.targets import REFERENCE, Target, behaviour_counts, targets_for  # noqa: F401  (re-exported for users)
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.humans import (
@@ -215,6 +216,14 @@ def read_key(path: str | Path) -> dict[str, dict[str, Any]]:
         if bad := [f for f in ("instance_id", "target") if not isinstance(k.get(f), str) or not k[f]]:
             raise InputError(f"no {' and no '.join(bad)} (a text) in the entry", file=str(path),
                              record=f"item {item!r}", hint=hint)
+        for f in ("instance_id", "target"):
+            v = k[f]
+            odd = [c for c in v if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+            if odd or len(v) > MAX_ID:
+                why = (f"a control or invisible character (U+{ord(odd[0]):04X})" if odd
+                       else f"{len(v)} characters (at most {MAX_ID})")
+                raise InputError(f"its {f} has {why}: no instance or target of a run has one", file=str(path),
+                                 record=f"item {item!r}", hint=hint)
     return keymap
 
 

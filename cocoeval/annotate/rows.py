@@ -55,17 +55,30 @@ def read_rows(path: Path) -> list[tuple[str, Any]]:
         rows = [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
     else:
         reader = csv.DictReader(io.StringIO(read_text(path)))
-        header = reader.fieldnames or []
-        twice = sorted({c for c in header if header.count(c) > 1})
-        if twice:  # DictReader would keep the last column of that name silently
-            raise InputError(f"CSV header names the column{'s' if len(twice) > 1 else ''} "
-                             f"{', '.join(repr(c) for c in twice)} more than once", file=str(path), record="row 1",
-                             hint=f"keep one column of each name (the columns are {', '.join(FIELDS)})")
-        missing = {"annotator", "turn", "behaviours"} - set(reader.fieldnames or [])
-        if missing:
-            raise InputError(f"CSV header lacks {', '.join(sorted(missing))}", file=str(path),
-                             hint=f"use the columns {', '.join(FIELDS)} (see template.csv of an export)")
-        rows = [(f"row {n}", r) for n, r in enumerate(reader, start=2)]
+        try:
+            return _csv_rows(path, reader)
+        except csv.Error as e:  # a field past csv's size limit, a NUL, a quote left open
+            raise InputError(f"not readable as CSV ({e})", file=str(path), record=f"row {reader.line_num}",
+                             hint="save the sheet again as CSV (one row per turn, as template.csv)") from None
+    return _some(path, rows)
+
+
+def _csv_rows(path: Path, reader: csv.DictReader) -> list[tuple[str, Any]]:
+    header = reader.fieldnames or []
+    twice = sorted({c for c in header if header.count(c) > 1})
+    if twice:  # DictReader would keep the last column of that name silently
+        raise InputError(f"CSV header names the column{'s' if len(twice) > 1 else ''} "
+                         f"{', '.join(repr(c) for c in twice)} more than once", file=str(path), record="row 1",
+                         hint=f"keep one column of each name (the columns are {', '.join(FIELDS)})")
+    missing = {"annotator", "turn", "behaviours"} - set(reader.fieldnames or [])
+    if missing:
+        raise InputError(f"CSV header lacks {', '.join(sorted(missing))}", file=str(path),
+                         hint=f"use the columns {', '.join(FIELDS)} (see template.csv of an export)")
+    rows = [(f"row {n}", r) for n, r in enumerate(reader, start=2)]
+    return _some(path, rows)
+
+
+def _some(path: Path, rows: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     if not rows:
         raise InputError("no annotation rows (only a header); nothing was imported", file=str(path),
                          hint="fill the rows of template.csv (one per turn and one overall row per item)")

@@ -11,7 +11,7 @@ from typing import Any
 from cocoeval.core.errors import ConfigError
 from cocoeval.llm import Runner
 
-from .build import ContextPlan, build, load_instances, plan_context
+from .build import ContextPlan, build, has_benchmark, load_instances, plan_context
 from .config import BuildSection, LLMContextOptions
 
 
@@ -53,7 +53,7 @@ def already_made(bench: Path, ctx: LLMContextOptions) -> dict[str, str]:
     """The kinds of LLM context (clean, metadata, summary) whose calls a build into ``bench``
     needs not pay again: the benchmark there already holds instances (both splits) made with
     ``ctx``'s models, so a rebuild gets their answers from the call cache. Kind -> the reason."""
-    if not (bench / "eval.jsonl").exists():
+    if not has_benchmark(bench):
         return {}
     insts = load_instances(bench, None)
     if not insts:

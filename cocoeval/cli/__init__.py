@@ -1,7 +1,7 @@
 """The ``cocoeval`` command line: ``main`` and ``build_parser`` assemble one module per command
 group: ``bench`` (build, show, demo-data, fetch), ``run`` (run, estimate, check, batches), ``sft``
 (sft-export, finetune), ``annotate`` (annotate-export/-import), ``report`` (report, notebooks),
-``simulators`` (export-instances, import-continuations, simulators).
+``simulators`` (export-instances, import-continuations, simulators), ``probe`` (probe).
 Option converters live in ``_args``."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import traceback
 from cocoeval import __version__
 from cocoeval.core.errors import CocoevalError
 
-from . import annotate, bench, report, run, sft, simulators
+from . import annotate, bench, probe, report, run, sft, simulators
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print the traceback of an internal error (also COCOEVAL_DEBUG=1)")
     sub = p.add_subparsers(dest="command", required=True)
 
-    for group in (bench, sft, annotate, report, run, simulators):
+    for group in (bench, sft, annotate, report, run, simulators, probe):
         group.add_commands(sub)
     return p
 

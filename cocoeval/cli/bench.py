@@ -1,4 +1,4 @@
-"""The ``cocoeval`` commands about the benchmark: build, show, demo-data, fetch."""
+"""The ``cocoeval`` commands about the benchmark: build, show, bench-export, demo-data, fetch."""
 
 from __future__ import annotations
 
@@ -105,6 +105,16 @@ def _cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_bench_export(a: argparse.Namespace) -> int:
+    from cocoeval.bench.export import export_bench
+
+    rep = export_bench(a.bench_dir, a.out, a.format)
+    print(f"wrote {a.out}/eval.parquet ({rep['eval']} instances), train.parquet ({rep['train']}), README.md "
+          "(the dataset card) and report.json")
+    print(f"load it with: datasets.load_dataset(\"{a.out}\"), or bench: {a.out} in a params file")
+    return 0
+
+
 def _cmd_demo_data(a: argparse.Namespace) -> int:
     from cocoeval.sources.demo import sample_dir, write_demo_data
 
@@ -184,6 +194,18 @@ def add_commands(sub: Any) -> None:
     s.add_argument("--width", type=int_range(20, 10_000), default=100, help="wrap width (default 100)")
     s.add_argument("--max-chars", type=positive_int, default=2000, help="longest turn printed (default 2000)")
     s.set_defaults(func=_cmd_show)
+
+    x = sub.add_parser("bench-export", help="write a benchmark as a dataset: parquet splits and a dataset card",
+                       description="Write a benchmark folder's eval and train splits as parquet (OUT/eval.parquet, "
+                       "OUT/train.parquet) with a README.md dataset card in the Hugging Face format (licence, "
+                       "configs, splits, features; how it was built, counts per dataset, provenance and hashes "
+                       "from the build report) and the build report. The folder loads with datasets.load_dataset "
+                       "and is a benchmark folder for cocoeval too (bench: in a params file, show, sft-export, "
+                       "export-instances); read back, every instance is byte-identical.")
+    x.add_argument("bench_dir", type=Path, help="folder written by cocoeval build")
+    x.add_argument("--format", choices=["parquet"], default="parquet", help="output format (default parquet)")
+    x.add_argument("--out", type=out_dir, required=True, help="output folder")
+    x.set_defaults(func=_cmd_bench_export)
 
     d = sub.add_parser("demo-data", help="write the illustrative demo conversations")
     d.add_argument("--out", type=out_dir, required=True, help="output folder")

@@ -26,9 +26,11 @@ def _cmd_report(a: argparse.Namespace) -> int:
     from cocoeval.analysis.report import write_report
 
     rep = write_report(a.run_dir, a.out, judge=a.judge, resamples=a.resamples, seed=a.seed, min_n=a.min_n,
-                       correction=a.correction)
+                       correction=a.correction, html=a.html)
     print(f"judge: {rep['judge']}; {len(rep['figures'])} figures, {len(rep['tables'])} tables in {rep['out']} "
           f"(see {rep['out']}/index.md)")
+    if rep["html"] is not None:
+        print(f"wrote {rep['html']} ({Path(rep['html']).stat().st_size:,} bytes): open it in a browser, no server needed")
     for w in rep["warnings"]:  # also at the top of index.md
         print(f"warning: {w}", file=sys.stderr)
     return 0
@@ -60,6 +62,9 @@ def add_commands(sub: Any) -> None:
     rp.add_argument("--judge", help="judge shown in the figures (default: the first LLM judge)")
     add_analysis_args(rp)
     rp.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    rp.add_argument("--html", action="store_true",
+                    help="also write OUT/index.html: one self-contained file (no network, no server; opens from "
+                    "file://) with every figure (interactive), every table, the provenance and the conversation viewer")
     rp.set_defaults(func=_cmd_report)
 
     nbp = sub.add_parser("notebooks", help="execute every notebook headlessly (papermill) on a run, or copy them",

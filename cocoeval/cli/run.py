@@ -15,14 +15,15 @@ from ._args import int_range, out_file, seconds
 
 def _cmd_check(a: argparse.Namespace) -> int:
     from cocoeval.analysis.coverage import coverage_text, paper_coverage
-    from cocoeval.core.errors import ConfigError
+    from cocoeval.core.errors import ConfigError, InputError
     from cocoeval.llm import get_provider
     from cocoeval.run.stages import load_params
+    from cocoeval.simulate.setup import ImportedSetup
 
     exp = load_params(a.params)
     print(coverage_text(paper_coverage(exp)))  # from the params alone: what of the paper the run will lack
     models = sorted({m for s in exp.params.setups for m in s.model_specs().values()}
-                    | {j.model for j in exp.params.judges} | exp.build_models())
+                    | {j.model for j in exp.params.llm_judges} | exp.build_models())
     problems = [f"no data at {path} (source {spec}): fetch it first (cocoeval fetch)"
                 for spec, path in exp.missing_sources()]
     for m in models:
@@ -30,7 +31,15 @@ def _cmd_check(a: argparse.Namespace) -> int:
             get_provider(m).check_ready()
         except ConfigError as e:
             problems.append(str(e))
-    if exp.params.bench and not (exp.bench_dir() / "eval.jsonl").exists():
+    for s in exp.params.setups:  # an imported setup's file must be there to be hashed and read
+        if isinstance(s, ImportedSetup):
+            try:
+                s.file_sha256()
+            except InputError as e:
+                problems.append(f"setup {s.name}: {e}")
+    from cocoeval.bench.build import has_benchmark
+
+    if exp.params.bench and not has_benchmark(exp.bench_dir()):  # built (JSONL) or exported (parquet)
         problems.append(f"no benchmark at {exp.bench_dir()}: build it first (docs/data.md: Building a benchmark from real data)")
     for p in problems:
         print(f"missing: {p}", file=sys.stderr)

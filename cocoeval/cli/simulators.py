@@ -45,7 +45,7 @@ def _instances(source: Path, split: str, setup: str | None) -> tuple[list[Any], 
 def _cmd_export_instances(a: argparse.Namespace) -> int:
     from cocoeval.simulate.exchange import export_instances
 
-    insts, what = _instances(a.source, a.split, a.setup)
+    insts, what = _instances(a.path, a.split, a.setup)
     n = export_instances(insts, a.out)
     print(f"wrote {n} instance(s), {what}, to {a.out}: write each one's n_turns turns and import them "
           "(docs/simulators.md)")
@@ -116,7 +116,7 @@ def add_commands(sub: Any) -> None:
         description="Write one JSON object per instance: id, dataset, kind, M (goals, participants with roles), "
         "S, x and the number of turns to write (not the human reference). Schema: "
         "cocoeval/simulate/schemas/simulator_input.schema.json; docs/simulators.md.")
-    ex.add_argument("source", type=Path, help="a run directory, a benchmark folder (cocoeval build) or a params "
+    ex.add_argument("path", type=Path, help="a run directory, a benchmark folder (cocoeval build) or a params "
                     "file (the instances its run selects)")
     ex.add_argument("--out", type=out_file, required=True, help="the JSONL file to write")
     ex.add_argument("--split", choices=("eval", "train"), default="eval", help="a benchmark folder's split "

@@ -5,22 +5,18 @@ file names (``names``) and text made safe to show (``text``).
 
 Imports nothing of cocoeval but the LLM layer's errors and secret redaction."""
 
+from cocoeval import lazy_exports
+
 from .errors import CocoevalError, ConfigError, FatalLLMError, InputError, NotFoundError
-from .schema import (
-    CallRecord,
-    Continuation,
-    Conversation,
-    Instance,
-    Judgment,
-    Metadata,
-    Participant,
-    Provenance,
-    Summary,
-    Turn,
-    TurnLabel,
-)
-from .targets import NO_TURNS, REFERENCE, Target, behaviour_counts, judged_turns, targets_for
-from .taxonomy import Behaviour, Taxonomy, load_taxonomy
+
+_WHERE = {  # loaded on first use: the errors alone (what every command imports) need no pydantic
+    **dict.fromkeys(["CallRecord", "Continuation", "Conversation", "Instance", "Judgment", "Metadata", "Participant",
+                     "Provenance", "Summary", "Turn", "TurnLabel"], "cocoeval.core.schema"),
+    **dict.fromkeys(["NO_TURNS", "REFERENCE", "Target", "behaviour_counts", "judged_turns", "targets_for"],
+                    "cocoeval.core.targets"),
+    **dict.fromkeys(["Behaviour", "Taxonomy", "load_taxonomy"], "cocoeval.core.taxonomy"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
 __all__ = [
     "NO_TURNS", "REFERENCE", "Behaviour", "CallRecord", "CocoevalError", "ConfigError", "Continuation",

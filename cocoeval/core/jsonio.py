@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
@@ -17,9 +18,29 @@ from .errors import ConfigError, InputError
 M = TypeVar("M", bound=BaseModel)
 
 
+def special_file(path: str | Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (a named pipe, a device, a
+    socket: reading one may wait forever), else None (missing paths included)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return None
+
+
 def read_text(path: str | Path) -> str:
-    """Read a UTF-8 text file; a clear InputError for missing, empty or non-UTF-8 files."""
+    """Read a UTF-8 text file; a clear InputError for missing, empty or non-UTF-8 files, and for a
+    named pipe, device or socket in place of the file (reading it could wait forever)."""
     p = Path(path)
+    if (what := special_file(p)) is not None:
+        raise InputError(f"is {what}, not a regular file: reading it could wait forever", file=str(p),
+                         hint="replace it with the file itself")
     try:
         data = p.read_bytes()
     except FileNotFoundError:
@@ -135,7 +156,9 @@ def write_atomic(path: str | Path, text: str) -> None:
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
-    except OSError as e:  # a file where a folder should be, no permission, read-only disk
+    except OSError as e:  # a file where a folder should be, no permission, read-only disk, a full disk
+        if e.errno in _NO_ROOM:
+            raise _no_room(p, e, existed=p.exists()) from None
         raise ConfigError(f"cannot write {p}: {e.strerror or e}",
                           hint="choose an output folder that is a folder (or missing) and writable") from None
     try:
@@ -147,10 +170,32 @@ def write_atomic(path: str | Path, text: str) -> None:
     except BaseException as e:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(e, OSError) and e.errno in _NO_ROOM:  # the file before is kept as it was
-            raise ConfigError(f"cannot write {p}: {_NO_ROOM[e.errno]} ({e.strerror or e})",
-                              hint="free space on that disk (or raise the file-size limit, ulimit -f) and run "
-                                   f"again; {p.name} is kept as it was before") from None
+            raise _no_room(p, e, existed=p.exists()) from None
         raise
+
+
+def _file_size_limit() -> int | None:
+    try:
+        import resource
+    except ImportError:  # not on Unix
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def _no_room(p: Path, e: OSError, *, existed: bool) -> ConfigError:
+    """The clear error of a write that found no room: which (a full disk, a quota, a file-size
+    limit, with this process's limit when it has one) and the fix for that one."""
+    kept = f"{p.name} is kept as it was before" if existed else f"nothing was written to {p.name}"
+    if e.errno == errno.EFBIG:
+        limit = _file_size_limit()
+        why = (f"the file is too large: it would pass the file-size limit of this process ({limit} "
+               "bytes, ulimit -f)" if limit is not None else _NO_ROOM[errno.EFBIG])
+        return ConfigError(f"cannot write {p}: {why} ({e.strerror or e})",
+                           hint=f"raise the limit (ulimit -f unlimited) or write to a filesystem that takes larger "
+                                f"files, and run again; {kept}")
+    return ConfigError(f"cannot write {p}: {_NO_ROOM.get(e.errno or 0, 'no room')} ({e.strerror or e})",
+                       hint=f"free space on that disk (df {p.parent}) or write elsewhere, and run again; {kept}")
 
 
 _NO_ROOM = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",

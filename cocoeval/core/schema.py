@@ -7,14 +7,24 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator, model_validator
 
 Split = Literal["eval", "train"]
 ConversationKind = Literal["multiparty", "human_ai"]
 """A multi-party conversation (meetings, debates, ...) or a human–AI chat (a user with a chatbot)."""
+MAX_ID = 1000
+"""The most characters an instance id may have."""
+Index = Annotated[int, Strict(), Field(ge=0)]
+"""A turn index or a count read from a file: a whole non-negative number, never ``true`` (read as
+1), ``3.0`` or ``"3"`` (pydantic's lax mode would take them silently)."""
+Score = Annotated[int, Strict(), Field(ge=1, le=10)]
+"""A 1-10 Likert score, strict as ``Index``."""
+Tokens = Annotated[int, Strict(), Field(ge=0, le=10**12)]
+"""A call's token count: strict as ``Index``, and no absurd value."""
 
 
 class _Model(BaseModel):
@@ -112,7 +122,7 @@ class Provenance(_Model):
     source_file: str
     source_format: str
     conversation_id: str
-    start_index: int
+    start_index: Index
     """Index, in the loaded conversation's turns, of the first history turn."""
     history_source_index: int | None = None
     """source_index of the first history turn."""
@@ -145,6 +155,20 @@ class Instance(_Model):
     kind: ConversationKind | None = None
     """Its conversation's kind, from the loader; None only in files written before it was
     (see ``is_human_ai``)."""
+
+    @field_validator("id")
+    @classmethod
+    def _plain_id(cls, v: str) -> str:
+        """An id names the instance in every file, figure and command line (``cocoeval show``):
+        never empty, at most ``MAX_ID`` characters, no control or invisible character (a NUL, an
+        escape sequence, a bidi override would show another id than the one stored)."""
+        if not v.strip():
+            raise ValueError("an instance id is never empty")
+        if len(v) > MAX_ID:
+            raise ValueError(f"an instance id of {len(v)} characters (at most {MAX_ID})")
+        if bad := [c for c in v if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]:
+            raise ValueError(f"an instance id with a control or invisible character (U+{ord(bad[0]):04X})")
+        return v
 
     @property
     def human_ai(self) -> bool:
@@ -203,13 +227,13 @@ class CallRecord(_Model):
 
     request_hash: str
     model: str
-    input_tokens: int | None = 0
+    input_tokens: Tokens | None = 0
     """None (null) when the call's usage is unknown (``usage_unknown``), as are the other counts."""
-    cached_input_tokens: int | None = 0
-    cache_write_tokens: int | None = 0
+    cached_input_tokens: Tokens | None = 0
+    cache_write_tokens: Tokens | None = 0
     """Input tokens written to the provider's prompt cache (Anthropic)."""
-    output_tokens: int | None = 0
-    reasoning_tokens: int | None = 0
+    output_tokens: Tokens | None = 0
+    reasoning_tokens: Tokens | None = 0
     """Of the output tokens, those a reasoning model spent thinking."""
     usage_unknown: str | None = None
     """Why the provider's token counts are unknown (``Usage.unknown``: it reported none, or a
@@ -286,7 +310,7 @@ class Continuation(_Model):
 class TurnLabel(_Model):
     """The behaviours a judge found in one turn."""
 
-    turn: int
+    turn: Index
     """0-based index into the judged turns."""
     behaviours: list[str] = Field(default_factory=list)
     """Behaviour ids from the taxonomy."""
@@ -310,11 +334,11 @@ class Judgment(_Model):
     judge_name: str | None = None
     kind: Literal["overall", "fine_grained"]
     taxonomy_hash: str
-    consistency: int | None = Field(default=None, ge=1, le=10)
-    collaborativeness: int | None = Field(default=None, ge=1, le=10)
+    consistency: Score | None = None
+    collaborativeness: Score | None = None
     rationale: str | None = None
     labels: list[TurnLabel] = Field(default_factory=list)
-    judged_turns: list[int] = Field(default_factory=list)
+    judged_turns: list[Index] = Field(default_factory=list)
     """0-based indices of the target turns that were to be labelled (all, or the user turns)."""
     status: Literal["ok", "repaired", "invalid"] = "ok"
     reason: str | None = None

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator
 
 from cocoeval.core.schema import Instance, first_per_dataset
 from cocoeval.core.taxonomy import Taxonomy
@@ -107,3 +107,95 @@ OVERALL_SCHEMA: dict[str, Any] = {
     "type": "object", "properties": {"consistency": {"type": "integer"}, "collaborativeness": {"type": "integer"},
                                      "rationale": {"type": "string", "maxLength": 300}},
     "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}
+
+
+EnsembleRule = Literal["majority"]
+
+
+class EnsembleConfig(BaseModel):
+    """A judge ensemble (beyond the paper): a judge made of other judges of the params file,
+    ``{name, ensemble: [judge names], kind: [...]}``. It makes no call: after its members are
+    judged, its judgment of a target combines theirs by its ``rule`` (``cocoeval.judge.ensemble``):
+    a behaviour on a turn where a strict majority of the valid members label it, the mean of the
+    valid members' Likert scores; invalid where a strict majority of its members is invalid for
+    that target (or has no judgment of it), with their reasons. Its judge id hashes the rule, the
+    kinds and the members' judge ids: a member's new id makes the ensemble's judgments stale."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    """As a judge's: judgments/<name>.jsonl."""
+    ensemble: list[str] = Field(min_length=2)
+    """The member judges, by name: LLM judges of the same params file (not ensembles), each making
+    every kind of ``kind``; at least two, each once (an odd number avoids ties: a behaviour labelled
+    by exactly half the valid members is not a majority)."""
+    kind: list[Kind] = Field(default_factory=_both_kinds)
+    """Which evaluations the ensemble combines (every member must make them)."""
+    rule: EnsembleRule = "majority"
+    """majority: per turn and behaviour a strict majority of the valid members; Likert the mean of
+    the valid members' scores, rounded to a whole score (halves up; the exact mean is in the
+    judgment's rationale)."""
+    datasets: list[str] | None = None
+    """Only these datasets (None: all), as a judge's; the members should judge them too (a target
+    a member did not judge counts as invalid for that member)."""
+    max_per_dataset: int | None = Field(None, ge=1, le=1_000_000, strict=True)
+    """Only the first N instances of each dataset, as a judge's."""
+    _members: list[JudgeConfig] = PrivateAttr(default_factory=list)
+
+    _kinds = field_validator("kind")(JudgeConfig._kinds.__func__)  # type: ignore[attr-defined]
+
+    @field_validator("ensemble")
+    @classmethod
+    def _distinct(cls, v: list[str]) -> list[str]:
+        twice = sorted({m for m in v if v.count(m) > 1})
+        if twice:
+            raise ValueError(f"ensemble lists {', '.join(twice)} more than once: give each member once")
+        return v
+
+    def select(self, instances: Sequence[Instance]) -> list[Instance]:
+        """The instances this ensemble judges."""
+        return first_per_dataset([i for i in instances if self.datasets is None or i.dataset in self.datasets],
+                                 self.max_per_dataset)
+
+    def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
+        """As a judge's ``judge_id``, from the members the params file resolved (``members``; the
+        run uses ``judge_ids``, which resolves them from the judges it is given)."""
+        if len(self._members) != len(self.ensemble):
+            raise ValueError(f"ensemble {self.name!r}: its members are not resolved; read it in a params file, "
+                             "or use judge_ids(judges, taxonomy)")
+        return self.ensemble_id(kind, [m.judge_id(kind, taxonomy) for m in self._members], taxonomy)
+
+    def resolve(self, members: Sequence[JudgeConfig]) -> None:
+        """Keep the member judges' configurations (in the order of ``ensemble``) for ``judge_id``."""
+        self._members = list(members)
+
+    def ensemble_id(self, kind: Kind, member_ids: Sequence[str], taxonomy: Taxonomy) -> str:
+        """The judge id of its ``kind`` judgments: the rule, the kind, the taxonomy and the members'
+        judge ids of that kind (``member_ids``, in the order of ``ensemble``)."""
+        data = {"ensemble": [[m, i] for m, i in zip(self.ensemble, member_ids, strict=True)], "rule": self.rule,
+                "kind": kind, "taxonomy": taxonomy.hash}
+        return "ens-" + hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
+
+
+def _judge_tag(v: Any) -> str:
+    if isinstance(v, dict):
+        return "ensemble" if "ensemble" in v else "llm"
+    return "ensemble" if isinstance(v, EnsembleConfig) else "llm"
+
+
+AnyJudge = Annotated[
+    Annotated[JudgeConfig, Tag("llm")] | Annotated[EnsembleConfig, Tag("ensemble")],
+    Discriminator(_judge_tag),
+]
+"""A judge of a params file: ``ensemble:`` makes it an ensemble of other judges, else an LLM judge."""
+
+
+def judge_ids(judges: Sequence[JudgeConfig | EnsembleConfig], taxonomy: Taxonomy) -> dict[str, dict[str, str]]:
+    """{judge name: {kind: judge id}} of every judge, ensembles from their members' ids (a member
+    an ensemble names that is not among ``judges`` is a params error, refused when read)."""
+    out: dict[str, dict[str, str]] = {j.name: {k: j.judge_id(k, taxonomy) for k in j.kind}
+                                      for j in judges if isinstance(j, JudgeConfig)}
+    for e in judges:
+        if isinstance(e, EnsembleConfig):
+            out[e.name] = {k: e.ensemble_id(k, [out[m][k] for m in e.ensemble], taxonomy) for k in e.kind}
+    return out

@@ -5,26 +5,19 @@ Providers (``openai``, ``azure``, ``anthropic``, ``openai-compatible``, ``llama-
 with rate limits and the SDKs' own retries; usage and cost accounting; dry-run estimates.
 """
 
-from . import providers  # noqa: F401  (registers the built-in providers)
-from .base import (
-    CallError,
-    GenerateRequest,
-    GenerateResponse,
-    Message,
-    ModelSpec,
-    Provider,
-    Usage,
-    available_providers,
-    get_provider,
-    parse_model_spec,
-    provider,
-    request_key,
-)
-from .cache import CallCache
-from .providers._errors import classify_error
-from .runner import Call, CallResult, LLMConfig, Runner
-from .secrets import install_log_redaction, redact
-from .usage import Estimate, Ledger, PriceTable, count_tokens, estimate, token_method
+from cocoeval import lazy_exports
+
+_WHERE = {  # loaded on first use, so that importing one module of the layer (errors) stays cheap
+    **dict.fromkeys(["CallError", "GenerateRequest", "GenerateResponse", "Message", "ModelSpec", "Provider", "Usage",
+                     "available_providers", "get_provider", "parse_model_spec", "provider", "request_key"],
+                    "cocoeval.llm.base"),
+    "CallCache": "cocoeval.llm.cache", "classify_error": "cocoeval.llm.providers._errors",
+    **dict.fromkeys(["Call", "CallResult", "LLMConfig", "Runner"], "cocoeval.llm.runner"),
+    **dict.fromkeys(["install_log_redaction", "redact"], "cocoeval.llm.secrets"),
+    **dict.fromkeys(["Estimate", "Ledger", "PriceTable", "count_tokens", "estimate", "token_method"],
+                    "cocoeval.llm.usage"),
+}
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE)  # the built-in providers register at first lookup
 
 __all__ = [
     "Call", "CallCache", "CallError", "CallResult", "Estimate", "GenerateRequest",

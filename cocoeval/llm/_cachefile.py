@@ -184,6 +184,9 @@ def _check(path: Path, db: sqlite3.Connection, writes: bool) -> None:
                       f"{SCHEMA_VERSION})",
                 hint="upgrade cocoeval (pip install -U cocoeval), or set llm.cache to another file for this version")
         if version == SCHEMA_VERSION:
+            if not _is_v1(db, tables):
+                raise CacheDamagedError(path, "is a call cache without its calls table, or with another one (edited "
+                                              "with another tool?)", hint=MOVE_ASIDE.format(p=path))
             return
         if version < 1:
             raise CacheVersionError(path, f"has an unknown cache schema {version}", hint=MOVE_ASIDE.format(p=path))

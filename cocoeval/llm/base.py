@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal
@@ -178,6 +179,10 @@ _KEY_ENV = re.compile(r"\?key_env=([A-Za-z_][A-Za-z0-9_]*)$")
 
 
 def parse_model_spec(spec: str) -> ModelSpec:
+    if bad := [c for c in spec if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]:
+        raise ConfigError(f"model spec {spec[:120]!r} holds {len(bad)} control or invisible character(s) "
+                          f"(first U+{ord(bad[0]):04X}): no model name or URL has one",
+                          hint="write the spec as PROVIDER/MODEL[@URL] without them (e.g. openai/gpt-4.1)")
     provider, sep, rest = spec.partition("/")
     if not sep or not rest:
         raise ConfigError(f"model spec {spec!r} is not PROVIDER/MODEL",
@@ -339,8 +344,7 @@ def _load_plugin(name: str) -> None:
 def provider_class(name: str) -> type[Provider] | None:
     """The provider class registered as ``name``: built in, or from an installed package's
     ``cocoeval.providers`` entry point (loaded at first lookup); None when there is none."""
-    if not _PROVIDERS:
-        from . import providers  # noqa: F401  (registers the built-in ones)
+    _builtins()
     if name not in _PROVIDERS and name not in _NO_PLUGIN:
         _load_plugin(name)
         if name not in _PROVIDERS:
@@ -348,7 +352,14 @@ def provider_class(name: str) -> type[Provider] | None:
     return _PROVIDERS.get(name)
 
 
+def _builtins() -> None:
+    """Register the built-in providers (importing ``cocoeval.llm.providers``) once, on first lookup:
+    importing the LLM layer's errors or base alone does not load them."""
+    from . import providers  # noqa: F401  (registers the built-in ones; a no-op once imported)
+
+
 def available_providers() -> list[str]:
+    _builtins()
     return sorted(set(_PROVIDERS) | set(_plugin_names()))
 
 

@@ -88,6 +88,9 @@ class CallCache:
         except (TypeError, ValueError) as e:
             self.unusable(key, f"its stored answer is not JSON ({e})")
             return None
+        except RecursionError:
+            self.unusable(key, "its stored answer is JSON nested too deeply to read")
+            return None
         if not isinstance(value, dict):
             self.unusable(key, f"its stored answer is a JSON {type(value).__name__}, not an object")
             return None

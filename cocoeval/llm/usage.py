@@ -169,6 +169,28 @@ class Ledger:
         stage, model, what it added to the row), so that what a killed process paid is known
         (``journal_totals``); None: none is kept."""
         self._journal_lock = threading.Lock()
+        self._journal_tail_checked = False
+
+    def _journal_prefix(self) -> str:
+        """Before this ledger's first line: when the journal ends in a line cut short (a process
+        killed while writing it, a full disk), a newline and a ``torn_line_above`` marker, so that
+        this line is not glued onto it and readers skip the cut line knowingly (``journal_totals``)."""
+        self._journal_tail_checked = True
+        assert self.journal is not None
+        if (what := _not_a_file(self.journal)) is not None:
+            raise OSError(f"it is {what}, not a file")
+        try:
+            with open(self.journal, "rb") as f:
+                f.seek(0, os.SEEK_END)
+                if f.tell() == 0:
+                    return ""
+                f.seek(-1, os.SEEK_END)
+                if f.read(1) == b"\n":
+                    return ""
+        except FileNotFoundError:
+            return ""
+        return "\n" + json.dumps({"torn_line_above": True, "invocation": self.invocation, "at": round(time.time(), 3)},
+                                  sort_keys=True) + "\n"
 
     def _write_journal(self, stage: str, model: str, before: dict[str, Any]) -> None:
         after = self._rows[(stage, model)]
@@ -177,12 +199,14 @@ class Ledger:
         assert self.journal is not None
         with self._journal_lock:
             try:  # appended and flushed: a kill -9 right after loses nothing; a crash of the OS may
+                prefix = "" if self._journal_tail_checked else self._journal_prefix()
                 with open(self.journal, "a", encoding="utf-8") as f:
-                    f.write(json.dumps(line, sort_keys=True) + "\n")
+                    f.write(prefix + json.dumps(line, sort_keys=True) + "\n")
             except OSError as e:  # the run goes on; what it paid is still in usage.json at its end
                 logging.getLogger(__name__).warning(
                     "cannot append to the usage journal %s (%s): a kill of this process would lose its usage; "
                     "no more lines are written", self.journal, e.strerror or e)
+                self._journal_tail_checked = True
                 self.journal = None
 
     def _zero(self) -> dict[str, Any]:
@@ -268,25 +292,115 @@ class Ledger:
         return out
 
 
-def journal_totals(path: str | Path) -> dict[str, dict[str, Any]]:
-    """What each invocation in a usage journal (``Ledger.journal``) paid, by its id: the sums of
-    its lines. A line a kill cut short (the last one) is skipped."""
-    out: dict[str, dict[str, Any]] = {}
+def _not_a_file(path: Path) -> str | None:
+    """What ``path`` is when it exists and is no regular file (opening a named pipe waits forever)."""
+    import stat
+
     try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a device or socket")
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise ValueError("a key given twice in one object")
+    return d
+
+
+MAX_JOURNAL_COUNT = 10**15
+"""A journal line's count above this (tokens, calls, dollars of one call) is not one cocoeval wrote."""
+
+
+def _journal_line_problem(d: Any) -> str | None:
+    if not isinstance(d, dict):
+        return f"a JSON {type(d).__name__}, not an object"
+    if not isinstance(d.get("invocation"), str) or not d["invocation"]:
+        return "no invocation id"
+    for k, v in d.items():
+        if k in ("invocation", "stage", "model"):
+            if not isinstance(v, str):
+                return f"{k} is not a string"
+        elif k == "at":
+            continue
+        elif isinstance(v, bool) or not isinstance(v, int | float):
+            return f"{k} is not a number ({json.dumps(v)[:40]})"
+        elif not math.isfinite(v) or v < 0 or v > MAX_JOURNAL_COUNT:
+            return f"{k} is negative or absurd ({v})"
+    return None
+
+
+def journal_totals(path: str | Path, unreadable: list[int] | None = None) -> dict[str, dict[str, Any]]:
+    """What each invocation in a usage journal (``Ledger.journal``) paid, by its id: the sums of
+    its lines. The last line, when a kill cut it short (no newline at its end), is skipped
+    silently, as is a line cut short that a later invocation marked (``torn_line_above``). Any
+    other line that is not a journal line (not JSON, not an object with an invocation id, a count
+    that is not a non-negative number) is never counted nor dropped silently: a warning names the
+    file and the line, the line stays in the file, and its number is appended to ``unreadable`` (0:
+    the whole file, a folder or a named pipe in its place, cannot be read)."""
+    out: dict[str, dict[str, Any]] = {}
+    log = logging.getLogger(__name__)
+    why = _not_a_file(Path(path))
+    try:
+        if why is not None:
+            raise OSError(f"it is {why}, not a file")
+        data = Path(path).read_bytes()
     except FileNotFoundError:
         return out
-    for ln in text.splitlines():
+    except OSError as e:
+        log.warning("warning: the usage journal %s cannot be read (%s): what invocations killed before their "
+                    "usage.json paid is not counted", path, e.strerror or e)
+        if unreadable is not None:
+            unreadable.append(0)
+        return out
+    raw = data.split(b"\n")
+    torn_last = not data.endswith(b"\n")
+    if not torn_last:
+        raw.pop()  # the empty piece after the last newline
+    lines: list[str] = []
+    parsed: list[Any] = []
+    for b in raw:
         try:
-            d = json.loads(ln)
-        except ValueError:
+            ln = b.decode("utf-8")
+        except UnicodeDecodeError as e:
+            lines.append(b.decode("utf-8", errors="replace"))
+            parsed.append(ValueError(f"not valid UTF-8 ({e.reason} at byte {e.start})"))
             continue
-        if not isinstance(d, dict) or not isinstance(d.get("invocation"), str):
+        lines.append(ln)
+        try:
+            parsed.append(json.loads(ln, object_pairs_hook=_unique_pairs))
+        except (ValueError, RecursionError) as e:
+            parsed.append(e)
+    bad: list[tuple[int, str]] = []
+    for i, (ln, d) in enumerate(zip(lines, parsed, strict=True)):
+        if isinstance(d, dict) and d.get("torn_line_above") is True:
+            continue
+        problem = (f"not JSON ({(str(d).splitlines() or [type(d).__name__])[0][:80]})" if isinstance(d, Exception)
+                   else _journal_line_problem(d))
+        if problem is not None:
+            if not ln.strip() and i < len(lines) - 1:
+                problem = "an empty line"
+            nxt = parsed[i + 1] if i + 1 < len(parsed) else None
+            marked = isinstance(nxt, dict) and nxt.get("torn_line_above") is True
+            if isinstance(d, Exception) and ((nxt is None and torn_last) or marked):
+                continue  # a line a kill cut short: what it counted is lost, as the kill lost it
+            bad.append((i + 1, problem))
             continue
         row = out.setdefault(d["invocation"], {})
         for k, v in d.items():
             if isinstance(v, int | float) and not isinstance(v, bool) and k != "at":
                 row[k] = row.get(k, 0) + v
+    for n, problem in bad:
+        log.warning(
+            "warning: %s line %d is not a usage journal line (%s): it is not counted (what that call paid is missing "
+            "from all_invocations) and is left in the file", path, n, problem)
+    if unreadable is not None:
+        unreadable.extend(n for n, _ in bad)
     return out
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cocoeval.analysis import charts, stats
-from cocoeval.analysis.frames import Frames, invalid_rates, run_frames
+from cocoeval.analysis.frames import Frames, invalid_rates, open_run_dir, run_frames
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.analysis.report import default_judge, markdown_table
 from cocoeval.analysis.answer import Answer
@@ -163,7 +163,7 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
             raise NotFoundError(f"no run at {rd}", hint=f"run it first: cocoeval run {params_file} "
                                 "(or set run_if_missing = True in the parameters cell)")
         rd = exp.run()
-    run = Run.open(rd)
+    run = open_run_dir(rd)  # read once per kernel while the run's files are unchanged; its frames too
     frames = run_frames(run, exp.taxonomy)
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
 

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from .annotator import Annotator
 from cocoeval.analysis.charts import CATEGORY_COLOURS, HUMAN
 from cocoeval.analysis.convstats import STATISTICS, conversation_stats
-from cocoeval.core.targets import REFERENCE
-from cocoeval.core.targets import Target, targets_for
+from cocoeval.analysis.html_report import continuation_note, judgment_note, not_simulated_line
 from cocoeval.core.schema import Judgment
+from cocoeval.core.targets import NO_TURNS, REFERENCE, Target, targets_for
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
+
+from .annotator import Annotator
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
@@ -92,11 +93,20 @@ class ConversationViewer:
         for control in (self.dataset, self.behaviour, self.setups, self.judge):
             control.observe(self._refilter, "value")
         self.instance.observe(lambda _: None if self._quiet else self.refresh(), "value")
+        self._showing = False  # a bar's list is being shown: its own changes keep it
+        for control in (self.dataset, self.behaviour, self.setups, self.judge, self.instance):
+            control.observe(self._clear_behind, "value")
         self._refilter()
         self.widget = w.VBox([w.HBox([self.dataset, self.behaviour, self.judge]), self.setups, self.instance,
                               self.behind, self.html])
 
     # ------------------------------------------------------------------ filtering and rendering
+    def _clear_behind(self, *_: Any) -> None:
+        """Another instance or filter: the list of turns behind a clicked bar named what the bar
+        held, not what is shown now, so it goes (a new click lists them again)."""
+        if not self._showing:
+            self.behind.value = ""
+
     def _simulated(self, setup: str, iid: str) -> bool:
         return (iid, setup) in self.targets
 
@@ -167,23 +177,39 @@ class ConversationViewer:
                  f"{_e(inst.provenance.text_method)}</small></p>",
                  f"<details><summary>History ({len(inst.history)} turns)</summary>"
                  + "".join(f"<div><b>{_e(t.speaker)}</b>: {_e(t.text)}</div>" for t in inst.history) + "</details>"]
-        cols = []
+        cols, missing = [], []
         for target in [REFERENCE, *self.setups.value]:
             t = self.targets.get((iid, target))
             title = HUMAN if target == REFERENCE else target
-            if t is None:
-                cont = next((c for c in self.run.continuations.get(target, []) if c.instance_id == iid), None)
-                body = f"<div><i>{'invalid: ' + _e(cont.reason) if cont else 'not simulated'}</i></div>"
-            else:
+            cont = next((c for c in self.run.continuations.get(target, []) if c.instance_id == iid), None)
+            if target != REFERENCE and cont is None:  # folded into one line below the columns
+                missing.append(target)
+                continue
+            stale = self.run.stale_reason(target, cont) if cont is not None else None
+            note = continuation_note("stale" if stale else cont.status, stale or cont.reason) if cont else None
+            body = f'<div class="cc-note"><i>{_e(note)}</i></div>' if note else ""
+            if t is not None:
                 j = self.judgments.get((self.judge.value, iid, target))
-                note = "" if j is None or j.status != "invalid" else f"<div><i>judgment invalid: {_e(j.reason)}</i></div>"
-                body = note + "".join(self._turn(x, i, j) for i, x in enumerate(t.turns)) + self.stats_html(t)
+                jn = None if j is None else judgment_note(*self._judgment_status(j))
+                body += f'<div class="cc-note"><i>{_e(jn)}</i></div>' if jn else ""
+                body += "".join(self._turn(x, i, j) for i, x in enumerate(t.turns)) + self.stats_html(t)
             cols.append(f'<td class="cc-col" data-target="{_e(target)}" style="vertical-align:top;padding:4px;'
-                        f'width:{100 // (1 + len(self.setups.value))}%">'
+                        f'width:{100 // (1 + len(self.setups.value) - len(missing))}%">'
                         f'<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;'
                         f'margin-bottom:4px">{_e(title)}</div>{body}</td>')
         parts.append('<table style="width:100%;border-collapse:collapse"><tr>' + "".join(cols) + "</tr></table>")
+        if fold := not_simulated_line(missing):
+            parts.append(f'<div class="cc-fold"><i>{_e(fold)}</i></div>')
         return "\n".join(parts)
+
+    def _judgment_status(self, j: Judgment) -> tuple[str, str | None]:
+        """The judgment's status as the statistics count it: stale (other judge settings, another
+        version of its instance), skipped (no turn to judge), else its own."""
+        if not j.judge_id.startswith("human:") and (old := self.run.stale_reason(j.judge_name or "", j)):
+            return "stale", old
+        if j.reason == NO_TURNS:
+            return "skipped", NO_TURNS
+        return j.status, j.reason
 
     def judge_free(self, target: Target) -> dict[str, Any]:
         """The judge-free statistics of one target (``convstats.conversation_stats``; None: undefined)."""
@@ -240,6 +266,13 @@ class ConversationViewer:
     def show_bar(self, panel: str, series: str, behaviour: str, *, scope: str = "panel") -> Bar:
         """List the turns behind a bar and show its behaviour, its setup and one instance that
         contributes to it."""
+        self._showing = True
+        try:
+            return self._show_bar(panel, series, behaviour, scope)
+        finally:
+            self._showing = False
+
+    def _show_bar(self, panel: str, series: str, behaviour: str, scope: str) -> Bar:
         b = self.bar(panel, series, behaviour, scope=scope)
         name = self.names[behaviour].name if behaviour in self.names else behaviour
         mean = "" if b.mean is None else f"; mean {b.mean:.2f} per conversation over n = {b.n}"

@@ -21,6 +21,11 @@ instances) therefore makes the forecast of the full grid bill-accurate.
 Batch cost: half the naive price, with no prompt caching (a batch runs over hours; a cache hit
 there is the provider's best effort, not counted on).
 
+Judge probes (a params file's ``probes:`` section, ``cocoeval probe``; beyond the paper): one row
+per judge, probe and kind (stage "probe"), the calls ``run.probes.plan_probes`` makes on the
+targets the judge selects (the references standing in for continuations; the real draw is among
+the judgments the run has), each billed as a judge call of the same kind, without re-asks.
+
 Benchmark creation (a params file's ``build.context``): the clean-up, M and S requests the build
 would send, made by the build's own code (``Experiment.build_plan``), one row per kind (stage
 "build"); a kind the run's benchmark folder already holds is a row of no calls that says so.
@@ -230,8 +235,8 @@ def forecast(exp: Experiment, instances: list[Instance],
     # judging, in the order judge() sends it
     proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
                         for i in s.select(instances)] for s in exp.params.setups}
-    tasks = [t for ts in plan_judgments(instances, proxies, exp.params.judges, tax).values() for t in ts]
-    for jt in send_order(tasks, exp.params.judges):
+    tasks = [t for ts in plan_judgments(instances, proxies, exp.params.llm_judges, tax).values() for t in ts]
+    for jt in send_order(tasks, exp.params.llm_judges):  # an ensemble makes no call
         if jt.result is not None:  # a target with no turn to judge is never sent
             continue
         jc, t = jt.judge, jt.target
@@ -239,6 +244,24 @@ def forecast(exp: Experiment, instances: list[Instance],
         n_out = visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged)) if jt.kind == "fine_grained" \
             else visible(key, 1, JUDGE_OUTPUT_OVERALL)
         add(key, jt.next_call().request, n_out, jc.reasoning_effort, distinct=t.name)
+
+    # judge probes (``probes:``; cocoeval probe), as plan_probes draws them, the references standing in
+    if exp.params.probes is not None:
+        from cocoeval.core.targets import targets_for
+
+        from .probes import plan_probes
+
+        sec = exp.params.probes
+        probed = [j for j in exp.params.llm_judges if sec.judges is None or j.name in sec.judges]
+        for name, pts in plan_probes(sec, probed, targets_for(instances, proxies), tax).items():
+            for item in pts:
+                jt, t = item.task, item.task.target
+                if jt.result is not None:
+                    continue
+                key = ("probe", f"{name}:{item.probe}:{jt.kind}", jt.judge.model)
+                rows[key]["output_source"] = "default"
+                n_out = JUDGE_OUTPUT_PER_TURN * len(t.judged) if jt.kind == "fine_grained" else JUDGE_OUTPUT_OVERALL
+                add(key, item.next_call().request, n_out, jt.judge.reasoning_effort, distinct=f"{t.name}|{item.probe}")
 
     cfg = exp.llm_config()
     multi_step = {s.name for s in exp.params.setups if not isinstance(s, Setup)

@@ -24,7 +24,8 @@ from cocoeval.core import yamlio
 from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.jsonio import read_text
 from cocoeval.core.names import check_name
-from cocoeval.judge.config import JudgeConfig
+from cocoeval.judge.config import AnyJudge, EnsembleConfig, JudgeConfig
+from cocoeval.judge.probes import ProbeSection
 from cocoeval.llm import LLMConfig, parse_model_spec
 from cocoeval.simulate.setup import AnySetup
 from cocoeval.simulate.sft import SFTConfig
@@ -112,9 +113,10 @@ class ExperimentParams(BaseModel):
     setups: list[AnySetup] = Field(default_factory=list)
     """Simulator setups: the paper's (``model:``), a plugin's (``simulator:``) or imported
     continuations (``continuations:``); see ``cocoeval.simulate.setup``."""
-    judges: list[JudgeConfig] = Field(default_factory=list)
+    judges: list[AnyJudge] = Field(default_factory=list)
     """Judges: {name, model, kind: [overall, fine_grained], ...}; each judges every reference
-    and every ok continuation."""
+    and every ok continuation. An ensemble (beyond the paper), {name, ensemble: [judge names],
+    kind: [...]}, combines the judgments of other judges of this list (``EnsembleConfig``)."""
     llm: LLMConfig = Field(default_factory=LLMConfig)
     """Runner, cache and price settings."""
     sft: SFTConfig = Field(default_factory=SFTConfig)
@@ -124,6 +126,19 @@ class ExperimentParams(BaseModel):
     annotation: AnnotationSection | None = None
     """The draws of ``cocoeval annotate-export PARAMS.yaml`` (B.1: 54 overall, 36 fine-grained
     conversations); None: the command's options (the same numbers, every setup of the run)."""
+    probes: ProbeSection | None = None
+    """The judge probes ``cocoeval probe PARAMS`` sends and ``cocoeval estimate`` forecasts (beyond
+    the paper; ``cocoeval.judge.probes.ProbeSection``); None: no probes."""
+
+    @property
+    def llm_judges(self) -> list[JudgeConfig]:
+        """The judges that call a model (every judge but the ensembles)."""
+        return [j for j in self.judges if isinstance(j, JudgeConfig)]
+
+    @property
+    def ensembles(self) -> list[EnsembleConfig]:
+        """The judge ensembles, combined from their members' judgments with no call."""
+        return [j for j in self.judges if isinstance(j, EnsembleConfig)]
 
     @field_validator("name")
     @classmethod
@@ -159,7 +174,7 @@ class ExperimentParams(BaseModel):
         """Every model spec names a known provider and a model (PROVIDER/MODEL): a bad one is an
         error of the params file, found when it is read, not a problem of readiness."""
         specs = [(f"setups[{i}].{f}", m) for i, s in enumerate(self.setups) for f, m in s.model_specs().items()]
-        specs += [(f"judges[{i}].model", j.model) for i, j in enumerate(self.judges)]
+        specs += [(f"judges[{i}].model", j.model) for i, j in enumerate(self.judges) if isinstance(j, JudgeConfig)]
         ctx = self.build.context if self.build else None
         specs += [(f"build.context.{f}", m) for f in ("metadata", "summary", "clean") if ctx and (m := getattr(ctx, f))]
         problems = []
@@ -173,9 +188,43 @@ class ExperimentParams(BaseModel):
         return self
 
 
+    @model_validator(mode="after")
+    def _ensembles_and_probes(self) -> ExperimentParams:
+        """An ensemble's members are LLM judges of this file that make each of its kinds; the
+        probes' judges are LLM judges of this file."""
+        llm = {j.name: j for j in self.llm_judges}
+        ens = {e.name for e in self.ensembles}
+        problems = []
+        for i, e in enumerate(self.judges):
+            if not isinstance(e, EnsembleConfig):
+                continue
+            for m in e.ensemble:
+                if m in ens:
+                    problems.append(f"judges[{i}].ensemble: {m!r} is an ensemble; members are LLM judges")
+                elif m not in llm:
+                    problems.append(f"judges[{i}].ensemble: no judge named {m!r} in judges "
+                                    f"(LLM judges: {', '.join(llm) or 'none'})")
+                elif lack := [k for k in e.kind if k not in llm[m].kind]:
+                    problems.append(f"judges[{i}].ensemble: judge {m!r} does not make {', '.join(lack)} "
+                                    f"judgments (its kind: {', '.join(llm[m].kind)}); give the ensemble only "
+                                    "kinds every member makes")
+        if self.probes is not None:
+            for name in self.probes.judges or []:
+                if name not in llm:
+                    problems.append(f"probes.judges: no LLM judge named {name!r} in judges "
+                                    f"({', '.join(llm) or 'none'}; ensembles make no call and are not probed)")
+        if problems:
+            raise ValueError("; ".join(problems))
+        for e in self.ensembles:
+            e.resolve([llm[m] for m in e.ensemble])
+        return self
+
+
 def _loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
     """An error's location without the setup kind pydantic puts in (setups.0.simulated.model)."""
     if len(loc) > 2 and loc[0] == "setups" and loc[2] in ("simulated", "plugin", "imported"):
+        return loc[:2] + loc[3:]
+    if len(loc) > 2 and loc[0] == "judges" and loc[2] in ("llm", "ensemble"):
         return loc[:2] + loc[3:]
     return loc
 

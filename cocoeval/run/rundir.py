@@ -10,7 +10,9 @@ notebooks, annotation, widgets) takes a ``Run``.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
+import math
 import subprocess
 import warnings
 from pathlib import Path
@@ -20,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from cocoeval import __version__
 from cocoeval.core.errors import InputError, NotFoundError
-from cocoeval.core.jsonio import read_json, read_models, read_unique_models, write_json
+from cocoeval.core.jsonio import read_json, read_unique_models, write_json
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup
@@ -59,6 +61,8 @@ class Manifest(BaseModel):
     """{setup name: setup id}."""
     judges: dict[str, dict[str, str]] = Field(default_factory=dict)
     """{judge name: {kind: judge id}}."""
+    imported: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """{imported setup name: {file, sha256, description[, model]}}: where its continuations came from."""
     status: str | None = None
     """``running`` or ``complete``."""
     started: str | None = None
@@ -141,9 +145,15 @@ class Run(BaseModel):
             err = e.errors()[0]
             raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
                              hint="the manifest is written by cocoeval run; run it again") from None
-        instances = read_models(d / "instances.jsonl", Instance)
+        instances = read_unique_models(d / "instances.jsonl", Instance, lambda i: i.id, lambda i: f"instance {i.id!r}",
+                                       "cocoeval writes each instance of a run once: remove the extra line, or run "
+                                       "the params file again to rewrite instances.jsonl")
         refs = {i.id: len(i.reference) for i in instances}
-        conts = {name: [checked_turns(c, refs.get(c.instance_id)) for c in cs] for name, cs in conts.items()}
+        limits = turn_char_limits(manifest)
+        conts = {name: [checked_turns(c, refs.get(c.instance_id), limits.get(name)) for c in cs]
+                 for name, cs in conts.items()}
+        judgments = {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in judgments.items()}
+        human = {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in human.items()}
         return cls(path=d, manifest=manifest, instances=instances, continuations=conts, judgments=judgments,
                    human=human)
 
@@ -175,7 +185,14 @@ class Run(BaseModel):
         for name, cs in self.continuations.items():
             if bad := [c for c in cs if c.status == "invalid" and (c.reason or "").startswith(READ_INVALID)]:
                 out.append(f"continuations/{name}.jsonl: {len(bad)} continuation(s) marked ok have another "
-                           f"number of turns than their reference (e.g. {bad[0].instance_id!r}): counted invalid")
+                           f"number of turns than their reference or an over-long turn (e.g. {bad[0].instance_id!r}: "
+                           f"{(bad[0].reason or '')[len(READ_INVALID):]}): counted invalid")
+        for file, js in [*((f"judgments/{n}.jsonl", js) for n, js in self.judgments.items()),
+                         *((f"judgments/human/{n}.jsonl", js) for n, js in self.human.items())]:
+            if bad_j := [j for j in js if j.status == "invalid" and (j.reason or "").startswith(READ_INVALID)]:
+                out.append(f"{file}: {len(bad_j)} judgment(s) marked ok are not what cocoeval stores (e.g. "
+                           f"{bad_j[0].instance_id!r}, {bad_j[0].target_name or bad_j[0].target}, {bad_j[0].kind}: "
+                           f"{(bad_j[0].reason or '')[len(READ_INVALID):]}): counted invalid")
         return out
 
     def stale_reason(self, name: str, item: Continuation | Judgment) -> str | None:
@@ -263,17 +280,85 @@ def read_continuations(path: Path) -> list[Continuation]:
                               "simulate stage again to rewrite the file")
 
 
-def checked_turns(c: Continuation, n_reference: int | None) -> Continuation:
+def turn_char_limits(manifest: Manifest) -> dict[str, int]:
+    """{setup name: the most characters one turn of its continuations can have}: the output budget
+    of one of its calls (60 + ``max_tokens_per_turn`` x (k + the copied turns), k = 4 for the chatbot's
+    calls) at ``CHARS_PER_TOKEN`` characters a token, as ``prompts.parse.over_budget`` holds
+    answers to it. Setups the manifest's params do not describe are not limited."""
+    from cocoeval.prompts.parse import CHARS_PER_TOKEN
+
+    params = manifest.params
+    items = params.get("setups") if isinstance(params, dict) else None
+    out: dict[str, int] = {}
+    defaults = Setup.model_fields
+    for d in items if isinstance(items, list) else []:
+        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+            continue
+        vals = [d.get(k, defaults[k].default) for k in ("max_tokens_per_turn", "turns_per_call", "n_copy")]
+        if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
+            per_turn, k, n_copy = vals
+            out[d["name"]] = CHARS_PER_TOKEN * (60 + per_turn * (max(k, 4) + n_copy))
+    return out
+
+
+def checked_turns(c: Continuation, n_reference: int | None, max_chars: int | None = None) -> Continuation:
     """``c``, or, when it is marked ok with another number of turns than its instance's reference
     (``n_reference``; None: instance unknown, nothing to compare), an invalid copy saying why:
     cocoeval stores an ok continuation only with exactly as many turns as the reference, so it was
     edited by hand, or instances.jsonl changed after it was simulated. Never a valid short (or
-    empty) conversation."""
-    if c.status != "ok" or n_reference is None or len(c.turns) == n_reference:
+    empty) conversation. Also invalid: an empty turn (the parser drops them), and a turn longer than
+    ``max_chars`` (``turn_char_limits``: no answer held to the setup's output budget can be that long)."""
+    if c.status != "ok":
         return c
-    why = (f"{READ_INVALID}marked ok but has {len(c.turns)} turn(s) where the reference has {n_reference} (edited "
-           "by hand, or instances.jsonl changed after it was simulated; run the simulate stage again)")
-    return c.model_copy(update={"status": "invalid", "reason": why})
+    if n_reference is not None and len(c.turns) != n_reference:
+        why = (f"{READ_INVALID}marked ok but has {len(c.turns)} turn(s) where the reference has {n_reference} "
+               "(edited by hand, or instances.jsonl changed after it was simulated; run the simulate stage again)")
+        return c.model_copy(update={"status": "invalid", "reason": why})
+    if empty := [i for i, t in enumerate(c.turns) if not t.text.strip()]:  # the parser drops empty turns
+        why = (f"{READ_INVALID}marked ok but turn {empty[0] + 1} is empty, which cocoeval never stores (edited by "
+               "hand; run the simulate stage again)")
+        return c.model_copy(update={"status": "invalid", "reason": why})
+    if max_chars is not None and (long := [i for i, t in enumerate(c.turns) if len(t.text) > max_chars]):
+        why = (f"{READ_INVALID}marked ok but turn {long[0] + 1} has {len(c.turns[long[0]].text)} characters, more "
+               f"than the setup's output budget can hold ({max_chars}; edited by hand, or a server that ignored "
+               "max_tokens; run the simulate stage again)")
+        return c.model_copy(update={"status": "invalid", "reason": why})
+    return c
+
+
+def judgment_problem(j: Judgment, n_turns: int | None) -> str | None:
+    """What makes a judgment marked ok or repaired one that cocoeval never stores (edited by hand,
+    or instances.jsonl changed after it was judged), or None: an overall judgment without both
+    scores; judged turns repeated, or outside the target's ``n_turns`` (None: instance unknown,
+    not compared); a fine-grained judgment with no judged turn, or a label of a turn that is not
+    judged or labelled twice."""
+    if j.status == "invalid":
+        return None
+    if j.kind == "overall" and (j.consistency is None or j.collaborativeness is None):
+        return "an overall judgment without both scores"
+    if len(set(j.judged_turns)) != len(j.judged_turns):
+        return "a judged turn is listed twice"
+    if n_turns is not None and any(not 0 <= t < n_turns for t in j.judged_turns):
+        return f"a judged turn lies outside the target's {n_turns} turns"
+    if j.kind == "fine_grained":
+        if not j.judged_turns:
+            return "a fine-grained judgment with no judged turn"
+        turns = [lb.turn for lb in j.labels]
+        if len(set(turns)) != len(turns):
+            return "a turn is labelled twice"
+        if outside := sorted(set(turns) - set(j.judged_turns)):
+            return f"turn {outside[0]} is labelled but not among the judged turns"
+    return None
+
+
+def checked_judgment(j: Judgment, n_turns: int | None) -> Judgment:
+    """``j``, or an invalid copy saying why (``judgment_problem``): never counted as a valid verdict."""
+    why = judgment_problem(j, n_turns)
+    if why is None:
+        return j
+    return j.model_copy(update={"status": "invalid", "reason": f"{READ_INVALID}marked {j.status} but {why} (edited by "
+                                                               "hand, or instances.jsonl changed after it was "
+                                                               "judged; run the judge stage again)"})
 
 
 def read_run(run_dir: str | Path) -> Run:
@@ -311,6 +396,38 @@ USAGE_JOURNAL = "usage.journal.jsonl"
 (``Ledger.journal``), so that an invocation killed before it wrote usage.json is counted by the next."""
 
 
+def _count_problem(where: str, totals: Any) -> str | None:
+    if not isinstance(totals, dict):
+        return f"{where} is not an object"
+    for k in (*PAID_FIELDS, "calls", "cache_hits", "requests_sent", "requests_batched"):
+        v = totals.get(k)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or not 0 <= v <= 10**15:
+            return f"{where}.{k} is {json.dumps(v)[:40]}, not a count"
+    return None
+
+
+def _usage_problem(prev: Any) -> str | None:
+    """Why an earlier usage.json is not one cocoeval wrote (its totals would be summed into
+    ``all_invocations``): not an object with totals, or a total or an earlier invocation's total
+    that is not a non-negative number."""
+    if not (isinstance(prev, dict) and isinstance(prev.get("totals"), dict)):
+        return "not the shape cocoeval writes (an object with totals)"
+    if (why := _count_problem("totals", prev["totals"]) or _count_problem("usage.json", prev)) is not None:
+        return why
+    earlier = prev.get("earlier_invocations")
+    if earlier is not None and not isinstance(earlier, list):
+        return "earlier_invocations is not a list"
+    for i, e in enumerate(earlier or []):
+        if isinstance(e, dict) and "totals" in e:
+            if (why := _count_problem(f"earlier_invocations[{i}].totals", e["totals"])) is not None:
+                return why
+            if (why := _count_problem(f"earlier_invocations[{i}]", e)) is not None:
+                return why
+    return None
+
+
 def write_usage(run_dir: Path, runner: Runner) -> None:
     """``usage.json``: this invocation's ledger rows and totals (what it paid; cached answers it
     re-used in ``reused_*``, not paid again), cache statistics and request counts, the totals of
@@ -321,16 +438,18 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
     it sent are unknown). A usage.json from before that cannot be
     read (not JSON, not this shape) is never overwritten: it is kept as
     ``usage.json.unreadable-<UTC time>`` (``unreadable_kept_as``), with a warning, since its
-    totals are not in ``all_invocations``."""
+    totals are not in ``all_invocations``. A journal line that cannot be read (other than a last
+    line a kill cut short) is warned of and listed in ``journal_unreadable_lines``, never dropped
+    silently."""
     from cocoeval.llm.usage import journal_totals
 
     path = run_dir / "usage.json"
     earlier: list[dict[str, Any]] = []
     kept: str | None = None
     try:
-        prev = read_json(path) if path.exists() else None
-        if prev is not None and not (isinstance(prev, dict) and isinstance(prev.get("totals"), dict)):
-            raise ValueError("not the shape cocoeval writes (an object with totals)")
+        prev = read_json(path) if path.exists() or path.is_symlink() else None
+        if prev is not None and (why := _usage_problem(prev)) is not None:
+            raise ValueError(why)
     except Exception as e:  # an unreadable file from before: named and kept, never a crash at the end of a run
         prev, earlier = None, [{"unreadable": str(path)}]
         aside = path.with_name(f"usage.json.unreadable-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S.%fZ}")
@@ -348,7 +467,8 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
         earlier.append({k: prev.get(k) for k in ("written", "totals", "requests_sent", "requests_batched")}
                        | ({"invocation": prev["invocation"]} if "invocation" in prev else {}))
     known = {e.get("invocation") for e in earlier} | {runner.ledger.invocation}
-    for inv, paid_then in journal_totals(run_dir / USAGE_JOURNAL).items():
+    unreadable: list[int] = []  # lines of the journal that are not journal lines: warned of, counted here
+    for inv, paid_then in journal_totals(run_dir / USAGE_JOURNAL, unreadable).items():
         if inv not in known:  # killed before its usage.json (or that file was unreadable)
             earlier.append({"invocation": inv, "not_in_usage_json": True, "totals": paid_then,
                             "requests_sent": None, "requests_batched": None})
@@ -361,4 +481,5 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
                       "requests_sent": runner.sent, "requests_batched": runner.batched, "written": now(),
                       "invocation": runner.ledger.invocation,
                       "earlier_invocations": earlier, "all_invocations": everything,
-                      **({"unreadable_kept_as": kept} if kept else {})})
+                      **({"unreadable_kept_as": kept} if kept else {}),
+                      **({"journal_unreadable_lines": {"file": USAGE_JOURNAL, "lines": unreadable}} if unreadable else {})})

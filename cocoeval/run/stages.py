@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cocoeval import __version__
-from cocoeval.bench.build import ContextPlan, load_instances
+from cocoeval.bench.build import ContextPlan, has_benchmark, load_instances
 from cocoeval.bench.step import plan_build, run_build
 from cocoeval.core.errors import ConfigError
 from cocoeval.core.jsonio import write_jsonl
@@ -24,7 +24,9 @@ from cocoeval.core.names import child_path
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.judge.config import PROMPTS as JUDGE_PROMPTS
+from cocoeval.judge.config import judge_ids
 from cocoeval.judge.engine import judge
+from cocoeval.judge.ensemble import combine
 from cocoeval.llm import LLMConfig, Runner, parse_model_spec
 from cocoeval.prompts.files import load_prompt
 from cocoeval.simulate.engine import simulate
@@ -135,7 +137,7 @@ class Experiment:
         saves them as the run's instances.jsonl."""
         b = self.params.build
         bench = self.bench_dir()
-        if b is not None and (write or not (bench / "eval.jsonl").exists()):
+        if b is not None and (write or not has_benchmark(bench)):
             bench = run_build(b, [self._resolve_source(s) if ":" in s else s for s in b.sources], bench,
                               write=write, runner=runner, make_runner=lambda: Runner(self.llm_config()),
                               demo_dir=self.run_dir / "demo-data")
@@ -192,7 +194,7 @@ class Experiment:
 
     def manifest(self, **extra: Any) -> Manifest:
         prompts = {p for s in self.params.setups for p in s.prompt_names()}
-        prompts |= {JUDGE_PROMPTS[k] for j in self.params.judges for k in j.kind}
+        prompts |= {JUDGE_PROMPTS[k] for j in self.params.llm_judges for k in j.kind}
         return Manifest.model_validate({
             "cocoeval_version": __version__,
             "git_revision": git_revision(),
@@ -204,7 +206,7 @@ class Experiment:
             "imported": {s.name: {"file": s.continuations, "sha256": s.file_sha256(), "description": s.description,
                                   **({"model": s.model} if s.model else {})}
                          for s in self.params.setups if isinstance(s, ImportedSetup)},
-            "judges": {j.name: {k: j.judge_id(k, self.taxonomy) for k in j.kind} for j in self.params.judges},
+            "judges": judge_ids(self.params.judges, self.taxonomy),  # ensembles' from their members' ids
             **extra,
         })
 
@@ -217,7 +219,7 @@ class Experiment:
         the holder)."""
         self.output_paths()  # refuses unsafe names before anything is written
         for m in sorted({m for s in self.params.setups for m in s.model_specs().values()}
-                        | {j.model for j in self.params.judges} | self.build_models()):
+                        | {j.model for j in self.params.llm_judges} | self.build_models()):
             parse_model_spec(m)  # so is a model spec with a key in its URL (it would be in every file)
         check_judge_names(self.run_dir, [j.name for j in self.params.judges])
         self.run_dir.mkdir(parents=True, exist_ok=True)
@@ -265,7 +267,11 @@ class Experiment:
                     for name, js in partial.items():
                         _save(jpaths[name], js, final=_round < 0)
 
-                jres = judge(insts, conts, self.params.judges, runner, taxonomy=self.taxonomy, on_round=save_j)
+                jres = judge(insts, conts, self.params.llm_judges, runner, taxonomy=self.taxonomy, on_round=save_j)
+                ids = judge_ids(self.params.judges, self.taxonomy)
+                for ens in self.params.ensembles:  # no call: combined from the members just judged
+                    jres[ens.name] = combine(ens, {m: jres.get(m, []) for m in ens.ensemble}, ids[ens.name],
+                                             self.taxonomy, insts)
                 save_j(-1, jres)
                 summary["judge"] = {name: tally(js) for name, js in jres.items()}
             for msg in self._orphans(cpaths):

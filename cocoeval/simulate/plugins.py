@@ -92,7 +92,7 @@ class LLM:
                 attempt: int = 0) -> GenerateRequest:
         """A request: ``messages`` as ``Message`` or (role, content) pairs; ``attempt`` asks again
         with a new sample (a re-ask after an unusable answer; 0 to 99)."""
-        msgs = [m if isinstance(m, Message) else Message(role=m[0], content=m[1]) for m in messages]  # type: ignore[arg-type]
+        msgs = [m if isinstance(m, Message) else Message(role=m[0], content=m[1]) for m in messages]
         return GenerateRequest(messages=msgs, max_tokens=max_tokens, temperature=temperature,
                                presence_penalty=presence_penalty,
                                sample=self._task.setup.sample * 100 + attempt)

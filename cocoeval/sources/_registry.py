@@ -223,6 +223,6 @@ def sorted_files(path: Path, pattern: str) -> list[Path]:
     ``load_conversations`` reports as skipped with the reason: none is left out silently."""
     if path.is_file():
         return [path]
-    return sorted({p for p in path.rglob(pattern)
-                   if not p.name.startswith(".") and (p.is_file() or unreadable(p) is not None)}
+    return sorted({p for p in path.rglob(pattern)  # a folder or named pipe of that name: named by the loader
+                   if not p.name.startswith(".") and (p.is_file() or p.exists() or unreadable(p) is not None)}
                   | set(unlisted_folders(path)))

@@ -37,7 +37,14 @@ def test_behaviour_bars_spec(tmp_path):
     assert mark["mark"]["type"] == "point" and mark["mark"]["shape"] == "cross"
     assert mark["transform"][0]["filter"].startswith("!(")
     assert mark["encoding"]["y"]["field"] == "mean"
-    assert any(t["field"] == "ci_note" for t in mark["encoding"]["tooltip"])
+    # tooltips in words, never a field name with a null (issue #28)
+    assert any(t["field"] == "interval" for t in mark["encoding"]["tooltip"])
+    assert not any(t["field"] in ("ci_low", "ci_high", "ci_note") for t in [*mark["encoding"]["tooltip"],
+                                                                            *enc["tooltip"]])
+    # the series legend draws squares in a category colour, as the bars are drawn
+    legend = enc["opacity"]["legend"]
+    assert legend["symbolType"] == "square" and legend["symbolFillColor"] == charts.CATEGORY_COLOURS["inconsistent"]
+    assert d["spec"]["width"] + 170 <= charts.NOTEBOOK_WIDTH  # one panel fits the notebook's width
     assert enc["x"]["sort"][0] == "Repetition" and len(enc["x"]["sort"]) == 10
     values = d["data"]["values"]
     assert {v["series"] for v in values} == {"simulated", charts.HUMAN}
@@ -51,6 +58,9 @@ def test_behaviour_bars_spec(tmp_path):
     # n = 6 under the default minimum: no whisker at all, every bar gets its cross
     small = charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J").to_dict()
     assert all(v["ci_low"] is None and v["ci_note"] == "n too small (n=6 < 10)" for v in small["data"]["values"])
+    assert all(v["interval"] == "n too small for an interval (n = 6)" for v in small["data"]["values"])
+    assert {v["interval"] for v in values if v["ci_low"] is not None} == {
+        f"95% CI {v['ci_low']:.2f}–{v['ci_high']:.2f}, n = {v['n']}" for v in values if v["ci_low"] is not None}
     assert charts.save(charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J"),
                        tmp_path / "small")[0].stat().st_size > 1000
 

@@ -60,6 +60,9 @@ def test_a_bare_run_lacks_every_element_of_the_paper():
     assert "Tables 9, 10" in got["Claude Opus 4 judge"].paper
     humans = [m for m in got.values() if m.group == "human annotations"]
     assert len(humans) == 2 and all("annotate-export" in m.how and "annotate-import" in m.how for m in humans)
+    for m in humans:  # B.1's draws come from the params file's annotation: section, not a run's defaults
+        assert "annotate-export PARAMS" in m.how and "annotation:" in m.how and "params/paper.yaml" in m.how
+        assert "annotate-export RUN" not in m.how and "the paper's draw" not in m.how
     for ds in PAPER_DATASETS:
         assert any(e.startswith(f"{ds} (") for e in got), ds
     assert "cocoeval fetch tcr" in got["sim (TCR SIM meetings)"].how

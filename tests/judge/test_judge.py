@@ -219,8 +219,8 @@ def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
     rows = forecast(paper, paper.prepare_instances(write=False))
     assert {r["name"] for r in rows} == PAPER_SETUPS | {"o4-mini:overall", "o4-mini:fine_grained"}
 
-    # uncomment the paper's commented lines (not the one marked "not in the paper")
-    ready = re.sub(r"(?m)^  # (- \{name: (?!gpt41-copy-pp-1\b))", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
+    # uncomment the paper's commented lines (not those marked "not in the paper" or "beyond the paper")
+    ready = re.sub(r"(?m)^  # (- \{name: (?!gpt41-copy-pp-1\b|gpt41-agents-|mine\b))", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
     (tmp_path / "paper.yaml").write_text(ready)
     full = load_params(tmp_path / "paper.yaml").params
     setups = {s.name: s for s in full.setups}

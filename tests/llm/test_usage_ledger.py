@@ -147,3 +147,89 @@ def test_what_a_killed_invocation_paid_is_counted_by_the_next_from_the_usage_jou
         killed = [e for e in usage["earlier_invocations"] if e.get("not_in_usage_json")]
         assert len(killed) == 1 and killed[0]["totals"]["input_tokens"] == tokens
         assert killed[0]["totals"]["calls"] == 5 and killed[0]["requests_sent"] is None
+
+
+# ------------------------------------------------------------------ the usage journal's unreadable lines
+def _journal_line(inv: str, **counts) -> str:
+    return json.dumps({"invocation": inv, "stage": "simulate", "model": "m/x", "at": 1.0, "calls": 1, **counts}) + "\n"
+
+
+def test_only_a_torn_last_journal_line_is_skipped_silently(tmp_path, caplog):
+    from cocoeval.llm.usage import journal_totals
+
+    journal = tmp_path / "usage.journal.jsonl"
+    journal.write_text(_journal_line("a", input_tokens=10) + '{"invocation": "a", "input_tok')  # a kill mid-write
+    unreadable: list[int] = []
+    with caplog.at_level(logging.WARNING):
+        got = journal_totals(journal, unreadable)
+    assert got == {"a": {"calls": 1, "input_tokens": 10}} and unreadable == [] and not caplog.records
+
+
+@pytest.mark.parametrize("bad", ["not json at all", '{"invocation": "b", "input_tok', "[1, 2]", '{"calls": 1}',
+                                 '{"invocation": "b", "input_tokens": -5}', '{"invocation": "b", "calls": true}',
+                                 '{"invocation": "b", "output_tokens": 1e20}', '{"invocation": "b", "calls": "1"}', ""])
+def test_an_unreadable_journal_line_elsewhere_is_reported_by_file_and_line_never_dropped_silently(tmp_path, caplog,
+                                                                                                   bad):
+    from cocoeval.llm.usage import journal_totals
+
+    journal = tmp_path / "usage.journal.jsonl"
+    journal.write_text(_journal_line("a", input_tokens=10) + bad + "\n" + _journal_line("a", input_tokens=5))
+    unreadable: list[int] = []
+    with caplog.at_level(logging.WARNING):
+        got = journal_totals(journal, unreadable)
+    assert got == {"a": {"calls": 2, "input_tokens": 15}}  # the readable lines are counted
+    assert unreadable == [2]
+    [rec] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert str(journal) in rec.getMessage() and "line 2" in rec.getMessage() and "not counted" in rec.getMessage()
+
+
+def test_a_ledger_appending_after_a_torn_line_marks_it_and_its_own_lines_count(tmp_path, caplog):
+    from cocoeval.llm.base import Usage
+    from cocoeval.llm.usage import Ledger, journal_totals
+
+    journal = tmp_path / "usage.journal.jsonl"
+    journal.write_text(_journal_line("a", input_tokens=10) + '{"invocation": "a", "inp')  # killed mid-write
+    ledger = Ledger(journal=journal)
+    for _ in range(2):
+        ledger.add("simulate", "openai/gpt-4.1", Usage(input_tokens=7, output_tokens=3), cache_hit=False)
+    lines = journal.read_text().splitlines()
+    assert lines[1] == '{"invocation": "a", "inp' and json.loads(lines[2])["torn_line_above"] is True
+    unreadable: list[int] = []
+    with caplog.at_level(logging.WARNING):
+        got = journal_totals(journal, unreadable)
+    assert got[ledger.invocation]["input_tokens"] == 14 and got[ledger.invocation]["calls"] == 2
+    assert got["a"]["input_tokens"] == 10 and unreadable == [] and not caplog.records
+
+
+def test_write_usage_lists_the_unreadable_journal_lines(tmp_path, caplog):
+    from cocoeval.run.rundir import USAGE_JOURNAL, write_usage
+
+    (tmp_path / USAGE_JOURNAL).write_text(_journal_line("k", input_tokens=4) + "garbage\n" + _journal_line("k"))
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
+    with caplog.at_level(logging.WARNING):
+        write_usage(tmp_path, r)
+    r.close()
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["journal_unreadable_lines"] == {"file": USAGE_JOURNAL, "lines": [2]}
+    [killed] = [e for e in usage["earlier_invocations"] if e.get("not_in_usage_json")]
+    assert killed["totals"] == {"calls": 2, "input_tokens": 4}
+    assert any("line 2" in r.getMessage() and USAGE_JOURNAL in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("totals", [{"calls": 3, "input_tokens": -1}, {"calls": True}, {"cost_usd": 1e300},
+                                    {"output_tokens": "12"}, {"calls": 1, "failed": float("inf")}])
+def test_an_earlier_usage_json_with_a_total_that_is_no_count_is_kept_aside_never_summed(tmp_path, caplog, totals):
+    from cocoeval.run.rundir import write_usage
+
+    (tmp_path / "usage.json").write_text(json.dumps({"totals": totals, "earlier_invocations": []}))
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
+    with caplog.at_level(logging.WARNING):
+        write_usage(tmp_path, r)
+    r.close()
+    usage = json.loads((tmp_path / "usage.json").read_text())
+    assert usage["all_invocations"]["invocations"] == 1  # the earlier totals are not summed in
+    assert all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 10**15
+               for v in usage["all_invocations"].values())
+    [aside] = tmp_path.glob("usage.json.unreadable-*")
+    assert usage["unreadable_kept_as"] == str(aside) and json.loads(aside.read_text())["totals"] == totals
+    assert any("not a count" in m for m in caplog.messages)

@@ -118,9 +118,23 @@ def test_viewer_opens_where_the_setups_were_simulated_and_titles_stand_apart():
     assert v.setups.rows == len(v.setups.options)
     v.instance.value = run.instances[0].id
     html = v.html.value
-    assert '<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;margin-bottom:4px">sim</div>' \
-        '<div><i>not simulated</i></div>' in html
-    assert ">sim2</div><div><i>invalid: x</i></div>" in html
+    # a setup with no continuation of the instance folds into one line, no empty column (issue #28)
+    assert 'data-target="sim"' not in html and '<div class="cc-fold"><i>not simulated here: sim</i></div>' in html
+    assert '>sim2</div><div class="cc-note"><i>invalid: x</i></div>' in html
+
+
+def test_the_list_behind_a_bar_goes_when_the_instance_or_a_filter_changes():
+    run, _ = _partial_run()
+    v = ConversationViewer(run, judge="J")
+    bar = v.show_bar("sim", "simulated", "repetition")
+    assert bar.rows and "turn(s) in" in v.behind.value and v.instance.value == bar.instances[0]
+    v.instance.value = next(i for i in v.instance.options if i != bar.instances[0])
+    assert v.behind.value == ""  # it named another instance's turns
+    v.show_bar("sim", "simulated", "repetition")
+    assert v.behind.value
+    v.dataset.value = ALL
+    v.behaviour.value = ALL
+    assert v.behind.value == ""
 
 
 def _targets(run):

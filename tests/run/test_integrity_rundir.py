@@ -245,3 +245,89 @@ def test_files_without_an_instance_hash_are_not_made_stale_by_it(tmp_path):
     run = Run(instances=[inst], continuations={"s": [Continuation(instance_id=inst.id, setup_id="s1",
                                                                  turns=inst.reference)]})
     assert run.stale_reason("s", run.continuations["s"][0]) is None
+
+
+# ------------------------------------------------------------------ 4. what the hostile campaign found (benchmarks/hostile.py)
+def test_an_instances_file_with_an_instance_twice_is_refused_naming_file_and_lines(tmp_path):
+    path = write(tmp_path) / "instances.jsonl"
+    path.write_text(path.read_text() + lines(path)[0] + "\n")
+    with pytest.raises(InputError) as e:
+        Run.open(tmp_path)
+    assert str(path) in str(e.value) and "lines 1 and 4" in str(e.value) and "'d/c0/0'" in str(e.value)
+
+
+@pytest.mark.parametrize("field,value", [("consistency", True), ("consistency", "7"), ("consistency", 7.0),
+                                         ("judged_turns", [True, 1, 2])])
+def test_a_judgment_with_true_or_a_string_for_a_number_is_refused_never_read_as_1(tmp_path, field, value):
+    path = write(tmp_path) / "judgments" / "J.jsonl"
+    ls = lines(path)
+    i = next(n for n, ln in enumerate(ls) if json.loads(ln)["kind"] == "overall")
+    j = json.loads(ls[i])
+    j[field] = value
+    ls[i] = json.dumps(j)
+    path.write_text("\n".join(ls) + "\n")
+    with pytest.raises(InputError) as e:
+        Run.open(tmp_path)
+    assert str(path) in str(e.value) and f"line {i + 1}" in str(e.value) and field in str(e.value)
+
+
+@pytest.mark.parametrize("edit,why", [
+    (lambda j: j["labels"].__setitem__(0, {**j["labels"][0], "turn": 10**20}), "turn 100000000000000000000 is labelled"),
+    (lambda j: j["labels"].append(j["labels"][0]), "a turn is labelled twice"),
+    (lambda j: j.__setitem__("judged_turns", [0, 1, 7]), "outside the target's 3 turns"),
+    (lambda j: j.__setitem__("judged_turns", [0, 0, 1]), "a judged turn is listed twice"),
+    (lambda j: (j.__setitem__("judged_turns", []), j.__setitem__("labels", [])), "no judged turn"),
+])
+def test_a_fine_grained_judgment_marked_ok_that_cocoeval_never_writes_is_counted_invalid(tmp_path, edit, why):
+    path = write(tmp_path) / "judgments" / "J.jsonl"
+    ls = lines(path)
+    i = next(n for n, ln in enumerate(ls) if json.loads(ln)["kind"] == "fine_grained")
+    j = json.loads(ls[i])
+    edit(j)
+    ls[i] = json.dumps(j)
+    path.write_text("\n".join(ls) + "\n")
+    run = Run.open(tmp_path)
+    [bad] = [x for x in run.judgments["J"] if x.status == "invalid"]
+    assert bad.reason.startswith(READ_INVALID) and why in bad.reason
+    f = run_frames(run)
+    assert f.counts.filter(instance_id=bad.instance_id, target=bad.target_name).is_empty()
+    assert any("judgment(s) marked ok are not what cocoeval stores" in w for w in run.integrity_warnings())
+
+
+def test_an_overall_judgment_marked_ok_without_its_scores_is_counted_invalid(tmp_path):
+    path = write(tmp_path) / "judgments" / "J.jsonl"
+    ls = lines(path)
+    i = next(n for n, ln in enumerate(ls) if json.loads(ln)["kind"] == "overall")
+    j = json.loads(ls[i])
+    del j["consistency"]
+    ls[i] = json.dumps(j)
+    path.write_text("\n".join(ls) + "\n")
+    [bad] = [x for x in Run.open(tmp_path).judgments["J"] if x.status == "invalid"]
+    assert "without both scores" in bad.reason
+
+
+def test_an_ok_continuation_with_a_turn_longer_than_its_setups_budget_is_counted_invalid(tmp_path):
+    params = {"setups": [{"name": "sim", "model": "openai/gpt-4.1", "turns_per_call": 1, "max_tokens_per_turn": 50}]}
+    path = write(tmp_path, manifest={"status": "complete", "params": params}) / "continuations" / "sim.jsonl"
+    ls = lines(path)
+    c = json.loads(ls[0])
+    c["turns"][1]["text"] = "w" * 2_000_000  # a server that ignored max_tokens, or a hand edit
+    path.write_text("\n".join([json.dumps(c), *ls[1:]]) + "\n")
+    run = Run.open(tmp_path)
+    [bad] = [x for x in run.continuations["sim"] if x.status == "invalid"]
+    assert "turn 2 has 2000000 characters" in bad.reason and bad.reason.startswith(READ_INVALID)
+    assert invalid_rates(run_frames(run)).filter(stage="simulate")["invalid"].item() == 1
+    # a turn of a usual length is no problem, nor is a setup the manifest does not describe
+    c["turns"][1]["text"] = "w" * 400
+    path.write_text("\n".join([json.dumps(c), *ls[1:]]) + "\n")
+    assert {x.status for x in Run.open(tmp_path).continuations["sim"]} == {"ok"}
+
+
+def test_a_named_pipe_in_place_of_a_run_file_is_refused_never_waited_on(tmp_path):
+    import os
+
+    write(tmp_path)
+    (tmp_path / "manifest.json").unlink()
+    os.mkfifo(tmp_path / "manifest.json")
+    with pytest.raises(InputError, match="named pipe"):
+        Run.open(tmp_path)

@@ -4,6 +4,7 @@ bad answers end its continuation invalid with the reason; the forecast drives th
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -68,7 +69,7 @@ def test_history_policy_is_seeded_and_follows_x(srv, tmp_path):
     inst = instance(n_ref=12)  # x cycles Alice -> Bob -> Carol: each speaker only ever follows one
     [c] = simulate([inst], [agents(srv, policy="history")], runner(tmp_path))["ag"]
     order = [inst.history[-1].speaker, *(t.speaker for t in c.turns)]
-    assert all(SPEAKERS.index(b) == (SPEAKERS.index(a) + 1) % 3 for a, b in zip(order, order[1:], strict=False))
+    assert all(SPEAKERS.index(b) == (SPEAKERS.index(a) + 1) % 3 for a, b in itertools.pairwise(order))
     [d] = simulate([inst], [agents(srv, policy="history")], runner(tmp_path / "b"))["ag"]
     assert [t.speaker for t in d.turns] == [t.speaker for t in c.turns]
 

@@ -1,0 +1,303 @@
+"""Paper scale: the report and the notebooks on a synthetic run of the paper's full shape.
+
+The run: 300 instances over the six datasets (50 each) and 25 human–AI chats, 30 history + 30
+reference turns of word-like text, the 16 multi-party setups of ``params/paper.yaml`` plus its two
+C.2 setups (copy-then-continue with a presence penalty, base and fine-tuned: 18) and the human–AI
+``gpt41-user-sim``, one judge (o4-mini) with both kinds, behaviour rates near the paper's (a few
+per cent of turns, Repetition and Off topic the most frequent), 2% of continuations and judgments
+invalid. Then it times, each with its peak memory (max RSS of the process tree):
+
+- ``cocoeval report`` (target: under 10 s and 1 GB on two cores);
+- every notebook headless through papermill (``--quick``: 02, 10 and 11 only), each under 10 s,
+  and the bytes of each executed notebook (under 2 MB);
+- opening the run and the first analysis call in a kernel (``open_run`` + ``ctx.analysis``: what
+  a person waits for before the first chart; under 3 s);
+- a viewer update in the widget's Python side (another instance, then a behaviour filter; under
+  100 ms);
+- ``cocoeval --help`` (under 0.5 s).
+
+The targets are printed beside the numbers, never asserted.
+
+    python benchmarks/paper_scale.py [--quick] [--out DIR] [--keep] [--skip-notebooks]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from cocoeval.core.schema import (  # noqa: E402
+    Continuation,
+    Instance,
+    Judgment,
+    Metadata,
+    Participant,
+    Provenance,
+    Summary,
+    Turn,
+    TurnLabel,
+)
+from cocoeval.core.taxonomy import load_taxonomy  # noqa: E402
+
+DATASETS = ["qmsum_product", "qmsum_academic", "qmsum_committee", "iq2", "sim", "ncpc"]
+PER_DATASET = 50
+CHATS = 25
+TURNS = 30
+JUDGE = "o4-mini"
+QUICK = ["02_rq2_vanilla", "10_judge_free", "11_simulators"]
+RATES = {  # per-turn probability of each behaviour, near the paper's Figure 3 humans (setups scale them)
+    "repetition": 0.05, "off_topic": 0.04, "redundant_information": 0.03, "under_answering": 0.02}
+VOCAB = [*["the", "a", "we", "i", "you", "it", "is", "to", "of", "and", "that", "this", "so", "what", "do", "think", "about", "budget", "design", "remote", "button", "price", "market", "user", "meeting", "next", "point", "yeah", "okay", "right", "um", "uh", "well", "really", "maybe", "should", "would", "could", "project", "team", "idea", "product", "data", "research", "committee", "question", "answer", "time", "people", "money", "plan", "change", "need", "want", "know", "mean", "like", "just", "then", "there", "here", "today", "week"],
+         *(f"w{i}" for i in range(3000))]
+
+
+def _setups() -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    grid = [("gpt41", "openai/gpt-4.1-2025-04-14", (1, 5, 30)), ("gpt51", "openai/gpt-5.1-chat-latest", (1, 5, 30)),
+            ("opus4", "anthropic/claude-opus-4-20250514", (1, 5))]
+    for short, model, ks in grid:
+        for prompt in ("vanilla", "taxonomy"):
+            out += [{"name": f"{short}-{prompt}-{k}", "model": model, "prompt": prompt, "turns_per_call": k,
+                     "datasets": DATASETS} for k in ks]
+    out.append({"name": "gpt41-copy-pp-1", "model": "openai/gpt-4.1-2025-04-14", "prompt": "copy_then_continue",
+                "turns_per_call": 1, "n_copy": 5, "presence_penalty": 2.0, "datasets": DATASETS})
+    out.append({"name": "gpt41-sft-copy-pp-1", "model": "openai/ft:gpt-4.1-2025-04-14:org:cocoeval-k1:id",
+                "prompt": "copy_then_continue", "turns_per_call": 1, "n_copy": 5, "presence_penalty": 2.0,
+                "datasets": DATASETS})
+    out.append({"name": "gpt41-user-sim", "model": "openai/gpt-4.1-2025-04-14", "kind": "human_ai",
+                "chatbot": "openai/gpt-4.1-2025-04-14", "datasets": ["sharechat"]})
+    return out
+
+
+def write_paper_run(d: Path, seed: int = 0, *, per_dataset: int = PER_DATASET, chats: int = CHATS,
+                    turns_n: int = TURNS) -> dict[str, int]:
+    """Write the synthetic paper-shaped run into ``d`` (as ``cocoeval run`` lays it out) and a
+    params file ``d/params.yaml`` whose ``out`` is ``d``; returns counts of what it wrote (smaller
+    shapes for tests: ``per_dataset``, ``chats``, ``turns_n`` history and reference turns)."""
+    from cocoeval.run import Run
+    from tests.sim_helpers import write_run_dir
+
+    rng = np.random.default_rng(seed)
+    tax = load_taxonomy()
+    zipf = 1 / np.arange(1, len(VOCAB) + 1)
+    zipf /= zipf.sum()
+
+    def text() -> str:
+        words = rng.choice(VOCAB, size=int(rng.integers(2, 28)), p=zipf)
+        s = " ".join(words)
+        return s + ("?" if rng.random() < 0.15 else ".")
+
+    def turns(speakers: list[str], k: int, chat: bool = False) -> list[Turn]:
+        if chat:
+            return [Turn(speaker=speakers[i % 2], text=text()) for i in range(k)]
+        return [Turn(speaker=speakers[int(s)], text=text()) for s in rng.integers(0, len(speakers), k)]
+
+    insts: list[Instance] = []
+    for ds in [*DATASETS, "sharechat"]:
+        chat = ds == "sharechat"
+        for c in range(chats if chat else per_dataset):
+            speakers = ["user", "assistant"] if chat else [f"P{j}" for j in range(int(rng.integers(3, 7)))]
+            insts.append(Instance(
+                id=f"{ds}/c{c}/0", dataset=ds, split="eval", kind="human_ai" if chat else "multiparty",
+                metadata=Metadata(goals=[text() for _ in range(2)],
+                                  participants=[Participant(name=s, role="member") for s in speakers]),
+                summary=Summary(text=text(), covers_turns=10), history=turns(speakers, turns_n, chat),
+                reference=turns(speakers, turns_n, chat),
+                provenance=Provenance(source_file="synthetic", source_format="chat" if chat else "qmsum",
+                                      conversation_id=f"c{c}", start_index=10, seed=seed, builder_version="bench")))
+    setups = _setups()
+    conts: dict[str, list[Continuation]] = {}
+    for s in setups:
+        chosen = [i for i in insts if i.dataset in s["datasets"]]  # type: ignore[operator]
+        conts[str(s["name"])] = [
+            Continuation(instance_id=i.id, setup_id=str(s["name"]), status="invalid", reason="bad answer")
+            if rng.random() < 0.02 else
+            Continuation(instance_id=i.id, setup_id=str(s["name"]),
+                         turns=turns(sorted({t.speaker for t in i.reference}), turns_n, i.dataset == "sharechat"))
+            for i in chosen]
+    js: list[Judgment] = []
+    for t, target in enumerate(["reference", *conts]):
+        scale = 1.0 + 0.15 * t
+        for i in insts:
+            if target == "reference":
+                pass
+            elif not any(c.instance_id == i.id and c.status == "ok" for c in conts[target]):
+                continue
+            judged = [k for k in range(turns_n) if i.dataset != "sharechat" or k % 2 == 0]
+            invalid = target != "reference" and rng.random() < 0.02
+            labels = []
+            for k in judged:
+                bs = [b for b in tax.ids if rng.random() < RATES.get(b, 0.01) * scale]
+                labels.append(TurnLabel(turn=k, behaviours=bs, evidence={b: "because of the words" for b in bs}))
+            common = {"instance_id": i.id, "target": target, "target_name": target, "judge_id": JUDGE,
+                      "judge_name": JUDGE, "taxonomy_hash": tax.hash}
+            js.append(Judgment(**common, kind="fine_grained", status="invalid" if invalid else "ok",
+                               labels=[] if invalid else labels, judged_turns=judged,
+                               reason="bad" if invalid else None))
+            js.append(Judgment(**common, kind="overall", consistency=int(rng.integers(4, 11)),
+                               collaborativeness=int(rng.integers(4, 11)), rationale="a rationale"))
+    judges = [{"name": JUDGE, "model": "openai/o4-mini-2025-04-16", "kind": ["overall", "fine_grained"]}]
+    run = Run.model_validate({"instances": insts, "continuations": conts, "judgments": {JUDGE: js},
+                              "manifest": {"params": {"setups": setups, "judges": judges}}})
+    d.mkdir(parents=True, exist_ok=True)
+    write_run_dir(d, run, {"status": "complete", "cocoeval_version": _version(),
+                           "params": {"name": "paper-scale", "setups": setups, "judges": judges},
+                           "taxonomy": {"hash": tax.hash, "name": tax.name}})
+    (d / "params.yaml").write_text(_params_yaml(d, setups, judges), encoding="utf-8")
+    return {"instances": len(insts), "setups": len(setups), "continuations": sum(len(v) for v in conts.values()),
+            "judgments": len(js)}
+
+
+def _version() -> str:
+    import cocoeval
+
+    return cocoeval.__version__
+
+
+def _params_yaml(d: Path, setups: list[dict[str, object]], judges: list[dict[str, object]]) -> str:
+    lines = ["name: paper-scale", f"out: {json.dumps(str(d))}", f"bench: {json.dumps(str(d / 'bench'))}",
+             "setups:", *(f"  - {json.dumps(s)}" for s in setups), "judges:", *(f"  - {json.dumps(j)}" for j in judges)]
+    return "\n".join(lines) + "\n"
+
+
+def timed(cmd: list[str], **kw: object) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Seconds and peak memory (MB, max RSS of the command's process tree) of ``cmd``."""
+    probe = [sys.executable, "-c", "import resource, subprocess, sys, time; t = time.perf_counter(); "
+             "r = subprocess.run(sys.argv[1:]); "
+             "print('\\n@@', time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+             "file=sys.stderr); sys.exit(r.returncode)", *cmd]
+    p = subprocess.run(probe, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
+    tail = [ln for ln in p.stderr.splitlines() if ln.startswith("@@ ")]
+    s, kb = tail[-1].split()[1:] if tail else ("nan", "0")
+    if p.returncode:
+        print(p.stdout[-2000:], p.stderr[-4000:], sep="\n")
+    return float(s), int(kb) / 1024, p
+
+
+def mark(value: float, target: float) -> str:
+    return "ok" if value <= target else "over"
+
+
+KERNEL = """
+import json, resource, sys, time
+t0 = time.perf_counter()
+from cocoeval.notebooks import open_run
+ctx = open_run(sys.argv[1])
+t1 = time.perf_counter()
+ans = ctx.analysis("rq2")
+chart = next(iter(ans.charts.values())) if ans is not None and ans.charts else None
+spec = chart.to_dict() if chart is not None else None
+t2 = time.perf_counter()
+v = ctx.viewer()
+t3 = time.perf_counter()
+updates = {}
+ids = [i.id for i in ctx.run.instances]
+for name, act in _actions(v, ids).items():
+    s = time.perf_counter(); act(); updates[name] = time.perf_counter() - s
+t4 = time.perf_counter()
+ans2 = ctx.analysis("judge_free")
+t5 = time.perf_counter()
+print(json.dumps({"open": t1 - t0, "first_analysis": t2 - t1, "viewer": t3 - t2, "updates": updates,
+                  "second_analysis": t5 - t4,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+
+def kernel_probe(params: Path) -> dict[str, object]:
+    """Open the run and make the first analysis (and the viewer) in a fresh Python process, as a
+    notebook kernel does (one process: the timings are the kernel's own)."""
+    code = _ACTIONS + KERNEL
+    p = subprocess.run([sys.executable, "-c", code, str(params)], capture_output=True, text=True, cwd=ROOT)
+    if p.returncode:
+        print(p.stderr[-4000:])
+        return {}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+_ACTIONS = '''
+def _actions(v, ids):
+    """Viewer updates through the widget's own controls (what a pick in a menu does)."""
+    other = next(i for i in v.instance.options if i != v.instance.value)
+    beh = v.behaviour.options[1][1]
+    return {"instance change": lambda: setattr(v.instance, "value", other),
+            "behaviour filter": lambda: setattr(v.behaviour, "value", beh)}
+'''
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help=f"run only the notebooks {', '.join(QUICK)}")
+    ap.add_argument("--out", type=Path, help="where to write the run (default: a temporary folder)")
+    ap.add_argument("--keep", action="store_true", help="keep the run folder")
+    ap.add_argument("--skip-notebooks", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="reuse the run already in --out (written before)")
+    ap.add_argument("--skip-report", action="store_true")
+    a = ap.parse_args()
+    base = a.out or Path(tempfile.mkdtemp(prefix="cocoeval-paper-scale-"))
+    d = base / "run"
+    exe = str(Path(sys.executable).parent / "cocoeval")
+    try:
+        t = time.perf_counter()
+        if a.reuse and (d / "manifest.json").is_file():
+            counts = json.loads((base / "counts.json").read_text(encoding="utf-8"))
+        else:
+            counts = write_paper_run(d)
+            (base / "counts.json").write_text(json.dumps(counts), encoding="utf-8")
+        size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) / 1e6
+        print(f"paper-shaped run: {counts['instances']} instances ({len(DATASETS)} datasets x {PER_DATASET} + "
+              f"{CHATS} chats), {counts['setups']} setups, {TURNS} + {TURNS} turns, {counts['continuations']:,} "
+              f"continuations, {counts['judgments']:,} judgments ({size:.0f} MB), written in "
+              f"{time.perf_counter() - t:.1f} s")
+        s, mb, _ = timed([exe, "--help"], cwd=ROOT)
+        print(f"cocoeval --help: {s:.2f} s, {mb:.0f} MB (target < 0.5 s: {mark(s, 0.5)})")
+        if not a.skip_report:
+            s, mb, p = timed([exe, "report", str(d), "--out", str(base / "report")], cwd=ROOT)
+            figs = len(list((base / "report").glob("*.svg")))
+            print(f"cocoeval report: {s:.1f} s, {mb:.0f} MB peak, {figs} figures (target < 10 s and 1 GB: "
+                  f"{mark(s, 10)}, {mark(mb, 1024)}){'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
+        k = kernel_probe(d / "params.yaml")
+        if k:
+            first = float(k["open"]) + float(k["first_analysis"])  # type: ignore[arg-type]
+            print(f"kernel: open_run {k['open']:.2f} s + first analysis (rq2) {k['first_analysis']:.2f} s "
+                  f"= {first:.2f} s before the first chart (target < 3 s: {mark(first, 3)}); a second analysis "
+                  f"(judge_free) {k['second_analysis']:.2f} s; viewer built in {k['viewer']:.2f} s; "
+                  f"peak {k['rss_mb']:.0f} MB")
+            for name, sec in dict(k["updates"]).items():  # type: ignore[call-overload]
+                print(f"viewer update ({name}): {sec * 1000:.0f} ms (target < 100 ms: {mark(sec, 0.1)})")
+        if not a.skip_notebooks:
+            from cocoeval.notebooks.context import shipped_notebooks
+
+            nbs = sorted(shipped_notebooks().glob("*.ipynb"))
+            if a.quick:
+                nbs = [nb for nb in nbs if nb.stem in QUICK]
+            out = base / "notebooks"
+            out.mkdir(exist_ok=True)
+            for nb in nbs:
+                target = out / nb.name
+                s, mb, p = timed([sys.executable, "-m", "papermill", str(nb), str(target), "--cwd",
+                                  str(nb.parent), "-k", "python3", "--no-progress-bar", "-p", "params_file",
+                                  str(d / "params.yaml"), "-p", "figures_dir", str(base / "figures")], cwd=ROOT)
+                kb = target.stat().st_size / 1e6 if target.exists() else float("nan")
+                print(f"notebook {nb.stem}: {s:.1f} s, {mb:.0f} MB peak, executed notebook {kb:.2f} MB "
+                      f"(targets < 10 s, < 2 MB: {mark(s, 10)}, {mark(kb, 2)})"
+                      f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
+    finally:
+        if a.keep or a.out:
+            print(f"(kept in {base})")
+        else:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

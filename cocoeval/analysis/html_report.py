@@ -1,0 +1,319 @@
+"""The self-contained HTML report (``cocoeval report RUN --out DIR --html`` writes ``DIR/index.html``).
+
+One file that opens from ``file://`` with no server and no network: the Vega, Vega-Lite and
+Vega-Embed JavaScript is inlined from vl-convert's bundle (``vl_convert.javascript_bundle``), the
+viewer's script and style from ``html_assets/`` (package data), and the data as JSON blocks. It
+holds every figure of the report (interactive: tooltips in words), every table, the invalid
+accounting, the run's provenance, and the conversation viewer of the notebooks (an instance, the
+human reference beside the chosen setups' continuations turn by turn, each turn tagged with the
+behaviours the judge found, evidence on hover; filters by dataset, behaviour, setup, judge; a bar
+of a Figure-3 chart lists the turns behind it).
+
+Every text of the run (model and human text, names, reasons) reaches the page as JSON data and
+is put into the page by the script with ``textContent``, never as markup; the JSON block escapes
+``<``, ``>`` and ``&`` so no text can close its ``<script>`` element. Each instance's
+conversations are a block of their own (JSON, gzip, base64: ``pack``), inflated and parsed only
+when the viewer first shows that instance (or lists its turns behind a bar).
+
+The wording of the marks (invalid, stale, skipped, not simulated) is defined here once and used
+by the notebooks' viewer too (``cocoeval.notebooks.widgets``)."""
+
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import html
+import json
+import re
+from collections.abc import Iterable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import cocoeval
+from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.targets import REFERENCE
+from cocoeval.run import Run
+
+from .frames import HUMAN, Frames
+
+__all__ = ["BLOCK_TYPE", "NOT_SIMULATED", "continuation_note", "from_report", "judgment_note", "not_simulated_line",
+           "pack", "payload", "unpack", "write_html"]
+
+NOT_SIMULATED = "not simulated here"
+"""The one line that folds the chosen setups without a continuation of the instance."""
+
+
+def continuation_note(status: str | None, reason: str | None) -> str | None:
+    """What a column says instead of (or above) a continuation's turns: "invalid: …", "stale: …";
+    None for a current ok continuation."""
+    if status in (None, "ok"):
+        return None
+    return f"{status}: {reason}" if reason else str(status)
+
+
+def judgment_note(status: str | None, reason: str | None) -> str | None:
+    """What a column says about its judgment: "judgment invalid: …", "judgment skipped: no turns
+    to judge", "judgment stale: …"; None for a valid one (ok or repaired)."""
+    if status in (None, "ok", "repaired"):
+        return None
+    return f"judgment {status}: {reason}" if reason else f"judgment {status}"
+
+
+def not_simulated_line(setups: Sequence[str]) -> str | None:
+    """"not simulated here: a, b" for the chosen setups without a continuation of the instance."""
+    return f"{NOT_SIMULATED}: {', '.join(setups)}" if setups else None
+
+
+# ---------------------------------------------------------------------------------------- data
+
+def _json(obj: Any) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` survives as such."""
+    s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return s.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e") \
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+BLOCK_TYPE = "application/gzip+base64"
+"""The type of an instance's conversations block: its JSON, gzip-compressed, in base64 (about a
+third of the JSON's size for meeting text; the page inflates a block with the browser's
+``DecompressionStream`` when it first shows that instance)."""
+
+
+def pack(obj: Any) -> str:
+    """``obj`` as an instance block: JSON, gzip (no timestamp: the same run gives the same
+    file), base64."""
+    return base64.b64encode(gzip.compress(_json(obj).encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def unpack(text: str) -> Any:
+    """The object of a block (``pack``), as the page reads it."""
+    return json.loads(gzip.decompress(base64.b64decode(text)).decode("utf-8"))
+
+
+def _clean(v: Any) -> Any:
+    """JSON-ready cell values: NaN is null (undefined)."""
+    return None if isinstance(v, float) and v != v else v
+
+
+def _turns(turns: Iterable[Any]) -> list[list[str]]:
+    return [[t.speaker, t.text] for t in turns]
+
+
+def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The viewer's data: an index (instances, setups, judges, behaviours, each target's status
+    and the labelled turns of every valid fine-grained judgment) and one block per instance
+    (M, S, x, the reference, every continuation's turns, the evidence of each label)."""
+    tax = f.taxonomy
+    insts = sorted(run.instances, key=lambda i: i.id)
+    order = {i.id: n for n, i in enumerate(insts)}
+    setups = sorted(run.continuations)
+    cont_status: dict[tuple[str, str], tuple[str, str | None]] = {
+        (r["setup"], r["instance_id"]): (r["status"], r["reason"]) for r in f.continuations.iter_rows(named=True)}
+    judg: dict[str, dict[str, dict[str, Any]]] = {}  # judge -> target -> instance index -> entry
+    for r in f.judgments.filter(pl.col("kind") == "fine_grained").iter_rows(named=True):
+        if r["instance_id"] not in order:
+            continue
+        e: dict[str, Any] = {"s": r["status"]}
+        if r["reason"]:
+            e["r"] = r["reason"]
+        judg.setdefault(r["judge"], {}).setdefault(r["target"], {})[str(order[r["instance_id"]])] = e
+    evidence: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
+    for r in f.labels.iter_rows(named=True):
+        if r["instance_id"] not in order:
+            continue
+        entry = judg.get(r["judge"], {}).get(r["target"], {}).get(str(order[r["instance_id"]]))
+        if entry is None:
+            continue
+        turns = entry.setdefault("l", {})
+        turns.setdefault(str(r["turn"]), []).append(r["behaviour"])
+        if r["evidence"]:
+            evidence.setdefault((r["instance_id"], r["judge"], r["target"]), {}).setdefault(
+                str(r["turn"]), {})[r["behaviour"]] = r["evidence"]
+    index: dict[str, Any] = {
+        "human": HUMAN, "reference": REFERENCE, "setups": setups,
+        "judges": sorted(judg), "datasets": sorted({i.dataset for i in insts}),
+        "behaviours": [{"id": b.id, "name": b.name, "category": b.category} for b in tax.behaviours],
+        "instances": [], "judgments": judg,
+    }
+    blocks = []
+    for inst in insts:
+        conts: dict[str, Any] = {}
+        ok: dict[str, int] = {}
+        for s in setups:
+            c = next((c for c in run.continuations[s] if c.instance_id == inst.id), None)
+            if c is None:
+                continue
+            status, reason = cont_status.get((s, inst.id), (c.status, c.reason))
+            col: dict[str, Any] = {"s": status}
+            if reason:
+                col["r"] = reason
+            if c.status == "ok":
+                col["t"] = _turns(c.turns)
+                if status == "ok":
+                    ok[s] = len(c.turns)
+            conts[s] = col
+        m = inst.metadata
+        index["instances"].append({"id": inst.id, "dataset": inst.dataset, "ok": ok, "n": len(inst.reference)})
+        ev = {f"{j}\u0000{t}": v for (iid, j, t), v in evidence.items() if iid == inst.id}
+        blocks.append({
+            "id": inst.id, "dataset": inst.dataset, "goals": list(m.goals),
+            "participants": [[p.name, ", ".join(x for x in (p.role, p.stance) if x)] for p in m.participants],
+            "summary": inst.summary.text, "methods": [m.method, inst.summary.method, inst.provenance.text_method],
+            "history": _turns(inst.history), "reference": _turns(inst.reference), "continuations": conts,
+            "evidence": ev})
+    return index, blocks
+
+
+# ----------------------------------------------------------------------------------- the page
+
+@functools.cache
+def javascript_bundle() -> str:
+    """Vega, Vega-Lite and Vega-Embed in one script (vl-convert's bundle: no CDN, no network)."""
+    import vl_convert as vlc
+
+    js = vlc.javascript_bundle("window.vegaEmbed = vegaEmbed; window.vega = vega; window.vegaLite = vegaLite;")
+    return js.replace("</script", "<\\/script").replace("<!--", "<\\!--")
+
+
+def _asset(name: str) -> str:
+    return resources.files("cocoeval.analysis").joinpath("html_assets", name).read_text(encoding="utf-8")
+
+
+_MD_LINK = re.compile(r"\[([^\]]*)\]\(([A-Za-z0-9_./#-]+)\)")
+"""A link to a file beside the page (no scheme: nothing else becomes a link)."""
+
+
+def _inline(text: str) -> str:
+    """The Markdown the report's index uses inside a line (bold, code, links to the files beside)."""
+    s = html.escape(text, quote=True)
+    s = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", s)
+    s = re.sub(r"`([^`]+)`", r"<code>\1</code>", s)
+    return _MD_LINK.sub(lambda m: f'<a href="{m.group(2)}">{m.group(1)}</a>', s)
+
+
+def markdown_html(lines: Iterable[str]) -> str:
+    """A small Markdown subset (headings, lists, tables, paragraphs) of the report's own text;
+    every character of the text is escaped first."""
+    out: list[str] = []
+    table: list[list[str]] = []
+    items: list[str] = []
+
+    def flush() -> None:
+        if items:
+            out.append("<ul>" + "".join(f"<li>{x}</li>" for x in items) + "</ul>")
+            items.clear()
+        if table:
+            rows = [r for r in table if not all(set(c.strip()) <= set("-: ") for c in r)]
+            head, *body = rows
+            out.append('<table class="cc-table"><thead><tr>' + "".join(f"<th>{_inline(c)}</th>" for c in head)
+                       + "</tr></thead><tbody>" + "".join(
+                           "<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
+                       + "</tbody></table>")
+            table.clear()
+
+    for block in lines:
+        for line in block.split("\n"):
+            st = line.strip()
+            if st.startswith("|") and st.endswith("|"):
+                if items:
+                    flush()
+                table.append([c.strip() for c in st.strip("|").split("|")])
+                continue
+            if table:
+                flush()
+            if st.startswith("- ") or re.match(r"^\d+\. ", st):
+                items.append(_inline(st.split(" ", 1)[1]))
+            elif st.startswith("#"):
+                flush()
+                level = min(6, len(st) - len(st.lstrip("#")) + 1)
+                out.append(f"<h{level}>{_inline(st.lstrip('#').strip())}</h{level}>")
+            elif st:
+                flush()
+                out.append(f"<p>{_inline(st)}</p>")
+            else:
+                flush()
+    flush()
+    return "\n".join(out)
+
+
+def _table_data(df: pl.DataFrame) -> dict[str, Any]:
+    return {"columns": df.columns, "rows": [[_clean(v) for v in row] for row in df.iter_rows()]}
+
+
+def _provenance(run: Run) -> dict[str, Any]:
+    m = run.manifest
+    return {"cocoeval_version (run)": m.cocoeval_version, "cocoeval_version (report)": cocoeval.__version__,
+            "git_revision": m.git_revision, "params_file": m.params_file, "label": m.params.get("label"),
+            "status": m.status, "started": m.started, "finished": m.finished, "instances": m.instances,
+            "stages": m.stages, "setups (name: id)": m.setups, "judges (name: kind: id)": m.judges,
+            "imported": m.imported or None, "taxonomy": m.taxonomy or None, "prompts": m.prompts or None,
+            "llm_mode": m.llm_mode, "params": m.params}
+
+
+_LISTED = re.compile(r"^- \*\*([^*]+)\*\*: ")
+
+
+def from_report(run: Run, f: Frames, out_dir: str | Path, index: Sequence[str],
+                figures: dict[str, tuple[list[Path], str]], tables: dict[str, tuple[pl.DataFrame, str]], *,
+                judge: str | None) -> Path:
+    """``index.html`` beside what ``report.write_report`` wrote, laid out as its ``index`` (the
+    lines of index.md): the opening notes first, then each ``## `` section with its text and the
+    figures and tables it lists."""
+    lines = "\n".join(index).split("\n")
+    title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else "Report"
+    chunks: list[tuple[str, list[str]]] = [("", [])]
+    for line in lines[1:]:
+        if line.startswith("## "):
+            chunks.append((line[3:].strip(), []))
+        else:
+            chunks[-1][1].append(line)
+    sections = []
+    for head, body in chunks[1:]:
+        names = [m.group(1) for x in body if (m := _LISTED.match(x))]
+        text = [x for x in body if not _LISTED.match(x) and x.strip() not in ("Figures:", "Tables:")]
+        sections.append((head, markdown_html(text), names))
+    return write_html(run, f, out_dir, title=title, figures=figures, tables=tables, sections=sections,
+                      intro=chunks[0][1], judge=judge, pipeline_check=run.manifest.pipeline_check)
+
+
+def write_html(run: Run, f: Frames, out_dir: str | Path, *, title: str,
+               figures: dict[str, tuple[list[Path], str]], tables: dict[str, tuple[pl.DataFrame, str]],
+               sections: Sequence[tuple[str, str, Sequence[str]]], intro: Sequence[str], judge: str | None,
+               pipeline_check: bool) -> Path:
+    """Write ``out_dir/index.html`` from what ``report.write_report`` wrote: its figures (the
+    Vega-Lite spec beside each, ``charts.save``), its tables and their captions, grouped into
+    ``sections`` (title, their text as HTML, the names they list) as index.md groups them, with
+    ``intro`` (index.md's opening lines, Markdown) above. Returns the path."""
+    out = Path(out_dir)
+    figs = []
+    for name, (paths, what) in figures.items():
+        spec_file = paths[0].parent / f"{paths[0].stem}.vl.json" if paths else None
+        if spec_file is None or not spec_file.exists():
+            continue
+        figs.append({"name": name, "what": what, "spec": json.loads(spec_file.read_text(encoding="utf-8"))})
+    index, blocks = payload(run, f)
+    data = {"title": title, "judge": judge, "pipeline_check": pipeline_check, "figures": figs,
+            "tables": [{"name": k, "what": w, **_table_data(df)} for k, (df, w) in tables.items()],
+            "sections": [{"title": t, "names": list(ns)} for t, _, ns in sections],
+            "provenance": _provenance(run), "viewer": index}
+    conv = "\n".join(f'<script type="{BLOCK_TYPE}" class="cc-conv" data-i="{n}">{pack(b)}</script>'
+                     for n, b in enumerate(blocks))
+    page = (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        # nothing may load from outside this file: no network, no other file
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        "script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:\">\n"
+        f"<title>{html.escape(title)}</title>\n<style>{_asset('report.css')}</style>\n</head>\n<body>\n"
+        f'<header><h1>{html.escape(title)}</h1></header>\n'
+        f'<section id="cc-intro">{markdown_html(intro)}</section>\n'
+        '<nav id="cc-nav"></nav><main id="cc-main"></main>\n'
+        + "".join(f'<template class="cc-sectext">{t}</template>\n' for _, t, _ in sections)
+        + f'<script type="application/json" id="cc-data">{_json(data)}</script>\n{conv}\n'
+        f"<script>{javascript_bundle()}</script>\n<script>{_asset('report.js')}</script>\n</body></html>\n")
+    path = out / "index.html"
+    write_atomic(path, page)
+    return path
