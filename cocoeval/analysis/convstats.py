@@ -231,7 +231,7 @@ def _conversation_frame(run: Run) -> pl.DataFrame:
     paused = gc.isenabled()
     gc.disable()  # a run holds millions of objects: a collection in this burst of allocations scans them all
     try:
-        lens, tok = _token_statistics(targets)
+        lens, tok = _batched(targets)
     finally:
         if paused:
             gc.enable()
@@ -243,6 +243,31 @@ def _conversation_frame(run: Run) -> pl.DataFrame:
         rows.append({"target": t.name, "instance_id": inst.id, "dataset": inst.dataset,
                      **{k: None if s[k] is None else float(s[k]) for k in STATISTICS}})
     return pl.DataFrame(rows, schema=FRAME_SCHEMA, orient="row")
+
+
+BATCH_INSTANCES = 32
+"""Instances whose targets ``_token_statistics`` measures together (memory grows with a batch)."""
+
+
+def _batched(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str, list[float | None]]]:
+    """``_token_statistics`` over batches of ``BATCH_INSTANCES`` instances (every target of an
+    instance in the same batch: repetition looks at its history), results in ``targets``' order."""
+    by_inst: dict[str, list[int]] = {}
+    for c, t in enumerate(targets):
+        by_inst.setdefault(t.instance.id, []).append(c)
+    groups = list(by_inst.values())
+    lens: list[list[int]] = [[] for _ in targets]
+    tok: dict[str, list[float | None]] = {}
+    for b in range(0, len(groups), BATCH_INSTANCES):
+        idx = [c for g in groups[b:b + BATCH_INSTANCES] for c in g]
+        part_lens, part = _token_statistics([targets[c] for c in idx])
+        for name, values in part.items():
+            column = tok.setdefault(name, [None] * len(targets))
+            for c, v in zip(idx, values, strict=True):
+                column[c] = v
+        for c, v in zip(idx, part_lens, strict=True):
+            lens[c] = v
+    return lens, tok
 
 
 def _structure(turns: Sequence[Turn], lens: Sequence[int], scored: Sequence[int], participants: int) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
 
 def render_workers() -> int:
     """Threads rendering the report's figures (vl-convert renders outside the GIL)."""
-    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
 def _render_figure(spec: str, base: Path, scale: float = 2.0) -> None:
@@ -180,7 +180,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             chart, what = judge_check.mark_chart(chart, what, gate), f"{what} — {gate}"
         base = out / name  # rendered in the pool (_render_figure), waited for before the index
         figures[name] = ([base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"], what)
-        rendering.append(pool.submit(_render_figure, chart.to_json(), base))
+        rendering.append(pool.submit(_render_figure, chart.to_json(validate=False), base))  # checked by tests
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
     free = _tested(write_section("judge-free", run, params, table, figure), correction)

@@ -37,10 +37,18 @@ def _cmd_check(a: argparse.Namespace) -> int:
                 s.file_sha256()
             except InputError as e:
                 problems.append(f"setup {s.name}: {e}")
-    from cocoeval.bench.build import has_benchmark
+    from cocoeval.bench.build import has_benchmark, load_instances, split_file
+    from cocoeval.core.errors import CocoevalError
 
     if exp.params.bench and not has_benchmark(exp.bench_dir()):  # built (JSONL) or exported (parquet)
-        problems.append(f"no benchmark at {exp.bench_dir()}: build it first (docs/data.md: Building a benchmark from real data)")
+        f = split_file(exp.bench_dir(), "eval")
+        what = f"{f} is a dangling symbolic link" if f.is_symlink() else f"no benchmark at {exp.bench_dir()} (no {f.name})"
+        problems.append(f"{what}: build it first (docs/data.md: Building a benchmark from real data)")
+    elif exp.params.bench:  # there, but readable? (run would refuse a broken one)
+        try:
+            load_instances(exp.bench_dir(), exp.params.instances.split)
+        except CocoevalError as e:
+            problems.append(str(e))
     for p in problems:
         print(f"missing: {p}", file=sys.stderr)
     print(f"{a.params}: {len(models)} model(s) checked; " + ("ready" if not problems else f"{len(problems)} problem(s)"))

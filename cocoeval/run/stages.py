@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cocoeval import __version__
-from cocoeval.bench.build import ContextPlan, has_benchmark, load_instances
+from cocoeval.bench.build import ContextPlan, has_benchmark, load_instances, split_file
 from cocoeval.bench.step import plan_build, run_build
-from cocoeval.core.errors import ConfigError
+from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path
 from cocoeval.core.schema import Continuation, Instance, Judgment
@@ -143,6 +143,9 @@ class Experiment:
                               demo_dir=self.run_dir / "demo-data")
         sel = self.params.instances
         insts = load_instances(bench, sel.split)
+        if not insts:  # before the selection: the split itself is empty
+            raise InputError(f"holds no instance of the {sel.split} split (an empty file)",
+                             file=str(split_file(bench, sel.split)), hint="build the benchmark again (cocoeval build), or choose the other split in instances:")
         if sel.datasets is not None:
             insts = [i for i in insts if i.dataset in sel.datasets]
         if sel.ids is not None:
