@@ -265,8 +265,8 @@ def _batched(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str, list[fl
             column = tok.setdefault(name, [None] * len(targets))
             for c, v in zip(idx, values, strict=True):
                 column[c] = v
-        for c, v in zip(idx, part_lens, strict=True):
-            lens[c] = v
+        for c, n in zip(idx, part_lens, strict=True):
+            lens[c] = n
     return lens, tok
 
 

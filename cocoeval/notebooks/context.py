@@ -3,20 +3,19 @@ Everything a notebook does beyond calling these lives in the package."""
 
 from __future__ import annotations
 
-from cocoeval.analysis import inference
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cocoeval.analysis import charts, stats
-from cocoeval.analysis.frames import Frames, invalid_rates, open_run_dir, run_frames
-from cocoeval.core.jsonio import write_atomic
-from cocoeval.analysis.report import default_judge, markdown_table
+from cocoeval.analysis import charts, inference, stats
 from cocoeval.analysis.answer import Answer
 from cocoeval.analysis.coverage import coverage_markdown, paper_coverage
-from cocoeval.core.text import md_escape
+from cocoeval.analysis.frames import Frames, invalid_rates, open_run_dir, run_frames
 from cocoeval.analysis.judge_free import pipeline_check
+from cocoeval.analysis.report import default_judge, markdown_table
+from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.text import md_escape
 from cocoeval.run import Experiment, Run, load_params
 
 EMBED_OPTIONS = {"renderer": "svg"}
@@ -140,6 +139,7 @@ class RunContext:
         """An annotator over every target of the run (pick one in its menu); Save writes
         ``<run>/annotations.csv`` unless ``out_csv`` says otherwise. None when there is nothing."""
         from cocoeval.core.targets import targets_for
+
         from .widgets import Annotator
 
         targets = targets_for(self.run.instances, self.run.continuations)
