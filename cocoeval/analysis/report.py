@@ -3,7 +3,6 @@ Markdown) and an index listing them, with the invalid rates beside the statistic
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -38,8 +37,12 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
 
 
 def render_workers() -> int:
-    """Threads rendering the report's figures (vl-convert renders outside the GIL)."""
-    return max(1, min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+    """Threads rendering the report's figures while the statistics are computed: one. vl-convert
+    serialises its conversions behind a lock of its own, and two threads in it can deadlock with
+    the GIL (seen under pytest: one thread waiting for the lock while holding the GIL, the other
+    holding the lock and waiting for the GIL); one thread keeps the overlap with the main thread's
+    work, which never calls vl-convert before the pool is shut down."""
+    return 1
 
 
 def _render_figure(spec: str, base: Path, scale: float = 2.0) -> None:
