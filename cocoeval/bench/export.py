@@ -66,96 +66,24 @@ def _schema() -> dict[str, Any]:
     }
 
 
-FEATURES_YAML = """\
-  features:
-  - name: id
-    dtype: string
-  - name: dataset
-    dtype: string
-  - name: split
-    dtype: string
-  - name: metadata
-    struct:
-    - name: goals
-      list: string
-    - name: participants
-      list:
-      - name: name
-        dtype: string
-      - name: role
-        dtype: string
-      - name: stance
-        dtype: string
-    - name: method
-      dtype: string
-    - name: model
-      dtype: string
-    - name: prompt
-      dtype: string
-    - name: extra
-      dtype: string
-  - name: summary
-    struct:
-    - name: text
-      dtype: string
-    - name: method
-      dtype: string
-    - name: model
-      dtype: string
-    - name: prompt
-      dtype: string
-    - name: covers_turns
-      dtype: int64
-  - name: history
-    list:
-    - name: speaker
-      dtype: string
-    - name: text
-      dtype: string
-    - name: raw_text
-      dtype: string
-    - name: source_index
-      dtype: int64
-    - name: merged
-      dtype: int64
-  - name: reference
-    list:
-    - name: speaker
-      dtype: string
-    - name: text
-      dtype: string
-    - name: raw_text
-      dtype: string
-    - name: source_index
-      dtype: int64
-    - name: merged
-      dtype: int64
-  - name: provenance
-    struct:
-    - name: source_file
-      dtype: string
-    - name: source_format
-      dtype: string
-    - name: conversation_id
-      dtype: string
-    - name: start_index
-      dtype: int64
-    - name: history_source_index
-      dtype: int64
-    - name: seed
-      dtype: int64
-    - name: builder_version
-      dtype: string
-    - name: text_method
-      dtype: string
-    - name: text_model
-      dtype: string
-    - name: text_prompt
-      dtype: string
-  - name: kind
-    dtype: string
-"""
-"""The card's ``dataset_info.features``: the parquet schema (``_schema``) in the Hub's words."""
+def _feature(name: str, dtype: Any, indent: str) -> list[str]:
+    """One field of ``_schema`` as the Hub's ``dataset_info.features`` YAML writes it."""
+    import polars as pl
+
+    head = f"{indent}- name: {name}"
+    simple: dict[Any, str] = {pl.String: "string", pl.Int64: "int64"}
+    if dtype in simple:
+        return [head, f"{indent}  dtype: {simple[dtype]}"]
+    inner: Any = dtype.inner if isinstance(dtype, pl.List) else None
+    if inner in simple:
+        return [head, f"{indent}  list: {simple[inner]}"]
+    key, fields = ("list", inner.fields) if inner is not None else ("struct", dtype.fields)
+    return [head, f"{indent}  {key}:", *(x for f in fields for x in _feature(f.name, f.dtype, indent + "  "))]
+
+
+def features_yaml() -> str:
+    """The card's ``dataset_info.features``: the parquet schema (``_schema``) in the Hub's words."""
+    return "\n".join(["  features:", *(x for k, v in _schema().items() for x in _feature(k, v, "  "))]) + "\n"
 
 
 def _row(inst: Instance) -> dict[str, Any]:
@@ -276,7 +204,7 @@ def dataset_card(counts: dict[str, int], per_dataset: dict[str, dict[str, int]],
             "source_licenses:", *(f"  {d}: {_yaml_str(_licence(d))}" for d in datasets),
             "configs:", "- config_name: default", "  data_files:",
             *(f"  - split: {s}\n    path: {s}.parquet" for s in SPLITS),
-            "dataset_info:", FEATURES_YAML.rstrip("\n"), "  splits:",
+            "dataset_info:", features_yaml().rstrip("\n"), "  splits:",
             *(f"  - name: {s}\n    num_examples: {counts[s]}" for s in SPLITS), "---", ""]
     cfg = report.get("config", {})
     body = [
