@@ -250,10 +250,7 @@ def run_probes(exp: Experiment, *, progress: bool | None = None, llm: dict[str, 
     run directory (the run's lock)."""
     import logging
 
-    from pydantic import ValidationError
-
     from cocoeval.core.errors import ConfigError, NotFoundError
-    from cocoeval.llm import LLMConfig
 
     from .lock import run_dir_lock
     from .rundir import USAGE_JOURNAL, Run, write_usage
@@ -268,14 +265,7 @@ def run_probes(exp: Experiment, *, progress: bool | None = None, llm: dict[str, 
     judges = [j for j in exp.params.llm_judges if sec.judges is None or j.name in sec.judges]
     for j in judges:
         probe_path(exp.run_dir, j.name)  # refuses an unsafe name before anything is sent
-    cfg = exp.llm_config()
-    if progress is not None:
-        cfg = cfg.model_copy(update={"progress": progress})
-    if llm:
-        try:
-            cfg = LLMConfig.model_validate({**cfg.model_dump(), **llm})
-        except ValidationError as e:
-            raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
+    cfg = exp.llm_config(progress=progress, llm=llm)
     with run_dir_lock(exp.run_dir):
         run = Run.open(exp.run_dir)
         targets = probe_targets(run.instances, run)

@@ -65,14 +65,24 @@ class Experiment:
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.base / q).resolve()
 
-    def llm_config(self) -> LLMConfig:
+    def llm_config(self, *, progress: bool | None = None, llm: dict[str, Any] | None = None) -> LLMConfig:
+        """The params' ``llm:`` settings with their paths resolved; ``progress`` and ``llm`` (settings
+        given for one invocation, e.g. ``{"batch": True}``) override them."""
         cfg = self.params.llm
         upd: dict[str, Any] = {}
         if cfg.cache:
             upd["cache"] = str(self.resolve(cfg.cache))
         if cfg.prices:
             upd["prices"] = str(self.resolve(cfg.prices))
-        return cfg.model_copy(update=upd)
+        if progress is not None:
+            upd["progress"] = progress
+        cfg = cfg.model_copy(update=upd)
+        if llm:
+            try:
+                cfg = LLMConfig.model_validate({**cfg.model_dump(), **llm})
+            except ValidationError as e:
+                raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
+        return cfg
 
     # ------------------------------------------------------------------ stages
     def output_paths(self) -> tuple[dict[str, Path], dict[str, Path]]:
@@ -232,14 +242,7 @@ class Experiment:
     def _run(self, stages: tuple[str, ...], progress: bool | None, llm: dict[str, Any] | None) -> Path:
         cpaths, jpaths = self.output_paths()
         started = now()
-        cfg = self.llm_config()
-        if progress is not None:
-            cfg = cfg.model_copy(update={"progress": progress})
-        if llm:
-            try:
-                cfg = LLMConfig.model_validate({**cfg.model_dump(), **llm})
-            except ValidationError as e:
-                raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
+        cfg = self.llm_config(progress=progress, llm=llm)
         mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
         write_manifest(self.run_dir, self.manifest(status="running", started=started, llm_mode=mode))
         runner = Runner(cfg, journal=self.run_dir / USAGE_JOURNAL)  # what it pays is known even if it is killed
