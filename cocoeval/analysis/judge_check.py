@@ -435,12 +435,12 @@ def answer(run: Run, f: Frames, judge: str | None, resamples: int = 1000, seed: 
     names = {b.id: b.name for b in f.taxonomy.behaviours}
     gates, turns, likerts, rates = [], [], [], []
     for j in judges:
-        gate = validation(f, j, run, resamples, seed, min_n=min_n)
-        gates.append(gate)
-        ok = [names[b] for b in gate.filter(pl.col("validated"))["behaviour"]]
-        a.text.append(f"- **{j}** (judge id {gate['judge_id'][0] or 'not recorded'}): validated for "
+        table = gate(f, j, run, resamples, seed, min_n=min_n)
+        gates.append(table)
+        ok = [names[b] for b in table.filter(pl.col("validated"))["behaviour"]]
+        a.text.append(f"- **{j}** (judge id {table['judge_id'][0] or 'not recorded'}): validated for "
                       + (", ".join(ok) if ok else "no behaviour") + ". "
-                      + (not_validated_line(gate, names) or "Validated for every behaviour."))
+                      + (not_validated_line(table, names) or "Validated for every behaviour."))
         if not humans:
             continue
         t = turn_agreement(f, j, resamples, seed, min_n=min_n)
@@ -483,30 +483,37 @@ UNMARKED_OUTPUTS = ("agreement", "inter_human", "detection", "taxonomy_coverage"
 """Report outputs about agreement or accounting, not behaviour rates of the judge: never marked."""
 
 
-_GATES: dict[tuple[Any, ...], tuple[Frames, str | None]] = {}
+_GATES: dict[tuple[Any, ...], tuple[Frames, pl.DataFrame]] = {}
+
+
+def gate(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
+         min_n: int = MIN_N) -> pl.DataFrame:
+    """``validation``, computed once per frames, judge and settings (the report and every answer
+    that shows the judge's rates ask for it)."""
+    key = (id(f), id(run), judge, resamples, seed, min_n)
+    hit = _GATES.get(key)
+    if hit is not None and hit[0] is f:
+        return hit[1]
+    table = validation(f, judge, run, resamples, seed, min_n=min_n)
+    if len(_GATES) > 16:
+        _GATES.clear()
+    _GATES[key] = (f, table)
+    return table
 
 
 def gate_note(run: Run | None, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *,
               min_n: int = MIN_N) -> str | None:
     """"Beyond the paper: not validated for this judge: …" for a behaviour rate shown of ``judge``
     (None: the run's only LLM judge; no mark for a human annotator or when the gate passes every
-    behaviour). Computed once per frames and judge."""
+    behaviour)."""
     if judge is None:
         judges = llm_judges(f)
         judge = judges[0] if len(judges) == 1 else None
     if judge is None or judge not in llm_judges(f):
         return None
-    key = (id(f), judge, resamples, seed, min_n)
-    hit = _GATES.get(key)
-    if hit is not None and hit[0] is f:
-        return hit[1]
     names = {b.id: b.name for b in f.taxonomy.behaviours}
-    line = not_validated_line(validation(f, judge, run, resamples, seed, min_n=min_n), names)
-    note = f"Beyond the paper: {line}." if line else None
-    if len(_GATES) > 16:
-        _GATES.clear()
-    _GATES[key] = (f, note)
-    return note
+    line = not_validated_line(gate(f, judge, run, resamples, seed, min_n=min_n), names)
+    return f"Beyond the paper: {line}." if line else None
 
 
 def mark_chart(chart: Any, title: str, note: str) -> Any:
