@@ -451,7 +451,10 @@ def transition_distance(a: Counter[tuple[str, str]], b: Counter[tuple[str, str]]
     na, nb = sum(a.values()), sum(b.values())
     if not na or not nb:
         return None
-    return 0.5 * sum(abs(a.get(k, 0) / na - b.get(k, 0) / nb) for k in a.keys() | b.keys())
+    # in integers, ½ Σ |a_k·nb − b_k·na| / (na·nb): exact, so the same whatever order the set of
+    # transitions is visited in (a float sum over a set of strings changed in its last bits from one
+    # process to the next, with the hash seed)
+    return sum(abs(a.get(k, 0) * nb - b.get(k, 0) * na) for k in a.keys() | b.keys()) / (2 * na * nb)
 
 
 def speaker_entropy(turns: Sequence[Turn]) -> float | None:

@@ -3,7 +3,6 @@ Markdown) and an index listing them, with the invalid rates beside the statistic
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ from cocoeval.core.text import md_escape
 from cocoeval.run import Run
 from cocoeval.run.rundir import PIPELINE_LABEL
 
-from . import agreement, analyses, charts, html_report, inference, judge_check, stats
+from . import agreement, analyses, charts, html_report, inference, judge_check, render, stats
 from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
 from .frames import Frames, invalid_rates, run_frames
@@ -36,25 +35,10 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
     return head + "".join("| " + " | ".join(fmt(v) for v in row) + " |\n" for row in df.iter_rows())
 
 
-def render_workers() -> int:
-    """Threads rendering the report's figures while the statistics are computed: one. vl-convert
-    serialises its conversions behind a lock of its own, and two threads in it can deadlock with
-    the GIL (seen under pytest: one thread waiting for the lock while holding the GIL, the other
-    holding the lock and waiting for the GIL); one thread keeps the overlap with the main thread's
-    work, which never calls vl-convert before the pool is shut down."""
-    return 1
-
-
-def _render_figure(spec: str, base: Path, scale: float = 2.0) -> None:
-    """``<base>.png`` and ``.svg`` of a Vega-Lite ``spec``, the same bytes as ``charts.save``
-    writes, from one compilation to Vega for both formats."""
-    import vl_convert as vlc
-
-    base.parent.mkdir(parents=True, exist_ok=True)
-    vega = vlc.vegalite_to_vega(spec)
-    (base.parent / f"{base.name}.png").write_bytes(vlc.vega_to_png(vega, scale=scale))
-    (base.parent / f"{base.name}.svg").write_text(vlc.vega_to_svg(vega), encoding="utf-8")
-    (base.parent / f"{base.name}.vl.json").write_text(spec, encoding="utf-8")  # as charts.save: for index.html
+def render_workers() -> int | None:
+    """Processes rendering the report's figures while the statistics are computed (``render``):
+    None, the default of ``render.Renderer``; 0 renders in this process, one after the other."""
+    return None
 
 
 def default_judge(f: Frames) -> str | None:
@@ -147,7 +131,13 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
     run = Run.open(run_dir)
     f = run_frames(run)
-    out = Path(out_dir)
+    with render.Renderer(render_workers()) as renderer:  # figures render while the rest computes
+        return _write_report(run, f, Path(run_dir).name, Path(out_dir), renderer, judge=judge, resamples=resamples, seed=seed,
+                             min_n=min_n, correction=correction, html=html)
+
+
+def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.Renderer, *, judge: str | None,
+                  resamples: int, seed: int, min_n: int, correction: str, html: bool) -> dict[str, Any]:
     check = pipeline_check(run.manifest)
     mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
@@ -156,7 +146,6 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     judge_free = analyses.judge_free_outputs()  # listed first in the index, never marked
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
     figures: dict[str, tuple[list[Path], str]] = {}
-    pool, rendering = ThreadPoolExecutor(max_workers=render_workers()), []  # figures render while the rest computes
 
     gate = judge_check.gate_note(run, f, judge, resamples, seed, min_n=min_n)  # beyond the paper: the marks
 
@@ -181,9 +170,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
             chart, what = charts.titled(chart, f"{what} — {charts.PIPELINE_CHECK}"), f"{what}{mark}"
         if judged and gate and rates_of_judge(name) and "likert" not in name:
             chart, what = judge_check.mark_chart(chart, what, gate), f"{what} — {gate}"
-        base = out / name  # rendered in the pool (_render_figure), waited for before the index
+        base = out / name  # rendered by the renderer's workers, waited for before the index
         figures[name] = ([base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"], what)
-        rendering.append(pool.submit(_render_figure, chart.to_json(validate=False), base))  # checked by tests
+        renderer.submit(chart.to_json(validate=False), base)  # validated by the tests
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
     free = _tested(write_section("judge-free", run, params, table, figure), correction)
@@ -243,7 +232,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
                 for k in names if k in tables]
         return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
 
-    index = [f"# Report for {md_escape(Path(run_dir).name)}\n"]
+    index = [f"# Report for {md_escape(title)}\n"]
     notices = run.integrity_warnings()  # none for a run as cocoeval run wrote it
     if notices:
         index += ["**Warnings about this run directory** (what it holds that its instances or manifest do not "
@@ -277,9 +266,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
               "Invalid judgments are excluded and counted in invalid_rates.\n",
               *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs])]
-    pool.shutdown(wait=True)
-    for done in rendering:
-        done.result()  # a figure that failed to render fails the report, as before
+    renderer.close()  # every figure written (html_report reads them); a failed one fails the report
     write_atomic(out / "index.md", "\n".join(index) + "\n")
     page = str(html_report.from_report(run, f, out, index, figures, tables, judge=judge)) if html else None
     return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),

@@ -152,3 +152,23 @@ def test_report_writes_the_papers_figures_and_tables(tmp_path):
     k = pl.read_csv(out / "rq5_k_pairs.csv").filter(pl.col("behaviour") == "repetition")
     assert sorted(zip(k["setup_a"], k["setup_b"], k["diff"], strict=True)) == [("o1", "o5", 1.0), ("v1", "v5", -1.0)]
     assert "| dataset | target |" in (out / "table11.md").read_text()
+
+
+def test_renderer_processes_write_the_figures_and_raise_a_failed_one(tmp_path):
+    """The rendering workers (processes: vl-convert holds the GIL) write each figure's PNG, SVG
+    and spec; a spec vl-convert refuses fails ``close`` (and so the report) with its error."""
+    import altair as alt
+    import pytest
+
+    from cocoeval.analysis import render
+
+    spec = alt.Chart(alt.Data(values=[{"x": 1}])).mark_point().encode(x="x:Q").to_json()
+    with render.Renderer(2) as r:
+        for i in range(3):
+            r.submit(spec, tmp_path / f"f{i}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"f{i}{s}" for i in range(3) for s in (".png", ".svg", ".vl.json"))
+    r = render.Renderer(1)
+    r.submit('{"mark": "nonsense-mark", "data": {"values": []}}', tmp_path / "bad")
+    with pytest.raises(Exception, match="Vega-Lite to Vega conversion failed"):
+        r.close()

@@ -128,6 +128,32 @@ def test_turn_taking_by_hand():
     assert speaker_entropy([]) is None
 
 
+def test_transition_distance_is_exact_whatever_the_hash_seed():
+    """The distance is the exact value, correctly rounded, in every process: the transitions form
+    a set of strings, whose order changes with the hash seed, and a float sum over it once gave
+    a report whose last digits changed from one run to the next."""
+    import subprocess
+    import sys
+    from fractions import Fraction
+
+    code = ("from collections import Counter; from cocoeval.analysis.convstats import transition_distance as d; "
+            "import random; r = random.Random(7); s = [f'speaker {i}' for i in range(9)]; "
+            "a = Counter((r.choice(s), r.choice(s)) for _ in range(97)); "
+            "b = Counter((r.choice(s), r.choice(s)) for _ in range(61)); print(repr(d(a, b)))")
+    got = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
+           for seed in range(6)}
+    import random
+    from collections import Counter
+
+    r = random.Random(7)
+    s = [f"speaker {i}" for i in range(9)]
+    a = Counter((r.choice(s), r.choice(s)) for _ in range(97))
+    b = Counter((r.choice(s), r.choice(s)) for _ in range(61))
+    exact = sum(abs(Fraction(a[k], 97) - Fraction(b[k], 61)) for k in a.keys() | b.keys()) / 2
+    assert got == {repr(float(exact))}
+
+
 def test_turn_taking_per_setup_pairs_each_continuation_with_its_own_reference():
     pattern = {0: ["Alice", "Bob", "Alice", "Bob"], 1: ["Carol", "Carol", "Carol", "Alice"]}
     insts = []

@@ -10,7 +10,7 @@ import importlib.util
 import re
 import sys
 
-from cocoeval.analysis import convstats, frames, inference, report, stats
+from cocoeval.analysis import convstats, frames, inference, render, report, stats
 from cocoeval.analysis.report import write_report
 
 from ..conftest import ROOT
@@ -42,8 +42,8 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
         m.setattr(frames, "per_run", lambda run, what, make: make())
         m.setattr(stats, "sign_flip_pvalues", ref.sign_flip_pvalues)
         m.setattr(inference, "sign_flip_pvalues", ref.sign_flip_pvalues)
-        m.setattr(report, "_render_figure", ref.save_figure)
-        m.setattr(report, "render_workers", lambda: 1)
+        m.setattr(render, "render_figure", ref.save_figure)
+        m.setattr(report, "render_workers", lambda: 0)
         write_report(run, tmp_path / "before", resamples=200)
     now, before = files(tmp_path / "now"), files(tmp_path / "before")
     assert sorted(now) == sorted(before) and any(k.endswith(".svg") for k in now)
