@@ -47,7 +47,36 @@ _UNIT = "__conversation__"
 
 def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman ρ of each row pair of (B, n) arrays (ties get average ranks); NaN for a constant row."""
-    ra, rb = sps.rankdata(a, axis=-1), sps.rankdata(b, axis=-1)
+    return _pearson_of_ranks(sps.rankdata(a, axis=-1), sps.rankdata(b, axis=-1))
+
+
+def spearman_boot(a: np.ndarray, b: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``spearman_rows(a[idx], b[idx])`` for two samples ``a``, ``b`` of n and a (B, n) array of
+    resampled positions, bit for bit, without sorting each resample: the resample's average ranks
+    come from how many times it draws each distinct value (one sort of the sample, then counts)."""
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return spearman_rows(a[idx], b[idx])  # NaN ranks as rankdata gives them
+    return _pearson_of_ranks(_resample_ranks(a, idx), _resample_ranks(b, idx))
+
+
+def _resample_ranks(a: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``rankdata(a[idx], axis=-1)`` (average ranks) of finite ``a``: a drawn value's rank is the
+    number of drawn values below it plus (its number of draws + 1) / 2, exact in float64."""
+    order = np.argsort(a, kind="stable")
+    sa = a[order]
+    group_sorted = np.cumsum(np.r_[True, sa[1:] != sa[:-1]]) - 1  # ties share a group
+    groups = int(group_sorted[-1]) + 1 if len(a) else 0
+    group = np.empty(len(a), dtype=np.intp)
+    group[order] = group_sorted
+    g = group[idx]  # (B, n): the group of each drawn value
+    rows = idx.shape[0]
+    counts = np.bincount((g + (np.arange(rows) * groups)[:, None]).ravel(),
+                         minlength=rows * groups).reshape(rows, groups)
+    below = np.cumsum(counts, axis=1) - counts
+    return np.take_along_axis(below + (counts + 1) / 2.0, g, axis=1)
+
+
+def _pearson_of_ranks(ra: np.ndarray, rb: np.ndarray) -> np.ndarray:
     ra -= ra.mean(axis=-1, keepdims=True)
     rb -= rb.mean(axis=-1, keepdims=True)
     den = np.sqrt((ra * ra).sum(axis=-1) * (rb * rb).sum(axis=-1))

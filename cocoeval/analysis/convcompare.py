@@ -141,7 +141,7 @@ def judge_sanity(f: Frames, conv: pl.DataFrame, *, resamples: int = 1000, seed: 
                 continue
             x, y = d["count"].to_numpy().astype(float), d[s].to_numpy().astype(float)
             idx = np.vstack([np.arange(len(x)), stats.boot_index(len(x), resamples, seed)])
-            rho = agreement.spearman_rows(x[idx], y[idx])
+            rho = agreement.spearman_boot(x, y, idx)  # = spearman_rows(x[idx], y[idx]), bit for bit
             boot = rho[1:][np.isfinite(rho[1:])]
             point = float(rho[0]) if np.isfinite(rho[0]) else None
             note = inference.too_small(len(x), min_n) or (

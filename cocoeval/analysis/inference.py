@@ -48,12 +48,19 @@ def check_params(*, resamples: int | None = None, min_n: int | None = None, corr
         raise ConfigError(f"unknown correction {correction!r}", hint=f"use one of {', '.join(CORRECTIONS)}")
 
 
+DEGENERATE = 1e-12
+"""Resamples whose spread is under this share of their size are all equal (``ci_notes``)."""
+
+
 def too_small(n: int, min_n: int) -> str | None:
     return f"n too small (n={n} < {min_n})" if n < min_n else None
 
 
 def ci_notes(n: int, boot: np.ndarray, min_n: int) -> list[str | None]:
-    """Per column of ``boot`` (B, k): why its interval is undefined, or None when it is defined."""
+    """Per column of ``boot`` (B, k): why its interval is undefined, or None when it is defined.
+    Every resample equal means equal up to rounding (a spread under ``DEGENERATE`` of their
+    size): the means of a constant, summed in another order per resample, differ in the last bit
+    or not by the luck of the constant's bits, and a constant has no interval either way."""
     import numpy as np
 
     boot = np.asarray(boot, dtype=float).reshape(len(boot), -1)
@@ -64,7 +71,8 @@ def ci_notes(n: int, boot: np.ndarray, min_n: int) -> list[str | None]:
     lo = np.where(finite, boot, np.inf).min(axis=0)
     hi = np.where(finite, boot, -np.inf).max(axis=0)
     return ["undefined in every resample" if not finite[:, j].any()
-            else "degenerate resample (every resample equal)" if lo[j] == hi[j] else None
+            else "degenerate resample (every resample equal)"
+            if hi[j] - lo[j] <= DEGENERATE * max(1.0, abs(lo[j]), abs(hi[j])) else None
             for j in range(boot.shape[1])]
 
 
@@ -90,7 +98,7 @@ def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.nd
         return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2 ** n
     hits = np.zeros(k)
     for signs in _sign_chunks(n, flips, seed):
-        hits += (np.abs(signs.astype(np.float64) @ d) >= obs - tol).sum(axis=0)
+        hits += (np.abs(signs @ d) >= obs - tol).sum(axis=0)
     return (1.0 + hits) / (flips + 1.0)
 
 
@@ -99,7 +107,8 @@ _SIGNS_MAX_BYTES = 200_000_000
 
 
 def _sign_chunks(n: int, flips: int, seed: int) -> list[Any]:
-    """The random sign vectors of ``sign_flip_pvalues`` for ``n`` rows (int8 ±1, in chunks):
+    """The random sign vectors of ``sign_flip_pvalues`` for ``n`` rows (±1 as float64, in
+    chunks, ready for the matrix product: converting them at every call cost more than the test):
     the same draws every time for the same ``n``, ``flips`` and ``seed``, so they are drawn once
     and kept (a report tests hundreds of columns of a few lengths), the oldest dropped past
     ``_SIGNS_MAX_BYTES``."""
@@ -111,9 +120,9 @@ def _sign_chunks(n: int, flips: int, seed: int) -> list[Any]:
         return hit
     rng = np.random.default_rng(seed)
     chunk = max(1, 2_000_000 // n)
-    out = [(rng.integers(0, 2, size=(min(chunk, flips - start), n)) * 2 - 1).astype(np.int8)
+    out = [(rng.integers(0, 2, size=(min(chunk, flips - start), n)) * 2 - 1).astype(np.float64)
            for start in range(0, flips, chunk)]
-    while _SIGNS and sum(x.nbytes for c in _SIGNS.values() for x in c) + n * flips > _SIGNS_MAX_BYTES:
+    while _SIGNS and sum(x.nbytes for c in _SIGNS.values() for x in c) + 8 * n * flips > _SIGNS_MAX_BYTES:
         del _SIGNS[next(iter(_SIGNS))]
     _SIGNS[key] = out
     return out

@@ -201,3 +201,22 @@ def test_one_annotator_and_no_annotators():
     assert agreement.agreement_table(g, resamples=20).is_empty()
     a = studies.agreement_answer(g, resamples=20)
     assert "no human annotator" in "\n".join(a.text)
+
+
+def test_spearman_boot_equals_ranking_every_resample_bit_for_bit():
+    """The counting ranks of ``spearman_boot`` give the very floats of ranking each resample
+    (``spearman_rows(a[idx], b[idx])``): ties, constant resamples, one or two values, NaN."""
+    import numpy as np
+
+    from cocoeval.analysis.agreement import spearman_boot, spearman_rows
+
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 7, 40, 501):
+        for a, b in [(rng.integers(0, 3, n).astype(float), rng.normal(size=n).round(1)),
+                     (np.zeros(n), rng.integers(0, 2, n).astype(float)),
+                     (rng.normal(size=n), rng.normal(size=n))]:
+            idx = np.vstack([np.arange(n), rng.integers(0, n, size=(60, n))])
+            assert np.array_equal(spearman_boot(a, b, idx), spearman_rows(a[idx], b[idx]), equal_nan=True)
+    a, b = np.array([1.0, np.nan, 2.0, 3.0]), np.array([1.0, 2.0, 2.0, 0.5])
+    idx = np.vstack([np.arange(4), rng.integers(0, 4, size=(9, 4))])
+    assert np.array_equal(spearman_boot(a, b, idx), spearman_rows(a[idx], b[idx]), equal_nan=True)

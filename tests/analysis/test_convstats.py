@@ -202,9 +202,13 @@ def test_report_leads_with_the_judge_free_comparison_and_marks_a_pipeline_check(
     loop = vs.filter((pl.col("target") == "loop") & (pl.col("statistic") == "speakers")).row(0, named=True)
     assert loop["diff"] == -2 and loop["verdict"] == convcompare.LOWER
     assert vs.filter(pl.col("ci_note").is_null())["diff_ci_low"].is_not_null().all()
-    assert vs["diff_ci_low"].is_not_null().any()
+    # every instance of this run is alike, so each difference is a constant: no interval, and said so (its
+    # resamples differ in the last bit at most)
+    assert (vs["diff_ci_low"].is_not_null() | vs["ci_note"].str.contains("degenerate")).all()
     means = pl.read_csv(tmp_path / "rep" / "convstats_means.csv")
-    assert means.filter(pl.col("target") == "reference")["ci_low"].is_not_null().any()
+    assert (means["ci_low"].is_not_null() | means["ci_note"].is_not_null()).all()  # an interval, or why not
+    judged = pl.read_csv(tmp_path / "rep" / "behaviour_means.csv")  # loop's repetitions vary (1-3): an interval
+    assert judged.filter((pl.col("target") == "loop") & (pl.col("behaviour") == "repetition"))["ci_low"].is_not_null().all()
     assert "pipeline check — tiny model, not results" in (tmp_path / "rep" / "figure3_behaviours.svg").read_text()
     assert "pipeline check" not in (tmp_path / "rep" / "convstats.svg").read_text()
     assert "pipeline check" in (tmp_path / "rep" / "judge_sanity.md").read_text()

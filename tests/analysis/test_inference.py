@@ -249,3 +249,16 @@ def test_report_tables_carry_the_correction_and_notes(tmp_path):
     assert "fewer than 5 instances" in index and "no correction for multiple comparisons" in index
     md = (tmp_path / "rep" / "paired_vs_human.md").read_text()
     assert r"n too small (n=1 \< 5)" in md and "| – |" in md  # escaped Markdown, undefined cells
+
+
+def test_a_constant_has_no_interval_whatever_its_bits():
+    """The resampled means of a constant differ in the last bit for most constants (each resample
+    sums in its own order) and not for some: either way every resample is equal, and said so."""
+    from cocoeval.analysis import stats
+    from cocoeval.analysis.inference import ci_notes
+
+    for c in (1 / 30, 0.1, 1 / 3, 0.7, 2 / 7, 0.43355704697986575, 0.0, 1e6 / 3):
+        boot = stats.resample_means(np.full((25, 1), c), stats.boot_index(25, 1000, 0))
+        assert ci_notes(25, boot, 10) == ["degenerate resample (every resample equal)"], c
+    spread = stats.resample_means(np.r_[np.full(24, 0.1), 0.1 + 1e-9][:, None], stats.boot_index(25, 1000, 0))
+    assert ci_notes(25, spread, 10) == [None]  # a real difference, however small, is a spread
