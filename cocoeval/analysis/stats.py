@@ -37,17 +37,49 @@ from .inference import (
 PERCENTILES = [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)]
 
 
+_DRAWS: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray | None]] = {}
+"""``boot_index``'s draws by (n, resamples, seed), each with its draw counts once computed."""
+_DRAWS_MAX_BYTES = 256_000_000
+
+
 def boot_index(n: int, resamples: int, seed: int) -> np.ndarray:
-    """(resamples, n) indices drawn with replacement; the same seed gives the same draws."""
-    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    """(resamples, n) indices drawn with replacement; the same seed gives the same draws. Drawn
+    once per process for each (n, resamples, seed) and returned read-only: a report resamples
+    hundreds of tables over a few numbers of instances."""
+    key = (n, resamples, seed)
+    hit = _DRAWS.get(key)
+    if hit is not None:
+        return hit[0]
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    idx.setflags(write=False)
+    while _DRAWS and sum(i.nbytes * 2 for i, _ in _DRAWS.values()) + idx.nbytes * 2 > _DRAWS_MAX_BYTES:
+        del _DRAWS[next(iter(_DRAWS))]  # the oldest
+    _DRAWS[key] = (idx, None)
+    return idx
+
+
+def _draw_counts(idx: np.ndarray) -> np.ndarray:
+    """(B, n) float64: how often each resample of ``idx`` draws each row; kept beside the draws
+    of ``boot_index``, computed for any other ``idx``."""
+    b, n = idx.shape
+    key = (n, b, -1)
+    for k, (i, w) in _DRAWS.items():
+        if i is idx:
+            key = k
+            if w is not None:
+                return w
+            break
+    w = np.bincount((idx + np.arange(b)[:, None] * n).ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+    if key[2] != -1:
+        w.setflags(write=False)
+        _DRAWS[key] = (idx, w)
+    return w
 
 
 def resample_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     """Means of ``x`` (n, k) over each resample of rows in ``idx`` (B, n), as (B, k): how often
     each row is drawn (bincount) times the rows, one matrix product instead of a (B, n, k) copy."""
-    b, n = idx.shape
-    w = np.bincount((idx + np.arange(b)[:, None] * n).ravel(), minlength=b * n).reshape(b, n)
-    return (w.astype(np.float64) @ x) / n  # float: the BLAS path
+    return (_draw_counts(idx) @ x) / idx.shape[1]  # float: the BLAS path
 
 
 def bootstrap_mean_ci(x: np.ndarray, resamples: int = 1000, seed: int = 0,
