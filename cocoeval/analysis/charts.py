@@ -18,7 +18,10 @@ CATEGORY_COLOURS = {"inconsistent": "#c0392b", "uncollaborative": "#2471a3"}
 
 
 def _records(df: pl.DataFrame) -> alt.Data:
-    return alt.Data(values=df.to_dicts())
+    """The frame's rows as inline data. A tuple: Altair copies a chart's lists and dicts, all the
+    way down, each time a layer, facet or title is added, and leaves a tuple as it is; it writes
+    the tuple as the same JSON array (so the spec is unchanged, and built several times faster)."""
+    return alt.Data(values=tuple(df.to_dicts()))
 
 
 def _names(tax: Taxonomy) -> dict[str, str]:
@@ -365,16 +368,60 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
         row=alt.Row("judge:N", title="judge")).resolve_scale(y="independent")
 
 
+VEGALITE_V5_MIME = "application/vnd.vegalite.v5+json"
+"""The mime type JupyterLab renders itself (its own vega-embed, no widget, no JavaScript in the notebook)."""
+VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+_COMPOSITIONS = ("facet", "layer", "hconcat", "vconcat", "concat", "repeat")
+
+
+def mimebundle(chart: alt.TopLevelMixin | dict[str, Any],
+               embed_options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The chart as a Jupyter display bundle ``(data, metadata)`` of mime type ``VEGALITE_V5_MIME``,
+    which JupyterLab (its built-in, trust-independent Vega-Lite 5 renderer), Notebook 7 and VS Code
+    draw with their own vega-embed: the output holds the spec only, no JavaScript, and needs no network.
+    The spec is ``chart.to_dict()`` (validated; a dict is taken as such a spec) under the Vega-Lite 5
+    schema: Altair writes v6 specs, which use nothing v5 lacks (tests/notebooks/test_mimebundle.py
+    compiles every chart under Vega-Lite 5.8). ``embed_options``: vega-embed's, read by the
+    frontend from ``metadata[VEGALITE_V5_MIME]["embed_options"]``. ``text/plain`` names the chart."""
+    spec = dict(chart) if isinstance(chart, dict) else chart.to_dict()
+    spec.pop("$schema", None)
+    spec = {"$schema": VEGALITE_V5_SCHEMA, **spec}
+    return ({VEGALITE_V5_MIME: spec, "text/plain": describe(spec)},
+            {VEGALITE_V5_MIME: {"embed_options": dict(embed_options or {})}})
+
+
+def _title_text(spec: dict[str, Any]) -> str:
+    t = spec.get("title")
+    if isinstance(t, dict):
+        t = t.get("text")
+    if isinstance(t, list):
+        t = " ".join(str(x) for x in t)
+    return str(t) if t else ""
+
+
+def describe(spec: dict[str, Any]) -> str:
+    """One line naming a Vega-Lite spec: its title (or its first inner title) and its kind, e.g.
+    ``Vega-Lite chart (facet of layer): Human conversations``."""
+    kinds, title, s = [], "", spec
+    for _ in range(4):  # a facet of a layer of marks is as deep as ours go
+        title = title or _title_text(s)
+        key = next((k for k in _COMPOSITIONS if k in s and not (k == "facet" and "spec" not in s)), None)
+        if key is None:
+            mark = s.get("mark")
+            kinds.append(str(mark.get("type") if isinstance(mark, dict) else mark or "chart"))
+            break
+        kinds.append(key)
+        inner = s.get("spec") if key in ("facet", "repeat") else s.get(key)
+        s = inner[0] if isinstance(inner, list) and inner else inner if isinstance(inner, dict) else {}
+    return f"Vega-Lite chart ({' of '.join(kinds)})" + (f": {title}" if title else "")
+
+
 def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
     """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser), and the Vega-Lite spec
-    as ``<path_base>.vl.json`` (what the HTML report embeds; the Vega editor opens it too)."""
-    import vl_convert as vlc
+    as ``<path_base>.vl.json`` (what the HTML report embeds; the Vega editor opens it too); as the
+    report writes them (``render.render_figure``)."""
+    from .render import render_figure
 
-    base = Path(path_base)
-    base.parent.mkdir(parents=True, exist_ok=True)
-    spec = chart.to_json()
-    png, svg = base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"  # a dot in a name is no suffix
-    png.write_bytes(vlc.vegalite_to_png(spec, scale=scale))
-    svg.write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
-    (base.parent / f"{base.name}.vl.json").write_text(spec, encoding="utf-8")
-    return [png, svg]
+    base = Path(path_base)  # a dot in a name is no suffix
+    render_figure(chart.to_json(), base, scale)
+    return [base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"]

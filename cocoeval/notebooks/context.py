@@ -23,19 +23,29 @@ EMBED_OPTIONS = {"renderer": "svg"}
 
 
 def setup(*, offline: bool = True) -> None:
-    """Make Altair charts render in Jupyter with no network: charts are shown as
-    ``alt.JupyterChart`` widgets whose JavaScript (vega, vega-lite, vega-embed) comes bundled from
-    vl-convert instead of a CDN; works in JupyterLab, Notebook 7 and VS Code. ``open_run`` calls
-    it; calling it again costs nothing. ``offline=False`` goes back to Altair's default renderer.
-    Saving figures (``charts.save``) never needs a browser either way."""
+    """Make Altair charts render in Jupyter with no network: a chart is shown as a Vega-Lite 5
+    spec (``charts.mimebundle``, mime type ``application/vnd.vegalite.v5+json``) that JupyterLab
+    and Notebook 7 draw with their built-in vega-embed (VS Code with its Jupyter renderers), so an
+    executed notebook carries each figure once and no JavaScript; this registers and enables the
+    Altair renderer ``"cocoeval"`` that does it, so a chart shown by ``display(chart)`` or as a
+    cell's last value renders the same way as ``RunContext.show``'s. Only ``linked_chart`` is an ``alt.JupyterChart``
+    widget (its clicks reach Python); it bundles its JavaScript from vl-convert itself. ``open_run``
+    calls this; calling it again costs nothing. ``offline=False`` goes back to Altair's default
+    renderer. Saving figures (``charts.save``) never needs a browser either way."""
     import altair as alt
 
     if offline:
-        alt.JupyterChart.enable_offline()  # bundles once per kernel (a few seconds), then cached
-        alt.renderers.enable("jupyter", offline=True, embed_options=EMBED_OPTIONS)
+        if "cocoeval" not in alt.renderers.names():
+            alt.renderers.register("cocoeval", _render)
+        alt.renderers.enable("cocoeval", embed_options=EMBED_OPTIONS)
     else:
         alt.JupyterChart.enable_offline(offline=False)
         alt.renderers.enable("default")
+
+
+def _render(spec: dict[str, Any], **metadata: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``"cocoeval"`` Altair renderer: the Vega-Lite 5 display bundle of a chart's spec."""
+    return charts.mimebundle(spec, metadata.get("embed_options", EMBED_OPTIONS))
 
 
 def _in_kernel() -> bool:
@@ -92,8 +102,9 @@ class RunContext:
             bench_dir=self.experiment.bench_dir() if self.experiment is not None else None, options=options))
 
     def show(self, answer: Answer | None, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
-        """Display the computed answer, its tables and charts; save the charts as PNG and SVG
-        under ``figures_path(figures_dir, notebook)``. No answer (None) shows nothing."""
+        """Display the computed answer, its tables and charts (each a Vega-Lite 5 spec the
+        frontend draws, ``charts.mimebundle``: no widget); save the charts as PNG and SVG under
+        ``figures_path(figures_dir, notebook)``. No answer (None) shows nothing."""
         from IPython.display import Markdown, display
 
         if answer is None:
@@ -107,7 +118,8 @@ class RunContext:
         for name, ch in answer.charts.items():
             if marked:
                 ch = charts.titled(ch, f"{name.replace('_', ' ')} — {charts.PIPELINE_CHECK}")
-            display(ch)
+            data, md = charts.mimebundle(ch, EMBED_OPTIONS)
+            display(data, raw=True, metadata=md)  # the spec once, drawn by the frontend (see setup)
             saved += charts.save(ch, self.figures_path(figures_dir, notebook) / name)
         return saved
 
@@ -117,8 +129,10 @@ class RunContext:
         return ConversationViewer(self.run, judge=self.judge, taxonomy=self.frames.taxonomy)
 
     def linked_chart(self, viewer: Any, answer: Answer | None = None, *, setups: list[str] | None = None) -> Any:
-        """Figure 3 as an ``alt.JupyterChart``: clicking a bar lists its turns in ``viewer``. Its
-        setups: ``setups``, else those ``answer`` compares (``Answer.setups``), else every one."""
+        """Figure 3 as an ``alt.JupyterChart`` widget: clicking a bar lists its turns in ``viewer``
+        (the one chart of a notebook that is a widget; its JavaScript, vega and vega-embed, is
+        bundled from vl-convert, once per kernel, so it needs no network). Its setups: ``setups``,
+        else those ``answer`` compares (``Answer.setups``), else every one."""
         import altair as alt
 
         if setups is None and answer is not None:
@@ -130,6 +144,7 @@ class RunContext:
         if means.is_empty():
             return None
         setup()
+        alt.JupyterChart.enable_offline()  # bundles once per kernel (a few seconds), then cached by Altair
         jc = alt.JupyterChart(charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge,
                                                     setups=setups, selectable=True), embed_options=EMBED_OPTIONS)
         viewer.link(jc)

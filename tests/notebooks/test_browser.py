@@ -216,10 +216,15 @@ class Page:
             .map(o => o.ename + ': ' + o.evalue + '\\n' + (o.traceback || []).join('\\n')))""")
         assert not errors, f"{name}: a cell failed:\n" + "\n".join(errors)
 
-    def charts(self):
-        """Every widget output (the outputs Lab renders without a mime-type attribute) that is not
-        an ipywidgets control: every chart, and any widget that failed to show."""
-        outs = self.page.locator(".jp-OutputArea-output:not([data-mime-type])")
+    def charts(self, kind: str | None = None):
+        """Every chart output: the Vega-Lite 5 specs (``RunContext.show``) Lab draws with its own
+        renderer (``kind="spec"``), and every widget output that is not an ipywidgets control
+        (``kind="widget"``): the linked chart, and any widget that failed to show. Neither output
+        has a mime-type attribute (Lab's vega renderer sets none); the vega one has its class."""
+        spec = ".jp-OutputArea-output.jp-RenderedVegaLite:not([data-mime-type])"
+        widget = ".jp-OutputArea-output:not([data-mime-type]):not(.jp-RenderedVegaLite)"
+        css = {None: f"{spec}, {widget}", "spec": spec, "widget": widget}[kind]
+        outs = self.page.locator(css)
         return [outs.nth(i) for i in range(outs.count())
                 if outs.nth(i).locator(":scope > .widget-box").count() == 0]
 
@@ -269,6 +274,8 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     # RQ2: the static charts and the linked chart render with no network
     page.open_and_run("02_rq2_vanilla")
     page.assert_charts_rendered("02_rq2_vanilla", at_least=2)
+    # the answer's charts are specs Lab draws (no widget); the linked chart is the one widget
+    assert len(page.charts("spec")) >= 1 and len(page.charts("widget")) == 1
     page.shot("02_rq2_vanilla")
 
     # Explore: click the human bar of the product-only panel; the viewer lists its turns

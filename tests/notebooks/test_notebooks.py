@@ -10,6 +10,9 @@ import sys
 import nbformat
 import pytest
 
+from cocoeval.analysis.charts import VEGALITE_V5_MIME
+from cocoeval.notebooks.context import EMBED_OPTIONS
+
 from ..conftest import ROOT
 
 NOTEBOOKS = sorted((ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
@@ -87,3 +90,15 @@ def test_notebook_executes(demo_run, path, tmp_path):
         assert "Invalid continuations and judgments" in text  # the run summary with invalid rates
     if path.stem in ("01_rq1_human", "02_rq2_vanilla", "05_rq5_turns_per_call"):
         assert list((tmp_path / "figures" / path.stem).glob("*.png")), "figures written"
+    # each figure shown once, as a Vega-Lite 5 spec the frontend draws (no widget, no JavaScript);
+    # the one widget chart is the linked Figure 3 (its JavaScript bundle is in the widget state)
+    shown = [o for c in nb.cells for o in c.get("outputs", []) if VEGALITE_V5_MIME in o.get("data", {})]
+    saved = list((tmp_path / "figures" / path.stem).glob("*.png"))  # show() displays and saves each chart
+    assert len(shown) == len(saved) if path.stem != "09_explore" else shown and len(saved) > len(shown)  # + report
+    for o in shown:
+        assert o["data"][VEGALITE_V5_MIME]["$schema"].endswith("/vega-lite/v5.json")
+        assert o["metadata"][VEGALITE_V5_MIME]["embed_options"] == EMBED_OPTIONS and o["data"]["text/plain"]
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    linked = "ctx.linked_chart(" in "".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert sum(w["model_name"] == "AnyModel" for w in state.values()) <= int(linked), "only the linked chart"
+    assert out.stat().st_size < 2_000_000

@@ -207,21 +207,37 @@ def test_annotator_refuses_bad_names_and_foreign_files(tmp_path):
     assert out.read_text() == "who,what\nx,y\n"
 
 
-def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path):
-    from cocoeval.notebooks.context import RunContext, setup
+def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path, monkeypatch):
+    import IPython.display
 
+    from cocoeval.notebooks.context import EMBED_OPTIONS, RunContext, setup
+
+    run = make_run(3)
+    ctx = RunContext(None, tmp_path / "run", run, run_frames(run), "J")
     try:
         setup()
-        assert alt.renderers.active == "jupyter"
+        assert alt.renderers.active == "cocoeval"
+        # display(chart), or a chart as a cell's last value: the Vega-Lite 5 spec, no widget
+        ch = charts.likert_chart(stats.likert_means(run_frames(run), resamples=20))
+        data, md = ch._repr_mimebundle_()
+        assert (data, md) == charts.mimebundle(ch, EMBED_OPTIONS)
+        assert set(data) == {charts.VEGALITE_V5_MIME, "text/plain"}
+        # show(): each answer chart displayed as that bundle (raw), and saved
+        shown: list[tuple] = []
+        monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append((a, k)))
+        answer = ctx.analysis("rq1", resamples=20, min_n=2)
+        saved = ctx.show(answer, "01_x")
+        bundles = [(a[0], k["metadata"]) for a, k in shown if k.get("raw")]
+        assert bundles == [charts.mimebundle(c, EMBED_OPTIONS) for c in answer.charts.values()]
+        assert bundles and len(saved) == 2 * len(bundles) and all(p.is_file() for p in saved)
+        # the linked chart is the one widget, its JavaScript bundled (no CDN)
+        jc = ctx.linked_chart(ctx.viewer())
+        assert isinstance(jc, alt.JupyterChart) and jc.embed_options == EMBED_OPTIONS
         esm = str(alt.JupyterChart._esm)
         assert "esm.sh" not in esm and "cdn.jsdelivr" not in esm and len(esm) > 100_000  # vega bundled in
-        bundle = alt.renderers.get()(charts.likert_chart(stats.likert_means(run_frames(make_run(3)), resamples=20)).to_dict())
-        assert "application/vnd.jupyter.widget-view+json" in bundle[0]
     finally:
         setup(offline=False)
     assert alt.renderers.active == "default"
-    run = make_run(3)
-    ctx = RunContext(None, tmp_path / "run", run, run_frames(run), "J")
     assert ctx.figures_path("", "01_x") == tmp_path / "run" / "figures" / "01_x"
     assert ctx.figures_path(str(tmp_path / "f"), "01_x") == tmp_path / "f" / "01_x"
     assert ctx.annotator().target.name == "reference"
