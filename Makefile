@@ -31,6 +31,7 @@ demo: install-local
 ## The committed figures/ from the demo run (the only target that rewrites them)
 figures: install-local
 	$(VENV)/bin/cocoeval run params/demo.yaml --allow-invalid
+	rm -rf figures/[0-9][0-9]_*/  # a figure the run no longer makes is not left behind
 	$(VENV)/bin/cocoeval notebooks params/demo.yaml --out runs/demo/notebooks --figures figures
 
 ## The same with the paper's setups over the real data (needs API keys): fetch what is missing
