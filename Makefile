@@ -45,13 +45,13 @@ paper: install
 
 ## The tests (the local model too: builds llama-cpp-python once, then pip's cache serves it)
 test: install-local
-	$(VENV)/bin/ruff check cocoeval tests benchmarks
+	$(VENV)/bin/ruff check cocoeval tests benchmarks notebooks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest
 	$(VENV)/bin/pytest --nbval-lax cocoeval/notebooks/ -p no:cacheprovider
 
 lint: install
-	$(VENV)/bin/ruff check cocoeval tests benchmarks
+	$(VENV)/bin/ruff check cocoeval tests benchmarks notebooks
 	$(VENV)/bin/mypy
 
 ## Benchmarks (print figures)

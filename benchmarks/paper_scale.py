@@ -276,7 +276,7 @@ def main() -> None:
             for name, sec in dict(k["updates"]).items():  # type: ignore[call-overload]
                 print(f"viewer update ({name}): {sec * 1000:.0f} ms (target < 100 ms: {mark(sec, 0.1)})")
         if not a.skip_notebooks:
-            from cocoeval.notebooks.context import shipped_notebooks
+            from cocoeval.notebooks.execute import shipped_notebooks
 
             nbs = sorted(shipped_notebooks().glob("*.ipynb"))
             if a.quick:

@@ -203,3 +203,21 @@ def test_docs_architecture_shows_the_same_table():
     shown = {sub: {n for n in re.findall(r"`([\w.]+)`", deps) if "." not in n} for sub, deps in rows}
     shown["cli"] = set(ALLOWED) - {"cli"} if "every other subpackage" in dict(rows).get("cli", "") else shown.get("cli", set())
     assert shown == ALLOWED
+
+
+def test_the_linter_sees_every_python_file_of_the_house():
+    """``make test`` lints ``cocoeval tests benchmarks notebooks``: no exclude may hide a module
+    (an exclude of "notebooks" once hid the whole ``cocoeval/notebooks`` package)."""
+    import shutil
+    import subprocess
+    import sys
+
+    ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
+    if not Path(ruff).exists():
+        pytest.skip("ruff is not installed (the dev extra)")
+    out = subprocess.run([ruff, "check", "--show-files", "cocoeval", "tests", "benchmarks", "notebooks"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    seen = {Path(line.strip()).resolve() for line in out.stdout.splitlines() if line.strip().endswith(".py")}
+    every = {p.resolve() for d in ("cocoeval", "tests", "benchmarks", "notebooks") for p in (ROOT / d).rglob("*.py")
+             if "__pycache__" not in p.parts}
+    assert sorted(str(p.relative_to(ROOT.resolve())) for p in every - seen) == []

@@ -37,7 +37,8 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_notebooks(a: argparse.Namespace) -> int:
-    from cocoeval.notebooks.context import copy_notebooks, execute_notebooks
+    from cocoeval.notebooks.context import copy_notebooks
+    from cocoeval.notebooks.execute import execute_notebooks
     from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)  # a malformed params file is reported here, not from inside a notebook
@@ -47,7 +48,7 @@ def _cmd_notebooks(a: argparse.Namespace) -> int:
         print(f"open them with: jupyter lab {a.copy}  (params_file is set to {a.params} in each)")
         return 0
     for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples, min_n=a.min_n,
-                               correction=a.correction):
+                               correction=a.correction, jobs=a.jobs):
         print(f"executed {p}")
     print(f"figures in {a.figures or exp.run_dir / 'figures'}/<notebook>/")
     return 0
@@ -78,5 +79,8 @@ def add_commands(sub: Any) -> None:
                       help="copy the notebooks (without outputs) into DIR instead, e.g. for jupyter lab DIR")
     nbp.add_argument("--figures", type=out_dir, default=None,
                      help="figures folder (default: the run's figures/; `make figures` writes the committed figures/)")
+    nbp.add_argument("--jobs", type=int, default=None, metavar="N",
+                     help="notebooks executed at once, each in a process of its own (default: 2 on two cores or "
+                     "more, else 1; 1: one after the other)")
     add_analysis_args(nbp)
     nbp.set_defaults(func=_cmd_notebooks)

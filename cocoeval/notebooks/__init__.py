@@ -1,5 +1,5 @@
 """The notebooks: the run context a notebook opens (``context.open_run``), their headless
-execution with papermill (``context.execute_notebooks``), the conversation viewer (``widgets``)
+execution with papermill (``execute.execute_notebooks``), the conversation viewer (``widgets``)
 and the annotator (``annotator``). The ``.ipynb`` files beside this module are package data,
 generated from the analysis registry by ``notebooks/make_notebooks.py``.
 
@@ -11,7 +11,7 @@ _WHERE = {
     "open_run": "cocoeval.notebooks.context",
     "RunContext": "cocoeval.notebooks.context",
     "copy_notebooks": "cocoeval.notebooks.context",
-    "execute_notebooks": "cocoeval.notebooks.context",
+    "execute_notebooks": "cocoeval.notebooks.execute",
     "ConversationViewer": "cocoeval.notebooks.widgets",
     "Annotator": "cocoeval.notebooks.annotator",
 }

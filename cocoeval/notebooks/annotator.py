@@ -19,13 +19,12 @@ from typing import Any
 import ipywidgets as w
 
 from cocoeval.annotate.rows import FIELDS, NONE
-from cocoeval.run.humans import name_problem
 from cocoeval.core.errors import CocoevalError, InputError
-from cocoeval.core.targets import REFERENCE
 from cocoeval.core.jsonio import read_text, write_atomic
-from cocoeval.core.targets import Target
-from cocoeval.judge.parse import map_behaviour
+from cocoeval.core.targets import REFERENCE, Target
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
+from cocoeval.judge.parse import map_behaviour
+from cocoeval.run.humans import name_problem
 
 WIDE = {"description_width": "initial"}
 SCORES = [(str(k), k) for k in range(1, 11)]

@@ -18,6 +18,8 @@ from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
 from cocoeval.run import Experiment, Run, load_params
 
+from .execute import shipped_notebooks
+
 EMBED_OPTIONS = {"renderer": "svg"}
 """vega-embed options of every chart in the notebooks: SVG (crisp, and each mark is an element)."""
 
@@ -183,20 +185,6 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
 
 
-def shipped_notebooks() -> Path:
-    """The notebooks' folder inside the installed package, cocoeval/notebooks/ (package data of the
-    wheel; a checkout regenerates them with notebooks/make_notebooks.py)."""
-    from importlib.resources import files
-
-    nb_dir = Path(str(files("cocoeval") / "notebooks"))
-    if not any(nb_dir.glob("*.ipynb")):
-        from cocoeval.core.errors import NotFoundError
-
-        raise NotFoundError(f"no notebooks in {nb_dir}", hint="reinstall cocoeval (the wheel ships them as "
-                            "package data) or run python notebooks/make_notebooks.py in a checkout")
-    return nb_dir
-
-
 def copy_notebooks(params_file: str | Path, dest: str | Path, *, figures_dir: str | Path | None = None) -> list[Path]:
     """Copy the shipped notebooks into ``dest`` for interactive use (e.g. ``jupyter lab DEST``),
     with ``params_file`` (and ``figures_dir``) set in each parameters cell, as paths relative to
@@ -237,56 +225,3 @@ def _set_parameters(source: str, values: dict[str, str]) -> str:
         if n != 1:
             raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of make_notebooks.py
     return source
-
-
-def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path | None = None,
-                      notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = inference.MIN_N,
-                      correction: str = "bh") -> list[Path]:
-    """Execute every notebook headlessly with papermill on a params file's run; executed copies go
-    to ``out_dir`` and figures to ``figures_dir/<notebook>/`` (default: the run's ``figures/``)."""
-    import papermill as pm
-
-    inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
-
-    nb_dir = Path(notebooks_dir) if notebooks_dir else shipped_notebooks()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    done = []
-    for nb in sorted(nb_dir.glob("*.ipynb")):
-        target = out / nb.name
-        try:
-            pm.execute_notebook(str(nb), str(target), cwd=str(nb_dir), kernel_name="python3", progress_bar=False,
-                                parameters={"params_file": str(Path(params_file).resolve()),
-                                            "figures_dir": str(Path(figures_dir).resolve()) if figures_dir else "",
-                                            "resamples": resamples,
-                                            "min_n": min_n, "correction": correction})
-        finally:  # a failed notebook is written too, with the traceback that may hold a key
-            redact_outputs(target)
-        done.append(target)
-    return done
-
-
-def redact_outputs(path: Path) -> None:
-    """Redact API keys and credential-shaped text (``secrets.redact``) in the outputs of an
-    executed notebook (cell sources are left as they are; images are not text)."""
-    from cocoeval.llm.secrets import redact
-
-    if not path.is_file():
-        return
-    nb = json.loads(path.read_text(encoding="utf-8"))
-
-    def clean(x: Any, mime: str = "") -> Any:
-        if mime.startswith("image/") and not mime.startswith("image/svg"):
-            return x
-        if isinstance(x, str):
-            return redact(x)
-        if isinstance(x, list):
-            return [clean(v, mime) for v in x]
-        if isinstance(x, dict):
-            return {k: clean(v, k if "/" in k else mime) for k, v in x.items()}
-        return x
-
-    for cell in nb.get("cells", []):
-        if cell.get("outputs"):
-            cell["outputs"] = clean(cell["outputs"])
-    write_atomic(path, json.dumps(nb, ensure_ascii=False, indent=1) + "\n")

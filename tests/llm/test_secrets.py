@@ -253,7 +253,7 @@ def test_cli_prints_errors_redacted(monkeypatch, capsys, error, rc):
 
 
 def test_executed_notebook_outputs_are_redacted(tmp_path, monkeypatch):
-    from cocoeval.notebooks.context import redact_outputs
+    from cocoeval.notebooks.execute import redact_outputs
 
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB"
@@ -276,7 +276,7 @@ def test_executed_notebook_outputs_are_redacted(tmp_path, monkeypatch):
 
 def test_execute_notebooks_redacts_a_failed_notebook(tmp_path, monkeypatch):
     pytest.importorskip("papermill")
-    from cocoeval.notebooks.context import execute_notebooks
+    from cocoeval.notebooks.execute import execute_notebooks
 
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     code = ["import os\n", "print('key', os.environ['OPENAI_API_KEY'])\n",

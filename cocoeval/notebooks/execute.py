@@ -1,0 +1,114 @@
+"""Headless execution of the shipped notebooks with papermill (``cocoeval notebooks PARAMS --out``):
+two at a time on a machine with two cores or more, each in a worker process of its own (its
+kernel and the notebook's own work run beside the other's), the executed copies redacted of API
+keys whatever happens. Light to import: a worker loads papermill, not the analysis."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from cocoeval.analysis import inference
+from cocoeval.core.jsonio import write_atomic
+
+
+def shipped_notebooks() -> Path:
+    """The notebooks' folder inside the installed package, cocoeval/notebooks/ (package data of the
+    wheel; a checkout regenerates them with notebooks/make_notebooks.py)."""
+    from importlib.resources import files
+
+    nb_dir = Path(str(files("cocoeval") / "notebooks"))
+    if not any(nb_dir.glob("*.ipynb")):
+        from cocoeval.core.errors import NotFoundError
+
+        raise NotFoundError(f"no notebooks in {nb_dir}", hint="reinstall cocoeval (the wheel ships them as "
+                            "package data) or run python notebooks/make_notebooks.py in a checkout")
+    return nb_dir
+
+
+def notebook_jobs() -> int:
+    """Notebooks executed at once by default: two on two cores or more (a notebook is mostly one
+    busy core: its kernel's Python), else one."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path | None = None,
+                      notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = inference.MIN_N,
+                      correction: str = "bh", jobs: int | None = None) -> list[Path]:
+    """Execute every notebook headlessly with papermill on a params file's run; executed copies go
+    to ``out_dir`` and figures to ``figures_dir/<notebook>/`` (default: the run's ``figures/``).
+    ``jobs`` notebooks at once (default ``notebook_jobs()``; 1: one after the other in this
+    process). The first notebook that fails (in their order) raises once those running have
+    ended; the notebooks after it are not started."""
+    inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
+    if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
+        from cocoeval.core.errors import ConfigError
+
+        raise ConfigError(f"jobs must be a whole number of at least 1, not {jobs!r}",
+                          hint="--jobs 1 runs the notebooks one after the other")
+
+    nb_dir = Path(notebooks_dir) if notebooks_dir else shipped_notebooks()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    parameters = {"params_file": str(Path(params_file).resolve()),
+                  "figures_dir": str(Path(figures_dir).resolve()) if figures_dir else "",
+                  "resamples": resamples, "min_n": min_n, "correction": correction}
+    todo = [(str(nb), str(out / nb.name)) for nb in sorted(nb_dir.glob("*.ipynb"))]
+    n = notebook_jobs() if jobs is None else jobs
+    if n <= 1 or len(todo) <= 1:
+        return [Path(_execute_one(nb, target, str(nb_dir), parameters)) for nb, target in todo]
+    pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures: list[Future[str]] = [pool.submit(_execute_one, nb, target, str(nb_dir), parameters)
+                                      for nb, target in todo]
+        done = []
+        for f in futures:
+            try:
+                done.append(Path(f.result()))
+            except BaseException:
+                for later in futures:
+                    later.cancel()
+                raise
+        return done
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _execute_one(nb: str, target: str, cwd: str, parameters: dict[str, Any]) -> str:
+    import papermill as pm
+
+    try:
+        pm.execute_notebook(nb, target, cwd=cwd, kernel_name="python3", progress_bar=False, parameters=parameters)
+    finally:  # a failed notebook is written too, with the traceback that may hold a key
+        redact_outputs(Path(target))
+    return target
+
+
+def redact_outputs(path: Path) -> None:
+    """Redact API keys and credential-shaped text (``secrets.redact``) in the outputs of an
+    executed notebook (cell sources are left as they are; images are not text)."""
+    from cocoeval.llm.secrets import redact
+
+    if not path.is_file():
+        return
+    nb = json.loads(path.read_text(encoding="utf-8"))
+
+    def clean(x: Any, mime: str = "") -> Any:
+        if mime.startswith("image/") and not mime.startswith("image/svg"):
+            return x
+        if isinstance(x, str):
+            return redact(x)
+        if isinstance(x, list):
+            return [clean(v, mime) for v in x]
+        if isinstance(x, dict):
+            return {k: clean(v, k if "/" in k else mime) for k, v in x.items()}
+        return x
+
+    for cell in nb.get("cells", []):
+        if cell.get("outputs"):
+            cell["outputs"] = clean(cell["outputs"])
+    write_atomic(path, json.dumps(nb, ensure_ascii=False, indent=1) + "\n")
