@@ -36,7 +36,7 @@ def render_figure(spec: str, base: str | Path, scale: float = 2.0) -> None:
 
 
 def _warm() -> None:
-    """A worker's start: load vl-convert before the first figure arrives."""
+    """A worker's first task: load vl-convert before the first figure arrives."""
     import vl_convert  # noqa: F401
 
 
@@ -54,8 +54,10 @@ class Renderer:
     def __init__(self, workers: int | None = None) -> None:
         n = default_workers() if workers is None else workers
         ctx = multiprocessing.get_context("spawn")
-        self._pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=_warm) for _ in range(n)]
-        self._futures: list[Future[None]] = []
+        self._pools = [ProcessPoolExecutor(max_workers=1, mp_context=ctx) for _ in range(n)]
+        # started now (a pool starts its process at the first task), so that they load vl-convert
+        # while the caller reads the run
+        self._futures: list[Future[None]] = [p.submit(_warm) for p in self._pools]
         self._submitted = 0
 
     def submit(self, spec: str, base: Path, scale: float = 2.0) -> None:
