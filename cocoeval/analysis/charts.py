@@ -416,12 +416,16 @@ def describe(spec: dict[str, Any]) -> str:
     return f"Vega-Lite chart ({' of '.join(kinds)})" + (f": {title}" if title else "")
 
 
-def save(chart: alt.TopLevelMixin, path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
+def save(chart: alt.TopLevelMixin | dict[str, Any], path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
     """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser), and the Vega-Lite spec
     as ``<path_base>.vl.json`` (what the HTML report embeds; the Vega editor opens it too); as the
-    report writes them (``render.render_figure``)."""
+    report writes them (``render.render_figure``). ``chart``: a chart, or its ``to_dict()`` spec
+    (already made, e.g. for display: written as ``to_json`` writes it; a test compares the bytes)."""
+    import json
+
     from .render import render_figure
 
     base = Path(path_base)  # a dot in a name is no suffix
-    render_figure(chart.to_json(), base, scale)
+    text = json.dumps(chart, indent=2, sort_keys=True, ensure_ascii=False) if isinstance(chart, dict) else chart.to_json()
+    render_figure(text, base, scale)
     return [base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"]

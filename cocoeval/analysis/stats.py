@@ -61,18 +61,14 @@ def boot_index(n: int, resamples: int, seed: int) -> np.ndarray:
 def _draw_counts(idx: np.ndarray) -> np.ndarray:
     """(B, n) float64: how often each resample of ``idx`` draws each row; kept beside the draws
     of ``boot_index``, computed for any other ``idx``."""
-    b, n = idx.shape
-    key = (n, b, -1)
-    for k, (i, w) in _DRAWS.items():
-        if i is idx:
-            key = k
-            if w is not None:
-                return w
-            break
-    w = np.bincount((idx + np.arange(b)[:, None] * n).ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
-    if key[2] != -1:
-        w.setflags(write=False)
-        _DRAWS[key] = (idx, w)
+    key = next((k for k, (i, _) in _DRAWS.items() if i is idx), None)
+    w = _DRAWS[key][1] if key is not None else None
+    if w is None:
+        b, n = idx.shape
+        w = np.bincount((idx + np.arange(b)[:, None] * n).ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        if key is not None:
+            w.setflags(write=False)
+            _DRAWS[key] = (idx, w)
     return w
 
 

@@ -120,9 +120,10 @@ class RunContext:
         for name, ch in answer.charts.items():
             if marked:
                 ch = charts.titled(ch, f"{name.replace('_', ' ')} — {charts.PIPELINE_CHECK}")
-            data, md = charts.mimebundle(ch, EMBED_OPTIONS)
+            spec = ch.to_dict()  # once, for the display and the files
+            data, md = charts.mimebundle(spec, EMBED_OPTIONS)
             display(data, raw=True, metadata=md)  # the spec once, drawn by the frontend (see setup)
-            saved += charts.save(ch, self.figures_path(figures_dir, notebook) / name)
+            saved += charts.save(spec, self.figures_path(figures_dir, notebook) / name)
         return saved
 
     def viewer(self) -> Any:

@@ -65,16 +65,8 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
     try:
         futures: list[Future[str]] = [pool.submit(_execute_one, nb, target, str(nb_dir), parameters)
                                       for nb, target in todo]
-        done = []
-        for f in futures:
-            try:
-                done.append(Path(f.result()))
-            except BaseException:
-                for later in futures:
-                    later.cancel()
-                raise
-        return done
-    finally:
+        return [Path(f.result()) for f in futures]
+    finally:  # after a failure: the notebooks not started are cancelled, those running end
         pool.shutdown(wait=True, cancel_futures=True)
 
 

@@ -55,6 +55,9 @@ def test_behaviour_bars_spec(tmp_path):
     assert any(v["ci_low"] is not None for v in values)
     paths = charts.save(ch, tmp_path / "fig3")
     assert paths[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and paths[1].read_text().startswith("<svg")
+    again = charts.save(ch.to_dict(), tmp_path / "fig3_spec")  # a spec made for display: the same files
+    assert again[0].read_bytes() == paths[0].read_bytes()
+    assert (tmp_path / "fig3_spec.vl.json").read_bytes() == (tmp_path / "fig3.vl.json").read_bytes()
     # n = 6 under the default minimum: no whisker at all, every bar gets its cross
     small = charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J").to_dict()
     assert all(v["ci_low"] is None and v["ci_note"] == "n too small (n=6 < 10)" for v in small["data"]["values"])
