@@ -7,9 +7,14 @@ registry of analyses (``registry``, filled in ``analyses``) feeds ``report`` and
 ``coverage`` lists what of the paper a run (or a params file) lacks, for the report, the notebooks
 and ``cocoeval check``.
 
-Names load on first use: importing this package does not import polars' heavy parts or Altair."""
+Names load on first use: importing this package does not import polars' heavy parts or Altair.
+Its modules import Altair, so importing the package defers the RFC 3987 grammar jsonschema would
+build at Altair's import to that grammar's first use (``core.deferred.defer_iri_grammar``)."""
 
 from cocoeval import lazy_exports
+from cocoeval.core.deferred import defer_iri_grammar
+
+defer_iri_grammar()
 
 _WHERE = {
     "Answer": "cocoeval.analysis.answer",

@@ -31,20 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _skip_iri_grammar() -> None:
-    """jsonschema, which Altair imports, builds an RFC 3987 grammar at import when the optional
-    ``rfc3987-syntax`` package is installed (Jupyter's ``jupyter-events`` brings it): 3.3 s of
-    every command that draws a chart, for the ``iri`` format checks of a ``FormatChecker`` that
-    nothing in cocoeval uses (Altair validates its specs without one). So in the command's own
-    process the package is taken as absent; a notebook kernel, or a program calling ``main``
-    with its arguments, is left as it is."""
-    if "jsonschema" not in sys.modules:
-        sys.modules.setdefault("rfc3987_syntax", None)  # type: ignore[arg-type]  # None: its import raises ImportError
-
-
 def main(argv: list[str] | None = None) -> int:
-    if argv is None:  # the ``cocoeval`` command itself
-        _skip_iri_grammar()
     args = build_parser().parse_args(argv)
     log = logging.getLogger("cocoeval")
     if not log.handlers:  # batch submissions and their ends, on stderr
