@@ -3,6 +3,8 @@ saving is separate (``save``: PNG and SVG through vl-convert, no browser)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +17,20 @@ from cocoeval.core.taxonomy import Taxonomy
 from .frames import HUMAN
 
 CATEGORY_COLOURS = {"inconsistent": "#c0392b", "uncollaborative": "#2471a3"}
+
+
+@contextmanager
+def checked_once() -> Iterator[None]:
+    """Charts built in this block are checked against the Vega-Lite schema once, whole, when
+    written (``to_dict``, ``to_json``, ``save``: Altair's default), not also piece by piece as each
+    part is made (Altair's debug mode, on by default, checks every encoding, and every inline data
+    table record by record, at its creation, and again in each chart it goes into). The specs are
+    the same; a chart that breaks the schema still raises, when written. ``Analysis.__call__``
+    builds every analysis's charts in this block."""
+    from altair.utils.schemapi import debug_mode
+
+    with debug_mode(False):
+        yield
 
 
 def _records(df: pl.DataFrame) -> alt.Data:

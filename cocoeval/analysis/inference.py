@@ -17,6 +17,7 @@ defined, the paired sign-flip test, corrections for multiple comparisons, and th
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from cocoeval.core.errors import ConfigError
@@ -97,9 +98,36 @@ def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.nd
         signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
         return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2 ** n
     hits = np.zeros(k)
-    for signs in _sign_chunks(n, flips, seed):
-        hits += (np.abs(signs.astype(np.float64) @ d) >= obs - tol).sum(axis=0)
+    for signs in _float_chunks(n, flips, seed):
+        hits += (np.abs(signs @ d) >= obs - tol).sum(axis=0)
     return (1.0 + hits) / (flips + 1.0)
+
+
+_FLOAT_SIGNS: dict[tuple[int, int, int], list[Any]] = {}
+_FLOAT_SIGNS_MAX_BYTES = 64_000_000
+
+
+def _float_chunks(n: int, flips: int, seed: int) -> Iterable[Any]:
+    """``_sign_chunks`` as float64, the type of the product (converting them took most of a
+    test's time): kept for the last few lengths only (a report tests the setups of one judge, most
+    of one length, one after the other), the oldest dropped past ``_FLOAT_SIGNS_MAX_BYTES``; a
+    length that does not fit is converted one chunk at a time, as before."""
+    import numpy as np
+
+    key = (n, flips, seed)
+    hit = _FLOAT_SIGNS.pop(key, None)
+    if hit is None:
+        chunks = _sign_chunks(n, flips, seed)
+        if n * flips * 8 > _FLOAT_SIGNS_MAX_BYTES:
+            return (c.astype(np.float64) for c in chunks)  # one chunk at a time
+        hit = [c.astype(np.float64) for c in chunks]
+        for c in hit:
+            c.setflags(write=False)
+        while _FLOAT_SIGNS and sum(x.nbytes for c in _FLOAT_SIGNS.values() for x in c) + n * flips * 8 \
+                > _FLOAT_SIGNS_MAX_BYTES:
+            del _FLOAT_SIGNS[next(iter(_FLOAT_SIGNS))]
+    _FLOAT_SIGNS[key] = hit  # the most recent last
+    return hit
 
 
 _SIGNS: dict[tuple[int, int, int], list[Any]] = {}

@@ -237,11 +237,12 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
     c = pl.concat([c, c.group_by("target", "instance_id").agg(pl.col("count").sum()).with_columns(
         behaviour=pl.lit("all")).select(c.columns)]).join(pc, on="instance_id")
     rows = []
+    parts = c.partition_by("dataset", "target", "behaviour", as_dict=True)  # each keeps its rows' order
     for ds in datasets:
         for t in targets:
             for b in ["all", *f.taxonomy.ids]:
-                g = c.filter((pl.col("dataset") == ds) & (pl.col("target") == t) & (pl.col("behaviour") == b))
-                if g.is_empty():
+                g = parts.get((ds, t, b))
+                if g is None or g.is_empty():
                     continue
                 known = g.filter(pl.col("participants").is_not_null())  # M lists no participant: unknown, left out
                 x, y = known["participants"].to_numpy(), known["count"].to_numpy()

@@ -126,7 +126,10 @@ class Analysis:
         p = params or Params()
         if p.frames is None:
             p = replace(p, frames=p.frames_of(run))
-        ans = self.fn(run, p)
+        from .charts import checked_once
+
+        with checked_once():  # each chart checked whole when written, not at each part (the same spec)
+            ans = self.fn(run, p)
         if (ans is not None and ans.judge_based and self.name not in UNMARKED
                 and any("behaviour" in t.columns for t in ans.tables.values())):
             # beyond the paper: the behaviours the judge is not validated for

@@ -129,7 +129,9 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     ``html_report``). Intervals over fewer than ``min_n`` instances (or with every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
     behaviours x setups with ``correction`` (bh, holm or none)."""
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
-    with render.Renderer(render_workers()) as renderer:  # its workers start while the run is read
+    # its workers start while the run is read; the charts are written unvalidated (validated by the
+    # tests), so none is checked at each part either (``charts.checked_once``: the same specs)
+    with render.Renderer(render_workers()) as renderer, charts.checked_once():
         run = Run.open(run_dir)
         f = run_frames(run)
         return _write_report(run, f, Path(run_dir).name, Path(out_dir), renderer, judge=judge, resamples=resamples, seed=seed,

@@ -35,8 +35,12 @@ def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
 
+def _target_name(t: Target) -> str:
+    return "human reference" if t.name == REFERENCE else t.name
+
+
 def _label(t: Target) -> str:
-    return f"{t.instance.id} — {'human reference' if t.name == REFERENCE else t.name}"
+    return f"{t.instance.id} — {_target_name(t)}"
 
 
 class Annotator:
@@ -57,8 +61,15 @@ class Annotator:
         self.out, self.item_id = Path(out_csv), item_id
         self.tax = taxonomy or load_taxonomy()
         self.annotator = w.Text(description="annotator", placeholder="your name or id", style=WIDE)
-        self.choose = w.Dropdown(options=[(_label(t), k) for k, t in enumerate(self.targets)], value=0,
-                                 description="target", style=WIDE, layout=w.Layout(width="auto", min_width="420px"))
+        self._of: dict[str, list[int]] = {}  # instance id -> its targets' positions in ``targets``
+        for k, t in enumerate(self.targets):
+            self._of.setdefault(t.instance.id, []).append(k)
+        # two menus, the instance then its target (a run's every instance x target in one menu was
+        # thousands of entries, and carried whole in a saved notebook's widget state)
+        self.instance = w.Dropdown(options=list(self._of), value=self.targets[0].instance.id, description="instance",
+                                   style=WIDE, layout=w.Layout(width="auto", min_width="320px"))
+        self.choose = w.Dropdown(options=self._choices(), value=0, description="target", style=WIDE,
+                                 layout=w.Layout(width="auto", min_width="260px"))
         self.body = w.VBox()
         self.turns: dict[int, w.SelectMultiple] = {}
         self.none: dict[int, w.Checkbox] = {}
@@ -71,14 +82,28 @@ class Annotator:
         self._loaded_for: str | None = None
         self.save.on_click(lambda _: self.write())
         self.choose.observe(lambda _: self._build(), "value")
+        self.instance.observe(lambda _: self._on_instance(), "value")
         self.annotator.observe(lambda _: self._on_name(), "value")
         self._build()
-        self.widget = w.VBox([w.HBox([self.annotator, self.choose]), self.body, self.consistency,
+        self.widget = w.VBox([w.HBox([self.annotator, self.instance, self.choose]), self.body, self.consistency,
                               self.collaborativeness, self.save, self.status])
 
     @property
     def target(self) -> Target:
         return self.targets[self.choose.value]
+
+    def _choices(self) -> list[tuple[str, int]]:
+        """The ``target`` menu: the chosen instance's targets, valued by their position in ``targets``."""
+        return [(_target_name(self.targets[k]), k) for k in self._of[self.instance.value]]
+
+    def _on_instance(self) -> None:
+        """Another instance: its targets in the menu, its first one chosen (and built)."""
+        self.choose.options = self._choices()  # sets the value to the first option: built by its observer
+
+    def pick(self, k: int) -> None:
+        """Choose ``targets[k]`` (its instance, then it), as picking them in the two menus does."""
+        self.instance.value = self.targets[k].instance.id
+        self.choose.value = k
 
     def _build(self) -> None:
         """One row per turn of the chosen target; judged turns get every behaviour to pick from."""

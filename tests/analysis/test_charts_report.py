@@ -175,3 +175,30 @@ def test_renderer_processes_write_the_figures_and_raise_a_failed_one(tmp_path):
     r.submit('{"mark": "nonsense-mark", "data": {"values": []}}', tmp_path / "bad")
     with pytest.raises(Exception, match="Vega-Lite to Vega conversion failed"):
         r.close()
+
+
+def test_charts_checked_once_give_the_same_spec_and_still_raise_when_written():
+    """``checked_once`` (every analysis's charts are built in it) leaves out Altair's check of each
+    part at its creation: the same spec, and a chart that breaks the schema still raises, when written."""
+    import altair as alt
+    import jsonschema
+    import pytest
+
+    from cocoeval.analysis import analyses
+    from cocoeval.analysis.registry import Params
+
+    f = run_frames(make_run())
+    means = stats.mean_occurrences(f, resamples=200, min_n=2)
+    plain = charts.behaviour_bars(means, TAX, judge="J").to_json()
+    with charts.checked_once():
+        assert not alt.utils.schemapi.DEBUG_MODE
+        once = charts.behaviour_bars(means, TAX, judge="J")
+        bad = alt.Chart(alt.Data(values=({"a": 1},))).mark_bar().encode(x=alt.X("a:Q", bin=alt.BinParams(maxbins="x")))
+    assert alt.utils.schemapi.DEBUG_MODE  # back as it was
+    assert once.to_json() == plain
+    with pytest.raises(jsonschema.ValidationError):
+        bad.to_dict()
+    ans = analyses.compute("rq1", make_run(), Params(judge="J", resamples=50, min_n=2))
+    assert ans is not None and ans.charts and alt.utils.schemapi.DEBUG_MODE
+    with pytest.raises(jsonschema.ValidationError):  # made outside the block, a bad part raises at its creation
+        alt.BinParams(maxbins="x")

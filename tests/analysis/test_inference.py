@@ -262,3 +262,34 @@ def test_a_constant_has_no_interval_whatever_its_bits():
         assert ci_notes(25, boot, 10) == ["degenerate resample (every resample equal)"], c
     spread = stats.resample_means(np.r_[np.full(24, 0.1), 0.1 + 1e-9][:, None], stats.boot_index(25, 1000, 0))
     assert ci_notes(25, spread, 10) == [None]  # a real difference, however small, is a spread
+
+
+def test_sign_flip_float_signs_kept_or_not_give_the_same_p(monkeypatch):
+    """The float64 sign vectors kept for the last lengths (``_float_chunks``) give the p values
+    that converting the int8 draws on each call gave: kept, taken from the cache, dropped for
+    another length, and for a length too big to keep (converted one chunk at a time)."""
+    from cocoeval.analysis import inference
+
+    rng = np.random.default_rng(3)
+    ds = {n: rng.poisson(0.4, size=(n, 4)) - rng.poisson(0.4, size=(n, 4)) for n in (40, 57)}
+
+    def by_hand(d):
+        obs = np.abs(d.sum(axis=0))
+        hits = sum((np.abs(c.astype(np.float64) @ d) >= obs - 1e-9 * np.maximum(1.0, obs)).sum(axis=0)
+                   for c in inference._sign_chunks(len(d), 2000, 0))
+        return (1.0 + hits) / 2001.0
+
+    monkeypatch.setattr(inference, "_FLOAT_SIGNS", {})
+    want = {n: by_hand(d.astype(float)) for n, d in ds.items()}
+    assert not np.isnan(want[40]).any() and len({tuple(w) for w in want.values()}) == 2
+    for n in (40, 40, 57, 40):  # made, kept, another length, back
+        assert np.array_equal(sign_flip_pvalues(ds[n], 2000, 0), want[n])
+    assert set(inference._FLOAT_SIGNS) == {(40, 2000, 0), (57, 2000, 0)}
+    monkeypatch.setattr(inference, "_FLOAT_SIGNS_MAX_BYTES", 57 * 2000 * 8)  # room for one length only
+    monkeypatch.setattr(inference, "_FLOAT_SIGNS", {})
+    for n in (40, 57, 40):
+        assert np.array_equal(sign_flip_pvalues(ds[n], 2000, 0), want[n])
+        assert list(inference._FLOAT_SIGNS) == [(n, 2000, 0)]
+    monkeypatch.setattr(inference, "_FLOAT_SIGNS_MAX_BYTES", 1000)  # too big to keep
+    monkeypatch.setattr(inference, "_FLOAT_SIGNS", {})
+    assert np.array_equal(sign_flip_pvalues(ds[57], 2000, 0), want[57]) and not inference._FLOAT_SIGNS

@@ -165,13 +165,33 @@ def test_annotator_writes_the_annotation_format(tmp_path):
     assert fine.status == "ok" and (over.consistency, over.collaborativeness) == (8, 3)
 
 
+def test_annotator_menus_list_the_instances_then_that_instances_targets(tmp_path):
+    """Two menus, not one entry per instance x target: the instances, then the chosen instance's
+    targets; choosing another instance lists its targets and builds its first one."""
+    run = make_run(2)
+    targets = _targets(run)
+    a = Annotator(targets, tmp_path / "ann.csv", taxonomy=TAX)
+    ids = list(dict.fromkeys(t.instance.id for t in targets))
+    assert list(a.instance.options) == ids and len(ids) == len(run.instances) > 1
+    mine = [k for k, t in enumerate(targets) if t.instance.id == ids[0]]
+    assert [v for _, v in a.choose.options] == mine and a.choose.options[0][0] == "human reference"
+    assert {label for label, _ in a.choose.options} == {"human reference", *run.continuations}
+    a.instance.value = ids[1]  # what picking it in the menu does
+    first = next(k for k, t in enumerate(targets) if t.instance.id == ids[1])
+    assert a.choose.value == first and a.target is targets[first]
+    assert all(targets[v].instance.id == ids[1] for _, v in a.choose.options)
+    assert len(a.turns) == len(targets[first].judged)
+    a.choose.value = a.choose.options[-1][1]
+    assert a.target.instance.id == ids[1] and a.target.name != "reference"
+
+
 def test_annotator_picks_any_target_and_saving_again_replaces_its_rows(tmp_path):
     run = make_run(2)
     targets = _targets(run)
     out = tmp_path / "ann.csv"
     a = Annotator(targets, out, taxonomy=TAX)
     k = next(i for i, t in enumerate(targets) if t.name == "sim" and t.instance.id == run.instances[1].id)
-    a.choose.value = k
+    a.pick(k)
     assert a.target is targets[k] and len(a.turns) == len(targets[k].judged)
     assert "utterance" in a.body.children[0].children[0].value
     a.annotator.value = "ann1"
@@ -180,7 +200,7 @@ def test_annotator_picks_any_target_and_saving_again_replaces_its_rows(tmp_path)
     a.turns[0].value = ("repetition",)
     assert a.write()
     other = Annotator(targets, out, taxonomy=TAX)  # another annotator, same file and target
-    other.choose.value = k
+    other.pick(k)
     other.annotator.value = "ann2"
     _fill(other)
     assert other.write()
@@ -326,9 +346,9 @@ def test_saved_labels_load_back_into_the_annotator(tmp_path):
     assert all(b.none[i].value and b.turns[i].value == () for i in rest)
     assert (b.consistency.value, b.collaborativeness.value) == (3, 8) and b.missing() == []
     other = next(k for k, t in enumerate(targets) if t is not b.target)
-    b.choose.value = other  # another target: nothing saved for it, all unset
+    b.pick(other)  # another target: nothing saved for it, all unset
     assert b.consistency.value is None and b.missing() and not any(x.value for x in b.none.values())
-    b.choose.value = 0
+    b.pick(0)
     assert b.turns[first].value == ("repetition", "off_topic") and b.collaborativeness.value == 8
     b.annotator.value = "ann2"  # another annotator with nothing saved: ann1's labels are not theirs
     assert b.consistency.value is None and not b.turns[first].value and not any(x.value for x in b.none.values())
