@@ -51,6 +51,15 @@ def _keys_may_go_to_loopback():
         yield
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cache_dir_of_the_session(tmp_path_factory):
+    """The linked chart's JavaScript bundle (``notebooks.context.enable_offline``) is kept in a
+    folder of this test session, never in the user's ``~/.cache``; kernels the tests start share it."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("COCOEVAL_CACHE_DIR", str(tmp_path_factory.mktemp("cocoeval-cache")))
+        yield
+
+
 @pytest.fixture(scope="module")
 def server():
     """One fake provider server (OpenAI and Anthropic wire formats) per test module."""

@@ -104,7 +104,7 @@ def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.nd
 
 
 _FLOAT_SIGNS: dict[tuple[int, int, int], list[Any]] = {}
-_FLOAT_SIGNS_MAX_BYTES = 64_000_000
+_FLOAT_SIGNS_MAX_BYTES = 32_000_000
 
 
 def _float_chunks(n: int, flips: int, seed: int) -> Iterable[Any]:

@@ -45,6 +45,64 @@ def setup(*, offline: bool = True) -> None:
         alt.renderers.enable("default")
 
 
+def bundle_cache_dir() -> Path:
+    """Where ``enable_offline`` keeps the linked chart's JavaScript bundle between kernels:
+    ``$COCOEVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/cocoeval``, else ``~/.cache/cocoeval`` (read
+    when called, never at import)."""
+    import os
+
+    if os.environ.get("COCOEVAL_CACHE_DIR"):
+        return Path(os.environ["COCOEVAL_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "cocoeval"
+
+
+def enable_offline() -> Path | None:
+    """``alt.JupyterChart.enable_offline()``, its bundle kept on disk: Altair has vl-convert bundle
+    vega, vega-lite and vega-embed with its widget's JavaScript (1.4 s on an idle core, 3 s on a
+    busy one, in every kernel that shows the linked chart); the bundle Altair made is kept under
+    ``bundle_cache_dir()`` in a file named by what it is made from (the Altair and vl-convert
+    versions, the Vega-Lite version and the widget's source), and a later kernel reads it back:
+    the same text. A folder that cannot be written only means the bundle is made each time.
+    Returns the file, None when nothing is kept."""
+    import hashlib
+
+    import altair as alt
+    import vl_convert as vlc
+    from altair.jupyter import jupyter_chart
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    if alt.JupyterChart._is_offline:
+        return None
+    made_of = json.dumps([alt.__version__, getattr(vlc, "__version__", None), vl_version_for_vl_convert(),
+                          jupyter_chart.load_js_src()])
+    path = bundle_cache_dir() / f"vega-bundle-{hashlib.sha256(made_of.encode()).hexdigest()[:32]}.js"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        text = ""
+    if text:  # what enable_offline sets, from the kept bundle
+        alt.JupyterChart._esm = text
+        alt.JupyterChart._is_offline = True
+        return path
+    alt.JupyterChart.enable_offline()
+    import os
+    import tempfile
+
+    try:  # whole or not at all (a temporary file, then renamed); never redacted: code, not text
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(alt.JupyterChart._esm)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError:
+        return None
+    return path
+
+
 def _render(spec: dict[str, Any], **metadata: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """The ``"cocoeval"`` Altair renderer: the Vega-Lite 5 display bundle of a chart's spec."""
     return charts.mimebundle(spec, metadata.get("embed_options", EMBED_OPTIONS))
@@ -147,7 +205,7 @@ class RunContext:
         if means.is_empty():
             return None
         setup()
-        alt.JupyterChart.enable_offline()  # bundles once per kernel (a few seconds), then cached by Altair
+        enable_offline()  # the bundle made once, then read back from disk by every kernel
         jc = alt.JupyterChart(charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge,
                                                     setups=setups, selectable=True), embed_options=EMBED_OPTIONS)
         viewer.link(jc)

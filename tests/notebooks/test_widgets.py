@@ -373,3 +373,37 @@ def test_hand_edited_rows_load_back_with_what_cannot_be_read_said(tmp_path):
     # an empty cell loads as unmarked (not none), an out-of-range score as not rated
     assert not a.turns[second].value and not a.none[second].value and a.consistency.value is None
     assert a.missing()[0].startswith(f"turn {second + 1}")
+
+
+def test_the_linked_charts_bundle_is_made_once_and_read_back_the_same(tmp_path, monkeypatch):
+    """``enable_offline`` keeps the bundle Altair's ``enable_offline`` makes in the cache folder; a
+    later kernel (here: the class reset) reads the same text back without bundling again; a folder
+    that cannot be written only means it is made each time."""
+    from cocoeval.notebooks import context
+
+    saved = (alt.JupyterChart._esm, alt.JupyterChart._is_offline)
+    monkeypatch.setenv("COCOEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        alt.JupyterChart.enable_offline(offline=False)
+        path = context.enable_offline()
+        made = alt.JupyterChart._esm
+        assert path is not None and path.parent == tmp_path / "cache" and path.read_text(encoding="utf-8") == made
+        assert alt.JupyterChart._is_offline and len(made) > 100_000 and "cdn.jsdelivr" not in made
+        assert context.enable_offline() is None  # already offline in this kernel: nothing to do
+        alt.JupyterChart.enable_offline(offline=False)  # a new kernel
+        assert alt.JupyterChart._esm != made
+
+        def bundled_again(*a, **k):
+            raise AssertionError("bundled again")
+
+        with monkeypatch.context() as m:
+            m.setattr(alt.JupyterChart, "enable_offline", classmethod(bundled_again))
+            assert context.enable_offline() == path
+        assert alt.JupyterChart._esm == made and alt.JupyterChart._is_offline
+        alt.JupyterChart.enable_offline(offline=False)
+        (tmp_path / "file").write_text("x")
+        monkeypatch.setenv("COCOEVAL_CACHE_DIR", str(tmp_path / "file"))  # not a folder: nothing kept
+        assert context.enable_offline() is None and alt.JupyterChart._esm == made
+        assert list((tmp_path / "cache").iterdir()) == [path]  # no temporary file left behind
+    finally:
+        alt.JupyterChart._esm, alt.JupyterChart._is_offline = saved
