@@ -31,12 +31,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from cocoeval.core.jsonio import write_jsonl  # noqa: E402
 from cocoeval.core.schema import (  # noqa: E402
     Continuation,
     Instance,
@@ -53,6 +55,8 @@ from cocoeval.core.taxonomy import load_taxonomy  # noqa: E402
 DATASETS = ["qmsum_product", "qmsum_academic", "qmsum_committee", "iq2", "sim", "ncpc"]
 PER_DATASET = 50
 CHATS = 25
+TRAIN = 40
+"""Train instances per multi-party dataset (the benchmark's train split, for notebook 04)."""
 TURNS = 30
 JUDGE = "o4-mini"
 QUICK = ["02_rq2_vanilla", "10_judge_free", "11_simulators"]
@@ -103,19 +107,22 @@ def write_paper_run(d: Path, seed: int = 0, *, per_dataset: int = PER_DATASET, c
             return [Turn(speaker=speakers[i % 2], text=text()) for i in range(k)]
         return [Turn(speaker=speakers[int(s)], text=text()) for s in rng.integers(0, len(speakers), k)]
 
-    insts: list[Instance] = []
-    for ds in [*DATASETS, "sharechat"]:
+    def instance(ds: str, c: int, split: Literal["eval", "train"] = "eval") -> Instance:
         chat = ds == "sharechat"
-        for c in range(chats if chat else per_dataset):
-            speakers = ["user", "assistant"] if chat else [f"P{j}" for j in range(int(rng.integers(3, 7)))]
-            insts.append(Instance(
-                id=f"{ds}/c{c}/0", dataset=ds, split="eval", kind="human_ai" if chat else "multiparty",
-                metadata=Metadata(goals=[text() for _ in range(2)],
-                                  participants=[Participant(name=s, role="member") for s in speakers]),
-                summary=Summary(text=text(), covers_turns=10), history=turns(speakers, turns_n, chat),
-                reference=turns(speakers, turns_n, chat),
-                provenance=Provenance(source_file="synthetic", source_format="chat" if chat else "qmsum",
-                                      conversation_id=f"c{c}", start_index=10, seed=seed, builder_version="bench")))
+        speakers = ["user", "assistant"] if chat else [f"P{j}" for j in range(int(rng.integers(3, 7)))]
+        return Instance(
+            id=f"{ds}/{'t' if split == 'train' else 'c'}{c}/0", dataset=ds, split=split,
+            kind="human_ai" if chat else "multiparty",
+            metadata=Metadata(goals=[text() for _ in range(2)],
+                              participants=[Participant(name=s, role="member") for s in speakers]),
+            summary=Summary(text=text(), covers_turns=10), history=turns(speakers, turns_n, chat),
+            reference=turns(speakers, turns_n, chat),
+            provenance=Provenance(source_file="synthetic", source_format="chat" if chat else "qmsum",
+                                  conversation_id=f"{'t' if split == 'train' else 'c'}{c}", start_index=10, seed=seed,
+                                  builder_version="bench"))
+
+    insts = [instance(ds, c) for ds in [*DATASETS, "sharechat"]
+             for c in range(chats if ds == "sharechat" else per_dataset)]
     setups = _setups()
     conts: dict[str, list[Continuation]] = {}
     for s in setups:
@@ -155,6 +162,10 @@ def write_paper_run(d: Path, seed: int = 0, *, per_dataset: int = PER_DATASET, c
                            "params": {"name": "paper-scale", "setups": setups, "judges": judges},
                            "taxonomy": {"hash": tax.hash, "name": tax.name}})
     (d / "params.yaml").write_text(_params_yaml(d, setups, judges), encoding="utf-8")
+    # the benchmark the run was drawn from: its eval split, and a train split for notebook 04's
+    # SFT training set (drawn last: the run is the same with or without it)
+    write_jsonl(d / "bench" / "eval.jsonl", insts)
+    write_jsonl(d / "bench" / "train.jsonl", [instance(ds, c, "train") for ds in DATASETS for c in range(TRAIN)])
     return {"instances": len(insts), "setups": len(setups), "continuations": sum(len(v) for v in conts.values()),
             "judgments": len(js)}
 

@@ -17,7 +17,7 @@ from cocoeval.run.rundir import PIPELINE_LABEL
 from . import agreement, analyses, charts, html_report, inference, judge_check, render, stats
 from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
-from .frames import Frames, invalid_rates, run_frames
+from .frames import Frames, invalid_rates, open_run_dir, run_frames
 from .judge_free import judge_free_note, pipeline_check
 
 
@@ -132,7 +132,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     # its workers start while the run is read; the charts are written unvalidated (validated by the
     # tests), so none is checked at each part either (``charts.checked_once``: the same specs)
     with render.Renderer(render_workers()) as renderer, charts.checked_once():
-        run = Run.open(run_dir)
+        run = open_run_dir(run_dir)  # a run this process read already (a notebook kernel) is not read again
         f = run_frames(run)
         return _write_report(run, f, Path(run_dir).name, Path(out_dir), renderer, judge=judge, resamples=resamples, seed=seed,
                              min_n=min_n, correction=correction, html=html)

@@ -202,3 +202,31 @@ def test_charts_checked_once_give_the_same_spec_and_still_raise_when_written():
     assert ans is not None and ans.charts and alt.utils.schemapi.DEBUG_MODE
     with pytest.raises(jsonschema.ValidationError):  # made outside the block, a bad part raises at its creation
         alt.BinParams(maxbins="x")
+
+
+def test_a_report_in_a_process_that_read_the_run_does_not_read_it_again(tmp_path, monkeypatch):
+    """``write_report`` takes the run through ``frames.open_run_dir``: in a notebook kernel that
+    opened the run (notebook 09 writes the report) it is not read again while its files are
+    unchanged; a changed file is read anew."""
+    from cocoeval.analysis.frames import open_run_dir
+    from cocoeval.analysis.report import write_report
+    from cocoeval.run import Run
+
+    _write_run(tmp_path / "run")
+    first = open_run_dir(tmp_path / "run")
+    reads = []
+    real = Run.open.__func__
+
+    def counted(cls, path):
+        reads.append(path)
+        return real(cls, path)
+
+    monkeypatch.setattr(Run, "open", classmethod(counted))
+    a = write_report(tmp_path / "run", tmp_path / "a", resamples=50)
+    assert reads == [] and open_run_dir(tmp_path / "run") is first
+    manifest = tmp_path / "run" / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"complete"', '"complete" '))  # changed: another size
+    b = write_report(tmp_path / "run", tmp_path / "b", resamples=50)
+    assert len(reads) == 1 and open_run_dir(tmp_path / "run") is not first
+    assert (tmp_path / "a" / "behaviour_means.csv").read_bytes() == (tmp_path / "b" / "behaviour_means.csv").read_bytes()
+    assert sorted(a["figures"]) == sorted(b["figures"])
