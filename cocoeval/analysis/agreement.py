@@ -28,7 +28,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
 from .frames import Frames
 from .inference import MIN_N, check_params, ci_notes, too_small
@@ -47,7 +46,10 @@ _UNIT = "__conversation__"
 
 def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman ρ of each row pair of (B, n) arrays (ties get average ranks); NaN for a constant row."""
-    return _pearson_of_ranks(sps.rankdata(a, axis=-1), sps.rankdata(b, axis=-1))
+    # imported on first use: scipy.stats takes a second to import
+    from scipy.stats import rankdata
+
+    return _pearson_of_ranks(rankdata(a, axis=-1), rankdata(b, axis=-1))
 
 
 def spearman_boot(a: np.ndarray, b: np.ndarray, idx: np.ndarray) -> np.ndarray:

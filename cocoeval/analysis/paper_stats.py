@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
-from scipy import stats as sps
 
 from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.targets import REFERENCE
@@ -227,6 +226,9 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
     scipy's p and ``p_adj`` corrected over the table. ρ is null with a ``note`` below ``min_n``
     instances or when either side is constant. ``datasets`` None: the ``top`` datasets with the
     largest variance of participant counts."""
+    # imported on first use: scipy.stats takes a second to import
+    from scipy.stats import spearmanr
+
     check_params(min_n=min_n, correction=correction)
     pc = participant_counts(f, count)
     if datasets is None:
@@ -253,7 +255,7 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
                                                          "count left out"]))
                 rho = p = None
                 if len(known) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
-                    res = sps.spearmanr(x, y)
+                    res = spearmanr(x, y)
                     rho, p = float(res.statistic), float(res.pvalue)
                 rows.append({"judge": judge, "target": t, "dataset": ds, "behaviour": b, "rho": rho, "p_value": p,
                              "note": note, "n": len(known)})

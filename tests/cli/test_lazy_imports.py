@@ -74,3 +74,16 @@ def test_the_iri_grammar_is_built_at_its_first_use_with_the_same_answers():
     assert plain[0] == "True" and deferred[0] == "False"  # built at Altair's import, or not
     assert deferred[1:] == plain[1:]  # the same checkers and answers (the grammar then built: last field True)
     assert deferred[2].endswith("True") and "False" in deferred[2] and "True" in deferred[2]
+
+
+def test_the_analysis_modules_import_scipy_only_when_a_statistic_needs_it():
+    """scipy.stats takes a second to import; the notebooks' glue, the report and every analysis
+    module import it only inside the two statistics that use it (Spearman's ρ of the agreement and
+    of Table 12), so a notebook's first chart (RQ2) does not wait for it."""
+    probe = ("import sys\n"
+             "import cocoeval.notebooks.context, cocoeval.analysis.report, cocoeval.analysis.analyses\n"
+             "import cocoeval.analysis.rq, cocoeval.analysis.studies, cocoeval.analysis.agreement\n"
+             "import cocoeval.analysis.paper_stats, cocoeval.analysis.leaderboard, cocoeval.analysis.judge_check\n"
+             "print('SCIPY', 'scipy.stats' in sys.modules)")
+    p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert "SCIPY False" in p.stdout, p.stderr
