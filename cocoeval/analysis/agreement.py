@@ -31,6 +31,7 @@ import polars as pl
 
 from .frames import Frames
 from .inference import MIN_N, check_params, ci_notes, too_small
+from .stats import with_sample
 
 LIKERT = ("consistency", "collaborativeness")
 ALL = "all"
@@ -127,11 +128,6 @@ def paper_test(per: np.ndarray, names: Sequence[str], n: int, min_n: int) -> dic
             "note": "; ".join(notes) or None}
 
 
-def _index(n: int, resamples: int, seed: int) -> np.ndarray:
-    """Row 0: the sample itself; then the seeded resamples (as ``stats.boot_index``)."""
-    return np.vstack([np.arange(n), np.random.default_rng(seed).integers(0, n, size=(resamples, n))])
-
-
 def annotators(f: Frames, scale: str = "counts") -> list[str]:
     """The human annotators with valid scores of ``scale`` (counts or likert)."""
     d = f.counts if scale == "counts" else f.likert
@@ -193,7 +189,7 @@ def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000,
     base = {"comparison": INTER_HUMAN, "scale": _scale(item), "item": item, "n": len(x), "annotators": len(raters)}
     if len(x) < 2:  # no ρ over fewer than two conversations: the average's row says why
         return pl.DataFrame([{**base, "rater": AVERAGE, **_too_few(f, raters, item, len(x), min_n)}], schema=AGREE_SCHEMA)
-    per = loo_inter(x[_index(len(x), resamples, seed)])
+    per = loo_inter(x[with_sample(len(x), resamples, seed)])
     rows = [{**base, "rater": r, **paper_test(per[k: k + 1], [r], len(x), min_n)} for k, r in enumerate(raters)]
     rows.append({**base, "rater": AVERAGE, **paper_test(per, raters, len(x), min_n)})
     return pl.DataFrame(rows, schema=AGREE_SCHEMA)
@@ -216,7 +212,7 @@ def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
                 rows.append({"comparison": judge, "rater": judge, "scale": _scale(item), "item": item, "n": len(x),
                              "annotators": len(humans), **_too_few(f, [judge, *humans], item, len(x), min_n)})
             continue
-        xb = x[_index(len(x), resamples, seed)]
+        xb = x[with_sample(len(x), resamples, seed)]
         per = loo_judge(xb[..., 0], xb[..., 1:])
         res = paper_test(per, [f"without {h}" for h in humans] if len(humans) > 1 else humans, len(x), min_n)
         if len(humans) == 1:

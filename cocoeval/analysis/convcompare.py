@@ -140,7 +140,7 @@ def judge_sanity(f: Frames, conv: pl.DataFrame, *, resamples: int = 1000, seed: 
                              "ci_note": inference.too_small(d.height, max(3, min_n)), "check": None})
                 continue
             x, y = d["count"].to_numpy().astype(float), d[s].to_numpy().astype(float)
-            idx = np.vstack([np.arange(len(x)), stats.boot_index(len(x), resamples, seed)])
+            idx = stats.with_sample(len(x), resamples, seed)
             rho = agreement.spearman_boot(x, y, idx)  # = spearman_rows(x[idx], y[idx]), bit for bit
             boot = rho[1:][np.isfinite(rho[1:])]
             point = float(rho[0]) if np.isfinite(rho[0]) else None

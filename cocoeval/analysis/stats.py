@@ -58,6 +58,12 @@ def boot_index(n: int, resamples: int, seed: int) -> np.ndarray:
     return idx
 
 
+def with_sample(n: int, resamples: int, seed: int) -> np.ndarray:
+    """(1 + resamples, n) row indices: row 0 the sample itself, then ``boot_index``'s draws (the
+    point estimate and its resamples in one computation)."""
+    return np.vstack([np.arange(n), boot_index(n, resamples, seed)])
+
+
 def _draw_counts(idx: np.ndarray) -> np.ndarray:
     """(B, n) float64: how often each resample of ``idx`` draws each row; kept beside the draws
     of ``boot_index``, computed for any other ``idx``."""
