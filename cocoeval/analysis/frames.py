@@ -92,6 +92,8 @@ OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench"})
 write, the benchmark): changing them does not invalidate the cached frames."""
 _CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 """(what, run directory or id of an in-memory Run, ...) -> (signature when made, value)."""
+OPEN_RUNS = 2
+"""How many run directories ``open_run_dir`` keeps read in a process (the most recently read)."""
 
 
 def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int], ...]:
@@ -151,7 +153,8 @@ def _forget(run_id: int) -> None:
 
 def open_run_dir(path: str | Path) -> Run:
     """``Run.open(path)``, read once per process while the directory's files are unchanged
-    (``run_signature``); the same ``Run`` object is returned, so its frames are shared too."""
+    (``run_signature``); the same ``Run`` object is returned, so its frames are shared too. The
+    last ``OPEN_RUNS`` directories read are kept (a program reporting on many runs holds two)."""
     from cocoeval.run import Run
 
     d = Path(path).resolve()
@@ -160,6 +163,10 @@ def open_run_dir(path: str | Path) -> Run:
     if hit is not None and hit[0] == sig:
         return cast("Run", hit[1])
     run = Run.open(path)
+    opened = [k for k in _CACHE if k[0] == "open" and k != ("open", str(d))]
+    for k in opened[: max(0, len(opened) - (OPEN_RUNS - 1))]:  # the oldest first: their frames go with them
+        del _CACHE[k]
+    _CACHE.pop(("open", str(d)), None)
     _CACHE[("open", str(d))] = (sig, run)
     return run
 

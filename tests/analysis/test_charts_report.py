@@ -230,3 +230,22 @@ def test_a_report_in_a_process_that_read_the_run_does_not_read_it_again(tmp_path
     assert len(reads) == 1 and open_run_dir(tmp_path / "run") is not first
     assert (tmp_path / "a" / "behaviour_means.csv").read_bytes() == (tmp_path / "b" / "behaviour_means.csv").read_bytes()
     assert sorted(a["figures"]) == sorted(b["figures"])
+
+
+def test_open_run_dir_keeps_the_last_runs_read():
+    """``open_run_dir`` keeps the last ``OPEN_RUNS`` run directories read, not every one a long
+    kernel or a program reporting on many runs has read."""
+    import tempfile
+    from pathlib import Path
+
+    from cocoeval.analysis import frames
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dirs = [Path(tmp) / f"run{i}" for i in range(frames.OPEN_RUNS + 1)]
+        for d in dirs:
+            _write_run(d)
+        runs = [frames.open_run_dir(d) for d in dirs]
+        kept = [k for k in frames._CACHE if k[0] == "open" and k[1].startswith(tmp)]
+        assert kept == [("open", str(d.resolve())) for d in dirs[1:]]
+        assert frames.open_run_dir(dirs[-1]) is runs[-1]  # kept: the same object
+        assert frames.open_run_dir(dirs[0]) is not runs[0]  # dropped: read again
