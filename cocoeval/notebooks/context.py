@@ -60,11 +60,14 @@ def enable_offline() -> Path | None:
     """``alt.JupyterChart.enable_offline()``, its bundle kept on disk: Altair has vl-convert bundle
     vega, vega-lite and vega-embed with its widget's JavaScript (1.4 s on an idle core, 3 s on a
     busy one, in every kernel that shows the linked chart); the bundle Altair made is kept under
-    ``bundle_cache_dir()`` in a file named by what it is made from (the Altair and vl-convert
-    versions, the Vega-Lite version and the widget's source), and a later kernel reads it back:
-    the same text. A folder that cannot be written only means the bundle is made each time.
-    Returns the file, None when nothing is kept."""
+    ``bundle_cache_dir()``, in a file named by what it is made from (the Altair and vl-convert
+    versions, the Vega-Lite version and the widget's source) and by its own SHA-256, and a later
+    kernel reads it back when its bytes still have that hash (anything else is made again). A
+    folder that cannot be written only means the bundle is made each time. Returns the file kept,
+    None when nothing is."""
     import hashlib
+    import os
+    import tempfile
 
     import altair as alt
     import vl_convert as vlc
@@ -75,25 +78,28 @@ def enable_offline() -> Path | None:
         return None
     made_of = json.dumps([alt.__version__, getattr(vlc, "__version__", None), vl_version_for_vl_convert(),
                           jupyter_chart.load_js_src()])
-    path = bundle_cache_dir() / f"vega-bundle-{hashlib.sha256(made_of.encode()).hexdigest()[:32]}.js"
+    name = f"vega-bundle-{hashlib.sha256(made_of.encode()).hexdigest()[:32]}"
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        text = ""
-    if text:  # what enable_offline sets, from the kept bundle
-        alt.JupyterChart._esm = text
-        alt.JupyterChart._is_offline = True
-        return path
+        folder = bundle_cache_dir()
+        for kept in sorted(folder.glob(f"{name}-*.js")):
+            data = kept.read_bytes()
+            if kept.stem.endswith("-" + hashlib.sha256(data).hexdigest()[:32]):
+                alt.JupyterChart._esm = data.decode("utf-8")  # what enable_offline sets
+                alt.JupyterChart._is_offline = True
+                return kept
+    except (OSError, RuntimeError, UnicodeDecodeError):  # RuntimeError: no home folder
+        folder = None
     alt.JupyterChart.enable_offline()
-    import os
-    import tempfile
-
+    if folder is None:
+        return None
+    data = alt.JupyterChart._esm.encode("utf-8")
+    path = folder / f"{name}-{hashlib.sha256(data).hexdigest()[:32]}.js"
     try:  # whole or not at all (a temporary file, then renamed); never redacted: code, not text
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(alt.JupyterChart._esm)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -377,8 +377,9 @@ def test_hand_edited_rows_load_back_with_what_cannot_be_read_said(tmp_path):
 
 def test_the_linked_charts_bundle_is_made_once_and_read_back_the_same(tmp_path, monkeypatch):
     """``enable_offline`` keeps the bundle Altair's ``enable_offline`` makes in the cache folder; a
-    later kernel (here: the class reset) reads the same text back without bundling again; a folder
-    that cannot be written only means it is made each time."""
+    later kernel (here: the class reset) reads the same text back without bundling again; a kept
+    file whose bytes were changed is made again; a folder that cannot be written only means it is
+    made each time."""
     from cocoeval.notebooks import context
 
     saved = (alt.JupyterChart._esm, alt.JupyterChart._is_offline)
@@ -400,6 +401,10 @@ def test_the_linked_charts_bundle_is_made_once_and_read_back_the_same(tmp_path, 
             m.setattr(alt.JupyterChart, "enable_offline", classmethod(bundled_again))
             assert context.enable_offline() == path
         assert alt.JupyterChart._esm == made and alt.JupyterChart._is_offline
+        alt.JupyterChart.enable_offline(offline=False)
+        path.write_text(made[:-10], encoding="utf-8")  # cut short, or changed: its hash no longer matches
+        again = context.enable_offline()
+        assert again == path and alt.JupyterChart._esm == made and path.read_text(encoding="utf-8") == made
         alt.JupyterChart.enable_offline(offline=False)
         (tmp_path / "file").write_text("x")
         monkeypatch.setenv("COCOEVAL_CACHE_DIR", str(tmp_path / "file"))  # not a folder: nothing kept
