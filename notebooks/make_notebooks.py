@@ -90,7 +90,8 @@ def notebook(nb: Notebook, shown: list[Analysis]) -> nbf.NotebookNode:
                                                  else ". Click a bar of the chart to list the turns behind it.")))
         cells.append(nbf.v4.new_code_cell(VIEW_ONLY if plain else VIEW))
         if nb.annotate:
-            cells.append(nbf.v4.new_markdown_cell("## Annotate\n\nPick a target, label its turns and scores; Save "
+            cells.append(nbf.v4.new_markdown_cell("## Annotate\n\nPick an instance and one of its targets (the "
+                                                  "human reference or a setup), label its turns and scores; Save "
                                                   "writes your rows for that target to `annotations.csv` in the run "
                                                   "directory (saving again replaces them; import them with "
                                                   "`cocoeval annotate-import`)."))
