@@ -123,11 +123,20 @@ def _float_chunks(n: int, flips: int, seed: int) -> Iterable[Any]:
         hit = [c.astype(np.float64) for c in chunks]
         for c in hit:
             c.setflags(write=False)
-        while _FLOAT_SIGNS and sum(x.nbytes for c in _FLOAT_SIGNS.values() for x in c) + n * flips * 8 \
-                > _FLOAT_SIGNS_MAX_BYTES:
-            del _FLOAT_SIGNS[next(iter(_FLOAT_SIGNS))]
+        return _keep(_FLOAT_SIGNS, key, hit, _FLOAT_SIGNS_MAX_BYTES)
     _FLOAT_SIGNS[key] = hit  # the most recent last
     return hit
+
+
+def _keep(cache: dict[tuple[int, int, int], list[Any]], key: tuple[int, int, int], chunks: list[Any],
+          limit: int) -> list[Any]:
+    """Keep ``chunks`` under ``key`` as the most recent entry of ``cache``, the oldest entries
+    dropped until all of it fits in ``limit`` bytes; returns ``chunks``."""
+    size = sum(c.nbytes for c in chunks)
+    while cache and sum(x.nbytes for v in cache.values() for x in v) + size > limit:
+        del cache[next(iter(cache))]
+    cache[key] = chunks
+    return chunks
 
 
 _SIGNS: dict[tuple[int, int, int], list[Any]] = {}
@@ -150,10 +159,7 @@ def _sign_chunks(n: int, flips: int, seed: int) -> list[Any]:
     chunk = max(1, 2_000_000 // n)
     out = [(rng.integers(0, 2, size=(min(chunk, flips - start), n)) * 2 - 1).astype(np.int8)
            for start in range(0, flips, chunk)]
-    while _SIGNS and sum(x.nbytes for c in _SIGNS.values() for x in c) + n * flips > _SIGNS_MAX_BYTES:
-        del _SIGNS[next(iter(_SIGNS))]
-    _SIGNS[key] = out
-    return out
+    return _keep(_SIGNS, key, out, _SIGNS_MAX_BYTES)
 
 
 def adjust_pvalues(p: np.ndarray, method: str = "bh") -> np.ndarray:
