@@ -3,10 +3,14 @@ labels, and validity (invalid continuations and judgments). Analysis reads only 
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import logging
 import os
+import shutil
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -87,9 +91,13 @@ def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench"})
+CACHE_DIR = "cache"
+"""The folder of a run directory where its frames are kept (``run_frames``)."""
+KEPT_FRAMES = 4
+"""How many versions of a run's frames its ``CACHE_DIR`` keeps (the most recently written)."""
+OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench", CACHE_DIR})
 """Folders of a run directory that ``Run.open`` does not read (what the report and the notebooks
-write, the benchmark): changing them does not invalidate the cached frames."""
+write, the benchmark, the kept frames): changing them does not invalidate the cached frames."""
 _CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 """(what, run directory or id of an in-memory Run, ...) -> (signature when made, value)."""
 OPEN_RUNS = 2
@@ -117,25 +125,12 @@ def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
-def _shape(run: Run) -> tuple[Any, ...]:
-    """What of an in-memory run changes when its lists or their items are replaced, added or
-    removed (an opened run is also checked against its files; an item changed in place is not
-    seen: pydantic models are replaced with ``model_copy``)."""
-    def items(v: list[Any]) -> int:
-        return hash(tuple(map(id, v)))
-
-    def lists(d: dict[str, list[Any]]) -> tuple[Any, ...]:
-        return tuple((k, id(v), items(v)) for k, v in d.items())
-
-    return (id(run.instances), items(run.instances), lists(run.continuations), lists(run.judgments), lists(run.human))
-
-
 def per_run(run: Run, what: tuple[Any, ...], make: Callable[[], T]) -> T:
     """``make()`` once per run and ``what`` in this process: for the same ``Run`` object while it
     lives and, for an opened run, while its directory's files (``run_signature``) are unchanged,
     so that every analysis of a report or a notebook kernel shares one computation."""
     key = (id(run), *what)
-    sig = (_shape(run), run_signature(run.path) if run.path is not None else None)
+    sig = (run.state(), run_signature(run.path) if run.path is not None else None)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] == sig:
         return cast(T, hit[1])
@@ -151,10 +146,18 @@ def _forget(run_id: int) -> None:
         del _CACHE[k]
 
 
-def open_run_dir(path: str | Path) -> Run:
+def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     """``Run.open(path)``, read once per process while the directory's files are unchanged
     (``run_signature``); the same ``Run`` object is returned, so its frames are shared too. The
-    last ``OPEN_RUNS`` directories read are kept (a program reporting on many runs holds two)."""
+    last ``OPEN_RUNS`` directories read are kept (a program reporting on many runs holds two).
+
+    The run's frames for ``taxonomy`` (default: the shipped one) are kept in its ``CACHE_DIR``,
+    keyed by the SHA-256 of the files read (``Run.digest``), of this code and of the taxonomy:
+    made right after the records are read, before anything else holds them. When they are kept
+    already (this content was read whole and valid by this code), the run is opened lazily
+    (``Run.open(lazy=True)``): its records are read only if an analysis needs more than the
+    frames (the texts, for the viewer and the judge-free statistics), and ``run_frames`` reads
+    the kept frames. A run folder that cannot be written keeps nothing (read whole each time)."""
     from cocoeval.run import Run
 
     d = Path(path).resolve()
@@ -162,20 +165,91 @@ def open_run_dir(path: str | Path) -> Run:
     hit = _CACHE.get(("open", str(d)))
     if hit is not None and hit[0] == sig:
         return cast("Run", hit[1])
-    run = Run.open(path)
+    tax = taxonomy or load_taxonomy()
+    run = Run.open(path, lazy=True)
     opened = [k for k in _CACHE if k[0] == "open" and k != ("open", str(d))]
     for k in opened[: max(0, len(opened) - (OPEN_RUNS - 1))]:  # the oldest first: their frames go with them
         del _CACHE[k]
     _CACHE.pop(("open", str(d)), None)
+    folder = _kept_folder(run, tax)
+    if folder is None or not folder.is_dir():
+        run.load()  # read it all now: a bad file is an error here, as Run.open gives it
+        if folder is not None:
+            _keep_frames(folder, run_frames(run, tax))
     _CACHE[("open", str(d))] = (sig, run)
     return run
 
 
 def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
     """Build the frames from ``Run.open(run_dir)``; made once per run and taxonomy in a process
-    (``per_run``: invalidated when the run's files change)."""
+    (``per_run``: invalidated when the run's files change). For the run ``open_run_dir`` holds,
+    the frames it kept in the run folder are read instead, when they are there."""
     tax = taxonomy or load_taxonomy()
-    return per_run(run, ("frames", tax.hash), lambda: _run_frames(run, tax))
+    return per_run(run, ("frames", tax.hash), lambda: _kept_frames(run, tax))
+
+
+log = logging.getLogger(__name__)
+_FRAME_NAMES = [f.name for f in fields(Frames) if f.name != "taxonomy"]
+
+
+@functools.cache
+def _code_digest() -> str:
+    """SHA-256 of the code that makes the frames from a run's files (every module of cocoeval)
+    and of the polars and pydantic versions: kept frames of other code are never read."""
+    import pydantic
+
+    import cocoeval
+
+    h = hashlib.sha256(f"{pl.__version__} {pydantic.VERSION}".encode())
+    root = Path(cocoeval.__file__).parent
+    for f in sorted(root.rglob("*.py")):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _kept_folder(run: Run, tax: Taxonomy) -> Path | None:
+    """Where ``run``'s frames for ``tax`` are kept, or None when they are not: a run built from
+    parts, or whose records were changed in memory since they were read (``Run.as_read``)."""
+    digest = run.digest
+    if run.path is None or digest is None or not run.as_read:
+        return None
+    what = hashlib.sha256(f"{digest} {_code_digest()} {tax.hash}".encode()).hexdigest()[:40]
+    return run.path / CACHE_DIR / f"frames-{what}"
+
+
+def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
+    """The frames ``open_run_dir`` kept for ``run`` (the object it holds: one opened otherwise
+    may have been changed in place before its first frames), else made (``_run_frames``). A
+    kept folder that cannot be read is made again (and said so)."""
+    folder = _kept_folder(run, tax)
+    held = run.path is not None and _CACHE.get(("open", str(run.path.resolve())), (None, None))[1] is run
+    if folder is not None and held and folder.is_dir():
+        try:
+            return Frames(taxonomy=tax, **{n: pl.read_ipc(folder / f"{n}.arrow") for n in _FRAME_NAMES})
+        except (OSError, pl.exceptions.PolarsError) as e:
+            log.warning("the kept frames in %s cannot be read (%s): made again from the run's files", folder, e)
+    return _run_frames(run, tax)
+
+
+def _keep_frames(folder: Path, frames: Frames) -> None:
+    """Write ``frames`` as ``folder`` (Arrow IPC, one file per frame), whole or not at all, and
+    remove all but the ``KEPT_FRAMES`` newest kept folders of the run."""
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for n in _FRAME_NAMES:
+            getattr(frames, n).write_ipc(tmp / f"{n}.arrow")
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)  # whole or not at all
+        kept = sorted((p for p in folder.parent.iterdir() if p.name.startswith("frames-")),
+                      key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        for old in kept[KEPT_FRAMES:]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError as e:  # a read-only run folder, a full disk: the frames are made again next time
+        log.info("the frames of the run cannot be kept in %s (%s)", folder, e)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _run_frames(run: Run, tax: Taxonomy) -> Frames:

@@ -144,8 +144,8 @@ def probe_tables(run: Run, judge: str, *, resamples: int = 1000, seed: int = 0,
     an empty frame where the probe was not run (or nothing of it is valid)."""
     check_params(resamples=resamples)
     tax = taxonomy or load_taxonomy()
-    orig = _current(run, judge)
     recs = [r for r in _probe_records(run, judge) if r.judgment.status in VALID]
+    orig = _current(run, judge) if recs else {}  # no probe record: nothing to pair (nor judgments to read)
     by = defaultdict(list)
     for r in recs:
         by[r.probe].append(r)

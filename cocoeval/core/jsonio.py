@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
+import hashlib
 import json
 import os
 import stat
@@ -16,6 +19,23 @@ from pydantic import BaseModel, ValidationError
 from .errors import ConfigError, InputError
 
 M = TypeVar("M", bound=BaseModel)
+
+_READS: contextvars.ContextVar[tuple[dict[str, str], ...]] = contextvars.ContextVar("cocoeval_reads", default=())
+"""The dicts of the active ``recorded_reads`` blocks (innermost last)."""
+
+
+@contextlib.contextmanager
+def recorded_reads() -> Iterator[dict[str, str]]:
+    """Record the SHA-256 of the bytes of every file ``read_text`` reads in this block (and
+    ``read_json``, ``iter_jsonl``... through it), by path as given: the digest of exactly what was
+    parsed, for a cache keyed by a file's content (``Run.digest``). Blocks nest: each records
+    what is read inside it."""
+    seen: dict[str, str] = {}
+    token = _READS.set((*_READS.get(), seen))
+    try:
+        yield seen
+    finally:
+        _READS.reset(token)
 
 
 def special_file(path: str | Path) -> str | None:
@@ -54,6 +74,10 @@ def read_text(path: str | Path) -> str:
         raise InputError("permission denied", file=str(p), hint="make the file readable (chmod)") from None
     except OSError as e:
         raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+    if recorders := _READS.get():
+        digest = hashlib.sha256(data).hexdigest()
+        for seen in recorders:
+            seen[str(p)] = digest
     if not data.strip():
         raise InputError("file is empty", file=str(p),
                          hint="remove the file or replace it with a complete export")

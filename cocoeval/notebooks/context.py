@@ -245,7 +245,7 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
             raise NotFoundError(f"no run at {rd}", hint=f"run it first: cocoeval run {params_file} "
                                 "(or set run_if_missing = True in the parameters cell)")
         rd = exp.run()
-    run = open_run_dir(rd)  # read once per kernel while the run's files are unchanged; its frames too
+    run = open_run_dir(rd, exp.taxonomy)  # read once per kernel while the run's files are unchanged; its frames too
     frames = run_frames(run, exp.taxonomy)
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
 

@@ -10,6 +10,7 @@ notebooks, annotation, widgets) takes a ``Run``.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 import math
@@ -22,12 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from cocoeval import __version__
 from cocoeval.core.errors import InputError, NotFoundError
-from cocoeval.core.jsonio import read_json, read_unique_models, write_json
+from cocoeval.core.jsonio import read_json, read_unique_models, recorded_reads, write_json
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup
 
-from .humans import describe_judgment, judgment_key, read_human_stores
+from .humans import HUMAN_DIR, describe_judgment, judgment_key, read_human_stores
 
 if TYPE_CHECKING:
     from cocoeval.llm import Runner
@@ -112,6 +113,12 @@ class Run(BaseModel):
     """{annotator: their judgments} (``judgments/human/<annotator>.jsonl``)."""
     _instance_hashes: dict[str, str] | None = PrivateAttr(default=None)
     """``Instance.content_hash()`` by instance id, computed on first use by ``stale_reason``."""
+    _digests: dict[str, str] | None = PrivateAttr(default=None)
+    """{file in the run: SHA-256 of the bytes read} of an opened run (``digest``)."""
+    _unread: set[str] = PrivateAttr(default_factory=set)
+    """The records of a lazily opened run not read yet."""
+    _as_read: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """{record: its shape when read} (``state``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -125,37 +132,135 @@ class Run(BaseModel):
         return data
 
     @classmethod
-    def open(cls, path: str | Path) -> Run:
-        """Read a run directory; a missing folder or a bad file is an error naming it."""
+    def open(cls, path: str | Path, *, lazy: bool = False) -> Run:
+        """Read a run directory; a missing folder or a bad file is an error naming it.
+
+        ``lazy``: read only the manifest now, and the instances, continuations and judgments when
+        first used (``load`` reads them all), each file checked then against the SHA-256 it had at
+        opening: one changed since is an InputError (open the run again), never a mix of two
+        versions. For a reader that knows the files are valid (``analysis.open_run_dir``: this
+        content was read whole before); a bad file is otherwise found only when it is used."""
         d = Path(path)
         if not d.is_dir():
             raise NotFoundError(f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
                                 hint="give a folder written by cocoeval run")
-        conts = {p.stem: read_continuations(p) for p in sorted((d / "continuations").glob("*.jsonl"))}
-        judgments = {p.stem: read_unique_models(p, Judgment, judgment_key, describe_judgment, JUDGMENTS_ONCE)
-                     for p in sorted((d / "judgments").glob("*.jsonl"))}
-        human = {k[len(HUMAN_PREFIX):]: v for k, v in read_human_stores(d).items()}
-        raw = read_json(d / "manifest.json")
-        if not isinstance(raw, dict):
-            raise InputError("expected a JSON object", file=str(d / "manifest.json"),
-                             hint="the manifest is written by cocoeval run; run it again")
-        try:
-            manifest = Manifest.model_validate(raw)
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
-                             hint="the manifest is written by cocoeval run; run it again") from None
-        instances = read_unique_models(d / "instances.jsonl", Instance, lambda i: i.id, lambda i: f"instance {i.id!r}",
-                                       "cocoeval writes each instance of a run once: remove the extra line, or run "
-                                       "the params file again to rewrite instances.jsonl")
+        if lazy:
+            digests = file_digests(d)
+            run = cls.model_construct(path=d, manifest=_read_manifest(d))
+            for part in RECORDS:
+                del run.__dict__[part]
+            run._digests, run._unread = digests, set(RECORDS)
+            return run
+        with recorded_reads() as seen:
+            conts = {p.stem: read_continuations(p) for p in sorted((d / "continuations").glob("*.jsonl"))}
+            judgments = {p.stem: read_unique_models(p, Judgment, judgment_key, describe_judgment, JUDGMENTS_ONCE)
+                         for p in sorted((d / "judgments").glob("*.jsonl"))}
+            human = {k[len(HUMAN_PREFIX):]: v for k, v in read_human_stores(d).items()}
+            manifest = _read_manifest(d)
+            instances = _read_instances(d)
         refs = {i.id: len(i.reference) for i in instances}
         limits = turn_char_limits(manifest)
         conts = {name: [checked_turns(c, refs.get(c.instance_id), limits.get(name)) for c in cs]
                  for name, cs in conts.items()}
         judgments = {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in judgments.items()}
         human = {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in human.items()}
-        return cls(path=d, manifest=manifest, instances=instances, continuations=conts, judgments=judgments,
-                   human=human)
+        run = cls(path=d, manifest=manifest, instances=instances, continuations=conts, judgments=judgments,
+                  human=human)
+        run._digests = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
+        run._as_read = {part: _shape_of(getattr(run, part)) for part in RECORDS}
+        return run
+
+    def __getattr__(self, name: str) -> Any:
+        # a record of a lazily opened run (``open(lazy=True)``), read at its first use
+        try:
+            unread = object.__getattribute__(self, "__pydantic_private__")["_unread"]
+        except (AttributeError, KeyError, TypeError):  # not made yet (a copy being built)
+            unread = None
+        if unread and name in unread:
+            self._read(name)
+            return self.__dict__[name]
+        return super().__getattr__(name)  # type: ignore[misc]
+
+    # what reads a lazily opened run whole reads its records first (never a run without them)
+    def model_dump(self, *args: Any, **kw: Any) -> dict[str, Any]:
+        return super(Run, self.load()).model_dump(*args, **kw)
+
+    def model_dump_json(self, *args: Any, **kw: Any) -> str:
+        return super(Run, self.load()).model_dump_json(*args, **kw)
+
+    def model_copy(self, *args: Any, **kw: Any) -> Run:
+        return super(Run, self.load()).model_copy(*args, **kw)
+
+    def __eq__(self, other: object) -> bool:  # the fields, not how they were read (private state)
+        if not isinstance(other, Run):
+            return NotImplemented
+        return type(self) is type(other) and self.load().__dict__ == other.load().__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # as BaseModel: unhashable
+
+    def __iter__(self) -> Any:
+        return super(Run, self.load()).__iter__()
+
+    def load(self) -> Run:
+        """Read every record a lazily opened run has not read yet (``open(lazy=True)``); the run."""
+        for part in RECORDS:
+            getattr(self, part)
+        return self
+
+    def _read(self, part: str) -> None:
+        assert self.path is not None and self._digests is not None
+        d = self.path
+        refs = None if part == "instances" else {i.id: len(i.reference) for i in self.instances}
+        files = [f for f in _record_files(d) if _part_of(f.relative_to(d)) == part]
+        now = file_digests(d, files)
+        was = {k: v for k, v in self._digests.items() if _part_of(Path(k)) == part}
+        with recorded_reads() as seen:
+            value: Any
+            if part == "instances":
+                value = _read_instances(d)
+            elif part == "continuations":
+                limits = turn_char_limits(self.manifest)
+                value = {p.stem: [checked_turns(c, refs.get(c.instance_id), limits.get(p.stem))  # type: ignore[union-attr]
+                                  for c in read_continuations(p)] for p in files}
+            elif part == "judgments":
+                value = {p.stem: [checked_judgment(j, refs.get(j.instance_id))  # type: ignore[union-attr]
+                                  for j in read_unique_models(p, Judgment, judgment_key, describe_judgment,
+                                                              JUDGMENTS_ONCE)] for p in files}
+            else:
+                value = {k[len(HUMAN_PREFIX):]: [checked_judgment(j, refs.get(j.instance_id))  # type: ignore[union-attr]
+                                                 for j in js] for k, js in read_human_stores(d).items()}
+        got = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
+        if now != was or got != was:
+            changed = sorted(set(was.items()) ^ set(got.items()) or set(was.items()) ^ set(now.items()))
+            raise InputError(f"{changed[0][0]} changed after the run was opened: its records would mix two versions",
+                             file=str(d / changed[0][0]), hint="open the run again (rerun the cell or the command)")
+        self.__dict__[part] = value
+        self._unread.discard(part)
+        self._as_read[part] = _shape_of(value)
+
+    @property
+    def digest(self) -> str | None:
+        """SHA-256 of what an opened run's records were read from (the manifest, instances,
+        continuations and judgments files: their paths in the run and their bytes); None for a run
+        built from parts. The key of what is computed from the files alone (``analysis.run_frames``
+        keeps the frames under it)."""
+        if self._digests is None:
+            return None
+        return hashlib.sha256(json.dumps(sorted(self._digests.items())).encode()).hexdigest()
+
+    def state(self) -> tuple[Any, ...]:
+        """What of the records in memory changed since they were read: for each of instances,
+        continuations, judgments and human, ``"as read"`` while it is unread or still the lists
+        read (the same list objects holding the same items), else which lists and items it holds
+        now (an item changed in place is not seen: pydantic models are replaced with
+        ``model_copy``). The in-process caches of the analyses are keyed by it."""
+        return tuple("as read" if part in self._unread or self._as_read.get(part) == (shape := _shape_of(
+            self.__dict__[part])) else shape for part in RECORDS)
+
+    @property
+    def as_read(self) -> bool:
+        """Whether every record of an opened run is as read from its files (``state``)."""
+        return self._digests is not None and all(s == "as read" for s in self.state())
 
     def integrity_warnings(self) -> list[str]:
         """What the run directory holds that its instances or manifest do not account for, one
@@ -269,6 +374,63 @@ def _configs(run: Run, key: str, cls: type[BaseModel]) -> list[Any] | None:
                              hint="the manifest is written by cocoeval run; run the params file again") from None
     return out
 
+
+
+RECORDS = ("instances", "continuations", "judgments", "human")
+"""The records of a run (``Run`` fields), read after the manifest."""
+
+
+def _read_manifest(d: Path) -> Manifest:
+    raw = read_json(d / "manifest.json")
+    if not isinstance(raw, dict):
+        raise InputError("expected a JSON object", file=str(d / "manifest.json"),
+                         hint="the manifest is written by cocoeval run; run it again")
+    try:
+        return Manifest.model_validate(raw)
+    except ValidationError as e:
+        err = e.errors()[0]
+        raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
+                         hint="the manifest is written by cocoeval run; run it again") from None
+
+
+def _read_instances(d: Path) -> list[Instance]:
+    return read_unique_models(d / "instances.jsonl", Instance, lambda i: i.id, lambda i: f"instance {i.id!r}",
+                              "cocoeval writes each instance of a run once: remove the extra line, or run "
+                              "the params file again to rewrite instances.jsonl")
+
+
+def _record_files(d: Path) -> list[Path]:
+    """The files ``Run.open`` reads, in its order of reading."""
+    return [*sorted((d / "continuations").glob("*.jsonl")), *sorted((d / "judgments").glob("*.jsonl")),
+            *sorted((d / HUMAN_DIR).glob("*.jsonl")), d / "manifest.json", d / "instances.jsonl"]
+
+
+def _part_of(rel: Path) -> str:
+    """Which record a file of the run (relative path) holds: the manifest is ``manifest``."""
+    if rel.parts[0] == "continuations":
+        return "continuations"
+    if rel.parts[0] == "judgments":
+        return "human" if len(rel.parts) > 2 else "judgments"
+    return "instances" if rel.name == "instances.jsonl" else "manifest"
+
+
+def file_digests(d: Path, files: list[Path] | None = None) -> dict[str, str]:
+    """{path in the run: SHA-256 of its bytes} of ``files`` (default: every file ``Run.open``
+    reads), missing ones left out."""
+    out = {}
+    for f in _record_files(d) if files is None else files:
+        try:
+            out[f.relative_to(d).as_posix()] = hashlib.sha256(f.read_bytes()).hexdigest()
+        except OSError:
+            continue
+    return out
+
+
+def _shape_of(value: Any) -> tuple[Any, ...]:
+    """The identity of a record's lists and of their items (``Run.state``)."""
+    if isinstance(value, list):
+        return (id(value), hash(tuple(map(id, value))))
+    return (id(value), tuple((k, id(v), hash(tuple(map(id, v)))) for k, v in value.items()))
 
 
 def read_continuations(path: Path) -> list[Continuation]:

@@ -217,9 +217,9 @@ def test_a_report_in_a_process_that_read_the_run_does_not_read_it_again(tmp_path
     reads = []
     real = Run.open.__func__
 
-    def counted(cls, path):
+    def counted(cls, path, **kw):
         reads.append(path)
-        return real(cls, path)
+        return real(cls, path, **kw)
 
     monkeypatch.setattr(Run, "open", classmethod(counted))
     a = write_report(tmp_path / "run", tmp_path / "a", resamples=50)

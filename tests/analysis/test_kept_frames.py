@@ -1,0 +1,175 @@
+"""Frames kept beside the run (``frames.open_run_dir``) and runs opened lazily (``Run.open(lazy=True)``):
+another process reads the frames without reading the run's records, never frames of other files,
+other code or another taxonomy, and a lazily read record is never a mix of two versions."""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+
+import polars as pl
+import pytest
+
+from cocoeval.analysis import frames as fr
+from cocoeval.analysis.frames import CACHE_DIR, KEPT_FRAMES, open_run_dir, run_frames
+from cocoeval.core.errors import InputError
+from cocoeval.core.jsonio import recorded_reads
+from cocoeval.core.taxonomy import load_taxonomy
+from cocoeval.run import Run
+
+from ..sim_helpers import write_run_dir
+from .test_stats import make_run
+
+NAMES = ["instances", "counts", "likert", "labels", "judgments", "continuations", "expected"]
+
+
+def _write(d):
+    write_run_dir(d, make_run(), {"status": "complete"})
+    return d
+
+
+def _fresh_process(monkeypatch):
+    """What a new process sees: nothing opened, no frames made."""
+    monkeypatch.setattr(fr, "_CACHE", {})
+
+
+def _same(a, b):
+    for n in NAMES:
+        x, y = getattr(a, n), getattr(b, n)
+        assert x.schema == y.schema and x.equals(y), n
+
+
+def _read(seen, d):
+    """The run's files among those read (the taxonomy file aside)."""
+    return sorted(os.path.relpath(p, d) for p in seen if not os.path.relpath(p, d).startswith(".."))
+
+
+def _kept(d):
+    return sorted(p.name for p in (d / CACHE_DIR).iterdir()) if (d / CACHE_DIR).exists() else []
+
+
+def test_the_next_process_reads_the_kept_frames_and_no_record(tmp_path, monkeypatch):
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    with recorded_reads() as first:
+        made = run_frames(open_run_dir(d))
+    assert "judgments/J.jsonl" in _read(first, d) and len(_kept(d)) == 1
+    _fresh_process(monkeypatch)
+    with recorded_reads() as second:
+        run = open_run_dir(d)
+        kept = run_frames(run)
+    assert _read(second, d) == ["manifest.json"]  # the records are not read
+    _same(made, kept)
+    _same(kept, fr._run_frames(Run.open(d), load_taxonomy()))  # what the records give
+    # the records are there when asked for, as Run.open reads them
+    with recorded_reads() as third:
+        texts = run.continuations
+    assert _read(third, d) == sorted(["instances.jsonl", *(f"continuations/{p.name}" for p in (d / "continuations").iterdir())])
+    assert texts == Run.open(d).continuations and run == Run.open(d)
+
+
+def test_changed_files_code_or_taxonomy_are_never_given_old_frames(tmp_path, monkeypatch):
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    run_frames(open_run_dir(d))
+    before = _kept(d)
+    # another file: the frames of the new content are made from its records and kept beside
+    js = d / "judgments" / "J.jsonl"
+    lines = js.read_text().splitlines()
+    js.write_text("\n".join(lines[:-1]) + "\n")
+    _fresh_process(monkeypatch)
+    with recorded_reads() as seen:
+        now = run_frames(open_run_dir(d))
+    assert "judgments/J.jsonl" in _read(seen, d)
+    _same(now, fr._run_frames(Run.open(d), load_taxonomy()))
+    assert len(_kept(d)) == 2 and set(before) < set(_kept(d))
+    # other code: not read
+    _fresh_process(monkeypatch)
+    monkeypatch.setattr(fr, "_code_digest", lambda: "other code")
+    with recorded_reads() as seen:
+        open_run_dir(d)
+    assert "judgments/J.jsonl" in _read(seen, d) and len(_kept(d)) == 3
+    # another taxonomy: its own frames
+    monkeypatch.undo()
+    _fresh_process(monkeypatch)
+    tax = load_taxonomy()
+    other = tax.model_copy(update={"name": "another"})
+    with recorded_reads() as seen:
+        f = run_frames(open_run_dir(d, other), other)
+    assert f.taxonomy is other and "judgments/J.jsonl" in _read(seen, d)
+    assert len(_kept(d)) == KEPT_FRAMES == 4
+    # the first content again: its frames are still kept, read without the records
+    js.write_text("\n".join(lines) + "\n")
+    _fresh_process(monkeypatch)
+    with recorded_reads() as seen:
+        open_run_dir(d)
+    assert _read(seen, d) == ["manifest.json"] and before[0] in _kept(d)
+    # a fifth version: the oldest kept folder goes
+    js.write_text("\n".join(lines[:-2]) + "\n")
+    _fresh_process(monkeypatch)
+    open_run_dir(d)
+    assert len(_kept(d)) == KEPT_FRAMES and before[0] not in _kept(d)
+
+
+def test_frames_of_a_run_changed_in_memory_are_not_kept_nor_read(tmp_path, monkeypatch):
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    run_frames(open_run_dir(d))
+    _fresh_process(monkeypatch)
+    run = open_run_dir(d)
+    assert run.as_read
+    run.judgments["J"] = run.judgments["J"][:1]  # changed in memory: not the files' frames
+    assert not run.as_read
+    assert run_frames(run).judgments.filter(pl.col("judge") == "J").height == 1
+    # a run opened otherwise may have been changed in place before its first frames: they are made
+    other = Run.open(d)
+    j = next(j for j in other.judgments["J"] if any(lb.behaviours for lb in j.labels))
+    j.labels.clear()  # in place: its state cannot see it
+    assert other.as_read
+    assert run_frames(other).labels.height < run_frames(Run.open(d)).labels.height
+
+
+def test_a_run_folder_that_cannot_be_written_keeps_nothing_and_works(tmp_path, monkeypatch):
+    d = _write(tmp_path / "run")
+    expected = fr._run_frames(Run.open(d), load_taxonomy())
+    (d / CACHE_DIR).write_text("a file where the folder would go")
+    _fresh_process(monkeypatch)
+    _same(run_frames(open_run_dir(d)), expected)
+    (d / CACHE_DIR).unlink()
+    if os.geteuid() != 0:  # root writes anyway
+        d.chmod(stat.S_IRUSR | stat.S_IXUSR)
+        try:
+            _fresh_process(monkeypatch)
+            _same(run_frames(open_run_dir(d)), expected)
+            assert not (d / CACHE_DIR).exists()
+        finally:
+            d.chmod(stat.S_IRWXU)
+
+
+def test_a_kept_frame_that_cannot_be_read_is_made_again_and_said(tmp_path, monkeypatch, caplog):
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    made = run_frames(open_run_dir(d))
+    (d / CACHE_DIR / _kept(d)[0] / "counts.arrow").write_bytes(b"not arrow")
+    _fresh_process(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        again = run_frames(open_run_dir(d))
+    _same(made, again)
+    assert "cannot be read" in caplog.text
+
+
+def test_a_lazy_run_never_mixes_two_versions_of_a_file(tmp_path):
+    d = _write(tmp_path / "run")
+    run = Run.open(d, lazy=True)
+    assert run.digest == Run.open(d).digest and run.state() == ("as read",) * 4
+    assert run.instances == Run.open(d).instances  # read at first use
+    js = d / "judgments" / "J.jsonl"
+    js.write_text(js.read_text().replace('"repetition"', '"off_topic"', 1))
+    with pytest.raises(InputError) as e:
+        run.judgments  # noqa: B018
+    assert "judgments/J.jsonl changed after the run was opened" in str(e.value) and "open the run again" in str(e.value)
+    (d / "continuations" / "new.jsonl").write_text((d / "continuations" / "sim.jsonl").read_text())
+    with pytest.raises(InputError, match=r"continuations/new\.jsonl"):
+        run.continuations  # noqa: B018
+    assert Run.open(d, lazy=True).model_dump()["judgments"]  # a dump reads the records first
