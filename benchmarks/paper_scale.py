@@ -10,8 +10,9 @@ invalid. Then it times, each with its peak memory (max RSS of the process tree):
 - ``cocoeval report`` (target: under 10 s and 1 GB on two cores);
 - every notebook headless through papermill (``--quick``: 02, 10 and 11 only), each under 10 s,
   and the bytes of each executed notebook (under 2 MB);
-- opening the run and the first analysis call in a kernel (``open_run`` + ``ctx.analysis``: what
-  a person waits for before the first chart; under 3 s);
+- opening the run and the first analysis call in a kernel (``open_run``, ``summary_markdown`` and
+  ``ctx.analysis``: what a person waits for before a notebook's first chart; under 3 s), once the
+  run's frames are kept (the run's very first opening, which makes them, is timed apart);
 - a viewer update in the widget's Python side (another instance, then a behaviour filter; under
   100 ms);
 - ``cocoeval --help`` (under 0.5 s).
@@ -205,6 +206,7 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 from cocoeval.notebooks import open_run
 ctx = open_run(sys.argv[1])
+ctx.summary_markdown()  # a notebook's first cell
 t1 = time.perf_counter()
 ans = ctx.analysis("rq2")
 chart = next(iter(ans.charts.values())) if ans is not None and ans.charts else None
@@ -277,10 +279,15 @@ def main() -> None:
             figs = len(list((base / "report").glob("*.svg")))
             print(f"cocoeval report: {s:.1f} s, {mb:.0f} MB peak, {figs} figures (target < 10 s and 1 GB: "
                   f"{mark(s, 10)}, {mark(mb, 1024)}){'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
+        if not (d / "cache").exists():  # nothing opened the run yet: its frames are made and kept now
+            k0 = kernel_probe(d / "params.yaml")
+            if k0:
+                print(f"kernel, the run's first opening (its frames made and kept in {d.name}/cache): open_run "
+                      f"+ summary {k0['open']:.2f} s + first analysis (rq2) {k0['first_analysis']:.2f} s")
         k = kernel_probe(d / "params.yaml")
         if k:
             first = float(k["open"]) + float(k["first_analysis"])  # type: ignore[arg-type]
-            print(f"kernel: open_run {k['open']:.2f} s + first analysis (rq2) {k['first_analysis']:.2f} s "
+            print(f"kernel: open_run + summary {k['open']:.2f} s + first analysis (rq2) {k['first_analysis']:.2f} s "
                   f"= {first:.2f} s before the first chart (target < 3 s: {mark(first, 3)}); a second analysis "
                   f"(judge_free) {k['second_analysis']:.2f} s; viewer built in {k['viewer']:.2f} s; "
                   f"peak {k['rss_mb']:.0f} MB")

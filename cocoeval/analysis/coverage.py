@@ -188,23 +188,36 @@ def _kinds(js: Iterable[Any]) -> set[str]:
     return {j.kind for j in js if j.status == "ok"}
 
 
+def run_facts(run: Run) -> dict[str, Any]:
+    """What coverage needs of a run's records (JSON: ``frames.open_run_dir`` keeps it with the
+    frames, so a run opened lazily is not read for it): its datasets, the annotators with ok
+    judgments by kind, the setups with a current ok continuation, the kinds each LLM judge has
+    ok judgments of."""
+    annotators: dict[str, set[str]] = {}
+    for who, js in run.human.items():
+        for kind in _kinds(js):
+            annotators.setdefault(kind, set()).add(who)
+    return {"datasets": sorted({i.dataset for i in run.instances}),
+            "annotators": {k: sorted(v) for k, v in sorted(annotators.items())},
+            "simulated": sorted(n for n, cs in run.current_continuations.items() if any(c.status == "ok" for c in cs)),
+            "judged": {n: sorted(_kinds(js)) for n, js in run.judgments.items()}}
+
+
 def _view(source: Run | ExperimentParams | Experiment) -> _View:
     from cocoeval.run import ExperimentParams, Run
+
+    from .frames import kept_facts
 
     if isinstance(source, Run):
         params = source.manifest.params if isinstance(source.manifest.params, dict) else {}
         setups = [s for s in params.get("setups") or [] if isinstance(s, dict)]
         judges = [j for j in params.get("judges") or [] if isinstance(j, dict)]
-        annotators: dict[str, set[str]] = {}
-        for who, js in source.human.items():
-            for kind in _kinds(js):
-                annotators.setdefault(kind, set()).add(who)
-        simulated = {n for n, cs in source.current_continuations.items() if any(c.status == "ok" for c in cs)}
-        judged = {n: _kinds(js) for n, js in source.judgments.items()}
-        return _View(setups, judges, {i.dataset for i in source.instances}, annotators, simulated, judged)
+        facts = (kept_facts(source) or {}).get("coverage") or run_facts(source)
+        return _View(setups, judges, set(facts["datasets"]), {k: set(v) for k, v in facts["annotators"].items()},
+                     set(facts["simulated"]), {k: set(v) for k, v in facts["judged"].items()})
     exp = None if isinstance(source, ExperimentParams) else source
     p = source if isinstance(source, ExperimentParams) else source.params
-    annotators = {}
+    annotators: dict[str, set[str]] = {}
     if exp is not None:
         from cocoeval.run.humans import HUMAN_DIR
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import logging
 import os
 import shutil
@@ -170,14 +171,37 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     opened = [k for k in _CACHE if k[0] == "open" and k != ("open", str(d))]
     for k in opened[: max(0, len(opened) - (OPEN_RUNS - 1))]:  # the oldest first: their frames go with them
         del _CACHE[k]
+        _CACHE.pop(("kept", k[1]), None)
     _CACHE.pop(("open", str(d)), None)
+    _CACHE.pop(("kept", str(d)), None)
     folder = _kept_folder(run, tax)
     if folder is None or not folder.is_dir():
         run.load()  # read it all now: a bad file is an error here, as Run.open gives it
         if folder is not None:
-            _keep_frames(folder, run_frames(run, tax))
+            from .coverage import run_facts
+
+            _keep_frames(folder, run_frames(run, tax), {"coverage": run_facts(run)})
     _CACHE[("open", str(d))] = (sig, run)
+    if folder is not None and folder.is_dir():
+        _CACHE[("kept", str(d))] = (sig, folder)
     return run
+
+
+def kept_facts(run: Run) -> dict[str, Any] | None:
+    """What ``open_run_dir`` kept with the frames of ``run`` besides them (``{"coverage":
+    coverage.run_facts(run)}``), for the run object it holds while its records are as read;
+    None otherwise (compute them from the records)."""
+    if run.path is None or not run.as_read:
+        return None
+    d = str(run.path.resolve())
+    if _CACHE.get(("open", d), (None, None))[1] is not run or ("kept", d) not in _CACHE:
+        return None
+    try:
+        facts = json.loads((_CACHE[("kept", d)][1] / "facts.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        log.warning("the kept facts of %s cannot be read (%s): made again from the run's files", run.path, e)
+        return None
+    return facts if isinstance(facts, dict) else None
 
 
 def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
@@ -231,15 +255,17 @@ def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
     return _run_frames(run, tax)
 
 
-def _keep_frames(folder: Path, frames: Frames) -> None:
-    """Write ``frames`` as ``folder`` (Arrow IPC, one file per frame), whole or not at all, and
-    remove all but the ``KEPT_FRAMES`` newest kept folders of the run."""
+def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any]) -> None:
+    """Write ``frames`` as ``folder`` (Arrow IPC, one file per frame) with ``facts``
+    (``facts.json``), whole or not at all, and remove all but the ``KEPT_FRAMES`` newest kept
+    folders of the run."""
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         for n in _FRAME_NAMES:
             getattr(frames, n).write_ipc(tmp / f"{n}.arrow")
+        (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
         if folder.exists():
             shutil.rmtree(folder)
         os.replace(tmp, folder)  # whole or not at all

@@ -137,9 +137,9 @@ class RunContext:
         lines = [f"Run **{e(m.get('params', {}).get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
                  f"{e(m.get('status'))}, cocoeval {e(m.get('cocoeval_version'))}, taxonomy "
                  f"{e(m.get('taxonomy', {}).get('hash'))}.",
-                 f"{len(self.run['instances'])} instances; setups: "
-                 f"{', '.join(e(x) for x in self.run['continuations']) or 'none'}; judges: "
-                 f"{', '.join(e(x) for x in self.run.all_judgments) or 'none'}; figures use judge "
+                 f"{self.frames.instances.height} instances; setups: "  # the frames: one row per instance
+                 f"{', '.join(e(x) for x in self.run.names('continuations')) or 'none'}; judges: "
+                 f"{', '.join(e(x) for x in self.run.names('all_judgments')) or 'none'}; figures use judge "
                  f"**{e(self.judge)}**.",
                  "", "Invalid continuations and judgments (shown beside every statistic):", "",
                  markdown_table(rates), "",

@@ -16,7 +16,7 @@ import logging
 import math
 import subprocess
 import warnings
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
@@ -237,6 +237,18 @@ class Run(BaseModel):
         self.__dict__[part] = value
         self._unread.discard(part)
         self._as_read[part] = _shape_of(value)
+
+    def names(self, part: str) -> list[str]:
+        """The names ``part`` is keyed by, in its order, without reading an unread record: the
+        setups (``"continuations"``), the LLM judges (``"judgments"``), the annotators
+        (``"human"``), or both as ``all_judgments`` names them (``"all_judgments"``)."""
+        if part == "all_judgments":
+            return [*self.names("judgments"), *(f"{HUMAN_PREFIX}{a}" for a in self.names("human"))]
+        if part not in RECORDS[1:]:
+            raise ValueError(f"part must be one of {', '.join(RECORDS[1:])} or all_judgments, not {part!r}")
+        if part in self._unread and self._digests is not None:
+            return [PurePosixPath(k).name[: -len(".jsonl")] for k in self._digests if _part_of(Path(k)) == part]
+        return list(getattr(self, part))
 
     @property
     def digest(self) -> str | None:

@@ -173,3 +173,30 @@ def test_a_lazy_run_never_mixes_two_versions_of_a_file(tmp_path):
     with pytest.raises(InputError, match=r"continuations/new\.jsonl"):
         run.continuations  # noqa: B018
     assert Run.open(d, lazy=True).model_dump()["judgments"]  # a dump reads the records first
+
+
+def test_names_and_coverage_of_a_lazy_run_are_those_of_its_records(tmp_path, monkeypatch):
+    from cocoeval.analysis.coverage import paper_coverage, run_facts
+    from cocoeval.analysis.frames import kept_facts
+
+    d = _write(tmp_path / "run")
+    (d / "continuations" / "a-b.jsonl").write_text((d / "continuations" / "sim.jsonl").read_text())  # '-' < '.'
+    (d / "judgments" / "human").mkdir()
+    eager = Run.open(d)
+    _fresh_process(monkeypatch)
+    run_frames(open_run_dir(d))
+    _fresh_process(monkeypatch)
+    with recorded_reads() as seen:
+        run = open_run_dir(d)
+        names = {p: run.names(p) for p in ("continuations", "judgments", "human", "all_judgments")}
+        coverage = paper_coverage(run)
+        facts = kept_facts(run)
+    assert _read(seen, d) == ["manifest.json"]  # none of them reads a record
+    assert names == {"continuations": list(eager.continuations), "judgments": list(eager.judgments),
+                     "human": list(eager.human), "all_judgments": list(eager.all_judgments)}
+    assert names["continuations"][0] == "a-b"
+    assert facts == {"coverage": run_facts(eager)} and coverage == paper_coverage(eager)
+    run.continuations["sim"] = []  # changed in memory: nothing kept is given for it
+    assert kept_facts(run) is None and kept_facts(eager) is None
+    with pytest.raises(ValueError, match="part must be one of"):
+        run.names("instances")
