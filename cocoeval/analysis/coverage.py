@@ -203,16 +203,29 @@ def run_facts(run: Run) -> dict[str, Any]:
             "judged": {n: sorted(_kinds(js)) for n, js in run.judgments.items()}}
 
 
+def _facts_shape(facts: Any) -> bool:
+    """Whether ``facts`` has the layout ``run_facts`` gives."""
+    def names(x: Any) -> bool:
+        return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+    return (isinstance(facts, dict) and set(facts) == {"datasets", "annotators", "simulated", "judged"}
+            and names(facts["datasets"]) and names(facts["simulated"])
+            and all(isinstance(v, dict) and all(names(x) for x in v.values())
+                    for v in (facts["annotators"], facts["judged"])))
+
+
 def _view(source: Run | ExperimentParams | Experiment) -> _View:
     from cocoeval.run import ExperimentParams, Run
 
-    from .frames import kept_facts
-
     if isinstance(source, Run):
+        from .frames import kept_facts  # polars: not for a params file (cocoeval check)
+
         params = source.manifest.params if isinstance(source.manifest.params, dict) else {}
         setups = [s for s in params.get("setups") or [] if isinstance(s, dict)]
         judges = [j for j in params.get("judges") or [] if isinstance(j, dict)]
-        facts = (kept_facts(source) or {}).get("coverage") or run_facts(source)
+        facts: Any = (kept_facts(source) or {}).get("coverage")
+        if not _facts_shape(facts):  # none kept (or not as run_facts writes them): from the records
+            facts = run_facts(source)
         return _View(setups, judges, set(facts["datasets"]), {k: set(v) for k, v in facts["annotators"].items()},
                      set(facts["simulated"]), {k: set(v) for k, v in facts["judged"].items()})
     exp = None if isinstance(source, ExperimentParams) else source

@@ -96,6 +96,21 @@ CACHE_DIR = "cache"
 """The folder of a run directory where its frames are kept (``run_frames``)."""
 KEPT_FRAMES = 4
 """How many versions of a run's frames its ``CACHE_DIR`` keeps (the most recently written)."""
+_s, _b, _i64 = pl.Utf8, pl.Boolean, pl.Int64
+FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
+    "instances": {"instance_id": _s, "dataset": _s, "n_participants": _i64, "n_participants_metadata": _i64,
+                  "n_turns": _i64, "human_ai": _b},
+    "counts": {"judge": _s, "human": _b, "target": _s, "instance_id": _s, "dataset": _s, "behaviour": _s,
+               "category": _s, "count": _i64},
+    "likert": {"judge": _s, "human": _b, "target": _s, "instance_id": _s, "dataset": _s, "consistency": _i64,
+               "collaborativeness": _i64},
+    "labels": {"judge": _s, "target": _s, "instance_id": _s, "turn": _i64, "behaviour": _s, "evidence": _s},
+    "judgments": {"judge": _s, "human": _b, "target": _s, "instance_id": _s, "kind": _s, "status": _s,
+                  "reason": _s, "turns": _i64, "not_in_taxonomy": _i64},
+    "continuations": {"setup": _s, "instance_id": _s, "dataset": _s, "status": _s, "reason": _s},
+    "expected": EXPECTED_SCHEMA,
+}
+"""The columns of each frame (``Frames``), in order."""
 OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench", CACHE_DIR})
 """Folders of a run directory that ``Run.open`` does not read (what the report and the notebooks
 write, the benchmark, the kept frames): changing them does not invalidate the cached frames."""
@@ -249,8 +264,11 @@ def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
     held = run.path is not None and _CACHE.get(("open", str(run.path.resolve())), (None, None))[1] is run
     if folder is not None and held and folder.is_dir():
         try:
-            return Frames(taxonomy=tax, **{n: pl.read_ipc(folder / f"{n}.arrow") for n in _FRAME_NAMES})
-        except (OSError, pl.exceptions.PolarsError) as e:
+            kept = {n: pl.read_ipc(folder / f"{n}.arrow") for n in _FRAME_NAMES}
+            if bad := [n for n, df in kept.items() if dict(df.schema) != FRAME_SCHEMAS[n]]:
+                raise ValueError(f"{bad[0]}.arrow has other columns than the frame")
+            return Frames(taxonomy=tax, **kept)
+        except (OSError, ValueError, pl.exceptions.PolarsError) as e:
             log.warning("the kept frames in %s cannot be read (%s): made again from the run's files", folder, e)
     return _run_frames(run, tax)
 
@@ -334,21 +352,10 @@ def _run_frames(run: Run, tax: Taxonomy) -> Frames:
                  if (old := run.stale_reason(name, c) or (None if c.instance_id in insts else UNKNOWN_INSTANCE))
                  else {"status": c.status, "reason": c.reason})}
              for name, cs in run.continuations.items() for c in cs]
-    s, b, i64 = pl.Utf8, pl.Boolean, pl.Int64
-    return Frames(
-        instances=_df(inst_rows, {"instance_id": s, "dataset": s, "n_participants": i64,
-                                  "n_participants_metadata": i64, "n_turns": i64, "human_ai": b}),
-        counts=_df(counts, {"judge": s, "human": b, "target": s, "instance_id": s, "dataset": s,
-                            "behaviour": s, "category": s, "count": i64}),
-        likert=_df(likert, {"judge": s, "human": b, "target": s, "instance_id": s, "dataset": s,
-                            "consistency": i64, "collaborativeness": i64}),
-        labels=_df(labels, {"judge": s, "target": s, "instance_id": s, "turn": i64, "behaviour": s, "evidence": s}),
-        judgments=_df(judg, {"judge": s, "human": b, "target": s, "instance_id": s, "kind": s, "status": s,
-                             "reason": s, "turns": i64, "not_in_taxonomy": i64}),
-        continuations=_df(conts, {"setup": s, "instance_id": s, "dataset": s, "status": s, "reason": s}),
-        taxonomy=tax,
-        expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
-    )
+    return Frames(taxonomy=tax, expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
+                  **{n: _df(rows, FRAME_SCHEMAS[n]) for n, rows in (
+                      ("instances", inst_rows), ("counts", counts), ("likert", likert), ("labels", labels),
+                      ("judgments", judg), ("continuations", conts))})
 
 
 def _nothing_judged(j: Judgment, inst: Instance) -> bool:

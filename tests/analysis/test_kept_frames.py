@@ -200,3 +200,26 @@ def test_names_and_coverage_of_a_lazy_run_are_those_of_its_records(tmp_path, mon
     assert kept_facts(run) is None and kept_facts(eager) is None
     with pytest.raises(ValueError, match="part must be one of"):
         run.names("instances")
+
+
+def test_kept_files_edited_by_hand_are_not_believed(tmp_path, monkeypatch, caplog):
+    from cocoeval.analysis.coverage import paper_coverage
+
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    made = run_frames(open_run_dir(d))
+    folder = d / CACHE_DIR / _kept(d)[0]
+    pl.DataFrame({"other": [1]}).write_ipc(folder / "likert.arrow")  # valid Arrow, another frame
+    (folder / "facts.json").write_text('{"coverage": {"datasets": 3}}')
+    _fresh_process(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        run = open_run_dir(d)
+        again = run_frames(run)
+        coverage = paper_coverage(run)
+    _same(made, again)
+    assert "likert.arrow has other columns" in caplog.text and coverage == paper_coverage(Run.open(d))
+    (folder / "facts.json").write_text("not json")
+    _fresh_process(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        assert paper_coverage(open_run_dir(d)) == coverage
+    assert "kept facts" in caplog.text
