@@ -146,7 +146,10 @@ class Run(BaseModel):
                                 hint="give a folder written by cocoeval run")
         if lazy:
             digests = file_digests(d)
-            run = cls.model_construct(path=d, manifest=_read_manifest(d))
+            with recorded_reads() as seen:
+                manifest = _read_manifest(d)
+            digests.update({Path(f).relative_to(d).as_posix(): h for f, h in seen.items()})  # the bytes parsed
+            run = cls.model_construct(path=d, manifest=manifest)
             for part in RECORDS:
                 del run.__dict__[part]
             run._digests, run._unread = digests, set(RECORDS)
