@@ -214,7 +214,8 @@ def kept_facts(run: Run) -> dict[str, Any] | None:
     try:
         facts = json.loads((_CACHE[("kept", d)][1] / "facts.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        log.warning("the kept facts of %s cannot be read (%s): made again from the run's files", run.path, e)
+        log.warning("the kept facts of %s cannot be read (%s): made again from the run's files (delete its %s "
+                    "folder to have them kept anew)", run.path, e, CACHE_DIR)
         return None
     return facts if isinstance(facts, dict) else None
 
@@ -269,7 +270,8 @@ def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
                 raise ValueError(f"{bad[0]}.arrow has other columns than the frame")
             return Frames(taxonomy=tax, **kept)
         except (OSError, ValueError, pl.exceptions.PolarsError) as e:
-            log.warning("the kept frames in %s cannot be read (%s): made again from the run's files", folder, e)
+            log.warning("the kept frames in %s cannot be read (%s): made again from the run's files (delete "
+                        "that folder to have them kept anew)", folder, e)
     return _run_frames(run, tax)
 
 
@@ -284,9 +286,12 @@ def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any]) -> None:
         for n in _FRAME_NAMES:
             getattr(frames, n).write_ipc(tmp / f"{n}.arrow")
         (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)  # whole or not at all
+        try:
+            os.replace(tmp, folder)  # whole or not at all
+        except OSError:
+            if not folder.is_dir():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # another process kept them first: the same bytes
         kept = sorted((p for p in folder.parent.iterdir() if p.name.startswith("frames-")),
                       key=lambda p: p.stat().st_mtime_ns, reverse=True)
         for old in kept[KEPT_FRAMES:]:

@@ -223,3 +223,14 @@ def test_kept_files_edited_by_hand_are_not_believed(tmp_path, monkeypatch, caplo
     with caplog.at_level(logging.WARNING):
         assert paper_coverage(open_run_dir(d)) == coverage
     assert "kept facts" in caplog.text
+
+
+def test_two_processes_keeping_the_same_frames_leave_one_whole_copy(tmp_path, monkeypatch):
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    made = run_frames(open_run_dir(d))
+    folder = d / CACHE_DIR / _kept(d)[0]
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    fr._keep_frames(folder, made, {"coverage": None})  # a second writer, after the first: nothing replaced
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before and _kept(d) == [folder.name]
+    assert not [p for p in (d / CACHE_DIR).iterdir() if p.name.endswith(".tmp")]
