@@ -14,9 +14,9 @@ import ipywidgets as w
 
 from cocoeval.analysis.charts import CATEGORY_COLOURS, HUMAN
 from cocoeval.analysis.convstats import STATISTICS, conversation_stats
+from cocoeval.analysis.frames import Frames, run_frames
 from cocoeval.analysis.html_report import continuation_note, judgment_note, not_simulated_line
-from cocoeval.core.schema import Judgment
-from cocoeval.core.targets import NO_TURNS, REFERENCE, Target, targets_for
+from cocoeval.core.targets import REFERENCE, Target, targets_for
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 
 from .annotator import Annotator
@@ -26,11 +26,47 @@ if TYPE_CHECKING:
 
 ALL = "(all)"
 WIDE = {"description_width": "initial"}
-__all__ = ["ALL", "Annotator", "Bar", "ConversationViewer"]
+__all__ = ["ALL", "Annotator", "Bar", "ConversationViewer", "Verdict", "verdicts"]
 
 
 def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
+
+
+@dataclass
+class Verdict:
+    """A fine-grained judgment as the viewer shows it, from the frames (as the statistics and
+    the HTML report's viewer see it): its status there (ok, repaired, invalid, skipped, stale)
+    and why, and the behaviours it found per judged turn (a valid judgment's only)."""
+
+    status: str
+    reason: str | None
+    labels: dict[int, tuple[list[str], dict[str, str]]] = field(default_factory=dict)
+    """{turn: (behaviour ids, {behaviour id: evidence})}, in the judgment's order of turns."""
+
+    @property
+    def valid(self) -> bool:
+        return self.status in ("ok", "repaired")
+
+
+def verdicts(f: Frames) -> dict[tuple[str, str, str], Verdict]:
+    """{(judge, instance, target name): its fine-grained judgment} (``Verdict``; where a stale
+    judgment and a counted one share the key, the counted one)."""
+    out: dict[tuple[str, str, str], Verdict] = {}
+    fine = f.judgments.filter(kind="fine_grained").select("judge", "instance_id", "target", "status", "reason")
+    for judge, iid, target, status, reason in fine.iter_rows():
+        old = out.get((judge, iid, target))
+        if old is None or old.status == "stale" or status != "stale":
+            out[(judge, iid, target)] = Verdict(status, reason)
+    for judge, target, iid, turn, beh, ev in f.labels.select(
+            "judge", "target", "instance_id", "turn", "behaviour", "evidence").iter_rows():
+        v = out.get((judge, iid, target))
+        if v is not None and v.valid:
+            behaviours, evidence = v.labels.setdefault(turn, ([], {}))
+            behaviours.append(beh)
+            if ev:
+                evidence[beh] = ev
+    return out
 
 
 @dataclass
@@ -69,11 +105,8 @@ class ConversationViewer:
         self.instances = {i.id: i for i in run.instances}
         self.targets: dict[tuple[str, str], Target] = {
             (t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
-        self.judgments: dict[tuple[str, str, str], Judgment] = {}
-        for name, js in run.all_judgments.items():
-            for j in js:
-                if j.kind == "fine_grained":
-                    self.judgments[(j.judge_name or name, j.instance_id, j.target_name or j.target)] = j
+        # the judgments as the frames have them: no judgment record is read (``frames.open_run_dir``)
+        self.judgments: dict[tuple[str, str, str], Verdict] = verdicts(run_frames(run, self.tax))
         judges = sorted({k[0] for k in self.judgments})
         judge_options: list[str | None] = [*judges] or [None]
         setups = sorted(run.continuations)
@@ -118,7 +151,7 @@ class ConversationViewer:
             return True
         for target in [REFERENCE, *self.setups.value]:
             j = self.judgments.get((self.judge.value, inst_id, target))
-            if j and any(self.behaviour.value in lb.behaviours for lb in j.labels):
+            if j and any(self.behaviour.value in bs for bs, _ in j.labels.values()):
                 return True
         return False
 
@@ -147,11 +180,10 @@ class ConversationViewer:
             self._quiet = False
         self.refresh()
 
-    def _turn(self, t: Any, i: int, judgment: Judgment | None) -> str:
+    def _turn(self, t: Any, i: int, judgment: Verdict | None) -> str:
         tags = ""
         if judgment is not None:
-            lb = next((x for x in judgment.labels if x.turn == i), None)
-            behaviours, evidence = (lb.behaviours, lb.evidence) if lb else ([], {})
+            behaviours, evidence = judgment.labels.get(i, ([], {}))
             for b in behaviours:
                 beh = self.names.get(b)
                 colour = CATEGORY_COLOURS.get(beh.category if beh else "", "#666")
@@ -190,7 +222,7 @@ class ConversationViewer:
             body = f'<div class="cc-note"><i>{_e(note)}</i></div>' if note else ""
             if t is not None:
                 j = self.judgments.get((self.judge.value, iid, target))
-                jn = None if j is None else judgment_note(*self._judgment_status(j))
+                jn = None if j is None else judgment_note(j.status, j.reason)
                 body += f'<div class="cc-note"><i>{_e(jn)}</i></div>' if jn else ""
                 body += "".join(self._turn(x, i, j) for i, x in enumerate(t.turns)) + self.stats_html(t)
             cols.append(f'<td class="cc-col" data-target="{_e(target)}" style="vertical-align:top;padding:4px;'
@@ -201,15 +233,6 @@ class ConversationViewer:
         if fold := not_simulated_line(missing):
             parts.append(f'<div class="cc-fold"><i>{_e(fold)}</i></div>')
         return "\n".join(parts)
-
-    def _judgment_status(self, j: Judgment) -> tuple[str, str | None]:
-        """The judgment's status as the statistics count it: stale (other judge settings, another
-        version of its instance), skipped (no turn to judge), else its own."""
-        if not j.judge_id.startswith("human:") and (old := self.run.stale_reason(j.judge_name or "", j)):
-            return "stale", old
-        if j.reason == NO_TURNS:
-            return "skipped", NO_TURNS
-        return j.status, j.reason
 
     def judge_free(self, target: Target) -> dict[str, Any]:
         """The judge-free statistics of one target (``convstats.conversation_stats``; None: undefined)."""
@@ -239,9 +262,9 @@ class ConversationViewer:
         judge = self.judge.value
         target = REFERENCE if series == HUMAN else panel
 
-        def valid(tgt: str, iid: str) -> Judgment | None:
+        def valid(tgt: str, iid: str) -> Verdict | None:
             j = self.judgments.get((judge, iid, tgt))
-            return j if j is not None and j.status != "invalid" else None
+            return j if j is not None and j.valid else None
 
         ids = sorted(self.instances)
         if scope == "panel" and panel in self.run.continuations:
@@ -252,9 +275,9 @@ class ConversationViewer:
             if j is None or t is None:
                 continue
             out.n += 1
-            for lb in j.labels:
-                if behaviour in lb.behaviours and 0 <= lb.turn < len(t.turns):
-                    out.rows.append((iid, lb.turn, t.turns[lb.turn].speaker, t.turns[lb.turn].text))
+            for turn, (behaviours, _) in j.labels.items():
+                if behaviour in behaviours and 0 <= turn < len(t.turns):
+                    out.rows.append((iid, turn, t.turns[turn].speaker, t.turns[turn].text))
         return out
 
     def turns_behind(self, target: str, behaviour: str, *, panel: str | None = None) -> list[tuple[str, int, str, str]]:

@@ -412,3 +412,38 @@ def test_the_linked_charts_bundle_is_made_once_and_read_back_the_same(tmp_path, 
         assert list((tmp_path / "cache").iterdir()) == [path]  # no temporary file left behind
     finally:
         alt.JupyterChart._esm, alt.JupyterChart._is_offline = saved
+
+
+def test_the_viewer_reads_no_judgment_record_and_shows_them_as_the_statistics_count_them(tmp_path, monkeypatch):
+    """Its judgments come from the frames (``widgets.verdicts``): with the run's frames kept, no
+    judgment file is read, and it shows the same as a viewer of the records; a stale judgment (of
+    a continuation simulated again) shows its note and none of its labels, and is in no bar."""
+    import os
+
+    from cocoeval.analysis import frames as fr
+    from cocoeval.analysis.frames import open_run_dir
+    from cocoeval.core.jsonio import recorded_reads
+    from cocoeval.run import Run
+
+    from ..sim_helpers import write_run_dir
+
+    run = make_run(3)
+    first = run.continuations["sim"][0]
+    run.continuations["sim"][0] = first.model_copy(update={"setup_id": "sim-v2"})  # simulated again since
+    write_run_dir(tmp_path / "run", run, {"status": "complete", "setups": {"sim": "sim-v2", "sim2": "sim2"}})
+    d = tmp_path / "run"
+    monkeypatch.setattr(fr, "_CACHE", {})
+    open_run_dir(d)
+    monkeypatch.setattr(fr, "_CACHE", {})
+    with recorded_reads() as seen:
+        lazy = ConversationViewer(open_run_dir(d), judge="J")
+    assert not [p for p in seen if "judgments" in os.path.relpath(p, d)]
+    eager = ConversationViewer(Run.open(d), judge="J")
+    for iid in lazy.instance.options:
+        lazy.instance.value = eager.instance.value = iid
+        assert lazy.html.value == eager.html.value
+    lazy.instance.value = first.instance_id
+    col = lazy.html.value.split('data-target="sim"')[1]
+    assert "judgment stale: judges a continuation that is no longer the setup" in col
+    assert 'data-behaviour="repetition"' not in col  # its label is not shown as a finding
+    assert first.instance_id not in {r[0] for r in lazy.bar("sim", "simulated", "repetition").rows}
