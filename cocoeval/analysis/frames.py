@@ -195,17 +195,28 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
         if folder is not None:
             from .coverage import run_facts
 
-            _keep_frames(folder, run_frames(run, tax), {"coverage": run_facts(run)})
+            _keep_frames(folder, run_frames(run, tax), {"coverage": run_facts(run),
+                                                        "integrity_warnings": run.integrity_warnings()})
     _CACHE[("open", str(d))] = (sig, run)
     if folder is not None and folder.is_dir():
         _CACHE[("kept", str(d))] = (sig, folder)
     return run
 
 
+def integrity_warnings(run: Run) -> list[str]:
+    """``run.integrity_warnings()``, as kept with its frames when they are (``kept_facts``: no
+    record read)."""
+    kept = (kept_facts(run) or {}).get("integrity_warnings")
+    if isinstance(kept, list) and all(isinstance(w, str) for w in kept):
+        return kept
+    return run.integrity_warnings()
+
+
 def kept_facts(run: Run) -> dict[str, Any] | None:
     """What ``open_run_dir`` kept with the frames of ``run`` besides them (``{"coverage":
-    coverage.run_facts(run)}``), for the run object it holds while its records are as read;
-    None otherwise (compute them from the records)."""
+    coverage.run_facts(run), "integrity_warnings": run.integrity_warnings()}``), for the run
+    object it holds while its records are as read; None otherwise (compute them from the
+    records)."""
     if run.path is None or not run.as_read:
         return None
     d = str(run.path.resolve())

@@ -34,6 +34,7 @@ from cocoeval.core.targets import REFERENCE
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.probes import ProbeRecord, read_probes
 
+from .frames import run_frames
 from .inference import MIN_N, check_params, ci_notes, interval
 from .stats import PERCENTILES, boot_index, resample_means
 
@@ -286,7 +287,8 @@ def _models(run: Run, key: str) -> dict[str, str | None]:
 
 def self_preference(run: Run, judge: str, *, resamples: int = 1000, seed: int = 0,
                     taxonomy: Taxonomy | None = None) -> pl.DataFrame:
-    """The self-preference table (module docstring), from the run's current judgments: no call.
+    """The self-preference table (module docstring), from the run's current judgments as the
+    statistics count them (the frames: valid, not stale, not skipped): no call.
     Empty when the judge's family or the setups' are unknown, or the grid lacks setups of the
     judge's family or of another one."""
     tax = taxonomy or load_taxonomy()
@@ -296,20 +298,19 @@ def self_preference(run: Run, judge: str, *, resamples: int = 1000, seed: int = 
     other = sorted(s for s, f in setups.items() if fam is not None and f is not None and f != fam)
     if not same or not other:
         return _df([], SELF_SCHEMA)
+    # the judge's valid current judgments as the statistics count them (the frames: no record read)
+    f = run_frames(run, tax)
+    its = (pl.col("judge") == judge) & ~pl.col("human")
     vals: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)  # measure -> (instance, target) -> value
-    for (iid, target, kind), j in _current(run, judge).items():
-        if kind == "overall":
-            for d in LIKERT:
-                vals[d][(iid, target)] = float(getattr(j, d) or 0)
-        else:
-            counts = dict.fromkeys(tax.ids, 0)
-            for lb in j.labels:
-                for b in lb.behaviours:
-                    if b in counts:
-                        counts[b] += 1
-            for b, c in counts.items():
-                vals[b][(iid, target)] = float(c)
-            vals[ANY][(iid, target)] = float(sum(counts.values()))
+    for iid, target, *scores in f.likert.filter(its).select("instance_id", "target", *LIKERT).iter_rows():
+        for d, score in zip(LIKERT, scores, strict=True):
+            vals[d][(iid, target)] = float(score)
+    counts = f.counts.filter(its & pl.col("behaviour").is_in(tax.ids))
+    for iid, target, b, c in counts.select("instance_id", "target", "behaviour", "count").iter_rows():
+        vals[b][(iid, target)] = float(c)
+    for iid, target, c in counts.group_by("instance_id", "target", maintain_order=True).agg(
+            pl.col("count").sum()).iter_rows():
+        vals[ANY][(iid, target)] = float(c)
     rows = []
     for measure in [*tax.ids, ANY, *LIKERT]:
         v = vals.get(measure, {})

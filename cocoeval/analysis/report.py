@@ -17,7 +17,7 @@ from cocoeval.run.rundir import PIPELINE_LABEL
 from . import agreement, analyses, charts, html_report, inference, judge_check, render, stats
 from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
-from .frames import Frames, invalid_rates, open_run_dir, run_frames
+from .frames import Frames, integrity_warnings, invalid_rates, open_run_dir, run_frames
 from .judge_free import judge_free_note, pipeline_check
 
 
@@ -235,7 +235,7 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
         return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
 
     index = [f"# Report for {md_escape(title)}\n"]
-    notices = run.integrity_warnings()  # none for a run as cocoeval run wrote it
+    notices = integrity_warnings(run)  # none for a run as cocoeval run wrote it
     if notices:
         index += ["**Warnings about this run directory** (what it holds that its instances or manifest do not "
                   "account for):\n", *(f"- {md_escape(w)}" for w in notices), ""]

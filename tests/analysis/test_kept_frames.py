@@ -195,7 +195,8 @@ def test_names_and_coverage_of_a_lazy_run_are_those_of_its_records(tmp_path, mon
     assert names == {"continuations": list(eager.continuations), "judgments": list(eager.judgments),
                      "human": list(eager.human), "all_judgments": list(eager.all_judgments)}
     assert names["continuations"][0] == "a-b"
-    assert facts == {"coverage": run_facts(eager)} and coverage == paper_coverage(eager)
+    assert facts == {"coverage": run_facts(eager), "integrity_warnings": eager.integrity_warnings()}
+    assert coverage == paper_coverage(eager)
     run.continuations["sim"] = []  # changed in memory: nothing kept is given for it
     assert kept_facts(run) is None and kept_facts(eager) is None
     with pytest.raises(ValueError, match="part must be one of"):
@@ -234,3 +235,22 @@ def test_two_processes_keeping_the_same_frames_leave_one_whole_copy(tmp_path, mo
     fr._keep_frames(folder, made, {"coverage": None})  # a second writer, after the first: nothing replaced
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before and _kept(d) == [folder.name]
     assert not [p for p in (d / CACHE_DIR).iterdir() if p.name.endswith(".tmp")]
+
+
+def test_the_integrity_warnings_are_kept_with_the_frames(tmp_path, monkeypatch):
+    from cocoeval.analysis.frames import integrity_warnings
+
+    d = _write(tmp_path / "run")
+    manifest = d / "manifest.json"
+    manifest.write_text(manifest.read_text().replace('"status"', '"instances": 99, "status"'))  # says 99
+    eager = Run.open(d)
+    assert any("99 instances" in w for w in eager.integrity_warnings())
+    _fresh_process(monkeypatch)
+    run_frames(open_run_dir(d))
+    _fresh_process(monkeypatch)
+    with recorded_reads() as seen:
+        run = open_run_dir(d)
+        warnings = integrity_warnings(run)
+    assert _read(seen, d) == ["manifest.json"] and warnings == eager.integrity_warnings()
+    run.judgments["J"] = []  # changed in memory: from its records again
+    assert integrity_warnings(run) == run.integrity_warnings()

@@ -94,6 +94,24 @@ def test_self_preference_gap_by_hand():
     assert any(line.startswith("self-preference (openai: gpt vs claude, llama), consistency") for line in text)
 
 
+def test_self_preference_counts_what_the_statistics_count():
+    """A judgment the statistics do not count (skipped: no turn to judge; invalid) is in no pair:
+    never a zero. The table is made from the frames, as every other statistic."""
+    from cocoeval.core.targets import NO_TURNS
+
+    run = _run({"gpt": "openai/gpt-4o", "claude": "anthropic/claude-3"})
+    full = {r["measure"]: r for r in self_preference(run, "j", resamples=100).iter_rows(named=True)}
+    first = run.instances[0].id
+    run.judgments["j"] = [j.model_copy(update={"labels": [], "judged_turns": [], "reason": NO_TURNS})
+                          if (j.instance_id, j.target, j.kind) == (first, "gpt", "fine_grained") else
+                          j.model_copy(update={"status": "invalid", "reason": "bad"})
+                          if (j.instance_id, j.target, j.kind) == (first, "claude", "overall") else j
+                          for j in run.judgments["j"]]
+    row = {r["measure"]: r for r in self_preference(run, "j", resamples=100).iter_rows(named=True)}
+    assert full["any"]["n"] == 12 and row["any"]["n"] == 11 and row["any"]["same"] == -2  # not -2 with a 0 in it
+    assert row["consistency"]["n"] == 11 and row["collaborativeness"]["n"] == 11
+
+
 def test_no_self_preference_without_both_families():
     run = _run({"claude": "anthropic/claude-3", "llama": "openai-compatible/llama-3@http://h/v1"})
     assert self_preference(run, "j").is_empty()
