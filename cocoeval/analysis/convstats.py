@@ -218,10 +218,14 @@ def conversation_frame(run: Run) -> pl.DataFrame:
     setup name), instance_id, dataset and every statistic (null where undefined); stale
     continuations (``Run.stale_reason``) are left out. The same values as ``conversation_stats``
     on each target, computed for every conversation at once (``_token_statistics``); made once
-    per run in a process (``frames.per_run``)."""
-    from .frames import per_run
+    per run in a process (``frames.per_run``), or read where ``frames.open_run_dir`` kept it."""
+    from .frames import kept_frame, per_run
 
-    return per_run(run, ("convstats",), lambda: _conversation_frame(run))
+    def make() -> pl.DataFrame:
+        kept = kept_frame(run, "convstats", FRAME_SCHEMA)
+        return kept if kept is not None else _conversation_frame(run)
+
+    return per_run(run, ("convstats",), make)
 
 
 def _conversation_frame(run: Run) -> pl.DataFrame:
@@ -479,10 +483,15 @@ def turn_taking_frame(run: Run) -> pl.DataFrame:
     """One row per current ok continuation of ``run`` (target = its setup) and per instance
     (target ``HISTORY``: the last |r| turns of x against r): the turn-taking measures against the
     human reference of the same instance (``TURN_TAKING``, null where undefined), with both
-    entropies. Made once per run in a process (``frames.per_run``)."""
-    from .frames import per_run
+    entropies. Made once per run in a process (``frames.per_run``), or read where
+    ``frames.open_run_dir`` kept it."""
+    from .frames import kept_frame, per_run
 
-    return per_run(run, ("turn_taking",), lambda: _turn_taking_frame(run))
+    def make() -> pl.DataFrame:
+        kept = kept_frame(run, "turn_taking", TURN_SCHEMA)
+        return kept if kept is not None else _turn_taking_frame(run)
+
+    return per_run(run, ("turn_taking",), make)
 
 
 def _turn_taking_frame(run: Run) -> pl.DataFrame:

@@ -193,14 +193,39 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     if folder is None or not folder.is_dir():
         run.load()  # read it all now: a bad file is an error here, as Run.open gives it
         if folder is not None:
+            from .convstats import conversation_frame, turn_taking_frame
             from .coverage import run_facts
 
+            extra = {"convstats": conversation_frame(run), "turn_taking": turn_taking_frame(run)}
             _keep_frames(folder, run_frames(run, tax), {"coverage": run_facts(run),
-                                                        "integrity_warnings": run.integrity_warnings()})
+                                                        "integrity_warnings": run.integrity_warnings()}, extra)
     _CACHE[("open", str(d))] = (sig, run)
     if folder is not None and folder.is_dir():
         _CACHE[("kept", str(d))] = (sig, folder)
     return run
+
+
+def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
+    """The frame ``name`` that ``open_run_dir`` kept with the frames of ``run`` (the judge-free
+    statistics of every conversation, ``convstats``, and their turn-taking, ``turn_taking``: made
+    from the texts when the records were read, so that a later process needs no text for them),
+    for the run object it holds while its records are as read; None otherwise (compute it), or
+    when the kept file has other columns than ``schema`` (said)."""
+    if run.path is None or not run.as_read:
+        return None
+    d = str(run.path.resolve())
+    if _CACHE.get(("open", d), (None, None))[1] is not run or ("kept", d) not in _CACHE:
+        return None
+    path = _CACHE[("kept", d)][1] / f"{name}.arrow"
+    try:
+        df = pl.read_ipc(path)
+    except (OSError, pl.exceptions.PolarsError) as e:
+        log.warning("the kept frame %s cannot be read (%s): made again from the run's files", path, e)
+        return None
+    if dict(df.schema) != schema:
+        log.warning("the kept frame %s has other columns than the frame: made again from the run's files", path)
+        return None
+    return df
 
 
 def integrity_warnings(run: Run) -> list[str]:
@@ -286,16 +311,19 @@ def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
     return _run_frames(run, tax)
 
 
-def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any]) -> None:
-    """Write ``frames`` as ``folder`` (Arrow IPC, one file per frame) with ``facts``
-    (``facts.json``), whole or not at all, and remove all but the ``KEPT_FRAMES`` newest kept
-    folders of the run."""
+def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any],
+                 extra: dict[str, pl.DataFrame] | None = None) -> None:
+    """Write ``frames`` and the ``extra`` frames as ``folder`` (Arrow IPC, one file per frame)
+    with ``facts`` (``facts.json``), whole or not at all, and remove all but the ``KEPT_FRAMES``
+    newest kept folders of the run."""
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     try:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         for n in _FRAME_NAMES:
             getattr(frames, n).write_ipc(tmp / f"{n}.arrow")
+        for n, df in (extra or {}).items():
+            df.write_ipc(tmp / f"{n}.arrow")
         (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
         try:
             os.replace(tmp, folder)  # whole or not at all

@@ -254,3 +254,30 @@ def test_the_integrity_warnings_are_kept_with_the_frames(tmp_path, monkeypatch):
     assert _read(seen, d) == ["manifest.json"] and warnings == eager.integrity_warnings()
     run.judgments["J"] = []  # changed in memory: from its records again
     assert integrity_warnings(run) == run.integrity_warnings()
+
+
+def test_the_judge_free_frames_are_kept_and_a_report_then_reads_no_record(tmp_path, monkeypatch, caplog):
+    from cocoeval.analysis import convstats
+    from cocoeval.analysis.report import write_report
+
+    d = _write(tmp_path / "run")
+    eager = Run.open(d)
+    conv, turns = convstats._conversation_frame(eager), convstats._turn_taking_frame(eager)
+    _fresh_process(monkeypatch)
+    first = write_report(d, tmp_path / "a", resamples=50)  # reads the run whole and keeps its frames
+    _fresh_process(monkeypatch)
+    with recorded_reads() as seen:
+        run = open_run_dir(d)
+        assert convstats.conversation_frame(run).equals(conv) and convstats.turn_taking_frame(run).equals(turns)
+        second = write_report(d, tmp_path / "b", resamples=50)
+    assert _read(seen, d) == ["manifest.json"]  # no record: the report is made from what was kept
+    assert sorted(first["figures"]) == sorted(second["figures"])
+    for p in (tmp_path / "a").iterdir():
+        if p.suffix in (".csv", ".md"):
+            assert p.read_bytes() == (tmp_path / "b" / p.name).read_bytes(), p.name
+    # a kept judge-free frame with other columns is not believed
+    pl.DataFrame({"other": [1.0]}).write_ipc(d / CACHE_DIR / _kept(d)[0] / "convstats.arrow")
+    _fresh_process(monkeypatch)
+    with caplog.at_level(logging.WARNING):
+        assert convstats.conversation_frame(open_run_dir(d)).equals(conv)
+    assert "other columns" in caplog.text
