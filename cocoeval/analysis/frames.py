@@ -196,7 +196,12 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
             from .convstats import conversation_frame, turn_taking_frame
             from .coverage import run_facts
 
-            extra = {"convstats": conversation_frame(run), "turn_taking": turn_taking_frame(run)}
+            extra = {}
+            for name, make in (("convstats", conversation_frame), ("turn_taking", turn_taking_frame)):
+                try:
+                    extra[name] = make(run)
+                except Exception as e:  # not kept: the analysis that needs it says why
+                    log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
             _keep_frames(folder, run_frames(run, tax), {"coverage": run_facts(run),
                                                         "integrity_warnings": run.integrity_warnings()}, extra)
     _CACHE[("open", str(d))] = (sig, run)
@@ -217,6 +222,8 @@ def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | No
     if _CACHE.get(("open", d), (None, None))[1] is not run or ("kept", d) not in _CACHE:
         return None
     path = _CACHE[("kept", d)][1] / f"{name}.arrow"
+    if not path.exists():  # not kept (its making failed): made here, or the error said here
+        return None
     try:
         df = pl.read_ipc(path)
     except (OSError, pl.exceptions.PolarsError) as e:

@@ -281,3 +281,21 @@ def test_the_judge_free_frames_are_kept_and_a_report_then_reads_no_record(tmp_pa
     with caplog.at_level(logging.WARNING):
         assert convstats.conversation_frame(open_run_dir(d)).equals(conv)
     assert "other columns" in caplog.text
+
+
+def test_a_judge_free_frame_that_fails_is_not_kept_and_fails_where_it_is_asked_for(tmp_path, monkeypatch):
+    from cocoeval.analysis import convstats
+
+    d = _write(tmp_path / "run")
+
+    def broken(run):
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(convstats, "_conversation_frame", broken)
+    _fresh_process(monkeypatch)
+    run_frames(open_run_dir(d))  # the run opens: only the judge-free statistics cannot be made
+    assert not (d / CACHE_DIR / _kept(d)[0] / "convstats.arrow").exists()
+    assert (d / CACHE_DIR / _kept(d)[0] / "turn_taking.arrow").exists()
+    _fresh_process(monkeypatch)
+    with pytest.raises(RuntimeError, match="planted"):
+        convstats.conversation_frame(open_run_dir(d))
