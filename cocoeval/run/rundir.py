@@ -154,21 +154,13 @@ class Run(BaseModel):
                 del run.__dict__[part]
             run._digests, run._unread = digests, set(RECORDS)
             return run
-        with recorded_reads() as seen:
-            conts = {p.stem: read_continuations(p) for p in sorted((d / "continuations").glob("*.jsonl"))}
-            judgments = {p.stem: read_unique_models(p, Judgment, judgment_key, describe_judgment, JUDGMENTS_ONCE)
-                         for p in sorted((d / "judgments").glob("*.jsonl"))}
-            human = {k[len(HUMAN_PREFIX):]: v for k, v in read_human_stores(d).items()}
+        with recorded_reads() as seen:  # in this order: the first bad file is the error
+            raw = {part: _parse(d, part) for part in ("continuations", "judgments", "human")}
             manifest = _read_manifest(d)
             instances = _read_instances(d)
         refs = {i.id: len(i.reference) for i in instances}
-        limits = turn_char_limits(manifest)
-        conts = {name: [checked_turns(c, refs.get(c.instance_id), limits.get(name)) for c in cs]
-                 for name, cs in conts.items()}
-        judgments = {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in judgments.items()}
-        human = {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in human.items()}
-        run = cls(path=d, manifest=manifest, instances=instances, continuations=conts, judgments=judgments,
-                  human=human)
+        run = cls(path=d, manifest=manifest, instances=instances,
+                  **{part: _checked(part, v, refs, manifest) for part, v in raw.items()})
         run._digests = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
         run._as_read = {part: _shape_of(getattr(run, part)) for part in RECORDS}
         return run
@@ -214,29 +206,17 @@ class Run(BaseModel):
         assert self.path is not None and self._digests is not None
         d = self.path
         refs = None if part == "instances" else {i.id: len(i.reference) for i in self.instances}
-        files = [f for f in _record_files(d) if _part_of(f.relative_to(d)) == part]
-        now = file_digests(d, files)
         was = {k: v for k, v in self._digests.items() if _part_of(Path(k)) == part}
-        with recorded_reads() as seen:
-            value: Any
-            if part == "instances":
-                value = _read_instances(d)
-            elif part == "continuations":
-                limits = turn_char_limits(self.manifest)
-                value = {p.stem: [checked_turns(c, refs.get(c.instance_id), limits.get(p.stem))  # type: ignore[union-attr]
-                                  for c in read_continuations(p)] for p in files}
-            elif part == "judgments":
-                value = {p.stem: [checked_judgment(j, refs.get(j.instance_id))  # type: ignore[union-attr]
-                                  for j in read_unique_models(p, Judgment, judgment_key, describe_judgment,
-                                                              JUDGMENTS_ONCE)] for p in files}
-            else:
-                value = {k[len(HUMAN_PREFIX):]: [checked_judgment(j, refs.get(j.instance_id))  # type: ignore[union-attr]
-                                                 for j in js] for k, js in read_human_stores(d).items()}
+        value: Any
+        with recorded_reads() as seen:  # the files of the part as they are now: one added or gone shows too
+            value = _read_instances(d) if part == "instances" else _parse(d, part)
         got = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
-        if now != was or got != was:
-            changed = sorted(set(was.items()) ^ set(got.items()) or set(was.items()) ^ set(now.items()))
+        if got != was:
+            changed = sorted(set(was.items()) ^ set(got.items()))
             raise InputError(f"{changed[0][0]} changed after the run was opened: its records would mix two versions",
                              file=str(d / changed[0][0]), hint="open the run again (rerun the cell or the command)")
+        if refs is not None:
+            value = _checked(part, value, refs, self.manifest)
         self.__dict__[part] = value
         self._unread.discard(part)
         self._as_read[part] = _shape_of(value)
@@ -414,6 +394,27 @@ def _read_instances(d: Path) -> list[Instance]:
                               "the params file again to rewrite instances.jsonl")
 
 
+def _parse(d: Path, part: str) -> dict[str, list[Any]]:
+    """The continuations, LLM judgments or annotators' judgments of a run folder, by name, as
+    their files hold them (``_checked`` then reads them against the instances)."""
+    if part == "continuations":
+        return {p.stem: read_continuations(p) for p in sorted((d / "continuations").glob("*.jsonl"))}
+    if part == "judgments":
+        return {p.stem: read_unique_models(p, Judgment, judgment_key, describe_judgment, JUDGMENTS_ONCE)
+                for p in sorted((d / "judgments").glob("*.jsonl"))}
+    return {k[len(HUMAN_PREFIX):]: v for k, v in read_human_stores(d).items()}
+
+
+def _checked(part: str, value: dict[str, list[Any]], refs: dict[str, int], manifest: Manifest) -> dict[str, Any]:
+    """``_parse``'s records read against the instances' reference lengths (``refs``): what does
+    not fit is invalid (``checked_turns``, ``checked_judgment``)."""
+    if part == "continuations":
+        limits = turn_char_limits(manifest)
+        return {name: [checked_turns(c, refs.get(c.instance_id), limits.get(name)) for c in cs]
+                for name, cs in value.items()}
+    return {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in value.items()}
+
+
 def _record_files(d: Path) -> list[Path]:
     """The files ``Run.open`` reads, in its order of reading."""
     return [*sorted((d / "continuations").glob("*.jsonl")), *sorted((d / "judgments").glob("*.jsonl")),
@@ -429,11 +430,10 @@ def _part_of(rel: Path) -> str:
     return "instances" if rel.name == "instances.jsonl" else "manifest"
 
 
-def file_digests(d: Path, files: list[Path] | None = None) -> dict[str, str]:
-    """{path in the run: SHA-256 of its bytes} of ``files`` (default: every file ``Run.open``
-    reads), missing ones left out."""
+def file_digests(d: Path) -> dict[str, str]:
+    """{path in the run: SHA-256 of its bytes} of every file ``Run.open`` reads (missing ones left out)."""
     out = {}
-    for f in _record_files(d) if files is None else files:
+    for f in _record_files(d):
         try:
             out[f.relative_to(d).as_posix()] = hashlib.sha256(f.read_bytes()).hexdigest()
         except OSError:
