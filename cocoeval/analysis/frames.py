@@ -216,22 +216,36 @@ def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | No
     from the texts when the records were read, so that a later process needs no text for them),
     for the run object it holds while its records are as read; None otherwise (compute it), or
     when the kept file has other columns than ``schema`` (said)."""
+    folder = _held_folder(run)
+    if folder is None or not (folder / f"{name}.arrow").exists():  # not kept (its making failed): made here
+        return None
+    try:
+        return _read_kept(folder / f"{name}.arrow", schema)
+    except (OSError, ValueError, pl.exceptions.PolarsError) as e:
+        log.warning("the kept frame %s cannot be read (%s): made again from the run's files", folder / name, e)
+        return None
+
+
+def _held(run: Run) -> str | None:
+    """The run folder (resolved) of ``run`` when it is the run object ``open_run_dir`` holds for
+    it and its records are as read: only then is what was kept beside it this run's."""
     if run.path is None or not run.as_read:
         return None
     d = str(run.path.resolve())
-    if _CACHE.get(("open", d), (None, None))[1] is not run or ("kept", d) not in _CACHE:
-        return None
-    path = _CACHE[("kept", d)][1] / f"{name}.arrow"
-    if not path.exists():  # not kept (its making failed): made here, or the error said here
-        return None
-    try:
-        df = pl.read_ipc(path)
-    except (OSError, pl.exceptions.PolarsError) as e:
-        log.warning("the kept frame %s cannot be read (%s): made again from the run's files", path, e)
-        return None
+    return d if _CACHE.get(("open", d), (None, None))[1] is run else None
+
+
+def _held_folder(run: Run) -> Path | None:
+    """Where ``open_run_dir`` kept what it made of ``run`` (``_held``), or None."""
+    d = _held(run)
+    return None if d is None or ("kept", d) not in _CACHE else cast(Path, _CACHE[("kept", d)][1])
+
+
+def _read_kept(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
+    """A kept frame, refused (ValueError) when it has other columns than ``schema``."""
+    df = pl.read_ipc(path)
     if dict(df.schema) != schema:
-        log.warning("the kept frame %s has other columns than the frame: made again from the run's files", path)
-        return None
+        raise ValueError(f"{path.name} has other columns than the frame")
     return df
 
 
@@ -249,13 +263,11 @@ def kept_facts(run: Run) -> dict[str, Any] | None:
     coverage.run_facts(run), "integrity_warnings": run.integrity_warnings()}``), for the run
     object it holds while its records are as read; None otherwise (compute them from the
     records)."""
-    if run.path is None or not run.as_read:
-        return None
-    d = str(run.path.resolve())
-    if _CACHE.get(("open", d), (None, None))[1] is not run or ("kept", d) not in _CACHE:
+    folder = _held_folder(run)
+    if folder is None:
         return None
     try:
-        facts = json.loads((_CACHE[("kept", d)][1] / "facts.json").read_text(encoding="utf-8"))
+        facts = json.loads((folder / "facts.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         log.warning("the kept facts of %s cannot be read (%s): made again from the run's files (delete its %s "
                     "folder to have them kept anew)", run.path, e, CACHE_DIR)
@@ -304,14 +316,10 @@ def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
     """The frames ``open_run_dir`` kept for ``run`` (the object it holds: one opened otherwise
     may have been changed in place before its first frames), else made (``_run_frames``). A
     kept folder that cannot be read is made again (and said so)."""
-    folder = _kept_folder(run, tax)
-    held = run.path is not None and _CACHE.get(("open", str(run.path.resolve())), (None, None))[1] is run
-    if folder is not None and held and folder.is_dir():
+    folder = _kept_folder(run, tax) if _held(run) is not None else None
+    if folder is not None and folder.is_dir():
         try:
-            kept = {n: pl.read_ipc(folder / f"{n}.arrow") for n in _FRAME_NAMES}
-            if bad := [n for n, df in kept.items() if dict(df.schema) != FRAME_SCHEMAS[n]]:
-                raise ValueError(f"{bad[0]}.arrow has other columns than the frame")
-            return Frames(taxonomy=tax, **kept)
+            return Frames(taxonomy=tax, **{n: _read_kept(folder / f"{n}.arrow", FRAME_SCHEMAS[n]) for n in _FRAME_NAMES})
         except (OSError, ValueError, pl.exceptions.PolarsError) as e:
             log.warning("the kept frames in %s cannot be read (%s): made again from the run's files (delete "
                         "that folder to have them kept anew)", folder, e)
