@@ -53,6 +53,8 @@ viewer.widget'''
 ANNOTATE = '''annotator = ctx.annotator()
 annotator.widget if annotator else None'''
 
+WAIT = "figures = ctx.wait_for_figures()  # the figures shown above are written in a background process: wait for them"
+
 
 def answers(nb: Notebook, shown: list[Analysis]) -> str:
     """The code that computes and shows each analysis registered to the notebook."""
@@ -96,6 +98,7 @@ def notebook(nb: Notebook, shown: list[Analysis]) -> nbf.NotebookNode:
                                                   "directory (saving again replaces them; import them with "
                                                   "`cocoeval annotate-import`)."))
             cells.append(nbf.v4.new_code_cell(ANNOTATE))
+    cells.append(nbf.v4.new_code_cell(WAIT))  # last: the rendering overlaps every cell above
     for i, cell in enumerate(cells):  # stable ids: regenerating changes only what changed
         cell["id"] = f"{name[:2]}-{i:02d}"
     node.cells = cells

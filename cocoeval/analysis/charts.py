@@ -437,11 +437,22 @@ def save(chart: alt.TopLevelMixin | dict[str, Any], path_base: str | Path, *, sc
     as ``<path_base>.vl.json`` (what the HTML report embeds; the Vega editor opens it too); as the
     report writes them (``render.render_figure``). ``chart``: a chart, or its ``to_dict()`` spec
     (already made, e.g. for display: written as ``to_json`` writes it; a test compares the bytes)."""
-    import json
-
     from .render import render_figure
 
     base = Path(path_base)  # a dot in a name is no suffix
-    text = json.dumps(chart, indent=2, sort_keys=True, ensure_ascii=False) if isinstance(chart, dict) else chart.to_json()
-    render_figure(text, base, scale)
+    render_figure(spec_json(chart), base, scale)
+    return figure_paths(base)
+
+
+def spec_json(chart: alt.TopLevelMixin | dict[str, Any]) -> str:
+    """The Vega-Lite spec text ``save`` writes and renders: ``chart.to_json()``, or a ``to_dict()``
+    spec dumped as ``to_json`` dumps it (the same bytes; a test compares them)."""
+    import json
+
+    return json.dumps(chart, indent=2, sort_keys=True, ensure_ascii=False) if isinstance(chart, dict) else chart.to_json()
+
+
+def figure_paths(base: str | Path) -> list[Path]:
+    """The image files ``save`` writes for ``base``: PNG and SVG (the spec beside them is not listed)."""
+    base = Path(base)
     return [base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"]

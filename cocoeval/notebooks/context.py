@@ -4,11 +4,11 @@ Everything a notebook does beyond calling these lives in the package."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cocoeval.analysis import charts, inference, stats
+from cocoeval.analysis import charts, inference, render, stats
 from cocoeval.analysis.answer import Answer
 from cocoeval.analysis.coverage import coverage_markdown, paper_coverage
 from cocoeval.analysis.frames import Frames, invalid_rates, open_run_dir, run_frames
@@ -129,6 +129,8 @@ class RunContext:
     run: Run
     frames: Frames
     judge: str | None
+    _renderer: render.Renderer | None = field(default=None, init=False, repr=False, compare=False)
+    _pending: list[Path] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def summary_markdown(self) -> str:
         m = self.run.manifest
@@ -170,7 +172,10 @@ class RunContext:
     def show(self, answer: Answer | None, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
         """Display the computed answer, its tables and charts (each a Vega-Lite 5 spec the
         frontend draws, ``charts.mimebundle``: no widget); save the charts as PNG and SVG under
-        ``figures_path(figures_dir, notebook)``. No answer (None) shows nothing."""
+        ``figures_path(figures_dir, notebook)``, the files ``charts.save`` writes. They are rendered
+        in a background process (``render.Renderer``) while the notebook goes on: the paths returned
+        are written once ``wait_for_figures()`` returns (a notebook's last cell calls it). No answer
+        (None) shows nothing."""
         from IPython.display import Markdown, display
 
         if answer is None:
@@ -187,8 +192,26 @@ class RunContext:
             spec = ch.to_dict()  # once, for the display and the files
             data, md = charts.mimebundle(spec, EMBED_OPTIONS)
             display(data, raw=True, metadata=md)  # the spec once, drawn by the frontend (see setup)
-            saved += charts.save(spec, self.figures_path(figures_dir, notebook) / name)
+            saved += self._save(spec, self.figures_path(figures_dir, notebook) / name)
         return saved
+
+    def _save(self, spec: dict[str, Any], base: Path) -> list[Path]:
+        if self._renderer is None:  # started at the first figure: a notebook that saves none spawns nothing
+            self._renderer = render.Renderer(1)  # one: the figures in order, as charts.save would write them
+        self._renderer.submit(charts.spec_json(spec), base)
+        paths = charts.figure_paths(base)
+        self._pending += paths
+        return paths
+
+    def wait_for_figures(self) -> list[Path]:
+        """Wait until every figure ``show`` has saved so far is written; returns their paths.
+        Raises the first figure that failed to render (a notebook run headless then fails, its
+        figures not silently missing). A later ``show`` starts rendering again."""
+        renderer, self._renderer = self._renderer, None
+        done, self._pending = self._pending, []
+        if renderer is not None:
+            renderer.close()
+        return done
 
     def viewer(self) -> Any:
         from .widgets import ConversationViewer
