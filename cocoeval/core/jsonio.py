@@ -140,19 +140,23 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     # JSONL lines end at \n only: str.splitlines() would also cut at U+2028, U+0085, \x1c...,
     # which JSON allows raw inside strings
     for n, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            yield n, _DECODER.decode(line)
-        except json.JSONDecodeError as e:
-            raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(path),
-                             record=f"line {n}", hint="repair or remove that line") from None
-        except _DuplicateKey as e:
-            raise InputError(_duplicate(e), file=str(path), record=f"line {n}",
-                             hint="give each key once: repair or remove that line") from None
-        except RecursionError:
-            raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}",
-                             hint="repair or remove that line") from None
+        if line.strip():
+            yield n, parse_json_line(line, path, n)
+
+
+def parse_json_line(line: str, path: str | Path, n: int) -> Any:
+    """Line ``n`` of JSONL file ``path``, parsed as ``iter_jsonl`` parses each (errors name both)."""
+    try:
+        return _DECODER.decode(line)
+    except json.JSONDecodeError as e:
+        raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(path),
+                         record=f"line {n}", hint="repair or remove that line") from None
+    except _DuplicateKey as e:
+        raise InputError(_duplicate(e), file=str(path), record=f"line {n}",
+                         hint="give each key once: repair or remove that line") from None
+    except RecursionError:
+        raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}",
+                         hint="repair or remove that line") from None
 
 
 def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) -> M:

@@ -102,15 +102,20 @@ class ConversationViewer:
         self.run = run
         self.tax = taxonomy or load_taxonomy()
         self.names = {b.id: b for b in self.tax.behaviours}
-        self.instances = {i.id: i for i in run.instances}
-        self.targets: dict[tuple[str, str], Target] = {
-            (t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
-        # the judgments as the frames have them: no judgment record is read (``frames.open_run_dir``)
-        self.judgments: dict[tuple[str, str, str], Verdict] = verdicts(run_frames(run, self.tax))
+        # what the lists and filters need comes from the frames, and the texts of a conversation
+        # from its own lines when it is shown (``Run.instance``, ``Run.continuation``): a lazily
+        # opened run (``frames.open_run_dir``) reads no record whole, judgments included
+        frames = run_frames(run, self.tax)
+        self.datasets: dict[str, str] = dict(frames.instances.select("instance_id", "dataset").iter_rows())
+        """{instance id: its dataset}, every instance of the run."""
+        self._status = {(iid, setup): status for setup, iid, status in
+                        frames.continuations.select("setup", "instance_id", "status").iter_rows()}
+        self._targets: dict[tuple[str, str], Target | None] = {}
+        self.judgments: dict[tuple[str, str, str], Verdict] = verdicts(frames)
         judges = sorted({k[0] for k in self.judgments})
         judge_options: list[str | None] = [*judges] or [None]
-        setups = sorted(run.continuations)
-        datasets = sorted({i.dataset for i in run.instances})
+        setups = sorted(run.names("continuations"))
+        datasets = sorted(set(self.datasets.values()))
         self._quiet = False
         self.dataset = w.Dropdown(options=[ALL, *datasets], description="dataset", style=WIDE)
         self.behaviour = w.Dropdown(options=[(ALL, ALL)] + [(b.name, b.id) for b in self.tax.behaviours],
@@ -140,12 +145,24 @@ class ConversationViewer:
         if not self._showing:
             self.behind.value = ""
 
+    def target(self, iid: str, name: str) -> Target | None:
+        """Instance ``iid``'s human reference (``name`` ``REFERENCE``) or setup ``name``'s ok
+        continuation of it, as ``targets_for`` makes them (None: there is none); read at first use."""
+        key = (iid, name)
+        if key not in self._targets:
+            inst, made = self.run.instance(iid), None
+            if inst is not None:
+                cont = None if name == REFERENCE else self.run.continuation(name, iid)
+                made = next((t for t in targets_for([inst], {name: [cont]} if cont else {}) if t.name == name), None)
+            self._targets[key] = made
+        return self._targets[key]
+
     def _simulated(self, setup: str, iid: str) -> bool:
-        return (iid, setup) in self.targets
+        status = self._status.get((iid, setup))  # the frames: ok, invalid or stale (an ok one may be stale)
+        return status == "ok" or (status == "stale" and self.target(iid, setup) is not None)
 
     def _matches(self, inst_id: str) -> bool:
-        inst = self.instances[inst_id]
-        if self.dataset.value != ALL and inst.dataset != self.dataset.value:
+        if self.dataset.value != ALL and self.datasets[inst_id] != self.dataset.value:
             return False
         if self.behaviour.value == ALL:
             return True
@@ -168,7 +185,7 @@ class ConversationViewer:
     def _refilter(self, *_: Any) -> None:
         if self._quiet:
             return
-        ids = [i for i in sorted(self.instances) if self._matches(i)]
+        ids = [i for i in sorted(self.datasets) if self._matches(i)]
         current = self.instance.value
         if current not in ids and ids:  # open on an instance the chosen setups simulated
             current = max(ids, key=lambda i: sum(self._simulated(s, i) for s in self.setups.value))
@@ -197,7 +214,8 @@ class ConversationViewer:
         iid = self.instance.value
         if iid is None:
             return "<i>No instance matches the filters.</i>"
-        inst = self.instances[iid]
+        inst = self.run.instance(iid)
+        assert inst is not None  # an instance of the frames
         m = inst.metadata
         parts = [f"<h4>{_e(inst.id)} <small>({_e(inst.dataset)})</small></h4>",
                  "<b>Goals</b><ul>" + "".join(f"<li>{_e(g)}</li>" for g in m.goals) + "</ul>",
@@ -211,9 +229,9 @@ class ConversationViewer:
                  + "".join(f"<div><b>{_e(t.speaker)}</b>: {_e(t.text)}</div>" for t in inst.history) + "</details>"]
         cols, missing = [], []
         for target in [REFERENCE, *self.setups.value]:
-            t = self.targets.get((iid, target))
+            t = self.target(iid, target)
             title = HUMAN if target == REFERENCE else target
-            cont = next((c for c in self.run.continuations.get(target, []) if c.instance_id == iid), None)
+            cont = None if target == REFERENCE else self.run.continuation(target, iid)
             if target != REFERENCE and cont is None:  # folded into one line below the columns
                 missing.append(target)
                 continue
@@ -266,12 +284,13 @@ class ConversationViewer:
             j = self.judgments.get((judge, iid, tgt))
             return j if j is not None and j.valid else None
 
-        ids = sorted(self.instances)
-        if scope == "panel" and panel in self.run.continuations:
+        ids = sorted(self.datasets)
+        if scope == "panel" and panel in self.run.names("continuations"):
             ids = [i for i in ids if valid(panel, i)]
         out = Bar(panel, series, behaviour, target)
         for iid in ids:
-            j, t = valid(target, iid), self.targets.get((iid, target))
+            j = valid(target, iid)
+            t = None if j is None else self.target(iid, target)
             if j is None or t is None:
                 continue
             out.n += 1
@@ -309,7 +328,7 @@ class ConversationViewer:
             if panel in self.setups.options:
                 self.setups.value = (panel,)
             pick = b.instances[0] if b.instances else None
-            if pick is not None and self.dataset.value not in (ALL, self.instances[pick].dataset):
+            if pick is not None and self.dataset.value not in (ALL, self.datasets[pick]):
                 self.dataset.value = ALL
         if pick is not None and pick in self.instance.options:
             self.instance.value = pick

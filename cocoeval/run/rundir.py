@@ -23,7 +23,15 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from cocoeval import __version__
 from cocoeval.core.errors import InputError, NotFoundError
-from cocoeval.core.jsonio import read_json, read_unique_models, recorded_reads, write_json
+from cocoeval.core.jsonio import (
+    parse_json_line,
+    read_json,
+    read_text,
+    read_unique_models,
+    recorded_reads,
+    validate,
+    write_json,
+)
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup
@@ -117,6 +125,11 @@ class Run(BaseModel):
     """{file in the run: SHA-256 of the bytes read} of an opened run (``digest``)."""
     _unread: set[str] = PrivateAttr(default_factory=set)
     """The records of a lazily opened run not read yet."""
+    _lines: dict[str, dict[str, tuple[int, str]]] = PrivateAttr(default_factory=dict)
+    """{file in the run: {instance id: (line number, line)}}: the lines ``instance`` and
+    ``continuation`` parse one at a time while the part is unread (``_lines_of``)."""
+    _one: dict[tuple[str, str], Any] = PrivateAttr(default_factory=dict)
+    """{(file in the run, instance id): the record parsed from its line} (``_record``)."""
     _as_read: dict[str, Any] = PrivateAttr(default_factory=dict)
     """{record: its shape when read} (``state``)."""
 
@@ -221,6 +234,78 @@ class Run(BaseModel):
         self._unread.discard(part)
         self._as_read[part] = _shape_of(value)
 
+    def instance(self, instance_id: str) -> Instance | None:
+        """The instance ``instance_id`` (None: the run has none), as ``instances`` holds it; while a
+        lazily opened run has not read its instances, parsed from its own line alone."""
+        if "instances" not in self._unread:
+            return next((i for i in self.instances if i.id == instance_id), None)
+        return self._record("instances.jsonl", instance_id)
+
+    def continuation(self, setup: str, instance_id: str) -> Continuation | None:
+        """Setup ``setup``'s continuation of instance ``instance_id`` (None: it has none), as
+        ``continuations`` holds it (read against its instance, ``checked_turns``); while a lazily
+        opened run has not read its continuations, parsed from its own line alone: a viewer of
+        one conversation reads one line per setup, not the run."""
+        if "continuations" not in self._unread:
+            return next((c for c in self.continuations.get(setup, []) if c.instance_id == instance_id), None)
+        return self._record(f"continuations/{setup}.jsonl", instance_id)
+
+    def _record(self, rel: str, key: str) -> Any:
+        """One record of an unread part, from the line of ``key`` in file ``rel`` (``_lines_of``),
+        parsed and checked as reading the whole file would (its errors name the file and line)."""
+        if (rel, key) in self._one:
+            return self._one[rel, key]
+        lines = self._lines_of(rel)
+        if lines is None:  # the part was read whole instead
+            return self.instance(key) if rel == "instances.jsonl" else self.continuation(PurePosixPath(rel).stem, key)
+        if key not in lines:
+            return None
+        assert self.path is not None
+        n, line = lines[key]
+        f = self.path / rel
+        if rel == "instances.jsonl":
+            record: Any = validate(Instance, parse_json_line(line, f, n), file=f, record=f"line {n}")
+        else:
+            c = validate(Continuation, parse_json_line(line, f, n), file=f, record=f"line {n}")
+            ref = self.instance(c.instance_id)
+            record = checked_turns(c, None if ref is None else len(ref.reference),
+                                   turn_char_limits(self.manifest).get(PurePosixPath(rel).stem))
+        self._one[rel, key] = record
+        return record
+
+    def _lines_of(self, rel: str) -> dict[str, tuple[int, str]] | None:
+        """{instance id: (line number, line)} of file ``rel`` of a lazily opened run, its bytes
+        checked against the SHA-256 they had at opening (changed since: the InputError of a lazy
+        read); {} for a file the run did not have then. None where a line cannot be indexed by
+        its id (not JSON, no id, an id twice): the part is then read whole, which says what is
+        wrong as ``open`` would, and the caller looks in what it read."""
+        if rel in self._lines:
+            return self._lines[rel]
+        assert self.path is not None and self._digests is not None
+        if rel not in self._digests:
+            return {}
+        f = self.path / rel
+        with recorded_reads() as seen:
+            text = read_text(f)
+        if seen.get(str(f)) != self._digests[rel]:
+            raise InputError(f"{rel} changed after the run was opened: its records would mix two versions",
+                             file=str(f), hint="open the run again (rerun the cell or the command)")
+        field = "id" if rel == "instances.jsonl" else "instance_id"
+        out: dict[str, tuple[int, str]] = {}
+        for n, line in enumerate(text.split("\n"), start=1):  # as ``iter_jsonl`` cuts lines
+            if not line.strip():
+                continue
+            try:
+                key = json.loads(line).get(field)
+            except (ValueError, AttributeError, RecursionError):
+                key = None
+            if not isinstance(key, str) or key in out:
+                getattr(self, _part_of(Path(rel)))  # read whole: its error, or the records to look in
+                return None
+            out[key] = (n, line)
+        self._lines[rel] = out
+        return out
+
     def names(self, part: str) -> list[str]:
         """The names ``part`` is keyed by, in its order, without reading an unread record: the
         setups (``"continuations"``), the LLM judges (``"judgments"``), the annotators
@@ -302,9 +387,13 @@ class Run(BaseModel):
         rewrote the file), or made from another version of its instance (``instance_hash``: the
         instance was edited since). None when it is current or the manifest does not say."""
         if item.instance_hash is not None:
-            if self._instance_hashes is None:
-                self._instance_hashes = {i.id: i.content_hash() for i in self.instances}
-            now = self._instance_hashes.get(item.instance_id)
+            if "instances" in self._unread:  # a lazily opened run: that instance alone
+                inst = self.instance(item.instance_id)
+                now = None if inst is None else inst.content_hash()
+            else:
+                if self._instance_hashes is None:
+                    self._instance_hashes = {i.id: i.content_hash() for i in self.instances}
+                now = self._instance_hashes.get(item.instance_id)
             if now is not None and now != item.instance_hash:
                 return (f"made from another version of instance {item.instance_id!r} (instance hash "
                         f"{item.instance_hash}; instances.jsonl now gives {now}): the instance was edited "

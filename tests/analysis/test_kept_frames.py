@@ -175,6 +175,54 @@ def test_a_lazy_run_never_mixes_two_versions_of_a_file(tmp_path):
     assert Run.open(d, lazy=True).model_dump()["judgments"]  # a dump reads the records first
 
 
+def test_one_record_of_a_lazy_run_is_read_from_its_own_line_as_the_whole_read_gives_it(tmp_path):
+    """``Run.instance`` and ``Run.continuation`` of a lazy run parse one line (the part stays
+    unread) and give what ``Run.open`` gives: a continuation read against its instance
+    (``checked_turns``: one with a turn too few is invalid), None where there is none."""
+    from cocoeval.core.schema import Turn
+
+    run = make_run(3)
+    short = run.continuations["sim"][1]
+    run.continuations["sim"][1] = short.model_copy(update={"turns": [Turn(speaker="A", text="hi")]})
+    d = tmp_path / "run"
+    write_run_dir(d, run, {"status": "complete"})
+    eager, lazy = Run.open(d), Run.open(d, lazy=True)
+    for inst in eager.instances:
+        assert lazy.instance(inst.id) == inst == eager.instance(inst.id)
+        for setup, cs in eager.continuations.items():
+            want = next((c for c in cs if c.instance_id == inst.id), None)
+            assert lazy.continuation(setup, inst.id) == want == eager.continuation(setup, inst.id)
+    got = lazy.continuation("sim", short.instance_id)
+    assert got is not None and got.status == "invalid" and got.reason.startswith("read as invalid")
+    assert lazy.instance("nope") is None and lazy.continuation("nope", eager.instances[0].id) is None
+    assert lazy.continuation("sim", "nope") is None
+    assert {"instances", "continuations"} <= lazy._unread  # nothing was read whole
+    # a file changed since the opening is refused, as a whole read refuses it
+    late = Run.open(d, lazy=True)
+    f = d / "continuations" / "sim2.jsonl"
+    f.write_text(f.read_text().replace('"ok"', '"invalid"', 1))
+    with pytest.raises(InputError, match=r"continuations/sim2\.jsonl changed after the run was opened"):
+        late.continuation("sim2", eager.instances[0].id)
+
+
+def test_a_bad_line_found_by_one_record_read_is_the_whole_read_error(tmp_path):
+    """A file a lazy run cannot index by instance (an instance twice, a line that is no JSON) is
+    read whole: its error names the file and both lines, as ``Run.open`` says it."""
+    d = _write(tmp_path / "run")
+    f = d / "continuations" / "sim.jsonl"
+    lines = f.read_text().splitlines()
+    f.write_text("\n".join([*lines, lines[0]]) + "\n")
+    with pytest.raises(InputError) as lazy_error:
+        Run.open(d, lazy=True).continuation("sim", "x")
+    with pytest.raises(InputError) as whole_error:
+        Run.open(d)
+    assert str(lazy_error.value) == str(whole_error.value) and "is here twice" in str(lazy_error.value)
+    f.write_text("\n".join([*lines[:1], "{not json", *lines[1:]]) + "\n")
+    with pytest.raises(InputError, match="invalid JSON") as e:
+        Run.open(d, lazy=True).continuation("sim", "x")
+    assert "sim.jsonl" in str(e.value) and "line 2" in str(e.value)
+
+
 def test_names_and_coverage_of_a_lazy_run_are_those_of_its_records(tmp_path, monkeypatch):
     from cocoeval.analysis.coverage import paper_coverage, run_facts
     from cocoeval.analysis.frames import kept_facts

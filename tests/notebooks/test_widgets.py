@@ -249,7 +249,15 @@ def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path, m
         saved = ctx.show(answer, "01_x")
         bundles = [(a[0], k["metadata"]) for a, k in shown if k.get("raw")]
         assert bundles == [charts.mimebundle(c, EMBED_OPTIONS) for c in answer.charts.values()]
-        assert bundles and len(saved) == 2 * len(bundles) and all(p.is_file() for p in saved)
+        assert bundles and len(saved) == 2 * len(bundles)
+        # rendered in a background process: written once wait_for_figures returns, as charts.save writes them
+        assert ctx.wait_for_figures() == saved and all(p.is_file() for p in saved)
+        assert ctx.wait_for_figures() == []  # nothing left to wait for
+        for name, ch in answer.charts.items():
+            made = charts.save(ch, tmp_path / "direct" / name)
+            assert [p.read_bytes() for p in made] == [p.read_bytes() for p in saved if p.stem == name]
+            spec = (tmp_path / "run" / "figures" / "01_x" / f"{name}.vl.json").read_bytes()
+            assert spec == (tmp_path / "direct" / f"{name}.vl.json").read_bytes()
         # the linked chart is the one widget, its JavaScript bundled (no CDN)
         jc = ctx.linked_chart(ctx.viewer())
         assert isinstance(jc, alt.JupyterChart) and jc.embed_options == EMBED_OPTIONS
@@ -439,9 +447,14 @@ def test_the_viewer_reads_no_judgment_record_and_shows_them_as_the_statistics_co
         lazy = ConversationViewer(open_run_dir(d), judge="J")
     assert not [p for p in seen if "judgments" in os.path.relpath(p, d)]
     eager = ConversationViewer(Run.open(d), judge="J")
+    assert lazy.instance.options == eager.instance.options and lazy.instance.value == eager.instance.value
     for iid in lazy.instance.options:
         lazy.instance.value = eager.instance.value = iid
         assert lazy.html.value == eager.html.value
+    for series in ("simulated", charts.HUMAN):
+        assert lazy.bar("sim", series, "repetition") == eager.bar("sim", series, "repetition")
+    # the texts came from the lines of the instances shown: no record was read whole
+    assert {"instances", "continuations", "judgments"} <= lazy.run._unread
     lazy.instance.value = first.instance_id
     col = lazy.html.value.split('data-target="sim"')[1]
     assert "judgment stale: judges a continuation that is no longer the setup" in col
