@@ -173,7 +173,31 @@ def test_renderer_processes_write_the_figures_and_raise_a_failed_one(tmp_path):
         f"f{i}{s}" for i in range(3) for s in (".png", ".svg", ".vl.json"))
     r = render.Renderer(1)
     r.submit('{"mark": "nonsense-mark", "data": {"values": []}}', tmp_path / "bad")
-    with pytest.raises(Exception, match="Vega-Lite to Vega conversion failed"):
+    with pytest.raises(render.RenderError, match=r"figure .*bad failed to render: .*Vega-Lite to Vega conversion failed"):
+        r.close()
+
+
+def test_renderer_workers_leave_no_process_behind(tmp_path):
+    """Closed, the workers are gone and no other child was started (a ``multiprocessing`` pool
+    leaves a resource tracker that ignores SIGTERM: a Jupyter kernel with one waits at shutdown
+    until its client kills it); a worker that dies is said at ``close``, not hidden."""
+    import psutil
+    import pytest
+
+    from cocoeval.analysis import render
+
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    r = render.Renderer(2)
+    assert len({p.pid for p in me.children(recursive=True)} - before) == 2
+    r.submit('{"mark": "point", "data": {"values": [{"x": 1}]}}', tmp_path / "a")
+    r.close()
+    assert (tmp_path / "a.svg").is_file() and {p.pid for p in me.children(recursive=True)} <= before
+    r = render.Renderer(1)
+    r._procs[0].kill()
+    r._procs[0].wait()
+    r.submit('{"mark": "point", "data": {"values": []}}', tmp_path / "b")  # to a dead worker: no error yet
+    with pytest.raises(render.RenderError, match="exit status"):
         r.close()
 
 
