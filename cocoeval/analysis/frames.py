@@ -173,8 +173,13 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     already (this content was read whole and valid by this code), the run is opened lazily
     (``Run.open(lazy=True)``): its records are read only if an analysis needs more than the
     frames (the texts, for the viewer and the judge-free statistics), and ``run_frames`` reads
-    the kept frames. A run folder that cannot be written keeps nothing (read whole each time)."""
+    the kept frames. A run folder that cannot be written keeps nothing (read whole each time).
+
+    The process's memory is set up for the analyses' large arrays first (``memory.tune_for_arrays``)."""
+    from cocoeval.core.memory import tune_for_arrays
     from cocoeval.run import Run
+
+    tune_for_arrays()
 
     d = Path(path).resolve()
     sig = run_signature(d)
