@@ -175,11 +175,10 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     frames (the texts, for the viewer and the judge-free statistics), and ``run_frames`` reads
     the kept frames. A run folder that cannot be written keeps nothing (read whole each time).
 
-    The process's memory is set up for the analyses' large arrays first (``memory.tune_for_arrays``)."""
+    Then the process's memory is set up for the analyses' large arrays (``memory.tune_for_arrays``;
+    after a whole read, which would only keep more of its records' memory)."""
     from cocoeval.core.memory import tune_for_arrays
     from cocoeval.run import Run
-
-    tune_for_arrays()
 
     d = Path(path).resolve()
     sig = run_signature(d)
@@ -209,9 +208,13 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
                     log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
             _keep_frames(folder, run_frames(run, tax), {"coverage": run_facts(run),
                                                         "integrity_warnings": run.integrity_warnings()}, extra)
+            again = Run.open(path, lazy=True)  # the records go: what follows needs the frames, rarely a text
+            if folder.is_dir() and _kept_folder(again, tax) == folder:  # (unless a file changed meanwhile)
+                run = again
     _CACHE[("open", str(d))] = (sig, run)
     if folder is not None and folder.is_dir():
         _CACHE[("kept", str(d))] = (sig, folder)
+    tune_for_arrays()
     return run
 
 

@@ -8,19 +8,19 @@ again. Where a page fault is dear (a sandboxed or virtualised kernel: measured 0
 43 MB, against 0.003 s for memory already held) that was most of an analysis's time: the
 judge-free analysis of the paper-shaped run took 6.6 s, 1.8 s with ``tune_for_arrays()``.
 
-``tune_for_arrays()`` asks numpy for ordinary pages and glibc to serve blocks up to 256 MB from
-its heap and to keep up to 512 MB of freed heap for the next arrays. It changes no number, only
-where the memory comes from; a process keeps more of what it used (the report's peak rose from
-680 to 840 MB on the paper's shape). Set ``COCOEVAL_MEMORY_TUNING=0`` to leave the process as it
+``tune_for_arrays()`` asks numpy for ordinary pages and glibc to serve blocks up to 64 MB from
+its heap and to keep up to 128 MB of freed heap for the next arrays. It changes no number, only
+where the memory comes from; a process keeps more of what it used (the warm report's peak rose from
+680 to 730 MB on the paper's shape). Set ``COCOEVAL_MEMORY_TUNING=0`` to leave the process as it
 is. Called where a run is opened for analysis (``analysis.frames.open_run_dir``), once a process."""
 
 from __future__ import annotations
 
 import os
 
-MMAP_THRESHOLD = 256 * 2**20
+MMAP_THRESHOLD = 64 * 2**20
 """Blocks up to this size come from glibc's heap, not a mapping of their own (``M_MMAP_THRESHOLD``)."""
-TRIM_THRESHOLD = 512 * 2**20
+TRIM_THRESHOLD = 128 * 2**20
 """Freed heap kept for the next arrays before glibc gives it back (``M_TRIM_THRESHOLD``)."""
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 _done: list[bool] = []
