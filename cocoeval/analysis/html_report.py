@@ -39,6 +39,7 @@ from cocoeval.core.targets import REFERENCE
 from cocoeval.run import Run
 
 from .frames import HUMAN, Frames
+from .verdicts import verdicts
 
 __all__ = ["BLOCK_TYPE", "NOT_SIMULATED", "continuation_note", "from_report", "judgment_note", "not_simulated_line",
            "pack", "payload", "unpack", "write_html"]
@@ -113,20 +114,24 @@ def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     setups = sorted(run.continuations)
     cont_status: dict[tuple[str, str], tuple[str, str | None]] = {
         (r["setup"], r["instance_id"]): (r["status"], r["reason"]) for r in f.continuations.iter_rows(named=True)}
+    # each judgment as the notebooks' viewer shows it (``verdicts``): where a stale judgment and
+    # a counted one share a key, the counted one, with its labels only
+    shown = verdicts(f)
     judg: dict[str, dict[str, dict[str, Any]]] = {}  # judge -> target -> instance index -> entry
-    for r in f.judgments.filter(pl.col("kind") == "fine_grained").iter_rows(named=True):
-        if r["instance_id"] not in order:
+    for (judge, iid, target), v in shown.items():
+        if iid not in order:
             continue
-        e: dict[str, Any] = {"s": r["status"]}
-        if r["reason"]:
-            e["r"] = r["reason"]
-        judg.setdefault(r["judge"], {}).setdefault(r["target"], {})[str(order[r["instance_id"]])] = e
+        e: dict[str, Any] = {"s": v.status}
+        if v.reason:
+            e["r"] = v.reason
+        judg.setdefault(judge, {}).setdefault(target, {})[str(order[iid])] = e
     evidence: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
-    for r in f.labels.iter_rows(named=True):
+    for r in f.labels.iter_rows(named=True):  # in their order, as the statistics read them
         if r["instance_id"] not in order:
             continue
+        shown_as = shown.get((r["judge"], r["instance_id"], r["target"]))
         entry = judg.get(r["judge"], {}).get(r["target"], {}).get(str(order[r["instance_id"]]))
-        if entry is None:
+        if entry is None or shown_as is None or not shown_as.valid:
             continue
         turns = entry.setdefault("l", {})
         turns.setdefault(str(r["turn"]), []).append(r["behaviour"])

@@ -208,3 +208,30 @@ def test_in_the_browser_from_file(report):
             browser.close()
     assert outside == [], f"requests outside the file: {outside}"
     assert errors == [], errors
+
+
+def test_the_html_viewer_shows_the_counted_judgment_where_a_stale_one_shares_its_key():
+    """A setup simulated again keeps its old judgment, now stale, beside the new one under the same
+    setup name: the HTML report's viewer shows the counted one with its labels, as the notebooks'
+    viewer and the statistics do (``verdicts``), even when the stale one comes last in the file."""
+    from cocoeval.analysis.frames import run_frames
+    from cocoeval.analysis.verdicts import verdicts
+
+    from .test_stats import fine
+
+    run = make_run(3)
+    first = run.continuations["sim"][0]
+    run.continuations["sim"][0] = first.model_copy(update={"setup_id": "sim-v2"})  # simulated again
+    new = fine(first.instance_id, "sim-v2", "J", [["off_topic"], [], [], []]).model_copy(update={"target_name": "sim"})
+    js = run.judgments["J"]
+    old = next(k for k, j in enumerate(js) if j.instance_id == first.instance_id and j.target == "sim")
+    run.judgments["J"] = [*js[:old], new, *js[old:]]  # the stale one after the counted one
+    f = run_frames(run)
+    rows = f.judgments.filter(kind="fine_grained", target="sim", instance_id=first.instance_id)
+    assert rows["status"].to_list() == ["ok", "stale"]
+    index, blocks = html_report.payload(run, f)
+    at = str([b["id"] for b in blocks].index(first.instance_id))
+    entry = index["judgments"]["J"]["sim"][at]
+    assert entry["s"] == "ok" and entry["l"] == {"0": ["off_topic"]}
+    v = verdicts(f)[("J", first.instance_id, "sim")]
+    assert v.status == entry["s"] and {str(t): bs for t, (bs, _) in v.labels.items()} == entry["l"]
