@@ -177,7 +177,7 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
         if judged and gate and rates_of_judge(name) and "likert" not in name:
             chart, what = judge_check.mark_chart(chart, what, gate), f"{what} — {gate}"
         base = out / name  # rendered by the renderer's workers, waited for before the index
-        figures[name] = ([base.parent / f"{base.name}.png", base.parent / f"{base.name}.svg"], what)
+        figures[name] = (charts.figure_paths(base), what)
         renderer.submit(chart.to_json(validate=False), base)  # validated by the tests
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)

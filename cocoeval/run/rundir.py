@@ -225,9 +225,7 @@ class Run(BaseModel):
             value = _read_instances(d) if part == "instances" else _parse(d, part)
         got = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
         if got != was:
-            changed = sorted(set(was.items()) ^ set(got.items()))
-            raise InputError(f"{changed[0][0]} changed after the run was opened: its records would mix two versions",
-                             file=str(d / changed[0][0]), hint="open the run again (rerun the cell or the command)")
+            raise _changed_since_opening(d, sorted(set(was.items()) ^ set(got.items()))[0][0])
         if refs is not None:
             value = _checked(part, value, refs, self.manifest)
         self.__dict__[part] = value
@@ -288,8 +286,7 @@ class Run(BaseModel):
         with recorded_reads() as seen:
             text = read_text(f)
         if seen.get(str(f)) != self._digests[rel]:
-            raise InputError(f"{rel} changed after the run was opened: its records would mix two versions",
-                             file=str(f), hint="open the run again (rerun the cell or the command)")
+            raise _changed_since_opening(self.path, rel)
         field = "id" if rel == "instances.jsonl" else "instance_id"
         out: dict[str, tuple[int, str]] = {}
         for n, line in enumerate(text.split("\n"), start=1):  # as ``iter_jsonl`` cuts lines
@@ -475,6 +472,12 @@ def _read_manifest(d: Path) -> Manifest:
         err = e.errors()[0]
         raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
                          hint="the manifest is written by cocoeval run; run it again") from None
+
+
+def _changed_since_opening(d: Path, rel: str) -> InputError:
+    """The error of a lazily opened run whose file ``rel`` changed after the opening."""
+    return InputError(f"{rel} changed after the run was opened: its records would mix two versions",
+                      file=str(d / rel), hint="open the run again (rerun the cell or the command)")
 
 
 def _read_instances(d: Path) -> list[Instance]:
