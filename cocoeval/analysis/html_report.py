@@ -115,29 +115,20 @@ def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     cont_status: dict[tuple[str, str], tuple[str, str | None]] = {
         (r["setup"], r["instance_id"]): (r["status"], r["reason"]) for r in f.continuations.iter_rows(named=True)}
     # each judgment as the notebooks' viewer shows it (``verdicts``): where a stale judgment and
-    # a counted one share a key, the counted one, with its labels only
-    shown = verdicts(f)
+    # a counted one share a key, the counted one; labels and evidence only of a valid one
     judg: dict[str, dict[str, dict[str, Any]]] = {}  # judge -> target -> instance index -> entry
-    for (judge, iid, target), v in shown.items():
+    evidence: dict[str, dict[str, dict[str, dict[str, str]]]] = {}  # instance -> judge\0target -> turn -> ...
+    for (judge, iid, target), v in verdicts(f).items():
         if iid not in order:
             continue
         e: dict[str, Any] = {"s": v.status}
         if v.reason:
             e["r"] = v.reason
+        if v.labels:
+            e["l"] = {str(turn): list(bs) for turn, (bs, _) in v.labels.items()}
+            if ev := {str(turn): dict(said) for turn, (_, said) in v.labels.items() if said}:
+                evidence.setdefault(iid, {})[f"{judge}\u0000{target}"] = ev
         judg.setdefault(judge, {}).setdefault(target, {})[str(order[iid])] = e
-    evidence: dict[tuple[str, str, str], dict[str, dict[str, str]]] = {}
-    for r in f.labels.iter_rows(named=True):  # in their order, as the statistics read them
-        if r["instance_id"] not in order:
-            continue
-        shown_as = shown.get((r["judge"], r["instance_id"], r["target"]))
-        entry = judg.get(r["judge"], {}).get(r["target"], {}).get(str(order[r["instance_id"]]))
-        if entry is None or shown_as is None or not shown_as.valid:
-            continue
-        turns = entry.setdefault("l", {})
-        turns.setdefault(str(r["turn"]), []).append(r["behaviour"])
-        if r["evidence"]:
-            evidence.setdefault((r["instance_id"], r["judge"], r["target"]), {}).setdefault(
-                str(r["turn"]), {})[r["behaviour"]] = r["evidence"]
     index: dict[str, Any] = {
         "human": HUMAN, "reference": REFERENCE, "setups": setups,
         "judges": sorted(judg), "datasets": sorted({i.dataset for i in insts}),
@@ -163,13 +154,12 @@ def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             conts[s] = col
         m = inst.metadata
         index["instances"].append({"id": inst.id, "dataset": inst.dataset, "ok": ok, "n": len(inst.reference)})
-        ev = {f"{j}\u0000{t}": v for (iid, j, t), v in evidence.items() if iid == inst.id}
         blocks.append({
             "id": inst.id, "dataset": inst.dataset, "goals": list(m.goals),
             "participants": [[p.name, ", ".join(x for x in (p.role, p.stance) if x)] for p in m.participants],
             "summary": inst.summary.text, "methods": [m.method, inst.summary.method, inst.provenance.text_method],
             "history": _turns(inst.history), "reference": _turns(inst.reference), "continuations": conts,
-            "evidence": ev})
+            "evidence": evidence.get(inst.id, {})})
     return index, blocks
 
 
