@@ -88,7 +88,8 @@ def with_words(df: pl.DataFrame, lo: str = "ci_low", hi: str = "ci_high", *, dig
 
 def _whiskers(base: alt.Chart, axis: str, lo: str = "ci_low", hi: str = "ci_high", **enc) -> alt.Chart:
     """Error bars where the interval is defined (see ``_undefined`` for the rest)."""
-    ends = {axis: alt.Y(f"{lo}:Q", title="") if axis == "y" else alt.X(f"{lo}:Q", title=""), f"{axis}2": f"{hi}:Q"}
+    ends = ({"y": alt.Y(f"{lo}:Q", title=""), "y2": alt.Y2(f"{hi}:Q")} if axis == "y"
+            else {"x": alt.X(f"{lo}:Q", title=""), "x2": alt.X2(f"{hi}:Q")})
     return base.transform_filter(DEFINED.format(lo=lo, hi=hi)).mark_errorbar(ticks=True).encode(**ends, **enc)
 
 
@@ -97,7 +98,8 @@ def _undefined(base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: s
     """Where the interval is undefined (too few instances, every resample equal): no whisker but
     a cross at the estimate whose tooltip says why."""
     tip = [t for t in (tooltip or []) if not (isinstance(t, alt.Tooltip) and t.field == "interval")]
-    enc = {axis: f"{value}:Q", "tooltip": [*tip, alt.Tooltip("interval:N", title="interval")]}
+    enc = {axis: alt.Y(f"{value}:Q") if axis == "y" else alt.X(f"{value}:Q"),
+           "tooltip": [*tip, alt.Tooltip("interval:N", title="interval")]}
     return base.transform_filter(f"!({DEFINED.format(lo=lo, hi=hi)})").mark_point(**UNDEFINED_MARK).encode(**enc)
 
 
@@ -159,7 +161,7 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
         tooltip=tip)
     if selectable:
         bars = bars.add_params(alt.selection_point(name="pick", fields=["panel", "series", "behaviour"]))
-    err = _whiskers(base, "y", color=alt.value("#333"))
+    err = _whiskers(base, "y", color=alt.ColorValue("#333"))
     mark = _undefined(base, "y", "mean", tooltip=tip)
     cols = max(1, min(columns, len(sims) or 1))
     chart = alt.layer(bars, err, mark).properties(width=panel_width(cols), height=170).facet(
@@ -193,7 +195,7 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
                                       direction=pl.col("direction").fill_null("not tested")),
                    "diff_ci_low", "diff_ci_high")
     base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
-    tip = ["comparison:N", alt.Tooltip("name:N", title="behaviour"), alt.Tooltip("diff:Q", format=".2f", title="difference"),
+    tip = [alt.Tooltip("comparison:N"), alt.Tooltip("name:N", title="behaviour"), alt.Tooltip("diff:Q", format=".2f", title="difference"),
            alt.Tooltip("interval:N", title="interval"), alt.Tooltip("p_adj:Q", format=".3g", title="corrected p")]
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("diff:Q", title=_titled(
@@ -201,7 +203,7 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
         color=alt.Color("direction:N", title="corrected test", scale=alt.Scale(
             domain=["higher", "lower", "no significant difference", "not tested"],
             range=["#c0392b", "#2471a3", "#999", "#ccc"])), tooltip=tip)
-    rule = base.mark_rule(color="#888").encode(x=alt.datum(0))
+    rule = base.mark_rule(color="#888").encode(x=alt.XDatum(0))
     err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
     mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
     chart = alt.layer(rule, err, pts, mark).properties(width=220, height=200).facet(
@@ -220,8 +222,8 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
     rect = base.mark_rect().encode(
         color=alt.Color("rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True),
                         title=_titled("Spearman ρ", d)),
-        tooltip=["dataset:N", "target:N", "name:N", alt.Tooltip("rho:Q", format=".2f"),
-                 alt.Tooltip("p_adj:Q", format=".3g"), "note:N", "n:Q"])
+        tooltip=[alt.Tooltip("dataset:N"), alt.Tooltip("target:N"), alt.Tooltip("name:N"), alt.Tooltip("rho:Q", format=".2f"),
+                 alt.Tooltip("p_adj:Q", format=".3g"), alt.Tooltip("note:N"), alt.Tooltip("n:Q")])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("rho:Q", format=".2f"))
     return alt.layer(rect, text).properties(width=24 * max(1, d["target"].n_unique()), height=220).facet(
         facet=alt.Facet("dataset:N", title=None), columns=2)
@@ -231,11 +233,11 @@ def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.Facet
     """Mean consistency and collaborativeness per target with 95% CIs (Table 4)."""
     d = with_words(likert if judge is None else likert.filter(pl.col("judge") == judge))
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
-    tip = ["target:N", "score:N", alt.Tooltip("mean:Q", format=".2f", title="mean score"), alt.Tooltip("interval:N", title="interval")]
+    tip = [alt.Tooltip("target:N"), alt.Tooltip("score:N"), alt.Tooltip("mean:Q", format=".2f", title="mean score"), alt.Tooltip("interval:N", title="interval")]
     human = (alt.datum.target == REFERENCE) | (alt.datum.series == HUMAN)  # likert_vs_human rows carry a series
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title=_titled("mean score (1-10), 95% CI", d)),
-        color=alt.condition(human, alt.value("#111"), alt.value("#2471a3")),
+        color=alt.ColorValue(**alt.condition(human, alt.value("#111"), alt.value("#2471a3"))),
         tooltip=tip)
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=tip)
@@ -252,7 +254,7 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
         y=alt.Y("dataset:N", title=None))
     rect = base.mark_rect().encode(color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"),
                                                    title=_titled(["mean per", "conversation"], d)),
-                                   tooltip=["target:N", "dataset:N", "name:N", alt.Tooltip("mean:Q", format=".2f"), "n:Q"])
+                                   tooltip=[alt.Tooltip("target:N"), alt.Tooltip("dataset:N"), alt.Tooltip("name:N"), alt.Tooltip("mean:Q", format=".2f"), alt.Tooltip("n:Q")])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".1f"))
     return alt.layer(rect, text).properties(width=300, height=140).facet(
         facet=alt.Facet("target:N", title=None), columns=2)
@@ -264,8 +266,8 @@ def participants_chart(per_conversation: pl.DataFrame, *, x_title: str = "partic
     ``x_title`` says how participants were counted."""
     pts = alt.Chart(_records(per_conversation)).mark_circle(size=40, opacity=0.6).encode(
         x=alt.X("n_participants:Q", title=x_title),
-        y=alt.Y("total:Q", title="behaviours per conversation"), color="dataset:N",
-        tooltip=["dataset:N", "n_participants:Q", "total:Q"])
+        y=alt.Y("total:Q", title="behaviours per conversation"), color=alt.Color("dataset:N"),
+        tooltip=[alt.Tooltip("dataset:N"), alt.Tooltip("n_participants:Q"), alt.Tooltip("total:Q")])
     trend = pts.transform_regression("n_participants", "total", groupby=["dataset"]).mark_line()
     return alt.layer(pts, trend).properties(width=360, height=240)
 
@@ -277,8 +279,8 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
     where ρ itself is undefined)."""
     agree = with_words(agree, "p5", "p95", what="bootstrap 5th–95th percentile")
     base = alt.Chart(_records(agree)).encode(y=alt.Y("comparison:N", title=None))
-    tip = ["comparison:N", "item:N", alt.Tooltip("rho:Q", format=".2f", title="Spearman ρ"),
-           alt.Tooltip("interval:N", title="interval"), *(["note:N"] if "note" in agree.columns else [])]
+    tip = [alt.Tooltip("comparison:N"), alt.Tooltip("item:N"), alt.Tooltip("rho:Q", format=".2f", title="Spearman ρ"),
+           alt.Tooltip("interval:N", title="interval"), *([alt.Tooltip("note:N")] if "note" in agree.columns else [])]
     bars = base.mark_bar().encode(
         x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title=_titled(
             ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile"], agree, "conversations")),
@@ -315,12 +317,13 @@ def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None
     d = with_words(_statistic_labels(means.filter(pl.col("mean").is_not_null()), labels), digits=3)
     order = d["target"].unique(maintain_order=True).to_list()
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None, sort=order))
-    tip = ["target:N", alt.Tooltip("label:N", title="statistic"), alt.Tooltip("mean:Q", format=".3f", title="mean"),
+    tip = [alt.Tooltip("target:N"), alt.Tooltip("label:N", title="statistic"), alt.Tooltip("mean:Q", format=".3f", title="mean"),
            alt.Tooltip("interval:N", title="interval"),
            *([alt.Tooltip("undefined:Q", title="conversations where undefined")] if "undefined" in d.columns else [])]
     pts = base.mark_point(filled=True, size=50).encode(
         x=alt.X("mean:Q", title=None, scale=alt.Scale(zero=False)),
-        color=alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3")), tooltip=tip)
+        color=alt.ColorValue(**alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3"))),
+        tooltip=tip)
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=tip)
     return alt.layer(err, pts, mark).properties(width=170, height=18 * max(1, len(order))).facet(
@@ -335,16 +338,16 @@ def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None 
     d = with_words(_statistic_labels(paired, labels).with_columns(verdict=pl.col("verdict").fill_null("not tested")),
                    "diff_ci_low", "diff_ci_high", digits=3)
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
-    tip = ["target:N", alt.Tooltip("label:N", title="statistic"), alt.Tooltip("diff:Q", format=".3f", title="setup − human"),
+    tip = [alt.Tooltip("target:N"), alt.Tooltip("label:N", title="statistic"), alt.Tooltip("diff:Q", format=".3f", title="setup − human"),
            alt.Tooltip("interval:N", title="interval"), alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
-           "verdict:N"]
+           alt.Tooltip("verdict:N")]
     pts = base.mark_point(filled=True, size=50).encode(
         x=alt.X("diff:Q", title=None), tooltip=tip,
         color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
                         title="vs humans"))
     err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
     mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
-    zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.datum(0))
+    zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.XDatum(0))
     n_targets = max(1, d["target"].n_unique())
     return alt.layer(zero, err, pts, mark).properties(width=170, height=18 * n_targets).facet(
         facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
@@ -362,14 +365,14 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     d = with_words(d, digits=3)
     base = alt.Chart(_records(d))
     is_floor = "datum.origin === 'floor'"
-    tip = ["setup:N", "group:N", alt.Tooltip("distance:Q", format=".3f"), alt.Tooltip("interval:N", title="interval"),
-           "rank:Q", "note:N"]
+    tip = [alt.Tooltip("setup:N"), alt.Tooltip("group:N"), alt.Tooltip("distance:Q", format=".3f"), alt.Tooltip("interval:N", title="interval"),
+           alt.Tooltip("rank:Q"), alt.Tooltip("note:N")]
     sims = base.transform_filter(f"!({is_floor})").encode(
         y=alt.Y("label:N", title=None, sort=alt.EncodingSortField("order", order="ascending")))
     band = base.transform_filter(f"{is_floor} && {DEFINED.format(lo='ci_low', hi='ci_high')}").mark_rect(
-        color="#999", opacity=0.25).encode(x="ci_low:Q", x2="ci_high:Q", tooltip=tip)
+        color="#999", opacity=0.25).encode(x=alt.X("ci_low:Q"), x2=alt.X2("ci_high:Q"), tooltip=tip)
     rule = base.transform_filter(f"{is_floor} && isValid(datum.distance)").mark_rule(
-        color="#555", strokeDash=[4, 3]).encode(x="distance:Q", tooltip=tip)
+        color="#555", strokeDash=[4, 3]).encode(x=alt.X("distance:Q"), tooltip=tip)
     pts = sims.transform_filter("isValid(datum.distance)").mark_point(filled=True, size=60).encode(
         x=alt.X("distance:Q", title=_titled(["distance to the humans (RMS of the per-behaviour", "paired "
                                                  "differences, occurrences per conversation), 95% CI"],

@@ -232,5 +232,5 @@ def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
             a.tables["skipped"] = pl.DataFrame(skipped)
     a.charts["speakers"] = alt.Chart(alt.Data(values=df.to_dicts())).mark_bar().encode(
         x=alt.X("speakers:O", title="distinct speakers in x + r"), y=alt.Y("count():Q", title="instances"),
-        color="dataset:N").properties(width=300, height=180)
+        color=alt.Color("dataset:N")).properties(width=300, height=180)
     return a
