@@ -45,12 +45,48 @@ AGREE_SCHEMA = {"comparison": pl.Utf8, "rater": pl.Utf8, "scale": pl.Utf8, "item
 _UNIT = "__conversation__"
 
 
+def average_ranks(a: np.ndarray) -> np.ndarray:
+    """``scipy.stats.rankdata(a, axis=-1)``: the average ranks (1-based, ties share the mean of
+    their ranks) along the last axis, a row holding a NaN all NaN; exact (half-integers), so
+    equal to scipy's bit for bit (tested), without importing scipy.stats (0.6 s)."""
+    x = np.asarray(a)
+    out = np.empty(x.shape, dtype=np.float64)
+    if x.size == 0:
+        return out
+    n = x.shape[-1]
+    order = np.argsort(x, axis=-1, kind="stable")
+    xs = np.take_along_axis(x, order, axis=-1)
+    starts = np.ones(xs.shape, dtype=bool)  # where a run of tied values starts in sorted order
+    starts[..., 1:] = xs[..., 1:] != xs[..., :-1]
+    ends = np.ones(xs.shape, dtype=bool)
+    ends[..., :-1] = starts[..., 1:]
+    pos = np.broadcast_to(np.arange(n), xs.shape)
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=-1)
+    last = np.flip(np.minimum.accumulate(np.flip(np.where(ends, pos, n - 1), axis=-1), axis=-1), axis=-1)
+    np.put_along_axis(out, order, (first + last) / 2.0 + 1.0, axis=-1)
+    if x.dtype.kind == "f":
+        out[np.isnan(x).any(axis=-1)] = np.nan
+    return out
+
+
+def spearman_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """``scipy.stats.spearmanr(x, y)`` of two 1-D samples of n >= 3 finite, non-constant values:
+    ρ and its two-sided p (Student's t with n − 2 degrees of freedom), computed as scipy computes
+    them (the same ranks, correlation and t; tested bit for bit against it), with
+    ``scipy.special`` (0.2 s to import) instead of ``scipy.stats`` (0.6 s)."""
+    from scipy.special import stdtr
+
+    ranked = np.apply_along_axis(average_ranks, 0, np.column_stack((x, y)))
+    rs = np.corrcoef(ranked, rowvar=False)
+    dof = len(ranked) - 2
+    with np.errstate(divide="ignore"):  # the diagonal's ρ = 1
+        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
+    return float(rs[1, 0]), float((2 * stdtr(dof, -np.abs(t)))[1, 0])
+
+
 def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Spearman ρ of each row pair of (B, n) arrays (ties get average ranks); NaN for a constant row."""
-    # imported on first use: scipy.stats takes a second to import
-    from scipy.stats import rankdata
-
-    return _pearson_of_ranks(rankdata(a, axis=-1), rankdata(b, axis=-1))
+    return _pearson_of_ranks(average_ranks(a), average_ranks(b))
 
 
 def spearman_boot(a: np.ndarray, b: np.ndarray, idx: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.targets import REFERENCE
 
 from . import stats
+from .agreement import spearman_test
 from .answer import SIMULATED, setup_label, setup_origin, setup_view
 from .frames import HUMAN, Frames, validity_note
 from .inference import (
@@ -223,12 +224,9 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
                           correction: str = "bh") -> pl.DataFrame:
     """Table 12: per dataset, target (the human reference and every setup by default) and behaviour
     ('all' = the total), Spearman ρ between the instance's participant count and the count, with
-    scipy's p and ``p_adj`` corrected over the table. ρ is null with a ``note`` below ``min_n``
+    scipy's spearmanr p (``agreement.spearman_test``) and ``p_adj`` corrected over the table. ρ is null with a ``note`` below ``min_n``
     instances or when either side is constant. ``datasets`` None: the ``top`` datasets with the
     largest variance of participant counts."""
-    # imported on first use: scipy.stats takes a second to import
-    from scipy.stats import spearmanr
-
     check_params(min_n=min_n, correction=correction)
     pc = participant_counts(f, count)
     if datasets is None:
@@ -255,8 +253,7 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
                                                          "count left out"]))
                 rho = p = None
                 if len(known) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
-                    res = spearmanr(x, y)
-                    rho, p = float(res.statistic), float(res.pvalue)
+                    rho, p = spearman_test(x, y)  # scipy's spearmanr, bit for bit
                 rows.append({"judge": judge, "target": t, "dataset": ds, "behaviour": b, "rho": rho, "p_value": p,
                              "note": note, "n": len(known)})
     q = adjust_pvalues(np.array([np.nan if r["p_value"] is None else r["p_value"] for r in rows]), correction)

@@ -220,3 +220,37 @@ def test_spearman_boot_equals_ranking_every_resample_bit_for_bit():
     a, b = np.array([1.0, np.nan, 2.0, 3.0]), np.array([1.0, 2.0, 2.0, 0.5])
     idx = np.vstack([np.arange(4), rng.integers(0, 4, size=(9, 4))])
     assert np.array_equal(spearman_boot(a, b, idx), spearman_rows(a[idx], b[idx]), equal_nan=True)
+
+
+def test_average_ranks_and_spearman_test_are_scipys_bit_for_bit():
+    """``average_ranks`` is ``scipy.stats.rankdata(a, axis=-1)`` (ties, NaN rows, integers, one
+    value, an empty row) and ``spearman_test`` is ``scipy.stats.spearmanr``'s ρ and p, the very
+    floats; neither imports scipy.stats."""
+    import subprocess
+    import sys
+
+    import numpy as np
+    import scipy.stats as sps
+
+    from cocoeval.analysis.agreement import average_ranks, spearman_test
+
+    rng = np.random.default_rng(5)
+    cases = [rng.integers(0, 4, size=(30, n)) for n in (1, 2, 5, 40)]
+    cases += [rng.normal(size=(7, 13)).round(1), np.zeros((3, 4)), np.empty((2, 0)), rng.integers(0, 9, size=17)]
+    nan = rng.integers(0, 3, size=(6, 9)).astype(float)
+    nan[[1, 4], [2, 0]] = np.nan
+    cases.append(nan)
+    for a in cases:
+        assert np.array_equal(average_ranks(a), sps.rankdata(a, axis=-1), equal_nan=True)
+    for n in (3, 4, 10, 50, 300):
+        for _ in range(40):
+            x = rng.integers(1, 6, n) if n < 300 else rng.integers(1, 40, n)
+            y = rng.integers(0, 4, n).astype(float) if _ % 2 else rng.normal(size=n)
+            if np.ptp(x) == 0 or np.ptp(y) == 0:
+                continue
+            ref = sps.spearmanr(x, y)
+            assert spearman_test(x, y) == (float(ref.statistic), float(ref.pvalue))
+    code = ("import sys, numpy as np; from cocoeval.analysis.agreement import spearman_test, spearman_rows; "
+            "spearman_test(np.arange(5), np.array([1., 3, 2, 5, 4])); spearman_rows(np.eye(3), np.eye(3)); "
+            "print('scipy.stats' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

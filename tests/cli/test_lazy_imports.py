@@ -78,8 +78,9 @@ def test_the_iri_grammar_is_built_at_its_first_use_with_the_same_answers():
 
 def test_the_analysis_modules_import_scipy_only_when_a_statistic_needs_it():
     """scipy.stats takes a second to import; the notebooks' glue, the report and every analysis
-    module import it only inside the two statistics that use it (Spearman's ρ of the agreement and
-    of Table 12), so a notebook's first chart (RQ2) does not wait for it."""
+    module never import it (Spearman's ρ of the agreement and of Table 12 rank with numpy and take
+    the t distribution from scipy.special, ``agreement.spearman_test``), so neither a notebook's
+    first chart (RQ2) nor the report waits for it."""
     probe = ("import sys\n"
              "import cocoeval.notebooks.context, cocoeval.analysis.report, cocoeval.analysis.analyses\n"
              "import cocoeval.analysis.rq, cocoeval.analysis.studies, cocoeval.analysis.agreement\n"
