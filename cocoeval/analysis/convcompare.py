@@ -10,6 +10,8 @@ statistic is undefined is left out of that statistic (``undefined`` counts it), 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import polars as pl
 
@@ -88,7 +90,8 @@ def paired_vs_human(conv: pl.DataFrame, *, statistics: list[str] | None = None, 
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction, flips=flips)
     names = _stat_names(conv, statistics)
     ref = conv.filter(pl.col("target") == REFERENCE)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    blocks: list[tuple[int, np.ndarray, np.ndarray]] = []
     for target in sorted(set(conv["target"].unique().to_list()) - {REFERENCE}):
         sim = conv.filter(pl.col("target") == target)
         both = sim.join(ref, on="instance_id", suffix="_h").sort("instance_id")
@@ -97,12 +100,13 @@ def paired_vs_human(conv: pl.DataFrame, *, statistics: list[str] | None = None, 
             if pair.is_empty():
                 continue
             a, b = pair[s].to_numpy().astype(float)[:, None], pair[f"{s}_h"].to_numpy().astype(float)[:, None]
-            r = stats.paired_differences(a, b, resamples, seed, min_n=min_n, flips=flips)
+            r = stats.paired_differences(a, b, resamples, seed, min_n=min_n, flips=flips, test=False)
+            blocks.append((len(rows), a, b))  # tested below, with the other statistics of its length
             lo, hi = inference.interval(r["diff_lo"][0], r["diff_hi"][0], r["notes"][0])
             rows.append({"target": target, "statistic": s, "mean_sim": float(a.mean()), "mean_human": float(b.mean()),
                          "diff": float(r["diff"][0]), "diff_ci_low": lo, "diff_ci_high": hi,
-                         "ci_note": r["notes"][0], "n": len(a),
-                         "p": float(r["p"][0]) if np.isfinite(r["p"][0]) else None})
+                         "ci_note": r["notes"][0], "n": len(a)})
+    stats.fill_tested(rows, blocks, flips, seed, min_n=min_n)
     p = np.array([np.nan if x["p"] is None else x["p"] for x in rows])
     p_adj = inference.adjust_pvalues(p, correction)
     family = int(np.isfinite(p).sum())

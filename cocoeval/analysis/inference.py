@@ -17,7 +17,7 @@ defined, the paired sign-flip test, corrections for multiple comparisons, and th
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from cocoeval.core.errors import ConfigError
@@ -101,6 +101,27 @@ def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.nd
     for signs in _float_chunks(n, flips, seed):
         hits += (np.abs(signs @ d) >= obs - tol).sum(axis=0)
     return (1.0 + hits) / (flips + 1.0)
+
+
+def sign_flip_blocks(blocks: Sequence[np.ndarray], flips: int = FLIPS, seed: int = 0) -> list[np.ndarray]:
+    """``sign_flip_pvalues`` of each (n, k) block (or 1-D column; lengths may differ), the blocks
+    of one length tested together: one pass over that length's sign vectors for all of their
+    columns instead of one per block (converting a length's vectors to float64 is most of a test's
+    time, and a family's lengths alternate). The same sign vectors, hence the same p-values
+    (tested): a column's sum may be added in another order, which the test's tolerance absorbs."""
+    import numpy as np
+
+    cols = [np.asarray(b, dtype=float).reshape(len(b), -1) for b in blocks]
+    out: list[np.ndarray] = [np.empty(0)] * len(cols)
+    by_n: dict[int, list[int]] = {}
+    for j, c in enumerate(cols):
+        by_n.setdefault(len(c), []).append(j)
+    for js in by_n.values():
+        p = sign_flip_pvalues(np.hstack([cols[j] for j in js]), flips, seed)
+        ends = np.cumsum([cols[j].shape[1] for j in js])
+        for j, part in zip(js, np.split(p, ends[:-1]), strict=True):
+            out[j] = part
+    return out
 
 
 _FLOAT_SIGNS: dict[tuple[int, int, int], list[Any]] = {}

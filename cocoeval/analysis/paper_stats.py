@@ -19,7 +19,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
@@ -161,7 +161,9 @@ def paired_between(f: Frames, judge: str, pairs: list[tuple], resamples: int = 1
     beh = f.taxonomy.ids
     c = f.counts.filter((pl.col("judge") == judge) & pl.col("instance_id").is_in(multiparty_ids(f).implode()))
     mats = {t: stats.count_matrix(g, beh) for (t,), g in c.group_by("target")}
-    rows, key_cols = [], {}
+    rows: list[dict[str, Any]] = []
+    key_cols: dict[str, Any] = {}
+    blocks: list[tuple[int, np.ndarray, np.ndarray]] = []
     for a, b, keys in pairs:
         key_cols.update({k: pl.Int64 if isinstance(v, int) else pl.Utf8 for k, v in keys.items()})
         pos_a = {i: k for k, i in enumerate(mats[a][0])} if a in mats else {}
@@ -174,13 +176,14 @@ def paired_between(f: Frames, judge: str, pairs: list[tuple], resamples: int = 1
             continue
         xa = mats[a][1][[s[0] for s in shared]]
         xb = mats[b][1][[s[1] for s in shared]]
-        r = stats.paired_differences(xb, xa, resamples, seed, min_n=min_n, flips=flips)
+        r = stats.paired_differences(xb, xa, resamples, seed, min_n=min_n, flips=flips, test=False)
+        blocks.append((len(rows), xb, xa))  # tested below, with the other pairs of its length
         for k, bid in enumerate(beh):
             lo, hi = interval(r["diff_lo"][k], r["diff_hi"][k], r["notes"][k])
             rows.append({**keys, "setup_a": a, "setup_b": b, "behaviour": bid, "mean_a": float(xa[:, k].mean()),
                          "mean_b": float(xb[:, k].mean()), "diff": float(r["diff"][k]), "diff_ci_low": lo,
-                         "diff_ci_high": hi, "ci_note": r["notes"][k], "n": len(shared),
-                         "p": float(r["p"][k]) if np.isfinite(r["p"][k]) else None})
+                         "diff_ci_high": hi, "ci_note": r["notes"][k], "n": len(shared)})
+    stats.fill_tested(rows, blocks, flips, seed, min_n=min_n)
     p = np.array([np.nan if x["p"] is None else x["p"] for x in rows])
     q = adjust_pvalues(p, correction)
     family = int(np.isfinite(p).sum())

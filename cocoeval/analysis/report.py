@@ -178,7 +178,7 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
             chart, what = judge_check.mark_chart(chart, what, gate), f"{what} — {gate}"
         base = out / name  # rendered by the renderer's workers, waited for before the index
         figures[name] = (charts.figure_paths(base), what)
-        renderer.submit(chart.to_json(validate=False), base)  # validated by the tests
+        renderer.submit(charts.unchecked_json(chart), base)  # validated by the tests
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
     free = _tested(write_section("judge-free", run, params, table, figure), correction)

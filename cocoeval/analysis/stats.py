@@ -30,6 +30,7 @@ from .inference import (
     check_params,
     ci_notes,
     interval,
+    sign_flip_blocks,
     sign_flip_pvalues,
     verdict,
 )
@@ -226,10 +227,12 @@ class PairedDifferences(TypedDict):
 
 
 def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
-                       flips: int = FLIPS) -> PairedDifferences:
+                       flips: int = FLIPS, test: bool = True) -> PairedDifferences:
     """One setup's (n, k) simulated and human counts on the same instances: per behaviour the
     difference of means with its paired bootstrap interval (rows resampled as pairs), the ratio,
-    the raw sign-flip p (NaN below ``min_n``: not tested), and the profile distance D's resamples."""
+    the raw sign-flip p (NaN below ``min_n``: not tested), and the profile distance D's resamples.
+    ``test=False`` leaves ``p`` NaN: a caller testing many blocks tests them together
+    (``fill_tested``, ``inference.sign_flip_blocks``: the same p-values)."""
     n = len(s)
     idx = boot_index(n, resamples, seed)
     bs, bh = resample_means(s, idx), resample_means(h, idx)  # the same rows for both: pairs kept
@@ -241,7 +244,7 @@ def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed
         warnings.simplefilter("ignore", RuntimeWarning)
         r_lo, r_hi = np.nanpercentile(np.where(np.isfinite(ratio), ratio, np.nan), PERCENTILES, axis=0)
     d_lo, d_hi = np.percentile(diff, PERCENTILES, axis=0)
-    p = sign_flip_pvalues(s - h, flips, seed) if n >= min_n else np.full(s.shape[1], np.nan)
+    p = sign_flip_pvalues(s - h, flips, seed) if n >= min_n and test else np.full(s.shape[1], np.nan)
     # a resample where the humans show the behaviour 0 times has no finite ratio (x/0 is unbounded,
     # 0/0 undefined): dropping those resamples would give a finite interval to an unbounded ratio
     zero = (bh <= 0).sum(axis=0)
@@ -250,6 +253,20 @@ def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed
     return {"diff": s.mean(0) - h.mean(0), "diff_lo": d_lo, "diff_hi": d_hi, "notes": ci_notes(n, diff, min_n),
             "ratio": point_ratio, "ratio_lo": r_lo, "ratio_hi": r_hi, "ratio_notes": ratio_notes,
             "p": p, "distance_boot": np.abs(diff).sum(axis=1)}
+
+
+def fill_tested(rows: list[dict[str, Any]], blocks: list[tuple[int, np.ndarray, np.ndarray]], flips: int = FLIPS,
+                seed: int = 0, *, min_n: int = MIN_N) -> None:
+    """Set ``p`` in ``rows``: for each ``(first, s, h)`` of ``blocks``, the raw sign-flip p of
+    ``paired_differences(s, h)``'s k columns into ``rows[first:first + k]`` (None below ``min_n``:
+    not tested), every block of one length tested in one pass (``inference.sign_flip_blocks``)."""
+    todo = [b for b in blocks if len(b[1]) >= min_n]
+    for (first, _s, _h), p in zip(todo, sign_flip_blocks([s - h for _, s, h in todo], flips, seed), strict=True):
+        for k, v in enumerate(p):
+            rows[first + k]["p"] = float(v) if np.isfinite(v) else None
+    for first, s, _ in blocks:
+        for row in rows[first:first + s.shape[1]]:
+            row.setdefault("p", None)
 
 
 def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
@@ -269,6 +286,7 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
     ref_pos = {i: k for k, i in enumerate(ref_ids)}
     per_b: list[dict[str, Any]] = []
     dist: list[dict[str, Any]] = []
+    blocks: list[tuple[int, np.ndarray, np.ndarray]] = []
     for target in _judged_targets(f, judge):
         part = c.filter(pl.col("target") == target)
         ids, sim = count_matrix(part, beh) if part.height else ([], None)
@@ -283,7 +301,8 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
         assert sim is not None  # keep is not empty: part has rows
         s = sim[keep]
         h = ref[[ref_pos[ids[k]] for k in keep]]
-        r = paired_differences(s, h, resamples, seed, min_n=min_n, flips=flips)
+        r = paired_differences(s, h, resamples, seed, min_n=min_n, flips=flips, test=False)
+        blocks.append((len(per_b), s, h))  # tested below, with the other setups of its length
         for k, b in enumerate(beh):
             d_lo, d_hi = interval(r["diff_lo"][k], r["diff_hi"][k], r["notes"][k])
             q_lo, q_hi = interval(r["ratio_lo"][k], r["ratio_hi"][k], r["ratio_notes"][k])
@@ -292,13 +311,13 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
                           "diff_ci_high": d_hi, "ci_note": r["notes"][k],
                           "ratio": r["ratio"][k] if np.isfinite(r["ratio"][k]) else None,
                           "ratio_ci_low": q_lo, "ratio_ci_high": q_hi, "ratio_ci_note": r["ratio_notes"][k],
-                          "n": len(s),
-                          "p": float(r["p"][k]) if np.isfinite(r["p"][k]) else None})
+                          "n": len(s)})
         note = ci_notes(len(s), r["distance_boot"][:, None], min_n)[0]
         p_lo, p_hi = np.percentile(r["distance_boot"], PERCENTILES)
         lo, hi = interval(p_lo, p_hi, note)
         dist.append({"judge": judge, "target": target, "distance": float(np.abs(s.mean(0) - h.mean(0)).sum()),
                      "ci_low": lo, "ci_high": hi, "ci_note": note, "n": len(s)})
+    fill_tested(per_b, blocks, flips, seed, min_n=min_n)
     p = np.array([np.nan if row["p"] is None else row["p"] for row in per_b])
     p_adj = adjust_pvalues(p, correction)
     family = int(np.isfinite(p).sum())

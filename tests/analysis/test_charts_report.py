@@ -299,3 +299,25 @@ def test_chart_builders_hand_altair_no_shorthand_to_wrap(tmp_path, monkeypatch):
     monkeypatch.setattr(schemapi._FromDict, "__init__", counted)
     rep = write_report(run, tmp_path / "rep", resamples=50)
     assert len(rep["figures"]) > 20 and made == []
+
+
+def test_unchecked_json_is_to_json_and_leaves_other_data_to_altair():
+    """``charts.unchecked_json`` writes ``to_json(validate=False)``'s very text (the report's every
+    figure: ``test_report_same``); data it cannot put in itself (a date, a numpy number, data
+    given by URL) goes through Altair, and the chart is left as it was."""
+    import datetime as dt
+
+    import altair as alt
+    import numpy as np
+
+    f = run_frames(make_run())
+    means = stats.mean_occurrences(f, resamples=200, min_n=2)
+    ch = charts.behaviour_bars(means, TAX, judge="J")
+    before = ch.to_json(validate=False)
+    assert charts.unchecked_json(ch) == before and ch.to_json(validate=False) == before
+    for values in [({"a": dt.date(2026, 1, 2), "b": 1},), ({"a": np.float64(0.5)},), ({"a": [1, 2]},)]:
+        c = alt.Chart(alt.Data(values=values)).mark_point().encode(x=alt.X("a:N"))
+        assert charts.unchecked_json(c) == c.to_json(validate=False)
+    for data in (alt.Data(url="x.json"), alt.Data(values=({"a": 1},), name="named")):
+        c = alt.Chart(data).mark_point().encode(x=alt.X("a:N"))
+        assert charts.unchecked_json(c) == c.to_json(validate=False)

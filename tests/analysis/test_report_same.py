@@ -1,8 +1,9 @@
 """``cocoeval report`` writes the same files as before issue #27 made it fast: on a small run of
 the paper's shape, every table (CSV and Markdown), the index and every figure (PNG and SVG) of the
 report equal, byte for byte, those of the implementation it replaced (the judge-free statistics one
-conversation at a time, sign vectors drawn per test, no shared frames, figures rendered one after
-the other through ``charts.save``'s path, every chart part checked by Altair at its creation)."""
+conversation at a time, sign vectors drawn per test and each test on its own, no shared frames, figures rendered one after
+the other through ``charts.save``'s path, every chart part checked by Altair at its creation, each
+spec written by Altair's ``to_json`` whole)."""
 
 from __future__ import annotations
 
@@ -43,9 +44,12 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
         m.setattr(frames, "per_run", lambda run, what, make: make())
         m.setattr(stats, "sign_flip_pvalues", ref.sign_flip_pvalues)
         m.setattr(inference, "sign_flip_pvalues", ref.sign_flip_pvalues)
+        one_by_one = lambda blocks, flips, seed: [ref.sign_flip_pvalues(b, flips, seed) for b in blocks]  # noqa: E731
+        m.setattr(stats, "sign_flip_blocks", one_by_one)
         m.setattr(render, "render_figure", ref.save_figure)
         m.setattr(report, "render_workers", lambda: 0)
         m.setattr(charts, "checked_once", contextlib.nullcontext)
+        m.setattr(charts, "unchecked_json", lambda chart: chart.to_json(validate=False))
         write_report(run, tmp_path / "before", resamples=200)
     now, before = files(tmp_path / "now"), files(tmp_path / "before")
     assert sorted(now) == sorted(before) and any(k.endswith(".svg") for k in now)
