@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import altair as alt
 import polars as pl
@@ -107,6 +107,18 @@ NOTEBOOK_WIDTH = 900
 """Pixels a chart may take across (a JupyterLab notebook's text column, the HTML report's page)."""
 
 
+def _title(title: str | None) -> dict[str, Any]:
+    """A figure's title as a keyword of the chart it is made with (``alt.layer``, ``.facet``): each
+    ``.properties`` call on a layered or faceted chart copies all of it again, and so does
+    ``resolve_scale`` (``_independent``)."""
+    return {"title": title} if title else {}
+
+
+def _independent(axis: Literal["x", "y"]) -> alt.Resolve:
+    """``resolve_scale(<axis>="independent")`` given as the chart's ``resolve``: the same spec."""
+    return alt.Resolve(scale=alt.ScaleResolveMap(x="independent") if axis == "x" else alt.ScaleResolveMap(y="independent"))
+
+
 def panel_width(columns: int, *, total: int = NOTEBOOK_WIDTH, legend: int = 170, least: int = 180) -> int:
     """The width of one of ``columns`` facet panels so that the chart fits ``total`` pixels with
     its legend (never under ``least``)."""
@@ -164,10 +176,9 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
     err = _whiskers(base, "y", color=alt.ColorValue("#333"))
     mark = _undefined(base, "y", "mean", tooltip=tip)
     cols = max(1, min(columns, len(sims) or 1))
-    chart = alt.layer(bars, err, mark).properties(width=panel_width(cols), height=170).facet(
-        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns).properties(
-        usermeta={"cocoeval": {"reference_scope": scope}})
-    return chart.properties(title=title) if title else chart
+    return alt.layer(bars, err, mark, width=panel_width(cols), height=170).facet(
+        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns,
+        usermeta={"cocoeval": {"reference_scope": scope}}, **_title(title))
 
 
 def figure3_groups(fig3: pl.DataFrame, tax: Taxonomy, groups: dict[str, list[str]], *, judge: str | None = None,
@@ -206,9 +217,8 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
     rule = base.mark_rule(color="#888").encode(x=alt.XDatum(0))
     err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
     mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
-    chart = alt.layer(rule, err, pts, mark).properties(width=220, height=200).facet(
-        facet=alt.Facet("comparison:N", title=None), columns=3)
-    return chart.properties(title=title) if title else chart
+    return alt.layer(rule, err, pts, mark, width=220, height=200).facet(
+        facet=alt.Facet("comparison:N", title=None), columns=3, **_title(title))
 
 
 def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChart:
@@ -225,7 +235,7 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
         tooltip=[alt.Tooltip("dataset:N"), alt.Tooltip("target:N"), alt.Tooltip("name:N"), alt.Tooltip("rho:Q", format=".2f"),
                  alt.Tooltip("p_adj:Q", format=".3g"), alt.Tooltip("note:N"), alt.Tooltip("n:Q")])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("rho:Q", format=".2f"))
-    return alt.layer(rect, text).properties(width=24 * max(1, d["target"].n_unique()), height=220).facet(
+    return alt.layer(rect, text, width=24 * max(1, d["target"].n_unique()), height=220).facet(
         facet=alt.Facet("dataset:N", title=None), columns=2)
 
 
@@ -241,7 +251,7 @@ def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.Facet
         tooltip=tip)
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=tip)
-    return alt.layer(err, pts, mark).properties(width=260).facet(column=alt.Column("score:N", title=None))
+    return alt.layer(err, pts, mark, width=260).facet(column=alt.Column("score:N", title=None))
 
 
 def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None) -> alt.FacetChart:
@@ -256,7 +266,7 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
                                                    title=_titled(["mean per", "conversation"], d)),
                                    tooltip=[alt.Tooltip("target:N"), alt.Tooltip("dataset:N"), alt.Tooltip("name:N"), alt.Tooltip("mean:Q", format=".2f"), alt.Tooltip("n:Q")])
     text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".1f"))
-    return alt.layer(rect, text).properties(width=300, height=140).facet(
+    return alt.layer(rect, text, width=300, height=140).facet(
         facet=alt.Facet("target:N", title=None), columns=2)
 
 
@@ -269,7 +279,7 @@ def participants_chart(per_conversation: pl.DataFrame, *, x_title: str = "partic
         y=alt.Y("total:Q", title="behaviours per conversation"), color=alt.Color("dataset:N"),
         tooltip=[alt.Tooltip("dataset:N"), alt.Tooltip("n_participants:Q"), alt.Tooltip("total:Q")])
     trend = pts.transform_regression("n_participants", "total", groupby=["dataset"]).mark_line()
-    return alt.layer(pts, trend).properties(width=360, height=240)
+    return alt.layer(pts, trend, width=360, height=240)
 
 
 def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
@@ -288,7 +298,7 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
                         title="5th pct > 0"), tooltip=tip)
     err = _whiskers(base, "x", "p5", "p95")
     mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=tip)
-    return alt.layer(bars, err, mark).properties(width=220).facet(column=alt.Column("item:N", title=None))
+    return alt.layer(bars, err, mark, width=220).facet(column=alt.Column("item:N", title=None))
 
 
 PIPELINE_CHECK = "pipeline check — tiny model, not results"
@@ -326,9 +336,9 @@ def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None
         tooltip=tip)
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=tip)
-    return alt.layer(err, pts, mark).properties(width=170, height=18 * max(1, len(order))).facet(
+    return alt.layer(err, pts, mark, width=170, height=18 * max(1, len(order))).facet(
         facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
-        columns=columns).resolve_scale(x="independent")
+        columns=columns, resolve=_independent("x"))
 
 
 def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None = None,
@@ -349,9 +359,9 @@ def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None 
     mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
     zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.XDatum(0))
     n_targets = max(1, d["target"].n_unique())
-    return alt.layer(zero, err, pts, mark).properties(width=170, height=18 * n_targets).facet(
+    return alt.layer(zero, err, pts, mark, width=170, height=18 * n_targets).facet(
         facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
-        columns=columns).resolve_scale(x="independent")
+        columns=columns, resolve=_independent("x"))
 
 
 def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
@@ -383,8 +393,8 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     mark = _undefined(sims.transform_filter("isValid(datum.distance)"), "x", "distance", tooltip=tip)
     per_judge = d.filter(pl.col("origin") != "floor").group_by("judge").len()["len"].to_list()
     n_rows = max([1, *per_judge])
-    return alt.layer(band, rule, err, pts, mark).properties(width=360, height=20 * n_rows).facet(
-        row=alt.Row("judge:N", title="judge")).resolve_scale(y="independent")
+    return alt.layer(band, rule, err, pts, mark, width=360, height=20 * n_rows).facet(
+        row=alt.Row("judge:N", title="judge"), resolve=_independent("y"))
 
 
 VEGALITE_V5_MIME = "application/vnd.vegalite.v5+json"
