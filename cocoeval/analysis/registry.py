@@ -126,9 +126,12 @@ class Analysis:
         p = params or Params()
         if p.frames is None:
             p = replace(p, frames=p.frames_of(run))
+        from cocoeval.core.memory import one_blas_thread
+
         from .charts import checked_once
 
-        with checked_once():  # each chart checked whole when written, not at each part (the same spec)
+        # each chart checked whole when written, not at each part (the same spec); small products on one thread
+        with checked_once(), one_blas_thread():
             ans = self.fn(run, p)
         if (ans is not None and ans.judge_based and self.name not in UNMARKED
                 and any("behaviour" in t.columns for t in ans.tables.values())):

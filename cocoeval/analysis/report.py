@@ -8,6 +8,7 @@ from typing import Any
 
 import polars as pl
 
+from cocoeval.core import memory
 from cocoeval.core.errors import ConfigError
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
@@ -135,7 +136,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
     # its workers start while the run is read; the charts are written unvalidated (validated by the
     # tests), so none is checked at each part either (``charts.checked_once``: the same specs)
-    with render.Renderer(render_workers()) as renderer, charts.checked_once():
+    with render.Renderer(render_workers()) as renderer, charts.checked_once(), memory.one_blas_thread():
         run = open_run_dir(run_dir)  # a run this process read already (a notebook kernel) is not read again
         f = run_frames(run)
         return _write_report(run, f, Path(run_dir).name, Path(out_dir), renderer, judge=judge, resamples=resamples, seed=seed,

@@ -12,11 +12,20 @@ judge-free analysis of the paper-shaped run took 6.6 s, 1.8 s with ``tune_for_ar
 its heap and to keep up to 128 MB of freed heap for the next arrays. It changes no number, only
 where the memory comes from; a process keeps more of what it used (the warm report's peak rose from
 680 to 730 MB on the paper's shape). Set ``COCOEVAL_MEMORY_TUNING=0`` to leave the process as it
-is. Called where a run is opened for analysis (``analysis.frames.open_run_dir``), once a process."""
+is. Called where a run is opened for analysis (``analysis.frames.open_run_dir``), once a process.
+
+``one_blas_thread()``: the analyses' matrix products are small (1,000 resamples × a few hundred
+instances); a second BLAS thread does not make them faster, and OpenBLAS's threads spin between
+products on the core the report's figure workers render on (measured on the paper's shape: the
+report's CPU 15-17 s with two BLAS threads, 12-14 s with one, and its bytes the same: OpenBLAS
+splits a product's rows between threads, never a sum). The report and every analysis run in it;
+``COCOEVAL_MEMORY_TUNING=0`` leaves the threads as they are too."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 MMAP_THRESHOLD = 64 * 2**20
 """Blocks up to this size come from glibc's heap, not a mapping of their own (``M_MMAP_THRESHOLD``)."""
@@ -53,3 +62,16 @@ def tune_for_arrays() -> bool:
     except (OSError, AttributeError):  # not glibc
         pass
     return changed
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread inside the block, as it was after (see the module); nothing
+    where ``COCOEVAL_MEMORY_TUNING=0``."""
+    if os.environ.get("COCOEVAL_MEMORY_TUNING", "1").strip() == "0":
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield

@@ -2,7 +2,7 @@
 the paper's shape, every table (CSV and Markdown), the index and every figure (PNG and SVG) of the
 report equal, byte for byte, those of the implementation it replaced (the judge-free statistics one
 conversation at a time, sign vectors drawn per test and each test on its own, no shared frames, figures rendered one after
-the other through ``charts.save``'s path, every chart part checked by Altair at its creation, each
+the other through ``charts.save``'s path, BLAS on the threads numpy starts with, every chart part checked by Altair at its creation, each
 spec written by Altair's ``to_json`` whole)."""
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 
 from cocoeval.analysis import charts, convstats, frames, inference, render, report, stats
 from cocoeval.analysis.report import write_report
+from cocoeval.core import memory
 
 from ..conftest import ROOT
 from . import convstats_reference as ref
@@ -49,6 +50,7 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
         m.setattr(render, "render_figure", ref.save_figure)
         m.setattr(report, "render_workers", lambda: 0)
         m.setattr(charts, "checked_once", contextlib.nullcontext)
+        m.setattr(memory, "one_blas_thread", contextlib.nullcontext)
         m.setattr(charts, "unchecked_json", lambda chart: chart.to_json(validate=False))
         write_report(run, tmp_path / "before", resamples=200)
     now, before = files(tmp_path / "now"), files(tmp_path / "before")
