@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -184,15 +185,22 @@ def _params_yaml(d: Path, setups: list[dict[str, object]], judges: list[dict[str
     return "\n".join(lines) + "\n"
 
 
+CPU: list[float] = []
+"""The CPU seconds (user + system, the whole process tree) of each ``timed`` command, in order:
+beside the wall time, which a busy machine stretches, what the command itself costs."""
+
+
 def timed(cmd: list[str], **kw: object) -> tuple[float, float, subprocess.CompletedProcess[str]]:
-    """Seconds and peak memory (MB, max RSS of the command's process tree) of ``cmd``."""
+    """Seconds and peak memory (MB, max RSS of the command's process tree) of ``cmd``; its CPU
+    seconds are appended to ``CPU``."""
     probe = [sys.executable, "-c", "import resource, subprocess, sys, time; t = time.perf_counter(); "
-             "r = subprocess.run(sys.argv[1:]); "
-             "print('\\n@@', time.perf_counter() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, "
+             "r = subprocess.run(sys.argv[1:]); u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+             "print('\\n@@', time.perf_counter() - t, u.ru_maxrss, u.ru_utime + u.ru_stime, "
              "file=sys.stderr); sys.exit(r.returncode)", *cmd]
     p = subprocess.run(probe, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
     tail = [ln for ln in p.stderr.splitlines() if ln.startswith("@@ ")]
-    s, kb = tail[-1].split()[1:] if tail else ("nan", "0")
+    s, kb, cpu = tail[-1].split()[1:] if tail else ("nan", "0", "nan")
+    CPU.append(float(cpu))
     if p.returncode:
         print(p.stdout[-2000:], p.stderr[-4000:], sep="\n")
     return float(s), int(kb) / 1024, p
@@ -271,7 +279,7 @@ def main() -> None:
         else:
             counts = write_paper_run(d)
             (base / "counts.json").write_text(json.dumps(counts), encoding="utf-8")
-        size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file()) / 1e6
+        size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and "cache" not in p.relative_to(d).parts[:1]) / 1e6
         print(f"paper-shaped run: {counts['instances']} instances ({len(DATASETS)} datasets x {PER_DATASET} + "
               f"{CHATS} chats), {counts['setups']} setups, {TURNS} + {TURNS} turns, {counts['continuations']:,} "
               f"continuations, {counts['judgments']:,} judgments ({size:.0f} MB), written in "
@@ -281,7 +289,8 @@ def main() -> None:
         if not a.skip_report:
             s, mb, p = timed([exe, "report", str(d), "--out", str(base / "report")], cwd=ROOT)
             figs = len(list((base / "report").glob("*.svg")))
-            print(f"cocoeval report: {s:.1f} s, {mb:.0f} MB peak, {figs} figures (target < 10 s and 1 GB: "
+            print(f"cocoeval report: {s:.1f} s ({CPU[-1]:.1f} s of CPU on {os.cpu_count()} cores), {mb:.0f} MB peak, "
+                  f"{figs} figures (target < 10 s and 1 GB: "
                   f"{mark(s, 10)}, {mark(mb, 1024)}){'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
         k0 = kernel_probe(d / "params.yaml")  # keeps the run's frames where no opening by this code did
         if k0:

@@ -238,7 +238,7 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
     targets = targets or [REFERENCE, *sorted(set(c["target"].unique().to_list()) - {REFERENCE})]
     c = c.filter(pl.col("target").is_in(targets)).select("target", "instance_id", "behaviour", "count")
     c = pl.concat([c, c.group_by("target", "instance_id").agg(pl.col("count").sum()).with_columns(
-        behaviour=pl.lit("all")).select(c.columns)]).join(pc, on="instance_id")
+        behaviour=pl.lit("all")).select(c.columns)]).join(pc, on="instance_id").filter(pl.col("dataset").is_in(datasets))
     rows = []
     parts = c.partition_by("dataset", "target", "behaviour", as_dict=True)  # each keeps its rows' order
     for ds in datasets:
@@ -247,18 +247,18 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
                 g = parts.get((ds, t, b))
                 if g is None or g.is_empty():
                     continue
-                known = g.filter(pl.col("participants").is_not_null())  # M lists no participant: unknown, left out
-                x, y = known["participants"].to_numpy(), known["count"].to_numpy()
-                note = too_small(len(known), min_n) or (None if np.ptp(x) > 0 and np.ptp(y) > 0 else
-                                                        "undefined: participants or counts constant")
-                if len(known) < len(g):
-                    note = "; ".join(filter(None, [note, f"{len(g) - len(known)} instance(s) without a participant "
+                known = g["participants"].is_not_null()  # M lists no participant: unknown, left out
+                x, y = g["participants"].filter(known).to_numpy(), g["count"].filter(known).to_numpy()
+                note = too_small(len(x), min_n) or (None if np.ptp(x) > 0 and np.ptp(y) > 0 else
+                                                    "undefined: participants or counts constant")
+                if len(x) < len(g):
+                    note = "; ".join(filter(None, [note, f"{len(g) - len(x)} instance(s) without a participant "
                                                          "count left out"]))
                 rho = p = None
-                if len(known) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
+                if len(x) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
                     rho, p = spearman_test(x, y)  # scipy's spearmanr, bit for bit
                 rows.append({"judge": judge, "target": t, "dataset": ds, "behaviour": b, "rho": rho, "p_value": p,
-                             "note": note, "n": len(known)})
+                             "note": note, "n": len(x)})
     q = adjust_pvalues(np.array([np.nan if r["p_value"] is None else r["p_value"] for r in rows]), correction)
     for r, qa in zip(rows, q, strict=True):
         r["p_adj"] = float(qa) if np.isfinite(qa) else None
