@@ -293,3 +293,19 @@ def test_sign_flip_float_signs_kept_or_not_give_the_same_p(monkeypatch):
     monkeypatch.setattr(inference, "_FLOAT_SIGNS_MAX_BYTES", 1000)  # too big to keep
     monkeypatch.setattr(inference, "_FLOAT_SIGNS", {})
     assert np.array_equal(sign_flip_pvalues(ds[57], 2000, 0), want[57]) and not inference._FLOAT_SIGNS
+
+
+def test_blocks_tested_together_give_each_blocks_own_p_values():
+    """``sign_flip_blocks`` (a family's blocks of one length in one pass) gives every block the
+    p-values ``sign_flip_pvalues`` gives it alone: counts and real values, lengths mixed (one of
+    them exact: 2**n <= flips), a 1-D column, a block of one row."""
+    from cocoeval.analysis.inference import sign_flip_blocks
+
+    rng = np.random.default_rng(11)
+    blocks = [rng.integers(-3, 4, size=(40, 10)).astype(float), rng.normal(size=(40, 1)), rng.normal(size=(25, 3)),
+              rng.integers(-1, 2, size=(8, 2)).astype(float), rng.normal(size=25), rng.normal(size=(1, 2)),
+              rng.normal(size=(40, 2)) * 1e-3 + 0.5]
+    together = sign_flip_blocks(blocks, 999, 3)
+    assert [p.shape for p in together] == [(10,), (1,), (3,), (2,), (1,), (2,), (2,)]
+    for b, p in zip(blocks, together, strict=True):
+        assert np.array_equal(p, sign_flip_pvalues(b, 999, 3), equal_nan=True)
