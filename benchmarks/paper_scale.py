@@ -186,14 +186,10 @@ def _params_yaml(d: Path, setups: list[dict[str, object]], judges: list[dict[str
     return "\n".join(lines) + "\n"
 
 
-CPU: list[float] = []
-"""The CPU seconds (user + system, the whole process tree) of each ``timed`` command, in order:
-beside the wall time, which a busy machine stretches, what the command itself costs."""
-
-
-def timed(cmd: list[str], **kw: object) -> tuple[float, float, subprocess.CompletedProcess[str]]:
-    """Seconds and peak memory (MB, max RSS of the command's process tree) of ``cmd``; its CPU
-    seconds are appended to ``CPU``."""
+def timed(cmd: list[str], **kw: object) -> tuple[float, float, float, subprocess.CompletedProcess[str]]:
+    """Seconds, peak memory (MB, max RSS of the command's process tree) and CPU seconds (user +
+    system, the whole tree: beside the wall time, which a busy machine stretches, what the command
+    itself costs) of ``cmd``."""
     probe = [sys.executable, "-c", "import resource, subprocess, sys, time; t = time.perf_counter(); "
              "r = subprocess.run(sys.argv[1:]); u = resource.getrusage(resource.RUSAGE_CHILDREN); "
              "print('\\n@@', time.perf_counter() - t, u.ru_maxrss, u.ru_utime + u.ru_stime, "
@@ -201,10 +197,9 @@ def timed(cmd: list[str], **kw: object) -> tuple[float, float, subprocess.Comple
     p = subprocess.run(probe, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
     tail = [ln for ln in p.stderr.splitlines() if ln.startswith("@@ ")]
     s, kb, cpu = tail[-1].split()[1:] if tail else ("nan", "0", "nan")
-    CPU.append(float(cpu))
     if p.returncode:
         print(p.stdout[-2000:], p.stderr[-4000:], sep="\n")
-    return float(s), int(kb) / 1024, p
+    return float(s), int(kb) / 1024, float(cpu), p
 
 
 def mark(value: float, target: float) -> str:
@@ -285,16 +280,16 @@ def main() -> None:
               f"{CHATS} chats), {counts['setups']} setups, {TURNS} + {TURNS} turns, {counts['continuations']:,} "
               f"continuations, {counts['judgments']:,} judgments ({size:.0f} MB), written in "
               f"{time.perf_counter() - t:.1f} s")
-        s, mb, _ = timed([exe, "--help"], cwd=ROOT)
+        s, mb, _, _ = timed([exe, "--help"], cwd=ROOT)
         print(f"cocoeval --help: {s:.2f} s, {mb:.0f} MB (target < 0.5 s: {mark(s, 0.5)})")
         if not a.skip_report:
             # the first report after `cocoeval run` reads every record and keeps the run's frames in
             # run/cache (deleted here, as for a run just made); the next ones read the frames
             shutil.rmtree(d / "cache", ignore_errors=True)
             for which in ("the run's first reading, which makes and keeps its frames", "its frames kept"):
-                s, mb, p = timed([exe, "report", str(d), "--out", str(base / "report")], cwd=ROOT)
+                s, mb, cpu, p = timed([exe, "report", str(d), "--out", str(base / "report")], cwd=ROOT)
                 figs = len(list((base / "report").glob("*.svg")))
-                print(f"cocoeval report, {which}: {s:.1f} s ({CPU[-1]:.1f} s of CPU on {os.cpu_count()} cores), "
+                print(f"cocoeval report, {which}: {s:.1f} s ({cpu:.1f} s of CPU on {os.cpu_count()} cores), "
                       f"{mb:.0f} MB peak, {figs} figures (target < 10 s and 1 GB: {mark(s, 10)}, {mark(mb, 1024)})"
                       f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
         k0 = kernel_probe(d / "params.yaml")  # keeps the run's frames where no opening by this code did
@@ -321,7 +316,7 @@ def main() -> None:
             out.mkdir(exist_ok=True)
             for nb in nbs:
                 target = out / nb.name
-                s, mb, p = timed([sys.executable, "-m", "papermill", str(nb), str(target), "--cwd",
+                s, mb, _, p = timed([sys.executable, "-m", "papermill", str(nb), str(target), "--cwd",
                                   str(nb.parent), "-k", "python3", "--no-progress-bar", "-p", "params_file",
                                   str(d / "params.yaml"), "-p", "figures_dir", str(base / "figures")], cwd=ROOT)
                 kb = target.stat().st_size / 1e6 if target.exists() else float("nan")

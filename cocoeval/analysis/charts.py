@@ -474,8 +474,6 @@ def unchecked_json(chart: alt.TopLevelMixin) -> str:
     once Altair has written the rest, instead of Altair converting them value by value (a protocol
     check each: 40 ms of a 5,000-value figure). Records holding anything but plain JSON values
     (str, int, float, bool, None), or data given otherwise, go through Altair as they are."""
-    import json
-
     data = getattr(chart, "data", alt.Undefined)
     given = {k for k in ("values", "format", "name") if getattr(data, k, alt.Undefined) is not alt.Undefined}
     rows = data.values if isinstance(data, alt.Data) and given == {"values"} else None
@@ -490,7 +488,7 @@ def unchecked_json(chart: alt.TopLevelMixin) -> str:
     if spec.get("data") != {"values": []}:  # Altair moved or changed it: leave it to Altair
         return chart.to_json(validate=False)
     spec["data"] = {"values": list(rows)}
-    return json.dumps(spec, indent=2, sort_keys=True, ensure_ascii=False)
+    return spec_json(spec)
 
 
 def figure_paths(base: str | Path) -> list[Path]:

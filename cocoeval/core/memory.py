@@ -35,11 +35,16 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
 _done: list[bool] = []
 
 
+def _refused() -> bool:
+    """Whether ``COCOEVAL_MEMORY_TUNING=0`` asks to leave the process as it is."""
+    return os.environ.get("COCOEVAL_MEMORY_TUNING", "1").strip() == "0"
+
+
 def tune_for_arrays() -> bool:
     """Ordinary pages for numpy's arrays and glibc's heap kept for them (see the module); once a
     process, and nothing where ``COCOEVAL_MEMORY_TUNING=0``. Returns whether anything was changed
     (False too on a system without these knobs: not Linux, not glibc)."""
-    if _done or os.environ.get("COCOEVAL_MEMORY_TUNING", "1").strip() == "0":
+    if _done or _refused():
         return False
     _done.append(True)
     changed = False
@@ -68,7 +73,7 @@ def tune_for_arrays() -> bool:
 def one_blas_thread() -> Iterator[None]:
     """numpy's BLAS on one thread inside the block, as it was after (see the module); nothing
     where ``COCOEVAL_MEMORY_TUNING=0``."""
-    if os.environ.get("COCOEVAL_MEMORY_TUNING", "1").strip() == "0":
+    if _refused():
         yield
         return
     from threadpoolctl import threadpool_limits
