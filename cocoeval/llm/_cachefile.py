@@ -15,6 +15,7 @@ import contextlib
 import os
 import sqlite3
 import stat
+import time
 from pathlib import Path
 
 from .errors import (
@@ -163,7 +164,7 @@ def connect(path: Path, writes: bool) -> sqlite3.Connection:
         try:
             _check(path, db, writes)
             if writes:
-                db.execute("PRAGMA journal_mode=WAL")
+                _to_wal(db)
                 db.execute("PRAGMA synchronous=NORMAL")
         except BaseException:
             db.close()
@@ -171,6 +172,24 @@ def connect(path: Path, writes: bool) -> sqlite3.Connection:
     except sqlite3.Error as e:
         raise (sqlite_problem(path, e) or e) from None
     return db
+
+
+def _to_wal(db: sqlite3.Connection, wait_s: float = 60.0) -> None:
+    """Switch to WAL, waiting as long as the busy timeout while another connection holds a write lock.
+
+    SQLite answers ``PRAGMA journal_mode=WAL`` with "database is locked" at once, without its busy
+    handler, while another connection holds a write lock (the switch upgrades a read lock, which
+    SQLite never waits on, to avoid deadlock): two processes opening a new cache together hit it.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if e.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _check(path: Path, db: sqlite3.Connection, writes: bool) -> None:

@@ -4,6 +4,8 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -42,6 +44,27 @@ def test_wal_mode_and_json_values(tmp_path):
     db = sqlite3.connect(p)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("SELECT response FROM calls").fetchone()[0] == '{"c": 3}'
+
+
+def test_the_switch_to_wal_waits_for_another_writer_as_sqlite_does_not(tmp_path):
+    """Two processes opening a new cache together: one switches to WAL while the other holds the
+    write lock of its schema check. SQLite refuses at once there (no busy handler), so we wait."""
+    from cocoeval.llm._cachefile import _to_wal
+
+    p = tmp_path / "c.sqlite"
+    other = sqlite3.connect(p, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE t (x)")
+    db = sqlite3.connect(p, isolation_level=None, timeout=60)
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        _to_wal(db, wait_s=0)  # SQLite itself gives up at once, busy timeout or not
+    threading.Timer(0.3, other.execute, ("COMMIT",)).start()
+    t = time.monotonic()
+    _to_wal(db)
+    assert time.monotonic() - t >= 0.25
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    other.close()
+    db.close()
 
 
 WRITER = """
