@@ -7,10 +7,13 @@ C.2 setups (copy-then-continue with a presence penalty, base and fine-tuned: 18)
 per cent of turns, Repetition and Off topic the most frequent), 2% of continuations and judgments
 invalid. Then it times, each with its peak memory (max RSS of the process tree):
 
-- ``cocoeval report`` (target: under 10 s and 1 GB on two cores), twice: the run's first reading
-  (its kept frames deleted first, as after ``cocoeval run``), then with its frames kept;
+- ``cocoeval report`` (target: under 10 s and 1 GB on two cores), three times: the run's first
+  reading (its kept frames deleted first, as after ``cocoeval run``), then with its frames kept
+  (the kept report deleted: as for other settings or code), then the same report again (the kept
+  one, copied);
 - every notebook headless through papermill (``--quick``: 02, 10 and 11 only), each under 10 s,
-  and the bytes of each executed notebook (under 2 MB);
+  and the bytes of each executed notebook (under 2 MB); 09, which writes the report, twice: with
+  the report ``cocoeval report`` kept, and with none kept;
 - opening the run and the first analysis call in a kernel (``open_run``, ``summary_markdown`` and
   ``ctx.analysis``: what a person waits for before a notebook's first chart; under 3 s), once the
   run's frames are kept (a first opening, which makes them where they are not kept yet, is timed
@@ -253,6 +256,12 @@ def _actions(v, ids):
 '''
 
 
+def drop_kept_reports(run_dir: Path) -> None:
+    """Delete the reports kept in the run's cache (its kept frames stay)."""
+    for p in (run_dir / "cache").glob("report-*"):
+        shutil.rmtree(p)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help=f"run only the notebooks {', '.join(QUICK)}")
@@ -284,9 +293,14 @@ def main() -> None:
         print(f"cocoeval --help: {s:.2f} s, {mb:.0f} MB (target < 0.5 s: {mark(s, 0.5)})")
         if not a.skip_report:
             # the first report after `cocoeval run` reads every record and keeps the run's frames in
-            # run/cache (deleted here, as for a run just made); the next ones read the frames
+            # run/cache (deleted here, as for a run just made); the next one, with other settings or
+            # after other code, reads the frames (its kept report deleted here); the same report
+            # again is the kept one, copied
             shutil.rmtree(d / "cache", ignore_errors=True)
-            for which in ("the run's first reading, which makes and keeps its frames", "its frames kept"):
+            for which in ("the run's first reading, which makes and keeps its frames",
+                          "its frames kept (other settings: the report computed)", "the same report again (kept)"):
+                if which.startswith("its frames"):
+                    drop_kept_reports(d)
                 s, mb, cpu, p = timed([exe, "report", str(d), "--out", str(base / "report")], cwd=ROOT)
                 figs = len(list((base / "report").glob("*.svg")))
                 print(f"cocoeval report, {which}: {s:.1f} s ({cpu:.1f} s of CPU on {os.cpu_count()} cores), "
@@ -314,15 +328,24 @@ def main() -> None:
                 nbs = [nb for nb in nbs if nb.stem in QUICK]
             out = base / "notebooks"
             out.mkdir(exist_ok=True)
-            for nb in nbs:
+            def notebook(nb: Path, which: str = "") -> None:
                 target = out / nb.name
                 s, mb, _, p = timed([sys.executable, "-m", "papermill", str(nb), str(target), "--cwd",
                                   str(nb.parent), "-k", "python3", "--no-progress-bar", "-p", "params_file",
                                   str(d / "params.yaml"), "-p", "figures_dir", str(base / "figures")], cwd=ROOT)
                 kb = target.stat().st_size / 1e6 if target.exists() else float("nan")
-                print(f"notebook {nb.stem}: {s:.1f} s, {mb:.0f} MB peak, executed notebook {kb:.2f} MB "
+                print(f"notebook {nb.stem}{which}: {s:.1f} s, {mb:.0f} MB peak, executed notebook {kb:.2f} MB "
                       f"(targets < 10 s, < 2 MB: {mark(s, 10)}, {mark(kb, 2)})"
                       f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
+
+            # 09 writes the report with cocoeval report's defaults: the one kept above, when timed
+            explore = " (its report the one cocoeval report kept)" if not a.skip_report else ""
+            for nb in nbs:
+                notebook(nb, explore if nb.stem == "09_explore" else "")
+            for nb in nbs:
+                if nb.stem == "09_explore":
+                    drop_kept_reports(d)
+                    notebook(nb, " (no report kept: computed in the kernel)")
     finally:
         if a.keep or a.out:
             print(f"(kept in {base})")

@@ -296,18 +296,30 @@ _FRAME_NAMES = [f.name for f in fields(Frames) if f.name != "taxonomy"]
 
 
 @functools.cache
-def _code_digest() -> str:
-    """SHA-256 of the code that makes the frames from a run's files (every module of cocoeval)
-    and of the polars and pydantic versions: kept frames of other code are never read."""
-    import pydantic
+def code_digest(libs: tuple[str, ...], every_file: bool = False) -> str:
+    """SHA-256 of cocoeval's code (its modules; ``every_file``: every file it ships, the taxonomy
+    and the HTML report's assets too) and of the installed versions of ``libs`` (distribution
+    names): what is kept beside a run (its frames, its report) is never used by other code."""
+    from importlib.metadata import PackageNotFoundError, version
 
     import cocoeval
 
-    h = hashlib.sha256(f"{pl.__version__} {pydantic.VERSION}".encode())
+    def v(dist: str) -> str:
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            return "absent"
+
+    h = hashlib.sha256(" ".join(f"{d}={v(d)}" for d in libs).encode())
     root = Path(cocoeval.__file__).parent
-    for f in sorted(root.rglob("*.py")):
+    files = root.rglob("*") if every_file else root.rglob("*.py")
+    for f in sorted(p for p in files if "__pycache__" not in p.relative_to(root).parts and p.is_file()):
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+_FRAME_LIBS = ("polars", "pydantic")
+"""The libraries whose version is part of kept frames' key (they read the records, make the frames)."""
 
 
 def _kept_folder(run: Run, tax: Taxonomy) -> Path | None:
@@ -316,7 +328,7 @@ def _kept_folder(run: Run, tax: Taxonomy) -> Path | None:
     digest = run.digest
     if run.path is None or digest is None or not run.as_read:
         return None
-    what = hashlib.sha256(f"{digest} {_code_digest()} {tax.hash}".encode()).hexdigest()[:40]
+    what = hashlib.sha256(f"{digest} {code_digest(_FRAME_LIBS)} {tax.hash}".encode()).hexdigest()[:40]
     return run.path / CACHE_DIR / f"frames-{what}"
 
 

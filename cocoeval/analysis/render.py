@@ -137,14 +137,18 @@ class Renderer:
     def __enter__(self) -> Renderer:
         return self
 
-    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
-        if et is None:
-            self.close()
-            return
+    def discard(self) -> None:
+        """Stop the workers at once (what they had not rendered is not)."""
         for proc in self._procs:
             proc.kill()
             proc.communicate()
         self._procs = []
+
+    def __exit__(self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        if et is None:
+            self.close()
+        else:
+            self.discard()
 
 
 if __name__ == "__main__":

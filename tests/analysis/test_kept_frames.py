@@ -86,7 +86,7 @@ def test_changed_files_code_or_taxonomy_are_never_given_old_frames(tmp_path, mon
     assert len(_kept(d)) == 2 and set(before) < set(_kept(d))
     # other code: not read
     _fresh_process(monkeypatch)
-    monkeypatch.setattr(fr, "_code_digest", lambda: "other code")
+    monkeypatch.setattr(fr, "code_digest", lambda *a, **k: "other code")
     with recorded_reads() as seen:
         open_run_dir(d)
     assert "judgments/J.jsonl" in _read(seen, d) and len(_kept(d)) == 3
