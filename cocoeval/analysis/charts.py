@@ -93,13 +93,23 @@ def _whiskers(base: alt.Chart, axis: str, lo: str = "ci_low", hi: str = "ci_high
     return base.transform_filter(DEFINED.format(lo=lo, hi=hi)).mark_errorbar(ticks=True).encode(**ends, **enc)
 
 
+def _field(t: Any) -> str | None:
+    """The field a tooltip shows: given as ``field=`` or in its shorthand (``"interval:N"``)."""
+    if not isinstance(t, alt.Tooltip):
+        return None
+    if isinstance(t.field, str):
+        return t.field
+    return t.shorthand.split(":")[0] if isinstance(t.shorthand, str) else None
+
+
 def _undefined(base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: str = "ci_high",
                tooltip: list | None = None) -> alt.Chart:
     """Where the interval is undefined (too few instances, every resample equal): no whisker but
     a cross at the estimate whose tooltip says why."""
-    tip = [t for t in (tooltip or []) if not (isinstance(t, alt.Tooltip) and t.field == "interval")]
-    enc = {axis: alt.Y(f"{value}:Q") if axis == "y" else alt.X(f"{value}:Q"),
-           "tooltip": [*tip, alt.Tooltip("interval:N", title="interval")]}
+    tip = list(tooltip or [])
+    if not any(_field(t) == "interval" for t in tip):  # the whiskers' tooltip says it where they have one
+        tip.append(alt.Tooltip("interval:N", title="interval"))
+    enc = {axis: alt.Y(f"{value}:Q") if axis == "y" else alt.X(f"{value}:Q"), "tooltip": tip}
     return base.transform_filter(f"!({DEFINED.format(lo=lo, hi=hi)})").mark_point(**UNDEFINED_MARK).encode(**enc)
 
 

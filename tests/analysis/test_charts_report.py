@@ -38,7 +38,8 @@ def test_behaviour_bars_spec(tmp_path):
     assert mark["transform"][0]["filter"].startswith("!(")
     assert mark["encoding"]["y"]["field"] == "mean"
     # tooltips in words, never a field name with a null (issue #28)
-    assert any(t["field"] == "interval" for t in mark["encoding"]["tooltip"])
+    assert [t["field"] for t in mark["encoding"]["tooltip"]].count("interval") == 1  # once, where the whiskers have it
+    assert mark["encoding"]["tooltip"] == enc["tooltip"]  # the bar's, where its interval is undefined
     assert not any(t["field"] in ("ci_low", "ci_high", "ci_note") for t in [*mark["encoding"]["tooltip"],
                                                                             *enc["tooltip"]])
     # the series legend draws squares in a category colour, as the bars are drawn
@@ -321,3 +322,31 @@ def test_unchecked_json_is_to_json_and_leaves_other_data_to_altair():
     for data in (alt.Data(url="x.json"), alt.Data(values=({"a": 1},), name="named")):
         c = alt.Chart(data).mark_point().encode(x=alt.X("a:N"))
         assert charts.unchecked_json(c) == c.to_json(validate=False)
+
+
+def test_no_tooltip_of_the_report_shows_a_field_twice(tmp_path):
+    """Every tooltip of every figure names each field once (the cross of an undefined interval
+    once listed its interval twice)."""
+    import json
+
+    from cocoeval.analysis.report import write_report
+
+    from .test_report_same import paper_scale
+
+    paper_scale().write_paper_run(tmp_path / "run", per_dataset=11, chats=3, turns_n=8)
+    write_report(tmp_path / "run", tmp_path / "rep", resamples=50)
+
+    def tooltips(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("tooltip"), list):
+                yield node["tooltip"]
+            for v in node.values():
+                yield from tooltips(v)
+        elif isinstance(node, list):
+            for v in node:
+                yield from tooltips(v)
+
+    specs = sorted((tmp_path / "rep").glob("*.vl.json"))
+    seen = [[t.get("field") for t in tip] for p in specs for tip in tooltips(json.loads(p.read_text()))]
+    assert len(specs) > 20 and len(seen) > 40
+    assert [fields for fields in seen if len(fields) != len(set(fields))] == []
