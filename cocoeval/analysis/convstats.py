@@ -64,7 +64,6 @@ from one stretch of a conversation to the next: a yardstick for the setups' valu
 
 from __future__ import annotations
 
-import gc
 import math
 import re
 from collections import Counter
@@ -74,6 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from cocoeval.core import memory
 from cocoeval.core.schema import Turn
 from cocoeval.core.targets import REFERENCE, targets_for
 
@@ -232,13 +232,8 @@ def _conversation_frame(run: Run) -> pl.DataFrame:
     targets = targets_for(run.instances, run.current_continuations)
     if not targets:
         return pl.DataFrame(schema=FRAME_SCHEMA)
-    paused = gc.isenabled()
-    gc.disable()  # a run holds millions of objects: a collection in this burst of allocations scans them all
-    try:
+    with memory.gc_paused():  # a run holds millions of objects: a collection in this burst of allocations scans them all
         lens, tok = _batched(targets)
-    finally:
-        if paused:
-            gc.enable()
     rows = []
     for c, t in enumerate(targets):
         inst = t.instance

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError, InputError
+from .memory import gc_paused
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -247,8 +248,9 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 
 def read_models(path: str | Path, model: type[M]) -> list[M]:
-    """Read a JSONL file of ``model`` records."""
-    return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]
+    """Read a JSONL file of ``model`` records (the garbage collector paused: ``memory.gc_paused``)."""
+    with gc_paused():
+        return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]
 
 
 def read_unique_models(path: str | Path, model: type[M], key: Callable[[M], Hashable],
@@ -258,12 +260,13 @@ def read_unique_models(path: str | Path, model: type[M], key: Callable[[M], Hash
     copy-paste) would be counted twice. ``what`` names the record in the error, ``hint`` the fix."""
     out: list[M] = []
     seen: dict[Hashable, int] = {}
-    for n, obj in iter_jsonl(path):
-        x = validate(model, obj, file=path, record=f"line {n}")
-        k = key(x)
-        if k in seen:
-            raise InputError(f"{what(x)} is here twice (lines {seen[k]} and {n}); it would be counted twice",
-                             file=str(path), record=f"line {n}", hint=hint)
-        seen[k] = n
-        out.append(x)
+    with gc_paused():
+        for n, obj in iter_jsonl(path):
+            x = validate(model, obj, file=path, record=f"line {n}")
+            k = key(x)
+            if k in seen:
+                raise InputError(f"{what(x)} is here twice (lines {seen[k]} and {n}); it would be counted twice",
+                                 file=str(path), record=f"line {n}", hint=hint)
+            seen[k] = n
+            out.append(x)
     return out

@@ -32,6 +32,7 @@ from cocoeval.core.jsonio import (
     validate,
     write_json,
 )
+from cocoeval.core.memory import gc_paused
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup
@@ -167,13 +168,15 @@ class Run(BaseModel):
                 del run.__dict__[part]
             run._digests, run._unread = digests, set(RECORDS)
             return run
-        with recorded_reads() as seen:  # in this order: the first bad file is the error
+        # in this order: the first bad file is the error; one pause of the garbage collector over
+        # every file (``core.memory.gc_paused``)
+        with recorded_reads() as seen, gc_paused():
             raw = {part: _parse(d, part) for part in ("continuations", "judgments", "human")}
             manifest = _read_manifest(d)
             instances = _read_instances(d)
-        refs = {i.id: len(i.reference) for i in instances}
-        run = cls(path=d, manifest=manifest, instances=instances,
-                  **{part: _checked(part, v, refs, manifest) for part, v in raw.items()})
+            refs = {i.id: len(i.reference) for i in instances}
+            run = cls(path=d, manifest=manifest, instances=instances,
+                      **{part: _checked(part, v, refs, manifest) for part, v in raw.items()})
         run._digests = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
         run._as_read = {part: _shape_of(getattr(run, part)) for part in RECORDS}
         return run
@@ -211,8 +214,9 @@ class Run(BaseModel):
 
     def load(self) -> Run:
         """Read every record a lazily opened run has not read yet (``open(lazy=True)``); the run."""
-        for part in RECORDS:
-            getattr(self, part)
+        with gc_paused():  # one pause over every file: no full collection between two (``core.memory``)
+            for part in RECORDS:
+                getattr(self, part)
         return self
 
     def _read(self, part: str) -> None:
