@@ -328,6 +328,7 @@ def main() -> None:
                 nbs = [nb for nb in nbs if nb.stem in QUICK]
             out = base / "notebooks"
             out.mkdir(exist_ok=True)
+
             def notebook(nb: Path, which: str = "") -> None:
                 target = out / nb.name
                 s, mb, _, p = timed([sys.executable, "-m", "papermill", str(nb), str(target), "--cwd",
@@ -342,10 +343,10 @@ def main() -> None:
             explore = " (its report the one cocoeval report kept)" if any((d / "cache").glob("report-*")) else ""
             for nb in nbs:
                 notebook(nb, explore if nb.stem == "09_explore" else "")
-            for nb in nbs:
-                if nb.stem == "09_explore":
-                    drop_kept_reports(d)
-                    notebook(nb, " (no report kept: computed in the kernel)")
+            nb09 = next((nb for nb in nbs if nb.stem == "09_explore"), None)
+            if nb09 is not None:
+                drop_kept_reports(d)
+                notebook(nb09, " (no report kept: computed in the kernel)")
     finally:
         if a.keep or a.out:
             print(f"(kept in {base})")

@@ -351,27 +351,41 @@ def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any],
     """Write ``frames`` and the ``extra`` frames as ``folder`` (Arrow IPC, one file per frame)
     with ``facts`` (``facts.json``), whole or not at all, and remove all but the ``KEPT_FRAMES``
     newest kept folders of the run."""
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    try:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+
+    def fill(tmp: Path) -> None:
         for n in _FRAME_NAMES:
             getattr(frames, n).write_ipc(tmp / f"{n}.arrow")
         for n, df in (extra or {}).items():
             df.write_ipc(tmp / f"{n}.arrow")
         (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+    keep_folder(folder, fill, newest=KEPT_FRAMES, what="frames")
+
+
+def keep_folder(folder: Path, fill: Callable[[Path], None], *, newest: int, what: str) -> None:
+    """Keep ``folder`` in a run's ``CACHE_DIR`` whole or not at all: ``fill(tmp)`` writes its files
+    into a temporary folder beside it, which then becomes ``folder`` (where another process kept
+    it meanwhile, theirs stays: the same bytes); then all but the ``newest`` folders named with the
+    same prefix (``frames-``, ``report-``) are removed. A read-only run folder or a full disk keeps
+    nothing (logged; the ``what`` of the run is made again next time)."""
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    prefix = folder.name.split("-")[0] + "-"
+    try:
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        fill(tmp)
         try:
             os.replace(tmp, folder)  # whole or not at all
         except OSError:
             if not folder.is_dir():
                 raise
-            shutil.rmtree(tmp, ignore_errors=True)  # another process kept them first: the same bytes
-        kept = sorted((p for p in folder.parent.iterdir() if p.name.startswith("frames-")),
+            shutil.rmtree(tmp, ignore_errors=True)  # another process kept it first: the same bytes
+        kept = sorted((p for p in folder.parent.iterdir() if p.name.startswith(prefix)),
                       key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in kept[KEPT_FRAMES:]:
+        for old in kept[newest:]:
             shutil.rmtree(old, ignore_errors=True)
-    except OSError as e:  # a read-only run folder, a full disk: the frames are made again next time
-        log.info("the frames of the run cannot be kept in %s (%s)", folder, e)
+    except OSError as e:
+        log.info("the %s of the run cannot be kept in %s (%s)", what, folder, e)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

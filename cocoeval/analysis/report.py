@@ -29,6 +29,7 @@ from .frames import (
     code_digest,
     integrity_warnings,
     invalid_rates,
+    keep_folder,
     open_run_dir,
     run_frames,
     run_signature,
@@ -339,10 +340,8 @@ def _report_files(rep: dict[str, Any]) -> list[str]:
 def _keep_report(folder: Path, out: Path, rep: dict[str, Any]) -> None:
     """Keep a copy of the report just written to ``out`` as ``folder`` (whole or not at all), with
     ``report.json``: ``rep`` and the SHA-256 of each file; only the ``KEPT_REPORTS`` newest stay."""
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    try:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
+
+    def fill(tmp: Path) -> None:
         files = {}
         for name in _report_files(rep):
             data = (out / name).read_bytes()
@@ -351,20 +350,9 @@ def _keep_report(folder: Path, out: Path, rep: dict[str, Any]) -> None:
         kept = {k: v for k, v in rep.items() if k not in ("out", "html")}
         (tmp / "report.json").write_text(json.dumps({"report": kept, "html": bool(rep["html"]), "files": files},
                                                     ensure_ascii=False, sort_keys=True), encoding="utf-8")
-        shutil.rmtree(folder, ignore_errors=True)  # one kept without the HTML page, now written with it
-        try:
-            os.replace(tmp, folder)
-        except OSError:
-            if not folder.is_dir():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)  # another process kept it meanwhile: the same bytes
-        reports = sorted((p for p in folder.parent.iterdir() if p.name.startswith("report-")),
-                         key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in reports[KEPT_REPORTS:]:
-            shutil.rmtree(old, ignore_errors=True)
-    except OSError as e:  # a read-only run folder, a full disk: the report is written anew next time
-        log.info("the report of the run cannot be kept in %s (%s)", folder, e)
-        shutil.rmtree(tmp, ignore_errors=True)
+
+    shutil.rmtree(folder, ignore_errors=True)  # one kept without the HTML page, now written with it
+    keep_folder(folder, fill, newest=KEPT_REPORTS, what="report")
 
 
 def _copy_kept(folder: Path, out: Path, html: bool) -> dict[str, Any] | None:
