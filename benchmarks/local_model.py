@@ -13,19 +13,21 @@ ahead), with none of the cache's stale rows (calls of earlier versions of ``para
 The cache is opened read-only (``mode=ro``) and never written. The calls are replayed in the order
 they were first sent (the cache rows' ``created``; ``--order run`` takes the run directory's order).
 
-How they are sent: the ``Llama`` is built as ``LocalProvider._llama`` builds it (``_lean_llama``,
-``LocalProvider.n_ctx``, ``n_threads=1``, ``n_threads_batch=os.cpu_count()``, ``n_batch=512``, ``seed=0``, a
-``LlamaRAMCache`` of ``LocalProvider.prompt_cache_bytes``, ``OMP_WAIT_POLICY=PASSIVE``), with hooks
-on ``eval``/``sample``/``save_state``/``load_state`` that only time and count. The keyword arguments
+How they are sent: one context, built as ``LocalProvider._contexts`` builds each of its contexts
+(``canonical_llama``, ``LocalProvider.n_ctx``, ``n_threads=1``, ``n_threads_batch=os.cpu_count()``,
+``n_batch=512``, ``seed=0``, ``PromptStates`` of ``LocalProvider.prompt_cache_bytes``,
+``OMP_WAIT_POLICY=PASSIVE``), with hooks on ``eval``/``sample``/``_save``/``_load`` that only time
+and count. The keyword arguments
 of each call are the ones ``LocalProvider._complete`` passes (captured by running it against a stub
 model), plus ``stream=True``. Per call it measures: prompt tokens, how many of them were reused
 (KV state already in the context or loaded from the prompt cache: the ``n_past`` of the prompt's
 first ``eval``), the prompt-processing time (the prompt's ``eval``), the time to the first streamed
 chunk, the generation time and tokens, and whether the text equals the cached answer.
 
-Modes: by default the prompt cache as the provider has it; ``--no-prefix-cache`` without the
-``LlamaRAMCache`` (llama.cpp still reuses the prefix it shares with the previous prompt in its
-context); ``--no-reuse`` also resets the context before each call (every prompt evaluated in full).
+Modes: by default the saved prompt states as the provider has them; ``--no-prefix-cache`` keeps
+only the last prompt's state (what the context itself holds); ``--no-reuse`` also resets the
+context before each call (every prompt evaluated in full). The answers are the same in every mode
+and order (``canonical_llama``): only the time changes.
 ``--threads``/``--threads-batch``/``--batch``/``--ctx``/``--flash-attn`` try other settings (whether
 the texts stay the cached ones is printed).
 Prints totals and shares, per kind of call (simulate per setup, retries apart; judge overall and
@@ -36,6 +38,7 @@ wall time of the run stage. Asserts nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sqlite3
@@ -50,7 +53,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cocoeval.llm.base import GenerateRequest, parse_model_spec  # noqa: E402
-from cocoeval.llm.providers.local import LocalProvider, _lean_llama, smollm2_path  # noqa: E402
+from cocoeval.llm.providers.local import LocalProvider, PromptStates, canonical_llama, smollm2_path  # noqa: E402
 
 # -- the requests -------------------------------------------------------------------------------
 
@@ -107,8 +110,12 @@ def provider_kwargs(request: dict[str, Any]) -> dict[str, Any]:
             return kw
 
     class _Capture(LocalProvider):
-        def _llama(self) -> Any:
-            return _Stub()
+        def _contexts(self) -> Any:
+            class _One:
+                @contextlib.contextmanager
+                def context(self) -> Any:
+                    yield _Stub()
+            return _One()
 
     return _Capture(parse_model_spec("local/smollm2"))._complete(GenerateRequest(**request))
 
@@ -117,9 +124,8 @@ def provider_kwargs(request: dict[str, Any]) -> dict[str, Any]:
 
 def build_llama(a: argparse.Namespace) -> Any:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as LocalProvider._llama
-    from llama_cpp import LlamaRAMCache
 
-    class Probed(_lean_llama()):  # type: ignore[misc]
+    class Probed(canonical_llama()):  # type: ignore[misc]
         rec: ClassVar[dict[str, Any]] = {}  # replaced per call (an instance attribute)
 
         def eval(self, tokens: Any) -> None:
@@ -134,15 +140,15 @@ def build_llama(a: argparse.Namespace) -> Any:
             self.rec["sampled"] = self.rec.get("sampled", 0) + 1
             return super().sample(*args, **kw)
 
-        def save_state(self) -> Any:
+        def _save(self, tokens: Any) -> Any:
             t0 = time.perf_counter()
-            state = super().save_state()
+            state = super()._save(tokens)
             self.rec["save_s"] = self.rec.get("save_s", 0.0) + time.perf_counter() - t0
             return state
 
-        def load_state(self, state: Any) -> None:
+        def _load(self, state: Any) -> None:
             t0 = time.perf_counter()
-            super().load_state(state)
+            super()._load(state)
             self.rec["load_s"] = self.rec.get("load_s", 0.0) + time.perf_counter() - t0
             self.rec["loaded"] = int(state.n_tokens)
 
@@ -155,8 +161,8 @@ def build_llama(a: argparse.Namespace) -> Any:
     t0 = time.perf_counter()
     llama = Probed(model_path=str(path), **kw)
     load_s = time.perf_counter() - t0
-    if not a.no_prefix_cache and not a.no_reuse:
-        llama.set_cache(LlamaRAMCache(capacity_bytes=LocalProvider.prompt_cache_bytes))
+    # without the prefix cache: the last prompt's state only (what the context itself holds)
+    llama.states = PromptStates(0 if a.no_prefix_cache or a.no_reuse else LocalProvider.prompt_cache_bytes)
     return llama, load_s
 
 
@@ -164,6 +170,7 @@ def replay(llama: Any, call: dict[str, Any], no_reuse: bool) -> dict[str, Any]:
     kw = provider_kwargs(call["request"])
     if no_reuse:
         llama.reset()
+        llama.states = PromptStates(0)
     llama.rec = {}
     text, first = [], None
     t0 = time.perf_counter()
@@ -240,7 +247,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="replay only the first N requests")
     ap.add_argument("--order", choices=("created", "run"), default="created",
                     help="created: the order they were first sent (default); run: the run directory's")
-    ap.add_argument("--no-prefix-cache", action="store_true", help="without the LlamaRAMCache")
+    ap.add_argument("--no-prefix-cache", action="store_true", help="keep only the last prompt's state")
     ap.add_argument("--no-reuse", action="store_true", help="also reset the context before each call")
     ap.add_argument("--threads", type=int, help="n_threads, generation (default 1, as the provider)")
     ap.add_argument("--threads-batch", type=int, help="n_threads_batch, prompt processing (default: os.cpu_count(), as the provider)")

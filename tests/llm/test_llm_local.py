@@ -62,27 +62,87 @@ def test_in_process_local_model(tmp_path):
 
 
 
-def test_saved_prompt_states_hold_no_logits_buffer_and_change_no_answer():
-    """The provider's prompt cache restores a conversation's state without the n_batch x n_vocab
-    scores llama-cpp-python would copy into every entry (10 GB in a demo run), to the same answer."""
-    from llama_cpp import Llama, LlamaRAMCache
+def _canonical(**kw):
+    from cocoeval.llm.providers.local import PromptStates, canonical_llama
 
-    from cocoeval.llm.providers.local import _lean_llama
+    llama = canonical_llama()(model_path=str(smollm2_path()), n_ctx=2048, n_threads=1, n_threads_batch=2,
+                              verbose=False, seed=0, **kw)
+    llama.states = PromptStates(1 << 30)
+    return llama
 
-    def ask(llama, text):
-        return llama.create_chat_completion(messages=[{"role": "user", "content": text}], max_tokens=16,
-                                            temperature=0.0)["choices"][0]["message"]["content"]
 
-    a, b = "Name three colours of a traffic light.", "Say hello to Bob in one sentence."
-    lean = _lean_llama()(model_path=str(smollm2_path()), n_ctx=1024, n_threads=2, verbose=False, seed=0)
-    cache = LlamaRAMCache(capacity_bytes=1 << 30)
-    lean.set_cache(cache)
-    first, other, again = ask(lean, a), ask(lean, b), ask(lean, a)  # the third starts from a's saved state
-    assert first and other and again == first
-    states = list(cache.cache_state.values())
-    assert len(states) >= 2 and all(st.scores.size <= lean.n_vocab() for st in states)
-    plain = Llama(model_path=str(smollm2_path()), n_ctx=1024, n_threads=2, verbose=False, seed=0)
-    assert ask(plain, a) == first  # no prompt cache at all: the same answer
+def test_a_token_gets_the_same_numbers_in_every_batch_of_two_or_more():
+    """What the provider's prompt states rest on: llama.cpp computes a prompt's tokens to the same
+    bits however the prompt is cut into batches, as long as no batch holds a single token, and
+    on any number of threads."""
+    import numpy as np
+    from llama_cpp import Llama
+
+    from cocoeval.llm.providers.local import chunks
+
+    llama = _canonical(n_batch=512)
+    tokens = llama.tokenize(("Alice: we should ship on Friday. Bob: the tests are not done yet. " * 8).encode())
+    n = len(tokens)
+
+    def last_logits(pieces):
+        llama.reset()
+        for a, b in pieces:
+            Llama.eval(llama, tokens[a:b])  # the library's own eval: exactly these batches
+        return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).copy()
+
+    whole = last_logits([(0, n)])
+    for pieces in ([(0, 2), (2, n)], [(0, 50), (50, n - 2), (n - 2, n)], chunks(n, 7)):
+        assert np.array_equal(last_logits(pieces), whole), pieces
+    llama.set_threads(batch=1)  # the provider shares the cores among the calls in flight
+    assert np.array_equal(last_logits([(0, n)]), whole)
+
+
+def test_an_answer_does_not_depend_on_the_calls_before_it_nor_on_the_context():
+    """A prompt starts only from saved states of prompt tokens (never generated ones, never a last
+    token evaluated alone): whatever came before, in whichever context, the answer is the one the
+    prompt gets alone in a fresh context. Small batches (n_batch=8) put the cuts everywhere."""
+    from cocoeval.llm.providers.local import PromptStates
+
+    system = {"role": "system", "content": "You are Bob, a product manager in a design meeting."}
+    a = [system, {"role": "user", "content": "Alice: the remote control should be yellow. What do you say?"}]
+    b = [*a, {"role": "assistant", "content": "I think yellow is too loud."},
+         {"role": "user", "content": "Alice: then which colour would you pick, and why?"}]
+    asks = {"a": (a, 1), "b": (b, 1), "a again": (a, 2)}  # "a again": the same prompt, another seed
+
+    def ask(llama, name):
+        messages, seed = asks[name]
+        return llama.create_chat_completion(messages=messages, max_tokens=24, temperature=0.7,
+                                            seed=seed)["choices"][0]["message"]["content"]
+
+    one = _canonical(n_batch=8)
+    alone = {}
+    for name in asks:
+        one.reset()
+        one.states = PromptStates(1 << 30)
+        alone[name] = ask(one, name)
+    assert all(alone.values())
+
+    one.reset()
+    shared = one.states = PromptStates(1 << 30)
+    assert [ask(one, x) for x in ["a", "b", "a again", "b"]] == [alone[x] for x in ["a", "b", "a again", "b"]]
+    other = _canonical(n_batch=8)
+    other.states = shared  # another context, starting from the first one's saved prompts
+    assert [ask(other, x) for x in ["b", "a again", "a"]] == [alone[x] for x in ["b", "a again", "a"]]
+    assert len(shared) >= 1 and all(st.n_tokens == len(st.tokens) for _, st in shared._states.values())
+
+
+def test_calls_in_flight_at_once_run_in_their_own_contexts_to_the_same_answers(tmp_path):
+    from cocoeval.llm.providers.local import LocalProvider
+
+    calls = [Call(model="local/smollm2", request=GenerateRequest(
+        messages=[Message(role="user", content=f"Give one idea for a team meeting about topic {i}.")],
+        max_tokens=20, temperature=0.7)) for i in range(4)]
+    one = Runner(LLMConfig(cache=str(tmp_path / "one.sqlite"), progress=False, concurrency=1)).run(calls)
+    two = Runner(LLMConfig(cache=str(tmp_path / "two.sqlite"), progress=False, concurrency=2)).run(calls)
+    assert [r.status for r in one + two] == ["ok"] * 8
+    assert [r.response.text for r in two] == [r.response.text for r in one]
+    if (os.cpu_count() or 1) >= 2:
+        assert LocalProvider._models[str(smollm2_path())].made >= 2
 
 @pytest.fixture(scope="module")
 def llama_server():
