@@ -218,6 +218,15 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     return run
 
 
+def keep_frames(path: str | Path) -> Path | None:
+    """What ``cocoeval run`` does last: read the run directory it wrote and keep its frames
+    (``open_run_dir``), so that the first report or notebook after the run reads them instead of
+    every record (on the paper's shape ~6 s of the first report). The folder they are kept in;
+    None where nothing could be kept (a run folder that cannot be written)."""
+    run = open_run_dir(path)
+    return _held_folder(run)
+
+
 def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
     """The frame ``name`` that ``open_run_dir`` kept with the frames of ``run`` (the judge-free
     statistics of every conversation, ``convstats``, and their turn-taking, ``turn_taking``: made

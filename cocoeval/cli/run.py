@@ -142,7 +142,28 @@ def _cmd_run(a: argparse.Namespace) -> int:
         print(f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
               f"{s['failed']:>4} failed  of {s['total']}")
     print(usage_summary(usage))
+    _keep_frames(run_dir)
     return _run_outcome(summary, a.allow_invalid)
+
+
+def _keep_frames(run_dir: Path) -> None:
+    """The run's analysis frames kept in its ``cache/`` (``frames.keep_frames``): the first report
+    or notebook then reads them, not every record. A run whose files cannot be read says so here
+    (the report would refuse it with the same message); the run's exit status is its own."""
+    import time
+
+    from cocoeval.analysis.frames import keep_frames
+    from cocoeval.core.errors import CocoevalError
+
+    t = time.perf_counter()
+    try:
+        folder = keep_frames(run_dir)
+    except CocoevalError as e:
+        print(f"the run's analysis frames are not kept: {e}", file=sys.stderr)
+        return
+    if folder is not None:
+        print(f"analysis frames kept in {folder.relative_to(run_dir)} ({time.perf_counter() - t:.1f} s): "
+              "the report and the notebooks start from them")
 
 
 def _money(usd: float, unknown: int) -> str:
