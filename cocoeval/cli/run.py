@@ -275,7 +275,8 @@ def add_commands(sub: Any) -> None:
                        description=textwrap.fill(
                            "Run a params file (see params/demo.yaml): build or load the benchmark, simulate "
                            "every setup, judge references and continuations, write a run directory. Every LLM "
-                           "call is cached: a re-run sends no request and a killed run resumes.", 79),
+                           "call is cached: a re-run sends no request and a killed run resumes. Last, the run's "
+                           "analysis frames are kept in its cache/ folder, for the report and the notebooks.", 79),
                        epilog="exit status:\n"
                        "  0  everything ended valid (or --allow-invalid)\n"
                        "  2  bad input, usage or set-up (params file, names, options, API key): the\n"
