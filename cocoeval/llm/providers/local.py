@@ -180,7 +180,9 @@ def canonical_llama() -> type:
         def _save(self, tokens: Any) -> _State:
             size = C.llama_state_get_size(self._ctx.ctx)
             data = bytearray(size)
-            n = C.llama_state_get_data(self._ctx.ctx, (ctypes.c_uint8 * size).from_buffer(data), size)
+            view = (ctypes.c_uint8 * size).from_buffer(data)  # llama.cpp writes into data itself
+            n = C.llama_state_get_data(self._ctx.ctx, view, size)
+            del view  # (a bytearray with a view on it cannot shrink)
             if n > size:
                 raise RuntimeError("llama_state_get_data wrote more than llama_state_get_size")
             del data[n:]
