@@ -51,7 +51,7 @@ def chunks(n: int, size: int) -> list[tuple[int, int]]:
 
     llama.cpp computes a token evaluated alone (a batch of one) by another kernel than a token in
     a batch of two or more, to slightly different numbers; in batches of two or more, a token's
-    numbers do not depend on the batch (benchmarks/local_model.py --check-chunks; tested). So a
+    numbers do not depend on the batch (tests/llm/test_llm_local.py, to the bit). So a
     prompt is never left with a last piece of one token: the last two pieces become size-1 and 2."""
     if n <= 1:
         return [(0, n)] if n else []
@@ -223,8 +223,8 @@ class _Contexts:
                 llama = self.make()
                 llama.states = self.states
             # the cores shared among the calls in flight for prompt processing (generation: one
-            # thread each); measured on the demo with two at once: 207 s against 216 s with two
-            # threads each. The threads change no number (tested).
+            # thread each): the demo's run stage, two calls at once, took 207 s with one prompt
+            # thread per context against 216 s with two each. Threads change no number (tested).
             llama.set_threads(batch=max(1, self.cores // busy))
             yield llama
         except BaseException:
@@ -242,7 +242,7 @@ class _Contexts:
 
 @provider("local")
 class LocalProvider(Provider):
-    in_process = True  # one copy of the model, in this process
+    in_process = True  # the model and its contexts live in this process
     billing = "free"
     n_ctx: ClassVar[int] = 8192
     prompt_cache_bytes: ClassVar[int] = 2 << 30
