@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from cocoeval.core.jsonio import write_json, write_jsonl
 from cocoeval.core.schema import Instance, Metadata, Participant, Provenance, Summary, Turn
 
@@ -65,3 +69,27 @@ def with_reference_turns(run):
                     if c.status == "ok" and not c.turns and c.instance_id in refs else c for c in cs]
              for name, cs in run.continuations.items()}
     return run.model_copy(update={"continuations": conts})
+
+
+def fake_params_file(tmp_path: Path, srv, setup_temp: float = 0.0, judge_temp: float = 0.0,
+                     prompt: str = "vanilla") -> Path:
+    """A params file in ``tmp_path`` over a benchmark of four QMSum-shaped meetings (built once),
+    one setup ``s`` and one judge ``j`` (both kinds), both on the fake server ``srv``."""
+    from cocoeval import build
+
+    from .conftest import qmsum_meeting
+    from .conftest import write_json as write_source
+
+    if not (tmp_path / "bench").exists():
+        for i in range(4):
+            write_source(tmp_path / "src" / "product" / f"M{i}.json", qmsum_meeting(80 + i))
+        build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
+    model = f"openai-compatible/fake@{srv.openai_base}"
+    p = tmp_path / "exp.yaml"
+    p.write_text(yaml.safe_dump({
+        "name": "exp", "out": "runs/exp", "bench": "bench",
+        "setups": [{"name": "s", "model": model, "turns_per_call": 30, "temperature": setup_temp, "prompt": prompt}],
+        "judges": [{"name": "j", "model": model, "temperature": judge_temp}],
+        "llm": {"cache": "cache.sqlite"},
+    }))
+    return p

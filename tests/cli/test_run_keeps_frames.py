@@ -4,28 +4,10 @@ paper's shape)."""
 
 from __future__ import annotations
 
-import yaml
-
 from cocoeval.analysis import frames as fr
 from cocoeval.core.jsonio import recorded_reads
 
-from ..conftest import qmsum_meeting, write_json
-
-
-def _params(tmp_path, srv):
-    from cocoeval import build
-
-    for i in range(2):
-        write_json(tmp_path / "src" / "product" / f"M{i}.json", qmsum_meeting(80 + i))
-    build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
-    m = f"openai/gpt-4.1@{srv.openai_base}"
-    params = tmp_path / "p.yaml"
-    params.write_text(yaml.safe_dump({
-        "name": "p", "out": "runs/p", "bench": "bench",
-        "setups": [{"name": "k30", "model": m, "turns_per_call": 30}],
-        "judges": [{"name": "j", "model": m, "kind": ["overall"]}],
-        "llm": {"cache": "cache.sqlite", "progress": False}}))
-    return params
+from ..sim_helpers import fake_params_file
 
 
 def test_the_first_report_after_a_run_reads_its_kept_frames_and_no_record(srv, tmp_path, monkeypatch, capsys):
@@ -33,9 +15,9 @@ def test_the_first_report_after_a_run_reads_its_kept_frames_and_no_record(srv, t
     from cocoeval.cli import main
 
     monkeypatch.chdir(tmp_path)
-    assert main(["run", str(_params(tmp_path, srv)), "--no-progress"]) in (0, 3)
+    assert main(["run", str(fake_params_file(tmp_path, srv)), "--no-progress"]) in (0, 3)
     out = capsys.readouterr().out
-    d = tmp_path / "runs" / "p"
+    d = tmp_path / "runs" / "exp"
     kept = sorted(p.name for p in (d / fr.CACHE_DIR).glob("frames-*"))
     assert len(kept) == 1 and f"analysis frames kept in {fr.CACHE_DIR}/{kept[0]}" in out
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 
-import yaml
-
-from cocoeval import build
 from cocoeval.analysis.convstats import conversation_frame
 from cocoeval.analysis.frames import invalid_rates, run_frames
 from cocoeval.run import Run, load_params
 
-from ..conftest import ROOT, qmsum_meeting, write_json
+from ..conftest import ROOT
+from ..sim_helpers import fake_params_file
 
 SPEAKERS = ["Project Manager", "Marketing", "User Interface"]
 WHOLE = "\n".join(f"{SPEAKERS[i % 3]}: point number {i}" for i in range(30))
@@ -21,19 +19,7 @@ OVERALL = json.dumps({"consistency": 7, "collaborativeness": 5, "rationale": "fi
 
 
 def _params(tmp_path, srv, setup_temp=0.0, judge_temp=0.0, prompt="vanilla"):
-    if not (tmp_path / "bench").exists():
-        for i in range(4):
-            write_json(tmp_path / "src" / "product" / f"M{i}.json", qmsum_meeting(80 + i))
-        build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
-    model = f"openai-compatible/fake@{srv.openai_base}"
-    p = tmp_path / "exp.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": "exp", "out": "runs/exp", "bench": "bench",
-        "setups": [{"name": "s", "model": model, "turns_per_call": 30, "temperature": setup_temp, "prompt": prompt}],
-        "judges": [{"name": "j", "model": model, "temperature": judge_temp}],
-        "llm": {"cache": "cache.sqlite"},
-    }))
-    return load_params(p)
+    return load_params(fake_params_file(tmp_path, srv, setup_temp, judge_temp, prompt))
 
 
 def _script(srv):
