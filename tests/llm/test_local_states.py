@@ -74,3 +74,31 @@ def test_the_least_recently_used_states_go_past_the_capacity():
     assert s._bytes == 20
     s.put(_t(4), _St(100))  # one state over the capacity is still kept (the newest)
     assert len(s) == 1 and s._bytes == 100
+
+
+class _Fake:
+    def set_threads(self, batch: int) -> None:
+        self.batch = batch
+
+
+def test_contexts_are_made_on_demand_up_to_the_limit_and_a_failed_making_frees_its_place():
+    from cocoeval.llm.providers.local import _Contexts
+
+    fails = [True]
+
+    def make():
+        if fails.pop() if fails else False:
+            raise RuntimeError("model file unreadable")
+        return _Fake()
+
+    pool = _Contexts(make, limit=2, states=PromptStates(0), cores=2)
+    with pytest.raises(RuntimeError), pool.context():
+        pass
+    assert pool.made == 0 and pool.free == []
+    with pool.context() as a:
+        assert a.batch == 2 and a.states is pool.states  # alone: every core for its prompts
+        with pool.context() as b:
+            assert b is not a and b.batch == 1 and pool.made == 2  # two in flight: a core each
+    assert pool.made == 2 and len(pool.free) == 2
+    with pool.context() as c:
+        assert c in (a, b) and pool.made == 2  # a free context is used again, none made

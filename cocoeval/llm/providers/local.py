@@ -218,26 +218,25 @@ class _Contexts:
             if llama is None:
                 self.made += 1
             busy = self.made - len(self.free)
-        try:
-            if llama is None:
+        if llama is None:
+            try:
                 llama = self.make()
-                llama.states = self.states
+            except BaseException:  # no context made: its place goes to the next call
+                with self.cond:
+                    self.made -= 1
+                    self.cond.notify()
+                raise
+            llama.states = self.states
+        try:
             # the cores shared among the calls in flight for prompt processing (generation: one
             # thread each): the demo's run stage, two calls at once, took 207 s with one prompt
             # thread per context against 216 s with two each. Threads change no number (tested).
             llama.set_threads(batch=max(1, self.cores // busy))
             yield llama
-        except BaseException:
-            if llama is None:
-                with self.cond:
-                    self.made -= 1
-                    self.cond.notify()
-            raise
         finally:
-            if llama is not None:
-                with self.cond:
-                    self.free.append(llama)
-                    self.cond.notify()
+            with self.cond:
+                self.free.append(llama)
+                self.cond.notify()
 
 
 @provider("local")
