@@ -458,12 +458,15 @@ def describe(spec: dict[str, Any]) -> str:
 def save(chart: alt.TopLevelMixin | dict[str, Any], path_base: str | Path, *, scale: float = 2.0) -> list[Path]:
     """Write ``<path_base>.png`` and ``.svg`` with vl-convert (no browser), and the Vega-Lite spec
     as ``<path_base>.vl.json`` (what the HTML report embeds; the Vega editor opens it too); as the
-    report writes them (``render.render_figure``). ``chart``: a chart, or its ``to_dict()`` spec
-    (already made, e.g. for display: written as ``to_json`` writes it; a test compares the bytes)."""
-    from .render import render_figure
+    report writes them: in a rendering process (``render.Renderer``), with its fonts, waited for.
+    Raises ``render.RenderError`` when vl-convert refuses the chart. ``chart``: a chart, or its
+    ``to_dict()`` spec (already made, e.g. for display: written as ``to_json`` writes it; a test
+    compares the bytes)."""
+    from .render import Renderer
 
     base = Path(path_base)  # a dot in a name is no suffix
-    render_figure(spec_json(chart), base, scale)
+    with Renderer(1) as renderer:
+        renderer.submit(spec_json(chart), base, scale)
     return figure_paths(base)
 
 

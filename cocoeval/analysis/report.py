@@ -53,7 +53,7 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
 
 def render_workers() -> int | None:
     """Processes rendering the report's figures while the statistics are computed (``render``):
-    one per core, two at most (0 renders in this process, one after the other). Two on two cores,
+    one per core, two at most. Two on two cores,
     though the statistics keep a core busy: the figures take about as much CPU as the statistics
     (6–7 s each on the paper's shape), and two workers finish them while the statistics still run,
     where one would outlast them (measured 0.4–1 s sooner than one)."""

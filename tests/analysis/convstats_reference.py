@@ -172,10 +172,53 @@ def sign_flip_pvalues(d: Any, flips: int = 9999, seed: int = 0) -> Any:
 
 
 def save_figure(spec: str, base: Any, scale: float = 2.0) -> None:
-    """A figure as ``charts.save`` writes it (Vega-Lite to PNG, then to SVG, and the spec), one after the other."""
+    """A figure as ``charts.save`` wrote it before issue #27 (Vega-Lite to PNG, then to SVG, and
+    the spec), one after the other, in this process (with its fonts)."""
     import vl_convert as vlc
 
     base.parent.mkdir(parents=True, exist_ok=True)
     (base.parent / f"{base.name}.png").write_bytes(vlc.vegalite_to_png(spec, scale=scale))
     (base.parent / f"{base.name}.svg").write_text(vlc.vegalite_to_svg(spec), encoding="utf-8")
     (base.parent / f"{base.name}.vl.json").write_text(spec, encoding="utf-8")
+
+
+class OneByOneRenderer:
+    """In place of ``render.Renderer``: the figures rendered as ``save_figure`` does, one after the
+    other, in one process started as cocoeval's rendering processes are (``render.process_env``,
+    ``render.use_bundled_fonts``: the same fonts), when the renderer closes."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self._jobs: list[tuple[str, str, float]] = []
+
+    def submit(self, spec: str, base: Any, scale: float = 2.0) -> None:
+        self._jobs.append((spec, str(base), scale))
+
+    def close(self) -> None:
+        import json
+        import subprocess
+        import sys
+
+        from cocoeval.analysis import render
+
+        jobs, self._jobs = self._jobs, []
+        subprocess.run([sys.executable, "-m", __name__], input=json.dumps(jobs), text=True, check=True,
+                       env=render.process_env())
+
+    def __enter__(self) -> OneByOneRenderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.close()
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    from pathlib import Path
+
+    from cocoeval.analysis import render
+
+    render.use_bundled_fonts()
+    for spec, base, scale in json.load(sys.stdin):
+        save_figure(spec, Path(base), scale)

@@ -1,9 +1,11 @@
 """``cocoeval report`` writes the same files as before issue #27 made it fast: on a small run of
 the paper's shape, every table (CSV and Markdown), the index and every figure (PNG and SVG) of the
 report equal, byte for byte, those of the implementation it replaced (the judge-free statistics one
-conversation at a time, sign vectors drawn per test and each test on its own, no shared frames, figures rendered one after
-the other through ``charts.save``'s path, BLAS on the threads numpy starts with, every chart part checked by Altair at its creation, each
-spec written by Altair's ``to_json`` whole)."""
+conversation at a time, sign vectors drawn per test and each test on its own, no shared frames, figures
+rendered one after the other by vl-convert's own PNG and SVG paths, BLAS on the threads numpy starts
+with, every chart part checked by Altair at its creation, each spec written by Altair's ``to_json``
+whole). The figures of both are rendered with the fonts of cocoeval's rendering processes
+(``render.use_bundled_fonts``)."""
 
 from __future__ import annotations
 
@@ -47,8 +49,8 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
         m.setattr(inference, "sign_flip_pvalues", ref.sign_flip_pvalues)
         one_by_one = lambda blocks, flips, seed: [ref.sign_flip_pvalues(b, flips, seed) for b in blocks]  # noqa: E731
         m.setattr(stats, "sign_flip_blocks", one_by_one)
-        m.setattr(render, "render_figure", ref.save_figure)
-        m.setattr(report, "render_workers", lambda: 0)
+        m.setattr(render, "Renderer", ref.OneByOneRenderer)
+        m.setattr(report, "kept_report_folder", lambda run, settings: None)  # computed, not the copy kept by "now"
         m.setattr(charts, "checked_once", contextlib.nullcontext)
         m.setattr(memory, "one_blas_thread", contextlib.nullcontext)
         m.setattr(charts, "unchecked_json", lambda chart: chart.to_json(validate=False))
