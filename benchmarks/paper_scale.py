@@ -12,9 +12,11 @@ invalid. Then it times, each with its peak memory (max RSS of the process tree):
   the synthetic run is not written by ``cocoeval run``), the report computed from them; the same
   report again (the kept one, copied); and with nothing kept (the run's ``cache/`` deleted: a run
   copied without it, or made by an older cocoeval), every record read;
-- every notebook headless through papermill (``--quick``: 02, 10 and 11 only), each under 10 s,
-  and the bytes of each executed notebook (under 2 MB); 09, which writes the report, twice: with
-  the report ``cocoeval report`` kept, and with none kept;
+- every notebook headless as cocoeval executes it (``cocoeval notebooks PARAMS --out DIR --only
+  NAME``: papermill in cocoeval's process; ``--quick``: 02, 10 and 11 only), each under 10 s, and
+  the bytes of each executed notebook (under 2 MB); 09, which writes the report, twice: with the
+  report ``cocoeval report`` kept, and with none kept. Papermill's own command line is timed apart
+  (its start-up: it imports jsonschema with the RFC 3987 grammar cocoeval's processes defer);
 - opening the run and the first analysis call in a kernel (``open_run``, ``summary_markdown`` and
   ``ctx.analysis``: what a person waits for before a notebook's first chart; under 3 s), once the
   run's frames are kept (a first opening, which makes them where they are not kept yet, is timed
@@ -23,7 +25,8 @@ invalid. Then it times, each with its peak memory (max RSS of the process tree):
   100 ms);
 - ``cocoeval --help`` (under 0.5 s).
 
-The targets are printed beside the numbers, never asserted.
+The targets are printed beside the numbers, never asserted. The first line gives this machine's
+speed (a 10^7-step Python loop), the yardstick to compare numbers from different days by.
 
     python benchmarks/paper_scale.py [--quick] [--out DIR] [--keep] [--skip-notebooks]
 """
@@ -278,6 +281,10 @@ def main() -> None:
     # byte-compiled as an installed package is (``make bytecode``): where PYTHONDONTWRITEBYTECODE is
     # set, each process timed would otherwise compile every cocoeval module it imports again
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cocoeval")], check=True)
+    loop = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); s = 0\n"
+                           "for i in range(10**7): s += i\nprint(time.perf_counter() - t)"],
+                          capture_output=True, text=True, check=True)
+    print(f"this machine: {os.cpu_count()} cores, a 10^7-step Python loop in {float(loop.stdout):.2f} s")
     try:
         t = time.perf_counter()
         if a.reuse and (d / "manifest.json").is_file():
@@ -335,11 +342,14 @@ def main() -> None:
             out = base / "notebooks"
             out.mkdir(exist_ok=True)
 
+            s, _, _, _ = timed([sys.executable, "-m", "papermill", "--help"], cwd=ROOT)
+            print(f"papermill's own command line starts in {s:.1f} s (python -m papermill --help), what a notebook "
+                  "run with it takes more than the times below")
+
             def notebook(nb: Path, which: str = "") -> None:
                 target = out / nb.name
-                s, mb, _, p = timed([sys.executable, "-m", "papermill", str(nb), str(target), "--cwd",
-                                  str(nb.parent), "-k", "python3", "--no-progress-bar", "-p", "params_file",
-                                  str(d / "params.yaml"), "-p", "figures_dir", str(base / "figures")], cwd=ROOT)
+                s, mb, _, p = timed([exe, "notebooks", str(d / "params.yaml"), "--out", str(out), "--only", nb.stem,
+                                     "--figures", str(base / "figures")], cwd=ROOT)
                 kb = target.stat().st_size / 1e6 if target.exists() else float("nan")
                 print(f"notebook {nb.stem}{which}: {s:.1f} s, {mb:.0f} MB peak, executed notebook {kb:.2f} MB "
                       f"(targets < 10 s, < 2 MB: {mark(s, 10)}, {mark(kb, 2)})"

@@ -42,13 +42,18 @@ def _cmd_notebooks(a: argparse.Namespace) -> int:
     from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)  # a malformed params file is reported here, not from inside a notebook
+    if a.copy and a.only:
+        from cocoeval.core.errors import ConfigError
+
+        raise ConfigError("--only selects notebooks to execute (--out); --copy copies every notebook",
+                          hint="drop --only, or execute them with --out")
     if a.copy:
         for p in copy_notebooks(a.params, a.copy, figures_dir=a.figures):
             print(f"copied {p}")
         print(f"open them with: jupyter lab {a.copy}  (params_file is set to {a.params} in each)")
         return 0
     for p in execute_notebooks(a.params, a.out, figures_dir=a.figures, resamples=a.resamples, min_n=a.min_n,
-                               correction=a.correction, jobs=a.jobs):
+                               correction=a.correction, jobs=a.jobs, only=a.only):
         print(f"executed {p}")
     print(f"figures in {a.figures or exp.run_dir / 'figures'}/<notebook>/")
     return 0
@@ -82,5 +87,8 @@ def add_commands(sub: Any) -> None:
     nbp.add_argument("--jobs", type=int, default=None, metavar="N",
                      help="notebooks executed at once, each in a process of its own (default: 2 on two cores or "
                      "more, else 1; 1: one after the other)")
+    nbp.add_argument("--only", action="append", metavar="NAME",
+                     help="execute only this notebook, named whole (05_rq5_turns_per_call) or by its number (05); "
+                     "repeat for several (default: every notebook)")
     add_analysis_args(nbp)
     nbp.set_defaults(func=_cmd_notebooks)

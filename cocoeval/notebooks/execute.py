@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -38,12 +39,15 @@ def notebook_jobs() -> int:
 
 def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path | None = None,
                       notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = inference.MIN_N,
-                      correction: str = "bh", jobs: int | None = None) -> list[Path]:
+                      correction: str = "bh", jobs: int | None = None,
+                      only: Sequence[str] | None = None) -> list[Path]:
     """Execute every notebook headlessly with papermill on a params file's run; executed copies go
     to ``out_dir`` and figures to ``figures_dir/<notebook>/`` (default: the run's ``figures/``).
     ``jobs`` notebooks at once (default ``notebook_jobs()``; 1: one after the other in this
-    process). The first notebook that fails (in their order) raises once those running have
-    ended; the notebooks after it are not started."""
+    process; a single notebook always runs in this process). ``only``: the notebooks to execute,
+    each named whole (``05_rq5_turns_per_call``) or by the number it starts with (``05``); a name
+    that matches none raises before anything runs. The first notebook that fails (in their order)
+    raises once those running have ended; the notebooks after it are not started."""
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         from cocoeval.core.errors import ConfigError
@@ -52,12 +56,13 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
                           hint="--jobs 1 runs the notebooks one after the other")
 
     nb_dir = Path(notebooks_dir) if notebooks_dir else shipped_notebooks()
+    chosen = selected(sorted(nb_dir.glob("*.ipynb")), only)  # a wrong name: nothing written
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     parameters = {"params_file": str(Path(params_file).resolve()),
                   "figures_dir": str(Path(figures_dir).resolve()) if figures_dir else "",
                   "resamples": resamples, "min_n": min_n, "correction": correction}
-    todo = [(str(nb), str(out / nb.name)) for nb in sorted(nb_dir.glob("*.ipynb"))]
+    todo = [(str(nb), str(out / nb.name)) for nb in chosen]
     n = notebook_jobs() if jobs is None else jobs
     if n <= 1 or len(todo) <= 1:
         return [Path(_execute_one(nb, target, str(nb_dir), parameters)) for nb, target in todo]
@@ -68,6 +73,23 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
         return [Path(f.result()) for f in futures]
     finally:  # after a failure: the notebooks not started are cancelled, those running end
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def selected(notebooks: list[Path], only: Sequence[str] | None) -> list[Path]:
+    """The ``notebooks`` ``only`` names (all of them for None), in their own order: a name is a
+    notebook's whole stem or the part before its first underscore (``05``)."""
+    if only is None:
+        return notebooks
+    names = {nb.stem: nb for nb in notebooks} | {nb.stem.split("_")[0]: nb for nb in notebooks}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        from cocoeval.core.errors import ConfigError
+
+        raise ConfigError(f"no notebook named {', '.join(map(repr, unknown))}",
+                          hint="name one as " + ", ".join(nb.stem for nb in notebooks)
+                          + " (or by its number, e.g. 05)")
+    chosen = {names[n] for n in only}
+    return [nb for nb in notebooks if nb in chosen]
 
 
 def _execute_one(nb: str, target: str, cwd: str, parameters: dict[str, Any]) -> str:

@@ -51,3 +51,21 @@ def test_jobs_must_be_a_whole_number_of_at_least_one(tmp_path, jobs):
 
     with pytest.raises(ConfigError, match="jobs must be a whole number"):
         execute_notebooks(tmp_path / "p.yaml", tmp_path / "out", notebooks_dir=tmp_path, jobs=jobs)
+
+
+def test_only_the_notebooks_named_whole_or_by_number_and_a_wrong_name_runs_nothing(tmp_path):
+    pytest.importorskip("papermill")
+    from cocoeval.notebooks.execute import execute_notebooks
+
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    for name in ("01_first", "02_second", "03_third"):
+        _notebook(nbs / f"{name}.ipynb", f"print('{name} ran')")
+    done = execute_notebooks(tmp_path / "p.yaml", tmp_path / "out", notebooks_dir=nbs, jobs=2,
+                             only=["03", "01_first"])
+    assert [p.name for p in done] == ["01_first.ipynb", "03_third.ipynb"]  # in their own order
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01_first.ipynb", "03_third.ipynb"]
+    assert "03_third ran" in (tmp_path / "out" / "03_third.ipynb").read_text()
+    with pytest.raises(ConfigError, match="no notebook named '04', 'second'") as e:
+        execute_notebooks(tmp_path / "p.yaml", tmp_path / "out2", notebooks_dir=nbs, only=["02", "04", "second"])
+    assert "02_second" in e.value.hint and not (tmp_path / "out2").exists()
