@@ -162,9 +162,12 @@ class RunContext:
                  correction: str = "bh", **options: Any) -> Answer | None:
         """The answer of the registered analysis ``name`` (``cocoeval.analysis.analyses``) on this run, with
         this context's frames and judge; ``options``: the analysis's own (a notebook's extra
-        parameters). None: nothing to show (e.g. no judge)."""
+        parameters). None: nothing to show (e.g. no judge). The process that renders the figures
+        ``show`` saves starts here, so that it loads vl-convert while the analysis is computed."""
         from cocoeval.analysis import analyses
 
+        if self._renderer is None:
+            self._renderer = render.Renderer(1)
         return analyses.compute(name, self.run, analyses.Params(
             judge=self.judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction, frames=self.frames,
             bench_dir=self.experiment.bench_dir() if self.experiment is not None else None, options=options))
@@ -196,7 +199,7 @@ class RunContext:
         return saved
 
     def _save(self, spec: dict[str, Any], base: Path) -> list[Path]:
-        if self._renderer is None:  # started at the first figure: a notebook that saves none spawns nothing
+        if self._renderer is None:  # started by analysis() or here: a notebook that computes and saves none spawns none
             self._renderer = render.Renderer(1)  # one: the figures in order, as charts.save would write them
         self._renderer.submit(charts.spec_json(spec), base)
         paths = charts.figure_paths(base)

@@ -245,7 +245,9 @@ def test_setup_makes_charts_render_offline_and_figures_go_to_the_run(tmp_path, m
         # show(): each answer chart displayed as that bundle (raw), and saved
         shown: list[tuple] = []
         monkeypatch.setattr(IPython.display, "display", lambda *a, **k: shown.append((a, k)))
+        assert ctx._renderer is None
         answer = ctx.analysis("rq1", resamples=20, min_n=2)
+        assert ctx._renderer is not None  # started with the analysis: vl-convert loads while it computes
         saved = ctx.show(answer, "01_x")
         bundles = [(a[0], k["metadata"]) for a, k in shown if k.get("raw")]
         assert bundles == [charts.mimebundle(c, EMBED_OPTIONS) for c in answer.charts.values()]
