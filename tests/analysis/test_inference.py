@@ -309,3 +309,23 @@ def test_blocks_tested_together_give_each_blocks_own_p_values():
     assert [p.shape for p in together] == [(10,), (1,), (3,), (2,), (1,), (2,), (2,)]
     for b, p in zip(blocks, together, strict=True):
         assert np.array_equal(p, sign_flip_pvalues(b, 999, 3), equal_nan=True)
+
+
+def test_sign_vectors_read_from_the_generators_bits_are_those_integers_draws(monkeypatch):
+    """``_signs_from_bits`` (the top bit of each 32-bit half of the generator's words, read in one
+    pass) gives the sign vectors ``rng.integers(0, 2)`` drew chunk by chunk, lengths whose chunks
+    split a 64-bit word included; where the check made once per process fails (another numpy),
+    the signs are drawn with ``integers``."""
+    from cocoeval.analysis import inference
+
+    for n, flips, seed in [(1, 10, 1), (3, 9999, 0), (7, 9999, 5), (281, 9999, 0), (999, 9999, 2), (5641, 401, 3)]:
+        chunk = max(1, 2_000_000 // n) if n > 100 else 333  # 333 x odd n: an odd number of draws per chunk
+        drawn, read = inference._signs_by_integers(n, flips, seed, chunk), inference._signs_from_bits(n, flips, seed, chunk)
+        assert [c.shape for c in drawn] == [c.shape for c in read] and all(c.dtype == np.int8 for c in read)
+        assert all(np.array_equal(a, b) for a, b in zip(drawn, read, strict=True)), (n, flips, seed)
+    assert inference._bits_are_integers()
+    monkeypatch.setattr(inference, "_BITS_ARE_INTEGERS", [])  # another numpy: integers drawn otherwise
+    monkeypatch.setattr(inference, "_signs_by_integers", lambda n, flips, seed, chunk: [np.ones((flips, n), np.int8)])
+    assert not inference._bits_are_integers()
+    monkeypatch.setattr(inference, "_SIGNS", {})
+    assert np.array_equal(inference._sign_chunks(4, 6, 0)[0], np.ones((6, 4), np.int8))  # drawn, not read
