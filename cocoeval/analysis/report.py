@@ -53,10 +53,10 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
 
 def render_workers() -> int | None:
     """Processes rendering the report's figures while the statistics are computed (``render``):
-    one per core, two at most. Two on two cores,
-    though the statistics keep a core busy: the figures take about as much CPU as the statistics
-    (6–7 s each on the paper's shape), and two workers finish them while the statistics still run,
-    where one would outlast them (measured 0.4–1 s sooner than one)."""
+    one per core, two at most. Two on two cores, though the statistics keep a core busy: the
+    figures take about as much CPU as the statistics (8–9 s each on the paper's shape, on two cores
+    running slow), and two workers finish them while the statistics still run, where one would
+    outlast them (measured 0.4 s sooner than one)."""
     return max(1, min(2, os.cpu_count() or 1))
 
 
