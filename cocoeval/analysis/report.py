@@ -207,15 +207,7 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
         renderer.submit(charts.unchecked_json(chart), base)  # validated by the tests
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
-    free = _tested(write_section("judge-free", run, params, table, figure), correction)
-    board = write_section("leaderboard", run, params, table, figure).get("leaderboard")
-    board_outs = list(dict.fromkeys(o.name for a in analyses.in_report("leaderboard") if a.report is not None
-                                    for o in [*a.report.tables.values(), *a.report.figures.values()]))
     rates = invalid_rates(f)
-    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
-          "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
-          "setup no longer has; missing = expected by the params but "
-          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted")
     judged = rates.filter(pl.col("stage") == "judge")
     simulated = rates.filter(pl.col("stage") == "simulate").select(
         "target", continuations_invalid_rate="invalid_rate")
@@ -227,6 +219,10 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
         j = judged.filter(pl.col("kind") == kind).select("judge", "target", judgments_invalid_rate="invalid_rate")
         return df.join(j, on=["judge", "target"], how="left").join(simulated, on="target", how="left")
 
+    # The behaviour means and their two figures first: quick to compute and the longest figures to
+    # render, so the workers draw them while the judge-free statistics are computed. They are
+    # listed (index, HTML) where they always were: moved there below, after invalid_rates.
+    early: list[str] = []
     if not f.counts.is_empty():
         means = with_rates(stats.mean_occurrences(f, **kw), "fine_grained")
         table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
@@ -242,13 +238,28 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
                f"Mean occurrences per behaviour, each setup vs the human reference ({jn})", judged=True)
         figure("dataset_heatmap", charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
                f"Behaviours per dataset ({jn})", judged=True)
-        if judge is not None:
-            per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
-            table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
-                  f"p: {inference.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
-                  "verdict after the correction (verdict empty: not tested, n too small)")
-            table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
-            write_section("paper", run, params, table, figure)
+        early = ["behaviour_means", "behaviour_means_by_dataset", "detections", "detection_totals",
+                 "figure3_behaviours", "dataset_heatmap"]
+    free = _tested(write_section("judge-free", run, params, table, figure), correction)
+    board = write_section("leaderboard", run, params, table, figure).get("leaderboard")
+    board_outs = list(dict.fromkeys(o.name for a in analyses.in_report("leaderboard") if a.report is not None
+                                    for o in [*a.report.tables.values(), *a.report.figures.values()]))
+    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
+          "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
+          "setup no longer has; missing = expected by the params but "
+          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted")
+    for name in early:  # back in their place in the listings (a dict keeps the order of insertion)
+        if name in tables:
+            tables[name] = tables.pop(name)
+        if name in figures:
+            figures[name] = figures.pop(name)
+    if not f.counts.is_empty() and judge is not None:
+        per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
+        table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
+              f"p: {inference.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
+              "verdict after the correction (verdict empty: not tested, n too small)")
+        table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
+        write_section("paper", run, params, table, figure)
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
         table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid judgments (n; unpaired: table4's layout)")

@@ -113,6 +113,13 @@ def test_report_command(tmp_path, capsys):
     for name in ("behaviour_means", "likert_means", "invalid_rates", "paired_vs_human", "profile_distance",
                  "detections", "behaviour_means_by_dataset", "participants"):
         assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists() and f"{name}.csv" in index
+    # listed in the order they are presented in, whatever the order they are computed in (the
+    # behaviour means and their figures are computed first, for the rendering workers)
+    judged = index.split("## Judge-based statistics")[1]
+    listed = [judged.index(f"**{n}**") for n in ("figure3_behaviours", "dataset_heatmap", "likert", "invalid_rates",
+                                                 "behaviour_means", "behaviour_means_by_dataset", "detections",
+                                                 "detection_totals", "paired_vs_human", "profile_distance")]
+    assert listed == sorted(listed)
     inv = pl.read_csv(out / "invalid_rates.csv")
     assert inv.filter(pl.col("target") == "sim2")["invalid"].sum() == 2  # its continuation and its judgment
     assert "| judge |" in (out / "behaviour_means.md").read_text()
