@@ -222,7 +222,6 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
     # The behaviour means and their two figures first: quick to compute and the longest figures to
     # render, so the workers draw them while the judge-free statistics are computed. They are
     # listed (index, HTML) where they always were: moved there below, after invalid_rates.
-    early: list[str] = []
     if not f.counts.is_empty():
         means = with_rates(stats.mean_occurrences(f, **kw), "fine_grained")
         table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
@@ -238,8 +237,7 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
                f"Mean occurrences per behaviour, each setup vs the human reference ({jn})", judged=True)
         figure("dataset_heatmap", charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
                f"Behaviours per dataset ({jn})", judged=True)
-        early = ["behaviour_means", "behaviour_means_by_dataset", "detections", "detection_totals",
-                 "figure3_behaviours", "dataset_heatmap"]
+    early = [*tables, *figures]  # all written so far
     free = _tested(write_section("judge-free", run, params, table, figure), correction)
     board = write_section("leaderboard", run, params, table, figure).get("leaderboard")
     board_outs = list(dict.fromkeys(o.name for a in analyses.in_report("leaderboard") if a.report is not None

@@ -47,9 +47,8 @@ def drawn(spec_json: str, env: dict[str, str], dirs: list[str] = ()) -> list[str
 
 def saved(spec_json: str, tmp_path, name: str) -> list[str]:
     """The same hashes of the files ``charts.save`` writes (in a rendering process)."""
-    svg, png = (tmp_path / f"{name}.svg").read_bytes, (tmp_path / f"{name}.png").read_bytes
-    charts.save(json.loads(spec_json), tmp_path / name)
-    return [hashlib.sha256(svg()).hexdigest(), hashlib.sha256(png()).hexdigest()]
+    png, svg = charts.save(json.loads(spec_json), tmp_path / name)
+    return [hashlib.sha256(svg.read_bytes()).hexdigest(), hashlib.sha256(png.read_bytes()).hexdigest()]
 
 
 def host_env() -> dict[str, str]:
