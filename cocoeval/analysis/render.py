@@ -105,9 +105,19 @@ loads its fonts (0.6 s) while the caller still reads the run, not in the first f
 clip and no gradient, whose ids vl-convert counts per process: the figures are the same (tested)."""
 
 
+NICE = 10
+"""How much a rendering process lowers its priority (``os.nice``): the caller computing the report
+runs whenever it can, and the workers take the rest of the cores. Three busy processes on two
+cores otherwise share them equally, the caller getting two thirds of one: its statistics, and so
+the figures it submits, come later (measured on the paper's shape, two cores: the report 1 s
+faster, 12.1 s -> 10.9 s on average)."""
+
+
 def _serve() -> None:
     """A worker: one JSON line ``{"base", "scale"}`` per figure on stdin, its spec already in
     ``<base>.vl.json``; at the end of the input, one JSON line ``{"failed": [[base, error], ...]}``."""
+    if hasattr(os, "nice"):  # POSIX
+        os.nice(NICE)
     import vl_convert as vlc
 
     use_bundled_fonts()

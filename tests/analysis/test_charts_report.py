@@ -357,3 +357,24 @@ def test_no_tooltip_of_the_report_shows_a_field_twice(tmp_path):
     seen = [[t.get("field") for t in tip] for p in specs for tip in tooltips(json.loads(p.read_text()))]
     assert len(specs) > 20 and len(seen) > 40
     assert [fields for fields in seen if len(fields) != len(set(fields))] == []
+
+
+def test_rendering_workers_run_at_a_lower_priority_than_their_caller():
+    """Each worker lowers its own priority by ``render.NICE`` as it starts (before loading
+    vl-convert): on two cores the caller's statistics are not slowed by the two workers."""
+    import os
+    import time
+
+    import pytest
+
+    from cocoeval.analysis import render
+
+    if not hasattr(os, "getpriority"):
+        pytest.skip("no process priorities on this platform")
+    mine = os.getpriority(os.PRIO_PROCESS, 0)
+    with render.Renderer(1) as r:
+        pid = r._procs[0].pid
+        deadline = time.monotonic() + 30
+        while os.getpriority(os.PRIO_PROCESS, pid) == mine and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert os.getpriority(os.PRIO_PROCESS, pid) == min(mine + render.NICE, 19)
