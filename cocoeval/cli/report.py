@@ -37,8 +37,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
 
 def _cmd_notebooks(a: argparse.Namespace) -> int:
-    from cocoeval.notebooks.context import copy_notebooks
-    from cocoeval.notebooks.execute import execute_notebooks
+    from cocoeval.notebooks.execute import copy_notebooks, execute_notebooks
     from cocoeval.run.stages import load_params
 
     exp = load_params(a.params)  # a malformed params file is reported here, not from inside a notebook

@@ -10,7 +10,7 @@ from cocoeval import lazy_exports
 _WHERE = {
     "open_run": "cocoeval.notebooks.context",
     "RunContext": "cocoeval.notebooks.context",
-    "copy_notebooks": "cocoeval.notebooks.context",
+    "copy_notebooks": "cocoeval.notebooks.execute",
     "execute_notebooks": "cocoeval.notebooks.execute",
     "ConversationViewer": "cocoeval.notebooks.widgets",
     "Annotator": "cocoeval.notebooks.annotator",

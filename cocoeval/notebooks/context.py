@@ -14,11 +14,8 @@ from cocoeval.analysis.coverage import coverage_markdown, paper_coverage
 from cocoeval.analysis.frames import Frames, invalid_rates, open_run_dir, run_frames
 from cocoeval.analysis.judge_free import pipeline_check
 from cocoeval.analysis.report import default_judge, markdown_table
-from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
 from cocoeval.run import Experiment, Run, load_params
-
-from .execute import shipped_notebooks
 
 EMBED_OPTIONS = {"renderer": "svg"}
 """vega-embed options of every chart in the notebooks: SVG (crisp, and each mark is an element)."""
@@ -274,45 +271,3 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
     run = open_run_dir(rd, exp.taxonomy)  # read once per kernel while the run's files are unchanged; its frames too
     frames = run_frames(run, exp.taxonomy)
     return RunContext(exp, rd, run, frames, judge or default_judge(frames))
-
-
-def copy_notebooks(params_file: str | Path, dest: str | Path, *, figures_dir: str | Path | None = None) -> list[Path]:
-    """Copy the shipped notebooks into ``dest`` for interactive use (e.g. ``jupyter lab DEST``),
-    with ``params_file`` (and ``figures_dir``) set in each parameters cell, as paths relative to
-    ``dest`` where they can be. Existing notebooks of the same name are replaced."""
-    import os
-
-    out = Path(dest)
-    out.mkdir(parents=True, exist_ok=True)
-
-    def rel(path: str | Path) -> str:
-        try:
-            return Path(os.path.relpath(Path(path).resolve(), out.resolve())).as_posix()
-        except ValueError:  # another drive on Windows
-            return str(Path(path).resolve())
-
-    values = {"params_file": rel(params_file), **({"figures_dir": rel(figures_dir)} if figures_dir else {})}
-    done = []
-    for nb in sorted(shipped_notebooks().glob("*.ipynb")):
-        doc = json.loads(nb.read_text(encoding="utf-8"))
-        for cell in doc["cells"]:
-            if "parameters" in cell.get("metadata", {}).get("tags", []):
-                cell["source"] = _set_parameters("".join(cell["source"]), values)
-        target = out / nb.name
-        write_atomic(target, json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
-        done.append(target)
-    return done
-
-
-def _set_parameters(source: str, values: dict[str, str]) -> str:
-    """Set ``name: str = "..."`` lines of a parameters cell to new string values (comments kept)."""
-    import re
-
-    for name, value in values.items():
-        def quoted(m: re.Match[str], v: str = value) -> str:
-            return m.group(1) + json.dumps(v)
-
-        source, n = re.subn(rf'^({re.escape(name)}: str = )"[^"\n]*"', quoted, source, count=1, flags=re.M)
-        if n != 1:
-            raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of make_notebooks.py
-    return source

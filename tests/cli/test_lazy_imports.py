@@ -36,6 +36,14 @@ def test_commands_that_draw_nothing_import_nothing_heavy(argv):
     assert loaded(*argv) & set(HEAVY) == set()
 
 
+def test_the_notebooks_command_leaves_the_analysis_to_the_kernels(tmp_path):
+    """``cocoeval notebooks`` (copies here; executing, it adds papermill) loads neither the
+    analysis nor Altair in its own process: the notebooks' kernels do (it loaded Altair for
+    ``copy_notebooks``, a second of every headless notebook's run)."""
+    assert loaded("notebooks", "params/demo.yaml", "--copy", str(tmp_path)) & set(HEAVY) == set()
+    assert (tmp_path / "02_rq2_vanilla.ipynb").is_file()
+
+
 def test_help_imports_neither_numpy_nor_pydantic():
     assert loaded("--help") & {"numpy", "pydantic", *HEAVY} == set()
 

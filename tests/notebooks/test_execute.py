@@ -69,3 +69,42 @@ def test_only_the_notebooks_named_whole_or_by_number_and_a_wrong_name_runs_nothi
     with pytest.raises(ConfigError, match="no notebook named '04', 'second'") as e:
         execute_notebooks(tmp_path / "p.yaml", tmp_path / "out2", notebooks_dir=nbs, only=["02", "04", "second"])
     assert "02_second" in e.value.hint and not (tmp_path / "out2").exists()
+
+
+def test_the_kernel_is_started_before_papermill_and_imports_the_analysis_silently(tmp_path):
+    """``started_kernel`` starts the kernel papermill is given and has it import ``WARM_UP`` at once
+    (the notebooks' first import, while this process loads papermill): the executed notebook is as
+    without it (counts from 1, no output of the warm-up), and the kernel is gone afterwards."""
+    pytest.importorskip("papermill")
+    import time
+
+    import psutil
+    from jupyter_client.blocking import BlockingKernelClient
+
+    from cocoeval.notebooks.execute import WARM_UP, execute_notebooks, started_kernel
+
+    assert WARM_UP == "import cocoeval.notebooks.context"
+    with started_kernel(str(tmp_path)) as km:
+        client = BlockingKernelClient()
+        client.load_connection_info(km.get_connection_info())
+        client.start_channels()
+        seen, deadline = [], time.monotonic() + 60
+        try:  # this client never imports it: only the warm-up can have
+            while time.monotonic() < deadline and "True" not in seen:
+                out: list[str] = []
+                client.execute_interactive("import sys, os; print('cocoeval.notebooks.context' in sys.modules, "
+                                           "os.getcwd())", timeout=60,
+                                           output_hook=lambda m, out=out: out.append(m["content"].get("text", "")))
+                seen = "".join(out).split()
+        finally:
+            client.stop_channels()
+        assert seen == ["True", str(tmp_path)]
+        pid = km.provisioner.process.pid
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    nbs = tmp_path / "nbs"
+    nbs.mkdir()
+    _notebook(nbs / "a.ipynb", "print('ran')")
+    execute_notebooks(tmp_path / "p.yaml", tmp_path / "out", notebooks_dir=nbs)
+    cells = json.loads((tmp_path / "out" / "a.ipynb").read_text())["cells"]
+    assert [c["execution_count"] for c in cells if c["cell_type"] == "code"] == [1, 2, 3]  # params, injected, work
+    assert [o["text"] for c in cells for o in c["outputs"]] == [["ran\n"]]
