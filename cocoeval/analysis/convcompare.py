@@ -55,7 +55,8 @@ def means(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples:
     rows = []
     for (target,), g in conv.group_by(["target"], maintain_order=True):
         for s in _stat_names(conv, statistics):
-            x = g[s].drop_nulls().to_numpy().astype(float)
+            col = g[s]
+            x = (col.drop_nulls() if col.has_nulls() else col).to_numpy().astype(float)  # (a query when it drops)
             row = {"target": target, "statistic": s, "n": len(x), "undefined": g.height - len(x)}
             if len(x) == 0:
                 rows.append({**row, "mean": None, "ci_low": None, "ci_high": None, "ci_note": "undefined in every conversation"})
@@ -96,10 +97,13 @@ def paired_vs_human(conv: pl.DataFrame, *, statistics: list[str] | None = None, 
         sim = conv.filter(pl.col("target") == target)
         both = sim.join(ref, on="instance_id", suffix="_h").sort("instance_id")
         for s in names:
-            pair = both.select(s, f"{s}_h").drop_nulls()
-            if pair.is_empty():
+            sa, sb = both[s], both[f"{s}_h"]
+            if sa.has_nulls() or sb.has_nulls():  # (a query: only then)
+                pair = both.select(s, f"{s}_h").drop_nulls()
+                sa, sb = pair[s], pair[f"{s}_h"]
+            if sa.is_empty():
                 continue
-            a, b = pair[s].to_numpy().astype(float)[:, None], pair[f"{s}_h"].to_numpy().astype(float)[:, None]
+            a, b = sa.to_numpy().astype(float)[:, None], sb.to_numpy().astype(float)[:, None]
             r = stats.paired_differences(a, b, resamples, seed, min_n=min_n, flips=flips, test=False)
             blocks.append((len(rows), a, b))  # tested below, with the other statistics of its length
             lo, hi = inference.interval(r["diff_lo"][0], r["diff_hi"][0], r["notes"][0])

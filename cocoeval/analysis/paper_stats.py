@@ -240,19 +240,26 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
     c = pl.concat([c, c.group_by("target", "instance_id").agg(pl.col("count").sum()).with_columns(
         behaviour=pl.lit("all")).select(c.columns)]).join(pc, on="instance_id").filter(pl.col("dataset").is_in(datasets))
     rows = []
-    parts = c.partition_by("dataset", "target", "behaviour", as_dict=True)  # each keeps its rows' order
+    # each group's rows in their order (a stable sort), sliced: partition_by queries once per group
+    c = c.sort("dataset", "target", "behaviour", maintain_order=True)
+    sizes = c.group_by("dataset", "target", "behaviour", maintain_order=True).agg(n=pl.len())
+    starts = [0, *np.cumsum(sizes["n"].to_numpy().astype(np.int64))[:-1].tolist()]
+    parts = {(ds, t, b): (start, n) for (ds, t, b, n), start in zip(sizes.iter_rows(), starts, strict=True)}
     for ds in datasets:
         for t in targets:
             for b in ["all", *f.taxonomy.ids]:
-                g = parts.get((ds, t, b))
-                if g is None or g.is_empty():
+                if (ds, t, b) not in parts:
                     continue
-                known = g["participants"].is_not_null()  # M lists no participant: unknown, left out
-                x, y = g["participants"].filter(known).to_numpy(), g["count"].filter(known).to_numpy()
+                start, size = parts[ds, t, b]
+                part, cnt = c["participants"].slice(start, size), c["count"].slice(start, size)
+                if part.has_nulls():  # M lists no participant: unknown, left out
+                    known = part.is_not_null()
+                    part, cnt = part.filter(known), cnt.filter(known)
+                x, y = part.to_numpy(), cnt.to_numpy()
                 note = too_small(len(x), min_n) or (None if np.ptp(x) > 0 and np.ptp(y) > 0 else
                                                     "undefined: participants or counts constant")
-                if len(x) < len(g):
-                    note = "; ".join(filter(None, [note, f"{len(g) - len(x)} instance(s) without a participant "
+                if len(x) < size:
+                    note = "; ".join(filter(None, [note, f"{size - len(x)} instance(s) without a participant "
                                                          "count left out"]))
                 rho = p = None
                 if len(x) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
