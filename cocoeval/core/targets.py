@@ -6,8 +6,8 @@ The one home of the word: ``REFERENCE`` names the human reference as a target ev
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from .schema import Continuation, Instance, Judgment, Turn, is_human_ai
 from .taxonomy import Taxonomy
@@ -33,18 +33,45 @@ class Target:
     """0-based indices of the turns to label."""
 
 
+@dataclass
+class TargetRef:
+    """A target known by its instance and name alone, its records read when it is first asked
+    for (``target``): an annotator over a whole run lists thousands and shows one at a time."""
+
+    instance_id: str
+    name: str
+    """'reference' or the setup name."""
+    load: Callable[[], Target] = field(repr=False, compare=False)
+    """Reads the target (its instance, its continuation)."""
+    _target: Target | None = field(default=None, init=False, repr=False, compare=False)
+
+    def target(self) -> Target:
+        if self._target is None:
+            self._target = self.load()
+        return self._target
+
+
+def reference_target(inst: Instance) -> Target:
+    """The human reference of ``inst`` as a target."""
+    return Target(inst, REFERENCE, REFERENCE, inst.reference, judged_turns(inst, inst.reference))
+
+
+def continuation_target(inst: Instance, name: str, c: Continuation) -> Target:
+    """Setup ``name``'s continuation ``c`` of ``inst`` as a target."""
+    return Target(inst, name, c.setup_id, c.turns, judged_turns(inst, c.turns))
+
+
 def targets_for(instances: Sequence[Instance], continuations: dict[str, list[Continuation]]) -> list[Target]:
     """The reference of every instance and every ok continuation. In chats only user turns are
     judged. Invalid continuations have nothing to judge; they count in the invalid rates."""
     out = []
     by_id = {i.id: i for i in instances}
     for inst in instances:
-        out.append(Target(inst, REFERENCE, REFERENCE, inst.reference, judged_turns(inst, inst.reference)))
+        out.append(reference_target(inst))
     for name, conts in continuations.items():
         for c in conts:
             if c.status == "ok" and c.instance_id in by_id:
-                inst = by_id[c.instance_id]
-                out.append(Target(inst, name, c.setup_id, c.turns, judged_turns(inst, c.turns)))
+                out.append(continuation_target(by_id[c.instance_id], name, c))
     return out
 
 

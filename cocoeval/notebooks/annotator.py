@@ -21,7 +21,7 @@ import ipywidgets as w
 from cocoeval.annotate.rows import FIELDS, NONE
 from cocoeval.core.errors import CocoevalError, InputError
 from cocoeval.core.jsonio import read_text, write_atomic
-from cocoeval.core.targets import REFERENCE, Target
+from cocoeval.core.targets import REFERENCE, Target, TargetRef
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.judge.parse import map_behaviour
 from cocoeval.run.humans import name_problem
@@ -35,8 +35,12 @@ def _e(s: Any) -> str:
     return html.escape(str(s), quote=True)
 
 
-def _target_name(t: Target) -> str:
+def _target_name(t: Target | TargetRef) -> str:
     return "human reference" if t.name == REFERENCE else t.name
+
+
+def _instance_id(t: Target | TargetRef) -> str:
+    return t.instance_id if isinstance(t, TargetRef) else t.instance.id
 
 
 def _label(t: Target) -> str:
@@ -45,13 +49,14 @@ def _label(t: Target) -> str:
 
 class Annotator:
     """Label the turns and the two Likert scores of a target chosen from ``targets`` (one
-    ``Target`` or a list, e.g. ``judge.targets_for(...)``); Save writes the rows to ``out_csv``,
+    ``Target`` or a list, e.g. ``judge.targets_for(...)``, or ``TargetRef``s, each read when it is
+    chosen: ``RunContext.annotator``'s); Save writes the rows to ``out_csv``,
     replacing the same annotator's earlier rows for that target, and only once every judged turn
     is marked (behaviours chosen or ``none`` ticked) and both scores are rated (``missing`` says
     what is left). ``item_id`` (one target only) writes blind export ids instead of instance and
     target."""
 
-    def __init__(self, targets: Target | Sequence[Target], out_csv: str | Path, *,
+    def __init__(self, targets: Target | Sequence[Target | TargetRef], out_csv: str | Path, *,
                  taxonomy: Taxonomy | None = None, item_id: str | None = None) -> None:
         self.targets = [targets] if isinstance(targets, Target) else list(targets)
         if not self.targets:
@@ -63,10 +68,10 @@ class Annotator:
         self.annotator = w.Text(description="annotator", placeholder="your name or id", style=WIDE)
         self._of: dict[str, list[int]] = {}  # instance id -> its targets' positions in ``targets``
         for k, t in enumerate(self.targets):
-            self._of.setdefault(t.instance.id, []).append(k)
+            self._of.setdefault(_instance_id(t), []).append(k)
         # two menus, the instance then its target (a run's every instance x target in one menu was
         # thousands of entries, and carried whole in a saved notebook's widget state)
-        self.instance = w.Dropdown(options=list(self._of), value=self.targets[0].instance.id, description="instance",
+        self.instance = w.Dropdown(options=list(self._of), value=_instance_id(self.targets[0]), description="instance",
                                    style=WIDE, layout=w.Layout(width="auto", min_width="320px"))
         self.choose = w.Dropdown(options=self._choices(), value=0, description="target", style=WIDE,
                                  layout=w.Layout(width="auto", min_width="260px"))
@@ -90,7 +95,8 @@ class Annotator:
 
     @property
     def target(self) -> Target:
-        return self.targets[self.choose.value]
+        t = self.targets[self.choose.value]
+        return t.target() if isinstance(t, TargetRef) else t
 
     def _choices(self) -> list[tuple[str, int]]:
         """The ``target`` menu: the chosen instance's targets, valued by their position in ``targets``."""
@@ -102,7 +108,7 @@ class Annotator:
 
     def pick(self, k: int) -> None:
         """Choose ``targets[k]`` (its instance, then it), as picking them in the two menus does."""
-        self.instance.value = self.targets[k].instance.id
+        self.instance.value = _instance_id(self.targets[k])
         self.choose.value = k
 
     def _build(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -241,16 +242,39 @@ class RunContext:
         return jc
 
     def annotator(self, out_csv: str | Path | None = None) -> Any:
-        """An annotator over every target of the run (pick one in its menu); Save writes
-        ``<run>/annotations.csv`` unless ``out_csv`` says otherwise. None when there is nothing."""
-        from cocoeval.core.targets import targets_for
+        """An annotator over every target of the run (pick one in its menu): the reference of every
+        instance, then every setup's current ok continuation (a stale one, simulated with other
+        settings, counts nowhere and is not offered), listed from the frames and each read when it
+        is chosen (``Run.instance``, ``Run.continuation``: one line each, not the run's 5,000
+        records). Save writes ``<run>/annotations.csv`` unless ``out_csv`` says otherwise. None
+        when there is nothing."""
+        import polars as pl
+
+        from cocoeval.core.targets import REFERENCE, TargetRef
 
         from .widgets import Annotator
 
-        targets = targets_for(self.run.instances, self.run.continuations)
+        targets = [TargetRef(iid, REFERENCE, partial(self._target, iid, REFERENCE))
+                   for iid in self.frames.instances["instance_id"].to_list()]
+        ok = self.frames.continuations.filter(pl.col("status") == "ok")
+        targets += [TargetRef(iid, name, partial(self._target, iid, name))
+                    for name, iid in ok.select("setup", "instance_id").iter_rows()]
         if not targets:
             return None
         return Annotator(targets, out_csv or self.run_dir / "annotations.csv", taxonomy=self.frames.taxonomy)
+
+    def _target(self, instance_id: str, name: str) -> Any:
+        """The target ``name`` (``REFERENCE`` or a setup) of instance ``instance_id``, read."""
+        from cocoeval.core.targets import REFERENCE, continuation_target, reference_target
+
+        inst = self.run.instance(instance_id)
+        c = None if name == REFERENCE else self.run.continuation(name, instance_id)
+        if inst is None or (name != REFERENCE and c is None):
+            from cocoeval.core.errors import InputError
+
+            raise InputError(f"{name} of instance {instance_id} is no longer in {self.run_dir}",
+                             hint="the run changed since it was opened: open_run it again")
+        return reference_target(inst) if c is None else continuation_target(inst, name, c)
 
 
 def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judge: str | None = None,

@@ -462,3 +462,41 @@ def test_the_viewer_reads_no_judgment_record_and_shows_them_as_the_statistics_co
     assert "judgment stale: judges a continuation that is no longer the setup" in col
     assert 'data-behaviour="repetition"' not in col  # its label is not shown as a finding
     assert first.instance_id not in {r[0] for r in lazy.bar("sim", "simulated", "repetition").rows}
+
+
+def test_the_run_annotator_lists_targets_from_the_frames_and_reads_only_the_one_chosen(tmp_path, monkeypatch):
+    """``RunContext.annotator`` lists every instance's reference, then every setup's current ok
+    continuation, from the frames (a stale continuation, simulated with other settings, counts
+    nowhere and is not offered), and reads a target's lines only when it is chosen: the same
+    turns and judged turns as ``targets_for`` over the records read whole, no record file read whole."""
+    from cocoeval.analysis import frames as fr
+    from cocoeval.analysis.frames import open_run_dir
+    from cocoeval.notebooks.context import RunContext
+    from cocoeval.run import Run
+
+    from ..sim_helpers import write_run_dir
+
+    run = make_run(3)
+    first = run.continuations["sim"][0]
+    run.continuations["sim"][0] = first.model_copy(update={"setup_id": "sim-v2"})  # the setup changed since
+    write_run_dir(tmp_path / "run", run, {"status": "complete", "setups": {"sim": "sim-v2", "sim2": "sim2"}})
+    d = tmp_path / "run"
+    monkeypatch.setattr(fr, "_CACHE", {})
+    open_run_dir(d)  # keeps the frames
+    monkeypatch.setattr(fr, "_CACHE", {})
+    lazy = open_run_dir(d)
+    frames = run_frames(lazy)
+    a = RunContext(None, d, lazy, frames, "J").annotator(tmp_path / "ann.csv")
+    eager = Run.open(d)
+    stale = {(name, c.instance_id) for name, cs in eager.continuations.items() for c in cs
+             if c.status == "ok" and eager.stale_reason(name, c)}
+    assert stale and ("sim", first.instance_id) not in stale  # the other sim continuations are stale
+    expected = [t for t in targets_for(eager.instances, eager.continuations) if (t.name, t.instance.id) not in stale]
+    assert [(t.instance_id, t.name) for t in a.targets] == [(t.instance.id, t.name) for t in expected]
+    assert {"instances", "continuations"} <= lazy._unread  # listed without reading a record
+    for k in (0, len(a.targets) - 1, len(expected) // 2):
+        a.pick(k)
+        got, want = a.target, expected[k]
+        assert (got.instance.id, got.name, got.target_id, got.turns, got.judged) == \
+            (want.instance.id, want.name, want.target_id, want.turns, want.judged)
+    assert {"instances", "continuations"} <= lazy._unread  # each read from its own lines
