@@ -309,7 +309,7 @@ def likert_vs_human(f: Frames, judge: str, setups: list[str] | None = None, resa
     names = setups if setups is not None else sorted(set(lk["target"].to_list()) - {REFERENCE})
     rows, tried = [], _tried(f, judge, "overall")
     for s in names:
-        pair = lk.filter(pl.col("target") == s).join(ref, on="instance_id").sort("instance_id")
+        pair = lk.lazy().filter(pl.col("target") == s).join(ref.lazy(), on="instance_id").sort("instance_id").collect()
         if pair.is_empty():  # judged (or expected) but nothing to pair: rows saying why, never left out
             why = (f"no instance where both {s} and the human reference have a valid overall judgment by {judge} "
                    f"({validity_note(f, judge, s, 'overall')}; {validity_note(f, judge, REFERENCE, 'overall')})")

@@ -116,9 +116,10 @@ def count_matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str]
     order = {b: k for k, b in enumerate(behaviours)}
     n_inst = counts["instance_id"].n_unique()
     if counts.height == n_inst * len(behaviours):  # the frames' shape: every behaviour per judgment
-        g = counts.with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)).sort("instance_id", "_k")
+        g = counts.lazy().with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
+            .sort("instance_id", "_k").collect()  # one query (called per group: hundreds in a report)
         if g["_k"].min() == 0:
-            ids = g["instance_id"].gather_every(len(behaviours)).to_list()
+            ids = g["instance_id"].to_list()[::len(behaviours)]
             return ids, g["count"].to_numpy().astype(float).reshape(n_inst, len(behaviours))
     wide = counts.pivot(on="behaviour", index="instance_id", values="count", aggregate_function="first").sort("instance_id")
     for b in behaviours:
@@ -139,8 +140,8 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
     if f.counts.is_empty():
         return pl.DataFrame()
     order = {b: k for k, b in enumerate(beh)}
-    g = f.counts.with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
-        .sort([*keys, "instance_id", "_k"])
+    g = f.counts.lazy().with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
+        .sort([*keys, "instance_id", "_k"]).collect()
     groups = g.group_by(keys, maintain_order=True).agg(n=pl.col("instance_id").n_unique(), rows=pl.len(),
                                                          kmin=pl.col("_k").min())
     mats: list[tuple[tuple, np.ndarray]] = []
