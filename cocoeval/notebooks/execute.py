@@ -37,8 +37,6 @@ def copy_notebooks(params_file: str | Path, dest: str | Path, *, figures_dir: st
     """Copy the shipped notebooks into ``dest`` for interactive use (e.g. ``jupyter lab DEST``),
     with ``params_file`` (and ``figures_dir``) set in each parameters cell, as paths relative to
     ``dest`` where they can be. Existing notebooks of the same name are replaced."""
-    import os
-
     out = Path(dest)
     out.mkdir(parents=True, exist_ok=True)
 
@@ -167,16 +165,16 @@ def started_kernel(cwd: str) -> Iterator[Any]:
     from jupyter_core.utils import run_sync
 
     km = AsyncKernelManager(kernel_name="python3")
-    run_sync(km.start_kernel)(extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=cwd)
     warm = BlockingKernelClient()
-    warm.load_connection_info(km.get_connection_info())
     try:
+        run_sync(km.start_kernel)(extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=cwd)
+        warm.load_connection_info(km.get_connection_info())
         warm.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
         warm.execute(WARM_UP, silent=True, store_history=False)
         yield km
-    finally:
+    finally:  # whatever happened: no kernel left running
         warm.stop_channels()
-        if run_sync(km.is_alive)():
+        if km.has_kernel and run_sync(km.is_alive)():
             run_sync(km.shutdown_kernel)(now=False)
         run_sync(km.cleanup_resources)()
 
