@@ -86,7 +86,7 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(site)}
     work = tmp_path / "work"
     work.mkdir()
-    code = ("import cocoeval, cocoeval.notebooks.context as nb, sys; "
+    code = ("import cocoeval, cocoeval.notebooks.execute as nb, sys; "
             "print(cocoeval.__file__); print(nb.shipped_notebooks()); "
             "sys.exit(cocoeval.cli.main(sys.argv[1:]))")
     out = subprocess.run([sys.executable, "-c", f"import cocoeval.cli; {code}", "notebooks",

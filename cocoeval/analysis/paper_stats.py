@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -243,7 +244,7 @@ def participants_spearman(f: Frames, judge: str, targets: list[str] | None = Non
     # each group's rows in their order (a stable sort), sliced: partition_by queries once per group
     c = c.sort("dataset", "target", "behaviour", maintain_order=True)
     sizes = c.group_by("dataset", "target", "behaviour", maintain_order=True).agg(n=pl.len())
-    starts = [0, *np.cumsum(sizes["n"].to_numpy().astype(np.int64))[:-1].tolist()]
+    starts = [0, *accumulate(sizes["n"].to_list())][:-1]  # [] when there is no group
     parts = {(ds, t, b): (start, n) for (ds, t, b, n), start in zip(sizes.iter_rows(), starts, strict=True)}
     for ds in datasets:
         for t in targets:
