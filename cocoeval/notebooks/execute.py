@@ -175,8 +175,9 @@ def started_kernel(cwd: str) -> Iterator[Any]:
     finally:  # whatever happened: no kernel left running
         warm.stop_channels()
         if km.has_kernel and run_sync(km.is_alive)():
-            run_sync(km.shutdown_kernel)(now=False)
-        run_sync(km.cleanup_resources)()
+            run_sync(km.shutdown_kernel)(now=False)  # its resources cleaned up too
+        else:
+            run_sync(km.cleanup_resources)()
 
 
 def redact_outputs(path: Path) -> None:
