@@ -75,9 +75,11 @@ def bench(run: Run, p: Params) -> Answer:
 @analysis("paper", "The paper's Figure 3 and Tables 4 and 11", notebook=Notebook(
     "09_explore", "Explore a run", "Browse any run: pick instances, setups, behaviours; click a bar to list the "
     "turns behind it; annotate a target yourself.", annotate=True,
+    # the report in a folder of its own: the figures shown below (titled for the notebook) go beside
+    # it, never over the report's own (titled with the judge and the validation gate)
     prelude='from cocoeval.analysis.report import write_report\n\n'
-            'rep = write_report(ctx.run_dir, ctx.figures_path(figures_dir, "09_explore"), judge=ctx.judge, '
-            'resamples=resamples, seed=seed,\n                   min_n=min_n, correction=correction)\n'
+            'rep = write_report(ctx.run_dir, ctx.figures_path(figures_dir, "09_explore") / "report", judge=ctx.judge, '
+            'resamples=resamples,\n                   seed=seed, min_n=min_n, correction=correction)\n'
             'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in '
             '`{rep[\'out\']}`."))'),
     report=ReportSpec("paper", other_figures="", tables={

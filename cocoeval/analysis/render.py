@@ -130,7 +130,11 @@ def _serve() -> None:
             _render_images(spec_path(base).read_text(encoding="utf-8"), base, float(job["scale"]))
         except Exception as e:  # reported to the caller, who raises it
             failed.append([str(base), f"{type(e).__name__}: {e}"])
-    sys.stdout.write(json.dumps({"failed": failed}) + "\n")
+    try:
+        sys.stdout.write(json.dumps({"failed": failed}) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # the caller ended without waiting (a kernel shut down): nobody to tell
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor a traceback at exit
 
 
 def default_workers() -> int:

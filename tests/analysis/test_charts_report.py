@@ -209,6 +209,27 @@ def test_renderer_workers_leave_no_process_behind(tmp_path):
         r.close()
 
 
+def test_a_worker_whose_caller_ended_without_waiting_exits_quietly(tmp_path):
+    """A caller that ends without ``close`` (a notebook kernel shut down before its last cell)
+    leaves its workers a broken answer pipe: each renders what it was given and exits, status 0,
+    with nothing on stderr (no traceback in the terminal that runs Jupyter)."""
+    import subprocess
+    import sys
+
+    from cocoeval.analysis import render
+
+    render.spec_path(tmp_path / "a").write_text('{"mark": "point", "data": {"values": [{"x": 1}]}}', encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, "-m", "cocoeval.analysis.render"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=render.process_env(), text=True)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the caller is gone: nobody reads the answer
+    proc.stdin.write(json.dumps({"base": str(tmp_path / "a"), "scale": 1.0}) + "\n")
+    proc.stdin.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0 and err == ""
+    assert (tmp_path / "a.svg").is_file() and (tmp_path / "a.png").is_file()
+
+
 def test_charts_checked_once_give_the_same_spec_and_still_raise_when_written():
     """``checked_once`` (every analysis's charts are built in it) leaves out Altair's check of each
     part at its creation: the same spec, and a chart that breaks the schema still raises, when written."""
