@@ -137,12 +137,6 @@ def _serve() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor a traceback at exit
 
 
-def default_workers() -> int:
-    """Rendering processes beside the main one: one per core beyond the first, one at least, two
-    at most (each figure renders on one core; the statistics keep the main process busy)."""
-    return max(1, min(2, (os.cpu_count() or 1) - 1))
-
-
 class RenderError(RuntimeError):
     """A figure that failed to render (its file and vl-convert's error)."""
 
@@ -152,8 +146,10 @@ class Renderer:
     first failure (a figure that fails to render fails the report). A context manager: leaving it
     on an exception stops the workers (what they had not rendered is not)."""
 
-    def __init__(self, workers: int | None = None) -> None:
-        n = default_workers() if workers is None else workers
+    def __init__(self, workers: int) -> None:
+        """``workers`` processes: the caller says how many (``report.render_workers`` for a report;
+        one where the figures should be written in order, as a notebook shows them)."""
+        n = workers
         if n < 1:
             raise ValueError(f"a Renderer needs at least one worker process, not {n}")
         env = process_env()

@@ -51,7 +51,7 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
     return head + "".join("| " + " | ".join(fmt(v) for v in row) + " |\n" for row in df.iter_rows())
 
 
-def render_workers() -> int | None:
+def render_workers() -> int:
     """Processes rendering the report's figures while the statistics are computed (``render``):
     one per core, two at most. Two on two cores, though the statistics keep a core busy: the
     figures take about as much CPU as the statistics (8–9 s each on the paper's shape, on two cores
