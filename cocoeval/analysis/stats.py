@@ -111,13 +111,19 @@ def _ci_rows(n: int, mean: np.ndarray, boot: np.ndarray, min_n: int) -> list[dic
 CI_SCHEMA = {"mean": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "ci_note": pl.Utf8}
 
 
+def _in_behaviour_order(counts: pl.DataFrame, behaviours: list[str], keys: list[str]) -> pl.DataFrame:
+    """``counts`` sorted by ``keys``, instance and the behaviour's position in ``behaviours``
+    (column ``_k``; -1 for a behaviour not in it), in one query."""
+    order = {b: k for k, b in enumerate(behaviours)}
+    return counts.lazy().with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
+        .sort([*keys, "instance_id", "_k"]).collect()
+
+
 def count_matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str], np.ndarray]:
     """One group's counts as (instances, behaviours)."""
-    order = {b: k for k, b in enumerate(behaviours)}
     n_inst = counts["instance_id"].n_unique()
     if counts.height == n_inst * len(behaviours):  # the frames' shape: every behaviour per judgment
-        g = counts.lazy().with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
-            .sort("instance_id", "_k").collect()  # one query (called per group: hundreds in a report)
+        g = _in_behaviour_order(counts, behaviours, [])  # one query (called per group: hundreds in a report)
         if g["_k"].min() == 0:
             ids = g["instance_id"].to_list()[::len(behaviours)]
             return ids, g["count"].to_numpy().astype(float).reshape(n_inst, len(behaviours))
@@ -139,9 +145,7 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
     keys = list(by)
     if f.counts.is_empty():
         return pl.DataFrame()
-    order = {b: k for k, b in enumerate(beh)}
-    g = f.counts.lazy().with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
-        .sort([*keys, "instance_id", "_k"]).collect()
+    g = _in_behaviour_order(f.counts, beh, keys)
     groups = g.group_by(keys, maintain_order=True).agg(n=pl.col("instance_id").n_unique(), rows=pl.len(),
                                                          kmin=pl.col("_k").min())
     mats: list[tuple[tuple, np.ndarray]] = []
