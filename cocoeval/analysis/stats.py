@@ -231,6 +231,22 @@ class PairedDifferences(TypedDict):
     distance_boot: np.ndarray
 
 
+def _finite_percentiles(x: np.ndarray) -> np.ndarray:
+    """``PERCENTILES`` of each column of (B, k) ``x`` over its finite values (NaN for a column with
+    none): ``np.nanpercentile`` with infinities as NaN, the same values, but ``np.percentile`` on
+    the columns that are finite throughout (nanpercentile goes column by column in Python)."""
+    finite = np.isfinite(x)
+    whole = finite.all(axis=0)
+    out = np.full((len(PERCENTILES), x.shape[1]), np.nan)
+    if whole.any():
+        out[:, whole] = np.percentile(x[:, whole], PERCENTILES, axis=0)
+    if not whole.all():
+        with warnings.catch_warnings():  # a behaviour the humans never show has no ratio: NaN, said so
+            warnings.simplefilter("ignore", RuntimeWarning)
+            out[:, ~whole] = np.nanpercentile(np.where(finite, x, np.nan)[:, ~whole], PERCENTILES, axis=0)
+    return out
+
+
 def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
                        flips: int = FLIPS, test: bool = True) -> PairedDifferences:
     """One setup's (n, k) simulated and human counts on the same instances: per behaviour the
@@ -245,9 +261,7 @@ def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(bh > 0, bs / bh, np.nan)
         point_ratio = np.where(h.mean(0) > 0, s.mean(0) / h.mean(0), np.nan)
-    with warnings.catch_warnings():  # a behaviour the humans never show has no ratio: NaN, said so
-        warnings.simplefilter("ignore", RuntimeWarning)
-        r_lo, r_hi = np.nanpercentile(np.where(np.isfinite(ratio), ratio, np.nan), PERCENTILES, axis=0)
+    r_lo, r_hi = _finite_percentiles(ratio)
     d_lo, d_hi = np.percentile(diff, PERCENTILES, axis=0)
     p = sign_flip_pvalues(s - h, flips, seed) if n >= min_n and test else np.full(s.shape[1], np.nan)
     # a resample where the humans show the behaviour 0 times has no finite ratio (x/0 is unbounded,

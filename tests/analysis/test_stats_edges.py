@@ -296,3 +296,23 @@ def test_the_paired_likert_figure_draws_the_human_reference_in_black():
     svg = vlc.vegalite_to_svg(a.charts["likert"].to_json())
     # one point per score and series: the simulated ones blue, the human reference's black
     assert svg.count('fill="#2471a3"') == 2 and svg.count('fill="#111"') == 2
+
+
+def test_ratio_percentiles_are_nanpercentiles_over_finite_values_bit_for_bit():
+    """``stats._finite_percentiles`` (np.percentile on the columns finite throughout) gives what
+    ``np.nanpercentile`` over the finite values gives, to the last bit: random resamples with
+    ties, scales far apart, and NaN or infinite ratios in none, some or every row of a column."""
+    import warnings
+
+    from cocoeval.analysis.stats import PERCENTILES, _finite_percentiles
+
+    rng = np.random.default_rng(7)
+    for case in range(200):
+        x = rng.normal(size=(int(rng.integers(1, 1200)), int(rng.integers(1, 12)))) * rng.choice([1, 1e-3, 1e6])
+        if case % 3 == 0:
+            x = np.round(x)  # ties
+        x[rng.random(x.shape) < rng.choice([0, 0.01, 0.5, 1.0])] = rng.choice([np.nan, np.inf, -np.inf])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            expected = np.nanpercentile(np.where(np.isfinite(x), x, np.nan), PERCENTILES, axis=0)
+        assert np.array_equal(_finite_percentiles(x), expected, equal_nan=True), case
