@@ -149,14 +149,13 @@ class Renderer:
     def __init__(self, workers: int) -> None:
         """``workers`` processes: the caller says how many (``report.render_workers`` for a report;
         one where the figures should be written in order, as a notebook shows them)."""
-        n = workers
-        if n < 1:
-            raise ValueError(f"a Renderer needs at least one worker process, not {n}")
+        if workers < 1:
+            raise ValueError(f"a Renderer needs at least one worker process, not {workers}")
         env = process_env()
         # started now, so that they load vl-convert while the caller reads the run
         self._procs = [subprocess.Popen([sys.executable, "-m", "cocoeval.analysis.render"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, env=env, text=True, encoding="utf-8")
-                       for _ in range(n)]
+                       for _ in range(workers)]
         self._submitted = 0
 
     def submit(self, spec: str, base: Path, scale: float = 2.0) -> None:

@@ -100,9 +100,10 @@ def test_notebook_executes(demo_run, path, tmp_path):
         assert (report / "index.md").exists() and len(list(report.glob("*.png"))) > len(shown)
         both = [p.name for p in saved if (report / p.name).exists()]
         assert both, "the report draws figures the notebook shows too (Figure 3)"
-        for name in both:  # the report's keep its judge in their title; the notebook's are its own
-            spec = json.loads((report / name.replace(".png", ".vl.json")).read_text(encoding="utf-8"))
-            assert "(" in json.dumps(spec.get("title", "")), (name, spec.get("title"))
+        for name in both:  # the report's keep their title (with the judge); the notebook's are its own
+            ours, its = (json.loads((d / name.replace(".png", ".vl.json")).read_text(encoding="utf-8"))
+                         for d in (report, tmp_path / "figures" / path.stem))
+            assert ours != its and "(" in json.dumps(ours.get("title", "")), (name, ours.get("title"))
     for o in shown:
         assert o["data"][VEGALITE_V5_MIME]["$schema"].endswith("/vega-lite/v5.json")
         assert o["metadata"][VEGALITE_V5_MIME]["embed_options"] == EMBED_OPTIONS and o["data"]["text/plain"]
