@@ -205,17 +205,18 @@ def test_one_annotator_and_no_annotators():
 
 def test_spearman_boot_equals_ranking_every_resample_bit_for_bit():
     """The counting ranks of ``spearman_boot`` give the very floats of ranking each resample
-    (``spearman_rows(a[idx], b[idx])``): ties, constant resamples, one or two values, NaN."""
+    (``spearman_rows(a[idx], b[idx])``): ties, constant resamples, one or two values, NaN; over
+    more resamples than ``BOOT_ROWS`` (ranked and correlated a block at a time, the last one short)."""
     import numpy as np
 
-    from cocoeval.analysis.agreement import spearman_boot, spearman_rows
+    from cocoeval.analysis.agreement import BOOT_ROWS, spearman_boot, spearman_rows
 
     rng = np.random.default_rng(3)
     for n in (1, 2, 3, 7, 40, 501):
         for a, b in [(rng.integers(0, 3, n).astype(float), rng.normal(size=n).round(1)),
                      (np.zeros(n), rng.integers(0, 2, n).astype(float)),
                      (rng.normal(size=n), rng.normal(size=n))]:
-            idx = np.vstack([np.arange(n), rng.integers(0, n, size=(60, n))])
+            idx = np.vstack([np.arange(n), rng.integers(0, n, size=(2 * BOOT_ROWS + 9, n))])
             assert np.array_equal(spearman_boot(a, b, idx), spearman_rows(a[idx], b[idx]), equal_nan=True)
     a, b = np.array([1.0, np.nan, 2.0, 3.0]), np.array([1.0, 2.0, 2.0, 0.5])
     idx = np.vstack([np.arange(4), rng.integers(0, 4, size=(9, 4))])
