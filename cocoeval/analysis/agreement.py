@@ -76,7 +76,7 @@ def spearman_test(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     ``scipy.special`` (0.2 s to import) instead of ``scipy.stats`` (0.6 s)."""
     from scipy.special import stdtr
 
-    ranked = np.apply_along_axis(average_ranks, 0, np.column_stack((x, y)))
+    ranked = np.ascontiguousarray(average_ranks(np.vstack((x, y))).T)  # (n, 2), both ranked in one call
     rs = np.corrcoef(ranked, rowvar=False)
     dof = len(ranked) - 2
     with np.errstate(divide="ignore"):  # the diagonal's ρ = 1
