@@ -86,21 +86,21 @@ def test_frames_exclude_invalid_and_report_rates():
 
 def test_stale_judgments_of_a_changed_setup_are_counted_apart_never_in_means():
     run = make_run()
-    insts = run["instances"]
+    insts = run.instances
     # the setup's settings changed (new id "sim-v2"); simulate re-ran: instance 0's new continuation is
     # invalid, the others are ok but not judged yet. The old judgments (target "sim") are stale.
-    run["continuations"]["sim"] = ([Continuation(instance_id=insts[0].id, setup_id="sim-v2", status="invalid",
-                                                 reason="x")]
-                                   + [Continuation(instance_id=i.id, setup_id="sim-v2", turns=i.reference)
-                                      for i in insts[1:]])
+    run.continuations["sim"] = ([Continuation(instance_id=insts[0].id, setup_id="sim-v2", status="invalid",
+                                               reason="x")]
+                                 + [Continuation(instance_id=i.id, setup_id="sim-v2", turns=i.reference)
+                                    for i in insts[1:]])
     f = run_frames(run)
     assert "sim" not in set(f.counts["target"]) and f.counts.filter(pl.col("target") == "reference").height > 0
     assert set(f.judgments.filter(pl.col("target") == "sim")["status"]) == {"stale"}
     row = invalid_rates(f).filter((pl.col("stage") == "judge") & (pl.col("target") == "sim")).row(0, named=True)
     assert row["stale"] == 6 and row["n"] == 0 and row["invalid"] == 0
     # a judgment of the new continuation counts again
-    run["judgments"]["J"].append(fine(insts[1].id, "sim", "J", [["repetition"]] * 4))
-    run["judgments"]["J"][-1].target = "sim-v2"
+    run.judgments["J"].append(fine(insts[1].id, "sim", "J", [["repetition"]] * 4))
+    run.judgments["J"][-1].target = "sim-v2"
     f = run_frames(run)
     assert f.counts.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "repetition"))["count"].to_list() == [4]
 
@@ -231,11 +231,11 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
 
 def test_participants_metadata_is_null_when_m_lists_none():
     run = make_run(2)
-    i0 = run["instances"][0]
-    run["instances"][0] = i0.model_copy(update={"metadata": i0.metadata.model_copy(update={"participants": []})})
+    i0 = run.instances[0]
+    run.instances[0] = i0.model_copy(update={"metadata": i0.metadata.model_copy(update={"participants": []})})
     f = run_frames(run).instances.sort("instance_id")
     assert f["n_participants_metadata"][0] is None  # M lists no participant: unknown, not 0
-    assert f["n_participants_metadata"][1] == len(run["instances"][1].metadata.participants) > 0
+    assert f["n_participants_metadata"][1] == len(run.instances[1].metadata.participants) > 0
 
 
 def test_a_ratio_whose_human_mean_can_be_zero_has_no_interval():
