@@ -164,8 +164,7 @@ class RunContext:
         ``show`` saves starts here, so that it loads vl-convert while the analysis is computed."""
         from cocoeval.analysis import analyses
 
-        if self._renderer is None:
-            self._renderer = render.Renderer(1)
+        self._rendering()
         return analyses.compute(name, self.run, analyses.Params(
             judge=self.judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction, frames=self.frames,
             bench_dir=self.experiment.bench_dir() if self.experiment is not None else None, options=options))
@@ -196,10 +195,16 @@ class RunContext:
             saved += self._save(spec, self.figures_path(figures_dir, notebook) / name)
         return saved
 
+    def _rendering(self) -> render.Renderer:
+        """The rendering process, started on first use (by ``analysis`` or ``_save``: a notebook
+        that computes and saves nothing spawns none). One: the figures in order, as
+        ``charts.save`` would write them."""
+        if self._renderer is None:
+            self._renderer = render.Renderer(1)
+        return self._renderer
+
     def _save(self, spec: dict[str, Any], base: Path) -> list[Path]:
-        if self._renderer is None:  # started by analysis() or here: a notebook that computes and saves none spawns none
-            self._renderer = render.Renderer(1)  # one: the figures in order, as charts.save would write them
-        self._renderer.submit(charts.spec_json(spec), base)
+        self._rendering().submit(charts.spec_json(spec), base)
         paths = charts.figure_paths(base)
         self._pending += paths
         return paths
