@@ -211,9 +211,10 @@ def _too_few(f: Frames, raters: Sequence[str], item: str, n: int, min_n: int) ->
             "note": f"only {n} conversation(s) rated validly by every rater, a ρ needs 2 ({_kind(item).replace('_', '-')} judgments {each})"}
 
 
-def scores(f: Frames, item: str, raters: Sequence[str]) -> np.ndarray:
+def scores(f: Frames, item: str, raters: Sequence[str], *, complete: bool = True) -> np.ndarray:
     """(n, R) per-conversation scores of ``raters`` for ``item`` on the conversations all of them
-    rated validly (in a fixed order)."""
+    rated validly (in a fixed order); ``complete=False``: on the conversations the first rater and
+    at least one other rated validly, NaN where a rater did not."""
     if item in LIKERT:
         long = f.likert.select("judge", "instance_id", "target", value=pl.col(item))
     else:
@@ -226,8 +227,14 @@ def scores(f: Frames, item: str, raters: Sequence[str]) -> np.ndarray:
         .pivot(on="judge", index=_UNIT, values="value", aggregate_function="first")
     for r in raters:
         if r not in wide.columns:
-            return np.empty((0, len(raters)))
-    return wide.drop_nulls(list(raters)).sort(_UNIT).select(list(raters)).to_numpy().astype(float)
+            if complete or r == raters[0]:
+                return np.empty((0, len(raters)))
+            wide = wide.with_columns(pl.lit(None, dtype=pl.Float64).alias(r))
+    if complete:
+        return wide.drop_nulls(list(raters)).sort(_UNIT).select(list(raters)).to_numpy().astype(float)
+    some = pl.any_horizontal([pl.col(r).is_not_null() for r in raters[1:]]) if len(raters) > 1 else pl.lit(True)
+    return wide.filter(pl.col(raters[0]).is_not_null() & some).sort(_UNIT).select(list(raters)) \
+        .to_numpy().astype(float)
 
 
 def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000, seed: int = 0,

@@ -77,6 +77,16 @@ def ci_notes(n: int, boot: np.ndarray, min_n: int) -> list[str | None]:
             for j in range(boot.shape[1])]
 
 
+def rng_for(seed: int, *what: str) -> np.random.Generator:
+    """A generator seeded by the run's ``seed`` and what the draw is of (table, target, behaviour…):
+    an interval's draws never depend on which other targets or items a table holds or their order."""
+    import zlib
+
+    import numpy as np
+
+    return np.random.default_rng([seed, *(zlib.crc32(w.encode("utf-8")) for w in what)])
+
+
 def interval(lo: float, hi: float, note: str | None) -> tuple[float | None, float | None]:
     """The interval's ends, or (None, None) when it is undefined."""
     return (None, None) if note else (float(lo), float(hi))

@@ -31,6 +31,7 @@ conversations (``agreement``; kept exactly as it is). Added here, all labelled "
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -40,7 +41,7 @@ import polars as pl
 
 from . import agreement
 from .frames import Frames
-from .inference import MIN_N, check_params, too_small
+from .inference import ALPHA, MIN_N, adjust_pvalues, check_params, rng_for, too_small
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
@@ -50,6 +51,10 @@ ANY = "any behaviour"
 MIN_CONVERSATIONS = 30
 """Annotated conversations a behaviour's agreement must rest on before the judge is validated for it
 (the paper's fine-grained validation used 36)."""
+MIN_POSITIVE_TURNS = 11
+"""Turns the annotators' majority marked with a behaviour before the gate tests it: the paper reads
+only behaviours "that occur more than 10 times"; below it a ρ rests on a handful of turns and the
+behaviour is "too rare to validate here", neither passed nor failed."""
 VALID = ("ok", "repaired")
 ASSUMPTION = ("assumes the annotated conversations of each target are a random draw from the conversations the "
               "judge labelled")
@@ -71,62 +76,83 @@ LIKERT_SCHEMA = {"judge": pl.Utf8, "item": pl.Utf8, "annotators": pl.Int64, "con
                  "alpha_with_judge": pl.Float64, "alpha_with_judge_low": pl.Float64,
                  "alpha_with_judge_high": pl.Float64, "note": pl.Utf8}
 GATE_SCHEMA = {"judge": pl.Utf8, "judge_id": pl.Utf8, "behaviour": pl.Utf8, "validated": pl.Boolean,
-               "conversations": pl.Int64, "rho": pl.Float64, "p5": pl.Float64, "why": pl.Utf8}
+               "status": pl.Utf8, "conversations": pl.Int64, "positive_turns": pl.Int64, "rho": pl.Float64,
+               "p": pl.Float64, "p_holm": pl.Float64, "why": pl.Utf8}
+VALIDATED, NOT_VALIDATED, TOO_RARE, TOO_FEW, NO_ANNOTATIONS = (
+    "validated", "not validated", "too rare to validate here", "too few conversations", "no annotations")
 PPI_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "behaviour": pl.Utf8, "n_labelled": pl.Int64,
-              "n_unlabelled": pl.Int64, "judge_only": pl.Float64, "judge_only_low": pl.Float64,
-              "judge_only_high": pl.Float64, "corrected": pl.Float64, "corrected_low": pl.Float64,
-              "corrected_high": pl.Float64, "disagree": pl.Boolean, "draw": pl.Utf8, "note": pl.Utf8}
+              "n_labels": pl.Int64, "n_unlabelled": pl.Int64, "judge_only": pl.Float64, "judge_only_low": pl.Float64,
+              "judge_only_high": pl.Float64, "humans_only": pl.Float64, "humans_only_low": pl.Float64,
+              "humans_only_high": pl.Float64, "corrected": pl.Float64, "corrected_low": pl.Float64,
+              "corrected_high": pl.Float64, "corrected_raw": pl.Float64, "disagree": pl.Boolean, "draw": pl.Utf8,
+              "note": pl.Utf8}
 
 
 # ---------------------------------------------------------------- turn-level label matrices
 
 @dataclass(frozen=True)
 class TurnLabels:
-    """The judged turns of the conversations every rater labelled validly: ``conv`` (T,) the
-    conversation index of each turn, ``x[rater]`` (T, B) booleans, ``behaviours`` the B ids,
-    ``conversations`` the (target, instance_id) pairs, ``notes`` what was left out and why."""
+    """The judged turns of the conversations the first rater (the judge) and at least one other
+    rater (an annotator) labelled validly: ``conv`` (T,) the conversation index of each turn,
+    ``x[rater]`` (T, B) booleans, ``present[rater]`` (T,) whether that rater labelled the turn's
+    conversation validly (every rater's labels are used where they exist: two annotators who split
+    the conversations count both), ``behaviours`` the B ids, ``conversations`` the (target,
+    instance_id) pairs, ``labels_used`` the annotator labellings used, ``notes`` what was left out
+    and why."""
 
     raters: list[str]
     behaviours: list[str]
     conversations: list[tuple[str, str]]
     conv: np.ndarray
     x: dict[str, np.ndarray]
+    present: dict[str, np.ndarray]
+    labels_used: int
     notes: list[str]
 
 
 def turn_labels(f: Frames, raters: Sequence[str]) -> TurnLabels:
     beh = list(f.taxonomy.ids)
+    first, others = raters[0], list(raters[1:])
     j = f.judgments.filter((pl.col("kind") == "fine_grained") & pl.col("status").is_in(VALID)
                            & pl.col("judge").is_in(list(raters)))
     turns: dict[tuple[str, str], dict[str, int]] = {}
     for r in j.iter_rows(named=True):
         turns.setdefault((r["target"], r["instance_id"]), {})[r["judge"]] = r["turns"]
     notes = []
-    convs = []
+    convs: list[tuple[str, str]] = []
+    who: dict[tuple[str, str], list[str]] = {}
+    odd = 0
     for key, per in sorted(turns.items()):
-        if len(per) < len(raters):
+        if first not in per:
             continue
-        if len(set(per.values())) > 1:
-            notes.append(f"{key[0]} of {key[1]}: the raters labelled different numbers of turns; left out")
-            continue
-        convs.append(key)
-    sizes = [turns[c][raters[0]] for c in convs]
+        same = [h for h in others if h in per and per[h] == per[first]]
+        odd += sum(1 for h in others if h in per and per[h] != per[first])
+        if same:
+            convs.append(key)
+            who[key] = same
+    if odd:
+        notes.append(f"{odd} annotator labelling(s) of another number of turns than the judge's left out")
+    sizes = [turns[c][first] for c in convs]
     conv = np.repeat(np.arange(len(convs)), sizes).astype(np.int64)
     start = dict(zip(convs, np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int) if sizes else [], strict=False))
     col = {b: i for i, b in enumerate(beh)}
     x = {r: np.zeros((len(conv), len(beh)), dtype=bool) for r in raters}
+    has = {r: np.array([r == first or r in who[c] for c in convs], dtype=bool) for r in raters}
+    present = {r: has[r][conv] if len(conv) else np.zeros(0, dtype=bool) for r in raters}
     lab = f.labels.filter(pl.col("judge").is_in(list(raters)))
+    index = {c: k for k, c in enumerate(convs)}
     for r in lab.iter_rows(named=True):
-        at = start.get((r["target"], r["instance_id"]))
-        if at is None or r["behaviour"] not in col or r["turn"] >= turns[(r["target"], r["instance_id"])][r["judge"]]:
+        key = (r["target"], r["instance_id"])
+        at = start.get(key)
+        if at is None or not has[r["judge"]][index[key]] or r["behaviour"] not in col or r["turn"] >= turns[key][first]:
             continue
         x[r["judge"]][at + r["turn"], col[r["behaviour"]]] = True
-    return TurnLabels(list(raters), beh, convs, conv, x, notes)
+    return TurnLabels(list(raters), beh, convs, conv, x, present, sum(len(v) for v in who.values()), notes)
 
 
-def _weights(n: int, resamples: int, seed: int) -> np.ndarray:
+def _weights(n: int, resamples: int, rng: np.random.Generator) -> np.ndarray:
     """(1 + resamples, n) how often each conversation is drawn: row 0 the sample itself."""
-    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    idx = rng.integers(0, n, size=(resamples, n))
     w = np.zeros((resamples + 1, n))
     w[0] = 1
     for r in range(resamples):
@@ -150,21 +176,34 @@ def binary_alpha(o01: np.ndarray, n0: np.ndarray, n1: np.ndarray) -> np.ndarray:
         return np.where(n0 * n1 > 0, 1 - (n - 1) * o01 / (n0 * n1), np.nan)
 
 
-def _alpha_stats(stack: np.ndarray) -> np.ndarray:
-    """(T, B, 3) per turn and behaviour: o01, n0, n1 for the raters stacked on axis 0 (m, T, B)."""
-    m = stack.shape[0]
-    k = stack.sum(axis=0).astype(float)
-    return np.stack([k * (m - k) / (m - 1), m - k, k], axis=-1)
+def _alpha_stats(stack: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """(T, B, 3) per turn and behaviour: o01, n0, n1 of the raters stacked on axis 0 (m, T, B) that
+    labelled the turn (``mask`` (m, T)); a turn with fewer than two such raters is not pairable
+    and adds nothing (Krippendorff's rule for missing values)."""
+    m = mask.sum(axis=0).astype(float)[:, None]  # (T, 1) raters of each turn
+    k = (stack & mask[..., None]).sum(axis=0).astype(float)
+    pair = m >= 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        o01 = np.where(pair, k * (m - k) / np.where(pair, m - 1, 1), 0.0)
+    return np.stack([o01, np.where(pair, m - k, 0.0), np.where(pair, k, 0.0)], axis=-1)
 
 
-def _interval(v: np.ndarray, note: str | None) -> tuple[float | None, float | None, float | None]:
-    """(value, 2.5th, 97.5th percentile) of row 0 and the resamples; None where undefined."""
+def _interval(v: np.ndarray, note: str | None) -> tuple[float | None, float | None, float | None, str | None]:
+    """(value, 2.5th, 97.5th percentile, why there is no interval) of row 0 and the resamples;
+    None where undefined, with the reason (the value the same in every resample, as a perfect
+    agreement or a recall of 1 is; undefined in most resamples)."""
     point = None if not np.isfinite(v[0]) else float(v[0])
     boot = v[1:][np.isfinite(v[1:])]
-    if note or point is None or boot.size < max(2, len(v[1:]) // 2) or np.all(boot == boot[0]):
-        return point, None, None
+    if note:
+        return point, None, None, note
+    if point is None:
+        return None, None, None, "undefined"
+    if boot.size < max(2, len(v[1:]) // 2):
+        return point, None, None, f"undefined in {len(v) - 1 - boot.size} of {len(v) - 1} resamples"
+    if np.all(boot == boot[0]):
+        return point, None, None, f"no interval: {boot[0]:.2f} in every resample"
     lo, hi = np.percentile(boot, [2.5, 97.5])
-    return point, float(lo), float(hi)
+    return point, float(lo), float(hi), None
 
 
 def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
@@ -181,36 +220,42 @@ def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, 
     note = too_small(n, min_n)
     base = {"judge": judge, "annotators": len(humans), "conversations": n}
     if n == 0:
-        why = "; ".join([f"no conversation labelled validly by {judge} and every annotator", *tl.notes])
+        why = "; ".join([f"no conversation labelled validly by {judge} and at least one annotator", *tl.notes])
         return pl.DataFrame([{**base, "behaviour": b, "turns": 0, "note": why} for b in names], schema=TURN_SCHEMA)
 
     def with_any(a: np.ndarray) -> np.ndarray:
         return np.concatenate([a, a.any(axis=1, keepdims=True)], axis=1)
 
+    t = len(tl.conv)
     xj = with_any(tl.x[judge])
     xh = np.stack([with_any(tl.x[h]) for h in humans])  # (m, T, B + 1)
-    w = _weights(n, resamples, seed)
+    mh = np.stack([tl.present[h] for h in humans])  # (m, T): who labelled each turn's conversation
+    w = _weights(n, resamples, rng_for(seed, "turn_agreement", judge))
     out: dict[str, np.ndarray] = {}
     if len(humans) >= 2:
-        s = w @ _per_conv(_alpha_stats(xh).reshape(len(tl.conv), -1), tl.conv, n)
+        s = w @ _per_conv(_alpha_stats(xh, mh).reshape(t, -1), tl.conv, n)
         s = s.reshape(len(w), len(names), 3)
         out["alpha_humans"] = binary_alpha(s[..., 0], s[..., 1], s[..., 2])
-    s = w @ _per_conv(_alpha_stats(np.concatenate([xh, xj[None]])).reshape(len(tl.conv), -1), tl.conv, n)
+    both, mboth = np.concatenate([xh, xj[None]]), np.concatenate([mh, np.ones((1, t), dtype=bool)])
+    s = w @ _per_conv(_alpha_stats(both, mboth).reshape(t, -1), tl.conv, n)
     s = s.reshape(len(w), len(names), 3)
     out["alpha_with_judge"] = binary_alpha(s[..., 0], s[..., 1], s[..., 2])
     kappas = []
     for h in range(len(humans)):
-        a, b = xj, xh[h]
-        cells = np.stack([a & b, a & ~b, ~a & b, ~a & ~b], axis=-1).reshape(len(tl.conv), -1).astype(float)
+        a, b, on = xj, xh[h], mh[h][:, None]
+        cells = (np.stack([a & b, a & ~b, ~a & b, ~a & ~b], axis=-1) & on[..., None]).reshape(t, -1).astype(float)
         c = (w @ _per_conv(cells, tl.conv, n)).reshape(len(w), len(names), 4)
         tot = c.sum(axis=-1)
-        po = (c[..., 0] + c[..., 3]) / tot
-        pe = ((c[..., 0] + c[..., 1]) * (c[..., 0] + c[..., 2]) + (c[..., 2] + c[..., 3]) * (c[..., 1] + c[..., 3])) / tot**2
         with np.errstate(divide="ignore", invalid="ignore"):
-            kappas.append(np.where(pe < 1, (po - pe) / (1 - pe), np.nan))
-    out["kappa"] = np.mean(kappas, axis=0)
-    major = xh.sum(axis=0) * 2 > len(humans)  # strictly more than half of the annotators
-    cells = np.stack([xj & major, xj & ~major, ~xj & major], axis=-1).reshape(len(tl.conv), -1).astype(float)
+            po = (c[..., 0] + c[..., 3]) / tot
+            pe = ((c[..., 0] + c[..., 1]) * (c[..., 0] + c[..., 2])
+                  + (c[..., 2] + c[..., 3]) * (c[..., 1] + c[..., 3])) / tot**2
+            kappas.append(np.where((tot > 0) & (pe < 1), (po - pe) / (1 - pe), np.nan))
+    with warnings.catch_warnings():  # a resample where no annotator's κ is defined: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out["kappa"] = np.nanmean(kappas, axis=0)
+    major = majority(xh, mh)
+    cells = np.stack([xj & major, xj & ~major, ~xj & major], axis=-1).reshape(t, -1).astype(float)
     c = (w @ _per_conv(cells, tl.conv, n)).reshape(len(w), len(names), 3)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = np.where(c[..., 0] + c[..., 1] > 0, c[..., 0] / (c[..., 0] + c[..., 1]), np.nan)
@@ -219,16 +264,20 @@ def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, 
         out["f1"] = np.where(2 * c[..., 0] + c[..., 1] + c[..., 2] > 0,
                              2 * c[..., 0] / (2 * c[..., 0] + c[..., 1] + c[..., 2]), np.nan)
     # the point values of α from the krippendorff package (the closed form above is its binary case)
+    hx = np.where(mh[..., None], xh.astype(float), np.nan)  # (m, T, B + 1), NaN where not labelled
     if len(humans) >= 2:
-        out["alpha_humans"][0] = [_kripp(xh[:, :, i].T) for i in range(len(names))]
-    out["alpha_with_judge"][0] = [_kripp(np.concatenate([xh, xj[None]])[:, :, i].T) for i in range(len(names))]
+        out["alpha_humans"][0] = [_kripp(hx[:, :, i].T) for i in range(len(names))]
+    out["alpha_with_judge"][0] = [_kripp(np.concatenate([hx, xj[None].astype(float)])[:, :, i].T)
+                                  for i in range(len(names))]
     rows = []
     for i, b in enumerate(names):
-        row: dict[str, Any] = {**base, "behaviour": b, "turns": len(tl.conv),
+        row: dict[str, Any] = {**base, "behaviour": b, "turns": t,
                                "positive_turns_humans": int(major[:, i].sum()), "positive_turns_judge": int(xj[:, i].sum())}
-        for k, v in out.items():
-            row[k], row[f"{k}_low"], row[f"{k}_high"] = _interval(v[:, i], note)
         notes = [note, *tl.notes]
+        for k, v in out.items():
+            row[k], row[f"{k}_low"], row[f"{k}_high"], why = _interval(v[:, i], note)
+            if why and not note and row["positive_turns_humans"] + row["positive_turns_judge"]:
+                notes.append(f"{k.replace('_', ' ')}: {why}")
         if len(humans) < 2:
             notes.append("one annotator: no α among annotators")
         if not row["positive_turns_humans"] and not row["positive_turns_judge"]:
@@ -236,6 +285,13 @@ def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, 
         row["note"] = "; ".join(filter(None, notes)) or None
         rows.append(row)
     return pl.DataFrame(rows, schema=TURN_SCHEMA)
+
+
+def majority(xh: np.ndarray, mh: np.ndarray) -> np.ndarray:
+    """(T, B) the annotators' majority label: a turn is positive when strictly more than half of
+    the annotators who labelled its conversation marked it (one of two is no majority)."""
+    k = (xh & mh[..., None]).sum(axis=0)
+    return k * 2 > mh.sum(axis=0)[:, None]
 
 
 def _kripp(units_by_rater: np.ndarray, level: Literal["nominal", "ordinal"] = "nominal") -> float:
@@ -251,28 +307,33 @@ def _kripp(units_by_rater: np.ndarray, level: Literal["nominal", "ordinal"] = "n
 
 def likert_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
                      min_n: int = MIN_N) -> pl.DataFrame:
-    """Ordinal Krippendorff's α of the Likert scores over conversations, among the annotators and
-    with ``judge`` added, with 95% bootstrap intervals over conversations."""
+    """Ordinal Krippendorff's α of the Likert scores over the conversations the judge and at least
+    one annotator scored validly (each conversation's annotators who scored it; a missing score is
+    missing, as Krippendorff's α allows), among the annotators and with ``judge`` added, with 95%
+    bootstrap intervals over conversations (each item drawn by its own seed)."""
     check_params(resamples=resamples, min_n=min_n)
     humans = [h for h in agreement.annotators(f, "likert") if h != judge]
     rows = []
-    rng = np.random.default_rng(seed)
     for item in agreement.LIKERT:
         if not humans:
             break
-        x = agreement.scores(f, item, [judge, *humans])  # (n, 1 + m) on conversations every rater scored
+        x = agreement.scores(f, item, [judge, *humans], complete=False)  # (n, 1 + m), NaN where not scored
         n = len(x)
         note = too_small(n, min_n)
         row: dict[str, Any] = {"judge": judge, "item": item, "annotators": len(humans), "conversations": n}
+        rng = rng_for(seed, "likert_agreement", judge, item)
         idx = rng.integers(0, n, size=(resamples, n)) if n else np.zeros((0, 0), dtype=int)
+        notes = [note, "one annotator: no α among annotators" if len(humans) < 2 else None,
+                 "fewer than 2 conversations scored by the judge and an annotator" if n < 2 else None]
         for key, cols in (("alpha_humans", x[:, 1:]), ("alpha_with_judge", x)):
             if (key == "alpha_humans" and len(humans) < 2) or n < 2:
                 row[key] = None
                 continue
             v = np.array([_kripp(cols, "ordinal")] + [_kripp(cols[i], "ordinal") for i in idx])
-            row[key], row[f"{key}_low"], row[f"{key}_high"] = _interval(v, note)
-        row["note"] = "; ".join(filter(None, [note, "one annotator: no α among annotators" if len(humans) < 2 else None,
-                                              "fewer than 2 conversations scored by every rater" if n < 2 else None]))
+            row[key], row[f"{key}_low"], row[f"{key}_high"], why = _interval(v, note)
+            if why and not note:
+                notes.append(f"{key.replace('_', ' ')}: {why}")
+        row["note"] = "; ".join(filter(None, notes))
         rows.append(row)
     return pl.DataFrame(rows, schema=LIKERT_SCHEMA)
 
@@ -286,43 +347,106 @@ def judge_id(run: Run | None, judge: str) -> str | None:
     return (run.manifest.judges.get(judge) or {}).get("fine_grained")
 
 
+def spearman_permutation(judge: np.ndarray, humans: np.ndarray, permutations: int,
+                         rng: np.random.Generator) -> tuple[float | None, float | None]:
+    """Spearman ρ of the judge's per-conversation counts ``judge`` (n,) against the annotators'
+    mean ``humans`` (n,), and the one-sided permutation p-value of ρ > 0: the judge's counts
+    shuffled over the conversations ``permutations`` times, p = (1 + #{ρ* ≥ ρ}) / (1 +
+    permutations), valid at any n and with ties (under no agreement every shuffle is as likely as
+    the sample's order). (None, None) when ρ is undefined (constant counts)."""
+    from scipy.stats import rankdata
+
+    rj, rh = rankdata(judge), rankdata(humans)
+    rj, rh = rj - rj.mean(), rh - rh.mean()
+    den = float(np.sqrt((rj @ rj) * (rh @ rh)))
+    if den == 0:
+        return None, None
+    rho = float(rj @ rh) / den
+    perm = rng.permuted(np.broadcast_to(rj, (permutations, len(rj))), axis=1)
+    hits = int(np.sum(perm @ rh / den >= rho - 1e-12))
+    return rho, (1 + hits) / (1 + permutations)
+
+
+GATE_PERMUTATIONS = 1999
+"""Shuffles of the gate's permutation test: the smallest p is 1/2000, far below Holm's first
+threshold over ten behaviours (0.005)."""
+
+
 def validation(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
-               min_n: int = MIN_N, min_conversations: int = MIN_CONVERSATIONS) -> pl.DataFrame:
-    """Per behaviour: whether ``judge`` is validated for it (see the module's text), on how many
-    annotated conversations, with the paper's ρ and its 5th bootstrap percentile, and why not."""
+               min_n: int = MIN_N, min_conversations: int = MIN_CONVERSATIONS,
+               min_positive: int = MIN_POSITIVE_TURNS, permutations: int = GATE_PERMUTATIONS,
+               alpha: float = ALPHA) -> pl.DataFrame:
+    """Per behaviour: whether ``judge`` is validated for it (see the module's text), its status,
+    on how many annotated conversations and positive turns, with ρ, its permutation p and the Holm
+    p over the behaviours tested, and why not. ``resamples`` and ``min_n`` are not used (the
+    gate tests by permutation); they are accepted so every analysis is called alike."""
+    check_params(resamples=resamples, min_n=min_n)
     jid = judge_id(run, judge)
-    res = agreement.judge_vs_humans(f, judge, resamples, seed, min_n=min_n, items=list(f.taxonomy.ids))
-    by = {r["item"]: r for r in res.iter_rows(named=True)}
-    rows = []
-    for b in f.taxonomy.ids:
-        r = by.get(b)
-        if r is None:
-            rows.append({"judge": judge, "judge_id": jid, "behaviour": b, "validated": False, "conversations": 0,
-                         "why": "no annotations of this behaviour: " + HOW_TO_ANNOTATE})
-            continue
-        n, ok = r["n"] or 0, bool(r["significant"])
-        why: str | None = None
+    humans = [h for h in agreement.annotators(f, "counts") if h != judge]
+    base = {"judge": judge, "judge_id": jid}
+    if not humans:
+        return pl.DataFrame([{**base, "behaviour": b, "validated": False, "status": NO_ANNOTATIONS,
+                              "conversations": 0, "positive_turns": 0, "why": "no annotations: " + HOW_TO_ANNOTATE}
+                             for b in f.taxonomy.ids], schema=GATE_SCHEMA)
+    tl = turn_labels(f, [judge, *humans])
+    n = len(tl.conversations)
+    xh = np.stack([tl.x[h] for h in humans])
+    mh = np.stack([tl.present[h] for h in humans])
+    major = majority(xh, mh)
+    jc_ = _per_conv(tl.x[judge].astype(float), tl.conv, n)  # (n, B) the judge's count per conversation
+    hsum = _per_conv((xh & mh[..., None]).sum(axis=0).astype(float), tl.conv, n)
+    turns = np.bincount(tl.conv, minlength=n).astype(float)
+    raters = _per_conv(mh.sum(axis=0).astype(float), tl.conv, n) / np.maximum(turns, 1)
+    hmean = hsum / np.maximum(raters, 1)[:, None]  # the mean count over the conversation's annotators
+    rows: list[dict[str, Any]] = []
+    for i, b in enumerate(tl.behaviours):
+        pos = int(major[:, i].sum())
+        row: dict[str, Any] = {**base, "behaviour": b, "validated": False, "conversations": n, "positive_turns": pos}
         if n < min_conversations:
-            why = f"only {n} annotated conversation(s) rated by the judge and the annotators; the gate asks for {min_conversations}"
-        elif not ok:
-            why = (f"the paper's test does not pass (ρ {r['rho']:.2f}, 5th percentile {r['p5']:.2f})"
-                   if r["rho"] is not None and r["p5"] is not None else f"no ρ: {r['note'] or 'undefined'}")
-        rows.append({"judge": judge, "judge_id": jid, "behaviour": b, "validated": why is None, "conversations": n,
-                     "rho": r["rho"], "p5": r["p5"], "why": why})
+            row.update(status=TOO_FEW, why=f"only {n} annotated conversation(s) labelled by the judge and an "
+                                            f"annotator; the gate asks for {min_conversations}")
+        elif pos < min_positive:
+            row.update(status=TOO_RARE, why=f"{pos} positive turn(s) by the annotators' majority; the gate asks for "
+                                             f"{min_positive} (too rare to validate here)")
+        else:
+            rho, p = spearman_permutation(jc_[:, i], hmean[:, i], permutations,
+                                          rng_for(seed, "validation", judge, b))
+            row.update(rho=rho, p=p)
+            if rho is None:
+                row.update(status=NOT_VALIDATED, why="no ρ: the judge's or the annotators' counts are constant")
+        rows.append(row)
+    tested = [r for r in rows if r.get("p") is not None]
+    for r, q in zip(tested, adjust_pvalues(np.array([r["p"] for r in tested]), "holm") if tested else [], strict=True):
+        r["p_holm"] = float(q)
+        if q <= alpha:
+            r.update(validated=True, status=VALIDATED, why=None)
+        else:
+            r.update(status=NOT_VALIDATED, why=f"the test does not pass (ρ {r['rho']:.2f}, p {r['p']:.4f}, Holm p "
+                                               f"{q:.4f} over the {len(tested)} behaviour(s) tested; α = {alpha:g})")
+    if tl.notes:
+        for r in rows:
+            r["why"] = "; ".join(filter(None, [r.get("why"), *tl.notes]))
     return pl.DataFrame(rows, schema=GATE_SCHEMA)
 
 
 def not_validated_line(gate: pl.DataFrame, name: dict[str, str] | None = None) -> str | None:
-    """"not validated for this judge: …" naming the behaviours the gate does not pass (None when
-    it passes them all); with no annotations at all it says how to annotate."""
+    """"not validated for this judge: …" naming the behaviours the gate does not pass, those too
+    rare to validate here apart (None when it passes them all); with no annotations at all it says
+    how to annotate."""
     bad = gate.filter(~pl.col("validated"))
     if bad.is_empty():
         return None
     judge = gate["judge"][0]
-    names = [name.get(b, b) if name else b for b in bad["behaviour"].to_list()]
     if not gate.filter(pl.col("conversations") > 0).height:
         return f"not validated for this judge ({judge}): every behaviour, no human annotations; {HOW_TO_ANNOTATE}"
-    return f"not validated for this judge ({judge}): {', '.join(names)} (see the judge_check validation table)"
+
+    def names(rows: pl.DataFrame) -> str:
+        return ", ".join(name.get(b, b) if name else b for b in rows["behaviour"].to_list())
+
+    rare = bad.filter(pl.col("status") == TOO_RARE)
+    other = bad.filter(pl.col("status") != TOO_RARE)
+    parts = ([names(other)] if other.height else []) + ([f"too rare to validate here: {names(rare)}"] if rare.height else [])
+    return f"not validated for this judge ({judge}): {'; '.join(parts)} (see the judge_check validation table)"
 
 
 # ---------------------------------------------------------------- corrected rates
@@ -337,24 +461,43 @@ def random_draws(run: Run | None) -> dict[str, set[str]] | None:
 
 def ppi_estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
                  alpha: float = 0.05) -> tuple[float, float, float]:
-    """The prediction-powered mean of the human labels ``y`` (classic PPI, λ = 1: the judge's mean
-    over the unlabelled conversations plus the mean human−judge difference over the labelled
-    ones) and its 1 − ``alpha`` interval, by the ``ppi-python`` package."""
+    """The prediction-powered mean of the human labels ``y`` with power tuning (PPI++,
+    Angelopoulos, Duchi and Zrnic 2023: λ estimated from the data and clipped to [0, 1], so the
+    estimate is never less precise than the humans' own mean, λ = 0, asymptotically) and its
+    1 − ``alpha`` interval, by the ``ppi-python`` package (``lam=None``)."""
     from ppi_py import ppi_mean_ci, ppi_mean_pointestimate  # type: ignore[import-untyped]
 
-    est = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unlabelled, lam=1))[0])
-    lo, hi = (float(np.ravel(v)[0]) for v in ppi_mean_ci(y, yhat, yhat_unlabelled, alpha=alpha, lam=1))
+    # a judge that gives one value everywhere predicts nothing: λ = 0 (the package would divide by 0)
+    lam = 0.0 if np.ptp(np.concatenate([yhat, yhat_unlabelled])) == 0 else None
+    est = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unlabelled, lam=lam))[0])
+    lo, hi = (float(np.ravel(v)[0]) for v in ppi_mean_ci(y, yhat, yhat_unlabelled, alpha=alpha, lam=lam))
     return est, lo, hi
+
+
+def humans_mean(y: np.ndarray, alpha: float = 0.05) -> tuple[float, float, float]:
+    """The humans' own mean of ``y`` and its 1 − ``alpha`` CLT interval (``ppi-python``'s
+    classical interval: what the corrected estimate must beat)."""
+    from ppi_py import classical_mean_ci
+
+    lo, hi = (float(np.ravel(v)[0]) for v in classical_mean_ci(y, alpha=alpha))
+    return float(y.mean()), lo, hi
+
+
+def _clip(v: float | None) -> float | None:
+    """A rate as shown: occurrences per conversation are never negative."""
+    return None if v is None else max(0.0, v)
 
 
 def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
                     min_n: int = MIN_N, alpha: float = 0.05) -> pl.DataFrame:
     """Per target and behaviour: the judge-only mean occurrences per conversation (95% bootstrap
-    interval over its conversations) and the prediction-powered estimate with the human labels of
-    the annotated conversations (the annotators' mean count per conversation) and its 95%
-    interval. Labelled conversations are those of the recorded random draw when there is one
-    (``random_draws``), else every annotated conversation, with a note that B.1's draw is not
-    random over targets."""
+    interval over its conversations, drawn by its own seed), the humans-only mean over the
+    labelled conversations (each the mean count of the annotators who labelled it validly), and
+    the prediction-powered estimate (``ppi_estimate``) with its 95% interval. Labelled
+    conversations are those of the recorded random draw when there is one (``random_draws``),
+    else every annotated conversation, with a note that B.1's draw is not random over targets.
+    When every conversation of a target is labelled, the humans' mean is the answer. A rate and
+    its interval are shown clipped at 0; the raw estimate is kept (``corrected_raw``) with a note."""
     check_params(resamples=resamples, min_n=min_n)
     humans = [h for h in agreement.annotators(f, "counts") if h != judge]
     if not humans:
@@ -364,42 +507,75 @@ def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: in
     jc = c.filter(pl.col("judge") == judge)
     hc = (c.filter(pl.col("judge").is_in(humans)).group_by("target", "instance_id", "behaviour")
           .agg(pl.col("count").mean().alias("human_count"), pl.len().alias("raters")))
-    hc = hc.filter(pl.col("raters") == len(humans))  # every annotator labelled it validly
-    rng = np.random.default_rng(seed)
     rows = []
     for (target, b), part in jc.group_by("target", "behaviour", maintain_order=True):
         part = part.join(hc, on=["target", "instance_id", "behaviour"], how="left")
-        labelled = part.filter(pl.col("human_count").is_not_null())
-        note = ASSUMPTION
+        annotated = part.filter(pl.col("human_count").is_not_null())
+        labelled = annotated
+        notes = [ASSUMPTION]
         draw = "random (recorded)" if draws is not None else "not recorded"
         if draws is not None:
             picked = draws.get(str(target), set())
-            labelled = labelled.filter(pl.col("instance_id").is_in(list(picked)))
+            labelled = annotated.filter(pl.col("instance_id").is_in(list(picked)))
+            if labelled.height < annotated.height:
+                notes.append(f"{annotated.height - labelled.height} annotated conversation(s) outside the recorded "
+                             "random draw left out (a draw that is not random would bias the correction)")
         else:
-            note += "; no random draw is recorded (annotate-export --random), and B.1's draw is even over datasets"
+            notes.append("no random draw is recorded (annotate-export --random), and B.1's draw is even over datasets")
         unl = part.filter(~pl.col("instance_id").is_in(labelled["instance_id"].to_list()))
         yall = part["count"].to_numpy().astype(float)
-        boot = rng.integers(0, len(yall), size=(resamples, len(yall)))
-        jo, jlo, jhi = _interval(np.concatenate([[yall.mean()], yall[boot].mean(axis=1)]), too_small(len(yall), min_n))
+        boot = rng_for(seed, "corrected_rates", judge, str(target), b).integers(0, len(yall), size=(resamples, len(yall)))
+        jo, jlo, jhi, _ = _interval(np.concatenate([[yall.mean()], yall[boot].mean(axis=1)]), too_small(len(yall), min_n))
         row: dict[str, Any] = {"judge": judge, "target": target, "behaviour": b, "n_labelled": labelled.height,
+                               "n_labels": int(labelled["raters"].sum()) if labelled.height else 0,
                                "n_unlabelled": unl.height, "judge_only": jo, "judge_only_low": jlo,
                                "judge_only_high": jhi, "draw": draw}
-        if labelled.height < 2 or unl.height < 1:
-            row["note"] = (f"{labelled.height} labelled and {unl.height} unlabelled conversation(s): no correction "
-                           "(it needs 2 labelled and 1 unlabelled)")
-            rows.append(row)
-            continue
-        y, yhat = labelled["human_count"].to_numpy().astype(float), labelled["count"].to_numpy().astype(float)
-        est, lo, hi = ppi_estimate(y, yhat, unl["count"].to_numpy().astype(float), alpha)
         small = too_small(labelled.height, min_n)
-        row.update(corrected=est, corrected_low=None if small else lo, corrected_high=None if small else hi,
-                   disagree=None if small or jo is None else bool(jo < lo or jo > hi),
-                   note="; ".join(filter(None, [note, small and f"labelled: {small}"])))
+        if labelled.height >= 2:
+            y = labelled["human_count"].to_numpy().astype(float)
+            h, hlo, hhi = humans_mean(y, alpha)
+            row.update(humans_only=h, humans_only_low=None if small else _clip(hlo),
+                       humans_only_high=None if small else hhi)
+        if labelled.height < 2:
+            notes.append(f"{labelled.height} labelled conversation(s): no correction (it needs 2)")
+            raw = lo = hi = None
+        elif unl.is_empty():
+            notes.append("every conversation of this target is labelled: the humans' mean is the answer")
+            raw, lo, hi = h, hlo, hhi
+        else:
+            y, yhat = labelled["human_count"].to_numpy().astype(float), labelled["count"].to_numpy().astype(float)
+            raw, lo, hi = ppi_estimate(y, yhat, unl["count"].to_numpy().astype(float), alpha)
+        if raw is not None:
+            if small:
+                notes.append(f"labelled: {small}")
+                lo = hi = None
+            row.update(corrected=_clip(raw), corrected_raw=raw, corrected_low=_clip(lo), corrected_high=hi,
+                       disagree=None if lo is None or hi is None or jo is None else bool(jo < lo or jo > hi))
+            if raw < 0 or (lo is not None and lo < 0):
+                notes.append(f"clipped at 0 (raw estimate {raw:.3f}" + (f", raw lower end {lo:.3f}" if lo is not None
+                                                                       else "") + "): a rate is never negative")
+        row["note"] = "; ".join(notes)
         rows.append(row)
     return pl.DataFrame(rows, schema=PPI_SCHEMA).sort("target", "behaviour")
 
 
 # ---------------------------------------------------------------- the answer, and the marks elsewhere
+
+def corrected_line(r: pl.DataFrame, names: dict[str, str]) -> str:
+    """What the corrected rates say, in one clause: where the judge-only mean lies outside the
+    corrected interval, that none does among those with an interval, or that none has one."""
+    with_ci = r.filter(pl.col("corrected_low").is_not_null() & pl.col("corrected_high").is_not_null())
+    if with_ci.is_empty():
+        return ("no corrected interval: no target has enough labelled conversations (see the corrected_rates "
+                "table's notes)")
+    off = with_ci.filter(pl.col("disagree").fill_null(False))
+    if off.is_empty():
+        return (f"the judge-only mean lies inside the corrected 95% interval for all {with_ci.height} behaviour rates "
+                f"with an interval ({r.height - with_ci.height} without one)")
+    return ("the judge-only mean lies outside the corrected 95% interval for "
+            + "; ".join(f"{names.get(x['behaviour'], x['behaviour'])} of {x['target']} "
+                        f"({x['judge_only']:.2f} vs {x['corrected']:.2f})" for x in off.iter_rows(named=True)))
+
 
 def llm_judges(f: Frames) -> list[str]:
     """The LLM judges with valid judgments, in name order."""
@@ -456,14 +632,8 @@ def answer(run: Run, f: Frames, judge: str | None, resamples: int = 1000, seed: 
         likerts.append(likert_agreement(f, j, resamples, seed, min_n=min_n))
         r = corrected_rates(f, j, run, resamples, seed, min_n=min_n)
         rates.append(r)
-        off = r.filter(pl.col("disagree").fill_null(False))
         if not r.is_empty():
-            a.text.append(f"  Corrected rates ({ASSUMPTION}): " + (
-                "the judge-only mean lies outside the corrected 95% interval for "
-                + "; ".join(f"{names.get(x['behaviour'], x['behaviour'])} of {x['target']} "
-                            f"({x['judge_only']:.2f} vs {x['corrected']:.2f})" for x in off.iter_rows(named=True))
-                if not off.is_empty() else "no behaviour where the judge-only mean lies outside the corrected interval")
-                + ".")
+            a.text.append(f"  Corrected rates ({ASSUMPTION}): {corrected_line(r, names)}.")
     if not humans:
         a.text.append(not_run("this run has no human annotations, so no agreement can be measured and no judge is "
                               "validated", HOW_TO_ANNOTATE))

@@ -5,19 +5,25 @@ judge, by how far its behaviour profile is from the humans' on the same instance
   reference, over the instances where both have a valid fine-grained judgment by the judge (the
   ``n`` of the row), with a 95% percentile bootstrap interval over those instances (pairs
   resampled together: the same draws as ``stats.paired_vs_human``, so the same intervals).
-- **The aggregate distance** over the K behaviours is the root mean square of the per-behaviour
-  paired differences, RMS = √(Σ_b d_b² / K): in the unit of the bars (occurrences per
+- **The aggregate distance** over the K behaviours is the root mean square of the true
+  per-behaviour paired differences, √(Σ_b δ_b² / K): in the unit of the bars (occurrences per
   conversation); a mean, so a taxonomy with more behaviours does not inflate it; and the square
-  weighs one behaviour far off more than several a little off (a simulator that doubles one
-  behaviour is less human than one off by a hair everywhere). The report's profile distance D =
-  Σ|d_b| (L1) is beside it (``D``). Its interval: the RMS of each bootstrap resample's
-  differences, percentile 95%.
-- **The floor**: what a perfect simulator would still get. Each resample draws the judge's n valid
-  human references with replacement and splits the draw into two halves of ⌊n/2⌋; the RMS between
-  the halves' mean profiles is the distance between two sets of human conversations. The floor
-  row shows its mean over the resamples and its 2.5–97.5 percentile range. Its halves hold n/2
-  conversations each, so for a setup compared on n instances it is a generous yardstick: a
-  distance inside it is as close to the humans as humans are to each other.
+  weighs one behaviour far off more than several a little off. Squaring the *observed* mean
+  differences would add each one's sampling variance (a simulator drawn from the humans' own rates
+  would sit well above 0 on 12 instances), so the estimate is unbiased for the square:
+  mean_b(d̄_b² − s_b²/n) (``unbiased_square``; kept as ``distance_square``, negative when the
+  differences are mostly noise), and the distance shown is its square root clipped at 0. Its
+  interval: the same estimate in each bootstrap resample, the resamples shifted by their own bias
+  (their mean minus the estimate) and read at 2.5% and 97.5% (``recentred_interval``), then the
+  clipped square root of the ends: an interval at 0 when the simulator is as human as the humans.
+  Coverage on worlds with known truth: ``benchmarks/known_truth.py``, figures in docs/testing.md.
+  The profile distance D = Σ|d_b| (L1, plug-in, so biased upwards on few instances) is beside it
+  (``D``), with the percentile interval of its resamples. Ranks: by the distance's point estimate;
+  equal distances (several at 0) share a rank ("min").
+- **The floor**: the same unbiased distance between two random halves of the judge's n valid human
+  references (each resample draws n with replacement and splits the draw into two halves of
+  ⌊n/2⌋), its mean over the resamples and its 2.5–97.5 percentile range: 0 on average, and the
+  range shows how far two sets of n/2 human conversations land from each other by chance.
 - Beside them: the Likert gap (consistency and collaborativeness, setup minus human on the
   instances both have a valid overall judgment, ``paper_stats.likert_vs_human``) and the
   judge-free turn-taking distances (``convcompare.turn_taking``: the same for every judge).
@@ -56,7 +62,7 @@ TURNS = ("transition_distance", "speaker_entropy_diff")
 _F, _I, _S = pl.Float64, pl.Int64, pl.Utf8
 BOARD_SCHEMA: dict[str, Any] = {
     "judge": _S, "rank": _I, "setup": _S, "group": _S, "origin": _S, "n": _I,
-    "distance": _F, "ci_low": _F, "ci_high": _F, "ci_note": _S, "D": _F, "D_ci_low": _F, "D_ci_high": _F,
+    "distance": _F, "distance_square": _F, "ci_low": _F, "ci_high": _F, "ci_note": _S, "D": _F, "D_ci_low": _F, "D_ci_high": _F,
     **{f"{s}_gap{x}": t for s in LIKERT for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F))},
     "likert_n": _I,
     **{f"{m}{x}": t for m in TURNS for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_n", _I))},
@@ -67,8 +73,33 @@ BEHAVIOUR_SCHEMA: dict[str, Any] = {
 
 
 def rms(d: np.ndarray) -> np.ndarray:
-    """Root mean square over the last axis (the behaviours)."""
+    """Root mean square over the last axis (the behaviours): the plug-in distance of mean
+    differences ``d`` (biased upwards: each squared mean difference carries its sampling variance)."""
     return np.sqrt(np.mean(np.square(d), axis=-1))
+
+
+def unbiased_square(m1: np.ndarray, m2: np.ndarray, n: int) -> np.ndarray:
+    """The unbiased estimate of the mean over behaviours (last axis) of the squared true mean
+    difference, from the per-behaviour means ``m1`` and means of squares ``m2`` of n ≥ 2 paired
+    differences: mean_b (d̄_b² − s_b²/n), s_b² the sample variance (ddof 1). The same as the
+    U-statistic Σ_{i≠j} D_i·D_j / (n(n − 1)K); negative when the differences are mostly noise."""
+    return np.mean((n * np.square(m1) - m2) / (n - 1), axis=-1)
+
+
+def distance_of(square: np.ndarray | float) -> np.ndarray:
+    """The distance shown for an unbiased square: √max(square, 0)."""
+    return np.sqrt(np.maximum(square, 0.0))
+
+
+def recentred_interval(point: float, boot: np.ndarray) -> tuple[float, float]:
+    """The 95% percentile interval of ``boot`` after removing the bootstrap's own bias (its mean
+    minus ``point``): the resampled estimates shifted so that they centre on the estimate. For the
+    unbiased square, the resamples' mean exceeds it by about Σ_b s_b²/(nK) (a resample of the
+    sample is the sample plus noise); without the shift the interval of a simulator drawn from the
+    humans excludes 0 (benchmarks/known_truth.py)."""
+    shifted = boot - (boot.mean() - point)
+    lo, hi = np.percentile(shifted, stats.PERCENTILES)
+    return float(lo), float(hi)
 
 
 def half_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
@@ -81,15 +112,22 @@ def half_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def floor(h: np.ndarray, resamples: int = 1000, seed: int = 0) -> np.ndarray:
-    """The RMS distance between two random halves of the human references ``h`` (n, K), one per
-    resample (B,): each resample draws n references with replacement and splits the draw into
-    its first and second ⌊n/2⌋. Empty below two references."""
+    """The distance between two random halves of the human references ``h`` (n, K), one per
+    resample (B,): each resample draws n references with replacement and splits the draw into its
+    first and second ⌊n/2⌋ = m; the distance is the unbiased one of two independent samples,
+    √max(mean_b((ā_b − b̄_b)² − s²_{a,b}/m − s²_{b,b}/m), 0), so that it is 0 on average when the
+    two halves come from the same humans. Empty below four references (a variance needs m ≥ 2)."""
     n = len(h)
     m = n // 2
-    if m < 1:
+    if m < 2:
         return np.empty(0)
     idx = stats.boot_index(n, resamples, seed)
-    return rms(half_means(h, idx[:, :m]) - half_means(h, idx[:, m:2 * m]))
+    a, b = idx[:, :m], idx[:, m:2 * m]
+    ma, mb = half_means(h, a), half_means(h, b)
+    sq = np.square(h)
+    va = (half_means(sq, a) - np.square(ma)) / (m - 1)  # s²/m with s² of ddof 1
+    vb = (half_means(sq, b) - np.square(mb)) / (m - 1)
+    return distance_of(np.mean(np.square(ma - mb) - va - vb, axis=-1))
 
 
 def _interval(point: float, boot: np.ndarray, n: int, min_n: int) -> tuple[float | None, float | None, str | None]:
@@ -99,11 +137,23 @@ def _interval(point: float, boot: np.ndarray, n: int, min_n: int) -> tuple[float
     return a, b, note
 
 
+def _distance(square: float, boot: np.ndarray, n: int, min_n: int) -> tuple[float, float | None, float | None,
+                                                                              str | None]:
+    """(distance, its interval's ends, why undefined) from the unbiased square and its resamples."""
+    note = inference.ci_notes(n, boot[:, None], min_n)[0]
+    lo, hi = recentred_interval(square, boot)
+    a, b = inference.interval(float(distance_of(lo)), float(distance_of(hi)), note)
+    return float(distance_of(square)), a, b, note
+
+
 def paired_profiles(pairs: dict[str, tuple[np.ndarray, np.ndarray]], resamples: int = 1000, seed: int = 0, *,
                     min_n: int = inference.MIN_N) -> dict[str, dict[str, Any]]:
     """For each setup's (setup counts, human counts) on the same instances, both (n, K): the
-    per-behaviour paired differences with their intervals, the RMS distance and D (L1) with theirs.
-    Setups of the same n share the seeded draws and are resampled in one matrix product."""
+    per-behaviour paired differences with their intervals, the distance (unbiased for its square,
+    ``unbiased_square``; interval: ``recentred_interval`` of the resamples' unbiased squares) and
+    D (L1, plug-in) with theirs. Setups of the same n share the seeded draws (drawn by n and seed
+    only, so one setup's interval never depends on another's) and are resampled in one matrix
+    product."""
     by_n: dict[int, list[str]] = {}
     for name, (s, _) in pairs.items():
         by_n.setdefault(len(s), []).append(name)
@@ -111,16 +161,25 @@ def paired_profiles(pairs: dict[str, tuple[np.ndarray, np.ndarray]], resamples: 
     for n, names in by_n.items():
         k = pairs[names[0]][0].shape[1]
         d = np.hstack([pairs[x][0] - pairs[x][1] for x in names])  # (n, setups * K): pairs stay pairs
-        boot = stats.resample_means(d, stats.boot_index(n, resamples, seed)).reshape(resamples, len(names), k)
+        idx = stats.boot_index(n, resamples, seed)
+        boot = stats.resample_means(d, idx).reshape(resamples, len(names), k)
+        boot2 = stats.resample_means(np.square(d), idx).reshape(resamples, len(names), k) if n >= 2 else None
         point = d.mean(axis=0).reshape(len(names), k)
+        point2 = np.square(d).mean(axis=0).reshape(len(names), k)
         for j, name in enumerate(names):
             bj = boot[:, j, :]
             lo, hi = np.percentile(bj, stats.PERCENTILES, axis=0)
             notes = inference.ci_notes(n, bj, min_n)
-            r_point, d_point = float(rms(point[j])), float(np.abs(point[j]).sum())
-            out[name] = {"diff": point[j], "lo": lo, "hi": hi, "notes": notes, "n": n,
-                         "distance": (r_point, *_interval(r_point, rms(bj), n, min_n)),
-                         "D": (d_point, *_interval(d_point, np.abs(bj).sum(axis=1), n, min_n))}
+            d_point = float(np.abs(point[j]).sum())
+            if boot2 is None:
+                distance: tuple[Any, ...] = (None, None, None, "one instance: no distance (its square's estimate "
+                                             "needs a variance, two instances at least)")
+                square = None
+            else:
+                square = float(unbiased_square(point[j], point2[j], n))
+                distance = _distance(square, unbiased_square(bj, boot2[:, j, :], n), n, min_n)
+            out[name] = {"diff": point[j], "lo": lo, "hi": hi, "notes": notes, "n": n, "square": square,
+                         "distance": distance, "D": (d_point, *_interval(d_point, np.abs(bj).sum(axis=1), n, min_n))}
     return out
 
 
@@ -204,12 +263,13 @@ def leaderboard(f: Frames, cond: pl.DataFrame | None = None, turn_taking: pl.Dat
             lo, hi, note = _interval(float(fl.mean()), fl, len(ref), min_n)
         else:
             lo = hi = None
-            note = f"fewer than two valid human references ({validity_note(f, judge, REFERENCE)})"
+            note = f"fewer than four valid human references ({validity_note(f, judge, REFERENCE)})"
         board.append({"judge": judge, "setup": FLOOR, "group": "human references", "origin": ORIGIN_FLOOR,
                       "n": len(ref), "distance": float(fl.mean()) if len(fl) else None, "ci_low": lo, "ci_high": hi,
                       "ci_note": note, "judgments_valid": ref_counts["judgments_valid"],
                       "judgments": ref_counts["judgments"], **turns.get(HISTORY, {}),
-                      "note": f"two halves of {len(ref) // 2} of the {len(ref)} valid human references per resample"})
+                      "note": f"two halves of {len(ref) // 2} of the {len(ref)} valid human references per resample; "
+                              "0 on average for a simulator as human as the humans"})
         rows = []
         for s in setups:
             row = {"judge": judge, "setup": s, "group": groups.get(s), "origin": origins.get(s),
@@ -222,7 +282,8 @@ def leaderboard(f: Frames, cond: pl.DataFrame | None = None, turn_taking: pl.Dat
                 continue
             p = prof[s]
             (dist, lo, hi, note), (d1, d1_lo, d1_hi, _) = p["distance"], p["D"]
-            rows.append({**row, "n": p["n"], "distance": dist, "ci_low": lo, "ci_high": hi, "ci_note": note,
+            rows.append({**row, "n": p["n"], "distance": dist, "distance_square": p["square"], "ci_low": lo,
+                         "ci_high": hi, "ci_note": note,
                          "D": d1, "D_ci_low": d1_lo, "D_ci_high": d1_hi,
                          "note": f"not ranked: {inference.too_small(p['n'], min_n)}" if p["n"] < min_n else None})
             s_mat, h_mat = pairs[s]
@@ -276,11 +337,15 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     a.text.append(
         f"Method: per judge, each setup against the human reference on the instances both have a valid fine-grained "
         f"judgment for (n); per behaviour the paired difference in mean occurrences per conversation (setup − human); "
-        f"the distance: the root mean square of the {len(f.taxonomy.ids)} differences (occurrences per conversation; "
-        f"D = their absolute sum beside it); {interval_method(resamples, seed, min_n)}; ranked by the distance's point "
+        f"the distance: the root mean square of the {len(f.taxonomy.ids)} true differences (occurrences per "
+        "conversation), estimated without the upward bias of squared noise (each squared mean difference minus its "
+        "sampling variance, clipped at 0 after averaging) and its interval from the resamples of that estimate "
+        "re-centred on it (D = the absolute sum of the observed differences beside it, plug-in); "
+        f"{interval_method(resamples, seed, min_n)}; equal distances share a rank; ranked by the distance's point "
         f"estimate among setups with n ≥ {min_n} (not a test between setups: compare their intervals). The floor: the "
-        "distance between two random halves of the human references (bootstrapped), what a perfect simulator would "
-        "still get. Beside: the Likert gap (setup − human, paired) and the judge-free turn-taking distances.")
+        "distance between two random halves of the human references (bootstrapped, estimated the same way): 0 on "
+        "average, with the range chance gives. Beside: the Likert gap (setup − human, paired) and the judge-free "
+        "turn-taking distances.")
     names = setup_labels(f)
     for judge in board["judge"].unique(maintain_order=True).to_list():
         part = board.filter(pl.col("judge") == judge)

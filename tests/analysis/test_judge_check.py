@@ -161,18 +161,34 @@ def test_the_gate_fails_closed():
 
 
 def ppi_by_formula(y, yhat, yunl, alpha=0.05):
+    """PPI++ for a mean (Angelopoulos, Duchi and Zrnic 2023, eq. for λ*): λ = Cov(Y, Ŷ) / ((1 + n/N)
+    Var(Ŷ)) over the labelled pairs and all predictions, clipped to [0, 1]; the estimate
+    λ·mean(Ŷ_unl) + mean(Y − λŶ) and its CLT interval."""
     from scipy.stats import norm
 
-    est = yunl.mean() + (y - yhat).mean()
-    se = np.sqrt(yunl.var() / len(yunl) + (y - yhat).var() / len(y))  # the package's variances (ddof 0)
+    n, big_n = len(y), len(yunl)
+    cov = np.mean((y - y.mean()) * (yhat - yhat.mean()))
+    lam = float(np.clip(cov / ((1 + n / big_n) * np.var(np.concatenate([yhat, yunl]), ddof=1)), 0, 1))
+    est = lam * yunl.mean() + (y - lam * yhat).mean()
+    se = np.sqrt((lam * yunl).var() / big_n + (y - lam * yhat).var() / n)  # the package's variances (ddof 0)
     z = norm.ppf(1 - alpha / 2)
     return est, est - z * se, est + z * se
 
 
-def test_ppi_is_the_published_formula():
+def test_ppi_is_the_published_power_tuned_formula():
     rng = np.random.default_rng(0)
+    for _ in range(5):
+        truth = rng.poisson(2, 300).astype(float)
+        judge = truth + rng.poisson(1, 300)
+        y, yhat, yunl = truth[:40], judge[:40], judge[40:]
+        assert jc.ppi_estimate(y, yhat, yunl) == pytest.approx(ppi_by_formula(y, yhat, yunl), rel=1e-9)
+    # a judge unrelated to the humans: λ near 0, so the interval is no wider than the humans' own
     y, yhat, yunl = rng.poisson(2, 40).astype(float), rng.poisson(3, 40).astype(float), rng.poisson(3, 260).astype(float)
-    assert jc.ppi_estimate(y, yhat, yunl) == pytest.approx(ppi_by_formula(y, yhat, yunl), rel=1e-9)
+    _, lo, hi = jc.ppi_estimate(y, yhat, yunl)
+    _, hlo, hhi = jc.humans_mean(y)
+    assert hi - lo <= (hhi - hlo) * 1.05
+    # a judge with one value everywhere: λ = 0, the humans' own mean and interval
+    assert jc.ppi_estimate(y, np.ones(40), np.ones(260)) == pytest.approx(jc.humans_mean(y))
 
 
 @pytest.mark.parametrize("bias", ["over", "under"])

@@ -221,30 +221,47 @@ def test_leaderboard_values_against_a_hand_computation():
     assert rep["diff"].item() == pytest.approx(2 / 3)  # unpaired (every reference) would give 5/3 - 7/4 < 0
     assert rep["mean_human"].item() == pytest.approx(1.0) and rep["mean_sim"].item() == pytest.approx(5 / 3)
     assert a["n"] == 3 and a["rank"] == 1
-    assert a["distance"] == pytest.approx(math.sqrt(((2 / 3) ** 2 + (1 / 3) ** 2) / len(TAX.ids)))
-    assert a["D"] == pytest.approx(1.0)
-    assert (a["judgments_valid"], a["judgments"], a["continuations_ok"], a["continuations"]) == (3, 4, 4, 4)
-    # its interval: the RMS of each resample's mean paired differences, by a plain loop
+    # the distance: unbiased for its square, the U-statistic over ordered pairs of distinct instances
     d = np.zeros((3, len(TAX.ids)))
     d[:, TAX.ids.index("repetition")] = [1, 1, 0]
     d[0, TAX.ids.index("off_topic")] = 1
-    loop = [math.sqrt(np.mean(d[row].mean(axis=0) ** 2)) for row in stats.boot_index(3, 200, 0)]
-    assert (a["ci_low"], a["ci_high"]) == pytest.approx(tuple(np.percentile(loop, [2.5, 97.5])))
+
+    def u_square(rows):
+        m = len(rows)
+        return sum(float(rows[i] @ rows[j]) for i in range(m) for j in range(m) if i != j) / (m * (m - 1) * rows.shape[1])
+
+    assert u_square(d) == pytest.approx(1 / 3 / len(TAX.ids))  # repetition's pairs: 1·1 twice, over 3·2
+    assert a["distance"] == pytest.approx(math.sqrt(1 / 3 / len(TAX.ids))) and a["distance_square"] == pytest.approx(u_square(d))
+    assert a["D"] == pytest.approx(1.0)
+    assert (a["judgments_valid"], a["judgments"], a["continuations_ok"], a["continuations"]) == (3, 4, 4, 4)
+    # its interval: each resample's unbiased square by a plain loop, shifted by the resamples' bias, square root
+    loop = np.array([u_square(d[row]) for row in stats.boot_index(3, 200, 0)])
+    lo, hi = np.percentile(loop - (loop.mean() - u_square(d)), [2.5, 97.5])
+    assert (a["ci_low"], a["ci_high"]) == pytest.approx((math.sqrt(max(lo, 0)), math.sqrt(max(hi, 0))))
+    assert a["ci_low"] <= a["distance"] <= a["ci_high"]
     # the Likert gap: consistency 4 - mean(5, 6, 7, 8) = -2.5; collaborativeness 6 - 5 = +1 (sign: setup - human)
     assert a["consistency_gap"] == pytest.approx(-2.5) and a["collaborativeness_gap"] == pytest.approx(1.0)
-    # the floor: two halves of the four valid references of J, drawn with replacement, by a plain loop
+    # the floor: two halves of the four valid references of J, drawn with replacement; the unbiased
+    # two-sample distance of each pair of halves (their variances with ddof 1), by a plain loop
     h = np.zeros((4, len(TAX.ids)))
     h[:, TAX.ids.index("repetition")] = REF_REP
     fl = j.filter(pl.col("origin") == "floor").row(0, named=True)
-    halves = [math.sqrt(np.mean((h[r[:2]].mean(0) - h[r[2:4]].mean(0)) ** 2)) for r in stats.boot_index(4, 200, 0)]
-    assert fl["distance"] == pytest.approx(np.mean(halves)) and fl["n"] == 4
-    assert (fl["ci_low"], fl["ci_high"]) == pytest.approx(tuple(np.percentile(halves, [2.5, 97.5])))
+
+    def halves(r):
+        x, y = h[r[:2]], h[r[2:4]]
+        sq = (x.mean(0) - y.mean(0)) ** 2 - x.var(0, ddof=1) / 2 - y.var(0, ddof=1) / 2
+        return math.sqrt(max(sq.mean(), 0.0))
+
+    dist = [halves(r) for r in stats.boot_index(4, 200, 0)]
+    assert fl["distance"] == pytest.approx(np.mean(dist)) and fl["n"] == 4
+    assert (fl["ci_low"], fl["ci_high"]) == pytest.approx(tuple(np.percentile(dist, [2.5, 97.5])))
     assert j["setup"].to_list()[0] == leaderboard.FLOOR
     # judged by different judges: never ranked together. b is unranked under J (n = 0, why), ranked under K
     b = j.filter(pl.col("setup") == "b").row(0, named=True)
     assert b["rank"] is None and b["n"] == 0 and "no fine-grained judgment by J" in b["note"]
     k = board.filter(pl.col("judge") == "K")
     assert k.filter(pl.col("rank").is_not_null())["setup"].to_list() == ["b"]
+    # b is 3 - 1 = +2 repetitions on each of the 4 instances, no spread: the unbiased square is exactly 4 / K
     assert k.filter(pl.col("setup") == "b")["distance"].item() == pytest.approx(2 / math.sqrt(len(TAX.ids)))
 
 
