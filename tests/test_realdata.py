@@ -108,3 +108,18 @@ def test_iq2_loader_on_real_corpus(shared_data):
     assert stances["HANNA ROSIN"] == "for" and stances["JOHN DONVAN"] == "mod"
     # the noisy title is replaced by the motion the moderator quotes
     assert "Publicist" not in convs["airport-profiling"].goals[0]
+
+
+def test_one_speaker_is_one_participant_in_the_built_instances(real_build):
+    """QMSum Committee's "The Chair" beside "The Chair (Hon. Anthony Rota (…))" is one participant
+    (the full label) in every instance's M, and every turn of x and r names it so."""
+    _, out, _ = real_build
+    chairs = 0
+    for inst in load_instances(out, None):
+        names = [p.name for p in inst.metadata.participants]
+        assert len(set(names)) == len(names), inst.id
+        assert not [x for x in names if any(y != x and y.startswith(x + " (") for y in names)], (inst.id, names)
+        speakers = {t.speaker for t in [*inst.history, *inst.reference]}
+        assert speakers <= set(names), (inst.id, speakers - set(names))
+        chairs += any(n.startswith("The Chair (Hon. Anthony Rota") for n in names)
+    assert chairs > 0  # the Canadian meetings are among the instances

@@ -369,7 +369,23 @@ class PluginTask:
             notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
 
     def forecast_replies(self, calls: Sequence[Call]) -> list[str]:
-        """The answers the forecast stands in for ``calls`` (the plugin's ``forecast_reply``)."""
+        """The answers the forecast stands in for ``calls``: the plugin's ``forecast_reply``, cut to
+        what the call's ``max_tokens`` lets a model write (``within_budget``). A long human turn
+        standing in whole would be refused as over the budget (``over_budget``: the continuation
+        ends, and the forecast counts too few calls) where a model keeps to it."""
         assert self._ctx is not None
-        return [self.plugin.forecast_reply(c, self._ctx) for c in calls]
+        return [within_budget(self.plugin.forecast_reply(c, self._ctx), c.request.max_tokens) for c in calls]
+
+
+def within_budget(text: str, max_tokens: int | None) -> str:
+    """``text``, or as much of its beginning (whole words) as ``max_tokens`` output tokens hold:
+    what a model that keeps to the budget writes at most (never ``over_budget``)."""
+    from cocoeval.llm.usage import count_tokens
+
+    if not max_tokens or (count_tokens(text) <= max_tokens and not over_budget(text, max_tokens)):
+        return text
+    cut = " ".join(text.split())[: max_tokens * 4]  # ~4 characters per token in English prose
+    while cut and count_tokens(cut) > max_tokens:
+        cut = cut[: int(len(cut) * 0.9)]
+    return cut.rsplit(" ", 1)[0] if " " in cut else cut
 

@@ -10,8 +10,8 @@ domains never become one "qmsum" dataset. A meeting file elsewhere (your own, ou
 layout) is dataset "qmsum" unless ``#DATASET`` names it.
 Artefacts such as {disfmarker} or {vocalsound} are removed by rule (the offline default); the
 raw text stays alongside (the LLM clean-up of the paper, A.3, is a build stage: cocoeval.bench.clean).
-Speaker labels of one person (QMSum Committee's "Mr. X (constituency, party)" beside "Mr. X") are
-merged into one name by the rule of ``speaker_merges``; every merge is listed in the source report
+Speaker labels of one person (QMSum Committee's "Mr. X (constituency, party)" beside "Mr. X", "The
+Chair (Hon. X (…))" beside "The Chair") are merged into one name by the rule of ``speaker_merges``; every merge is listed in the source report
 (``merged_speakers``) and in the conversation's ``meta``.
 """
 
@@ -118,27 +118,68 @@ def speaker_merges(counts: dict[str, int]) -> dict[str, tuple[str, list[str]]]:
     compared case-insensitively) once a leading honorific (Mr., Mrs., Ms., Miss, Hon., Right Hon.,
     The Honourable, The Right Honourable, Dr, Professor) and trailing parenthesised suffixes (the
     committee's "(constituency, party)" or "(Minister of ...)") are set aside, and a chair label
-    naming a person, "The [Acting/Deputy/Vice] Chair (Mr. X ...)", is read as that person. Never
-    merged: a role label naming nobody ("The Chair"), a name of one word, and a group whose
-    honorifics disagree on gender (Mr. against Mrs./Ms./Miss). The canonical label is the longest
-    (it carries the constituency and party, the ministry or the chair role that the short form
-    leaves out), then the one with more turns, then the first in alphabetical order.
+    naming a person, "The [Acting/Deputy/Vice] Chair (Mr. X ...)", is read as that person. And a
+    bare label is the person of the label that is the same words with a parenthesised qualifier
+    ("The Chair" and "The Chair (Hon. Anthony Rota (…))", "Mr. Smith" and "Mr. Smith (Carleton,
+    CPC)"), when the meeting has exactly one such person (``bare_label_merges``). Never merged: a
+    role label naming nobody that no qualified label of the meeting names (or that several
+    people's do: "The Chair" beside "The Chair (Mr. A)" and "The Chair (Mrs. B)"), a name of one
+    word without its qualified form, and a group whose honorifics disagree on gender (Mr. against
+    Mrs./Ms./Miss). The canonical label is the longest (it carries the constituency and party, the
+    ministry or the chair role that the short form leaves out), then the one with more turns, then
+    the first in alphabetical order.
     """
-    groups: dict[str, list[str]] = {}
+    group: dict[str, str] = {}
+    """label -> the key of its group (a person's name key, or the label itself when alone)."""
     genders: dict[str, set[str]] = {}
+    keyed: dict[str, list[str]] = {}
     for label in sorted(counts):
         if (key := person_key(label)) is None:
             continue
-        groups.setdefault(key[0], []).append(label)
+        keyed.setdefault(key[0], []).append(label)
         if key[1]:
             genders.setdefault(key[0], set()).add(key[1])
+    for person, labels in keyed.items():
+        if len(labels) >= 2 and len(genders.get(person, set())) <= 1:
+            for label in labels:
+                group[label] = "person:" + person
+    for bare, qualified in bare_label_merges(counts, group).items():
+        target = group.get(qualified, qualified)
+        for label in [k for k, g in group.items() if g == group.get(bare, bare)] or [bare]:
+            group[label] = target
+        group.setdefault(qualified, target)
+    members: dict[str, list[str]] = {}
+    for label in sorted(group):
+        members.setdefault(group[label], []).append(label)
     out: dict[str, tuple[str, list[str]]] = {}
-    for person, labels in groups.items():
-        if len(labels) < 2 or len(genders.get(person, set())) > 1:
+    for labels in members.values():
+        if len(labels) < 2:
             continue
         canonical = min(labels, key=lambda x: (-len(x), -counts[x], x))
         for label in labels:
             out[label] = (canonical, labels)
+    return out
+
+
+def bare_label_merges(counts: dict[str, int], group: dict[str, str] | None = None) -> dict[str, str]:
+    """{bare label: a qualified label of the same person}: a label without a trailing
+    parenthesised group ("The Chair") and the labels that are the same words (case-insensitively)
+    with one ("The Chair (Hon. Anthony Rota (…))"), where those name one person: one label, or
+    labels of one group of ``group`` (label -> group key, ``speaker_merges``'s name rule). Where
+    they name several people, the bare label could be any of them, and it is left alone."""
+    group = group or {}
+    qualified: dict[str, list[str]] = {}
+    for label in sorted(counts):
+        if (core := _strip_suffixes(label)) != label:
+            qualified.setdefault(core.casefold(), []).append(label)
+    out: dict[str, str] = {}
+    for label in sorted(counts):
+        if _strip_suffixes(label) != label or not (cands := qualified.get(label.casefold())):
+            continue
+        people = {group.get(c, c) for c in cands}
+        own = group.get(label)
+        if len(people) == 1 and (own is None or own in people):
+            out[label] = cands[0]
     return out
 
 

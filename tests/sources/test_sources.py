@@ -336,6 +336,34 @@ def test_qmsum_speaker_merge_rule():
         assert label not in merges, label
 
 
+def test_qmsum_a_bare_label_and_its_qualified_form_are_one_participant(tmp_path):
+    """"The Chair" beside "The Chair (Hon. Anthony Rota (…))" (QMSum Committee's Canadian
+    meetings) is one speaker: one participant, the full label kept, every turn mapped to it; a bare
+    label that several people's qualified labels share stays apart."""
+    from cocoeval.sources.qmsum import speaker_merges
+
+    rota = "The Chair (Hon. Anthony Rota (Nipissing, Lib.))"
+    counts = {rota: 1, "The Chair": 9, "Mr. Smith (Carleton, CPC)": 1, "Mr. Smith": 4, "Hon. Anthony Rota": 2,
+              "The Acting Chair (Mr. A. Bee)": 1, "The Acting Chair (Mrs. C. Dee)": 1, "The Acting Chair": 3}
+    merges = speaker_merges(counts)
+    assert merges["The Chair"] == (rota, ["Hon. Anthony Rota", "The Chair", rota])  # with the name rule's label
+    assert merges["Hon. Anthony Rota"][0] == merges[rota][0] == rota
+    assert merges["Mr. Smith"] == ("Mr. Smith (Carleton, CPC)", ["Mr. Smith", "Mr. Smith (Carleton, CPC)"])
+    assert "The Acting Chair" not in merges  # two acting chairs: which one is unknown
+    # through the reader: one participant, every turn under the full label, the merge listed
+    speakers = ["The Chair", rota, "Mr. Smith (Carleton, CPC)", "The Chair", "Mr. Smith", "The Chair"]
+    write_json(tmp_path / "committee" / "m.json", {"topic_list": [], "meeting_transcripts": [
+        {"speaker": sp, "content": f"point {i}"} for i, sp in enumerate(speakers)]})
+    rep = SourceReport()
+    [conv] = load_conversations(f"qmsum:{tmp_path}", rep)
+    assert [p.name for p in conv.participants] == [rota, "Mr. Smith (Carleton, CPC)"]
+    assert [t.speaker for t in conv.turns] == [rota, rota, "Mr. Smith (Carleton, CPC)", rota,
+                                               "Mr. Smith (Carleton, CPC)", rota]
+    assert conv.participants[0].role == "chair"
+    assert {(m["canonical"], tuple(m["labels"])) for m in rep.merged_speakers} == {
+        (rota, ("The Chair", rota)), ("Mr. Smith (Carleton, CPC)", ("Mr. Smith", "Mr. Smith (Carleton, CPC)"))}
+
+
 def test_qmsum_committee_sample_merges_one_persons_labels_and_reports_every_merge(tmp_path):
     from cocoeval import BuildConfig, build
     from cocoeval.sources.demo import sample_dir
@@ -346,17 +374,17 @@ def test_qmsum_committee_sample_merges_one_persons_labels_and_reports_every_merg
     covid = convs["covid_10"]
     names = [p.name for p in covid.participants]
     raw = {t["speaker"] for t in json.loads((committee / "covid_10.json").read_text())["meeting_transcripts"]}
-    assert len(raw) == 82 and len(names) == 47 == len(set(names))
+    assert len(raw) == 82 and len(names) == 46 == len(set(names))
     [paul_hus] = [n for n in names if "Paul-Hus" in n]
     assert paul_hus.startswith("Mr. Pierre Paul-Hus (Charlesbourg") and paul_hus.endswith(", CPC)")
     assert "Mr. Pierre Paul-Hus" not in {t.speaker for t in covid.turns}
-    # the chair named in its label and the bare role label stay two participants, both chairs
+    # the chair named in its label and the bare role label are one participant, the chair, under the full label
     chairs = [p for p in covid.participants if p.name.startswith("The Chair")]
-    assert [p.name for p in chairs] == ["The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))", "The Chair"]
-    assert all(p.role == "chair" for p in chairs)
+    assert [p.name for p in chairs] == ["The Chair (Hon. Anthony Rota (NipissingTimiskaming, Lib.))"]
+    assert chairs[0].role == "chair" and "The Chair" not in {t.speaker for t in covid.turns}
     # every merge is listed (conversation, labels, canonical), in the report and in the conversation
     merged = [m for m in rep.merged_speakers if m["conversation"] == "covid_10"]
-    assert len(merged) == len(raw) - len(names) == 35
+    assert len(merged) == len(raw) - len(names) == 36
     assert {"file": str(committee / "covid_10.json"), "dataset": "qmsum_committee", "conversation": "covid_10",
             "canonical": paul_hus, "labels": ["Mr. Pierre Paul-Hus", paul_hus]} in merged
     assert [m["canonical"] for m in covid.meta["merged_speakers"]] == [m["canonical"] for m in merged]
@@ -373,13 +401,21 @@ def test_qmsum_committee_sample_merges_one_persons_labels_and_reports_every_merg
 def test_real_qmsum_committee_participants_are_the_distinct_people(shared_data):
     """On the real QMSum Committee meetings the participant count drops from the labels listed
     (33.2 a meeting; 89.7 in the nine Canadian House of Commons meetings) to the distinct people
-    (22.5; 53.9), counted here by an independent reading of the labels."""
+    (22.2; 52.9), counted here by an independent reading of the labels; a bare label ("The Chair")
+    is the one person its qualified form ("The Chair (Hon. Anthony Rota (…))") names."""
     from pathlib import Path
 
-    def person(label: str) -> str:
+    def named(label: str) -> str:
         label = re.sub(r"^The (?:Acting )?Chair \(((?:Mr|Mrs|Ms|Hon)\..*)\)$", r"\1", label)
         label = label.split(" (")[0]
         return re.sub(r"^(?:Right Hon\.|The Honourable|Hon\.|Mr\.|Mrs\.|Ms\.|Dr) ", "", label)
+
+    def people(labels: set[str]) -> set[str]:
+        out = set()
+        for x in labels:
+            full = {named(y) for y in labels if y.startswith(x + " (")} if "(" not in x else set()
+            out.add(full.pop() if len(full) == 1 else named(x))
+        return out
 
     rep = SourceReport()
     convs = [c for c in load_conversations(f"qmsum:{shared_data / 'qmsum'}", rep) if c.dataset == "qmsum_committee"]
@@ -388,13 +424,17 @@ def test_real_qmsum_committee_participants_are_the_distinct_people(shared_data):
     for c in convs:
         labels = {t["speaker"].strip() for t in json.loads(Path(c.source_file).read_text())["meeting_transcripts"]}
         listed += len(labels)
-        distinct += len({person(x) for x in labels})
+        distinct += len(people(labels))
         participants += len(c.participants)
         assert len({p.name for p in c.participants}) == len(c.participants)
-    assert (listed, distinct, participants) == (996, 674, 674)
+    assert (listed, distinct, participants) == (996, 665, 665)
+    for c in convs:  # one speaker, one participant: no bare label beside its qualified form
+        names = {p.name for p in c.participants}
+        assert not [x for x in names if any(y.startswith(x + " (") for y in names)], c.id
     assert {m["dataset"] for m in rep.merged_speakers} == {"qmsum_committee"}  # Product, Academic: none
     assert sum(len(m["labels"]) - 1 for m in rep.merged_speakers) == listed - participants
-    assert len(rep.merged_speakers) == 321  # 320 merges of two labels, one of three (Bruce Stanton, covid_7)
+    assert len(rep.merged_speakers) == 330  # 329 merges of two labels, one of three (Bruce Stanton, covid_7)
+    assert sum(m["labels"][0] == "The Chair" for m in rep.merged_speakers) == 9  # the nine Canadian meetings
 
 
 # ---------------------------------------------------------------- unreadable files (issue #24)
