@@ -14,7 +14,8 @@ judge, by how far its behaviour profile is from the humans' on the same instance
   mean_b(d̄_b² − s_b²/n) (``unbiased_square``; kept as ``distance_square``, negative when the
   differences are mostly noise), and the distance shown is its square root clipped at 0. Its
   interval: the same estimate in each bootstrap resample, the resamples shifted by their own bias
-  (their mean minus the estimate) and read at 2.5% and 97.5% (``recentred_interval``), then the
+  (their mean minus the estimate), their spread scaled by √(n/(n − 1)), and read at 2.5% and 97.5%
+  (``recentred_interval``), then the
   clipped square root of the ends: an interval at 0 when the simulator is as human as the humans.
   Coverage on worlds with known truth: ``benchmarks/known_truth.py``, figures in docs/testing.md.
   The profile distance D = Σ|d_b| (L1, plug-in, so biased upwards on few instances) is beside it
@@ -91,13 +92,15 @@ def distance_of(square: np.ndarray | float) -> np.ndarray:
     return np.sqrt(np.maximum(square, 0.0))
 
 
-def recentred_interval(point: float, boot: np.ndarray) -> tuple[float, float]:
-    """The 95% percentile interval of ``boot`` after removing the bootstrap's own bias (its mean
-    minus ``point``): the resampled estimates shifted so that they centre on the estimate. For the
-    unbiased square, the resamples' mean exceeds it by about Σ_b s_b²/(nK) (a resample of the
-    sample is the sample plus noise); without the shift the interval of a simulator drawn from the
-    humans excludes 0 (benchmarks/known_truth.py)."""
-    shifted = boot - (boot.mean() - point)
+def recentred_interval(point: float, boot: np.ndarray, n: int) -> tuple[float, float]:
+    """The 95% percentile interval of the resampled estimates ``boot`` after removing the
+    bootstrap's own bias and narrowness: shifted so that they centre on ``point`` (for the
+    unbiased square, the resamples' mean exceeds it by about Σ_b s_b²/(nK): a resample is the
+    sample plus noise) and their spread scaled by √(n/(n − 1)) (a resample's variance is the
+    sample's with ddof 0). Without the shift the interval of a simulator drawn from the humans
+    excludes 0 (benchmarks/known_truth.py)."""
+    centre = boot.mean()
+    shifted = point + (boot - centre) * np.sqrt(n / (n - 1))
     lo, hi = np.percentile(shifted, stats.PERCENTILES)
     return float(lo), float(hi)
 
@@ -141,7 +144,7 @@ def _distance(square: float, boot: np.ndarray, n: int, min_n: int) -> tuple[floa
                                                                               str | None]:
     """(distance, its interval's ends, why undefined) from the unbiased square and its resamples."""
     note = inference.ci_notes(n, boot[:, None], min_n)[0]
-    lo, hi = recentred_interval(square, boot)
+    lo, hi = recentred_interval(square, boot, n)
     a, b = inference.interval(float(distance_of(lo)), float(distance_of(hi)), note)
     return float(distance_of(square)), a, b, note
 

@@ -61,10 +61,14 @@ def render_workers() -> int:
 
 
 def default_judge(f: Frames) -> str | None:
-    """The first LLM judge with fine-grained judgments (else any judge)."""
-    llm = f.counts.filter(~pl.col("human"))["judge"].unique(maintain_order=True).to_list()
-    every = f.counts["judge"].unique(maintain_order=True).to_list()
-    return (llm or every or [None])[0]
+    """The first LLM judge with valid fine-grained judgments, else the first with valid overall
+    ones; None when there is none. Never a human annotator: an annotator is compared with the
+    judge, never shown as it (``stale_judges`` says why an LLM judge has nothing valid)."""
+    for d in (f.counts, f.likert):
+        llm = d.filter(~pl.col("human"))["judge"].unique(maintain_order=True).to_list()
+        if llm:
+            return str(llm[0])
+    return None
 
 
 def check_judge(f: Frames, judge: str | None) -> str | None:
@@ -304,7 +308,10 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
                   "simulator would still get (two random halves of the human references), the Likert gap and the "
                   "judge-free turn-taking distances beside. Definitions: `cocoeval/analysis/leaderboard.py` and "
                   "docs/analysis.md (A leaderboard of simulators).\n", *listing(board_outs)]
-    index += [f"## Judge-based statistics{mark}\n", f"Judge shown in the figures: {jn}. {tested}",
+    index += [f"## Judge-based statistics{mark}\n",
+              *(f"**Stale judge:** {md_escape(x)}.\n" for x in judge_check.stale_judges(f)),
+              (f"Judge shown in the figures: {jn}. {tested}" if judge is not None
+               else "No LLM judge with valid judgments: the figures show no judge's rates."),
               "Invalid judgments are excluded and counted in invalid_rates.\n",
               *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs])]
     renderer.close()  # every figure written (html_report reads them); a failed one fails the report

@@ -163,16 +163,17 @@ def test_the_gate_fails_closed():
 def ppi_by_formula(y, yhat, yunl, alpha=0.05):
     """PPI++ for a mean (Angelopoulos, Duchi and Zrnic 2023, eq. for λ*): λ = Cov(Y, Ŷ) / ((1 + n/N)
     Var(Ŷ)) over the labelled pairs and all predictions, clipped to [0, 1]; the estimate
-    λ·mean(Ŷ_unl) + mean(Y − λŶ) and its CLT interval."""
-    from scipy.stats import norm
+    λ·mean(Ŷ_unl) + mean(Y − λŶ) and its interval with Student's t (n − 1) and ddof 1."""
+    from scipy.stats import t
 
     n, big_n = len(y), len(yunl)
     cov = np.mean((y - y.mean()) * (yhat - yhat.mean()))
     lam = float(np.clip(cov / ((1 + n / big_n) * np.var(np.concatenate([yhat, yunl]), ddof=1)), 0, 1))
     est = lam * yunl.mean() + (y - lam * yhat).mean()
     se = np.sqrt((lam * yunl).var() / big_n + (y - lam * yhat).var() / n)  # the package's variances (ddof 0)
-    z = norm.ppf(1 - alpha / 2)
-    return est, est - z * se, est + z * se
+    se *= np.sqrt(n / (n - 1))  # the small-sample correction: ddof 1, and Student's t below
+    q = t.ppf(1 - alpha / 2, n - 1)
+    return est, est - q * se, est + q * se
 
 
 def test_ppi_is_the_published_power_tuned_formula():
@@ -216,10 +217,10 @@ def test_corrected_intervals_cover_the_human_rate_and_the_judge_only_ones_do_not
 
 def test_corrected_rates_use_the_recorded_random_draw(tmp_path):
     rng = np.random.default_rng(0)
-    n = 60
+    n = 100
     judge = synthetic(seed=2, n_conv=n)["J"]
     human = judge & (rng.random(judge.shape) < 0.5)  # the judge over-detects: humans see half
-    sub = sorted(rng.choice(n, 20, replace=False).tolist())
+    sub = sorted(rng.choice(n, 40, replace=False).tolist())
     insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(n)]
     js = [fine(insts[i].id, "J", judge[i * TURNS:(i + 1) * TURNS]) for i in range(n)]
     js += [fine(insts[i].id, "A", human[i * TURNS:(i + 1) * TURNS]) for i in sub]
@@ -227,22 +228,30 @@ def test_corrected_rates_use_the_recorded_random_draw(tmp_path):
     f = run_frames(run)
     t = jc.corrected_rates(f, "J", run, resamples=200)
     row = t.filter((pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
-    assert (row["n_labelled"], row["n_unlabelled"]) == (20, 40) and row["draw"] == "not recorded"
+    assert (row["n_labelled"], row["n_unlabelled"], row["n_labels"]) == (40, 60, 40) and row["draw"] == "not recorded"
     assert "B.1's draw is even over datasets" in row["note"] and jc.ASSUMPTION in row["note"]
     per = lambda x, idx: np.array([x[i * TURNS:(i + 1) * TURNS, 0].sum() for i in idx], dtype=float)  # noqa: E731
     rest = [i for i in range(n) if i not in sub]
     want = jc.ppi_estimate(per(human, sub), per(judge, sub), per(judge, rest))
     assert (row["corrected"], row["corrected_low"], row["corrected_high"]) == pytest.approx(want)
+    assert (row["humans_only"], row["humans_only_low"], row["humans_only_high"]) == pytest.approx(
+        jc.humans_mean(per(human, sub)))
     assert row["judge_only"] == pytest.approx(per(judge, range(n)).mean())
-    # a recorded random draw of 10 of them: only those count as labelled
+    # a recorded random draw of 30 of them: only those count as labelled, and the others are named
     (tmp_path / "annotation").mkdir()
-    drawn = [[insts[i].id, "reference"] for i in sub[:10]]
+    drawn = [[insts[i].id, "reference"] for i in sub[:30]]
     from cocoeval.run.humans import RANDOM_DRAWS
 
     (tmp_path / RANDOM_DRAWS).write_text(json.dumps({"draws": [{"task": "fine_grained", "targets": drawn}]}))
     row = jc.corrected_rates(f, "J", run, resamples=200).filter(
         (pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
-    assert row["n_labelled"] == 10 and row["draw"] == "random (recorded)"
+    assert row["n_labelled"] == 30 and row["draw"] == "random (recorded)"
+    assert "10 annotated conversation(s) outside the recorded random draw left out" in row["note"]
+    # below MIN_LABELLED labelled conversations: the estimate without an interval, and why
+    (tmp_path / RANDOM_DRAWS).write_text(json.dumps({"draws": [{"task": "fine_grained", "targets": drawn[:12]}]}))
+    row = jc.corrected_rates(f, "J", run, resamples=200).filter(
+        (pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
+    assert row["corrected"] is not None and row["corrected_low"] is None and "n too small (n=12 < 30)" in row["note"]
 
 
 def test_no_annotator_gives_empty_tables():
