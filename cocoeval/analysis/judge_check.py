@@ -295,13 +295,13 @@ def majority(xh: np.ndarray, mh: np.ndarray) -> np.ndarray:
 
 
 def _kripp(units_by_rater: np.ndarray, level: Literal["nominal", "ordinal"] = "nominal") -> float:
-    """Krippendorff's α of a (units, raters) matrix with the ``krippendorff`` package; NaN when it
-    is undefined (one value only)."""
+    """Krippendorff's α of a (units, raters) matrix (NaN: not labelled) with the ``krippendorff``
+    package; NaN when it is undefined (one value only, or no unit labelled by two raters)."""
     import krippendorff
 
     data = np.asarray(units_by_rater, dtype=float).T
-    if np.unique(data[np.isfinite(data)]).size < 2:
-        return float("nan")
+    if np.unique(data[np.isfinite(data)]).size < 2 or not (np.isfinite(data).sum(axis=0) >= 2).any():
+        return float("nan")  # one value only, or no unit two raters labelled: undefined
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
 
