@@ -14,7 +14,8 @@ judge, by how far its behaviour profile is from the humans' on the same instance
   mean_b(d̄_b² − s_b²/n) (``unbiased_square``; kept as ``distance_square``, negative when the
   differences are mostly noise), and the distance shown is its square root clipped at 0. Its
   interval: the same estimate in each bootstrap resample, the resamples shifted by their own bias
-  (their mean minus the estimate), their spread scaled by √(n/(n − 1)), and read at 2.5% and 97.5%
+  (their mean minus the estimate), their spread scaled by √(n/(n − 1))·t_{n−1}/z (a small-sample
+  correction), and read at 2.5% and 97.5%
   (``recentred_interval``), then the
   clipped square root of the ends: an interval at 0 when the simulator is as human as the humans.
   Coverage on worlds with known truth: ``benchmarks/known_truth.py``, figures in docs/testing.md.
@@ -96,11 +97,15 @@ def recentred_interval(point: float, boot: np.ndarray, n: int) -> tuple[float, f
     """The 95% percentile interval of the resampled estimates ``boot`` after removing the
     bootstrap's own bias and narrowness: shifted so that they centre on ``point`` (for the
     unbiased square, the resamples' mean exceeds it by about Σ_b s_b²/(nK): a resample is the
-    sample plus noise) and their spread scaled by √(n/(n − 1)) (a resample's variance is the
-    sample's with ddof 0). Without the shift the interval of a simulator drawn from the humans
-    excludes 0 (benchmarks/known_truth.py)."""
-    centre = boot.mean()
-    shifted = point + (boot - centre) * np.sqrt(n / (n - 1))
+    sample plus noise) and their spread scaled by √(n/(n − 1))·t_{n−1}/z (a resample's variance is
+    the sample's with ddof 0, and Student's t for the few instances a leaderboard may rest on).
+    Without the shift the interval of a simulator drawn from the humans excludes 0; without the
+    scaling a far simulator on 12 instances is covered 0.90 of the time instead of 0.93
+    (benchmarks/known_truth.py)."""
+    from scipy.stats import norm, t
+
+    widen = np.sqrt(n / (n - 1)) * t.ppf(0.975, n - 1) / norm.ppf(0.975)
+    shifted = point + (boot - boot.mean()) * widen
     lo, hi = np.percentile(shifted, stats.PERCENTILES)
     return float(lo), float(hi)
 

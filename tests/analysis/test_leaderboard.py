@@ -236,7 +236,10 @@ def test_leaderboard_values_against_a_hand_computation():
     assert (a["judgments_valid"], a["judgments"], a["continuations_ok"], a["continuations"]) == (3, 4, 4, 4)
     # its interval: each resample's unbiased square by a plain loop, shifted by the resamples' bias, square root
     loop = np.array([u_square(d[row]) for row in stats.boot_index(3, 200, 0)])
-    lo, hi = np.percentile(u_square(d) + (loop - loop.mean()) * math.sqrt(3 / 2), [2.5, 97.5])
+    from scipy.stats import norm, t
+
+    widen = math.sqrt(3 / 2) * t.ppf(0.975, 2) / norm.ppf(0.975)  # ddof 1 and Student's t with n - 1 = 2
+    lo, hi = np.percentile(u_square(d) + (loop - loop.mean()) * widen, [2.5, 97.5])
     assert (a["ci_low"], a["ci_high"]) == pytest.approx((math.sqrt(max(lo, 0)), math.sqrt(max(hi, 0))))
     assert a["ci_low"] <= a["distance"] <= a["ci_high"]
     # the Likert gap: consistency 4 - mean(5, 6, 7, 8) = -2.5; collaborativeness 6 - 5 = +1 (sign: setup - human)
