@@ -254,3 +254,18 @@ def test_d_has_the_percentile_interval_of_the_resampled_absolute_sums():
     loop = [np.abs(d[r].mean(axis=0)).sum() for r in stats.boot_index(15, 200, 3)]
     assert p["D"][0] == pytest.approx(np.abs(d.mean(axis=0)).sum())
     assert (p["D"][1], p["D"][2]) == pytest.approx(tuple(np.percentile(loop, [2.5, 97.5])))
+
+
+def test_a_judge_that_sees_twice_what_the_humans_see_disagrees_with_the_corrected_rate():
+    n = 120
+    rng = np.random.default_rng(11)
+    judge = rng.random((n * TURNS, len(B))) < 0.4
+    human = judge & (rng.random(judge.shape) < 0.5)  # the humans see half of what the judge marks
+    js = [fine(f"d/c{i:03d}/0", "J", _labels(judge, i)) for i in range(n)]
+    js += [fine(f"d/c{i:03d}/0", "A", _labels(human, i)) for i in range(0, n, 2)]  # every other one labelled
+    t = jc.corrected_rates(run_frames(_run(js, n)), "J", resamples=200)
+    row = t.filter(pl.col("behaviour") == B[0]).row(0, named=True)
+    assert row["n_labelled"] == 60 and row["corrected_low"] is not None
+    assert row["judge_only"] > row["corrected_high"] and row["disagree"] is True
+    assert row["corrected"] == pytest.approx(row["humans_only"], abs=0.3)  # about half the judge's rate
+    assert "outside the corrected 95% interval" in jc.corrected_line(t, {})
