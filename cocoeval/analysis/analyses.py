@@ -276,8 +276,9 @@ def judge_free(run: Run, p: Params) -> Answer:
     "11_simulators", "A leaderboard of simulators", "Which simulator behaves most like the humans on the same "
     "instances? Every setup of the run (simulated, imported, plugin) ranked, per judge, by the distance of its "
     "behaviour profile from the humans' (the root mean square of the per-behaviour paired differences in mean "
-    "occurrences per conversation), beside the floor a perfect simulator would still get (two random halves of the "
-    "human references), the Likert gap and the judge-free turn-taking distances. Definitions: "
+    "occurrences per conversation, estimated without the upward bias of squared noise), beside the floor (the same "
+    "distance between two random halves of the human references: 0 on average, with the range chance gives), the "
+    "Likert gap and the judge-free turn-taking distances. Definitions: "
     "`cocoeval/analysis/leaderboard.py` and docs/analysis.md. Then every setup against the humans behaviour by "
     "behaviour, as RQ2 compares the vanilla ones."),
     report=ReportSpec("leaderboard", tables={
@@ -308,19 +309,23 @@ def simulators_vs_humans(run: Run, p: Params) -> Answer:
     "Turn-level agreement with the annotators (Krippendorff's α, Cohen's κ, precision, recall and F1 against their "
     "majority, with bootstrap intervals and the positive turns each rests on), the validation gate every behaviour "
     "rate of the workbench is marked with, behaviour rates corrected with the human labels of a random draw "
-    "(prediction-powered inference), and the probes of `cocoeval probe` (names, planted behaviours, stability, "
+    "(power-tuned prediction-powered inference, PPI++), and the probes of `cocoeval probe` (names, planted behaviours, stability, "
     "self-preference). None of this is in the paper. Definitions: `cocoeval/analysis/judge_check.py`, "
     "docs/judging.md (Validating a judge).", annotate=True),
     report=ReportSpec("agreement", tables={
-        "validation": Out("judge_validation", "Beyond the paper: the validation gate per judge and behaviour (the "
-                                              "paper's test on at least 30 annotated conversations), with the judge id"),
+        "validation": Out("judge_validation", "Beyond the paper: the validation gate per judge and behaviour (a "
+                                              "one-sided permutation test of ρ, Holm over the behaviours tested, on at "
+                                              "least 30 annotated conversations and 11 positive turns), with the "
+                                              "judge id and each behaviour's status"),
         "turn_agreement": Out("turn_agreement", "Beyond the paper: turn-level agreement per behaviour (α among the "
                                                 "annotators and with the judge, κ, precision/recall/F1 against the "
                                                 "majority), 95% bootstrap CIs over conversations"),
         "likert_agreement": Out("likert_agreement", "Beyond the paper: ordinal α of the Likert scores, 95% CIs"),
         "corrected_rates": Out("corrected_rates", "Beyond the paper: mean occurrences per conversation corrected with "
-                                                  "the human labels (prediction-powered, 95% CIs) beside the judge-only "
-                                                  "estimate; assumes the annotated conversations are a random draw"),
+                                                  "the human labels (power-tuned prediction-powered, PPI++, 95% CIs "
+                                                  "from 30 labelled conversations) beside the judge-only and the "
+                                                  "humans-only estimates, shown clipped at 0 (raw in corrected_raw); "
+                                                  "assumes the annotated conversations are a random draw"),
         "probe_names": Out("probe_names", "Beyond the paper: names probe (labels and Likert points that change when "
                                           "participants are renamed)"),
         "probe_planted": Out("probe_planted", "Beyond the paper: planted behaviours, detection rate per behaviour "

@@ -249,7 +249,9 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
     table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
           "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
           "setup no longer has; missing = expected by the params but "
-          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted")
+          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted; "
+          "unknown_speaker_share = the share of a setup's turns by speakers who are not participants (more than half "
+          "in a continuation makes it invalid)")
     for name in early:  # back in their place in the listings (a dict keeps the order of insertion)
         if name in tables:
             tables[name] = tables.pop(name)
@@ -304,8 +306,9 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
     else:
         index += ["Every setup ranked per judge (setups judged by different judges are never ranked together) by the "
                   "distance of its behaviour profile from the humans' on the same instances: the root mean square of "
-                  "the per-behaviour paired differences in mean occurrences per conversation, with the floor a perfect "
-                  "simulator would still get (two random halves of the human references), the Likert gap and the "
+                  "the per-behaviour paired differences in mean occurrences per conversation (estimated without the "
+                  "upward bias of squared noise; equal distances share a rank), with the floor (the same distance "
+                  "between two random halves of the human references: 0 on average), the Likert gap and the "
                   "judge-free turn-taking distances beside. Definitions: `cocoeval/analysis/leaderboard.py` and "
                   "docs/analysis.md (A leaderboard of simulators).\n", *listing(board_outs)]
     index += [f"## Judge-based statistics{mark}\n",
