@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import polars as pl
 
-from cocoeval.core.schema import Instance, Judgment, is_human_ai
+from cocoeval.core.schema import Instance, Judgment, is_human_ai, unknown_speaker_turns
 from cocoeval.core.targets import NO_TURNS, REFERENCE, behaviour_counts, judged_turns
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.rundir import UNKNOWN_INSTANCE
@@ -69,8 +69,10 @@ class Frames:
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status (ok, invalid, or stale: simulated with other settings
     than the manifest's setup id, or of an instance not in instances.jsonl, ``UNKNOWN_INSTANCE``;
-    never counted), reason: every continuation (one marked ok with another number of turns than
-    its reference is read as invalid: ``Run.open``)."""
+    never counted), reason, turns (how many it has), unknown_speaker_turns (how many of them are
+    by speakers who are not the instance's participants, ``schema.unknown_speaker_turns``; null
+    for an instance not in instances.jsonl): every continuation (one marked ok with another number
+    of turns than its reference is read as invalid: ``Run.open``)."""
     taxonomy: Taxonomy
     expected: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=EXPECTED_SCHEMA))
     """stage (simulate or judge), judge, target, kind, instance_id, reason: one row per continuation
@@ -107,7 +109,8 @@ FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
     "labels": {"judge": _s, "target": _s, "instance_id": _s, "turn": _i64, "behaviour": _s, "evidence": _s},
     "judgments": {"judge": _s, "human": _b, "target": _s, "instance_id": _s, "kind": _s, "status": _s,
                   "reason": _s, "turns": _i64, "not_in_taxonomy": _i64},
-    "continuations": {"setup": _s, "instance_id": _s, "dataset": _s, "status": _s, "reason": _s},
+    "continuations": {"setup": _s, "instance_id": _s, "dataset": _s, "status": _s, "reason": _s, "turns": _i64,
+                      "unknown_speaker_turns": _i64},
     "expected": EXPECTED_SCHEMA,
 }
 """The columns of each frame (``Frames``), in order."""
@@ -452,7 +455,10 @@ def _run_frames(run: Run, tax: Taxonomy) -> Frames:
               "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
               **({"status": "stale", "reason": old}
                  if (old := run.stale_reason(name, c) or (None if c.instance_id in insts else UNKNOWN_INSTANCE))
-                 else {"status": c.status, "reason": c.reason})}
+                 else {"status": c.status, "reason": c.reason}),
+              "turns": len(c.turns),
+              "unknown_speaker_turns": len(unknown_speaker_turns(insts[c.instance_id], c.turns))
+              if c.instance_id in insts else None}
              for name, cs in run.continuations.items() for c in cs]
     return Frames(taxonomy=tax, expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
                   **{n: _df(rows, FRAME_SCHEMAS[n]) for n, rows in (
@@ -493,7 +499,7 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
 
 
 RATE_COLUMNS = ["stage", "judge", "target", "kind", "n", "invalid", "skipped", "stale", "missing", "no_continuation",
-                "invalid_rate"]
+                "invalid_rate", "unknown_speaker_share"]
 
 
 def invalid_rates(f: Frames) -> pl.DataFrame:
@@ -507,12 +513,22 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     continuation of the instance (invalid or never simulated). ``invalid_rate`` = invalid / (n −
     skipped): the share of the judgments that had something to judge which could not be used (null
     when there is none; a skipped item was never sent, so it dilutes no rate). Skipped, stale and
-    missing items are in no mean."""
+    missing items are in no mean. ``unknown_speaker_share`` (stage simulate): the share of the
+    turns of a setup's continuations (stale ones excluded, invalid ones in) said by speakers who
+    are not the instance's participants (``schema.unknown_speaker_turns``); a continuation where it
+    is above ``simulate.validity.MAX_UNKNOWN_SPEAKER_SHARE`` is invalid. Null for judgments, and
+    where there is no turn."""
     i64, status = pl.Int64, pl.col("status")
     st = status == "stale"
-    c = (f.continuations.group_by("setup").agg(n=(~st).sum(), invalid=(status == "invalid").sum(), stale=st.sum())
+    turns = pl.col("turns").filter(~st & pl.col("unknown_speaker_turns").is_not_null())
+    c = (f.continuations.group_by("setup").agg(n=(~st).sum(), invalid=(status == "invalid").sum(), stale=st.sum(),
+                                               unknown=pl.col("unknown_speaker_turns").filter(~st).sum(),
+                                               all_turns=turns.sum())
          .rename({"setup": "target"}).with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8),
-                                                   kind=pl.lit(None, pl.Utf8), skipped=pl.lit(0)))
+                                                   kind=pl.lit(None, pl.Utf8), skipped=pl.lit(0),
+                                                   unknown_speaker_share=pl.when(pl.col("all_turns") > 0)
+                                                   .then(pl.col("unknown") / pl.col("all_turns"))))
+    share = c.select(pl.lit("simulate").alias("stage"), "target", "unknown_speaker_share")
     j = (f.judgments.group_by("judge", "target", "kind")
          .agg(n=(~st).sum(), invalid=(status == "invalid").sum(), skipped=(status == "skipped").sum(), stale=st.sum())
          .with_columns(stage=pl.lit("judge")))
@@ -527,6 +543,8 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     out = out.with_columns(no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
                            invalid_rate=pl.when(pl.col("n") > pl.col("skipped"))
                            .then(pl.col("invalid") / (pl.col("n") - pl.col("skipped"))))
+    out = out.join(share, on=["stage", "target"], how="left").with_columns(pl.col("unknown_speaker_share")
+                                                                           .cast(pl.Float64))
     return out.select(RATE_COLUMNS).sort(keys, nulls_last=True)
 
 

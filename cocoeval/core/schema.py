@@ -203,6 +203,26 @@ def is_human_ai(item: Instance | Conversation) -> bool:
     return fmt == "chat"
 
 
+def participant_names(inst: Instance) -> list[str]:
+    """The names a continuation's speakers are matched against (``prompts.parse.match_speaker``,
+    ``Continuation.unknown_speakers``): M's participants, then any other speaker of the history x.
+    In a human–AI chat M lists ``user`` and ``assistant``."""
+    names = [p.name for p in inst.metadata.participants]
+    for t in inst.history:
+        if t.speaker not in names:
+            names.append(t.speaker)
+    return names
+
+
+def unknown_speaker_turns(inst: Instance, turns: Sequence[Turn]) -> list[int]:
+    """0-based indices of the ``turns`` whose speaker is not among the instance's participants
+    (``participant_names``): the turns a simulator gave to a name nobody in the conversation has
+    ("Goals", "Participants", "Narrator"). The simulators match their speakers to the
+    participants first (case, spacing, punctuation), so a name still unknown is nobody's."""
+    names = set(participant_names(inst))
+    return [i for i, t in enumerate(turns) if t.speaker not in names]
+
+
 def first_per_dataset(instances: Sequence[Instance], n: int | None) -> list[Instance]:
     """The first ``n`` instances of each dataset, in the order given (None: every instance).
     Setups and judges share it (``max_per_dataset``), so a judge capped to n judges exactly the

@@ -15,7 +15,7 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 
-from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn
+from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn, participant_names
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.llm import Call, CallResult, GenerateRequest, Message, Runner
 from cocoeval.prompts.files import load_prompt
@@ -30,7 +30,8 @@ from cocoeval.prompts.render import (
 
 from .exchange import import_continuations
 from .plugins import PluginTask, get_simulator
-from .setup import ImportedSetup, PluginSetup, Setup, SetupBase, participant_names
+from .setup import ImportedSetup, PluginSetup, Setup, SetupBase
+from .validity import continuation
 
 # ---------------------------------------------------------------- one continuation
 
@@ -182,12 +183,10 @@ class SimTask:
 
     def result(self) -> Continuation:
         ok = self.invalid is None and len(self.turns) >= self.target
-        return Continuation(
-            instance_id=self.inst.id, setup_id=self.setup_id, setup_name=self.setup.name,
-            turns=self.turns[: self.target], calls=self.calls,
-            status="ok" if ok else "invalid",
-            reason=None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
-            notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
+        return continuation(
+            self.inst, self.setup_id, self.setup.name, self.turns[: self.target],
+            None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
+            calls=self.calls, notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
 
 
 Task = SimTask | PluginTask

@@ -11,9 +11,12 @@ What the import does with a bad file: a record that cannot be read (not JSON, no
 ``instance_id``, a field the schema lacks, ``turns`` not a list), an instance id the run does not
 have and an instance given twice are errors naming the file, the line and the fix (nothing is
 imported). A record that can be read but is no valid continuation (a turn without speaker or
-text, too few or too many turns, made from another version of the instance) is kept, counted
-invalid with the reason (never padded, cut or dropped). Speakers not among the participants are
-kept and noted (``unknown_speakers``), as for a simulated continuation.
+text, too few or too many turns, made from another version of the instance: its ``instance_hash``
+is not the run's instance's) is kept, counted invalid with the reason (never padded, cut or
+dropped): once, in ``import-continuations --check``, the run's summary and the invalid accounting
+alike. Speakers not among the participants are kept and noted (``unknown_speakers``), as for a
+simulated continuation; when they say most of the turns, the continuation is invalid
+(``validity.MAX_UNKNOWN_SPEAKER_SHARE``).
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cocoeval.core.errors import InputError
 from cocoeval.core.jsonio import iter_jsonl, write_jsonl
-from cocoeval.core.schema import Continuation, Instance, Turn, is_human_ai
+from cocoeval.core.schema import Continuation, Instance, Turn, is_human_ai, participant_names
 
-from .setup import ImportedSetup, participant_names
+from .setup import ImportedSetup
+from .validity import continuation
 
 FORMAT: Literal["cocoeval-simulator-input/1"] = "cocoeval-simulator-input/1"
 """The ``format`` of an exported instance line; a new version when its fields change meaning."""
@@ -101,7 +105,8 @@ class ImportedRecord(BaseModel):
     """What writing it cost, as the simulator counted it (e.g. input_tokens, output_tokens,
     cost_usd); kept as given, not added to the run's usage."""
     instance_hash: str | None = None
-    """The exported ``instance_hash``: another one than the run's instance has makes it stale."""
+    """The exported ``instance_hash``: another one than the run's instance has makes the
+    continuation invalid (it continues another version of the instance)."""
 
 
 def simulator_input(inst: Instance) -> SimulatorInput:
@@ -188,21 +193,26 @@ def _continuation(rec: ImportedRecord, inst: Instance, setup: ImportedSetup, set
     want = len(inst.reference)
     if len(rec.turns) != want:
         problems.append(f"has {len(rec.turns)} turn(s) where the reference has {want} (never padded or cut)")
-    names = participant_names(inst)
+    now = inst.content_hash()
+    if rec.instance_hash is not None and rec.instance_hash != now:
+        problems.append(f"made from another version of the instance (instance_hash {rec.instance_hash}; the run's "
+                        f"instance has {now}): export the instances again and simulate those")
+    names = set(participant_names(inst))
     unknown = list(dict.fromkeys(t.speaker for t in turns if t.speaker not in names))
     notes = [rec.notes] if isinstance(rec.notes, str) else list(rec.notes or [])
     notes.insert(0, f"imported from {setup.continuations}, line {line}")
     if unknown:
         notes.append(f"speakers not among the participants: {', '.join(unknown)} (their turns are kept)")
-    meta = {k: v for k, v in (("model", rec.model), ("usage", rec.usage), ("line", line)) if v is not None}
+    meta = {k: v for k, v in (("model", rec.model), ("usage", rec.usage), ("line", line),
+                              ("instance_hash", rec.instance_hash)) if v is not None}
     reason = None
     if problems:
         reason = "imported continuation: " + "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)"
                                                                           if len(problems) > 5 else "")
-    return Continuation(instance_id=inst.id, setup_id=setup_id, setup_name=setup.name,
-                        turns=turns, status="invalid" if problems else "ok",
-                        reason=reason, notes=notes, unknown_speakers=unknown,
-                        instance_hash=rec.instance_hash or inst.content_hash(), imported=meta)
+    # checked against the run's instance as it is now: its hash, so that the continuation is current
+    # (invalid with the reason above, never also stale and missing), and stale once the instance is edited
+    return continuation(inst, setup_id, setup.name, turns, reason, notes=notes, unknown_speakers=unknown,
+                        instance_hash=now, imported=meta)
 
 
 def schema_text(name: str) -> str:

@@ -26,11 +26,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cocoeval.core.errors import ConfigError
-from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn
+from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn, participant_names
 from cocoeval.llm import Call, CallResult, GenerateRequest, Message
 from cocoeval.prompts.parse import over_budget
 
-from .setup import PluginSetup, participant_names
+from .setup import PluginSetup
+from .validity import continuation
 
 if TYPE_CHECKING:
     from cocoeval.core.taxonomy import Taxonomy
@@ -362,11 +363,10 @@ class PluginTask:
 
     def result(self) -> Continuation:
         ok = self.invalid is None and len(self.turns) >= self.target
-        return Continuation(
-            instance_id=self.inst.id, setup_id=self.setup_id, setup_name=self.setup.name,
-            turns=self.turns[: self.target], calls=self.calls, status="ok" if ok else "invalid",
-            reason=None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
-            notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
+        return continuation(
+            self.inst, self.setup_id, self.setup.name, self.turns[: self.target],
+            None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
+            calls=self.calls, notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
 
     def forecast_replies(self, calls: Sequence[Call]) -> list[str]:
         """The answers the forecast stands in for ``calls``: the plugin's ``forecast_reply``, cut to

@@ -226,10 +226,3 @@ AnySetup = Annotated[
 """A setup of a params file: ``continuations:`` makes it imported, ``simulator:`` a plugin, else
 the paper's LLM simulator."""
 
-
-def participant_names(inst: Instance) -> list[str]:
-    names = [p.name for p in inst.metadata.participants]
-    for t in inst.history:
-        if t.speaker not in names:
-            names.append(t.speaker)
-    return names

@@ -100,9 +100,53 @@ def test_unknown_speakers_are_kept_and_noted(tmp_path):
     assert any("Dave" in n for n in c.notes)
 
 
-def test_another_instance_version_makes_it_stale_later(tmp_path):
-    [c] = load(write(tmp_path, [{**good("d/c/0"), "instance_hash": "0123456789ab"}]))
-    assert c.instance_hash == "0123456789ab"  # Run.stale_reason compares it with the run's instance
+def test_another_instance_version_is_invalid_with_the_reason_not_stale(tmp_path):
+    right = INSTS[1].content_hash()
+    c, d = load(write(tmp_path, [{**good("d/c/0"), "instance_hash": "0123456789ab"},
+                                 {**good("d/c/1"), "instance_hash": right}]))
+    assert c.status == "invalid" and "made from another version of the instance (instance_hash 0123456789ab; " \
+        f"the run's instance has {INSTS[0].content_hash()})" in c.reason
+    assert c.instance_hash == INSTS[0].content_hash()  # checked against this version: current, never stale
+    assert c.imported["instance_hash"] == "0123456789ab"  # what the record said, kept
+    assert d.status == "ok" and d.instance_hash == right
+
+
+def test_a_record_of_another_instance_version_counts_once_in_check_run_and_invalid_rates(tmp_path, capsys):
+    """Five records, one with a wrong instance_hash: ``import-continuations --check``, the run's
+    summary and ``frames.invalid_rates`` all say 4 valid and 1 invalid, with the reason; it is not
+    also stale, nor missing (it was 5 valid, 5 ok, then 1 stale and 1 missing: 13 of 12)."""
+    import polars as pl
+    import yaml
+
+    from cocoeval.analysis.frames import invalid_rates, run_frames
+    from cocoeval.cli import main
+    from cocoeval.core.jsonio import write_jsonl
+    from cocoeval.run import Run
+
+    insts = [instance(f"d/c{k}/0", n_ref=3) for k in range(5)]
+    write_jsonl(tmp_path / "bench" / "eval.jsonl", insts)
+    write_jsonl(tmp_path / "bench" / "train.jsonl", [])
+    recs = [{"instance_id": i.id, "instance_hash": i.content_hash(),
+             "turns": [{"speaker": t.speaker, "text": f"mine {k}"} for k, t in enumerate(i.reference)]} for i in insts]
+    recs[2]["instance_hash"] = "0123456789abcdef"
+    (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    p = tmp_path / "p.yaml"
+    p.write_text(yaml.safe_dump({"name": "m", "out": "run", "bench": "bench", "llm": {"cache": "c.sqlite"},
+                                 "setups": [{"name": "mine", "continuations": "mine.jsonl"}]}))
+    why = "made from another version of the instance"
+    assert main(["import-continuations", str(tmp_path / "mine.jsonl"), str(p), "--setup", "mine", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "5 continuation(s) of 5 selected instance(s); 4 valid, 1 invalid" in out and f"invalid (1): {why}" in out
+    assert main(["run", str(p), "--no-progress"]) == 3  # something ended invalid
+    run = Run.open(tmp_path / "run")
+    summary = run.manifest.summary["simulate"]["mine"]
+    assert (summary["total"], summary["ok"], summary["invalid"]) == (5, 4, 1)
+    assert any(why in r for r in summary["reasons"])
+    f = run_frames(run)
+    rate = invalid_rates(f).filter(pl.col("stage") == "simulate").row(0, named=True)
+    assert {k: rate[k] for k in ("n", "invalid", "stale", "missing")} == {"n": 5, "invalid": 1, "stale": 0, "missing": 0}
+    [bad] = f.continuations.filter(pl.col("status") != "ok").iter_rows(named=True)
+    assert bad["status"] == "invalid" and why in bad["reason"] and bad["instance_id"] == insts[2].id
 
 
 @pytest.mark.parametrize("raw,needle", [
