@@ -4,29 +4,36 @@ that fails closed, and behaviour rates corrected with the human labels.
 The paper validates its judge once, with the leave-one-out Spearman ρ per behaviour over
 conversations (``agreement``; kept exactly as it is). Added here, all labelled "beyond the paper":
 
-- **Turn-level agreement** (``turn_agreement``): the units are the judged turns of the
-  conversations every annotator and the judge labelled validly. Per behaviour and for "any
-  behaviour": Krippendorff's α (nominal) among the annotators and with the judge added (the
-  ``krippendorff`` package for the values; its closed form for binary labels, the same numbers,
-  for the bootstrap), Cohen's κ of the judge against each annotator (their mean), and the
-  judge's precision, recall and F1 against the annotators' majority label (a turn is positive
-  when more than half of the annotators marked it). Each with a 95% percentile bootstrap interval
-  over conversations and the number of positive turns it rests on. Likert scores: ordinal α over
-  conversations (``likert_agreement``).
-- **The validation gate** (``validation``): a judge is *validated* for a behaviour when the
-  paper's test passes (the one-sided bootstrap lower bound of its leave-one-out ρ above 0) on at
-  least ``MIN_CONVERSATIONS`` annotated conversations, with the judge's current id (model,
-  prompt version, taxonomy: judgments made under another id are stale and never used, so a
-  changed judge is unvalidated until its current version has judged the annotated
-  conversations). Every behaviour rate of this judge is shown with the line ``not_validated_line``
-  names; with no annotations, every behaviour is unvalidated and the line says how to annotate.
+- **Every label used** (``turn_labels``): a conversation counts when the judge and at least one
+  annotator labelled it validly, with the annotators who did; the annotators' majority of a turn
+  is strictly more than half of those who labelled it (``majority``).
+- **Turn-level agreement** (``turn_agreement``): per behaviour and for "any behaviour",
+  Krippendorff's α (nominal) among the annotators and with the judge added (the ``krippendorff``
+  package for the values; its closed form for binary labels with missing values, the same
+  numbers, for the bootstrap), Cohen's κ of the judge against each annotator on that annotator's
+  turns (their mean), and the judge's precision, recall and F1 against the majority. Each with a
+  95% percentile bootstrap interval over conversations (or the reason it has none) and the
+  positive turns it rests on. Likert scores: ordinal α over conversations (``likert_agreement``).
+- **The validation gate** (``validation``): per behaviour with at least ``MIN_CONVERSATIONS``
+  conversations and ``MIN_POSITIVE_TURNS`` positive turns by the majority, Spearman ρ of the
+  judge's count per conversation against the annotators' mean count, a one-sided permutation
+  test (exact level), Holm-corrected over the behaviours tested; validated when the Holm p ≤ α,
+  with the judge's current id (model, prompt version, taxonomy: judgments made under another id
+  are stale and never used). The other behaviours are "too rare to validate here" or "too few
+  conversations", never passed. Every behaviour rate of this judge is shown with the line
+  ``not_validated_line`` names; with no annotations it says how to annotate.
 - **Corrected rates** (``corrected_rates``): where the annotated conversations of a target are a
   random draw from the conversations the judge labelled (``cocoeval annotate-export --random``
-  records the draw), the prediction-powered estimate (Angelopoulos et al., 2023; the
-  ``ppi-python`` package, classic PPI with λ = 1) of the mean occurrences per conversation, with
-  its 95% interval, beside the judge-only estimate, and whether they disagree (the judge-only
-  mean outside the corrected interval). The assumption is stated in every output: the annotated
-  subset is a random draw from the same targets.
+  records the draw), the power-tuned prediction-powered estimate (PPI++, ``ppi-python`` with
+  ``lam=None``; t-corrected; no interval below ``MIN_LABELLED`` labels) of the mean occurrences
+  per conversation, beside the judge-only and the humans-only estimates, and whether the judge-only
+  mean lies outside the corrected interval. Rates are shown clipped at 0, the raw value kept. The
+  assumption is stated in every output: the annotated subset is a random draw from the same
+  targets.
+
+Every bootstrap or permutation draws from its own generator (``inference.rng_for``): the run's
+seed and what it is of. Coverage, level and power on worlds with known truth:
+``benchmarks/known_truth.py``.
 """
 
 from __future__ import annotations
@@ -647,11 +654,14 @@ def answer(run: Run, f: Frames, judge: str | None, resamples: int = 1000, seed: 
                               "add a judge to the params' judges: and run them"))
         return a
     humans = sorted(set(agreement.annotators(f, "counts")) | set(agreement.annotators(f, "likert")))
-    a.text.append(f"Beyond the paper. Turn-level agreement over the judged turns of the conversations every annotator "
-                  f"and the judge labelled validly (Krippendorff's α, Cohen's κ, precision/recall/F1 against the "
-                  f"annotators' majority), 95% percentile bootstrap intervals over conversations ({resamples} "
-                  f"resamples, seed {seed}); the gate: the paper's test passing on at least {MIN_CONVERSATIONS} "
-                  "annotated conversations. Definitions: `cocoeval/analysis/judge_check.py`, docs/judging.md.")
+    a.text.append(f"Beyond the paper. Turn-level agreement over the judged turns of the conversations the judge and at "
+                  f"least one annotator labelled validly, each with the annotators who did (Krippendorff's α, Cohen's "
+                  f"κ, precision/recall/F1 against the annotators' majority), 95% percentile bootstrap intervals over "
+                  f"conversations ({resamples} resamples, seed {seed}); the gate: a one-sided permutation test of ρ "
+                  f"between the judge's and the annotators' counts per conversation, Holm-corrected over the behaviours "
+                  f"tested, each resting on at least {MIN_CONVERSATIONS} conversations and {MIN_POSITIVE_TURNS} "
+                  "positive turns (fewer: too rare to validate here). Definitions: `cocoeval/analysis/judge_check.py`, "
+                  "docs/judging.md.")
     names = {b.id: b.name for b in f.taxonomy.behaviours}
     gates, turns, likerts, rates = [], [], [], []
     for j in judges:
