@@ -263,3 +263,39 @@ def demo_run():
                           "--allow-invalid"], capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr[-2000:]
     return ROOT / "runs" / "demo"
+
+
+DOCUMENTED_SANITY = {"repetition": ("rep_any", "+"), "redundant_information": ("tokens_per_turn", "+"),
+                     "off_topic": ("goal_overlap", "−"), "under_answering": ("answered_share", "−")}
+"""docs/analysis.md, "judge sanity": each pair and the sign its correlation should have."""
+
+
+def test_every_judge_sanity_pair_expects_its_documented_sign():
+    """30 conversations whose four statistics are 0..29 and a judge whose count of each behaviour
+    follows its statistic the documented way (up for +, down for −, in steps of three: ties, so
+    the resamples differ): each pair is "as expected", with ρ the Spearman correlation computed
+    by scipy; the same judge with every count turned around is "opposite" for each pair."""
+    from scipy.stats import spearmanr
+
+    n = 30
+    conv = pl.DataFrame({"target": ["reference"] * n, "instance_id": [f"i{i:02d}" for i in range(n)],
+                         **{s: [float(i) for i in range(n)] for s, _ in DOCUMENTED_SANITY.values()}})
+
+    def judge(turned: bool):
+        rows = [{"judge": "J", "target": "reference", "instance_id": f"i{i:02d}", "behaviour": b,
+                 "count": (i if (sign == "+") != turned else n - 1 - i) // 3}
+                for b, (_, sign) in DOCUMENTED_SANITY.items() for i in range(n)]
+        f = dataclasses.replace(run_frames(_run(2)), counts=pl.DataFrame(rows))
+        return {r["behaviour"]: r for r in convcompare.judge_sanity(f, conv, resamples=300).iter_rows(named=True)}
+
+    rise = spearmanr(range(n), [i // 3 for i in range(n)]).statistic
+    assert 0.9 < rise < 1
+    for turned, check in ((False, "as expected"), (True, "opposite")):
+        got = judge(turned)
+        assert set(got) == set(DOCUMENTED_SANITY)
+        for b, (stat, sign) in DOCUMENTED_SANITY.items():
+            r = got[b]
+            assert (r["statistic"], r["expected"], r["n"]) == (stat, sign, n), b
+            want = rise if (sign == "+") != turned else -rise
+            assert r["rho"] == pytest.approx(want), b
+            assert r["ci_low"] is not None and r["check"] == check, b

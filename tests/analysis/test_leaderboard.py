@@ -313,3 +313,39 @@ def test_the_report_has_a_leaderboard_section(tmp_path):
     write_report(tmp_path / "bare", tmp_path / "rep2", resamples=50)
     index2 = (tmp_path / "rep2" / "index.md").read_text()
     assert "**Not run**: the leaderboard of simulators" in index2
+
+
+def test_the_humans_turn_taking_yardstick_uses_the_last_r_turns_of_x_and_the_one_before_them():
+    """The floor row's turn-taking columns: the last |r| turns of x, preceded by the turn of x
+    before them (none when x has exactly |r| turns), against r preceded by the last turn of x.
+    Worked out by hand on histories longer than r by two, by one, and as long as r."""
+    def inst(k, history, reference):
+        base = instance(f"d/c{k}/0", n_hist=len(history), n_ref=len(reference))
+        return base.model_copy(update={"history": [T(s) for s in history], "reference": [T(s) for s in reference]})
+
+    insts = [
+        # x's last 2 turns Alice, Alice after Carol: (C, A), (A, A); r after Alice: (A, A), (A, A).
+        # TV = ½ (|½ − 0| + |½ − 1|) = ½; one speaker on each side: entropies 0 and 0
+        inst(0, ["Alice", "Carol", "Alice", "Alice"], ["Alice", "Alice"]),
+        # x's last 2 turns Alice, Bob after Bob: (B, A), (A, B); r after Bob: the same. TV 0; 1 bit each
+        inst(1, ["Bob", "Alice", "Bob"], ["Alice", "Bob"]),
+        # x is r's length: its 2 turns with no turn before: (A, B); r after Bob: (B, A), (A, B).
+        # TV = ½ (|1 − ½| + |0 − ½|) = ½; 1 bit each
+        inst(2, ["Alice", "Bob"], ["Alice", "Bob"]),
+    ]
+    from .test_stats import fine
+
+    run = Run.model_validate({"instances": insts, "continuations": {},
+                              "judgments": {"J": [fine(i.id, "reference", "J", [[], []]) for i in insts]}})
+    tt = turn_taking_frame(run).filter(pl.col("target") == HISTORY).sort("instance_id")
+    assert tt["transition_distance"].to_list() == [0.5, 0.0, 0.5]
+    assert tt["speaker_entropy"].to_list() == [0.0, 1.0, 1.0]  # of x's last 2 turns only
+    assert tt["speaker_entropy_human"].to_list() == [0.0, 1.0, 1.0]
+    assert tt["speaker_entropy_diff"].to_list() == [0.0, 0.0, 0.0]
+    got = convcompare.turn_taking(tt, resamples=50, min_n=2)
+    row = {r["statistic"]: r for r in got.iter_rows(named=True)}
+    assert row["transition_distance"]["mean"] == pytest.approx(1 / 3) and row["transition_distance"]["n"] == 3
+    board, _ = leaderboard.leaderboard(run_frames(run), None, got, resamples=50, min_n=2)
+    [floor] = board.filter(pl.col("setup") == leaderboard.FLOOR).iter_rows(named=True)
+    assert floor["transition_distance"] == pytest.approx(1 / 3) and floor["transition_distance_n"] == 3
+    assert floor["speaker_entropy_diff"] == 0.0

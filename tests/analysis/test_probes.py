@@ -154,3 +154,98 @@ def test_one_planted_behaviour_per_copy():
     # a contradiction needs the speaker's own earlier turn
     [first] = targets_for([instance("d/c1/0", n_hist=1, n_ref=1)], {})
     assert plant(first, "contradiction", random.Random(0)) is None
+
+
+# ------------------------------------------------------------------ the probe tables' rules, by hand
+
+N_TURNS = 25
+
+
+def _ref(iid: str, kind: str, labels: dict[int, list[str]] | None = None, c: int | None = None,
+         k: int | None = None) -> Judgment:
+    """A judgment of ``iid``'s reference (25 turns) by judge "j"."""
+    return Judgment(instance_id=iid, target="reference", target_name="reference", judge_id="jid", judge_name="j",
+                    kind=kind, taxonomy_hash=TAX.hash, consistency=c, collaborativeness=k,
+                    labels=[TurnLabel(turn=t, behaviours=(labels or {}).get(t, [])) for t in range(N_TURNS)]
+                    if kind == "fine_grained" else [], judged_turns=list(range(N_TURNS)))
+
+
+def _probed_run(tmp_path, records, n: int) -> Run:
+    """A run in ``tmp_path`` of ``n`` instances whose references judge "j" judged with no label and
+    Likert 5, 5, and whose probe file holds ``records``."""
+    from cocoeval.core.jsonio import write_jsonl
+    from cocoeval.run.probes import PROBES_DIR
+
+    insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=N_TURNS) for i in range(n)]
+    js = [_ref(i.id, "fine_grained") for i in insts] + [_ref(i.id, "overall", c=5, k=5) for i in insts]
+    (tmp_path / PROBES_DIR).mkdir()
+    write_jsonl(tmp_path / PROBES_DIR / "j.jsonl", records)
+    return Run(path=tmp_path, instances=insts, judgments={"j": js})
+
+
+def _names_tables(tmp_path, changed: dict[str, int], likert: dict[str, list[int]], n: int = 8):
+    """The names table when the letters' judgment labels behaviour b on the first ``changed[b]`` of
+    the n x 25 turns (in order: target after target) and moves each Likert score of target i by
+    ``likert[d][i]``. Fewer than ten targets: no interval, the value decides the flag."""
+    from cocoeval.run.probes import ProbeRecord
+
+    recs = []
+    for i in range(n):
+        iid = f"d/c{i}/0"
+        labels = {t: [b for b, k in changed.items() if i * N_TURNS + t < k] for t in range(N_TURNS)}
+        moved = {d: 5 + likert[d][i] for d in ("consistency", "collaborativeness")}
+        for kind, j in (("fine_grained", _ref(iid, "fine_grained", labels)),
+                        ("overall", _ref(iid, "overall", c=moved["consistency"], k=moved["collaborativeness"]))):
+            recs.append(ProbeRecord(probe="names", judge="j", kind=kind, instance_id=iid, target="reference",
+                                    target_id="reference", judgment=j))
+    names = probe_tables(_probed_run(tmp_path, recs, n), "j", resamples=50)["names"]
+    return {r["measure"]: r for r in names.iter_rows(named=True)}
+
+
+def test_the_names_probe_flags_a_change_above_five_percent_of_turn_labels_or_half_a_point_not_at_it(tmp_path):
+    """The flag is where the change passes the tolerance (strictly): 10 of 200 turn labels (5%) and a
+    mean change of 0.5 Likert points are accepted, 11 of 200 (5.5%) and 0.625 points are flagged,
+    9 of 200 (4.5%) is accepted."""
+    row = _names_tables(tmp_path, {"repetition": 10, "off_topic": 11, "unclear_intent": 9},
+                        {"consistency": [-2, 1, 1, 0, 0, 0, 0, 0], "collaborativeness": [1, -1, 1, 1, 1, 0, 0, 0]})
+    for measure, changed, flag in (("repetition", 10, False), ("off_topic", 11, True),
+                                   ("unclear_intent", 9, False), ("misunderstanding", 0, False), ("any", 11, True)):
+        r = row[measure]
+        assert (r["n_targets"], r["n"], r["changed"]) == (8, 200, changed), measure
+        assert r["value"] == changed / 200 and r["ci_low"] is None and "too small" in r["ci_note"]
+        assert r["flag"] is flag, measure
+    assert row["repetition"]["value"] == 0.05  # exactly the tolerance
+    cons, coll = row["consistency"], row["collaborativeness"]
+    assert (cons["value"], cons["changed"], cons["flag"]) == (0.5, 3, False)  # (2 + 1 + 1) / 8: exactly half a point
+    assert (coll["value"], coll["changed"], coll["flag"]) == (0.625, 5, True)  # 5 / 8
+
+
+def test_the_names_probe_accepts_a_change_just_below_the_tolerance(tmp_path):
+    row = _names_tables(tmp_path, {"repetition": 1}, {"consistency": [1, 1, 1, 0, 0, 0, 0, 0],
+                                                      "collaborativeness": [0] * 8})
+    assert row["repetition"]["value"] == 1 / 200 and not row["repetition"]["flag"]
+    assert row["consistency"]["value"] == 3 / 8 and not row["consistency"]["flag"]
+    assert row["collaborativeness"]["value"] == 0 and not row["collaborativeness"]["flag"]
+
+
+def test_a_planted_turn_is_detected_only_when_labelled_with_the_planted_behaviour(tmp_path):
+    """Four copies with repetition planted on turn 2, the judge's labels of that turn: the expected
+    behaviour (detected); another behaviour only (not detected: "other labels"); both (detected);
+    none, with a label on another turn instead (not detected: a false alarm)."""
+    from cocoeval.run.probes import ProbeRecord
+
+    planted_turn = {0: ["repetition"], 1: ["off_topic"], 2: ["off_topic", "repetition"], 3: []}
+    recs = []
+    for i, got in planted_turn.items():
+        iid = f"d/c{i}/0"
+        labels = {2: got, **({0: ["unclear_intent"]} if i == 3 else {})}
+        recs.append(ProbeRecord(probe="planted", judge="j", kind="fine_grained", instance_id=iid,
+                                target="reference", target_id="reference", behaviour="repetition",
+                                expects="repetition", turn=2, judgment=_ref(iid, "fine_grained", labels)))
+    planted = probe_tables(_probed_run(tmp_path, recs, 4), "j", resamples=50)["planted"]
+    [r] = planted.iter_rows(named=True)
+    assert (r["behaviour"], r["expects"], r["n"]) == ("repetition", "repetition", 4)
+    assert r["detected"] == 2 and r["rate"] == 0.5  # copies 0 and 2, not copy 1 (off topic only) nor 3
+    assert r["other_label"] == 1  # copy 1
+    # false alarms: one label added on the 24 other turns of copy 3, none elsewhere; the references have none
+    assert r["fa_n"] == 4 and r["false_alarms"] == pytest.approx((1 / 24) / 4)

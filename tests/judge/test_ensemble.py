@@ -160,3 +160,50 @@ def test_an_ensemble_in_a_run_makes_no_call_and_enters_the_frames(srv, tmp_path)
     _params(tmp_path, srv.openai_base, temp_a=0.7).run(("simulate",), progress=False)
     f = run_frames(Run.open(exp.run_dir))
     assert set(f.judgments.filter(f.judgments["judge"] == "ens")["status"]) == {"stale"}
+
+
+# ------------------------------------------------------------------ the boundaries, by hand
+
+FOUR = EnsembleConfig(name="ens4", ensemble=["a", "b", "c", "d"])
+
+
+def test_an_ensemble_is_valid_at_exactly_half_its_members_invalid_and_invalid_above_half():
+    """The rule is a strict majority of invalid members: 2 of 4 invalid is no majority, so the two
+    valid members decide; 3 of 4 is."""
+    members = {"a": [fine("a", {0: ["repetition"], 1: ["off_topic"]})],
+               "b": [fine("b", {0: ["repetition"], 2: ["unclear_intent"]})],
+               "c": [fine("c", {}, "invalid", "truncated")],
+               "d": []}  # no judgment of the target: invalid
+    [j] = combine(FOUR, members, IDS, TAX)
+    # 2 of 4 invalid: valid; repetition on turn 0 by a and b (2 of 2 valid: a majority), the rest
+    # by one of the two (1 of 2: a tie, no majority)
+    assert j.status == "ok" and j.reason is None
+    assert by_turn(j) == {0: ["repetition"], 1: [], 2: []}
+    assert j.labels[0].evidence == {"repetition": "2 of 2 members: a, b"}
+    members["b"] = [fine("b", {}, "invalid", "unparseable")]
+    [j] = combine(FOUR, members, IDS, TAX)  # 3 of 4 invalid: a strict majority
+    assert j.status == "invalid" and j.labels == []
+    assert j.reason == ("3 of 4 members invalid for this target: b: unparseable; c: truncated; "
+                        "d: no judgment by this member")
+    # two members: one invalid is exactly half (valid, the other decides alone), both invalid is not
+    pair = EnsembleConfig(name="ens2", ensemble=["a", "b"])
+    [j] = combine(pair, {"a": [fine("a", {1: ["off_topic"]})], "b": []}, IDS, TAX)
+    assert j.status == "ok" and by_turn(j) == {0: [], 1: ["off_topic"], 2: []}
+    [j] = combine(pair, {"a": [fine("a", {}, "invalid", "x")], "b": []}, IDS, TAX)
+    assert j.status == "invalid"
+
+
+def test_an_ensembles_likert_mean_of_exactly_a_half_rounds_up_never_to_the_even_score():
+    """Halves up, as documented: 6.5 -> 7 and 2.5 -> 3, where Python's round() (to even) would
+    give 6 and 2."""
+    for x, want in ((0.5, 1), (1.5, 2), (2.5, 3), (4.5, 5), (6.5, 7), (8.5, 9), (9.5, 10), (6.49, 6)):
+        assert round_half_up(x) == want, x
+    # 2 of 4 members invalid: the mean of the two valid ones, (6 + 7) / 2 = 6.5 and (2 + 3) / 2 = 2.5
+    members = {"a": [overall("a", 6, 2)], "b": [overall("b", 7, 3)],
+               "c": [overall("c", None, None, status="invalid")], "d": []}
+    [j] = combine(FOUR, members, IDS, TAX)
+    assert j.status == "ok" and (j.consistency, j.collaborativeness) == (7, 3)
+    assert j.rationale == "mean of 2 member(s) (a, b): consistency 6.5, collaborativeness 2.5"
+    # three valid members: (4 + 4 + 5) / 3 = 4.33 -> 4 and (1 + 1 + 2) / 3 = 1.33 -> 1 (not up: no half)
+    [j] = combine(ENS, {"a": [overall("a", 4, 1)], "b": [overall("b", 4, 1)], "c": [overall("c", 5, 2)]}, IDS, TAX)
+    assert (j.consistency, j.collaborativeness) == (4, 1)
