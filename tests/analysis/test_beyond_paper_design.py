@@ -21,7 +21,7 @@ from cocoeval.core.schema import Judgment
 from cocoeval.run import Run
 
 from ..sim_helpers import instance
-from .test_judge_check import B, TAX, TURNS, fine, synthetic
+from .test_judge_check import TAX, TURNS, B, fine, synthetic
 
 
 def _run(js, n_conv, manifest=None, path=None) -> Run:
@@ -111,7 +111,8 @@ def test_the_gate_p_is_a_one_sided_permutation_test_and_holm_corrects_over_the_b
     for k, b in enumerate(B):
         rho = spearmanr(per(judge, k), per(truth, k)).statistic
         assert rows[b]["rho"] == pytest.approx(rho)
-        ref = permutation_test((per(judge, k),), lambda a: spearmanr(a, per(truth, k)).statistic,
+        humans = per(truth, k)
+        ref = permutation_test((per(judge, k),), lambda a, h=humans: spearmanr(a, h).statistic,
                                permutation_type="pairings", alternative="greater", n_resamples=1999,
                                random_state=0).pvalue
         assert rows[b]["p"] == pytest.approx(ref, abs=0.02)
