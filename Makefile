@@ -66,6 +66,7 @@ bench: install bytecode
 	$(PY) benchmarks/runner_throughput.py
 	$(PY) benchmarks/analysis_speed.py
 	$(PY) benchmarks/leaderboard.py
+	$(PY) benchmarks/known_truth.py
 	$(PY) benchmarks/paper_scale.py
 	$(PY) benchmarks/cost.py
 	$(PY) benchmarks/hostile.py

@@ -323,7 +323,7 @@ def simulators_vs_humans(run: Run, p: Params) -> Answer:
         "likert_agreement": Out("likert_agreement", "Beyond the paper: ordinal α of the Likert scores, 95% CIs"),
         "corrected_rates": Out("corrected_rates", "Beyond the paper: mean occurrences per conversation corrected with "
                                                   "the human labels (power-tuned prediction-powered, PPI++, 95% CIs "
-                                                  "from 30 labelled conversations) beside the judge-only and the "
+                                                  "from 40 labelled conversations) beside the judge-only and the "
                                                   "humans-only estimates, shown clipped at 0 (raw in corrected_raw); "
                                                   "assumes the annotated conversations are a random draw"),
         "probe_names": Out("probe_names", "Beyond the paper: names probe (labels and Likert points that change when "

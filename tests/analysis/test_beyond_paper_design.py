@@ -167,7 +167,7 @@ def test_one_targets_intervals_do_not_depend_on_the_other_targets():
 
 
 def test_corrected_rates_are_shown_clipped_at_zero_with_the_raw_estimate_kept():
-    n_lab, n_unl = 30, 300
+    n_lab, n_unl = 40, 300
     rng = np.random.default_rng(0)
     x = np.zeros(((n_lab + n_unl) * TURNS, len(B)), dtype=bool)
     h = np.zeros_like(x)
@@ -186,7 +186,7 @@ def test_corrected_rates_are_shown_clipped_at_zero_with_the_raw_estimate_kept():
 
 
 def test_every_conversation_labelled_gives_the_humans_mean_as_the_answer():
-    n = 30
+    n = 40
     x = synthetic(seed=8, n_conv=n)
     js = [fine(f"d/c{i:03d}/0", r, _labels(x[r], i)) for i in range(n) for r in ("J", "A")]
     row = jc.corrected_rates(run_frames(_run(js, n)), "J").filter(pl.col("behaviour") == B[0]).row(0, named=True)

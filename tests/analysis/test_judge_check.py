@@ -251,7 +251,7 @@ def test_corrected_rates_use_the_recorded_random_draw(tmp_path):
     (tmp_path / RANDOM_DRAWS).write_text(json.dumps({"draws": [{"task": "fine_grained", "targets": drawn[:12]}]}))
     row = jc.corrected_rates(f, "J", run, resamples=200).filter(
         (pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
-    assert row["corrected"] is not None and row["corrected_low"] is None and "n too small (n=12 < 30)" in row["note"]
+    assert row["corrected"] is not None and row["corrected_low"] is None and "n too small (n=12 < 40)" in row["note"]
 
 
 def test_no_annotator_gives_empty_tables():
