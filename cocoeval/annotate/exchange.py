@@ -38,12 +38,15 @@ from cocoeval.core.targets import REFERENCE, Target, behaviour_counts, targets_f
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.humans import (
     LEGACY_STORE,
+    RANDOM_DRAWS,
     Cell,
     CellKey,
     build_judgments,
     cells_of,
     name_collisions,
+    random_draws,
     record_random_draw,
+    recorded_draws,
     sort_key,
     store_path,
 )
@@ -69,7 +72,7 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
                  fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
                  overall_setups: list[str] | None = None, fine_setups: list[str] | None = None,
                  taxonomy: Taxonomy | None = None, plan: AnnotationSection | None = None,
-                 random_per_target: int | None = None) -> dict[str, Any]:
+                 random_per_target: int | None = None, exclude_annotated: bool = False) -> dict[str, Any]:
     """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
 
     Per task, ``*_conversations`` conversations: instances drawn at random (``seed``), evenly over
@@ -91,7 +94,13 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     that many conversations of each target (the reference and ``setups``), drawn at random
     stratified by dataset (``sample.draw_random``), for the corrected rates of
     ``analysis.judge_check``; the draw is also recorded in the run directory
-    (``annotation/random_draws.json``), which those rates read."""
+    (``annotation/random_draws.json``, which those rates read) unless a recorded draw holds the same
+    conversations (the same seed gives the same draw: it is recorded once; ``recorded`` in the
+    result says which). Asking for more conversations than a target has is a ConfigError, before
+    anything is written. ``exclude_annotated`` (with ``random_per_target`` only) leaves out the
+    conversations already annotated by a human (``annotated_conversations``), for a further round:
+    the conversations it left out are recorded with the draw, and the same seed, count and targets
+    again give the same draw."""
     tax = taxonomy or load_taxonomy()
     run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
@@ -131,11 +140,21 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
         if random_per_target < 1:
             raise ConfigError(f"--random {random_per_target}: draw at least 1 conversation per target")
         names = [REFERENCE, *check_setups(setups, available, "random draw")]
-        d = draw_random(all_targets, names, random_per_target, random.Random(f"{seed}|random"))
+        excluded = _excluded(run, all_targets, names, seed, random_per_target) if exclude_annotated else []
+        d = draw_random(all_targets, names, random_per_target, random.Random(f"{seed}|random"),
+                        exclude={(i, n) for i, n in excluded})
+        if excluded and (outside := _outside_random_draws(run, excluded)):
+            d["notes"].append(f"{outside} of the conversations left out were annotated outside a recorded random "
+                              "draw (e.g. B.1's): this draw is random over the rest of the conversations only")
         for iid, name in d["targets"]:
             tasks_of.setdefault((iid, name), []).append("fine_grained")
         sample["fine_grained"] = {"mode": "random", "per_target": random_per_target, "targets_drawn": names,
-                                  "seed": seed, **d, "conversations": len(d["targets"])}
+                                  "seed": seed, "exclude_annotated": exclude_annotated, **d,
+                                  "conversations": len(d["targets"]),
+                                  **({"excluded": excluded} if exclude_annotated else {})}
+    elif exclude_annotated:
+        raise ConfigError("leaving out the conversations already annotated (--exclude-annotated) is for a random "
+                          "draw", hint="add --random N")
     targets = [t for t in all_targets if (t.instance.id, t.name) in tasks_of]
     random.Random(seed).shuffle(targets)
     out = Path(out_dir)
@@ -168,15 +187,52 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     for r in rows:
         w.writerow(r)
     write_atomic(out / "template.csv", buf.getvalue())
+    recorded = None
     if random_per_target is not None and run.path is not None:
-        record_random_draw(run.path, sample["fine_grained"], out)
-    return {"items": len(items), "rows": len(rows), "folder": str(out), "sample": sample}
+        recorded = record_random_draw(run.path, sample["fine_grained"], out)
+    return {"items": len(items), "rows": len(rows), "folder": str(out), "sample": sample, "recorded": recorded}
+
+
+def annotated_conversations(run: Run) -> set[tuple[str, str]]:
+    """(instance id, target name) of every conversation some annotator labelled turn by turn (a
+    fine-grained human judgment, even a partly annotated one) of the target's current
+    continuation (a judgment of an earlier continuation of the setup does not count)."""
+    ids = {(t.instance.id, t.name): t.target_id for t in targets_for(run.instances, run.continuations)}
+    return {(j.instance_id, name) for js in run.human.values() for j in js
+            if j.kind == "fine_grained" and ids.get((j.instance_id, name := j.target_name or j.target)) == j.target}
+
+
+def _excluded(run: Run, targets: list[Target], names: list[str], seed: int, per_target: int) -> list[list[str]]:
+    """The conversations an ``exclude_annotated`` draw leaves out, as [instance id, target] pairs:
+    those a recorded draw with the same seed, count and targets left out (so that the same command
+    gives the same draw after its conversations were annotated), else the ones annotated now."""
+    for d in recorded_draws(run.path) or []:
+        if (d.get("exclude_annotated") and d.get("seed") == seed and d.get("per_target") == per_target
+                and d.get("targets_drawn") == names and isinstance(d.get("excluded"), list)):
+            try:
+                return [[str(i), str(n)] for i, n in d["excluded"]]
+            except (TypeError, ValueError):
+                raise InputError("a draw's excluded conversations are not [instance id, target] pairs",
+                                 file=str(Path(run.path or ".") / RANDOM_DRAWS),
+                                 hint="it is written by cocoeval annotate-export --random; remove that draw or "
+                                      "export with another --seed") from None
+    done = annotated_conversations(run)
+    return sorted([t.instance.id, t.name] for t in targets if t.name in names and (t.instance.id, t.name) in done)
+
+
+def _outside_random_draws(run: Run, excluded: list[list[str]]) -> int:
+    """How many of the ``excluded`` conversations no recorded random draw holds."""
+    drawn = random_draws(run.path) or {}
+    return sum(i not in drawn.get(n, set()) for i, n in excluded)
 
 
 def format_export(rep: dict[str, Any]) -> str:
     """What ``export_items`` drew, per task, with every note, and what to hand to whom."""
     lines = []
     for task, d in rep["sample"].items():
+        if d.get("mode") == "random":
+            lines += _format_random(task, d, rep.get("recorded"))
+            continue
         per = ", ".join(f"{k} {v}" for k, v in d["per_dataset"].items()) or "none"
         lines.append(f"{task}: {d['conversations']} conversations ({len(d['instances'])} instances x "
                      f"{len(d['targets'])} targets: {', '.join(d['targets'])}); instances per dataset: {per}")
@@ -186,6 +242,28 @@ def format_export(rep: dict[str, Any]) -> str:
     lines.append(f"in template.csv, {NONE} in behaviours says a turn shows no behaviour; a row left empty is not "
                  "annotated (skipped and reported by annotate-import, never counted as zero)")
     return "\n".join(lines)
+
+
+def _format_random(task: str, d: dict[str, Any], recorded: dict[str, Any] | None) -> list[str]:
+    """The lines of ``format_export`` for a random draw: per target, the conversations drawn of each
+    dataset, and whether the draw was recorded in the run or was already."""
+    names = d["targets_drawn"]
+    lines = [f"{task}: {d['conversations']} conversations drawn at random (seed {d['seed']}), {d['per_target']} of "
+             f"each of {len(names)} target(s), stratified by dataset"
+             + (", leaving out those already annotated" if d.get("exclude_annotated") else "") + ":"]
+    for name in names:
+        strata = [(k.split("|", 1)[1], v) for k, v in d["per_stratum"].items() if k.split("|", 1)[0] == name]
+        lines.append(f"  {name}: " + ", ".join(f"{ds} {drawn} of {of}" for ds, (drawn, of) in strata))
+    lines += [f"  note: {note}" for note in d["notes"]]
+    if recorded is not None and recorded["added"]:
+        lines.append(f"recorded as draw {recorded['draw']} in {recorded['path']} (the corrected rates read it)")
+    elif recorded is not None:
+        lines.append(f"the same draw is already recorded as draw {recorded['draw']} in {recorded['path']} (made "
+                     f"{recorded['made']}, exported to {recorded['export']}): not recorded again (the same "
+                     "seed gives the same draw; for a further round "
+                     + ("give another --seed)" if d.get("exclude_annotated") else
+                        "import this one's annotations and add --exclude-annotated)"))
+    return lines
 
 
 @dataclass

@@ -18,11 +18,11 @@ with the run's taxonomy, followed by how to record the answers in the template.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from cocoeval.core.errors import ConfigError
-from cocoeval.core.targets import Target
+from cocoeval.core.targets import REFERENCE, Target
 from cocoeval.core.taxonomy import Taxonomy
 from cocoeval.judge.config import PROMPTS
 from cocoeval.prompts.files import load_prompt
@@ -99,35 +99,59 @@ def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: r
     return {"instances": chosen, "per_dataset": {d: quota[d] for d in datasets if quota[d]}, "notes": notes}
 
 
-def draw_random(targets: Sequence[Target], names: list[str], per_target: int, rng: random.Random) -> dict[str, Any]:
+def draw_random(targets: Sequence[Target], names: list[str], per_target: int, rng: random.Random, *,
+                exclude: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
     """Conversations for corrected rates (beyond the paper; ``analysis.judge_check``): for each
     target name (the reference and each setup), ``per_target`` of its conversations drawn at random,
     allocated over the datasets in proportion to how many it has there (largest remainder), so the
     draw is a random sample of that target's conversations stratified by dataset:
-    ``{"targets": [[instance id, target], ...], "per_stratum": {"target|dataset": [drawn, of]}, "notes"}``."""
+    ``{"targets": [[instance id, target], ...], "per_stratum": {"target|dataset": [drawn, of]},
+    "left_out": {target: n}, "notes"}``. ``exclude`` ((instance id, target) pairs, e.g. the
+    conversations already annotated) are left out of the pools (``left_out`` counts them).
+
+    A target with fewer than ``per_target`` conversations to draw from is a ConfigError naming
+    each such target and the most that can be asked for; nothing is drawn."""
+    pools: dict[str, dict[str, list[str]]] = {}
+    left_out: dict[str, int] = {}
+    skip = set(map(tuple, exclude))
+    for name in names:
+        pool = pools.setdefault(name, {})
+        left_out[name] = 0
+        for t in targets:
+            if t.name != name:
+                continue
+            if (t.instance.id, name) in skip:
+                left_out[name] += 1
+            else:
+                pool.setdefault(t.instance.dataset, []).append(t.instance.id)
+    totals = {name: sum(len(v) for v in pools[name].values()) for name in names}
+    if short := {name: n for name, n in totals.items() if n < per_target}:
+        most = min(totals.values())
+        raise ConfigError(
+            f"{per_target} conversations of each target asked for, but fewer to draw from"
+            + (" (not yet annotated)" if skip else "") + ": "
+            + ", ".join(f"{name} {n}" + (f" ({left_out[name]} more already annotated)" if left_out[name] else "")
+                        for name, n in short.items()),
+            hint=(f"ask for at most {most} (--random {most})" if most else
+                  "nothing is left to draw for " + ", ".join(n for n, v in short.items() if not v))
+            + ("; or leave those setups out (--setup NAME, repeatable)" if REFERENCE not in short else ""))
     notes: list[str] = []
     out: list[list[str]] = []
     per_stratum: dict[str, list[int]] = {}
     for name in names:
-        pool: dict[str, list[str]] = {}
-        for t in targets:
-            if t.name == name:
-                pool.setdefault(t.instance.dataset, []).append(t.instance.id)
-        total = sum(len(v) for v in pool.values())
-        k = min(per_target, total)
-        if k < per_target:
-            notes.append(f"{name}: only {total} conversation(s) to draw from, not {per_target}: all of them")
-        if not total:
-            continue
-        exact = {d: k * len(v) / total for d, v in sorted(pool.items())}
+        pool, total = pools[name], totals[name]
+        exact = {d: per_target * len(v) / total for d, v in sorted(pool.items())}
         quota = {d: int(x) for d, x in exact.items()}
-        for d in sorted(exact, key=lambda d: (-(exact[d] - quota[d]), d))[: k - sum(quota.values())]:
+        for d in sorted(exact, key=lambda d: (-(exact[d] - quota[d]), d))[: per_target - sum(quota.values())]:
             quota[d] += 1
         for d, ids in sorted(pool.items()):
             chosen = sorted(rng.sample(sorted(ids), quota[d]))
             out += [[i, name] for i in chosen]
             per_stratum[f"{name}|{d}"] = [quota[d], len(ids)]
-    return {"targets": out, "per_stratum": per_stratum, "notes": notes}
+    if any(left_out.values()):
+        notes.append("left out as already annotated by a human: "
+                     + ", ".join(f"{name} {n}" for name, n in left_out.items()))
+    return {"targets": out, "per_stratum": per_stratum, "left_out": left_out, "notes": notes}
 
 
 def check_setups(requested: list[str] | None, available: list[str], what: str) -> list[str]:

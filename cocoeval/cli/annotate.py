@@ -54,9 +54,15 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
 
         exp = load_params(a.run_dir)
         run_dir, plan, tax = exp.run_dir, exp.params.annotation, tax or exp.taxonomy
+    if a.exclude_annotated and a.random is None:
+        from cocoeval.core.errors import ConfigError
+
+        raise ConfigError("--exclude-annotated leaves annotated conversations out of a random draw",
+                          hint="add --random N (the conversations of each target to draw)")
     run = read_run(run_dir)
     if a.random is not None:  # beyond the paper: a random draw for the corrected rates, recorded in the run
-        rep = export_items(run, a.out, seed=a.seed or 0, setups=a.setup, taxonomy=tax, random_per_target=a.random)
+        rep = export_items(run, a.out, seed=a.seed or 0, setups=a.setup, taxonomy=tax, random_per_target=a.random,
+                           exclude_annotated=a.exclude_annotated)
     elif plan is not None:
         rep = export_items(run, a.out, plan=_plan(plan, a, sorted(run.continuations)), taxonomy=tax)
     else:
@@ -112,7 +118,15 @@ def add_commands(sub: Any) -> None:
     ae.add_argument("--random", type=positive_int, metavar="N",
                     help="beyond the paper: instead of B.1's draws, N conversations of each target (the reference "
                     "and each --setup) drawn at random, stratified by dataset, for the fine-grained task; the draw "
-                    "is recorded in the run (annotation/random_draws.json) for the corrected rates of judge_check")
+                    "is recorded in the run (annotation/random_draws.json) for the corrected rates of judge_check, "
+                    "once: the same seed gives the same draw, and exporting it again does not record it again. "
+                    "N above the conversations a target has (to draw from) is an error (exit 2) naming the most "
+                    "that can be asked for; nothing is written")
+    ae.add_argument("--exclude-annotated", action="store_true",
+                    help="with --random: leave out the conversations a human has already annotated turn by turn "
+                    "(in the run's judgments/human/), to draw a further round after importing one; the "
+                    "conversations left out are recorded with the draw, so the same command gives the same draw "
+                    "again (a round after that needs another --seed)")
     ae.set_defaults(func=_cmd_annotate_export)
 
     ai = sub.add_parser(

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cocoeval.core.errors import ConfigError, InputError
-from cocoeval.core.jsonio import read_json, read_unique_models
+from cocoeval.core.jsonio import read_json, read_unique_models, write_json
 from cocoeval.core.schema import Judgment, TurnLabel
 from cocoeval.core.targets import Target
 from cocoeval.core.taxonomy import Taxonomy
@@ -215,35 +215,56 @@ RANDOM_DRAWS = Path("annotation") / "random_draws.json"
 the corrected rates of ``analysis.judge_check`` read it)."""
 
 
-def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> None:
-    """Add a random draw to the run's ``annotation/random_draws.json`` (earlier draws are kept)."""
+def recorded_draws(run_dir: Path | None) -> list[dict[str, Any]] | None:
+    """The draws recorded in the run's ``annotation/random_draws.json``, oldest first, or None when
+    the run records none. An unreadable record is an InputError naming the file."""
+    if run_dir is None or not (run_dir / RANDOM_DRAWS).is_file():
+        return None
+    rec = read_json(run_dir / RANDOM_DRAWS)
+    try:
+        draws = list(rec["draws"])
+        for d in draws:
+            _conversations(d)
+    except (KeyError, TypeError, ValueError):
+        raise InputError("not a record of random draws", file=str(run_dir / RANDOM_DRAWS),
+                         hint="it is written by cocoeval annotate-export --random; remove it or export again") from None
+    return draws
+
+
+def _conversations(draw: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(str(iid), str(target)) for iid, target in draw["targets"]}
+
+
+def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> dict[str, Any]:
+    """Add a random draw to the run's ``annotation/random_draws.json`` (earlier draws are kept),
+    unless a recorded draw holds the very same conversations (the same seed and options on the
+    same run give the same draw): then the record is left as it is. Returns
+    ``{"path", "draw": its 1-based number in the record, "added": bool, "made", "export"}``."""
     import datetime as dt
 
-    from cocoeval.core.jsonio import read_json, write_json
-
     path = run_dir / RANDOM_DRAWS
-    rec = read_json(path) if path.is_file() else {"draws": []}
-    rec["draws"].append({"task": "fine_grained", "seed": draw["seed"], "per_target": draw["per_target"],
-                         "targets": draw["targets"], "per_stratum": draw["per_stratum"], "export": str(out),
-                         "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
-    write_json(path, rec)
+    draws = recorded_draws(run_dir) or []
+    same = _conversations(draw)
+    for n, d in enumerate(draws, start=1):
+        if _conversations(d) == same:
+            return {"path": str(path), "draw": n, "added": False, "made": d.get("made"), "export": d.get("export")}
+    rec = {"task": "fine_grained", "seed": draw["seed"], "per_target": draw["per_target"],
+           "targets_drawn": draw["targets_drawn"], "exclude_annotated": draw.get("exclude_annotated", False),
+           "targets": draw["targets"], "per_stratum": draw["per_stratum"],
+           **({"excluded": draw["excluded"]} if draw.get("exclude_annotated") else {}),
+           "export": str(out), "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    write_json(path, {"draws": [*draws, rec]})
+    return {"path": str(path), "draw": len(draws) + 1, "added": True, "made": rec["made"], "export": rec["export"]}
 
 
 def random_draws(run_dir: Path | None) -> dict[str, set[str]] | None:
     """{target: instance ids} drawn at random for annotation, or None when the run records no
     such draw. An unreadable record is an InputError naming the file."""
-    from cocoeval.core.errors import InputError
-    from cocoeval.core.jsonio import read_json
-
-    if run_dir is None or not (run_dir / RANDOM_DRAWS).is_file():
+    draws = recorded_draws(run_dir)
+    if draws is None:
         return None
-    rec = read_json(run_dir / RANDOM_DRAWS)
     out: dict[str, set[str]] = {}
-    try:
-        for d in rec["draws"]:
-            for iid, target in d["targets"]:
-                out.setdefault(str(target), set()).add(str(iid))
-    except (KeyError, TypeError, ValueError):
-        raise InputError("not a record of random draws", file=str(run_dir / RANDOM_DRAWS),
-                         hint="it is written by cocoeval annotate-export --random; remove it or export again") from None
+    for d in draws:
+        for iid, target in _conversations(d):
+            out.setdefault(target, set()).add(iid)
     return out

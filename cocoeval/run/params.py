@@ -282,7 +282,7 @@ def add_setup(path: str | Path, entry: dict[str, Any]) -> ExperimentParams:
             if indent is None and (m := re.match(r"(\s*)- ", x)):
                 indent = m.group(1)
             end = i
-        lines.insert(end + 1, f"{indent or '  '}- {line}\n")
+        lines.insert(end + 1, f"{'  ' if indent is None else indent}- {line}\n")
         if not lines[end].endswith("\n"):
             lines[end] += "\n"
         new = "".join(lines)

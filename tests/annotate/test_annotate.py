@@ -735,14 +735,90 @@ def test_random_draw_is_stratified_seeded_and_recorded_in_the_run(tmp_path):
     assert d["per_stratum"] == {"reference|d": [2, 6], "reference|e": [1, 3], "simA|d": [2, 6], "simA|e": [1, 3]}
     key = json.loads((tmp_path / "x" / "key.json").read_text())
     assert all(v["tasks"] == ["fine_grained"] for v in key.values()) and len(key) == 6
-    again = export_items(run, tmp_path / "y", seed=4, random_per_target=3)["sample"]["fine_grained"]
-    assert again["targets"] == d["targets"]  # seeded
+    assert rep["recorded"]["added"] and rep["recorded"]["draw"] == 1
+    record = (tmp_path / "run" / RANDOM_DRAWS).read_bytes()
+    again = export_items(run, tmp_path / "y", seed=4, random_per_target=3)
+    assert again["sample"]["fine_grained"]["targets"] == d["targets"]  # seeded
+    assert again["recorded"] == {**rep["recorded"], "added": False}  # the same draw is recorded once
+    assert (tmp_path / "run" / RANDOM_DRAWS).read_bytes() == record
     other = export_items(run, tmp_path / "z", seed=5, random_per_target=3)["sample"]["fine_grained"]
     drawn = random_draws(tmp_path / "run")
-    assert len(json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"]) == 3  # every draw kept
+    assert len(json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"]) == 2  # every other draw kept
     assert drawn["simA"] == {i for i, t in d["targets"] + other["targets"] if t == "simA"}
     with pytest.raises(ConfigError, match="at least 1"):
         export_items(run, tmp_path / "w", random_per_target=0)
     (tmp_path / "run" / RANDOM_DRAWS).write_text('{"draws": [{"targets": 3}]}')
     with pytest.raises(InputError, match="not a record of random draws"):
         random_draws(tmp_path / "run")
+
+
+def _random_run(tmp_path):
+    insts = [instance(f"{'d' if i < 6 else 'e'}/c{i}/0", n_hist=3, n_ref=3) for i in range(9)]
+    for i in insts[6:]:
+        object.__setattr__(i, "dataset", "e")
+    conts = {"simA": [Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1])
+                      for i in insts]}
+    (tmp_path / "run").mkdir()
+    return Run.model_validate({"instances": insts, "continuations": conts, "path": tmp_path / "run"})
+
+
+def test_a_random_draw_larger_than_the_run_is_refused_naming_the_most_there_is(tmp_path):
+    from cocoeval.run.humans import RANDOM_DRAWS
+
+    run = _random_run(tmp_path)
+    with pytest.raises(ConfigError, match=r"10 conversations of each target asked for, but fewer to draw from: "
+                                          r"reference 9, simA 9") as e:
+        export_items(run, tmp_path / "x", random_per_target=10)
+    assert "--random 9" in (e.value.hint or "")
+    assert not (tmp_path / "x").exists() and not (tmp_path / "run" / RANDOM_DRAWS).exists()  # nothing written
+    assert len(export_items(run, tmp_path / "x", random_per_target=9)["sample"]["fine_grained"]["targets"]) == 18
+
+
+def test_exclude_annotated_draws_a_further_round_of_the_conversations_nobody_labelled(tmp_path):
+    from cocoeval.run.humans import RANDOM_DRAWS, random_draws
+
+    def annotate(folder):
+        rows = list(csv.DictReader((folder / "template.csv").open()))
+        for r in rows:
+            r["annotator"], r["behaviours"] = "ann1", "none"
+        with (folder / "filled.csv").open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        import_into_run(folder / "filled.csv", tmp_path / "run", key=folder / "key.json")
+        return Run.open(tmp_path / "run")
+
+    run = _random_run(tmp_path)
+    write_jsonl(tmp_path / "run" / "instances.jsonl", run.instances)
+    write_jsonl(tmp_path / "run" / "continuations" / "simA.jsonl", run.continuations["simA"])
+    write_json(tmp_path / "run" / "manifest.json", {"name": "r"})
+    first = export_items(run, tmp_path / "r1", seed=0, random_per_target=3)
+    run = annotate(tmp_path / "r1")
+    done = {tuple(x) for x in first["sample"]["fine_grained"]["targets"]}
+    second = export_items(run, tmp_path / "r2", seed=0, random_per_target=3, exclude_annotated=True)
+    d = second["sample"]["fine_grained"]
+    assert not done & {tuple(x) for x in d["targets"]} and len(d["targets"]) == 6
+    assert d["left_out"] == {"reference": 3, "simA": 3} and sorted(map(tuple, d["excluded"])) == sorted(done)
+    assert d["per_stratum"] == {"reference|d": [2, 4], "reference|e": [1, 2], "simA|d": [2, 4], "simA|e": [1, 2]}
+    assert second["recorded"]["draw"] == 2 and second["recorded"]["added"]
+    assert not any("outside a recorded random draw" in n for n in d["notes"])  # the first round was random
+    # the same command again, now that nothing new is annotated: the same draw, recorded once
+    again = export_items(run, tmp_path / "r2b", seed=0, random_per_target=3, exclude_annotated=True)
+    assert again["sample"]["fine_grained"]["targets"] == d["targets"] and not again["recorded"]["added"]
+    assert len(json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"]) == 2
+    assert random_draws(tmp_path / "run")["simA"] == {i for i, t in done | {tuple(x) for x in d["targets"]}
+                                                      if t == "simA"}
+    # more than what is left is refused, counting the annotated ones apart
+    with pytest.raises(ConfigError, match=r"fewer to draw from \(not yet annotated\): reference 6 \(3 more already "
+                                          r"annotated\), simA 6 \(3 more already annotated\)"):
+        export_items(run, tmp_path / "r3", seed=1, random_per_target=7, exclude_annotated=True)
+    with pytest.raises(ConfigError, match="is for a random draw"):
+        export_items(run, tmp_path / "r3", exclude_annotated=True)
+    # once the second round is annotated, its command still gives its draw (what it left out is recorded) ...
+    run = annotate(tmp_path / "r2")
+    again = export_items(run, tmp_path / "r2c", seed=0, random_per_target=3, exclude_annotated=True)
+    assert again["sample"]["fine_grained"]["targets"] == d["targets"] and not again["recorded"]["added"]
+    # ... and another seed draws a third round from the rest
+    third = export_items(run, tmp_path / "r3", seed=1, random_per_target=3, exclude_annotated=True)
+    assert third["sample"]["fine_grained"]["left_out"] == {"reference": 6, "simA": 6}
+    assert third["recorded"] == {**third["recorded"], "draw": 3, "added": True}

@@ -99,3 +99,19 @@ def test_large_but_sane_values_are_accepted(tmp_path):
     p = _read(tmp_path, HEAD + "setups:\n  - {name: a, model: openai/gpt-4.1, turns_per_call: 30, sample: 2}\n"
                        "llm: {concurrency: 256, rpm: 5000, tpm: 2000000, max_retries: 10}\n")
     assert p.llm.concurrency == 256 and p.llm.tpm == 2_000_000
+
+
+@pytest.mark.parametrize("block", [
+    "setups:\n- name: a\n  simulator: agents\n  model: openai/gpt-4.1\n  options:\n    policy: oracle\n",  # PyYAML's layout
+    "setups:\n  - name: a\n    model: openai/gpt-4.1\n",
+    "setups:\n    - {name: a, model: openai/gpt-4.1}\n",
+], ids=["flush", "indented", "flow-items"])
+def test_add_setup_follows_the_indentation_of_the_setups_list(tmp_path, block):
+    from cocoeval.run.params import add_setup
+
+    p = tmp_path / "p.yaml"
+    p.write_text("# mine\n" + HEAD + block + "llm: {concurrency: 2}\n")
+    add_setup(p, {"name": "mine", "continuations": "mine.jsonl"})
+    assert [s.name for s in read_params(p).setups] == ["a", "mine"]
+    indent = block.splitlines()[1].split("-")[0]
+    assert f"\n{indent}- {{name: mine, continuations: mine.jsonl}}\nllm:" in p.read_text()
