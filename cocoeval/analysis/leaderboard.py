@@ -33,7 +33,10 @@ judge, by how far its behaviour profile is from the humans' on the same instance
   only; annotators' samples are the agreement's). A setup is ranked when its distance rests on at
   least ``min_n`` instances; the others are listed below, unranked, with the reason, as is a
   setup with no valid judgment (n = 0). Continuations and judgments are counted: ok or valid of
-  every one present or expected (``frames.invalid_rates``), never dropped silently.
+  every one present or expected (``frames.invalid_rates``), never dropped silently, with the share
+  of the ok continuations' turns said by speakers who are not participants
+  (``unknown_speaker_share``; above ``simulate.validity.MAX_UNKNOWN_SPEAKER_SHARE`` a continuation
+  is invalid).
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ BOARD_SCHEMA: dict[str, Any] = {
     **{f"{s}_gap{x}": t for s in LIKERT for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F))},
     "likert_n": _I,
     **{f"{m}{x}": t for m in TURNS for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_n", _I))},
-    "continuations_ok": _I, "continuations": _I, "judgments_valid": _I, "judgments": _I, "note": _S}
+    "continuations_ok": _I, "continuations": _I, "unknown_speaker_share": _F, "judgments_valid": _I, "judgments": _I,
+    "note": _S}
 BEHAVIOUR_SCHEMA: dict[str, Any] = {
     "judge": _S, "setup": _S, "behaviour": _S, "mean_sim": _F, "mean_human": _F, "diff": _F,
     "diff_ci_low": _F, "diff_ci_high": _F, "ci_note": _S, "n": _I}
@@ -191,18 +195,20 @@ def paired_profiles(pairs: dict[str, tuple[np.ndarray, np.ndarray]], resamples: 
     return out
 
 
-def _counts(rates: pl.DataFrame, judge: str, target: str) -> dict[str, int | None]:
-    """Continuations ok of all, judgments valid of all (present or expected) of one setup."""
+def _counts(rates: pl.DataFrame, judge: str, target: str) -> dict[str, Any]:
+    """Continuations ok of all, the share of their turns by speakers who are not participants,
+    judgments valid of all (present or expected) of one setup."""
     def row(stage: str, **where: Any) -> dict[str, Any] | None:
         r = rates.filter((pl.col("stage") == stage) & (pl.col("target") == target)
                          & pl.all_horizontal([pl.col(k) == v for k, v in where.items()] or [pl.lit(True)]))
         return r.row(0, named=True) if r.height else None
 
     c, j = row("simulate"), row("judge", judge=judge, kind="fine_grained")
-    out: dict[str, int | None] = {"continuations_ok": None, "continuations": None, "judgments_valid": None,
-                                  "judgments": None}
+    out: dict[str, Any] = {"continuations_ok": None, "continuations": None, "unknown_speaker_share": None,
+                           "judgments_valid": None, "judgments": None}
     if c is not None:
-        out.update(continuations_ok=c["n"] - c["invalid"], continuations=c["n"] + (c["missing"] or 0))
+        out.update(continuations_ok=c["n"] - c["invalid"], continuations=c["n"] + (c["missing"] or 0),
+                   unknown_speaker_share=c.get("unknown_speaker_share"))
     if j is not None:
         out.update(judgments_valid=j["n"] - j["invalid"] - j["skipped"],
                    judgments=j["n"] - j["skipped"] + (j["missing"] or 0))
@@ -364,7 +370,9 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
                          if fl["distance"] is not None else f"none ({fl['ci_note']})") + ".")
         lines = []
         for r in part.filter(pl.col("origin") != ORIGIN_FLOOR).iter_rows(named=True):
+            share = r["unknown_speaker_share"]
             counts = "; ".join(x for x in (_of(r, "continuations ok", "continuations_ok", "continuations"),
+                                           f"{share:.0%} of their turns by non-participants" if share else None,
                                            _of(r, "judgments valid", "judgments_valid", "judgments")) if x)
             head = f"{r['rank']}. " if r["rank"] is not None else "- (unranked) "
             if r["distance"] is None:

@@ -270,3 +270,21 @@ def test_a_judge_that_sees_twice_what_the_humans_see_disagrees_with_the_correcte
     assert row["judge_only"] > row["corrected_high"] and row["disagree"] is True
     assert row["corrected"] == pytest.approx(row["humans_only"], abs=0.3)  # about half the judge's rate
     assert "outside the corrected 95% interval" in jc.corrected_line(t, {})
+
+
+def test_the_leaderboard_shows_the_share_of_turns_by_non_participants():
+    from cocoeval.core.schema import Continuation, Turn
+
+    from .test_leaderboard import _run as board_run
+    from .test_leaderboard import simulated
+    from .test_rq import reps
+
+    js = [x for i in range(12) for x in (reps(f"d/c{i}/0", "reference", 1), reps(f"d/c{i}/0", "a", 1))]
+    odd = [Turn(speaker="Goals", text="a heading"), *instance("d/c0/0", n_hist=2, n_ref=4).reference[1:]]
+    conts = {"a": [Continuation(instance_id=f"d/c{i}/0", setup_id="a", turns=odd if i == 0 else []) for i in range(12)]}
+    run = board_run(js, [simulated("a")], n=12, conts=conts)
+    board, _ = leaderboard.leaderboard(run_frames(run), None, resamples=50)
+    row = board.filter(pl.col("setup") == "a").row(0, named=True)
+    assert row["unknown_speaker_share"] == pytest.approx(1 / 48)  # 1 of 12 continuations' 4 turns each
+    text = "\n".join(leaderboard.answer(run, run_frames(run), resamples=50).text)
+    assert "2% of their turns by non-participants" in text
