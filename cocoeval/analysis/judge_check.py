@@ -280,7 +280,7 @@ def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, 
     for i, b in enumerate(names):
         row: dict[str, Any] = {**base, "behaviour": b, "turns": t,
                                "positive_turns_humans": int(major[:, i].sum()), "positive_turns_judge": int(xj[:, i].sum())}
-        notes = [note, *tl.notes]
+        notes: list[str | None] = [note, *tl.notes]
         for k, v in out.items():
             row[k], row[f"{k}_low"], row[f"{k}_high"], why = _interval(v[:, i], note)
             if why and not note and row["positive_turns_humans"] + row["positive_turns_judge"]:
