@@ -282,9 +282,9 @@ def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, 
                                "positive_turns_humans": int(major[:, i].sum()), "positive_turns_judge": int(xj[:, i].sum())}
         notes: list[str | None] = [note, *tl.notes]
         for k, v in out.items():
-            row[k], row[f"{k}_low"], row[f"{k}_high"], why = _interval(v[:, i], note)
-            if why and not note and row["positive_turns_humans"] + row["positive_turns_judge"]:
-                notes.append(f"{k.replace('_', ' ')}: {why}")
+            row[k], row[f"{k}_low"], row[f"{k}_high"], reason = _interval(v[:, i], note)
+            if reason and not note and row["positive_turns_humans"] + row["positive_turns_judge"]:
+                notes.append(f"{k.replace('_', ' ')}: {reason}")
         if len(humans) < 2:
             notes.append("one annotator: no α among annotators")
         if not row["positive_turns_humans"] and not row["positive_turns_judge"]:
