@@ -288,3 +288,26 @@ def test_the_leaderboard_shows_the_share_of_turns_by_non_participants():
     assert row["unknown_speaker_share"] == pytest.approx(1 / 48)  # 1 of 12 continuations' 4 turns each
     text = "\n".join(leaderboard.answer(run, run_frames(run), resamples=50).text)
     assert "2% of their turns by non-participants" in text
+
+
+def test_cocoeval_report_on_a_stale_judge_names_it_and_never_shows_an_annotator_as_the_judge(tmp_path):
+    from cocoeval.cli import main
+
+    from ..sim_helpers import write_run_dir
+
+    n = 12
+    x = synthetic(seed=12, n_conv=n)
+    js = [fine(f"d/c{i:03d}/0", r, _labels(x[r], i)) for i in range(n) for r in ("J", "A")]
+    from cocoeval.core.jsonio import write_jsonl
+
+    run = _run([j for j in js if j.judge_name == "J"], n)
+    d = tmp_path / "run"
+    write_run_dir(d, run, {"judges": {"x": {"fine_grained": "a-newer-judge-id"}}})
+    write_jsonl(d / "judgments" / "human" / "A.jsonl", [j for j in js if j.judge_name == "A"])
+    assert main(["report", str(d), "--out", str(tmp_path / "report")]) == 0
+    index = (tmp_path / "report" / "index.md").read_text()
+    assert "**Stale judge:** every one of the" in index and "LLM judge J is stale" in index
+    assert "No LLM judge with valid judgments" in index and "Judge shown in the figures: A" not in index
+    assert "no human annotations" not in index
+    gate_csv = tmp_path / "report" / "judge_validation.csv"
+    assert not gate_csv.exists() or "A" not in pl.read_csv(gate_csv)["judge"].to_list()  # no annotator gated
