@@ -284,8 +284,8 @@ def judge_free(run: Run, p: Params) -> Answer:
     report=ReportSpec("leaderboard", tables={
         "leaderboard": Out("leaderboard", "Leaderboard of simulators, per judge (never ranked across judges): the "
                                           "distance to the humans on the same instances (RMS of the per-behaviour "
-                                          "paired differences; D = their absolute sum), 95% bootstrap CIs, the floor "
-                                          "(two halves of the human references) first; Likert gaps and turn-taking "
+                                          "paired differences, unbiased for its square; D = their absolute sum), 95% "
+                                          "bootstrap CIs, the floor (two halves of the human references) first; Likert gaps and turn-taking "
                                           "beside; continuations ok and judgments valid of all"),
         "behaviours": Out("leaderboard_behaviours", "Leaderboard: per judge, setup and behaviour, the paired difference "
                                                     "in mean occurrences per conversation (setup − human), 95% CIs")},

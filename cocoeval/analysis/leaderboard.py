@@ -338,8 +338,12 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     tt = turn_taking(turn_taking_frame(run), resamples=resamples, seed=seed, min_n=min_n)
     board, per_b = leaderboard(f, cond, tt, resamples=resamples, seed=seed, min_n=min_n, judges=judges)
     if not judges or board.filter(pl.col("origin") != ORIGIN_FLOOR)["distance"].is_null().all():
+        paired = board.filter((pl.col("setup") != FLOOR) & (pl.col("n") > 0)) if not board.is_empty() else board
         why = ("this run has no LLM judge with fine-grained judgments" if not judges else
-               "no setup has a valid fine-grained judgment paired with a judged human reference (see invalid_rates)")
+               "no setup has a valid fine-grained judgment paired with a judged human reference (see invalid_rates)"
+               if paired.is_empty() else
+               "every setup rests on one instance judged validly beside its human reference, and a distance needs two "
+               "(its square's estimate subtracts the differences' variance; the table lists each setup's n and D)")
         a.text.append(not_run(f"the leaderboard of simulators: {why}", HOW["judge"]))
         if not tt.is_empty():  # the judge-free part stands without a judge
             a.tables["turn_taking"] = tt

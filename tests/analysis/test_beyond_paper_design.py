@@ -311,3 +311,16 @@ def test_cocoeval_report_on_a_stale_judge_names_it_and_never_shows_an_annotator_
     assert "no human annotations" not in index
     gate_csv = tmp_path / "report" / "judge_validation.csv"
     assert not gate_csv.exists() or "A" not in pl.read_csv(gate_csv)["judge"].to_list()  # no annotator gated
+
+
+def test_a_leaderboard_of_one_instance_per_setup_says_a_distance_needs_two():
+    from .test_leaderboard import _run as board_run
+    from .test_leaderboard import simulated
+    from .test_rq import reps
+
+    run = board_run([reps("d/c0/0", "reference", 1), reps("d/c0/0", "a", 3)], [simulated("a")], n=1)
+    a = leaderboard.answer(run, run_frames(run), resamples=50)
+    text = "\n".join(a.text)
+    assert "a distance needs two" in text and "no setup has a valid" not in text
+    row = a.tables["leaderboard"].filter(pl.col("setup") == "a").row(0, named=True)
+    assert row["n"] == 1 and row["distance"] is None and row["D"] == pytest.approx(2.0)
