@@ -344,7 +344,10 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
                if paired.is_empty() else
                "every setup rests on one instance judged validly beside its human reference, and a distance needs two "
                "(its square's estimate subtracts the differences' variance; the table lists each setup's n and D)")
-        a.text.append(not_run(f"the leaderboard of simulators: {why}", HOW["judge"]))
+        how = (HOW["judge"] if not judges or paired.is_empty() else
+               "judge at least two instances of each setup and their human references (the judge's max_per_dataset "
+               "or datasets in the params), then `cocoeval run PARAMS --stage judge`")
+        a.text.append(not_run(f"the leaderboard of simulators: {why}", how))
         if not tt.is_empty():  # the judge-free part stands without a judge
             a.tables["turn_taking"] = tt
         if not board.is_empty():
