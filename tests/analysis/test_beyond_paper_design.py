@@ -162,8 +162,34 @@ def test_one_targets_intervals_do_not_depend_on_the_other_targets():
     both = jc.corrected_rates(f, "J", resamples=200).filter(pl.col("target") == "reference")
     cols = ["behaviour", "judge_only_low", "judge_only_high", "corrected_low", "corrected_high"]
     assert alone.select(cols).equals(both.select(cols))
-    la = jc.likert_agreement(f, "J", resamples=50)
-    assert la.is_empty() or la.height == 2
+
+
+def test_each_likert_item_is_resampled_by_its_own_seed_over_each_conversations_annotators():
+    import krippendorff
+
+    rng = np.random.default_rng(0)
+    n = 20
+    insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(n)]
+    truth = rng.integers(3, 9, size=n)
+    scores = {r: np.clip(truth + rng.integers(-1, 2, size=n), 1, 10) for r in ("A", "B", "J")}
+    js = [Judgment(instance_id=insts[i].id, target="reference", target_name="reference",
+                   judge_id=f"human:{r}" if r != "J" else "jid", judge_name=r, kind="overall", taxonomy_hash=TAX.hash,
+                   consistency=int(v[i]), collaborativeness=int(v[(i + 1) % n]))
+          for r, v in scores.items() for i in range(n) if not (r == "B" and i < 5)]  # B scored 15 of them
+    f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
+    row = jc.likert_agreement(f, "J", resamples=200, seed=3).filter(pl.col("item") == "collaborativeness").row(0, named=True)
+    x = np.array([[scores[r][(i + 1) % n] if not (r == "B" and i < 5) else np.nan for r in ("J", "A", "B")]
+                  for i in range(n)])  # sorted as the frames sort the conversations: by instance id
+    assert row["conversations"] == n  # B's missing scores are missing, not a reason to drop a conversation
+
+    def alpha(m):
+        return krippendorff.alpha(reliability_data=m.T, level_of_measurement="ordinal")
+
+    idx = rng_for(3, "likert_agreement", "J", "collaborativeness").integers(0, n, size=(200, n))
+    boot = [alpha(x[i]) for i in idx]
+    assert row["alpha_with_judge"] == pytest.approx(alpha(x))
+    assert (row["alpha_with_judge_low"], row["alpha_with_judge_high"]) == pytest.approx(
+        tuple(np.percentile(boot, [2.5, 97.5])))
 
 
 def test_corrected_rates_are_shown_clipped_at_zero_with_the_raw_estimate_kept():
