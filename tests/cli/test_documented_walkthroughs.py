@@ -28,16 +28,8 @@ import yaml
 from cocoeval import build
 
 from ..conftest import qmsum_meeting, write_json
+from .test_simulators_cli import ANSWERS
 
-SPEAKERS = ("Project Manager", "Marketing", "User Interface")
-WHOLE = "\n".join(f"{SPEAKERS[i % 3]}: point number {i}" for i in range(30))
-FINE = json.dumps({"turns": [{"turn": i, "behaviours": [{"behaviour": "Repetition", "evidence": "again"}]
-                              if i % 4 == 0 else []} for i in range(1, 31)]})
-ANSWERS = [{"match": "Continuation to annotate", "text": FINE},
-           {"match": "Continuation to evaluate", "text": json.dumps({"consistency": 7, "collaborativeness": 6,
-                                                                     "rationale": "fine"})},
-           {"match": "'s turn", "text": "I see your point."},
-           {"match": "", "text": WHOLE}]
 _SCRIPT = Path(sys.executable).with_name("cocoeval")
 COCOEVAL = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "cocoeval"]
 
