@@ -78,12 +78,6 @@ BEHAVIOUR_SCHEMA: dict[str, Any] = {
     "diff_ci_low": _F, "diff_ci_high": _F, "ci_note": _S, "n": _I}
 
 
-def rms(d: np.ndarray) -> np.ndarray:
-    """Root mean square over the last axis (the behaviours): the plug-in distance of mean
-    differences ``d`` (biased upwards: each squared mean difference carries its sampling variance)."""
-    return np.sqrt(np.mean(np.square(d), axis=-1))
-
-
 def unbiased_square(m1: np.ndarray, m2: np.ndarray, n: int) -> np.ndarray:
     """The unbiased estimate of the mean over behaviours (last axis) of the squared true mean
     difference, from the per-behaviour means ``m1`` and means of squares ``m2`` of n ≥ 2 paired
