@@ -15,7 +15,7 @@ import polars as pl
 
 from cocoeval.core import memory
 from cocoeval.core.errors import ConfigError
-from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.jsonio import write_atomic, write_atomic_bytes
 from cocoeval.core.text import md_escape
 from cocoeval.run import Run
 from cocoeval.run.rundir import PIPELINE_LABEL
@@ -403,12 +403,7 @@ def _copy_kept(folder: Path, out: Path, html: bool) -> dict[str, Any] | None:
         if name.endswith((".md", ".html")):  # as written: through write_atomic (API key values redacted)
             write_atomic(out / name, b.decode("utf-8"))
         else:
-            _write_bytes(out / name, b)
+            write_atomic_bytes(out / name, b)
     return rep
 
 
-def _write_bytes(path: Path, data: bytes) -> None:
-    """``path`` written via a temporary file and os.replace (never half-written)."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)

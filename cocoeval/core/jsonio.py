@@ -9,7 +9,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -172,27 +171,49 @@ def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) 
                          hint=f"the record must match the {model.__name__} layout") from None
 
 
+def temp_beside(path: Path, mode: int = 0o666) -> tuple[int, str]:
+    """A new, empty temporary file in ``path``'s folder, open for writing: (descriptor, its path),
+    for a write that ends in ``os.replace(tmp, path)``. Created with ``mode`` filtered by the
+    process's umask, as ``open()`` creates a file (``tempfile.mkstemp`` makes every file 0600, so
+    a collaborator could not read a report or a run file written through it); a file that holds
+    a key passes ``mode=0o600``."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = os.path.join(path.parent, f".{path.name}.{os.urandom(6).hex()}.tmp")
+        try:
+            return os.open(tmp, flags, mode), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temporary file name beside {path}")
+
+
 def write_atomic(path: str | Path, text: str) -> None:
     """Write a text file via a temporary file and os.replace: never half-written. The values of
     the API key variables are replaced by ``[REDACTED]`` (a second line of defence: error texts
     are redacted where they are made; no other text is changed)."""
     from cocoeval.llm.secrets import redact_values
 
-    text = redact_values(text)
+    write_atomic_bytes(path, redact_values(text).encode("utf-8"))
+
+
+def write_atomic_bytes(path: str | Path, data: bytes, mode: int = 0o666) -> None:
+    """Write ``data`` as ``path`` via a temporary file beside it (``temp_beside``: the umask
+    applies) and os.replace: never half-written. Errors of a folder in the way, a read-only or
+    full disk are ConfigErrors saying the fix; on a full disk the file before is kept as it was."""
     p = Path(path)
     if p.is_dir():
         raise ConfigError(f"cannot write {p}: it is a folder", hint="give a file path")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+        fd, tmp = temp_beside(p, mode)
     except OSError as e:  # a file where a folder should be, no permission, read-only disk, a full disk
         if e.errno in _NO_ROOM:
             raise _no_room(p, e, existed=p.exists()) from None
         raise ConfigError(f"cannot write {p}: {e.strerror or e}",
                           hint="choose an output folder that is a folder (or missing) and writable") from None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, p)

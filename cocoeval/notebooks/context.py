@@ -65,12 +65,13 @@ def enable_offline() -> Path | None:
     None when nothing is."""
     import hashlib
     import os
-    import tempfile
 
     import altair as alt
     import vl_convert as vlc
     from altair.jupyter import jupyter_chart
     from altair.utils._importers import vl_version_for_vl_convert
+
+    from cocoeval.core.jsonio import temp_beside
 
     if alt.JupyterChart._is_offline:
         return None
@@ -94,7 +95,7 @@ def enable_offline() -> Path | None:
     path = folder / f"{name}-{hashlib.sha256(data).hexdigest()[:32]}.js"
     try:  # whole or not at all (a temporary file, then renamed); never redacted: code, not text
         folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        fd, tmp = temp_beside(path)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
