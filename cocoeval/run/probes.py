@@ -228,6 +228,29 @@ def valid_judgments(run: Any, judges: Sequence[str]) -> dict[str, set[tuple[str,
     return out
 
 
+def judge_id_changes(exp: Experiment, run: Any, judges: Sequence[JudgeConfig]) -> list[str]:
+    """Why ``judges`` as the params now give them are not the judges of ``run``'s judgments, one
+    line per judge and kind whose judge id differs (empty: the same judges). The run's id is the
+    manifest's (the probe tables read only probe records of that id), else the ids of the
+    judge's judgments in the run."""
+    from cocoeval.judge.config import judge_ids
+
+    now = judge_ids(exp.params.judges, exp.taxonomy)
+    out = []
+    for j in judges:
+        for k in j.kind:
+            want = now[j.name][k]
+            was = (run.manifest.judges.get(j.name) or {}).get(k)
+            if was is None:
+                made = sorted({x.judge_id for x in run.judgments.get(j.name, []) if x.kind == k})
+                if not made or want in made:
+                    continue
+                was = ", ".join(made)
+            if was != want:
+                out.append(f"judge {j.name}, {k}: judge id {want} in the params, {was} in the run")
+    return out
+
+
 def probe_targets(instances: Sequence[Instance], run: Any) -> list[Target]:
     """Every target of the run: the references and the setups' current ok continuations."""
     return targets_for(instances, run.current_continuations)
@@ -268,6 +291,13 @@ def run_probes(exp: Experiment, *, progress: bool | None = None, llm: dict[str, 
     cfg = exp.llm_config(progress=progress, llm=llm)
     with run_dir_lock(exp.run_dir):
         run = Run.open(exp.run_dir)
+        if changed := judge_id_changes(exp, run, judges):
+            raise ConfigError(
+                f"{exp.source or 'the params'}: the judge settings changed since the run's judge stage "
+                f"({'; '.join(changed)}): a probe is compared with the run's judgments made by the same "
+                "judge, so the probes would be paid for and not counted; nothing was sent",
+                hint=f"judge the run with these params first (cocoeval run {exp.source or 'PARAMS'} --stage judge: "
+                     "cached calls are not paid again), or put the judge's settings back as they were")
         targets = probe_targets(run.instances, run)
         tasks = plan_probes(sec, judges, targets, exp.taxonomy, valid_judgments(run, [j.name for j in judges]), say)
         runner = Runner(cfg, journal=exp.run_dir / USAGE_JOURNAL)

@@ -240,3 +240,29 @@ def test_a_killed_probe_run_resumes_without_sending_a_completed_call_twice(tmp_p
         assert srv.stats()["requests"] == total - len(done)  # nothing completed is sent again
         assert len(_keys(cache) - judged) == total
     assert len(read_probes(exp.run_dir, "j")) == total
+
+
+def test_probes_after_the_judge_changed_are_refused_before_any_call_is_sent(srv, tmp_path, capsys, monkeypatch):
+    from cocoeval import cli
+
+    srv.configure(answers=[{"match": FINE_MARK, "text": fine()}])
+    p = _params(tmp_path, srv.openai_base, {"kinds": ["names", "stability"], "targets": 3})
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", str(p), "--stage", "judge", "--no-progress"]) == 0
+    old_id = Run.open(tmp_path / "runs" / "exp").manifest.judges["j"]["fine_grained"]
+    data = yaml.safe_load(p.read_text())
+    data["judges"][0]["model"] = f"openai-compatible/fake-2@{srv.openai_base}"  # another judge model
+    p.write_text(yaml.safe_dump(data))
+    new_id = load_params(p).params.llm_judges[0].judge_id("fine_grained", load_params(p).taxonomy)
+    capsys.readouterr()
+    before = srv.stats()["requests"]
+    assert cli.main(["probe", str(p), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert srv.stats()["requests"] == before  # nothing sent, nothing paid
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert old_id in err and new_id in err and "judge j" in err and f"cocoeval run {p} --stage judge" in err
+    assert not (tmp_path / "runs" / "exp" / "probes").exists()
+    # judged again with the new judge, the probes run
+    assert cli.main(["run", str(p), "--stage", "judge", "--no-progress"]) == 0
+    assert cli.main(["probe", str(p), "--no-progress", "--resamples", "20"]) == 0
+    assert len(read_probes(tmp_path / "runs" / "exp", "j")) == 6
