@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import polars as pl
 
 from cocoeval.core.schema import Instance, Judgment, is_human_ai, unknown_speaker_turns
-from cocoeval.core.targets import NO_TURNS, REFERENCE, behaviour_counts, judged_turns
+from cocoeval.core.targets import (
+    NO_TURNS,
+    REFERENCE,
+    behaviour_counts,
+    judged_turns,
+    unknown_behaviour,
+)
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.rundir import UNKNOWN_INSTANCE
 
@@ -64,7 +70,8 @@ class Frames:
     has no turn to judge, reason ``NO_TURNS`` — or stale: of a continuation that is not the setup's
     current ok one, or of an instance not in instances.jsonl; skipped and stale are never counted;
     an ok overall judgment without a score is
-    invalid, ``NO_SCORE``), reason, turns (labelled), not_in_taxonomy
+    invalid, ``NO_SCORE``, as is one labelled with an id the taxonomy lacks,
+    ``targets.unknown_behaviour``), reason, turns (labelled), not_in_taxonomy
     (turns an annotator marked with a behaviour the taxonomy lacks): every judgment, valid or not."""
     continuations: pl.DataFrame
     """setup, instance_id, dataset, status (ok, invalid, or stale: simulated with other settings
@@ -435,6 +442,8 @@ def _run_frames(run: Run, tax: Taxonomy) -> Frames:
                 status, reason = "skipped", NO_TURNS
             elif j.kind == "overall" and status != "invalid" and None in (j.consistency, j.collaborativeness):
                 status, reason = "invalid", NO_SCORE  # a mean over a missing score is no number
+            elif status != "invalid" and (unknown := unknown_behaviour(j, tax)):
+                status, reason = "invalid", unknown  # counted without that label it would be a wrong count
             judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
                          "kind": j.kind, "status": status, "reason": reason, "turns": len(j.labels),
                          "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})

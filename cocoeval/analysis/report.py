@@ -124,8 +124,10 @@ def setup_sources(run: Run) -> list[str]:
         if s.get("continuations") is not None:
             src = imported.get(str(s.get("name")), {})
             desc = src.get("description") or s.get("description")
+            made = _imported_models(run, str(s.get("name")), src.get("model") or s.get("model"))
             lines.append(f"- `{name}`: imported from `{md_escape(str(src.get('file') or s['continuations']))}` "
-                         f"(sha256 {src.get('sha256', 'not recorded')})" + (f": {md_escape(str(desc))}" if desc else ""))
+                         f"(sha256 {src.get('sha256', 'not recorded')})" + (f", {made}" if made else "")
+                         + (f": {md_escape(str(desc))}" if desc else ""))
         elif s.get("simulator") is not None:
             opts = ", ".join(f"{k}: {v}" for k, v in (s.get("options") or {}).items() if v is not None)
             lines.append(f"- `{name}`: simulator plugin `{md_escape(str(s['simulator']))}`"
@@ -135,6 +137,20 @@ def setup_sources(run: Run) -> list[str]:
         return []
     return ["Setups not written by cocoeval's own LLM simulator (they are judged and analysed like the others):\n",
             *lines, ""]
+
+
+def _imported_models(run: Run, name: str, setup_model: object) -> str:
+    """What wrote an imported setup's continuations, for its report line: the setup's ``model``
+    and the ``model`` its records name (each record's own label, kept with the continuation), the
+    latter said apart where they differ; "" when neither says."""
+    cs = run.continuations.get(name, []) if name in run.names("continuations") else []
+    named = list(dict.fromkeys(str(m) for c in cs if c.imported and (m := c.imported.get("model")) is not None))
+    shown = ", ".join(md_escape(m) for m in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
+    if setup_model is None:
+        return f"written by {shown} (the records' model)" if named else ""
+    if not named or named == [str(setup_model)]:
+        return f"written by {md_escape(str(setup_model))}"
+    return f"written by {md_escape(str(setup_model))} (the records name {shown})"
 
 
 def _tested(answers: dict[str, Answer], correction: str) -> str | None:

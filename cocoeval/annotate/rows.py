@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from cocoeval.core.errors import InputError
-from cocoeval.core.jsonio import iter_jsonl, read_text
+from cocoeval.core.files import MAX_SHEET_BYTES, read_bounded_text
+from cocoeval.core.jsonio import iter_jsonl
 from cocoeval.core.targets import Target
 from cocoeval.core.taxonomy import Taxonomy
 from cocoeval.judge.parse import map_behaviour
@@ -50,11 +51,16 @@ class Reject(Exception):
         self.reason, self.value, self.hint = reason, value, hint
 
 
+_SHEET_HINT = (f"give the filled sheet (CSV as template.csv, at most {MAX_SHEET_BYTES >> 20} MiB): a regular file, "
+               "not a pipe, device or folder")
+
+
 def read_rows(path: Path) -> list[tuple[str, Any]]:
     if path.suffix == ".jsonl":
         rows = [(f"line {n}", obj) for n, obj in iter_jsonl(path)]
     else:
-        reader = csv.DictReader(io.StringIO(read_text(path)))
+        # a sheet is untrusted: a pipe, a device or an oversize file is refused before it is read
+        reader = csv.DictReader(io.StringIO(read_bounded_text(path, MAX_SHEET_BYTES, hint=_SHEET_HINT)))
         try:
             return _csv_rows(path, reader)
         except csv.Error as e:  # a field past csv's size limit, a NUL, a quote left open

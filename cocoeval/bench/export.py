@@ -12,14 +12,18 @@ lists), except ``metadata.extra`` (free-form, per source), kept as a JSON string
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from cocoeval.core.errors import ConfigError, InputError, NotFoundError
+from cocoeval.core.files import MAX_BENCH_BYTES, MiB, read_bounded
 from cocoeval.core.jsonio import validate, write_atomic
 from cocoeval.core.schema import Instance
+from cocoeval.core.text import md_escape
 
 __all__ = ["FORMATS", "LICENCE", "SPLITS", "export_bench", "is_parquet_bench", "read_parquet_split"]
 
@@ -27,6 +31,9 @@ FORMATS = ("parquet",)
 SPLITS = ("eval", "train")
 LICENCE = "cc-by-sa-4.0"
 """The licence of the benchmark as a whole (the paper's); each source keeps its own (``SOURCE_LICENCES``)."""
+MAX_CARD_BYTES = 16 * MiB
+"""The largest dataset card read for the hashes it records (the cards written here are a few kB)."""
+_EXPORT_AGAIN = "give the folder cocoeval bench-export wrote (a regular parquet file), or export it again"
 
 SOURCE_LICENCES = {
     "qmsum_product": "QMSum (MIT licence) over the AMI Meeting Corpus (CC BY 4.0)",
@@ -102,13 +109,41 @@ def _strip_nulls(v: Any) -> Any:
     return v
 
 
+CARD_HASH = re.compile(r"^- `(?P<name>[a-z]+\.parquet)`: `(?P<sha>[0-9a-f]{64})`$", re.M)
+"""A split's line in the card's "Provenance and hashes" (``dataset_card``)."""
+
+
+def card_sha256(split_path: Path) -> str | None:
+    """The SHA-256 the dataset card (``README.md`` beside the split) records for the split file;
+    None when there is no card or it records none (a folder not written by ``export_bench``, or a
+    card whose line was removed to accept an edited file)."""
+    card = split_path.parent / "README.md"
+    try:
+        text = read_bounded(card, MAX_CARD_BYTES, hint="").decode("utf-8", errors="replace")
+    except InputError:
+        return None
+    return next((m["sha"] for m in CARD_HASH.finditer(text) if m["name"] == split_path.name), None)
+
+
 def read_parquet_split(path: str | Path) -> list[Instance]:
-    """The instances of one exported split (``export_bench``), validated as the JSONL is."""
+    """The instances of one exported split (``export_bench``), validated as the JSONL is. The file
+    is read as untrusted data (``core.files.read_bounded``: a regular file of at most
+    ``MAX_BENCH_BYTES``), and refused when its SHA-256 is not the one its dataset card records: it
+    was changed after the export, and results on it would be taken for results on the published
+    benchmark."""
     import polars as pl
 
     p = Path(path)
+    data = read_bounded(p, MAX_BENCH_BYTES, hint=_EXPORT_AGAIN)
+    want, have = card_sha256(p), hashlib.sha256(data).hexdigest()
+    if want is not None and want != have:
+        raise InputError(f"its SHA-256 is {have}, but the dataset card (README.md beside it) records {want}: the "
+                         "file was changed after cocoeval bench-export wrote it", file=str(p),
+                         hint="use the benchmark as exported (download or export it again: cocoeval bench-export "
+                              "BENCH --format parquet --out DIR); to use the changed file on purpose, write its "
+                              f"SHA-256 into README.md in place of the old one (the line - `{p.name}`: ...)")
     try:
-        rows = pl.read_parquet(p).to_dicts()
+        rows = pl.read_parquet(io.BytesIO(data)).to_dicts()
     except Exception as e:  # polars raises its own error classes for a file that is no parquet
         raise ConfigError(f"cannot read {p} as parquet: {e}",
                           hint="export the benchmark again: cocoeval bench-export BENCH --format parquet --out DIR") from e
@@ -123,6 +158,9 @@ def read_parquet_split(path: str | Path) -> list[Instance]:
             except json.JSONDecodeError as e:
                 raise ConfigError(f"{p}, row {n}: metadata.extra is not JSON ({e})",
                                   hint="export the benchmark again") from e
+            except RecursionError:
+                raise InputError("metadata.extra is JSON nested too deeply to read", file=str(p), record=f"row {n}",
+                                 hint="export the benchmark again") from None
         inst = validate(Instance, d, file=p, record=f"row {n}")
         if inst.id in seen:
             raise InputError(f"instance {inst.id!r} is here twice (rows {seen[inst.id]} and {n}); it would be "
@@ -191,6 +229,24 @@ def _yaml_str(s: str) -> str:
     return json.dumps(s, ensure_ascii=False)  # a JSON string is a YAML string
 
 
+def _cell(text: str) -> str:
+    """Data text (a dataset name) for a cell of the card's Markdown table: ``md_escape``d (no markup,
+    no ``|`` that would add a column) but with ``_`` as written, which inside a name such as
+    qmsum_product is no emphasis (every backslash of the text is doubled first, so only the
+    escapes of ``_`` are undone)."""
+    return md_escape(text).replace("\\_", "_")
+
+
+def _yaml_block(data: dict[str, Any]) -> list[str]:
+    """``data`` as lines of YAML block style, written by the YAML dumper: keys and values from the
+    data (dataset names) are quoted as they need, so that a name such as ``evil: {pwned: true}``
+    stays one key and the card's header one mapping."""
+    import yaml
+
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10**9, default_flow_style=False)
+    return text.rstrip("\n").split("\n")
+
+
 def dataset_card(counts: dict[str, int], per_dataset: dict[str, dict[str, int]], report: dict[str, Any],
                  hashes: dict[str, str]) -> str:
     """The Hugging Face dataset card (README.md): YAML header, then how it was built."""
@@ -201,7 +257,7 @@ def dataset_card(counts: dict[str, int], per_dataset: dict[str, dict[str, int]],
             f"pretty_name: {_yaml_str('CoCoEval benchmark (cocoeval ' + __version__ + ')')}",
             "tags:", "- conversation", "- multi-party", "- dialogue", "- llm-simulation", "- evaluation",
             "task_categories:", "- text-generation",
-            "source_licenses:", *(f"  {d}: {_yaml_str(_licence(d))}" for d in datasets),
+            *_yaml_block({"source_licenses": {d: _licence(d) for d in datasets}}),
             "configs:", "- config_name: default", "  data_files:",
             *(f"  - split: {s}\n    path: {s}.parquet" for s in SPLITS),
             "dataset_info:", features_yaml().rstrip("\n"), "  splits:",
@@ -224,7 +280,8 @@ def dataset_card(counts: dict[str, int], per_dataset: dict[str, dict[str, int]],
         "The build report (report.json) was not found beside the benchmark.", "",
         "## Counts per dataset", "",
         "| dataset | eval | train | source licence |", "| --- | --- | --- | --- |",
-        *(f"| {d} | {per_dataset[d]['eval']} | {per_dataset[d]['train']} | {_licence(d)} |" for d in datasets),
+        *(f"| {_cell(d)} | {per_dataset[d]['eval']} | {per_dataset[d]['train']} | {_cell(_licence(d))} |"
+          for d in datasets),
         f"| **total** | {counts['eval']} | {counts['train']} | |", "",
         "## Licence", "",
         "The benchmark as a whole: CC BY-SA 4.0. The conversations keep their sources' terms (the table above): "

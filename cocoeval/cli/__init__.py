@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt as e:  # Ctrl-C: one line (an Interrupted says what was kept), never a traceback
+        print(f"interrupted: {e}" if str(e) else "interrupted (Ctrl-C)", file=sys.stderr)
+        return 130
     except Exception as e:  # defence in depth: a bug still ends with a message, not a bare traceback
         from cocoeval.llm.secrets import redact
 

@@ -15,4 +15,9 @@ class NotFoundError(CocoevalError):
     """Something asked for by name or id does not exist."""
 
 
-__all__ = ["CocoevalError", "ConfigError", "FatalLLMError", "InputError", "NotFoundError"]
+class Interrupted(KeyboardInterrupt):
+    """A Ctrl-C that stopped a command which keeps what it finished: its text says what was kept
+    and how to go on. The command line prints it as one line and exits 130 (128 + SIGINT)."""
+
+
+__all__ = ["CocoevalError", "ConfigError", "FatalLLMError", "InputError", "Interrupted", "NotFoundError"]

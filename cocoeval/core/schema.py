@@ -27,6 +27,25 @@ Tokens = Annotated[int, Strict(), Field(ge=0, le=10**12)]
 """A call's token count: strict as ``Index``, and no absurd value."""
 
 
+MAX_EXTRA_DEPTH = 32
+"""The deepest nesting of lists and objects ``Metadata.extra`` may have (the sources' extras nest
+two or three levels): a file nested hundreds of levels deep would be read, then fail in every
+recursive walk of it (serialising, hashing, exporting) with Python's RecursionError."""
+
+
+def nesting_depth(v: Any, stop: int) -> int:
+    """How deeply lists and dicts nest in ``v`` (0 for a scalar), counted without recursion and
+    no further than ``stop + 1``: enough to tell a value over ``stop`` levels."""
+    depth, level = 0, [v]
+    while depth <= stop:
+        containers = [y for y in level if isinstance(y, (dict, list))]
+        if not containers:
+            break
+        depth += 1
+        level = [x for y in containers for x in (y.values() if isinstance(y, dict) else y)]
+    return depth
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -98,7 +117,18 @@ class Metadata(_Model):
     prompt: str | None = None
     """The prompt (name@version#hash) when method is 'llm'."""
     extra: dict[str, Any] = Field(default_factory=dict)
-    """Source-specific extras (e.g. the topics under discussion in the history)."""
+    """Source-specific extras (e.g. the topics under discussion in the history), nested at most
+    ``MAX_EXTRA_DEPTH`` levels."""
+
+    @field_validator("extra", mode="before")
+    @classmethod
+    def _shallow(cls, v: Any) -> Any:
+        """Deeper nesting than ``MAX_EXTRA_DEPTH`` is refused here, before anything walks it
+        recursively (pydantic's serialiser, ``json.dumps``, the parquet export) and fails."""
+        if (depth := nesting_depth(v, MAX_EXTRA_DEPTH)) > MAX_EXTRA_DEPTH:
+            raise ValueError(f"metadata.extra is nested more than {MAX_EXTRA_DEPTH} levels deep (at least {depth}); "
+                             "no source nests more than a few: rebuild the benchmark, or flatten the extra field")
+        return v
 
 
 class Summary(_Model):
@@ -168,6 +198,27 @@ class Instance(_Model):
             raise ValueError(f"an instance id of {len(v)} characters (at most {MAX_ID})")
         if bad := [c for c in v if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]:
             raise ValueError(f"an instance id with a control or invisible character (U+{ord(bad[0]):04X})")
+        return v
+
+    @field_validator("dataset")
+    @classmethod
+    def _plain_dataset(cls, v: str) -> str:
+        """A dataset name heads tables, charts and the dataset card, as an id does: never empty, no
+        control or invisible character (a newline would break the line it is written in)."""
+        if not v.strip():
+            raise ValueError("an instance's dataset name is never empty")
+        if bad := [c for c in v if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]:
+            raise ValueError(f"a dataset name with a control or invisible character (U+{ord(bad[0]):04X})")
+        return v
+
+    @field_validator("reference")
+    @classmethod
+    def _has_reference(cls, v: list[Turn]) -> list[Turn]:
+        """r is what every continuation is as long as and is compared with: an instance without it
+        would give continuations of 0 turns, each counted valid, and nothing to judge."""
+        if not v:
+            raise ValueError("the instance has no reference turn (r is empty): a continuation of it would have "
+                             "0 turns; rebuild the benchmark (cocoeval build), or remove the instance")
         return v
 
     @property

@@ -83,10 +83,25 @@ def judged_turns(inst: Instance, turns: list[Turn]) -> list[int]:
     return list(range(len(turns)))
 
 
+def unknown_behaviour(j: Judgment, tax: Taxonomy) -> str | None:
+    """Why the labels of ``j`` cannot be counted with ``tax``: the first behaviour id that is not
+    one of its ids (judges and annotators are held to the taxonomy's ids when their answer is read,
+    so such a label was written another way: a judgment edited by hand, or one made with another
+    taxonomy); None when every label is one of its behaviours."""
+    ids = set(tax.ids)
+    for lb in j.labels:
+        for b in lb.behaviours:
+            if b not in ids:
+                return (f"turn {lb.turn + 1} is labelled {b!r}, which is no behaviour of the taxonomy "
+                        f"{tax.name!r} (edited by hand, or made with another taxonomy; run the judge stage again)")
+    return None
+
+
 def behaviour_counts(j: Judgment, tax: Taxonomy) -> dict[str, int] | None:
-    """Occurrences of each behaviour in a fine-grained judgment; None when it is invalid
-    (an invalid judgment is never a zero count)."""
-    if j.kind != "fine_grained" or j.status == "invalid":
+    """Occurrences of each behaviour in a fine-grained judgment; None when it is invalid, or has
+    a label that is no behaviour of ``tax`` (``unknown_behaviour``): an invalid judgment is never a
+    zero count, and a label is never dropped from a count that is kept."""
+    if j.kind != "fine_grained" or j.status == "invalid" or unknown_behaviour(j, tax) is not None:
         return None
     counts = dict.fromkeys(tax.ids, 0)
     for lb in j.labels:

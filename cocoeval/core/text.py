@@ -54,3 +54,18 @@ def md_escape(text: object) -> str:
     visible, so that the data can neither add markup nor break the line it is put in."""
     s = visible(str(text).replace("\r\n", " ").replace("\n", " ").replace("\r", " ").replace("\t", " "))
     return _MD_SPECIAL.sub(r"\\\1", s)
+
+
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Characters that are letters or symbols by their category but show as nothing (the Hangul
+fillers, the blank Braille pattern): used to pass off an empty text as one."""
+
+
+def has_text(text: object) -> bool:
+    """Whether ``text`` is a string that shows something: a character other than whitespace,
+    control, format (zero-width spaces and joiners, bidi marks, the BOM), separator and the blank
+    letters (``_BLANK_LETTERS``). A turn of only such characters says nothing and counts as empty."""
+    if not isinstance(text, str):
+        return False
+    return any(not c.isspace() and c not in _BLANK_LETTERS
+               and unicodedata.category(c) not in (*_HIDDEN_CATEGORIES, "Zs") for c in text)

@@ -4,6 +4,7 @@ in ``cocoeval.run.stages``)."""
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
@@ -251,18 +252,39 @@ def read_params(path: str | Path) -> ExperimentParams:
     return params
 
 
+def _relative_continuations(entry: dict[str, Any], params_path: Path) -> dict[str, Any]:
+    """``entry`` with an absolute ``continuations:`` path (an imported setup) written relative to
+    the params file's folder, where relative paths are read from, so that the params file and its
+    import file can be moved or shared together; kept absolute when the two have nothing but the
+    file system's root in common (another drive, or a path climbing out of every folder)."""
+    c = entry.get("continuations")
+    if not isinstance(c, str) or not Path(c).is_absolute():
+        return entry
+    base = params_path.resolve().parent
+    try:
+        common = Path(os.path.commonpath([Path(c), base]))
+        rel = os.path.relpath(c, base)
+    except ValueError:  # another drive
+        return entry
+    if common == common.parent:  # only the root in common
+        return entry
+    return {**entry, "continuations": Path(rel).as_posix()}
+
+
 def add_setup(path: str | Path, entry: dict[str, Any]) -> ExperimentParams:
     """Add the setup ``entry`` to the ``setups:`` of the params file at ``path``, keeping the rest
     of the file (its comments and layout) as it is: one line is inserted after the last item of
-    the top-level block list (``setups:`` is appended when the file has none). The new text must
-    read back as the old params plus exactly this setup, else nothing is written (an InputError
-    with the line to add by hand)."""
+    the top-level block list (``setups:`` is appended when the file has none). An absolute
+    ``continuations:`` path is written relative to the file's folder where it can be
+    (``_relative_continuations``). The new text must read back as the old params plus exactly this
+    setup, else nothing is written (an InputError with the line to add by hand)."""
     import re
 
     from cocoeval.core.jsonio import write_atomic
 
     p = Path(path)
     old = read_params(p)
+    entry = _relative_continuations(entry, p)
     line = yaml.safe_dump(entry, default_flow_style=True, width=10**9, sort_keys=False).strip()
     by_hand = InputError("cannot add the setup to this file's setups: by itself", file=str(p),
                          hint=f"add this item to setups: by hand: - {line}")

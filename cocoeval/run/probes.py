@@ -273,7 +273,7 @@ def run_probes(exp: Experiment, *, progress: bool | None = None, llm: dict[str, 
     run directory (the run's lock)."""
     import logging
 
-    from cocoeval.core.errors import ConfigError, NotFoundError
+    from cocoeval.core.errors import ConfigError, Interrupted, NotFoundError
 
     from .lock import run_dir_lock
     from .rundir import USAGE_JOURNAL, Run, write_usage
@@ -309,6 +309,10 @@ def run_probes(exp: Experiment, *, progress: bool | None = None, llm: dict[str, 
         try:
             records = run_probe_tasks(tasks, runner, on_round=save)
             save(records, final=True)
+        except KeyboardInterrupt:  # Ctrl-C: one line says what was kept (the CLI exits 130)
+            raise Interrupted(f"the probe items judged are kept in {exp.run_dir / PROBES_DIR} and every answered "
+                              f"call in the call cache; run cocoeval probe {exp.source or 'PARAMS'} again to go on: "
+                              "no completed call is sent again") from None
         finally:
             write_usage(exp.run_dir, runner)
             runner.close()

@@ -34,8 +34,10 @@ from cocoeval.core.jsonio import (
 )
 from cocoeval.core.memory import gc_paused
 from cocoeval.core.schema import Continuation, Instance, Judgment
+from cocoeval.core.text import has_text
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup
+from cocoeval.simulate.validity import MAX_TURN_CHARS
 
 from .humans import HUMAN_DIR, describe_judgment, judgment_key, read_human_stores
 
@@ -74,7 +76,7 @@ class Manifest(BaseModel):
     imported: dict[str, dict[str, str]] = Field(default_factory=dict)
     """{imported setup name: {file, sha256, description[, model]}}: where its continuations came from."""
     status: str | None = None
-    """``running`` or ``complete``."""
+    """``running``, ``complete``, or ``interrupted`` (a Ctrl-C: what finished is kept; run it again to resume)."""
     started: str | None = None
     finished: str | None = None
     llm_mode: dict[str, Any] | None = None
@@ -579,22 +581,29 @@ def checked_turns(c: Continuation, n_reference: int | None, max_chars: int | Non
     (``n_reference``; None: instance unknown, nothing to compare), an invalid copy saying why:
     cocoeval stores an ok continuation only with exactly as many turns as the reference, so it was
     edited by hand, or instances.jsonl changed after it was simulated. Never a valid short (or
-    empty) conversation. Also invalid: an empty turn (the parser drops them), and a turn longer than
-    ``max_chars`` (``turn_char_limits``: no answer held to the setup's output budget can be that long)."""
+    empty) conversation. Also invalid: an empty turn (the parser drops them; only invisible
+    characters count as empty, ``core.text.has_text``), a turn longer than
+    ``simulate.validity.MAX_TURN_CHARS`` (whatever wrote it) or than ``max_chars``
+    (``turn_char_limits``: no answer held to the setup's output budget can be that long)."""
     if c.status != "ok":
         return c
     if n_reference is not None and len(c.turns) != n_reference:
         why = (f"{READ_INVALID}marked ok but has {len(c.turns)} turn(s) where the reference has {n_reference} "
                "(edited by hand, or instances.jsonl changed after it was simulated; run the simulate stage again)")
         return c.model_copy(update={"status": "invalid", "reason": why})
-    if empty := [i for i, t in enumerate(c.turns) if not t.text.strip()]:  # the parser drops empty turns
-        why = (f"{READ_INVALID}marked ok but turn {empty[0] + 1} is empty, which cocoeval never stores (edited by "
-               "hand; run the simulate stage again)")
+    if empty := [i for i, t in enumerate(c.turns) if not has_text(t.text)]:  # the parser drops empty turns
+        why = (f"{READ_INVALID}marked ok but turn {empty[0] + 1} is empty (or only invisible characters), which "
+               "cocoeval never stores (edited by hand; run the simulate stage again)")
         return c.model_copy(update={"status": "invalid", "reason": why})
     if max_chars is not None and (long := [i for i, t in enumerate(c.turns) if len(t.text) > max_chars]):
         why = (f"{READ_INVALID}marked ok but turn {long[0] + 1} has {len(c.turns[long[0]].text)} characters, more "
                f"than the setup's output budget can hold ({max_chars}; edited by hand, or a server that ignored "
                "max_tokens; run the simulate stage again)")
+        return c.model_copy(update={"status": "invalid", "reason": why})
+    if long := [i for i, t in enumerate(c.turns) if len(t.text) > MAX_TURN_CHARS]:
+        why = (f"{READ_INVALID}marked ok but turn {long[0] + 1} has {len(c.turns[long[0]].text):,} characters, more "
+               f"than any turn may have ({MAX_TURN_CHARS:,}: simulate.validity.MAX_TURN_CHARS), which cocoeval never "
+               "stores as ok (edited by hand; run the simulate stage again)")
         return c.model_copy(update={"status": "invalid", "reason": why})
     return c
 

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from cocoeval import __version__
 from cocoeval.bench.build import ContextPlan, has_benchmark, load_instances, split_file
 from cocoeval.bench.step import plan_build, run_build
-from cocoeval.core.errors import ConfigError, InputError
+from cocoeval.core.errors import ConfigError, InputError, Interrupted
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path
 from cocoeval.core.schema import Continuation, Instance, Judgment
@@ -246,6 +246,26 @@ class Experiment:
         mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
         write_manifest(self.run_dir, self.manifest(status="running", started=started, llm_mode=mode))
         runner = Runner(cfg, journal=self.run_dir / USAGE_JOURNAL)  # what it pays is known even if it is killed
+        try:
+            return self._stages(stages, runner, cpaths, jpaths, started, mode)
+        except KeyboardInterrupt:  # Ctrl-C: what finished is kept; the manifest says so, not "complete"
+            write_manifest(self.run_dir, self.manifest(status="interrupted", started=started, interrupted=now(),
+                                                       llm_mode=mode, stages=list(stages)))
+            raise Interrupted(self._kept(runner, cpaths, jpaths)) from None
+
+    def _kept(self, runner: Runner, cpaths: dict[str, Path], jpaths: dict[str, Path]) -> str:
+        """What an interrupted run kept, in one line, and how to go on."""
+        tot = runner.ledger.totals()
+        answered = tot.get("calls", 0) - tot.get("cache_hits", 0) - tot.get("failed", 0)
+        files = [str(p.relative_to(self.run_dir)) for p in (*cpaths.values(), *jpaths.values()) if p.exists()]
+        return (f"{answered} call(s) answered in this invocation are kept in the call cache, the run directory "
+                f"{self.run_dir} keeps what finished ({', '.join(files) or 'no continuation or judgment yet'}); "
+                f"the run can be resumed with the same command (cocoeval run {self.source or 'PARAMS'}): no "
+                "completed call is sent again")
+
+    def _stages(self, stages: tuple[str, ...], runner: Runner, cpaths: dict[str, Path], jpaths: dict[str, Path],
+                started: str, mode: dict[str, Any]) -> Path:
+        """The stages of ``_run`` through ``runner``: the manifest "complete" at their end."""
         summary: dict[str, Any] = {}
         warnings: list[str] = []
 

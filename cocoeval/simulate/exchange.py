@@ -22,14 +22,15 @@ simulated continuation; when they say most of the turns, the continuation is inv
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from cocoeval.core.errors import InputError
-from cocoeval.core.jsonio import iter_jsonl, write_jsonl
+from cocoeval.core.files import MAX_IMPORT_BYTES, read_bounded_text
+from cocoeval.core.jsonio import parse_json_line, write_jsonl
 from cocoeval.core.schema import Continuation, Instance, Turn, is_human_ai, participant_names
 
 from .setup import ImportedSetup
@@ -133,6 +134,21 @@ def json_schemas() -> dict[str, dict[str, Any]]:
 _HINT = "see docs/simulators.md for the record's shape (schema: cocoeval/simulate/schemas/continuation.schema.json)"
 
 
+IMPORT_HINT = ("give a continuations file (JSONL, one record per instance; at most "
+               f"{MAX_IMPORT_BYTES >> 20} MiB): a regular file, not a pipe, device or folder (see docs/simulators.md)")
+
+
+def read_import_file(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed object) of each non-blank line of a continuations file to import,
+    read as untrusted data (``core.files.read_bounded``): a named pipe, a device (a link to
+    ``/dev/zero``), a folder or a file over ``MAX_IMPORT_BYTES`` is an InputError naming the file,
+    before a byte is parsed."""
+    text = read_bounded_text(path, MAX_IMPORT_BYTES, hint=IMPORT_HINT)
+    for n, line in enumerate(text.split("\n"), start=1):  # JSONL lines end at \n only (as iter_jsonl)
+        if line.strip():
+            yield n, parse_json_line(line, path, n)
+
+
 def import_continuations(setup: ImportedSetup, setup_id: str, instances: Sequence[Instance],
                          warn: Callable[[str], None] | None = None) -> list[Continuation]:
     """The continuations of an imported setup, one per record of its file (see the module's text
@@ -145,7 +161,7 @@ def import_continuations(setup: ImportedSetup, setup_id: str, instances: Sequenc
     seen: dict[str, int] = {}
     out: list[Continuation] = []
     skipped = 0
-    for n, obj in iter_jsonl(path):  # not JSON, or an empty file: an InputError naming the line
+    for n, obj in read_import_file(path):  # not JSON, empty, special or oversize: an InputError naming it
         where = dict(file=str(path), record=f"line {n}")
         try:
             rec = ImportedRecord.model_validate(obj)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
@@ -198,15 +197,19 @@ class ImportedSetup(SetupBase):
     """The model or system that wrote them, for tables (never called)."""
 
     def file_sha256(self) -> str:
-        """The sha256 of the continuations file (an InputError naming the file when unreadable)."""
-        path = Path(self.continuations)
+        """The sha256 of the continuations file, read as untrusted data (``core.files.read_bounded``):
+        an InputError naming the file when it is missing, unreadable, no regular file (a named pipe
+        would make the read wait forever, a link to ``/dev/zero`` fill the memory) or larger than
+        ``core.files.MAX_IMPORT_BYTES``."""
+        from cocoeval.core.files import MAX_IMPORT_BYTES, read_bounded
+
+        hint = ("fix the setup's continuations: path (relative paths are read from the params file's folder); "
+                f"it names a regular JSONL file of at most {MAX_IMPORT_BYTES >> 20} MiB")
         try:
-            return hashlib.sha256(path.read_bytes()).hexdigest()
-        except OSError as e:
-            raise InputError(f"cannot read the continuations of imported setup {self.name!r}: "
-                             f"{e.strerror or e}", file=str(path),
-                             hint="fix the setup's continuations: path (relative paths are read from the "
-                                  "params file's folder)") from None
+            return hashlib.sha256(read_bounded(self.continuations, MAX_IMPORT_BYTES, hint=hint)).hexdigest()
+        except InputError as e:
+            raise InputError(f"cannot read the continuations of imported setup {self.name!r}: {e.problem}",
+                             file=e.file, hint=e.hint) from None
 
     def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
         return _hash({"imported": self.file_sha256(), "description": self.description, "kind": self.kind})

@@ -2,7 +2,8 @@
 simulator, ``engine.SimTask``; a plugin, ``plugins.PluginTask``; an imported record,
 ``exchange``), which marks it ok or invalid with the reason. What the simulator found (a failed
 call, too few turns, a bad record) comes first; then the rules every continuation must meet
-whatever wrote it (``speaker_problem``)."""
+whatever wrote it (``turn_problem``: no empty turn, none over ``MAX_TURN_CHARS``;
+``speaker_problem``)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from cocoeval.core.schema import Continuation, Instance, Turn, unknown_speaker_turns
+from cocoeval.core.text import has_text
+
+MAX_TURN_CHARS = 50_000
+"""The most characters one turn of a continuation may have, whatever wrote it (the paper's
+simulator, a plugin, an imported file); a longer turn makes the continuation invalid before it is
+judged. A judge is sent every turn of the continuation: one 5 MB turn is a call of 1.25 million
+input tokens, paid once per judge and kind, and no context window holds it. 50,000 characters
+(about 12,500 tokens, 8,000 words: forty minutes of speech) is several times the longest human
+turn in the sources (debate opening statements, committee answers: under 10,000 characters), so
+a turn over it is no turn of a conversation but a runaway generation or a broken file."""
 
 MAX_UNKNOWN_SPEAKER_SHARE = 0.5
 """The largest share of a continuation's turns that speakers who are not participants may say
@@ -39,11 +50,25 @@ def speaker_problem(inst: Instance, turns: Sequence[Turn]) -> str | None:
     return f"{len(unknown)} of {len(turns)} turns by speakers who are not participants: {listed}"
 
 
+def turn_problem(turns: Sequence[Turn]) -> str | None:
+    """Why ``turns`` cannot be judged as said: the first turn with no visible text (empty, or only
+    spaces, zero-width or other invisible characters: ``core.text.has_text``) or longer than
+    ``MAX_TURN_CHARS``; None when every turn is fine."""
+    for i, t in enumerate(turns, start=1):
+        if not has_text(t.text):
+            return f"turn {i} ({t.speaker}) has no visible text (empty, or only spaces or invisible characters)"
+        if len(t.text) > MAX_TURN_CHARS:
+            return (f"turn {i} ({t.speaker}) has {len(t.text):,} characters, more than a turn may have "
+                    f"({MAX_TURN_CHARS:,}: validity.MAX_TURN_CHARS); it is not sent to a judge")
+    return None
+
+
 def continuation(inst: Instance, setup_id: str, setup_name: str, turns: Sequence[Turn], reason: str | None,
                  **fields: Any) -> Continuation:
     """The continuation of ``inst`` with its status: invalid with ``reason`` when the simulator
-    gave one, else invalid when ``speaker_problem`` finds one, else ok. ``fields``: the other
-    fields of ``Continuation`` (calls, notes, unknown_speakers, instance_hash, imported)."""
-    reason = reason or speaker_problem(inst, turns)
+    gave one, else invalid when ``turn_problem`` or ``speaker_problem`` finds one, else ok.
+    ``fields``: the other fields of ``Continuation`` (calls, notes, unknown_speakers, instance_hash,
+    imported)."""
+    reason = reason or turn_problem(turns) or speaker_problem(inst, turns)
     return Continuation(instance_id=inst.id, setup_id=setup_id, setup_name=setup_name, turns=list(turns),
                         status="invalid" if reason else "ok", reason=reason, **fields)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -125,6 +126,18 @@ def parse_source_spec(spec: str) -> SourceSpec:
         raise ConfigError(f"unknown source kind {kind!r} in {spec!r}",
                           hint=f"use one of: {', '.join(available_sources())}")
     path, _, dataset = rest.partition("#")
+    # a newline or other control character in the dataset name would be in every instance id (which
+    # refuses them), a line break in the path in no real folder name
+    bad = [(c, "dataset name") for c in dataset if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
+    bad += [(c, "path") for c in kind + path if unicodedata.category(c) in ("Cc", "Zl", "Zp")]
+    if bad:
+        c, part = bad[0]
+        raise ConfigError(f"source {spec!r}: its {part} has a control or invisible character (U+{ord(c):04X})",
+                          hint="write the source on one line without such characters, e.g. "
+                               "qmsum:data/qmsum/product#qmsum_product")
+    if dataset != dataset.strip():
+        raise ConfigError(f"source {spec!r}: its dataset name starts or ends with a space",
+                          hint="write the name after # without spaces around it")
     return SourceSpec(kind, Path(path), dataset or None)
 
 

@@ -1,0 +1,100 @@
+"""Reading a file that someone else made (an import file, a benchmark exported elsewhere, an
+annotation sheet) without trusting what it is: ``read_bounded`` refuses anything but a regular file
+after symlinks are resolved (a named pipe would make the read wait forever, ``/dev/zero`` would fill
+the memory) and a file larger than the caller's bound, and reads at most that many bytes even when
+the file grows while it is read."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+
+from .errors import InputError
+
+MiB = 1 << 20
+
+MAX_IMPORT_BYTES = 256 * MiB
+"""The largest continuations file ``import-continuations`` (and an imported setup) reads: about a
+hundred times the paper's 300 instances x 30 turns of continuations, and small enough to parse in
+memory."""
+
+MAX_BENCH_BYTES = 2048 * MiB
+"""The largest benchmark split file (parquet) read: far above any benchmark cocoeval builds (the
+paper's is a few MB), below what would exhaust a laptop's memory once decoded."""
+
+MAX_SHEET_BYTES = 256 * MiB
+"""The largest annotation sheet (CSV) read: hundreds of thousands of annotated turns."""
+
+
+def _kind(mode: int) -> str:
+    return ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
+            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
+            else "not a regular file")
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:,.1f} MiB" if n >= MiB else f"{n:,} bytes"
+
+
+def read_bounded(path: str | Path, limit: int, *, hint: str) -> bytes:
+    """The bytes of the regular file ``path`` (symlinks followed), at most ``limit`` of them. An
+    InputError naming the file, with ``hint`` as the fix, when it is missing, unreadable, a folder,
+    a named pipe, a device or a socket, or larger than ``limit`` bytes (also when it grows past it
+    while read). The file is opened without blocking and checked on the open descriptor, so a pipe
+    put in its place between a check and the open cannot make the read wait."""
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(p), hint=hint) from None
+    except IsADirectoryError:
+        raise InputError("is a folder, not a file", file=str(p), hint=hint) from None
+    except PermissionError:
+        raise InputError("permission denied", file=str(p), hint="make the file readable (chmod)") from None
+    except OSError as e:
+        what = ("is a socket, not a regular file" if e.errno == errno.ENXIO
+                else "file not found: a part of the path is a file, not a folder" if e.errno == errno.ENOTDIR
+                else f"cannot be opened ({e.strerror or e})")
+        raise InputError(what, file=str(p), hint=hint) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            why = ("" if stat.S_ISDIR(st.st_mode) else
+                   ": reading it could wait forever or never end" if not stat.S_ISSOCK(st.st_mode) else "")
+            raise InputError(f"is {_kind(st.st_mode)}, not a regular file{why}", file=str(p), hint=hint)
+        if st.st_size > limit:
+            raise InputError(f"is {_size(st.st_size)}, more than the {_size(limit)} cocoeval reads from such a file",
+                             file=str(p), hint=hint)
+        chunks: list[bytes] = []
+        got = 0
+        while got <= limit:
+            try:
+                chunk = os.read(fd, min(1 << 24, limit + 1 - got))
+            except OSError as e:
+                raise InputError(f"cannot be read ({e.strerror or e})", file=str(p), hint=hint) from None
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > limit:
+            raise InputError(f"grew past {_size(limit)} while it was read (more than cocoeval reads from such a "
+                             "file)", file=str(p), hint=hint)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_bounded_text(path: str | Path, limit: int, *, hint: str) -> str:
+    """``read_bounded``, decoded as UTF-8 (a byte-order mark dropped); an InputError for an empty
+    file (nothing but whitespace) and for bytes that are not UTF-8 (naming the line)."""
+    data = read_bounded(path, limit, hint=hint)
+    if not data.strip():
+        raise InputError("file is empty", file=str(path), hint=hint)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise InputError(f"not valid UTF-8 (byte {e.start}, line {line})", file=str(path),
+                         hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
