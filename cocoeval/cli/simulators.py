@@ -54,6 +54,7 @@ def _cmd_export_instances(a: argparse.Namespace) -> int:
 
 def _cmd_import_continuations(a: argparse.Namespace) -> int:
     from cocoeval.core.errors import ConfigError
+    from cocoeval.run.outcome import reason_group
     from cocoeval.run.params import add_setup
     from cocoeval.run.stages import load_params
     from cocoeval.simulate.exchange import import_continuations
@@ -79,7 +80,8 @@ def _cmd_import_continuations(a: argparse.Namespace) -> int:
     insts = exp.prepare_instances(write=False)
     warnings: list[str] = []
     conts = import_continuations(setup, setup.setup_id(exp.taxonomy), insts, warnings.append)
-    bad = Counter((c.reason or "").split(": ", 1)[-1].split(";")[0] for c in conts if c.status != "ok")
+    bad = Counter(why for c in conts if c.status != "ok"  # each problem of a record, without its details
+                  for why in reason_group(c.reason or "no reason").removeprefix("imported continuation: ").split("; "))
     print(f"{a.file}: {len(conts)} continuation(s) of {len(setup.select(insts))} selected instance(s); "
           f"{sum(c.status == 'ok' for c in conts)} valid, {sum(bad.values())} invalid")
     for why, n in bad.most_common():
@@ -101,12 +103,19 @@ def _cmd_import_continuations(a: argparse.Namespace) -> int:
 
 
 def _cmd_simulators(a: argparse.Namespace) -> int:
-    from cocoeval.simulate.plugins import available_simulators, get_simulator
+    from cocoeval.simulate.plugins import check_simulators
 
-    for name in available_simulators():
-        cls = get_simulator(name)
-        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
-        print(f"{name}  (version {cls.version}, {cls.__module__}.{cls.__qualname__}): {doc}")
+    listed = check_simulators()
+    for name, cls, why in listed:
+        if cls is None:
+            print(f"{name}  CANNOT BE USED: {why}")
+            continue
+        doc = cls.__doc__ if isinstance(cls.__doc__, str) else ""
+        first = doc.strip().splitlines()[0] if doc.strip() else ""
+        print(f"{name}  (version {cls.version}, {cls.__module__}.{cls.__qualname__}): {first}")
+    if broken := sum(cls is None for _, cls, _ in listed):
+        print(f"{broken} of {len(listed)} simulator(s) cannot be used (a setup naming one is refused); "
+              "fix or uninstall the package that offers it")
     return 0
 
 

@@ -39,9 +39,19 @@ def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> dict[str, A
             n["skipped"] += 1
             continue
         n["failed" if why.startswith("call failed") else "invalid"] += 1
-        reasons[re.sub(r"\d+", "N", why.split(" (", 1)[0])[:120]] += 1  # grouped without the details
+        reasons[reason_group(why)] += 1
     return {"total": n["total"], "ok": n["ok"], "repaired": n["repaired"], "invalid": n["invalid"],
             "failed": n["failed"], "skipped": n["skipped"], "reasons": dict(reasons.most_common(top))}
+
+
+def reason_group(why: str) -> str:
+    """A reason as it is counted with others: without its details in brackets (a speaker, a file
+    line, an exception's place) and with numbers as N, so "turn 3 (Alice) has no text" and "turn 7
+    (Bob) has no text" are one reason, and what follows a bracket (the cause) is kept."""
+    prev = None
+    while prev != why:  # innermost brackets first, for nested ones
+        prev, why = why, re.sub(r"\s*\([^()]*\)", "", why)
+    return re.sub(r"\d+", "N", why).strip()[:160]
 
 
 def bad_count(summary: dict[str, Any]) -> int:

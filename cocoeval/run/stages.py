@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from cocoeval import __version__
 from cocoeval.bench.build import ContextPlan, has_benchmark, load_instances, split_file
 from cocoeval.bench.step import plan_build, run_build
-from cocoeval.core.errors import ConfigError, InputError, Interrupted
+from cocoeval.core.errors import CocoevalError, ConfigError, InputError, Interrupted
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path
 from cocoeval.core.schema import Continuation, Instance, Judgment
@@ -30,7 +30,8 @@ from cocoeval.judge.ensemble import combine
 from cocoeval.llm import LLMConfig, Runner, parse_model_spec
 from cocoeval.prompts.files import load_prompt
 from cocoeval.simulate.engine import simulate
-from cocoeval.simulate.setup import ImportedSetup
+from cocoeval.simulate.plugins import new_plugin
+from cocoeval.simulate.setup import ImportedSetup, PluginSetup
 
 from .humans import check_judge_names
 from .lock import run_dir_lock
@@ -123,6 +124,21 @@ class Experiment:
             if outside := sum(c.instance_id not in ids for c in conts):
                 warn(f"setup {s.name}: {outside} continuation(s) in {rel} are of instances this params "
                                 "file does not select; not judged")
+        return out
+
+    def _stored_plugin_continuations(self, paths: dict[str, Path],
+                                     warn: Callable[[str], None]) -> dict[str, list[Continuation]]:
+        """{plugin setup: the continuations its file holds from an earlier run}, which the simulate
+        stage keeps when finished (``simulate.engine.reusable``); a file that cannot be read is said
+        and simulated again."""
+        out: dict[str, list[Continuation]] = {}
+        for s in self.params.setups:
+            p = paths[s.name]
+            if isinstance(s, PluginSetup) and p.exists():
+                try:
+                    out[s.name] = read_continuations(p)
+                except CocoevalError as e:
+                    warn(f"setup {s.name}: {e}; its continuations are simulated again")
         return out
 
     def _orphans(self, paths: dict[str, Path]) -> list[str]:
@@ -235,6 +251,9 @@ class Experiment:
                         | {j.model for j in self.params.llm_judges} | self.build_models()):
             parse_model_spec(m)  # so is a model spec with a key in its URL (it would be in every file)
         check_judge_names(self.run_dir, [j.name for j in self.params.judges])
+        for s in self.params.setups:  # a plugin that cannot be made is refused before the manifest says "running"
+            if isinstance(s, PluginSetup):
+                new_plugin(s, self.taxonomy)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with run_dir_lock(self.run_dir):
             return self._run(stages, progress, llm)
@@ -280,7 +299,8 @@ class Experiment:
                     for name, conts in partial.items():
                         _save(cpaths[name], conts, final=_round < 0)
 
-                result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save, warn=warn)
+                result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save, warn=warn,
+                                  stored=self._stored_plugin_continuations(cpaths, warn))
                 save(-1, result)
                 summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
             if "judge" in stages and self.params.judges:

@@ -60,7 +60,8 @@ _NAME_PREFIX = re.compile(r"^\s*[*_\"']*([^:\n]{1,80}?)[*_\"']*\s*:\s*")
 
 def own_turn(text: str, speaker: str, participants: list[str]) -> tuple[str, list[str]]:
     """The agent's turn out of its answer, and notes: a leading ``Name:`` of its own is removed; lines
-    where it starts writing another participant's turn (``Other: ...``) are cut off."""
+    where it starts writing another participant's turn (``Other: ...``) are cut off; an answer that
+    begins as another participant is no turn of this agent ("" and a note "... wrote as Other")."""
     notes: list[str] = []
     lines = text.strip().splitlines()
     out: list[str] = []
@@ -112,6 +113,7 @@ class Agents(Simulator):
         speaker = await self.next_speaker(ctx)
         opts: AgentOptions = ctx.options
         prompt = load_prompt(AGENT_PROMPT)
+        why: str | None = None
         for attempt in range(opts.max_attempts):
             req = ctx.llm.request(agent_messages(prompt, ctx.instance, ctx.turns, speaker),
                                   max_tokens=60 + opts.max_tokens_per_turn, temperature=opts.temperature,
@@ -119,14 +121,16 @@ class Agents(Simulator):
             reply = await ctx.llm.generate(req, tag=f"agent {speaker}")
             text, notes = own_turn(reply.text, speaker, ctx.participants)
             ctx.notes += notes
+            as_other = next((n.rsplit(" wrote as ", 1)[1] for n in notes if " wrote as " in n), None)
             why = ("cut off at max_tokens" if reply.truncated else "refusal" if REFUSAL.search(reply.text)
-                   else None if text else "empty answer")
+                   else None if text else f"answered as {as_other}" if as_other
+                   else "empty answer" if not reply.text.strip() else "no words of its own")
             if why is None:
                 return [Turn(speaker=speaker, text=text)]
             ctx.notes.append(f"no usable turn from the agent of {speaker} (attempt {attempt + 1}: {why}): "
                              f"{reply.text.strip()[:120]!r}")
         raise InvalidContinuation(f"no usable turn from the agent of {speaker} in {opts.max_attempts} attempts at "
-                                  f"turn {len(ctx.turns) + 1}")
+                                  f"turn {len(ctx.turns) + 1} (last answer: {why})")
 
     async def next_speaker(self, ctx: SimContext) -> str:
         opts: AgentOptions = ctx.options
@@ -135,23 +139,39 @@ class Agents(Simulator):
         if opts.policy == "history":
             return history_speaker(ctx)
         prompt = load_prompt(MODERATOR_PROMPT)
+        named = ""
         for attempt in range(opts.max_attempts):
             req = ctx.llm.request(moderator_messages(prompt, ctx.instance, ctx.turns, ctx.participants),
                                   max_tokens=60, temperature=opts.temperature, attempt=attempt)
             reply = await ctx.llm.generate(req, model=opts.moderator_model, tag=MODERATOR_TAG)
-            name = reply.text.strip().splitlines()[0].strip().rstrip(".") if reply.text.strip() else ""
-            who, how = match_speaker(name, ctx.participants)
+            who, how = moderator_pick(reply.text, ctx.participants)
             if how != "unknown":
                 return who
+            named = who
             ctx.notes.append(f"the moderator named no participant (attempt {attempt + 1}): {reply.text.strip()[:80]!r}")
         raise InvalidContinuation(f"the moderator named no participant in {opts.max_attempts} attempts at turn "
-                                  f"{len(ctx.turns) + 1}")
+                                  f"{len(ctx.turns) + 1} (last answer: {named[:80]!r})")
 
     def forecast_reply(self, call: Call, ctx: SimContext) -> str:
         ref = ctx.instance.reference[len(ctx.turns)]
         if (call.tag or "").endswith(MODERATOR_TAG):
             return ref.speaker if ref.speaker in ctx.participants else ctx.participants[0]
         return ref.text
+
+
+def moderator_pick(text: str, participants: list[str]) -> tuple[str, str]:
+    """The participant the moderator's answer names, as ``match_speaker`` gives it: its first line,
+    and when that is ``NAME: ...`` (a moderator that writes the turn it picks) or ``Next: NAME``,
+    the name on either side of the colon."""
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    cands = [first.rstrip(".")]
+    if m := _NAME_PREFIX.match(first):
+        cands += [m.group(1), first[m.end():].strip().rstrip(".")]
+    for cand in cands:
+        who, how = match_speaker(cand, participants)
+        if how != "unknown":
+            return who, how
+    return first, "unknown"
 
 
 def history_speaker(ctx: SimContext) -> str:

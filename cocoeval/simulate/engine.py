@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn, participant_names
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
@@ -29,7 +29,7 @@ from cocoeval.prompts.render import (
 )
 
 from .exchange import import_continuations
-from .plugins import PluginTask, get_simulator
+from .plugins import PluginTask, new_plugin
 from .setup import ImportedSetup, PluginSetup, Setup, SetupBase
 from .validity import continuation
 
@@ -195,19 +195,36 @@ Task = SimTask | PluginTask
 
 
 def plan_continuations(instances: Sequence[Instance], setups: Sequence[SetupBase],
-                       taxonomy: Taxonomy) -> dict[str, list[Task]]:
+                       taxonomy: Taxonomy, *, skip: Mapping[str, Collection[str]] | None = None) -> dict[str, list[Task]]:
     """{setup name: one task per instance the setup simulates}: the calls ``simulate`` makes,
     planned step by step (the forecast plans with the same). Imported setups make no calls and
-    have no tasks."""
+    have no tasks; ``skip``: {setup name: ids of instances not to plan} (continuations kept)."""
     tasks: dict[str, list[Task]] = {}
     for s in setups:
+        left_out = (skip or {}).get(s.name, ())
+        chosen = [inst for inst in s.select(instances) if inst.id not in left_out]
         if isinstance(s, Setup):
             sid = s.setup_id(taxonomy)
-            tasks[s.name] = [SimTask(s, sid, inst, taxonomy) for inst in s.select(instances)]
+            tasks[s.name] = [SimTask(s, sid, inst, taxonomy) for inst in chosen]
         elif isinstance(s, PluginSetup):
-            sid, cls = s.setup_id(taxonomy), get_simulator(s.simulator)
-            tasks[s.name] = [PluginTask(s, sid, inst, cls(s, taxonomy)) for inst in s.select(instances)]
+            sid = s.setup_id(taxonomy)
+            tasks[s.name] = [PluginTask(s, sid, inst, new_plugin(s, taxonomy)) for inst in chosen]
     return tasks
+
+
+def reusable(setup: SetupBase, setup_id: str, stored: Sequence[Continuation],
+             instances: Sequence[Instance]) -> list[Continuation]:
+    """The continuations of a plugin setup from an earlier run that a re-run keeps instead of
+    driving the plugin again: of this setup id, of an instance the setup selects with the same
+    content hash, and finished without a failed call (a failed call is tried again, as for every
+    simulator). A plugin need not be deterministic (its code is not ours), so a finished
+    continuation driven again could make new calls and be paid twice. The paper's simulator is
+    driven again from the call cache instead, which costs nothing and applies the current parser."""
+    if not isinstance(setup, PluginSetup):
+        return []
+    hashes = {i.id: i.content_hash() for i in setup.select(instances)}
+    return [c for c in stored if c.setup_id == setup_id and c.instance_hash == hashes.get(c.instance_id)
+            and all(r.status == "ok" for r in c.calls)]
 
 
 def simulate(
@@ -218,20 +235,29 @@ def simulate(
     taxonomy: Taxonomy | None = None,
     on_round: Callable[[int, dict[str, list[Continuation]]], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    stored: Mapping[str, Sequence[Continuation]] | None = None,
 ) -> dict[str, list[Continuation]]:
     """Simulate every setup on every instance it applies to; returns {setup name: continuations}.
     ``on_round`` receives the partial results after each round (to persist them): the finished
     continuations only. One still being written is left out, not stored invalid: a run killed
     before it ends has nothing invalid to show for it (the analyses count it missing, "not
     simulated"), and the re-run writes it from the cache. Imported setups are read from their
-    files first (``warn`` says what a file lacks or holds beyond the setup's instances)."""
+    files first (``warn`` says what a file lacks or holds beyond the setup's instances).
+    ``stored``: {setup name: its continuations from an earlier run}; a plugin setup's finished ones
+    are kept as they are (``reusable``), not driven again."""
     tax = taxonomy or load_taxonomy()
     imported = {s.name: import_continuations(s, s.setup_id(tax), instances, warn)
                 for s in setups if isinstance(s, ImportedSetup)}
-    tasks = plan_continuations(instances, setups, tax)
+    kept = {s.name: reusable(s, s.setup_id(tax), (stored or {}).get(s.name, []), instances) for s in setups}
+    tasks = plan_continuations(instances, setups, tax,
+                               skip={name: {c.instance_id for c in cs} for name, cs in kept.items()})
+    order = {s.name: {inst.id: n for n, inst in enumerate(s.select(instances))} for s in setups}
+
+    def written(name: str, finished: list[Continuation]) -> list[Continuation]:
+        return sorted([*kept.get(name, []), *finished], key=lambda c: order[name].get(c.instance_id, -1))
 
     def partial() -> dict[str, list[Continuation]]:
-        return {**imported, **{name: [t.result() for t in ts if t.done] for name, ts in tasks.items()}}
+        return {**imported, **{name: written(name, [t.result() for t in ts if t.done]) for name, ts in tasks.items()}}
 
     rnd = 0
     while True:
@@ -247,5 +273,5 @@ def simulate(
         rnd += 1
         if on_round is not None:
             on_round(rnd, partial())
-    return {s.name: imported[s.name] if s.name in imported else [t.result() for t in tasks.get(s.name, [])]
-            for s in setups}
+    return {s.name: imported[s.name] if s.name in imported
+            else written(s.name, [t.result() for t in tasks.get(s.name, [])]) for s in setups}

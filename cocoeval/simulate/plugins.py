@@ -17,7 +17,10 @@ re-runs the same coroutines, and every call they make again is answered from the
 
 from __future__ import annotations
 
+import ctypes
+import inspect
 import random
+import threading
 import traceback
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass, field
@@ -36,8 +39,9 @@ from .validity import continuation
 if TYPE_CHECKING:
     from cocoeval.core.taxonomy import Taxonomy
 
-__all__ = ["ENTRY_POINT_GROUP", "CallFailed", "InvalidContinuation", "NoOptions", "Reply", "SimContext",
-           "Simulator", "available_simulators", "get_simulator", "simulator"]
+__all__ = ["ENTRY_POINT_GROUP", "STEP_TIME_LIMIT_S", "CallFailed", "InvalidContinuation", "NoOptions", "Reply",
+           "SimContext", "Simulator", "available_simulators", "get_simulator", "new_plugin", "plugin_call",
+           "simulator"]
 
 ENTRY_POINT_GROUP = "cocoeval.simulators"
 """Other packages add simulators under this entry-point group: ``name = "module:SimulatorClass"``."""
@@ -202,6 +206,84 @@ class Simulator:
         return f"{ref.speaker}: {ref.text}"
 
 
+# ---------------------------------------------------------------- plugin code, bounded
+
+STEP_TIME_LIMIT_S = 60.0
+"""Default of ``step_timeout_s`` (a plugin setup's key): the longest one piece of a plugin's own
+code may run without returning or awaiting ``ctx.llm`` (a step of ``next_turns``, ``__init__``,
+``forecast_reply``, the class's option, prompt and model hooks). The LLM calls themselves are
+made by cocoeval between steps and are not counted: a step is the plugin's own computation, which
+takes milliseconds, so a minute means it blocks (a synchronous request, ``input()``, a lock)."""
+
+
+class PluginStopped(BaseException):
+    """Raised inside a plugin's thread when its step ran past the time limit, to stop it."""
+
+
+class _Outcome:
+    """What a piece of plugin code ended with: its value, or the exception it raised (any, even
+    ``SystemExit`` or ``KeyboardInterrupt``), or neither when it ran past the limit."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+
+def run_bounded(fn: Callable[[], Any], limit_s: float) -> _Outcome:
+    """``fn()`` in a thread of its own, waited for at most ``limit_s`` seconds. Whatever it raises
+    is caught there, so no exception of the plugin's (``sys.exit``, ``KeyboardInterrupt``,
+    ``BaseException``) reaches the run; a real Ctrl-C reaches this (the main) thread while it
+    waits. A thread still running at the limit is asked to stop (``PluginStopped`` raised in it
+    at its next Python instruction) and left behind as a daemon: it cannot hold the run."""
+    out = _Outcome()
+
+    def target() -> None:
+        try:
+            out.value = fn()
+        except BaseException as e:  # the plugin's, whatever it is: reported, never re-raised here
+            out.error = e
+        out.done = True
+
+    th = threading.Thread(target=target, name="cocoeval-plugin", daemon=True)
+    th.start()
+    th.join(limit_s)
+    if th.is_alive() and th.ident is not None:
+        ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(th.ident), ctypes.py_object(PluginStopped))
+    return out
+
+
+def _where(e: BaseException) -> str:
+    tb = traceback.extract_tb(e.__traceback__)
+    return f" (at {tb[-1].filename}:{tb[-1].lineno})" if tb else ""
+
+
+def _described(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}{_where(e)}" if str(e) else f"{type(e).__name__}{_where(e)}"
+
+
+def label(cls: type) -> str:
+    """How messages name a plugin class: its registered name and where it is defined."""
+    return f"simulator plugin {getattr(cls, 'name', '') or cls.__name__!r} ({cls.__module__}.{cls.__qualname__})"
+
+
+def plugin_call(name: str, what: str, fn: Callable[[], Any], limit_s: float = STEP_TIME_LIMIT_S) -> Any:
+    """The value of a piece of plugin code run at load or plan time (``name``: the plugin, as
+    ``label`` gives it; ``what``: e.g. "__init__", "check_options"), bounded by ``run_bounded``;
+    a ConfigError naming the plugin when it raised or ran past the limit (a ConfigError of its
+    own passes through)."""
+    out = run_bounded(fn, limit_s)
+    if isinstance(out.error, ConfigError):
+        raise out.error
+    if out.error is not None:
+        raise ConfigError(f"{name}: {what} raised {_described(out.error)}",
+                          hint="a bug in the plugin: fix it, or remove the setups that use it") from None
+    if not out.done:
+        raise ConfigError(f"{name}: {what} ran for more than {limit_s:g} s and was stopped",
+                          hint="a plugin's code must not block; cocoeval makes its LLM calls (ctx.llm)")
+    return out.value
+
+
 _SIMULATORS: dict[str, type[Simulator]] = {}
 _NO_PLUGIN: set[str] = set()
 
@@ -229,21 +311,47 @@ def available_simulators() -> list[str]:
     return sorted(set(_SIMULATORS) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
 
 
+def contract_problem(cls: type[Simulator]) -> str | None:
+    """What of the plugin contract a simulator class breaks (None: nothing), checked before it is
+    used: ``next_turns`` implemented as ``async def``, ``Options`` a pydantic model class,
+    ``version`` a short printable string (it enters the setup id, which is JSON),
+    ``needs_model`` a bool."""
+    opts = getattr(cls, "Options", None)
+    if not (isinstance(opts, type) and issubclass(opts, BaseModel)):
+        return f"Options is a {type(opts).__name__}, not a pydantic model class (class Options(BaseModel): ...)"
+    nt = getattr(cls, "next_turns", None)
+    if nt is Simulator.next_turns:
+        return "next_turns is not implemented"
+    if not inspect.iscoroutinefunction(nt):
+        return "next_turns is not a coroutine function: write it as async def next_turns(self, ctx)"
+    v = getattr(cls, "version", None)
+    if not (isinstance(v, str) and 0 < len(v) <= 100 and v.isprintable()):
+        return (f"version is a {type(v).__name__}" if not isinstance(v, str) else "version is an empty, long or "
+                "unprintable string") + ": set a short string, e.g. version = \"2\""
+    if not isinstance(getattr(cls, "needs_model", False), bool):
+        return "needs_model is not a bool"
+    return None
+
+
 def get_simulator(name: str) -> type[Simulator]:
     """The simulator class registered as ``name`` (built in or an entry point, loaded at first
-    use); a ConfigError naming the known ones."""
+    use, in a thread bounded by ``STEP_TIME_LIMIT_S``); a ConfigError naming the known ones, or
+    naming the plugin when it cannot be loaded or breaks the contract (``contract_problem``)."""
     _builtins()
     if name not in _SIMULATORS and name not in _NO_PLUGIN:
         from importlib.metadata import entry_points
 
         for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
-            try:
-                cls = ep.load()
-            except Exception as e:
-                raise ConfigError(f"simulator plugin {name!r} ({ep.value}) cannot be loaded: {e}",
-                                  hint="reinstall or uninstall the package that offers it") from None
+            where = f"simulator plugin {name!r} ({ep.value})"
+            loaded = run_bounded(ep.load, STEP_TIME_LIMIT_S)
+            if loaded.error is not None or not loaded.done:
+                why = (_described(loaded.error) if loaded.error is not None
+                       else f"importing it ran for more than {STEP_TIME_LIMIT_S:g} s and was stopped")
+                raise ConfigError(f"{where} cannot be loaded: {why}",
+                                  hint="reinstall or uninstall the package that offers it")
+            cls = loaded.value
             if not (isinstance(cls, type) and issubclass(cls, Simulator)):
-                raise ConfigError(f"simulator plugin {name!r} ({ep.value}) is not a Simulator subclass",
+                raise ConfigError(f"{where} is not a Simulator subclass",
                                   hint="the entry point must name a class deriving cocoeval.simulate.Simulator")
             simulator(name)(cls)
             break
@@ -253,7 +361,36 @@ def get_simulator(name: str) -> type[Simulator]:
         raise ConfigError(f"unknown simulator {name!r}; known: {', '.join(available_simulators()) or '(none)'}",
                           hint="install the package that offers it (entry point group cocoeval.simulators), "
                                "or register one with @cocoeval.simulate.simulator")
-    return _SIMULATORS[name]
+    cls = _SIMULATORS[name]
+    if problem := contract_problem(cls):
+        raise ConfigError(f"{label(cls)} breaks the plugin contract: {problem}",
+                          hint="see docs/extending.md, 'A simulator'")
+    return cls
+
+
+def new_plugin(setup: PluginSetup, taxonomy: Taxonomy) -> Simulator:
+    """The setup's plugin object, made from copies of the setup and the taxonomy (what it changes
+    stays its own); a ConfigError naming the plugin when its ``__init__`` raises or blocks."""
+    cls = get_simulator(setup.simulator)
+    own_setup, own_tax = setup.model_copy(deep=True), taxonomy.model_copy(deep=True)
+    plugin = plugin_call(label(cls), "__init__", lambda: cls(own_setup, own_tax), setup.step_timeout_s)
+    if not isinstance(plugin, Simulator):
+        raise ConfigError(f"{label(cls)}: constructing it gave a {type(plugin).__name__}, not the plugin",
+                          hint="a plugin's __new__ must return an instance of the class")
+    return plugin
+
+
+def check_simulators() -> list[tuple[str, type[Simulator] | None, str | None]]:
+    """(name, class or None, why it cannot be used or None) of every simulator, built in or
+    installed, for ``cocoeval simulators``: one that fails to load or breaks the contract is
+    listed with why, not left out."""
+    out: list[tuple[str, type[Simulator] | None, str | None]] = []
+    for name in available_simulators():
+        try:
+            out.append((name, get_simulator(name), None))
+        except ConfigError as e:
+            out.append((name, None, e.message))
+    return out
 
 
 # ---------------------------------------------------------------- driving a plugin in rounds
@@ -288,16 +425,23 @@ class PluginTask:
     def context(self) -> SimContext:
         n = len(self.turns)
         seed = f"{self.setup.sample}|{self.inst.id}|{n}"
-        return SimContext(instance=self.inst, turns=tuple(self.turns), remaining=self.target - n,
-                          participants=list(self.participants), llm=LLM(self), options=self.plugin.options,
-                          rng=random.Random(seed), notes=[])
+        # copies: what the plugin changes in them reaches neither the reference that is judged nor
+        # the turns already taken (nor another setup's plugin)
+        return SimContext(instance=self.inst.model_copy(deep=True), turns=tuple(t.model_copy() for t in self.turns),
+                          remaining=self.target - n, participants=list(self.participants), llm=LLM(self),
+                          options=self.plugin.options, rng=random.Random(seed), notes=[])
 
     def next_calls(self) -> list[Call]:
         """The calls the plugin waits for (empty when the continuation is done)."""
         while not self.done and not self._waiting:
             if self._coro is None:
                 self._ctx = self.context()
-                self._coro = self.plugin.next_turns(self._ctx)
+                coro = self.plugin.next_turns(self._ctx)
+                if not inspect.iscoroutine(coro):  # an async def that another decorator turned into a plain call
+                    self._end(f"simulator {self.setup.simulator!r}: next_turns returned a {type(coro).__name__}, "
+                              "not a coroutine (write it as async def next_turns(self, ctx))")
+                    break
+                self._coro = coro
             self._step(None)
         return list(self._waiting)
 
@@ -307,40 +451,65 @@ class PluginTask:
         self._step(results)
 
     def _step(self, value: list[CallResult] | None) -> None:
-        assert self._coro is not None and self._ctx is not None
+        """Runs the plugin's coroutine up to its next await of ``ctx.llm`` or its return, in a thread
+        bounded by the setup's ``step_timeout_s`` (``run_bounded``): whatever it raises there, even
+        ``SystemExit``, ends this continuation invalid with the reason, and the run goes on."""
+        coro = self._coro
+        assert coro is not None and self._ctx is not None
         at = len(self.turns) + 1
-        try:
-            got = self._coro.send(value)
-        except StopIteration as stop:
+        step = run_bounded(lambda: coro.send(value), self.setup.step_timeout_s)
+        e = step.error
+        if not step.done:
+            self._coro = None  # still running in its thread: it cannot be closed, only left behind
+            self._end(f"simulator {self.setup.simulator!r} ran for more than {self.setup.step_timeout_s:g} s "
+                      f"without returning or awaiting ctx.llm at turn {at} and was stopped (a plugin must not block; "
+                      "step_timeout_s sets the limit)")
+        elif isinstance(e, StopIteration):
             self._coro = None
-            self.notes += [f"turn {at}: {n}" for n in self._ctx.notes]
-            self._take(stop.value, at)
-            return
-        except (CallFailed, InvalidContinuation) as e:
+            self._keep_notes()
+            self._take(e.value, at)
+        elif isinstance(e, (CallFailed, InvalidContinuation)):
             self._end(str(e))
-            return
-        except Exception as e:  # a bug of the plugin: this continuation is invalid, the run goes on
-            where = traceback.extract_tb(e.__traceback__)[-1]
-            self._end(f"simulator {self.setup.simulator!r} raised {type(e).__name__}: {e} "
-                      f"(at {where.filename}:{where.lineno}; a bug in the plugin?)")
-            return
-        if not isinstance(got, _Await) or not got.calls:
-            self._coro.close()
-            self._end(f"simulator {self.setup.simulator!r} awaited {type(got).__name__}, not ctx.llm: a plugin "
+        elif e is not None:  # a bug of the plugin, or it broke the contract: this continuation is invalid
+            self._end(f"simulator {self.setup.simulator!r} raised {_described(e)} at turn {at} "
+                      + ("(a plugin may not exit or interrupt the run: raise InvalidContinuation)"
+                         if not isinstance(e, Exception) else "(a bug in the plugin?)"))
+        elif not isinstance(step.value, _Await) or not step.value.calls:
+            self._end(f"simulator {self.setup.simulator!r} awaited {type(step.value).__name__}, not ctx.llm: a plugin "
                       "may await only ctx.llm.generate or ctx.llm.generate_many (see cocoeval.simulate.plugins)")
-            return
-        self._waiting = got.calls
+        else:
+            self._waiting = step.value.calls
+
+    def _keep_notes(self) -> None:
+        """The notes the plugin wrote in ``ctx.notes`` during this ``next_turns``, kept whatever it
+        ended with."""
+        if self._ctx is not None:
+            at = len(self.turns) + 1
+            self.notes += [f"turn {at}: {n}" for n in self._ctx.notes if isinstance(n, str)]
+            if bad := sum(not isinstance(n, str) for n in self._ctx.notes):
+                self.notes.append(f"turn {at}: left out {bad} note(s) that were not text")
+            self._ctx.notes = []
 
     def _end(self, reason: str) -> None:
         if self._coro is not None:
-            self._coro.close()
+            try:
+                self._coro.close()
+            except BaseException as e:  # its finally: or except GeneratorExit: misbehaved
+                self.notes.append(f"closing the simulator's coroutine raised {type(e).__name__}")
         self._coro = None
+        self._keep_notes()
         self.invalid = reason
 
     def _take(self, new: Any, at: int) -> None:
         if not isinstance(new, list) or not all(isinstance(t, Turn) for t in new):
             self.invalid = (f"simulator {self.setup.simulator!r} returned {type(new).__name__} at turn {at}, "
                             "not a list of Turn")
+            return
+        try:  # validated again, and copies: a Turn made with model_construct, or changed later, is not taken as is
+            new = [Turn.model_validate(t.model_dump()) for t in new]
+        except ValidationError as e:
+            self.invalid = (f"simulator {self.setup.simulator!r} returned a Turn that is not valid at turn {at}: "
+                            f"{e.errors()[0]['msg']} ({'.'.join(map(str, e.errors()[0]['loc']))})")
             return
         good = [t for t in new if t.speaker.strip() and t.text.strip()]
         if len(good) < len(new):
@@ -373,8 +542,19 @@ class PluginTask:
         what the call's ``max_tokens`` lets a model write (``within_budget``). A long human turn
         standing in whole would be refused as over the budget (``over_budget``: the continuation
         ends, and the forecast counts too few calls) where a model keeps to it."""
-        assert self._ctx is not None
-        return [within_budget(self.plugin.forecast_reply(c, self._ctx), c.request.max_tokens) for c in calls]
+        ctx, plugin = self._ctx, self.plugin
+        assert ctx is not None
+        out = []
+        for c in calls:
+            def reply(call: Call = c) -> str:
+                return plugin.forecast_reply(call, ctx)
+
+            text = plugin_call(label(type(plugin)), "forecast_reply", reply, self.setup.step_timeout_s)
+            if not isinstance(text, str):
+                raise ConfigError(f"{label(type(plugin))}: forecast_reply returned a {type(text).__name__}, not the "
+                                  "text of an answer", hint="return a str (the answer the forecast stands in)")
+            out.append(within_budget(text, c.request.max_tokens))
+        return out
 
 
 def within_budget(text: str, max_tokens: int | None) -> str:

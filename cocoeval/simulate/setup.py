@@ -148,29 +148,50 @@ class PluginSetup(SetupBase):
     """The plugin's own settings, checked against its ``Options`` when the params are read."""
     sample: int = Field(0, ge=0, le=1_000_000, strict=True)
     """Replicate index: the same setup sampled again gets new calls (0 to 1,000,000)."""
+    step_timeout_s: float = Field(60.0, gt=0, le=86_400)
+    """The longest a piece of the plugin's own code may run without returning or awaiting
+    ``ctx.llm`` (LLM calls are not counted), in seconds; past it the continuation is invalid and
+    the plugin is stopped (``plugins.STEP_TIME_LIMIT_S``). Not part of the setup id."""
 
     @model_validator(mode="after")
     def _plugin(self) -> PluginSetup:
         from cocoeval.core.errors import ConfigError
 
-        from .plugins import get_simulator
-
         try:
-            cls = get_simulator(self.simulator)  # an unknown name: the known ones are named
-            self.options = cls.check_options(self)
+            self.options = self._hook("check_options")
         except ConfigError as e:
             raise ValueError(e.message + (f" ({e.hint})" if e.hint else "")) from None
         return self
 
-    def model_specs(self) -> dict[str, str]:
-        from .plugins import get_simulator
+    def _hook(self, name: str) -> dict[str, Any]:
+        """A class hook of the plugin (check_options, model_specs, prompt_refs) called on a copy of
+        this setup, bounded and checked (``plugins.plugin_call``): it must return a JSON object,
+        and for the specs and refs, one of text to text."""
+        import json
 
-        return get_simulator(self.simulator).model_specs(self)
+        from cocoeval.core.errors import ConfigError
+
+        from .plugins import get_simulator, label, plugin_call
+
+        cls = get_simulator(self.simulator)  # an unknown name: the known ones are named
+        own = self.model_copy(deep=True)
+        got = plugin_call(label(cls), name, lambda: getattr(cls, name)(own), self.step_timeout_s)
+        try:
+            ok = isinstance(got, dict) and bool(json.dumps(got, allow_nan=False)) and (
+                name == "check_options" or all(isinstance(k, str) and isinstance(v, str) for k, v in got.items()))
+        except (TypeError, ValueError, RecursionError):
+            ok = False
+        if not ok:
+            raise ConfigError(f"{label(cls)}: {name} returned a {type(got).__name__} that is not "
+                              + ("a JSON object" if name == "check_options" else "a mapping of text to text"),
+                              hint="see the hook in cocoeval.simulate.plugins.Simulator")
+        return got
+
+    def model_specs(self) -> dict[str, str]:
+        return dict(self._hook("model_specs"))
 
     def prompt_names(self) -> list[str]:
-        from .plugins import get_simulator
-
-        return list(get_simulator(self.simulator).prompt_refs(self))
+        return list(self._hook("prompt_refs"))
 
     def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
         from .plugins import get_simulator
@@ -178,7 +199,7 @@ class PluginSetup(SetupBase):
         cls = get_simulator(self.simulator)
         data = {"simulator": self.simulator, "version": cls.version, "model": self.model, "options": self.options,
                 "sample": self.sample, "kind": self.kind,
-                "prompts": cls.prompt_refs(self), "taxonomy": (taxonomy or load_taxonomy()).hash}
+                "prompts": self._hook("prompt_refs"), "taxonomy": (taxonomy or load_taxonomy()).hash}
         return _hash(data)
 
 
