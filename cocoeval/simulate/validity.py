@@ -58,8 +58,8 @@ def turn_problem(turns: Sequence[Turn]) -> str | None:
         if not has_text(t.text):
             return f"turn {i} ({t.speaker}) has no visible text (empty, or only spaces or invisible characters)"
         if len(t.text) > MAX_TURN_CHARS:
-            return (f"turn {i} ({t.speaker}) has {len(t.text):,} characters, more than a turn may have "
-                    f"({MAX_TURN_CHARS:,}: validity.MAX_TURN_CHARS); it is not sent to a judge")
+            return (f"turn {i} ({t.speaker}) has {len(t.text):,} characters, more than the {MAX_TURN_CHARS:,} a turn "
+                    "may have (validity.MAX_TURN_CHARS: it is never sent to a judge)")
     return None
 
 
