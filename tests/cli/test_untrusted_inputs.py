@@ -93,7 +93,7 @@ def test_import_continuations_writes_the_path_relative_to_the_params_files_folde
 
 
 def test_a_turn_over_the_length_budget_is_invalid_before_it_is_judged(world):
-    tmp, exported, imported, server = world
+    tmp, exported, imported, _ = world
     assert "1 valid" in imported.stdout and "a turn may have" in imported.stdout, imported.stdout
     conts = {c["instance_id"]: c for c in _lines(tmp / "runs" / "p" / "continuations" / "mine.jsonl")}
     long = conts[exported[1]["id"]]
