@@ -275,3 +275,18 @@ def test_a_plugin_setup_with_a_bad_step_time_limit_is_a_params_error(world):
     err = cocoeval(world, "run", p, "--no-progress", code=2).stderr
     assert "step_timeout_s" in err
 
+
+
+def test_an_agent_that_answers_as_someone_else_and_a_moderator_that_writes_the_turn_are_told_apart(world, srv):
+    srv.configure(answers=[{"match": "Who speaks next?", "text": "MARKETING: I would like to add something"},
+                           {"match": "'s turn", "text": "Marketing: my view"}])
+    model = f"openai-compatible/fake@{srv.openai_base}"
+    p = params(world, "agents", [{"name": "oracle", "simulator": "agents", "model": model},
+                                 {"name": "mod", "simulator": "agents", "model": model,
+                                  "options": {"policy": "moderator"}}])
+    cocoeval(world, "run", p, "--no-progress", code=3)
+    oracle = continuations(world, "agents", "oracle")
+    assert all(c["status"] == "invalid" and "(last answer: answered as Marketing)" in c["reason"] for c in oracle)
+    assert not any("empty answer" in n for c in oracle for n in c["notes"])
+    mod = continuations(world, "agents", "mod")  # the moderator named Marketing, in capitals, before its words
+    assert all(c["status"] == "ok" and {t["speaker"] for t in c["turns"]} == {"Marketing"} for c in mod), mod[0]
