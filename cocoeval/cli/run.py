@@ -18,7 +18,8 @@ def _cmd_check(a: argparse.Namespace) -> int:
     from cocoeval.core.errors import ConfigError, InputError
     from cocoeval.llm import get_provider
     from cocoeval.run.stages import load_params
-    from cocoeval.simulate.setup import ImportedSetup
+    from cocoeval.simulate.plugins import new_plugin
+    from cocoeval.simulate.setup import ImportedSetup, PluginSetup
 
     exp = load_params(a.params)
     print(coverage_text(paper_coverage(exp)))  # from the params alone: what of the paper the run will lack
@@ -32,6 +33,11 @@ def _cmd_check(a: argparse.Namespace) -> int:
         except ConfigError as e:
             problems.append(str(e))
     for s in exp.params.setups:  # an imported setup's file must be there to be hashed and read
+        if isinstance(s, PluginSetup):  # a plugin must be made (its __init__ runs) before a run sends anything
+            try:
+                new_plugin(s, exp.taxonomy)
+            except ConfigError as e:
+                problems.append(f"setup {s.name}: {e}")
         if isinstance(s, ImportedSetup):
             try:
                 s.file_sha256()

@@ -290,3 +290,9 @@ def test_an_agent_that_answers_as_someone_else_and_a_moderator_that_writes_the_t
     assert not any("empty answer" in n for c in oracle for n in c["notes"])
     mod = continuations(world, "agents", "mod")  # the moderator named Marketing, in capitals, before its words
     assert all(c["status"] == "ok" and {t["speaker"] for t in c["turns"]} == {"Marketing"} for c in mod), mod[0]
+
+
+def test_cocoeval_check_names_a_plugin_whose_init_raises(world):
+    p = params(world, "chk", [{"name": "bad", "simulator": "init-raises"}])
+    err = cocoeval(world, "check", p, code=1).stderr
+    assert "setup bad" in err and "__init__ raised RuntimeError: no config file here" in err
