@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ConfigError
-from .secrets import redact
+from .secrets import redact, redact_url, url_secrets
 
 
 class Message(BaseModel):
@@ -200,6 +200,7 @@ def parse_model_spec(spec: str) -> ModelSpec:
     model, _, base_url = rest.partition("@") if "@http" in rest else (rest, "", "")
     if base_url:
         _refuse_userinfo(spec, base_url)
+    _refuse_key_in_url(spec, model, base_url)
     return ModelSpec(provider=provider, model=model, base_url=base_url or None, key_env=key_env)
 
 
@@ -215,6 +216,24 @@ def _refuse_userinfo(spec: str, base_url: str) -> None:
                       hint="take it out of the URL and put the key in an environment variable named by "
                            "?key_env=VAR, e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY "
                            "with MY_SERVER_KEY set in the environment")
+
+
+def _refuse_key_in_url(spec: str, model: str, base_url: str) -> None:
+    """What looks like a key in the URL's path or query, or in the model name
+    (``secrets.url_secrets``: ``?api_key=...``, ``/v1/sk-...``) would be stored with the spec in
+    manifest.json, usage.json, the usage journal and the call cache: refused, never echoed."""
+    where = [f"model name: {w}" for w in url_secrets(f"http://model/{model}")]
+    where += url_secrets(base_url) if base_url else []
+    if not where:
+        return
+    shown = spec.replace(base_url, redact_url(base_url)) if base_url else spec
+    shown = shown.replace(model, redact_url(f"http://model/{model}").removeprefix("http://model/"), 1)
+    raise ConfigError(f"model spec {shown!r} holds what looks like a key ({', '.join(where)}), which would be "
+                      "written into the run's files (manifest, usage, the call cache)",
+                      hint="take it out of the spec and put the key in an environment variable named by "
+                           "?key_env=VAR, e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY "
+                           "with MY_SERVER_KEY set in the environment (it is sent as a header); docs/llm.md "
+                           "says what counts as a key")
 
 
 PromptCaching = Literal["openai_prefix", "anthropic_breakpoints"] | None

@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from ._cachefile import check_location, connect, sqlite_problem
 from .errors import ConfigError
+from .secrets import redact_urls
 
 CachePolicy = Literal["read_write", "read_only", "refresh", "off"]
 POLICIES: tuple[str, ...] = ("read_write", "read_only", "refresh", "off")
@@ -110,7 +111,8 @@ class CallCache:
         """Store one answer; ``identity`` and ``request`` may come as JSON text already."""
         if not self.writes_enabled:
             return
-        ident = identity if isinstance(identity, str) else json.dumps(identity, sort_keys=True)
+        # a key in the model's URL (refused by parse_model_spec) would be [REDACTED] in the identity column
+        ident = redact_urls(identity if isinstance(identity, str) else json.dumps(identity, sort_keys=True))
         req = request if isinstance(request, str) else json.dumps(request, sort_keys=True)
         resp = json.dumps(response, sort_keys=True)
         with self.atomic() as db:  # the answer stored and its claim let go at once

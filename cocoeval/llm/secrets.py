@@ -13,11 +13,12 @@ the model wrote them.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import os
 import re
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from .errors import ConfigError
 
@@ -39,6 +40,94 @@ _PATTERNS = (
     (re.compile(r"\bsk-[A-Za-z0-9_-]{12,}"), MASK),  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
     (re.compile(r"(?i)([?&](?:api[-_]?)?key=)[^&\s\"'#]+"), rf"\1{MASK}"),
 )
+
+
+# -- what in a URL looks like a key -------------------------------------------------------------
+
+_KEY_NAME_PARTS = ("key", "token", "secret", "passw", "pwd", "auth", "credential", "signature")
+_KEY_NAMES = {"sig", "code", "pass", "bearer"}
+_KEY_PREFIXES = re.compile(r"(?:(?:sk|gsk|xai|hf|ghp|gho|ghu|ghs|github_pat|glpat|nvapi|pplx|r8|fw)[-_]|AIza)"
+                           r"[A-Za-z0-9_-]{12,}")
+_MIXED_RUN = re.compile(r"[A-Za-z0-9]{24,}")
+_HEX_RUN = re.compile(r"(?i)[0-9a-f]{40,}")
+
+
+def key_named(name: str) -> bool:
+    """Whether a URL query parameter's name says it holds a credential: it contains key, token,
+    secret, passw, pwd, auth, credential or signature (any case, ``-``/``_``/``.`` ignored:
+    ``api_key``, ``apiKey``, ``x-api-key``, ``access_token``, ``client_secret``,
+    ``subscription-key``...), or is ``sig``, ``code`` (an Azure Functions key), ``pass`` or
+    ``bearer``. ``key_env`` (it names a variable), ``api-version``, ``deployment``... are not."""
+    n = re.sub(r"[-_.]", "", name.lower())
+    if n == "keyenv":  # names the variable holding the key (model specs' ?key_env=), never a key
+        return False
+    return n in _KEY_NAMES or any(part in n for part in _KEY_NAME_PARTS)
+
+
+def key_shaped(text: str) -> bool:
+    """Whether ``text`` (a URL path segment, a query value) looks like a key: it starts with a
+    known key prefix (``sk-`` of OpenAI, DeepSeek and OpenRouter,
+    ``sk-ant-`` of Anthropic, ``gsk_``, ``xai-``, ``hf_``, ``ghp_``, ``github_pat_``, ``glpat-``,
+    ``nvapi-``, ``pplx-``, ``r8_``, ``fw_``, ``AIza``) and 12 or more letters, digits, ``-`` or
+    ``_``, or holds a random-looking run: 24 or more
+    letters and digits in a row mixing upper case, lower case and digits, or 40 or more hex digits.
+    Words, model names (``Meta-Llama-3.1-8B-Instruct``), versions, dates, ports, deployment names
+    and the 32-hex account ids or UUIDs of some gateways' paths are none of these."""
+    text = unquote(text)
+    if _KEY_PREFIXES.match(text) or _HEX_RUN.search(text):
+        return True
+    return any(re.search(r"[a-z]", r) and re.search(r"[A-Z]", r) and re.search(r"[0-9]", r)
+               for r in _MIXED_RUN.findall(text))
+
+
+def url_secrets(url: str) -> list[str]:
+    """Where ``url`` holds what looks like a key (``key_named`` query parameters whatever their
+    value, ``key_shaped`` path segments, query values and fragment), as words that never repeat
+    the value ("query parameter 'api_key'", "path segment 3"); empty when nothing does. The host
+    and port are not looked at (a key before the host is refused on its own: user-info)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    out = [f"path segment {i}" for i, seg in enumerate(parts.path.split("/")) if seg and key_shaped(seg)]
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key_named(name) or key_shaped(value) or key_shaped(name):
+            out.append(f"query parameter {name!r}" if not key_shaped(name) else "a query parameter")
+    if parts.fragment and key_shaped(parts.fragment):
+        out.append("the fragment (after #)")
+    return out
+
+
+@functools.lru_cache(maxsize=1024)  # called with the same few specs for every call of a run
+def redact_url(url: str) -> str:
+    """``url`` with what ``url_secrets`` finds replaced by ``[REDACTED]`` (the rest as it was)."""
+    if not url_secrets(url):
+        return url
+    parts = urlsplit(url)
+    path = "/".join(MASK if seg and key_shaped(seg) else seg for seg in parts.path.split("/"))
+    query = "&".join(_redact_pair(pair) for pair in parts.query.split("&")) if parts.query else ""
+    frag = MASK if parts.fragment and key_shaped(parts.fragment) else parts.fragment
+    out = f"{parts.scheme}://{parts.netloc}{path}" if parts.scheme else f"{parts.netloc}{path}"
+    return out + (f"?{query}" if parts.query else "") + (f"#{frag}" if parts.fragment else "")
+
+
+def _redact_pair(pair: str) -> str:
+    name, eq, value = pair.partition("=")
+    if key_shaped(name):
+        return MASK
+    if eq and value and (key_named(unquote(name)) or key_shaped(value)):
+        return f"{name}={MASK}"
+    return pair
+
+
+_URL = re.compile(r"""https?://[^\s"'<>`]+""")
+
+
+def redact_urls(text: str) -> str:
+    """``text`` with every http(s) URL in it passed through ``redact_url``: for model specs,
+    cache identities, run records' settings and log lines (never for model answers, which stay
+    as the model wrote them)."""
+    return _URL.sub(lambda m: redact_url(m.group(0)), text) if "://" in text else text
 
 
 def note_key_env(name: str) -> None:
@@ -63,7 +152,7 @@ def redact_values(text: str) -> str:
 
 def redact(text: str) -> str:
     """``text`` with key values and credential-shaped strings replaced: for error texts and logs."""
-    text = redact_values(text)
+    text = redact_urls(redact_values(text))
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     return text

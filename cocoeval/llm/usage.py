@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from .base import GenerateRequest, Usage, parse_model_spec, provider_class
 from .errors import InputError
+from .secrets import redact_urls
 from .yamlfile import DuplicateKeyError
 from .yamlfile import safe_load as yaml_safe_load
 
@@ -195,7 +196,7 @@ class Ledger:
     def _write_journal(self, stage: str, model: str, before: dict[str, Any]) -> None:
         after = self._rows[(stage, model)]
         line = {k: after[k] - before[k] for k in after if not k.startswith("reused") and after[k] != before[k]}
-        line.update(invocation=self.invocation, stage=stage, model=model, at=round(time.time(), 3))
+        line.update(invocation=self.invocation, stage=stage, model=redact_urls(model), at=round(time.time(), 3))
         assert self.journal is not None
         with self._journal_lock:
             try:  # appended and flushed: a kill -9 right after loses nothing; a crash of the OS may
@@ -282,7 +283,9 @@ class Ledger:
         return cost
 
     def rows(self) -> list[dict[str, Any]]:
-        return [{"stage": s, "model": m, **v} for (s, m), v in sorted(self._rows.items())]
+        """The rows by stage and model; a key in a model's URL (refused by ``parse_model_spec``)
+        would be ``[REDACTED]`` here (they go into usage.json)."""
+        return [{"stage": s, "model": redact_urls(m), **v} for (s, m), v in sorted(self._rows.items())]
 
     def totals(self) -> dict[str, Any]:
         out: dict[str, Any] = self._zero()

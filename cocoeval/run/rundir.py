@@ -30,6 +30,7 @@ from cocoeval.core.jsonio import (
     read_unique_models,
     recorded_reads,
     validate,
+    write_atomic,
     write_json,
 )
 from cocoeval.core.memory import gc_paused
@@ -665,8 +666,13 @@ def git_revision() -> str | None:
 
 
 def write_manifest(run_dir: Path, manifest: Manifest) -> None:
-    """``manifest.json``, atomically, with the keys that were given (a running run has no summary)."""
-    write_json(run_dir / "manifest.json", manifest.model_dump(mode="json", exclude_unset=True))
+    """``manifest.json``, atomically, with the keys that were given (a running run has no summary).
+    What looks like a key in a URL of the params (a model spec's, refused when the params are
+    read) would be ``[REDACTED]`` (``secrets.redact_urls``)."""
+    from cocoeval.llm.secrets import redact_urls
+
+    text = json.dumps(manifest.model_dump(mode="json", exclude_unset=True), ensure_ascii=False, indent=2, sort_keys=True)
+    write_atomic(run_dir / "manifest.json", redact_urls(text) + "\n")
 
 
 PAID_FIELDS = ("cost_usd", "lost_cost_usd", "cost_unknown_calls", "failed", "input_tokens", "cached_input_tokens",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sqlite3
 import subprocess
 import sys
 
@@ -317,3 +318,86 @@ def test_a_key_written_into_a_model_url_is_refused_and_never_stored(srv, tmp_pat
     for f in tmp_path.rglob("*"):  # the params file is the only place the key is
         if f.is_file() and f != params:
             assert "sk-abc123secret" not in f.read_bytes().decode("utf-8", "replace"), f
+
+
+URL_KEY = "sk-proj-" + "Zq7" * 12  # a key shaped like an OpenAI project key, written into a model URL
+
+
+@pytest.mark.parametrize("form", ["query", "path"])
+@pytest.mark.parametrize("where", ["setup", "moderator_model", "judge"])
+def test_a_key_in_a_model_urls_query_or_path_is_refused_before_anything_is_written(
+        srv, tmp_path, capsys, monkeypatch, form, where):
+    keyed = (f"openai-compatible/fake@{srv.openai_base}?api_key={URL_KEY}" if form == "query"
+             else f"openai-compatible/fake@{srv.openai_base}/{URL_KEY}")
+    plain = f"openai-compatible/fake@{srv.openai_base}"
+    setup = {"name": "ag", "simulator": "agents", "model": keyed if where == "setup" else plain,
+             "options": {"policy": "moderator", **({"moderator_model": keyed} if where == "moderator_model" else {})}}
+    _bench(tmp_path)
+    params = tmp_path / "p.yaml"
+    params.write_text(yaml.safe_dump({
+        "name": "p", "out": "runs/p", "bench": "bench", "setups": [setup],
+        "judges": [{"name": "j", "model": keyed if where == "judge" else plain}],
+        "probes": {"targets": 1}, "llm": {"cache": "cache.sqlite"}}))
+    monkeypatch.chdir(tmp_path)
+    for command in (["run", str(params), "--no-progress"], ["estimate", str(params)], ["check", str(params)],
+                    ["probe", str(params), "--no-progress"]):
+        assert cli.main(command) == 2, command
+        printed = capsys.readouterr()
+        assert "looks like a key" in printed.err and "?key_env=" in printed.err, (command, printed.err)
+        assert ("'api_key'" if form == "query" else "path segment") in printed.err
+        assert URL_KEY not in printed.out + printed.err and "Traceback" not in printed.err
+    assert srv.stats()["requests"] == 0 and not (tmp_path / "runs").exists() and not (tmp_path / "cache.sqlite").exists()
+    for f in tmp_path.rglob("*"):  # the params file is the only place the key is
+        if f.is_file() and f != params:
+            assert URL_KEY not in f.read_bytes().decode("utf-8", "replace"), f
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8000/v1", "http://host:8080/v1", "http://localhost:11434/v1/",
+    "https://res.openai.azure.com/openai/deployments/gpt-4/?api-version=2024-06-01",
+    "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/my-gateway/openai",
+    "https://api.runpod.ai/v2/vllm-abc123xyz456/openai/v1",
+    "https://api-inference.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1",
+    "https://h.example/accounts/123e4567-e89b-12d3-a456-426614174000/ai/v1",
+])
+def test_model_urls_with_ports_deployments_versions_and_account_ids_are_not_taken_for_keys(url):
+    assert parse_model_spec(f"openai-compatible/Qwen2.5-72B-Instruct-AWQ@{url}").base_url == url
+    assert parse_model_spec(f"openai-compatible/m@{url}?key_env=MY_SERVER_KEY").key_env == "MY_SERVER_KEY"
+
+
+@pytest.mark.parametrize("url", [
+    "http://h/v1?api_key=x", "http://h/v1?apiKey=abc", "http://h/v1?access_token=abc", "http://h/v1?token=abc",
+    "http://h/v1?x-api-key=abc", "http://h/v1?client_secret=abc", "https://f.azurewebsites.net/api/chat?code=abc",
+    "http://h/v1?subscription-key=abc", f"http://h/v1?anything={URL_KEY}", f"http://h/{URL_KEY}/v1",
+    "http://h/v1/sk-ant-api03-abcdefghijklmnop", "http://h/v1/Xy7Qm2LpR9vT4wZ8nB3kD6fH",
+    "http://h/v1/" + "0f" * 32, f"http://h/v1#{URL_KEY}",
+])
+def test_each_documented_shape_of_a_key_in_a_model_url_is_refused_without_echoing_it(url):
+    with pytest.raises(ConfigError, match="looks like a key") as e:
+        parse_model_spec(f"openai-compatible/m@{url}")
+    secret = url.split("/v1", 1)[-1].lstrip("/?#").partition("=")[2] or url.rsplit("/", 1)[-1].lstrip("#")
+    assert "[REDACTED]" in str(e.value) and (len(secret) < 12 or secret not in str(e.value))
+
+
+def test_a_key_in_a_model_url_that_gets_past_the_check_is_redacted_in_the_journal_cache_usage_and_manifest(tmp_path):
+    from cocoeval.llm.cache import CallCache
+    from cocoeval.llm.usage import Ledger
+    from cocoeval.run.rundir import Manifest, write_manifest
+
+    spec = f"openai-compatible/m@http://127.0.0.1:9/v1/{URL_KEY}?token=abc"
+    ledger = Ledger(journal=tmp_path / "usage.journal.jsonl")
+    ledger.add("simulate", spec, None, cache_hit=False, failed=True)  # (its price lookup refuses the spec)
+    cache = CallCache(tmp_path / "cache.sqlite")
+    cache.put("k" * 64, {"provider": "openai-compatible", "model": "m", "base_url": spec.split("@", 1)[1]},
+              {"messages": []}, {"text": "hi"})
+    cache.close()
+    write_manifest(tmp_path, Manifest(params={"setups": [{"name": "s", "model": spec}]}, status="running"))
+    journal = (tmp_path / "usage.journal.jsonl").read_text()
+    db = sqlite3.connect(tmp_path / "cache.sqlite")
+    [ident] = [r[0] for r in db.execute("SELECT identity FROM calls")]
+    db.close()
+    manifest = (tmp_path / "manifest.json").read_text()
+    rows = json.dumps(ledger.rows())
+    for text in (journal, ident, manifest, rows):
+        assert URL_KEY not in text and "token=abc" not in text and "[REDACTED]" in text, text
+    assert "v1/[REDACTED]?token=[REDACTED]" in manifest
