@@ -4,6 +4,7 @@ simulators (docs/simulators.md)."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from ._args import out_file
 def _instances(source: Path, split: str, setup: str | None) -> tuple[list[Any], str]:
     """The instances of a run directory, a benchmark folder or a params file (its run's
     selection), and what they are, for the message."""
-    from cocoeval.bench.build import load_instances
+    from cocoeval.bench.build import load_instances, split_file
     from cocoeval.core.errors import ConfigError, InputError
     from cocoeval.core.jsonio import read_models
     from cocoeval.core.schema import Instance
@@ -35,11 +36,11 @@ def _instances(source: Path, split: str, setup: str | None) -> tuple[list[Any], 
         raise ConfigError("--setup needs a params file (its setups choose instances)", hint="give PARAMS.yaml")
     if (source / "instances.jsonl").is_file():
         return read_models(source / "instances.jsonl", Instance), f"the instances of run {source}"
-    if (source / f"{split}.jsonl").is_file():
+    if split_file(source, split).is_file():  # built (JSONL) or exported (parquet, cocoeval bench-export)
         return load_instances(source, split), f"the {split} split of benchmark {source}"
     raise InputError("neither a run directory (instances.jsonl) nor a benchmark folder "
-                     f"({split}.jsonl) nor a params file", file=str(source),
-                     hint="give a run directory, a folder written by cocoeval build, or PARAMS.yaml")
+                     f"({split}.jsonl or {split}.parquet) nor a params file", file=str(source),
+                     hint="give a run directory, a folder written by cocoeval build or bench-export, or PARAMS.yaml")
 
 
 def _cmd_export_instances(a: argparse.Namespace) -> int:
@@ -61,29 +62,35 @@ def _cmd_import_continuations(a: argparse.Namespace) -> int:
     from cocoeval.simulate.setup import ImportedSetup
 
     exp = load_params(a.params)
-    file = a.file.resolve()
+    # its folders resolved as the params' paths are, not the file itself: a link is named as given
+    file = Path(os.path.abspath(a.file)).parent.resolve() / a.file.name
     have = [s for s in exp.params.setups if s.name.lower() == a.setup.lower()]
     if have and not (isinstance(have[0], ImportedSetup) and Path(have[0].continuations) == file):
         raise ConfigError(f"{a.params} already has a setup {have[0].name!r}"
                           + (f" importing {have[0].continuations}" if isinstance(have[0], ImportedSetup) else ""),
                           hint="choose another --setup name, or edit that setup")
-    try:
-        rel = str(file.relative_to(exp.base))
-    except ValueError:
-        rel = str(file)
-    entry: dict[str, Any] = {"name": a.setup, "continuations": rel}
+    entry: dict[str, Any] = {"name": a.setup, "continuations": str(file)}  # add_setup writes it relative
     if a.description:
         entry["description"] = a.description
     if a.model:
         entry["model"] = a.model
-    setup = ImportedSetup.model_validate({**entry, "continuations": str(file)})
+    setup = ImportedSetup.model_validate(entry)
     insts = exp.prepare_instances(write=False)
     warnings: list[str] = []
     conts = import_continuations(setup, setup.setup_id(exp.taxonomy), insts, warnings.append)
+    models = sorted({m for c in conts if (m := (c.imported or {}).get("model")) and isinstance(m, str)})
+    if not a.model and len(models) == 1:  # the records' own label, where they agree on one
+        entry["model"] = models[0]
+    elif a.model and models and models != [a.model]:
+        warnings.append(f"--model {a.model} is written to the setup; the records name {', '.join(models[:5])}")
+    elif len(models) > 1:
+        warnings.append(f"the records name {len(models)} models ({', '.join(models[:5])}); give --model to label "
+                        "the setup")
     bad = Counter(why for c in conts if c.status != "ok"  # each problem of a record, without its details
                   for why in reason_group(c.reason or "no reason").removeprefix("imported continuation: ").split("; "))
     print(f"{a.file}: {len(conts)} continuation(s) of {len(setup.select(insts))} selected instance(s); "
-          f"{sum(c.status == 'ok' for c in conts)} valid, {sum(bad.values())} invalid")
+          f"{sum(c.status == 'ok' for c in conts)} valid, {sum(c.status != 'ok' for c in conts)} invalid"
+          + (f", written by {entry['model']}" if entry.get("model") else ""))
     for why, n in bad.most_common():
         print(f"  invalid ({n}): {why}")
     if unknown := sorted({u for c in conts for u in c.unknown_speakers}):

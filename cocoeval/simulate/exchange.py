@@ -192,14 +192,24 @@ def import_continuations(setup: ImportedSetup, setup_id: str, instances: Sequenc
     return out
 
 
+def _json_type(v: Any) -> str:
+    """A JSON value's type as the file's author wrote it: number, true/false, list, object."""
+    return ("true/false" if isinstance(v, bool) else "number" if isinstance(v, int | float)
+            else "list" if isinstance(v, list) else "object" if isinstance(v, dict) else type(v).__name__)
+
+
 def _continuation(rec: ImportedRecord, inst: Instance, setup: ImportedSetup, setup_id: str, line: int) -> Continuation:
     problems: list[str] = []
     turns: list[Turn] = []
     for i, t in enumerate(rec.turns, start=1):
         sp, tx = t.get("speaker"), t.get("text")
         extra = sorted(set(t) - {"speaker", "text"})
-        if not isinstance(sp, str) or not sp.strip():
+        if sp is not None and not isinstance(sp, str):
+            problems.append(f"turn {i}'s speaker is a {_json_type(sp)}, not text")
+        elif not isinstance(sp, str) or not sp.strip():
             problems.append(f"turn {i} has no speaker")
+        elif tx is not None and not isinstance(tx, str):
+            problems.append(f"turn {i}'s text ({sp}) is a {_json_type(tx)}, not text")
         elif not isinstance(tx, str) or not tx.strip():
             problems.append(f"turn {i} ({sp}) has no text")
         else:

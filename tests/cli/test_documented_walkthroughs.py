@@ -225,7 +225,7 @@ def test_the_documented_any_simulator_walkthrough_runs_step_by_step(tmp_path, sr
                    "my agents, v2").stdout
     assert "added setup mine to p.yaml" in out and "next: cocoeval run p.yaml" in out
     text = (cwd / "p.yaml").read_text()
-    line = "- {name: mine, continuations: mine.jsonl, description: 'my agents, v2'}\n"
+    line = "- {name: mine, continuations: mine.jsonl, description: 'my agents, v2', model: my-agents-v2}\n"
     assert line in text and text.replace(line, "", 1) == params  # one line added, comments and layout kept
     requests = srv.stats()["requests"]
     out = cocoeval(cwd, "run", "p.yaml", "--no-progress").stdout

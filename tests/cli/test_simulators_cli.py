@@ -76,7 +76,7 @@ def test_export_import_and_judge_like_a_simulated_setup(world):
     assert "2 continuation(s) of 2 selected instance(s); 2 valid, 0 invalid" in out.stdout
     text = params.read_text()
     assert text.startswith("# my experiment\n") and "# the paper's simulator" in text and "# one agent" in text
-    assert "- {name: mine, continuations: mine.jsonl, description: 'k30, copied'}" in text
+    assert "- {name: mine, continuations: mine.jsonl, description: 'k30, copied', model: copy-of-k30}" in text
     srv.reset()
     srv.configure(answers=ANSWERS)
     cli("run", params, "--no-progress")

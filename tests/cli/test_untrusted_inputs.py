@@ -103,8 +103,10 @@ def test_a_turn_over_the_length_budget_is_invalid_before_it_is_judged(world):
     assert (exported[0]["id"], "mine") in judged and (exported[1]["id"], "mine") not in judged
 
 
-def test_the_records_model_label_is_named_in_the_report(world):
+def test_the_records_model_label_is_named_in_the_report_and_the_params_file(world):
     tmp, *_ = world
+    setups = yaml.safe_load((tmp / "params" / "p.yaml").read_text(encoding="utf-8"))["setups"]
+    assert [s.get("model") for s in setups if s["name"] == "mine"] == ["my-agents-v2"]
     cli(tmp, "report", "runs/p", "--out", "report")
     index = (tmp / "report" / "index.md").read_text(encoding="utf-8")
     line = next(x for x in index.splitlines() if x.startswith("- `mine`: imported from"))
@@ -149,7 +151,7 @@ def test_an_import_file_linked_to_dev_zero_is_refused_without_reading_it(world):
     link = tmp / "zero.jsonl"
     link.symlink_to("/dev/zero")
     out = cli(tmp, "import-continuations", link, "params/p.yaml", "--setup", "zero", "--check", rc=2, timeout=60)
-    assert "/dev/zero" in out.stderr and "a device, not a regular file" in out.stderr, out.stderr  # the link, resolved
+    assert "zero.jsonl" in out.stderr and "a device, not a regular file" in out.stderr, out.stderr  # the link, named
 
 
 def test_an_oversize_import_file_is_refused_before_it_is_read(world):
@@ -262,3 +264,32 @@ def test_a_dataset_name_with_a_newline_in_a_source_spec_is_refused(world, tmp_pa
                                       "setups": [{"name": "s", "model": "openai/gpt-4.1"}]}), encoding="utf-8")
     out = cli(tmp, "run", params, "--no-progress", rc=2)
     assert "dataset name has a control or invisible character" in out.stderr, out.stderr
+
+
+def test_an_import_counts_continuations_and_names_the_real_cause_of_each_problem(world, tmp_path):
+    tmp, exported, *_ = world
+    recs = _records(exported)
+    recs[0]["turns"][1]["text"] = 42  # a number where the text goes
+    recs[0]["turns"][2]["text"] = ""
+    recs[1]["turns"][4]["text"] = "   "
+    _write_lines(tmp / "typed.jsonl", recs)
+    out = cli(tmp, "import-continuations", "typed.jsonl", "params/p.yaml", "--setup", "typed", "--check").stdout
+    assert "2 continuation(s) of 2 selected instance(s); 0 valid, 2 invalid" in out, out
+    assert "invalid (1): turn N's text is a number, not text" in out, out
+    assert "invalid (2): turn N has no text" in out, out
+    # and the run's summary groups them by the same cause, not by "imported continuation: turn N"
+    params = tmp_path / "q.yaml"
+    params.write_text((tmp / "params" / "p.yaml").read_text(encoding="utf-8").replace("../", str(tmp) + "/")
+                      .replace("name: p\n", "name: q\n").replace(f"{tmp}/runs/p", f"{tmp_path}/run"), encoding="utf-8")
+    cli(tmp, "import-continuations", "typed.jsonl", params, "--setup", "typed")
+    ran = cli(tmp, "run", params, "--no-progress", "--stage", "simulate", rc=3)
+    assert "imported continuation: turn N has no text" in ran.stdout + ran.stderr, ran.stdout + ran.stderr
+
+
+def test_export_instances_reads_a_parquet_benchmark_as_the_docs_say(world, tmp_path):
+    tmp, *_ = world
+    pq = tmp_path / "pq"
+    cli(tmp, "bench-export", "bench", "--format", "parquet", "--out", pq)
+    cli(tmp, "export-instances", pq, "--out", tmp_path / "from-parquet.jsonl")
+    cli(tmp, "export-instances", "bench", "--out", tmp_path / "from-jsonl.jsonl")
+    assert _lines(tmp_path / "from-parquet.jsonl") == _lines(tmp_path / "from-jsonl.jsonl")
