@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,18 @@ def srv(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
     return server
+
+
+def cached_keys(path: Path) -> set[str]:
+    """The keys of the calls a call cache holds (empty while it does not exist or is being
+    created): how the kill and interrupt tests see which calls completed."""
+    if not path.exists():
+        return set()
+    try:
+        db = sqlite3.connect(path, timeout=30)
+        try:
+            return {r[0] for r in db.execute("SELECT key FROM calls")}
+        finally:
+            db.close()
+    except sqlite3.OperationalError:
+        return set()

@@ -27,6 +27,11 @@ paper's is a few MB), below what would exhaust a laptop's memory once decoded.""
 MAX_SHEET_BYTES = 256 * MiB
 """The largest annotation sheet (CSV) read: hundreds of thousands of annotated turns."""
 
+MAX_TEXT_BYTES = 2048 * MiB
+"""The largest JSON, JSONL or YAML file read (``core.jsonio.read_text``: a run's files, a built
+benchmark, params): far above the judgments of thousands of instances, below what would exhaust a
+laptop's memory once parsed."""
+
 
 def _kind(mode: int) -> str:
     return ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
@@ -87,11 +92,16 @@ def read_bounded(path: str | Path, limit: int, *, hint: str) -> bytes:
 
 
 def read_bounded_text(path: str | Path, limit: int, *, hint: str) -> str:
-    """``read_bounded``, decoded as UTF-8 (a byte-order mark dropped); an InputError for an empty
-    file (nothing but whitespace) and for bytes that are not UTF-8 (naming the line)."""
-    data = read_bounded(path, limit, hint=hint)
+    """``read_bounded``, decoded as UTF-8 (``decoded``)."""
+    return decoded(read_bounded(path, limit, hint=hint), path, empty_hint=hint)
+
+
+def decoded(data: bytes, path: str | Path, *, empty_hint: str) -> str:
+    """The UTF-8 text of a file's bytes (a byte-order mark dropped); an InputError naming the file
+    for an empty file (nothing but whitespace; ``empty_hint`` as the fix) and for bytes that are
+    not UTF-8 (naming the byte and line)."""
     if not data.strip():
-        raise InputError("file is empty", file=str(path), hint=hint)
+        raise InputError("file is empty", file=str(path), hint=empty_hint)
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:

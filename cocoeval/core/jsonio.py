@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError, InputError
+from .files import MAX_TEXT_BYTES, decoded, read_bounded
 from .memory import gc_paused
 
 M = TypeVar("M", bound=BaseModel)
@@ -55,38 +56,15 @@ def special_file(path: str | Path) -> str | None:
 
 
 def read_text(path: str | Path) -> str:
-    """Read a UTF-8 text file; a clear InputError for missing, empty or non-UTF-8 files, and for a
-    named pipe, device or socket in place of the file (reading it could wait forever)."""
-    p = Path(path)
-    if (what := special_file(p)) is not None:
-        raise InputError(f"is {what}, not a regular file: reading it could wait forever", file=str(p),
-                         hint="replace it with the file itself")
-    try:
-        data = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(p), hint="check the path") from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", file=str(p)) from None
-    except NotADirectoryError:
-        raise InputError("file not found: a part of the path is a file, not a folder", file=str(p),
-                         hint="check the path") from None
-    except PermissionError:
-        raise InputError("permission denied", file=str(p), hint="make the file readable (chmod)") from None
-    except OSError as e:
-        raise InputError(f"cannot read: {e.strerror or e}", file=str(p)) from None
+    """Read a UTF-8 text file (``core.files.read_bounded``, up to ``MAX_TEXT_BYTES``); a clear
+    InputError for missing, empty or non-UTF-8 files, and for a named pipe, device or socket in
+    place of the file (reading it could wait forever)."""
+    data = read_bounded(path, MAX_TEXT_BYTES, hint="check the path")
     if recorders := _READS.get():
         digest = hashlib.sha256(data).hexdigest()
         for seen in recorders:
-            seen[str(p)] = digest
-    if not data.strip():
-        raise InputError("file is empty", file=str(p),
-                         hint="remove the file or replace it with a complete export")
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise InputError(f"not valid UTF-8 (byte {e.start}, line {line})", file=str(p),
-                         hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+            seen[str(Path(path))] = digest
+    return decoded(data, path, empty_hint="remove the file or replace it with a complete export")
 
 
 _TOO_DEEP = "JSON nested too deeply to read"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,23 +15,12 @@ import yaml
 from cocoeval import build
 from tests.fakes.server import FakeServer
 
+from ..conftest import cached_keys as _keys
 from ..conftest import qmsum_meeting, write_json
 
 N_INST, N_TURNS = 2, 30
 TOTAL = N_INST * N_TURNS + N_INST * 2  # one call per simulated turn, then one judge call per target
 
-
-def _keys(path) -> set[str]:
-    if not path.exists():
-        return set()
-    try:
-        db = sqlite3.connect(path, timeout=30)
-        try:
-            return {r[0] for r in db.execute("SELECT key FROM calls")}
-        finally:
-            db.close()
-    except sqlite3.OperationalError:
-        return set()
 
 
 def test_ctrl_c_during_a_run_prints_one_line_exits_130_and_the_same_command_resumes_it(tmp_path):

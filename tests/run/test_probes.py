@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from cocoeval.core.targets import targets_for
 from cocoeval.run import Run, load_params
 from cocoeval.run.estimate import forecast
 from cocoeval.run.probes import plan_probes, read_probes, run_probes
+from tests.conftest import cached_keys as _keys
 from tests.fakes.server import FakeServer
 from tests.sim_helpers import instance
 
@@ -199,18 +199,6 @@ def test_no_params_section_or_run_is_a_clear_error(srv, tmp_path):
         run_probes(load_params(p), progress=False)
     assert probe_text(probe_tables(Run(), "j"))[1].endswith("not run: cocoeval probe PARAMS")
 
-
-def _keys(path) -> set[str]:
-    if not path.exists():
-        return set()
-    try:
-        db = sqlite3.connect(path, timeout=30)
-        try:
-            return {r[0] for r in db.execute("SELECT key FROM calls")}
-        finally:
-            db.close()
-    except sqlite3.OperationalError:
-        return set()
 
 
 def test_a_killed_probe_run_resumes_without_sending_a_completed_call_twice(tmp_path):

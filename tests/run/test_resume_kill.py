@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from cocoeval.analysis.frames import invalid_rates, run_frames
 from cocoeval.run import Run
 from tests.fakes.server import FakeServer
 
+from ..conftest import cached_keys as _keys
 from ..conftest import qmsum_meeting, write_json
 
 SPEAKERS = ["Project Manager", "Marketing", "User Interface"]
@@ -62,18 +62,6 @@ def _setup(tmp_path, url: str, name: str):
     }))
     return p
 
-
-def _keys(path) -> set[str]:
-    if not path.exists():
-        return set()
-    try:
-        db = sqlite3.connect(path, timeout=30)
-        try:
-            return {r[0] for r in db.execute("SELECT key FROM calls")}
-        finally:
-            db.close()
-    except sqlite3.OperationalError:
-        return set()
 
 
 def _strip(run: Run) -> tuple:
