@@ -29,6 +29,8 @@ DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 PARAMS_KEYS = {"name", "bench", "build", "setups", "judges"}
 MAX_README_LINES = 200
+MAX_README_WORDS = 900
+"""Read in five minutes: the two commands, what the demo shows, a first real run, where the docs are."""
 FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[A-Za-z0-9_+-]*)[ \t]*$")
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
 
@@ -230,6 +232,8 @@ def links(page: Path) -> list[tuple[str, str]]:
 def test_readme_is_short_and_maps_every_docs_page():
     n = len(README.read_text(encoding="utf-8").splitlines())
     assert n <= MAX_README_LINES, f"README.md has {n} lines; at most {MAX_README_LINES} (move the rest to docs/)"
+    words = len(README.read_text(encoding="utf-8").split())
+    assert words <= MAX_README_WORDS, f"README.md has {words} words; at most {MAX_README_WORDS} (move the rest to docs/)"
     linked = {f for f, _ in links(README) if f.startswith("docs/")}
     missing = sorted(f for f in linked if not (ROOT / f).is_file())
     assert not missing, f"README.md links docs pages that do not exist: {missing}"
