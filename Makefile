@@ -54,7 +54,7 @@ test: install-local bytecode
 	$(VENV)/bin/ruff check cocoeval tests benchmarks notebooks
 	$(VENV)/bin/mypy
 	$(VENV)/bin/pytest
-	$(VENV)/bin/pytest --nbval-lax cocoeval/notebooks/ -p no:cacheprovider
+	$(VENV)/bin/pytest --nbval-lax notebooks/ -p no:cacheprovider
 
 lint: install
 	$(VENV)/bin/ruff check cocoeval tests benchmarks notebooks

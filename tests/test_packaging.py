@@ -42,6 +42,14 @@ def test_readme_commands_exist_and_ci_runs_the_test_command():
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_every_package_folder_is_listed_for_the_wheel():
+    """pyproject.toml lists the packages (the notebooks' folder is mapped, so they cannot be found):
+    a new subpackage left out of the list would be missing from the wheel."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "cocoeval").rglob("__init__.py")}
+    assert found | {"cocoeval.notebooks.shipped"} == listed
+
+
 def test_console_script():
     py = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert py["project"]["scripts"]["cocoeval"] == "cocoeval.cli:main"
@@ -59,7 +67,8 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     import zipfile
 
     src = tmp_path / "src"  # the build writes build/ and *.egg-info next to the sources: not into the repo
-    shutil.copytree(ROOT / "cocoeval", src / "cocoeval", ignore=shutil.ignore_patterns("__pycache__"))
+    for folder in ("cocoeval", "notebooks"):  # the notebooks ship from the top-level folder
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     dist = tmp_path / "dist"
@@ -67,8 +76,8 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
                    cwd=src, check=True, capture_output=True, text=True)
     (wheel,) = dist.glob("cocoeval-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = sorted(n for n in names if n.startswith("cocoeval/notebooks/") and n.endswith(".ipynb"))
-    assert [n.rsplit("/", 1)[1] for n in shipped] == sorted(p.name for p in (ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
+    shipped = sorted(n for n in names if n.startswith("cocoeval/notebooks/shipped/") and n.endswith(".ipynb"))
+    assert [n.rsplit("/", 1)[1] for n in shipped] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert len(shipped) == 13
     assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml",
             "cocoeval/simulate/schemas/simulator_input.schema.json",
@@ -94,7 +103,7 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
                          cwd=work, env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     module, nb_dir = out.stdout.splitlines()[:2]
-    assert module.startswith(str(site)) and nb_dir == str(site / "cocoeval" / "notebooks"), out.stdout
+    assert module.startswith(str(site)) and nb_dir == str(site / "cocoeval" / "notebooks" / "shipped"), out.stdout
     copied = sorted((work / "nbs").glob("*.ipynb"))
     assert [p.name for p in copied] == [n.rsplit("/", 1)[1] for n in shipped]
     for p in copied:  # the copies point at the params file, relative to their folder

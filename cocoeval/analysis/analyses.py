@@ -3,13 +3,13 @@ and ``Params`` that returns an ``Answer`` (text computed from the data, polars t
 charts), registered with ``@analysis(name, title, notebook=..., report=...)``:
 
 - ``cocoeval report`` writes the tables and figures its ``ReportSpec`` names (``report.py``);
-- ``notebooks/make_notebooks.py`` generates one notebook per ``Notebook``, showing the answers of
+- ``cocoeval.notebooks.generate`` generates one notebook per ``Notebook``, showing the answers of
   the analyses registered to it (``ctx.analysis(name, ...)`` in ``cocoeval.notebooks.context``);
 - ``compute(name, run, params)`` answers it anywhere else.
 
 The answers live in ``rq`` (RQ1–RQ5), ``studies``, ``judge_free`` and ``leaderboard``; the statistics in ``stats`` and ``convcompare``; the
 charts in ``charts``. Adding an analysis is one function here with its ``@analysis`` entry, then
-``python notebooks/make_notebooks.py`` (docs/extending.md, "An analysis with its notebook")."""
+``python -m cocoeval.notebooks.generate`` (docs/extending.md, "An analysis with its notebook")."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The analysis registry's machinery (the registered analyses are in ``analyses``, which
 imports them from here for its users): ``Params``, the ``@analysis`` decorator, what a notebook and the report
 take from an analysis (``Notebook``, ``ReportSpec``, ``Out``) and the look-ups that
-``cocoeval report``, ``notebooks/make_notebooks.py`` and the tests make."""
+``cocoeval report``, ``cocoeval.notebooks.generate`` and the tests make."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """The notebooks: the run context a notebook opens (``context.open_run``), their headless
 execution with papermill (``execute.execute_notebooks``), the conversation viewer (``widgets``)
-and the annotator (``annotator``). The ``.ipynb`` files beside this module are package data,
-generated from the analysis registry by ``notebooks/make_notebooks.py``.
+and the annotator (``annotator``). The ``.ipynb`` files live in the checkout's top-level
+``notebooks/`` (shipped in the wheel as ``cocoeval.notebooks.shipped``), written from the analysis
+registry by ``python -m cocoeval.notebooks.generate``.
 
 Names load on first use: importing this package does not import ipywidgets or Altair."""
 

@@ -20,16 +20,21 @@ from cocoeval.core.jsonio import write_atomic
 
 
 def shipped_notebooks() -> Path:
-    """The notebooks' folder inside the installed package, cocoeval/notebooks/ (package data of the
-    wheel; a checkout regenerates them with notebooks/make_notebooks.py)."""
+    """The notebooks' folder: the package data ``cocoeval.notebooks.shipped``, which is the
+    checkout's top-level ``notebooks/`` (pyproject.toml maps it; an editable install reads it in
+    place, a wheel carries a copy)."""
     from importlib.resources import files
 
-    nb_dir = Path(str(files("cocoeval") / "notebooks"))
-    if not any(nb_dir.glob("*.ipynb")):
+    try:
+        nb_dir = Path(str(files("cocoeval.notebooks.shipped")))
+    except ModuleNotFoundError:
+        nb_dir = None
+    if nb_dir is None or not any(nb_dir.glob("*.ipynb")):
         from cocoeval.core.errors import NotFoundError
 
-        raise NotFoundError(f"no notebooks in {nb_dir}", hint="reinstall cocoeval (the wheel ships them as "
-                            "package data) or run python notebooks/make_notebooks.py in a checkout")
+        raise NotFoundError(f"no notebooks in {nb_dir or 'cocoeval.notebooks.shipped'}",
+                            hint="reinstall cocoeval (pip install -e . in a checkout: the wheel ships them as package "
+                                 "data), or write them with python -m cocoeval.notebooks.generate")
     return nb_dir
 
 
@@ -69,7 +74,7 @@ def _set_parameters(source: str, values: dict[str, str]) -> str:
 
         source, n = re.subn(rf'^({re.escape(name)}: str = )"[^"\n]*"', quoted, source, count=1, flags=re.M)
         if n != 1:
-            raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of make_notebooks.py
+            raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of cocoeval.notebooks.generate
     return source
 
 

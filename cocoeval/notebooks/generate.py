@@ -1,27 +1,23 @@
-"""Regenerate the notebooks (without outputs): python notebooks/make_notebooks.py
+"""Write the notebooks (without outputs) from the analysis registry:
+``python -m cocoeval.notebooks.generate`` in a checkout writes them to its ``notebooks/``.
 
-One notebook per ``Notebook`` of the analysis registry (``cocoeval/analysis/analyses.py``), showing the
-answers of the analyses registered to it. They are written to ``OUT``, cocoeval/notebooks/, inside
-the package, so that a wheel ships them (``cocoeval notebooks PARAMS --copy DIR`` copies them out
-for interactive use).
+One notebook per ``Notebook`` of the analysis registry (``cocoeval/analysis/analyses.py``), showing
+the answers of the analyses registered to it. They live in the checkout's top-level ``notebooks/``,
+where a researcher opens them, and the wheel ships that folder as the package data
+``cocoeval.notebooks.shipped`` (``cocoeval notebooks PARAMS --copy DIR`` copies them out).
 
 Each notebook: one tagged ``parameters`` cell (typed values with a ``# help`` comment each),
 narrative markdown, and glue code only; the logic lives in ``cocoeval``."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import nbformat as nbf
 
-ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "cocoeval" / "notebooks"  # package data
-sys.path.insert(0, str(ROOT))  # this checkout's registry, not an installed cocoeval's
+from cocoeval.analysis.analyses import Analysis, Notebook, notebooks
 
-from cocoeval.analysis.analyses import Analysis, Notebook, notebooks  # noqa: E402
-
-PARAMS = '''params_file: str = "../../params/demo.yaml"  # params file of the run to analyse (relative to this notebook)
+PARAMS = '''params_file: str = "../params/demo.yaml"  # params file of the run to analyse (relative to this notebook)
 run_dir: str = ""  # run directory; empty: the one the params file names
 judge: str = ""  # judge shown in figures and text; empty: the first LLM judge of the run
 resamples: int = 1000  # bootstrap resamples over instances
@@ -75,8 +71,8 @@ def notebook(nb: Notebook, shown: list[Analysis]) -> nbf.NotebookNode:
     cells = [nbf.v4.new_markdown_cell(
         f"# {nb.title}\n\n**Question.** {nb.question}\n\nThe answer below is computed from the run's data "
         "(no conclusion is written in advance). Run headless with papermill, e.g. "
-        f"`papermill cocoeval/notebooks/{name}.ipynb out/{name}.ipynb --cwd cocoeval/notebooks "
-        "-p params_file ../../params/paper.yaml`, or every notebook with `cocoeval notebooks PARAMS --out DIR`."),
+        f"`papermill notebooks/{name}.ipynb out/{name}.ipynb --cwd notebooks "
+        "-p params_file ../params/paper.yaml`, or every notebook with `cocoeval notebooks PARAMS --out DIR`."),
         nbf.v4.new_code_cell("\n".join([PARAMS, *nb.params]), metadata={"tags": ["parameters"]})]
     if not nb.run_summary:
         cells.append(nbf.v4.new_code_cell(OPEN_ONLY + "\n" + answers(nb, shown)))
@@ -106,16 +102,37 @@ def notebook(nb: Notebook, shown: list[Analysis]) -> nbf.NotebookNode:
     return node
 
 
-def main(argv: list[str] | None = None) -> None:
-    import argparse
+def checkout_folder() -> Path | None:
+    """The top-level ``notebooks/`` of the checkout this cocoeval is imported from (None in an
+    installed wheel: there is no checkout to write to)."""
+    root = Path(__file__).resolve().parents[2]
+    return root / "notebooks" if (root / "pyproject.toml").is_file() and (root / "notebooks").is_dir() else None
 
-    ap = argparse.ArgumentParser(description="Write the notebooks (default: cocoeval/notebooks/, the package data).")
-    ap.add_argument("--out", type=Path, default=OUT, help="folder to write them to (the tests compare a copy)")
-    out = ap.parse_args(argv).out
+
+def write_notebooks(out: Path) -> list[Path]:
+    """Every notebook of the registry, written to ``out``; their paths."""
     out.mkdir(parents=True, exist_ok=True)
+    done = []
     for name, (nb, shown) in notebooks().items():
         nbf.write(notebook(nb, shown), out / f"{name}.ipynb")
+        done.append(out / f"{name}.ipynb")
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m cocoeval.notebooks.generate",
+                                 description="Write the notebooks from the analysis registry (default: the "
+                                             "checkout's notebooks/ folder).")
+    ap.add_argument("--out", type=Path, default=checkout_folder(),
+                    help="folder to write them to (default: notebooks/ of this checkout; the tests compare a copy)")
+    out = ap.parse_args(argv).out
+    if out is None:
+        ap.error("no checkout here to write to: give --out DIR")
+    print(f"wrote {len(write_notebooks(out))} notebooks to {out}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

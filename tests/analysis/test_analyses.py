@@ -3,8 +3,6 @@ notebooks are derived from it (a new analysis reaches both with one function and
 
 from __future__ import annotations
 
-import importlib.util
-
 import altair as alt
 import nbformat
 import polars as pl
@@ -76,7 +74,7 @@ def test_the_registry_refuses_a_name_twice_and_an_undeclared_notebook():
 
 def test_every_analysis_is_shown_in_a_generated_notebook():
     for name, (nb, shown) in analyses.notebooks().items():
-        path = ROOT / "cocoeval" / "notebooks" / f"{name}.ipynb"
+        path = ROOT / "notebooks" / f"{name}.ipynb"
         code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
         assert shown and all(f'ctx.analysis("{a.name}"' in code for a in shown), name
         assert all(f"{o}={o}" in code for o in nb.option_names), name
@@ -109,9 +107,8 @@ def test_a_new_analysis_reaches_the_report_and_its_notebook(toy_analysis, tmp_pa
     index = (tmp_path / "rep" / "index.md").read_text()
     assert f"Toy counts (J); p: {inference.describe_test('bh', 1)}" in index  # {judge} and {test} filled in
     assert pl.read_csv(tmp_path / "rep" / "zz_counts.csv")["n"][0] == run_frames(make_run()).counts.height
-    spec = importlib.util.spec_from_file_location("make_notebooks", ROOT / "notebooks" / "make_notebooks.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    from cocoeval.notebooks import generate as gen
+
     nb, shown = analyses.notebooks()["99_toy"]
     cells = gen.notebook(nb, shown).cells
     code = "\n".join(c.source for c in cells if c.cell_type == "code")

@@ -119,7 +119,7 @@ def lab(tiny_run, tmp_path_factory):
     nb_dir = tmp / "notebooks"
     nb_dir.mkdir()
     for name in NOTEBOOKS:
-        nb = load_notebook_node(str(ROOT / "cocoeval" / "notebooks" / f"{name}.ipynb"))
+        nb = load_notebook_node(str(ROOT / "notebooks" / f"{name}.ipynb"))
         nb = parameterize_notebook(nb, {"params_file": str(params), "resamples": 50, "min_n": 2})
         nbformat.write(nb, nb_dir / f"{name}.ipynb")
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"

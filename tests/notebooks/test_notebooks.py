@@ -15,7 +15,7 @@ from cocoeval.notebooks.context import EMBED_OPTIONS
 
 from ..conftest import ROOT
 
-NOTEBOOKS = sorted((ROOT / "cocoeval" / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
 def test_notebooks_are_committed_without_outputs():
@@ -41,14 +41,14 @@ def test_each_notebook_has_one_documented_parameters_cell():
 
 
 def test_notebooks_are_what_the_generator_writes_and_their_code_lints(tmp_path):
-    """The committed notebooks are make_notebooks.py's output (nobody edits them by hand), and
+    """The committed notebooks are the generator's output (nobody edits them by hand), and
     their code cells, generated from Python strings, pass ruff (pyflakes, pycodestyle, bugbear,
     pyupgrade; E402 and B018 are a notebook's ordinary imports mid-way and bare display values)."""
-    gen = subprocess.run([sys.executable, str(ROOT / "notebooks" / "make_notebooks.py"), "--out", str(tmp_path)],
-                         capture_output=True, text=True, cwd=ROOT / "notebooks")
+    gen = subprocess.run([sys.executable, "-m", "cocoeval.notebooks.generate", "--out", str(tmp_path)],
+                         capture_output=True, text=True, cwd=ROOT)
     assert gen.returncode == 0, gen.stderr
     for p in NOTEBOOKS:
-        assert (tmp_path / p.name).read_text() == p.read_text(), f"{p.name}: run notebooks/make_notebooks.py"
+        assert (tmp_path / p.name).read_text() == p.read_text(), f"{p.name}: run python -m cocoeval.notebooks.generate"
         code = "\n\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")
         (tmp_path / f"{p.stem}.py").write_text(code + "\n")
     ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "120",
