@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from cocoeval import BuildConfig, build  # noqa: E402
-from cocoeval.bench.build import load_instances  # noqa: E402
+from cocoeval.bench.store import load_instances  # noqa: E402
 from cocoeval.core.jsonio import write_jsonl  # noqa: E402
 from cocoeval.core.schema import Instance, Participant  # noqa: E402
 from cocoeval.core.taxonomy import load_taxonomy  # noqa: E402

@@ -27,8 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel
 
 from cocoeval import __version__
-from cocoeval.core.errors import InputError, NotFoundError
-from cocoeval.core.jsonio import read_unique_models, special_file, write_json, write_jsonl
+from cocoeval.core.jsonio import write_json, write_jsonl
 from cocoeval.core.schema import Conversation, Instance, Provenance, Turn, is_human_ai
 from cocoeval.sources import SourceReport, SourceSpec, load_conversations, parse_source_spec
 
@@ -382,50 +381,3 @@ def _recount(report: dict, result: BuildResult, cfg: BuildConfig) -> None:
                 info["eval_shortfall"] = (f"asked for {want} eval instances, {ev} remain after "
                                           f"{lost} instance(s) were left out by LLM stages "
                                           "(reasons in llm_context; a rebuild retries failed calls)")
-
-
-def split_file(bench_dir: str | Path, split: str) -> Path:
-    """The file of one split of a benchmark folder: ``<split>.jsonl`` (``cocoeval build``), or
-    ``<split>.parquet`` where the folder is an export (``cocoeval bench-export``) without JSONL."""
-    d = Path(bench_dir)
-    jsonl, parquet = d / f"{split}.jsonl", d / f"{split}.parquet"
-    return parquet if not jsonl.exists() and parquet.is_file() else jsonl
-
-
-def has_benchmark(bench_dir: str | Path) -> bool:
-    """Whether ``bench_dir`` holds a benchmark (built, or exported as parquet)."""
-    return split_file(bench_dir, "eval").exists()
-
-
-def load_instances(bench_dir: str | Path, split: str | None = "eval") -> list[Instance]:
-    """Read a benchmark's instances (``split=None``: both splits), from the JSONL ``cocoeval
-    build`` writes or the parquet of ``cocoeval bench-export`` (``export.read_parquet_split``)."""
-    splits = ["eval", "train"] if split is None else [split]
-    out: list[Instance] = []
-    for s in splits:
-        p = split_file(bench_dir, s)
-        if not p.exists():
-            raise NotFoundError(f"{p} does not exist",
-                                hint="build the benchmark first: cocoeval build --source ... --out DIR "
-                                "(or give a folder cocoeval bench-export wrote)")
-        if p.suffix == ".parquet":
-            from .export import read_parquet_split
-
-            out += read_parquet_split(p)
-            continue
-        if (what := special_file(p)) is not None:
-            raise InputError(f"is {what}, not a regular file: reading it could wait forever", file=str(p),
-                             hint="replace it with the file cocoeval build wrote")
-        if p.stat().st_size:  # an empty split is written as an empty file
-            out += read_unique_models(p, Instance, lambda i: i.id, lambda i: f"instance {i.id!r}",
-                                      "cocoeval build writes each instance once: remove the extra line, or build "
-                                      "the benchmark again")
-    return out
-
-
-def find_instance(bench_dir: str | Path, instance_id: str) -> Instance:
-    for inst in load_instances(bench_dir, None):
-        if inst.id == instance_id:
-            return inst
-    raise NotFoundError(f"no instance {instance_id!r} in {bench_dir}",
-                        hint="list ids with: cut -c1-200 DIR/eval.jsonl, or see report.json")

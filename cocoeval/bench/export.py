@@ -4,7 +4,7 @@ dataset card in the Hugging Face format (YAML header: licence, configs, splits, 
 how it was built, counts per dataset, provenance and hashes from the build report) and the build
 report itself (``report.json``).
 
-``load_instances`` (``build.py``) reads such a folder as it reads ``cocoeval build``'s JSONL, and
+``store.load_instances`` reads such a folder as it reads ``cocoeval build``'s JSONL, and
 the round trip is exact: every instance read back serialises to the same bytes as the JSONL line
 it came from. Columns follow ``cocoeval.core.schema.Instance`` one to one (nested structs and
 lists), except ``metadata.extra`` (free-form, per source), kept as a JSON string."""
@@ -12,20 +12,20 @@ lists), except ``metadata.extra`` (free-form, per source), kept as a JSON string
 from __future__ import annotations
 
 import hashlib
-import io
 import json
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
-from cocoeval.core.errors import ConfigError, InputError, NotFoundError
-from cocoeval.core.files import MAX_BENCH_BYTES, MiB, read_bounded
-from cocoeval.core.jsonio import validate, write_atomic
+from cocoeval.core.errors import ConfigError, NotFoundError
+from cocoeval.core.files import MiB
+from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.schema import Instance
 from cocoeval.core.text import md_escape
 
-__all__ = ["FORMATS", "LICENCE", "SPLITS", "export_bench", "is_parquet_bench", "read_parquet_split"]
+from .store import load_instances
+
+__all__ = ["FORMATS", "LICENCE", "SPLITS", "export_bench"]
 
 FORMATS = ("parquet",)
 SPLITS = ("eval", "train")
@@ -33,8 +33,6 @@ LICENCE = "cc-by-sa-4.0"
 """The licence of the benchmark as a whole (the paper's); each source keeps its own (``SOURCE_LICENCES``)."""
 MAX_CARD_BYTES = 16 * MiB
 """The largest dataset card read for the hashes it records (the cards written here are a few kB)."""
-_EXPORT_AGAIN = "give the folder cocoeval bench-export wrote (a regular parquet file), or export it again"
-
 SOURCE_LICENCES = {
     "qmsum_product": "QMSum (MIT licence) over the AMI Meeting Corpus (CC BY 4.0)",
     "qmsum_academic": "QMSum (MIT licence) over the ICSI Meeting Corpus (CC BY 4.0)",
@@ -99,83 +97,6 @@ def _row(inst: Instance) -> dict[str, Any]:
     return d
 
 
-def _strip_nulls(v: Any) -> Any:
-    """A parquet row as the JSONL holds it: null struct fields are fields the JSONL omits
-    (cocoeval writes every model with exclude_none)."""
-    if isinstance(v, dict):
-        return {k: _strip_nulls(x) for k, x in v.items() if x is not None}
-    if isinstance(v, list):
-        return [_strip_nulls(x) for x in v]
-    return v
-
-
-CARD_HASH = re.compile(r"^- `(?P<name>[a-z]+\.parquet)`: `(?P<sha>[0-9a-f]{64})`$", re.M)
-"""A split's line in the card's "Provenance and hashes" (``dataset_card``)."""
-
-
-def card_sha256(split_path: Path) -> str | None:
-    """The SHA-256 the dataset card (``README.md`` beside the split) records for the split file;
-    None when there is no card or it records none (a folder not written by ``export_bench``, or a
-    card whose line was removed to accept an edited file)."""
-    card = split_path.parent / "README.md"
-    try:
-        text = read_bounded(card, MAX_CARD_BYTES, hint="").decode("utf-8", errors="replace")
-    except InputError:
-        return None
-    return next((m["sha"] for m in CARD_HASH.finditer(text) if m["name"] == split_path.name), None)
-
-
-def read_parquet_split(path: str | Path) -> list[Instance]:
-    """The instances of one exported split (``export_bench``), validated as the JSONL is. The file
-    is read as untrusted data (``core.files.read_bounded``: a regular file of at most
-    ``MAX_BENCH_BYTES``), and refused when its SHA-256 is not the one its dataset card records: it
-    was changed after the export, and results on it would be taken for results on the published
-    benchmark."""
-    import polars as pl
-
-    p = Path(path)
-    data = read_bounded(p, MAX_BENCH_BYTES, hint=_EXPORT_AGAIN)
-    want, have = card_sha256(p), hashlib.sha256(data).hexdigest()
-    if want is not None and want != have:
-        raise InputError(f"its SHA-256 is {have}, but the dataset card (README.md beside it) records {want}: the "
-                         "file was changed after cocoeval bench-export wrote it", file=str(p),
-                         hint="use the benchmark as exported (download or export it again: cocoeval bench-export "
-                              "BENCH --format parquet --out DIR); to use the changed file on purpose, write its "
-                              f"SHA-256 into README.md in place of the old one (the line - `{p.name}`: ...)")
-    try:
-        rows = pl.read_parquet(io.BytesIO(data)).to_dicts()
-    except Exception as e:  # polars raises its own error classes for a file that is no parquet
-        raise ConfigError(f"cannot read {p} as parquet: {e}",
-                          hint="export the benchmark again: cocoeval bench-export BENCH --format parquet --out DIR") from e
-    out: list[Instance] = []
-    seen: dict[str, int] = {}
-    for n, row in enumerate(rows, 1):
-        d = _strip_nulls(row)
-        meta = d.get("metadata")
-        if isinstance(meta, dict) and isinstance(meta.get("extra"), str):
-            try:
-                meta["extra"] = json.loads(meta["extra"])
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{p}, row {n}: metadata.extra is not JSON ({e})",
-                                  hint="export the benchmark again") from e
-            except RecursionError:
-                raise InputError("metadata.extra is JSON nested too deeply to read", file=str(p), record=f"row {n}",
-                                 hint="export the benchmark again") from None
-        inst = validate(Instance, d, file=p, record=f"row {n}")
-        if inst.id in seen:
-            raise InputError(f"instance {inst.id!r} is here twice (rows {seen[inst.id]} and {n}); it would be "
-                             "counted twice", file=str(p), record=f"row {n}", hint="export the benchmark again")
-        seen[inst.id] = n
-        out.append(inst)
-    return out
-
-
-def is_parquet_bench(bench_dir: str | Path) -> bool:
-    """Whether ``bench_dir`` is an exported benchmark (``eval.parquet``, no ``eval.jsonl``)."""
-    d = Path(bench_dir)
-    return (d / "eval.parquet").is_file() and not (d / "eval.jsonl").exists()
-
-
 def _sha256(p: Path) -> str:
     h = hashlib.sha256()
     with p.open("rb") as f:
@@ -189,7 +110,6 @@ def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet
     (``README.md``) and the build report; returns {split: instances, "files": {name: sha256}}."""
     import polars as pl
 
-    from .build import load_instances
 
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")

@@ -11,8 +11,9 @@ from typing import Any
 from cocoeval.core.errors import ConfigError
 from cocoeval.llm import Runner
 
-from .build import ContextPlan, build, has_benchmark, load_instances, plan_context
+from .build import ContextPlan, build, plan_context
 from .config import BuildSection, LLMContextOptions
+from .store import has_benchmark, load_instances
 
 
 def run_build(section: BuildSection, sources: list[str], bench: Path, *, write: bool,

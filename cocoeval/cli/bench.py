@@ -67,7 +67,7 @@ def _cmd_build(a: argparse.Namespace) -> int:
 
 
 def _cmd_show(a: argparse.Namespace) -> int:
-    from cocoeval.bench.build import find_instance
+    from cocoeval.bench.store import find_instance
     from cocoeval.core.text import visible
 
     inst = find_instance(a.bench_dir, a.instance_id)

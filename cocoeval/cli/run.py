@@ -43,7 +43,7 @@ def _cmd_check(a: argparse.Namespace) -> int:
                 s.file_sha256()
             except InputError as e:
                 problems.append(f"setup {s.name}: {e}")
-    from cocoeval.bench.build import has_benchmark, load_instances, split_file
+    from cocoeval.bench.store import has_benchmark, load_instances, split_file
     from cocoeval.core.errors import CocoevalError
 
     if exp.params.bench and not has_benchmark(exp.bench_dir()):  # built (JSONL) or exported (parquet)

@@ -13,7 +13,7 @@ from ._args import int_range, out_dir, positive_int
 
 
 def _cmd_sft_export(a: argparse.Namespace) -> int:
-    from cocoeval.bench.build import load_instances
+    from cocoeval.bench.store import load_instances
     from cocoeval.core.errors import InputError
     from cocoeval.simulate.sft import SFTConfig, export_sft, export_summary
 

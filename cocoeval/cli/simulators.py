@@ -15,7 +15,7 @@ from ._args import out_file
 def _instances(source: Path, split: str, setup: str | None) -> tuple[list[Any], str]:
     """The instances of a run directory, a benchmark folder or a params file (its run's
     selection), and what they are, for the message."""
-    from cocoeval.bench.build import load_instances, split_file
+    from cocoeval.bench.store import load_instances, split_file
     from cocoeval.core.errors import ConfigError, InputError
     from cocoeval.core.jsonio import read_models
     from cocoeval.core.schema import Instance

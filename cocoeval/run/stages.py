@@ -16,8 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from cocoeval import __version__
-from cocoeval.bench.build import ContextPlan, has_benchmark, load_instances, split_file
+from cocoeval.bench.build import ContextPlan
 from cocoeval.bench.step import plan_build, run_build
+from cocoeval.bench.store import has_benchmark, load_instances, split_file
 from cocoeval.core.errors import CocoevalError, ConfigError, InputError, Interrupted
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path

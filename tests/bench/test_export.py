@@ -12,9 +12,9 @@ import pytest
 import yaml
 
 from cocoeval import build
-from cocoeval.bench.build import has_benchmark, load_instances, split_file
 from cocoeval.bench.config import BuildConfig
-from cocoeval.bench.export import LICENCE, read_parquet_split
+from cocoeval.bench.export import LICENCE
+from cocoeval.bench.store import has_benchmark, load_instances, read_parquet_split, split_file
 from cocoeval.cli import main
 from cocoeval.core.errors import InputError
 from cocoeval.core.jsonio import write_jsonl

@@ -257,9 +257,9 @@ def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsy
     instance of both splits, one clean-up call per chunk of QMSum Product and Academic; priced,
     and in the totals."""
     from cocoeval import build
-    from cocoeval.bench.build import load_instances
     from cocoeval.bench.clean import chunks
     from cocoeval.bench.config import BuildConfig
+    from cocoeval.bench.store import load_instances
     from cocoeval.sources import SourceReport, load_conversations, parse_source_spec
     from cocoeval.sources.demo import demo_sources, sample_dir
 
@@ -318,7 +318,7 @@ def test_build_context_already_made_is_not_counted(tmp_path, capsys):
     """A benchmark folder whose instances were made with the params' models: those calls come
     from the call cache; the row says so and counts nothing. A kind made otherwise is counted."""
     from cocoeval import build
-    from cocoeval.bench.build import load_instances
+    from cocoeval.bench.store import load_instances
     from cocoeval.core.schema import Metadata, Summary
     from cocoeval.sources.demo import demo_sources
 
