@@ -218,8 +218,8 @@ def conversation_frame(run: Run) -> pl.DataFrame:
     setup name), instance_id, dataset and every statistic (null where undefined); stale
     continuations (``Run.stale_reason``) are left out. The same values as ``conversation_stats``
     on each target, computed for every conversation at once (``_token_statistics``); made once
-    per run in a process (``frames.per_run``), or read where ``frames.open_run_dir`` kept it."""
-    from .frames import kept_frame, per_run
+    per run in a process (``store.per_run``), or read where ``frames.open_run_dir`` kept it."""
+    from .store import kept_frame, per_run
 
     def make() -> pl.DataFrame:
         kept = kept_frame(run, "convstats", FRAME_SCHEMA)
@@ -478,9 +478,9 @@ def turn_taking_frame(run: Run) -> pl.DataFrame:
     """One row per current ok continuation of ``run`` (target = its setup) and per instance
     (target ``HISTORY``: the last |r| turns of x against r): the turn-taking measures against the
     human reference of the same instance (``TURN_TAKING``, null where undefined), with both
-    entropies. Made once per run in a process (``frames.per_run``), or read where
+    entropies. Made once per run in a process (``store.per_run``), or read where
     ``frames.open_run_dir`` kept it."""
-    from .frames import kept_frame, per_run
+    from .store import kept_frame, per_run
 
     def make() -> pl.DataFrame:
         kept = kept_frame(run, "turn_taking", TURN_SCHEMA)

@@ -218,7 +218,7 @@ def _view(source: Run | ExperimentParams | Experiment) -> _View:
     from cocoeval.run import ExperimentParams, Run
 
     if isinstance(source, Run):
-        from .frames import kept_facts  # polars: not for a params file (cocoeval check)
+        from .store import kept_facts  # polars: not for a params file (cocoeval check)
 
         params = source.manifest.params if isinstance(source.manifest.params, dict) else {}
         setups = [s for s in params.get("setups") or [] if isinstance(s, dict)]

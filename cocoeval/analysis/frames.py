@@ -3,17 +3,12 @@ labels, and validity (invalid continuations and judgments). Analysis reads only 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
-import os
-import shutil
-import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
@@ -27,6 +22,23 @@ from cocoeval.core.targets import (
 )
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.rundir import UNKNOWN_INSTANCE
+
+from .convstats import conversation_frame, turn_taking_frame
+from .coverage import run_facts
+from .store import (
+    CACHE_DIR,
+    KEPT_FRAMES,
+    _held,
+    _held_folder,
+    _read_kept,
+    code_digest,
+    hold,
+    keep_folder,
+    make_room_for,
+    opened_run,
+    per_run,
+    run_signature,
+)
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
@@ -101,10 +113,6 @@ def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-CACHE_DIR = "cache"
-"""The folder of a run directory where its frames are kept (``run_frames``)."""
-KEPT_FRAMES = 4
-"""How many versions of a run's frames its ``CACHE_DIR`` keeps (the most recently written)."""
 _s, _b, _i64 = pl.Utf8, pl.Boolean, pl.Int64
 FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
     "instances": {"instance_id": _s, "dataset": _s, "n_participants": _i64, "n_participants_metadata": _i64,
@@ -121,57 +129,6 @@ FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
     "expected": EXPECTED_SCHEMA,
 }
 """The columns of each frame (``Frames``), in order."""
-OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench", CACHE_DIR})
-"""Folders of a run directory that ``Run.open`` does not read (what the report and the notebooks
-write, the benchmark, the kept frames): changing them does not invalidate the cached frames."""
-_CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
-"""(what, run directory or id of an in-memory Run, ...) -> (signature when made, value)."""
-OPEN_RUNS = 2
-"""How many run directories ``open_run_dir`` keeps read in a process (the most recently read)."""
-
-
-def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int], ...]:
-    """Every file a run directory holds (but ``OUTPUT_DIRS``) with its mtime (ns) and size: what
-    the cached frames of the run are valid for."""
-    out = []
-    stack = [Path(run_dir)]
-    while stack:
-        d = stack.pop()
-        try:
-            entries = list(os.scandir(d))
-        except OSError:
-            continue
-        for e in entries:
-            if e.is_dir(follow_symlinks=False):
-                if not (d == Path(run_dir) and e.name in OUTPUT_DIRS):
-                    stack.append(Path(e.path))
-            elif e.is_file():
-                st = e.stat()
-                out.append((e.path, st.st_mtime_ns, st.st_size))
-    return tuple(sorted(out))
-
-
-def per_run(run: Run, what: tuple[Any, ...], make: Callable[[], T]) -> T:
-    """``make()`` once per run and ``what`` in this process: for the same ``Run`` object while it
-    lives and, for an opened run, while its directory's files (``run_signature``) are unchanged,
-    so that every analysis of a report or a notebook kernel shares one computation."""
-    key = (id(run), *what)
-    sig = (run.state(), run_signature(run.path) if run.path is not None else None)
-    hit = _CACHE.get(key)
-    if hit is not None and hit[0] == sig:
-        return cast(T, hit[1])
-    value = make()
-    if not any(k[0] == id(run) for k in _CACHE):
-        weakref.finalize(run, _forget, id(run))
-    _CACHE[key] = (sig, value)
-    return value
-
-
-def _forget(run_id: int) -> None:
-    for k in [k for k in _CACHE if k[0] == run_id]:
-        del _CACHE[k]
-
-
 def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     """``Run.open(path)``, read once per process while the directory's files are unchanged
     (``run_signature``); the same ``Run`` object is returned, so its frames are shared too. The
@@ -192,24 +149,15 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
 
     d = Path(path).resolve()
     sig = run_signature(d)
-    hit = _CACHE.get(("open", str(d)))
-    if hit is not None and hit[0] == sig:
-        return cast("Run", hit[1])
+    if (hit := opened_run(d, sig)) is not None:
+        return hit
     tax = taxonomy or load_taxonomy()
     run = Run.open(path, lazy=True)
-    opened = [k for k in _CACHE if k[0] == "open" and k != ("open", str(d))]
-    for k in opened[: max(0, len(opened) - (OPEN_RUNS - 1))]:  # the oldest first: their frames go with them
-        del _CACHE[k]
-        _CACHE.pop(("kept", k[1]), None)
-    _CACHE.pop(("open", str(d)), None)
-    _CACHE.pop(("kept", str(d)), None)
+    make_room_for(d)
     folder = _kept_folder(run, tax)
     if folder is None or not folder.is_dir():
         run.load()  # read it all now: a bad file is an error here, as Run.open gives it
         if folder is not None:
-            from .convstats import conversation_frame, turn_taking_frame
-            from .coverage import run_facts
-
             extra = {}
             for name, make in (("convstats", conversation_frame), ("turn_taking", turn_taking_frame)):
                 try:
@@ -221,9 +169,7 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
             again = Run.open(path, lazy=True)  # the records go: what follows needs the frames, rarely a text
             if folder.is_dir() and _kept_folder(again, tax) == folder:  # (unless a file changed meanwhile)
                 run = again
-    _CACHE[("open", str(d))] = (sig, run)
-    if folder is not None and folder.is_dir():
-        _CACHE[("kept", str(d))] = (sig, folder)
+    hold(d, sig, run, folder if folder is not None and folder.is_dir() else None)
     tune_for_arrays()
     return run
 
@@ -237,71 +183,6 @@ def keep_frames(path: str | Path) -> Path | None:
     return _held_folder(run)
 
 
-def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
-    """The frame ``name`` that ``open_run_dir`` kept with the frames of ``run`` (the judge-free
-    statistics of every conversation, ``convstats``, and their turn-taking, ``turn_taking``: made
-    from the texts when the records were read, so that a later process needs no text for them),
-    for the run object it holds while its records are as read; None otherwise (compute it), or
-    when the kept file has other columns than ``schema`` (said)."""
-    folder = _held_folder(run)
-    if folder is None or not (folder / f"{name}.arrow").exists():  # not kept (its making failed): made here
-        return None
-    try:
-        return _read_kept(folder / f"{name}.arrow", schema)
-    except (OSError, ValueError, pl.exceptions.PolarsError) as e:
-        log.warning("the kept frame %s cannot be read (%s): made again from the run's files", folder / name, e)
-        return None
-
-
-def _held(run: Run) -> str | None:
-    """The run folder (resolved) of ``run`` when it is the run object ``open_run_dir`` holds for
-    it and its records are as read: only then is what was kept beside it this run's."""
-    if run.path is None or not run.as_read:
-        return None
-    d = str(run.path.resolve())
-    return d if _CACHE.get(("open", d), (None, None))[1] is run else None
-
-
-def _held_folder(run: Run) -> Path | None:
-    """Where ``open_run_dir`` kept what it made of ``run`` (``_held``), or None."""
-    d = _held(run)
-    return None if d is None or ("kept", d) not in _CACHE else cast(Path, _CACHE[("kept", d)][1])
-
-
-def _read_kept(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
-    """A kept frame, refused (ValueError) when it has other columns than ``schema``."""
-    df = pl.read_ipc(path)
-    if dict(df.schema) != schema:
-        raise ValueError(f"{path.name} has other columns than the frame")
-    return df
-
-
-def integrity_warnings(run: Run) -> list[str]:
-    """``run.integrity_warnings()``, as kept with its frames when they are (``kept_facts``: no
-    record read)."""
-    kept = (kept_facts(run) or {}).get("integrity_warnings")
-    if isinstance(kept, list) and all(isinstance(w, str) for w in kept):
-        return kept
-    return run.integrity_warnings()
-
-
-def kept_facts(run: Run) -> dict[str, Any] | None:
-    """What ``open_run_dir`` kept with the frames of ``run`` besides them (``{"coverage":
-    coverage.run_facts(run), "integrity_warnings": run.integrity_warnings()}``), for the run
-    object it holds while its records are as read; None otherwise (compute them from the
-    records)."""
-    folder = _held_folder(run)
-    if folder is None:
-        return None
-    try:
-        facts = json.loads((folder / "facts.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        log.warning("the kept facts of %s cannot be read (%s): made again from the run's files (delete its %s "
-                    "folder to have them kept anew)", run.path, e, CACHE_DIR)
-        return None
-    return facts if isinstance(facts, dict) else None
-
-
 def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
     """Build the frames from ``Run.open(run_dir)``; made once per run and taxonomy in a process
     (``per_run``: invalidated when the run's files change). For the run ``open_run_dir`` holds,
@@ -312,29 +193,6 @@ def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
 
 log = logging.getLogger(__name__)
 _FRAME_NAMES = [f.name for f in fields(Frames) if f.name != "taxonomy"]
-
-
-@functools.cache
-def code_digest(libs: tuple[str, ...], every_file: bool = False) -> str:
-    """SHA-256 of cocoeval's code (its modules; ``every_file``: every file it ships, the taxonomy
-    and the HTML report's assets too) and of the installed versions of ``libs`` (distribution
-    names): what is kept beside a run (its frames, its report) is never used by other code."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    import cocoeval
-
-    def v(dist: str) -> str:
-        try:
-            return version(dist)
-        except PackageNotFoundError:
-            return "absent"
-
-    h = hashlib.sha256(" ".join(f"{d}={v(d)}" for d in libs).encode())
-    root = Path(cocoeval.__file__).parent
-    files = root.rglob("*") if every_file else root.rglob("*.py")
-    for f in sorted(p for p in files if "__pycache__" not in p.relative_to(root).parts and p.is_file()):
-        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 _FRAME_LIBS = ("polars", "pydantic")
@@ -379,33 +237,6 @@ def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any],
         (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
 
     keep_folder(folder, fill, newest=KEPT_FRAMES, what="frames")
-
-
-def keep_folder(folder: Path, fill: Callable[[Path], None], *, newest: int, what: str) -> None:
-    """Keep ``folder`` in a run's ``CACHE_DIR`` whole or not at all: ``fill(tmp)`` writes its files
-    into a temporary folder beside it, which then becomes ``folder`` (where another process kept
-    it meanwhile, theirs stays: the same bytes); then all but the ``newest`` folders named with the
-    same prefix (``frames-``, ``report-``) are removed. A read-only run folder or a full disk keeps
-    nothing (logged; the ``what`` of the run is made again next time)."""
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    prefix = folder.name.split("-")[0] + "-"
-    try:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        fill(tmp)
-        try:
-            os.replace(tmp, folder)  # whole or not at all
-        except OSError:
-            if not folder.is_dir():
-                raise
-            shutil.rmtree(tmp, ignore_errors=True)  # another process kept it first: the same bytes
-        kept = sorted((p for p in folder.parent.iterdir() if p.name.startswith(prefix)),
-                      key=lambda p: p.stat().st_mtime_ns, reverse=True)
-        for old in kept[newest:]:
-            shutil.rmtree(old, ignore_errors=True)
-    except OSError as e:
-        log.info("the %s of the run cannot be kept in %s (%s)", what, folder, e)
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _run_frames(run: Run, tax: Taxonomy) -> Frames:

@@ -23,18 +23,9 @@ from cocoeval.run.rundir import PIPELINE_LABEL
 from . import agreement, analyses, charts, html_report, inference, judge_check, render, stats
 from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
-from .frames import (
-    CACHE_DIR,
-    Frames,
-    code_digest,
-    integrity_warnings,
-    invalid_rates,
-    keep_folder,
-    open_run_dir,
-    run_frames,
-    run_signature,
-)
+from .frames import Frames, invalid_rates, open_run_dir, run_frames
 from .judge_free import judge_free_note, pipeline_check
+from .store import CACHE_DIR, code_digest, integrity_warnings, keep_folder, run_signature
 
 
 def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:

@@ -292,14 +292,14 @@ def test_open_run_dir_keeps_the_last_runs_read():
     import tempfile
     from pathlib import Path
 
-    from cocoeval.analysis import frames
+    from cocoeval.analysis import frames, store
 
     with tempfile.TemporaryDirectory() as tmp:
-        dirs = [Path(tmp) / f"run{i}" for i in range(frames.OPEN_RUNS + 1)]
+        dirs = [Path(tmp) / f"run{i}" for i in range(store.OPEN_RUNS + 1)]
         for d in dirs:
             _write_run(d)
         runs = [frames.open_run_dir(d) for d in dirs]
-        kept = [k for k in frames._CACHE if k[0] == "open" and k[1].startswith(tmp)]
+        kept = [k for k in store._CACHE if k[0] == "open" and k[1].startswith(tmp)]
         assert kept == [("open", str(d.resolve())) for d in dirs[1:]]
         assert frames.open_run_dir(dirs[-1]) is runs[-1]  # kept: the same object
         assert frames.open_run_dir(dirs[0]) is not runs[0]  # dropped: read again

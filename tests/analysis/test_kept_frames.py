@@ -12,7 +12,9 @@ import polars as pl
 import pytest
 
 from cocoeval.analysis import frames as fr
-from cocoeval.analysis.frames import CACHE_DIR, KEPT_FRAMES, open_run_dir, run_frames
+from cocoeval.analysis import store
+from cocoeval.analysis.frames import open_run_dir, run_frames
+from cocoeval.analysis.store import CACHE_DIR, KEPT_FRAMES
 from cocoeval.core.errors import InputError
 from cocoeval.core.jsonio import recorded_reads
 from cocoeval.core.taxonomy import load_taxonomy
@@ -31,7 +33,7 @@ def _write(d):
 
 def _fresh_process(monkeypatch):
     """What a new process sees: nothing opened, no frames made."""
-    monkeypatch.setattr(fr, "_CACHE", {})
+    monkeypatch.setattr(store, "_CACHE", {})
 
 
 def _same(a, b):
@@ -225,7 +227,7 @@ def test_a_bad_line_found_by_one_record_read_is_the_whole_read_error(tmp_path):
 
 def test_names_and_coverage_of_a_lazy_run_are_those_of_its_records(tmp_path, monkeypatch):
     from cocoeval.analysis.coverage import paper_coverage, run_facts
-    from cocoeval.analysis.frames import kept_facts
+    from cocoeval.analysis.store import kept_facts
 
     d = _write(tmp_path / "run")
     (d / "continuations" / "a-b.jsonl").write_text((d / "continuations" / "sim.jsonl").read_text())  # '-' < '.'
@@ -286,7 +288,7 @@ def test_two_processes_keeping_the_same_frames_leave_one_whole_copy(tmp_path, mo
 
 
 def test_the_integrity_warnings_are_kept_with_the_frames(tmp_path, monkeypatch):
-    from cocoeval.analysis.frames import integrity_warnings
+    from cocoeval.analysis.store import integrity_warnings
 
     d = _write(tmp_path / "run")
     manifest = d / "manifest.json"

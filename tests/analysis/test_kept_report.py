@@ -11,8 +11,8 @@ import shutil
 import pytest
 
 from cocoeval.analysis import report
-from cocoeval.analysis.frames import CACHE_DIR
 from cocoeval.analysis.report import KEPT_REPORTS, write_report
+from cocoeval.analysis.store import CACHE_DIR
 
 from .test_kept_frames import _fresh_process, _write
 from .test_report_same import files
@@ -86,7 +86,7 @@ def test_a_changed_file_setting_or_code_writes_the_report_anew(tmp_path, monkeyp
 def test_the_code_key_covers_every_file_of_the_package_and_the_figures_libraries():
     from importlib.metadata import version
 
-    from cocoeval.analysis.frames import code_digest
+    from cocoeval.analysis.store import code_digest
 
     assert {"altair", "vl-convert-python", "polars", "scipy", "numpy"} <= set(report._REPORT_LIBS)
     assert code_digest(report._REPORT_LIBS, every_file=True) != code_digest(report._REPORT_LIBS)  # taxonomy, assets...

@@ -14,7 +14,7 @@ import importlib.util
 import re
 import sys
 
-from cocoeval.analysis import charts, convstats, frames, inference, render, report, stats
+from cocoeval.analysis import charts, convstats, frames, inference, render, report, stats, store
 from cocoeval.analysis.report import write_report
 from cocoeval.core import memory
 
@@ -45,6 +45,7 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
     with monkeypatch.context() as m:
         m.setattr(convstats, "_conversation_frame", ref.conversation_frame)
         m.setattr(frames, "per_run", lambda run, what, make: make())
+        m.setattr(store, "per_run", lambda run, what, make: make())
         m.setattr(stats, "sign_flip_pvalues", ref.sign_flip_pvalues)
         m.setattr(inference, "sign_flip_pvalues", ref.sign_flip_pvalues)
         one_by_one = lambda blocks, flips, seed: [ref.sign_flip_pvalues(b, flips, seed) for b in blocks]  # noqa: E731

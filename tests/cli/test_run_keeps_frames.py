@@ -5,6 +5,7 @@ paper's shape)."""
 from __future__ import annotations
 
 from cocoeval.analysis import frames as fr
+from cocoeval.analysis import store
 from cocoeval.core.jsonio import recorded_reads
 
 from ..sim_helpers import fake_params_file
@@ -21,7 +22,7 @@ def test_the_first_report_after_a_run_reads_its_kept_frames_and_no_record(srv, t
     kept = sorted(p.name for p in (d / fr.CACHE_DIR).glob("frames-*"))
     assert len(kept) == 1 and f"analysis frames kept in {fr.CACHE_DIR}/{kept[0]}" in out
 
-    monkeypatch.setattr(fr, "_CACHE", {})  # what the next process sees: nothing opened
+    monkeypatch.setattr(store, "_CACHE", {})  # what the next process sees: nothing opened
     with recorded_reads() as seen:
         rep = write_report(d, tmp_path / "report")
     records = [p for p in seen if "/continuations/" in str(p) or "/judgments/" in str(p)]

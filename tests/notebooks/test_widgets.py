@@ -430,7 +430,7 @@ def test_the_viewer_reads_no_judgment_record_and_shows_them_as_the_statistics_co
     a continuation simulated again) shows its note and none of its labels, and is in no bar."""
     import os
 
-    from cocoeval.analysis import frames as fr
+    from cocoeval.analysis import store
     from cocoeval.analysis.frames import open_run_dir
     from cocoeval.core.jsonio import recorded_reads
     from cocoeval.run import Run
@@ -442,9 +442,9 @@ def test_the_viewer_reads_no_judgment_record_and_shows_them_as_the_statistics_co
     run.continuations["sim"][0] = first.model_copy(update={"setup_id": "sim-v2"})  # simulated again since
     write_run_dir(tmp_path / "run", run, {"status": "complete", "setups": {"sim": "sim-v2", "sim2": "sim2"}})
     d = tmp_path / "run"
-    monkeypatch.setattr(fr, "_CACHE", {})
+    monkeypatch.setattr(store, "_CACHE", {})
     open_run_dir(d)
-    monkeypatch.setattr(fr, "_CACHE", {})
+    monkeypatch.setattr(store, "_CACHE", {})
     with recorded_reads() as seen:
         lazy = ConversationViewer(open_run_dir(d), judge="J")
     assert not [p for p in seen if "judgments" in os.path.relpath(p, d)]
@@ -469,7 +469,7 @@ def test_the_run_annotator_lists_targets_from_the_frames_and_reads_only_the_one_
     continuation, from the frames (a stale continuation, simulated with other settings, counts
     nowhere and is not offered), and reads a target's lines only when it is chosen: the same
     turns and judged turns as ``targets_for`` over the records read whole, no record file read whole."""
-    from cocoeval.analysis import frames as fr
+    from cocoeval.analysis import store
     from cocoeval.analysis.frames import open_run_dir
     from cocoeval.notebooks.context import RunContext
     from cocoeval.run import Run
@@ -481,9 +481,9 @@ def test_the_run_annotator_lists_targets_from_the_frames_and_reads_only_the_one_
     run.continuations["sim"][0] = first.model_copy(update={"setup_id": "sim-v2"})  # the setup changed since
     write_run_dir(tmp_path / "run", run, {"status": "complete", "setups": {"sim": "sim-v2", "sim2": "sim2"}})
     d = tmp_path / "run"
-    monkeypatch.setattr(fr, "_CACHE", {})
+    monkeypatch.setattr(store, "_CACHE", {})
     open_run_dir(d)  # keeps the frames
-    monkeypatch.setattr(fr, "_CACHE", {})
+    monkeypatch.setattr(store, "_CACHE", {})
     lazy = open_run_dir(d)
     frames = run_frames(lazy)
     a = RunContext(None, d, lazy, frames, "J").annotator(tmp_path / "ann.csv")
