@@ -135,9 +135,9 @@ class RunContext:
         m = self.run.manifest
         rates = invalid_rates(self.frames)
         e = md_escape
-        lines = [f"Run **{e(m.get('params', {}).get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
-                 f"{e(m.get('status'))}, cocoeval {e(m.get('cocoeval_version'))}, taxonomy "
-                 f"{e(m.get('taxonomy', {}).get('hash'))}.",
+        lines = [f"Run **{e(m.params.get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
+                 f"{e(m.status)}, cocoeval {e(m.cocoeval_version)}, taxonomy "
+                 f"{e(m.taxonomy.get('hash'))}.",
                  f"{self.frames.instances.height} instances; setups: "  # the frames: one row per instance
                  f"{', '.join(e(x) for x in self.run.names('continuations')) or 'none'}; judges: "
                  f"{', '.join(e(x) for x in self.run.names('all_judgments')) or 'none'}; figures use judge "

@@ -15,7 +15,6 @@ import json
 import logging
 import math
 import subprocess
-import warnings
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -56,12 +55,21 @@ JUDGMENTS_ONCE = ("cocoeval writes one judgment per instance, target and kind: r
                   "judge stage again to rewrite the file")
 
 
+RUN_FORMAT = 1
+"""The version of the run directory's layout and records that this cocoeval writes and reads
+(``Manifest.format``). A manifest without it was written before the format was versioned and is
+read as version 1; a larger version, written by a newer cocoeval whose files this one may
+misread, is refused when the run is opened."""
+
+
 class Manifest(BaseModel):
     """``manifest.json``: what a run is (spec), which code made it (revision) and how it went
     (status, summary). Unknown keys are kept (a newer cocoeval may write more)."""
 
     model_config = ConfigDict(extra="allow")
 
+    format: int = Field(RUN_FORMAT, ge=1)
+    """The run directory's format version (``RUN_FORMAT``)."""
     cocoeval_version: str | None = None
     git_revision: str | None = None
     params_file: str | None = None
@@ -95,17 +103,6 @@ class Manifest(BaseModel):
     def pipeline_check(self) -> bool:
         """Whether the params say ``label: pipeline-check`` (a tiny model: not results)."""
         return self.params.get("label") == PIPELINE_LABEL
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """Deprecated dict-style access (``manifest.get("params")``); use the attributes."""
-        return self.model_dump().get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        """Deprecated dict-style access (``manifest["params"]``); use the attributes."""
-        data = self.model_dump()
-        if key not in data:
-            raise KeyError(key)
-        return data[key]
 
 
 class Run(BaseModel):
@@ -429,17 +426,6 @@ class Run(BaseModel):
         the frames and figures use)."""
         return {**self.judgments, **{f"{HUMAN_PREFIX}{a}": js for a, js in self.human.items()}}
 
-    def __getitem__(self, key: str) -> Any:
-        """Deprecated: the old ``read_run`` dict access (``run["judgments"]`` includes the
-        ``human:<annotator>`` entries). Use the attributes; kept for external notebooks."""
-        warnings.warn(f'run["{key}"] is deprecated; use run.{key if key != "judgments" else "all_judgments"}',
-                      DeprecationWarning, stacklevel=2)
-        if key == "judgments":
-            return self.all_judgments
-        if key in ("manifest", "instances", "continuations"):
-            return getattr(self, key)
-        raise KeyError(key)
-
 
 def _configs(run: Run, key: str, cls: type[BaseModel]) -> list[Any] | None:
     """The setups or judges of the manifest's params, read for what selects instances (name,
@@ -474,11 +460,17 @@ def _read_manifest(d: Path) -> Manifest:
         raise InputError("expected a JSON object", file=str(d / "manifest.json"),
                          hint="the manifest is written by cocoeval run; run it again")
     try:
-        return Manifest.model_validate(raw)
+        manifest = Manifest.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
         raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
                          hint="the manifest is written by cocoeval run; run it again") from None
+    if manifest.format > RUN_FORMAT:
+        raise InputError(f"the run directory has format {manifest.format}, written by a newer cocoeval "
+                         f"({manifest.cocoeval_version or 'version unknown'}); this one reads format {RUN_FORMAT} and "
+                         "could misread it", file=str(d / "manifest.json"),
+                         hint="upgrade cocoeval (pip install -U cocoeval) to read this run")
+    return manifest
 
 
 def _changed_since_opening(d: Path, rel: str) -> InputError:

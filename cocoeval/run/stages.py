@@ -39,6 +39,7 @@ from .lock import run_dir_lock
 from .outcome import tally
 from .params import ExperimentParams, read_params
 from .rundir import (
+    RUN_FORMAT,
     USAGE_JOURNAL,
     Manifest,
     checked_turns,
@@ -226,6 +227,7 @@ class Experiment:
         prompts = {p for s in self.params.setups for p in s.prompt_names()}
         prompts |= {JUDGE_PROMPTS[k] for j in self.params.llm_judges for k in j.kind}
         return Manifest.model_validate({
+            "format": RUN_FORMAT,
             "cocoeval_version": __version__,
             "git_revision": git_revision(),
             "params_file": self.source,

@@ -197,7 +197,7 @@ def test_a_plugin_that_exits_or_interrupts_ends_its_continuations_invalid_and_th
     out = cocoeval(world, "run", p, "--no-progress", code=3)  # completed, something invalid
     tmp, _ = world
     manifest = json.loads((tmp / "runs" / f"x-{plugin}" / "manifest.json").read_text())
-    assert manifest["status"] == "complete"
+    assert manifest["status"] == "complete" and manifest["format"] == 1  # the run directory's format version
     bad = continuations(world, f"x-{plugin}", "bad")
     assert len(bad) == 2 and all(c["status"] == "invalid" and said in c["reason"] for c in bad)
     assert "hostile_sims.py" in bad[0]["reason"]  # where it happened

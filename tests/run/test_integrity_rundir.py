@@ -102,6 +102,18 @@ def test_the_report_command_refuses_a_repeated_record_with_exit_2(tmp_path, caps
     assert "is here twice" in capsys.readouterr().err
 
 
+def test_a_run_written_by_a_newer_format_is_refused_and_one_without_a_format_is_read(tmp_path, capsys):
+    from cocoeval.run.rundir import RUN_FORMAT
+
+    write(tmp_path / "old")  # a manifest without "format": written before the format was versioned
+    assert Run.open(tmp_path / "old").manifest.format == RUN_FORMAT
+    write(tmp_path / "new", manifest={"status": "complete", "format": RUN_FORMAT + 1, "cocoeval_version": "9.0"})
+    assert main(["report", str(tmp_path / "new"), "--out", str(tmp_path / "rep"), "--resamples", "20"]) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json" in err and f"format {RUN_FORMAT + 1}, written by a newer cocoeval (9.0)" in err
+    assert "upgrade cocoeval" in err
+
+
 # ------------------------------------------------------------------ 2. ok with too few turns
 @pytest.mark.parametrize("keep", [0, 1, 5])
 def test_an_ok_continuation_without_the_references_number_of_turns_is_read_as_invalid(tmp_path, keep):
