@@ -81,7 +81,7 @@ def test_a_good_file_imports_every_record_ok(tmp_path):
     ([{**good("d/c/0"), "turns": good("d/c/0")["turns"] + [{"speaker": "Alice", "text": "extra"}]}], "has 4 turn(s)"),
     ([{**good("d/c/0"), "turns": [{"speaker": "", "text": "x"}, *good("d/c/0")["turns"][1:]]}], "turn 1 has no speaker"),
     ([{**good("d/c/0"), "turns": [{"speaker": "Alice"}, *good("d/c/0")["turns"][1:]]}], "turn 1 (Alice) has no text"),
-    ([{**good("d/c/0"), "turns": [{"speaker": "Alice", "text": 3}, *good("d/c/0")["turns"][1:]]}], "has no text"),
+    ([{**good("d/c/0"), "turns": [{"speaker": "Alice", "text": 3}, *good("d/c/0")["turns"][1:]]}], "turn 1's text (Alice) is a number, not text"),
     ([{**good("d/c/0"), "turns": [{"speaker": "A", "text": "t", "emotion": "x"}, *good("d/c/0")["turns"][1:]]}],
      "fields other than speaker and text: emotion"),
 ])
