@@ -37,6 +37,7 @@ import re
 import sys
 import tempfile
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -57,6 +58,7 @@ from cocoeval.prompts.files import load_prompt  # noqa: E402
 from cocoeval.prompts.render import format_metadata, judge_messages, render_target  # noqa: E402
 from cocoeval.run import Run, load_params  # noqa: E402
 from cocoeval.run.estimate import (  # noqa: E402
+    ForecastRow,
     describe,
     forecast,
     judge_cache_bounds,
@@ -69,6 +71,20 @@ from tests.fakes.server import FakeServer  # noqa: E402
 
 KS = (1, 5, 30)
 FIELDS = ("calls", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
+Key = tuple[str, str, str]
+"""A forecast row's (stage, name, model)."""
+
+
+@dataclass
+class Tokens:
+    """The actual calls and tokens of one forecast row, summed from a run's call records."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
 
 
 def first_sentence(text: str) -> str:
@@ -146,17 +162,17 @@ def answers(insts: list[Instance]) -> list[dict]:
              "text": f'{{"consistency": 7, "collaborativeness": 7, "rationale": "{rationale}"}}'}, *sim]
 
 
-def actual_rows(run: Run) -> dict[tuple[str, str, str], dict[str, int]]:
+def actual_rows(run: Run) -> dict[Key, Tokens]:
     """Tokens per forecast row from the run's call records (cache hits included: the pilot paid them)."""
-    rows: dict[tuple[str, str, str], dict[str, int]] = defaultdict(lambda: dict.fromkeys(FIELDS, 0))
+    rows: dict[Key, Tokens] = defaultdict(Tokens)
     recs = [(("simulate", x.setup_name or n), c) for n, xs in run.continuations.items() for x in xs for c in x.calls]
     recs += [(("judge", f"{j.judge_name or n}:{j.kind}"), c) for n, js in run.all_judgments.items()
              for j in js for c in j.calls]
     for (stage, name), c in recs:
         r = rows[(stage, name, c.model)]
-        r["calls"] += 1
+        r.calls += 1
         for k in FIELDS[1:]:
-            r[k] += getattr(c, k)
+            setattr(r, k, getattr(r, k) + getattr(c, k))
     return rows
 
 
@@ -239,8 +255,8 @@ def print_bounds(secs: Sections, n_targets: int | None = None) -> None:
               "(the limit of any layout with one target per request)")
 
 
-def share(r: dict) -> float:
-    return r["cached_input_tokens"] / r["input_tokens"] if r["input_tokens"] else float("nan")
+def share(r: ForecastRow | Tokens) -> float:
+    return r.cached_input_tokens / r.input_tokens if r.input_tokens else float("nan")
 
 
 def measured(n: int, tmp: Path) -> Sections:
@@ -265,7 +281,7 @@ def measured(n: int, tmp: Path) -> Sections:
         pilot = Run.open(tmp / "run")
         exp = load_params(tmp / "p.yaml")
         ready = exp.prepare_instances(write=False)
-        before = {(r["stage"], r["name"], r["model"]): r for r in forecast(exp, ready)}
+        before = {(r.stage, r.name, r.model): r for r in forecast(exp, ready)}
         rows = forecast(exp, ready, observed=observed_reasoning(pilot), observed_out=observed_output(pilot))
         exp.run()
         run = Run.open(tmp / "run")
@@ -284,7 +300,8 @@ def measured(n: int, tmp: Path) -> Sections:
     return secs
 
 
-def report(insts: list[Instance], rows: list[dict], before: dict, actual: dict, ceil: dict) -> None:
+def report(insts: list[Instance], rows: list[ForecastRow], before: dict[Key, ForecastRow], actual: dict[Key, Tokens],
+           ceil: dict[Key, float]) -> None:
     prices = PriceTable.load()
     hist = sum(chars_tokens("\n".join(f"{t.speaker}: {t.text}" for t in i.history)) for i in insts) / len(insts)
     ref = sum(chars_tokens("\n".join(f"{t.speaker}: {t.text}" for t in i.reference)) for i in insts) / len(insts)
@@ -296,40 +313,41 @@ def report(insts: list[Instance], rows: list[dict], before: dict, actual: dict, 
     print(f"{'row':<46} {'':<8} {'calls':>6} {'input':>10} {'cached':>10} {'share':>6} {'output':>9} "
           f"{'reasoning':>9} {'naive':>8} {'cached':>8} {'batch':>8}")
 
-    def cost(model: str, r: dict, **kw) -> tuple[float, float, float]:
-        plain = Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"])
-        cached = Usage(**{k: r[k] for k in FIELDS[1:5]})
+    def cost(model: str, r: ForecastRow | Tokens, **kw) -> tuple[float, float, float]:
+        plain = Usage(input_tokens=r.input_tokens, output_tokens=r.output_tokens)
+        cached = Usage(**{k: getattr(r, k) for k in FIELDS[1:5]})
         return (prices.cost(model, plain) or 0.0, prices.cost(model, cached) or 0.0,
                 prices.cost(model, plain, batch=True) or 0.0)
 
     met_all = True
     for f in rows:
-        key = (f["stage"], f["name"], f["model"])
+        key = (f.stage, f.name, f.model)
         a = actual.get(key)
-        label = f"{f['stage']} {f['name']} ({f['model'].split('@')[0].split('/')[-1]})"
-        for what, r in (("forecast", f), ("actual", a)):
+        label = f"{f.stage} {f.name} ({f.model.split('@')[0].split('/')[-1]})"
+        pair: tuple[tuple[str, ForecastRow | Tokens | None], ...] = (("forecast", f), ("actual", a))
+        for what, r in pair:
             if r is None:
                 print(f"{label:<46} {what:<8} (no calls)")
                 continue
-            naive, cached, batch = cost(f["model"], r)
-            print(f"{label if what == 'forecast' else '':<46} {what:<8} {r['calls']:>6,} {r['input_tokens']:>10,} "
-                  f"{r['cached_input_tokens']:>10,} {share(r):>6.2f} {r['output_tokens']:>9,} "
-                  f"{r['reasoning_tokens']:>9,} ${naive:>7.3f} ${cached:>7.3f} ${batch:>7.3f}")
+            naive, cached, batch = cost(f.model, r)
+            print(f"{label if what == 'forecast' else '':<46} {what:<8} {r.calls:>6,} {r.input_tokens:>10,} "
+                  f"{r.cached_input_tokens:>10,} {share(r):>6.2f} {r.output_tokens:>9,} "
+                  f"{r.reasoning_tokens:>9,} ${naive:>7.3f} ${cached:>7.3f} ${batch:>7.3f}")
         if a is None:
             met_all = False
             continue
-        act = cost(f["model"], a)[1]
-        ratio, ratio0 = cost(f["model"], f)[1] / act, cost(f["model"], before[key])[1] / act
+        act = cost(f.model, a)[1]
+        ratio, ratio0 = cost(f.model, f)[1] / act, cost(f.model, before[key])[1] / act
         checks = [("forecast cost within ±10%", abs(ratio - 1) <= 0.10),
                   ("forecast cached share within 0.05", abs(share(f) - share(a)) <= 0.05)]
-        if f["stage"] == "judge":
+        if f.stage == "judge":
             checks.insert(0, ("judging cached ≥ 0.80", share(a) >= 0.80))
-        elif f["name"].endswith("-k1"):
+        elif f.name.endswith("-k1"):
             checks.insert(0, ("1-turn simulation cached ≥ 0.90", share(a) >= 0.90))
         met_all &= all(ok for _, ok in checks)
         extra = f"; ceiling {ceil[key]:.2f}" if key in ceil else ""
         print(f"{'':<46} {'fc/act':<8} cost {ratio:.2f} (before the pilot, output "
-              f"{before[key]['output_source']}: {ratio0:.2f}){extra}; "
+              f"{before[key].output_source}: {ratio0:.2f}){extra}; "
               + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in checks))
     print("targets: " + ("all met" if met_all else "some missed (MISSED above)"))
 
@@ -356,37 +374,37 @@ def paper(params: Path, data: Path | None, tmp: Path, secs: Sections | None = No
     print(f"{'stage':<8} {'name':<26} {'calls':>7} {'input':>12} {'cached':>12} {'share':>6} {'output':>10} "
           f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}")
     for r in rows:
-        print(f"{r['stage']:<8} {r['name'][:26]:<26} {r['calls']:>7,} {r['input_tokens']:>12,} "
-              f"{r['cached_input_tokens']:>12,} {share(r):>6.2f} {r['output_tokens']:>10,} {r['reasoning_tokens']:>10,} "
-              f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
-              f"{usd(r['cost_planned_usd']):>10}")
+        print(f"{r.stage:<8} {r.name[:26]:<26} {r.calls:>7,} {r.input_tokens:>12,} "
+              f"{r.cached_input_tokens:>12,} {share(r):>6.2f} {r.output_tokens:>10,} {r.reasoning_tokens:>10,} "
+              f"{usd(r.cost_naive_usd):>10} {usd(r.cost_cached_usd):>10} {usd(r.cost_batch_usd):>10} "
+              f"{usd(r.cost_planned_usd):>10}")
     tot = plan_totals(rows)
-    print("total: " + ", ".join(f"{label} {usd(tot[k])}" for label, k in (("naive", "naive"), ("cached", "live"),
-                                                                           ("batch", "batch"), ("planned", "planned")))
-          + (f" (+{tot['unknown']} row(s) at unknown prices, left out)" if tot["unknown"] else ""))
-    print(f"choice: every call live {usd(tot['live'])}; with --batch {usd(tot['with_batch'])}")
-    judge_gap(exp, rows, len(insts), tot["planned"], secs)
+    print("total: " + ", ".join(f"{label} {usd(getattr(tot, k))}" for label, k in (
+        ("naive", "naive"), ("cached", "live"), ("batch", "batch"), ("planned", "planned")))
+          + (f" (+{tot.unknown} row(s) at unknown prices, left out)" if tot.unknown else ""))
+    print(f"choice: every call live {usd(tot.live)}; with --batch {usd(tot.with_batch)}")
+    judge_gap(exp, rows, len(insts), tot.planned, secs)
 
 
 TARGET_JUDGE_SHARE = 0.80
 """The issue's target for judging's cached share, priced on the paper grid by ``judge_gap``."""
 
 
-def judge_gap(exp, rows: list[dict], n_insts: int, planned: float, secs: Sections | None) -> None:
+def judge_gap(exp, rows: list[ForecastRow], n_insts: int, planned: float | None, secs: Sections | None) -> None:
     """What judging's cached-share target is worth on the paper grid, and the bounds at its targets per instance."""
     prices = PriceTable.load(exp.llm_config().prices)
-    judge = [r for r in rows if r["stage"] == "judge" and r["cost_cached_usd"] is not None]
-    if not judge:
+    judge = [r for r in rows if r.stage == "judge" and r.cost_cached_usd is not None]
+    if not judge or planned is None:  # None: no known price, so no judge row either
         return
-    at_target = sum(prices.cost(r["model"], Usage(
-        input_tokens=r["input_tokens"], cached_input_tokens=round(TARGET_JUDGE_SHARE * r["input_tokens"]),
-        output_tokens=r["output_tokens"], reasoning_tokens=r["reasoning_tokens"])) or 0.0 for r in judge)
-    cached, batch = sum(r["cost_cached_usd"] for r in judge), sum(r["cost_batch_usd"] for r in judge)
-    print(f"judging: ${cached:,.2f} with caching (share {sum(r['cached_input_tokens'] for r in judge) / sum(r['input_tokens'] for r in judge):.2f}), "
+    at_target = sum(prices.cost(r.model, Usage(
+        input_tokens=r.input_tokens, cached_input_tokens=round(TARGET_JUDGE_SHARE * r.input_tokens),
+        output_tokens=r.output_tokens, reasoning_tokens=r.reasoning_tokens)) or 0.0 for r in judge)
+    cached, batch = sum(r.cost_cached_usd or 0.0 for r in judge), sum(r.cost_batch_usd or 0.0 for r in judge)
+    print(f"judging: ${cached:,.2f} with caching (share {sum(r.cached_input_tokens for r in judge) / sum(r.input_tokens for r in judge):.2f}), "
           f"${batch:,.2f} through a batch API; at the target's {TARGET_JUDGE_SHARE:.2f} cached it would be "
           f"${at_target:,.2f}, ${cached - at_target:,.2f} less ({(cached - at_target) / planned:.1%} of the planned total)")
     if secs:
-        n = round(max(r["calls"] for r in judge) / n_insts)
+        n = round(max(r.calls for r in judge) / n_insts)
         print(f"judging's cached share, upper bounds at the paper grid's {n} targets per instance (mean sizes "
               "of the measured grid's prompts):")
         print_bounds(secs, n)

@@ -88,37 +88,37 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     print(f"{'stage':<9} {'name':<28} {'model':<30} {'calls':>7} {'input':>12} {'cached':>11} {'output':>10} "
           f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}")
     for r in rows:
-        print(f"{r['stage']:<9} {r['name'][:28]:<28} {r['model'][:30]:<30} {r['calls']:>7,} {r['input_tokens']:>12,} "
-              f"{r['cached_input_tokens']:>11,} {r['output_tokens']:>10,} {r['reasoning_tokens']:>10,} "
-              f"{usd(r['cost_naive_usd']):>10} {usd(r['cost_cached_usd']):>10} {usd(r['cost_batch_usd']):>10} "
-              f"{usd(r['cost_planned_usd']):>10}" + (f"  ({r['note']})" if r.get("note") else ""))
+        print(f"{r.stage:<9} {r.name[:28]:<28} {r.model[:30]:<30} {r.calls:>7,} {r.input_tokens:>12,} "
+              f"{r.cached_input_tokens:>11,} {r.output_tokens:>10,} {r.reasoning_tokens:>10,} "
+              f"{usd(r.cost_naive_usd):>10} {usd(r.cost_cached_usd):>10} {usd(r.cost_batch_usd):>10} "
+              f"{usd(r.cost_planned_usd):>10}" + (f"  ({r.note})" if r.note else ""))
     tot = plan_totals(rows)  # a sum over no known price is unknown, never $0
-    unknown = f" (+{tot['unknown']} row(s) at unknown prices)" if tot["unknown"] else ""
-    n_obs = sum(r["output_source"] == "observed" for r in rows)
-    batched = sum(r["calls"] for r in rows if r["mode"] == "batch")
-    print(f"total: {sum(r['calls'] for r in rows):,} calls, {sum(r['input_tokens'] for r in rows):,} input "
-          f"({sum(r['cached_input_tokens'] for r in rows):,} cached) and {sum(r['output_tokens'] for r in rows):,} "
-          f"output tokens ({sum(r['reasoning_tokens'] for r in rows):,} reasoning); naive "
-          f"{usd(tot['naive'])}, with prompt caching {usd(tot['live'])}; planned, as this params file "
-          f"sends them ({batched:,} calls through batch APIs, the rest live): {usd(tot['planned'])}{unknown}"
+    unknown = f" (+{tot.unknown} row(s) at unknown prices)" if tot.unknown else ""
+    n_obs = sum(r.output_source == "observed" for r in rows)
+    batched = sum(r.calls for r in rows if r.mode == "batch")
+    print(f"total: {sum(r.calls for r in rows):,} calls, {sum(r.input_tokens for r in rows):,} input "
+          f"({sum(r.cached_input_tokens for r in rows):,} cached) and {sum(r.output_tokens for r in rows):,} "
+          f"output tokens ({sum(r.reasoning_tokens for r in rows):,} reasoning); naive "
+          f"{usd(tot.naive)}, with prompt caching {usd(tot.live)}; planned, as this params file "
+          f"sends them ({batched:,} calls through batch APIs, the rest live): {usd(tot.planned)}{unknown}"
           + f"; {describe(rows)}" + ("; reasoning tokens: the run's observed means" if observed else "")
           + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
-    if any(r["cost_if_batch_usd"] != r["cost_cached_usd"] for r in rows):  # some row can go through a batch API
-        print(f"choice: every call live (with prompt caching) {usd(tot['live'])}; with --batch (what can go "
+    if any(r.cost_if_batch_usd != r.cost_cached_usd for r in rows):  # some row can go through a batch API
+        print(f"choice: every call live (with prompt caching) {usd(tot.live)}; with --batch (what can go "
               f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
               f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
-              f"llm.batch_dependent) {usd(tot['with_batch'])}{unknown}")
+              f"llm.batch_dependent) {usd(tot.with_batch)}{unknown}")
     print("instances assumed, per dataset:")
     for line in assumed_counts(insts, plan):
         print(f"  {line}")
     if run is not None:
         for c in compare_with_run(rows, run):
-            print(f"actual vs forecast, {c['stage']} {c['model']}: calls {c['actual_calls']}/{c['forecast_calls']}, "
-                  f"input tokens {c['actual_input']:,}/{c['forecast_input']:,} ({c['input_ratio']:.2f}x), "
-                  f"cached share {c['actual_cached_share']:.2f}/{c['forecast_cached_share']:.2f}, "
-                  f"output {c['actual_output']:,}/{c['forecast_output']:,}"
+            print(f"actual vs forecast, {c.stage} {c.model}: calls {c.actual_calls}/{c.forecast_calls}, "
+                  f"input tokens {c.actual_input:,}/{c.forecast_input:,} ({c.input_ratio:.2f}x), "
+                  f"cached share {c.actual_cached_share:.2f}/{c.forecast_cached_share:.2f}, "
+                  f"output {c.actual_output:,}/{c.forecast_output:,}"
                   + (f" (actual tokens leave out {n} call(s) of unknown usage)"
-                     if (n := c["actual_usage_unknown_calls"]) else ""))
+                     if (n := c.actual_usage_unknown_calls) else ""))
     return 0
 
 

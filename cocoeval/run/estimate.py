@@ -37,7 +37,8 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn
 from cocoeval.judge.engine import plan_judgments, send_order
@@ -72,10 +73,115 @@ medium), a documented guess until the run's own call records show the real mean.
 
 ROW_FIELDS = ("calls", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens",
               "reasoning_tokens")
+"""The counts of a forecast row (``ForecastRow``), in its order."""
 
 
-def _row() -> dict[str, Any]:
-    return dict.fromkeys(ROW_FIELDS, 0)
+@dataclass(frozen=True)
+class ForecastRow:
+    """One row of a forecast (``forecast``): the calls of one (stage, name, model), their tokens
+    and what they cost."""
+
+    stage: str
+    """simulate, judge, probe or build."""
+    name: str
+    """The setup (simulate); ``judge:kind`` (judge); ``judge:probe:kind`` (probe); clean,
+    metadata or summary (build)."""
+    model: str
+    """The model the calls go to."""
+    calls: int
+    """Calls sent."""
+    input_tokens: int
+    """Input tokens, cached ones included."""
+    cached_input_tokens: int
+    """Input tokens the provider's prompt cache bills as read."""
+    cache_write_tokens: int
+    """Input tokens the provider's prompt cache bills as written (Anthropic's breakpoints)."""
+    output_tokens: int
+    """Output tokens, reasoning ones included."""
+    reasoning_tokens: int
+    """Reasoning tokens (of a reasoning model; billed as output)."""
+    output_source: Literal["observed", "default"]
+    """Where the visible output per call came from: a run's observed mean or the default."""
+    note: str | None
+    """Why a row counts no calls (a build kind the benchmark already holds), else None."""
+    cost_naive_usd: float | None
+    """Cost with no prompt caching, every call live; None: unknown price."""
+    cost_cached_usd: float | None
+    """Cost with prompt caching, every call live; None: unknown price."""
+    cost_batch_usd: float | None
+    """Cost at the batch price (no cache credit); None: unknown price."""
+    mode: Literal["batch", "live"]
+    """How the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row."""
+    cost_planned_usd: float | None
+    """Cost as ``mode`` sends it; None: unknown price."""
+    cost_if_batch_usd: float | None
+    """Cost under ``--batch``: the batch price where the row can go through a batch API, else
+    live with caching; None: unknown price."""
+
+
+@dataclass(frozen=True)
+class PlanTotals:
+    """The totals of a forecast over the rows with known prices (``plan_totals``); a total over
+    no known price is None (unknown), never 0."""
+
+    naive: float | None
+    """Every call live, no prompt caching (``cost_naive_usd``)."""
+    live: float | None
+    """Every call live, with prompt caching (``cost_cached_usd``)."""
+    batch: float | None
+    """Every call at the batch price (``cost_batch_usd``)."""
+    planned: float | None
+    """As the params file sends them (``cost_planned_usd``)."""
+    with_batch: float | None
+    """``--batch``: every row that can go through a batch API at the batch price, the rest live
+    with caching (``cost_if_batch_usd``)."""
+    unknown: int
+    """Rows at unknown prices, left out of the totals."""
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """Forecast vs actual for one (stage, model) of a run (``compare_with_run``)."""
+
+    stage: str
+    """simulate or judge."""
+    model: str
+    """The model the calls went to."""
+    forecast_calls: int
+    """Calls forecast."""
+    actual_calls: int
+    """Calls recorded (cache hits and calls of unknown usage included)."""
+    forecast_input: int
+    """Input tokens forecast."""
+    actual_input: int
+    """Input tokens recorded (calls of unknown usage left out)."""
+    input_ratio: float
+    """``actual_input / forecast_input``; NaN when nothing was forecast."""
+    forecast_cached_share: float
+    """Share of the forecast input billed as cached; NaN without input."""
+    actual_cached_share: float
+    """Share of the recorded input billed as cached; NaN without input."""
+    forecast_output: int
+    """Output tokens forecast (reasoning included)."""
+    actual_output: int
+    """Output tokens recorded (reasoning included; calls of unknown usage left out)."""
+    actual_usage_unknown_calls: int
+    """Recorded calls of unknown usage, whose tokens are not summed (never read as 0)."""
+
+
+@dataclass
+class _Tally:
+    """A row's counts while they are summed."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    output_source: Literal["observed", "default"] = "default"
+    note: str | None = None
+    usage_unknown_calls: int = 0
 
 
 def is_reasoning(prov: Provider) -> bool:
@@ -129,7 +235,7 @@ def clean_output(turns: Sequence[Turn]) -> int:
 def forecast(exp: Experiment, instances: list[Instance],
              observed: dict[tuple[str, str], float] | None = None,
              observed_out: dict[tuple[str, str, str], float] | None = None,
-             build: ContextPlan | None = None) -> list[dict[str, Any]]:
+             build: ContextPlan | None = None) -> list[ForecastRow]:
     """Rows per (stage, name, model): calls, input/cached/cache-write/output/reasoning tokens;
     cost naive, with prompt caching and through a batch API; and ``mode``/``cost_planned_usd``:
     how the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row,
@@ -147,7 +253,7 @@ def forecast(exp: Experiment, instances: list[Instance],
     prices = PriceTable.load(exp.llm_config().prices)
     tax = exp.taxonomy
     biller = _Biller()
-    rows: dict[tuple[str, str, str], dict[str, Any]] = defaultdict(_row)
+    rows: dict[tuple[str, str, str], _Tally] = defaultdict(_Tally)
 
     def reasoning(stage: str, model: str, effort: str | None) -> int:
         if not is_reasoning(biller.provider(model)):
@@ -159,9 +265,9 @@ def forecast(exp: Experiment, instances: list[Instance],
     def visible(key: tuple[str, str, str], units: int, default: int) -> int:
         """Visible output of one call: the row's observed mean per unit times ``units``, else the default."""
         if observed_out and key in observed_out:
-            rows[key]["output_source"] = "observed"
+            rows[key].output_source = "observed"
             return round(observed_out[key] * units)
-        rows[key]["output_source"] = "default"
+        rows[key].output_source = "default"
         return default
 
     def add(key: tuple[str, str, str], request: GenerateRequest, output: int, effort: str | None = None,
@@ -169,22 +275,22 @@ def forecast(exp: Experiment, instances: list[Instance],
         r = rows[key]
         tin, cached, write = biller.bill(key[2], request, distinct)
         think = reasoning(key[0], key[2], effort)
-        r["calls"] += 1
-        r["input_tokens"] += tin
-        r["cached_input_tokens"] += cached
-        r["cache_write_tokens"] += write
-        r["output_tokens"] += output + think
-        r["reasoning_tokens"] += think
+        r.calls += 1
+        r.input_tokens += tin
+        r.cached_input_tokens += cached
+        r.cache_write_tokens += write
+        r.output_tokens += output + think
+        r.reasoning_tokens += think
 
     # benchmark creation, in the order the build sends it: clean-up, then M and S per split
     if build is not None:
         opts = build.options
         for kind, why in build.cached.items():
             r = rows[("build", kind, getattr(opts, kind))]
-            r["note"], r["output_source"] = why, "default"
+            r.note, r.output_source = why, "default"
         for pc in build.calls:
             key = ("build", pc.kind, pc.call.model)
-            rows[key]["output_source"] = "default"
+            rows[key].output_source = "default"
             out_tokens = {"clean": clean_output(pc.turns) if pc.kind == "clean" else 0,
                           "metadata": BUILD_OUTPUT_METADATA, "summary": BUILD_OUTPUT_SUMMARY}[pc.kind]
             add(key, pc.call.request, out_tokens, opts.reasoning_effort)
@@ -202,9 +308,9 @@ def forecast(exp: Experiment, instances: list[Instance],
             if task.setup.kind == "human_ai":  # approximate: no prompt-cache credit
                 ref = inst.reference
                 r = rows[("simulate", s.name, task.setup.model)]
-                r["calls"] += sum(1 for t in ref if t.speaker == "user")
-                r["input_tokens"] += sum(count_tokens(t.text) for t in [*inst.history, *ref]) * 2
-                r["output_tokens"] += sum(count_tokens(t.text) for t in ref)
+                r.calls += sum(1 for t in ref if t.speaker == "user")
+                r.input_tokens += sum(count_tokens(t.text) for t in [*inst.history, *ref]) * 2
+                r.output_tokens += sum(count_tokens(t.text) for t in ref)
                 continue
             conts.append((task.setup, task))
     while conts:
@@ -259,7 +365,7 @@ def forecast(exp: Experiment, instances: list[Instance],
                 if jt.result is not None:
                     continue
                 key = ("probe", f"{name}:{item.probe}:{jt.kind}", jt.judge.model)
-                rows[key]["output_source"] = "default"
+                rows[key].output_source = "default"
                 n_out = JUDGE_OUTPUT_PER_TURN * len(t.judged) if jt.kind == "fine_grained" else JUDGE_OUTPUT_OVERALL
                 add(key, item.next_call().request, n_out, jt.judge.reasoning_effort, distinct=f"{t.name}|{item.probe}")
 
@@ -267,23 +373,24 @@ def forecast(exp: Experiment, instances: list[Instance],
     multi_step = {s.name for s in exp.params.setups if not isinstance(s, Setup)
                   or s.kind == "human_ai" or any(s.turns_per_call < len(i.reference) for i in instances)}
     out = []
-    for (stage, name, model), r in sorted(rows.items()):
-        plain = Usage(input_tokens=r["input_tokens"], output_tokens=r["output_tokens"])
+    for (stage, name, model), r in sorted(rows.items(), key=lambda kv: kv[0]):
+        plain = Usage(input_tokens=r.input_tokens, output_tokens=r.output_tokens)
         naive = prices.cost(model, plain)
-        cached = prices.cost(model, Usage(input_tokens=r["input_tokens"], cached_input_tokens=r["cached_input_tokens"],
-                                          cache_write_tokens=r["cache_write_tokens"], output_tokens=r["output_tokens"]))
+        cached = prices.cost(model, Usage(input_tokens=r.input_tokens, cached_input_tokens=r.cached_input_tokens,
+                                          cache_write_tokens=r.cache_write_tokens, output_tokens=r.output_tokens))
         batch = prices.cost(model, plain, batch=True)
         # how the params file's llm settings would send this row: batch only where the provider has
         # a batch API and the calls do not wait for earlier answers (or rounds are asked for)
         batchable = biller.provider(model).batch and (
             stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
-        mode = "batch" if cfg.batch and batchable else "live"
-        out.append({"stage": stage, "name": name, "model": model, **{k: r[k] for k in ROW_FIELDS},
-                    "output_source": r.get("output_source", "default"), "note": r.get("note"),
-                    "cost_naive_usd": naive,
-                    "cost_cached_usd": cached, "cost_batch_usd": batch, "mode": mode,
-                    "cost_planned_usd": batch if mode == "batch" else cached,
-                    "cost_if_batch_usd": batch if batchable else cached})
+        mode: Literal["batch", "live"] = "batch" if cfg.batch and batchable else "live"
+        out.append(ForecastRow(stage=stage, name=name, model=model, calls=r.calls, input_tokens=r.input_tokens,
+                               cached_input_tokens=r.cached_input_tokens, cache_write_tokens=r.cache_write_tokens,
+                               output_tokens=r.output_tokens, reasoning_tokens=r.reasoning_tokens,
+                               output_source=r.output_source, note=r.note, cost_naive_usd=naive,
+                               cost_cached_usd=cached, cost_batch_usd=batch, mode=mode,
+                               cost_planned_usd=batch if mode == "batch" else cached,
+                               cost_if_batch_usd=batch if batchable else cached))
     return out
 
 
@@ -292,16 +399,16 @@ PLAN_TOTALS = {"naive": "cost_naive_usd", "live": "cost_cached_usd", "batch": "c
 """The totals of a forecast (``plan_totals``) and the row column each sums."""
 
 
-def plan_totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def plan_totals(rows: Sequence[ForecastRow]) -> PlanTotals:
     """Totals over the rows with known prices: ``naive``, ``live`` (every call live, with prompt
     caching), ``batch`` (every call at the batch price), ``planned`` (as the params file sends
     them) and ``with_batch`` (``--batch``: every row that can go through a batch API at the batch
     price, the rest live with caching); ``unknown``: the rows at unknown prices, left out. A total
     over no known price is None (unknown), never 0."""
-    known = [r for r in rows if r["cost_cached_usd"] is not None]
-    out: dict[str, Any] = {k: sum(r[col] for r in known) if known or not rows else None
-                           for k, col in PLAN_TOTALS.items()}
-    return {**out, "unknown": len(rows) - len(known)}
+    known = [r for r in rows if r.cost_cached_usd is not None]
+    out: dict[str, float | None] = {k: sum(getattr(r, col) for r in known) if known or not rows else None
+                                    for k, col in PLAN_TOTALS.items()}
+    return PlanTotals(**out, unknown=len(rows) - len(known))
 
 
 def _records(run: Run) -> Iterable[tuple[str, CallRecord]]:
@@ -357,33 +464,34 @@ def _visible_output(c: CallRecord) -> int | None:
     return c.output_tokens - c.reasoning_tokens
 
 
-def compare_with_run(rows: list[dict[str, Any]], run: Run) -> list[dict[str, Any]]:
+def compare_with_run(rows: Sequence[ForecastRow], run: Run) -> list[RunComparison]:
     """Forecast vs actual calls, tokens and cached share per (stage, model), the actual ones
     summed from the call records of the run's continuations and judgments (cache hits included:
     a cached call keeps the usage it had). The tokens of calls of unknown usage are not summed
     (never read as 0): ``actual_usage_unknown_calls`` counts those calls."""
-    fc: dict[tuple[str, str], dict[str, int]] = defaultdict(_row)
+    fc: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
     for r in rows:
+        f = fc[(r.stage, r.model)]
         for k in ROW_FIELDS:
-            fc[(r["stage"], r["model"])][k] += r[k]
-    actual: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: {**_row(), "usage_unknown_calls": 0})
+            setattr(f, k, getattr(f, k) + getattr(r, k))
+    actual: dict[tuple[str, str], _Tally] = defaultdict(_Tally)
     for stage, c in _records(run):
         a = actual[(stage, c.model)]
-        a["calls"] += 1
+        a.calls += 1
         if c.usage_unknown is not None:
-            a["usage_unknown_calls"] += 1
+            a.usage_unknown_calls += 1
             continue
         for k in ROW_FIELDS[1:]:
-            a[k] += getattr(c, k)  # known: the record's validator says so
+            setattr(a, k, getattr(a, k) + getattr(c, k))  # known: the record's validator says so
     out = []
     for key in sorted(set(fc) & set(actual)):
         f, a = fc[key], actual[key]
-        out.append({"stage": key[0], "model": key[1], "forecast_calls": f["calls"], "actual_calls": a["calls"],
-                    "forecast_input": f["input_tokens"], "actual_input": a["input_tokens"],
-                    "input_ratio": a["input_tokens"] / f["input_tokens"] if f["input_tokens"] else math.nan,
-                    "forecast_cached_share": _share(f), "actual_cached_share": _share(a),
-                    "forecast_output": f["output_tokens"], "actual_output": a["output_tokens"],
-                    "actual_usage_unknown_calls": a["usage_unknown_calls"]})
+        out.append(RunComparison(stage=key[0], model=key[1], forecast_calls=f.calls, actual_calls=a.calls,
+                                 forecast_input=f.input_tokens, actual_input=a.input_tokens,
+                                 input_ratio=a.input_tokens / f.input_tokens if f.input_tokens else math.nan,
+                                 forecast_cached_share=_share(f), actual_cached_share=_share(a),
+                                 forecast_output=f.output_tokens, actual_output=a.output_tokens,
+                                 actual_usage_unknown_calls=a.usage_unknown_calls))
     return out
 
 
@@ -412,14 +520,14 @@ def judge_cache_bounds(instructions: Mapping[str, int], context: int, targets: S
     return dict(total=total, paper=paper, reordered=reordered, free=total - context - tsum)
 
 
-def _share(r: dict[str, int]) -> float:
-    return r["cached_input_tokens"] / r["input_tokens"] if r["input_tokens"] else math.nan
+def _share(r: _Tally) -> float:
+    return r.cached_input_tokens / r.input_tokens if r.input_tokens else math.nan
 
 
-def describe(rows: Sequence[Mapping[str, Any]] = ()) -> str:
+def describe(rows: Sequence[ForecastRow] = ()) -> str:
     """How the tokens were counted, and the build rows' output defaults when there are any."""
     out = f"tokens counted with {token_method()}"
-    if any(r["stage"] == "build" and r["calls"] for r in rows):
+    if any(r.stage == "build" and r.calls for r in rows):
         out += (f"; build output: clean-up the chunk's source turns as JSON, M {BUILD_OUTPUT_METADATA}, "
                 f"S {BUILD_OUTPUT_SUMMARY} tokens per call, windows of the uncleaned conversations")
     return out

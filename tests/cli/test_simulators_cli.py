@@ -164,8 +164,8 @@ def test_estimate_forecasts_the_agents_calls_and_nothing_for_imported(world):
     _tmp, params, _ = world
     exp = load_params(params)
     rows = forecast(exp, exp.prepare_instances(write=False))
-    sim = {r["name"]: r for r in rows if r["stage"] == "simulate"}
-    assert sim["ag"]["calls"] == 2 * 30 and sim["k30"]["calls"] == 2 and "mine" not in sim
+    sim = {r.name: r for r in rows if r.stage == "simulate"}
+    assert sim["ag"].calls == 2 * 30 and sim["k30"].calls == 2 and "mine" not in sim
     out = cli("estimate", params)
     assert "ag" in out.stdout
 

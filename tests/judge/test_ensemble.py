@@ -146,7 +146,7 @@ def test_an_ensemble_in_a_run_makes_no_call_and_enters_the_frames(srv, tmp_path)
     from cocoeval.run.estimate import forecast
 
     rows = forecast(exp, exp.prepare_instances(write=False))
-    assert {r["name"].split(":")[0] for r in rows} == {"a", "b", "c"}  # an ensemble makes no call
+    assert {r.name.split(":")[0] for r in rows} == {"a", "b", "c"}  # an ensemble makes no call
     exp.run(("judge",), progress=False)
     assert srv.stats()["requests"] == 3 * (2 + 2 + 1)  # the members' calls only
     run = Run.open(exp.run_dir)

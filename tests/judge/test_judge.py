@@ -217,7 +217,7 @@ def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
     build([f"{k}:{p}" for k, p in paths.items()], tmp_path / "bench")
     paper.params = paper.params.model_copy(update={"bench": str(tmp_path / "bench")})
     rows = forecast(paper, paper.prepare_instances(write=False))
-    assert {r["name"] for r in rows} == PAPER_SETUPS | {"o4-mini:overall", "o4-mini:fine_grained"}
+    assert {r.name for r in rows} == PAPER_SETUPS | {"o4-mini:overall", "o4-mini:fine_grained"}
 
     # uncomment the paper's commented lines (not those marked "not in the paper" or "beyond the paper")
     ready = re.sub(r"(?m)^  # (- \{name: (?!gpt41-copy-pp-1\b|gpt41-agents-|mine\b))", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")

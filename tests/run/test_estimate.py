@@ -15,6 +15,7 @@ from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.render import format_behaviours, step_messages
 from cocoeval.run import Run, load_params
 from cocoeval.run.estimate import (
+    ForecastRow,
     compare_with_run,
     forecast,
     judge_cache_bounds,
@@ -70,26 +71,26 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path, capsys):
     rows = forecast(exp, exp.prepare_instances(write=False))
     exp.run()
     cmp = compare_with_run(rows, Run.open(tmp_path / "run"))
-    assert {c["stage"] for c in cmp} == {"simulate", "judge"}
+    assert {c.stage for c in cmp} == {"simulate", "judge"}
     for c in cmp:
-        assert c["actual_calls"] == c["forecast_calls"], c
-        assert abs(c["input_ratio"] - 1) <= 0.15, c  # the fake server counts ~4 characters per token too
+        assert c.actual_calls == c.forecast_calls, c
+        assert abs(c.input_ratio - 1) <= 0.15, c  # the fake server counts ~4 characters per token too
     # the run as a pilot: with its observed output and reasoning means, the judges' output is the bill's
     run = Run.open(tmp_path / "run")
-    judged = [c for c in cmp if c["stage"] == "judge"]
-    assert judged and all(c["forecast_output"] > 2 * c["actual_output"] for c in judged)  # the defaults
+    judged = [c for c in cmp if c.stage == "judge"]
+    assert judged and all(c.forecast_output > 2 * c.actual_output for c in judged)  # the defaults
     again = forecast(exp, exp.prepare_instances(write=False), observed=observed_reasoning(run),
                      observed_out=observed_output(run))
     for c in compare_with_run(again, run):
-        assert abs(c["actual_output"] / c["forecast_output"] - 1) <= (0.01 if c["stage"] == "judge" else 0.15), c
+        assert abs(c.actual_output / c.forecast_output - 1) <= (0.01 if c.stage == "judge" else 0.15), c
     capsys.readouterr()
     assert main(["estimate", str(p), "--run", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "output tokens: the run's observed means for 5 of 5 rows" in out  # k1, k5, k30, the judge's two kinds
     tot = plan_totals(again)
-    assert tot["with_batch"] < tot["live"]  # the judge and the 30-turn setup at half price
-    assert (f"choice: every call live (with prompt caching) ${tot['live']:,.2f}; with --batch" in out
-            and f"dependent steps live, llm.batch_dependent) ${tot['with_batch']:,.2f}" in out), out
+    assert tot.with_batch < tot.live  # the judge and the 30-turn setup at half price
+    assert (f"choice: every call live (with prompt caching) ${tot.live:,.2f}; with --batch" in out
+            and f"dependent steps live, llm.batch_dependent) ${tot.with_batch:,.2f}" in out), out
 
 
 def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
@@ -106,8 +107,8 @@ def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
         exp.params = exp.params.model_copy(update={"llm": exp.params.llm.model_copy(update=llm)})
         rows = forecast(exp, insts)
         for r in rows:
-            assert r["cost_planned_usd"] == (r["cost_batch_usd"] if r["mode"] == "batch" else r["cost_cached_usd"])
-        return {r["name"]: r["mode"] for r in rows}
+            assert r.cost_planned_usd == (r.cost_batch_usd if r.mode == "batch" else r.cost_cached_usd)
+        return {r.name: r.mode for r in rows}
 
     assert set(modes(batch=False).values()) == {"live"}
     m = modes(batch=True, batch_dependent="live")
@@ -122,12 +123,12 @@ def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
             update={"batch": False, "batch_dependent": dependent})})
         rows = forecast(exp, insts)
         exp.params = exp.params.model_copy(update={"llm": exp.params.llm.model_copy(update={"batch": True})})
-        batched = {r["name"]: r["cost_planned_usd"] for r in forecast(exp, insts)}
+        batched = {r.name: r.cost_planned_usd for r in forecast(exp, insts)}
         tot = plan_totals(rows)
-        assert tot["planned"] == tot["live"] == sum(r["cost_cached_usd"] for r in rows)
-        assert tot["with_batch"] == sum(batched.values())
-        assert all(r["cost_if_batch_usd"] == batched[r["name"]] for r in rows)
-        assert tot["with_batch"] < tot["live"] if dependent == "live" else tot["with_batch"] > tot["live"]
+        assert tot.planned == tot.live == sum(r.cost_cached_usd for r in rows)
+        assert tot.with_batch == sum(batched.values())
+        assert all(r.cost_if_batch_usd == batched[r.name] for r in rows)
+        assert tot.with_batch < tot.live if dependent == "live" else tot.with_batch > tot.live
 
 
 def test_observed_output_replaces_the_default_per_row_by_hand(tmp_path):
@@ -173,30 +174,30 @@ def test_observed_output_replaces_the_default_per_row_by_hand(tmp_path):
         "judges": [{"name": "j", "model": oai_j, "reasoning_effort": "low"}]}))
     exp = load_params(tmp_path / "p.yaml")
 
-    def by_name(**kw) -> dict[str, dict]:
-        return {r["name"]: r for r in forecast(exp, exp.prepare_instances(write=False), **kw)}
+    def by_name(**kw) -> dict[str, ForecastRow]:
+        return {r.name: r for r in forecast(exp, exp.prepare_instances(write=False), **kw)}
 
     default = by_name()
     # default: the references' own turns for the simulator; 50 per judged turn, 120 per overall call, 300 reasoning
     ref_out = sum(count_tokens(f"{t.speaker}: {t.text}") + 1 for i in insts for t in i.reference)
-    assert default["k2"]["output_tokens"] == ref_out and default["k2"]["output_source"] == "default"
+    assert default["k2"].output_tokens == ref_out and default["k2"].output_source == "default"
     # 2 targets per instance (reference, k2), 4 judged turns each
-    assert default["j:fine_grained"]["output_tokens"] == 4 * (JUDGE_OUTPUT_PER_TURN * 4 + 300)
-    assert default["j:overall"]["output_tokens"] == 4 * (JUDGE_OUTPUT_OVERALL + 300)
+    assert default["j:fine_grained"].output_tokens == 4 * (JUDGE_OUTPUT_PER_TURN * 4 + 300)
+    assert default["j:overall"].output_tokens == 4 * (JUDGE_OUTPUT_OVERALL + 300)
     seen = by_name(observed={("judge", oai_j): 250.0}, observed_out=observed_output(run))
     # 2 calls of 2 turns per instance at 20 per turn
-    assert seen["k2"]["calls"] == 4 and seen["k2"]["output_tokens"] == 4 * 2 * 20
-    assert seen["j:fine_grained"]["output_tokens"] == 4 * (8 * 4 + 250)
-    assert seen["j:fine_grained"]["reasoning_tokens"] == 4 * 250
-    assert seen["j:overall"]["output_tokens"] == 4 * (60 + 250)
-    assert {r["output_source"] for r in seen.values()} == {"observed"}
+    assert seen["k2"].calls == 4 and seen["k2"].output_tokens == 4 * 2 * 20
+    assert seen["j:fine_grained"].output_tokens == 4 * (8 * 4 + 250)
+    assert seen["j:fine_grained"].reasoning_tokens == 4 * 250
+    assert seen["j:overall"].output_tokens == 4 * (60 + 250)
+    assert {r.output_source for r in seen.values()} == {"observed"}
     for k in ("input_tokens", "cached_input_tokens", "calls"):  # only the output changes
-        assert all(seen[n][k] == default[n][k] for n in seen)
+        assert all(getattr(seen[n], k) == getattr(default[n], k) for n in seen)
     # the output price applies to the observed tokens: the fine-grained cost falls by exactly
     # the output difference (visible and reasoning) at o4-mini's output price
     prices = PriceTable.load()
-    diff = default["j:fine_grained"]["output_tokens"] - seen["j:fine_grained"]["output_tokens"]
-    assert abs(default["j:fine_grained"]["cost_naive_usd"] - seen["j:fine_grained"]["cost_naive_usd"]
+    diff = default["j:fine_grained"].output_tokens - seen["j:fine_grained"].output_tokens
+    assert abs(default["j:fine_grained"].cost_naive_usd - seen["j:fine_grained"].cost_naive_usd
                - prices.cost(oai_j, Usage(output_tokens=diff))) < 1e-12
 
 
@@ -269,8 +270,8 @@ def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsy
     plan = exp.build_plan()
     assert plan is not None and not plan.cached
     rows = forecast(exp, insts, build=plan)
-    by = {r["name"]: r for r in rows if r["stage"] == "build"}
-    assert set(by) == {"clean", "metadata", "summary"} and all(r["model"] == O4 for r in by.values())
+    by = {r.name: r for r in rows if r.stage == "build"}
+    assert set(by) == {"clean", "metadata", "summary"} and all(r.model == O4 for r in by.values())
 
     # what the extractive build of the same sources gives, counted apart
     ref = tmp_path / "ref"
@@ -281,26 +282,26 @@ def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsy
     qmsum = load_conversations(parse_source_spec(f"qmsum:{sample_dir()}"), SourceReport())
     n_chunks = sum(len(chunks(c.turns, 30, 12_000)) for c in qmsum
                    if c.dataset in ("qmsum_product", "qmsum_academic") and len(c.turns) >= cfg.need(c))
-    assert by["metadata"]["calls"] == len(convs) == 11
-    assert by["summary"]["calls"] == sum(i.provenance.start_index > 0 for i in both) == len(both) == 18
+    assert by["metadata"].calls == len(convs) == 11
+    assert by["summary"].calls == sum(i.provenance.start_index > 0 for i in both) == len(both) == 18
     assert sum(i.split == "train" for i in both) == 6  # the train windows are summarised too
     # by hand: Bed017 299 turns, Bro008 244, ES2005a 94, IS1004a 78, TS3010a 121; 30 turns per call
-    assert by["clean"]["calls"] == n_chunks == 10 + 9 + 4 + 3 + 5
+    assert by["clean"].calls == n_chunks == 10 + 9 + 4 + 3 + 5
     prices = PriceTable.load(None)
     for r in by.values():
-        assert r["reasoning_tokens"] == 1000 * r["calls"]  # o4-mini, effort unset: medium
-        assert r["note"] is None and r["input_tokens"] > 0
-        assert r["cost_naive_usd"] == prices.cost(O4, Usage(input_tokens=r["input_tokens"],
-                                                            output_tokens=r["output_tokens"]))
-        assert abs(r["cost_naive_usd"] - (r["input_tokens"] * 1.10 + r["output_tokens"] * 4.40) / 1e6) < 1e-9
-    assert by["metadata"]["output_tokens"] == 11 * (300 + 1000)
-    assert by["summary"]["output_tokens"] == 18 * (200 + 1000)
-    tot, without = plan_totals(rows), plan_totals([r for r in rows if r["stage"] != "build"])
+        assert r.reasoning_tokens == 1000 * r.calls  # o4-mini, effort unset: medium
+        assert r.note is None and r.input_tokens > 0
+        assert r.cost_naive_usd == prices.cost(O4, Usage(input_tokens=r.input_tokens,
+                                                     output_tokens=r.output_tokens))
+        assert abs(r.cost_naive_usd - (r.input_tokens * 1.10 + r.output_tokens * 4.40) / 1e6) < 1e-9
+    assert by["metadata"].output_tokens == 11 * (300 + 1000)
+    assert by["summary"].output_tokens == 18 * (200 + 1000)
+    tot, without = plan_totals(rows), plan_totals([r for r in rows if r.stage != "build"])
     for k in ("naive", "live", "batch", "planned", "with_batch"):
         build_col = {"naive": "cost_naive_usd", "live": "cost_cached_usd", "batch": "cost_batch_usd",
                      "planned": "cost_planned_usd", "with_batch": "cost_if_batch_usd"}[k]
-        assert abs(tot[k] - without[k] - sum(r[build_col] for r in by.values())) < 1e-9
-        assert tot[k] > without[k]
+        assert abs(getattr(tot, k) - getattr(without, k) - sum(getattr(r, build_col) for r in by.values())) < 1e-9
+        assert getattr(tot, k) > getattr(without, k)
     counts = plan.datasets
     assert sum(c["eval_summaries"] + c["train_summaries"] for c in counts.values()) == 18
     assert counts["qmsum_academic"]["clean_chunks"] == 19 and counts["qmsum_product"]["clean_chunks"] == 12
@@ -309,7 +310,7 @@ def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsy
     assert main(["estimate", str(p)]) == 0
     out = capsys.readouterr().out
     assert "build     clean" in out and "build     metadata" in out and "build     summary" in out
-    assert f"total: {sum(r['calls'] for r in rows):,} calls" in out
+    assert f"total: {sum(r.calls for r in rows):,} calls" in out
     assert "qmsum_academic: 3 eval instance(s) simulated; build windows 3 eval, 4 train; summaries (S) 3 eval, " \
            "4 train; metadata (M) 2 conversation(s); clean-up 19 chunk(s)" in out, out
 
@@ -335,11 +336,11 @@ def test_build_context_already_made_is_not_counted(tmp_path, capsys):
         write_jsonl(bench / f"{split}.jsonl", made)
     plan = exp.build_plan()
     assert plan is not None and set(plan.cached) == {"clean", "metadata", "summary"} and not plan.calls
-    rows = [r for r in forecast(exp, exp.prepare_instances(write=False), build=plan) if r["stage"] == "build"]
+    rows = [r for r in forecast(exp, exp.prepare_instances(write=False), build=plan) if r.stage == "build"]
     assert len(rows) == 3
     for r in rows:
-        assert r["calls"] == r["input_tokens"] == r["output_tokens"] == 0 and r["cost_cached_usd"] == 0
-        assert "already made by openai/o4-mini-2025-04-16" in r["note"] and "not counted" in r["note"]
+        assert r.calls == r.input_tokens == r.output_tokens == 0 and r.cost_cached_usd == 0
+        assert "already made by openai/o4-mini-2025-04-16" in r.note and "not counted" in r.note
     capsys.readouterr()
     assert main(["estimate", str(p)]) == 0
     assert "answered from the call cache, not counted" in capsys.readouterr().out
@@ -348,9 +349,9 @@ def test_build_context_already_made_is_not_counted(tmp_path, capsys):
     exp = load_params(_context_params(tmp_path, summary="openai/gpt-4.1"))
     plan = exp.build_plan()
     assert plan is not None and set(plan.cached) == {"clean", "metadata"}
-    by = {r["name"]: r for r in forecast(exp, exp.prepare_instances(write=False), build=plan) if r["stage"] == "build"}
-    assert by["summary"]["calls"] == 18 and by["summary"]["model"] == "openai/gpt-4.1"
-    assert by["metadata"]["calls"] == by["clean"]["calls"] == 0
+    by = {r.name: r for r in forecast(exp, exp.prepare_instances(write=False), build=plan) if r.stage == "build"}
+    assert by["summary"].calls == 18 and by["summary"].model == "openai/gpt-4.1"
+    assert by["metadata"].calls == by["clean"].calls == 0
 
 
 def test_unknown_usage_is_null_in_call_records_and_left_out_of_observations():
@@ -400,8 +401,10 @@ def test_unknown_usage_is_null_in_call_records_and_left_out_of_observations():
                            calls=[rec(oai_j, 90, 500), unknown(oai_j)])]})
     assert observed_output(run) == {("simulate", "k2", sim): 20.0, ("judge", "j:overall", oai_j): 90.0}
     assert observed_reasoning(run) == {("judge", oai_j): 500.0}
-    row = {"stage": "judge", "model": oai_j, "calls": 2, "input_tokens": 2000, "cached_input_tokens": 0,
-           "cache_write_tokens": 0, "output_tokens": 1200, "reasoning_tokens": 1000}
+    row = ForecastRow(stage="judge", name="j:overall", model=oai_j, calls=2, input_tokens=2000, cached_input_tokens=0,
+                      cache_write_tokens=0, output_tokens=1200, reasoning_tokens=1000, output_source="default",
+                      note=None, cost_naive_usd=None, cost_cached_usd=None, cost_batch_usd=None, mode="live",
+                      cost_planned_usd=None, cost_if_batch_usd=None)
     [cmp] = compare_with_run([row], run)
-    assert (cmp["actual_calls"], cmp["actual_input"], cmp["actual_output"], cmp["actual_usage_unknown_calls"]) \
+    assert (cmp.actual_calls, cmp.actual_input, cmp.actual_output, cmp.actual_usage_unknown_calls) \
         == (2, 1000, 590, 1)

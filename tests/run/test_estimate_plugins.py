@@ -49,7 +49,7 @@ def _forecast_and_run(tmp_path: Path, srv, bench: Path) -> dict[str, tuple[int, 
     srv.configure(answers=[{"match": "", "text": "I see your point."}])
     exp = load_params(_params(tmp_path, srv, bench))
     insts = exp.prepare_instances(write=False)
-    rows = {r["name"]: r["calls"] for r in forecast(exp, insts) if r["stage"] == "simulate"}
+    rows = {r.name: r.calls for r in forecast(exp, insts) if r.stage == "simulate"}
     res = simulate(insts, exp.params.setups, Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False)))
     made = {name: sum(len(c.calls) for c in cs) for name, cs in res.items()}
     assert all(c.status == "ok" for cs in res.values() for c in cs)

@@ -176,7 +176,7 @@ def test_forecast_counts_the_probe_calls(srv, tmp_path):
     p = _params(tmp_path, srv.openai_base, {"targets": 4})
     exp = load_params(p)
     rows = forecast(exp, exp.prepare_instances(write=False))
-    probe = {r["name"]: r["calls"] for r in rows if r["stage"] == "probe"}
+    probe = {r.name: r.calls for r in rows if r.stage == "probe"}
     assert probe == {"j:names:fine_grained": 4, "j:stability:fine_grained": 4, "j:planted:fine_grained": 16}
     exp.run(("judge",), progress=False)
     before = srv.stats()["requests"]
