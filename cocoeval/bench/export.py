@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from cocoeval.core.text import md_escape
 
 from .store import load_instances
 
-__all__ = ["FORMATS", "LICENCE", "SPLITS", "export_bench"]
+__all__ = ["FORMATS", "LICENCE", "SPLITS", "BenchExport", "export_bench"]
 
 FORMATS = ("parquet",)
 SPLITS = ("eval", "train")
@@ -105,9 +106,24 @@ def _sha256(p: Path) -> str:
     return h.hexdigest()
 
 
-def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet") -> dict[str, Any]:
+@dataclass(frozen=True)
+class BenchExport:
+    """What ``export_bench`` wrote."""
+
+    eval: int
+    """Instances in ``eval.parquet``."""
+    train: int
+    """Instances in ``train.parquet``."""
+    files: dict[str, str]
+    """SHA-256 of each file by name, as the dataset card lists them: each split's source JSONL
+    (``"eval.jsonl (source)"``), each parquet split and ``report.json``."""
+    out: str
+    """The folder written."""
+
+
+def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet") -> BenchExport:
     """Write ``bench_dir``'s splits as parquet into ``out_dir`` with a dataset card
-    (``README.md``) and the build report; returns {split: instances, "files": {name: sha256}}."""
+    (``README.md``) and the build report; returns the instances per split and the files' SHA-256."""
     import polars as pl
 
 
@@ -142,7 +158,7 @@ def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet
     if (out / "report.json").is_file():
         hashes["report.json"] = _sha256(out / "report.json")
     write_atomic(out / "README.md", dataset_card(counts, per_dataset, report, hashes))
-    return {**counts, "files": hashes, "out": str(out)}
+    return BenchExport(eval=counts["eval"], train=counts["train"], files=hashes, out=str(out))
 
 
 def _yaml_str(s: str) -> str:

@@ -109,7 +109,7 @@ def _cmd_bench_export(a: argparse.Namespace) -> int:
     from cocoeval.bench.export import export_bench
 
     rep = export_bench(a.bench_dir, a.out, a.format)
-    print(f"wrote {a.out}/eval.parquet ({rep['eval']} instances), train.parquet ({rep['train']}), README.md "
+    print(f"wrote {a.out}/eval.parquet ({rep.eval} instances), train.parquet ({rep.train}), README.md "
           "(the dataset card) and report.json")
     print(f"load it with: datasets.load_dataset(\"{a.out}\"), or bench: {a.out} in a params file")
     return 0
