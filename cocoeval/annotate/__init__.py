@@ -4,6 +4,9 @@ Imported labels become judgments with the annotator as judge (``human:<annotator
 the run's human stores (``cocoeval.run.humans``)."""
 
 from .exchange import (
+    AnnotatorImport,
+    ExportReport,
+    ImportReport,
     export_items,
     format_export,
     format_report,
@@ -11,4 +14,5 @@ from .exchange import (
     import_into_run,
 )
 
-__all__ = ["export_items", "format_export", "format_report", "import_annotations", "import_into_run"]
+__all__ = ["AnnotatorImport", "ExportReport", "ImportReport", "export_items", "format_export", "format_report",
+           "import_annotations", "import_into_run"]

@@ -41,6 +41,7 @@ from cocoeval.run.humans import (
     RANDOM_DRAWS,
     Cell,
     CellKey,
+    RecordedDraw,
     build_judgments,
     cells_of,
     name_collisions,
@@ -63,6 +64,63 @@ TURN_NOTE = f"behaviours: names or ids separated by ;, or {NONE} (an empty cell 
 OVERALL_NOTE = "consistency and collaborativeness: whole numbers 1-10 (empty: not annotated)"
 
 
+@dataclass(frozen=True)
+class ExportReport:
+    """What ``export_items`` drew and wrote."""
+
+    items: int
+    """Items written to ``items.jsonl`` (one per conversation, its tasks listed)."""
+    rows: int
+    """Rows of ``template.csv`` to fill."""
+    folder: str
+    """The folder written."""
+    sample: dict[str, dict[str, Any]]
+    """The draw per task (overall, fine_grained), as ``export.json`` records it: counts, targets,
+    seed, instances or targets drawn, per dataset or stratum, and notes."""
+    recorded: RecordedDraw | None
+    """Where a random draw (``random_per_target``) is recorded in the run; None otherwise."""
+
+
+@dataclass(frozen=True)
+class AnnotatorImport:
+    """What an import did to one annotator's store (``import_into_run``)."""
+
+    added: int
+    """Cells (turn labels and overall scores) new to the store."""
+    unchanged: int
+    """Cells equal to the stored ones (nothing changes)."""
+    replaced: int
+    """Cells that replaced a stored value (``replace`` only)."""
+    store: str
+    """The annotator's store, ``judgments/human/<annotator>.jsonl``."""
+    judgments: int
+    """Judgments in the store after the import."""
+    invalid: int
+    """Of those, invalid ones (judged turns left unlabelled)."""
+    invalid_reasons: list[str]
+    """Up to five distinct reasons of the invalid judgments."""
+    written: bool
+    """Whether the store was written (something changed and not a dry run)."""
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """The report of ``import_into_run``."""
+
+    file: str
+    """The annotation file imported."""
+    rows: int
+    """Its rows."""
+    not_annotated: int
+    """Rows left empty (skipped, each with a note)."""
+    dry_run: bool
+    """Nothing was written."""
+    annotators: dict[str, AnnotatorImport]
+    """Per annotator of the file: what the import did to the store."""
+    notes: list[dict[str, str]]
+    """{file, row, value, action} for every repaired, duplicate, not annotated or replaced row."""
+
+
 def _item_id(seed: int, t: Target) -> str:
     return hashlib.sha256(f"{seed}|{t.instance.id}|{t.name}".encode()).hexdigest()[:10]
 
@@ -72,7 +130,7 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
                  fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
                  overall_setups: list[str] | None = None, fine_setups: list[str] | None = None,
                  taxonomy: Taxonomy | None = None, plan: AnnotationSection | None = None,
-                 random_per_target: int | None = None, exclude_annotated: bool = False) -> dict[str, Any]:
+                 random_per_target: int | None = None, exclude_annotated: bool = False) -> ExportReport:
     """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
 
     Per task, ``*_conversations`` conversations: instances drawn at random (``seed``), evenly over
@@ -190,7 +248,7 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     recorded = None
     if random_per_target is not None and run.path is not None:
         recorded = record_random_draw(run.path, sample["fine_grained"], out)
-    return {"items": len(items), "rows": len(rows), "folder": str(out), "sample": sample, "recorded": recorded}
+    return ExportReport(items=len(items), rows=len(rows), folder=str(out), sample=sample, recorded=recorded)
 
 
 def annotated_conversations(run: Run) -> set[tuple[str, str]]:
@@ -226,25 +284,25 @@ def _outside_random_draws(run: Run, excluded: list[list[str]]) -> int:
     return sum(i not in drawn.get(n, set()) for i, n in excluded)
 
 
-def format_export(rep: dict[str, Any]) -> str:
+def format_export(rep: ExportReport) -> str:
     """What ``export_items`` drew, per task, with every note, and what to hand to whom."""
     lines = []
-    for task, d in rep["sample"].items():
+    for task, d in rep.sample.items():
         if d.get("mode") == "random":
-            lines += _format_random(task, d, rep.get("recorded"))
+            lines += _format_random(task, d, rep.recorded)
             continue
         per = ", ".join(f"{k} {v}" for k, v in d["per_dataset"].items()) or "none"
         lines.append(f"{task}: {d['conversations']} conversations ({len(d['instances'])} instances x "
                      f"{len(d['targets'])} targets: {', '.join(d['targets'])}); instances per dataset: {per}")
         lines += [f"  note: {note}" for note in d["notes"]]
-    lines.append(f"{rep['items']} items ({rep['rows']} rows to fill) in {rep['folder']}: give annotators items.jsonl, "
+    lines.append(f"{rep.items} items ({rep.rows} rows to fill) in {rep.folder}: give annotators items.jsonl, "
                  "template.csv and instructions.md; keep key.json (for the import) and export.json")
     lines.append(f"in template.csv, {NONE} in behaviours says a turn shows no behaviour; a row left empty is not "
                  "annotated (skipped and reported by annotate-import, never counted as zero)")
     return "\n".join(lines)
 
 
-def _format_random(task: str, d: dict[str, Any], recorded: dict[str, Any] | None) -> list[str]:
+def _format_random(task: str, d: dict[str, Any], recorded: RecordedDraw | None) -> list[str]:
     """The lines of ``format_export`` for a random draw: per target, the conversations drawn of each
     dataset, and whether the draw was recorded in the run or was already."""
     names = d["targets_drawn"]
@@ -255,11 +313,11 @@ def _format_random(task: str, d: dict[str, Any], recorded: dict[str, Any] | None
         strata = [(k.split("|", 1)[1], v) for k, v in d["per_stratum"].items() if k.split("|", 1)[0] == name]
         lines.append(f"  {name}: " + ", ".join(f"{ds} {drawn} of {of}" for ds, (drawn, of) in strata))
     lines += [f"  note: {note}" for note in d["notes"]]
-    if recorded is not None and recorded["added"]:
-        lines.append(f"recorded as draw {recorded['draw']} in {recorded['path']} (the corrected rates read it)")
+    if recorded is not None and recorded.added:
+        lines.append(f"recorded as draw {recorded.draw} in {recorded.path} (the corrected rates read it)")
     elif recorded is not None:
-        lines.append(f"the same draw is already recorded as draw {recorded['draw']} in {recorded['path']} (made "
-                     f"{recorded['made']}, exported to {recorded['export']}): not recorded again (the same "
+        lines.append(f"the same draw is already recorded as draw {recorded.draw} in {recorded.path} (made "
+                     f"{recorded.made}, exported to {recorded.export}): not recorded again (the same "
                      "seed gives the same draw; for a further round "
                      + ("give another --seed)" if d.get("exclude_annotated") else
                         "import this one's annotations and add --exclude-annotated)"))
@@ -365,7 +423,7 @@ def import_annotations(path: str | Path, run: Run, *, key: str | Path | None = N
 
 def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | None = None,
                     taxonomy: Taxonomy | None = None, replace: bool = False,
-                    dry_run: bool = False) -> dict[str, Any]:
+                    dry_run: bool = False) -> ImportReport:
     """Merge an annotation file into the run's per-annotator stores (``judgments/human/<annotator>.jsonl``).
 
     New turns and items are added; a value equal to the stored one changes nothing (importing a
@@ -395,8 +453,8 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
         raise InputError("; ".join(clashes), file=str(p), hint="rename the annotator in the file; "
                          "nothing was imported")
     targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
-    report: dict[str, Any] = {"file": str(p), "rows": parsed.rows, "not_annotated": parsed.not_annotated,
-                              "dry_run": dry_run, "annotators": {}, "notes": list(parsed.notes)}
+    notes = list(parsed.notes)
+    done: dict[str, AnnotatorImport] = {}
     conflicts, writes = [], {}
     for ann in annotators:
         stored = run.all_judgments.get(f"human:{ann}", [])
@@ -419,8 +477,8 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
                                   "reason": f"{describe(k)}: stored {old.raw!r}, the file gives {cell.raw!r}"})
                 continue
             if old is not None:
-                report["notes"].append({"file": str(p), "row": cell.where, "value": cell.raw,
-                                        "action": f"replaced the stored {old.raw!r}"})
+                notes.append({"file": str(p), "row": cell.where, "value": cell.raw,
+                              "action": f"replaced the stored {old.raw!r}"})
             counts["added" if old is None else "replaced"] += 1
             merged[k] = cell
             touched.add((k[1], k[2], k[3] is None))
@@ -431,9 +489,9 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
         out = store_path(rd, ann)
         writes[out] = js if touched else None
         bad = [j for j in js if j.status == "invalid"]
-        report["annotators"][ann] = {**counts, "store": str(out), "judgments": len(js), "invalid": len(bad),
-                                     "invalid_reasons": sorted({j.reason or "" for j in bad})[:5],
-                                     "written": bool(touched) and not dry_run}
+        done[ann] = AnnotatorImport(**counts, store=str(out), judgments=len(js), invalid=len(bad),
+                                    invalid_reasons=sorted({j.reason or "" for j in bad})[:5],
+                                    written=bool(touched) and not dry_run)
     if conflicts:
         raise rejected(p, conflicts, "rows change labels already imported",
                         "to correct stored labels on purpose import with --replace (replace=True); "
@@ -442,22 +500,23 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
         for out, written in writes.items():
             if written is not None:
                 write_jsonl(out, written)
-    return report
+    return ImportReport(file=str(p), rows=parsed.rows, not_annotated=parsed.not_annotated, dry_run=dry_run,
+                        annotators=done, notes=notes)
 
 
-def format_report(rep: dict[str, Any]) -> str:
+def format_report(rep: ImportReport) -> str:
     """The import report as text: one line per annotator, one per noted row."""
-    skipped = rep.get("not_annotated", 0)
-    lines = [f"{rep['file']}: {rep['rows']} rows" + (f", {skipped} not annotated (left empty; skipped, listed "
+    skipped = rep.not_annotated
+    lines = [f"{rep.file}: {rep.rows} rows" + (f", {skipped} not annotated (left empty; skipped, listed "
                                                      f"below; write {NONE} for a turn without behaviour)"
                                                      if skipped else "")
-             + (" (dry run: nothing written)" if rep["dry_run"] else "")]
-    for ann, a in rep["annotators"].items():
-        change = "nothing new (already imported)" if not (a["added"] or a["replaced"]) else \
-            f"{a['added']} added, {a['replaced']} replaced, {a['unchanged']} unchanged"
-        lines.append(f"  annotator {ann}: {change} -> {a['store']} ({a['judgments']} judgments"
-                     + (f", {a['invalid']} invalid: {'; '.join(a['invalid_reasons'])}" if a["invalid"] else "") + ")")
-    lines += [f"  {n['row']}: {n['value']!r}: {n['action']}" for n in rep["notes"]]
+             + (" (dry run: nothing written)" if rep.dry_run else "")]
+    for ann, a in rep.annotators.items():
+        change = "nothing new (already imported)" if not (a.added or a.replaced) else \
+            f"{a.added} added, {a.replaced} replaced, {a.unchanged} unchanged"
+        lines.append(f"  annotator {ann}: {change} -> {a.store} ({a.judgments} judgments"
+                     + (f", {a.invalid} invalid: {'; '.join(a.invalid_reasons)}" if a.invalid else "") + ")")
+    lines += [f"  {n['row']}: {n['value']!r}: {n['action']}" for n in rep.notes]
     return "\n".join(lines)
 
 

@@ -77,6 +77,8 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
 
 
 def _cmd_annotate_import(a: argparse.Namespace) -> int:
+    import dataclasses
+
     from cocoeval.annotate.exchange import format_report, import_into_run
     from cocoeval.core.jsonio import write_json
     from cocoeval.core.taxonomy import load_taxonomy
@@ -85,7 +87,7 @@ def _cmd_annotate_import(a: argparse.Namespace) -> int:
                           replace=a.replace, dry_run=a.dry_run)
     print(format_report(rep))
     if a.report:
-        write_json(a.report, rep)
+        write_json(a.report, dataclasses.asdict(rep))
     return 0
 
 

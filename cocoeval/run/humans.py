@@ -235,11 +235,26 @@ def _conversations(draw: dict[str, Any]) -> set[tuple[str, str]]:
     return {(str(iid), str(target)) for iid, target in draw["targets"]}
 
 
-def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class RecordedDraw:
+    """Where a random draw is recorded in the run (``record_random_draw``)."""
+
+    path: str
+    """The run's ``annotation/random_draws.json``."""
+    draw: int
+    """The draw's 1-based number in that record."""
+    added: bool
+    """True: recorded now; False: the same draw was recorded already (and is left as it is)."""
+    made: str | None
+    """When the recorded draw was made (ISO 8601, UTC)."""
+    export: str | None
+    """The folder the recorded draw was exported to."""
+
+
+def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> RecordedDraw:
     """Add a random draw to the run's ``annotation/random_draws.json`` (earlier draws are kept),
     unless a recorded draw holds the very same conversations (the same seed and options on the
-    same run give the same draw): then the record is left as it is. Returns
-    ``{"path", "draw": its 1-based number in the record, "added": bool, "made", "export"}``."""
+    same run give the same draw): then the record is left as it is."""
     import datetime as dt
 
     path = run_dir / RANDOM_DRAWS
@@ -247,14 +262,14 @@ def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> dict[s
     same = _conversations(draw)
     for n, d in enumerate(draws, start=1):
         if _conversations(d) == same:
-            return {"path": str(path), "draw": n, "added": False, "made": d.get("made"), "export": d.get("export")}
+            return RecordedDraw(path=str(path), draw=n, added=False, made=d.get("made"), export=d.get("export"))
     rec = {"task": "fine_grained", "seed": draw["seed"], "per_target": draw["per_target"],
            "targets_drawn": draw["targets_drawn"], "exclude_annotated": draw.get("exclude_annotated", False),
            "targets": draw["targets"], "per_stratum": draw["per_stratum"],
            **({"excluded": draw["excluded"]} if draw.get("exclude_annotated") else {}),
            "export": str(out), "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
     write_json(path, {"draws": [*draws, rec]})
-    return {"path": str(path), "draw": len(draws) + 1, "added": True, "made": rec["made"], "export": rec["export"]}
+    return RecordedDraw(path=str(path), draw=len(draws) + 1, added=True, made=rec["made"], export=rec["export"])
 
 
 def random_draws(run_dir: Path | None) -> dict[str, set[str]] | None:

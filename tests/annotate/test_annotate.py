@@ -42,7 +42,7 @@ def _run():
 def test_blind_export_then_import(tmp_path):
     run = _run()
     rep = export_items(run, tmp_path, seed=1)
-    assert rep["items"] == 4 and rep["rows"] == 4 * 3 + 4
+    assert rep.items == 4 and rep.rows == 4 * 3 + 4
     items_text = (tmp_path / "items.jsonl").read_text()
     assert "simA" not in items_text and "reference" not in items_text and "idA" not in items_text
     key = json.loads((tmp_path / "key.json").read_text())
@@ -243,7 +243,7 @@ ALL = {"d/c0/0": {1: "Repetition", 2: "none", 3: "none"}}
 def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     d = _run_dir(tmp_path)
     rep = import_into_run(_rows_file(tmp_path / "a1.csv", "ann1", ALL, {"d/c0/0": (7, 5)}), d)
-    assert rep["annotators"]["ann1"] | {"store": None} == {
+    assert dataclasses.asdict(rep.annotators["ann1"]) | {"store": None} == {
         "added": 4, "unchanged": 0, "replaced": 0, "store": None, "judgments": 2, "invalid": 0,
         "invalid_reasons": [], "written": True}
     import_into_run(_rows_file(tmp_path / "a2.csv", "ann2", {"d/c0/0": {1: "none", 2: "none", 3: "Off topic"}}), d)
@@ -258,7 +258,7 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
         assert read_run(d)["judgments"] == js  # the old dict access of external notebooks, deprecated
     # ann1 labels a second item: added beside the first
     rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "none", 2: "none"}}), d)
-    assert rep["annotators"]["ann1"]["added"] == 2
+    assert rep.annotators["ann1"].added == 2
     ann1 = Run.open(d).all_judgments["human:ann1"]
     assert [(j.instance_id, j.kind, j.status) for j in ann1] == [
         ("d/c0/0", "fine_grained", "ok"), ("d/c1/0", "fine_grained", "invalid"), ("d/c0/0", "overall", "ok")]
@@ -275,8 +275,8 @@ def test_importing_the_same_file_twice_changes_nothing(tmp_path):
     before = store.read_bytes()
     rep = import_into_run(src, d)
     assert store.read_bytes() == before
-    assert rep["annotators"]["ann1"]["added"] == 0 and rep["annotators"]["ann1"]["unchanged"] == 4
-    assert not rep["annotators"]["ann1"]["written"]
+    assert rep.annotators["ann1"].added == 0 and rep.annotators["ann1"].unchanged == 4
+    assert not rep.annotators["ann1"].written
     assert "nothing new (already imported)" in format_report(rep)
     # the same labels in another order and spelling change nothing either
     _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {3: "none", 1: "repetition", 2: "none"}}, {"d/c0/0": (7, 5)})
@@ -298,10 +298,10 @@ def test_changed_labels_are_a_conflict_unless_replace(tmp_path):
     assert "row 5: ann1, d/c0/0 reference overall: stored '7, 5', the file gives '3, 5'" in msg
     assert "--replace" in msg and store.read_bytes() == before
     rep = import_into_run(changed, d, replace=True)
-    assert rep["annotators"]["ann1"] | {"store": None} == {
+    assert dataclasses.asdict(rep.annotators["ann1"]) | {"store": None} == {
         "added": 0, "unchanged": 2, "replaced": 2, "store": None, "judgments": 2, "invalid": 0,
         "invalid_reasons": [], "written": True}
-    assert [(n["row"], n["action"]) for n in rep["notes"]] == [("row 2", "replaced the stored 'repetition'"),
+    assert [(n["row"], n["action"]) for n in rep.notes] == [("row 2", "replaced the stored 'repetition'"),
                                                                ("row 5", "replaced the stored '7, 5'")]
     [fine, over] = Run.open(d).all_judgments["human:ann1"]
     assert fine.labels[0].behaviours == ["off_topic"] and over.consistency == 3
@@ -330,7 +330,7 @@ def test_header_only_or_empty_file_is_an_error_and_writes_nothing(tmp_path, text
 def test_dry_run_writes_nothing(tmp_path):
     d = _run_dir(tmp_path)
     rep = import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL), d, dry_run=True)
-    assert rep["annotators"]["ann1"]["added"] == 3 and not rep["annotators"]["ann1"]["written"]
+    assert rep.annotators["ann1"].added == 3 and not rep.annotators["ann1"].written
     assert not (d / "judgments").exists()
 
 
@@ -437,7 +437,7 @@ def test_the_papers_draw_is_even_over_six_datasets(tmp_path):
     assert per == {f"ds{k}": 3 for k in range(6)} and targets == ["reference", "s1", "s2"] and n == 54
     per, targets, n = _key_counts(tmp_path / "a", "fine_grained")
     assert per == {f"ds{k}": 3 for k in range(6)} and targets == ["reference", "s1"] and n == 36
-    assert rep["sample"]["overall"]["notes"] == [] and rep["sample"]["fine_grained"]["notes"] == []
+    assert rep.sample["overall"]["notes"] == [] and rep.sample["fine_grained"]["notes"] == []
     rows = list(csv.DictReader((tmp_path / "a" / "template.csv").open()))
     assert sum(1 for r in rows if not r["turn"]) == 54 and sum(1 for r in rows if r["turn"]) == 36 * 2
     assert "not_in_taxonomy" in rows[0]
@@ -460,9 +460,9 @@ def test_an_uneven_draw_is_said(tmp_path):
     run = _multi_run({"a": 6, "b": 6, "c": 6, "e": 4}, missing_s2={"e/c0/0", "e/c1/0", "e/c2/0"})
     rep = export_items(run, tmp_path, seed=0, setups=["s1", "s2"], overall_conversations=31,
                        fine_conversations=0)
-    s = rep["sample"]["overall"]
+    s = rep.sample["overall"]
     per, _, n = _key_counts(tmp_path, "overall")
-    assert sum(per.values()) == 10 and n == 30 and per["e"] == 1 and "fine_grained" not in rep["sample"]
+    assert sum(per.values()) == 10 and n == 30 and per["e"] == 1 and "fine_grained" not in rep.sample
     assert max(per.values()) - min(per[d] for d in "abc") <= 1
     notes = "\n".join(s["notes"])
     assert "31 conversations is not a multiple of the 3 targets" in notes
@@ -471,8 +471,8 @@ def test_an_uneven_draw_is_said(tmp_path):
     assert "e has only 1 instance(s) with every target" in notes and "taken instead from" in notes
     # more than the run has: all of them, said so
     rep = export_items(run, tmp_path / "all", setups=["s1"], overall_conversations=100, fine_conversations=0)
-    assert len(rep["sample"]["overall"]["instances"]) == 22
-    assert "the run has 22 instances with every target, not 50" in "\n".join(rep["sample"]["overall"]["notes"])
+    assert len(rep.sample["overall"]["instances"]) == 22
+    assert "the run has 22 instances with every target, not 50" in "\n".join(rep.sample["overall"]["notes"])
 
 
 def test_export_carries_the_judges_instructions_and_bad_options_are_clear(tmp_path, capsys):
@@ -538,7 +538,7 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
         assert agreement.taxonomy_coverage(g)["annotator"].to_list() == ["ann1"]
     # importing again changes nothing; another description is a conflict (like changed behaviours)
     rep = import_into_run(tmp_path / "a.csv", d)
-    assert rep["annotators"]["ann1"]["unchanged"] == 3
+    assert rep.annotators["ann1"].unchanged == 3
     (tmp_path / "b.csv").write_text(head + "ann1,d/c0/0,reference,1,Repetition,shouts\n")
     with pytest.raises(InputError, match="not in taxonomy: shouts"):
         import_into_run(tmp_path / "b.csv", d)
@@ -563,8 +563,8 @@ def test_none_is_zero_behaviours_and_an_empty_cell_is_not_annotated(tmp_path):
     src.write_text(src.read_text() + "ann2,d/c0/0,reference,1,Repetition\nann2,d/c0/0,reference,2,none\n"
                    "ann2,d/c0/0,reference,3,\n")
     rep = import_into_run(src, d)
-    assert rep["not_annotated"] == 1
-    assert [(n["row"], n["value"], n["action"]) for n in rep["notes"]] == [
+    assert rep.not_annotated == 1
+    assert [(n["row"], n["value"], n["action"]) for n in rep.notes] == [
         ("row 7", "", "not annotated, skipped: item d/c0/0 reference turn 3: behaviours empty "
                       "(write none for a turn without behaviour)")]
     assert "1 not annotated (left empty; skipped" in format_report(rep)
@@ -709,8 +709,8 @@ def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
     plan = AnnotationSection.model_validate({"seed": 1, "overall": {"setups": ["gpt41-vanilla-1"], "conversations": 20,
                                                                     "even_over_datasets": False, "seed": 9}})
     rep = export_items(read_run(d), tmp_path / "r", plan=plan)
-    s = rep["sample"]["overall"]
-    assert len(s["instances"]) == 10 and s["seed"] == 9 and "fine_grained" not in rep["sample"]
+    s = rep.sample["overall"]
+    assert len(s["instances"]) == 10 and s["seed"] == 9 and "fine_grained" not in rep.sample
     assert "drawn at random over every dataset, not evenly (even_over_datasets: false)" in s["notes"]
     with pytest.raises(InputError, match="give at least one task"):
         (tmp_path / "bad.yaml").write_text("name: p\nbench: bench\nannotation: {seed: 1}\n")
@@ -730,18 +730,18 @@ def test_random_draw_is_stratified_seeded_and_recorded_in_the_run(tmp_path):
     run = Run.model_validate({"instances": insts, "continuations": conts, "path": tmp_path / "run"})
     (tmp_path / "run").mkdir()
     rep = export_items(run, tmp_path / "x", seed=4, random_per_target=3)
-    d = rep["sample"]["fine_grained"]
-    assert d["mode"] == "random" and len(d["targets"]) == 6 and set(rep["sample"]) == {"fine_grained"}
+    d = rep.sample["fine_grained"]
+    assert d["mode"] == "random" and len(d["targets"]) == 6 and set(rep.sample) == {"fine_grained"}
     assert d["per_stratum"] == {"reference|d": [2, 6], "reference|e": [1, 3], "simA|d": [2, 6], "simA|e": [1, 3]}
     key = json.loads((tmp_path / "x" / "key.json").read_text())
     assert all(v["tasks"] == ["fine_grained"] for v in key.values()) and len(key) == 6
-    assert rep["recorded"]["added"] and rep["recorded"]["draw"] == 1
+    assert rep.recorded.added and rep.recorded.draw == 1
     record = (tmp_path / "run" / RANDOM_DRAWS).read_bytes()
     again = export_items(run, tmp_path / "y", seed=4, random_per_target=3)
-    assert again["sample"]["fine_grained"]["targets"] == d["targets"]  # seeded
-    assert again["recorded"] == {**rep["recorded"], "added": False}  # the same draw is recorded once
+    assert again.sample["fine_grained"]["targets"] == d["targets"]  # seeded
+    assert again.recorded == dataclasses.replace(rep.recorded, added=False)  # the same draw is recorded once
     assert (tmp_path / "run" / RANDOM_DRAWS).read_bytes() == record
-    other = export_items(run, tmp_path / "z", seed=5, random_per_target=3)["sample"]["fine_grained"]
+    other = export_items(run, tmp_path / "z", seed=5, random_per_target=3).sample["fine_grained"]
     drawn = random_draws(tmp_path / "run")
     assert len(json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"]) == 2  # every other draw kept
     assert drawn["simA"] == {i for i, t in d["targets"] + other["targets"] if t == "simA"}
@@ -771,7 +771,7 @@ def test_a_random_draw_larger_than_the_run_is_refused_naming_the_most_there_is(t
         export_items(run, tmp_path / "x", random_per_target=10)
     assert "--random 9" in (e.value.hint or "")
     assert not (tmp_path / "x").exists() and not (tmp_path / "run" / RANDOM_DRAWS).exists()  # nothing written
-    assert len(export_items(run, tmp_path / "x", random_per_target=9)["sample"]["fine_grained"]["targets"]) == 18
+    assert len(export_items(run, tmp_path / "x", random_per_target=9).sample["fine_grained"]["targets"]) == 18
 
 
 def test_exclude_annotated_draws_a_further_round_of_the_conversations_nobody_labelled(tmp_path):
@@ -794,17 +794,17 @@ def test_exclude_annotated_draws_a_further_round_of_the_conversations_nobody_lab
     write_json(tmp_path / "run" / "manifest.json", {"name": "r"})
     first = export_items(run, tmp_path / "r1", seed=0, random_per_target=3)
     run = annotate(tmp_path / "r1")
-    done = {tuple(x) for x in first["sample"]["fine_grained"]["targets"]}
+    done = {tuple(x) for x in first.sample["fine_grained"]["targets"]}
     second = export_items(run, tmp_path / "r2", seed=0, random_per_target=3, exclude_annotated=True)
-    d = second["sample"]["fine_grained"]
+    d = second.sample["fine_grained"]
     assert not done & {tuple(x) for x in d["targets"]} and len(d["targets"]) == 6
     assert d["left_out"] == {"reference": 3, "simA": 3} and sorted(map(tuple, d["excluded"])) == sorted(done)
     assert d["per_stratum"] == {"reference|d": [2, 4], "reference|e": [1, 2], "simA|d": [2, 4], "simA|e": [1, 2]}
-    assert second["recorded"]["draw"] == 2 and second["recorded"]["added"]
+    assert second.recorded.draw == 2 and second.recorded.added
     assert not any("outside a recorded random draw" in n for n in d["notes"])  # the first round was random
     # the same command again, now that nothing new is annotated: the same draw, recorded once
     again = export_items(run, tmp_path / "r2b", seed=0, random_per_target=3, exclude_annotated=True)
-    assert again["sample"]["fine_grained"]["targets"] == d["targets"] and not again["recorded"]["added"]
+    assert again.sample["fine_grained"]["targets"] == d["targets"] and not again.recorded.added
     assert len(json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"]) == 2
     assert random_draws(tmp_path / "run")["simA"] == {i for i, t in done | {tuple(x) for x in d["targets"]}
                                                       if t == "simA"}
@@ -817,8 +817,8 @@ def test_exclude_annotated_draws_a_further_round_of_the_conversations_nobody_lab
     # once the second round is annotated, its command still gives its draw (what it left out is recorded) ...
     run = annotate(tmp_path / "r2")
     again = export_items(run, tmp_path / "r2c", seed=0, random_per_target=3, exclude_annotated=True)
-    assert again["sample"]["fine_grained"]["targets"] == d["targets"] and not again["recorded"]["added"]
+    assert again.sample["fine_grained"]["targets"] == d["targets"] and not again.recorded.added
     # ... and another seed draws a third round from the rest
     third = export_items(run, tmp_path / "r3", seed=1, random_per_target=3, exclude_annotated=True)
-    assert third["sample"]["fine_grained"]["left_out"] == {"reference": 6, "simA": 6}
-    assert third["recorded"] == {**third["recorded"], "draw": 3, "added": True}
+    assert third.sample["fine_grained"]["left_out"] == {"reference": 6, "simA": 6}
+    assert (third.recorded.draw, third.recorded.added) == (3, True)

@@ -100,4 +100,4 @@ def test_a_key_file_of_another_shape_is_an_input_error(tmp_path, bad):
 def test_an_intact_key_still_imports(tmp_path):
     d, done, key = _filled_export(tmp_path)
     rep = import_into_run(done, d, key=key)
-    assert rep["annotators"]["ann1"]["added"] > 0
+    assert rep.annotators["ann1"].added > 0
