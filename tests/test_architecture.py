@@ -33,10 +33,12 @@ ALLOWED: dict[str, set[str]] = {
 }
 """{subpackage: the subpackages it may import}. Every module may also import the root package
 ``cocoeval`` for ``ROOT_NAMES``."""
-CORE_LLM = {"cocoeval.llm.errors", "cocoeval.llm.secrets", "cocoeval.llm.yamlfile"}
+CORE_LLM = {"cocoeval.llm.errors", "cocoeval.llm.registry", "cocoeval.llm.secrets", "cocoeval.llm.yamlfile"}
 """What of the LLM layer ``core`` may import: its errors (the package's error classes are the
-LLM layer's), its secret redaction (``core.jsonio`` redacts keys before writing a file) and its
-YAML reader that refuses duplicate keys (``core.yamlio``: one rule for price tables and user files)."""
+LLM layer's), its registry (``core.registry``: providers, sources, simulators and analyses are
+looked up by one ``Registry``), its secret redaction (``core.jsonio`` redacts keys before writing a
+file) and its YAML reader that refuses duplicate keys (``core.yamlio``: one rule for price tables
+and user files)."""
 ROOT_NAMES = {"__version__", "lazy_exports"}
 FLAT = {"__init__.py", "__main__.py", "py.typed"}
 """All that may lie flat in ``cocoeval/`` beside the subpackages."""
@@ -221,3 +223,4 @@ def test_the_linter_sees_every_python_file_of_the_house():
     every = {p.resolve() for d in ("cocoeval", "tests", "benchmarks", "notebooks") for p in (ROOT / d).rglob("*.py")
              if "__pycache__" not in p.parts}
     assert sorted(str(p.relative_to(ROOT.resolve())) for p in every - seen) == []
+

@@ -13,8 +13,8 @@ import pytest
 
 from cocoeval import ConfigError
 from cocoeval.core.schema import Instance, is_human_ai
-from cocoeval.llm import base as llm_base
 from cocoeval.llm.base import (
+    PROVIDERS,
     GenerateRequest,
     Message,
     available_providers,
@@ -22,7 +22,7 @@ from cocoeval.llm.base import (
     provider_class,
 )
 from cocoeval.llm.usage import PriceTable, Usage
-from cocoeval.sources import _registry, available_sources, load_conversations
+from cocoeval.sources import SOURCES, available_sources, load_conversations
 
 PLUGIN = '''
 from pathlib import Path
@@ -81,15 +81,13 @@ def plugin_dist(tmp_path, monkeypatch):
         """))
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
-    for name in ("echo-plugin", "broken-plugin"):
-        monkeypatch.delitem(llm_base._PROVIDERS, name, raising=False)
-    monkeypatch.setattr(llm_base, "_NO_PLUGIN", set())
-    monkeypatch.delitem(_registry._LOADERS, "lines", raising=False)
-    monkeypatch.setattr(_registry, "_NO_PLUGIN", set())
+    forget = [(PROVIDERS, "echo-plugin"), (PROVIDERS, "broken-plugin"), (PROVIDERS, "nope-plugin"),
+              (SOURCES, "lines")]
+    for registry, name in forget:  # asked of the installed packages again, now that this one is
+        registry.forget(name)
     yield site
-    for name in ("echo-plugin", "broken-plugin"):
-        llm_base._PROVIDERS.pop(name, None)
-    _registry._LOADERS.pop("lines", None)
+    for registry, name in forget:
+        registry.forget(name)
     sys.modules.pop("cocoeval_testplugin", None)
 
 

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ConfigError
+from .registry import NotOfKind, Registry
 from .secrets import redact, redact_url, url_secrets
 
 
@@ -322,72 +323,41 @@ class Provider(ABC):
         return {"provider": self.name, "model": self.spec.model, "base_url": self.spec.base_url}
 
 
-_PROVIDERS: dict[str, type[Provider]] = {}
-_NO_PLUGIN: set[str] = set()
+def _provider_entry(name: str, cls: Any) -> type[Provider]:
+    """A provider class, given the name it is registered under (``Provider.name``)."""
+    if not (isinstance(cls, type) and issubclass(cls, Provider)):
+        raise NotOfKind("is not a Provider subclass",
+                        "the entry point must name a class deriving cocoeval.llm.Provider")
+    cls.name = name
+    return cls
+
+
+PROVIDERS: Registry[type[Provider]] = Registry(
+    "provider", group=ENTRY_POINT_GROUP, builtins="cocoeval.llm.providers", make=_provider_entry,
+    unknown=("unknown provider {name!r}", "use one of: {known}"))
+"""The providers by name: the built-in ones (``cocoeval.llm.providers``, imported at the first
+look-up, so that importing the LLM layer's errors or base alone does not load them) and those of
+installed packages' ``cocoeval.providers`` entry points."""
 
 
 def provider(name: str) -> Callable[[type[Provider]], type[Provider]]:
     """Class decorator registering a provider under ``name``."""
-
-    def register(cls: type[Provider]) -> type[Provider]:
-        cls.name = name
-        _PROVIDERS[name] = cls
-        return cls
-
-    return register
-
-
-def _plugin_names() -> list[str]:
-    from importlib.metadata import entry_points
-
-    return [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]
-
-
-def _load_plugin(name: str) -> None:
-    """Register the provider an installed package offers as entry point ``name`` (if any)."""
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
-        try:
-            cls = ep.load()
-        except Exception as e:
-            raise ConfigError(f"provider plugin {name!r} ({ep.value}) cannot be loaded: {e}",
-                              hint="reinstall or uninstall the package that offers it") from None
-        if not (isinstance(cls, type) and issubclass(cls, Provider)):
-            raise ConfigError(f"provider plugin {name!r} ({ep.value}) is not a Provider subclass",
-                              hint="the entry point must name a class deriving cocoeval.llm.Provider")
-        provider(name)(cls)
-        return
+    return PROVIDERS.register(name)
 
 
 def provider_class(name: str) -> type[Provider] | None:
     """The provider class registered as ``name``: built in, or from an installed package's
     ``cocoeval.providers`` entry point (loaded at first lookup); None when there is none."""
-    _builtins()
-    if name not in _PROVIDERS and name not in _NO_PLUGIN:
-        _load_plugin(name)
-        if name not in _PROVIDERS:
-            _NO_PLUGIN.add(name)  # looked up once, not per call
-    return _PROVIDERS.get(name)
-
-
-def _builtins() -> None:
-    """Register the built-in providers (importing ``cocoeval.llm.providers``) once, on first lookup:
-    importing the LLM layer's errors or base alone does not load them."""
-    from . import providers  # noqa: F401  (registers the built-in ones; a no-op once imported)
+    return PROVIDERS.find(name)
 
 
 def available_providers() -> list[str]:
-    _builtins()
-    return sorted(set(_PROVIDERS) | set(_plugin_names()))
+    return sorted(PROVIDERS.names())
 
 
 def get_provider(spec: str | ModelSpec, **kwargs: Any) -> Provider:
     s = parse_model_spec(spec) if isinstance(spec, str) else spec
-    cls = provider_class(s.provider)
-    if cls is None:
-        raise ConfigError(f"unknown provider {s.provider!r}", hint=f"use one of: {', '.join(available_providers())}")
-    return cls(s, **kwargs)
+    return PROVIDERS.get(s.provider)(s, **kwargs)
 
 
 TRANSPORT_ONLY = {"cache_prefix_messages", "cache_points", "cache_group"}

@@ -1,7 +1,7 @@
 """Source loaders: one module per format, each registered by name, all yielding Conversations.
 
 A source is named on the command line as ``KIND:PATH`` or ``KIND:PATH#DATASET`` (``#DATASET``
-overrides the dataset name the loader infers). ``available_sources()`` lists the kinds;
+overrides the dataset name the loader infers). ``available_sources()`` lists the kinds (``SOURCES``, the registry);
 other packages add kinds through the ``cocoeval.sources`` entry-point group.
 """
 
@@ -11,6 +11,7 @@ import importlib
 import pkgutil
 
 from ._registry import (
+    SOURCES,
     Loader,
     SourceReport,
     SourceSpec,
@@ -28,6 +29,7 @@ for _m in pkgutil.iter_modules(__path__):
         importlib.import_module(f"{__name__}.{_m.name}")
 
 __all__ = [
+    "SOURCES",
     "Loader",
     "SourceReport",
     "SourceSpec",

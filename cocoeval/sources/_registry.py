@@ -9,9 +9,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from cocoeval.core.errors import ConfigError, InputError
+from cocoeval.core.registry import NotOfKind, Registry
 from cocoeval.core.schema import Conversation, Participant, Turn
 
 
@@ -56,54 +57,41 @@ class Loader(Protocol):
     ) -> Iterator[Conversation]: ...
 
 
-_LOADERS: dict[str, Loader] = {}
-_NO_PLUGIN: set[str] = set()
 ENTRY_POINT_GROUP = "cocoeval.sources"
 """Other packages add source formats under this entry-point group: ``name = "module:LoaderClass"``
 (a class with ``files`` and ``load_file``, see ``Loader``)."""
 
 
+def _loader_entry(kind: str, obj: Any) -> Loader:
+    """The loader of a class (instantiated) or of a ready object: it must have ``files`` and
+    ``load_file``."""
+    loader = obj() if isinstance(obj, type) else obj
+    if not (callable(getattr(loader, "files", None)) and callable(getattr(loader, "load_file", None))):
+        raise NotOfKind("has no files()/load_file()",
+                        "the entry point must name a loader class (see cocoeval.sources.Loader)")
+    return loader
+
+
+SOURCES: Registry[Loader] = Registry(
+    "source", group=ENTRY_POINT_GROUP, builtins="cocoeval.sources", make=_loader_entry,
+    unknown=("unknown source kind {name!r}", "use one of: {known}"))
+"""The source loaders by kind: the modules of ``cocoeval.sources`` (imported with the package)
+and installed packages' ``cocoeval.sources`` entry points."""
+
+
 def source(name: str) -> Callable[[type], type]:
     """Class decorator registering a loader under ``name``."""
-
-    def register(cls: type) -> type:
-        _LOADERS[name] = cls()
-        return cls
-
-    return register
-
-
-def _plugin_names() -> list[str]:
-    from importlib.metadata import entry_points
-
-    return [ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    return SOURCES.register(name)
 
 
 def loader_for(kind: str) -> Loader | None:
     """The loader of a source kind: built in, or from an installed package's ``cocoeval.sources``
     entry point (loaded at first lookup); None when there is none."""
-    if kind not in _LOADERS and kind not in _NO_PLUGIN:
-        from importlib.metadata import entry_points
-
-        for ep in entry_points(group=ENTRY_POINT_GROUP, name=kind):
-            try:
-                cls = ep.load()
-                loader = cls() if isinstance(cls, type) else cls
-            except Exception as e:
-                raise ConfigError(f"source plugin {kind!r} ({ep.value}) cannot be loaded: {e}",
-                                  hint="reinstall or uninstall the package that offers it") from None
-            if not (callable(getattr(loader, "files", None)) and callable(getattr(loader, "load_file", None))):
-                raise ConfigError(f"source plugin {kind!r} ({ep.value}) has no files()/load_file()",
-                                  hint="the entry point must name a loader class (see cocoeval.sources.Loader)")
-            _LOADERS[kind] = loader
-            break
-        else:
-            _NO_PLUGIN.add(kind)
-    return _LOADERS.get(kind)
+    return SOURCES.find(kind)
 
 
 def available_sources() -> list[str]:
-    return sorted(set(_LOADERS) | set(_plugin_names()))
+    return sorted(SOURCES.names())
 
 
 @dataclass(frozen=True)
@@ -150,9 +138,7 @@ def load_conversations(
     and reported when ``on_error='skip'``."""
     spec = parse_source_spec(spec) if isinstance(spec, str) else spec
     report = report if report is not None else SourceReport()
-    loader = loader_for(spec.kind)
-    if loader is None:
-        raise ConfigError(f"unknown source kind {spec.kind!r}", hint=f"use one of: {', '.join(available_sources())}")
+    loader = SOURCES.get(spec.kind)
     if not spec.path.exists():
         raise InputError("path does not exist", file=str(spec.path),
                          hint=f"give an existing file or folder for the {spec.kind} source")
