@@ -261,8 +261,10 @@ def test_figures_the_readme_shows_exist():
 def test_the_simulator_walkthrough_runs(srv, tmp_path):
     """docs/extending.md's simulator, run as the page says: registered by its decorator, named in a
     setup, its calls through the fake server; the forecast drives it too."""
+    from cocoeval.core.errors import ConfigError
     from cocoeval.llm import LLMConfig, Runner
     from cocoeval.simulate.engine import simulate
+    from cocoeval.simulate.plugins import check_setup
     from cocoeval.simulate.setup import PluginSetup
 
     from .sim_helpers import instance
@@ -278,5 +280,5 @@ def test_the_simulator_walkthrough_runs(srv, tmp_path):
     assert {t.text for t in c.turns if t.speaker == "Alice"} == {"Fine by me."}
     shown = srv.stats()["bodies"][0]["messages"][-1]["content"]
     assert shown.count("\n") == 3 and inst.history[-1].text in shown  # window: 2 turns, a blank line, the ask
-    with pytest.raises(ValueError, match="window"):
-        PluginSetup(name="m", simulator="echo-llm", model="openai/gpt-4.1-mini", options={"window": 0})
+    with pytest.raises(ConfigError, match="window"):  # refused when the params are read
+        check_setup(PluginSetup(name="m", simulator="echo-llm", model="openai/gpt-4.1-mini", options={"window": 0}))

@@ -28,8 +28,7 @@ from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.parse import REFUSAL, match_speaker
 from cocoeval.prompts.render import agent_messages, moderator_messages
 
-from .plugins import InvalidContinuation, SimContext, Simulator, simulator
-from .setup import PluginSetup
+from .plugins import InvalidContinuation, PluginSetup, SimContext, Simulator, simulator
 
 AGENT_PROMPT = "agent_participant"
 MODERATOR_PROMPT = "agent_moderator"

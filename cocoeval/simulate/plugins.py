@@ -24,24 +24,28 @@ import threading
 import traceback
 from collections.abc import Callable, Coroutine, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cocoeval.core.errors import ConfigError
+from cocoeval.core.registry import NotOfKind, Registry, Unloadable
 from cocoeval.core.schema import CallRecord, Continuation, Instance, Turn, participant_names
+from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.llm import Call, CallResult, GenerateRequest, Message
 from cocoeval.prompts.parse import over_budget
 
-from .setup import PluginSetup
+from .setupbase import SetupBase, setup_hash
 from .validity import continuation
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from cocoeval.core.taxonomy import Taxonomy
 
-__all__ = ["ENTRY_POINT_GROUP", "STEP_TIME_LIMIT_S", "CallFailed", "InvalidContinuation", "NoOptions", "Reply",
-           "SimContext", "Simulator", "available_simulators", "get_simulator", "new_plugin", "plugin_call",
-           "simulator"]
+__all__ = ["ENTRY_POINT_GROUP", "SIMULATORS", "STEP_TIME_LIMIT_S", "CallFailed", "InvalidContinuation", "NoOptions",
+           "PluginSetup", "Reply", "SimContext", "Simulator", "available_simulators", "check_setup",
+           "get_simulator", "new_plugin", "plugin_call", "simulator"]
 
 ENTRY_POINT_GROUP = "cocoeval.simulators"
 """Other packages add simulators under this entry-point group: ``name = "module:SimulatorClass"``."""
@@ -284,33 +288,6 @@ def plugin_call(name: str, what: str, fn: Callable[[], Any], limit_s: float = ST
     return out.value
 
 
-_SIMULATORS: dict[str, type[Simulator]] = {}
-_NO_PLUGIN: set[str] = set()
-
-
-def simulator(name: str) -> Callable[[type[Simulator]], type[Simulator]]:
-    """Class decorator registering a simulator plugin under ``name``."""
-
-    def register(cls: type[Simulator]) -> type[Simulator]:
-        cls.name = name
-        _SIMULATORS[name] = cls
-        return cls
-
-    return register
-
-
-def _builtins() -> None:
-    from . import agents  # noqa: F401  (registers "agents")
-
-
-def available_simulators() -> list[str]:
-    """Built-in simulators and those installed packages offer (entry points, not loaded)."""
-    from importlib.metadata import entry_points
-
-    _builtins()
-    return sorted(set(_SIMULATORS) | {ep.name for ep in entry_points(group=ENTRY_POINT_GROUP)})
-
-
 def contract_problem(cls: type[Simulator]) -> str | None:
     """What of the plugin contract a simulator class breaks (None: nothing), checked before it is
     used: ``next_turns`` implemented as ``async def``, ``Options`` a pydantic model class,
@@ -333,39 +310,128 @@ def contract_problem(cls: type[Simulator]) -> str | None:
     return None
 
 
+def _simulator_entry(name: str, cls: Any) -> type[Simulator]:
+    """A simulator class, given the name it is registered under (``Simulator.name``)."""
+    if not (isinstance(cls, type) and issubclass(cls, Simulator)):
+        raise NotOfKind("is not a Simulator subclass",
+                        "the entry point must name a class deriving cocoeval.simulate.Simulator")
+    cls.name = name
+    return cls
+
+
+def _keeps_the_contract(name: str, cls: type[Simulator]) -> None:
+    if problem := contract_problem(cls):
+        raise ConfigError(f"{label(cls)} breaks the plugin contract: {problem}",
+                          hint="see docs/extending.md, 'A simulator'")
+
+
+def _load_bounded(ep: EntryPoint) -> Any:
+    """An entry point's object, imported in a thread bounded by ``STEP_TIME_LIMIT_S``: importing
+    a plugin runs its code, which may raise anything or block."""
+    loaded = run_bounded(ep.load, STEP_TIME_LIMIT_S)
+    if loaded.error is not None:
+        raise Unloadable(_described(loaded.error))
+    if not loaded.done:
+        raise Unloadable(f"importing it ran for more than {STEP_TIME_LIMIT_S:g} s and was stopped")
+    return loaded.value
+
+
+SIMULATORS: Registry[type[Simulator]] = Registry(
+    "simulator", group=ENTRY_POINT_GROUP, builtins="cocoeval.simulate.agents", make=_simulator_entry,
+    check=_keeps_the_contract, load=_load_bounded,
+    unknown=("unknown simulator {name!r}; known: {known}",
+             "install the package that offers it (entry point group {group}), "
+             "or register one with @cocoeval.simulate.simulator"))
+"""The simulator plugins by name: the built-in ones (``agents``, imported at the first look-up)
+and installed packages' ``cocoeval.simulators`` entry points (imported bounded in time). Every
+look-up checks the class against the contract (``contract_problem``)."""
+
+
+def simulator(name: str) -> Callable[[type[Simulator]], type[Simulator]]:
+    """Class decorator registering a simulator plugin under ``name``."""
+    return SIMULATORS.register(name)
+
+
+def available_simulators() -> list[str]:
+    """Built-in simulators and those installed packages offer (entry points, not loaded)."""
+    return sorted(SIMULATORS.names())
+
+
 def get_simulator(name: str) -> type[Simulator]:
     """The simulator class registered as ``name`` (built in or an entry point, loaded at first
     use, in a thread bounded by ``STEP_TIME_LIMIT_S``); a ConfigError naming the known ones, or
     naming the plugin when it cannot be loaded or breaks the contract (``contract_problem``)."""
-    _builtins()
-    if name not in _SIMULATORS and name not in _NO_PLUGIN:
-        from importlib.metadata import entry_points
+    return SIMULATORS.get(name)
 
-        for ep in entry_points(group=ENTRY_POINT_GROUP, name=name):
-            where = f"simulator plugin {name!r} ({ep.value})"
-            loaded = run_bounded(ep.load, STEP_TIME_LIMIT_S)
-            if loaded.error is not None or not loaded.done:
-                why = (_described(loaded.error) if loaded.error is not None
-                       else f"importing it ran for more than {STEP_TIME_LIMIT_S:g} s and was stopped")
-                raise ConfigError(f"{where} cannot be loaded: {why}",
-                                  hint="reinstall or uninstall the package that offers it")
-            cls = loaded.value
-            if not (isinstance(cls, type) and issubclass(cls, Simulator)):
-                raise ConfigError(f"{where} is not a Simulator subclass",
-                                  hint="the entry point must name a class deriving cocoeval.simulate.Simulator")
-            simulator(name)(cls)
-            break
-        else:
-            _NO_PLUGIN.add(name)
-    if name not in _SIMULATORS:
-        raise ConfigError(f"unknown simulator {name!r}; known: {', '.join(available_simulators()) or '(none)'}",
-                          hint="install the package that offers it (entry point group cocoeval.simulators), "
-                               "or register one with @cocoeval.simulate.simulator")
-    cls = _SIMULATORS[name]
-    if problem := contract_problem(cls):
-        raise ConfigError(f"{label(cls)} breaks the plugin contract: {problem}",
-                          hint="see docs/extending.md, 'A simulator'")
-    return cls
+
+# ---------------------------------------------------------------- the setup of a plugin
+
+class PluginSetup(SetupBase):
+    """A setup of a simulator plugin (``simulator: NAME``), e.g. the built-in ``agents``. Its id
+    hashes the plugin's name and version, the model, the options (with the plugin's defaults),
+    the plugin's prompt files and the replicate index. A plain record: the plugin is looked up
+    when the params are read (``check_setup``) and when its id or hooks are asked for, never while
+    the params file's schema is validated."""
+
+    source: Literal["plugin"] = "plugin"
+    simulator: str
+    """The plugin's registered name: built in (``agents``) or an installed package's
+    ``cocoeval.simulators`` entry point."""
+    model: str | None = None
+    """The model the plugin calls (PROVIDER/MODEL), if it calls one; some plugins need one."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """The plugin's own settings, checked against its ``Options`` (and its defaults filled in) when
+    the params are read (``check_setup``)."""
+    sample: int = Field(0, ge=0, le=1_000_000, strict=True)
+    """Replicate index: the same setup sampled again gets new calls (0 to 1,000,000)."""
+    step_timeout_s: float = Field(60.0, gt=0, le=86_400)
+    """The longest a piece of the plugin's own code may run without returning or awaiting
+    ``ctx.llm`` (LLM calls are not counted), in seconds; past it the continuation is invalid and
+    the plugin is stopped (``plugins.STEP_TIME_LIMIT_S``). Not part of the setup id."""
+
+    def _hook(self, name: str) -> dict[str, Any]:
+        """A class hook of the plugin (check_options, model_specs, prompt_refs) called on a copy of
+        this setup, bounded and checked (``plugins.plugin_call``): it must return a JSON object,
+        and for the specs and refs, one of text to text."""
+        import json
+
+        cls = get_simulator(self.simulator)  # an unknown name: the known ones are named
+        own = self.model_copy(deep=True)
+        got = plugin_call(label(cls), name, lambda: getattr(cls, name)(own), self.step_timeout_s)
+        try:
+            ok = isinstance(got, dict) and bool(json.dumps(got, allow_nan=False)) and (
+                name == "check_options" or all(isinstance(k, str) and isinstance(v, str) for k, v in got.items()))
+        except (TypeError, ValueError, RecursionError):
+            ok = False
+        if not ok:
+            raise ConfigError(f"{label(cls)}: {name} returned a {type(got).__name__} that is not "
+                              + ("a JSON object" if name == "check_options" else "a mapping of text to text"),
+                              hint="see the hook in cocoeval.simulate.plugins.Simulator")
+        return got
+
+    def model_specs(self) -> dict[str, str]:
+        return dict(self._hook("model_specs"))
+
+    def prompt_names(self) -> list[str]:
+        return list(self._hook("prompt_refs"))
+
+    def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
+        cls = get_simulator(self.simulator)
+        data = {"simulator": self.simulator, "version": cls.version, "model": self.model,
+                "options": self._hook("check_options"),
+                "sample": self.sample, "kind": self.kind,
+                "prompts": self._hook("prompt_refs"), "taxonomy": (taxonomy or load_taxonomy()).hash}
+        return setup_hash(data)
+
+
+
+def check_setup(setup: PluginSetup) -> PluginSetup:
+    """``setup`` with its options checked by the plugin and its defaults filled in (they enter
+    the setup id and are written with the params into the manifest); a ConfigError naming the
+    known simulators when its plugin is unknown, naming the plugin when it cannot be loaded,
+    breaks the contract or refuses the options (``Simulator.check_options``)."""
+    setup.options = setup._hook("check_options")
+    return setup
 
 
 def new_plugin(setup: PluginSetup, taxonomy: Taxonomy) -> Simulator:

@@ -3,74 +3,31 @@ the output) and the instances it simulates. Three kinds (``AnySetup``, told apar
 
 - ``Setup``: the paper's simulator, one LLM writing every participant's turns, k turns per call
   (model × prompt × turns per call × sampling);
-- ``PluginSetup`` (``simulator: NAME``): a simulator plugin (``cocoeval.simulate.plugins``), e.g.
-  the built-in ``agents`` (one agent per participant);
+- ``PluginSetup`` (``simulator: NAME``): a simulator plugin, e.g. the built-in ``agents`` (one
+  agent per participant), defined beside the plugin API (``cocoeval.simulate.plugins``);
 - ``ImportedSetup`` (``continuations: FILE``): continuations written elsewhere, imported from a
   JSONL file (``cocoeval.simulate.exchange``)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import Discriminator, Field, Tag, model_validator
 
 from cocoeval.core.errors import InputError
-from cocoeval.core.schema import Instance, first_per_dataset, is_human_ai
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
-from cocoeval.llm.base import canonical_json
 from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.render import CHATBOT_SYSTEM_PROMPT
+
+from .plugins import PluginSetup
+from .setupbase import SetupBase, setup_hash
+
+__all__ = ["COPY_PROMPTS", "AnySetup", "ImportedSetup", "PluginSetup", "Setup", "SetupBase"]
 
 COPY_PROMPTS = ("copy_then_continue", "taxonomy_copy_then_continue")
 """The presence-penalty variants (C.2): the model begins its response with the ``n_copy`` most
 recent turns, copied (checked and stripped), and presence_penalty defaults to 2.0."""
-
-
-class SetupBase(BaseModel):
-    """What every kind of setup has: its name and the instances it simulates."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str
-    """Label used in files (continuations/<name>.jsonl), tables and charts; in a params file a safe
-    file name (``cocoeval.core.names``), not 'reference'."""
-    kind: Literal["multiparty", "human_ai"] = "multiparty"
-    """multiparty meetings/debates, or human_ai (the simulator plays the user of a chatbot)."""
-    datasets: list[str] | None = None
-    """Only simulate instances of these datasets (None: every compatible instance)."""
-    max_per_dataset: int | None = Field(None, ge=1, le=1_000_000, strict=True)
-    """Only the first N instances of each dataset (in the run's order; None: all): a pilot on a
-    subset. Like ``datasets``, it chooses instances and is not part of the setup id."""
-
-    source: Literal["simulated", "plugin", "imported"] = "simulated"
-    """What made the continuations (set by the class; not a params key)."""
-
-    def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
-        raise NotImplementedError
-
-    def model_specs(self) -> dict[str, str]:
-        """{params key: model spec} of every model this setup calls (none for an imported one)."""
-        return {}
-
-    def prompt_names(self) -> list[str]:
-        """The prompt files its calls use (their versions are listed in the manifest)."""
-        return []
-
-    def applies_to(self, inst: Instance) -> bool:
-        if self.datasets is not None and inst.dataset not in self.datasets:
-            return False
-        is_chat = is_human_ai(inst)
-        return is_chat if self.kind == "human_ai" else not is_chat
-
-    def select(self, instances: Sequence[Instance]) -> list[Instance]:
-        """The instances this setup simulates: those it applies to, capped by ``max_per_dataset``."""
-        return first_per_dataset([i for i in instances if self.applies_to(i)], self.max_per_dataset)
-
-
-def _hash(data: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
 
 
 class Setup(SetupBase):
@@ -130,77 +87,7 @@ class Setup(SetupBase):
             data["chatbot_prompt"] = load_prompt(CHATBOT_SYSTEM_PROMPT).ref
         if "${behaviours}" in prompt.system + prompt.user:
             data["taxonomy"] = (taxonomy or load_taxonomy()).hash
-        return _hash(data)
-
-
-class PluginSetup(SetupBase):
-    """A simulator plugin (``cocoeval.simulate.plugins``), e.g. the built-in ``agents``. Its id
-    hashes the plugin's name and version, the model, the options, the plugin's prompt files and
-    the replicate index."""
-
-    source: Literal["plugin"] = "plugin"
-    simulator: str
-    """The plugin's registered name: built in (``agents``) or an installed package's
-    ``cocoeval.simulators`` entry point."""
-    model: str | None = None
-    """The model the plugin calls (PROVIDER/MODEL), if it calls one; some plugins need one."""
-    options: dict[str, Any] = Field(default_factory=dict)
-    """The plugin's own settings, checked against its ``Options`` when the params are read."""
-    sample: int = Field(0, ge=0, le=1_000_000, strict=True)
-    """Replicate index: the same setup sampled again gets new calls (0 to 1,000,000)."""
-    step_timeout_s: float = Field(60.0, gt=0, le=86_400)
-    """The longest a piece of the plugin's own code may run without returning or awaiting
-    ``ctx.llm`` (LLM calls are not counted), in seconds; past it the continuation is invalid and
-    the plugin is stopped (``plugins.STEP_TIME_LIMIT_S``). Not part of the setup id."""
-
-    @model_validator(mode="after")
-    def _plugin(self) -> PluginSetup:
-        from cocoeval.core.errors import ConfigError
-
-        try:
-            self.options = self._hook("check_options")
-        except ConfigError as e:
-            raise ValueError(e.message + (f" ({e.hint})" if e.hint else "")) from None
-        return self
-
-    def _hook(self, name: str) -> dict[str, Any]:
-        """A class hook of the plugin (check_options, model_specs, prompt_refs) called on a copy of
-        this setup, bounded and checked (``plugins.plugin_call``): it must return a JSON object,
-        and for the specs and refs, one of text to text."""
-        import json
-
-        from cocoeval.core.errors import ConfigError
-
-        from .plugins import get_simulator, label, plugin_call
-
-        cls = get_simulator(self.simulator)  # an unknown name: the known ones are named
-        own = self.model_copy(deep=True)
-        got = plugin_call(label(cls), name, lambda: getattr(cls, name)(own), self.step_timeout_s)
-        try:
-            ok = isinstance(got, dict) and bool(json.dumps(got, allow_nan=False)) and (
-                name == "check_options" or all(isinstance(k, str) and isinstance(v, str) for k, v in got.items()))
-        except (TypeError, ValueError, RecursionError):
-            ok = False
-        if not ok:
-            raise ConfigError(f"{label(cls)}: {name} returned a {type(got).__name__} that is not "
-                              + ("a JSON object" if name == "check_options" else "a mapping of text to text"),
-                              hint="see the hook in cocoeval.simulate.plugins.Simulator")
-        return got
-
-    def model_specs(self) -> dict[str, str]:
-        return dict(self._hook("model_specs"))
-
-    def prompt_names(self) -> list[str]:
-        return list(self._hook("prompt_refs"))
-
-    def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
-        from .plugins import get_simulator
-
-        cls = get_simulator(self.simulator)
-        data = {"simulator": self.simulator, "version": cls.version, "model": self.model, "options": self.options,
-                "sample": self.sample, "kind": self.kind,
-                "prompts": self._hook("prompt_refs"), "taxonomy": (taxonomy or load_taxonomy()).hash}
-        return _hash(data)
+        return setup_hash(data)
 
 
 class ImportedSetup(SetupBase):
@@ -233,7 +120,7 @@ class ImportedSetup(SetupBase):
                              file=e.file, hint=e.hint) from None
 
     def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
-        return _hash({"imported": self.file_sha256(), "description": self.description, "kind": self.kind})
+        return setup_hash({"imported": self.file_sha256(), "description": self.description, "kind": self.kind})
 
 
 def _setup_tag(v: Any) -> str:

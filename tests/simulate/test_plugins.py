@@ -15,7 +15,7 @@ from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.llm import LLMConfig, Runner
 from cocoeval.simulate.agents import own_turn
 from cocoeval.simulate.engine import plan_continuations, simulate
-from cocoeval.simulate.plugins import SimContext, Simulator, get_simulator, simulator
+from cocoeval.simulate.plugins import SimContext, Simulator, check_setup, get_simulator, simulator
 from cocoeval.simulate.setup import PluginSetup
 
 from ..sim_helpers import SPEAKERS, instance
@@ -107,15 +107,16 @@ def test_own_turn_keeps_only_the_agents_words():
     assert own_turn("Note: the budget is tight", "Alice", SPEAKERS)[0] == "Note: the budget is tight"
 
 
-def test_bad_options_and_unknown_simulators_are_params_errors(srv):
-    with pytest.raises(ValueError, match="policy"):
-        agents(srv, policy="loudest")
-    with pytest.raises(ValueError, match="unknown simulator 'nope'; known: agents"):
-        PluginSetup(name="x", simulator="nope")
-    with pytest.raises(ValueError, match="calls a model"):
-        PluginSetup(name="x", simulator="agents")
-    with pytest.raises(ValueError, match="multi-party"):
-        PluginSetup(name="x", simulator="agents", model="openai/gpt-4.1", kind="human_ai")
+def test_bad_options_and_unknown_simulators_are_refused_when_the_setup_is_checked(srv):
+    with pytest.raises(ConfigError, match="policy"):
+        check_setup(agents(srv, policy="loudest"))
+    unknown = PluginSetup(name="x", simulator="nope")  # the schema alone looks up no plugin
+    with pytest.raises(ConfigError, match="unknown simulator 'nope'; known: agents"):
+        check_setup(unknown)
+    with pytest.raises(ConfigError, match="calls a model"):
+        check_setup(PluginSetup(name="x", simulator="agents"))
+    with pytest.raises(ConfigError, match="multi-party"):
+        check_setup(PluginSetup(name="x", simulator="agents", model="openai/gpt-4.1", kind="human_ai"))
     with pytest.raises(ConfigError):
         get_simulator("nope")
 
@@ -125,8 +126,10 @@ def test_setup_id_changes_with_what_changes_the_output(srv):
     assert agents(srv, policy="history").setup_id() != base
     assert PluginSetup(name="other-name", simulator="agents", model=oa(srv)).setup_id() == base
     assert PluginSetup(name="ag", simulator="agents", model=oa(srv), sample=1).setup_id() != base
-    assert agents(srv).options == {"policy": "oracle", "moderator_model": None, "temperature": None,
-                                   "max_tokens_per_turn": 120, "max_attempts": 3}  # defaults enter the id
+    defaults = {"policy": "oracle", "moderator_model": None, "temperature": None, "max_tokens_per_turn": 120,
+                "max_attempts": 3}
+    assert check_setup(agents(srv)).options == defaults  # filled in when checked: the defaults enter the id
+    assert agents(srv, **defaults).setup_id() == base  # the same id, the defaults given or not
 
 
 # ------------------------------------------------------------------ a plugin of one's own
