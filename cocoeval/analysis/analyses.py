@@ -28,8 +28,8 @@ from .answer import Answer
 from .coverage import HOW
 from .judge_free import judge_free as judge_free_answer
 from .registry import (
+    ANALYSES,
     NOTEBOOKS,
-    REGISTRY,
     SECTIONS,
     Analysis,
     Notebook,
@@ -44,7 +44,7 @@ from .registry import (
     notebooks,
 )
 
-__all__ = ["NOTEBOOKS", "REGISTRY", "SECTIONS", "Analysis", "Answer", "Notebook", "Out", "Params", "ReportSpec",
+__all__ = ["ANALYSES", "NOTEBOOKS", "SECTIONS", "Analysis", "Answer", "Notebook", "Out", "Params", "ReportSpec",
            "analysis", "compute", "get", "in_report", "judge_free_outputs", "notebooks"]
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cocoeval.core.errors import ConfigError
+from cocoeval.core.registry import Registry
 
 from . import inference
 
@@ -145,8 +145,11 @@ class Analysis:
         return ans
 
 
-REGISTRY: dict[str, Analysis] = {}
-"""Every analysis by name, in the order registered (the report's order within a section)."""
+ANALYSES: Registry[Analysis] = Registry("analysis", unknown=("no analysis named {name!r}", "use one of: {known}"))
+"""Every analysis by name, in the order registered (the report's order within a section). No
+entry-point group: the report's layout and the notebooks (generated from this registry when the
+package is built) are cocoeval's own, the same in every install; an analysis of one's own is
+registered by importing the module that declares it."""
 NOTEBOOKS: dict[str, Notebook] = {}
 
 
@@ -157,7 +160,7 @@ def analysis(name: str, title: str, *, notebook: Notebook | str | None = None,
     name adds the analysis to one declared before; ``report``: what ``cocoeval report`` writes."""
 
     def register(fn: AnalysisFn) -> AnalysisFn:
-        if name in REGISTRY:
+        if name in ANALYSES.entries():
             raise ValueError(f"analysis {name!r} is registered twice")
         nb = notebook
         if isinstance(nb, Notebook):
@@ -167,16 +170,15 @@ def analysis(name: str, title: str, *, notebook: Notebook | str | None = None,
             nb = nb.name
         elif nb is not None and nb not in NOTEBOOKS:
             raise ValueError(f"analysis {name!r}: notebook {nb!r} is not declared by an earlier analysis")
-        REGISTRY[name] = Analysis(name, title, fn, nb, report)
+        ANALYSES.add(name, Analysis(name, title, fn, nb, report))
         return fn
 
     return register
 
 
 def get(name: str) -> Analysis:
-    if name not in REGISTRY:
-        raise ConfigError(f"no analysis named {name!r}", hint=f"use one of: {', '.join(REGISTRY)}")
-    return REGISTRY[name]
+    """The analysis ``name``; a ConfigError naming the known ones when there is none."""
+    return ANALYSES.get(name)
 
 
 def compute(name: str, run: Run, params: Params | None = None) -> Answer | None:
@@ -186,7 +188,7 @@ def compute(name: str, run: Run, params: Params | None = None) -> Answer | None:
 
 def notebooks() -> dict[str, tuple[Notebook, list[Analysis]]]:
     """Each notebook, by name in order, with the analyses it shows (in the order registered)."""
-    return {n: (NOTEBOOKS[n], [a for a in REGISTRY.values() if a.notebook == n]) for n in sorted(NOTEBOOKS)}
+    return {n: (NOTEBOOKS[n], [a for a in ANALYSES.entries().values() if a.notebook == n]) for n in sorted(NOTEBOOKS)}
 
 
 def judge_free_outputs() -> list[str]:
@@ -200,4 +202,4 @@ def in_report(section: str) -> list[Analysis]:
     """The analyses the report writes in ``section`` (one of ``SECTIONS``), in the order registered."""
     if section not in SECTIONS:
         raise ValueError(f"no report section {section!r}")
-    return [a for a in REGISTRY.values() if a.report is not None and a.report.section == section]
+    return [a for a in ANALYSES.entries().values() if a.report is not None and a.report.section == section]

@@ -69,7 +69,7 @@ def test_the_registry_refuses_a_name_twice_and_an_undeclared_notebook():
         analyses.analysis("zz_new", "new", notebook="99_nowhere")(lambda run, p: None)
     with pytest.raises(ValueError, match="declared twice"):
         analyses.analysis("zz_new", "new", notebook=Notebook("01_rq1_human", "t", "q"))(lambda run, p: None)
-    assert "zz_new" not in analyses.REGISTRY
+    assert "zz_new" not in analyses.ANALYSES
 
 
 def test_every_analysis_is_shown_in_a_generated_notebook():
@@ -78,7 +78,7 @@ def test_every_analysis_is_shown_in_a_generated_notebook():
         code = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code")
         assert shown and all(f'ctx.analysis("{a.name}"' in code for a in shown), name
         assert all(f"{o}={o}" in code for o in nb.option_names), name
-    assert {a.name for a in analyses.REGISTRY.values() if a.notebook is None} == set()
+    assert {a.name for a in analyses.ANALYSES.entries().values() if a.notebook is None} == set()
 
 
 @pytest.fixture
@@ -97,7 +97,8 @@ def toy_analysis():
         return a
 
     yield toy
-    del analyses.REGISTRY["zz_toy"], analyses.NOTEBOOKS["99_toy"]
+    analyses.ANALYSES.forget("zz_toy")
+    del analyses.NOTEBOOKS["99_toy"]
 
 
 def test_a_new_analysis_reaches_the_report_and_its_notebook(toy_analysis, tmp_path):

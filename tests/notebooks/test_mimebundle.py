@@ -41,7 +41,7 @@ def every_chart() -> dict[str, alt.TopLevelMixin]:
     taxonomy setups, several k, imported and plugin setups, a single-setup run), and a Likert chart."""
     out: dict[str, alt.TopLevelMixin] = {}
     for label, run in (("stats", make_run()), ("mixed", _mixed_run())):
-        for name in analyses.REGISTRY:
+        for name in analyses.ANALYSES.names():
             a = analyses.compute(name, run, Params(judge="J", resamples=20, min_n=2))
             for key, ch in (a.charts if a is not None else {}).items():
                 out.setdefault(f"{label}:{_kind(key)}", ch)
