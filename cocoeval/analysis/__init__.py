@@ -9,10 +9,10 @@ and ``cocoeval check``.
 
 Names load on first use: importing this package does not import polars' heavy parts or Altair.
 Its modules import Altair, so importing the package defers the RFC 3987 grammar jsonschema would
-build at Altair's import to that grammar's first use (``core.deferred.defer_iri_grammar``)."""
+build at Altair's import to that grammar's first use (``core.speed.defer_iri_grammar``)."""
 
 from cocoeval import lazy_exports
-from cocoeval.core.deferred import defer_iri_grammar
+from cocoeval.core.speed import defer_iri_grammar
 
 defer_iri_grammar()
 

@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cocoeval.core import memory
+from cocoeval.core import speed
 from cocoeval.core.schema import Turn
 from cocoeval.core.targets import REFERENCE, targets_for
 
@@ -111,62 +111,12 @@ def tokens(text: str) -> list[str]:
     return WORD.findall(text.lower())
 
 
-def ngrams(toks: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)]
-
-
 def is_question(text: str) -> bool:
     return "?" in text
 
 
-def is_backchannel(toks: Sequence[str]) -> bool:
-    return len(toks) <= SHORT_TOKENS or all(t in BACKCHANNEL for t in toks)
-
-
-def _mean(xs: Sequence[float]) -> float | None:
-    return sum(xs) / len(xs) if xs else None
-
-
 def _share(hits: int, total: int) -> float | None:
     return hits / total if total else None
-
-
-def _balance(turns: Sequence[Turn], toks: Sequence[list[str]], participants: int | None) -> float | None:
-    per: dict[str, int] = {}
-    for t, tk in zip(turns, toks, strict=True):
-        per[t.speaker] = per.get(t.speaker, 0) + len(tk)
-    total = sum(per.values())
-    p = max(len(per), participants or 0)
-    if p < 2 or total == 0:
-        return None
-    h = -sum(c / total * math.log(c / total) for c in per.values() if c)
-    return max(0.0, h) / math.log(p)
-
-
-def _repetition(turns: Sequence[Turn], toks: Sequence[list[str]], history: Sequence[Turn],
-                scored: Sequence[int]) -> tuple[float | None, float | None]:
-    said_any: set[tuple[str, ...]] = set()
-    said_by: dict[str, set[tuple[str, ...]]] = {}
-    for t in history:
-        g = ngrams(tokens(t.text), NGRAM)
-        said_any.update(g)
-        said_by.setdefault(t.speaker, set()).update(g)
-    own, anyone = [], []
-    keep = set(scored)
-    for i, (t, tk) in enumerate(zip(turns, toks, strict=True)):
-        g = ngrams(tk, NGRAM)
-        if i in keep and g:
-            mine = said_by.get(t.speaker, set())
-            own.append(sum(x in mine for x in g) / len(g))
-            anyone.append(sum(x in said_any for x in g) / len(g))
-        said_any.update(g)
-        said_by.setdefault(t.speaker, set()).update(g)
-    return _mean(own), _mean(anyone)
-
-
-def _distinct(toks: Sequence[list[str]], n: int) -> float | None:
-    grams = [g for tk in toks for g in ngrams(tk, n)]
-    return _share(len(set(grams)), len(grams))
 
 
 def conversation_stats(turns: Sequence[Turn], *, history: Sequence[Turn] = (), goals: Sequence[str] = (),
@@ -174,39 +124,16 @@ def conversation_stats(turns: Sequence[Turn], *, history: Sequence[Turn] = (), g
     """Every statistic of ``STATISTICS`` for one conversation (a target's turns), ``None`` where
     undefined. ``history``: the turns before (x); ``goals``: the instance's goals (M);
     ``participants``: the instance's number of participants (for ``balance``); ``scored``: indices
-    of the turns per-turn statistics use (default: all)."""
-    toks = [tokens(t.text) for t in turns]
-    idx = list(range(len(turns))) if scored is None else sorted(i for i in set(scored) if 0 <= i < len(turns))
-    sc = [toks[i] for i in idx]
-    runs = sum(1 for i in range(len(turns)) if i == 0 or turns[i].speaker != turns[i - 1].speaker)
-    switches = runs - 1 if turns else 0
-    questions = [i for i in idx if is_question(turns[i].text)]
-    followed = [i for i in questions if i + 1 < len(turns)]
-    answered = [i for i in followed if turns[i + 1].speaker != turns[i].speaker and not is_question(turns[i + 1].text)]
-    rep_self, rep_any = _repetition(turns, toks, history, idx)
-    goal_words = {w for g in goals for w in tokens(g)}
-    overlap = []
-    if goal_words:
-        for tk in sc:
-            content = [w for w in tk if len(w) >= CONTENT_MIN_CHARS]
-            if content:
-                overlap.append(sum(w in goal_words for w in content) / len(content))
-    return {
-        "turns": len(turns),
-        "tokens_per_turn": _mean([len(tk) for tk in sc]),
-        "speakers": len({t.speaker for t in turns}),
-        "balance": _balance(turns, toks, participants),
-        "switch_rate": switches / (len(turns) - 1) if len(turns) >= 2 else None,
-        "mean_run": len(turns) / runs if runs else None,
-        "rep_self": rep_self,
-        "rep_any": rep_any,
-        "distinct_1": _distinct(sc, 1),
-        "distinct_2": _distinct(sc, 2),
-        "question_share": _share(len(questions), len(idx)),
-        "answered_share": _share(len(answered), len(followed)),
-        "backchannel_share": _share(sum(is_backchannel(tk) for tk in sc), len(sc)),
-        "goal_overlap": _mean(overlap),
-    }
+    of the turns per-turn statistics use (default: all). Computed by the code that measures every
+    conversation of a run (``conversation_frame``), for this one conversation."""
+    from types import SimpleNamespace
+
+    judged = range(len(turns)) if scored is None else scored
+    target = SimpleNamespace(turns=turns, judged=judged, instance=SimpleNamespace(
+        id="", history=history, metadata=SimpleNamespace(goals=goals)))
+    lens, tok = _token_statistics([target])
+    s = _structure(turns, lens[0], judged, participants or 0) | {k: v[0] for k, v in tok.items()}
+    return {k: s[k] for k in STATISTICS}
 
 
 FRAME_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "dataset": pl.Utf8,
@@ -217,7 +144,7 @@ def conversation_frame(run: Run) -> pl.DataFrame:
     """One row per conversation of ``Run.open(run_dir)``: target ('reference' or the
     setup name), instance_id, dataset and every statistic (null where undefined); stale
     continuations (``Run.stale_reason``) are left out. The same values as ``conversation_stats``
-    on each target, computed for every conversation at once (``_token_statistics``); made once
+    on each target (the same code: ``_token_statistics``, for every conversation at once); made once
     per run in a process (``store.per_run``), or read where ``frames.open_run_dir`` kept it."""
     from .store import kept_frame, per_run
 
@@ -232,7 +159,7 @@ def _conversation_frame(run: Run) -> pl.DataFrame:
     targets = targets_for(run.instances, run.current_continuations)
     if not targets:
         return pl.DataFrame(schema=FRAME_SCHEMA)
-    with memory.gc_paused():  # a run holds millions of objects: a collection in this burst of allocations scans them all
+    with speed.gc_paused():  # a run holds millions of objects: a collection in this burst of allocations scans them all
         lens, tok = _batched(targets)
     rows = []
     for c, t in enumerate(targets):
@@ -295,7 +222,8 @@ def _token_statistics(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str
     rep_any, distinct_1, distinct_2, backchannel_share, goal_overlap), for all targets at once:
     the texts are tokenized in one polars call, tokens and n-grams become integer ids, and
     "said earlier" is the first position of each n-gram (numpy). Means are summed in turn order,
-    as ``conversation_stats`` sums them, so the values are the same to the last bit."""
+    as a Python loop over the turns sums them, so the values are those of the one-conversation-at-a-time
+    definition to the last bit (``tests/analysis/convstats_reference.py``, the oracle)."""
     import numpy as np
 
     n_conv = len(targets)

@@ -142,9 +142,9 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     frames (the texts, for the viewer and the judge-free statistics), and ``run_frames`` reads
     the kept frames. A run folder that cannot be written keeps nothing (read whole each time).
 
-    Then the process's memory is set up for the analyses' large arrays (``memory.tune_for_arrays``;
+    Then the process's memory is set up for the analyses' large arrays (``speed.tune_for_arrays``;
     after a whole read, which would only keep more of its records' memory)."""
-    from cocoeval.core.memory import tune_for_arrays
+    from cocoeval.core.speed import tune_for_arrays
     from cocoeval.run import Run
 
     d = Path(path).resolve()

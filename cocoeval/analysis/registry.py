@@ -126,7 +126,7 @@ class Analysis:
         p = params or Params()
         if p.frames is None:
             p = replace(p, frames=p.frames_of(run))
-        from cocoeval.core.memory import one_blas_thread
+        from cocoeval.core.speed import one_blas_thread
 
         from .charts import checked_once
 

@@ -3,19 +3,15 @@ Markdown) and an index listing them, with the invalid rates beside the statistic
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from cocoeval.core import memory
+from cocoeval.core import speed
 from cocoeval.core.errors import ConfigError
-from cocoeval.core.jsonio import write_atomic, write_atomic_bytes
+from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
 from cocoeval.run import Run
 from cocoeval.run.rundir import PIPELINE_LABEL
@@ -25,7 +21,8 @@ from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
 from .frames import Frames, invalid_rates, open_run_dir, run_frames
 from .judge_free import judge_free_note, pipeline_check
-from .store import CACHE_DIR, code_digest, integrity_warnings, keep_folder, run_signature
+from .speed import copy_kept, keep_report, kept_report_folder
+from .store import integrity_warnings
 
 
 def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
@@ -162,20 +159,20 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
     # its workers start while the run is read; the charts are written unvalidated (validated by the
     # tests), so none is checked at each part either (``charts.checked_once``: the same specs)
     out, title = Path(out_dir), Path(run_dir).name
-    with render.Renderer(render_workers()) as renderer, charts.checked_once(), memory.one_blas_thread():
+    with render.Renderer(render_workers()) as renderer, charts.checked_once(), speed.one_blas_thread():
         run = open_run_dir(run_dir)  # a run this process read already (a notebook kernel) is not read again
         f = run_frames(run)
         judge = check_judge(f, judge)  # the judge asked for or the default: one report either way
         kept = kept_report_folder(run, {"title": title, "judge": judge, "resamples": resamples, "seed": seed,
                                         "min_n": min_n, "correction": correction})
-        rep = _copy_kept(kept, out, html) if kept is not None else None
+        rep = copy_kept(kept, out, html) if kept is not None else None
         if rep is not None:
             renderer.discard()  # nothing to render
             return rep
         rep = _write_report(run, f, title, out, renderer, judge=judge, resamples=resamples, seed=seed,
                             min_n=min_n, correction=correction, html=html)
     if kept is not None:
-        _keep_report(kept, out, rep)
+        keep_report(kept, out, rep)
     return rep
 
 
@@ -329,88 +326,4 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
     page = str(html_report.from_report(run, f, out, index, figures, tables, judge=judge)) if html else None
     return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
             "pipeline_check": check, "warnings": notices, "html": page}
-
-
-# -- a report kept beside its run: written again only when what it is made of changed --
-
-log = logging.getLogger(__name__)
-KEPT_REPORTS = 2
-"""How many reports a run's ``CACHE_DIR`` keeps (the most recently written): that of ``cocoeval
-report`` and that of a notebook with other settings."""
-_REPORT_LIBS = ("altair", "vl-convert-python", "numpy", "scipy", "polars", "pydantic", "krippendorff", "ppi-python")
-"""The libraries whose version is part of a kept report's key (they make its numbers or its figures)."""
-
-
-def kept_report_folder(run: Run, settings: dict[str, Any]) -> Path | None:
-    """Where the report of ``run`` with ``settings`` (``write_report``'s arguments but the output
-    folder) is kept: keyed by the SHA-256 of the records read (``Run.digest``), of every file of
-    the run directory with its size and mtime (``run_signature``: annotations, usage...), of every
-    file of cocoeval with the versions of ``_REPORT_LIBS`` (``code_digest``) and of the settings.
-    None for a run built from parts or changed in memory since read (``Run.as_read``): nothing is
-    kept for those."""
-    if run.path is None or run.digest is None or not run.as_read:
-        return None
-    files = [(os.path.relpath(p, run.path), mtime, size) for p, mtime, size in run_signature(run.path)]
-    code = code_digest(_REPORT_LIBS, every_file=True)
-    key = json.dumps({"run": run.digest, "files": files, "code": code, "settings": settings}, sort_keys=True)
-    return run.path / CACHE_DIR / f"report-{hashlib.sha256(key.encode()).hexdigest()[:40]}"
-
-
-def _report_files(rep: dict[str, Any]) -> list[str]:
-    """The files ``_write_report`` wrote for ``rep``, relative to its folder."""
-    figs = [f"{n}{ext}" for n in rep["figures"] for ext in (".png", ".svg", ".vl.json")]
-    return [*figs, *(f"{n}{ext}" for n in rep["tables"] for ext in (".csv", ".md")), "index.md",
-            *(["index.html"] if rep["html"] else [])]
-
-
-def _keep_report(folder: Path, out: Path, rep: dict[str, Any]) -> None:
-    """Keep a copy of the report just written to ``out`` as ``folder`` (whole or not at all), with
-    ``report.json``: ``rep`` and the SHA-256 of each file; only the ``KEPT_REPORTS`` newest stay."""
-
-    def fill(tmp: Path) -> None:
-        files = {}
-        for name in _report_files(rep):
-            data = (out / name).read_bytes()
-            (tmp / name).write_bytes(data)
-            files[name] = hashlib.sha256(data).hexdigest()
-        kept = {k: v for k, v in rep.items() if k not in ("out", "html")}
-        (tmp / "report.json").write_text(json.dumps({"report": kept, "html": bool(rep["html"]), "files": files},
-                                                    ensure_ascii=False, sort_keys=True), encoding="utf-8")
-
-    shutil.rmtree(folder, ignore_errors=True)  # one kept without the HTML page, now written with it
-    keep_folder(folder, fill, newest=KEPT_REPORTS, what="report")
-
-
-def _copy_kept(folder: Path, out: Path, html: bool) -> dict[str, Any] | None:
-    """Write the report kept as ``folder`` to ``out`` and return its ``rep``; None when none is
-    kept there or it lacks the HTML page asked for (then it is written, and kept, anew), or when
-    a kept file is missing or not the bytes kept (then it is written anew, and said so). A report
-    kept with its HTML page serves one asked for without (``index.md`` does not name the page)."""
-    if not folder.is_dir():
-        return None
-    try:
-        meta = json.loads((folder / "report.json").read_text(encoding="utf-8"))
-        if html and not meta["html"]:
-            return None
-        rep = {**meta["report"], "out": str(out), "html": str(out / "index.html") if html else None}
-        names = _report_files(rep)
-        if sorted(_report_files({**rep, "html": meta["html"]})) != sorted(meta["files"]):
-            raise ValueError("it lists other files than its report")
-        data = {}
-        for name in names:
-            data[name] = (folder / name).read_bytes()
-            if hashlib.sha256(data[name]).hexdigest() != meta["files"][name]:
-                raise ValueError(f"{name} is not the file kept")
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        log.warning("the report kept in %s cannot be used (%s): written anew", folder, e)
-        shutil.rmtree(folder, ignore_errors=True)
-        return None
-    out.mkdir(parents=True, exist_ok=True)
-    for name, b in data.items():
-        if name.endswith((".md", ".html")):  # as written: through write_atomic (API key values redacted)
-            write_atomic(out / name, b.decode("utf-8"))
-        else:
-            write_atomic_bytes(out / name, b)
-    return rep
-
 

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError, InputError
 from .files import MAX_TEXT_BYTES, decoded, read_bounded
-from .memory import gc_paused
+from .speed import gc_paused
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -247,7 +247,7 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 
 def read_models(path: str | Path, model: type[M]) -> list[M]:
-    """Read a JSONL file of ``model`` records (the garbage collector paused: ``memory.gc_paused``)."""
+    """Read a JSONL file of ``model`` records (the garbage collector paused: ``speed.gc_paused``)."""
     with gc_paused():
         return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]
 

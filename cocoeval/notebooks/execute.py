@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from cocoeval.analysis import inference
 from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.speed import started_kernel
 
 
 def shipped_notebooks() -> Path:
@@ -141,7 +141,7 @@ def selected(notebooks: list[Path], only: Sequence[str] | None) -> list[Path]:
 
 def _execute_one(nb: str, target: str, cwd: str, parameters: dict[str, Any]) -> str:
     try:
-        with started_kernel(cwd) as km:
+        with started_kernel(cwd) as km:  # None: papermill starts one (``core.speed``)
             import papermill as pm  # imported while the kernel starts
 
             # written once, when it ends (or fails), not twice per cell: each write validates
@@ -151,38 +151,6 @@ def _execute_one(nb: str, target: str, cwd: str, parameters: dict[str, Any]) -> 
     finally:  # a failed notebook is written too, with the traceback that may hold a key
         redact_outputs(Path(target))
     return target
-
-
-WARM_UP = "import cocoeval.notebooks.context"
-"""What a notebook's kernel imports before papermill runs its first cell (every notebook's first
-code cell imports this module: altair, polars and the analysis, ~1.2 s on two cores)."""
-
-
-@contextmanager
-def started_kernel(cwd: str) -> Iterator[Any]:
-    """A ``python3`` kernel for papermill (``execute_notebook(km=...)``), started as nbclient starts
-    one (``cwd``, its IPython history in memory) but before papermill is imported, and told at
-    once to import ``WARM_UP`` (silently: no execution count, no output in the notebook). The
-    kernel starts and imports the analysis while this process imports papermill and reads the
-    notebook: ~1 s of each notebook's run. Shut down as nbclient does (gracefully) on leaving."""
-    from jupyter_client.blocking import BlockingKernelClient
-    from jupyter_client.manager import AsyncKernelManager
-    from jupyter_core.utils import run_sync
-
-    km = AsyncKernelManager(kernel_name="python3")
-    warm = BlockingKernelClient()
-    try:
-        run_sync(km.start_kernel)(extra_arguments=["--HistoryManager.hist_file=:memory:"], cwd=cwd)
-        warm.load_connection_info(km.get_connection_info())
-        warm.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
-        warm.execute(WARM_UP, silent=True, store_history=False)
-        yield km
-    finally:  # whatever happened: no kernel left running
-        warm.stop_channels()
-        if km.has_kernel and run_sync(km.is_alive)():
-            run_sync(km.shutdown_kernel)(now=False)  # its resources cleaned up too
-        else:
-            run_sync(km.cleanup_resources)()
 
 
 def redact_outputs(path: Path) -> None:

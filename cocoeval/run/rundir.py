@@ -32,7 +32,7 @@ from cocoeval.core.jsonio import (
     write_atomic,
     write_json,
 )
-from cocoeval.core.memory import gc_paused
+from cocoeval.core.speed import gc_paused
 from cocoeval.core.schema import Continuation, Instance, Judgment
 from cocoeval.core.text import has_text
 from cocoeval.judge.config import JudgeConfig
@@ -169,7 +169,7 @@ class Run(BaseModel):
             run._digests, run._unread = digests, set(RECORDS)
             return run
         # in this order: the first bad file is the error; one pause of the garbage collector over
-        # every file (``core.memory.gc_paused``)
+        # every file (``core.speed.gc_paused``)
         with recorded_reads() as seen, gc_paused():
             raw = {part: _parse(d, part) for part in ("continuations", "judgments", "human")}
             manifest = _read_manifest(d)
@@ -214,7 +214,7 @@ class Run(BaseModel):
 
     def load(self) -> Run:
         """Read every record a lazily opened run has not read yet (``open(lazy=True)``); the run."""
-        with gc_paused():  # one pause over every file: no full collection between two (``core.memory``)
+        with gc_paused():  # one pause over every file: no full collection between two (``core.speed``)
             for part in RECORDS:
                 getattr(self, part)
         return self

@@ -1,7 +1,8 @@
-"""The vectorised judge-free statistics (``convstats.conversation_frame``) equal, to the last bit,
-the one-conversation-at-a-time implementation they replaced (``convstats_reference``): on the
-demo run, on the shipped QMSum sample (30 + 30 turns, real meetings), on hand-made edge cases and
-on the real data in ../shared/data when it is there."""
+"""The vectorised judge-free statistics (``convstats.conversation_frame``, and ``conversation_stats``
+for one conversation: the same code) equal, to the last bit, the one-conversation-at-a-time
+implementation they replaced (``convstats_reference``, the oracle): on the demo run, on the
+shipped QMSum sample (30 + 30 turns, real meetings), on hand-made edge cases and on the real data
+in ../shared/data when it is there."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import polars as pl
 import pytest
 
 from cocoeval import BuildConfig, build, load_instances
-from cocoeval.analysis.convstats import conversation_frame
+from cocoeval.analysis.convstats import conversation_frame, conversation_stats
 from cocoeval.core.schema import Continuation, Turn
+from cocoeval.core.targets import targets_for
 from cocoeval.run import Run
 
 from ..conftest import ROOT, SHARED_DATA
@@ -26,6 +28,17 @@ def same(run: Run) -> int:
         a, b = new[col].to_list(), old[col].to_list()
         assert a == b, (col, next((i, x, y) for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y))
     return new.height
+
+
+def same_one_by_one(run: Run) -> int:
+    """``conversation_stats`` on each target of ``run`` alone equals the reference's, bit for bit."""
+    targets = targets_for(run.instances, run.current_continuations)
+    for t in targets:
+        inst = t.instance
+        kw = {"history": inst.history, "goals": inst.metadata.goals, "scored": t.judged,
+              "participants": len({x.speaker for x in [*inst.history, *inst.reference]})}
+        assert conversation_stats(t.turns, **kw) == ref.conversation_stats(t.turns, **kw), (t.name, inst.id)
+    return len(targets)
 
 
 def run_of(instances, shifts=(1, 2)) -> Run:
@@ -57,6 +70,7 @@ def test_the_shipped_sample_gives_the_same_values(tmp_path):
     insts = load_instances(out)
     assert len(insts) >= 6 and any(i.dataset == "generated_chat" for i in insts)  # chats: user turns only
     assert same(run_of(insts)) > len(insts)
+    assert same_one_by_one(run_of(insts, shifts=(1,))) > len(insts)
 
 
 def test_edge_cases_give_the_same_values():
@@ -71,7 +85,10 @@ def test_edge_cases_give_the_same_values():
                    Continuation(instance_id="d/b/0", setup_id="s", turns=list(reversed(repeat))),
                    Continuation(instance_id="chat/c/0", setup_id="s", turns=insts[2].history)]}
     run = Run.model_validate({"instances": insts, "continuations": conts, "judgments": {}, "manifest": {}})
-    assert same(run) == 6
+    assert same(run) == 6 and same_one_by_one(run) == 6
+    for kw in ({}, {"scored": []}, {"participants": 5}, {"history": repeat, "goals": ["cut budget"]}):
+        for turns in ([], empty, repeat):
+            assert conversation_stats(turns, **kw) == ref.conversation_stats(turns, **kw), (turns, kw)
     assert conversation_frame(Run.model_validate({"instances": [], "continuations": {}, "judgments": {},
                                                   "manifest": {}})).equals(pl.DataFrame(schema=ref.FRAME_SCHEMA))
 

@@ -1,4 +1,4 @@
-"""A report kept beside its run (``report.kept_report_folder``): ``cocoeval report`` (or notebook 09)
+"""A report kept beside its run (``analysis.speed.kept_report_folder``): ``cocoeval report`` (or notebook 09)
 on a run whose files, settings, code and libraries are those of a report already written copies
 that report's very files instead of computing it again; anything else, or a kept copy that is not
 the bytes kept, writes it anew."""
@@ -10,8 +10,9 @@ import shutil
 
 import pytest
 
-from cocoeval.analysis import report
-from cocoeval.analysis.report import KEPT_REPORTS, write_report
+from cocoeval.analysis import report, speed
+from cocoeval.analysis.report import write_report
+from cocoeval.analysis.speed import KEPT_REPORTS
 from cocoeval.analysis.store import CACHE_DIR
 
 from .test_kept_frames import _fresh_process, _write
@@ -77,7 +78,7 @@ def test_a_changed_file_setting_or_code_writes_the_report_anew(tmp_path, monkeyp
     write_report(d, tmp_path / "g", resamples=50, html=True)
     assert len(counted) == 5
     # other code or another version of a library that makes the figures
-    monkeypatch.setattr(report, "code_digest", lambda *a, **k: "other code")
+    monkeypatch.setattr(speed, "code_digest", lambda *a, **k: "other code")
     write_report(d, tmp_path / "h", resamples=50, html=True)
     assert len(counted) == 6
     assert (tmp_path / "h" / "index.html").read_bytes() == (tmp_path / "g" / "index.html").read_bytes()
@@ -88,8 +89,8 @@ def test_the_code_key_covers_every_file_of_the_package_and_the_figures_libraries
 
     from cocoeval.analysis.store import code_digest
 
-    assert {"altair", "vl-convert-python", "polars", "scipy", "numpy"} <= set(report._REPORT_LIBS)
-    assert code_digest(report._REPORT_LIBS, every_file=True) != code_digest(report._REPORT_LIBS)  # taxonomy, assets...
+    assert {"altair", "vl-convert-python", "polars", "scipy", "numpy"} <= set(speed.REPORT_LIBS)
+    assert code_digest(speed.REPORT_LIBS, every_file=True) != code_digest(speed.REPORT_LIBS)  # taxonomy, assets...
     assert version("vl-convert-python")  # installed: its version is in the key, not "absent"
 
 
@@ -112,6 +113,19 @@ def test_a_kept_report_that_is_not_what_was_kept_is_written_anew_and_said(tmp_pa
     (kept / "report.json").write_text("{not json")
     write_report(d, tmp_path / "e", resamples=50)
     assert len(counted) == 4 and files(tmp_path / "e") == files(tmp_path / "a")
+
+
+def test_speed_off_report_keeps_nothing_and_computes_each_report(tmp_path, monkeypatch, counted):
+    """``COCOEVAL_SPEED_OFF=report`` (what ``benchmarks/speed_tricks.py`` times the copy against):
+    every report computed, nothing kept, the same files."""
+    d = _write(tmp_path / "run")
+    write_report(d, tmp_path / "a", resamples=50)
+    monkeypatch.setenv("COCOEVAL_SPEED_OFF", "report")
+    write_report(d, tmp_path / "b", resamples=50)
+    shutil.rmtree(d / CACHE_DIR / _reports(d)[0])
+    write_report(d, tmp_path / "c", resamples=50)
+    assert len(counted) == 3 and _reports(d) == [] and files(tmp_path / "b") == files(tmp_path / "c")
+    assert files(tmp_path / "b") == files(tmp_path / "a")
 
 
 def test_a_failed_report_keeps_nothing_and_a_run_folder_that_keeps_nothing_still_reports(tmp_path, monkeypatch):

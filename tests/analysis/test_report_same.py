@@ -16,7 +16,7 @@ import sys
 
 from cocoeval.analysis import charts, convstats, frames, inference, render, report, stats, store
 from cocoeval.analysis.report import write_report
-from cocoeval.core import memory
+from cocoeval.core import speed
 
 from ..conftest import ROOT
 from . import convstats_reference as ref
@@ -53,7 +53,7 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
         m.setattr(render, "Renderer", ref.OneByOneRenderer)
         m.setattr(report, "kept_report_folder", lambda run, settings: None)  # computed, not the copy kept by "now"
         m.setattr(charts, "checked_once", contextlib.nullcontext)
-        m.setattr(memory, "one_blas_thread", contextlib.nullcontext)
+        m.setattr(speed, "one_blas_thread", contextlib.nullcontext)
         m.setattr(charts, "unchecked_json", lambda chart: chart.to_json(validate=False))
         write_report(run, tmp_path / "before", resamples=200)
     now, before = files(tmp_path / "now"), files(tmp_path / "before")

@@ -81,7 +81,8 @@ def test_the_kernel_is_started_before_papermill_and_imports_the_analysis_silentl
     import psutil
     from jupyter_client.blocking import BlockingKernelClient
 
-    from cocoeval.notebooks.execute import WARM_UP, execute_notebooks, started_kernel
+    from cocoeval.core.speed import WARM_UP, started_kernel
+    from cocoeval.notebooks.execute import execute_notebooks
 
     assert WARM_UP == "import cocoeval.notebooks.context"
     with started_kernel(str(tmp_path)) as km:

@@ -1,5 +1,6 @@
-"""``core.memory.tune_for_arrays``: ordinary pages for numpy, glibc's heap kept; once a process;
-``COCOEVAL_MEMORY_TUNING=0`` leaves the process as it is. Each case runs in a fresh interpreter."""
+"""The speed tricks of ``core.speed``: ``tune_for_arrays`` (ordinary pages for numpy, glibc's heap
+kept; once a process), ``one_blas_thread``, ``gc_paused``; ``COCOEVAL_SPEED_OFF`` turns each off
+(``all``: every one). The interpreter-wide cases run in a fresh interpreter."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 PROBE = """
 import json
 from numpy._core import multiarray
-from cocoeval.core.memory import tune_for_arrays
+from cocoeval.core.speed import tune_for_arrays
 first, again = tune_for_arrays(), tune_for_arrays()
 huge = multiarray._set_madvise_hugepage(False)  # returns the setting it replaces
 print(json.dumps([first, again, huge]))
@@ -32,7 +33,7 @@ def _probe(**env: str) -> list[bool]:
 def test_tuning_turns_hugepage_advice_off_once_and_can_be_refused():
     first, again, huge = _probe()
     assert first is True and again is False and huge is False  # numpy already told: ordinary pages
-    first, again, default = _probe(COCOEVAL_MEMORY_TUNING="0")
+    first, again, default = _probe(COCOEVAL_SPEED_OFF="gc, arrays")
     assert first is False and again is False
     if "NUMPY_MADVISE_HUGEPAGE" not in os.environ:
         assert default is True  # numpy's own default on Linux 4.6 and later, left as it is
@@ -40,13 +41,13 @@ def test_tuning_turns_hugepage_advice_off_once_and_can_be_refused():
 
 def test_opening_a_run_for_analysis_tunes_the_process(tmp_path, monkeypatch):
     from cocoeval.analysis.frames import open_run_dir
-    from cocoeval.core import memory
+    from cocoeval.core import speed
 
     from ..analysis.test_stats import make_run
     from ..sim_helpers import write_run_dir
 
     calls: list[bool] = []
-    monkeypatch.setattr(memory, "tune_for_arrays", lambda: calls.append(True) or False)
+    monkeypatch.setattr(speed, "tune_for_arrays", lambda: calls.append(True) or False)
     write_run_dir(tmp_path / "run", make_run(), {"status": "complete"})
     open_run_dir(tmp_path / "run")
     assert calls == [True]
@@ -56,7 +57,7 @@ BLAS_PROBE = """
 import json
 import numpy  # its BLAS loaded
 from threadpoolctl import threadpool_info, threadpool_limits
-from cocoeval.core.memory import one_blas_thread
+from cocoeval.core.speed import one_blas_thread
 
 def blas():
     return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
@@ -71,7 +72,7 @@ print(json.dumps([before, inside, blas()]))
 
 def test_one_blas_thread_inside_the_block_and_as_it_was_after():
     """The analyses' small products run on one BLAS thread (``one_blas_thread``, around the
-    report and every analysis), the process's setting back after; ``COCOEVAL_MEMORY_TUNING=0``
+    report and every analysis), the process's setting back after; ``COCOEVAL_SPEED_OFF=blas``
     leaves it as it is."""
     def probe(**env: str) -> list[list[int]]:
         out = subprocess.run([sys.executable, "-c", BLAS_PROBE], capture_output=True, text=True, check=True,
@@ -80,7 +81,7 @@ def test_one_blas_thread_inside_the_block_and_as_it_was_after():
 
     before, inside, after = probe()
     assert before and all(n == 2 for n in before) and all(n == 1 for n in inside) and after == before
-    before, inside, after = probe(COCOEVAL_MEMORY_TUNING="0")
+    before, inside, after = probe(COCOEVAL_SPEED_OFF="blas")
     assert inside == before == after
 
 
@@ -95,7 +96,7 @@ def test_every_analysis_runs_on_one_blas_thread():
     from ..analysis.test_stats import make_run
 
     seen: list[list[int]] = []
-    a = dataclasses.replace(analyses.ANALYSES.get("rq1"), fn=lambda run, p: seen.append(
+    a = dataclasses.replace(analyses.REGISTRY["rq1"], fn=lambda run, p: seen.append(
         [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]))
     with threadpool_limits(limits=2, user_api="blas"):  # as numpy starts on two cores or more
         a(make_run(), Params(judge="J", resamples=20, min_n=2))
@@ -105,7 +106,7 @@ def test_every_analysis_runs_on_one_blas_thread():
 def test_gc_paused_inside_the_block_as_it_was_after_and_can_be_refused(monkeypatch):
     import gc
 
-    from cocoeval.core.memory import gc_paused
+    from cocoeval.core.speed import gc_paused
 
     assert gc.isenabled()
     with gc_paused():
@@ -124,7 +125,7 @@ def test_gc_paused_inside_the_block_as_it_was_after_and_can_be_refused(monkeypat
         assert not gc.isenabled()
     finally:
         gc.enable()
-    monkeypatch.setenv("COCOEVAL_MEMORY_TUNING", "0")
+    monkeypatch.setenv("COCOEVAL_SPEED_OFF", "all")
     with gc_paused():
         assert gc.isenabled()
 
@@ -149,8 +150,8 @@ def _collections_while(read) -> int:
 
 def test_a_run_is_read_with_no_collection_and_the_same_records(tmp_path, monkeypatch):
     """Reading a run (whole, or lazily part by part) starts at most one garbage collection, the one
-    put off to its end: every JSONL reader and ``Run.open`` pause it (the paper-shaped run read in 1.4-1.7 s instead of 3). With
-    ``COCOEVAL_MEMORY_TUNING=0`` the same reading collects (so this test can fail), and the
+    put off to its end: every JSONL reader and ``Run.open`` pause it. With
+    ``COCOEVAL_SPEED_OFF=gc`` the same reading collects (so this test can fail), and the
     records are the same."""
     from cocoeval.run import Run
 
@@ -161,7 +162,20 @@ def test_a_run_is_read_with_no_collection_and_the_same_records(tmp_path, monkeyp
     runs = []
     paused = [_collections_while(lambda: runs.append(Run.open(d))),
               _collections_while(lambda: runs.append(Run.open(d, lazy=True).load()))]
-    monkeypatch.setenv("COCOEVAL_MEMORY_TUNING", "0")
+    monkeypatch.setenv("COCOEVAL_SPEED_OFF", "gc")
     every = _collections_while(lambda: runs.append(Run.open(d)))
     assert max(paused) <= 1 and every > 10  # measured: 1 (the one put off to the end) against 156
     assert runs[0] == runs[1] == runs[2]
+
+
+def test_speed_off_names_tricks_or_all(monkeypatch):
+    from cocoeval.core.speed import TRICKS, off, started_kernel
+
+    monkeypatch.delenv("COCOEVAL_SPEED_OFF", raising=False)
+    assert not any(off(t) for t in TRICKS)
+    monkeypatch.setenv("COCOEVAL_SPEED_OFF", "gc, kernel")
+    assert [t for t in TRICKS if off(t)] == ["gc", "kernel"]
+    with started_kernel(".") as km:  # off: none started, papermill starts its own
+        assert km is None
+    monkeypatch.setenv("COCOEVAL_SPEED_OFF", "all")
+    assert all(off(t) for t in TRICKS)
