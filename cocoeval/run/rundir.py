@@ -32,8 +32,8 @@ from cocoeval.core.jsonio import (
     write_atomic,
     write_json,
 )
-from cocoeval.core.speed import gc_paused
 from cocoeval.core.schema import Continuation, Instance, Judgment
+from cocoeval.core.speed import gc_paused
 from cocoeval.core.text import has_text
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup

@@ -96,7 +96,7 @@ def test_every_analysis_runs_on_one_blas_thread():
     from ..analysis.test_stats import make_run
 
     seen: list[list[int]] = []
-    a = dataclasses.replace(analyses.REGISTRY["rq1"], fn=lambda run, p: seen.append(
+    a = dataclasses.replace(analyses.ANALYSES.get("rq1"), fn=lambda run, p: seen.append(
         [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]))
     with threadpool_limits(limits=2, user_api="blas"):  # as numpy starts on two cores or more
         a(make_run(), Params(judge="J", resamples=20, min_n=2))
