@@ -103,3 +103,40 @@ def out_file(text: str) -> Path:
 
 out_dir.kind = "out_dir"  # type: ignore[attr-defined]
 out_file.kind = "out_file"  # type: ignore[attr-defined]
+
+
+def set_item(text: str) -> str:
+    """A ``--set KEY=VALUE`` override of a params key (``cocoeval.run.compose``); the key's shape
+    is checked here, the key and the value when the params are read."""
+    from cocoeval.run.compose import SET_HINT, parse_set_key
+
+    key, sep, _ = text.partition("=")
+    if not sep or not parse_set_key(key):
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}: {SET_HINT}")
+    return text
+
+
+set_item.kind = "set"  # type: ignore[attr-defined]
+
+
+def add_set_option(p: argparse.ArgumentParser) -> None:
+    """``--set KEY=VALUE`` (repeatable) on a command that reads a params file."""
+    p.add_argument("--set", dest="sets", action="append", default=[], type=set_item, metavar="KEY=VALUE",
+                   help="override a key of the params file, after the files it extends are merged "
+                   "(repeatable, applied in order): KEY is a dotted path (llm.concurrency, "
+                   "instances.per_dataset), a list item by position from 0 (setups.0.temperature) or by "
+                   "name (setups[NAME].temperature); VALUE is YAML (8, true, null, [a, b])")
+
+
+def params_sets(a: argparse.Namespace, flags: dict[str, str]) -> list[str]:
+    """The ``--set`` overrides of a command: its ``--set`` items, then each option of ``flags``
+    ({option's dest: the params key it sets}) that was given, as ``KEY=VALUE``; an option that
+    only sets a params key is this, not a second way into the settings."""
+    import json
+
+    out = list(a.sets)
+    for dest, key in flags.items():
+        v = getattr(a, dest)
+        if v is not None and v is not False:
+            out.append(f"{key}={json.dumps(v)}")
+    return out

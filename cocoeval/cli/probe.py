@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from ._args import int_range
+from ._args import add_set_option, int_range, params_sets
 
 
 def _cmd_probe(a: argparse.Namespace) -> int:
@@ -16,11 +16,8 @@ def _cmd_probe(a: argparse.Namespace) -> int:
     from cocoeval.run.rundir import Run
     from cocoeval.run.stages import load_params
 
-    exp = load_params(a.params)
-    llm: dict[str, Any] = {}
-    if a.processes is not None:
-        llm["processes"] = a.processes
-    done = run_probes(exp, progress=False if a.no_progress else None, llm=llm)
+    exp = load_params(a.params, params_sets(a, {"processes": "llm.processes"}))
+    done = run_probes(exp, progress=False if a.no_progress else None)
     print(f"run directory: {exp.run_dir}")
     run = Run.open(exp.run_dir)
     for judge, counts in done.items():
@@ -50,4 +47,5 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--resamples", type=int_range(1, 100_000), default=1000,
                    help="bootstrap resamples of the printed intervals (default 1000)")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    add_set_option(p)
     p.set_defaults(func=_cmd_probe)

@@ -8,9 +8,16 @@ import json
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._args import int_range, out_file, seconds
+from ._args import add_set_option, int_range, out_file, params_sets, seconds
+
+if TYPE_CHECKING:
+    from cocoeval.run.params import ExperimentParams
+
+RUN_FLAGS = {"batch": "llm.batch", "dependent": "llm.batch_dependent", "batch_poll": "llm.batch_poll_s",
+             "processes": "llm.processes"}
+"""The options of ``cocoeval run`` that set one key of the params' ``llm:`` section (a ``--set``)."""
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
@@ -21,7 +28,10 @@ def _cmd_check(a: argparse.Namespace) -> int:
     from cocoeval.simulate.plugins import new_plugin
     from cocoeval.simulate.setup import ImportedSetup, PluginSetup
 
-    exp = load_params(a.params)
+    exp = load_params(a.params, a.sets)
+    if a.print_params:
+        print(_effective(exp.params), end="")
+        return 0
     print(coverage_text(paper_coverage(exp)))  # from the params alone: what of the paper the run will lack
     models = sorted({m for s in exp.params.setups for m in s.model_specs().values()}
                     | {j.model for j in exp.params.llm_judges} | exp.build_models())
@@ -74,7 +84,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     from cocoeval.run.rundir import read_run
     from cocoeval.run.stages import load_params
 
-    exp = load_params(a.params)
+    exp = load_params(a.params, a.sets)
     run = read_run(a.run) if a.run else None
     observed = observed_reasoning(run) if run is not None else None
     observed_out = observed_output(run) if run is not None else None
@@ -125,18 +135,9 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
 def _cmd_run(a: argparse.Namespace) -> int:
     from cocoeval.run.stages import load_params
 
-    exp = load_params(a.params)
+    exp = load_params(a.params, params_sets(a, RUN_FLAGS))
     stages = tuple(a.stage) if a.stage else ("simulate", "judge")
-    llm: dict[str, Any] = {}
-    if a.batch:
-        llm["batch"] = True
-    if a.dependent:
-        llm["batch_dependent"] = a.dependent
-    if a.batch_poll is not None:
-        llm["batch_poll_s"] = a.batch_poll
-    if a.processes is not None:
-        llm["processes"] = a.processes
-    run_dir = exp.run(stages, progress=False if a.no_progress else None, llm=llm)
+    run_dir = exp.run(stages, progress=False if a.no_progress else None)
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage = json.loads((run_dir / "usage.json").read_text())
     summary = manifest.get("summary", {})
@@ -150,6 +151,14 @@ def _cmd_run(a: argparse.Namespace) -> int:
     print(usage_summary(usage))
     _keep_frames(run_dir)
     return _run_outcome(summary, a.allow_invalid)
+
+
+def _effective(params: ExperimentParams) -> str:
+    """The params as read (``ExperimentParams``: the files merged, the overrides applied, the
+    defaults filled in) as YAML, in the schema's key order."""
+    import yaml
+
+    return str(yaml.safe_dump(params.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100))
 
 
 def _keep_frames(run_dir: Path) -> None:
@@ -311,6 +320,7 @@ def add_commands(sub: Any) -> None:
     r.add_argument("--processes", type=int_range(1, 64), metavar="N",
                    help="worker processes sending live calls, for a fast self-hosted server at high "
                    "concurrency (default: llm.processes, 1: all from this process)")
+    add_set_option(r)
     r.set_defaults(func=_cmd_run)
 
     es = sub.add_parser("estimate", help="forecast calls, tokens and cost of a params file",
@@ -323,10 +333,15 @@ def add_commands(sub: Any) -> None:
     es.add_argument("params", type=Path, help="params YAML file")
     es.add_argument("--run", type=Path, help="a run directory to compare with (and to take the mean "
                     "output and reasoning tokens per call from)")
+    add_set_option(es)
     es.set_defaults(func=_cmd_estimate)
 
     ck = sub.add_parser("check", help="check a params file: API keys, model files, benchmark")
     ck.add_argument("params", type=Path, help="params YAML file")
+    add_set_option(ck)
+    ck.add_argument("--print-params", action="store_true",
+                    help="print the params as read (the files it extends merged, --set applied, defaults "
+                    "filled in) as YAML, and check nothing else")
     ck.set_defaults(func=_cmd_check)
 
     bt = sub.add_parser("batches", help="list (or cancel) the batches submitted from a call cache",

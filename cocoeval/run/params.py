@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import (
@@ -21,7 +22,6 @@ from pydantic import (
 )
 
 from cocoeval.bench.config import BuildSection
-from cocoeval.core import yamlio
 from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.jsonio import read_text
 from cocoeval.core.names import check_name
@@ -32,8 +32,10 @@ from cocoeval.simulate.plugins import PluginSetup, check_setup
 from cocoeval.simulate.setup import AnySetup
 from cocoeval.simulate.sft import SFTConfig
 
+from .compose import SET_HINT, Composed, ParamsSource, compose
+
 __all__ = ["AnnotationDraw", "AnnotationSection", "BuildSection", "ExperimentParams", "InstanceSelection",
-           "check_plugins", "read_params"]
+           "ParamsFile", "check_plugins", "read_params", "read_params_file"]
 
 
 class InstanceSelection(BaseModel):
@@ -261,27 +263,81 @@ def _loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
 _FIX = "fix these keys; see params/demo.yaml for the shape; fields are documented in cocoeval/run/params.py"
 
 
-def read_params(path: str | Path) -> ExperimentParams:
-    """Read and validate a params file; errors name the file, the key and the fix."""
+@dataclass(frozen=True)
+class ParamsFile:
+    """A params file as read: its validated ``params`` and what made them, the ``files`` read (the
+    one named first, then each it ``extends:``, with their SHA-256) and the ``--set`` overrides
+    (``sets``), which the run's manifest records."""
+
+    params: ExperimentParams
+    files: tuple[ParamsSource, ...]
+    sets: tuple[str, ...] = ()
+
+
+def read_params(path: str | Path, sets: tuple[str, ...] | list[str] = ()) -> ExperimentParams:
+    """Read and validate a params file (the files it extends merged under it, ``sets``, the
+    ``--set KEY=VALUE`` overrides, on top: ``cocoeval.run.compose``); errors name the file or the
+    flag, the key and the fix."""
+    return read_params_file(path, sets).params
+
+
+def read_params_file(path: str | Path, sets: tuple[str, ...] | list[str] = (), *,
+                     text: str | None = None) -> ParamsFile:
+    """``read_params`` with the files read and the overrides (``ParamsFile``); ``text``: the
+    named file's text, when given (an edit not yet written)."""
     p = Path(path)
-    text = read_text(p)  # missing, a folder, empty or not UTF-8: an InputError naming the file
+    composed = compose(p, tuple(sets), text=text)
     try:
-        data = yamlio.load(text, p)  # a key given twice: an InputError naming the line and the key
-    except yaml.YAMLError as e:
-        raise InputError(f"not valid YAML: {e}", file=str(p), hint="fix the YAML syntax; see params/demo.yaml") from None
-    except RecursionError:
-        raise InputError("YAML nested too deeply to read", file=str(p), hint="see params/demo.yaml") from None
-    if not isinstance(data, dict):
-        raise InputError("expected a mapping of settings", file=str(p), hint="see params/demo.yaml")
-    try:
-        params = ExperimentParams.model_validate(data)
+        params = ExperimentParams.model_validate(composed.data)
     except ValidationError as e:
-        errs = "; ".join(f"{'.'.join(str(x) for x in _loc(err['loc'])) or '(top)'}: "
-                         f"{err['msg'].removeprefix('Value error, ')}" for err in e.errors()[:5])
-        raise InputError(errs, file=str(p), hint=_FIX) from None
+        raise _invalid(e, composed) from None
     if problems := check_plugins(params):
         raise InputError("; ".join(problems[:5]), file=str(p), hint=_FIX)
-    return params
+    return ParamsFile(params, composed.files, composed.sets)
+
+
+def _models_in(tp: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's annotation may hold (through lists, unions, Annotated)."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [tp]
+    return [m for a in get_args(tp) for m in _models_in(a)]
+
+
+def _keys_at(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the schema accepts beside the last key of ``loc`` (for "did you mean")."""
+    models: list[type[BaseModel]] = [ExperimentParams]
+    for step in loc[:-1]:
+        if isinstance(step, str):
+            models = [m for c in models if (f := c.model_fields.get(step)) for m in _models_in(f.annotation)]
+    return sorted({k for m in models for k in m.model_fields})
+
+
+def _invalid(e: ValidationError, composed: Composed) -> InputError:
+    """The schema's errors (the first five) as one InputError naming where each key was written:
+    the file named on the command line, a file it extends or a ``--set`` flag; an unknown key
+    with the known keys it is closest to."""
+    import difflib
+
+    rows = []
+    for err in e.errors()[:5]:
+        loc = _loc(err["loc"])
+        msg = f"{'.'.join(str(x) for x in loc) or '(top)'}: {err['msg'].removeprefix('Value error, ')}"
+        if (err["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str)
+                and (near := difflib.get_close_matches(loc[-1], _keys_at(loc), n=3))):
+            msg += f" (did you mean {' or '.join(near)}?)"
+        rows.append((composed.origin(loc), msg))
+    top = str(composed.files[0].path)
+    sources = list(dict.fromkeys(src for src, _ in rows))
+    file = sources[0] if len(sources) == 1 else top
+    text = "; ".join(m if src == file else f"{m} (written by {src})" for src, m in rows)
+    hint = _FIX
+    if file.startswith("--set "):
+        hint = "fix the key or the value after --set; " + SET_HINT
+    elif file != top:
+        file = f"{file} (extended by {top})"
+    elif len(composed.files) > 1:
+        file = f"{top} (extending {', '.join(str(f.path) for f in composed.files[1:])})"
+    return InputError(text, file=file, hint=hint)
 
 
 def _relative_continuations(entry: dict[str, Any], params_path: Path) -> dict[str, Any]:
@@ -347,7 +403,7 @@ def add_setup(path: str | Path, entry: dict[str, Any]) -> ExperimentParams:
     else:
         new = text + ("" if text.endswith("\n") else "\n") + f"setups:\n  - {line}\n"
     try:
-        data = yamlio.load(new, p)
+        data = compose(p, text=new).data  # with the files it extends: the setup joins this file's own
         params = ExperimentParams.model_validate(data)
         alone = ExperimentParams.model_validate({**data, "setups": [entry]})
     except (yaml.YAMLError, ValidationError, InputError) as e:

@@ -265,7 +265,7 @@ def write_probe_records(run_dir: Path, judge: str, records: list[ProbeRecord], f
         path.unlink(missing_ok=True)
 
 
-def run_probes(exp: Experiment, *, progress: bool | None = None, llm: dict[str, Any] | None = None,
+def run_probes(exp: Experiment, *, progress: bool | None = None,
                warn: Callable[[str], None] | None = None) -> dict[str, dict[str, int]]:
     """Send the probes of ``exp``'s ``probes:`` section (every probe, target count and judge it
     names) against the run directory's judgments; write ``probes/<judge>.jsonl`` and add this
@@ -288,7 +288,7 @@ def run_probes(exp: Experiment, *, progress: bool | None = None, llm: dict[str, 
     judges = [j for j in exp.params.llm_judges if sec.judges is None or j.name in sec.judges]
     for j in judges:
         probe_path(exp.run_dir, j.name)  # refuses an unsafe name before anything is sent
-    cfg = exp.llm_config(progress=progress, llm=llm)
+    cfg = exp.llm_config(progress=progress)
     with run_dir_lock(exp.run_dir):
         run = Run.open(exp.run_dir)
         if changed := judge_id_changes(exp, run, judges):

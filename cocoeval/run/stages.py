@@ -13,8 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from cocoeval import __version__
 from cocoeval.bench.build import ContextPlan
 from cocoeval.bench.step import plan_build, run_build
@@ -34,10 +32,11 @@ from cocoeval.simulate.engine import simulate
 from cocoeval.simulate.plugins import new_plugin
 from cocoeval.simulate.setup import ImportedSetup, PluginSetup
 
+from .compose import ParamsSource
 from .humans import check_judge_names
 from .lock import run_dir_lock
 from .outcome import tally
-from .params import ExperimentParams, read_params
+from .params import ExperimentParams, read_params_file
 from .rundir import (
     RUN_FORMAT,
     USAGE_JOURNAL,
@@ -52,11 +51,17 @@ from .rundir import (
 
 
 class Experiment:
-    """A loaded params file with its paths resolved."""
+    """A loaded params file with its paths resolved: relative paths are read from ``base``, the
+    folder of the file named (those of the files it extends are rewritten to it when read:
+    ``cocoeval.run.compose``). ``files`` and ``sets``, the files read and the ``--set`` overrides,
+    go into the run's manifest."""
 
-    def __init__(self, params: ExperimentParams, base: Path, source: str | None = None) -> None:
+    def __init__(self, params: ExperimentParams, base: Path, source: str | None = None, *,
+                 files: tuple[ParamsSource, ...] = (), sets: tuple[str, ...] = ()) -> None:
         self.base = base
         self.source = source
+        self.files = files
+        self.sets = sets
         # an imported setup's file is read from the params file's folder
         self.params = params.model_copy(update={"setups": [
             s.model_copy(update={"continuations": str(self.resolve(s.continuations))}) if isinstance(s, ImportedSetup)
@@ -68,9 +73,9 @@ class Experiment:
         q = Path(p).expanduser()
         return q if q.is_absolute() else (self.base / q).resolve()
 
-    def llm_config(self, *, progress: bool | None = None, llm: dict[str, Any] | None = None) -> LLMConfig:
-        """The params' ``llm:`` settings with their paths resolved; ``progress`` and ``llm`` (settings
-        given for one invocation, e.g. ``{"batch": True}``) override them."""
+    def llm_config(self, *, progress: bool | None = None) -> LLMConfig:
+        """The params' ``llm:`` settings with their paths resolved; ``progress`` overrides its own
+        (settings given for one invocation are ``--set llm.KEY=VALUE`` overrides of the params)."""
         cfg = self.params.llm
         upd: dict[str, Any] = {}
         if cfg.cache:
@@ -79,13 +84,7 @@ class Experiment:
             upd["prices"] = str(self.resolve(cfg.prices))
         if progress is not None:
             upd["progress"] = progress
-        cfg = cfg.model_copy(update=upd)
-        if llm:
-            try:
-                cfg = LLMConfig.model_validate({**cfg.model_dump(), **llm})
-            except ValidationError as e:
-                raise ConfigError(f"bad llm setting: {e.errors()[0]['msg']}", hint="see LLMConfig") from None
-        return cfg
+        return cfg.model_copy(update=upd)
 
     # ------------------------------------------------------------------ stages
     def output_paths(self) -> tuple[dict[str, Path], dict[str, Path]]:
@@ -232,6 +231,8 @@ class Experiment:
             "git_revision": git_revision(),
             "params_file": self.source,
             "params": self.params.model_dump(mode="json"),
+            "params_files": [{"path": str(f.path), "sha256": f.sha256} for f in self.files],
+            "params_set": list(self.sets),
             "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
             "prompts": {p: load_prompt(p).ref for p in sorted(prompts)},
             "setups": {s.name: s.setup_id(self.taxonomy) for s in self.params.setups},
@@ -242,10 +243,8 @@ class Experiment:
             **extra,
         })
 
-    def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None,
-            llm: dict[str, Any] | None = None) -> Path:
-        """Run the stages; returns the run directory. ``llm`` overrides settings of the params
-        file's ``llm:`` section for this run (e.g. ``{"batch": True}``). The manifest's ``summary``
+    def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None) -> Path:
+        """Run the stages; returns the run directory. The manifest's ``summary``
         counts per stage what ended ok / invalid / failed (``outcome.tally``) and lists warnings.
         One run at a time on a run directory: a second one is refused (RunDirLockedError names
         the holder)."""
@@ -259,12 +258,12 @@ class Experiment:
                 new_plugin(s, self.taxonomy)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with run_dir_lock(self.run_dir):
-            return self._run(stages, progress, llm)
+            return self._run(stages, progress)
 
-    def _run(self, stages: tuple[str, ...], progress: bool | None, llm: dict[str, Any] | None) -> Path:
+    def _run(self, stages: tuple[str, ...], progress: bool | None) -> Path:
         cpaths, jpaths = self.output_paths()
         started = now()
-        cfg = self.llm_config(progress=progress, llm=llm)
+        cfg = self.llm_config(progress=progress)
         mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
         write_manifest(self.run_dir, self.manifest(status="running", started=started, llm_mode=mode))
         runner = Runner(cfg, journal=self.run_dir / USAGE_JOURNAL)  # what it pays is known even if it is killed
@@ -344,6 +343,9 @@ def _save(path: Path, items: list[Continuation] | list[Judgment], final: bool) -
         path.unlink(missing_ok=True)
 
 
-def load_params(path: str | Path) -> Experiment:
-    """Read and validate a params file; errors name the file, the key and the fix."""
-    return Experiment(read_params(path), Path(path).resolve().parent, str(path))
+def load_params(path: str | Path, sets: tuple[str, ...] | list[str] = ()) -> Experiment:
+    """Read and validate a params file, the files it extends merged under it and ``sets`` (``--set
+    KEY=VALUE`` overrides) on top (``cocoeval.run.compose``); errors name the file or the flag,
+    the key and the fix."""
+    pf = read_params_file(path, sets)
+    return Experiment(pf.params, Path(path).resolve().parent, str(path), files=pf.files, sets=pf.sets)

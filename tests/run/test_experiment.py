@@ -142,14 +142,16 @@ def test_paper_params_list_the_papers_setups():
 
 def test_paper_c2_params_differ_from_paper_yaml_only_in_the_1_turn_openai_setups(tmp_path, capsys):
     """params/paper-c2.yaml (the reading of C.2 that copies and penalises in every OpenAI simulation
-    at one turn per call) is paper.yaml but for its name, out and those setups: the rest is kept in
-    sync here, and `cocoeval check` finds nothing wrong but the data and the keys."""
+    at one turn per call) is paper.yaml but for its name, out and those setups (it extends
+    paper.yaml), and `cocoeval check` finds nothing wrong but the data and the keys."""
     import re
+    import shutil
 
     from cocoeval.cli import main
+    from cocoeval.run.compose import compose
 
     text = (ROOT / "params" / "paper-c2.yaml").read_text()
-    paper, c2 = (yaml.safe_load((ROOT / "params" / f).read_text()) for f in ("paper.yaml", "paper-c2.yaml"))
+    paper, c2 = (compose(ROOT / "params" / f).data for f in ("paper.yaml", "paper-c2.yaml"))
     assert (c2["name"], c2["out"]) == ("paper-c2", "../runs/paper-c2")
     rest = {"name", "out", "setups"}
     assert {k: v for k, v in c2.items() if k not in rest} == {k: v for k, v in paper.items() if k not in rest}
@@ -166,6 +168,7 @@ def test_paper_c2_params_differ_from_paper_yaml_only_in_the_1_turn_openai_setups
     # the SFT lines, uncommented: k = 1 with the copy instruction and the penalty, k = 5 and 30 as in paper.yaml
     ready = re.sub(r"(?m)^  # (- \{name: )", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
     (tmp_path / "c2.yaml").write_text(ready)
+    shutil.copy(ROOT / "params" / "paper.yaml", tmp_path / "paper.yaml")  # the file it extends
     setups = {s.name: s for s in load_params(tmp_path / "c2.yaml").params.setups}
     sft = {n: (s.prompt, s.turns_per_call, s.n_copy, s.presence_penalty) for n, s in setups.items() if "sft" in n}
     assert sft == {"gpt41-sft-copy-pp-1": ("copy_then_continue", 1, 5, 2.0), "gpt41-sft-5": ("vanilla", 5, 5, None),
