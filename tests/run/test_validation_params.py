@@ -83,6 +83,29 @@ def test_bad_model_specs_are_errors_of_the_params_file(tmp_path, text, needle):
     assert "bad.yaml" in str(e.value) and needle in str(e.value)
 
 
+@pytest.mark.parametrize(("text", "needle"), [
+    ("setups:\n  - {name: a, simulator: nope}\n", "setups.0: unknown simulator 'nope'; known: agents"),
+    ("setups:\n  - {name: a, simulator: agents, model: openai/gpt-4.1, options: {policy: loud}}\n",
+     "setups.0: simulator 'agents': options.policy"),
+    ("setups:\n  - {name: a, simulator: agents}\n", "setups.0: simulator 'agents' calls a model"),
+    ("setups:\n  - {name: a, simulator: agents, model: nosuchprovider/x}\n",
+     "setups[0].model: unknown provider 'nosuchprovider'"),
+])
+def test_a_plugin_setup_the_plugin_refuses_is_an_error_of_the_params_file(tmp_path, text, needle):
+    with pytest.raises(InputError) as e:
+        _read(tmp_path, HEAD + text)
+    assert "bad.yaml" in str(e.value) and needle in str(e.value) and "fix these keys" in str(e.value)
+
+
+def test_the_params_schema_looks_up_no_plugin_and_reading_fills_in_its_defaults(tmp_path):
+    from cocoeval.run.params import ExperimentParams
+
+    data = {"name": "x", "bench": "b", "setups": [{"name": "a", "simulator": "nope"}]}
+    assert ExperimentParams.model_validate(data).setups[0].options == {}  # the schema alone: no plugin code
+    p = _read(tmp_path, HEAD + "setups:\n  - {name: a, simulator: agents, model: openai/gpt-4.1}\n")
+    assert p.setups[0].options["policy"] == "oracle"  # the plugin's defaults, as they enter the setup id
+
+
 def test_a_bad_build_context_model_spec_is_an_error_of_the_params_file(tmp_path):
     with pytest.raises(InputError, match=r"build\.context\.summary"):
         _read(tmp_path, "name: x\nbuild: {demo_data: true, context: {summary: o4-mini}}\n")
