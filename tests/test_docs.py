@@ -90,6 +90,8 @@ def as_params(text: str) -> dict:
     """The example as a whole params file: a fragment gets a run name and the demo data."""
     data = yaml.safe_load(text)
     data.setdefault("name", "docs-example")
+    if "extends" in data:  # the rest comes from the file it extends (``extended``)
+        return data
     if "bench" not in data and "build" not in data:
         data["build"] = {"demo_data": True}
     return data
@@ -123,6 +125,14 @@ def provide_paths(data: dict, folder: Path, built_bench: Path) -> None:
             shutil.copytree(sample_dir(), path, ignore=shutil.ignore_patterns("*.md", "LICENSE"))
 
 
+def extended(name: str, page: str) -> dict:
+    """The params example that an example's ``extends: NAME`` names: the example of the same
+    ``page`` whose first line is the comment ``# params/NAME``."""
+    found = [t for w, t in EXAMPLES if w.split(":")[0] == page and t.startswith(f"# params/{name}")]
+    assert found, f"no params example starting '# params/{name}' for an example extending it"
+    return as_params(found[0])
+
+
 def check(path: Path, capsys) -> tuple[int, str]:
     capsys.readouterr()
     rc = main(["check", str(path)])
@@ -130,7 +140,7 @@ def check(path: Path, capsys) -> tuple[int, str]:
     return rc, out.out + out.err
 
 
-def validate(text: str, tmp_path: Path, built_bench: Path, monkeypatch, capsys) -> tuple[int, str]:
+def validate(text: str, tmp_path: Path, built_bench: Path, monkeypatch, capsys, where: str = "") -> tuple[int, str]:
     """``cocoeval check`` on the example, and the id of every setup and judge (their prompts must
     exist). Returns check's exit status and output."""
     for key in KEYS:
@@ -141,6 +151,10 @@ def validate(text: str, tmp_path: Path, built_bench: Path, monkeypatch, capsys) 
     folder = tmp_path / "example" / "params"  # "../x" in an example lands in tmp_path/example/x
     folder.mkdir(parents=True)
     provide_paths(data, folder, built_bench)
+    if "extends" in data:  # the example it extends, beside it
+        base = extended(data["extends"], where.split(":")[0])
+        provide_paths(base, folder, built_bench)
+        (folder / data["extends"]).write_text(yaml.safe_dump(base, sort_keys=False), encoding="utf-8")
     path = folder / "params.yaml"
     path.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
     rc, output = check(path, capsys)
@@ -168,7 +182,7 @@ def test_params_example_passes_check(where, text, tmp_path, built_bench, monkeyp
 
         if smollm2_path() is None:
             pytest.skip("the example uses the local model; the local extra is not installed")
-    rc, output = validate(text, tmp_path, built_bench, monkeypatch, capsys)
+    rc, output = validate(text, tmp_path, built_bench, monkeypatch, capsys, where)
     assert rc == 0, f"{where}: the params example does not pass cocoeval check:\n{output}"
 
 
