@@ -364,8 +364,11 @@ def add_setup(path: str | Path, entry: dict[str, Any]) -> ExperimentParams:
     of the file (its comments and layout) as it is: one line is inserted after the last item of
     the top-level block list (``setups:`` is appended when the file has none). An absolute
     ``continuations:`` path is written relative to the file's folder where it can be
-    (``_relative_continuations``). The new text must read back as the old params plus exactly this
-    setup, else nothing is written (an InputError with the line to add by hand)."""
+    (``_relative_continuations``). A file that ``extends:`` another gets the setup in its own
+    ``setups:``, never in the file it extends; it is appended after the merged setups (a name the
+    extended file has would replace that setup, and is refused). The new text must read back as
+    the old params plus exactly this setup, else nothing is written (an InputError with the line
+    to add by hand)."""
     import re
 
     from cocoeval.core.jsonio import write_atomic
