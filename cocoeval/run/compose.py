@@ -209,14 +209,17 @@ def _merge_named(key: str, base: list[Any], over: list[Any], origins: dict[Loc, 
     for i, x in enumerate(base):
         items.append((x, {k[2:]: v for k, v in origins.items() if k[:2] == (key, i) and len(k) > 2}
                       | {(): origins.get((key, i), src)}))
+    inherited = [True] * len(items)  # only the extended files' items are matched: a name twice in
+    # one file stays twice, for the schema to refuse
 
     def where(name: str) -> int | None:
         low = name.lower()
-        return next((j for j, (x, _) in enumerate(items)
-                     if isinstance(x, dict) and isinstance(x.get("name"), str) and x["name"].lower() == low), None)
+        return next((j for j, (x, _) in enumerate(items) if inherited[j] and isinstance(x, dict)
+                     and isinstance(x.get("name"), str) and x["name"].lower() == low), None)
 
     def names() -> str:
-        return ", ".join(str(x.get("name")) for x, _ in items if isinstance(x, dict)) or "none"
+        return ", ".join(str(x.get("name")) for j, (x, _) in enumerate(items)
+                         if inherited[j] and isinstance(x, dict)) or "none"
 
     for i, x in enumerate(over):
         mine: dict[Loc, str] = {}
@@ -225,7 +228,7 @@ def _merge_named(key: str, base: list[Any], over: list[Any], origins: dict[Loc, 
             if not isinstance(x["drop"], str) or (j := where(x["drop"])) is None:
                 raise _fail(f"{key}[{i}].drop: no {kind} named {x['drop']!r} in the files this one extends "
                             f"(their {key}: {names()})", file, "name one of them, or remove the item")
-            del items[j]
+            del items[j], inherited[j]
             continue
         if isinstance(x, dict) and "replaces" in x:
             old = x["replaces"]
@@ -235,12 +238,13 @@ def _merge_named(key: str, base: list[Any], over: list[Any], origins: dict[Loc, 
                             f"the {kind}")
             x = {k: v for k, v in x.items() if k != "replaces"}
             mine = {k: v for k, v in mine.items() if k[:1] != ("replaces",)}
-            items[j] = (x, mine)
+            items[j], inherited[j] = (x, mine), False
             continue
         if isinstance(x, dict) and isinstance(x.get("name"), str) and (j := where(x["name"])) is not None:
-            items[j] = (x, mine)
+            items[j], inherited[j] = (x, mine), False
             continue
         items.append((x, mine))
+        inherited.append(False)
     _drop_under(origins, (key,))
     origins[(key,)] = src
     for j, (_, mine) in enumerate(items):

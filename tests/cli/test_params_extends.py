@@ -76,6 +76,9 @@ def test_setups_merge_by_name_replaced_in_place_dropped_or_appended(tmp_path):
     bad = write(tmp_path / "bad.yaml", "extends: base.yaml\nsetups:\n  - {replaces: k2, name: x, model: openai/gpt-4.1}\n")
     err = cocoeval("check", bad, code=2).stderr
     assert "bad.yaml" in err and "setups[0].replaces: no setup named 'k2'" in err and "k1, k5, k30" in err
+    twice = write(tmp_path / "twice.yaml", "extends: base.yaml\nsetups:\n  - {name: k5, model: openai/gpt-4.1}\n"
+                  "  - {name: k5, model: openai/gpt-4.1, turns_per_call: 1}\n")  # one file's repeat is no merge
+    assert "setup names must be unique (ignoring case); repeated: k5" in cocoeval("check", twice, code=2).stderr
 
 
 def test_relative_paths_are_read_from_the_folder_of_the_file_that_wrote_them(tmp_path):
