@@ -5,16 +5,13 @@ a trick that saves under a second goes).
 
 Workloads, each what a user waits for where the trick acts:
 
-- ``arrays``, ``blas``: ``cocoeval report`` as ``cocoeval run`` leaves the run (its frames kept,
+- ``blas``: ``cocoeval report`` as ``cocoeval run`` leaves the run (its frames kept,
   the report computed: no report kept);
 - ``report``: the same report asked for again (the kept copy), against computing it;
-- ``gc``: ``cocoeval run``'s last step on the run (``frames.keep_frames``: every record read, the
-  frames and judge-free statistics made and kept);
-- ``iri``: a process importing the analysis and Altair (what every report, figure worker-less
-  analysis and notebook kernel does first);
-- ``kernel``: one notebook executed headless (``cocoeval notebooks PARAMS --only 02``).
+- ``iri``: a process importing the analysis and Altair (what every report, analysis and
+  notebook kernel does first).
 
-    python benchmarks/speed_tricks.py [--run DIR] [--rounds 3] [--only arrays,report,...]
+    python benchmarks/speed_tricks.py [--run DIR] [--rounds 3] [--only blas,report,...]
 
 ``--run``: a paper-shaped run written before (``benchmarks/paper_scale.py --out DIR --keep``
 writes one in ``DIR/run``; default: one written into a temporary folder, about 1.5 minutes)."""
@@ -27,7 +24,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,28 +72,18 @@ def main() -> None:
         keep_frames = [sys.executable, "-c", "import sys; from cocoeval.analysis.frames import keep_frames; "
                        "keep_frames(sys.argv[1])", str(d)]
         imports = [sys.executable, "-c", "import cocoeval.analysis, altair"]
-        notebook = [EXE, "notebooks", str(d / "params.yaml"), "--out", str(tmp / "nb"), "--only", "02",
-                    "--figures", str(tmp / "figures")]
 
-        def no_frames() -> None:
-            shutil.rmtree(d / "cache", ignore_errors=True)
-
-        # groups timed round by round: variant -> (command, COCOEVAL_SPEED_OFF, a step before each)
-        Variant = tuple[list[str], str, Callable[[], None] | None]
-        groups: list[tuple[dict[str, Variant], list[tuple[str, str, str, str]]]] = [
-            ({"keep_frames": (keep_frames, "", no_frames), "keep_frames, gc off": (keep_frames, "gc", no_frames)},
-             [("gc", "cocoeval run's last step (keep_frames)", "keep_frames", "keep_frames, gc off")]),
-            ({"report computed": (report, "report", None), "report copied": (report, "", None),
-              "report, arrays off": (report, "report,arrays", None), "report, blas off": (report, "report,blas", None)},
-             [("arrays", "cocoeval report, frames kept, computed", "report computed", "report, arrays off"),
-              ("blas", "cocoeval report, frames kept, computed", "report computed", "report, blas off"),
+        # groups timed round by round: {variant: (command, COCOEVAL_SPEED_OFF)} and, per trick, the
+        # variants with it and without it
+        groups: list[tuple[dict[str, tuple[list[str], str]], list[tuple[str, str, str, str]]]] = [
+            ({"report computed": (report, "report"), "report copied": (report, ""),
+              "report, blas off": (report, "report,blas")},
+             [("blas", "cocoeval report, frames kept, computed", "report computed", "report, blas off"),
               ("report", "cocoeval report asked again", "report copied", "report computed")]),
-            ({"imports": (imports, "", None), "imports, iri off": (imports, "iri", None)},
+            ({"imports": (imports, ""), "imports, iri off": (imports, "iri")},
              [("iri", "import cocoeval.analysis, altair", "imports", "imports, iri off")]),
-            ({"notebook": (notebook, "", None), "notebook, kernel off": (notebook, "kernel", None)},
-             [("kernel", "notebook 02 headless", "notebook", "notebook, kernel off")]),
         ]
-        if "gc" not in only and not any((d / "cache").glob("frames-*")):
+        if not any((d / "cache").glob("frames-*")):
             run_cmd(keep_frames, "")  # as cocoeval run leaves the run
         for variants, savings in groups:
             savings = [x for x in savings if x[0] in only]
@@ -110,15 +96,13 @@ def main() -> None:
             times: dict[str, list[tuple[float, float]]] = {n: [] for n in names}
             for _ in range(a.rounds):  # with and without, alternating
                 for n in names:
-                    cmd, off, before = variants[n]
-                    if before is not None:
-                        before()
-                    times[n].append(run_cmd(cmd, off))
+                    times[n].append(run_cmd(*variants[n]))
             for trick, what, on, off in savings:
                 (w_on, c_on), (w_off, c_off) = median(times[on]), median(times[off])
+                paired = statistics.median(b[0] - a[0] for a, b in zip(times[on], times[off], strict=True))
                 print(f"{trick:7} {what}: {w_on:.1f} s with it, {w_off:.1f} s without -> saves {w_off - w_on:.1f} s "
-                      f"of wall time, {c_off - c_on:.1f} s of CPU (with: {fmt(times[on])}; without: "
-                      f"{fmt(times[off])}; wall/CPU)", flush=True)
+                      f"of wall time (round by round: {paired:.1f} s), {c_off - c_on:.1f} s of CPU (with: "
+                      f"{fmt(times[on])}; without: {fmt(times[off])}; wall/CPU)", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -73,7 +73,6 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cocoeval.core import speed
 from cocoeval.core.schema import Turn
 from cocoeval.core.targets import REFERENCE, targets_for
 
@@ -159,8 +158,7 @@ def _conversation_frame(run: Run) -> pl.DataFrame:
     targets = targets_for(run.instances, run.current_continuations)
     if not targets:
         return pl.DataFrame(schema=FRAME_SCHEMA)
-    with speed.gc_paused():  # a run holds millions of objects: a collection in this burst of allocations scans them all
-        lens, tok = _batched(targets)
+    lens, tok = _batched(targets)
     rows = []
     for c, t in enumerate(targets):
         inst = t.instance

@@ -140,11 +140,7 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     already (this content was read whole and valid by this code), the run is opened lazily
     (``Run.open(lazy=True)``): its records are read only if an analysis needs more than the
     frames (the texts, for the viewer and the judge-free statistics), and ``run_frames`` reads
-    the kept frames. A run folder that cannot be written keeps nothing (read whole each time).
-
-    Then the process's memory is set up for the analyses' large arrays (``speed.tune_for_arrays``;
-    after a whole read, which would only keep more of its records' memory)."""
-    from cocoeval.core.speed import tune_for_arrays
+    the kept frames. A run folder that cannot be written keeps nothing (read whole each time)."""
     from cocoeval.run import Run
 
     d = Path(path).resolve()
@@ -170,7 +166,6 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
             if folder.is_dir() and _kept_folder(again, tax) == folder:  # (unless a file changed meanwhile)
                 run = again
     hold(d, sig, run, folder if folder is not None and folder.is_dir() else None)
-    tune_for_arrays()
     return run
 
 

@@ -17,7 +17,6 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import ConfigError, InputError
 from .files import MAX_TEXT_BYTES, decoded, read_bounded
-from .speed import gc_paused
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -247,9 +246,8 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 
 def read_models(path: str | Path, model: type[M]) -> list[M]:
-    """Read a JSONL file of ``model`` records (the garbage collector paused: ``speed.gc_paused``)."""
-    with gc_paused():
-        return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]
+    """Read a JSONL file of ``model`` records."""
+    return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]
 
 
 def read_unique_models(path: str | Path, model: type[M], key: Callable[[M], Hashable],
@@ -259,13 +257,12 @@ def read_unique_models(path: str | Path, model: type[M], key: Callable[[M], Hash
     copy-paste) would be counted twice. ``what`` names the record in the error, ``hint`` the fix."""
     out: list[M] = []
     seen: dict[Hashable, int] = {}
-    with gc_paused():
-        for n, obj in iter_jsonl(path):
-            x = validate(model, obj, file=path, record=f"line {n}")
-            k = key(x)
-            if k in seen:
-                raise InputError(f"{what(x)} is here twice (lines {seen[k]} and {n}); it would be counted twice",
-                                 file=str(path), record=f"line {n}", hint=hint)
-            seen[k] = n
-            out.append(x)
+    for n, obj in iter_jsonl(path):
+        x = validate(model, obj, file=path, record=f"line {n}")
+        k = key(x)
+        if k in seen:
+            raise InputError(f"{what(x)} is here twice (lines {seen[k]} and {n}); it would be counted twice",
+                             file=str(path), record=f"line {n}", hint=hint)
+        seen[k] = n
+        out.append(x)
     return out

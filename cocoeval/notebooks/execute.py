@@ -16,7 +16,6 @@ from typing import Any
 
 from cocoeval.analysis import inference
 from cocoeval.core.jsonio import write_atomic
-from cocoeval.core.speed import started_kernel
 
 
 def shipped_notebooks() -> Path:
@@ -141,13 +140,12 @@ def selected(notebooks: list[Path], only: Sequence[str] | None) -> list[Path]:
 
 def _execute_one(nb: str, target: str, cwd: str, parameters: dict[str, Any]) -> str:
     try:
-        with started_kernel(cwd) as km:  # None: papermill starts one (``core.speed``)
-            import papermill as pm  # imported while the kernel starts
+        import papermill as pm
 
-            # written once, when it ends (or fails), not twice per cell: each write validates
-            # the whole notebook (~0.05 s for 1.6 MB)
-            pm.execute_notebook(nb, target, cwd=cwd, kernel_name="python3", progress_bar=False, parameters=parameters,
-                                request_save_on_cell_execute=False, km=km)
+        # written once, when it ends (or fails), not twice per cell: each write validates
+        # the whole notebook (~0.05 s for 1.6 MB)
+        pm.execute_notebook(nb, target, cwd=cwd, kernel_name="python3", progress_bar=False, parameters=parameters,
+                            request_save_on_cell_execute=False)
     finally:  # a failed notebook is written too, with the traceback that may hold a key
         redact_outputs(Path(target))
     return target

@@ -33,7 +33,6 @@ from cocoeval.core.jsonio import (
     write_json,
 )
 from cocoeval.core.schema import Continuation, Instance, Judgment
-from cocoeval.core.speed import gc_paused
 from cocoeval.core.text import has_text
 from cocoeval.judge.config import JudgeConfig
 from cocoeval.simulate.setup import Setup
@@ -168,9 +167,8 @@ class Run(BaseModel):
                 del run.__dict__[part]
             run._digests, run._unread = digests, set(RECORDS)
             return run
-        # in this order: the first bad file is the error; one pause of the garbage collector over
-        # every file (``core.speed.gc_paused``)
-        with recorded_reads() as seen, gc_paused():
+        # in this order: the first bad file is the error
+        with recorded_reads() as seen:
             raw = {part: _parse(d, part) for part in ("continuations", "judgments", "human")}
             manifest = _read_manifest(d)
             instances = _read_instances(d)
@@ -214,9 +212,8 @@ class Run(BaseModel):
 
     def load(self) -> Run:
         """Read every record a lazily opened run has not read yet (``open(lazy=True)``); the run."""
-        with gc_paused():  # one pause over every file: no full collection between two (``core.speed``)
-            for part in RECORDS:
-                getattr(self, part)
+        for part in RECORDS:
+            getattr(self, part)
         return self
 
     def _read(self, part: str) -> None:
