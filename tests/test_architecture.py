@@ -224,3 +224,16 @@ def test_the_linter_sees_every_python_file_of_the_house():
              if "__pycache__" not in p.parts}
     assert sorted(str(p.relative_to(ROOT.resolve())) for p in every - seen) == []
 
+
+def test_no_two_modules_import_each_other_round_inside_a_subpackage():
+    """The table keeps subpackages from closing a circle; this keeps modules from closing one
+    inside a subpackage too (an import inside a function counts: it is an edge all the same).
+    ``python benchmarks/import_graph.py`` prints the graph."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "benchmarks" / "import_graph.py")
+    assert spec is not None and spec.loader is not None
+    ig = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ig)
+    circles = [c for c in ig.sccs(ig.graph(ROOT)) if len(c) > 1]
+    assert circles == [], "modules importing each other round: " + "; ".join(" <-> ".join(c) for c in circles)
