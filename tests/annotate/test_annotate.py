@@ -254,8 +254,7 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     assert js["human:ann2"][0].labels[2].behaviours == ["off_topic"]
     run = Run.open(d)  # LLM judges by judge, human annotations by annotator
     assert run.judgments == {} and sorted(run.human) == ["ann1", "ann2"] and run.human["ann1"] == js["human:ann1"]
-    with pytest.warns(DeprecationWarning, match="all_judgments"):
-        assert read_run(d)["judgments"] == js  # the old dict access of external notebooks, deprecated
+    assert not hasattr(read_run(d), "__getitem__")  # the deprecated run["judgments"] is gone: all_judgments
     # ann1 labels a second item: added beside the first
     rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "none", 2: "none"}}), d)
     assert rep.annotators["ann1"].added == 2

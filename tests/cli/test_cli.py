@@ -118,7 +118,7 @@ def test_the_reported_bad_inputs_give_exit_2_and_name_what_to_fix(tmp_path, benc
         (["build", "--source", src, "--out", tmp_path / "o", "--eval-share", "2"], "--eval-share"),
         (["build", "--source", src, "--out", tmp_path / "afile"], "afile is an existing file"),
         (["check", tmp_path / "latin1.yaml"], "latin1.yaml: not valid UTF-8"),
-        (["check", tmp_path / "adir"], "adir: is a directory"),
+        (["check", tmp_path / "adir"], "adir: is a folder, not a regular file"),
         (["run", tmp_path / "cachedir.yaml", "--no-progress"], "is a folder, not a file"),
         (["estimate", tmp_path / "temp.yaml"], "setups.0.temperature"),
         (["estimate", tmp_path / "budget.yaml"], "judges.0.max_tokens_overall"),
