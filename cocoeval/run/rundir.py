@@ -61,6 +61,13 @@ read as version 1; a larger version, written by a newer cocoeval whose files thi
 misread, is refused when the run is opened."""
 
 
+class ParamsFileRead(BaseModel):
+    """A params file a run read (``Manifest.params_files``): its path and the SHA-256 of its text."""
+
+    path: str
+    sha256: str
+
+
 class Manifest(BaseModel):
     """``manifest.json``: what a run is (spec), which code made it (revision) and how it went
     (status, summary). Unknown keys are kept (a newer cocoeval may write more)."""
@@ -74,6 +81,11 @@ class Manifest(BaseModel):
     params_file: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     """The params as loaded (``ExperimentParams`` dumped to JSON)."""
+    params_files: list[ParamsFileRead] = Field(default_factory=list)
+    """The params files read: the file named first, then each file it ``extends:`` (``params`` is
+    them merged)."""
+    params_set: list[str] = Field(default_factory=list)
+    """The ``--set KEY=VALUE`` overrides of the command line, in order (in ``params`` already)."""
     taxonomy: dict[str, Any] = Field(default_factory=dict)
     """``{"name", "hash"}`` of the taxonomy the run used."""
     prompts: dict[str, Any] = Field(default_factory=dict)
