@@ -1,6 +1,9 @@
-"""Simulation through the fake provider server (real SDKs) and the real local model."""
+"""Simulation: its logic on canned answers from the in-process mock model (``mock/<script>``,
+no socket), and what reaches the wire through the fake provider server (real SDKs)."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -19,37 +22,54 @@ def run(tmp_path, setups, insts=None):
     return simulate(insts or [instance()], setups, r)
 
 
+def mock(tmp_path, answers) -> str:
+    """A mock model answering from ``answers`` (the fake server's scripted answers)."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    p = tmp_path / "answers.json"
+    p.write_text(json.dumps({"answers": answers}))
+    return f"mock/{p}"
+
+
+def sent(tmp_path, setups, insts=None):
+    """``run``, and how many calls were sent (not served from the cache)."""
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
+    res = simulate(insts or [instance()], setups, r)
+    t = r.ledger.totals()
+    return res, t["calls"] - t["cache_hits"]
+
+
 def oa(srv, model="gpt-4.1"):
     return f"openai/{model}@{srv.openai_base}"
 
 
 @pytest.mark.parametrize("k,expected_calls", [(30, 1), (5, 6), (1, 30), (7, 5)])
-def test_turns_per_call(srv, tmp_path, k, expected_calls):
-    srv.configure(answers=[{"match": f"next {n} turn", "text": lines(n)} for n in (30, 7, 5, 2, 1)])
-    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=k)])["s"]
+def test_turns_per_call(tmp_path, k, expected_calls):
+    model = mock(tmp_path, [{"match": f"next {n} turn", "text": lines(n)} for n in (30, 7, 5, 2, 1)])
+    res, n_sent = sent(tmp_path, [Setup(name="s", model=model, turns_per_call=k)])
+    [c] = res["s"]
     assert c.status == "ok", c.reason
     assert len(c.turns) == 30 and all(t.speaker in SPEAKERS for t in c.turns)
-    assert len(c.calls) == expected_calls == srv.stats()["requests"]
+    assert len(c.calls) == expected_calls == n_sent
     assert c.instance_hash == instance().content_hash()  # what it was made from, for the stale rule
 
 
-def test_too_many_and_too_few_turns(srv, tmp_path):
-    srv.configure(answers=[{"match": "next 5 turns", "text": lines(8)}])
-    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=5)])["s"]
+def test_too_many_and_too_few_turns(tmp_path):
+    model = mock(tmp_path, [{"match": "next 5 turns", "text": lines(8)}])
+    [c] = run(tmp_path, [Setup(name="s", model=model, turns_per_call=5)])["s"]
     assert c.status == "ok" and len(c.turns) == 30 and len(c.calls) == 6
     assert any("kept the first 5 of 8" in n for n in c.notes)
-    srv.reset()
-    srv.configure(answers=[{"match": "next 5 turns", "text": lines(3)}, {"match": "turns", "text": lines(3)}])
-    [c] = run(tmp_path / "b", [Setup(name="s", model=oa(srv), turns_per_call=5)])["s"]
+    model = mock(tmp_path / "b", [{"match": "next 5 turns", "text": lines(3)}, {"match": "turns", "text": lines(3)}])
+    [c] = run(tmp_path / "b", [Setup(name="s", model=model, turns_per_call=5)])["s"]
     assert c.status == "ok" and len(c.turns) == 30 and len(c.calls) == 10
     assert any("asked for 5 turns, got 3" in n for n in c.notes)
 
 
-def test_unusable_answers_end_invalid_with_reason(srv, tmp_path):
-    srv.configure(answers=[{"match": "", "text": "I'm sorry, I can't continue this conversation."}])
-    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30, max_attempts=3)])["s"]
+def test_unusable_answers_end_invalid_with_reason(tmp_path):
+    model = mock(tmp_path, [{"match": "", "text": "I'm sorry, I can't continue this conversation."}])
+    res, n_sent = sent(tmp_path, [Setup(name="s", model=model, turns_per_call=30, max_attempts=3)])
+    [c] = res["s"]
     assert c.status == "invalid" and "no usable turn in 3 attempts at turn 1" in c.reason
-    assert srv.stats()["requests"] == 3  # each attempt is a new sample, not a cache hit
+    assert n_sent == 3  # each attempt is a new sample, not a cache hit
     assert c.reason.endswith("(last answer: refusal)")  # a refusal is told apart from garbage
     assert "I'm sorry, I can't continue" in c.notes[-1]  # and what the model said is recorded
 
@@ -60,44 +80,45 @@ def test_unusable_answers_end_invalid_with_reason(srv, tmp_path):
     ("", "empty answer"),
     ("The meeting goes on and they agree on the budget.", "no turn in 'Speaker: text' form"),
 ])
-def test_a_refusal_or_unusable_answer_is_never_a_turn(srv, tmp_path, answer, why):
-    srv.configure(answers=[{"match": "", "text": answer}])
-    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30, max_attempts=2)])["s"]
+def test_a_refusal_or_unusable_answer_is_never_a_turn(tmp_path, answer, why):
+    model = mock(tmp_path, [{"match": "", "text": answer}])
+    res, n_sent = sent(tmp_path, [Setup(name="s", model=model, turns_per_call=30, max_attempts=2)])
+    [c] = res["s"]
     assert (c.status, c.turns) == ("invalid", [])
     assert c.reason == f"no usable turn in 2 attempts at turn 1 (last answer: {why})"
-    assert srv.stats()["requests"] == 2
+    assert n_sent == 2
 
 
-def test_the_models_own_remarks_are_dropped_not_counted_as_turns(srv, tmp_path):
-    srv.configure(answers=[{"match": "next 30 turns", "text": "Note: here is the continuation.\n" + lines(29)
-                            + "\n\nNote: I kept each speaker's style."},
-                           {"match": "next 1 turn", "text": lines(1, 29)}])
-    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30)])["s"]
+def test_the_models_own_remarks_are_dropped_not_counted_as_turns(tmp_path):
+    model = mock(tmp_path, [{"match": "next 30 turns", "text": "Note: here is the continuation.\n" + lines(29)
+                             + "\n\nNote: I kept each speaker's style."},
+                            {"match": "next 1 turn", "text": lines(1, 29)}])
+    [c] = run(tmp_path, [Setup(name="s", model=model, turns_per_call=30)])["s"]
     assert c.status == "ok" and len(c.turns) == 30 and {t.speaker for t in c.turns} <= set(SPEAKERS)
     assert c.unknown_speakers == [] and len(c.calls) == 2
     assert any("dropped \"Note: I kept each speaker's style.\"" in n for n in c.notes)
 
 
-def test_a_cut_off_user_turn_of_a_chat_is_no_usable_turn(srv, tmp_path):
+def test_a_cut_off_user_turn_of_a_chat_is_no_usable_turn(tmp_path):
     # budget 60 + 8 * 4 = 92 tokens = 368 characters: the user turn is cut off, every time
-    srv.configure(answers=[{"match": "Write the user's next message", "text": "user: " + "word " * 200},
-                           {"match": "", "text": "Sure."}])
+    model = mock(tmp_path, [{"match": "Write the user's next message", "text": "user: " + "word " * 200},
+                            {"match": "", "text": "Sure."}])
     inst = instance("chat/c1/0", n_hist=6, n_ref=6, chat=True)
-    setup = Setup(name="h", model=oa(srv), kind="human_ai", max_tokens_per_turn=8, max_attempts=2)
+    setup = Setup(name="h", model=model, kind="human_ai", max_tokens_per_turn=8, max_attempts=2)
     [c] = run(tmp_path, [setup], [inst])["h"]
     assert c.status == "invalid" and c.reason.endswith("(last answer: cut off at max_tokens)")
     assert all(t.speaker == "assistant" for t in c.turns)  # no cut-off user turn was kept
 
 
-def test_failed_call_makes_the_continuation_invalid(srv, tmp_path):
-    srv.configure(faults=[{"match": "", "kind": "context_length", "times": -1}])
-    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30)])["s"]
+def test_failed_call_makes_the_continuation_invalid(tmp_path):
+    model = mock(tmp_path, [{"match": "", "error": "context_length"}])
+    [c] = run(tmp_path, [Setup(name="s", model=model, turns_per_call=30)])["s"]
     assert c.status == "invalid" and "context_length" in c.reason and c.turns == []
 
 
-def test_unknown_speakers_are_kept_and_recorded(srv, tmp_path):
-    srv.configure(answers=[{"match": "", "text": lines(29) + "\nZed: I'm new here"}])
-    [c] = run(tmp_path, [Setup(name="s", model=oa(srv), turns_per_call=30)])["s"]
+def test_unknown_speakers_are_kept_and_recorded(tmp_path):
+    model = mock(tmp_path, [{"match": "", "text": lines(29) + "\nZed: I'm new here"}])
+    [c] = run(tmp_path, [Setup(name="s", model=model, turns_per_call=30)])["s"]
     assert c.status == "ok" and c.unknown_speakers == ["Zed"] and c.turns[-1].speaker == "Zed"
 
 
@@ -152,8 +173,8 @@ def test_human_ai_setup(srv, tmp_path):
         "Write the user's next message" in body["messages"][-1]["content"]
 
 
-def test_multiparty_setups_skip_chat_instances_and_vice_versa(srv, tmp_path):
-    res = run(tmp_path, [Setup(name="m", model=oa(srv)), Setup(name="h", model=oa(srv), kind="human_ai")],
+def test_multiparty_setups_skip_chat_instances_and_vice_versa(tmp_path):
+    res = run(tmp_path, [Setup(name="m", model="mock/echo"), Setup(name="h", model="mock/echo", kind="human_ai")],
               [instance()])
     assert len(res["m"]) == 1 and res["h"] == []
 
