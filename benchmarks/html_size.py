@@ -107,7 +107,7 @@ def main() -> int:
         t1 = time.perf_counter()
         rep = write_report(base / "run", base / "report", resamples=a.resamples, html=True)
         t2 = time.perf_counter()
-        page = Path(rep["html"]).read_text(encoding="utf-8")
+        page = Path(rep.html).read_text(encoding="utf-8")
         size = len(page.encode("utf-8"))
         blocks = sum(len(m.encode("utf-8")) for m in re.findall(r'<script type="[^"]*" class="cc-conv".*?</script>',
                                                                   page, flags=re.S))

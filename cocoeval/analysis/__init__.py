@@ -24,6 +24,7 @@ _WHERE = {
     "Params": "cocoeval.analysis.registry",
     "compute": "cocoeval.analysis.analyses",
     "write_report": "cocoeval.analysis.report",
+    "ReportResult": "cocoeval.analysis.report_result",
     "paper_coverage": "cocoeval.analysis.coverage",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)

@@ -80,8 +80,7 @@ def bench(run: Run, p: Params) -> Answer:
     prelude='from cocoeval.analysis.report import write_report\n\n'
             'rep = write_report(ctx.run_dir, ctx.figures_path(figures_dir, "09_explore") / "report", judge=ctx.judge, '
             'resamples=resamples,\n                   seed=seed, min_n=min_n, correction=correction)\n'
-            'display(Markdown(f"Report with {len(rep[\'figures\'])} figures and {len(rep[\'tables\'])} tables in '
-            '`{rep[\'out\']}`."))'),
+            'display(Markdown(f"Report with {len(rep.figures)} figures and {len(rep.tables)} tables in `{rep.out}`."))'),
     report=ReportSpec("paper", other_figures="", tables={
         "table4": Out("table4", "Table 4: mean consistency and collaborativeness (1–10), 95% bootstrap CIs, human "
                                 "reference and each multi-party setup ({judge})"),

@@ -21,6 +21,7 @@ from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
 from .frames import Frames, invalid_rates, open_run_dir, run_frames
 from .judge_free import judge_free_note, pipeline_check
+from .report_result import ReportResult
 from .speed import copy_kept, keep_report, kept_report_folder
 from .store import integrity_warnings
 
@@ -151,10 +152,11 @@ def _tested(answers: dict[str, Answer], correction: str) -> str | None:
 
 def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
                  resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N,
-                 correction: str = "bh", html: bool = False) -> dict[str, Any]:
+                 correction: str = "bh", html: bool = False) -> ReportResult:
     """Every figure and table of a run (``html``: also the self-contained ``index.html``,
     ``html_report``). Intervals over fewer than ``min_n`` instances (or with every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
-    behaviours x setups with ``correction`` (bh, holm or none)."""
+    behaviours x setups with ``correction`` (bh, holm or none). Returns what was written
+    (``ReportResult``)."""
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
     # its workers start while the run is read; the charts are written unvalidated (validated by the
     # tests), so none is checked at each part either (``charts.checked_once``: the same specs)
@@ -177,7 +179,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
 
 
 def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.Renderer, *, judge: str | None,
-                  resamples: int, seed: int, min_n: int, correction: str, html: bool) -> dict[str, Any]:
+                  resamples: int, seed: int, min_n: int, correction: str, html: bool) -> ReportResult:
     check = pipeline_check(run.manifest)
     mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
@@ -324,6 +326,6 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
     renderer.close()  # every figure written (html_report reads them); a failed one fails the report
     write_atomic(out / "index.md", "\n".join(index) + "\n")
     page = str(html_report.from_report(run, f, out, index, figures, tables, judge=judge)) if html else None
-    return {"judge": judge, "figures": sorted(figures), "tables": sorted(tables), "out": str(out),
-            "pipeline_check": check, "warnings": notices, "html": page}
+    return ReportResult(judge=judge, figures=tuple(sorted(figures)), tables=tuple(sorted(tables)), out=str(out),
+                        pipeline_check=check, warnings=tuple(notices), html=page)
 

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import shutil
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from cocoeval.core.jsonio import write_atomic, write_atomic_bytes
 from cocoeval.core.speed import off
 from cocoeval.run import Run
 
+from .report_result import ReportResult
 from .store import CACHE_DIR, code_digest, keep_folder, run_signature
 
 log = logging.getLogger(__name__)
@@ -47,16 +49,17 @@ def kept_report_folder(run: Run, settings: dict[str, Any]) -> Path | None:
     return run.path / CACHE_DIR / f"report-{hashlib.sha256(key.encode()).hexdigest()[:40]}"
 
 
-def report_files(rep: dict[str, Any]) -> list[str]:
+def report_files(rep: ReportResult) -> list[str]:
     """The files ``_write_report`` wrote for ``rep``, relative to its folder."""
-    figs = [f"{n}{ext}" for n in rep["figures"] for ext in (".png", ".svg", ".vl.json")]
-    return [*figs, *(f"{n}{ext}" for n in rep["tables"] for ext in (".csv", ".md")), "index.md",
-            *(["index.html"] if rep["html"] else [])]
+    figs = [f"{n}{ext}" for n in rep.figures for ext in (".png", ".svg", ".vl.json")]
+    return [*figs, *(f"{n}{ext}" for n in rep.tables for ext in (".csv", ".md")), "index.md",
+            *(["index.html"] if rep.html else [])]
 
 
-def keep_report(folder: Path, out: Path, rep: dict[str, Any]) -> None:
+def keep_report(folder: Path, out: Path, rep: ReportResult) -> None:
     """Keep a copy of the report just written to ``out`` as ``folder`` (whole or not at all), with
-    ``report.json``: ``rep`` and the SHA-256 of each file; only the ``KEPT_REPORTS`` newest stay."""
+    ``report.json``: ``rep`` (but its ``out`` and ``html``, which belong to the folder written to)
+    and the SHA-256 of each file; only the ``KEPT_REPORTS`` newest stay."""
 
     def fill(tmp: Path) -> None:
         files = {}
@@ -64,15 +67,33 @@ def keep_report(folder: Path, out: Path, rep: dict[str, Any]) -> None:
             data = (out / name).read_bytes()
             (tmp / name).write_bytes(data)
             files[name] = hashlib.sha256(data).hexdigest()
-        kept = {k: v for k, v in rep.items() if k not in ("out", "html")}
-        (tmp / "report.json").write_text(json.dumps({"report": kept, "html": bool(rep["html"]), "files": files},
+        kept = {k: v for k, v in asdict(rep).items() if k not in ("out", "html")}
+        (tmp / "report.json").write_text(json.dumps({"report": kept, "html": bool(rep.html), "files": files},
                                                     ensure_ascii=False, sort_keys=True), encoding="utf-8")
 
     shutil.rmtree(folder, ignore_errors=True)  # one kept without the HTML page, now written with it
     keep_folder(folder, fill, newest=KEPT_REPORTS, what="report")
 
 
-def copy_kept(folder: Path, out: Path, html: bool) -> dict[str, Any] | None:
+def _kept_result(kept: Any, out: Path, html: bool) -> ReportResult:
+    """The ``ReportResult`` of a report kept (``kept``: the ``report`` of its ``report.json``),
+    copied to ``out`` (with its ``index.html`` if ``html``); a ``KeyError`` or ``TypeError`` for
+    one not written by ``keep_report``."""
+    judge = kept["judge"]
+    if not (judge is None or isinstance(judge, str)) or not isinstance(kept["pipeline_check"], bool):
+        raise TypeError("its judge or pipeline_check is not one of a report")
+    return ReportResult(judge=judge, figures=_names(kept["figures"]), tables=_names(kept["tables"]), out=str(out),
+                        pipeline_check=kept["pipeline_check"], warnings=_names(kept["warnings"]),
+                        html=str(out / "index.html") if html else None)
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise TypeError(f"{v!r} is not a list of names")
+    return tuple(v)
+
+
+def copy_kept(folder: Path, out: Path, html: bool) -> ReportResult | None:
     """Write the report kept as ``folder`` to ``out`` and return its ``rep``; None when none is
     kept there or it lacks the HTML page asked for (then it is written, and kept, anew), or when
     a kept file is missing or not the bytes kept (then it is written anew, and said so). A report
@@ -83,9 +104,9 @@ def copy_kept(folder: Path, out: Path, html: bool) -> dict[str, Any] | None:
         meta = json.loads((folder / "report.json").read_text(encoding="utf-8"))
         if html and not meta["html"]:
             return None
-        rep = {**meta["report"], "out": str(out), "html": str(out / "index.html") if html else None}
+        rep = _kept_result(meta["report"], out, html)
         names = report_files(rep)
-        if sorted(report_files({**rep, "html": meta["html"]})) != sorted(meta["files"]):
+        if sorted(report_files(replace(rep, html="index.html" if meta["html"] else None))) != sorted(meta["files"]):
             raise ValueError("it lists other files than its report")
         data = {}
         for name in names:

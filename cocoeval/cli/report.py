@@ -27,11 +27,11 @@ def _cmd_report(a: argparse.Namespace) -> int:
 
     rep = write_report(a.run_dir, a.out, judge=a.judge, resamples=a.resamples, seed=a.seed, min_n=a.min_n,
                        correction=a.correction, html=a.html)
-    print(f"judge: {rep['judge']}; {len(rep['figures'])} figures, {len(rep['tables'])} tables in {rep['out']} "
-          f"(see {rep['out']}/index.md)")
-    if rep["html"] is not None:
-        print(f"wrote {rep['html']} ({Path(rep['html']).stat().st_size:,} bytes): open it in a browser, no server needed")
-    for w in rep["warnings"]:  # also at the top of index.md
+    print(f"judge: {rep.judge}; {len(rep.figures)} figures, {len(rep.tables)} tables in {rep.out} "
+          f"(see {rep.out}/index.md)")
+    if rep.html is not None:
+        print(f"wrote {rep.html} ({Path(rep.html).stat().st_size:,} bytes): open it in a browser, no server needed")
+    for w in rep.warnings:  # also at the top of index.md
         print(f"warning: {w}", file=sys.stderr)
     return 0
 

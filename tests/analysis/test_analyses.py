@@ -104,7 +104,7 @@ def toy_analysis():
 def test_a_new_analysis_reaches_the_report_and_its_notebook(toy_analysis, tmp_path):
     write_run_dir(tmp_path / "run", make_run(), {"status": "complete"})
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=50)
-    assert "zz_counts" in rep["tables"] and "zz_bars" in rep["figures"]
+    assert "zz_counts" in rep.tables and "zz_bars" in rep.figures
     index = (tmp_path / "rep" / "index.md").read_text()
     assert f"Toy counts (J); p: {inference.describe_test('bh', 1)}" in index  # {judge} and {test} filled in
     assert pl.read_csv(tmp_path / "rep" / "zz_counts.csv")["n"][0] == run_frames(make_run()).counts.height

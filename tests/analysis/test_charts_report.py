@@ -283,7 +283,7 @@ def test_a_report_in_a_process_that_read_the_run_does_not_read_it_again(tmp_path
     # read anew (opened, read whole, its frames kept), then opened again lazily: the records go
     assert len(reads) == 2 and open_run_dir(tmp_path / "run") is not first
     assert (tmp_path / "a" / "behaviour_means.csv").read_bytes() == (tmp_path / "b" / "behaviour_means.csv").read_bytes()
-    assert sorted(a["figures"]) == sorted(b["figures"])
+    assert sorted(a.figures) == sorted(b.figures)
 
 
 def test_open_run_dir_keeps_the_last_runs_read():
@@ -327,7 +327,7 @@ def test_chart_builders_hand_altair_no_shorthand_to_wrap(tmp_path, monkeypatch):
 
     monkeypatch.setattr(schemapi._FromDict, "__init__", counted)
     rep = write_report(run, tmp_path / "rep", resamples=50)
-    assert len(rep["figures"]) > 20 and made == []
+    assert len(rep.figures) > 20 and made == []
 
 
 def test_unchecked_json_is_to_json_and_leaves_other_data_to_altair():

@@ -192,7 +192,7 @@ def _write(d, run):
 def test_report_leads_with_the_judge_free_comparison_and_marks_a_pipeline_check(tmp_path):
     _write(tmp_path / "run", _run(12, label="pipeline-check"))
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=200)
-    assert rep["pipeline_check"] and {"convstats", "convstats_vs_human"} <= set(rep["figures"])
+    assert rep.pipeline_check and {"convstats", "convstats_vs_human"} <= set(rep.figures)
     index = (tmp_path / "rep" / "index.md").read_text()
     assert index.index("## Judge-free statistics") < index.index("## Judge-based statistics")
     assert "**Pipeline check — tiny model, not results.**" in index
@@ -241,7 +241,7 @@ def test_demo_report_has_the_judge_free_comparison_with_intervals(demo_run, tmp_
     """The demo's report (the local model's real run) compares humans and the tiny model on the
     judge-free statistics with defined intervals (the demo needs at least 10 paired instances)."""
     rep = write_report(demo_run, tmp_path / "rep", resamples=200)
-    assert rep["pipeline_check"] and "convstats_vs_human" in rep["figures"]
+    assert rep.pipeline_check and "convstats_vs_human" in rep.figures
     vs = pl.read_csv(tmp_path / "rep" / "convstats_vs_human.csv")
     assert vs["diff_ci_low"].is_not_null().any() and vs["verdict"].is_not_null().any()
     index = (tmp_path / "rep" / "index.md").read_text()

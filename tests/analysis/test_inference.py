@@ -222,7 +222,7 @@ def test_report_on_a_run_without_setups_and_its_parameter_errors(tmp_path, capsy
     run = _counts_run({}, 12)  # RQ1: judges, human references, no setup
     _write(tmp_path / "run", run)
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=50)
-    assert "figure3_behaviours" in rep["figures"] and (tmp_path / "rep" / "figure3_behaviours.png").exists()
+    assert "figure3_behaviours" in rep.figures and (tmp_path / "rep" / "figure3_behaviours.png").exists()
     assert pl.read_csv(tmp_path / "rep" / "paired_vs_human.csv").height == 0
     assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "r2"), "--judge", "nope"]) == 2
     err = capsys.readouterr().err

@@ -321,7 +321,7 @@ def test_the_judge_free_frames_are_kept_and_a_report_then_reads_no_record(tmp_pa
         assert convstats.conversation_frame(run).equals(conv) and convstats.turn_taking_frame(run).equals(turns)
         second = write_report(d, tmp_path / "b", resamples=50)
     assert _read(seen, d) == ["manifest.json"]  # no record: the report is made from what was kept
-    assert sorted(first["figures"]) == sorted(second["figures"])
+    assert sorted(first.figures) == sorted(second.figures)
     for p in (tmp_path / "a").iterdir():
         if p.suffix in (".csv", ".md"):
             assert p.read_bytes() == (tmp_path / "b" / p.name).read_bytes(), p.name

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from dataclasses import replace
 
 import pytest
 
@@ -44,18 +45,18 @@ def test_a_kept_report_is_copied_and_is_the_report_written_anew(tmp_path, monkey
     _fresh_process(monkeypatch)  # another process: nothing in memory, the kept report on disk
     second = write_report(d, tmp_path / "b", resamples=50, html=True)
     assert counted == [tmp_path / "a"]  # copied, not computed
-    assert second == {**first, "out": str(tmp_path / "b"), "html": str(tmp_path / "b" / "index.html")}
+    assert second == replace(first, out=str(tmp_path / "b"), html=str(tmp_path / "b" / "index.html"))
     # the same report asked for without its HTML page, naming the default judge: copied too
-    assert first["judge"] == "J"
+    assert first.judge == "J"
     nohtml = write_report(d, tmp_path / "b2", judge="J", resamples=50)
-    assert counted == [tmp_path / "a"] and nohtml == {**second, "out": str(tmp_path / "b2"), "html": None}
+    assert counted == [tmp_path / "a"] and nohtml == replace(second, out=str(tmp_path / "b2"), html=None)
     assert files(tmp_path / "b2") == {n: b for n, b in files(tmp_path / "a").items() if n != "index.html"}
     # the very files a report written anew (nothing kept) has, in another folder
     for name in _reports(d):
         shutil.rmtree(d / CACHE_DIR / name)
     _fresh_process(monkeypatch)
     third = write_report(d, tmp_path / "c", resamples=50, html=True)
-    assert len(counted) == 2 and third["figures"] == second["figures"] and third["tables"] == second["tables"]
+    assert len(counted) == 2 and third.figures == second.figures and third.tables == second.tables
     b, c = files(tmp_path / "b"), files(tmp_path / "c")
     assert sorted(b) == sorted(c) and len(b) > 40
     assert [n for n in b if b[n] != c[n]] == []

@@ -301,12 +301,12 @@ def test_the_report_has_a_leaderboard_section(tmp_path):
     run = _board_run()
     write_run_dir(tmp_path / "run", run, {"status": "complete", "params": {"setups": [simulated("a"), IMPORTED | {"name": "b"}]}})
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=50)
-    assert {"leaderboard", "leaderboard_behaviours"} <= set(rep["tables"]) and "leaderboard" in rep["figures"]
+    assert {"leaderboard", "leaderboard_behaviours"} <= set(rep.tables) and "leaderboard" in rep.figures
     index = (tmp_path / "rep" / "index.md").read_text()
     head = index.index("## Leaderboard of simulators")
     assert index.index("## Judge-free statistics") < head < index.index("## Judge-based statistics")
     assert "[leaderboard.csv]" in index[head:index.index("## Judge-based statistics")]
-    assert "turn_taking" in rep["tables"] and "turn_taking" in rep["figures"]
+    assert "turn_taking" in rep.tables and "turn_taking" in rep.figures
     # a run without a judge: the section says not run
     bare = Run.model_validate({"instances": run.instances, "continuations": run.continuations})
     write_run_dir(tmp_path / "bare", bare, {"status": "complete", "params": {"setups": [simulated("a")]}})

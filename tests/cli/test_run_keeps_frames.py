@@ -26,7 +26,7 @@ def test_the_first_report_after_a_run_reads_its_kept_frames_and_no_record(srv, t
     with recorded_reads() as seen:
         rep = write_report(d, tmp_path / "report")
     records = [p for p in seen if "/continuations/" in str(p) or "/judgments/" in str(p)]
-    assert rep["figures"] and records == []
+    assert rep.figures and records == []
 
 
 def test_a_run_whose_files_cannot_be_read_says_so_and_keeps_its_exit_status(tmp_path, capsys):

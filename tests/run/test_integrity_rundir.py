@@ -197,13 +197,13 @@ def test_a_manifest_of_another_version_is_a_warning_in_the_report(tmp_path, caps
     index = (tmp_path / "rep" / "index.md").read_text()
     assert "**Warnings about this run directory**" in index and "cocoeval 0.0.1" in index
     rep = write_report(tmp_path / "run", tmp_path / "rep2", resamples=20)
-    assert len(rep["warnings"]) == 1
+    assert len(rep.warnings) == 1
 
 
 def test_a_valid_run_reports_no_warning(tmp_path, capsys):
     write(tmp_path / "run", manifest={"status": "complete", "cocoeval_version": __version__})
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=20)
-    assert rep["warnings"] == [] and "Warnings" not in (tmp_path / "rep" / "index.md").read_text()
+    assert rep.warnings == () and "Warnings" not in (tmp_path / "rep" / "index.md").read_text()
 
 
 def test_a_continuation_or_judgment_of_an_instance_edited_since_is_stale(tmp_path):
