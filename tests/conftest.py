@@ -81,8 +81,6 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_untrusted_inputs.py::test_a_parquet_benchmark_edited_after_export_is_refused_until_its_card_agrees",
     "tests/cli/test_untrusted_inputs.py::test_an_import_counts_continuations_and_names_the_real_cause_of_each_problem",
     "tests/cli/test_untrusted_inputs.py::test_export_instances_reads_a_parquet_benchmark_as_the_docs_say",
-    "tests/core/test_memory.py::test_opening_a_run_for_analysis_tunes_the_process",
-    "tests/core/test_memory.py::test_a_run_is_read_with_no_collection_and_the_same_records",
     "tests/core/test_run_names.py::test_run_exits_3_with_a_summary_when_something_ended_invalid_or_failed_and_0_when_allowed",
     "tests/core/test_run_names.py::test_judge_stage_judges_every_setup_file_and_reports_files_no_setup_names",
     "tests/judge/test_judge.py::test_cut_off_overall_answer_of_claude_is_asked_again",
@@ -121,7 +119,6 @@ SLOW: tuple[str, ...] = (
     "tests/notebooks/test_browser.py",
     "tests/notebooks/test_execute.py::test_two_at_a_time_the_same_copies_and_the_first_failure_raised",
     "tests/notebooks/test_execute.py::test_only_the_notebooks_named_whole_or_by_number_and_a_wrong_name_runs_nothing",
-    "tests/notebooks/test_execute.py::test_the_kernel_is_started_before_papermill_and_imports_the_analysis_silently",
     "tests/notebooks/test_mimebundle.py::test_every_chart_compiles_and_draws_the_same_under_vega_lite_5",
     "tests/notebooks/test_notebooks.py::test_notebooks_are_what_the_generator_writes_and_their_code_lints",
     "tests/notebooks/test_notebooks.py::test_notebook_executes",
@@ -139,10 +136,15 @@ SLOW: tuple[str, ...] = (
     "tests/simulate/test_simulate_local.py",
 )
 """The tests ``make check`` leaves out (marked ``slow`` here, in one place, beside the few marked
-where they are written): a module, or a test function with all its parameters. Each takes a second
-or more on two cores: a subprocess run killed and resumed, worker processes, the local model, a
-notebook kernel, the browser, a whole report. ``make test`` (CI) runs them all; docs/testing.md
-says how the list was drawn and what the split takes."""
+where they are written): a module, or a test function with all its parameters. They are the
+longest: a subprocess run killed and resumed, worker processes, the local model, a notebook
+kernel, the browser, a whole report. ``make test`` (CI) runs them all; docs/testing.md says how
+the list was drawn, the threshold and what the split takes."""
+
+
+DEMO_READERS = ("tests/analysis/test_convstats_reference.py",)
+"""Tests that read the checkout's ``runs/demo`` without the ``demo_run`` fixture that makes it: with
+``pytest -n 2 --dist loadgroup`` they run on the worker that makes it (``xdist_group("demo")``)."""
 
 
 def _names(entry: str, nodeid: str) -> bool:
@@ -151,12 +153,16 @@ def _names(entry: str, nodeid: str) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Mark the tests of ``SLOW`` (before ``-m`` deselects), and refuse an entry whose file is
+    """Mark the tests of ``SLOW`` (before ``-m`` deselects), group the demo run's users on one
+    pytest-xdist worker, and refuse an entry whose file is
     gone or, its file collected, that names no test: a renamed slow test would quietly join the
     fast loop."""
     collected = {item.nodeid.split("::")[0] for item in items}
     named = set()
+    parallel = config.pluginmanager.hasplugin("xdist")
     for item in items:
+        if parallel and ("demo_run" in getattr(item, "fixturenames", ()) or item.nodeid.startswith(DEMO_READERS)):
+            item.add_marker(pytest.mark.xdist_group("demo"))  # one worker makes and reads runs/demo
         for entry in SLOW:
             if _names(entry, item.nodeid):
                 item.add_marker(pytest.mark.slow)
@@ -164,7 +170,8 @@ def pytest_collection_modifyitems(config, items):
     stale = [e for e in SLOW if not (ROOT / e.split("::")[0]).is_file()
              or (e.split("::")[0] in collected and e not in named)]
     if stale:
-        raise pytest.UsageError("tests/conftest.py: SLOW names no test: " + ", ".join(stale))
+        raise pytest.UsageError("tests/conftest.py: SLOW names no test: " + ", ".join(stale)
+                                + " (a test renamed, moved or removed: write its new name there, or drop the entry)")
 
 
 @pytest.fixture(autouse=True, scope="session")
