@@ -7,6 +7,10 @@ PY     := $(VENV)/bin/python
 # commit (issue #44, item 7), `strict` from then on.
 LINT_PATHS   := cocoeval tests benchmarks notebooks
 FORMAT_CHECK ?= warn
+# pytest's worker processes (pytest-xdist; 0: none, in this process). --dist loadgroup keeps the
+# tests of the checkout's demo run on one worker (tests/conftest.py).
+PYTEST_WORKERS ?= 2
+PYTEST := $(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 # llama-cpp-python builds from source; a native build crashes at inference on some CPUs.
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 
@@ -60,7 +64,7 @@ check: install
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	@$(MAKE) --no-print-directory format-check
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 ## Everything, slow tests and notebooks included: what CI runs (the local model too: builds
 ## llama-cpp-python once, then pip's cache serves it)
@@ -68,7 +72,7 @@ test: install-local bytecode
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	@$(MAKE) --no-print-directory format-check
 	$(VENV)/bin/mypy
-	$(VENV)/bin/pytest
+	$(PYTEST)
 	$(VENV)/bin/pytest --nbval-lax notebooks/ -p no:cacheprovider
 
 lint: install
