@@ -2,11 +2,10 @@
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-# What ruff and mypy check, and whether `ruff format --check` fails the build: `warn` prints how
-# many files it would reformat and goes on, `strict` fails. `warn` until the tree's one formatting
-# commit (issue #44, item 7), `strict` from then on.
+# What ruff and mypy check, and whether `ruff format --check` fails the build: `strict` (the
+# default: the tree is formatted) fails, `warn` prints how many files it would reformat and goes on.
 LINT_PATHS   := cocoeval tests benchmarks notebooks
-FORMAT_CHECK ?= warn
+FORMAT_CHECK ?= strict
 # pytest's worker processes (pytest-xdist; 0: none, in this process). --dist loadgroup keeps the
 # tests of the checkout's demo run on one worker (tests/conftest.py).
 PYTEST_WORKERS ?= 2
@@ -84,7 +83,7 @@ ifeq ($(FORMAT_CHECK),strict)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 else
 	@$(VENV)/bin/ruff format --check $(LINT_PATHS) 2>/dev/null | tail -n 1; \
-	echo "(ruff format --check: not enforced yet; FORMAT_CHECK=strict fails on it, the default after the formatting commit)"
+	echo "(ruff format --check: not enforced with FORMAT_CHECK=warn)"
 endif
 
 ## Benchmarks (print figures)

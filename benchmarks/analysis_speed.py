@@ -50,40 +50,58 @@ def main() -> None:
         for i in range(N_INST):
             for k, b in enumerate(tax.ids):
                 rows.append(("judge", False, target, f"inst{i:03d}", "ds", b, "inconsistent", int(counts[t, i, k])))
-    counts_df = pl.DataFrame(rows, schema=["judge", "human", "target", "instance_id", "dataset", "behaviour",
-                                           "category", "count"], orient="row")
+    counts_df = pl.DataFrame(
+        rows,
+        schema=["judge", "human", "target", "instance_id", "dataset", "behaviour", "category", "count"],
+        orient="row",
+    )
     empty = pl.DataFrame()
-    f = Frames(instances=empty, counts=counts_df, likert=empty, labels=empty, judgments=empty,
-               continuations=empty, taxonomy=tax)
+    f = Frames(
+        instances=empty,
+        counts=counts_df,
+        likert=empty,
+        labels=empty,
+        judgments=empty,
+        continuations=empty,
+        taxonomy=tax,
+    )
     t0 = time.perf_counter()
     means = mean_occurrences(f, resamples=B, seed=0)
     vec = time.perf_counter() - t0
-    print(f"bootstrap, vectorised: {len(targets)} targets x {N_INST} instances x {len(tax.ids)} behaviours, "
-          f"{B} resamples: {vec:.2f} s ({means.height} rows)")
+    print(
+        f"bootstrap, vectorised: {len(targets)} targets x {N_INST} instances x {len(tax.ids)} behaviours, "
+        f"{B} resamples: {vec:.2f} s ({means.height} rows)"
+    )
 
     t0 = time.perf_counter()
     for t in range(a.loop_setups):
         loop_bootstrap(counts[t].astype(float).tolist(), B, seed=0)
     loop_part = time.perf_counter() - t0
     loop_all = loop_part * len(targets) / a.loop_setups
-    print(f"bootstrap, Python loop: {loop_part:.2f} s for {a.loop_setups} targets -> {loop_all:.1f} s for "
-          f"{len(targets)} (scaled linearly)")
+    print(
+        f"bootstrap, Python loop: {loop_part:.2f} s for {a.loop_setups} targets -> {loop_all:.1f} s for "
+        f"{len(targets)} (scaled linearly)"
+    )
     print(f"speed-up: {loop_all / vec:.0f}x (target >= 20x)")
 
     n = 1_000_000
-    labels = pl.DataFrame({
-        "judge": ["judge"] * n,
-        "target": rng.choice(targets, n),
-        "instance_id": rng.integers(0, N_INST, n).astype(str),
-        "turn": rng.integers(0, 30, n),
-        "behaviour": rng.choice(tax.ids, n),
-    })
+    labels = pl.DataFrame(
+        {
+            "judge": ["judge"] * n,
+            "target": rng.choice(targets, n),
+            "instance_id": rng.integers(0, N_INST, n).astype(str),
+            "turn": rng.integers(0, 30, n),
+            "behaviour": rng.choice(tax.ids, n),
+        }
+    )
     t0 = time.perf_counter()
     agg = labels.group_by("judge", "target", "instance_id", "behaviour").agg(count=pl.len())
     per_target = agg.group_by("target", "behaviour").agg(pl.col("count").mean())
     secs = time.perf_counter() - t0
-    print(f"aggregating {n:,} per-turn labels to per-conversation counts and means: {secs:.2f} s "
-          f"({agg.height:,} conversation-behaviour rows, {per_target.height} means)")
+    print(
+        f"aggregating {n:,} per-turn labels to per-conversation counts and means: {secs:.2f} s "
+        f"({agg.height:,} conversation-behaviour rows, {per_target.height} means)"
+    )
 
 
 if __name__ == "__main__":

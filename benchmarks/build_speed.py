@@ -1,6 +1,6 @@
 """Build a benchmark from all of ../shared/data; print seconds and peak memory.
 
-    python benchmarks/build_speed.py [DATA_DIR]
+python benchmarks/build_speed.py [DATA_DIR]
 """
 
 from __future__ import annotations
@@ -33,8 +33,10 @@ def main() -> int:
     tot = report["totals"]
     convs = sum(d["conversations"] for d in report["datasets"].values())
     print(f"sources: {', '.join(sources)}")
-    print(f"conversations: {convs}; instances: {tot['eval_instances']} eval + "
-          f"{tot['train_instances']} train; output {size / 2**20:.1f} MiB")
+    print(
+        f"conversations: {convs}; instances: {tot['eval_instances']} eval + "
+        f"{tot['train_instances']} train; output {size / 2**20:.1f} MiB"
+    )
     print(f"build seconds: {secs:.2f}")
     print(f"peak memory (max RSS): {peak_mib:.0f} MiB")
     return 0

@@ -99,13 +99,20 @@ def with_paper_context(inst: Instance) -> Instance:
     people = []
     for p in inst.metadata.participants:
         label = (p.name.split("(")[0].strip() or p.name).lower()
-        said = next((first_sentence(a) for q, a in sorted(answers, key=lambda qa: not qa[0].lower().startswith(
-            f"what did {label}")) if label and label in q.lower()), None)
+        said = next(
+            (
+                first_sentence(a)
+                for q, a in sorted(answers, key=lambda qa: not qa[0].lower().startswith(f"what did {label}"))
+                if label and label in q.lower()
+            ),
+            None,
+        )
         people.append(Participant(name=p.name, role=p.role, stance=said or p.stance))
     meta = inst.metadata.model_copy(update={"goals": goals or inst.metadata.goals, "participants": people})
     general = meeting.get("general_query_list") or [{"answer": inst.summary.text}]
-    return inst.model_copy(update={"metadata": meta,
-                                   "summary": inst.summary.model_copy(update={"text": general[0]["answer"]})})
+    return inst.model_copy(
+        update={"metadata": meta, "summary": inst.summary.model_copy(update={"text": general[0]["answer"]})}
+    )
 
 
 def paper_instances(n: int, tmp: Path) -> list[Instance]:
@@ -148,26 +155,47 @@ def answers(insts: list[Instance]) -> list[dict]:
         for k in sorted(KS, reverse=True):  # "next 30 turns" before "next 1 turn"
             for copy in range(2):  # the OpenAI and the Anthropic setup with k turns per call
                 pool = random.Random(n * 100 + k * 10 + copy).sample(turns, len(turns))
-                sim += [{"match": f"next {k} turn", "context": context, "text": "\n".join(pool[j: j + k]), "times": 1}
-                        for j in range(0, len(pool), k)]
+                sim += [
+                    {"match": f"next {k} turn", "context": context, "text": "\n".join(pool[j : j + k]), "times": 1}
+                    for j in range(0, len(pool), k)
+                ]
         # the rest of a short answer is asked for with any k: answered from the turns in order
-        sim += [{"match": f"next {k} turn", "context": context, "text": "\n".join(turns[:k]), "times": -1}
-                for k in range(30, 0, -1)]
+        sim += [
+            {"match": f"next {k} turn", "context": context, "text": "\n".join(turns[:k]), "times": -1}
+            for k in range(30, 0, -1)
+        ]
     name = load_taxonomy().behaviours[0].name
-    fine = '{"turns": [' + ", ".join(f'{{"turn": {i}, "behaviours": [{{"behaviour": "{name}", "evidence": '
-                                     '"the speaker repeats the earlier point"}]}' for i in range(1, 31)) + "]}"
+    fine = (
+        '{"turns": ['
+        + ", ".join(
+            f'{{"turn": {i}, "behaviours": [{{"behaviour": "{name}", "evidence": '
+            '"the speaker repeats the earlier point"}]}'
+            for i in range(1, 31)
+        )
+        + "]}"
+    )
     rationale = ("The speakers stay in role and build on the history; a few turns drift from the agenda. " * 3)[:290]
-    return [{"match": "Continuation to annotate", "text": fine, "times": -1},
-            {"match": "Continuation to evaluate", "times": -1,
-             "text": f'{{"consistency": 7, "collaborativeness": 7, "rationale": "{rationale}"}}'}, *sim]
+    return [
+        {"match": "Continuation to annotate", "text": fine, "times": -1},
+        {
+            "match": "Continuation to evaluate",
+            "times": -1,
+            "text": f'{{"consistency": 7, "collaborativeness": 7, "rationale": "{rationale}"}}',
+        },
+        *sim,
+    ]
 
 
 def actual_rows(run: Run) -> dict[Key, Tokens]:
     """Tokens per forecast row from the run's call records (cache hits included: the pilot paid them)."""
     rows: dict[Key, Tokens] = defaultdict(Tokens)
     recs = [(("simulate", x.setup_name or n), c) for n, xs in run.continuations.items() for x in xs for c in x.calls]
-    recs += [(("judge", f"{j.judge_name or n}:{j.kind}"), c) for n, js in run.all_judgments.items()
-             for j in js for c in j.calls]
+    recs += [
+        (("judge", f"{j.judge_name or n}:{j.kind}"), c)
+        for n, js in run.all_judgments.items()
+        for j in js
+        for c in j.calls
+    ]
     for (stage, name), c in recs:
         r = rows[(stage, name, c.model)]
         r.calls += 1
@@ -217,8 +245,13 @@ def sections(run: Run) -> Sections:
         for j in js:
             if not j.calls:
                 continue
-            (system, user), at = judge_messages(load_prompt(PROMPTS[j.kind]), insts[j.instance_id],
-                                                turns[(j.instance_id, j.target)], j.judged_turns, tax)
+            (system, user), at = judge_messages(
+                load_prompt(PROMPTS[j.kind]),
+                insts[j.instance_id],
+                turns[(j.instance_id, j.target)],
+                j.judged_turns,
+                tax,
+            )
             s = out[f"{j.judge_name or n} ({j.calls[0].model.split('@')[0].split('/')[-1]})"][j.instance_id]
             ctx = chars_tokens(user.content[:at])
             s["instructions"][j.kind] = chars_tokens(system.content)
@@ -235,10 +268,13 @@ def bounds(per_instance: dict[str, dict], n_targets: int | None = None) -> dict[
         xs = list(per_instance.values())
         kinds = {k for x in xs for k in x["instructions"]}
         mean_t = sum(sum(x["targets"].values()) for x in xs) / sum(len(x["targets"]) for x in xs)
-        per_instance = {"mean": {"instructions": {k: round(sum(x["instructions"].get(k, 0) for x in xs) / len(xs))
-                                                  for k in kinds},
-                                 "context": round(sum(x["context"] for x in xs) / len(xs)),
-                                 "targets": dict.fromkeys(range(n_targets), round(mean_t))}}
+        per_instance = {
+            "mean": {
+                "instructions": {k: round(sum(x["instructions"].get(k, 0) for x in xs) / len(xs)) for k in kinds},
+                "context": round(sum(x["context"] for x in xs) / len(xs)),
+                "targets": dict.fromkeys(range(n_targets), round(mean_t)),
+            }
+        }
     for x in per_instance.values():
         for k, v in judge_cache_bounds(x["instructions"], x["context"], list(x["targets"].values())).items():
             sums[k] += v
@@ -249,10 +285,12 @@ def print_bounds(secs: Sections, n_targets: int | None = None) -> None:
     for name, per in sorted(secs.items()):
         n = n_targets or round(sum(len(x["targets"]) for x in per.values()) / len(per))
         b = bounds(per, n_targets)
-        print(f"judge {name}, both kinds, {n} targets per instance: at most {b['paper']:.2f} cached in the paper's "
-              f"order (instructions, M, S, x, target); {b['reordered']:.2f} in the best order of the same words "
-              f"(M, S, x, target, then each kind's instructions); {b['free']:.2f} if instructions cost nothing "
-              "(the limit of any layout with one target per request)")
+        print(
+            f"judge {name}, both kinds, {n} targets per instance: at most {b['paper']:.2f} cached in the paper's "
+            f"order (instructions, M, S, x, target); {b['reordered']:.2f} in the best order of the same words "
+            f"(M, S, x, target, then each kind's instructions); {b['free']:.2f} if instructions cost nothing "
+            "(the limit of any layout with one target per request)"
+        )
 
 
 def share(r: ForecastRow | Tokens) -> float:
@@ -269,12 +307,22 @@ def measured(n: int, tmp: Path) -> Sections:
     with FakeServer() as srv:
         srv.configure(answers=answers(insts), reasoning_tokens=400)
         oai, ant = f"openai/gpt-4.1@{srv.openai_base}", f"anthropic/claude-sonnet-4-20250514@{srv.anthropic_base}"
-        setups = [{"name": f"{p}-k{k}", "model": m, "turns_per_call": k, "prompt": "taxonomy" if k == 5 else "vanilla"}
-                  for p, m in (("oai", oai), ("ant", ant)) for k in KS]
-        params = {"name": "cost", "out": "run", "bench": "bench", "setups": setups,
-                  "judges": [{"name": "o4mini", "model": f"openai/o4-mini@{srv.openai_base}",
-                              "reasoning_effort": "medium"}, {"name": "sonnet", "model": ant}],
-                  "llm": {"cache": "c.sqlite", "progress": False, "concurrency": 16}}
+        setups = [
+            {"name": f"{p}-k{k}", "model": m, "turns_per_call": k, "prompt": "taxonomy" if k == 5 else "vanilla"}
+            for p, m in (("oai", oai), ("ant", ant))
+            for k in KS
+        ]
+        params = {
+            "name": "cost",
+            "out": "run",
+            "bench": "bench",
+            "setups": setups,
+            "judges": [
+                {"name": "o4mini", "model": f"openai/o4-mini@{srv.openai_base}", "reasoning_effort": "medium"},
+                {"name": "sonnet", "model": ant},
+            ],
+            "llm": {"cache": "c.sqlite", "progress": False, "concurrency": 16},
+        }
         (tmp / "pilot.yaml").write_text(yaml.safe_dump({**params, "instances": {"ids": [insts[0].id]}}))
         (tmp / "p.yaml").write_text(yaml.safe_dump(params))
         load_params(tmp / "pilot.yaml").run()
@@ -292,32 +340,46 @@ def measured(n: int, tmp: Path) -> Sections:
             for note in x.notes:
                 notes[re.sub(r"\d+", "N", re.sub(r"^turn \d+: ", "", note))] += 1
     if notes:
-        print("simulation calls beyond the plan (the forecast plans every answer usable) came from these notes: "
-              + "; ".join(f"{k} ({v}x)" for k, v in sorted(notes.items(), key=lambda kv: -kv[1])))
+        print(
+            "simulation calls beyond the plan (the forecast plans every answer usable) came from these notes: "
+            + "; ".join(f"{k} ({v}x)" for k, v in sorted(notes.items(), key=lambda kv: -kv[1]))
+        )
     secs = sections(run)
     print("judging's cached share, upper bounds (no 1,024-token minimum, no 128-token steps):")
     print_bounds(secs)
     return secs
 
 
-def report(insts: list[Instance], rows: list[ForecastRow], before: dict[Key, ForecastRow], actual: dict[Key, Tokens],
-           ceil: dict[Key, float]) -> None:
+def report(
+    insts: list[Instance],
+    rows: list[ForecastRow],
+    before: dict[Key, ForecastRow],
+    actual: dict[Key, Tokens],
+    ceil: dict[Key, float],
+) -> None:
     prices = PriceTable.load()
     hist = sum(chars_tokens("\n".join(f"{t.speaker}: {t.text}" for t in i.history)) for i in insts) / len(insts)
     ref = sum(chars_tokens("\n".join(f"{t.speaker}: {t.text}" for t in i.reference)) for i in insts) / len(insts)
     meta = sum(chars_tokens(format_metadata(i.metadata)) for i in insts) / len(insts)
     summ = sum(chars_tokens(i.summary.text) for i in insts) / len(insts)
-    print(f"measured: {len(insts)} paper-shaped instances of real QMSum meetings (30 history turns, ~{hist:,.0f} "
-          f"tokens; 30 reference turns, ~{ref:,.0f}; M ~{meta:,.0f}, S ~{summ:,.0f}; means), pilot {insts[0].id}; "
-          f"fake server billing prompt caching; {describe()}")
-    print(f"{'row':<46} {'':<8} {'calls':>6} {'input':>10} {'cached':>10} {'share':>6} {'output':>9} "
-          f"{'reasoning':>9} {'naive':>8} {'cached':>8} {'batch':>8}")
+    print(
+        f"measured: {len(insts)} paper-shaped instances of real QMSum meetings (30 history turns, ~{hist:,.0f} "
+        f"tokens; 30 reference turns, ~{ref:,.0f}; M ~{meta:,.0f}, S ~{summ:,.0f}; means), pilot {insts[0].id}; "
+        f"fake server billing prompt caching; {describe()}"
+    )
+    print(
+        f"{'row':<46} {'':<8} {'calls':>6} {'input':>10} {'cached':>10} {'share':>6} {'output':>9} "
+        f"{'reasoning':>9} {'naive':>8} {'cached':>8} {'batch':>8}"
+    )
 
     def cost(model: str, r: ForecastRow | Tokens, **kw) -> tuple[float, float, float]:
         plain = Usage(input_tokens=r.input_tokens, output_tokens=r.output_tokens)
         cached = Usage(**{k: getattr(r, k) for k in FIELDS[1:5]})
-        return (prices.cost(model, plain) or 0.0, prices.cost(model, cached) or 0.0,
-                prices.cost(model, plain, batch=True) or 0.0)
+        return (
+            prices.cost(model, plain) or 0.0,
+            prices.cost(model, cached) or 0.0,
+            prices.cost(model, plain, batch=True) or 0.0,
+        )
 
     met_all = True
     for f in rows:
@@ -330,25 +392,31 @@ def report(insts: list[Instance], rows: list[ForecastRow], before: dict[Key, For
                 print(f"{label:<46} {what:<8} (no calls)")
                 continue
             naive, cached, batch = cost(f.model, r)
-            print(f"{label if what == 'forecast' else '':<46} {what:<8} {r.calls:>6,} {r.input_tokens:>10,} "
-                  f"{r.cached_input_tokens:>10,} {share(r):>6.2f} {r.output_tokens:>9,} "
-                  f"{r.reasoning_tokens:>9,} ${naive:>7.3f} ${cached:>7.3f} ${batch:>7.3f}")
+            print(
+                f"{label if what == 'forecast' else '':<46} {what:<8} {r.calls:>6,} {r.input_tokens:>10,} "
+                f"{r.cached_input_tokens:>10,} {share(r):>6.2f} {r.output_tokens:>9,} "
+                f"{r.reasoning_tokens:>9,} ${naive:>7.3f} ${cached:>7.3f} ${batch:>7.3f}"
+            )
         if a is None:
             met_all = False
             continue
         act = cost(f.model, a)[1]
         ratio, ratio0 = cost(f.model, f)[1] / act, cost(f.model, before[key])[1] / act
-        checks = [("forecast cost within ±10%", abs(ratio - 1) <= 0.10),
-                  ("forecast cached share within 0.05", abs(share(f) - share(a)) <= 0.05)]
+        checks = [
+            ("forecast cost within ±10%", abs(ratio - 1) <= 0.10),
+            ("forecast cached share within 0.05", abs(share(f) - share(a)) <= 0.05),
+        ]
         if f.stage == "judge":
             checks.insert(0, ("judging cached ≥ 0.80", share(a) >= 0.80))
         elif f.name.endswith("-k1"):
             checks.insert(0, ("1-turn simulation cached ≥ 0.90", share(a) >= 0.90))
         met_all &= all(ok for _, ok in checks)
         extra = f"; ceiling {ceil[key]:.2f}" if key in ceil else ""
-        print(f"{'':<46} {'fc/act':<8} cost {ratio:.2f} (before the pilot, output "
-              f"{before[key].output_source}: {ratio0:.2f}){extra}; "
-              + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in checks))
+        print(
+            f"{'':<46} {'fc/act':<8} cost {ratio:.2f} (before the pilot, output "
+            f"{before[key].output_source}: {ratio0:.2f}){extra}; "
+            + ", ".join(f"{name} {'met' if ok else 'MISSED'}" for name, ok in checks)
+        )
     print("targets: " + ("all met" if met_all else "some missed (MISSED above)"))
 
 
@@ -371,17 +439,26 @@ def paper(params: Path, data: Path | None, tmp: Path, secs: Sections | None = No
     insts = exp.prepare_instances(write=False)
     rows = forecast(exp, insts)
     print(f"\n{params.name} over {len(insts)} instances from {what}; {describe()}")
-    print(f"{'stage':<8} {'name':<26} {'calls':>7} {'input':>12} {'cached':>12} {'share':>6} {'output':>10} "
-          f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}")
+    print(
+        f"{'stage':<8} {'name':<26} {'calls':>7} {'input':>12} {'cached':>12} {'share':>6} {'output':>10} "
+        f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}"
+    )
     for r in rows:
-        print(f"{r.stage:<8} {r.name[:26]:<26} {r.calls:>7,} {r.input_tokens:>12,} "
-              f"{r.cached_input_tokens:>12,} {share(r):>6.2f} {r.output_tokens:>10,} {r.reasoning_tokens:>10,} "
-              f"{usd(r.cost_naive_usd):>10} {usd(r.cost_cached_usd):>10} {usd(r.cost_batch_usd):>10} "
-              f"{usd(r.cost_planned_usd):>10}")
+        print(
+            f"{r.stage:<8} {r.name[:26]:<26} {r.calls:>7,} {r.input_tokens:>12,} "
+            f"{r.cached_input_tokens:>12,} {share(r):>6.2f} {r.output_tokens:>10,} {r.reasoning_tokens:>10,} "
+            f"{usd(r.cost_naive_usd):>10} {usd(r.cost_cached_usd):>10} {usd(r.cost_batch_usd):>10} "
+            f"{usd(r.cost_planned_usd):>10}"
+        )
     tot = plan_totals(rows)
-    print("total: " + ", ".join(f"{label} {usd(getattr(tot, k))}" for label, k in (
-        ("naive", "naive"), ("cached", "live"), ("batch", "batch"), ("planned", "planned")))
-          + (f" (+{tot.unknown} row(s) at unknown prices, left out)" if tot.unknown else ""))
+    print(
+        "total: "
+        + ", ".join(
+            f"{label} {usd(getattr(tot, k))}"
+            for label, k in (("naive", "naive"), ("cached", "live"), ("batch", "batch"), ("planned", "planned"))
+        )
+        + (f" (+{tot.unknown} row(s) at unknown prices, left out)" if tot.unknown else "")
+    )
     print(f"choice: every call live {usd(tot.live)}; with --batch {usd(tot.with_batch)}")
     judge_gap(exp, rows, len(insts), tot.planned, secs)
 
@@ -396,27 +473,49 @@ def judge_gap(exp, rows: list[ForecastRow], n_insts: int, planned: float | None,
     judge = [r for r in rows if r.stage == "judge" and r.cost_cached_usd is not None]
     if not judge or planned is None:  # None: no known price, so no judge row either
         return
-    at_target = sum(prices.cost(r.model, Usage(
-        input_tokens=r.input_tokens, cached_input_tokens=round(TARGET_JUDGE_SHARE * r.input_tokens),
-        output_tokens=r.output_tokens, reasoning_tokens=r.reasoning_tokens)) or 0.0 for r in judge)
+    at_target = sum(
+        prices.cost(
+            r.model,
+            Usage(
+                input_tokens=r.input_tokens,
+                cached_input_tokens=round(TARGET_JUDGE_SHARE * r.input_tokens),
+                output_tokens=r.output_tokens,
+                reasoning_tokens=r.reasoning_tokens,
+            ),
+        )
+        or 0.0
+        for r in judge
+    )
     cached, batch = sum(r.cost_cached_usd or 0.0 for r in judge), sum(r.cost_batch_usd or 0.0 for r in judge)
-    print(f"judging: ${cached:,.2f} with caching (share {sum(r.cached_input_tokens for r in judge) / sum(r.input_tokens for r in judge):.2f}), "
-          f"${batch:,.2f} through a batch API; at the target's {TARGET_JUDGE_SHARE:.2f} cached it would be "
-          f"${at_target:,.2f}, ${cached - at_target:,.2f} less ({(cached - at_target) / planned:.1%} of the planned total)")
+    print(
+        f"judging: ${cached:,.2f} with caching (share {sum(r.cached_input_tokens for r in judge) / sum(r.input_tokens for r in judge):.2f}), "
+        f"${batch:,.2f} through a batch API; at the target's {TARGET_JUDGE_SHARE:.2f} cached it would be "
+        f"${at_target:,.2f}, ${cached - at_target:,.2f} less ({(cached - at_target) / planned:.1%} of the planned total)"
+    )
     if secs:
         n = round(max(r.calls for r in judge) / n_insts)
-        print(f"judging's cached share, upper bounds at the paper grid's {n} targets per instance (mean sizes "
-              "of the measured grid's prompts):")
+        print(
+            f"judging's cached share, upper bounds at the paper grid's {n} targets per instance (mean sizes "
+            "of the measured grid's prompts):"
+        )
         print_bounds(secs, n)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--instances", type=int, default=6,
-                    help="paper-shaped instances of the QMSum sample in the measured grid (the first is the pilot)")
+    ap.add_argument(
+        "--instances",
+        type=int,
+        default=6,
+        help="paper-shaped instances of the QMSum sample in the measured grid (the first is the pilot)",
+    )
     ap.add_argument("--params", type=Path, default=ROOT / "params" / "paper.yaml")
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data",
-                    help="folder with qmsum/ and iq2-corpus/ (default ../shared/data)")
+    ap.add_argument(
+        "--data",
+        type=Path,
+        default=ROOT.parent / "shared" / "data",
+        help="folder with qmsum/ and iq2-corpus/ (default ../shared/data)",
+    )
     ap.add_argument("--demo", action="store_true", help="forecast the params file on the demo conversations")
     ap.add_argument("--no-paper", action="store_true", help="only the measured grid")
     a = ap.parse_args()

@@ -41,8 +41,11 @@ def _utterances() -> list[str]:
 
     out = []
     for f in sorted(Path(sample_dir()).rglob("*.json")):
-        out += [t["content"] for t in json.loads(f.read_text(encoding="utf-8")).get("meeting_transcripts", [])
-                if len(t.get("content", "").split()) >= 3]
+        out += [
+            t["content"]
+            for t in json.loads(f.read_text(encoding="utf-8")).get("meeting_transcripts", [])
+            if len(t.get("content", "").split()) >= 3
+        ]
     return out
 
 
@@ -61,14 +64,26 @@ def turns(rng: random.Random, n: int) -> list[Turn]:
 def make_run(d: Path, n_inst: int, n_setups: int, seed: int = 0) -> None:
     rng = random.Random(seed)
     tax = load_taxonomy()
-    insts = [Instance(
-        id=f"qmsum_product/M{k:03d}/30", dataset=("qmsum_product", "qmsum_academic", "qmsum_committee", "iq2",
-                                                   "sim", "ncpc")[k % 6], split="eval",
-        metadata=Metadata(goals=[text(rng, 12)], participants=[Participant(name=s, role=s) for s in SPEAKERS]),
-        summary=Summary(text=text(rng, 120), covers_turns=30), history=turns(rng, 30), reference=turns(rng, 30),
-        provenance=Provenance(source_file="f.json", source_format="qmsum", conversation_id=f"M{k:03d}",
-                              start_index=30, seed=0, builder_version="bench"))
-        for k in range(n_inst)]
+    insts = [
+        Instance(
+            id=f"qmsum_product/M{k:03d}/30",
+            dataset=("qmsum_product", "qmsum_academic", "qmsum_committee", "iq2", "sim", "ncpc")[k % 6],
+            split="eval",
+            metadata=Metadata(goals=[text(rng, 12)], participants=[Participant(name=s, role=s) for s in SPEAKERS]),
+            summary=Summary(text=text(rng, 120), covers_turns=30),
+            history=turns(rng, 30),
+            reference=turns(rng, 30),
+            provenance=Provenance(
+                source_file="f.json",
+                source_format="qmsum",
+                conversation_id=f"M{k:03d}",
+                start_index=30,
+                seed=0,
+                builder_version="bench",
+            ),
+        )
+        for k in range(n_inst)
+    ]
     setups = [f"setup-{k:02d}" for k in range(n_setups)]
     write_json(d / "manifest.json", {"status": "complete"})
     write_jsonl(d / "instances.jsonl", insts)
@@ -82,12 +97,32 @@ def make_run(d: Path, n_inst: int, n_setups: int, seed: int = 0) -> None:
             for t in range(30):
                 bs = [rng.choice(tax.ids)] if rng.random() < 1 / 6 else []
                 labels.append(TurnLabel(turn=t, behaviours=bs, evidence={b: text(rng, 12) for b in bs}))
-            js.append(Judgment(instance_id=i.id, target=target, target_name=target, judge_id="judge",
-                               judge_name="judge", kind="fine_grained", taxonomy_hash=tax.hash, labels=labels,
-                               judged_turns=list(range(30))))
-            js.append(Judgment(instance_id=i.id, target=target, target_name=target, judge_id="judge",
-                               judge_name="judge", kind="overall", taxonomy_hash=tax.hash,
-                               consistency=rng.randint(3, 9), collaborativeness=rng.randint(3, 9)))
+            js.append(
+                Judgment(
+                    instance_id=i.id,
+                    target=target,
+                    target_name=target,
+                    judge_id="judge",
+                    judge_name="judge",
+                    kind="fine_grained",
+                    taxonomy_hash=tax.hash,
+                    labels=labels,
+                    judged_turns=list(range(30)),
+                )
+            )
+            js.append(
+                Judgment(
+                    instance_id=i.id,
+                    target=target,
+                    target_name=target,
+                    judge_id="judge",
+                    judge_name="judge",
+                    kind="overall",
+                    taxonomy_hash=tax.hash,
+                    consistency=rng.randint(3, 9),
+                    collaborativeness=rng.randint(3, 9),
+                )
+            )
     write_jsonl(d / "judgments" / "judge.jsonl", js)
 
 
@@ -109,11 +144,15 @@ def main() -> int:
         t2 = time.perf_counter()
         page = Path(rep.html).read_text(encoding="utf-8")
         size = len(page.encode("utf-8"))
-        blocks = sum(len(m.encode("utf-8")) for m in re.findall(r'<script type="[^"]*" class="cc-conv".*?</script>',
-                                                                  page, flags=re.S))
+        blocks = sum(
+            len(m.encode("utf-8"))
+            for m in re.findall(r'<script type="[^"]*" class="cc-conv".*?</script>', page, flags=re.S)
+        )
         bundle = max(len(m.encode("utf-8")) for m in re.findall(r"<script>.*?</script>", page, flags=re.S))
-        print(f"{a.instances} instances x {a.setups} setups: index.html {size:,} bytes ({size / 2**20:.1f} MiB): "
-              f"conversation blocks {blocks:,}, Vega bundle {bundle:,}, figures/tables/index {size - blocks - bundle:,}")
+        print(
+            f"{a.instances} instances x {a.setups} setups: index.html {size:,} bytes ({size / 2**20:.1f} MiB): "
+            f"conversation blocks {blocks:,}, Vega bundle {bundle:,}, figures/tables/index {size - blocks - bundle:,}"
+        )
         print(f"made the run in {t1 - t0:.1f} s; report with --html in {t2 - t1:.1f} s ({a.resamples} resamples)")
     return 0
 

@@ -147,20 +147,27 @@ def describe(root: Path) -> list[str]:
     back = back_edges(g)
     sg = subpackage_graph(g)
     sub_circles = [c for c in sccs(sg) if len(c) > 1]
-    lines = [f"{root}: {len(g)} modules, {len(flat)} flat in cocoeval/ ({', '.join(flat)})",
-             f"  modules:     {levels(g)} levels, {len(back)} imports running back up, {len(circles)} circles",
-             *(f"    back up: {v} -> {w}" for v, w in back),
-             *(f"    circle: {' <-> '.join(c)}" for c in circles),
-             f"  subpackages: {levels(sg)} levels, {len(back_edges(sg))} imports running back up, "
-             f"{len(sub_circles)} circles",
-             *(f"    circle: {' <-> '.join(c)}" for c in sub_circles)]
+    lines = [
+        f"{root}: {len(g)} modules, {len(flat)} flat in cocoeval/ ({', '.join(flat)})",
+        f"  modules:     {levels(g)} levels, {len(back)} imports running back up, {len(circles)} circles",
+        *(f"    back up: {v} -> {w}" for v, w in back),
+        *(f"    circle: {' <-> '.join(c)}" for c in circles),
+        f"  subpackages: {levels(sg)} levels, {len(back_edges(sg))} imports running back up, "
+        f"{len(sub_circles)} circles",
+        *(f"    circle: {' <-> '.join(c)}" for c in sub_circles),
+    ]
     return lines
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("checkouts", nargs="*", type=Path, default=[ROOT],
-                    help="folders holding a cocoeval/ package (default: this checkout)")
+    ap.add_argument(
+        "checkouts",
+        nargs="*",
+        type=Path,
+        default=[ROOT],
+        help="folders holding a cocoeval/ package (default: this checkout)",
+    )
     for root in ap.parse_args(argv).checkouts:
         if not (root / "cocoeval").is_dir():
             print(f"{root}: no cocoeval/ folder there", file=sys.stderr)

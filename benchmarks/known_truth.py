@@ -62,8 +62,10 @@ def distance_coverage(seeds: int, resamples: int) -> None:
                 holds += lo <= d <= hi
                 est.append(d)
                 plug.append(float(np.sqrt(np.mean(np.square(p["diff"])))))  # the plug-in RMS used before
-            print(f"{n:>4} {c:>4} {truth:>7.3f} {cover / seeds:>9.3f} {holds / seeds:>9.3f} {np.mean(est):>9.3f} "
-                  f"{np.mean(plug):>8.3f}")
+            print(
+                f"{n:>4} {c:>4} {truth:>7.3f} {cover / seeds:>9.3f} {holds / seeds:>9.3f} {np.mean(est):>9.3f} "
+                f"{np.mean(plug):>8.3f}"
+            )
 
 
 def gate_world(n_conv: int, rng: np.random.Generator, random_behaviour: int) -> jc.TurnLabels:
@@ -87,8 +89,9 @@ def gate_world(n_conv: int, rng: np.random.Generator, random_behaviour: int) -> 
 
 def gate_rates(seeds: int) -> None:
     print(f"\nValidation gate: one behaviour labelled at random, nine agreeing ({seeds} seeds each)")
-    print(f"{'conversations':>13} {'false validation':>17} {'raw p<=.05':>11} {'power (9 agreeing)':>19} "
-          f"{'too rare':>9}")
+    print(
+        f"{'conversations':>13} {'false validation':>17} {'raw p<=.05':>11} {'power (9 agreeing)':>19} {'too rare':>9}"
+    )
     for n_conv in (30, 40, 60):
         false = raw = 0
         power: list[float] = []
@@ -101,8 +104,7 @@ def gate_rates(seeds: int) -> None:
             raw += rows[rb].get("p") is not None and rows[rb]["p"] <= 0.05
             rare += sum(r["status"] == jc.TOO_RARE for r in rows)
             power.append(np.mean([r["validated"] for i, r in enumerate(rows) if i != rb]))
-        print(f"{n_conv:>13} {false / seeds:>17.3f} {raw / seeds:>11.3f} {np.mean(power):>19.3f} "
-              f"{rare / seeds:>9.2f}")
+        print(f"{n_conv:>13} {false / seeds:>17.3f} {raw / seeds:>11.3f} {np.mean(power):>19.3f} {rare / seeds:>9.2f}")
 
 
 def ppi_coverage(seeds: int) -> None:

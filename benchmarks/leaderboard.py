@@ -43,12 +43,26 @@ def make_run(n_setups: int, n_inst: int, seed: int = 0) -> Run:
     def turns(k: int) -> list[Turn]:
         return [Turn(speaker=SPEAKERS[int(s)], text="a few words") for s in rng.integers(0, len(SPEAKERS), k)]
 
-    insts = [Instance(id=f"d/c{i}/0", dataset="d", split="eval",
-                      metadata=Metadata(goals=["decide"], participants=[Participant(name=s) for s in SPEAKERS]),
-                      summary=Summary(text="before", covers_turns=1), history=turns(TURNS), reference=turns(TURNS),
-                      provenance=Provenance(source_file="f", source_format="qmsum", conversation_id=f"c{i}",
-                                            start_index=0, seed=0, builder_version="bench"))
-             for i in range(n_inst)]
+    insts = [
+        Instance(
+            id=f"d/c{i}/0",
+            dataset="d",
+            split="eval",
+            metadata=Metadata(goals=["decide"], participants=[Participant(name=s) for s in SPEAKERS]),
+            summary=Summary(text="before", covers_turns=1),
+            history=turns(TURNS),
+            reference=turns(TURNS),
+            provenance=Provenance(
+                source_file="f",
+                source_format="qmsum",
+                conversation_id=f"c{i}",
+                start_index=0,
+                seed=0,
+                builder_version="bench",
+            ),
+        )
+        for i in range(n_inst)
+    ]
     setups = [f"s{j:02d}" for j in range(n_setups)]
     conts = {s: [Continuation(instance_id=i.id, setup_id=s, turns=turns(TURNS)) for i in insts] for s in setups}
     js = []
@@ -57,17 +71,43 @@ def make_run(n_setups: int, n_inst: int, seed: int = 0) -> Run:
         for i in insts:
             invalid = target != "reference" and rng.random() < 0.02
             labels = [TurnLabel(turn=k, behaviours=[b for b in tax.ids if rng.random() < rate]) for k in range(TURNS)]
-            js.append(Judgment(instance_id=i.id, target=target, target_name=target, judge_id="J", judge_name="J",
-                               kind="fine_grained", taxonomy_hash=tax.hash, status="invalid" if invalid else "ok",
-                               labels=[] if invalid else labels, judged_turns=list(range(TURNS)),
-                               reason="bad" if invalid else None))
-            js.append(Judgment(instance_id=i.id, target=target, target_name=target, judge_id="J", judge_name="J",
-                               kind="overall", taxonomy_hash=tax.hash, consistency=int(rng.integers(1, 11)),
-                               collaborativeness=int(rng.integers(1, 11))))
-    params = {"setups": [{"name": s, "model": "openai/gpt-4.1", "prompt": "vanilla", "turns_per_call": 1 + j}
-                         for j, s in enumerate(setups)]}
-    return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {"J": js},
-                               "manifest": {"params": params}})
+            js.append(
+                Judgment(
+                    instance_id=i.id,
+                    target=target,
+                    target_name=target,
+                    judge_id="J",
+                    judge_name="J",
+                    kind="fine_grained",
+                    taxonomy_hash=tax.hash,
+                    status="invalid" if invalid else "ok",
+                    labels=[] if invalid else labels,
+                    judged_turns=list(range(TURNS)),
+                    reason="bad" if invalid else None,
+                )
+            )
+            js.append(
+                Judgment(
+                    instance_id=i.id,
+                    target=target,
+                    target_name=target,
+                    judge_id="J",
+                    judge_name="J",
+                    kind="overall",
+                    taxonomy_hash=tax.hash,
+                    consistency=int(rng.integers(1, 11)),
+                    collaborativeness=int(rng.integers(1, 11)),
+                )
+            )
+    params = {
+        "setups": [
+            {"name": s, "model": "openai/gpt-4.1", "prompt": "vanilla", "turns_per_call": 1 + j}
+            for j, s in enumerate(setups)
+        ]
+    }
+    return Run.model_validate(
+        {"instances": insts, "continuations": conts, "judgments": {"J": js}, "manifest": {"params": params}}
+    )
 
 
 def main() -> None:
@@ -88,9 +128,11 @@ def main() -> None:
     board, per_b = leaderboard.leaderboard(f, cond, tt, resamples=a.resamples)
     took = time.perf_counter() - t2
     ranked = board.filter(board["rank"].is_not_null())
-    print(f"leaderboard: {a.setups} setups x {a.instances} instances x {len(f.taxonomy.ids)} behaviours, "
-          f"{a.resamples:,} resamples: {took:.2f} s (target < 5 s; {ranked.height} ranked, {per_b.height} "
-          "behaviour rows, the floor and the Likert gaps included)")
+    print(
+        f"leaderboard: {a.setups} setups x {a.instances} instances x {len(f.taxonomy.ids)} behaviours, "
+        f"{a.resamples:,} resamples: {took:.2f} s (target < 5 s; {ranked.height} ranked, {per_b.height} "
+        "behaviour rows, the floor and the Likert gaps included)"
+    )
     print(f"turn-taking distances of the same run ({TURNS} turns per conversation): {turns:.2f} s")
     print(f"(building the run and its frames, not the leaderboard's: {build:.2f} s)")
 

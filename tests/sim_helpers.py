@@ -16,17 +16,28 @@ def instance(iid: str = "d/c/0", n_hist: int = 30, n_ref: int = 30, chat: bool =
     speakers = ["user", "assistant"] if chat else SPEAKERS
 
     def turns(n: int, off: int) -> list[Turn]:
-        return [Turn(speaker=speakers[(i + off) % len(speakers)], text=f"utterance {i + off} of {iid}")
-                for i in range(n)]
+        return [
+            Turn(speaker=speakers[(i + off) % len(speakers)], text=f"utterance {i + off} of {iid}") for i in range(n)
+        ]
 
     return Instance(
-        id=iid, dataset="chat" if chat else "d", split="eval",
-        metadata=Metadata(goals=["Decide the budget"],
-                          participants=[Participant(name=s, role="member") for s in speakers]),
+        id=iid,
+        dataset="chat" if chat else "d",
+        split="eval",
+        metadata=Metadata(
+            goals=["Decide the budget"], participants=[Participant(name=s, role="member") for s in speakers]
+        ),
         summary=Summary(text="Earlier they talked.", covers_turns=5),
-        history=turns(n_hist, 0), reference=turns(n_ref, n_hist),
-        provenance=Provenance(source_file="f", source_format="chat" if chat else "qmsum",
-                              conversation_id=iid.split("/")[1], start_index=5, seed=0, builder_version="t"),
+        history=turns(n_hist, 0),
+        reference=turns(n_ref, n_hist),
+        provenance=Provenance(
+            source_file="f",
+            source_format="chat" if chat else "qmsum",
+            conversation_id=iid.split("/")[1],
+            start_index=5,
+            seed=0,
+            builder_version="t",
+        ),
     )
 
 
@@ -65,14 +76,21 @@ def with_reference_turns(run):
     makes) given its instance's reference turns: cocoeval stores an ok continuation only with as
     many turns as the reference, and ``Run.open`` reads any other as invalid."""
     refs = {i.id: i.reference for i in run.instances}
-    conts = {name: [c.model_copy(update={"turns": refs[c.instance_id]})
-                    if c.status == "ok" and not c.turns and c.instance_id in refs else c for c in cs]
-             for name, cs in run.continuations.items()}
+    conts = {
+        name: [
+            c.model_copy(update={"turns": refs[c.instance_id]})
+            if c.status == "ok" and not c.turns and c.instance_id in refs
+            else c
+            for c in cs
+        ]
+        for name, cs in run.continuations.items()
+    }
     return run.model_copy(update={"continuations": conts})
 
 
-def fake_params_file(tmp_path: Path, srv, setup_temp: float = 0.0, judge_temp: float = 0.0,
-                     prompt: str = "vanilla") -> Path:
+def fake_params_file(
+    tmp_path: Path, srv, setup_temp: float = 0.0, judge_temp: float = 0.0, prompt: str = "vanilla"
+) -> Path:
     """A params file in ``tmp_path`` over a benchmark of four QMSum-shaped meetings (built once),
     one setup ``s`` and one judge ``j`` (both kinds), both on the fake server ``srv``."""
     from cocoeval import build
@@ -86,10 +104,18 @@ def fake_params_file(tmp_path: Path, srv, setup_temp: float = 0.0, judge_temp: f
         build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
     model = f"openai-compatible/fake@{srv.openai_base}"
     p = tmp_path / "exp.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": "exp", "out": "runs/exp", "bench": "bench",
-        "setups": [{"name": "s", "model": model, "turns_per_call": 30, "temperature": setup_temp, "prompt": prompt}],
-        "judges": [{"name": "j", "model": model, "temperature": judge_temp}],
-        "llm": {"cache": "cache.sqlite"},
-    }))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "exp",
+                "out": "runs/exp",
+                "bench": "bench",
+                "setups": [
+                    {"name": "s", "model": model, "turns_per_call": 30, "temperature": setup_temp, "prompt": prompt}
+                ],
+                "judges": [{"name": "j", "model": model, "temperature": judge_temp}],
+                "llm": {"cache": "cache.sqlite"},
+            }
+        )
+    )
     return p

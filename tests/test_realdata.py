@@ -23,8 +23,11 @@ def real_build(tmp_path_factory):
     if not (SHARED_DATA / "qmsum").is_dir() or not (SHARED_DATA / "iq2-corpus").is_dir():
         pytest.skip(f"real human data not present at {SHARED_DATA}")
     out = tmp_path_factory.mktemp("real")
-    report = build([f"qmsum:{SHARED_DATA / 'qmsum'}", f"convokit:{SHARED_DATA / 'iq2-corpus'}"],
-                   out, BuildConfig(per_dataset=50, seed=0))
+    report = build(
+        [f"qmsum:{SHARED_DATA / 'qmsum'}", f"convokit:{SHARED_DATA / 'iq2-corpus'}"],
+        out,
+        BuildConfig(per_dataset=50, seed=0),
+    )
     return SHARED_DATA, out, report
 
 
@@ -43,8 +46,12 @@ def test_instances_are_30_plus_30_contiguous_in_the_source(real_build):
     _, out, report = real_build
     instances = load_instances(out, None)
     raw_cache: dict[str, list] = {}
-    canonical = {(m["file"], label): m["canonical"]  # a person's labels merged into one (QMSum)
-                 for src in report["sources"] for m in src["merged_speakers"] for label in m["labels"]}
+    canonical = {
+        (m["file"], label): m["canonical"]  # a person's labels merged into one (QMSum)
+        for src in report["sources"]
+        for m in src["merged_speakers"]
+        for label in m["labels"]
+    }
     for inst in instances:
         assert len(inst.history) == 30 and len(inst.reference) == 30
         turns = inst.history + inst.reference
@@ -58,16 +65,19 @@ def test_instances_are_30_plus_30_contiguous_in_the_source(real_build):
                 by_conv = defaultdict(list)
                 for _, u in iter_jsonl(src):
                     by_conv[u["conversation_id"]].append(u)
-                raw_cache[src] = {k: [(u["speaker"], u["text"]) for u in sorted(v, key=lambda u: u["timestamp"])]
-                                  for k, v in by_conv.items()}
+                raw_cache[src] = {
+                    k: [(u["speaker"], u["text"]) for u in sorted(v, key=lambda u: u["timestamp"])]
+                    for k, v in by_conv.items()
+                }
         raw = raw_cache[src]
         if isinstance(raw, dict):
             raw = raw[inst.provenance.conversation_id]
         for t in turns:  # each turn is its source utterance, cleaned
             speaker, text = raw[t.source_index]
             assert t.speaker == canonical.get((src, speaker.strip()), speaker.strip())
-            assert t.text == (clean_transcript(text) if inst.provenance.source_format == "qmsum"
-                              else " ".join(text.split()))
+            assert t.text == (
+                clean_transcript(text) if inst.provenance.source_format == "qmsum" else " ".join(text.split())
+            )
         for a, b in itertools.pairwise(idx):  # gaps only where the source turn was dropped
             for gap in range(a + 1, b):
                 speaker, text = raw[gap]
@@ -88,8 +98,7 @@ def test_no_artefact_left_and_train_eval_disjoint(real_build):
 def test_real_build_is_deterministic(real_build, tmp_path):
     data, out, _ = real_build
     again = tmp_path / "again"
-    build([f"qmsum:{data / 'qmsum'}", f"convokit:{data / 'iq2-corpus'}"], again,
-          BuildConfig(per_dataset=50, seed=0))
+    build([f"qmsum:{data / 'qmsum'}", f"convokit:{data / 'iq2-corpus'}"], again, BuildConfig(per_dataset=50, seed=0))
     for f in ("eval.jsonl", "train.jsonl"):
         assert (again / f).read_bytes() == (out / f).read_bytes()
 
@@ -98,8 +107,9 @@ def test_iq2_loader_on_real_corpus(shared_data):
     rep = SourceReport()
     convs = {c.id: c for c in load_conversations(f"convokit:{shared_data / 'iq2-corpus'}", rep)}
     assert len(convs) == 23
-    n_results = sum(1 for _, u in iter_jsonl(shared_data / "iq2-corpus" / "utterances.jsonl")
-                    if u["speaker"] == "RESULTS")
+    n_results = sum(
+        1 for _, u in iter_jsonl(shared_data / "iq2-corpus" / "utterances.jsonl") if u["speaker"] == "RESULTS"
+    )
     assert n_results > 0 and rep.dropped_turns["pseudo-speaker (e.g. RESULTS)"] == n_results
     assert all(t.speaker != "RESULTS" for c in convs.values() for t in c.turns)
     men = convs["men-are-finished"]

@@ -37,11 +37,24 @@ LIKERT = ("consistency", "collaborativeness")
 ALL = "all"
 AVERAGE = "average (leave-one-out)"
 INTER_HUMAN = "inter-human"
-PROCEDURE = ("the paper's procedure: leave-one-out Spearman ρ averaged over annotators; one-sided bootstrap over "
-             "conversations, significant when the 5th percentile is above 0; not corrected for multiple comparisons")
-AGREE_SCHEMA = {"comparison": pl.Utf8, "rater": pl.Utf8, "scale": pl.Utf8, "item": pl.Utf8, "rho": pl.Float64,
-                "p5": pl.Float64, "p95": pl.Float64, "significant": pl.Boolean, "ci_note": pl.Utf8,
-                "note": pl.Utf8, "n": pl.Int64, "annotators": pl.Int64}
+PROCEDURE = (
+    "the paper's procedure: leave-one-out Spearman ρ averaged over annotators; one-sided bootstrap over "
+    "conversations, significant when the 5th percentile is above 0; not corrected for multiple comparisons"
+)
+AGREE_SCHEMA = {
+    "comparison": pl.Utf8,
+    "rater": pl.Utf8,
+    "scale": pl.Utf8,
+    "item": pl.Utf8,
+    "rho": pl.Float64,
+    "p5": pl.Float64,
+    "p95": pl.Float64,
+    "significant": pl.Boolean,
+    "ci_note": pl.Utf8,
+    "note": pl.Utf8,
+    "n": pl.Int64,
+    "annotators": pl.Int64,
+}
 _UNIT = "__conversation__"
 
 
@@ -100,8 +113,8 @@ def spearman_boot(a: np.ndarray, b: np.ndarray, idx: np.ndarray) -> np.ndarray:
     ga, gb = _value_groups(a), _value_groups(b)
     out = np.empty(idx.shape[0])
     for start in range(0, idx.shape[0], BOOT_ROWS):
-        part = idx[start:start + BOOT_ROWS]
-        out[start:start + BOOT_ROWS] = _pearson_of_ranks(_drawn_ranks(*ga, part), _drawn_ranks(*gb, part))
+        part = idx[start : start + BOOT_ROWS]
+        out[start : start + BOOT_ROWS] = _pearson_of_ranks(_drawn_ranks(*ga, part), _drawn_ranks(*gb, part))
     return out
 
 
@@ -161,12 +174,20 @@ def paper_test(per: np.ndarray, names: Sequence[str], n: int, min_n: int) -> dic
     ok = np.isfinite(sample)
     notes = []
     if not ok.any():
-        return {"rho": None, "p5": None, "p95": None, "significant": None, "ci_note": "ρ undefined",
-                "note": "ρ undefined: constant scores (every conversation tied) for "
-                        + ", ".join(np.asarray(names, dtype=object)[~ok])}
+        return {
+            "rho": None,
+            "p5": None,
+            "p95": None,
+            "significant": None,
+            "ci_note": "ρ undefined",
+            "note": "ρ undefined: constant scores (every conversation tied) for "
+            + ", ".join(np.asarray(names, dtype=object)[~ok]),
+        }
     if not ok.all():
-        notes.append(f"ρ undefined for {', '.join(np.asarray(names, dtype=object)[~ok])} (constant scores); "
-                     f"averaged over the other {int(ok.sum())}")
+        notes.append(
+            f"ρ undefined for {', '.join(np.asarray(names, dtype=object)[~ok])} (constant scores); "
+            f"averaged over the other {int(ok.sum())}"
+        )
     with warnings.catch_warnings():  # a resample where no rho is defined: NaN, left out below
         warnings.simplefilter("ignore", RuntimeWarning)
         avg = np.nanmean(boot, axis=0) if boot.size else np.empty(0)
@@ -177,9 +198,14 @@ def paper_test(per: np.ndarray, names: Sequence[str], n: int, min_n: int) -> dic
     ci_note = small or (ci_notes(n, fin[:, None], min_n)[0] if len(fin) else "undefined in every resample")
     p5 = float(np.percentile(fin, 5)) if len(fin) else None
     p95 = float(np.percentile(fin, 95)) if len(fin) else None
-    return {"rho": float(sample[ok].mean()), "p5": None if ci_note else p5, "p95": None if ci_note else p95,
-            "significant": None if small or p5 is None else bool(p5 > 0), "ci_note": ci_note,
-            "note": "; ".join(notes) or None}
+    return {
+        "rho": float(sample[ok].mean()),
+        "p5": None if ci_note else p5,
+        "p95": None if ci_note else p95,
+        "significant": None if small or p5 is None else bool(p5 > 0),
+        "ci_note": ci_note,
+        "note": "; ".join(notes) or None,
+    }
 
 
 def annotators(f: Frames, scale: str = "counts") -> list[str]:
@@ -204,11 +230,19 @@ def _too_few(f: Frames, raters: Sequence[str], item: str, n: int, min_n: int) ->
     """The result fields of a comparison over fewer than two conversations: no ρ, and why."""
     j = f.judgments.filter((pl.col("kind") == _kind(item)) & (pl.col("status") != "stale"))
     valid = pl.col("status").is_in(["ok", "repaired"])
-    counts = {r["judge"]: (r["valid"], r["all"]) for r in j.group_by("judge").agg(
-        valid=valid.sum(), all=pl.len()).iter_rows(named=True)}
+    counts = {
+        r["judge"]: (r["valid"], r["all"])
+        for r in j.group_by("judge").agg(valid=valid.sum(), all=pl.len()).iter_rows(named=True)
+    }
     each = ", ".join(f"{r}: {counts.get(r, (0, 0))[0]} of {counts.get(r, (0, 0))[1]} valid" for r in raters)
-    return {"rho": None, "p5": None, "p95": None, "significant": None, "ci_note": too_small(n, min_n),
-            "note": f"only {n} conversation(s) rated validly by every rater, a ρ needs 2 ({_kind(item).replace('_', '-')} judgments {each})"}
+    return {
+        "rho": None,
+        "p5": None,
+        "p95": None,
+        "significant": None,
+        "ci_note": too_small(n, min_n),
+        "note": f"only {n} conversation(s) rated validly by every rater, a ρ needs 2 ({_kind(item).replace('_', '-')} judgments {each})",
+    }
 
 
 def scores(f: Frames, item: str, raters: Sequence[str], *, complete: bool = True) -> np.ndarray:
@@ -223,8 +257,9 @@ def scores(f: Frames, item: str, raters: Sequence[str], *, complete: bool = True
     long = long.filter(pl.col("judge").is_in(list(raters)))
     if long.is_empty():
         return np.empty((0, len(raters)))
-    wide = long.with_columns((pl.col("instance_id") + "|" + pl.col("target")).alias(_UNIT)) \
-        .pivot(on="judge", index=_UNIT, values="value", aggregate_function="first")
+    wide = long.with_columns((pl.col("instance_id") + "|" + pl.col("target")).alias(_UNIT)).pivot(
+        on="judge", index=_UNIT, values="value", aggregate_function="first"
+    )
     for r in raters:
         if r not in wide.columns:
             if complete or r == raters[0]:
@@ -233,12 +268,18 @@ def scores(f: Frames, item: str, raters: Sequence[str], *, complete: bool = True
     if complete:
         return wide.drop_nulls(list(raters)).sort(_UNIT).select(list(raters)).to_numpy().astype(float)
     some = pl.any_horizontal([pl.col(r).is_not_null() for r in raters[1:]]) if len(raters) > 1 else pl.lit(True)
-    return wide.filter(pl.col(raters[0]).is_not_null() & some).sort(_UNIT).select(list(raters)) \
-        .to_numpy().astype(float)
+    return wide.filter(pl.col(raters[0]).is_not_null() & some).sort(_UNIT).select(list(raters)).to_numpy().astype(float)
 
 
-def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000, seed: int = 0,
-              item: str = ALL, *, min_n: int = MIN_N) -> pl.DataFrame:
+def agreement(
+    f: Frames,
+    raters: list[str] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    item: str = ALL,
+    *,
+    min_n: int = MIN_N,
+) -> pl.DataFrame:
     """Inter-human agreement for one item: each annotator's leave-one-out ρ (against the mean of
     the others) and their average, with the paper's test. ``raters`` defaults to the run's human
     annotators (LLM judges are not annotators); empty with fewer than two."""
@@ -249,15 +290,18 @@ def agreement(f: Frames, raters: list[str] | None = None, resamples: int = 1000,
     x = scores(f, item, raters)
     base = {"comparison": INTER_HUMAN, "scale": _scale(item), "item": item, "n": len(x), "annotators": len(raters)}
     if len(x) < 2:  # no ρ over fewer than two conversations: the average's row says why
-        return pl.DataFrame([{**base, "rater": AVERAGE, **_too_few(f, raters, item, len(x), min_n)}], schema=AGREE_SCHEMA)
+        return pl.DataFrame(
+            [{**base, "rater": AVERAGE, **_too_few(f, raters, item, len(x), min_n)}], schema=AGREE_SCHEMA
+        )
     per = loo_inter(x[with_sample(len(x), resamples, seed)])
-    rows = [{**base, "rater": r, **paper_test(per[k: k + 1], [r], len(x), min_n)} for k, r in enumerate(raters)]
+    rows = [{**base, "rater": r, **paper_test(per[k : k + 1], [r], len(x), min_n)} for k, r in enumerate(raters)]
     rows.append({**base, "rater": AVERAGE, **paper_test(per, raters, len(x), min_n)})
     return pl.DataFrame(rows, schema=AGREE_SCHEMA)
 
 
-def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
-                    items: list[str] | None = None) -> pl.DataFrame:
+def judge_vs_humans(
+    f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N, items: list[str] | None = None
+) -> pl.DataFrame:
     """Judge-human agreement per item (default: all behaviours, each behaviour, each Likert score
     the judge and the annotators gave): for each annotator left out, ρ of the judge against the
     mean of the remaining annotators, averaged, with the paper's test."""
@@ -270,26 +314,53 @@ def judge_vs_humans(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
         x = scores(f, item, [judge, *humans])
         if len(x) < 2:
             if _kind(item) in f.judgments.filter(pl.col("judge") == judge)["kind"].to_list():  # judged, none usable
-                rows.append({"comparison": judge, "rater": judge, "scale": _scale(item), "item": item, "n": len(x),
-                             "annotators": len(humans), **_too_few(f, [judge, *humans], item, len(x), min_n)})
+                rows.append(
+                    {
+                        "comparison": judge,
+                        "rater": judge,
+                        "scale": _scale(item),
+                        "item": item,
+                        "n": len(x),
+                        "annotators": len(humans),
+                        **_too_few(f, [judge, *humans], item, len(x), min_n),
+                    }
+                )
             continue
         xb = x[with_sample(len(x), resamples, seed)]
         per = loo_judge(xb[..., 0], xb[..., 1:])
         res = paper_test(per, [f"without {h}" for h in humans] if len(humans) > 1 else humans, len(x), min_n)
         if len(humans) == 1:
-            res["note"] = "; ".join(filter(None, [f"one annotator ({humans[0]}): the judge against that annotator, "
-                                                  "no leave-one-out", res["note"]]))
-        rows.append({"comparison": judge, "rater": judge, "scale": _scale(item), "item": item, **res, "n": len(x),
-                     "annotators": len(humans)})
+            res["note"] = "; ".join(
+                filter(
+                    None,
+                    [f"one annotator ({humans[0]}): the judge against that annotator, no leave-one-out", res["note"]],
+                )
+            )
+        rows.append(
+            {
+                "comparison": judge,
+                "rater": judge,
+                "scale": _scale(item),
+                "item": item,
+                **res,
+                "n": len(x),
+                "annotators": len(humans),
+            }
+        )
     return pl.DataFrame(rows, schema=AGREE_SCHEMA)
 
 
-def agreement_table(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
-                    judges: list[str] | None = None) -> pl.DataFrame:
+def agreement_table(
+    f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N, judges: list[str] | None = None
+) -> pl.DataFrame:
     """Tables 3, 9 and 10 in one frame: per item (all behaviours, each behaviour, each Likert
     score), the inter-human average and each LLM judge against the annotators."""
-    parts = [agreement(f, None, resamples, seed, item, min_n=min_n).filter(pl.col("rater") == AVERAGE)
-             for scale in ("counts", "likert") if len(annotators(f, scale)) >= 2 for item in items_of(f, scale)]
+    parts = [
+        agreement(f, None, resamples, seed, item, min_n=min_n).filter(pl.col("rater") == AVERAGE)
+        for scale in ("counts", "likert")
+        if len(annotators(f, scale)) >= 2
+        for item in items_of(f, scale)
+    ]
     llm = sorted(set(f.judgments.filter(~pl.col("human") & (pl.col("status") != "stale"))["judge"].to_list()))
     # every LLM judge with a judgment, valid or not: one whose judgments are all invalid is a row saying so
     parts += [judge_vs_humans(f, j, resamples, seed, min_n=min_n) for j in (judges or llm)]
@@ -302,9 +373,13 @@ def _labelled(f: Frames, c: pl.DataFrame) -> pl.DataFrame:
     LLM judge's other conversations are compared with no one."""
     if not annotators(f):
         return c
-    return c.join(f.judgments.filter(pl.col("human") & (pl.col("kind") == "fine_grained")
-                                     & (pl.col("status") != "stale")).select("instance_id", "target").unique(),
-                  on=["instance_id", "target"], how="semi")
+    return c.join(
+        f.judgments.filter(pl.col("human") & (pl.col("kind") == "fine_grained") & (pl.col("status") != "stale"))
+        .select("instance_id", "target")
+        .unique(),
+        on=["instance_id", "target"],
+        how="semi",
+    )
 
 
 def detection_units(f: Frames) -> tuple[pl.DataFrame, list[str]]:
@@ -315,8 +390,13 @@ def detection_units(f: Frames) -> tuple[pl.DataFrame, list[str]]:
     validly; the sources, sorted; and the candidates, with how many sources judged each validly."""
     c = _labelled(f, f.counts)
     sources = sorted(set(c["judge"].to_list()))
-    units = c.group_by("instance_id", "target").agg(k=pl.col("judge").n_unique()) \
-        .filter(pl.col("k") == len(sources)).select("instance_id", "target").sort("instance_id", "target")
+    units = (
+        c.group_by("instance_id", "target")
+        .agg(k=pl.col("judge").n_unique())
+        .filter(pl.col("k") == len(sources))
+        .select("instance_id", "target")
+        .sort("instance_id", "target")
+    )
     return units, sources
 
 
@@ -328,13 +408,23 @@ def detection_note(f: Frames, name: Callable[[str], str] = str) -> str:
     c = _labelled(f, f.counts)
     cand = c.select("instance_id", "target").unique()
     have = c.group_by("judge").agg(n=pl.struct("instance_id", "target").n_unique())
-    short = [f"{name(r['judge'])} {cand.height - r['n']}" for r in have.sort("judge").iter_rows(named=True)
-             if r["n"] < cand.height]
+    short = [
+        f"{name(r['judge'])} {cand.height - r['n']}"
+        for r in have.sort("judge").iter_rows(named=True)
+        if r["n"] < cand.height
+    ]
     left = cand.height - units.height
-    return (f"Detection totals are over the same {units.height} conversation(s) for every source ({len(sources)}: "
-            f"{', '.join(map(name, sources))}), those every source judged validly"
-            + (f"; {left} of {cand.height} left out (conversations without a valid fine-grained judgment, per "
-               "source: " + ", ".join(short) + ")" if left else "") + ".")
+    return (
+        f"Detection totals are over the same {units.height} conversation(s) for every source ({len(sources)}: "
+        f"{', '.join(map(name, sources))}), those every source judged validly"
+        + (
+            f"; {left} of {cand.height} left out (conversations without a valid fine-grained judgment, per "
+            "source: " + ", ".join(short) + ")"
+            if left
+            else ""
+        )
+        + "."
+    )
 
 
 def detection_totals(f: Frames) -> pl.DataFrame:
@@ -345,30 +435,49 @@ def detection_totals(f: Frames) -> pl.DataFrame:
     humans = annotators(f)
     units, _ = detection_units(f)
     c = f.counts.join(units, on=["instance_id", "target"], how="semi")
-    per = c.group_by("judge", "human", "behaviour").agg(total=pl.col("count").sum(),
-                                                        conversations=pl.struct("instance_id", "target").n_unique())
-    per = pl.concat([per, per.group_by("judge", "human").agg(behaviour=pl.lit(ALL), total=pl.col("total").sum(),
-                                                              conversations=pl.col("conversations").max())
-                     .select(per.columns)])
+    per = c.group_by("judge", "human", "behaviour").agg(
+        total=pl.col("count").sum(), conversations=pl.struct("instance_id", "target").n_unique()
+    )
+    per = pl.concat(
+        [
+            per,
+            per.group_by("judge", "human")
+            .agg(behaviour=pl.lit(ALL), total=pl.col("total").sum(), conversations=pl.col("conversations").max())
+            .select(per.columns),
+        ]
+    )
     per = per.rename({"judge": "source"}).with_columns(pl.col("total").cast(pl.Float64))
     if humans:
-        mean = per.filter(pl.col("human")).group_by("behaviour").agg(
-            total=pl.col("total").mean(), conversations=pl.col("conversations").max()).with_columns(
-            source=pl.lit(f"annotators (mean of {len(humans)})"), human=pl.lit(True))
+        mean = (
+            per.filter(pl.col("human"))
+            .group_by("behaviour")
+            .agg(total=pl.col("total").mean(), conversations=pl.col("conversations").max())
+            .with_columns(source=pl.lit(f"annotators (mean of {len(humans)})"), human=pl.lit(True))
+        )
         per = pl.concat([per, mean.select(per.columns)])
     order = {b: k for k, b in enumerate([ALL, *f.taxonomy.ids])}
-    return per.with_columns(_k=pl.col("behaviour").replace_strict(order, default=len(order))) \
-        .sort(pl.col("human").not_(), "source", "_k").drop("_k")
+    return (
+        per.with_columns(_k=pl.col("behaviour").replace_strict(order, default=len(order)))
+        .sort(pl.col("human").not_(), "source", "_k")
+        .drop("_k")
+    )
 
 
 def taxonomy_coverage(f: Frames) -> pl.DataFrame:
     """Appendix B.3: per annotator, of the turns they labelled in valid fine-grained judgments,
     how many they marked as showing a behaviour not in the taxonomy, the rate, and in how many
     conversations."""
-    j = f.judgments.filter(pl.col("human") & (pl.col("kind") == "fine_grained")
-                            & pl.col("status").is_in(["ok", "repaired"]))
-    out = j.group_by("judge").agg(conversations=pl.len(), turns=pl.col("turns").sum(),
-                                  turns_not_in_taxonomy=pl.col("not_in_taxonomy").sum(),
-                                  conversations_not_in_taxonomy=(pl.col("not_in_taxonomy") > 0).sum())
-    return out.rename({"judge": "annotator"}).with_columns(
-        rate=pl.when(pl.col("turns") > 0).then(pl.col("turns_not_in_taxonomy") / pl.col("turns"))).sort("annotator")
+    j = f.judgments.filter(
+        pl.col("human") & (pl.col("kind") == "fine_grained") & pl.col("status").is_in(["ok", "repaired"])
+    )
+    out = j.group_by("judge").agg(
+        conversations=pl.len(),
+        turns=pl.col("turns").sum(),
+        turns_not_in_taxonomy=pl.col("not_in_taxonomy").sum(),
+        conversations_not_in_taxonomy=(pl.col("not_in_taxonomy") > 0).sum(),
+    )
+    return (
+        out.rename({"judge": "annotator"})
+        .with_columns(rate=pl.when(pl.col("turns") > 0).then(pl.col("turns_not_in_taxonomy") / pl.col("turns")))
+        .sort("annotator")
+    )

@@ -44,8 +44,23 @@ from .registry import (
     notebooks,
 )
 
-__all__ = ["ANALYSES", "NOTEBOOKS", "SECTIONS", "Analysis", "Answer", "Notebook", "Out", "Params", "ReportSpec",
-           "analysis", "compute", "get", "in_report", "judge_free_outputs", "notebooks"]
+__all__ = [
+    "ANALYSES",
+    "NOTEBOOKS",
+    "SECTIONS",
+    "Analysis",
+    "Answer",
+    "Notebook",
+    "Out",
+    "Params",
+    "ReportSpec",
+    "analysis",
+    "compute",
+    "get",
+    "in_report",
+    "judge_free_outputs",
+    "notebooks",
+]
 
 
 def _judge(p: Params) -> str:
@@ -54,159 +69,318 @@ def _judge(p: Params) -> str:
     return p.judge  # type: ignore[return-value]  # None passes through as before (no new check)
 
 
-def _compared(run: Run, p: Params, setups: list[str], question: str, *, figure3: bool = True,
-              absent: tuple[str, str] | None = None) -> Answer:
+def _compared(
+    run: Run,
+    p: Params,
+    setups: list[str],
+    question: str,
+    *,
+    figure3: bool = True,
+    absent: tuple[str, str] | None = None,
+) -> Answer:
     """Each of ``setups`` against the human reference (``rq.compare_to_humans``); the notebook's
     viewer shows the same setups. None of them: "not run", ``absent`` = (why, how to add them)."""
-    a = rq.compare_to_humans(p.frames_of(run), _judge(p), setups, question, p.resamples, p.seed, min_n=p.min_n,
-                             correction=p.correction, run=run if figure3 else None, absent=absent)
+    a = rq.compare_to_humans(
+        p.frames_of(run),
+        _judge(p),
+        setups,
+        question,
+        p.resamples,
+        p.seed,
+        min_n=p.min_n,
+        correction=p.correction,
+        run=run if figure3 else None,
+        absent=absent,
+    )
     a.setups = setups
     return a
 
 
-@analysis("bench", "The benchmark's contents", notebook=Notebook(
-    "00_build_benchmark", "Build and inspect the benchmark",
-    "What does the benchmark contain? Counts per dataset, turn lengths and speakers per instance, and what the "
-    "builder skipped and why.", run_summary=False))
+@analysis(
+    "bench",
+    "The benchmark's contents",
+    notebook=Notebook(
+        "00_build_benchmark",
+        "Build and inspect the benchmark",
+        "What does the benchmark contain? Counts per dataset, turn lengths and speakers per instance, and what the "
+        "builder skipped and why.",
+        run_summary=False,
+    ),
+)
 def bench(run: Run, p: Params) -> Answer:
     return studies.bench_summary(run.instances, p.bench_dir or Path(run.path or ".") / "bench")
 
 
-@analysis("paper", "The paper's Figure 3 and Tables 4 and 11", notebook=Notebook(
-    "09_explore", "Explore a run", "Browse any run: pick instances, setups, behaviours; click a bar to list the "
-    "turns behind it; annotate a target yourself.", annotate=True,
-    # the report in a folder of its own: the figures shown below (titled for the notebook) go beside
-    # it, never over the report's own (titled with the judge and the validation gate)
-    prelude='from cocoeval.analysis.report import write_report\n\n'
-            'rep = write_report(ctx.run_dir, ctx.figures_path(figures_dir, "09_explore") / "report", judge=ctx.judge, '
-            'resamples=resamples,\n                   seed=seed, min_n=min_n, correction=correction)\n'
-            'display(Markdown(f"Report with {len(rep.figures)} figures and {len(rep.tables)} tables in `{rep.out}`."))'),
-    report=ReportSpec("paper", other_figures="", tables={
-        "table4": Out("table4", "Table 4: mean consistency and collaborativeness (1–10), 95% bootstrap CIs, human "
-                                "reference and each multi-party setup ({judge})"),
-        "table11": Out("table11", "Table 11: mean occurrences per conversation of each behaviour, per dataset (each "
-                                  "row over its own valid judgments, n) ({judge})")}))
+@analysis(
+    "paper",
+    "The paper's Figure 3 and Tables 4 and 11",
+    notebook=Notebook(
+        "09_explore",
+        "Explore a run",
+        "Browse any run: pick instances, setups, behaviours; click a bar to list the "
+        "turns behind it; annotate a target yourself.",
+        annotate=True,
+        # the report in a folder of its own: the figures shown below (titled for the notebook) go beside
+        # it, never over the report's own (titled with the judge and the validation gate)
+        prelude="from cocoeval.analysis.report import write_report\n\n"
+        'rep = write_report(ctx.run_dir, ctx.figures_path(figures_dir, "09_explore") / "report", judge=ctx.judge, '
+        "resamples=resamples,\n                   seed=seed, min_n=min_n, correction=correction)\n"
+        'display(Markdown(f"Report with {len(rep.figures)} figures and {len(rep.tables)} tables in `{rep.out}`."))',
+    ),
+    report=ReportSpec(
+        "paper",
+        other_figures="",
+        tables={
+            "table4": Out(
+                "table4",
+                "Table 4: mean consistency and collaborativeness (1–10), 95% bootstrap CIs, human "
+                "reference and each multi-party setup ({judge})",
+            ),
+            "table11": Out(
+                "table11",
+                "Table 11: mean occurrences per conversation of each behaviour, per dataset (each "
+                "row over its own valid judgments, n) ({judge})",
+            ),
+        },
+    ),
+)
 def paper(run: Run, p: Params) -> Answer | None:
     if p.judge is None:
         return None
     return studies.paper_tables(p.frames_of(run), run, p.judge, p.resamples, p.seed, min_n=p.min_n)
 
 
-@analysis("rq1", "RQ1: humans", notebook=Notebook(
-    "01_rq1_human", "RQ1: humans", "How often do humans show each inconsistent or uncollaborative behaviour in "
-    "multi-party conversations? (Human–AI chat instances are left out and counted; they are the generalization "
-    "notebook's subject.)"),
-    report=ReportSpec("paper", other_figures="rq1_", tables={
-        "human_means": Out("rq1_human_means", "RQ1: the human reference over multi-party instances (human–AI chats "
-                                              "left out) ({judge})")}))
+@analysis(
+    "rq1",
+    "RQ1: humans",
+    notebook=Notebook(
+        "01_rq1_human",
+        "RQ1: humans",
+        "How often do humans show each inconsistent or uncollaborative behaviour in "
+        "multi-party conversations? (Human–AI chat instances are left out and counted; they are the generalization "
+        "notebook's subject.)",
+    ),
+    report=ReportSpec(
+        "paper",
+        other_figures="rq1_",
+        tables={
+            "human_means": Out(
+                "rq1_human_means",
+                "RQ1: the human reference over multi-party instances (human–AI chats left out) ({judge})",
+            )
+        },
+    ),
+)
 def rq1(run: Run, p: Params) -> Answer:
-    return rq.human_rates(p.frames_of(run), _judge(p), p.resamples, p.seed, min_n=p.min_n,
-                          correction=p.correction)
+    return rq.human_rates(p.frames_of(run), _judge(p), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
 
 
-@analysis("rq2", "RQ2: vanilla prompting", notebook=Notebook(
-    "02_rq2_vanilla", "RQ2: vanilla prompting", "Do LLMs prompted plainly to continue the conversation show these "
-    "behaviours as often as the humans did, on the same instances?"))
+@analysis(
+    "rq2",
+    "RQ2: vanilla prompting",
+    notebook=Notebook(
+        "02_rq2_vanilla",
+        "RQ2: vanilla prompting",
+        "Do LLMs prompted plainly to continue the conversation show these "
+        "behaviours as often as the humans did, on the same instances?",
+    ),
+)
 def rq2(run: Run, p: Params) -> Answer:
-    return _compared(run, p, answer.pick_setups(run, prompt="vanilla", kind="multiparty"),
-                     "RQ2 — Vanilla prompting vs humans", absent=(
-                         "this run has no vanilla multi-party setup", HOW["setup"].format(
-                             s="s", example="gpt41-vanilla-1, -5, -30, gpt51-vanilla-…, opus4-vanilla-1, -5")))
+    return _compared(
+        run,
+        p,
+        answer.pick_setups(run, prompt="vanilla", kind="multiparty"),
+        "RQ2 — Vanilla prompting vs humans",
+        absent=(
+            "this run has no vanilla multi-party setup",
+            HOW["setup"].format(s="s", example="gpt41-vanilla-1, -5, -30, gpt51-vanilla-…, opus4-vanilla-1, -5"),
+        ),
+    )
 
 
-@analysis("rq3", "RQ3: taxonomy-guided prompting", notebook=Notebook(
-    "03_rq3_prompting", "RQ3: taxonomy-guided prompting", "Does telling the simulator about the behaviours (and "
-    "how often the history shows them) change them, per model and per turns per call (taxonomy − vanilla, paired "
-    "per instance)? And how far is each from the humans?"),
-    report=ReportSpec("paper", other_figures="", tables={
-        "contrasts": Out("rq3_contrasts", "RQ3: taxonomy − vanilla per model and k, paired per instance; sign-flip "
-                                          "p, p_adj corrected over behaviours × (model, k) pairs ({judge})")}))
+@analysis(
+    "rq3",
+    "RQ3: taxonomy-guided prompting",
+    notebook=Notebook(
+        "03_rq3_prompting",
+        "RQ3: taxonomy-guided prompting",
+        "Does telling the simulator about the behaviours (and "
+        "how often the history shows them) change them, per model and per turns per call (taxonomy − vanilla, paired "
+        "per instance)? And how far is each from the humans?",
+    ),
+    report=ReportSpec(
+        "paper",
+        other_figures="",
+        tables={
+            "contrasts": Out(
+                "rq3_contrasts",
+                "RQ3: taxonomy − vanilla per model and k, paired per instance; sign-flip "
+                "p, p_adj corrected over behaviours × (model, k) pairs ({judge})",
+            )
+        },
+    ),
+)
 def rq3(run: Run, p: Params) -> Answer:
-    return rq.prompting(p.frames_of(run), run, _judge(p), p.resamples, p.seed, min_n=p.min_n,
-                        correction=p.correction)
+    return rq.prompting(p.frames_of(run), run, _judge(p), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
 
 
 @analysis("rq3_vs_humans", "RQ3: each prompt vs the humans", notebook="03_rq3_prompting")
 def rq3_vs_humans(run: Run, p: Params) -> Answer:
-    setups = answer.pick_setups(run, kind="multiparty", prompt=lambda x: x in ("vanilla", "taxonomy", "copy_then_continue",
-                                                                                    "taxonomy_copy_then_continue"))
-    return _compared(run, p, setups, "RQ3 — Each prompt vs the humans", absent=(
-        "this run has no vanilla, taxonomy or copy_then_continue multi-party setup",
-        HOW["setup"].format(s="s", example="gpt41-vanilla-1, gpt41-taxonomy-1, …")))
+    setups = answer.pick_setups(
+        run,
+        kind="multiparty",
+        prompt=lambda x: x in ("vanilla", "taxonomy", "copy_then_continue", "taxonomy_copy_then_continue"),
+    )
+    return _compared(
+        run,
+        p,
+        setups,
+        "RQ3 — Each prompt vs the humans",
+        absent=(
+            "this run has no vanilla, taxonomy or copy_then_continue multi-party setup",
+            HOW["setup"].format(s="s", example="gpt41-vanilla-1, gpt41-taxonomy-1, …"),
+        ),
+    )
 
 
 SFT_PRELUDE = (
-    'from cocoeval.bench import load_instances\nfrom cocoeval.simulate.sft import sft_examples, training_set\n\n'
-    'sft = ctx.experiment.params.sft  # the params\' sft: section, drawn as cocoeval sft-export draws it\n'
+    "from cocoeval.bench import load_instances\nfrom cocoeval.simulate.sft import sft_examples, training_set\n\n"
+    "sft = ctx.experiment.params.sft  # the params' sft: section, drawn as cocoeval sft-export draws it\n"
     'train = load_instances(ctx.experiment.bench_dir(), "train")\n'
-    'chosen, how = training_set(train, total=sft.total, datasets=sft.datasets, n_datasets=sft.n_datasets,\n'
-    '                           seed=sft.seed)\n'
-    'examples = {k: len(sft_examples(chosen, k, prompt=sft.prompt, seed=sft.seed)) for k in sft.ks}\n'
-    'display(Markdown(f"{len(chosen)} of {len(train)} train instances (from {\', \'.join(how[\'datasets\']) or \'none\'}; "\n'
-    '                 f"the params\' `sft:` section, {how[\'rule\']}) give "\n'
+    "chosen, how = training_set(train, total=sft.total, datasets=sft.datasets, n_datasets=sft.n_datasets,\n"
+    "                           seed=sft.seed)\n"
+    "examples = {k: len(sft_examples(chosen, k, prompt=sft.prompt, seed=sft.seed)) for k in sft.ks}\n"
+    "display(Markdown(f\"{len(chosen)} of {len(train)} train instances (from {', '.join(how['datasets']) or 'none'}; \"\n"
+    "                 f\"the params' `sft:` section, {how['rule']}) give \"\n"
     '                 + ", ".join(f"{n} SFT examples at k = {k}" for k, n in examples.items())\n'
     '                 + (f". {how[\'shortfall\']}" if "shortfall" in how else "")\n'
-    '                 + " (export: `cocoeval sft-export PARAMS.yaml --out sft/`)."))')
+    '                 + " (export: `cocoeval sft-export PARAMS.yaml --out sft/`)."))'
+)
 """The RQ4 notebook's first cell: the SFT training set of the params' ``sft:`` section (1,450
 instances from four datasets in the paper, A.4), chosen by ``training_set`` as ``cocoeval
 sft-export PARAMS.yaml`` chooses it, and its examples per k."""
 
 
-@analysis("rq4", "RQ4: fine-tuned simulators", notebook=Notebook(
-    "04_rq4_sft", "RQ4: fine-tuned simulators", "Do simulators fine-tuned on human continuations (exported with "
-    "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a fine-tuned id "
-    "(`ft:`).",
-    prelude=SFT_PRELUDE))
+@analysis(
+    "rq4",
+    "RQ4: fine-tuned simulators",
+    notebook=Notebook(
+        "04_rq4_sft",
+        "RQ4: fine-tuned simulators",
+        "Do simulators fine-tuned on human continuations (exported with "
+        "`cocoeval sft-export`) behave more like humans? Fine-tuned setups are those whose model is a fine-tuned id "
+        "(`ft:`).",
+        prelude=SFT_PRELUDE,
+    ),
+)
 def rq4(run: Run, p: Params) -> Answer:
-    a = _compared(run, p, answer.pick_setups(run, origin=answer.SIMULATED,
-                                             model=lambda m: isinstance(m, str) and (":ft:" in m or "/ft:" in m)),
-                  "RQ4 — Fine-tuned simulators vs humans", absent=(
-                      "this run has no SFT setups (no setup's model is a fine-tuned `ft:` id)", HOW["sft"]))
+    a = _compared(
+        run,
+        p,
+        answer.pick_setups(
+            run, origin=answer.SIMULATED, model=lambda m: isinstance(m, str) and (":ft:" in m or "/ft:" in m)
+        ),
+        "RQ4 — Fine-tuned simulators vs humans",
+        absent=("this run has no SFT setups (no setup's model is a fine-tuned `ft:` id)", HOW["sft"]),
+    )
     a.setups = a.setups or None  # none fine-tuned: the viewer shows every setup
     return a
 
 
-@analysis("rq5", "RQ5: turns per call", notebook=Notebook(
-    "05_rq5_turns_per_call", "RQ5: turns per call", "Does generating 1, 5 or 30 turns per call change the "
-    "behaviours? Compared within each model × prompt, only between the k values that model has (never pooled "
-    "across models or prompts)."),
-    report=ReportSpec("paper", other_figures="", tables={
-        "k_pairs": Out("rq5_k_pairs", "RQ5: larger k − smaller k within each model × prompt, paired per instance; "
-                                      "p_adj corrected over behaviours × k pairs ({judge})"),
-        "k_means": Out("rq5_k_means", "RQ5: mean occurrences per k, with the human reference on the same "
-                                      "instances, 95% bootstrap CIs ({judge})"),
-        "distance_by_k": Out("rq5_distance_by_k", "RQ5: profile distance D to the humans per setup, by model × "
-                                                  "prompt and k (never pooled) ({judge})")}))
+@analysis(
+    "rq5",
+    "RQ5: turns per call",
+    notebook=Notebook(
+        "05_rq5_turns_per_call",
+        "RQ5: turns per call",
+        "Does generating 1, 5 or 30 turns per call change the "
+        "behaviours? Compared within each model × prompt, only between the k values that model has (never pooled "
+        "across models or prompts).",
+    ),
+    report=ReportSpec(
+        "paper",
+        other_figures="",
+        tables={
+            "k_pairs": Out(
+                "rq5_k_pairs",
+                "RQ5: larger k − smaller k within each model × prompt, paired per instance; "
+                "p_adj corrected over behaviours × k pairs ({judge})",
+            ),
+            "k_means": Out(
+                "rq5_k_means",
+                "RQ5: mean occurrences per k, with the human reference on the same "
+                "instances, 95% bootstrap CIs ({judge})",
+            ),
+            "distance_by_k": Out(
+                "rq5_distance_by_k",
+                "RQ5: profile distance D to the humans per setup, by model × prompt and k (never pooled) ({judge})",
+            ),
+        },
+    ),
+)
 def rq5(run: Run, p: Params) -> Answer:
-    return rq.by_turns_per_call(p.frames_of(run), run, _judge(p), p.resamples, p.seed,
-                                min_n=p.min_n, correction=p.correction)
+    return rq.by_turns_per_call(
+        p.frames_of(run), run, _judge(p), p.resamples, p.seed, min_n=p.min_n, correction=p.correction
+    )
 
 
-@analysis("generalization", "Human–AI generalization", notebook=Notebook(
-    "06_generalization", "Human–AI generalization", "When an LLM simulates the *user* of a chatbot (one turn per "
-    "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns are judged."))
+@analysis(
+    "generalization",
+    "Human–AI generalization",
+    notebook=Notebook(
+        "06_generalization",
+        "Human–AI generalization",
+        "When an LLM simulates the *user* of a chatbot (one turn per "
+        "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns are judged.",
+    ),
+)
 def generalization(run: Run, p: Params) -> Answer:
-    a = _compared(run, p, answer.pick_setups(run, kind="human_ai"), "Simulated users vs real users", figure3=False,
-                  absent=("this run has no human–AI setup (`kind: human_ai`)", HOW["user_sim"]))
+    a = _compared(
+        run,
+        p,
+        answer.pick_setups(run, kind="human_ai"),
+        "Simulated users vs real users",
+        figure3=False,
+        absent=("this run has no human–AI setup (`kind: human_ai`)", HOW["user_sim"]),
+    )
     a.setups = a.setups or None
     return a
 
 
-@analysis("participants", "Participants (D.4, Table 12)", notebook=Notebook(
-    "07_participants", "Participants (D.4, Table 12)", "Do behaviour counts change with the number of "
-    "participants, in human conversations and in every simulator setup? Per dataset, by default on the two "
-    "datasets whose participant counts vary most, as the paper does.", params=(
-        'participants_datasets: str = ""  # comma-separated datasets; empty: the participants_top datasets whose '
-        'participant counts vary most',
-        "participants_top: int = 2  # how many datasets when none are named (the paper's Table 12 uses two)",
-        'participants_count: str = "conversation"  # "conversation": participants listed in M; "window": distinct '
-        'speakers in x + r')),
-    report=ReportSpec("paper", other_figures="", tables={
-        "spearman": Out("participants", "Table 12 (D.4): Spearman between participants and behaviour counts, human "
-                                        "reference and every setup, per dataset ({judge})"),
-        "table12": Out("table12", "Table 12 (D.4): Spearman ρ, behaviours × targets, per dataset ({judge})"),
-        "participant_variance": Out("participant_variance", "Participants per dataset: variance and range (the two "
-                                                            "largest are Table 12's default) ({judge})")}))
+@analysis(
+    "participants",
+    "Participants (D.4, Table 12)",
+    notebook=Notebook(
+        "07_participants",
+        "Participants (D.4, Table 12)",
+        "Do behaviour counts change with the number of "
+        "participants, in human conversations and in every simulator setup? Per dataset, by default on the two "
+        "datasets whose participant counts vary most, as the paper does.",
+        params=(
+            'participants_datasets: str = ""  # comma-separated datasets; empty: the participants_top datasets whose '
+            "participant counts vary most",
+            "participants_top: int = 2  # how many datasets when none are named (the paper's Table 12 uses two)",
+            'participants_count: str = "conversation"  # "conversation": participants listed in M; "window": distinct '
+            "speakers in x + r",
+        ),
+    ),
+    report=ReportSpec(
+        "paper",
+        other_figures="",
+        tables={
+            "spearman": Out(
+                "participants",
+                "Table 12 (D.4): Spearman between participants and behaviour counts, human "
+                "reference and every setup, per dataset ({judge})",
+            ),
+            "table12": Out("table12", "Table 12 (D.4): Spearman ρ, behaviours × targets, per dataset ({judge})"),
+            "participant_variance": Out(
+                "participant_variance",
+                "Participants per dataset: variance and range (the two largest are Table 12's default) ({judge})",
+            ),
+        },
+    ),
+)
 def participants(run: Run, p: Params) -> Answer:
     """Options (the notebook's parameters): ``participants_datasets`` (comma-separated; empty: the
     ``participants_top`` datasets whose participant counts vary most), ``participants_count``."""
@@ -218,78 +392,150 @@ def participants(run: Run, p: Params) -> Answer:
         kw["top"] = int(o["participants_top"])
     if "participants_count" in o:
         kw["count"] = str(o["participants_count"])
-    return studies.participants(p.frames_of(run), _judge(p), run, **kw, min_n=p.min_n,
-                           correction=p.correction)
+    return studies.participants(p.frames_of(run), _judge(p), run, **kw, min_n=p.min_n, correction=p.correction)
 
 
-@analysis("agreement", "Judge–human agreement", notebook=Notebook(
-    "08_agreement", "Judge–human agreement", "Do the LLM judges agree with human annotators (leave-one-out "
-    "Spearman, one-sided bootstrap)? Add human labels with the annotator below or with `cocoeval annotate-export` "
-    "/ `annotate-import`.", annotate=True),
-    report=ReportSpec("agreement", tables={
-        "agreement": Out("agreement", "Agreement, inter-human and each judge vs the annotators (Tables 3, 9, 10; "
-                                      f"{_agreement.PROCEDURE})"),
-        "taxonomy_coverage": Out("taxonomy_coverage", "Turns annotators marked with a behaviour not in the "
-                                                      "taxonomy, per annotator (Appendix B.3)")},
-        figures={"agreement": Out("agreement", "Average leave-one-out Spearman: inter-human and each judge vs the "
-                                               "annotators")}))
+@analysis(
+    "agreement",
+    "Judge–human agreement",
+    notebook=Notebook(
+        "08_agreement",
+        "Judge–human agreement",
+        "Do the LLM judges agree with human annotators (leave-one-out "
+        "Spearman, one-sided bootstrap)? Add human labels with the annotator below or with `cocoeval annotate-export` "
+        "/ `annotate-import`.",
+        annotate=True,
+    ),
+    report=ReportSpec(
+        "agreement",
+        tables={
+            "agreement": Out(
+                "agreement",
+                f"Agreement, inter-human and each judge vs the annotators (Tables 3, 9, 10; {_agreement.PROCEDURE})",
+            ),
+            "taxonomy_coverage": Out(
+                "taxonomy_coverage",
+                "Turns annotators marked with a behaviour not in the taxonomy, per annotator (Appendix B.3)",
+            ),
+        },
+        figures={
+            "agreement": Out(
+                "agreement", "Average leave-one-out Spearman: inter-human and each judge vs the annotators"
+            )
+        },
+    ),
+)
 def agreement(run: Run, p: Params) -> Answer:
     return studies.agreement_answer(p.frames_of(run), p.resamples, p.seed, min_n=p.min_n)
 
 
-@analysis("judge_free", "Judge-free statistics", notebook=Notebook(
-    "10_judge_free", "Judge-free statistics", "Measured on the turns themselves, with no model and no judge: how "
-    "long are the turns, how evenly do the participants speak, how often does the speaker change, how much is "
-    "repeated, how varied is the wording, are questions asked and answered, how many turns are backchannels, how "
-    "close is the talk to the goals? The human reference against every setup, paired over instances; and a sanity "
-    "check of each judge against the closest statistic. Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md.",
-    viewer="plain"),
-    report=ReportSpec("judge-free", tables={
-        "per_conversation": Out("convstats", "Judge-free statistics per conversation (target x instance; – = "
-                                             "undefined)", empty=True),
-        "means": Out("convstats_means", "Judge-free statistics: mean per target over the conversations where "
-                                        "defined, 95% bootstrap CIs over instances (undefined: conversations left "
-                                        "out)", empty=True),
-        "vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference, paired over "
-                                              "instances; p: {test} (the family: statistics × setups); verdict "
-                                              "empty: not tested, n too small"),
-        "turn_taking": Out("turn_taking", "Turn-taking realism per setup: speaker-transition distance to the human "
-                                          "reference of the same instance (total variation, 0–1) and speaker entropy "
-                                          "minus the humans' (bits), mean over instances, 95% bootstrap CIs; the "
-                                          "yardstick: the humans' own last turns of x against r"),
-        "judge_sanity": Out("judge_sanity", "Judge sanity: Spearman between each judge's per-conversation counts and "
-                                            "the closest judge-free statistic, 95% bootstrap CI over conversations "
-                                            "(descriptive; a judge answering at random gives ρ ≈ 0)", empty=True,
-                            judge_based=True)},
+@analysis(
+    "judge_free",
+    "Judge-free statistics",
+    notebook=Notebook(
+        "10_judge_free",
+        "Judge-free statistics",
+        "Measured on the turns themselves, with no model and no judge: how "
+        "long are the turns, how evenly do the participants speak, how often does the speaker change, how much is "
+        "repeated, how varied is the wording, are questions asked and answered, how many turns are backchannels, how "
+        "close is the talk to the goals? The human reference against every setup, paired over instances; and a sanity "
+        "check of each judge against the closest statistic. Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md.",
+        viewer="plain",
+    ),
+    report=ReportSpec(
+        "judge-free",
+        tables={
+            "per_conversation": Out(
+                "convstats", "Judge-free statistics per conversation (target x instance; – = undefined)", empty=True
+            ),
+            "means": Out(
+                "convstats_means",
+                "Judge-free statistics: mean per target over the conversations where "
+                "defined, 95% bootstrap CIs over instances (undefined: conversations left "
+                "out)",
+                empty=True,
+            ),
+            "vs_human": Out(
+                "convstats_vs_human",
+                "Judge-free statistics, setup minus human reference, paired over "
+                "instances; p: {test} (the family: statistics × setups); verdict "
+                "empty: not tested, n too small",
+            ),
+            "turn_taking": Out(
+                "turn_taking",
+                "Turn-taking realism per setup: speaker-transition distance to the human "
+                "reference of the same instance (total variation, 0–1) and speaker entropy "
+                "minus the humans' (bits), mean over instances, 95% bootstrap CIs; the "
+                "yardstick: the humans' own last turns of x against r",
+            ),
+            "judge_sanity": Out(
+                "judge_sanity",
+                "Judge sanity: Spearman between each judge's per-conversation counts and "
+                "the closest judge-free statistic, 95% bootstrap CI over conversations "
+                "(descriptive; a judge answering at random gives ρ ≈ 0)",
+                empty=True,
+                judge_based=True,
+            ),
+        },
         figures={
-        "judge_free": Out("convstats", "Judge-free statistics per target, 95% CIs (human reference in black)"),
-        "judge_free_vs_human": Out("convstats_vs_human", "Judge-free statistics, setup minus human reference with "
-                                                         "95% CIs, coloured by the corrected verdict"),
-        "turn_taking": Out("turn_taking", "Turn-taking realism per setup against the humans of the same instances, "
-                                          "95% CIs (the yardstick: the humans' own earlier turns)")}))
+            "judge_free": Out("convstats", "Judge-free statistics per target, 95% CIs (human reference in black)"),
+            "judge_free_vs_human": Out(
+                "convstats_vs_human",
+                "Judge-free statistics, setup minus human reference with 95% CIs, coloured by the corrected verdict",
+            ),
+            "turn_taking": Out(
+                "turn_taking",
+                "Turn-taking realism per setup against the humans of the same instances, "
+                "95% CIs (the yardstick: the humans' own earlier turns)",
+            ),
+        },
+    ),
+)
 def judge_free(run: Run, p: Params) -> Answer:
     return judge_free_answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
 
 
-@analysis("leaderboard", "A leaderboard of simulators", notebook=Notebook(
-    "11_simulators", "A leaderboard of simulators", "Which simulator behaves most like the humans on the same "
-    "instances? Every setup of the run (simulated, imported, plugin) ranked, per judge, by the distance of its "
-    "behaviour profile from the humans' (the root mean square of the per-behaviour paired differences in mean "
-    "occurrences per conversation, estimated without the upward bias of squared noise), beside the floor (the same "
-    "distance between two random halves of the human references: 0 on average, with the range chance gives), the "
-    "Likert gap and the judge-free turn-taking distances. Definitions: "
-    "`cocoeval/analysis/leaderboard.py` and docs/analysis.md. Then every setup against the humans behaviour by "
-    "behaviour, as RQ2 compares the vanilla ones."),
-    report=ReportSpec("leaderboard", tables={
-        "leaderboard": Out("leaderboard", "Leaderboard of simulators, per judge (never ranked across judges): the "
-                                          "distance to the humans on the same instances (RMS of the per-behaviour "
-                                          "paired differences, unbiased for its square; D = their absolute sum), 95% "
-                                          "bootstrap CIs, the floor (two halves of the human references) first; Likert gaps and turn-taking "
-                                          "beside; continuations ok and judgments valid of all"),
-        "behaviours": Out("leaderboard_behaviours", "Leaderboard: per judge, setup and behaviour, the paired difference "
-                                                    "in mean occurrences per conversation (setup − human), 95% CIs")},
-        figures={"leaderboard": Out("leaderboard", "Leaderboard of simulators: distance to the humans per setup with "
-                                                   "95% CIs, one panel per judge, the floor as a grey band")}))
+@analysis(
+    "leaderboard",
+    "A leaderboard of simulators",
+    notebook=Notebook(
+        "11_simulators",
+        "A leaderboard of simulators",
+        "Which simulator behaves most like the humans on the same "
+        "instances? Every setup of the run (simulated, imported, plugin) ranked, per judge, by the distance of its "
+        "behaviour profile from the humans' (the root mean square of the per-behaviour paired differences in mean "
+        "occurrences per conversation, estimated without the upward bias of squared noise), beside the floor (the same "
+        "distance between two random halves of the human references: 0 on average, with the range chance gives), the "
+        "Likert gap and the judge-free turn-taking distances. Definitions: "
+        "`cocoeval/analysis/leaderboard.py` and docs/analysis.md. Then every setup against the humans behaviour by "
+        "behaviour, as RQ2 compares the vanilla ones.",
+    ),
+    report=ReportSpec(
+        "leaderboard",
+        tables={
+            "leaderboard": Out(
+                "leaderboard",
+                "Leaderboard of simulators, per judge (never ranked across judges): the "
+                "distance to the humans on the same instances (RMS of the per-behaviour "
+                "paired differences, unbiased for its square; D = their absolute sum), 95% "
+                "bootstrap CIs, the floor (two halves of the human references) first; Likert gaps and turn-taking "
+                "beside; continuations ok and judgments valid of all",
+            ),
+            "behaviours": Out(
+                "leaderboard_behaviours",
+                "Leaderboard: per judge, setup and behaviour, the paired difference "
+                "in mean occurrences per conversation (setup − human), 95% CIs",
+            ),
+        },
+        figures={
+            "leaderboard": Out(
+                "leaderboard",
+                "Leaderboard of simulators: distance to the humans per setup with "
+                "95% CIs, one panel per judge, the floor as a grey band",
+            )
+        },
+    ),
+)
 def leaderboard(run: Run, p: Params) -> Answer:
     return _leaderboard.answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n)
 
@@ -298,41 +544,77 @@ def leaderboard(run: Run, p: Params) -> Answer:
 def simulators_vs_humans(run: Run, p: Params) -> Answer:
     """Every setup of the run (simulated, imported, plugin; multi-party and human–AI) against the
     human reference on the same instances, as RQ2 compares the vanilla ones."""
-    return _compared(run, p, answer.pick_setups(run), "Every setup vs the humans", absent=(
-        "this run has no setup", HOW["setup"].format(s="s", example="gpt41-vanilla-30, or a setup of imported "
-                                                                   "continuations")))
+    return _compared(
+        run,
+        p,
+        answer.pick_setups(run),
+        "Every setup vs the humans",
+        absent=(
+            "this run has no setup",
+            HOW["setup"].format(s="s", example="gpt41-vanilla-30, or a setup of imported continuations"),
+        ),
+    )
 
 
-@analysis("judge_check", "A judge you can check", notebook=Notebook(
-    "12_judge_check", "A judge you can check (beyond the paper)", "Can the judge be trusted, behaviour by behaviour? "
-    "Turn-level agreement with the annotators (Krippendorff's α, Cohen's κ, precision, recall and F1 against their "
-    "majority, with bootstrap intervals and the positive turns each rests on), the validation gate every behaviour "
-    "rate of the workbench is marked with, behaviour rates corrected with the human labels of a random draw "
-    "(power-tuned prediction-powered inference, PPI++), and the probes of `cocoeval probe` (names, planted behaviours, stability, "
-    "self-preference). None of this is in the paper. Definitions: `cocoeval/analysis/judge_check.py`, "
-    "docs/judging.md (Validating a judge).", annotate=True),
-    report=ReportSpec("agreement", tables={
-        "validation": Out("judge_validation", "Beyond the paper: the validation gate per judge and behaviour (a "
-                                              "one-sided permutation test of ρ, Holm over the behaviours tested, on at "
-                                              "least 30 annotated conversations and 11 positive turns), with the "
-                                              "judge id and each behaviour's status"),
-        "turn_agreement": Out("turn_agreement", "Beyond the paper: turn-level agreement per behaviour (α among the "
-                                                "annotators and with the judge, κ, precision/recall/F1 against the "
-                                                "majority), 95% bootstrap CIs over conversations"),
-        "likert_agreement": Out("likert_agreement", "Beyond the paper: ordinal α of the Likert scores, 95% CIs"),
-        "corrected_rates": Out("corrected_rates", "Beyond the paper: mean occurrences per conversation corrected with "
-                                                  "the human labels (power-tuned prediction-powered, PPI++, 95% CIs "
-                                                  "from 40 labelled conversations) beside the judge-only and the "
-                                                  "humans-only estimates, shown clipped at 0 (raw in corrected_raw); "
-                                                  "assumes the annotated conversations are a random draw"),
-        "probe_names": Out("probe_names", "Beyond the paper: names probe (labels and Likert points that change when "
-                                          "participants are renamed)"),
-        "probe_planted": Out("probe_planted", "Beyond the paper: planted behaviours, detection rate per behaviour "
-                                              "with 95% CIs, and false alarms added"),
-        "probe_stability": Out("probe_stability", "Beyond the paper: stability, turn-level κ between two samples of "
-                                                  "the same judgments"),
-        "probe_self_preference": Out("probe_self_preference", "Beyond the paper: self-preference, the gap when the "
-                                                              "judge's model family is the simulator's")}))
+@analysis(
+    "judge_check",
+    "A judge you can check",
+    notebook=Notebook(
+        "12_judge_check",
+        "A judge you can check (beyond the paper)",
+        "Can the judge be trusted, behaviour by behaviour? "
+        "Turn-level agreement with the annotators (Krippendorff's α, Cohen's κ, precision, recall and F1 against their "
+        "majority, with bootstrap intervals and the positive turns each rests on), the validation gate every behaviour "
+        "rate of the workbench is marked with, behaviour rates corrected with the human labels of a random draw "
+        "(power-tuned prediction-powered inference, PPI++), and the probes of `cocoeval probe` (names, planted behaviours, stability, "
+        "self-preference). None of this is in the paper. Definitions: `cocoeval/analysis/judge_check.py`, "
+        "docs/judging.md (Validating a judge).",
+        annotate=True,
+    ),
+    report=ReportSpec(
+        "agreement",
+        tables={
+            "validation": Out(
+                "judge_validation",
+                "Beyond the paper: the validation gate per judge and behaviour (a "
+                "one-sided permutation test of ρ, Holm over the behaviours tested, on at "
+                "least 30 annotated conversations and 11 positive turns), with the "
+                "judge id and each behaviour's status",
+            ),
+            "turn_agreement": Out(
+                "turn_agreement",
+                "Beyond the paper: turn-level agreement per behaviour (α among the "
+                "annotators and with the judge, κ, precision/recall/F1 against the "
+                "majority), 95% bootstrap CIs over conversations",
+            ),
+            "likert_agreement": Out("likert_agreement", "Beyond the paper: ordinal α of the Likert scores, 95% CIs"),
+            "corrected_rates": Out(
+                "corrected_rates",
+                "Beyond the paper: mean occurrences per conversation corrected with "
+                "the human labels (power-tuned prediction-powered, PPI++, 95% CIs "
+                "from 40 labelled conversations) beside the judge-only and the "
+                "humans-only estimates, shown clipped at 0 (raw in corrected_raw); "
+                "assumes the annotated conversations are a random draw",
+            ),
+            "probe_names": Out(
+                "probe_names",
+                "Beyond the paper: names probe (labels and Likert points that change when participants are renamed)",
+            ),
+            "probe_planted": Out(
+                "probe_planted",
+                "Beyond the paper: planted behaviours, detection rate per behaviour "
+                "with 95% CIs, and false alarms added",
+            ),
+            "probe_stability": Out(
+                "probe_stability", "Beyond the paper: stability, turn-level κ between two samples of the same judgments"
+            ),
+            "probe_self_preference": Out(
+                "probe_self_preference",
+                "Beyond the paper: self-preference, the gap when the judge's model family is the simulator's",
+            ),
+        },
+    ),
+)
 def judge_check(run: Run, p: Params) -> Answer:
     from .probes import probe_tables, probe_text
 

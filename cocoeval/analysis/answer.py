@@ -77,8 +77,10 @@ class Answer:
 
 def setups_table(run: Run) -> pl.DataFrame:
     schema = {k: pl.Int64 if k == "turns_per_call" else pl.Utf8 for k in SETUP_FIELDS}
-    rows = [{k: v if k == "turns_per_call" or v is None else str(v) for k, v in setup_view(s).items()}
-            for s in run.manifest.setup_params]
+    rows = [
+        {k: v if k == "turns_per_call" or v is None else str(v) for k, v in setup_view(s).items()}
+        for s in run.manifest.setup_params
+    ]
     return pl.DataFrame(rows, schema=schema) if rows else pl.DataFrame(schema=schema)
 
 
@@ -100,8 +102,10 @@ def ci_text(r: dict[str, Any], value: str = "mean", lo: str = "ci_low", hi: str 
 
 
 def interval_method(resamples: int, seed: int, min_n: int) -> str:
-    return (f"intervals: 95% percentile bootstrap over instances ({resamples} resamples, seed {seed}), undefined "
-            f"(not shown) below n = {min_n} or when every resample is equal")
+    return (
+        f"intervals: 95% percentile bootstrap over instances ({resamples} resamples, seed {seed}), undefined "
+        f"(not shown) below n = {min_n} or when every resample is equal"
+    )
 
 
 def pick_setups(run: Run, **where: Any) -> list[str]:

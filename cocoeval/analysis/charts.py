@@ -63,8 +63,7 @@ DEFINED = "isValid(datum.{lo}) && isValid(datum.{hi})"
 UNDEFINED_MARK: dict[str, Any] = {"shape": "cross", "color": "#333", "size": 40}
 
 
-def interval_words(lo: Any, hi: Any, n: Any, note: Any = None, *, digits: int = 2,
-                   what: str = "95% CI") -> str:
+def interval_words(lo: Any, hi: Any, n: Any, note: Any = None, *, digits: int = 2, what: str = "95% CI") -> str:
     """An interval as a reader reads it: "95% CI 0.40–1.20, n = 48"; where it is undefined, why:
     "n too small for an interval (n = 1)" or "no interval: <reason> (n = 12)"."""
     ns = "unknown" if n is None else str(n)
@@ -75,21 +74,33 @@ def interval_words(lo: Any, hi: Any, n: Any, note: Any = None, *, digits: int = 
     return f"no interval: {note} (n = {ns})"
 
 
-def with_words(df: pl.DataFrame, lo: str = "ci_low", hi: str = "ci_high", *, digits: int = 2,
-               what: str = "95% CI", column: str = "interval") -> pl.DataFrame:
+def with_words(
+    df: pl.DataFrame,
+    lo: str = "ci_low",
+    hi: str = "ci_high",
+    *,
+    digits: int = 2,
+    what: str = "95% CI",
+    column: str = "interval",
+) -> pl.DataFrame:
     """``df`` with a text column ``interval`` (``interval_words`` of each row) for the tooltips."""
     if lo not in df.columns or hi not in df.columns:
         return df
     note = "ci_note" if "ci_note" in df.columns else None
-    words = [interval_words(r[lo], r[hi], r.get("n"), r.get(note) if note else None, digits=digits, what=what)
-             for r in df.iter_rows(named=True)]
+    words = [
+        interval_words(r[lo], r[hi], r.get("n"), r.get(note) if note else None, digits=digits, what=what)
+        for r in df.iter_rows(named=True)
+    ]
     return df.with_columns(pl.Series(column, words, dtype=pl.String))
 
 
 def _whiskers(base: alt.Chart, axis: str, lo: str = "ci_low", hi: str = "ci_high", **enc) -> alt.Chart:
     """Error bars where the interval is defined (see ``_undefined`` for the rest)."""
-    ends = ({"y": alt.Y(f"{lo}:Q", title=""), "y2": alt.Y2(f"{hi}:Q")} if axis == "y"
-            else {"x": alt.X(f"{lo}:Q", title=""), "x2": alt.X2(f"{hi}:Q")})
+    ends = (
+        {"y": alt.Y(f"{lo}:Q", title=""), "y2": alt.Y2(f"{hi}:Q")}
+        if axis == "y"
+        else {"x": alt.X(f"{lo}:Q", title=""), "x2": alt.X2(f"{hi}:Q")}
+    )
     return base.transform_filter(DEFINED.format(lo=lo, hi=hi)).mark_errorbar(ticks=True).encode(**ends, **enc)
 
 
@@ -102,8 +113,9 @@ def _field(t: Any) -> str | None:
     return t.shorthand.split(":")[0] if isinstance(t.shorthand, str) else None
 
 
-def _undefined(base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: str = "ci_high",
-               tooltip: list | None = None) -> alt.Chart:
+def _undefined(
+    base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: str = "ci_high", tooltip: list | None = None
+) -> alt.Chart:
     """Where the interval is undefined (too few instances, every resample equal): no whisker but
     a cross at the estimate whose tooltip says why."""
     tip = list(tooltip or [])
@@ -126,7 +138,9 @@ def _title(title: str | None) -> dict[str, Any]:
 
 def _independent(axis: Literal["x", "y"]) -> alt.Resolve:
     """``resolve_scale(<axis>="independent")`` given as the chart's ``resolve``: the same spec."""
-    return alt.Resolve(scale=alt.ScaleResolveMap(x="independent") if axis == "x" else alt.ScaleResolveMap(y="independent"))
+    return alt.Resolve(
+        scale=alt.ScaleResolveMap(x="independent") if axis == "x" else alt.ScaleResolveMap(y="independent")
+    )
 
 
 def panel_width(columns: int, *, total: int = NOTEBOOK_WIDTH, legend: int = 170, least: int = 180) -> int:
@@ -135,9 +149,16 @@ def panel_width(columns: int, *, total: int = NOTEBOOK_WIDTH, legend: int = 170,
     return max(least, (total - legend) // max(1, columns) - 20)
 
 
-def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = None,
-                   setups: list[str] | None = None, columns: int = 3, selectable: bool = False,
-                   title: str | None = None) -> alt.FacetChart:
+def behaviour_bars(
+    means: pl.DataFrame,
+    tax: Taxonomy,
+    *,
+    judge: str | None = None,
+    setups: list[str] | None = None,
+    columns: int = 3,
+    selectable: bool = False,
+    title: str | None = None,
+) -> alt.FacetChart:
     """The paper's Figure 3: mean occurrences per continuation of each behaviour, one panel per
     setup with the human reference alongside (lighter bars), 95% CIs as error bars (a cross instead,
     with the reason in its tooltip, where the interval is undefined); colour tells
@@ -156,43 +177,69 @@ def behaviour_bars(means: pl.DataFrame, tax: Taxonomy, *, judge: str | None = No
         sims = [t for t in m["target"].unique(maintain_order=True).to_list() if t != REFERENCE]
         sims = [x for x in (setups or sims) if x in sims]
         ref = m.filter(pl.col("target") == REFERENCE)
-        parts = [m.filter(pl.col("target") == x).with_columns(panel=pl.lit(x), series=pl.lit("simulated"))
-                 for x in sims]
+        parts = [
+            m.filter(pl.col("target") == x).with_columns(panel=pl.lit(x), series=pl.lit("simulated")) for x in sims
+        ]
         parts += [ref.with_columns(panel=pl.lit(x), series=pl.lit(HUMAN)) for x in sims]
         if not sims:
             parts = [ref.with_columns(panel=pl.lit(HUMAN), series=pl.lit(HUMAN))]
     names = _names(tax)
-    data = with_words(pl.concat(parts).with_columns(
-        name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour"))))
+    data = with_words(
+        pl.concat(parts).with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
+    )
     order = [names[b] for b in tax.ids]
-    tip = [alt.Tooltip("panel:N", title="panel"), alt.Tooltip("series:N", title="series"),
-           alt.Tooltip("name:N", title="behaviour"), alt.Tooltip("mean:Q", format=".2f", title="mean per conversation"),
-           alt.Tooltip("interval:N", title="interval")]
+    tip = [
+        alt.Tooltip("panel:N", title="panel"),
+        alt.Tooltip("series:N", title="series"),
+        alt.Tooltip("name:N", title="behaviour"),
+        alt.Tooltip("mean:Q", format=".2f", title="mean per conversation"),
+        alt.Tooltip("interval:N", title="interval"),
+    ]
     base = alt.Chart(_records(data)).encode(
         x=alt.X("name:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40)),
-        xOffset=alt.XOffset("series:N", sort=["simulated", HUMAN]))
+        xOffset=alt.XOffset("series:N", sort=["simulated", HUMAN]),
+    )
     bars = base.mark_bar().encode(
         y=alt.Y("mean:Q", title=_titled(["mean occurrences", "per conversation (95% CI)"], data)),
-        color=alt.Color("category:N", scale=alt.Scale(domain=list(CATEGORY_COLOURS),
-                                                      range=list(CATEGORY_COLOURS.values())), title="category"),
+        color=alt.Color(
+            "category:N",
+            scale=alt.Scale(domain=list(CATEGORY_COLOURS), range=list(CATEGORY_COLOURS.values())),
+            title="category",
+        ),
         # the series legend draws bars as the marks are drawn: a square of a category's colour,
         # solid for the simulated series, lighter for the human reference
-        opacity=alt.Opacity("series:N", scale=alt.Scale(domain=["simulated", HUMAN], range=[1.0, 0.4]),
-                            sort=["simulated", HUMAN], title="series", legend=alt.Legend(symbolType="square", symbolStrokeWidth=0,
-                                                             symbolFillColor=CATEGORY_COLOURS["inconsistent"])),
-        tooltip=tip)
+        opacity=alt.Opacity(
+            "series:N",
+            scale=alt.Scale(domain=["simulated", HUMAN], range=[1.0, 0.4]),
+            sort=["simulated", HUMAN],
+            title="series",
+            legend=alt.Legend(
+                symbolType="square", symbolStrokeWidth=0, symbolFillColor=CATEGORY_COLOURS["inconsistent"]
+            ),
+        ),
+        tooltip=tip,
+    )
     if selectable:
         bars = bars.add_params(alt.selection_point(name="pick", fields=["panel", "series", "behaviour"]))
     err = _whiskers(base, "y", color=alt.ColorValue("#333"))
     mark = _undefined(base, "y", "mean", tooltip=tip)
     cols = max(1, min(columns, len(sims) or 1))
     return alt.layer(bars, err, mark, width=panel_width(cols), height=170).facet(
-        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]), columns=columns,
-        usermeta={"cocoeval": {"reference_scope": scope}}, **_title(title))
+        facet=alt.Facet("panel:N", title=None, sort=sims or [HUMAN]),
+        columns=columns,
+        usermeta={"cocoeval": {"reference_scope": scope}},
+        **_title(title),
+    )
 
 
-def figure3_groups(fig3: pl.DataFrame, tax: Taxonomy, groups: dict[str, list[str]], *, judge: str | None = None,
-                   human: pl.DataFrame | None = None) -> dict[str, alt.FacetChart]:
+def figure3_groups(
+    fig3: pl.DataFrame,
+    tax: Taxonomy,
+    groups: dict[str, list[str]],
+    *,
+    judge: str | None = None,
+    human: pl.DataFrame | None = None,
+) -> dict[str, alt.FacetChart]:
     """The paper's Figure 3 grouping: one figure per model/condition (its panels: one per k, each
     with the human reference on the same instances), plus "human" (Figure 3(a)) when ``human``
     (``mean_occurrences`` rows of the reference) is given. ``groups``: ``paper_stats.figure_groups``."""
@@ -212,23 +259,40 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
     ``comparison`` label, one panel each): the difference with its 95% CI (a cross where undefined),
     coloured by the corrected test's direction (grey: no significant difference or not tested)."""
     names = _names(tax)
-    d = with_words(pairs.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
-                                      direction=pl.col("direction").fill_null("not tested")),
-                   "diff_ci_low", "diff_ci_high")
+    d = with_words(
+        pairs.with_columns(
+            name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
+            direction=pl.col("direction").fill_null("not tested"),
+        ),
+        "diff_ci_low",
+        "diff_ci_high",
+    )
     base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
-    tip = [alt.Tooltip("comparison:N"), alt.Tooltip("name:N", title="behaviour"), alt.Tooltip("diff:Q", format=".2f", title="difference"),
-           alt.Tooltip("interval:N", title="interval"), alt.Tooltip("p_adj:Q", format=".3g", title="corrected p")]
+    tip = [
+        alt.Tooltip("comparison:N"),
+        alt.Tooltip("name:N", title="behaviour"),
+        alt.Tooltip("diff:Q", format=".2f", title="difference"),
+        alt.Tooltip("interval:N", title="interval"),
+        alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
+    ]
     pts = base.mark_point(filled=True, size=60).encode(
-        x=alt.X("diff:Q", title=_titled(
-            ["difference in mean occurrences", "per conversation (b − a), 95% CI"], d)),
-        color=alt.Color("direction:N", title="corrected test", scale=alt.Scale(
-            domain=["higher", "lower", "no significant difference", "not tested"],
-            range=["#c0392b", "#2471a3", "#999", "#ccc"])), tooltip=tip)
+        x=alt.X("diff:Q", title=_titled(["difference in mean occurrences", "per conversation (b − a), 95% CI"], d)),
+        color=alt.Color(
+            "direction:N",
+            title="corrected test",
+            scale=alt.Scale(
+                domain=["higher", "lower", "no significant difference", "not tested"],
+                range=["#c0392b", "#2471a3", "#999", "#ccc"],
+            ),
+        ),
+        tooltip=tip,
+    )
     rule = base.mark_rule(color="#888").encode(x=alt.XDatum(0))
     err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
     mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
     return alt.layer(rule, err, pts, mark, width=220, height=200).facet(
-        facet=alt.Facet("comparison:N", title=None), columns=3, **_title(title))
+        facet=alt.Facet("comparison:N", title=None), columns=3, **_title(title)
+    )
 
 
 def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChart:
@@ -238,27 +302,44 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
     d = spearman.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
     base = alt.Chart(_records(d)).encode(
         y=alt.Y("name:N", sort=[names["all"], *[names[b] for b in tax.ids]], title=None),
-        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-40)))
+        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-40)),
+    )
     rect = base.mark_rect().encode(
-        color=alt.Color("rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True),
-                        title=_titled("Spearman ρ", d)),
-        tooltip=[alt.Tooltip("dataset:N"), alt.Tooltip("target:N"), alt.Tooltip("name:N"), alt.Tooltip("rho:Q", format=".2f"),
-                 alt.Tooltip("p_adj:Q", format=".3g"), alt.Tooltip("note:N"), alt.Tooltip("n:Q")])
+        color=alt.Color(
+            "rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title=_titled("Spearman ρ", d)
+        ),
+        tooltip=[
+            alt.Tooltip("dataset:N"),
+            alt.Tooltip("target:N"),
+            alt.Tooltip("name:N"),
+            alt.Tooltip("rho:Q", format=".2f"),
+            alt.Tooltip("p_adj:Q", format=".3g"),
+            alt.Tooltip("note:N"),
+            alt.Tooltip("n:Q"),
+        ],
+    )
     text = base.mark_text(fontSize=9).encode(text=alt.Text("rho:Q", format=".2f"))
     return alt.layer(rect, text, width=24 * max(1, d["target"].n_unique()), height=220).facet(
-        facet=alt.Facet("dataset:N", title=None), columns=2)
+        facet=alt.Facet("dataset:N", title=None), columns=2
+    )
 
 
 def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.FacetChart:
     """Mean consistency and collaborativeness per target with 95% CIs (Table 4)."""
     d = with_words(likert if judge is None else likert.filter(pl.col("judge") == judge))
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
-    tip = [alt.Tooltip("target:N"), alt.Tooltip("score:N"), alt.Tooltip("mean:Q", format=".2f", title="mean score"), alt.Tooltip("interval:N", title="interval")]
+    tip = [
+        alt.Tooltip("target:N"),
+        alt.Tooltip("score:N"),
+        alt.Tooltip("mean:Q", format=".2f", title="mean score"),
+        alt.Tooltip("interval:N", title="interval"),
+    ]
     human = (alt.datum.target == REFERENCE) | (alt.datum.series == HUMAN)  # likert_vs_human rows carry a series
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title=_titled("mean score (1-10), 95% CI", d)),
         color=alt.ColorValue(**alt.condition(human, alt.value("#111"), alt.value("#2471a3"))),
-        tooltip=tip)
+        tooltip=tip,
+    )
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=tip)
     return alt.layer(err, pts, mark, width=260).facet(column=alt.Column("score:N", title=None))
@@ -271,23 +352,38 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
     d = d.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
     base = alt.Chart(_records(d)).encode(
         x=alt.X("name:N", sort=[names[b] for b in tax.ids], title=None, axis=alt.Axis(labelAngle=-40)),
-        y=alt.Y("dataset:N", title=None))
-    rect = base.mark_rect().encode(color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"),
-                                                   title=_titled(["mean per", "conversation"], d)),
-                                   tooltip=[alt.Tooltip("target:N"), alt.Tooltip("dataset:N"), alt.Tooltip("name:N"), alt.Tooltip("mean:Q", format=".2f"), alt.Tooltip("n:Q")])
+        y=alt.Y("dataset:N", title=None),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"), title=_titled(["mean per", "conversation"], d)),
+        tooltip=[
+            alt.Tooltip("target:N"),
+            alt.Tooltip("dataset:N"),
+            alt.Tooltip("name:N"),
+            alt.Tooltip("mean:Q", format=".2f"),
+            alt.Tooltip("n:Q"),
+        ],
+    )
     text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".1f"))
-    return alt.layer(rect, text, width=300, height=140).facet(
-        facet=alt.Facet("target:N", title=None), columns=2)
+    return alt.layer(rect, text, width=300, height=140).facet(facet=alt.Facet("target:N", title=None), columns=2)
 
 
-def participants_chart(per_conversation: pl.DataFrame, *, x_title: str = "participants") -> alt.LayerChart | alt.FacetChart:
+def participants_chart(
+    per_conversation: pl.DataFrame, *, x_title: str = "participants"
+) -> alt.LayerChart | alt.FacetChart:
     """Total behaviour count per conversation against its number of participants (Table 12).
     ``per_conversation``: dataset, n_participants, total (already aggregated per instance);
     ``x_title`` says how participants were counted."""
-    pts = alt.Chart(_records(per_conversation)).mark_circle(size=40, opacity=0.6).encode(
-        x=alt.X("n_participants:Q", title=x_title),
-        y=alt.Y("total:Q", title="behaviours per conversation"), color=alt.Color("dataset:N"),
-        tooltip=[alt.Tooltip("dataset:N"), alt.Tooltip("n_participants:Q"), alt.Tooltip("total:Q")])
+    pts = (
+        alt.Chart(_records(per_conversation))
+        .mark_circle(size=40, opacity=0.6)
+        .encode(
+            x=alt.X("n_participants:Q", title=x_title),
+            y=alt.Y("total:Q", title="behaviours per conversation"),
+            color=alt.Color("dataset:N"),
+            tooltip=[alt.Tooltip("dataset:N"), alt.Tooltip("n_participants:Q"), alt.Tooltip("total:Q")],
+        )
+    )
     trend = pts.transform_regression("n_participants", "total", groupby=["dataset"]).mark_line()
     return alt.layer(pts, trend, width=360, height=240)
 
@@ -299,21 +395,38 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
     where ρ itself is undefined)."""
     agree = with_words(agree, "p5", "p95", what="bootstrap 5th–95th percentile")
     base = alt.Chart(_records(agree)).encode(y=alt.Y("comparison:N", title=None))
-    tip = [alt.Tooltip("comparison:N"), alt.Tooltip("item:N"), alt.Tooltip("rho:Q", format=".2f", title="Spearman ρ"),
-           alt.Tooltip("interval:N", title="interval"), *([alt.Tooltip("note:N")] if "note" in agree.columns else [])]
+    tip = [
+        alt.Tooltip("comparison:N"),
+        alt.Tooltip("item:N"),
+        alt.Tooltip("rho:Q", format=".2f", title="Spearman ρ"),
+        alt.Tooltip("interval:N", title="interval"),
+        *([alt.Tooltip("note:N")] if "note" in agree.columns else []),
+    ]
     bars = base.mark_bar().encode(
-        x=alt.X("rho:Q", scale=alt.Scale(domain=[-1, 1]), title=_titled(
-            ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile"], agree, "conversations")),
-        color=alt.Color("significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]),
-                        title="5th pct > 0"), tooltip=tip)
+        x=alt.X(
+            "rho:Q",
+            scale=alt.Scale(domain=[-1, 1]),
+            title=_titled(
+                ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile"], agree, "conversations"
+            ),
+        ),
+        color=alt.Color(
+            "significant:N", scale=alt.Scale(domain=[True, False], range=["#1e8449", "#aaa"]), title="5th pct > 0"
+        ),
+        tooltip=tip,
+    )
     err = _whiskers(base, "x", "p5", "p95")
     mark = _undefined(base, "x", "rho", "p5", "p95", tooltip=tip)
     return alt.layer(bars, err, mark, width=220).facet(column=alt.Column("item:N", title=None))
 
 
 PIPELINE_CHECK = "pipeline check — tiny model, not results"
-VERDICT_COLOURS = {"higher than humans": "#c0392b", "lower than humans": "#2471a3",
-                   "no significant difference": "#888", "not tested": "#bbb"}
+VERDICT_COLOURS = {
+    "higher than humans": "#c0392b",
+    "lower than humans": "#2471a3",
+    "no significant difference": "#888",
+    "not tested": "#bbb",
+}
 
 
 def titled(chart: alt.TopLevelMixin, title: str) -> alt.TopLevelMixin:
@@ -327,7 +440,9 @@ def _statistic_labels(df: pl.DataFrame, labels: dict[str, str] | None) -> pl.Dat
 
 def _label_order(d: pl.DataFrame, labels: dict[str, str] | None) -> list[str]:
     present = set(d["statistic"].to_list())
-    order = [s for s in (labels or {}) if s in present] + [s for s in d["statistic"].to_list() if s not in (labels or {})]
+    order = [s for s in (labels or {}) if s in present] + [
+        s for s in d["statistic"].to_list() if s not in (labels or {})
+    ]
     return [(labels or {}).get(s, s) for s in dict.fromkeys(order)]
 
 
@@ -337,41 +452,61 @@ def convstats_chart(means: pl.DataFrame, *, labels: dict[str, str] | None = None
     d = with_words(_statistic_labels(means.filter(pl.col("mean").is_not_null()), labels), digits=3)
     order = d["target"].unique(maintain_order=True).to_list()
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None, sort=order))
-    tip = [alt.Tooltip("target:N"), alt.Tooltip("label:N", title="statistic"), alt.Tooltip("mean:Q", format=".3f", title="mean"),
-           alt.Tooltip("interval:N", title="interval"),
-           *([alt.Tooltip("undefined:Q", title="conversations where undefined")] if "undefined" in d.columns else [])]
+    tip = [
+        alt.Tooltip("target:N"),
+        alt.Tooltip("label:N", title="statistic"),
+        alt.Tooltip("mean:Q", format=".3f", title="mean"),
+        alt.Tooltip("interval:N", title="interval"),
+        *([alt.Tooltip("undefined:Q", title="conversations where undefined")] if "undefined" in d.columns else []),
+    ]
     pts = base.mark_point(filled=True, size=50).encode(
         x=alt.X("mean:Q", title=None, scale=alt.Scale(zero=False)),
         color=alt.ColorValue(**alt.condition(alt.datum.target == REFERENCE, alt.value("#111"), alt.value("#2471a3"))),
-        tooltip=tip)
+        tooltip=tip,
+    )
     err = _whiskers(base, "x")
     mark = _undefined(base, "x", "mean", tooltip=tip)
     return alt.layer(err, pts, mark, width=170, height=18 * max(1, len(order))).facet(
-        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
-        columns=columns, resolve=_independent("x"))
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)), columns=columns, resolve=_independent("x")
+    )
 
 
-def convstats_diff_chart(paired: pl.DataFrame, *, labels: dict[str, str] | None = None,
-                         columns: int = 4) -> alt.FacetChart:
+def convstats_diff_chart(
+    paired: pl.DataFrame, *, labels: dict[str, str] | None = None, columns: int = 4
+) -> alt.FacetChart:
     """Setup minus human reference per judge-free statistic (``convcompare.paired_vs_human``),
     paired over instances, with 95% CIs; colour: the corrected verdict; a rule at 0."""
-    d = with_words(_statistic_labels(paired, labels).with_columns(verdict=pl.col("verdict").fill_null("not tested")),
-                   "diff_ci_low", "diff_ci_high", digits=3)
+    d = with_words(
+        _statistic_labels(paired, labels).with_columns(verdict=pl.col("verdict").fill_null("not tested")),
+        "diff_ci_low",
+        "diff_ci_high",
+        digits=3,
+    )
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
-    tip = [alt.Tooltip("target:N"), alt.Tooltip("label:N", title="statistic"), alt.Tooltip("diff:Q", format=".3f", title="setup − human"),
-           alt.Tooltip("interval:N", title="interval"), alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
-           alt.Tooltip("verdict:N")]
+    tip = [
+        alt.Tooltip("target:N"),
+        alt.Tooltip("label:N", title="statistic"),
+        alt.Tooltip("diff:Q", format=".3f", title="setup − human"),
+        alt.Tooltip("interval:N", title="interval"),
+        alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
+        alt.Tooltip("verdict:N"),
+    ]
     pts = base.mark_point(filled=True, size=50).encode(
-        x=alt.X("diff:Q", title=None), tooltip=tip,
-        color=alt.Color("verdict:N", scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
-                        title="vs humans"))
+        x=alt.X("diff:Q", title=None),
+        tooltip=tip,
+        color=alt.Color(
+            "verdict:N",
+            scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+            title="vs humans",
+        ),
+    )
     err = _whiskers(base, "x", "diff_ci_low", "diff_ci_high")
     mark = _undefined(base, "x", "diff", "diff_ci_low", "diff_ci_high", tooltip=tip)
     zero = base.mark_rule(color="#999", strokeDash=[3, 3]).encode(x=alt.XDatum(0))
     n_targets = max(1, d["target"].n_unique())
     return alt.layer(zero, err, pts, mark, width=170, height=18 * n_targets).facet(
-        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)),
-        columns=columns, resolve=_independent("x"))
+        facet=alt.Facet("label:N", title=None, sort=_label_order(d, labels)), columns=columns, resolve=_independent("x")
+    )
 
 
 def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
@@ -379,32 +514,61 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     each setup's distance to the humans with its 95% CI (a cross where undefined), best first, and
     the floor (two halves of the human references) as a grey band (its 95% range) with a rule at
     its mean: a setup inside the band is as close to the humans as humans are to each other."""
-    d = board.with_columns(label=pl.when(pl.col("rank").is_not_null())
-                           .then(pl.format("{}. {}", "rank", "setup")).otherwise(pl.format("({})", "setup")),
-                           order=pl.col("rank").fill_null(10 ** 6) + pl.col("distance").fill_null(0) / 10 ** 6)
+    d = board.with_columns(
+        label=pl.when(pl.col("rank").is_not_null())
+        .then(pl.format("{}. {}", "rank", "setup"))
+        .otherwise(pl.format("({})", "setup")),
+        order=pl.col("rank").fill_null(10**6) + pl.col("distance").fill_null(0) / 10**6,
+    )
     d = with_words(d, digits=3)
     base = alt.Chart(_records(d))
     is_floor = "datum.origin === 'floor'"
-    tip = [alt.Tooltip("setup:N"), alt.Tooltip("group:N"), alt.Tooltip("distance:Q", format=".3f"), alt.Tooltip("interval:N", title="interval"),
-           alt.Tooltip("rank:Q"), alt.Tooltip("note:N")]
+    tip = [
+        alt.Tooltip("setup:N"),
+        alt.Tooltip("group:N"),
+        alt.Tooltip("distance:Q", format=".3f"),
+        alt.Tooltip("interval:N", title="interval"),
+        alt.Tooltip("rank:Q"),
+        alt.Tooltip("note:N"),
+    ]
     sims = base.transform_filter(f"!({is_floor})").encode(
-        y=alt.Y("label:N", title=None, sort=alt.EncodingSortField("order", order="ascending")))
-    band = base.transform_filter(f"{is_floor} && {DEFINED.format(lo='ci_low', hi='ci_high')}").mark_rect(
-        color="#999", opacity=0.25).encode(x=alt.X("ci_low:Q"), x2=alt.X2("ci_high:Q"), tooltip=tip)
-    rule = base.transform_filter(f"{is_floor} && isValid(datum.distance)").mark_rule(
-        color="#555", strokeDash=[4, 3]).encode(x=alt.X("distance:Q"), tooltip=tip)
-    pts = sims.transform_filter("isValid(datum.distance)").mark_point(filled=True, size=60).encode(
-        x=alt.X("distance:Q", title=_titled(["distance to the humans (RMS of the per-behaviour", "paired "
-                                                 "differences, occurrences per conversation), 95% CI"],
-                                                d.filter((pl.col("origin") != "floor")
-                                                         & pl.col("distance").is_not_null()))),
-        color=alt.Color("origin:N", title="origin"), tooltip=tip)
+        y=alt.Y("label:N", title=None, sort=alt.EncodingSortField("order", order="ascending"))
+    )
+    band = (
+        base.transform_filter(f"{is_floor} && {DEFINED.format(lo='ci_low', hi='ci_high')}")
+        .mark_rect(color="#999", opacity=0.25)
+        .encode(x=alt.X("ci_low:Q"), x2=alt.X2("ci_high:Q"), tooltip=tip)
+    )
+    rule = (
+        base.transform_filter(f"{is_floor} && isValid(datum.distance)")
+        .mark_rule(color="#555", strokeDash=[4, 3])
+        .encode(x=alt.X("distance:Q"), tooltip=tip)
+    )
+    pts = (
+        sims.transform_filter("isValid(datum.distance)")
+        .mark_point(filled=True, size=60)
+        .encode(
+            x=alt.X(
+                "distance:Q",
+                title=_titled(
+                    [
+                        "distance to the humans (RMS of the per-behaviour",
+                        "paired differences, occurrences per conversation), 95% CI",
+                    ],
+                    d.filter((pl.col("origin") != "floor") & pl.col("distance").is_not_null()),
+                ),
+            ),
+            color=alt.Color("origin:N", title="origin"),
+            tooltip=tip,
+        )
+    )
     err = _whiskers(sims.transform_filter("isValid(datum.distance)"), "x")
     mark = _undefined(sims.transform_filter("isValid(datum.distance)"), "x", "distance", tooltip=tip)
     per_judge = d.filter(pl.col("origin") != "floor").group_by("judge").len()["len"].to_list()
     n_rows = max([1, *per_judge])
     return alt.layer(band, rule, err, pts, mark, width=360, height=20 * n_rows).facet(
-        row=alt.Row("judge:N", title="judge"), resolve=_independent("y"))
+        row=alt.Row("judge:N", title="judge"), resolve=_independent("y")
+    )
 
 
 VEGALITE_V5_MIME = "application/vnd.vegalite.v5+json"
@@ -413,8 +577,9 @@ VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 _COMPOSITIONS = ("facet", "layer", "hconcat", "vconcat", "concat", "repeat")
 
 
-def mimebundle(chart: alt.TopLevelMixin | dict[str, Any],
-               embed_options: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
+def mimebundle(
+    chart: alt.TopLevelMixin | dict[str, Any], embed_options: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The chart as a Jupyter display bundle ``(data, metadata)`` of mime type ``VEGALITE_V5_MIME``,
     which JupyterLab (its built-in, trust-independent Vega-Lite 5 renderer), Notebook 7 and VS Code
     draw with their own vega-embed: the output holds the spec only, no JavaScript, and needs no network.
@@ -425,8 +590,10 @@ def mimebundle(chart: alt.TopLevelMixin | dict[str, Any],
     spec = dict(chart) if isinstance(chart, dict) else chart.to_dict()
     spec.pop("$schema", None)
     spec = {"$schema": VEGALITE_V5_SCHEMA, **spec}
-    return ({VEGALITE_V5_MIME: spec, "text/plain": describe(spec)},
-            {VEGALITE_V5_MIME: {"embed_options": dict(embed_options or {})}})
+    return (
+        {VEGALITE_V5_MIME: spec, "text/plain": describe(spec)},
+        {VEGALITE_V5_MIME: {"embed_options": dict(embed_options or {})}},
+    )
 
 
 def _title_text(spec: dict[str, Any]) -> str:
@@ -475,7 +642,9 @@ def spec_json(chart: alt.TopLevelMixin | dict[str, Any]) -> str:
     spec dumped as ``to_json`` dumps it (the same bytes; a test compares them)."""
     import json
 
-    return json.dumps(chart, indent=2, sort_keys=True, ensure_ascii=False) if isinstance(chart, dict) else chart.to_json()
+    return (
+        json.dumps(chart, indent=2, sort_keys=True, ensure_ascii=False) if isinstance(chart, dict) else chart.to_json()
+    )
 
 
 _PLAIN = frozenset({str, int, float, bool, type(None)})
@@ -490,8 +659,9 @@ def unchecked_json(chart: alt.TopLevelMixin) -> str:
     data = getattr(chart, "data", alt.Undefined)
     given = {k for k in ("values", "format", "name") if getattr(data, k, alt.Undefined) is not alt.Undefined}
     rows = data.values if isinstance(data, alt.Data) and given == {"values"} else None
-    if (not isinstance(rows, tuple)
-            or any(type(r) is not dict or any(type(v) not in _PLAIN for v in r.values()) for r in rows)):
+    if not isinstance(rows, tuple) or any(
+        type(r) is not dict or any(type(v) not in _PLAIN for v in r.values()) for r in rows
+    ):
         return chart.to_json(validate=False)
     chart.data = alt.Data(values=())
     try:

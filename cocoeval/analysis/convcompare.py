@@ -24,15 +24,44 @@ from .frames import Frames
 HIGHER, LOWER = "higher than humans", "lower than humans"
 VERDICT_WORDS = {inference.OVER: HIGHER, inference.UNDER: LOWER, inference.NO_DIFF: inference.NO_DIFF}
 
-MEANS_SCHEMA = {"target": pl.Utf8, "statistic": pl.Utf8, "mean": pl.Float64, "ci_low": pl.Float64,
-                "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64, "undefined": pl.Int64}
-PAIRED_SCHEMA = {"target": pl.Utf8, "statistic": pl.Utf8, "mean_sim": pl.Float64, "mean_human": pl.Float64,
-                 "diff": pl.Float64, "diff_ci_low": pl.Float64, "diff_ci_high": pl.Float64, "ci_note": pl.Utf8,
-                 "n": pl.Int64, "p": pl.Float64, "p_adj": pl.Float64, "correction": pl.Utf8, "family": pl.Int64,
-                 "verdict": pl.Utf8}
-SANITY_SCHEMA = {"judge": pl.Utf8, "behaviour": pl.Utf8, "statistic": pl.Utf8, "expected": pl.Utf8,
-                 "rho": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64,
-                 "check": pl.Utf8}
+MEANS_SCHEMA = {
+    "target": pl.Utf8,
+    "statistic": pl.Utf8,
+    "mean": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "n": pl.Int64,
+    "undefined": pl.Int64,
+}
+PAIRED_SCHEMA = {
+    "target": pl.Utf8,
+    "statistic": pl.Utf8,
+    "mean_sim": pl.Float64,
+    "mean_human": pl.Float64,
+    "diff": pl.Float64,
+    "diff_ci_low": pl.Float64,
+    "diff_ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "n": pl.Int64,
+    "p": pl.Float64,
+    "p_adj": pl.Float64,
+    "correction": pl.Utf8,
+    "family": pl.Int64,
+    "verdict": pl.Utf8,
+}
+SANITY_SCHEMA = {
+    "judge": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "statistic": pl.Utf8,
+    "expected": pl.Utf8,
+    "rho": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "n": pl.Int64,
+    "check": pl.Utf8,
+}
 
 SANITY_PAIRS: list[tuple[str, str, int]] = [
     ("repetition", "rep_any", +1),  # restating what was said <-> trigrams already said by anyone
@@ -47,8 +76,14 @@ def _stat_names(conv: pl.DataFrame, statistics: list[str] | None) -> list[str]:
     return [s for s in (statistics or list(STATISTICS)) if s in conv.columns]
 
 
-def means(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples: int = 1000, seed: int = 0,
-          min_n: int = inference.MIN_N) -> pl.DataFrame:
+def means(
+    conv: pl.DataFrame,
+    *,
+    statistics: list[str] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+) -> pl.DataFrame:
     """Mean of each statistic per target over the conversations where it is defined, with a 95%
     percentile bootstrap CI over instances."""
     inference.check_params(resamples=resamples, min_n=min_n)
@@ -59,7 +94,9 @@ def means(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples:
             x = (col.drop_nulls() if col.has_nulls() else col).to_numpy().astype(float)  # (a query when it drops)
             row = {"target": target, "statistic": s, "n": len(x), "undefined": g.height - len(x)}
             if len(x) == 0:
-                rows.append({**row, "mean": None, "ci_low": None, "ci_high": None, "ci_note": "undefined in every conversation"})
+                rows.append(
+                    {**row, "mean": None, "ci_low": None, "ci_high": None, "ci_note": "undefined in every conversation"}
+                )
                 continue
             boot = stats.resample_means(x[:, None], stats.boot_index(len(x), resamples, seed))
             note = inference.ci_notes(len(x), boot, min_n)[0]
@@ -71,7 +108,9 @@ def means(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples:
     return out.sort(pl.col("target").replace_strict(order, default=len(order)), maintain_order=True)
 
 
-def turn_taking(tt: pl.DataFrame, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N) -> pl.DataFrame:
+def turn_taking(
+    tt: pl.DataFrame, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
     """Turn-taking realism per target (each setup, and ``HISTORY`` first): the mean over instances
     of each measure of ``TURN_TAKING`` (``convstats.turn_taking_frame``: each continuation against
     the human reference of its own instance, so the pairing is in every row), with a 95% percentile
@@ -80,9 +119,17 @@ def turn_taking(tt: pl.DataFrame, *, resamples: int = 1000, seed: int = 0, min_n
     return m.sort(pl.col("target") != HISTORY, maintain_order=True)
 
 
-def paired_vs_human(conv: pl.DataFrame, *, statistics: list[str] | None = None, resamples: int = 1000,
-                    seed: int = 0, min_n: int = inference.MIN_N, correction: str = "bh", flips: int = inference.FLIPS,
-                    alpha: float = inference.ALPHA) -> pl.DataFrame:
+def paired_vs_human(
+    conv: pl.DataFrame,
+    *,
+    statistics: list[str] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    correction: str = "bh",
+    flips: int = inference.FLIPS,
+    alpha: float = inference.ALPHA,
+) -> pl.DataFrame:
     """Per setup and statistic, on the instances where both the setup's continuation and the human
     reference have the statistic defined: the difference of means (setup - human) with its paired
     bootstrap CI, the raw two-sided paired sign-flip ``p`` (not tested below ``min_n``), ``p_adj``
@@ -107,9 +154,19 @@ def paired_vs_human(conv: pl.DataFrame, *, statistics: list[str] | None = None, 
             r = stats.paired_differences(a, b, resamples, seed, min_n=min_n, flips=flips, test=False)
             blocks.append((len(rows), a, b))  # tested below, with the other statistics of its length
             lo, hi = inference.interval(r["diff_lo"][0], r["diff_hi"][0], r["notes"][0])
-            rows.append({"target": target, "statistic": s, "mean_sim": float(a.mean()), "mean_human": float(b.mean()),
-                         "diff": float(r["diff"][0]), "diff_ci_low": lo, "diff_ci_high": hi,
-                         "ci_note": r["notes"][0], "n": len(a)})
+            rows.append(
+                {
+                    "target": target,
+                    "statistic": s,
+                    "mean_sim": float(a.mean()),
+                    "mean_human": float(b.mean()),
+                    "diff": float(r["diff"][0]),
+                    "diff_ci_low": lo,
+                    "diff_ci_high": hi,
+                    "ci_note": r["notes"][0],
+                    "n": len(a),
+                }
+            )
     stats.fill_tested(rows, blocks, flips, seed, min_n=min_n)
     p = np.array([np.nan if x["p"] is None else x["p"] for x in rows])
     p_adj = inference.adjust_pvalues(p, correction)
@@ -117,13 +174,18 @@ def paired_vs_human(conv: pl.DataFrame, *, statistics: list[str] | None = None, 
     for row, q in zip(rows, p_adj, strict=True):
         tested = bool(np.isfinite(q))
         v = inference.verdict(row["diff"], q, alpha) if tested else None
-        row.update(p_adj=float(q) if tested else None, correction=correction, family=family,
-                   verdict=VERDICT_WORDS.get(v) if v else None)
+        row.update(
+            p_adj=float(q) if tested else None,
+            correction=correction,
+            family=family,
+            verdict=VERDICT_WORDS.get(v) if v else None,
+        )
     return pl.DataFrame(rows, schema=PAIRED_SCHEMA) if rows else pl.DataFrame(schema=PAIRED_SCHEMA)
 
 
-def judge_sanity(f: Frames, conv: pl.DataFrame, *, resamples: int = 1000, seed: int = 0,
-                 min_n: int = inference.MIN_N) -> pl.DataFrame:
+def judge_sanity(
+    f: Frames, conv: pl.DataFrame, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
     """For each LLM judge (and human annotator) and each pair of ``SANITY_PAIRS`` in the taxonomy:
     Spearman rho between the judge's per-conversation count of the behaviour and the judge-free
     statistic, over every conversation (reference or continuation) the judge judged validly and
@@ -139,13 +201,30 @@ def judge_sanity(f: Frames, conv: pl.DataFrame, *, resamples: int = 1000, seed: 
         for beh, s, sign in SANITY_PAIRS:
             if beh not in known or s not in conv.columns:
                 continue
-            d = (c.filter(pl.col("behaviour") == beh).select("target", "instance_id", "count")
-                 .join(conv.select("target", "instance_id", s), on=["target", "instance_id"]).drop_nulls())
-            row = {"judge": judge, "behaviour": beh, "statistic": s, "expected": "+" if sign > 0 else "−",
-                   "n": d.height}
+            d = (
+                c.filter(pl.col("behaviour") == beh)
+                .select("target", "instance_id", "count")
+                .join(conv.select("target", "instance_id", s), on=["target", "instance_id"])
+                .drop_nulls()
+            )
+            row = {
+                "judge": judge,
+                "behaviour": beh,
+                "statistic": s,
+                "expected": "+" if sign > 0 else "−",
+                "n": d.height,
+            }
             if d.height < 3:
-                rows.append({**row, "rho": None, "ci_low": None, "ci_high": None,
-                             "ci_note": inference.too_small(d.height, max(3, min_n)), "check": None})
+                rows.append(
+                    {
+                        **row,
+                        "rho": None,
+                        "ci_low": None,
+                        "ci_high": None,
+                        "ci_note": inference.too_small(d.height, max(3, min_n)),
+                        "check": None,
+                    }
+                )
                 continue
             x, y = d["count"].to_numpy().astype(float), d[s].to_numpy().astype(float)
             idx = stats.with_sample(len(x), resamples, seed)
@@ -153,11 +232,21 @@ def judge_sanity(f: Frames, conv: pl.DataFrame, *, resamples: int = 1000, seed: 
             boot = rho[1:][np.isfinite(rho[1:])]
             point = float(rho[0]) if np.isfinite(rho[0]) else None
             note = inference.too_small(len(x), min_n) or (
-                "undefined: the judge's count or the statistic is constant" if point is None or not len(boot)
-                else inference.ci_notes(len(x), boot[:, None], min_n)[0])
+                "undefined: the judge's count or the statistic is constant"
+                if point is None or not len(boot)
+                else inference.ci_notes(len(x), boot[:, None], min_n)[0]
+            )
             lo, hi = (None, None) if note else (float(np.percentile(boot, 2.5)), float(np.percentile(boot, 97.5)))
-            check = None if lo is None or hi is None else (
-                "as expected" if (lo > 0 if sign > 0 else hi < 0) else "opposite" if (hi < 0 if sign > 0 else lo > 0)
-                else "unclear")
+            check = (
+                None
+                if lo is None or hi is None
+                else (
+                    "as expected"
+                    if (lo > 0 if sign > 0 else hi < 0)
+                    else "opposite"
+                    if (hi < 0 if sign > 0 else lo > 0)
+                    else "unclear"
+                )
+            )
             rows.append({**row, "rho": point, "ci_low": lo, "ci_high": hi, "ci_note": note, "check": check})
     return pl.DataFrame(rows, schema=SANITY_SCHEMA) if rows else pl.DataFrame(schema=SANITY_SCHEMA)

@@ -83,9 +83,38 @@ WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 NGRAM = 3
 SHORT_TOKENS = 2
 CONTENT_MIN_CHARS = 4
-BACKCHANNEL = frozenset({
-    "ah", "aha", "alright", "cool", "exactly", "hm", "hmm", "huh", "mhm", "mm", "mmm", "no", "nope", "oh", "ok",
-    "okay", "right", "so", "sure", "true", "uh", "um", "well", "wow", "yeah", "yep", "yes", "yup"})
+BACKCHANNEL = frozenset(
+    {
+        "ah",
+        "aha",
+        "alright",
+        "cool",
+        "exactly",
+        "hm",
+        "hmm",
+        "huh",
+        "mhm",
+        "mm",
+        "mmm",
+        "no",
+        "nope",
+        "oh",
+        "ok",
+        "okay",
+        "right",
+        "so",
+        "sure",
+        "true",
+        "uh",
+        "um",
+        "well",
+        "wow",
+        "yeah",
+        "yep",
+        "yes",
+        "yup",
+    }
+)
 
 STATISTICS: dict[str, str] = {  # name: short label (charts); definitions above
     "turns": "turns in the target",
@@ -118,8 +147,14 @@ def _share(hits: int, total: int) -> float | None:
     return hits / total if total else None
 
 
-def conversation_stats(turns: Sequence[Turn], *, history: Sequence[Turn] = (), goals: Sequence[str] = (),
-                       participants: int | None = None, scored: Sequence[int] | None = None) -> dict[str, Any]:
+def conversation_stats(
+    turns: Sequence[Turn],
+    *,
+    history: Sequence[Turn] = (),
+    goals: Sequence[str] = (),
+    participants: int | None = None,
+    scored: Sequence[int] | None = None,
+) -> dict[str, Any]:
     """Every statistic of ``STATISTICS`` for one conversation (a target's turns), ``None`` where
     undefined. ``history``: the turns before (x); ``goals``: the instance's goals (M);
     ``participants``: the instance's number of participants (for ``balance``); ``scored``: indices
@@ -128,15 +163,22 @@ def conversation_stats(turns: Sequence[Turn], *, history: Sequence[Turn] = (), g
     from types import SimpleNamespace
 
     judged = range(len(turns)) if scored is None else scored
-    target = SimpleNamespace(turns=turns, judged=judged, instance=SimpleNamespace(
-        id="", history=history, metadata=SimpleNamespace(goals=goals)))
+    target = SimpleNamespace(
+        turns=turns,
+        judged=judged,
+        instance=SimpleNamespace(id="", history=history, metadata=SimpleNamespace(goals=goals)),
+    )
     lens, tok = _token_statistics([target])
     s = _structure(turns, lens[0], judged, participants or 0) | {k: v[0] for k, v in tok.items()}
     return {k: s[k] for k in STATISTICS}
 
 
-FRAME_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "dataset": pl.Utf8,
-                                **{k: pl.Float64 for k in STATISTICS}}
+FRAME_SCHEMA: dict[str, Any] = {
+    "target": pl.Utf8,
+    "instance_id": pl.Utf8,
+    "dataset": pl.Utf8,
+    **{k: pl.Float64 for k in STATISTICS},
+}
 
 
 def conversation_frame(run: Run) -> pl.DataFrame:
@@ -164,8 +206,14 @@ def _conversation_frame(run: Run) -> pl.DataFrame:
         inst = t.instance
         p = len({x.speaker for x in [*inst.history, *inst.reference]})
         s = _structure(t.turns, lens[c], t.judged, p) | {k: v[c] for k, v in tok.items()}
-        rows.append({"target": t.name, "instance_id": inst.id, "dataset": inst.dataset,
-                     **{k: None if s[k] is None else float(s[k]) for k in STATISTICS}})
+        rows.append(
+            {
+                "target": t.name,
+                "instance_id": inst.id,
+                "dataset": inst.dataset,
+                **{k: None if s[k] is None else float(s[k]) for k in STATISTICS},
+            }
+        )
     return pl.DataFrame(rows, schema=FRAME_SCHEMA, orient="row")
 
 
@@ -183,7 +231,7 @@ def _batched(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str, list[fl
     lens: list[list[int]] = [[] for _ in targets]
     tok: dict[str, list[float | None]] = {}
     for b in range(0, len(groups), BATCH_INSTANCES):
-        idx = [c for g in groups[b:b + BATCH_INSTANCES] for c in g]
+        idx = [c for g in groups[b : b + BATCH_INSTANCES] for c in g]
         part_lens, part = _token_statistics([targets[c] for c in idx])
         for name, values in part.items():
             column = tok.setdefault(name, [None] * len(targets))
@@ -206,13 +254,20 @@ def _structure(turns: Sequence[Turn], lens: Sequence[int], scored: Sequence[int]
     for t, n in zip(turns, lens, strict=True):
         per[t.speaker] = per.get(t.speaker, 0) + n
     total, p = sum(per.values()), max(len(per), participants or 0)
-    balance = None if p < 2 or total == 0 else \
-        max(0.0, -sum(c / total * math.log(c / total) for c in per.values() if c)) / math.log(p)
-    return {"turns": len(turns), "speakers": len({t.speaker for t in turns}), "balance": balance,
-            "switch_rate": switches / (len(turns) - 1) if len(turns) >= 2 else None,
-            "mean_run": len(turns) / runs if runs else None,
-            "question_share": _share(len(questions), len(idx)),
-            "answered_share": _share(len(answered), len(followed))}
+    balance = (
+        None
+        if p < 2 or total == 0
+        else max(0.0, -sum(c / total * math.log(c / total) for c in per.values() if c)) / math.log(p)
+    )
+    return {
+        "turns": len(turns),
+        "speakers": len({t.speaker for t in turns}),
+        "balance": balance,
+        "switch_rate": switches / (len(turns) - 1) if len(turns) >= 2 else None,
+        "mean_run": len(turns) / runs if runs else None,
+        "question_share": _share(len(questions), len(idx)),
+        "answered_share": _share(len(answered), len(followed)),
+    }
 
 
 def _token_statistics(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str, list[float | None]]]:
@@ -265,7 +320,7 @@ def _token_statistics(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str
     def grams(n: int) -> tuple[dict[str, Any], Any]:
         """The word n-grams within rows, as n columns of token ids, and the row of each."""
         at = np.flatnonzero(off + n <= lens[row])
-        if vocab ** n < 2 ** 62:  # packed into one integer
+        if vocab**n < 2**62:  # packed into one integer
             key = ids[at]
             for i in range(1, n):
                 key = key * vocab + ids[at + i]
@@ -300,15 +355,19 @@ def _token_statistics(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str
     hist, tgt = conv_r[grow] == -1, conv_r[grow] >= 0
     trow = grow[tgt]
     said = pl.DataFrame({"i": inst_r[grow[hist]], "s": spk_r[grow[hist]], **{k: v[hist] for k, v in g.items()}})
-    ts = pl.DataFrame({"c": conv_r[trow], "i": inst_r[trow], "s": spk_r[trow], "p": pos_r[trow],
-                       **{k: v[tgt] for k, v in g.items()}})
+    ts = pl.DataFrame(
+        {"c": conv_r[trow], "i": inst_r[trow], "s": spk_r[trow], "p": pos_r[trow], **{k: v[tgt] for k, v in g.items()}}
+    )
     h_any = said.select("i", *gcols).unique().with_columns(h_any=pl.lit(True))
     h_self = said.unique().with_columns(h_self=pl.lit(True))
-    hits = (ts.join(h_any, on=["i", *gcols], how="left", maintain_order="left")
-            .join(h_self, on=["i", "s", *gcols], how="left", maintain_order="left")
-            .select(rep_any=pl.col("h_any").fill_null(False) | (pl.col("p").min().over("c", *gcols) < pl.col("p")),
-                    rep_self=pl.col("h_self").fill_null(False)
-                    | (pl.col("p").min().over("c", "s", *gcols) < pl.col("p"))))
+    hits = (
+        ts.join(h_any, on=["i", *gcols], how="left", maintain_order="left")
+        .join(h_self, on=["i", "s", *gcols], how="left", maintain_order="left")
+        .select(
+            rep_any=pl.col("h_any").fill_null(False) | (pl.col("p").min().over("c", *gcols) < pl.col("p")),
+            rep_self=pl.col("h_self").fill_null(False) | (pl.col("p").min().over("c", "s", *gcols) < pl.col("p")),
+        )
+    )
     n_grams = np.maximum(lens - NGRAM + 1, 0)
     has = n_grams > 0
     safe = np.where(has, n_grams, 1)
@@ -321,8 +380,11 @@ def _token_statistics(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str
         total = np.bincount(conv, minlength=n_conv)
         distinct = np.zeros(n_conv, np.int64)
         if len(conv):
-            per = (pl.DataFrame({"c": conv, **{k: v[use] for k, v in dg.items()}}).group_by("c")
-                   .agg(k=pl.struct(list(dg)).n_unique()))
+            per = (
+                pl.DataFrame({"c": conv, **{k: v[use] for k, v in dg.items()}})
+                .group_by("c")
+                .agg(k=pl.struct(list(dg)).n_unique())
+            )
             distinct[per["c"].to_numpy()] = per["k"].to_numpy()
         out[f"distinct_{n}"] = [float(distinct[c] / total[c]) if total[c] else None for c in range(n_conv)]
     not_back = per_row((~flat.is_in(sorted(BACKCHANNEL)).to_numpy()).astype(np.float64), row)
@@ -343,7 +405,7 @@ def _token_statistics(targets: Sequence[Any]) -> tuple[list[list[int]], dict[str
     out["goal_overlap"] = [v if has_goals[conv_inst[c]] else None for c, v in enumerate(overlap)]
     per_conv = np.bincount(conv_r[target_row], minlength=n_conv)
     flat_lens, ends = lens[target_row].tolist(), np.cumsum(per_conv).tolist()
-    row_lens = [flat_lens[e - n:e] for e, n in zip(ends, per_conv.tolist(), strict=True)]
+    row_lens = [flat_lens[e - n : e] for e, n in zip(ends, per_conv.tolist(), strict=True)]
     return row_lens, out
 
 
@@ -358,9 +420,15 @@ TURN_TAKING: dict[str, str] = {  # name: short label (charts); definitions in th
 HISTORY = "history x (humans, earlier)"
 """The turn-taking yardstick's target: the last |r| turns of x compared with r (not a setup: a
 setup name is a file name, with no space or parenthesis)."""
-TURN_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "dataset": pl.Utf8,
-                               "transition_distance": pl.Float64, "speaker_entropy": pl.Float64,
-                               "speaker_entropy_human": pl.Float64, "speaker_entropy_diff": pl.Float64}
+TURN_SCHEMA: dict[str, Any] = {
+    "target": pl.Utf8,
+    "instance_id": pl.Utf8,
+    "dataset": pl.Utf8,
+    "transition_distance": pl.Float64,
+    "speaker_entropy": pl.Float64,
+    "speaker_entropy_human": pl.Float64,
+    "speaker_entropy_diff": pl.Float64,
+}
 
 
 def transitions(turns: Sequence[Turn], before: Turn | None = None) -> Counter[tuple[str, str]]:
@@ -390,14 +458,19 @@ def speaker_entropy(turns: Sequence[Turn]) -> float | None:
     return max(0.0, -sum(c / n * math.log2(c / n) for c in Counter(t.speaker for t in turns).values()))
 
 
-def turn_taking(turns: Sequence[Turn], reference: Sequence[Turn], before: Turn | None = None,
-                before_reference: Turn | None = None) -> dict[str, float | None]:
+def turn_taking(
+    turns: Sequence[Turn], reference: Sequence[Turn], before: Turn | None = None, before_reference: Turn | None = None
+) -> dict[str, float | None]:
     """``TURN_TAKING`` of ``turns`` against ``reference`` (``before``: the turn before each)."""
     h, hr = speaker_entropy(turns), speaker_entropy(reference)
-    return {"transition_distance": transition_distance(transitions(turns, before),
-                                                       transitions(reference, before_reference)),
-            "speaker_entropy": h, "speaker_entropy_human": hr,
-            "speaker_entropy_diff": None if h is None or hr is None else round(h - hr, 12)}  # equal spreads: 0
+    return {
+        "transition_distance": transition_distance(
+            transitions(turns, before), transitions(reference, before_reference)
+        ),
+        "speaker_entropy": h,
+        "speaker_entropy_human": hr,
+        "speaker_entropy_diff": None if h is None or hr is None else round(h - hr, 12),
+    }  # equal spreads: 0
 
 
 def turn_taking_frame(run: Run) -> pl.DataFrame:
@@ -427,6 +500,12 @@ def _turn_taking_frame(run: Run) -> pl.DataFrame:
             row = turn_taking(tail, inst.reference, before, last)
             rows.append({"target": HISTORY, "instance_id": inst.id, "dataset": inst.dataset, **row})
             continue
-        rows.append({"target": t.name, "instance_id": inst.id, "dataset": inst.dataset,
-                     **turn_taking(t.turns, inst.reference, last, last)})
+        rows.append(
+            {
+                "target": t.name,
+                "instance_id": inst.id,
+                "dataset": inst.dataset,
+                **turn_taking(t.turns, inst.reference, last, last),
+            }
+        )
     return pl.DataFrame(rows, schema=TURN_SCHEMA, orient="row") if rows else pl.DataFrame(schema=TURN_SCHEMA)

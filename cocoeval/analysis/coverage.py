@@ -46,30 +46,30 @@ class Missing:
 HOW = {
     "setup": "add the setup{s} to `setups:` (params/paper.yaml lists them: {example}), then `cocoeval run PARAMS`",
     "grid": "add the missing k values of the model × prompt to `setups:` (params/paper.yaml has the paper's grid: "
-            "gpt41-*, gpt51-*, opus4-*), then `cocoeval run PARAMS`",
+    "gpt41-*, gpt51-*, opus4-*), then `cocoeval run PARAMS`",
     "sft": "fine-tune with `cocoeval sft-export PARAMS --out sft/` + `cocoeval finetune sft/sft_k<K>.jsonl --model "
-           "gpt-4.1-2025-04-14 --n-epochs 1`, then add the setups with the printed `openai/ft:…` ids (params/paper.yaml: "
-           "gpt41-sft-1, -5, -30) and `cocoeval run PARAMS`",
-    "sft_pp": "fine-tune (k = 1) as for the SFT setups, then add `{model: \"openai/ft:…\", prompt: copy_then_continue, "
-              "turns_per_call: 1, n_copy: 5, presence_penalty: 2.0}` (params/paper.yaml: gpt41-sft-copy-pp-1) and "
-              "`cocoeval run PARAMS`",
+    "gpt-4.1-2025-04-14 --n-epochs 1`, then add the setups with the printed `openai/ft:…` ids (params/paper.yaml: "
+    "gpt41-sft-1, -5, -30) and `cocoeval run PARAMS`",
+    "sft_pp": 'fine-tune (k = 1) as for the SFT setups, then add `{model: "openai/ft:…", prompt: copy_then_continue, '
+    "turns_per_call: 1, n_copy: 5, presence_penalty: 2.0}` (params/paper.yaml: gpt41-sft-copy-pp-1) and "
+    "`cocoeval run PARAMS`",
     "user_sim": "add `{model: openai/gpt-4.1-2025-04-14, kind: human_ai, chatbot: openai/gpt-4.1-2025-04-14}` "
-                "(params/paper.yaml: gpt41-user-sim) with the ShareChat chats in the benchmark, then `cocoeval run PARAMS`",
+    "(params/paper.yaml: gpt41-user-sim) with the ShareChat chats in the benchmark, then `cocoeval run PARAMS`",
     "o4-mini": "add `{name: o4-mini, model: openai/o4-mini-2025-04-16, kind: [overall, fine_grained], "
-               "reasoning_effort: medium}` to `judges:` (params/paper.yaml), then `cocoeval run PARAMS --stage judge`",
+    "reasoning_effort: medium}` to `judges:` (params/paper.yaml), then `cocoeval run PARAMS --stage judge`",
     "alt_judge": "uncomment the judge under `judges:` in params/paper.yaml (gpt51-instant, gpt51-high, opus4; both "
-                 "kinds), then `cocoeval run PARAMS --stage judge`",
+    "kinds), then `cocoeval run PARAMS --stage judge`",
     "judge": "add a judge with `kind: [overall, fine_grained]` to `judges:` (the paper's: o4-mini, params/paper.yaml), "
-             "then `cocoeval run PARAMS --stage judge`",
+    "then `cocoeval run PARAMS --stage judge`",
     "humans": "`cocoeval annotate-export PARAMS --out annotate/` (B.1's draws are the params file's `annotation:` "
-              "section, as in params/paper.yaml; given a run directory instead, it draws from every setup of the run), "
-              "have the annotators label it, then `cocoeval annotate-import FILE RUN --key annotate/key.json` (or the "
-              "annotator of notebooks 08, 09)",
+    "section, as in params/paper.yaml; given a run directory instead, it draws from every setup of the run), "
+    "have the annotators label it, then `cocoeval annotate-import FILE RUN --key annotate/key.json` (or the "
+    "annotator of notebooks 08, 09)",
     "fetch": "`cocoeval fetch {fetch} --out data/`, `{source}` under `build.sources` (params/paper.yaml), then "
-             "`cocoeval run PARAMS` (it rebuilds the benchmark)",
+    "`cocoeval run PARAMS` (it rebuilds the benchmark)",
     "sharechat": "no public archive to fetch: put the ShareChat user/assistant logs (JSON/JSONL) in data/sharechat/ and "
-                 "add source `chat:../data/sharechat#sharechat` under `build.sources` (params/paper.yaml), then "
-                 "`cocoeval run PARAMS`",
+    "add source `chat:../data/sharechat#sharechat` under `build.sources` (params/paper.yaml), then "
+    "`cocoeval run PARAMS`",
 }
 """The steps that add a missing element (also quoted by the answers that are not run)."""
 
@@ -90,8 +90,11 @@ _DATE = r"(?:-\d{4}-\d{2}-\d{2}|-\d{8})?"
 MODELS = {  # the paper's simulators: name, pattern of the model name, its figures, k values
     "gpt-4.1": (re.compile(rf"gpt-4\.1{_DATE}$"), "Table 4; Figures 3, 5", (1, 5, 30)),
     "gpt-5.1": (re.compile(rf"gpt-5\.1(?:-chat)?(?:-latest)?{_DATE}$"), "Table 4; Figure 6", (1, 5, 30)),
-    "claude-opus-4": (re.compile(rf"claude-opus-4{_DATE}$"), "Table 4; Figure 7 (k = 1, 5 only, as in the paper)",
-                      (1, 5)),
+    "claude-opus-4": (
+        re.compile(rf"claude-opus-4{_DATE}$"),
+        "Table 4; Figure 7 (k = 1, 5 only, as in the paper)",
+        (1, 5),
+    ),
 }
 PROMPTS = {"vanilla": "RQ2 (§5.2), RQ5", "taxonomy": "RQ3 (§5.3), RQ5"}
 SFT_KS = (1, 5, 30)
@@ -111,8 +114,10 @@ DATASETS = {  # the paper's six datasets (Table 2): what, `cocoeval fetch` name,
 }
 SHARECHAT = "sharechat"
 DEMO_DATASETS = ("qmsum_product", "qmsum_academic", "qmsum_committee", "generated_debates", "generated_chat")
-PAPER_HUMANS = {"fine_grained": ("Tables 3, 10 (5 annotators, 1,080 turns of 36 conversations)", "turn labels"),
-                "overall": ("Table 9 (5 annotators, 54 conversations)", "1–10 scores")}
+PAPER_HUMANS = {
+    "fine_grained": ("Tables 3, 10 (5 annotators, 1,080 turns of 36 conversations)", "turn labels"),
+    "overall": ("Table 9 (5 annotators, 54 conversations)", "1–10 scores"),
+}
 
 
 @dataclass
@@ -197,21 +202,29 @@ def run_facts(run: Run) -> dict[str, Any]:
     for who, js in run.human.items():
         for kind in _kinds(js):
             annotators.setdefault(kind, set()).add(who)
-    return {"datasets": sorted({i.dataset for i in run.instances}),
-            "annotators": {k: sorted(v) for k, v in sorted(annotators.items())},
-            "simulated": sorted(n for n, cs in run.current_continuations.items() if any(c.status == "ok" for c in cs)),
-            "judged": {n: sorted(_kinds(js)) for n, js in run.judgments.items()}}
+    return {
+        "datasets": sorted({i.dataset for i in run.instances}),
+        "annotators": {k: sorted(v) for k, v in sorted(annotators.items())},
+        "simulated": sorted(n for n, cs in run.current_continuations.items() if any(c.status == "ok" for c in cs)),
+        "judged": {n: sorted(_kinds(js)) for n, js in run.judgments.items()},
+    }
 
 
 def _facts_shape(facts: Any) -> bool:
     """Whether ``facts`` has the layout ``run_facts`` gives."""
+
     def names(x: Any) -> bool:
         return isinstance(x, list) and all(isinstance(v, str) for v in x)
 
-    return (isinstance(facts, dict) and set(facts) == {"datasets", "annotators", "simulated", "judged"}
-            and names(facts["datasets"]) and names(facts["simulated"])
-            and all(isinstance(v, dict) and all(names(x) for x in v.values())
-                    for v in (facts["annotators"], facts["judged"])))
+    return (
+        isinstance(facts, dict)
+        and set(facts) == {"datasets", "annotators", "simulated", "judged"}
+        and names(facts["datasets"])
+        and names(facts["simulated"])
+        and all(
+            isinstance(v, dict) and all(names(x) for x in v.values()) for v in (facts["annotators"], facts["judged"])
+        )
+    )
 
 
 def _view(source: Run | ExperimentParams | Experiment) -> _View:
@@ -226,8 +239,14 @@ def _view(source: Run | ExperimentParams | Experiment) -> _View:
         facts: Any = (kept_facts(source) or {}).get("coverage")
         if not _facts_shape(facts):  # none kept (or not as run_facts writes them): from the records
             facts = run_facts(source)
-        return _View(setups, judges, set(facts["datasets"]), {k: set(v) for k, v in facts["annotators"].items()},
-                     set(facts["simulated"]), {k: set(v) for k, v in facts["judged"].items()})
+        return _View(
+            setups,
+            judges,
+            set(facts["datasets"]),
+            {k: set(v) for k, v in facts["annotators"].items()},
+            set(facts["simulated"]),
+            {k: set(v) for k, v in facts["judged"].items()},
+        )
     exp = None if isinstance(source, ExperimentParams) else source
     p = source if isinstance(source, ExperimentParams) else source.params
     annotators: dict[str, set[str]] = {}
@@ -236,14 +255,18 @@ def _view(source: Run | ExperimentParams | Experiment) -> _View:
 
         for store in sorted((exp.run_dir / HUMAN_DIR).glob("*.jsonl")):
             try:
-                kinds = {json.loads(line).get("kind") for line in store.read_text(encoding="utf-8").splitlines()
-                         if line.strip()}
+                kinds = {
+                    json.loads(line).get("kind")
+                    for line in store.read_text(encoding="utf-8").splitlines()
+                    if line.strip()
+                }
             except (OSError, ValueError, AttributeError):
                 continue
             for kind in kinds:
                 annotators.setdefault(str(kind), set()).add(store.name[: -len(".jsonl")])
-    return _View([s.model_dump() for s in p.setups], [j.model_dump() for j in p.judges], _params_datasets(p, exp),
-                 annotators)
+    return _View(
+        [s.model_dump() for s in p.setups], [j.model_dump() for j in p.judges], _params_datasets(p, exp), annotators
+    )
 
 
 def _multiparty(s: dict[str, Any]) -> bool:
@@ -282,39 +305,96 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
         for prompt, rqs in PROMPTS.items():
             gaps: dict[str, list[int]] = {}
             for k in ks:
-                why = state(setups(lambda s, k=k, prompt=prompt, pattern=pattern: _multiparty(s)
-                                   and not _fine_tuned(str(s.get("model", ""))) and s.get("prompt") == prompt
-                                   and s.get("turns_per_call") == k and pattern.match(_base(str(s.get("model", ""))))))
+                why = state(
+                    setups(
+                        lambda s, k=k, prompt=prompt, pattern=pattern: (
+                            _multiparty(s)
+                            and not _fine_tuned(str(s.get("model", "")))
+                            and s.get("prompt") == prompt
+                            and s.get("turns_per_call") == k
+                            and pattern.match(_base(str(s.get("model", ""))))
+                        )
+                    )
+                )
                 if why:
                     gaps.setdefault(why, []).append(k)
             if gaps:
-                out.append(Missing("simulators", f"{model} · {prompt} setups", f"{rqs}; {figs}",
-                                   "; ".join(f"{why} with k = {_ks(g)}" for why, g in gaps.items()), HOW["grid"]))
+                out.append(
+                    Missing(
+                        "simulators",
+                        f"{model} · {prompt} setups",
+                        f"{rqs}; {figs}",
+                        "; ".join(f"{why} with k = {_ks(g)}" for why, g in gaps.items()),
+                        HOW["grid"],
+                    )
+                )
     gaps = {}
     for k in SFT_KS:
-        why = state(setups(lambda s, k=k: _multiparty(s) and _fine_tuned(str(s.get("model", "")))
-                           and s.get("prompt") == "vanilla" and s.get("turns_per_call") == k))
+        why = state(
+            setups(
+                lambda s, k=k: (
+                    _multiparty(s)
+                    and _fine_tuned(str(s.get("model", "")))
+                    and s.get("prompt") == "vanilla"
+                    and s.get("turns_per_call") == k
+                )
+            )
+        )
         if why:
             gaps.setdefault(why.replace("no setup", "no fine-tuned (`ft:`) vanilla setup"), []).append(k)
     if gaps:
-        out.append(Missing("simulators", "SFT setups (gpt-4.1 fine-tuned on human conversations)",
-                           "RQ4 (§5.4): Table 4's SFT rows, Figure 3(g)",
-                           "; ".join(f"{why} with k = {_ks(g)}" for why, g in gaps.items()), HOW["sft"]))
-    why = state(setups(lambda s: _multiparty(s) and _fine_tuned(str(s.get("model", "")))
-                       and s.get("prompt") == "copy_then_continue" and s.get("turns_per_call") == 1
-                       and (s.get("presence_penalty") or 0) > 0))
+        out.append(
+            Missing(
+                "simulators",
+                "SFT setups (gpt-4.1 fine-tuned on human conversations)",
+                "RQ4 (§5.4): Table 4's SFT rows, Figure 3(g)",
+                "; ".join(f"{why} with k = {_ks(g)}" for why, g in gaps.items()),
+                HOW["sft"],
+            )
+        )
+    why = state(
+        setups(
+            lambda s: (
+                _multiparty(s)
+                and _fine_tuned(str(s.get("model", "")))
+                and s.get("prompt") == "copy_then_continue"
+                and s.get("turns_per_call") == 1
+                and (s.get("presence_penalty") or 0) > 0
+            )
+        )
+    )
     if why:
-        out.append(Missing("simulators", "SFT + presence penalty", "§5.4, Appendix C.2",
-                           why.replace("no setup", "no fine-tuned setup with prompt copy_then_continue, k = 1 and a "
-                                                   "presence penalty"), HOW["sft_pp"]))
-    why = state(setups(lambda s: s.get("kind") == "human_ai"
-                       and bool(MODELS["gpt-4.1"][0].match(_base(str(s.get("model", "")))))))
+        out.append(
+            Missing(
+                "simulators",
+                "SFT + presence penalty",
+                "§5.4, Appendix C.2",
+                why.replace(
+                    "no setup", "no fine-tuned setup with prompt copy_then_continue, k = 1 and a presence penalty"
+                ),
+                HOW["sft_pp"],
+            )
+        )
+    why = state(
+        setups(
+            lambda s: s.get("kind") == "human_ai" and bool(MODELS["gpt-4.1"][0].match(_base(str(s.get("model", "")))))
+        )
+    )
     if why:
-        out.append(Missing("simulators", "simulated users (gpt-4.1 as the user of a chatbot)", "Appendix D.1, Table 13",
-                           why.replace("no setup", "no `kind: human_ai` setup of gpt-4.1"), HOW["user_sim"]))
+        out.append(
+            Missing(
+                "simulators",
+                "simulated users (gpt-4.1 as the user of a chatbot)",
+                "Appendix D.1, Table 13",
+                why.replace("no setup", "no `kind: human_ai` setup of gpt-4.1"),
+                HOW["user_sim"],
+            )
+        )
 
     def judge_state(pred: Any, what: str) -> str | None:
-        names = [str(j.get("name")) for j in v.judges if pred(_base(str(j.get("model", ""))), j.get("reasoning_effort"))]
+        names = [
+            str(j.get("name")) for j in v.judges if pred(_base(str(j.get("model", ""))), j.get("reasoning_effort"))
+        ]
         if not names:
             return f"no {what} judge"
         kinds = {k for j in v.judges if str(j.get("name")) in names for k in (j.get("kind") or KINDS)}
@@ -327,33 +407,73 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
         return None
 
     if why := judge_state(lambda m, e: m.startswith("o4-mini"), "o4-mini"):
-        out.append(Missing("judges", "o4-mini judge, overall and fine-grained",
-                           "§5 (Table 4, Figure 3, every RQ), Tables 3, 9, 10", why, HOW["o4-mini"]))
+        out.append(
+            Missing(
+                "judges",
+                "o4-mini judge, overall and fine-grained",
+                "§5 (Table 4, Figure 3, every RQ), Tables 3, 9, 10",
+                why,
+                HOW["o4-mini"],
+            )
+        )
     for element, (pred, name) in JUDGES.items():
         if why := judge_state(pred, element.removesuffix(" judge")):
-            out.append(Missing("judges", element, "Appendix B.2, Tables 9, 10", f"{why} (params/paper.yaml: {name})",
-                               HOW["alt_judge"]))
+            out.append(
+                Missing(
+                    "judges",
+                    element,
+                    "Appendix B.2, Tables 9, 10",
+                    f"{why} (params/paper.yaml: {name})",
+                    HOW["alt_judge"],
+                )
+            )
 
     for kind, (paper, what) in PAPER_HUMANS.items():
         who = v.annotators.get(kind, set())
         if len(who) < 2:
             detail = "no human annotation" if not who else "one annotator; agreement needs two or more"
-            out.append(Missing("human annotations", f"human annotations, {kind.replace('_', '-')} ({what})", paper,
-                               detail + (" in the run directory yet" if v.simulated is None and not who else ""),
-                               HOW["humans"]))
+            out.append(
+                Missing(
+                    "human annotations",
+                    f"human annotations, {kind.replace('_', '-')} ({what})",
+                    paper,
+                    detail + (" in the run directory yet" if v.simulated is None and not who else ""),
+                    HOW["humans"],
+                )
+            )
 
     if v.datasets is None:
-        out.append(Missing("data", "the paper's six datasets", "Table 2; Tables 4, 11 (50 eval instances each)",
-                           "not known before the benchmark folder is built", HOW["fetch"].format(
-                               fetch="qmsum iq2 tcr", source="qmsum:…, convokit:…, tcr:…")))
+        out.append(
+            Missing(
+                "data",
+                "the paper's six datasets",
+                "Table 2; Tables 4, 11 (50 eval instances each)",
+                "not known before the benchmark folder is built",
+                HOW["fetch"].format(fetch="qmsum iq2 tcr", source="qmsum:…, convokit:…, tcr:…"),
+            )
+        )
     else:
         for ds, (what, fetch, src) in DATASETS.items():
             if ds not in v.datasets:
-                out.append(Missing("data", f"{ds} ({what})", "Table 2; Tables 4, 11 (50 eval instances each)",
-                                   f"no {ds} instance", HOW["fetch"].format(fetch=fetch, source=src)))
+                out.append(
+                    Missing(
+                        "data",
+                        f"{ds} ({what})",
+                        "Table 2; Tables 4, 11 (50 eval instances each)",
+                        f"no {ds} instance",
+                        HOW["fetch"].format(fetch=fetch, source=src),
+                    )
+                )
         if SHARECHAT not in v.datasets:
-            out.append(Missing("data", "ShareChat chats (human–AI)", "Appendix D.1, Table 13 (25 chats)",
-                               "no sharechat instance", HOW["sharechat"]))
+            out.append(
+                Missing(
+                    "data",
+                    "ShareChat chats (human–AI)",
+                    "Appendix D.1, Table 13 (25 chats)",
+                    "no sharechat instance",
+                    HOW["sharechat"],
+                )
+            )
     return out
 
 
@@ -368,14 +488,19 @@ def coverage_markdown(missing: list[Missing], *, heading: str = "##") -> str:
     """The list as a Markdown section: one compact table row per element, the steps below it."""
     head = f"{heading} {TITLE}\n\n" if heading else ""
     if not missing:
-        return head + ("Every element of the paper that cocoeval lists (its simulator grid, SFT and C.2 setups, the "
-                       "o4-mini and B.2 judges, human annotations, the six datasets and the ShareChat chats) is here.\n")
+        return head + (
+            "Every element of the paper that cocoeval lists (its simulator grid, SFT and C.2 setups, the "
+            "o4-mini and B.2 judges, human annotations, the six datasets and the ShareChat chats) is here.\n"
+        )
     steps, num = _steps(missing)
     rows = "".join(f"| {m.group} | {m.element} | {m.paper} | {m.detail} | {num[m.how]} |\n" for m in missing)
-    return (head + f"{len(missing)} element(s) of the paper are not in this run; the analyses that need them say "
-            "\"not run\".\n\n| group | element | in the paper | missing | step |\n|---|---|---|---|---|\n" + rows
-            + "\nSteps that add them (PARAMS: the params file, RUN: the run directory):\n\n"
-            + "".join(f"{i}. {h}\n" for i, h in enumerate(steps, 1)))
+    return (
+        head + f"{len(missing)} element(s) of the paper are not in this run; the analyses that need them say "
+        '"not run".\n\n| group | element | in the paper | missing | step |\n|---|---|---|---|---|\n'
+        + rows
+        + "\nSteps that add them (PARAMS: the params file, RUN: the run directory):\n\n"
+        + "".join(f"{i}. {h}\n" for i, h in enumerate(steps, 1))
+    )
 
 
 def coverage_text(missing: list[Missing], *, what: str = "this params file") -> str:
@@ -383,8 +508,10 @@ def coverage_text(missing: list[Missing], *, what: str = "this params file") -> 
     if not missing:
         return f"paper coverage: {what} has every element of the paper that cocoeval lists"
     steps, num = _steps(missing)
-    lines = [f"paper coverage: {len(missing)} element(s) of the paper are not in {what} (the analyses that need them "
-             "will say \"not run\"):"]
+    lines = [
+        f"paper coverage: {len(missing)} element(s) of the paper are not in {what} (the analyses that need them "
+        'will say "not run"):'
+    ]
     lines += [f"  - {m.element} [{m.paper}]: {m.detail.replace('`', '')} (step {num[m.how]})" for m in missing]
     lines.append("  steps that add them:")
     lines += [f"    {i}. {h.replace('`', '')}" for i, h in enumerate(steps, 1)]

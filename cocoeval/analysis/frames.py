@@ -60,8 +60,14 @@ instance (it is invalid, or was never simulated: see the simulate rows), so ther
 judge. Counted in ``missing`` and, apart, in ``no_continuation``."""
 NO_SCORE = "overall judgment without a consistency or collaborativeness score"
 """Why a usable-looking (ok or repaired) overall judgment is counted invalid: it lacks a score."""
-EXPECTED_SCHEMA = {"stage": pl.Utf8, "judge": pl.Utf8, "target": pl.Utf8, "kind": pl.Utf8, "instance_id": pl.Utf8,
-                   "reason": pl.Utf8}
+EXPECTED_SCHEMA = {
+    "stage": pl.Utf8,
+    "judge": pl.Utf8,
+    "target": pl.Utf8,
+    "kind": pl.Utf8,
+    "instance_id": pl.Utf8,
+    "reason": pl.Utf8,
+}
 
 
 @dataclass
@@ -115,20 +121,59 @@ def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
 
 _s, _b, _i64 = pl.Utf8, pl.Boolean, pl.Int64
 FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
-    "instances": {"instance_id": _s, "dataset": _s, "n_participants": _i64, "n_participants_metadata": _i64,
-                  "n_turns": _i64, "human_ai": _b},
-    "counts": {"judge": _s, "human": _b, "target": _s, "instance_id": _s, "dataset": _s, "behaviour": _s,
-               "category": _s, "count": _i64},
-    "likert": {"judge": _s, "human": _b, "target": _s, "instance_id": _s, "dataset": _s, "consistency": _i64,
-               "collaborativeness": _i64},
+    "instances": {
+        "instance_id": _s,
+        "dataset": _s,
+        "n_participants": _i64,
+        "n_participants_metadata": _i64,
+        "n_turns": _i64,
+        "human_ai": _b,
+    },
+    "counts": {
+        "judge": _s,
+        "human": _b,
+        "target": _s,
+        "instance_id": _s,
+        "dataset": _s,
+        "behaviour": _s,
+        "category": _s,
+        "count": _i64,
+    },
+    "likert": {
+        "judge": _s,
+        "human": _b,
+        "target": _s,
+        "instance_id": _s,
+        "dataset": _s,
+        "consistency": _i64,
+        "collaborativeness": _i64,
+    },
     "labels": {"judge": _s, "target": _s, "instance_id": _s, "turn": _i64, "behaviour": _s, "evidence": _s},
-    "judgments": {"judge": _s, "human": _b, "target": _s, "instance_id": _s, "kind": _s, "status": _s,
-                  "reason": _s, "turns": _i64, "not_in_taxonomy": _i64},
-    "continuations": {"setup": _s, "instance_id": _s, "dataset": _s, "status": _s, "reason": _s, "turns": _i64,
-                      "unknown_speaker_turns": _i64},
+    "judgments": {
+        "judge": _s,
+        "human": _b,
+        "target": _s,
+        "instance_id": _s,
+        "kind": _s,
+        "status": _s,
+        "reason": _s,
+        "turns": _i64,
+        "not_in_taxonomy": _i64,
+    },
+    "continuations": {
+        "setup": _s,
+        "instance_id": _s,
+        "dataset": _s,
+        "status": _s,
+        "reason": _s,
+        "turns": _i64,
+        "unknown_speaker_turns": _i64,
+    },
     "expected": EXPECTED_SCHEMA,
 }
 """The columns of each frame (``Frames``), in order."""
+
+
 def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
     """``Run.open(path)``, read once per process while the directory's files are unchanged
     (``run_signature``); the same ``Run`` object is returned, so its frames are shared too. The
@@ -160,8 +205,12 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
                     extra[name] = make(run)
                 except Exception as e:  # not kept: the analysis that needs it says why
                     log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
-            _keep_frames(folder, run_frames(run, tax), {"coverage": run_facts(run),
-                                                        "integrity_warnings": run.integrity_warnings()}, extra)
+            _keep_frames(
+                folder,
+                run_frames(run, tax),
+                {"coverage": run_facts(run), "integrity_warnings": run.integrity_warnings()},
+                extra,
+            )
             again = Run.open(path, lazy=True)  # the records go: what follows needs the frames, rarely a text
             if folder.is_dir() and _kept_folder(again, tax) == folder:  # (unless a file changed meanwhile)
                 run = again
@@ -211,15 +260,22 @@ def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
     folder = _kept_folder(run, tax) if _held(run) is not None else None
     if folder is not None and folder.is_dir():
         try:
-            return Frames(taxonomy=tax, **{n: _read_kept(folder / f"{n}.arrow", FRAME_SCHEMAS[n]) for n in _FRAME_NAMES})
+            return Frames(
+                taxonomy=tax, **{n: _read_kept(folder / f"{n}.arrow", FRAME_SCHEMAS[n]) for n in _FRAME_NAMES}
+            )
         except (OSError, ValueError, pl.exceptions.PolarsError) as e:
-            log.warning("the kept frames in %s cannot be read (%s): made again from the run's files (delete "
-                        "that folder to have them kept anew)", folder, e)
+            log.warning(
+                "the kept frames in %s cannot be read (%s): made again from the run's files (delete "
+                "that folder to have them kept anew)",
+                folder,
+                e,
+            )
     return _run_frames(run, tax)
 
 
-def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any],
-                 extra: dict[str, pl.DataFrame] | None = None) -> None:
+def _keep_frames(
+    folder: Path, frames: Frames, facts: dict[str, Any], extra: dict[str, pl.DataFrame] | None = None
+) -> None:
     """Write ``frames`` and the ``extra`` frames as ``folder`` (Arrow IPC, one file per frame)
     with ``facts`` (``facts.json``), whole or not at all, and remove all but the ``KEPT_FRAMES``
     newest kept folders of the run."""
@@ -237,16 +293,27 @@ def _keep_frames(folder: Path, frames: Frames, facts: dict[str, Any],
 def _run_frames(run: Run, tax: Taxonomy) -> Frames:
     cat = {b.id: b.category for b in tax.behaviours}
     insts = {i.id: i for i in run.instances}
-    inst_rows = [{"instance_id": i.id, "dataset": i.dataset,
-                  "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
-                  "n_participants_metadata": len(i.metadata.participants) or None,  # none listed: unknown
-                  "n_turns": len(i.reference), "human_ai": is_human_ai(i)} for i in run.instances]
+    inst_rows = [
+        {
+            "instance_id": i.id,
+            "dataset": i.dataset,
+            "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
+            "n_participants_metadata": len(i.metadata.participants) or None,  # none listed: unknown
+            "n_turns": len(i.reference),
+            "human_ai": is_human_ai(i),
+        }
+        for i in run.instances
+    ]
     # a continuation's judgment counts only while it judges the setup's current ok continuation:
     # after a setup's settings change (a new setup id) the old judgments are stale, never counted
     # and a continuation or judgment made with other settings than the run's params now give
     # (the manifest's setup and judge ids) is stale: never counted under the new settings
-    current = {(name, c.instance_id): c.setup_id for name, cs in run.continuations.items()
-               for c in cs if c.status == "ok" and not run.stale_reason(name, c)}
+    current = {
+        (name, c.instance_id): c.setup_id
+        for name, cs in run.continuations.items()
+        for c in cs
+        if c.status == "ok" and not run.stale_reason(name, c)
+    }
     counts, likert, labels, judg = [], [], [], []
     for name, js in run.all_judgments.items():
         for j in js:
@@ -254,9 +321,19 @@ def _run_frames(run: Run, tax: Taxonomy) -> Frames:
             human = j.judge_id.startswith("human:")
             target = j.target_name or j.target
             if j.instance_id not in insts:  # listed stale (Run.integrity_warnings says so), never counted
-                judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
-                             "kind": j.kind, "status": "stale", "reason": UNKNOWN_INSTANCE, "turns": len(j.labels),
-                             "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
+                judg.append(
+                    {
+                        "judge": judge,
+                        "human": human,
+                        "target": target,
+                        "instance_id": j.instance_id,
+                        "kind": j.kind,
+                        "status": "stale",
+                        "reason": UNKNOWN_INSTANCE,
+                        "turns": len(j.labels),
+                        "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy),
+                    }
+                )
                 continue
             ds = insts[j.instance_id].dataset
             status: str  # the judgment's, or stale/skipped here
@@ -270,35 +347,92 @@ def _run_frames(run: Run, tax: Taxonomy) -> Frames:
                 status, reason = "invalid", NO_SCORE  # a mean over a missing score is no number
             elif status != "invalid" and (unknown := unknown_behaviour(j, tax)):
                 status, reason = "invalid", unknown  # counted without that label it would be a wrong count
-            judg.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
-                         "kind": j.kind, "status": status, "reason": reason, "turns": len(j.labels),
-                         "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy)})
+            judg.append(
+                {
+                    "judge": judge,
+                    "human": human,
+                    "target": target,
+                    "instance_id": j.instance_id,
+                    "kind": j.kind,
+                    "status": status,
+                    "reason": reason,
+                    "turns": len(j.labels),
+                    "not_in_taxonomy": sum(1 for lb in j.labels if lb.not_in_taxonomy),
+                }
+            )
             if status in ("invalid", "stale", "skipped"):
                 continue
             if j.kind == "overall":
-                likert.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
-                               "dataset": ds, "consistency": j.consistency, "collaborativeness": j.collaborativeness})
+                likert.append(
+                    {
+                        "judge": judge,
+                        "human": human,
+                        "target": target,
+                        "instance_id": j.instance_id,
+                        "dataset": ds,
+                        "consistency": j.consistency,
+                        "collaborativeness": j.collaborativeness,
+                    }
+                )
                 continue
             for bid, c in (behaviour_counts(j, tax) or {}).items():
-                counts.append({"judge": judge, "human": human, "target": target, "instance_id": j.instance_id,
-                               "dataset": ds, "behaviour": bid, "category": cat[bid], "count": c})
+                counts.append(
+                    {
+                        "judge": judge,
+                        "human": human,
+                        "target": target,
+                        "instance_id": j.instance_id,
+                        "dataset": ds,
+                        "behaviour": bid,
+                        "category": cat[bid],
+                        "count": c,
+                    }
+                )
             for lb in j.labels:
                 for bid in lb.behaviours:
-                    labels.append({"judge": judge, "target": target, "instance_id": j.instance_id,
-                                   "turn": lb.turn, "behaviour": bid, "evidence": lb.evidence.get(bid, "")})
-    conts = [{"setup": name, "instance_id": c.instance_id,
-              "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
-              **({"status": "stale", "reason": old}
-                 if (old := run.stale_reason(name, c) or (None if c.instance_id in insts else UNKNOWN_INSTANCE))
-                 else {"status": c.status, "reason": c.reason}),
-              "turns": len(c.turns),
-              "unknown_speaker_turns": len(unknown_speaker_turns(insts[c.instance_id], c.turns))
-              if c.instance_id in insts else None}
-             for name, cs in run.continuations.items() for c in cs]
-    return Frames(taxonomy=tax, expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
-                  **{n: _df(rows, FRAME_SCHEMAS[n]) for n, rows in (
-                      ("instances", inst_rows), ("counts", counts), ("likert", likert), ("labels", labels),
-                      ("judgments", judg), ("continuations", conts))})
+                    labels.append(
+                        {
+                            "judge": judge,
+                            "target": target,
+                            "instance_id": j.instance_id,
+                            "turn": lb.turn,
+                            "behaviour": bid,
+                            "evidence": lb.evidence.get(bid, ""),
+                        }
+                    )
+    conts = [
+        {
+            "setup": name,
+            "instance_id": c.instance_id,
+            "dataset": insts[c.instance_id].dataset if c.instance_id in insts else None,
+            **(
+                {"status": "stale", "reason": old}
+                if (old := run.stale_reason(name, c) or (None if c.instance_id in insts else UNKNOWN_INSTANCE))
+                else {"status": c.status, "reason": c.reason}
+            ),
+            "turns": len(c.turns),
+            "unknown_speaker_turns": len(unknown_speaker_turns(insts[c.instance_id], c.turns))
+            if c.instance_id in insts
+            else None,
+        }
+        for name, cs in run.continuations.items()
+        for c in cs
+    ]
+    return Frames(
+        taxonomy=tax,
+        expected=_df(_expected(run, set(current), judg), EXPECTED_SCHEMA),
+        **{
+            n: _df(rows, FRAME_SCHEMAS[n])
+            for n, rows in (
+                ("instances", inst_rows),
+                ("counts", counts),
+                ("likert", likert),
+                ("labels", labels),
+                ("judgments", judg),
+                ("continuations", conts),
+            )
+        },
+    )
 
 
 def _nothing_judged(j: Judgment, inst: Instance) -> bool:
@@ -315,26 +449,62 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
     (setup, instance) pairs with a current ok continuation; ``judged``: the judgments frame's rows)."""
     setups = run.setup_configs() or []
     judges = run.judge_configs() or []
-    simulated = {(name, c.instance_id) for name, cs in run.continuations.items() for c in cs
-                 if not run.stale_reason(name, c)}
+    simulated = {
+        (name, c.instance_id) for name, cs in run.continuations.items() for c in cs if not run.stale_reason(name, c)
+    }
     have = {(r["judge"], r["target"], r["instance_id"], r["kind"]) for r in judged if r["status"] != "stale"}
     chosen = {s.name: {i.id for i in s.select(run.instances)} for s in setups}
-    rows = [{"stage": "simulate", "judge": None, "target": s.name, "kind": None, "instance_id": i.id,
-             "reason": None if (s.name, i.id) in simulated else NOT_SIMULATED}
-            for s in setups for i in run.instances if i.id in chosen[s.name]]
+    rows = [
+        {
+            "stage": "simulate",
+            "judge": None,
+            "target": s.name,
+            "kind": None,
+            "instance_id": i.id,
+            "reason": None if (s.name, i.id) in simulated else NOT_SIMULATED,
+        }
+        for s in setups
+        for i in run.instances
+        if i.id in chosen[s.name]
+    ]
     for j in judges:
         for inst in j.select(run.instances):
             for t in [REFERENCE, *(s.name for s in setups if inst.id in chosen[s.name])]:
                 for k in j.kind:
-                    reason = None if (j.name, t, inst.id, k) in have else \
-                        NO_CONTINUATION if t != REFERENCE and (t, inst.id) not in ok else NOT_JUDGED
-                    rows.append({"stage": "judge", "judge": j.name, "target": t, "kind": k, "instance_id": inst.id,
-                                 "reason": reason})
+                    reason = (
+                        None
+                        if (j.name, t, inst.id, k) in have
+                        else NO_CONTINUATION
+                        if t != REFERENCE and (t, inst.id) not in ok
+                        else NOT_JUDGED
+                    )
+                    rows.append(
+                        {
+                            "stage": "judge",
+                            "judge": j.name,
+                            "target": t,
+                            "kind": k,
+                            "instance_id": inst.id,
+                            "reason": reason,
+                        }
+                    )
     return rows
 
 
-RATE_COLUMNS = ["stage", "judge", "target", "kind", "n", "invalid", "skipped", "stale", "missing", "no_continuation",
-                "invalid_rate", "unknown_speaker_share"]
+RATE_COLUMNS = [
+    "stage",
+    "judge",
+    "target",
+    "kind",
+    "n",
+    "invalid",
+    "skipped",
+    "stale",
+    "missing",
+    "no_continuation",
+    "invalid_rate",
+    "unknown_speaker_share",
+]
 
 
 def invalid_rates(f: Frames) -> pl.DataFrame:
@@ -356,42 +526,67 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     i64, status = pl.Int64, pl.col("status")
     st = status == "stale"
     turns = pl.col("turns").filter(~st & pl.col("unknown_speaker_turns").is_not_null())
-    c = (f.continuations.group_by("setup").agg(n=(~st).sum(), invalid=(status == "invalid").sum(), stale=st.sum(),
-                                               unknown=pl.col("unknown_speaker_turns").filter(~st).sum(),
-                                               all_turns=turns.sum())
-         .rename({"setup": "target"}).with_columns(stage=pl.lit("simulate"), judge=pl.lit(None, pl.Utf8),
-                                                   kind=pl.lit(None, pl.Utf8), skipped=pl.lit(0),
-                                                   unknown_speaker_share=pl.when(pl.col("all_turns") > 0)
-                                                   .then(pl.col("unknown") / pl.col("all_turns"))))
+    c = (
+        f.continuations.group_by("setup")
+        .agg(
+            n=(~st).sum(),
+            invalid=(status == "invalid").sum(),
+            stale=st.sum(),
+            unknown=pl.col("unknown_speaker_turns").filter(~st).sum(),
+            all_turns=turns.sum(),
+        )
+        .rename({"setup": "target"})
+        .with_columns(
+            stage=pl.lit("simulate"),
+            judge=pl.lit(None, pl.Utf8),
+            kind=pl.lit(None, pl.Utf8),
+            skipped=pl.lit(0),
+            unknown_speaker_share=pl.when(pl.col("all_turns") > 0).then(pl.col("unknown") / pl.col("all_turns")),
+        )
+    )
     share = c.select(pl.lit("simulate").alias("stage"), "target", "unknown_speaker_share")
-    j = (f.judgments.group_by("judge", "target", "kind")
-         .agg(n=(~st).sum(), invalid=(status == "invalid").sum(), skipped=(status == "skipped").sum(), stale=st.sum())
-         .with_columns(stage=pl.lit("judge")))
+    j = (
+        f.judgments.group_by("judge", "target", "kind")
+        .agg(n=(~st).sum(), invalid=(status == "invalid").sum(), skipped=(status == "skipped").sum(), stale=st.sum())
+        .with_columns(stage=pl.lit("judge"))
+    )
     keys = ["stage", "judge", "target", "kind"]
-    present = pl.concat([x.select(*keys, *[pl.col(k).cast(i64) for k in ("n", "invalid", "skipped", "stale")])
-                         for x in (c, j)])
+    present = pl.concat(
+        [x.select(*keys, *[pl.col(k).cast(i64) for k in ("n", "invalid", "skipped", "stale")]) for x in (c, j)]
+    )
     reason = pl.col("reason")
-    exp = f.expected.group_by(keys).agg(missing=reason.is_not_null().sum().cast(i64),
-                                        no_continuation=(reason == NO_CONTINUATION).sum().cast(i64))
+    exp = f.expected.group_by(keys).agg(
+        missing=reason.is_not_null().sum().cast(i64), no_continuation=(reason == NO_CONTINUATION).sum().cast(i64)
+    )
     out = present.join(exp, on=keys, how="full", coalesce=True, nulls_equal=True).with_columns(
-        [pl.col(k).fill_null(0) for k in ("n", "invalid", "skipped", "stale")])
-    out = out.with_columns(no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
-                           invalid_rate=pl.when(pl.col("n") > pl.col("skipped"))
-                           .then(pl.col("invalid") / (pl.col("n") - pl.col("skipped"))))
-    out = out.join(share, on=["stage", "target"], how="left").with_columns(pl.col("unknown_speaker_share")
-                                                                           .cast(pl.Float64))
+        [pl.col(k).fill_null(0) for k in ("n", "invalid", "skipped", "stale")]
+    )
+    out = out.with_columns(
+        no_continuation=pl.when(pl.col("stage") == "judge").then(pl.col("no_continuation")),
+        invalid_rate=pl.when(pl.col("n") > pl.col("skipped")).then(
+            pl.col("invalid") / (pl.col("n") - pl.col("skipped"))
+        ),
+    )
+    out = out.join(share, on=["stage", "target"], how="left").with_columns(
+        pl.col("unknown_speaker_share").cast(pl.Float64)
+    )
     return out.select(RATE_COLUMNS).sort(keys, nulls_last=True)
 
 
 def validity_note(f: Frames, judge: str, target: str, kind: str = "fine_grained") -> str:
     """How many of ``judge``'s ``kind`` judgments of ``target`` are valid, and why the others are
     not (stale ones excluded): the reason a statistic over them has fewer instances, or none."""
-    j = f.judgments.filter((pl.col("judge") == judge) & (pl.col("target") == target) & (pl.col("kind") == kind)
-                           & (pl.col("status") != "stale"))
+    j = f.judgments.filter(
+        (pl.col("judge") == judge)
+        & (pl.col("target") == target)
+        & (pl.col("kind") == kind)
+        & (pl.col("status") != "stale")
+    )
     what = kind.replace("_", "-")
     if j.is_empty():
         return f"{target}: no {what} judgment by {judge}"
     st = j["status"]
     bad = [f"{int((st == x).sum())} {x}" for x in ("invalid", "skipped") if (st == x).any()]
-    return (f"{target}: {int(st.is_in(['ok', 'repaired']).sum())} of {j.height} {what} judgments by {judge} valid"
-            + (f" ({', '.join(bad)})" if bad else ""))
+    return f"{target}: {int(st.is_in(['ok', 'repaired']).sum())} of {j.height} {what} judgments by {judge} valid" + (
+        f" ({', '.join(bad)})" if bad else ""
+    )

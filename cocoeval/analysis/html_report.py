@@ -41,8 +41,18 @@ from cocoeval.run import Run
 from .frames import HUMAN, Frames
 from .verdicts import verdicts
 
-__all__ = ["BLOCK_TYPE", "NOT_SIMULATED", "continuation_note", "from_report", "judgment_note", "not_simulated_line",
-           "pack", "payload", "unpack", "write_html"]
+__all__ = [
+    "BLOCK_TYPE",
+    "NOT_SIMULATED",
+    "continuation_note",
+    "from_report",
+    "judgment_note",
+    "not_simulated_line",
+    "pack",
+    "payload",
+    "unpack",
+    "write_html",
+]
 
 NOT_SIMULATED = "not simulated here"
 """The one line that folds the chosen setups without a continuation of the instance."""
@@ -65,17 +75,23 @@ def judgment_note(status: str | None, reason: str | None) -> str | None:
 
 
 def not_simulated_line(setups: Sequence[str]) -> str | None:
-    """"not simulated here: a, b" for the chosen setups without a continuation of the instance."""
+    """ "not simulated here: a, b" for the chosen setups without a continuation of the instance."""
     return f"{NOT_SIMULATED}: {', '.join(setups)}" if setups else None
 
 
 # ---------------------------------------------------------------------------------------- data
 
+
 def _json(obj: Any) -> str:
     """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` survives as such."""
     s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return s.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e") \
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return (
+        s.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
 
 
 BLOCK_TYPE = "application/gzip+base64"
@@ -113,7 +129,8 @@ def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     order = {i.id: n for n, i in enumerate(insts)}
     setups = sorted(run.continuations)
     cont_status: dict[tuple[str, str], tuple[str, str | None]] = {
-        (r["setup"], r["instance_id"]): (r["status"], r["reason"]) for r in f.continuations.iter_rows(named=True)}
+        (r["setup"], r["instance_id"]): (r["status"], r["reason"]) for r in f.continuations.iter_rows(named=True)
+    }
     # each judgment as the notebooks' viewer shows it (``verdicts``): where a stale judgment and
     # a counted one share a key, the counted one; labels and evidence only of a valid one
     judg: dict[str, dict[str, dict[str, Any]]] = {}  # judge -> target -> instance index -> entry
@@ -130,10 +147,14 @@ def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
                 evidence.setdefault(iid, {})[f"{judge}\u0000{target}"] = ev
         judg.setdefault(judge, {}).setdefault(target, {})[str(order[iid])] = e
     index: dict[str, Any] = {
-        "human": HUMAN, "reference": REFERENCE, "setups": setups,
-        "judges": sorted(judg), "datasets": sorted({i.dataset for i in insts}),
+        "human": HUMAN,
+        "reference": REFERENCE,
+        "setups": setups,
+        "judges": sorted(judg),
+        "datasets": sorted({i.dataset for i in insts}),
         "behaviours": [{"id": b.id, "name": b.name, "category": b.category} for b in tax.behaviours],
-        "instances": [], "judgments": judg,
+        "instances": [],
+        "judgments": judg,
     }
     blocks = []
     for inst in insts:
@@ -154,16 +175,25 @@ def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             conts[s] = col
         m = inst.metadata
         index["instances"].append({"id": inst.id, "dataset": inst.dataset, "ok": ok, "n": len(inst.reference)})
-        blocks.append({
-            "id": inst.id, "dataset": inst.dataset, "goals": list(m.goals),
-            "participants": [[p.name, ", ".join(x for x in (p.role, p.stance) if x)] for p in m.participants],
-            "summary": inst.summary.text, "methods": [m.method, inst.summary.method, inst.provenance.text_method],
-            "history": _turns(inst.history), "reference": _turns(inst.reference), "continuations": conts,
-            "evidence": evidence.get(inst.id, {})})
+        blocks.append(
+            {
+                "id": inst.id,
+                "dataset": inst.dataset,
+                "goals": list(m.goals),
+                "participants": [[p.name, ", ".join(x for x in (p.role, p.stance) if x)] for p in m.participants],
+                "summary": inst.summary.text,
+                "methods": [m.method, inst.summary.method, inst.provenance.text_method],
+                "history": _turns(inst.history),
+                "reference": _turns(inst.reference),
+                "continuations": conts,
+                "evidence": evidence.get(inst.id, {}),
+            }
+        )
     return index, blocks
 
 
 # ----------------------------------------------------------------------------------- the page
+
 
 @functools.cache
 def javascript_bundle() -> str:
@@ -204,10 +234,13 @@ def markdown_html(lines: Iterable[str]) -> str:
         if table:
             rows = [r for r in table if not all(set(c.strip()) <= set("-: ") for c in r)]
             head, *body = rows
-            out.append('<table class="cc-table"><thead><tr>' + "".join(f"<th>{_inline(c)}</th>" for c in head)
-                       + "</tr></thead><tbody>" + "".join(
-                           "<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
-                       + "</tbody></table>")
+            out.append(
+                '<table class="cc-table"><thead><tr>'
+                + "".join(f"<th>{_inline(c)}</th>" for c in head)
+                + "</tr></thead><tbody>"
+                + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in r) + "</tr>" for r in body)
+                + "</tbody></table>"
+            )
             table.clear()
 
     for block in lines:
@@ -241,20 +274,40 @@ def _table_data(df: pl.DataFrame) -> dict[str, Any]:
 
 def _provenance(run: Run) -> dict[str, Any]:
     m = run.manifest
-    return {"cocoeval_version (run)": m.cocoeval_version, "cocoeval_version (report)": cocoeval.__version__,
-            "git_revision": m.git_revision, "params_file": m.params_file, "label": m.params.get("label"),
-            "status": m.status, "started": m.started, "finished": m.finished, "instances": m.instances,
-            "stages": m.stages, "setups (name: id)": m.setups, "judges (name: kind: id)": m.judges,
-            "imported": m.imported or None, "taxonomy": m.taxonomy or None, "prompts": m.prompts or None,
-            "llm_mode": m.llm_mode, "params": m.params}
+    return {
+        "cocoeval_version (run)": m.cocoeval_version,
+        "cocoeval_version (report)": cocoeval.__version__,
+        "git_revision": m.git_revision,
+        "params_file": m.params_file,
+        "label": m.params.get("label"),
+        "status": m.status,
+        "started": m.started,
+        "finished": m.finished,
+        "instances": m.instances,
+        "stages": m.stages,
+        "setups (name: id)": m.setups,
+        "judges (name: kind: id)": m.judges,
+        "imported": m.imported or None,
+        "taxonomy": m.taxonomy or None,
+        "prompts": m.prompts or None,
+        "llm_mode": m.llm_mode,
+        "params": m.params,
+    }
 
 
 _LISTED = re.compile(r"^- \*\*([^*]+)\*\*: ")
 
 
-def from_report(run: Run, f: Frames, out_dir: str | Path, index: Sequence[str],
-                figures: dict[str, tuple[list[Path], str]], tables: dict[str, tuple[pl.DataFrame, str]], *,
-                judge: str | None) -> Path:
+def from_report(
+    run: Run,
+    f: Frames,
+    out_dir: str | Path,
+    index: Sequence[str],
+    figures: dict[str, tuple[list[Path], str]],
+    tables: dict[str, tuple[pl.DataFrame, str]],
+    *,
+    judge: str | None,
+) -> Path:
     """``index.html`` beside what ``report.write_report`` wrote, laid out as its ``index`` (the
     lines of index.md): the opening notes first, then each ``## `` section with its text and the
     figures and tables it lists."""
@@ -271,14 +324,33 @@ def from_report(run: Run, f: Frames, out_dir: str | Path, index: Sequence[str],
         names = [m.group(1) for x in body if (m := _LISTED.match(x))]
         text = [x for x in body if not _LISTED.match(x) and x.strip() not in ("Figures:", "Tables:")]
         sections.append((head, markdown_html(text), names))
-    return write_html(run, f, out_dir, title=title, figures=figures, tables=tables, sections=sections,
-                      intro=chunks[0][1], judge=judge, pipeline_check=run.manifest.pipeline_check)
+    return write_html(
+        run,
+        f,
+        out_dir,
+        title=title,
+        figures=figures,
+        tables=tables,
+        sections=sections,
+        intro=chunks[0][1],
+        judge=judge,
+        pipeline_check=run.manifest.pipeline_check,
+    )
 
 
-def write_html(run: Run, f: Frames, out_dir: str | Path, *, title: str,
-               figures: dict[str, tuple[list[Path], str]], tables: dict[str, tuple[pl.DataFrame, str]],
-               sections: Sequence[tuple[str, str, Sequence[str]]], intro: Sequence[str], judge: str | None,
-               pipeline_check: bool) -> Path:
+def write_html(
+    run: Run,
+    f: Frames,
+    out_dir: str | Path,
+    *,
+    title: str,
+    figures: dict[str, tuple[list[Path], str]],
+    tables: dict[str, tuple[pl.DataFrame, str]],
+    sections: Sequence[tuple[str, str, Sequence[str]]],
+    intro: Sequence[str],
+    judge: str | None,
+    pipeline_check: bool,
+) -> Path:
     """Write ``out_dir/index.html`` from what ``report.write_report`` wrote: its figures (the
     Vega-Lite spec beside each, ``charts.save``), its tables and their captions, grouped into
     ``sections`` (title, their text as HTML, the names they list) as index.md groups them, with
@@ -291,24 +363,32 @@ def write_html(run: Run, f: Frames, out_dir: str | Path, *, title: str,
             continue
         figs.append({"name": name, "what": what, "spec": json.loads(spec_file.read_text(encoding="utf-8"))})
     index, blocks = payload(run, f)
-    data = {"title": title, "judge": judge, "pipeline_check": pipeline_check, "figures": figs,
-            "tables": [{"name": k, "what": w, **_table_data(df)} for k, (df, w) in tables.items()],
-            "sections": [{"title": t, "names": list(ns)} for t, _, ns in sections],
-            "provenance": _provenance(run), "viewer": index}
-    conv = "\n".join(f'<script type="{BLOCK_TYPE}" class="cc-conv" data-i="{n}">{pack(b)}</script>'
-                     for n, b in enumerate(blocks))
+    data = {
+        "title": title,
+        "judge": judge,
+        "pipeline_check": pipeline_check,
+        "figures": figs,
+        "tables": [{"name": k, "what": w, **_table_data(df)} for k, (df, w) in tables.items()],
+        "sections": [{"title": t, "names": list(ns)} for t, _, ns in sections],
+        "provenance": _provenance(run),
+        "viewer": index,
+    }
+    conv = "\n".join(
+        f'<script type="{BLOCK_TYPE}" class="cc-conv" data-i="{n}">{pack(b)}</script>' for n, b in enumerate(blocks)
+    )
     page = (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
         # nothing may load from outside this file: no network, no other file
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
         "script-src 'unsafe-inline' 'unsafe-eval'; style-src 'unsafe-inline'; img-src data:; font-src data:\">\n"
         f"<title>{html.escape(title)}</title>\n<style>{_asset('report.css')}</style>\n</head>\n<body>\n"
-        f'<header><h1>{html.escape(title)}</h1></header>\n'
+        f"<header><h1>{html.escape(title)}</h1></header>\n"
         f'<section id="cc-intro">{markdown_html(intro)}</section>\n'
         '<nav id="cc-nav"></nav><main id="cc-main"></main>\n'
         + "".join(f'<template class="cc-sectext">{t}</template>\n' for _, t, _ in sections)
         + f'<script type="application/json" id="cc-data">{_json(data)}</script>\n{conv}\n'
-        f"<script>{javascript_bundle()}</script>\n<script>{_asset('report.js')}</script>\n</body></html>\n")
+        f"<script>{javascript_bundle()}</script>\n<script>{_asset('report.js')}</script>\n</body></html>\n"
+    )
     path = out / "index.html"
     write_atomic(path, page)
     return path

@@ -29,22 +29,30 @@ ALPHA = 0.05
 MIN_N = 10
 FLIPS = 9999
 CORRECTIONS = ("bh", "holm", "none")
-CORRECTION_NAMES = {"bh": "Benjamini–Hochberg (false discovery rate)", "holm": "Holm (family-wise error)",
-                    "none": "no correction for multiple comparisons"}
+CORRECTION_NAMES = {
+    "bh": "Benjamini–Hochberg (false discovery rate)",
+    "holm": "Holm (family-wise error)",
+    "none": "no correction for multiple comparisons",
+}
 OVER, UNDER, NO_DIFF = "over-produces", "under-produces", "no significant difference"
 
 
-def check_params(*, resamples: int | None = None, min_n: int | None = None, correction: str | None = None,
-                 flips: int | None = None) -> None:
+def check_params(
+    *, resamples: int | None = None, min_n: int | None = None, correction: str | None = None, flips: int | None = None
+) -> None:
     """Refuse analysis parameters that cannot give an honest number."""
     if resamples is not None and (not isinstance(resamples, int) or resamples < 1):
-        raise ConfigError(f"resamples must be a whole number of at least 1, not {resamples!r}",
-                          hint="use the default 1000 (the paper's) or more")
+        raise ConfigError(
+            f"resamples must be a whole number of at least 1, not {resamples!r}",
+            hint="use the default 1000 (the paper's) or more",
+        )
     if flips is not None and (not isinstance(flips, int) or flips < 1):
         raise ConfigError(f"flips must be a whole number of at least 1, not {flips!r}", hint=f"default {FLIPS}")
     if min_n is not None and (not isinstance(min_n, int) or min_n < 2):
-        raise ConfigError(f"min_n must be a whole number of at least 2, not {min_n!r}",
-                          hint=f"an interval over one instance has no spread; default {MIN_N}")
+        raise ConfigError(
+            f"min_n must be a whole number of at least 2, not {min_n!r}",
+            hint=f"an interval over one instance has no spread; default {MIN_N}",
+        )
     if correction is not None and correction not in CORRECTIONS:
         raise ConfigError(f"unknown correction {correction!r}", hint=f"use one of {', '.join(CORRECTIONS)}")
 
@@ -71,10 +79,14 @@ def ci_notes(n: int, boot: np.ndarray, min_n: int) -> list[str | None]:
     finite = np.isfinite(boot)
     lo = np.where(finite, boot, np.inf).min(axis=0)
     hi = np.where(finite, boot, -np.inf).max(axis=0)
-    return ["undefined in every resample" if not finite[:, j].any()
-            else "degenerate resample (every resample equal)"
-            if hi[j] - lo[j] <= DEGENERATE * max(1.0, abs(lo[j]), abs(hi[j])) else None
-            for j in range(boot.shape[1])]
+    return [
+        "undefined in every resample"
+        if not finite[:, j].any()
+        else "degenerate resample (every resample equal)"
+        if hi[j] - lo[j] <= DEGENERATE * max(1.0, abs(lo[j]), abs(hi[j]))
+        else None
+        for j in range(boot.shape[1])
+    ]
 
 
 def rng_for(seed: int, *what: str) -> np.random.Generator:
@@ -104,9 +116,9 @@ def sign_flip_pvalues(d: np.ndarray, flips: int = FLIPS, seed: int = 0) -> np.nd
         return np.full(k, np.nan)
     obs = np.abs(d.sum(axis=0))
     tol = 1e-9 * np.maximum(1.0, obs)  # sums of the same terms in another order
-    if n < 30 and 2 ** n <= flips:  # every sign vector: the exact permutation distribution
-        signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
-        return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2 ** n
+    if n < 30 and 2**n <= flips:  # every sign vector: the exact permutation distribution
+        signs = 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+        return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2**n
     hits = np.zeros(k)
     for signs in _float_chunks(n, flips, seed):
         hits += (np.abs(signs @ d) >= obs - tol).sum(axis=0)
@@ -159,8 +171,9 @@ def _float_chunks(n: int, flips: int, seed: int) -> Iterable[Any]:
     return hit
 
 
-def _keep(cache: dict[tuple[int, int, int], list[Any]], key: tuple[int, int, int], chunks: list[Any],
-          limit: int) -> list[Any]:
+def _keep(
+    cache: dict[tuple[int, int, int], list[Any]], key: tuple[int, int, int], chunks: list[Any], limit: int
+) -> list[Any]:
     """Keep ``chunks`` under ``key`` as the most recent entry of ``cache``, the oldest entries
     dropped until all of it fits in ``limit`` bytes; returns ``chunks``."""
     size = sum(c.nbytes for c in chunks)
@@ -195,8 +208,10 @@ def _signs_by_integers(n: int, flips: int, seed: int, chunk: int) -> list[Any]:
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    return [(rng.integers(0, 2, size=(min(chunk, flips - start), n)) * 2 - 1).astype(np.int8)
-            for start in range(0, flips, chunk)]
+    return [
+        (rng.integers(0, 2, size=(min(chunk, flips - start), n)) * 2 - 1).astype(np.int8)
+        for start in range(0, flips, chunk)
+    ]
 
 
 def _signs_from_bits(n: int, flips: int, seed: int, chunk: int) -> list[Any]:
@@ -213,7 +228,7 @@ def _signs_from_bits(n: int, flips: int, seed: int, chunk: int) -> list[Any]:
     signs *= 2
     signs -= 1
     rows = signs.reshape(flips, n)
-    return [rows[start:start + chunk] for start in range(0, flips, chunk)]
+    return [rows[start : start + chunk] for start in range(0, flips, chunk)]
 
 
 _BITS_ARE_INTEGERS: list[bool] = []
@@ -230,7 +245,8 @@ def _bits_are_integers() -> bool:
     if not _BITS_ARE_INTEGERS:
         same = sys.byteorder == "little" and all(
             len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
-            for a, b in ((_signs_from_bits(7, 5, s, 3), _signs_by_integers(7, 5, s, 3)) for s in (0, 12345)))
+            for a, b in ((_signs_from_bits(7, 5, s, 3), _signs_by_integers(7, 5, s, 3)) for s in (0, 12345))
+        )
         _BITS_ARE_INTEGERS.append(same)
     return _BITS_ARE_INTEGERS[0]
 

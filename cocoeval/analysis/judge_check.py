@@ -63,39 +63,101 @@ MIN_POSITIVE_TURNS = 11
 only behaviours "that occur more than 10 times"; below it a ρ rests on a handful of turns and the
 behaviour is "too rare to validate here", neither passed nor failed."""
 VALID = ("ok", "repaired")
-ASSUMPTION = ("assumes the annotated conversations of each target are a random draw from the conversations the "
-              "judge labelled")
-HOW_TO_ANNOTATE = ("annotate conversations to validate it: cocoeval annotate-export RUN --out DIR, annotate "
-                   "template.csv, cocoeval annotate-import FILE RUN --key DIR/key.json (docs/judging.md: "
-                   "Validating a judge)")
+ASSUMPTION = (
+    "assumes the annotated conversations of each target are a random draw from the conversations the judge labelled"
+)
+HOW_TO_ANNOTATE = (
+    "annotate conversations to validate it: cocoeval annotate-export RUN --out DIR, annotate "
+    "template.csv, cocoeval annotate-import FILE RUN --key DIR/key.json (docs/judging.md: "
+    "Validating a judge)"
+)
 
-TURN_SCHEMA = {"judge": pl.Utf8, "behaviour": pl.Utf8, "annotators": pl.Int64, "conversations": pl.Int64,
-               "turns": pl.Int64, "positive_turns_humans": pl.Int64, "positive_turns_judge": pl.Int64,
-               "alpha_humans": pl.Float64, "alpha_humans_low": pl.Float64, "alpha_humans_high": pl.Float64,
-               "alpha_with_judge": pl.Float64, "alpha_with_judge_low": pl.Float64,
-               "alpha_with_judge_high": pl.Float64, "kappa": pl.Float64, "kappa_low": pl.Float64,
-               "kappa_high": pl.Float64, "precision": pl.Float64, "precision_low": pl.Float64,
-               "precision_high": pl.Float64, "recall": pl.Float64, "recall_low": pl.Float64,
-               "recall_high": pl.Float64, "f1": pl.Float64, "f1_low": pl.Float64, "f1_high": pl.Float64,
-               "note": pl.Utf8}
-LIKERT_SCHEMA = {"judge": pl.Utf8, "item": pl.Utf8, "annotators": pl.Int64, "conversations": pl.Int64,
-                 "alpha_humans": pl.Float64, "alpha_humans_low": pl.Float64, "alpha_humans_high": pl.Float64,
-                 "alpha_with_judge": pl.Float64, "alpha_with_judge_low": pl.Float64,
-                 "alpha_with_judge_high": pl.Float64, "note": pl.Utf8}
-GATE_SCHEMA = {"judge": pl.Utf8, "judge_id": pl.Utf8, "behaviour": pl.Utf8, "validated": pl.Boolean,
-               "status": pl.Utf8, "conversations": pl.Int64, "positive_turns": pl.Int64, "rho": pl.Float64,
-               "p": pl.Float64, "p_holm": pl.Float64, "why": pl.Utf8}
+TURN_SCHEMA = {
+    "judge": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "annotators": pl.Int64,
+    "conversations": pl.Int64,
+    "turns": pl.Int64,
+    "positive_turns_humans": pl.Int64,
+    "positive_turns_judge": pl.Int64,
+    "alpha_humans": pl.Float64,
+    "alpha_humans_low": pl.Float64,
+    "alpha_humans_high": pl.Float64,
+    "alpha_with_judge": pl.Float64,
+    "alpha_with_judge_low": pl.Float64,
+    "alpha_with_judge_high": pl.Float64,
+    "kappa": pl.Float64,
+    "kappa_low": pl.Float64,
+    "kappa_high": pl.Float64,
+    "precision": pl.Float64,
+    "precision_low": pl.Float64,
+    "precision_high": pl.Float64,
+    "recall": pl.Float64,
+    "recall_low": pl.Float64,
+    "recall_high": pl.Float64,
+    "f1": pl.Float64,
+    "f1_low": pl.Float64,
+    "f1_high": pl.Float64,
+    "note": pl.Utf8,
+}
+LIKERT_SCHEMA = {
+    "judge": pl.Utf8,
+    "item": pl.Utf8,
+    "annotators": pl.Int64,
+    "conversations": pl.Int64,
+    "alpha_humans": pl.Float64,
+    "alpha_humans_low": pl.Float64,
+    "alpha_humans_high": pl.Float64,
+    "alpha_with_judge": pl.Float64,
+    "alpha_with_judge_low": pl.Float64,
+    "alpha_with_judge_high": pl.Float64,
+    "note": pl.Utf8,
+}
+GATE_SCHEMA = {
+    "judge": pl.Utf8,
+    "judge_id": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "validated": pl.Boolean,
+    "status": pl.Utf8,
+    "conversations": pl.Int64,
+    "positive_turns": pl.Int64,
+    "rho": pl.Float64,
+    "p": pl.Float64,
+    "p_holm": pl.Float64,
+    "why": pl.Utf8,
+}
 VALIDATED, NOT_VALIDATED, TOO_RARE, TOO_FEW, NO_ANNOTATIONS = (
-    "validated", "not validated", "too rare to validate here", "too few conversations", "no annotations")
-PPI_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "behaviour": pl.Utf8, "n_labelled": pl.Int64,
-              "n_labels": pl.Int64, "n_unlabelled": pl.Int64, "judge_only": pl.Float64, "judge_only_low": pl.Float64,
-              "judge_only_high": pl.Float64, "humans_only": pl.Float64, "humans_only_low": pl.Float64,
-              "humans_only_high": pl.Float64, "corrected": pl.Float64, "corrected_low": pl.Float64,
-              "corrected_high": pl.Float64, "corrected_raw": pl.Float64, "disagree": pl.Boolean, "draw": pl.Utf8,
-              "note": pl.Utf8}
+    "validated",
+    "not validated",
+    "too rare to validate here",
+    "too few conversations",
+    "no annotations",
+)
+PPI_SCHEMA = {
+    "judge": pl.Utf8,
+    "target": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "n_labelled": pl.Int64,
+    "n_labels": pl.Int64,
+    "n_unlabelled": pl.Int64,
+    "judge_only": pl.Float64,
+    "judge_only_low": pl.Float64,
+    "judge_only_high": pl.Float64,
+    "humans_only": pl.Float64,
+    "humans_only_low": pl.Float64,
+    "humans_only_high": pl.Float64,
+    "corrected": pl.Float64,
+    "corrected_low": pl.Float64,
+    "corrected_high": pl.Float64,
+    "corrected_raw": pl.Float64,
+    "disagree": pl.Boolean,
+    "draw": pl.Utf8,
+    "note": pl.Utf8,
+}
 
 
 # ---------------------------------------------------------------- turn-level label matrices
+
 
 @dataclass(frozen=True)
 class TurnLabels:
@@ -120,8 +182,9 @@ class TurnLabels:
 def turn_labels(f: Frames, raters: Sequence[str]) -> TurnLabels:
     beh = list(f.taxonomy.ids)
     first, others = raters[0], list(raters[1:])
-    j = f.judgments.filter((pl.col("kind") == "fine_grained") & pl.col("status").is_in(VALID)
-                           & pl.col("judge").is_in(list(raters)))
+    j = f.judgments.filter(
+        (pl.col("kind") == "fine_grained") & pl.col("status").is_in(VALID) & pl.col("judge").is_in(list(raters))
+    )
     turns: dict[tuple[str, str], dict[str, int]] = {}
     for r in j.iter_rows(named=True):
         turns.setdefault((r["target"], r["instance_id"]), {})[r["judge"]] = r["turns"]
@@ -213,8 +276,7 @@ def _interval(v: np.ndarray, note: str | None) -> tuple[float | None, float | No
     return point, float(lo), float(hi), None
 
 
-def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
-                   min_n: int = MIN_N) -> pl.DataFrame:
+def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
     """Turn-level agreement of ``judge`` with the annotators, per behaviour and for any behaviour
     (see the module's text). Empty when the run has no annotator besides the judge."""
     check_params(resamples=resamples, min_n=min_n)
@@ -255,8 +317,9 @@ def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, 
         tot = c.sum(axis=-1)
         with np.errstate(divide="ignore", invalid="ignore"):
             po = (c[..., 0] + c[..., 3]) / tot
-            pe = ((c[..., 0] + c[..., 1]) * (c[..., 0] + c[..., 2])
-                  + (c[..., 2] + c[..., 3]) * (c[..., 1] + c[..., 3])) / tot**2
+            pe = (
+                (c[..., 0] + c[..., 1]) * (c[..., 0] + c[..., 2]) + (c[..., 2] + c[..., 3]) * (c[..., 1] + c[..., 3])
+            ) / tot**2
             kappas.append(np.where((tot > 0) & (pe < 1), (po - pe) / (1 - pe), np.nan))
     with warnings.catch_warnings():  # a resample where no annotator's κ is defined: NaN
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -268,18 +331,25 @@ def turn_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, 
         p = np.where(c[..., 0] + c[..., 1] > 0, c[..., 0] / (c[..., 0] + c[..., 1]), np.nan)
         r = np.where(c[..., 0] + c[..., 2] > 0, c[..., 0] / (c[..., 0] + c[..., 2]), np.nan)
         out["precision"], out["recall"] = p, r
-        out["f1"] = np.where(2 * c[..., 0] + c[..., 1] + c[..., 2] > 0,
-                             2 * c[..., 0] / (2 * c[..., 0] + c[..., 1] + c[..., 2]), np.nan)
+        out["f1"] = np.where(
+            2 * c[..., 0] + c[..., 1] + c[..., 2] > 0, 2 * c[..., 0] / (2 * c[..., 0] + c[..., 1] + c[..., 2]), np.nan
+        )
     # the point values of α from the krippendorff package (the closed form above is its binary case)
     hx = np.where(mh[..., None], xh.astype(float), np.nan)  # (m, T, B + 1), NaN where not labelled
     if len(humans) >= 2:
         out["alpha_humans"][0] = [_kripp(hx[:, :, i].T) for i in range(len(names))]
-    out["alpha_with_judge"][0] = [_kripp(np.concatenate([hx, xj[None].astype(float)])[:, :, i].T)
-                                  for i in range(len(names))]
+    out["alpha_with_judge"][0] = [
+        _kripp(np.concatenate([hx, xj[None].astype(float)])[:, :, i].T) for i in range(len(names))
+    ]
     rows = []
     for i, b in enumerate(names):
-        row: dict[str, Any] = {**base, "behaviour": b, "turns": t,
-                               "positive_turns_humans": int(major[:, i].sum()), "positive_turns_judge": int(xj[:, i].sum())}
+        row: dict[str, Any] = {
+            **base,
+            "behaviour": b,
+            "turns": t,
+            "positive_turns_humans": int(major[:, i].sum()),
+            "positive_turns_judge": int(xj[:, i].sum()),
+        }
         notes: list[str | None] = [note, *tl.notes]
         for k, v in out.items():
             row[k], row[f"{k}_low"], row[f"{k}_high"], reason = _interval(v[:, i], note)
@@ -312,8 +382,9 @@ def _kripp(units_by_rater: np.ndarray, level: Literal["nominal", "ordinal"] = "n
     return float(krippendorff.alpha(reliability_data=data, level_of_measurement=level))
 
 
-def likert_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *,
-                     min_n: int = MIN_N) -> pl.DataFrame:
+def likert_agreement(
+    f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+) -> pl.DataFrame:
     """Ordinal Krippendorff's α of the Likert scores over the conversations the judge and at least
     one annotator scored validly (each conversation's annotators who scored it; a missing score is
     missing, as Krippendorff's α allows), among the annotators and with ``judge`` added, with 95%
@@ -330,8 +401,11 @@ def likert_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0
         row: dict[str, Any] = {"judge": judge, "item": item, "annotators": len(humans), "conversations": n}
         rng = rng_for(seed, "likert_agreement", judge, item)
         idx = rng.integers(0, n, size=(resamples, n)) if n else np.zeros((0, 0), dtype=int)
-        notes = [note, "one annotator: no α among annotators" if len(humans) < 2 else None,
-                 "fewer than 2 conversations scored by the judge and an annotator" if n < 2 else None]
+        notes = [
+            note,
+            "one annotator: no α among annotators" if len(humans) < 2 else None,
+            "fewer than 2 conversations scored by the judge and an annotator" if n < 2 else None,
+        ]
         for key, cols in (("alpha_humans", x[:, 1:]), ("alpha_with_judge", x)):
             if (key == "alpha_humans" and len(humans) < 2) or n < 2:
                 row[key] = None
@@ -347,6 +421,7 @@ def likert_agreement(f: Frames, judge: str, resamples: int = 1000, seed: int = 0
 
 # ---------------------------------------------------------------- the validation gate
 
+
 def judge_id(run: Run | None, judge: str) -> str | None:
     """The judge's current fine-grained id (model, prompt version, taxonomy), as the manifest gives it."""
     if run is None:
@@ -354,8 +429,9 @@ def judge_id(run: Run | None, judge: str) -> str | None:
     return (run.manifest.judges.get(judge) or {}).get("fine_grained")
 
 
-def spearman_permutation(judge: np.ndarray, humans: np.ndarray, permutations: int,
-                         rng: np.random.Generator) -> tuple[float | None, float | None]:
+def spearman_permutation(
+    judge: np.ndarray, humans: np.ndarray, permutations: int, rng: np.random.Generator
+) -> tuple[float | None, float | None]:
     """Spearman ρ of the judge's per-conversation counts ``judge`` (n,) against the annotators'
     mean ``humans`` (n,), and the one-sided permutation p-value of ρ > 0: the judge's counts
     shuffled over the conversations ``permutations`` times, p = (1 + #{ρ* ≥ ρ}) / (1 +
@@ -379,10 +455,19 @@ GATE_PERMUTATIONS = 1999
 threshold over ten behaviours (0.005)."""
 
 
-def validation(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
-               min_n: int = MIN_N, min_conversations: int = MIN_CONVERSATIONS,
-               min_positive: int = MIN_POSITIVE_TURNS, permutations: int = GATE_PERMUTATIONS,
-               alpha: float = ALPHA) -> pl.DataFrame:
+def validation(
+    f: Frames,
+    judge: str,
+    run: Run | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+    min_conversations: int = MIN_CONVERSATIONS,
+    min_positive: int = MIN_POSITIVE_TURNS,
+    permutations: int = GATE_PERMUTATIONS,
+    alpha: float = ALPHA,
+) -> pl.DataFrame:
     """Per behaviour: whether ``judge`` is validated for it (see the module's text), its status,
     on how many annotated conversations and positive turns, with ρ, its permutation p and the Holm
     p over the behaviours tested, and why not. ``resamples`` and ``min_n`` are not used (the
@@ -392,17 +477,43 @@ def validation(f: Frames, judge: str, run: Run | None = None, resamples: int = 1
     humans = [h for h in agreement.annotators(f, "counts") if h != judge]
     base = {"judge": judge, "judge_id": jid}
     if not humans:
-        return pl.DataFrame([{**base, "behaviour": b, "validated": False, "status": NO_ANNOTATIONS,
-                              "conversations": 0, "positive_turns": 0, "why": "no annotations: " + HOW_TO_ANNOTATE}
-                             for b in f.taxonomy.ids], schema=GATE_SCHEMA)
-    rows = gate_rows(turn_labels(f, [judge, *humans]), base, seed, min_conversations=min_conversations,
-                     min_positive=min_positive, permutations=permutations, alpha=alpha)
+        return pl.DataFrame(
+            [
+                {
+                    **base,
+                    "behaviour": b,
+                    "validated": False,
+                    "status": NO_ANNOTATIONS,
+                    "conversations": 0,
+                    "positive_turns": 0,
+                    "why": "no annotations: " + HOW_TO_ANNOTATE,
+                }
+                for b in f.taxonomy.ids
+            ],
+            schema=GATE_SCHEMA,
+        )
+    rows = gate_rows(
+        turn_labels(f, [judge, *humans]),
+        base,
+        seed,
+        min_conversations=min_conversations,
+        min_positive=min_positive,
+        permutations=permutations,
+        alpha=alpha,
+    )
     return pl.DataFrame(rows, schema=GATE_SCHEMA)
 
 
-def gate_rows(tl: TurnLabels, base: dict[str, Any], seed: int = 0, *, min_conversations: int = MIN_CONVERSATIONS,
-              min_positive: int = MIN_POSITIVE_TURNS, permutations: int = GATE_PERMUTATIONS,
-              alpha: float = ALPHA) -> list[dict[str, Any]]:
+def gate_rows(
+    tl: TurnLabels,
+    base: dict[str, Any],
+    seed: int = 0,
+    *,
+    min_conversations: int = MIN_CONVERSATIONS,
+    min_positive: int = MIN_POSITIVE_TURNS,
+    permutations: int = GATE_PERMUTATIONS,
+    alpha: float = ALPHA,
+) -> list[dict[str, Any]]:
     """The gate's rows from the turn labels of the judge (``tl.raters[0]``) and the annotators."""
     judge, humans = tl.raters[0], tl.raters[1:]
     n = len(tl.conversations)
@@ -419,14 +530,19 @@ def gate_rows(tl: TurnLabels, base: dict[str, Any], seed: int = 0, *, min_conver
         pos = int(major[:, i].sum())
         row: dict[str, Any] = {**base, "behaviour": b, "validated": False, "conversations": n, "positive_turns": pos}
         if n < min_conversations:
-            row.update(status=TOO_FEW, why=f"only {n} annotated conversation(s) labelled by the judge and an "
-                                            f"annotator; the gate asks for {min_conversations}")
+            row.update(
+                status=TOO_FEW,
+                why=f"only {n} annotated conversation(s) labelled by the judge and an "
+                f"annotator; the gate asks for {min_conversations}",
+            )
         elif pos < min_positive:
-            row.update(status=TOO_RARE, why=f"{pos} positive turn(s) by the annotators' majority; the gate asks for "
-                                             f"{min_positive} (too rare to validate here)")
+            row.update(
+                status=TOO_RARE,
+                why=f"{pos} positive turn(s) by the annotators' majority; the gate asks for "
+                f"{min_positive} (too rare to validate here)",
+            )
         else:
-            rho, p = spearman_permutation(jc_[:, i], hmean[:, i], permutations,
-                                          rng_for(seed, "validation", judge, b))
+            rho, p = spearman_permutation(jc_[:, i], hmean[:, i], permutations, rng_for(seed, "validation", judge, b))
             row.update(rho=rho, p=p)
             if rho is None:
                 row.update(status=NOT_VALIDATED, why="no ρ: the judge's or the annotators' counts are constant")
@@ -437,8 +553,11 @@ def gate_rows(tl: TurnLabels, base: dict[str, Any], seed: int = 0, *, min_conver
         if q <= alpha:
             r.update(validated=True, status=VALIDATED, why=None)
         else:
-            r.update(status=NOT_VALIDATED, why=f"the test does not pass (ρ {r['rho']:.2f}, p {r['p']:.4f}, Holm p "
-                                               f"{q:.4f} over the {len(tested)} behaviour(s) tested; α = {alpha:g})")
+            r.update(
+                status=NOT_VALIDATED,
+                why=f"the test does not pass (ρ {r['rho']:.2f}, p {r['p']:.4f}, Holm p "
+                f"{q:.4f} over the {len(tested)} behaviour(s) tested; α = {alpha:g})",
+            )
     if tl.notes:
         for r in rows:
             r["why"] = "; ".join(filter(None, [r.get("why"), *tl.notes]))
@@ -446,7 +565,7 @@ def gate_rows(tl: TurnLabels, base: dict[str, Any], seed: int = 0, *, min_conver
 
 
 def not_validated_line(gate: pl.DataFrame, name: dict[str, str] | None = None) -> str | None:
-    """"not validated for this judge: …" naming the behaviours the gate does not pass, those too
+    """ "not validated for this judge: …" naming the behaviours the gate does not pass, those too
     rare to validate here apart (None when it passes them all); with no annotations at all it says
     how to annotate."""
     bad = gate.filter(~pl.col("validated"))
@@ -461,11 +580,14 @@ def not_validated_line(gate: pl.DataFrame, name: dict[str, str] | None = None) -
 
     rare = bad.filter(pl.col("status") == TOO_RARE)
     other = bad.filter(pl.col("status") != TOO_RARE)
-    parts = ([names(other)] if other.height else []) + ([f"too rare to validate here: {names(rare)}"] if rare.height else [])
+    parts = ([names(other)] if other.height else []) + (
+        [f"too rare to validate here: {names(rare)}"] if rare.height else []
+    )
     return f"not validated for this judge ({judge}): {'; '.join(parts)} (see the judge_check validation table)"
 
 
 # ---------------------------------------------------------------- corrected rates
+
 
 def random_draws(run: Run | None) -> dict[str, set[str]] | None:
     """{target: instance ids} drawn at random for annotation (``annotate-export --random``), or
@@ -485,8 +607,9 @@ def small_sample_factor(n: int, alpha: float = 0.05) -> float:
     return float(t.ppf(1 - alpha / 2, n - 1) / norm.ppf(1 - alpha / 2) * np.sqrt(n / (n - 1)))
 
 
-def ppi_estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray,
-                 alpha: float = 0.05) -> tuple[float, float, float]:
+def ppi_estimate(
+    y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarray, alpha: float = 0.05
+) -> tuple[float, float, float]:
     """The prediction-powered mean of the human labels ``y`` with power tuning (PPI++,
     Angelopoulos, Duchi and Zrnic 2023: λ estimated from the data and clipped to [0, 1], so the
     estimate is never less precise than the humans' own mean, λ = 0, asymptotically) by the
@@ -524,8 +647,16 @@ def _clip(v: float | None) -> float | None:
     return None if v is None else max(0.0, v)
 
 
-def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
-                    min_n: int = MIN_N, alpha: float = 0.05) -> pl.DataFrame:
+def corrected_rates(
+    f: Frames,
+    judge: str,
+    run: Run | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+    alpha: float = 0.05,
+) -> pl.DataFrame:
     """Per target and behaviour: the judge-only mean occurrences per conversation (95% bootstrap
     interval over its conversations, drawn by its own seed), the humans-only mean over the
     labelled conversations (each the mean count of the annotators who labelled it validly), and
@@ -541,8 +672,11 @@ def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: in
     draws = random_draws(run)
     c = f.counts
     jc = c.filter(pl.col("judge") == judge)
-    hc = (c.filter(pl.col("judge").is_in(humans)).group_by("target", "instance_id", "behaviour")
-          .agg(pl.col("count").mean().alias("human_count"), pl.len().alias("raters")))
+    hc = (
+        c.filter(pl.col("judge").is_in(humans))
+        .group_by("target", "instance_id", "behaviour")
+        .agg(pl.col("count").mean().alias("human_count"), pl.len().alias("raters"))
+    )
     rows = []
     for (target, b), part in jc.group_by("target", "behaviour", maintain_order=True):
         part = part.join(hc, on=["target", "instance_id", "behaviour"], how="left")
@@ -554,24 +688,39 @@ def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: in
             picked = draws.get(str(target), set())
             labelled = annotated.filter(pl.col("instance_id").is_in(list(picked)))
             if labelled.height < annotated.height:
-                notes.append(f"{annotated.height - labelled.height} annotated conversation(s) outside the recorded "
-                             "random draw left out (a draw that is not random would bias the correction)")
+                notes.append(
+                    f"{annotated.height - labelled.height} annotated conversation(s) outside the recorded "
+                    "random draw left out (a draw that is not random would bias the correction)"
+                )
         else:
             notes.append("no random draw is recorded (annotate-export --random), and B.1's draw is even over datasets")
         unl = part.filter(~pl.col("instance_id").is_in(labelled["instance_id"].to_list()))
         yall = part["count"].to_numpy().astype(float)
-        boot = rng_for(seed, "corrected_rates", judge, str(target), b).integers(0, len(yall), size=(resamples, len(yall)))
-        jo, jlo, jhi, _ = _interval(np.concatenate([[yall.mean()], yall[boot].mean(axis=1)]), too_small(len(yall), min_n))
-        row: dict[str, Any] = {"judge": judge, "target": target, "behaviour": b, "n_labelled": labelled.height,
-                               "n_labels": int(labelled["raters"].sum()) if labelled.height else 0,
-                               "n_unlabelled": unl.height, "judge_only": jo, "judge_only_low": jlo,
-                               "judge_only_high": jhi, "draw": draw}
+        boot = rng_for(seed, "corrected_rates", judge, str(target), b).integers(
+            0, len(yall), size=(resamples, len(yall))
+        )
+        jo, jlo, jhi, _ = _interval(
+            np.concatenate([[yall.mean()], yall[boot].mean(axis=1)]), too_small(len(yall), min_n)
+        )
+        row: dict[str, Any] = {
+            "judge": judge,
+            "target": target,
+            "behaviour": b,
+            "n_labelled": labelled.height,
+            "n_labels": int(labelled["raters"].sum()) if labelled.height else 0,
+            "n_unlabelled": unl.height,
+            "judge_only": jo,
+            "judge_only_low": jlo,
+            "judge_only_high": jhi,
+            "draw": draw,
+        }
         small = too_small(labelled.height, max(min_n, MIN_LABELLED))
         if labelled.height >= 2:
             y = labelled["human_count"].to_numpy().astype(float)
             h, hlo, hhi = humans_mean(y, alpha)
-            row.update(humans_only=h, humans_only_low=None if small else _clip(hlo),
-                       humans_only_high=None if small else hhi)
+            row.update(
+                humans_only=h, humans_only_low=None if small else _clip(hlo), humans_only_high=None if small else hhi
+            )
         if labelled.height < 2:
             notes.append(f"{labelled.height} labelled conversation(s): no correction (it needs 2)")
             raw = lo = hi = None
@@ -585,11 +734,19 @@ def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: in
             if small:
                 notes.append(f"labelled: {small}")
                 lo = hi = None
-            row.update(corrected=_clip(raw), corrected_raw=raw, corrected_low=_clip(lo), corrected_high=hi,
-                       disagree=None if lo is None or hi is None or jo is None else bool(jo < lo or jo > hi))
+            row.update(
+                corrected=_clip(raw),
+                corrected_raw=raw,
+                corrected_low=_clip(lo),
+                corrected_high=hi,
+                disagree=None if lo is None or hi is None or jo is None else bool(jo < lo or jo > hi),
+            )
             if raw < 0 or (lo is not None and lo < 0):
-                notes.append(f"clipped at 0 (raw estimate {raw:.3f}" + (f", raw lower end {lo:.3f}" if lo is not None
-                                                                       else "") + "): a rate is never negative")
+                notes.append(
+                    f"clipped at 0 (raw estimate {raw:.3f}"
+                    + (f", raw lower end {lo:.3f}" if lo is not None else "")
+                    + "): a rate is never negative"
+                )
         row["note"] = "; ".join(notes)
         rows.append(row)
     return pl.DataFrame(rows, schema=PPI_SCHEMA).sort("target", "behaviour")
@@ -597,20 +754,25 @@ def corrected_rates(f: Frames, judge: str, run: Run | None = None, resamples: in
 
 # ---------------------------------------------------------------- the answer, and the marks elsewhere
 
+
 def corrected_line(r: pl.DataFrame, names: dict[str, str]) -> str:
     """What the corrected rates say, in one clause: where the judge-only mean lies outside the
     corrected interval, that none does among those with an interval, or that none has one."""
     with_ci = r.filter(pl.col("corrected_low").is_not_null() & pl.col("corrected_high").is_not_null())
     if with_ci.is_empty():
-        return ("no corrected interval: no target has enough labelled conversations (see the corrected_rates "
-                "table's notes)")
+        return (
+            "no corrected interval: no target has enough labelled conversations (see the corrected_rates table's notes)"
+        )
     off = with_ci.filter(pl.col("disagree").fill_null(False))
     if off.is_empty():
-        return (f"the judge-only mean lies inside the corrected 95% interval for all {with_ci.height} behaviour rates "
-                f"with an interval ({r.height - with_ci.height} without one)")
-    return ("the judge-only mean lies outside the corrected 95% interval for "
-            + "; ".join(f"{names.get(x['behaviour'], x['behaviour'])} of {x['target']} "
-                        f"({x['judge_only']:.2f} vs {x['corrected']:.2f})" for x in off.iter_rows(named=True)))
+        return (
+            f"the judge-only mean lies inside the corrected 95% interval for all {with_ci.height} behaviour rates "
+            f"with an interval ({r.height - with_ci.height} without one)"
+        )
+    return "the judge-only mean lies outside the corrected 95% interval for " + "; ".join(
+        f"{names.get(x['behaviour'], x['behaviour'])} of {x['target']} ({x['judge_only']:.2f} vs {x['corrected']:.2f})"
+        for x in off.iter_rows(named=True)
+    )
 
 
 def llm_judges(f: Frames) -> list[str]:
@@ -619,17 +781,20 @@ def llm_judges(f: Frames) -> list[str]:
 
 
 def stale_judges(f: Frames) -> list[str]:
-    """"judge J: all N judgments stale (why); …" for each LLM judge whose every judgment is stale
+    """ "judge J: all N judgments stale (why); …" for each LLM judge whose every judgment is stale
     (made with other settings than the params give now), with how to refresh them."""
     j = f.judgments.filter(~pl.col("human"))
     out = []
     for (name,), part in j.group_by("judge", maintain_order=True):
         if part.height and (part["status"] == "stale").all():
             why = part["reason"].drop_nulls().unique(maintain_order=True).to_list()
-            out.append(f"every one of the {part.height} judgments of the LLM judge {name} is stale"
-                       + (f" ({why[0]})" if why else "") + "; nothing of it is counted and no annotator takes its place."
-                       " Run `cocoeval run PARAMS` again to judge with the current settings (calls already made "
-                       "with them are served from the cache)")
+            out.append(
+                f"every one of the {part.height} judgments of the LLM judge {name} is stale"
+                + (f" ({why[0]})" if why else "")
+                + "; nothing of it is counted and no annotator takes its place."
+                " Run `cocoeval run PARAMS` again to judge with the current settings (calls already made "
+                "with them are served from the cache)"
+            )
     return out
 
 
@@ -639,8 +804,17 @@ def _fmt(v: float | None, lo: float | None, hi: float | None) -> str:
     return f"{v:.2f}" + (f" ({lo:.2f}–{hi:.2f})" if lo is not None and hi is not None else " (no interval)")
 
 
-def answer(run: Run, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *,
-           min_n: int = MIN_N, probes: dict[str, pl.DataFrame] | None = None, probe_lines: Sequence[str] = ()) -> Any:
+def answer(
+    run: Run,
+    f: Frames,
+    judge: str | None,
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+    probes: dict[str, pl.DataFrame] | None = None,
+    probe_lines: Sequence[str] = (),
+) -> Any:
     """The judge_check analysis (beyond the paper): per LLM judge (``judge``: only that one) the
     validation gate, turn-level agreement, ordinal α of the Likert scores and corrected rates;
     ``probes``/``probe_lines``: the probes' tables and text (``analysis.probes``) when given."""
@@ -651,47 +825,62 @@ def answer(run: Run, f: Frames, judge: str | None, resamples: int = 1000, seed: 
     judges = [judge] if judge is not None else llm_judges(f)
     if not judges:
         stale = stale_judges(f)
-        a.text.append(not_run("this run has no LLM judge with valid judgments" + (f" ({'; '.join(stale)})" if stale else ""),
-                              "add a judge to the params' judges: and run them"))
+        a.text.append(
+            not_run(
+                "this run has no LLM judge with valid judgments" + (f" ({'; '.join(stale)})" if stale else ""),
+                "add a judge to the params' judges: and run them",
+            )
+        )
         return a
     humans = sorted(set(agreement.annotators(f, "counts")) | set(agreement.annotators(f, "likert")))
-    a.text.append(f"Beyond the paper. Turn-level agreement over the judged turns of the conversations the judge and at "
-                  f"least one annotator labelled validly, each with the annotators who did (Krippendorff's α, Cohen's "
-                  f"κ, precision/recall/F1 against the annotators' majority), 95% percentile bootstrap intervals over "
-                  f"conversations ({resamples} resamples, seed {seed}); the gate: a one-sided permutation test of ρ "
-                  f"between the judge's and the annotators' counts per conversation, Holm-corrected over the behaviours "
-                  f"tested, each resting on at least {MIN_CONVERSATIONS} conversations and {MIN_POSITIVE_TURNS} "
-                  "positive turns (fewer: too rare to validate here). Definitions: `cocoeval/analysis/judge_check.py`, "
-                  "docs/judging.md.")
+    a.text.append(
+        f"Beyond the paper. Turn-level agreement over the judged turns of the conversations the judge and at "
+        f"least one annotator labelled validly, each with the annotators who did (Krippendorff's α, Cohen's "
+        f"κ, precision/recall/F1 against the annotators' majority), 95% percentile bootstrap intervals over "
+        f"conversations ({resamples} resamples, seed {seed}); the gate: a one-sided permutation test of ρ "
+        f"between the judge's and the annotators' counts per conversation, Holm-corrected over the behaviours "
+        f"tested, each resting on at least {MIN_CONVERSATIONS} conversations and {MIN_POSITIVE_TURNS} "
+        "positive turns (fewer: too rare to validate here). Definitions: `cocoeval/analysis/judge_check.py`, "
+        "docs/judging.md."
+    )
     names = {b.id: b.name for b in f.taxonomy.behaviours}
     gates, turns, likerts, rates = [], [], [], []
     for j in judges:
         table = gate(f, j, run, resamples, seed, min_n=min_n)
         gates.append(table)
         ok = [names[b] for b in table.filter(pl.col("validated"))["behaviour"]]
-        a.text.append(f"- **{j}** (judge id {table['judge_id'][0] or 'not recorded'}): validated for "
-                      + (", ".join(ok) if ok else "no behaviour") + ". "
-                      + (not_validated_line(table, names) or "Validated for every behaviour."))
+        a.text.append(
+            f"- **{j}** (judge id {table['judge_id'][0] or 'not recorded'}): validated for "
+            + (", ".join(ok) if ok else "no behaviour")
+            + ". "
+            + (not_validated_line(table, names) or "Validated for every behaviour.")
+        )
         if not humans:
             continue
         t = turn_agreement(f, j, resamples, seed, min_n=min_n)
         turns.append(t)
         row = t.filter(pl.col("behaviour") == ANY).row(0, named=True) if not t.is_empty() else None
         if row is not None and row["conversations"]:
-            a.text.append(f"  Any behaviour, over {row['turns']} turns of {row['conversations']} conversations "
-                          f"({row['positive_turns_humans']} positive by the annotators' majority, "
-                          f"{row['positive_turns_judge']} by the judge): α with the judge "
-                          f"{_fmt(row['alpha_with_judge'], row['alpha_with_judge_low'], row['alpha_with_judge_high'])}, "
-                          f"κ {_fmt(row['kappa'], row['kappa_low'], row['kappa_high'])}, "
-                          f"F1 {_fmt(row['f1'], row['f1_low'], row['f1_high'])}.")
+            a.text.append(
+                f"  Any behaviour, over {row['turns']} turns of {row['conversations']} conversations "
+                f"({row['positive_turns_humans']} positive by the annotators' majority, "
+                f"{row['positive_turns_judge']} by the judge): α with the judge "
+                f"{_fmt(row['alpha_with_judge'], row['alpha_with_judge_low'], row['alpha_with_judge_high'])}, "
+                f"κ {_fmt(row['kappa'], row['kappa_low'], row['kappa_high'])}, "
+                f"F1 {_fmt(row['f1'], row['f1_low'], row['f1_high'])}."
+            )
         likerts.append(likert_agreement(f, j, resamples, seed, min_n=min_n))
         r = corrected_rates(f, j, run, resamples, seed, min_n=min_n)
         rates.append(r)
         if not r.is_empty():
             a.text.append(f"  Corrected rates ({ASSUMPTION}): {corrected_line(r, names)}.")
     if not humans:
-        a.text.append(not_run("this run has no human annotations, so no agreement can be measured and no judge is "
-                              "validated", HOW_TO_ANNOTATE))
+        a.text.append(
+            not_run(
+                "this run has no human annotations, so no agreement can be measured and no judge is validated",
+                HOW_TO_ANNOTATE,
+            )
+        )
     a.tables["validation"] = pl.concat(gates)
     for key, parts in (("turn_agreement", turns), ("likert_agreement", likerts), ("corrected_rates", rates)):
         if parts and not all(p.is_empty() for p in parts):
@@ -703,16 +892,27 @@ def answer(run: Run, f: Frames, judge: str | None, resamples: int = 1000, seed: 
     return a
 
 
-UNMARKED_OUTPUTS = ("agreement", "inter_human", "detection", "taxonomy_coverage", "judge_validation",
-                    "turn_agreement", "likert_agreement", "corrected_rates", "probe_", "invalid_rates")
+UNMARKED_OUTPUTS = (
+    "agreement",
+    "inter_human",
+    "detection",
+    "taxonomy_coverage",
+    "judge_validation",
+    "turn_agreement",
+    "likert_agreement",
+    "corrected_rates",
+    "probe_",
+    "invalid_rates",
+)
 """Report outputs about agreement or accounting, not behaviour rates of the judge: never marked."""
 
 
 _GATES: dict[tuple[Any, ...], tuple[Frames, pl.DataFrame]] = {}
 
 
-def gate(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *,
-         min_n: int = MIN_N) -> pl.DataFrame:
+def gate(
+    f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+) -> pl.DataFrame:
     """``validation``, computed once per frames, judge and settings (the report and every answer
     that shows the judge's rates ask for it)."""
     key = (id(f), id(run), judge, resamples, seed, min_n)
@@ -726,9 +926,10 @@ def gate(f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, s
     return table
 
 
-def gate_note(run: Run | None, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *,
-              min_n: int = MIN_N) -> str | None:
-    """"Beyond the paper: not validated for this judge: …" for a behaviour rate shown of ``judge``
+def gate_note(
+    run: Run | None, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+) -> str | None:
+    """ "Beyond the paper: not validated for this judge: …" for a behaviour rate shown of ``judge``
     (None: the run's only LLM judge; no mark for a human annotator or when the gate passes every
     behaviour)."""
     if judge is None:

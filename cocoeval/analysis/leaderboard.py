@@ -66,16 +66,42 @@ TURNS = ("transition_distance", "speaker_entropy_diff")
 
 _F, _I, _S = pl.Float64, pl.Int64, pl.Utf8
 BOARD_SCHEMA: dict[str, Any] = {
-    "judge": _S, "rank": _I, "setup": _S, "group": _S, "origin": _S, "n": _I,
-    "distance": _F, "distance_square": _F, "ci_low": _F, "ci_high": _F, "ci_note": _S, "D": _F, "D_ci_low": _F, "D_ci_high": _F,
+    "judge": _S,
+    "rank": _I,
+    "setup": _S,
+    "group": _S,
+    "origin": _S,
+    "n": _I,
+    "distance": _F,
+    "distance_square": _F,
+    "ci_low": _F,
+    "ci_high": _F,
+    "ci_note": _S,
+    "D": _F,
+    "D_ci_low": _F,
+    "D_ci_high": _F,
     **{f"{s}_gap{x}": t for s in LIKERT for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F))},
     "likert_n": _I,
     **{f"{m}{x}": t for m in TURNS for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_n", _I))},
-    "continuations_ok": _I, "continuations": _I, "unknown_speaker_share": _F, "judgments_valid": _I, "judgments": _I,
-    "note": _S}
+    "continuations_ok": _I,
+    "continuations": _I,
+    "unknown_speaker_share": _F,
+    "judgments_valid": _I,
+    "judgments": _I,
+    "note": _S,
+}
 BEHAVIOUR_SCHEMA: dict[str, Any] = {
-    "judge": _S, "setup": _S, "behaviour": _S, "mean_sim": _F, "mean_human": _F, "diff": _F,
-    "diff_ci_low": _F, "diff_ci_high": _F, "ci_note": _S, "n": _I}
+    "judge": _S,
+    "setup": _S,
+    "behaviour": _S,
+    "mean_sim": _F,
+    "mean_human": _F,
+    "diff": _F,
+    "diff_ci_low": _F,
+    "diff_ci_high": _F,
+    "ci_note": _S,
+    "n": _I,
+}
 
 
 def unbiased_square(m1: np.ndarray, m2: np.ndarray, n: int) -> np.ndarray:
@@ -128,7 +154,7 @@ def floor(h: np.ndarray, resamples: int = 1000, seed: int = 0) -> np.ndarray:
     if m < 2:
         return np.empty(0)
     idx = stats.boot_index(n, resamples, seed)
-    a, b = idx[:, :m], idx[:, m:2 * m]
+    a, b = idx[:, :m], idx[:, m : 2 * m]
     ma, mb = half_means(h, a), half_means(h, b)
     sq = np.square(h)
     va = (half_means(sq, a) - np.square(ma)) / (m - 1)  # s²/m with s² of ddof 1
@@ -143,8 +169,9 @@ def _interval(point: float, boot: np.ndarray, n: int, min_n: int) -> tuple[float
     return a, b, note
 
 
-def _distance(square: float, boot: np.ndarray, n: int, min_n: int) -> tuple[float, float | None, float | None,
-                                                                              str | None]:
+def _distance(
+    square: float, boot: np.ndarray, n: int, min_n: int
+) -> tuple[float, float | None, float | None, str | None]:
     """(distance, its interval's ends, why undefined) from the unbiased square and its resamples."""
     note = inference.ci_notes(n, boot[:, None], min_n)[0]
     lo, hi = recentred_interval(square, boot, n)
@@ -152,8 +179,13 @@ def _distance(square: float, boot: np.ndarray, n: int, min_n: int) -> tuple[floa
     return float(distance_of(square)), a, b, note
 
 
-def paired_profiles(pairs: dict[str, tuple[np.ndarray, np.ndarray]], resamples: int = 1000, seed: int = 0, *,
-                    min_n: int = inference.MIN_N) -> dict[str, dict[str, Any]]:
+def paired_profiles(
+    pairs: dict[str, tuple[np.ndarray, np.ndarray]],
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = inference.MIN_N,
+) -> dict[str, dict[str, Any]]:
     """For each setup's (setup counts, human counts) on the same instances, both (n, K): the
     per-behaviour paired differences with their intervals, the distance (unbiased for its square,
     ``unbiased_square``; interval: ``recentred_interval`` of the resamples' unbiased squares) and
@@ -178,43 +210,70 @@ def paired_profiles(pairs: dict[str, tuple[np.ndarray, np.ndarray]], resamples: 
             notes = inference.ci_notes(n, bj, min_n)
             d_point = float(np.abs(point[j]).sum())
             if boot2 is None:
-                distance: tuple[Any, ...] = (None, None, None, "one instance: no distance (its square's estimate "
-                                             "needs a variance, two instances at least)")
+                distance: tuple[Any, ...] = (
+                    None,
+                    None,
+                    None,
+                    "one instance: no distance (its square's estimate needs a variance, two instances at least)",
+                )
                 square = None
             else:
                 square = float(unbiased_square(point[j], point2[j], n))
                 distance = _distance(square, unbiased_square(bj, boot2[:, j, :], n), n, min_n)
-            out[name] = {"diff": point[j], "lo": lo, "hi": hi, "notes": notes, "n": n, "square": square,
-                         "distance": distance, "D": (d_point, *_interval(d_point, np.abs(bj).sum(axis=1), n, min_n))}
+            out[name] = {
+                "diff": point[j],
+                "lo": lo,
+                "hi": hi,
+                "notes": notes,
+                "n": n,
+                "square": square,
+                "distance": distance,
+                "D": (d_point, *_interval(d_point, np.abs(bj).sum(axis=1), n, min_n)),
+            }
     return out
 
 
 def _counts(rates: pl.DataFrame, judge: str, target: str) -> dict[str, Any]:
     """Continuations ok of all, the share of their turns by speakers who are not participants,
     judgments valid of all (present or expected) of one setup."""
+
     def row(stage: str, **where: Any) -> dict[str, Any] | None:
-        r = rates.filter((pl.col("stage") == stage) & (pl.col("target") == target)
-                         & pl.all_horizontal([pl.col(k) == v for k, v in where.items()] or [pl.lit(True)]))
+        r = rates.filter(
+            (pl.col("stage") == stage)
+            & (pl.col("target") == target)
+            & pl.all_horizontal([pl.col(k) == v for k, v in where.items()] or [pl.lit(True)])
+        )
         return r.row(0, named=True) if r.height else None
 
     c, j = row("simulate"), row("judge", judge=judge, kind="fine_grained")
-    out: dict[str, Any] = {"continuations_ok": None, "continuations": None, "unknown_speaker_share": None,
-                           "judgments_valid": None, "judgments": None}
+    out: dict[str, Any] = {
+        "continuations_ok": None,
+        "continuations": None,
+        "unknown_speaker_share": None,
+        "judgments_valid": None,
+        "judgments": None,
+    }
     if c is not None:
-        out.update(continuations_ok=c["n"] - c["invalid"], continuations=c["n"] + (c["missing"] or 0),
-                   unknown_speaker_share=c.get("unknown_speaker_share"))
+        out.update(
+            continuations_ok=c["n"] - c["invalid"],
+            continuations=c["n"] + (c["missing"] or 0),
+            unknown_speaker_share=c.get("unknown_speaker_share"),
+        )
     if j is not None:
-        out.update(judgments_valid=j["n"] - j["invalid"] - j["skipped"],
-                   judgments=j["n"] - j["skipped"] + (j["missing"] or 0))
+        out.update(
+            judgments_valid=j["n"] - j["invalid"] - j["skipped"], judgments=j["n"] - j["skipped"] + (j["missing"] or 0)
+        )
     return out
 
 
 def judges_of(f: Frames) -> list[str]:
     """The LLM judges with fine-grained judgments in the run or expected by its params."""
     fg = pl.col("kind") == "fine_grained"
-    names = (f.counts.filter(~pl.col("human"))["judge"].to_list()
-             + f.judgments.filter(~pl.col("human") & fg & (pl.col("status") != "stale"))["judge"].to_list()
-             + f.expected.filter((pl.col("stage") == "judge") & fg)["judge"].to_list())
+    names = (
+        f.counts.filter(~pl.col("human"))["judge"].to_list()
+        + f.judgments.filter(~pl.col("human") & fg & (pl.col("status") != "stale"))["judge"].to_list()
+        + f.expected.filter((pl.col("stage") == "judge") & fg)["judge"].to_list()
+    )
     return sorted({x for x in names if x is not None})
 
 
@@ -225,9 +284,16 @@ def setups_of(f: Frames, cond: pl.DataFrame | None) -> list[str]:
     return [*named, *sorted(seen - set(named))]
 
 
-def leaderboard(f: Frames, cond: pl.DataFrame | None = None, turn_taking: pl.DataFrame | None = None, *,
-                resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N,
-                judges: list[str] | None = None) -> tuple[pl.DataFrame, pl.DataFrame]:
+def leaderboard(
+    f: Frames,
+    cond: pl.DataFrame | None = None,
+    turn_taking: pl.DataFrame | None = None,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    judges: list[str] | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The leaderboard (one row per judge and setup, the floor row first in each judge's block, then
     the ranked setups, then the unranked ones) and its per-behaviour differences. ``cond``:
     ``paper_stats.conditions`` (the group labels; None: no labels); ``turn_taking``:
@@ -242,14 +308,18 @@ def leaderboard(f: Frames, cond: pl.DataFrame | None = None, turn_taking: pl.Dat
     if turn_taking is not None:
         for r in turn_taking.iter_rows(named=True):
             m = r["statistic"]
-            turns.setdefault(r["target"], {}).update({m: r["mean"], f"{m}_ci_low": r["ci_low"],
-                                                      f"{m}_ci_high": r["ci_high"], f"{m}_n": r["n"]})
+            turns.setdefault(r["target"], {}).update(
+                {m: r["mean"], f"{m}_ci_low": r["ci_low"], f"{m}_ci_high": r["ci_high"], f"{m}_n": r["n"]}
+            )
     board: list[dict[str, Any]] = []
     per_b: list[dict[str, Any]] = []
     for judge in judges if judges is not None else judges_of(f):
         c = f.counts.filter(pl.col("judge") == judge)
-        ref_ids, ref = stats.count_matrix(c.filter(pl.col("target") == REFERENCE), beh) \
-            if c.filter(pl.col("target") == REFERENCE).height else ([], np.empty((0, len(beh))))
+        ref_ids, ref = (
+            stats.count_matrix(c.filter(pl.col("target") == REFERENCE), beh)
+            if c.filter(pl.col("target") == REFERENCE).height
+            else ([], np.empty((0, len(beh))))
+        )
         pos = {i: k for k, i in enumerate(ref_ids)}
         mats = {t: stats.count_matrix(g, beh) for (t,), g in c.filter(pl.col("target") != REFERENCE).group_by("target")}
         pairs: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -263,8 +333,14 @@ def leaderboard(f: Frames, cond: pl.DataFrame | None = None, turn_taking: pl.Dat
         lk = paper_stats.likert_vs_human(f, judge, setups, resamples=resamples, seed=seed, min_n=min_n)
         gaps: dict[str, dict[str, Any]] = {}
         for r in lk.filter(pl.col("series") == paper_stats.DIFFERENCE).iter_rows(named=True):
-            gaps.setdefault(r["target"], {}).update({f"{r['score']}_gap": r["mean"], f"{r['score']}_gap_ci_low": r["ci_low"],
-                                                     f"{r['score']}_gap_ci_high": r["ci_high"], "likert_n": r["n"]})
+            gaps.setdefault(r["target"], {}).update(
+                {
+                    f"{r['score']}_gap": r["mean"],
+                    f"{r['score']}_gap_ci_low": r["ci_low"],
+                    f"{r['score']}_gap_ci_high": r["ci_high"],
+                    "likert_n": r["n"],
+                }
+            )
         fl = floor(ref, resamples, seed)
         ref_counts = _counts(rates, judge, REFERENCE)
         if len(fl):
@@ -272,44 +348,91 @@ def leaderboard(f: Frames, cond: pl.DataFrame | None = None, turn_taking: pl.Dat
         else:
             lo = hi = None
             note = f"fewer than four valid human references ({validity_note(f, judge, REFERENCE)})"
-        board.append({"judge": judge, "setup": FLOOR, "group": "human references", "origin": ORIGIN_FLOOR,
-                      "n": len(ref), "distance": float(fl.mean()) if len(fl) else None, "ci_low": lo, "ci_high": hi,
-                      "ci_note": note, "judgments_valid": ref_counts["judgments_valid"],
-                      "judgments": ref_counts["judgments"], **turns.get(HISTORY, {}),
-                      "note": f"two halves of {len(ref) // 2} of the {len(ref)} valid human references per resample; "
-                              "0 on average for a simulator as human as the humans"})
+        board.append(
+            {
+                "judge": judge,
+                "setup": FLOOR,
+                "group": "human references",
+                "origin": ORIGIN_FLOOR,
+                "n": len(ref),
+                "distance": float(fl.mean()) if len(fl) else None,
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_note": note,
+                "judgments_valid": ref_counts["judgments_valid"],
+                "judgments": ref_counts["judgments"],
+                **turns.get(HISTORY, {}),
+                "note": f"two halves of {len(ref) // 2} of the {len(ref)} valid human references per resample; "
+                "0 on average for a simulator as human as the humans",
+            }
+        )
         rows = []
         for s in setups:
-            row = {"judge": judge, "setup": s, "group": groups.get(s), "origin": origins.get(s),
-                   **_counts(rates, judge, s), **gaps.get(s, {}), **turns.get(s, {})}
+            row = {
+                "judge": judge,
+                "setup": s,
+                "group": groups.get(s),
+                "origin": origins.get(s),
+                **_counts(rates, judge, s),
+                **gaps.get(s, {}),
+                **turns.get(s, {}),
+            }
             if s not in prof:
-                why = (f"no instance where both {s} and the human reference have a valid judgment by {judge} "
-                       f"({validity_note(f, judge, s)}; {validity_note(f, judge, REFERENCE)})")
+                why = (
+                    f"no instance where both {s} and the human reference have a valid judgment by {judge} "
+                    f"({validity_note(f, judge, s)}; {validity_note(f, judge, REFERENCE)})"
+                )
                 rows.append({**row, "n": 0, "ci_note": why, "note": f"not ranked: {why}"})
                 per_b += [{"judge": judge, "setup": s, "behaviour": b, "ci_note": why, "n": 0} for b in beh]
                 continue
             p = prof[s]
             (dist, lo, hi, note), (d1, d1_lo, d1_hi, _) = p["distance"], p["D"]
-            rows.append({**row, "n": p["n"], "distance": dist, "distance_square": p["square"], "ci_low": lo,
-                         "ci_high": hi, "ci_note": note,
-                         "D": d1, "D_ci_low": d1_lo, "D_ci_high": d1_hi,
-                         "note": f"not ranked: {inference.too_small(p['n'], min_n)}" if p["n"] < min_n else None})
+            rows.append(
+                {
+                    **row,
+                    "n": p["n"],
+                    "distance": dist,
+                    "distance_square": p["square"],
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_note": note,
+                    "D": d1,
+                    "D_ci_low": d1_lo,
+                    "D_ci_high": d1_hi,
+                    "note": f"not ranked: {inference.too_small(p['n'], min_n)}" if p["n"] < min_n else None,
+                }
+            )
             s_mat, h_mat = pairs[s]
             for k, b in enumerate(beh):
                 a, z = inference.interval(p["lo"][k], p["hi"][k], p["notes"][k])
-                per_b.append({"judge": judge, "setup": s, "behaviour": b, "mean_sim": float(s_mat[:, k].mean()),
-                              "mean_human": float(h_mat[:, k].mean()), "diff": float(p["diff"][k]),
-                              "diff_ci_low": a, "diff_ci_high": z, "ci_note": p["notes"][k], "n": p["n"]})
-        ranked = sorted((r for r in rows if r["n"] >= min_n and r.get("distance") is not None),
-                        key=lambda r: (r["distance"], r["setup"]))
+                per_b.append(
+                    {
+                        "judge": judge,
+                        "setup": s,
+                        "behaviour": b,
+                        "mean_sim": float(s_mat[:, k].mean()),
+                        "mean_human": float(h_mat[:, k].mean()),
+                        "diff": float(p["diff"][k]),
+                        "diff_ci_low": a,
+                        "diff_ci_high": z,
+                        "ci_note": p["notes"][k],
+                        "n": p["n"],
+                    }
+                )
+        ranked = sorted(
+            (r for r in rows if r["n"] >= min_n and r.get("distance") is not None),
+            key=lambda r: (r["distance"], r["setup"]),
+        )
         last, rank = None, 0
         for i, r in enumerate(ranked):  # ties share a rank ("min")
             if r["distance"] != last:
                 rank, last = i + 1, r["distance"]
             r["rank"] = rank
         board += ranked + [r for r in rows if r.get("rank") is None]
-    return (pl.DataFrame(board, schema=BOARD_SCHEMA) if board else pl.DataFrame(schema=BOARD_SCHEMA),
-            pl.DataFrame(per_b, schema=BEHAVIOUR_SCHEMA) if per_b else pl.DataFrame(schema=BEHAVIOUR_SCHEMA))
+    return (
+        pl.DataFrame(board, schema=BOARD_SCHEMA) if board else pl.DataFrame(schema=BOARD_SCHEMA),
+        pl.DataFrame(per_b, schema=BEHAVIOUR_SCHEMA) if per_b else pl.DataFrame(schema=BEHAVIOUR_SCHEMA),
+    )
 
 
 def _of(r: dict[str, Any], what: str, ok: str, total: str) -> str | None:
@@ -325,22 +448,32 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     cond = paper_stats.conditions(run)
     setups = setups_of(f, cond)
     if not setups:
-        a.text.append(not_run("this run has no setup to rank", HOW["setup"].format(
-            s="s", example="gpt41-vanilla-30, or a setup of imported continuations")))
+        a.text.append(
+            not_run(
+                "this run has no setup to rank",
+                HOW["setup"].format(s="s", example="gpt41-vanilla-30, or a setup of imported continuations"),
+            )
+        )
         return a
     judges = judges_of(f)
     tt = turn_taking(turn_taking_frame(run), resamples=resamples, seed=seed, min_n=min_n)
     board, per_b = leaderboard(f, cond, tt, resamples=resamples, seed=seed, min_n=min_n, judges=judges)
     if not judges or board.filter(pl.col("origin") != ORIGIN_FLOOR)["distance"].is_null().all():
         paired = board.filter((pl.col("setup") != FLOOR) & (pl.col("n") > 0)) if not board.is_empty() else board
-        why = ("this run has no LLM judge with fine-grained judgments" if not judges else
-               "no setup has a valid fine-grained judgment paired with a judged human reference (see invalid_rates)"
-               if paired.is_empty() else
-               "every setup rests on one instance judged validly beside its human reference, and a distance needs two "
-               "(its square's estimate subtracts the differences' variance; the table lists each setup's n and D)")
-        how = (HOW["judge"] if not judges or paired.is_empty() else
-               "judge at least two instances of each setup and their human references (the judge's max_per_dataset "
-               "or datasets in the params), then `cocoeval run PARAMS --stage judge`")
+        why = (
+            "this run has no LLM judge with fine-grained judgments"
+            if not judges
+            else "no setup has a valid fine-grained judgment paired with a judged human reference (see invalid_rates)"
+            if paired.is_empty()
+            else "every setup rests on one instance judged validly beside its human reference, and a distance needs two "
+            "(its square's estimate subtracts the differences' variance; the table lists each setup's n and D)"
+        )
+        how = (
+            HOW["judge"]
+            if not judges or paired.is_empty()
+            else "judge at least two instances of each setup and their human references (the judge's max_per_dataset "
+            "or datasets in the params), then `cocoeval run PARAMS --stage judge`"
+        )
         a.text.append(not_run(f"the leaderboard of simulators: {why}", how))
         if not tt.is_empty():  # the judge-free part stands without a judge
             a.tables["turn_taking"] = tt
@@ -360,35 +493,65 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
         f"estimate among setups with n ≥ {min_n} (not a test between setups: compare their intervals). The floor: the "
         "distance between two random halves of the human references (bootstrapped, estimated the same way): 0 on "
         "average, with the range chance gives. Beside: the Likert gap (setup − human, paired) and the judge-free "
-        "turn-taking distances.")
+        "turn-taking distances."
+    )
     names = setup_labels(f)
     for judge in board["judge"].unique(maintain_order=True).to_list():
         part = board.filter(pl.col("judge") == judge)
         fl = part.filter(pl.col("origin") == ORIGIN_FLOOR).row(0, named=True)
-        a.text.append(f"**Judged by {md_escape(judge)}** — floor (two halves of the {fl['n']} valid human references): "
-                      + (f"{fl['distance']:.2f}" + (f" (95% range {fl['ci_low']:.2f}–{fl['ci_high']:.2f})"
-                                                     if fl["ci_low"] is not None else f" (no range: {fl['ci_note']})")
-                         if fl["distance"] is not None else f"none ({fl['ci_note']})") + ".")
+        a.text.append(
+            f"**Judged by {md_escape(judge)}** — floor (two halves of the {fl['n']} valid human references): "
+            + (
+                f"{fl['distance']:.2f}"
+                + (
+                    f" (95% range {fl['ci_low']:.2f}–{fl['ci_high']:.2f})"
+                    if fl["ci_low"] is not None
+                    else f" (no range: {fl['ci_note']})"
+                )
+                if fl["distance"] is not None
+                else f"none ({fl['ci_note']})"
+            )
+            + "."
+        )
         lines = []
         for r in part.filter(pl.col("origin") != ORIGIN_FLOOR).iter_rows(named=True):
             share = r["unknown_speaker_share"]
-            counts = "; ".join(x for x in (_of(r, "continuations ok", "continuations_ok", "continuations"),
-                                           f"{share:.0%} of their turns by non-participants" if share else None,
-                                           _of(r, "judgments valid", "judgments_valid", "judgments")) if x)
+            counts = "; ".join(
+                x
+                for x in (
+                    _of(r, "continuations ok", "continuations_ok", "continuations"),
+                    f"{share:.0%} of their turns by non-participants" if share else None,
+                    _of(r, "judgments valid", "judgments_valid", "judgments"),
+                )
+                if x
+            )
             head = f"{r['rank']}. " if r["rank"] is not None else "- (unranked) "
             if r["distance"] is None:
                 lines.append(f"{head}**{md_escape(r['setup'])}**: n = 0 ({counts or 'nothing judged'}); {r['note']}.")
                 continue
             b = per_b.filter((pl.col("judge") == judge) & (pl.col("setup") == r["setup"])).sort(
-                pl.col("diff").abs(), descending=True)
+                pl.col("diff").abs(), descending=True
+            )
             worst = b.row(0, named=True) if b.height else None
-            gap = (f"; consistency gap {r['consistency_gap']:+.2f}, collaborativeness gap "
-                   f"{r['collaborativeness_gap']:+.2f} (n = {r['likert_n']})"
-                   if r["consistency_gap"] is not None and r["collaborativeness_gap"] is not None else "")
-            lines.append(f"{head}**{md_escape(r['setup'])}** ({md_escape(r['group'] or '?')}): distance "
-                         f"{ci_text(r, 'distance')}"
-                         + (f"; farthest: {names.get(worst['behaviour'], worst['behaviour'])} {worst['diff']:+.2f}"
-                            if worst else "") + gap + f" [{counts}]" + (f"; {r['note']}" if r["note"] else "") + ".")
+            gap = (
+                f"; consistency gap {r['consistency_gap']:+.2f}, collaborativeness gap "
+                f"{r['collaborativeness_gap']:+.2f} (n = {r['likert_n']})"
+                if r["consistency_gap"] is not None and r["collaborativeness_gap"] is not None
+                else ""
+            )
+            lines.append(
+                f"{head}**{md_escape(r['setup'])}** ({md_escape(r['group'] or '?')}): distance "
+                f"{ci_text(r, 'distance')}"
+                + (
+                    f"; farthest: {names.get(worst['behaviour'], worst['behaviour'])} {worst['diff']:+.2f}"
+                    if worst
+                    else ""
+                )
+                + gap
+                + f" [{counts}]"
+                + (f"; {r['note']}" if r["note"] else "")
+                + "."
+            )
         a.text.append("\n".join(lines))
     a.charts["leaderboard"] = charts.leaderboard_chart(board)
     return a

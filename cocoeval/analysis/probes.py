@@ -49,19 +49,73 @@ VALID = ("ok", "repaired")
 NOT_RUN = "not run: cocoeval probe PARAMS"
 
 f64, i64, s_ = pl.Float64, pl.Int64, pl.Utf8
-NAMES_SCHEMA = {"kind": s_, "measure": s_, "unit": s_, "n_targets": i64, "n": i64, "changed": i64, "value": f64,
-                "ci_low": f64, "ci_high": f64, "ci_note": s_, "flag": pl.Boolean}
-PLANTED_SCHEMA = {"behaviour": s_, "expects": s_, "n": i64, "detected": i64, "rate": f64, "ci_low": f64,
-                  "ci_high": f64, "ci_note": s_, "other_label": i64, "fa_n": i64, "false_alarms": f64,
-                  "fa_ci_low": f64, "fa_ci_high": f64, "fa_ci_note": s_}
-STABILITY_SCHEMA = {"kind": s_, "measure": s_, "n_targets": i64, "n": i64, "positives": i64, "agree": f64,
-                    "kappa": f64, "ci_low": f64, "ci_high": f64, "ci_note": s_, "mean_abs_diff": f64}
-SELF_SCHEMA = {"measure": s_, "judge_family": s_, "same_setups": s_, "other_setups": s_, "n": i64, "same": f64,
-               "other": f64, "gap": f64, "ci_low": f64, "ci_high": f64, "ci_note": s_}
+NAMES_SCHEMA = {
+    "kind": s_,
+    "measure": s_,
+    "unit": s_,
+    "n_targets": i64,
+    "n": i64,
+    "changed": i64,
+    "value": f64,
+    "ci_low": f64,
+    "ci_high": f64,
+    "ci_note": s_,
+    "flag": pl.Boolean,
+}
+PLANTED_SCHEMA = {
+    "behaviour": s_,
+    "expects": s_,
+    "n": i64,
+    "detected": i64,
+    "rate": f64,
+    "ci_low": f64,
+    "ci_high": f64,
+    "ci_note": s_,
+    "other_label": i64,
+    "fa_n": i64,
+    "false_alarms": f64,
+    "fa_ci_low": f64,
+    "fa_ci_high": f64,
+    "fa_ci_note": s_,
+}
+STABILITY_SCHEMA = {
+    "kind": s_,
+    "measure": s_,
+    "n_targets": i64,
+    "n": i64,
+    "positives": i64,
+    "agree": f64,
+    "kappa": f64,
+    "ci_low": f64,
+    "ci_high": f64,
+    "ci_note": s_,
+    "mean_abs_diff": f64,
+}
+SELF_SCHEMA = {
+    "measure": s_,
+    "judge_family": s_,
+    "same_setups": s_,
+    "other_setups": s_,
+    "n": i64,
+    "same": f64,
+    "other": f64,
+    "gap": f64,
+    "ci_low": f64,
+    "ci_high": f64,
+    "ci_note": s_,
+}
 
-FAMILIES = [("anthropic", r"claude"), ("openai", r"^(ft:)?(gpt|o\d|chatgpt|text-davinci)"), ("llama", r"llama"),
-            ("qwen", r"qwen|qwq"), ("mistral", r"mistral|mixtral|ministral"), ("google", r"gemma|gemini"),
-            ("deepseek", r"deepseek"), ("microsoft", r"^phi"), ("smollm", r"smol")]
+FAMILIES = [
+    ("anthropic", r"claude"),
+    ("openai", r"^(ft:)?(gpt|o\d|chatgpt|text-davinci)"),
+    ("llama", r"llama"),
+    ("qwen", r"qwen|qwq"),
+    ("mistral", r"mistral|mixtral|ministral"),
+    ("google", r"gemma|gemini"),
+    ("deepseek", r"deepseek"),
+    ("microsoft", r"^phi"),
+    ("smollm", r"smol"),
+]
 """Model families, by a pattern of the model name (the spec's MODEL, lower-cased), first match."""
 
 
@@ -95,8 +149,9 @@ def _kappa(c: np.ndarray) -> np.ndarray:
     return np.where(np.isclose(pe, 1.0) | (n == 0), np.nan, k)
 
 
-def _boot(x: np.ndarray, stat: Any, resamples: int, seed: int, min_n: int = MIN_N
-          ) -> tuple[float | None, float | None, str | None]:
+def _boot(
+    x: np.ndarray, stat: Any, resamples: int, seed: int, min_n: int = MIN_N
+) -> tuple[float | None, float | None, str | None]:
     """Percentile interval of ``stat`` (of the resampled column sums (B, k) -> (B,); None: the mean of
     the first column) over resampled rows of ``x`` (n, k)."""
     n = len(x)
@@ -120,13 +175,20 @@ def _labels(j: Judgment) -> dict[int, set[str]]:
 
 def _current(run: Run, judge: str) -> dict[tuple[str, str, str], Judgment]:
     """The judge's valid current judgments by (instance, target name, kind)."""
-    cur = {(name, c.instance_id): c.setup_id for name, cs in run.current_continuations.items()
-           for c in cs if c.status == "ok"}
+    cur = {
+        (name, c.instance_id): c.setup_id
+        for name, cs in run.current_continuations.items()
+        for c in cs
+        if c.status == "ok"
+    }
     out: dict[tuple[str, str, str], Judgment] = {}
     for j in run.judgments.get(judge, []):
         t = j.target_name or j.target
-        if j.status in VALID and run.stale_reason(judge, j) is None and (
-                j.target == REFERENCE or cur.get((t, j.instance_id)) == j.target):
+        if (
+            j.status in VALID
+            and run.stale_reason(judge, j) is None
+            and (j.target == REFERENCE or cur.get((t, j.instance_id)) == j.target)
+        ):
             out[(j.instance_id, t, j.kind)] = j
     return out
 
@@ -139,8 +201,9 @@ def _probe_records(run: Run, judge: str) -> list[ProbeRecord]:
     return [r for r in read_probes(run.path, judge) if ids.get(r.kind) in (None, r.judgment.judge_id)]
 
 
-def probe_tables(run: Run, judge: str, *, resamples: int = 1000, seed: int = 0,
-                 taxonomy: Taxonomy | None = None) -> dict[str, pl.DataFrame]:
+def probe_tables(
+    run: Run, judge: str, *, resamples: int = 1000, seed: int = 0, taxonomy: Taxonomy | None = None
+) -> dict[str, pl.DataFrame]:
     """{names, planted, stability, self_preference}: the judge's probe tables (module docstring);
     an empty frame where the probe was not run (or nothing of it is valid)."""
     check_params(resamples=resamples)
@@ -150,20 +213,26 @@ def probe_tables(run: Run, judge: str, *, resamples: int = 1000, seed: int = 0,
     by = defaultdict(list)
     for r in recs:
         by[r.probe].append(r)
-    return {"names": _names(by["names"], orig, tax, resamples, seed),
-            "planted": _planted(by["planted"], orig, resamples, seed),
-            "stability": _stability(by["stability"], orig, tax, resamples, seed),
-            "self_preference": self_preference(run, judge, resamples=resamples, seed=seed)}
+    return {
+        "names": _names(by["names"], orig, tax, resamples, seed),
+        "planted": _planted(by["planted"], orig, resamples, seed),
+        "stability": _stability(by["stability"], orig, tax, resamples, seed),
+        "self_preference": self_preference(run, judge, resamples=resamples, seed=seed),
+    }
 
 
 def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-def _pairs(recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], kind: str
-           ) -> list[tuple[Judgment, Judgment]]:
-    return [(o, r.judgment) for r in recs if r.kind == kind
-            and (o := orig.get((r.instance_id, r.target, r.kind))) is not None]
+def _pairs(
+    recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], kind: str
+) -> list[tuple[Judgment, Judgment]]:
+    return [
+        (o, r.judgment)
+        for r in recs
+        if r.kind == kind and (o := orig.get((r.instance_id, r.target, r.kind))) is not None
+    ]
 
 
 def _turn_counts(pairs: list[tuple[Judgment, Judgment]], measure: str) -> np.ndarray:
@@ -191,36 +260,63 @@ def _changed_sets(pairs: list[tuple[Judgment, Judgment]]) -> np.ndarray:
     return np.array(rows, dtype=float).reshape(-1, 2)
 
 
-def _names(recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], tax: Taxonomy,
-           resamples: int, seed: int) -> pl.DataFrame:
+def _names(
+    recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], tax: Taxonomy, resamples: int, seed: int
+) -> pl.DataFrame:
     rows = []
     fine = _pairs(recs, orig, "fine_grained")
     if fine:
         for measure in [*tax.ids, ANY]:
-            x = _changed_sets(fine) if measure == ANY else (lambda c: np.c_[c[:, 1] + c[:, 2], c.sum(axis=1)])(
-                _turn_counts(fine, measure))
+            x = (
+                _changed_sets(fine)
+                if measure == ANY
+                else (lambda c: np.c_[c[:, 1] + c[:, 2], c.sum(axis=1)])(_turn_counts(fine, measure))
+            )
             n, changed = int(x[:, 1].sum()), int(x[:, 0].sum())
             value = changed / n if n else None
             lo, hi, note = _boot(x, lambda s: s[:, 0] / s[:, 1], resamples, seed)
-            rows.append({"kind": "fine_grained", "measure": measure, "unit": "share of turn labels changed",
-                         "n_targets": len(x), "n": n, "changed": changed, "value": value, "ci_low": lo,
-                         "ci_high": hi, "ci_note": note,
-                         "flag": value is not None and (lo if lo is not None else value) > NAMES_TOLERANCE["labels"]})
+            rows.append(
+                {
+                    "kind": "fine_grained",
+                    "measure": measure,
+                    "unit": "share of turn labels changed",
+                    "n_targets": len(x),
+                    "n": n,
+                    "changed": changed,
+                    "value": value,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_note": note,
+                    "flag": value is not None and (lo if lo is not None else value) > NAMES_TOLERANCE["labels"],
+                }
+            )
     over = _pairs(recs, orig, "overall")
     if over:
         for d in LIKERT:
             diff = np.array([abs((getattr(b, d) or 0) - (getattr(a, d) or 0)) for a, b in over], dtype=float)
             lo, hi, note = _boot(diff[:, None], None, resamples, seed)
             value = float(diff.mean())
-            rows.append({"kind": "overall", "measure": d, "unit": "mean absolute change in Likert points",
-                         "n_targets": len(diff), "n": len(diff), "changed": int((diff > 0).sum()), "value": value,
-                         "ci_low": lo, "ci_high": hi, "ci_note": note,
-                         "flag": (lo if lo is not None else value) > NAMES_TOLERANCE["likert"]})
+            rows.append(
+                {
+                    "kind": "overall",
+                    "measure": d,
+                    "unit": "mean absolute change in Likert points",
+                    "n_targets": len(diff),
+                    "n": len(diff),
+                    "changed": int((diff > 0).sum()),
+                    "value": value,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_note": note,
+                    "flag": (lo if lo is not None else value) > NAMES_TOLERANCE["likert"],
+                }
+            )
     return _df(rows, NAMES_SCHEMA)
 
 
-def _planted(recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], resamples: int,
-             seed: int) -> pl.DataFrame:
+def _planted(
+    recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], resamples: int, seed: int
+) -> pl.DataFrame:
     rows = []
     groups: dict[str, list[ProbeRecord]] = defaultdict(list)
     for r in recs:
@@ -243,17 +339,35 @@ def _planted(recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment]
         h = np.array(hit)[:, None]
         lo, hi, note = _boot(h, None, resamples, seed)
         fa_arr = np.array(fa, dtype=float)[:, None]
-        flo, fhi, fnote = _boot(fa_arr, None, resamples, seed) if fa else \
-            (None, None, "no valid judgment of the references in the run")
-        rows.append({"behaviour": b, "expects": rs[0].expects, "n": len(rs), "detected": int(h.sum()),
-                     "rate": float(h.mean()), "ci_low": lo, "ci_high": hi, "ci_note": note, "other_label": other,
-                     "fa_n": len(fa), "false_alarms": float(fa_arr.mean()) if fa else None, "fa_ci_low": flo,
-                     "fa_ci_high": fhi, "fa_ci_note": fnote})
+        flo, fhi, fnote = (
+            _boot(fa_arr, None, resamples, seed)
+            if fa
+            else (None, None, "no valid judgment of the references in the run")
+        )
+        rows.append(
+            {
+                "behaviour": b,
+                "expects": rs[0].expects,
+                "n": len(rs),
+                "detected": int(h.sum()),
+                "rate": float(h.mean()),
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_note": note,
+                "other_label": other,
+                "fa_n": len(fa),
+                "false_alarms": float(fa_arr.mean()) if fa else None,
+                "fa_ci_low": flo,
+                "fa_ci_high": fhi,
+                "fa_ci_note": fnote,
+            }
+        )
     return _df(sorted(rows, key=lambda r: r["behaviour"]), PLANTED_SCHEMA)
 
 
-def _stability(recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], tax: Taxonomy,
-               resamples: int, seed: int) -> pl.DataFrame:
+def _stability(
+    recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgment], tax: Taxonomy, resamples: int, seed: int
+) -> pl.DataFrame:
     rows = []
     fine = _pairs(recs, orig, "fine_grained")
     if fine:
@@ -263,30 +377,56 @@ def _stability(recs: list[ProbeRecord], orig: dict[tuple[str, str, str], Judgmen
             k = float(_kappa(tot[None, :])[0])
             lo, hi, note = _boot(c, _kappa, resamples, seed)
             n = int(tot.sum())
-            rows.append({"kind": "fine_grained", "measure": measure, "n_targets": len(c), "n": n,
-                         "positives": int(tot[:3].sum()), "agree": (tot[0] + tot[3]) / n if n else None,
-                         "kappa": None if np.isnan(k) else k, "ci_low": lo, "ci_high": hi,
-                         "ci_note": note if not np.isnan(k) else "undefined: both samples give one label only",
-                         "mean_abs_diff": None})
+            rows.append(
+                {
+                    "kind": "fine_grained",
+                    "measure": measure,
+                    "n_targets": len(c),
+                    "n": n,
+                    "positives": int(tot[:3].sum()),
+                    "agree": (tot[0] + tot[3]) / n if n else None,
+                    "kappa": None if np.isnan(k) else k,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_note": note if not np.isnan(k) else "undefined: both samples give one label only",
+                    "mean_abs_diff": None,
+                }
+            )
     over = _pairs(recs, orig, "overall")
     if over:
         for d in LIKERT:
             diff = np.array([abs((getattr(b, d) or 0) - (getattr(a, d) or 0)) for a, b in over], dtype=float)
             lo, hi, note = _boot(diff[:, None], None, resamples, seed)
-            rows.append({"kind": "overall", "measure": d, "n_targets": len(diff), "n": len(diff), "positives": None,
-                         "agree": float((diff == 0).mean()), "kappa": None, "ci_low": lo, "ci_high": hi,
-                         "ci_note": note, "mean_abs_diff": float(diff.mean())})
+            rows.append(
+                {
+                    "kind": "overall",
+                    "measure": d,
+                    "n_targets": len(diff),
+                    "n": len(diff),
+                    "positives": None,
+                    "agree": float((diff == 0).mean()),
+                    "kappa": None,
+                    "ci_low": lo,
+                    "ci_high": hi,
+                    "ci_note": note,
+                    "mean_abs_diff": float(diff.mean()),
+                }
+            )
     return _df(rows, STABILITY_SCHEMA)
 
 
 def _models(run: Run, key: str) -> dict[str, str | None]:
     items = run.manifest.params.get(key) if isinstance(run.manifest.params, dict) else None
-    return {str(d["name"]): d.get("model") if isinstance(d.get("model"), str) else None
-            for d in items or [] if isinstance(d, dict) and "name" in d}
+    return {
+        str(d["name"]): d.get("model") if isinstance(d.get("model"), str) else None
+        for d in items or []
+        if isinstance(d, dict) and "name" in d
+    }
 
 
-def self_preference(run: Run, judge: str, *, resamples: int = 1000, seed: int = 0,
-                    taxonomy: Taxonomy | None = None) -> pl.DataFrame:
+def self_preference(
+    run: Run, judge: str, *, resamples: int = 1000, seed: int = 0, taxonomy: Taxonomy | None = None
+) -> pl.DataFrame:
     """The self-preference table (module docstring), from the run's current judgments as the
     statistics count them (the frames: valid, not stale, not skipped): no call.
     Empty when the judge's family or the setups' are unknown, or the grid lacks setups of the
@@ -308,8 +448,9 @@ def self_preference(run: Run, judge: str, *, resamples: int = 1000, seed: int = 
     counts = f.counts.filter(its & pl.col("behaviour").is_in(tax.ids))
     for iid, target, b, c in counts.select("instance_id", "target", "behaviour", "count").iter_rows():
         vals[b][(iid, target)] = float(c)
-    for iid, target, c in counts.group_by("instance_id", "target", maintain_order=True).agg(
-            pl.col("count").sum()).iter_rows():
+    for iid, target, c in (
+        counts.group_by("instance_id", "target", maintain_order=True).agg(pl.col("count").sum()).iter_rows()
+    ):
         vals[ANY][(iid, target)] = float(c)
     rows = []
     for measure in [*tax.ids, ANY, *LIKERT]:
@@ -327,10 +468,21 @@ def self_preference(run: Run, judge: str, *, resamples: int = 1000, seed: int = 
             continue
         x = np.array(pairs)
         lo, hi, note = _boot((x[:, 0] - x[:, 1])[:, None], None, resamples, seed)
-        rows.append({"measure": measure, "judge_family": fam, "same_setups": ", ".join(same),
-                     "other_setups": ", ".join(other), "n": len(x), "same": float(x[:, 0].mean()),
-                     "other": float(x[:, 1].mean()), "gap": float((x[:, 0] - x[:, 1]).mean()), "ci_low": lo,
-                     "ci_high": hi, "ci_note": note})
+        rows.append(
+            {
+                "measure": measure,
+                "judge_family": fam,
+                "same_setups": ", ".join(same),
+                "other_setups": ", ".join(other),
+                "n": len(x),
+                "same": float(x[:, 0].mean()),
+                "other": float(x[:, 1].mean()),
+                "gap": float((x[:, 0] - x[:, 1]).mean()),
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_note": note,
+            }
+        )
     return _df(rows, SELF_SCHEMA)
 
 
@@ -342,8 +494,9 @@ def probe_text(tables: dict[str, pl.DataFrame]) -> list[str]:
     """The probe tables in words, one line each (beyond the paper); "not run: cocoeval probe
     PARAMS" when no probe was run."""
     out = ["Judge probes (beyond the paper):"]
-    names, planted, stab, selfp = (tables.get(k, pl.DataFrame()) for k in
-                                   ("names", "planted", "stability", "self_preference"))
+    names, planted, stab, selfp = (
+        tables.get(k, pl.DataFrame()) for k in ("names", "planted", "stability", "self_preference")
+    )
     if names.is_empty() and planted.is_empty() and stab.is_empty():
         out.append(f"names, planted behaviours, stability: {NOT_RUN}")
     else:
@@ -352,19 +505,29 @@ def probe_text(tables: dict[str, pl.DataFrame]) -> list[str]:
         for r in names.iter_rows(named=True):
             if (r["kind"] == "fine_grained" and r["measure"] != ANY and not r["flag"]) or r["value"] is None:
                 continue
-            what = (f"{r['changed']} of {r['n']} turn labels ({r['value']:.1%})" if r["kind"] == "fine_grained"
-                    else f"{r['value']:.2f} Likert points on average ({r['changed']} of {r['n']} targets)")
-            out.append(f"names → letters, {r['measure']} ({r['n_targets']} targets): {what} change; "
-                       f"{_ci(r['ci_low'], r['ci_high'], r['ci_note'])}"
-                       + ("; FLAGGED: the judge's labels depend on the names" if r["flag"] else "; few, as expected"))
+            what = (
+                f"{r['changed']} of {r['n']} turn labels ({r['value']:.1%})"
+                if r["kind"] == "fine_grained"
+                else f"{r['value']:.2f} Likert points on average ({r['changed']} of {r['n']} targets)"
+            )
+            out.append(
+                f"names → letters, {r['measure']} ({r['n_targets']} targets): {what} change; "
+                f"{_ci(r['ci_low'], r['ci_high'], r['ci_note'])}"
+                + ("; FLAGGED: the judge's labels depend on the names" if r["flag"] else "; few, as expected")
+            )
         if planted.is_empty():
             out.append(f"planted behaviours: {NOT_RUN} (with planted in probes.kinds)")
         for r in planted.iter_rows(named=True):
-            fa = (f"{r['false_alarms']:+.2f} labels per other turn ({_ci(r['fa_ci_low'], r['fa_ci_high'], r['fa_ci_note'])})"
-                  if r["false_alarms"] is not None else f"unknown ({r['fa_ci_note']})")
-            out.append(f"planted {r['behaviour']} (expected {r['expects']}): detected {r['detected']} of {r['n']} "
-                       f"({r['rate']:.0%}; {_ci(r['ci_low'], r['ci_high'], r['ci_note'])}); other labels only on "
-                       f"{r['other_label']}; false alarms added elsewhere {fa}")
+            fa = (
+                f"{r['false_alarms']:+.2f} labels per other turn ({_ci(r['fa_ci_low'], r['fa_ci_high'], r['fa_ci_note'])})"
+                if r["false_alarms"] is not None
+                else f"unknown ({r['fa_ci_note']})"
+            )
+            out.append(
+                f"planted {r['behaviour']} (expected {r['expects']}): detected {r['detected']} of {r['n']} "
+                f"({r['rate']:.0%}; {_ci(r['ci_low'], r['ci_high'], r['ci_note'])}); other labels only on "
+                f"{r['other_label']}; false alarms added elsewhere {fa}"
+            )
         if stab.is_empty():
             out.append(f"stability: {NOT_RUN} (with stability in probes.kinds)")
         for r in stab.iter_rows(named=True):
@@ -372,17 +535,25 @@ def probe_text(tables: dict[str, pl.DataFrame]) -> list[str]:
                 continue
             if r["kind"] == "fine_grained":
                 k = f"κ {r['kappa']:.2f}" if r["kappa"] is not None else "κ undefined"
-                out.append(f"stability, any behaviour ({r['n_targets']} targets, {r['n']} turns): {k}, "
-                           f"{r['agree']:.0%} of turns agree; {_ci(r['ci_low'], r['ci_high'], r['ci_note'])}")
+                out.append(
+                    f"stability, any behaviour ({r['n_targets']} targets, {r['n']} turns): {k}, "
+                    f"{r['agree']:.0%} of turns agree; {_ci(r['ci_low'], r['ci_high'], r['ci_note'])}"
+                )
             else:
-                out.append(f"stability, {r['measure']}: {r['agree']:.0%} equal, mean |difference| "
-                           f"{r['mean_abs_diff']:.2f} points ({r['n']} targets)")
+                out.append(
+                    f"stability, {r['measure']}: {r['agree']:.0%} equal, mean |difference| "
+                    f"{r['mean_abs_diff']:.2f} points ({r['n']} targets)"
+                )
     if selfp.is_empty():
-        out.append("self-preference: not computed (needs setups of the judge's model family and of another family, "
-                   "judged validly beside the human reference)")
+        out.append(
+            "self-preference: not computed (needs setups of the judge's model family and of another family, "
+            "judged validly beside the human reference)"
+        )
     for r in selfp.iter_rows(named=True):
         if r["measure"] in (ANY, *LIKERT):
-            out.append(f"self-preference ({r['judge_family']}: {r['same_setups']} vs {r['other_setups']}), "
-                       f"{r['measure']}: gap {r['gap']:+.2f} ({r['n']} instances; "
-                       f"{_ci(r['ci_low'], r['ci_high'], r['ci_note'])})")
+            out.append(
+                f"self-preference ({r['judge_family']}: {r['same_setups']} vs {r['other_setups']}), "
+                f"{r['measure']}: gap {r['gap']:+.2f} ({r['n']} instances; "
+                f"{_ci(r['ci_low'], r['ci_high'], r['ci_note'])})"
+            )
     return out

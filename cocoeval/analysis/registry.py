@@ -133,8 +133,12 @@ class Analysis:
         # each chart checked whole when written, not at each part (the same spec); small products on one thread
         with checked_once(), one_blas_thread():
             ans = self.fn(run, p)
-        if (ans is not None and ans.judge_based and self.name not in UNMARKED
-                and any("behaviour" in t.columns for t in ans.tables.values())):
+        if (
+            ans is not None
+            and ans.judge_based
+            and self.name not in UNMARKED
+            and any("behaviour" in t.columns for t in ans.tables.values())
+        ):
             # beyond the paper: the behaviours the judge is not validated for
             from .judge_check import gate_note
 
@@ -153,8 +157,9 @@ registered by importing the module that declares it."""
 NOTEBOOKS: dict[str, Notebook] = {}
 
 
-def analysis(name: str, title: str, *, notebook: Notebook | str | None = None,
-             report: ReportSpec | None = None) -> Callable[[AnalysisFn], AnalysisFn]:
+def analysis(
+    name: str, title: str, *, notebook: Notebook | str | None = None, report: ReportSpec | None = None
+) -> Callable[[AnalysisFn], AnalysisFn]:
     """Register ``fn(run, params) -> Answer | None`` (None: nothing to show, e.g. no judge) as the
     analysis ``name``. ``notebook``: the notebook it is shown in — a ``Notebook`` declares one, a
     name adds the analysis to one declared before; ``report``: what ``cocoeval report`` writes."""
@@ -193,8 +198,12 @@ def notebooks() -> dict[str, tuple[Notebook, list[Analysis]]]:
 
 def judge_free_outputs() -> list[str]:
     """The names of the report's judge-free tables and figures, in the order listed in its index."""
-    outs = [o for a in in_report("judge-free") if a.report is not None  # (in_report: never None)
-            for o in [*a.report.tables.values(), *a.report.figures.values()]]
+    outs = [
+        o
+        for a in in_report("judge-free")
+        if a.report is not None  # (in_report: never None)
+        for o in [*a.report.tables.values(), *a.report.figures.values()]
+    ]
     return list(dict.fromkeys(o.name for o in outs if not o.judge_based))
 
 

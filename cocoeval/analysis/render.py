@@ -98,8 +98,10 @@ def _render_images(spec: str, base: Path, scale: float) -> None:
     (base.parent / f"{base.name}.svg").write_text(svg, encoding="utf-8")
 
 
-WARM_UP = ('{"data": {"values": [{"a": 1, "b": "x"}]}, "mark": "bar", "title": "t", "encoding": '
-           '{"x": {"field": "a", "type": "quantitative"}, "y": {"field": "b", "type": "nominal"}}}')
+WARM_UP = (
+    '{"data": {"values": [{"a": 1, "b": "x"}]}, "mark": "bar", "title": "t", "encoding": '
+    '{"x": {"field": "a", "type": "quantitative"}, "y": {"field": "b", "type": "nominal"}}}'
+)
 """A chart a worker draws before its first figure arrives: vl-convert compiles its JavaScript and
 loads its fonts (0.6 s) while the caller still reads the run, not in the first figure. It has no
 clip and no gradient, whose ids vl-convert counts per process: the figures are the same (tested)."""
@@ -153,9 +155,17 @@ class Renderer:
             raise ValueError(f"a Renderer needs at least one worker process, not {workers}")
         env = process_env()
         # started now, so that they load vl-convert while the caller reads the run
-        self._procs = [subprocess.Popen([sys.executable, "-m", "cocoeval.analysis.render"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, env=env, text=True, encoding="utf-8")
-                       for _ in range(workers)]
+        self._procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "cocoeval.analysis.render"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                env=env,
+                text=True,
+                encoding="utf-8",
+            )
+            for _ in range(workers)
+        ]
         self._submitted = 0
 
     def submit(self, spec: str, base: Path, scale: float = 2.0) -> None:

@@ -66,8 +66,10 @@ def check_judge(f: Frames, judge: str | None) -> str | None:
         return default_judge(f)
     known = sorted(set(f.judgments["judge"].unique().to_list()) | set(f.counts["judge"].unique().to_list()))
     if judge not in known:
-        raise ConfigError(f"judge {judge!r} has no judgments in this run",
-                          hint=f"use one of: {', '.join(known) or '(none: the run has no judgments yet)'}")
+        raise ConfigError(
+            f"judge {judge!r} has no judgments in this run",
+            hint=f"use one of: {', '.join(known) or '(none: the run has no judgments yet)'}",
+        )
     return judge
 
 
@@ -98,8 +100,12 @@ def write_section(section: str, run: Run, p: analyses.Params, table: Any, figure
             elif a.report.other_figures is not None:
                 # every top-level chart class has .title; their base TopLevelMixin does not declare it
                 title = chart.title if isinstance(chart.title, str) else ans.question  # type: ignore[attr-defined]
-                figure(a.report.other_figures + key, chart, f"{md_escape(title)} ({md_escape(p.judge)})",
-                       judged=ans.judge_based)
+                figure(
+                    a.report.other_figures + key,
+                    chart,
+                    f"{md_escape(title)} ({md_escape(p.judge)})",
+                    judged=ans.judge_based,
+                )
     return answers
 
 
@@ -114,18 +120,26 @@ def setup_sources(run: Run) -> list[str]:
             src = imported.get(str(s.get("name")), {})
             desc = src.get("description") or s.get("description")
             made = _imported_models(run, str(s.get("name")), src.get("model") or s.get("model"))
-            lines.append(f"- `{name}`: imported from `{md_escape(str(src.get('file') or s['continuations']))}` "
-                         f"(sha256 {src.get('sha256', 'not recorded')})" + (f", {made}" if made else "")
-                         + (f": {md_escape(str(desc))}" if desc else ""))
+            lines.append(
+                f"- `{name}`: imported from `{md_escape(str(src.get('file') or s['continuations']))}` "
+                f"(sha256 {src.get('sha256', 'not recorded')})"
+                + (f", {made}" if made else "")
+                + (f": {md_escape(str(desc))}" if desc else "")
+            )
         elif s.get("simulator") is not None:
             opts = ", ".join(f"{k}: {v}" for k, v in (s.get("options") or {}).items() if v is not None)
-            lines.append(f"- `{name}`: simulator plugin `{md_escape(str(s['simulator']))}`"
-                         + (f" with model {md_escape(str(s['model']))}" if s.get("model") else "")
-                         + (f" ({md_escape(opts)})" if opts else ""))
+            lines.append(
+                f"- `{name}`: simulator plugin `{md_escape(str(s['simulator']))}`"
+                + (f" with model {md_escape(str(s['model']))}" if s.get("model") else "")
+                + (f" ({md_escape(opts)})" if opts else "")
+            )
     if not lines:
         return []
-    return ["Setups not written by cocoeval's own LLM simulator (they are judged and analysed like the others):\n",
-            *lines, ""]
+    return [
+        "Setups not written by cocoeval's own LLM simulator (they are judged and analysed like the others):\n",
+        *lines,
+        "",
+    ]
 
 
 def _imported_models(run: Run, name: str, setup_model: object) -> str:
@@ -150,9 +164,17 @@ def _tested(answers: dict[str, Answer], correction: str) -> str | None:
     return inference.describe_test(correction, int(vs["p"].is_not_null().sum()) if not vs.is_empty() else 0)
 
 
-def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None = None,
-                 resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N,
-                 correction: str = "bh", html: bool = False) -> ReportResult:
+def write_report(
+    run_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    judge: str | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    correction: str = "bh",
+    html: bool = False,
+) -> ReportResult:
     """Every figure and table of a run (``html``: also the self-contained ``index.html``,
     ``html_report``). Intervals over fewer than ``min_n`` instances (or with every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
     behaviours x setups with ``correction`` (bh, holm or none). Returns what was written
@@ -165,21 +187,53 @@ def write_report(run_dir: str | Path, out_dir: str | Path, *, judge: str | None 
         run = open_run_dir(run_dir)  # a run this process read already (a notebook kernel) is not read again
         f = run_frames(run)
         judge = check_judge(f, judge)  # the judge asked for or the default: one report either way
-        kept = kept_report_folder(run, {"title": title, "judge": judge, "resamples": resamples, "seed": seed,
-                                        "min_n": min_n, "correction": correction})
+        kept = kept_report_folder(
+            run,
+            {
+                "title": title,
+                "judge": judge,
+                "resamples": resamples,
+                "seed": seed,
+                "min_n": min_n,
+                "correction": correction,
+            },
+        )
         rep = copy_kept(kept, out, html) if kept is not None else None
         if rep is not None:
             renderer.discard()  # nothing to render
             return rep
-        rep = _write_report(run, f, title, out, renderer, judge=judge, resamples=resamples, seed=seed,
-                            min_n=min_n, correction=correction, html=html)
+        rep = _write_report(
+            run,
+            f,
+            title,
+            out,
+            renderer,
+            judge=judge,
+            resamples=resamples,
+            seed=seed,
+            min_n=min_n,
+            correction=correction,
+            html=html,
+        )
     if kept is not None:
         keep_report(kept, out, rep)
     return rep
 
 
-def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.Renderer, *, judge: str | None,
-                  resamples: int, seed: int, min_n: int, correction: str, html: bool) -> ReportResult:
+def _write_report(
+    run: Run,
+    f: Frames,
+    title: str,
+    out: Path,
+    renderer: render.Renderer,
+    *,
+    judge: str | None,
+    resamples: int,
+    seed: int,
+    min_n: int,
+    correction: str,
+    html: bool,
+) -> ReportResult:
     check = pipeline_check(run.manifest)
     mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
@@ -219,8 +273,7 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
     params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
     rates = invalid_rates(f)
     judged = rates.filter(pl.col("stage") == "judge")
-    simulated = rates.filter(pl.col("stage") == "simulate").select(
-        "target", continuations_invalid_rate="invalid_rate")
+    simulated = rates.filter(pl.col("stage") == "simulate").select("target", continuations_invalid_rate="invalid_rate")
 
     def with_rates(df: pl.DataFrame, kind: str) -> pl.DataFrame:
         """Beside every statistic: how many judgments (and continuations) were invalid."""
@@ -236,28 +289,54 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
         means = with_rates(stats.mean_occurrences(f, **kw), "fine_grained")
         table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
         by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **kw)
-        table("behaviour_means_by_dataset", by_ds, "Mean occurrences per dataset with 95% CIs, every target (Table 11's layout: table11)")
+        table(
+            "behaviour_means_by_dataset",
+            by_ds,
+            "Mean occurrences per dataset with 95% CIs, every target (Table 11's layout: table11)",
+        )
         table("detections", stats.detections(f), "Total detections per judge/annotator, target and behaviour")
-        table("detection_totals", agreement.detection_totals(f), "Detections per source and behaviour on the same "
-              "conversations for every source, those every annotator and LLM judge labelled validly (Tables 3, 10)")
+        table(
+            "detection_totals",
+            agreement.detection_totals(f),
+            "Detections per source and behaviour on the same "
+            "conversations for every source, those every annotator and LLM judge labelled validly (Tables 3, 10)",
+        )
         fig3 = stats.figure3_means(f, judge, **kw) if judge else means
         if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
             fig3 = means
-        figure("figure3_behaviours", charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
-               f"Mean occurrences per behaviour, each setup vs the human reference ({jn})", judged=True)
-        figure("dataset_heatmap", charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
-               f"Behaviours per dataset ({jn})", judged=True)
+        figure(
+            "figure3_behaviours",
+            charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
+            f"Mean occurrences per behaviour, each setup vs the human reference ({jn})",
+            judged=True,
+        )
+        figure(
+            "dataset_heatmap",
+            charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
+            f"Behaviours per dataset ({jn})",
+            judged=True,
+        )
     early = [*tables, *figures]  # all written so far
     free = _tested(write_section("judge-free", run, params, table, figure), correction)
     board = write_section("leaderboard", run, params, table, figure).get("leaderboard")
-    board_outs = list(dict.fromkeys(o.name for a in analyses.in_report("leaderboard") if a.report is not None
-                                    for o in [*a.report.tables.values(), *a.report.figures.values()]))
-    table("invalid_rates", rates, "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
-          "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
-          "setup no longer has; missing = expected by the params but "
-          "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted; "
-          "unknown_speaker_share = the share of a setup's turns by speakers who are not participants (more than half "
-          "in a continuation makes it invalid)")
+    board_outs = list(
+        dict.fromkeys(
+            o.name
+            for a in analyses.in_report("leaderboard")
+            if a.report is not None
+            for o in [*a.report.tables.values(), *a.report.figures.values()]
+        )
+    )
+    table(
+        "invalid_rates",
+        rates,
+        "Invalid continuations (per setup) and judgments (per judge, target, kind); skipped = no turn "
+        "to judge; stale = made with other settings than the params give now, or judgments of a continuation the "
+        "setup no longer has; missing = expected by the params but "
+        "absent (no_continuation: the setup has no ok continuation to judge; empty: unknown); none of these counted; "
+        "unknown_speaker_share = the share of a setup's turns by speakers who are not participants (more than half "
+        "in a continuation makes it invalid)",
+    )
     for name in early:  # back in their place in the listings (a dict keeps the order of insertion)
         if name in tables:
             tables[name] = tables.pop(name)
@@ -265,67 +344,111 @@ def _write_report(run: Run, f: Frames, title: str, out: Path, renderer: render.R
             figures[name] = figures.pop(name)
     if not f.counts.is_empty() and judge is not None:
         per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
-        table("paired_vs_human", per_b, f"Simulated minus human, per behaviour, paired over instances ({jn}); "
-              f"p: {inference.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
-              "verdict after the correction (verdict empty: not tested, n too small)")
+        table(
+            "paired_vs_human",
+            per_b,
+            f"Simulated minus human, per behaviour, paired over instances ({jn}); "
+            f"p: {inference.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
+            "verdict after the correction (verdict empty: not tested, n too small)",
+        )
         table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
         write_section("paper", run, params, table, figure)
     if not f.likert.is_empty():
         lk = with_rates(stats.likert_means(f, **kw), "overall")
-        table("likert_means", lk, "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid judgments (n; unpaired: table4's layout)")
+        table(
+            "likert_means",
+            lk,
+            "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid judgments (n; unpaired: table4's layout)",
+        )
         figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
     write_section("agreement", run, params, table, figure)
     paired = tables.get("paired_vs_human")
-    tested = ("Over/under-production (paired_vs_human): "
-              f"{inference.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}." if paired else "")
+    tested = (
+        "Over/under-production (paired_vs_human): "
+        f"{inference.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}."
+        if paired
+        else ""
+    )
+
     def listing(names: list[str]) -> list[str]:
-        figs = [f"- **{k}**: {figures[k][1]} — [{figures[k][0][0].name}]({figures[k][0][0].name}), "
-                f"[{figures[k][0][1].name}]({figures[k][0][1].name})" for k in names if k in figures]
-        tabs = [f"- **{k}**: {tables[k][1]} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({tables[k][0].height} rows)"
-                for k in names if k in tables]
+        figs = [
+            f"- **{k}**: {figures[k][1]} — [{figures[k][0][0].name}]({figures[k][0][0].name}), "
+            f"[{figures[k][0][1].name}]({figures[k][0][1].name})"
+            for k in names
+            if k in figures
+        ]
+        tabs = [
+            f"- **{k}**: {tables[k][1]} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({tables[k][0].height} rows)"
+            for k in names
+            if k in tables
+        ]
         return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
 
     index = [f"# Report for {md_escape(title)}\n"]
     notices = integrity_warnings(run)  # none for a run as cocoeval run wrote it
     if notices:
-        index += ["**Warnings about this run directory** (what it holds that its instances or manifest do not "
-                  "account for):\n", *(f"- {md_escape(w)}" for w in notices), ""]
+        index += [
+            "**Warnings about this run directory** (what it holds that its instances or manifest do not "
+            "account for):\n",
+            *(f"- {md_escape(w)}" for w in notices),
+            "",
+        ]
     if check:
-        index.append(f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
-                     f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
-                     "show that every path of the workbench runs end to end; they are not findings.\n")
-    index.append(f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
-                 "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
-                 "whisker in the figures; ci_note says why).\n")
+        index.append(
+            f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
+            f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
+            "show that every path of the workbench runs end to end; they are not findings.\n"
+        )
+    index.append(
+        f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
+        "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
+        "whisker in the figures; ci_note says why).\n"
+    )
     index.append(coverage_markdown(paper_coverage(run)))  # what of the paper this run lacks, and how to add it
     index += setup_sources(run)
     index.append("## Judge-free statistics (no model needed)\n")
     if free is None:
         index.append("_No conversation in this run._\n")
     else:
-        index += [f"{judge_free_note(run.manifest)} Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md "
-                  f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
-                  *listing(judge_free)]
+        index += [
+            f"{judge_free_note(run.manifest)} Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md "
+            f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
+            *listing(judge_free),
+        ]
     index.append(f"## Leaderboard of simulators{mark}\n")
     if board is None or "behaviours" not in board.tables:  # nothing ranked: the answer says why and how
         index += [*(board.text if board is not None else []), "", *listing(board_outs)]
     else:
-        index += ["Every setup ranked per judge (setups judged by different judges are never ranked together) by the "
-                  "distance of its behaviour profile from the humans' on the same instances: the root mean square of "
-                  "the per-behaviour paired differences in mean occurrences per conversation (estimated without the "
-                  "upward bias of squared noise; equal distances share a rank), with the floor (the same distance "
-                  "between two random halves of the human references: 0 on average), the Likert gap and the "
-                  "judge-free turn-taking distances beside. Definitions: `cocoeval/analysis/leaderboard.py` and "
-                  "docs/analysis.md (A leaderboard of simulators).\n", *listing(board_outs)]
-    index += [f"## Judge-based statistics{mark}\n",
-              *(f"**Stale judge:** {md_escape(x)}.\n" for x in judge_check.stale_judges(f)),
-              (f"Judge shown in the figures: {jn}. {tested}" if judge is not None
-               else "No LLM judge with valid judgments: the figures show no judge's rates."),
-              "Invalid judgments are excluded and counted in invalid_rates.\n",
-              *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs])]
+        index += [
+            "Every setup ranked per judge (setups judged by different judges are never ranked together) by the "
+            "distance of its behaviour profile from the humans' on the same instances: the root mean square of "
+            "the per-behaviour paired differences in mean occurrences per conversation (estimated without the "
+            "upward bias of squared noise; equal distances share a rank), with the floor (the same distance "
+            "between two random halves of the human references: 0 on average), the Likert gap and the "
+            "judge-free turn-taking distances beside. Definitions: `cocoeval/analysis/leaderboard.py` and "
+            "docs/analysis.md (A leaderboard of simulators).\n",
+            *listing(board_outs),
+        ]
+    index += [
+        f"## Judge-based statistics{mark}\n",
+        *(f"**Stale judge:** {md_escape(x)}.\n" for x in judge_check.stale_judges(f)),
+        (
+            f"Judge shown in the figures: {jn}. {tested}"
+            if judge is not None
+            else "No LLM judge with valid judgments: the figures show no judge's rates."
+        ),
+        "Invalid judgments are excluded and counted in invalid_rates.\n",
+        *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs]),
+    ]
     renderer.close()  # every figure written (html_report reads them); a failed one fails the report
     write_atomic(out / "index.md", "\n".join(index) + "\n")
     page = str(html_report.from_report(run, f, out, index, figures, tables, judge=judge)) if html else None
-    return ReportResult(judge=judge, figures=tuple(sorted(figures)), tables=tuple(sorted(tables)), out=str(out),
-                        pipeline_check=check, warnings=tuple(notices), html=page)
-
+    return ReportResult(
+        judge=judge,
+        figures=tuple(sorted(figures)),
+        tables=tuple(sorted(tables)),
+        out=str(out),
+        pipeline_check=check,
+        warnings=tuple(notices),
+        html=page,
+    )

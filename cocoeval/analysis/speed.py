@@ -52,8 +52,12 @@ def kept_report_folder(run: Run, settings: dict[str, Any]) -> Path | None:
 def report_files(rep: ReportResult) -> list[str]:
     """The files ``_write_report`` wrote for ``rep``, relative to its folder."""
     figs = [f"{n}{ext}" for n in rep.figures for ext in (".png", ".svg", ".vl.json")]
-    return [*figs, *(f"{n}{ext}" for n in rep.tables for ext in (".csv", ".md")), "index.md",
-            *(["index.html"] if rep.html else [])]
+    return [
+        *figs,
+        *(f"{n}{ext}" for n in rep.tables for ext in (".csv", ".md")),
+        "index.md",
+        *(["index.html"] if rep.html else []),
+    ]
 
 
 def keep_report(folder: Path, out: Path, rep: ReportResult) -> None:
@@ -68,8 +72,10 @@ def keep_report(folder: Path, out: Path, rep: ReportResult) -> None:
             (tmp / name).write_bytes(data)
             files[name] = hashlib.sha256(data).hexdigest()
         kept = {k: v for k, v in asdict(rep).items() if k not in ("out", "html")}
-        (tmp / "report.json").write_text(json.dumps({"report": kept, "html": bool(rep.html), "files": files},
-                                                    ensure_ascii=False, sort_keys=True), encoding="utf-8")
+        (tmp / "report.json").write_text(
+            json.dumps({"report": kept, "html": bool(rep.html), "files": files}, ensure_ascii=False, sort_keys=True),
+            encoding="utf-8",
+        )
 
     shutil.rmtree(folder, ignore_errors=True)  # one kept without the HTML page, now written with it
     keep_folder(folder, fill, newest=KEPT_REPORTS, what="report")
@@ -82,9 +88,15 @@ def _kept_result(kept: Any, out: Path, html: bool) -> ReportResult:
     judge = kept["judge"]
     if not (judge is None or isinstance(judge, str)) or not isinstance(kept["pipeline_check"], bool):
         raise TypeError("its judge or pipeline_check is not one of a report")
-    return ReportResult(judge=judge, figures=_names(kept["figures"]), tables=_names(kept["tables"]), out=str(out),
-                        pipeline_check=kept["pipeline_check"], warnings=_names(kept["warnings"]),
-                        html=str(out / "index.html") if html else None)
+    return ReportResult(
+        judge=judge,
+        figures=_names(kept["figures"]),
+        tables=_names(kept["tables"]),
+        out=str(out),
+        pipeline_check=kept["pipeline_check"],
+        warnings=_names(kept["warnings"]),
+        html=str(out / "index.html") if html else None,
+    )
 
 
 def _names(v: Any) -> tuple[str, ...]:
@@ -124,5 +136,3 @@ def copy_kept(folder: Path, out: Path, html: bool) -> ReportResult | None:
         else:
             write_atomic_bytes(out / name, b)
     return rep
-
-

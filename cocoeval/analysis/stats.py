@@ -85,8 +85,9 @@ def resample_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return (_draw_counts(idx) @ x) / idx.shape[1]  # float: the BLAS path
 
 
-def bootstrap_mean_ci(x: np.ndarray, resamples: int = 1000, seed: int = 0,
-                      idx: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def bootstrap_mean_ci(
+    x: np.ndarray, resamples: int = 1000, seed: int = 0, idx: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Column means of ``x`` (n, k) with percentile 95% CIs from resampling rows."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
@@ -115,8 +116,12 @@ def _in_behaviour_order(counts: pl.DataFrame, behaviours: list[str], keys: list[
     """``counts`` sorted by ``keys``, instance and the behaviour's position in ``behaviours``
     (column ``_k``; -1 for a behaviour not in it), in one query."""
     order = {b: k for k, b in enumerate(behaviours)}
-    return counts.lazy().with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1)) \
-        .sort([*keys, "instance_id", "_k"]).collect()
+    return (
+        counts.lazy()
+        .with_columns(_k=pl.col("behaviour").replace_strict(order, default=-1))
+        .sort([*keys, "instance_id", "_k"])
+        .collect()
+    )
 
 
 def count_matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str], np.ndarray]:
@@ -125,17 +130,20 @@ def count_matrix(counts: pl.DataFrame, behaviours: list[str]) -> tuple[list[str]
     if counts.height == n_inst * len(behaviours):  # the frames' shape: every behaviour per judgment
         g = _in_behaviour_order(counts, behaviours, [])  # one query (called per group: hundreds in a report)
         if g["_k"].min() == 0:
-            ids = g["instance_id"].to_list()[::len(behaviours)]
+            ids = g["instance_id"].to_list()[:: len(behaviours)]
             return ids, g["count"].to_numpy().astype(float).reshape(n_inst, len(behaviours))
-    wide = counts.pivot(on="behaviour", index="instance_id", values="count", aggregate_function="first").sort("instance_id")
+    wide = counts.pivot(on="behaviour", index="instance_id", values="count", aggregate_function="first").sort(
+        "instance_id"
+    )
     for b in behaviours:
         if b not in wide.columns:
             wide = wide.with_columns(pl.lit(0).alias(b))
     return wide["instance_id"].to_list(), wide.select(behaviours).to_numpy().astype(float)
 
 
-def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000,
-                     seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
+def mean_occurrences(
+    f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+) -> pl.DataFrame:
     """Mean occurrences per conversation of each behaviour, per group, with 95% bootstrap CIs
     (undefined below ``min_n`` instances or when every resample is equal). Groups of the same
     size share the seeded draws and are resampled in one matrix product."""
@@ -146,14 +154,15 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
     if f.counts.is_empty():
         return pl.DataFrame()
     g = _in_behaviour_order(f.counts, beh, keys)
-    groups = g.group_by(keys, maintain_order=True).agg(n=pl.col("instance_id").n_unique(), rows=pl.len(),
-                                                         kmin=pl.col("_k").min())
+    groups = g.group_by(keys, maintain_order=True).agg(
+        n=pl.col("instance_id").n_unique(), rows=pl.len(), kmin=pl.col("_k").min()
+    )
     mats: list[tuple[tuple, np.ndarray]] = []
     if (groups["rows"] == groups["n"] * len(beh)).all() and groups["kmin"].min() == 0:
         values = g["count"].to_numpy().astype(float)
         start = 0
         for row in groups.iter_rows(named=True):
-            mats.append((tuple(row[k] for k in keys), values[start: start + row["rows"]].reshape(row["n"], len(beh))))
+            mats.append((tuple(row[k] for k in keys), values[start : start + row["rows"]].reshape(row["n"], len(beh))))
             start += row["rows"]
     else:  # counts not in the frames' full shape: one pivot per group
         mats = [(key, count_matrix(part, beh)[1]) for key, part in f.counts.group_by(keys, maintain_order=True)]
@@ -165,7 +174,7 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
         x = np.hstack([mats[i][1] for i in members])  # (n, groups * behaviours)
         cells = _ci_rows(n, x.mean(axis=0), resample_means(x, boot_index(n, resamples, seed)), min_n)
         for j, i in enumerate(members):
-            stats_of[i] = cells[j * len(beh): (j + 1) * len(beh)]
+            stats_of[i] = cells[j * len(beh) : (j + 1) * len(beh)]
     rows = []
     for i, (key, _) in enumerate(mats):
         for k, b in enumerate(beh):
@@ -173,8 +182,9 @@ def mean_occurrences(f: Frames, by: tuple[str, ...] = ("judge", "target"), resam
     return pl.DataFrame(rows, schema_overrides=CI_SCHEMA)
 
 
-def figure3_means(f: Frames, judge: str, setups: list[str] | None = None, resamples: int = 1000,
-                  seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
+def figure3_means(
+    f: Frames, judge: str, setups: list[str] | None = None, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+) -> pl.DataFrame:
     """Rows for Figure 3: per setup (``panel``), its mean occurrences (``series`` simulated) and
     the human reference's on the same instances (``series`` human reference), with CIs."""
     c = f.counts.filter(pl.col("judge") == judge)
@@ -182,19 +192,23 @@ def figure3_means(f: Frames, judge: str, setups: list[str] | None = None, resamp
     with_ref = set(c.filter(pl.col("target") == REFERENCE)["instance_id"].to_list())
     parts = []
     for s in names:  # the instances where both the setup's and the reference's judgments are valid
-        ids = pl.Series(sorted(set(c.filter(pl.col("target") == s)["instance_id"].to_list()) & with_ref),
-                        dtype=pl.Utf8)
+        ids = pl.Series(sorted(set(c.filter(pl.col("target") == s)["instance_id"].to_list()) & with_ref), dtype=pl.Utf8)
         sub = c.filter(pl.col("instance_id").is_in(ids.implode()) & pl.col("target").is_in([s, REFERENCE]))
         m = mean_occurrences(Frames(**{**f.__dict__, "counts": sub}), resamples=resamples, seed=seed, min_n=min_n)
         if m.is_empty():
             continue
-        parts.append(m.with_columns(panel=pl.lit(s), series=pl.when(pl.col("target") == REFERENCE)
-                                    .then(pl.lit(HUMAN)).otherwise(pl.lit("simulated"))))
+        parts.append(
+            m.with_columns(
+                panel=pl.lit(s),
+                series=pl.when(pl.col("target") == REFERENCE).then(pl.lit(HUMAN)).otherwise(pl.lit("simulated")),
+            )
+        )
     return pl.concat(parts) if parts else pl.DataFrame()
 
 
-def likert_means(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000,
-                 seed: int = 0, *, min_n: int = MIN_N) -> pl.DataFrame:
+def likert_means(
+    f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+) -> pl.DataFrame:
     """Mean consistency and collaborativeness per group with 95% bootstrap CIs (Table 4),
     undefined below ``min_n`` instances or when every resample is equal."""
     check_params(resamples=resamples, min_n=min_n)
@@ -207,13 +221,36 @@ def likert_means(f: Frames, by: tuple[str, ...] = ("judge", "target"), resamples
     return pl.DataFrame(rows, schema_overrides=CI_SCHEMA) if rows else pl.DataFrame()
 
 
-PAIRED_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "behaviour": pl.Utf8, "mean_sim": pl.Float64,
-                 "mean_human": pl.Float64, "diff": pl.Float64, "diff_ci_low": pl.Float64, "diff_ci_high": pl.Float64,
-                 "ci_note": pl.Utf8, "ratio": pl.Float64, "ratio_ci_low": pl.Float64, "ratio_ci_high": pl.Float64,
-                 "ratio_ci_note": pl.Utf8, "n": pl.Int64, "p": pl.Float64, "p_adj": pl.Float64, "correction": pl.Utf8, "family": pl.Int64,
-                 "verdict": pl.Utf8}
-DISTANCE_SCHEMA = {"judge": pl.Utf8, "target": pl.Utf8, "distance": pl.Float64, "ci_low": pl.Float64,
-                   "ci_high": pl.Float64, "ci_note": pl.Utf8, "n": pl.Int64}
+PAIRED_SCHEMA = {
+    "judge": pl.Utf8,
+    "target": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "mean_sim": pl.Float64,
+    "mean_human": pl.Float64,
+    "diff": pl.Float64,
+    "diff_ci_low": pl.Float64,
+    "diff_ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "ratio": pl.Float64,
+    "ratio_ci_low": pl.Float64,
+    "ratio_ci_high": pl.Float64,
+    "ratio_ci_note": pl.Utf8,
+    "n": pl.Int64,
+    "p": pl.Float64,
+    "p_adj": pl.Float64,
+    "correction": pl.Utf8,
+    "family": pl.Int64,
+    "verdict": pl.Utf8,
+}
+DISTANCE_SCHEMA = {
+    "judge": pl.Utf8,
+    "target": pl.Utf8,
+    "distance": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "n": pl.Int64,
+}
 
 
 class PairedDifferences(TypedDict):
@@ -247,8 +284,16 @@ def _finite_percentiles(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
-                       flips: int = FLIPS, test: bool = True) -> PairedDifferences:
+def paired_differences(
+    s: np.ndarray,
+    h: np.ndarray,
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+    flips: int = FLIPS,
+    test: bool = True,
+) -> PairedDifferences:
     """One setup's (n, k) simulated and human counts on the same instances: per behaviour the
     difference of means with its paired bootstrap interval (rows resampled as pairs), the ratio,
     the raw sign-flip p (NaN below ``min_n``: not tested), and the profile distance D's resamples.
@@ -267,15 +312,32 @@ def paired_differences(s: np.ndarray, h: np.ndarray, resamples: int = 1000, seed
     # a resample where the humans show the behaviour 0 times has no finite ratio (x/0 is unbounded,
     # 0/0 undefined): dropping those resamples would give a finite interval to an unbounded ratio
     zero = (bh <= 0).sum(axis=0)
-    ratio_notes = [note or (f"human mean 0 in {z} of {len(bh)} resamples (ratio unbounded or undefined there)"
-                            if z else None) for note, z in zip(ci_notes(n, ratio, min_n), zero, strict=True)]
-    return {"diff": s.mean(0) - h.mean(0), "diff_lo": d_lo, "diff_hi": d_hi, "notes": ci_notes(n, diff, min_n),
-            "ratio": point_ratio, "ratio_lo": r_lo, "ratio_hi": r_hi, "ratio_notes": ratio_notes,
-            "p": p, "distance_boot": np.abs(diff).sum(axis=1)}
+    ratio_notes = [
+        note or (f"human mean 0 in {z} of {len(bh)} resamples (ratio unbounded or undefined there)" if z else None)
+        for note, z in zip(ci_notes(n, ratio, min_n), zero, strict=True)
+    ]
+    return {
+        "diff": s.mean(0) - h.mean(0),
+        "diff_lo": d_lo,
+        "diff_hi": d_hi,
+        "notes": ci_notes(n, diff, min_n),
+        "ratio": point_ratio,
+        "ratio_lo": r_lo,
+        "ratio_hi": r_hi,
+        "ratio_notes": ratio_notes,
+        "p": p,
+        "distance_boot": np.abs(diff).sum(axis=1),
+    }
 
 
-def fill_tested(rows: list[dict[str, Any]], blocks: list[tuple[int, np.ndarray, np.ndarray]], flips: int = FLIPS,
-                seed: int = 0, *, min_n: int = MIN_N) -> None:
+def fill_tested(
+    rows: list[dict[str, Any]],
+    blocks: list[tuple[int, np.ndarray, np.ndarray]],
+    flips: int = FLIPS,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+) -> None:
     """Set ``p`` in ``rows``: for each ``(first, s, h)`` of ``blocks``, the raw sign-flip p of
     ``paired_differences(s, h)``'s k columns into ``rows[first:first + k]`` (None below ``min_n``:
     not tested), every block of one length tested in one pass (``inference.sign_flip_blocks``)."""
@@ -284,12 +346,21 @@ def fill_tested(rows: list[dict[str, Any]], blocks: list[tuple[int, np.ndarray, 
         for k, v in enumerate(p):
             rows[first + k]["p"] = float(v) if np.isfinite(v) else None
     for first, s, _ in blocks:
-        for row in rows[first:first + s.shape[1]]:
+        for row in rows[first : first + s.shape[1]]:
             row.setdefault("p", None)
 
 
-def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N,
-                    correction: str = "bh", flips: int = FLIPS, alpha: float = ALPHA) -> tuple[pl.DataFrame, pl.DataFrame]:
+def paired_vs_human(
+    f: Frames,
+    judge: str,
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+    correction: str = "bh",
+    flips: int = FLIPS,
+    alpha: float = ALPHA,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """For each setup, on the instances where both it and the human reference have valid
     judgments: per-behaviour difference (sim - human) and ratio (sim / human) of means with CIs,
     and the profile distance D = sum over behaviours of |mean_sim - mean_human| (occurrences per
@@ -311,10 +382,22 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
         ids, sim = count_matrix(part, beh) if part.height else ([], None)
         keep = [k for k, i in enumerate(ids) if i in ref_pos]
         if not keep:  # judged (or expected) but nothing to pair: a row saying why, never left out
-            why = (f"no instance where both {target} and the human reference have a valid judgment by {judge} ("
-                   f"{validity_note(f, judge, target)}; {validity_note(f, judge, REFERENCE)})")
-            per_b += [{"judge": judge, "target": target, "behaviour": b, "ci_note": why, "ratio_ci_note": why, "n": 0,
-                       "p": None} for b in beh]
+            why = (
+                f"no instance where both {target} and the human reference have a valid judgment by {judge} ("
+                f"{validity_note(f, judge, target)}; {validity_note(f, judge, REFERENCE)})"
+            )
+            per_b += [
+                {
+                    "judge": judge,
+                    "target": target,
+                    "behaviour": b,
+                    "ci_note": why,
+                    "ratio_ci_note": why,
+                    "n": 0,
+                    "p": None,
+                }
+                for b in beh
+            ]
             dist.append({"judge": judge, "target": target, "ci_note": why, "n": 0})
             continue
         assert sim is not None  # keep is not empty: part has rows
@@ -325,37 +408,67 @@ def paired_vs_human(f: Frames, judge: str, resamples: int = 1000, seed: int = 0,
         for k, b in enumerate(beh):
             d_lo, d_hi = interval(r["diff_lo"][k], r["diff_hi"][k], r["notes"][k])
             q_lo, q_hi = interval(r["ratio_lo"][k], r["ratio_hi"][k], r["ratio_notes"][k])
-            per_b.append({"judge": judge, "target": target, "behaviour": b, "mean_sim": s[:, k].mean(),
-                          "mean_human": h[:, k].mean(), "diff": r["diff"][k], "diff_ci_low": d_lo,
-                          "diff_ci_high": d_hi, "ci_note": r["notes"][k],
-                          "ratio": r["ratio"][k] if np.isfinite(r["ratio"][k]) else None,
-                          "ratio_ci_low": q_lo, "ratio_ci_high": q_hi, "ratio_ci_note": r["ratio_notes"][k],
-                          "n": len(s)})
+            per_b.append(
+                {
+                    "judge": judge,
+                    "target": target,
+                    "behaviour": b,
+                    "mean_sim": s[:, k].mean(),
+                    "mean_human": h[:, k].mean(),
+                    "diff": r["diff"][k],
+                    "diff_ci_low": d_lo,
+                    "diff_ci_high": d_hi,
+                    "ci_note": r["notes"][k],
+                    "ratio": r["ratio"][k] if np.isfinite(r["ratio"][k]) else None,
+                    "ratio_ci_low": q_lo,
+                    "ratio_ci_high": q_hi,
+                    "ratio_ci_note": r["ratio_notes"][k],
+                    "n": len(s),
+                }
+            )
         note = ci_notes(len(s), r["distance_boot"][:, None], min_n)[0]
         p_lo, p_hi = np.percentile(r["distance_boot"], PERCENTILES)
         lo, hi = interval(p_lo, p_hi, note)
-        dist.append({"judge": judge, "target": target, "distance": float(np.abs(s.mean(0) - h.mean(0)).sum()),
-                     "ci_low": lo, "ci_high": hi, "ci_note": note, "n": len(s)})
+        dist.append(
+            {
+                "judge": judge,
+                "target": target,
+                "distance": float(np.abs(s.mean(0) - h.mean(0)).sum()),
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_note": note,
+                "n": len(s),
+            }
+        )
     fill_tested(per_b, blocks, flips, seed, min_n=min_n)
     p = np.array([np.nan if row["p"] is None else row["p"] for row in per_b])
     p_adj = adjust_pvalues(p, correction)
     family = int(np.isfinite(p).sum())
     for row, q in zip(per_b, p_adj, strict=True):
         tested = bool(np.isfinite(q))
-        row.update(p_adj=float(q) if tested else None, correction=correction, family=family,
-                   verdict=verdict(row["diff"], q, alpha) if tested else None)
+        row.update(
+            p_adj=float(q) if tested else None,
+            correction=correction,
+            family=family,
+            verdict=verdict(row["diff"], q, alpha) if tested else None,
+        )
     return pl.DataFrame(per_b, schema=PAIRED_SCHEMA), pl.DataFrame(dist, schema=DISTANCE_SCHEMA)
 
 
 def _judged_targets(f: Frames, judge: str) -> list[str]:
     """The setups ``judge`` judged fine-grained (valid or not) or the params expect it to judge."""
     mine = (pl.col("judge") == judge) & (pl.col("kind") == "fine_grained") & (pl.col("target") != REFERENCE)
-    return sorted(set(f.counts.filter((pl.col("judge") == judge) & (pl.col("target") != REFERENCE))["target"].to_list())
-                  | set(f.judgments.filter(mine & (pl.col("status") != "stale"))["target"].to_list())
-                  | set(f.expected.filter(mine & (pl.col("stage") == "judge"))["target"].to_list()))
+    return sorted(
+        set(f.counts.filter((pl.col("judge") == judge) & (pl.col("target") != REFERENCE))["target"].to_list())
+        | set(f.judgments.filter(mine & (pl.col("status") != "stale"))["target"].to_list())
+        | set(f.expected.filter(mine & (pl.col("stage") == "judge"))["target"].to_list())
+    )
 
 
 def detections(f: Frames) -> pl.DataFrame:
     """Total detections per behaviour per judge/annotator and target (Tables 3, 9, 10)."""
-    return f.counts.group_by("judge", "target", "behaviour", "category").agg(
-        total=pl.col("count").sum(), conversations=pl.col("instance_id").n_unique()).sort("judge", "target", "behaviour")
+    return (
+        f.counts.group_by("judge", "target", "behaviour", "category")
+        .agg(total=pl.col("count").sum(), conversations=pl.col("instance_id").n_unique())
+        .sort("judge", "target", "behaviour")
+    )

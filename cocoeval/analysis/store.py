@@ -23,8 +23,19 @@ import polars as pl
 if TYPE_CHECKING:
     from cocoeval.run import Run
 
-__all__ = ["CACHE_DIR", "KEPT_FRAMES", "OPEN_RUNS", "OUTPUT_DIRS", "code_digest", "integrity_warnings", "keep_folder",
-           "kept_facts", "kept_frame", "per_run", "run_signature"]
+__all__ = [
+    "CACHE_DIR",
+    "KEPT_FRAMES",
+    "OPEN_RUNS",
+    "OUTPUT_DIRS",
+    "code_digest",
+    "integrity_warnings",
+    "keep_folder",
+    "kept_facts",
+    "kept_frame",
+    "per_run",
+    "run_signature",
+]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -169,8 +180,13 @@ def kept_facts(run: Run) -> dict[str, Any] | None:
     try:
         facts = json.loads((folder / "facts.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        log.warning("the kept facts of %s cannot be read (%s): made again from the run's files (delete its %s "
-                    "folder to have them kept anew)", run.path, e, CACHE_DIR)
+        log.warning(
+            "the kept facts of %s cannot be read (%s): made again from the run's files (delete its %s "
+            "folder to have them kept anew)",
+            run.path,
+            e,
+            CACHE_DIR,
+        )
         return None
     return facts if isinstance(facts, dict) else None
 
@@ -216,12 +232,13 @@ def keep_folder(folder: Path, fill: Callable[[Path], None], *, newest: int, what
             if not folder.is_dir():
                 raise
             shutil.rmtree(tmp, ignore_errors=True)  # another process kept it first: the same bytes
-        kept = sorted((p for p in folder.parent.iterdir() if p.name.startswith(prefix)),
-                      key=lambda p: p.stat().st_mtime_ns, reverse=True)
+        kept = sorted(
+            (p for p in folder.parent.iterdir() if p.name.startswith(prefix)),
+            key=lambda p: p.stat().st_mtime_ns,
+            reverse=True,
+        )
         for old in kept[newest:]:
             shutil.rmtree(old, ignore_errors=True)
     except OSError as e:
         log.info("the %s of the run cannot be kept in %s (%s)", what, folder, e)
         shutil.rmtree(tmp, ignore_errors=True)
-
-

@@ -39,7 +39,8 @@ def verdicts(f: Frames) -> dict[tuple[str, str, str], Verdict]:
         if old is None or old.status == "stale" or status != "stale":
             out[(judge, iid, target)] = Verdict(status, reason)
     for judge, target, iid, turn, beh, ev in f.labels.select(
-            "judge", "target", "instance_id", "turn", "behaviour", "evidence").iter_rows():
+        "judge", "target", "instance_id", "turn", "behaviour", "evidence"
+    ).iter_rows():
         v = out.get((judge, iid, target))
         if v is not None and v.valid:
             behaviours, evidence = v.labels.setdefault(turn, ([], {}))

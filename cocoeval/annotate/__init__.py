@@ -14,5 +14,13 @@ from .exchange import (
     import_into_run,
 )
 
-__all__ = ["AnnotatorImport", "ExportReport", "ImportReport", "export_items", "format_export", "format_report",
-           "import_annotations", "import_into_run"]
+__all__ = [
+    "AnnotatorImport",
+    "ExportReport",
+    "ImportReport",
+    "export_items",
+    "format_export",
+    "format_report",
+    "import_annotations",
+    "import_into_run",
+]

@@ -125,12 +125,21 @@ def _item_id(seed: int, t: Target) -> str:
     return hashlib.sha256(f"{seed}|{t.instance.id}|{t.name}".encode()).hexdigest()[:10]
 
 
-def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[str] | None = None,
-                 overall_conversations: int = PAPER_CONVERSATIONS["overall"],
-                 fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
-                 overall_setups: list[str] | None = None, fine_setups: list[str] | None = None,
-                 taxonomy: Taxonomy | None = None, plan: AnnotationSection | None = None,
-                 random_per_target: int | None = None, exclude_annotated: bool = False) -> ExportReport:
+def export_items(
+    run: Run,
+    out_dir: str | Path,
+    *,
+    seed: int = 0,
+    setups: list[str] | None = None,
+    overall_conversations: int = PAPER_CONVERSATIONS["overall"],
+    fine_conversations: int = PAPER_CONVERSATIONS["fine_grained"],
+    overall_setups: list[str] | None = None,
+    fine_setups: list[str] | None = None,
+    taxonomy: Taxonomy | None = None,
+    plan: AnnotationSection | None = None,
+    random_per_target: int | None = None,
+    exclude_annotated: bool = False,
+) -> ExportReport:
     """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
 
     Per task, ``*_conversations`` conversations: instances drawn at random (``seed``), evenly over
@@ -162,22 +171,30 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     tax = taxonomy or load_taxonomy()
     run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
-        raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the export "
-                          f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
+        raise ConfigError(
+            f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the export {tax.name!r} ({tax.hash})",
+            hint="pass the run's taxonomy file (--taxonomy FILE)",
+        )
     if random_per_target is not None:
         specs = []
     elif plan is not None:
         seed = plan.seed
-        specs = [(task, d.conversations, d.setups, d.even_over_datasets, plan.seed if d.seed is None else d.seed)
-                 for task in ("overall", "fine_grained") if (d := getattr(plan, task)) is not None]
+        specs = [
+            (task, d.conversations, d.setups, d.even_over_datasets, plan.seed if d.seed is None else d.seed)
+            for task in ("overall", "fine_grained")
+            if (d := getattr(plan, task)) is not None
+        ]
     else:
         if overall_conversations < 0 or fine_conversations < 0 or not (overall_conversations or fine_conversations):
-            raise ConfigError(f"nothing to export: {overall_conversations} overall and {fine_conversations} "
-                              "fine-grained conversations", hint="the paper's numbers are 54 and 36")
-        specs = [("overall", overall_conversations, overall_setups if overall_setups is not None else setups,
-                  True, seed),
-                 ("fine_grained", fine_conversations, fine_setups if fine_setups is not None else setups,
-                  True, seed)]
+            raise ConfigError(
+                f"nothing to export: {overall_conversations} overall and {fine_conversations} "
+                "fine-grained conversations",
+                hint="the paper's numbers are 54 and 36",
+            )
+        specs = [
+            ("overall", overall_conversations, overall_setups if overall_setups is not None else setups, True, seed),
+            ("fine_grained", fine_conversations, fine_setups if fine_setups is not None else setups, True, seed),
+        ]
     available = sorted(run.continuations)
     all_targets = targets_for(run.instances, run.continuations)
     sample: dict[str, dict[str, Any]] = {}
@@ -191,28 +208,48 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
         for t in all_targets:
             if t.instance.id in chosen and t.name in names:
                 tasks_of.setdefault((t.instance.id, t.name), []).append(task)
-        sample[task] = {"conversations_requested": n, "targets": names, "seed": draw_seed,
-                        "even_over_datasets": even, **d,
-                        "conversations": len(d["instances"]) * len(names)}
+        sample[task] = {
+            "conversations_requested": n,
+            "targets": names,
+            "seed": draw_seed,
+            "even_over_datasets": even,
+            **d,
+            "conversations": len(d["instances"]) * len(names),
+        }
     if random_per_target is not None:
         if random_per_target < 1:
             raise ConfigError(f"--random {random_per_target}: draw at least 1 conversation per target")
         names = [REFERENCE, *check_setups(setups, available, "random draw")]
         excluded = _excluded(run, all_targets, names, seed, random_per_target) if exclude_annotated else []
-        d = draw_random(all_targets, names, random_per_target, random.Random(f"{seed}|random"),
-                        exclude={(i, n) for i, n in excluded})
+        d = draw_random(
+            all_targets,
+            names,
+            random_per_target,
+            random.Random(f"{seed}|random"),
+            exclude={(i, n) for i, n in excluded},
+        )
         if excluded and (outside := _outside_random_draws(run, excluded)):
-            d["notes"].append(f"{outside} of the conversations left out were annotated outside a recorded random "
-                              "draw (e.g. B.1's): this draw is random over the rest of the conversations only")
+            d["notes"].append(
+                f"{outside} of the conversations left out were annotated outside a recorded random "
+                "draw (e.g. B.1's): this draw is random over the rest of the conversations only"
+            )
         for iid, name in d["targets"]:
             tasks_of.setdefault((iid, name), []).append("fine_grained")
-        sample["fine_grained"] = {"mode": "random", "per_target": random_per_target, "targets_drawn": names,
-                                  "seed": seed, "exclude_annotated": exclude_annotated, **d,
-                                  "conversations": len(d["targets"]),
-                                  **({"excluded": excluded} if exclude_annotated else {})}
+        sample["fine_grained"] = {
+            "mode": "random",
+            "per_target": random_per_target,
+            "targets_drawn": names,
+            "seed": seed,
+            "exclude_annotated": exclude_annotated,
+            **d,
+            "conversations": len(d["targets"]),
+            **({"excluded": excluded} if exclude_annotated else {}),
+        }
     elif exclude_annotated:
-        raise ConfigError("leaving out the conversations already annotated (--exclude-annotated) is for a random "
-                          "draw", hint="add --random N")
+        raise ConfigError(
+            "leaving out the conversations already annotated (--exclude-annotated) is for a random draw",
+            hint="add --random N",
+        )
     targets = [t for t in all_targets if (t.instance.id, t.name) in tasks_of]
     random.Random(seed).shuffle(targets)
     out = Path(out_dir)
@@ -223,12 +260,20 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
         fine = "fine_grained" in tasks
         key[iid] = {"instance_id": t.instance.id, "target": t.name, "target_id": t.target_id, "tasks": tasks}
         inst = t.instance
-        items.append({"item_id": iid, "tasks": tasks, "goals": inst.metadata.goals,
-                      "participants": [p.model_dump(exclude_none=True) for p in inst.metadata.participants],
-                      "summary": inst.summary.text,
-                      "history": [{"speaker": x.speaker, "text": x.text} for x in inst.history],
-                      "turns": [{"turn": i + 1, "speaker": x.speaker, "text": x.text, "annotate": fine and i in t.judged}
-                                for i, x in enumerate(t.turns)]})
+        items.append(
+            {
+                "item_id": iid,
+                "tasks": tasks,
+                "goals": inst.metadata.goals,
+                "participants": [p.model_dump(exclude_none=True) for p in inst.metadata.participants],
+                "summary": inst.summary.text,
+                "history": [{"speaker": x.speaker, "text": x.text} for x in inst.history],
+                "turns": [
+                    {"turn": i + 1, "speaker": x.speaker, "text": x.text, "annotate": fine and i in t.judged}
+                    for i, x in enumerate(t.turns)
+                ],
+            }
+        )
         if fine:
             rows += [{"item_id": iid, "turn": i + 1, "note": TURN_NOTE} for i in t.judged]
         if "overall" in tasks:
@@ -237,8 +282,10 @@ def export_items(run: Run, out_dir: str | Path, *, seed: int = 0, setups: list[s
     write_atomic(out / "instructions.md", text)
     write_jsonl(out / "items.jsonl", items)
     write_json(out / "key.json", key)
-    write_json(out / "export.json", {"seed": seed, "taxonomy": {"name": tax.name, "hash": tax.hash}, "prompts": refs,
-                                     "sample": sample})
+    write_json(
+        out / "export.json",
+        {"seed": seed, "taxonomy": {"name": tax.name, "hash": tax.hash}, "prompts": refs, "sample": sample},
+    )
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=FIELDS, lineterminator="\n")
     w.writeheader()
@@ -256,8 +303,12 @@ def annotated_conversations(run: Run) -> set[tuple[str, str]]:
     fine-grained human judgment, even a partly annotated one) of the target's current
     continuation (a judgment of an earlier continuation of the setup does not count)."""
     ids = {(t.instance.id, t.name): t.target_id for t in targets_for(run.instances, run.continuations)}
-    return {(j.instance_id, name) for js in run.human.values() for j in js
-            if j.kind == "fine_grained" and ids.get((j.instance_id, name := j.target_name or j.target)) == j.target}
+    return {
+        (j.instance_id, name)
+        for js in run.human.values()
+        for j in js
+        if j.kind == "fine_grained" and ids.get((j.instance_id, name := j.target_name or j.target)) == j.target
+    }
 
 
 def _excluded(run: Run, targets: list[Target], names: list[str], seed: int, per_target: int) -> list[list[str]]:
@@ -265,15 +316,22 @@ def _excluded(run: Run, targets: list[Target], names: list[str], seed: int, per_
     those a recorded draw with the same seed, count and targets left out (so that the same command
     gives the same draw after its conversations were annotated), else the ones annotated now."""
     for d in recorded_draws(run.path) or []:
-        if (d.get("exclude_annotated") and d.get("seed") == seed and d.get("per_target") == per_target
-                and d.get("targets_drawn") == names and isinstance(d.get("excluded"), list)):
+        if (
+            d.get("exclude_annotated")
+            and d.get("seed") == seed
+            and d.get("per_target") == per_target
+            and d.get("targets_drawn") == names
+            and isinstance(d.get("excluded"), list)
+        ):
             try:
                 return [[str(i), str(n)] for i, n in d["excluded"]]
             except (TypeError, ValueError):
-                raise InputError("a draw's excluded conversations are not [instance id, target] pairs",
-                                 file=str(Path(run.path or ".") / RANDOM_DRAWS),
-                                 hint="it is written by cocoeval annotate-export --random; remove that draw or "
-                                      "export with another --seed") from None
+                raise InputError(
+                    "a draw's excluded conversations are not [instance id, target] pairs",
+                    file=str(Path(run.path or ".") / RANDOM_DRAWS),
+                    hint="it is written by cocoeval annotate-export --random; remove that draw or "
+                    "export with another --seed",
+                ) from None
     done = annotated_conversations(run)
     return sorted([t.instance.id, t.name] for t in targets if t.name in names and (t.instance.id, t.name) in done)
 
@@ -292,13 +350,19 @@ def format_export(rep: ExportReport) -> str:
             lines += _format_random(task, d, rep.recorded)
             continue
         per = ", ".join(f"{k} {v}" for k, v in d["per_dataset"].items()) or "none"
-        lines.append(f"{task}: {d['conversations']} conversations ({len(d['instances'])} instances x "
-                     f"{len(d['targets'])} targets: {', '.join(d['targets'])}); instances per dataset: {per}")
+        lines.append(
+            f"{task}: {d['conversations']} conversations ({len(d['instances'])} instances x "
+            f"{len(d['targets'])} targets: {', '.join(d['targets'])}); instances per dataset: {per}"
+        )
         lines += [f"  note: {note}" for note in d["notes"]]
-    lines.append(f"{rep.items} items ({rep.rows} rows to fill) in {rep.folder}: give annotators items.jsonl, "
-                 "template.csv and instructions.md; keep key.json (for the import) and export.json")
-    lines.append(f"in template.csv, {NONE} in behaviours says a turn shows no behaviour; a row left empty is not "
-                 "annotated (skipped and reported by annotate-import, never counted as zero)")
+    lines.append(
+        f"{rep.items} items ({rep.rows} rows to fill) in {rep.folder}: give annotators items.jsonl, "
+        "template.csv and instructions.md; keep key.json (for the import) and export.json"
+    )
+    lines.append(
+        f"in template.csv, {NONE} in behaviours says a turn shows no behaviour; a row left empty is not "
+        "annotated (skipped and reported by annotate-import, never counted as zero)"
+    )
     return "\n".join(lines)
 
 
@@ -306,9 +370,12 @@ def _format_random(task: str, d: dict[str, Any], recorded: RecordedDraw | None) 
     """The lines of ``format_export`` for a random draw: per target, the conversations drawn of each
     dataset, and whether the draw was recorded in the run or was already."""
     names = d["targets_drawn"]
-    lines = [f"{task}: {d['conversations']} conversations drawn at random (seed {d['seed']}), {d['per_target']} of "
-             f"each of {len(names)} target(s), stratified by dataset"
-             + (", leaving out those already annotated" if d.get("exclude_annotated") else "") + ":"]
+    lines = [
+        f"{task}: {d['conversations']} conversations drawn at random (seed {d['seed']}), {d['per_target']} of "
+        f"each of {len(names)} target(s), stratified by dataset"
+        + (", leaving out those already annotated" if d.get("exclude_annotated") else "")
+        + ":"
+    ]
     for name in names:
         strata = [(k.split("|", 1)[1], v) for k, v in d["per_stratum"].items() if k.split("|", 1)[0] == name]
         lines.append(f"  {name}: " + ", ".join(f"{ds} {drawn} of {of}" for ds, (drawn, of) in strata))
@@ -316,11 +383,16 @@ def _format_random(task: str, d: dict[str, Any], recorded: RecordedDraw | None) 
     if recorded is not None and recorded.added:
         lines.append(f"recorded as draw {recorded.draw} in {recorded.path} (the corrected rates read it)")
     elif recorded is not None:
-        lines.append(f"the same draw is already recorded as draw {recorded.draw} in {recorded.path} (made "
-                     f"{recorded.made}, exported to {recorded.export}): not recorded again (the same "
-                     "seed gives the same draw; for a further round "
-                     + ("give another --seed)" if d.get("exclude_annotated") else
-                        "import this one's annotations and add --exclude-annotated)"))
+        lines.append(
+            f"the same draw is already recorded as draw {recorded.draw} in {recorded.path} (made "
+            f"{recorded.made}, exported to {recorded.export}): not recorded again (the same "
+            "seed gives the same draw; for a further round "
+            + (
+                "give another --seed)"
+                if d.get("exclude_annotated")
+                else "import this one's annotations and add --exclude-annotated)"
+            )
+        )
     return lines
 
 
@@ -343,28 +415,40 @@ def read_key(path: str | Path) -> dict[str, dict[str, Any]]:
     keymap = read_json(path)
     hint = "pass the key.json that annotate-export wrote with these items, unedited"
     if not isinstance(keymap, dict):
-        raise InputError(f"expected a JSON object of item ids, got {type(keymap).__name__}", file=str(path),
-                         hint=hint)
+        raise InputError(f"expected a JSON object of item ids, got {type(keymap).__name__}", file=str(path), hint=hint)
     for item, k in keymap.items():
         if not isinstance(k, dict):
-            raise InputError(f"expected an object with instance_id and target, got {type(k).__name__}",
-                             file=str(path), record=f"item {item!r}", hint=hint)
+            raise InputError(
+                f"expected an object with instance_id and target, got {type(k).__name__}",
+                file=str(path),
+                record=f"item {item!r}",
+                hint=hint,
+            )
         if bad := [f for f in ("instance_id", "target") if not isinstance(k.get(f), str) or not k[f]]:
-            raise InputError(f"no {' and no '.join(bad)} (a text) in the entry", file=str(path),
-                             record=f"item {item!r}", hint=hint)
+            raise InputError(
+                f"no {' and no '.join(bad)} (a text) in the entry", file=str(path), record=f"item {item!r}", hint=hint
+            )
         for f in ("instance_id", "target"):
             v = k[f]
             odd = [c for c in v if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]
             if odd or len(v) > MAX_ID:
-                why = (f"a control or invisible character (U+{ord(odd[0]):04X})" if odd
-                       else f"{len(v)} characters (at most {MAX_ID})")
-                raise InputError(f"its {f} has {why}: no instance or target of a run has one", file=str(path),
-                                 record=f"item {item!r}", hint=hint)
+                why = (
+                    f"a control or invisible character (U+{ord(odd[0]):04X})"
+                    if odd
+                    else f"{len(v)} characters (at most {MAX_ID})"
+                )
+                raise InputError(
+                    f"its {f} has {why}: no instance or target of a run has one",
+                    file=str(path),
+                    record=f"item {item!r}",
+                    hint=hint,
+                )
     return keymap
 
 
-def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = None,
-                      taxonomy: Taxonomy | None = None) -> Parsed:
+def parse_annotations(
+    path: str | Path, run: Run, *, key: str | Path | None = None, taxonomy: Taxonomy | None = None
+) -> Parsed:
     """Read an annotation file into cells. Every unusable row and every pair of rows that give
     different values for the same cell is collected; if there is any, one InputError lists them all
     (``.rejected``: file, row, value, action) and nothing is imported. Agreeing duplicates are kept
@@ -387,8 +471,9 @@ def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = No
             continue
         except NotAnnotated as e:
             skipped += 1
-            notes.append({"file": str(p), "row": where, "value": str(e.value),
-                          "action": f"not annotated, skipped: {e.what}"})
+            notes.append(
+                {"file": str(p), "row": where, "value": str(e.value), "action": f"not annotated, skipped: {e.what}"}
+            )
             continue
         cell.where = where
         notes += [{"file": str(p), "row": where, "value": cell.raw, "action": f"repaired: {x}"} for x in cell.repairs]
@@ -396,23 +481,37 @@ def parse_annotations(path: str | Path, run: Run, *, key: str | Path | None = No
         if first is None:
             cells[k] = cell
         elif first.same(cell):
-            notes.append({"file": str(p), "row": where, "value": cell.raw,
-                          "action": f"duplicate of {first.where} (same value); kept once"})
+            notes.append(
+                {
+                    "file": str(p),
+                    "row": where,
+                    "value": cell.raw,
+                    "action": f"duplicate of {first.where} (same value); kept once",
+                }
+            )
         else:
-            problems.append({"row": where, "value": cell.raw,
-                             "reason": f"conflict for {describe(k)}: {first.where} gives {first.raw!r}, "
-                                       f"{where} gives {cell.raw!r}"})
+            problems.append(
+                {
+                    "row": where,
+                    "value": cell.raw,
+                    "reason": f"conflict for {describe(k)}: {first.where} gives {first.raw!r}, "
+                    f"{where} gives {cell.raw!r}",
+                }
+            )
     if problems:
         raise rejected(p, problems, "rows rejected", "fix or remove these rows and import again")
     if not cells:
-        raise InputError(f"none of the {len(rows)} rows is annotated (behaviours or scores left empty); nothing "
-                         "was imported", file=str(p), hint=f"fill behaviours on turn rows ({NONE} for a turn "
-                         "without behaviour) and both scores on overall rows")
+        raise InputError(
+            f"none of the {len(rows)} rows is annotated (behaviours or scores left empty); nothing was imported",
+            file=str(p),
+            hint=f"fill behaviours on turn rows ({NONE} for a turn without behaviour) and both scores on overall rows",
+        )
     return Parsed(str(p), len(rows), cells, notes, skipped)
 
 
-def import_annotations(path: str | Path, run: Run, *, key: str | Path | None = None,
-                       taxonomy: Taxonomy | None = None) -> list[Judgment]:
+def import_annotations(
+    path: str | Path, run: Run, *, key: str | Path | None = None, taxonomy: Taxonomy | None = None
+) -> list[Judgment]:
     """The judgments of one annotation file (nothing is written; see ``import_into_run``). An
     annotator who left judged turns unlabelled gets an invalid judgment saying which."""
     tax = taxonomy or load_taxonomy()
@@ -421,9 +520,15 @@ def import_annotations(path: str | Path, run: Run, *, key: str | Path | None = N
     return build_judgments(parsed.cells, targets, tax)
 
 
-def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | None = None,
-                    taxonomy: Taxonomy | None = None, replace: bool = False,
-                    dry_run: bool = False) -> ImportReport:
+def import_into_run(
+    path: str | Path,
+    run_dir: str | Path,
+    *,
+    key: str | Path | None = None,
+    taxonomy: Taxonomy | None = None,
+    replace: bool = False,
+    dry_run: bool = False,
+) -> ImportReport:
     """Merge an annotation file into the run's per-annotator stores (``judgments/human/<annotator>.jsonl``).
 
     New turns and items are added; a value equal to the stored one changes nothing (importing a
@@ -437,21 +542,24 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
     rd = Path(run_dir)
     tax = taxonomy or load_taxonomy()
     if (rd / LEGACY_STORE).exists():
-        raise InputError("this run keeps human labels in one file written by an older cocoeval; they are now "
-                         "kept per annotator", file=str(rd / LEGACY_STORE),
-                         hint=f"move that file out of the run (e.g. to {rd / 'human-old.jsonl'}) and import the "
-                         "original annotation files again")
+        raise InputError(
+            "this run keeps human labels in one file written by an older cocoeval; they are now kept per annotator",
+            file=str(rd / LEGACY_STORE),
+            hint=f"move that file out of the run (e.g. to {rd / 'human-old.jsonl'}) and import the "
+            "original annotation files again",
+        )
     run = Run.open(rd)
     run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
-        raise ConfigError(f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the import "
-                          f"{tax.name!r} ({tax.hash})", hint="pass the run's taxonomy file (--taxonomy FILE)")
+        raise ConfigError(
+            f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the import {tax.name!r} ({tax.hash})",
+            hint="pass the run's taxonomy file (--taxonomy FILE)",
+        )
     parsed = parse_annotations(path, run, key=key, taxonomy=tax)
     p = Path(path)
     annotators = sorted({k[0] for k in parsed.cells})
     if clashes := name_collisions(rd, set(annotators)):
-        raise InputError("; ".join(clashes), file=str(p), hint="rename the annotator in the file; "
-                         "nothing was imported")
+        raise InputError("; ".join(clashes), file=str(p), hint="rename the annotator in the file; nothing was imported")
     targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
     notes = list(parsed.notes)
     done: dict[str, AnnotatorImport] = {}
@@ -460,8 +568,11 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
         stored = run.all_judgments.get(f"human:{ann}", [])
         for j in stored:
             if j.taxonomy_hash != tax.hash:
-                raise InputError(f"the store of {ann!r} was made with another taxonomy ({j.taxonomy_hash})",
-                                 file=str(store_path(rd, ann)), hint="import with the taxonomy of the run")
+                raise InputError(
+                    f"the store of {ann!r} was made with another taxonomy ({j.taxonomy_hash})",
+                    file=str(store_path(rd, ann)),
+                    hint="import with the taxonomy of the run",
+                )
         merged = cells_of(stored, ann)
         counts = {"added": 0, "unchanged": 0, "replaced": 0}
         touched = set()
@@ -473,49 +584,77 @@ def import_into_run(path: str | Path, run_dir: str | Path, *, key: str | Path | 
                 counts["unchanged"] += 1
                 continue
             if old is not None and not replace:
-                conflicts.append({"row": cell.where, "value": cell.raw,
-                                  "reason": f"{describe(k)}: stored {old.raw!r}, the file gives {cell.raw!r}"})
+                conflicts.append(
+                    {
+                        "row": cell.where,
+                        "value": cell.raw,
+                        "reason": f"{describe(k)}: stored {old.raw!r}, the file gives {cell.raw!r}",
+                    }
+                )
                 continue
             if old is not None:
-                notes.append({"file": str(p), "row": cell.where, "value": cell.raw,
-                              "action": f"replaced the stored {old.raw!r}"})
+                notes.append(
+                    {"file": str(p), "row": cell.where, "value": cell.raw, "action": f"replaced the stored {old.raw!r}"}
+                )
             counts["added" if old is None else "replaced"] += 1
             merged[k] = cell
             touched.add((k[1], k[2], k[3] is None))
         kept = [j for j in stored if (j.instance_id, j.target_name or j.target, j.kind == "overall") not in touched]
-        rebuilt = build_judgments({k: c for k, c in merged.items() if (k[1], k[2], k[3] is None) in touched},
-                                  targets, tax)
+        rebuilt = build_judgments(
+            {k: c for k, c in merged.items() if (k[1], k[2], k[3] is None) in touched}, targets, tax
+        )
         js = sorted(kept + rebuilt, key=sort_key)
         out = store_path(rd, ann)
         writes[out] = js if touched else None
         bad = [j for j in js if j.status == "invalid"]
-        done[ann] = AnnotatorImport(**counts, store=str(out), judgments=len(js), invalid=len(bad),
-                                    invalid_reasons=sorted({j.reason or "" for j in bad})[:5],
-                                    written=bool(touched) and not dry_run)
+        done[ann] = AnnotatorImport(
+            **counts,
+            store=str(out),
+            judgments=len(js),
+            invalid=len(bad),
+            invalid_reasons=sorted({j.reason or "" for j in bad})[:5],
+            written=bool(touched) and not dry_run,
+        )
     if conflicts:
-        raise rejected(p, conflicts, "rows change labels already imported",
-                        "to correct stored labels on purpose import with --replace (replace=True); "
-                        "labels of another person need their own annotator name")
+        raise rejected(
+            p,
+            conflicts,
+            "rows change labels already imported",
+            "to correct stored labels on purpose import with --replace (replace=True); "
+            "labels of another person need their own annotator name",
+        )
     if not dry_run:
         for out, written in writes.items():
             if written is not None:
                 write_jsonl(out, written)
-    return ImportReport(file=str(p), rows=parsed.rows, not_annotated=parsed.not_annotated, dry_run=dry_run,
-                        annotators=done, notes=notes)
+    return ImportReport(
+        file=str(p), rows=parsed.rows, not_annotated=parsed.not_annotated, dry_run=dry_run, annotators=done, notes=notes
+    )
 
 
 def format_report(rep: ImportReport) -> str:
     """The import report as text: one line per annotator, one per noted row."""
     skipped = rep.not_annotated
-    lines = [f"{rep.file}: {rep.rows} rows" + (f", {skipped} not annotated (left empty; skipped, listed "
-                                                     f"below; write {NONE} for a turn without behaviour)"
-                                                     if skipped else "")
-             + (" (dry run: nothing written)" if rep.dry_run else "")]
+    lines = [
+        f"{rep.file}: {rep.rows} rows"
+        + (
+            f", {skipped} not annotated (left empty; skipped, listed below; write {NONE} for a turn without behaviour)"
+            if skipped
+            else ""
+        )
+        + (" (dry run: nothing written)" if rep.dry_run else "")
+    ]
     for ann, a in rep.annotators.items():
-        change = "nothing new (already imported)" if not (a.added or a.replaced) else \
-            f"{a.added} added, {a.replaced} replaced, {a.unchanged} unchanged"
-        lines.append(f"  annotator {ann}: {change} -> {a.store} ({a.judgments} judgments"
-                     + (f", {a.invalid} invalid: {'; '.join(a.invalid_reasons)}" if a.invalid else "") + ")")
+        change = (
+            "nothing new (already imported)"
+            if not (a.added or a.replaced)
+            else f"{a.added} added, {a.replaced} replaced, {a.unchanged} unchanged"
+        )
+        lines.append(
+            f"  annotator {ann}: {change} -> {a.store} ({a.judgments} judgments"
+            + (f", {a.invalid} invalid: {'; '.join(a.invalid_reasons)}" if a.invalid else "")
+            + ")"
+        )
     lines += [f"  {n['row']}: {n['value']!r}: {n['action']}" for n in rep.notes]
     return "\n".join(lines)
 
@@ -526,14 +665,23 @@ def export_annotations(judgments: list[Judgment], path: str | Path) -> None:
     jsonl = p.suffix == ".jsonl"
     rows: list[dict[str, Any]] = []
     for j in judgments:
-        base = {"annotator": j.judge_name or j.judge_id, "instance_id": j.instance_id,
-                "target": j.target_name or j.target}
+        base = {
+            "annotator": j.judge_name or j.judge_id,
+            "instance_id": j.instance_id,
+            "target": j.target_name or j.target,
+        }
         if j.kind == "overall":
             rows.append({**base, "consistency": j.consistency, "collaborativeness": j.collaborativeness})
         else:
-            rows += [{**base, "turn": lb.turn + 1, "behaviours": lb.behaviours if jsonl else
-                      ";".join(lb.behaviours) or NONE,
-                      **({"not_in_taxonomy": lb.not_in_taxonomy} if lb.not_in_taxonomy else {})} for lb in j.labels]
+            rows += [
+                {
+                    **base,
+                    "turn": lb.turn + 1,
+                    "behaviours": lb.behaviours if jsonl else ";".join(lb.behaviours) or NONE,
+                    **({"not_in_taxonomy": lb.not_in_taxonomy} if lb.not_in_taxonomy else {}),
+                }
+                for lb in j.labels
+            ]
     if jsonl:
         write_jsonl(p, rows)
         return

@@ -26,8 +26,18 @@ from cocoeval.core.taxonomy import Taxonomy
 from cocoeval.judge.parse import map_behaviour
 from cocoeval.run.humans import Cell, CellKey, name_problem
 
-FIELDS = ["annotator", "item_id", "instance_id", "target", "turn", "behaviours", "not_in_taxonomy", "consistency",
-          "collaborativeness", "note"]
+FIELDS = [
+    "annotator",
+    "item_id",
+    "instance_id",
+    "target",
+    "turn",
+    "behaviours",
+    "not_in_taxonomy",
+    "consistency",
+    "collaborativeness",
+    "note",
+]
 
 
 _NO_BEHAVIOUR = {"none", "nobehaviour", "nobehaviours", "na", "n/a"}  # as for the judges' answers
@@ -51,8 +61,10 @@ class Reject(Exception):
         self.reason, self.value, self.hint = reason, value, hint
 
 
-_SHEET_HINT = (f"give the filled sheet (CSV as template.csv, at most {MAX_SHEET_BYTES >> 20} MiB): a regular file, "
-               "not a pipe, device or folder")
+_SHEET_HINT = (
+    f"give the filled sheet (CSV as template.csv, at most {MAX_SHEET_BYTES >> 20} MiB): a regular file, "
+    "not a pipe, device or folder"
+)
 
 
 def read_rows(path: Path) -> list[tuple[str, Any]]:
@@ -64,8 +76,12 @@ def read_rows(path: Path) -> list[tuple[str, Any]]:
         try:
             return _csv_rows(path, reader)
         except csv.Error as e:  # a field past csv's size limit, a NUL, a quote left open
-            raise InputError(f"not readable as CSV ({e})", file=str(path), record=f"row {reader.line_num}",
-                             hint="save the sheet again as CSV (one row per turn, as template.csv)") from None
+            raise InputError(
+                f"not readable as CSV ({e})",
+                file=str(path),
+                record=f"row {reader.line_num}",
+                hint="save the sheet again as CSV (one row per turn, as template.csv)",
+            ) from None
     return _some(path, rows)
 
 
@@ -73,21 +89,31 @@ def _csv_rows(path: Path, reader: csv.DictReader) -> list[tuple[str, Any]]:
     header = reader.fieldnames or []
     twice = sorted({c for c in header if header.count(c) > 1})
     if twice:  # DictReader would keep the last column of that name silently
-        raise InputError(f"CSV header names the column{'s' if len(twice) > 1 else ''} "
-                         f"{', '.join(repr(c) for c in twice)} more than once", file=str(path), record="row 1",
-                         hint=f"keep one column of each name (the columns are {', '.join(FIELDS)})")
+        raise InputError(
+            f"CSV header names the column{'s' if len(twice) > 1 else ''} "
+            f"{', '.join(repr(c) for c in twice)} more than once",
+            file=str(path),
+            record="row 1",
+            hint=f"keep one column of each name (the columns are {', '.join(FIELDS)})",
+        )
     missing = {"annotator", "turn", "behaviours"} - set(reader.fieldnames or [])
     if missing:
-        raise InputError(f"CSV header lacks {', '.join(sorted(missing))}", file=str(path),
-                         hint=f"use the columns {', '.join(FIELDS)} (see template.csv of an export)")
+        raise InputError(
+            f"CSV header lacks {', '.join(sorted(missing))}",
+            file=str(path),
+            hint=f"use the columns {', '.join(FIELDS)} (see template.csv of an export)",
+        )
     rows = [(f"row {n}", r) for n, r in enumerate(reader, start=2)]
     return _some(path, rows)
 
 
 def _some(path: Path, rows: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     if not rows:
-        raise InputError("no annotation rows (only a header); nothing was imported", file=str(path),
-                         hint="fill the rows of template.csv (one per turn and one overall row per item)")
+        raise InputError(
+            "no annotation rows (only a header); nothing was imported",
+            file=str(path),
+            hint="fill the rows of template.csv (one per turn and one overall row per item)",
+        )
     return rows
 
 
@@ -134,19 +160,24 @@ def _not_annotated(r: dict[str, Any]) -> None:
     """Raise NotAnnotated when the row was left empty (a template row nobody filled)."""
     if _blank(r, "not_in_taxonomy") and _blank(r, "behaviours"):
         if not _blank(r, "turn") and _blank(r, "consistency") and _blank(r, "collaborativeness"):
-            raise NotAnnotated(f"{_where(r)}: behaviours empty (write {NONE} for a turn without behaviour)",
-                               r.get("behaviours") or "")
+            raise NotAnnotated(
+                f"{_where(r)}: behaviours empty (write {NONE} for a turn without behaviour)", r.get("behaviours") or ""
+            )
         if _blank(r, "turn") and _blank(r, "consistency") and _blank(r, "collaborativeness"):
             raise NotAnnotated(f"{_where(r)}: consistency and collaborativeness empty", "")
 
 
-def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[str, str], Target],
-               tax: Taxonomy) -> tuple[CellKey, Cell]:
+def parse_row(
+    r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[str, str], Target], tax: Taxonomy
+) -> tuple[CellKey, Cell]:
     if not isinstance(r, dict):
         raise Reject(f"expected an object with the columns {', '.join(FIELDS)}, got {type(r).__name__}", r)
     if not jsonl and None in r:
-        raise Reject("the row has more cells than the header", ",".join(r[None]),
-                     "check for a stray comma (quote values that contain commas)")
+        raise Reject(
+            "the row has more cells than the header",
+            ",".join(r[None]),
+            "check for a stray comma (quote values that contain commas)",
+        )
     _not_annotated(r)
     annotator = _text(r, "annotator") or ""
     if not annotator:
@@ -160,31 +191,50 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
             raise Reject(f"unknown item_id {item!r}", item, "pass the key.json of the export these items came from")
         k = keymap[item]
         if (inst_id and inst_id != k["instance_id"]) or (target and target != k["target"]):
-            raise Reject(f"item_id {item!r} is {k['instance_id']} {k['target']}, but the row names "
-                          f"{inst_id or '-'} {target or '-'}", item, "give item_id or instance_id and target")
+            raise Reject(
+                f"item_id {item!r} is {k['instance_id']} {k['target']}, but the row names "
+                f"{inst_id or '-'} {target or '-'}",
+                item,
+                "give item_id or instance_id and target",
+            )
         inst_id, target = k["instance_id"], k["target"]
     t = targets.get((inst_id, target))
     if t is None:
-        raise Reject(f"no target {target!r} for instance {inst_id!r} in this run", f"{inst_id} {target}",
-                      "target is 'reference' or a setup name with an ok continuation")
+        raise Reject(
+            f"no target {target!r} for instance {inst_id!r} in this run",
+            f"{inst_id} {target}",
+            "target is 'reference' or a setup name with an ok continuation",
+        )
     turn = _text(r, "turn")
     repairs: list[str] = []
     if not turn:
         if _behaviours(r):
-            raise Reject("behaviours on a row without a turn", r.get("behaviours"),
-                          "an overall row (turn empty) holds only the two scores; put behaviours on turn rows")
+            raise Reject(
+                "behaviours on a row without a turn",
+                r.get("behaviours"),
+                "an overall row (turn empty) holds only the two scores; put behaviours on turn rows",
+            )
         if _text(r, "not_in_taxonomy"):
-            raise Reject("not_in_taxonomy on a row without a turn", r.get("not_in_taxonomy"),
-                          "describe a behaviour the taxonomy lacks on the turn row where it happens")
+            raise Reject(
+                "not_in_taxonomy on a row without a turn",
+                r.get("not_in_taxonomy"),
+                "describe a behaviour the taxonomy lacks on the turn row where it happens",
+            )
         scores = []
         for f in ("consistency", "collaborativeness"):
             v = _int(r, f, repairs)
             if v is None:
-                raise Reject(f"{f} is empty but the other score is given", r.get(f),
-                              "an overall row (turn empty) needs both scores (leave both empty if not annotated)")
+                raise Reject(
+                    f"{f} is empty but the other score is given",
+                    r.get(f),
+                    "an overall row (turn empty) needs both scores (leave both empty if not annotated)",
+                )
             if not 1 <= v <= 10:
-                raise Reject(f"{f} must be an integer from 1 to 10, got {r.get(f)!r}", r.get(f),
-                              "an overall row (turn empty) needs both scores")
+                raise Reject(
+                    f"{f} must be an integer from 1 to 10, got {r.get(f)!r}",
+                    r.get(f),
+                    "an overall row (turn empty) needs both scores",
+                )
             scores.append(v)
         return (annotator, inst_id, target, None), Cell(tuple(scores), "", f"{scores[0]}, {scores[1]}", repairs)
     n = _int(r, "turn", repairs)
@@ -197,8 +247,11 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
             raise Reject(f"{f} on a turn row", r.get(f), "scores go on the item's overall row (turn empty)")
     raw = _behaviours(r)
     if not raw:
-        raise Reject("not_in_taxonomy is given but behaviours is empty", r.get("not_in_taxonomy"),
-                     f"write {NONE} in behaviours when the turn shows no behaviour of the taxonomy")
+        raise Reject(
+            "not_in_taxonomy is given but behaviours is empty",
+            r.get("not_in_taxonomy"),
+            f"write {NONE} in behaviours when the turn shows no behaviour of the taxonomy",
+        )
     names = [x.strip() for x in raw.replace(",", ";").split(";") if x.strip()]
     if not names:
         raise Reject(f"behaviours {raw!r} names no behaviour", raw, f"write {NONE} for a turn without behaviour")
@@ -221,8 +274,11 @@ def parse_row(r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[s
             repairs.append(f"{name!r} lists {bid} twice; kept once")
         ids.add(bid)
     if unknown:
-        raise Reject(f"unknown behaviour {', '.join(map(repr, unknown))}", raw,
-                      "use the taxonomy's names or ids: " + ", ".join(b.name for b in tax.behaviours))
+        raise Reject(
+            f"unknown behaviour {', '.join(map(repr, unknown))}",
+            raw,
+            "use the taxonomy's names or ids: " + ", ".join(b.name for b in tax.behaviours),
+        )
     value = tuple(b.id for b in tax.behaviours if b.id in ids)
     other = _text(r, "not_in_taxonomy") or ""
     shown = f"{raw} [not in taxonomy: {other}]" if other else raw
@@ -235,11 +291,21 @@ def rejected(path: Path, problems: list[dict[str, Any]], what: str, hint: str) -
         e = InputError(p["reason"], file=str(path), record=p["row"], hint=p.get("hint") or hint)
     else:
         hints = list(dict.fromkeys(p["hint"] for p in problems if p.get("hint")))
-        e = InputError(f"{len(problems)} {what}; nothing was imported:\n"
-                       + "\n".join(f"  {p['row']}: {p['reason']}" for p in problems),
-                       file=str(path), hint="; ".join([hint, *hints]))
-    e.rejected = [{"file": str(path), "row": p["row"], "value": str(p.get("value", ""))[:200],  # type: ignore[attr-defined]
-                   "action": f"rejected: {p['reason']}"} for p in problems]
+        e = InputError(
+            f"{len(problems)} {what}; nothing was imported:\n"
+            + "\n".join(f"  {p['row']}: {p['reason']}" for p in problems),
+            file=str(path),
+            hint="; ".join([hint, *hints]),
+        )
+    e.rejected = [  # type: ignore[attr-defined]
+        {
+            "file": str(path),
+            "row": p["row"],
+            "value": str(p.get("value", ""))[:200],
+            "action": f"rejected: {p['reason']}",
+        }
+        for p in problems
+    ]
     return e
 
 

@@ -33,8 +33,9 @@ PAPER_DATASETS = 6
 PAPER_CONVERSATIONS = {"overall": 54, "fine_grained": 36}
 
 
-def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: random.Random, *,
-         even: bool = True) -> dict[str, Any]:
+def draw(
+    targets: Sequence[Target], names: list[str], conversations: int, rng: random.Random, *, even: bool = True
+) -> dict[str, Any]:
     """Instances for one task: ``{"instances": [...ids], "per_dataset": {...}, "notes": [...]}``;
     ``even=False`` draws at random over every instance with every target, datasets ignored."""
     by_inst: dict[str, dict[str, Target]] = {}
@@ -49,8 +50,10 @@ def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: r
     notes = []
     k = conversations // len(names)
     if conversations % len(names):
-        notes.append(f"{conversations} conversations is not a multiple of the {len(names)} targets: "
-                     f"{k} instances x {len(names)} targets = {k * len(names)} conversations")
+        notes.append(
+            f"{conversations} conversations is not a multiple of the {len(names)} targets: "
+            f"{k} instances x {len(names)} targets = {k * len(names)} conversations"
+        )
     datasets = sorted(eligible)
     if not datasets or k == 0:
         if k and not datasets:
@@ -65,15 +68,20 @@ def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: r
         notes.append("drawn at random over every dataset, not evenly (even_over_datasets: false)")
         return {"instances": chosen, "per_dataset": {d: n for d, n in per.items() if n}, "notes": notes}
     if len(datasets) != PAPER_DATASETS:
-        notes.append(f"the paper drew evenly over {PAPER_DATASETS} datasets; this run has {len(datasets)} with "
-                     "every target: " + ", ".join(datasets))
+        notes.append(
+            f"the paper drew evenly over {PAPER_DATASETS} datasets; this run has {len(datasets)} with "
+            "every target: " + ", ".join(datasets)
+        )
     quota = dict.fromkeys(datasets, k // len(datasets))
     if k % len(datasets):
         extra = sorted(rng.sample(datasets, k % len(datasets)))
         for d in extra:
             quota[d] += 1
-        notes.append(f"{k} instances do not divide evenly over {len(datasets)} datasets: one more from "
-                     + ", ".join(extra) + " (drawn at random)")
+        notes.append(
+            f"{k} instances do not divide evenly over {len(datasets)} datasets: one more from "
+            + ", ".join(extra)
+            + " (drawn at random)"
+        )
     short = {d: quota[d] - len(eligible[d]) for d in datasets if quota[d] > len(eligible[d])}
     for d, s in short.items():
         quota[d] = len(eligible[d])
@@ -99,8 +107,14 @@ def draw(targets: Sequence[Target], names: list[str], conversations: int, rng: r
     return {"instances": chosen, "per_dataset": {d: quota[d] for d in datasets if quota[d]}, "notes": notes}
 
 
-def draw_random(targets: Sequence[Target], names: list[str], per_target: int, rng: random.Random, *,
-                exclude: Collection[tuple[str, str]] = ()) -> dict[str, Any]:
+def draw_random(
+    targets: Sequence[Target],
+    names: list[str],
+    per_target: int,
+    rng: random.Random,
+    *,
+    exclude: Collection[tuple[str, str]] = (),
+) -> dict[str, Any]:
     """Conversations for corrected rates (beyond the paper; ``analysis.judge_check``): for each
     target name (the reference and each setup), ``per_target`` of its conversations drawn at random,
     allocated over the datasets in proportion to how many it has there (largest remainder), so the
@@ -129,12 +143,19 @@ def draw_random(targets: Sequence[Target], names: list[str], per_target: int, rn
         most = min(totals.values())
         raise ConfigError(
             f"{per_target} conversations of each target asked for, but fewer to draw from"
-            + (" (not yet annotated)" if skip else "") + ": "
-            + ", ".join(f"{name} {n}" + (f" ({left_out[name]} more already annotated)" if left_out[name] else "")
-                        for name, n in short.items()),
-            hint=(f"ask for at most {most} (--random {most})" if most else
-                  "nothing is left to draw for " + ", ".join(n for n, v in short.items() if not v))
-            + ("; or leave those setups out (--setup NAME, repeatable)" if REFERENCE not in short else ""))
+            + (" (not yet annotated)" if skip else "")
+            + ": "
+            + ", ".join(
+                f"{name} {n}" + (f" ({left_out[name]} more already annotated)" if left_out[name] else "")
+                for name, n in short.items()
+            ),
+            hint=(
+                f"ask for at most {most} (--random {most})"
+                if most
+                else "nothing is left to draw for " + ", ".join(n for n, v in short.items() if not v)
+            )
+            + ("; or leave those setups out (--setup NAME, repeatable)" if REFERENCE not in short else ""),
+        )
     notes: list[str] = []
     out: list[list[str]] = []
     per_stratum: dict[str, list[int]] = {}
@@ -149,8 +170,9 @@ def draw_random(targets: Sequence[Target], names: list[str], per_target: int, rn
             out += [[i, name] for i in chosen]
             per_stratum[f"{name}|{d}"] = [quota[d], len(ids)]
     if any(left_out.values()):
-        notes.append("left out as already annotated by a human: "
-                     + ", ".join(f"{name} {n}" for name, n in left_out.items()))
+        notes.append(
+            "left out as already annotated by a human: " + ", ".join(f"{name} {n}" for name, n in left_out.items())
+        )
     return {"targets": out, "per_stratum": per_stratum, "left_out": left_out, "notes": notes}
 
 
@@ -160,40 +182,53 @@ def check_setups(requested: list[str] | None, available: list[str], what: str) -
         return available
     unknown = [s for s in requested if s not in available]
     if unknown:
-        raise ConfigError(f"{what}: unknown setup {', '.join(map(repr, unknown))}",
-                          hint="use the setup names of the run: " + (", ".join(available) or "(none)"))
+        raise ConfigError(
+            f"{what}: unknown setup {', '.join(map(repr, unknown))}",
+            hint="use the setup names of the run: " + (", ".join(available) or "(none)"),
+        )
     return list(dict.fromkeys(requested))
 
 
 HOW_TO = {
-    "overall": ("Each item marked `overall` has one row in `template.csv` with the turn column empty: give "
-                "`consistency` and `collaborativeness` as whole numbers from 1 to 10, following the rubric above "
-                "(ignore its last paragraph about JSON). A row with both scores empty counts as not annotated "
-                "(it is skipped). N is the number of turns of the continuation."),
-    "fine_grained": ("Each item marked `fine_grained` has one row per numbered turn in `template.csv`: list in "
-                     "`behaviours` every behaviour above that the turn shows, by name, separated by `;`, or `none` "
-                     "when it shows none of them. An empty cell means *not annotated* (the row is skipped, never "
-                     "counted as no behaviour), so write `none` explicitly. If a turn shows an inconsistent or "
-                     "uncollaborative behaviour that none of these names covers, describe it in `not_in_taxonomy` (otherwise leave it empty). N is the "
-                     "number of numbered turns of the item; turns without a number are context only. Ignore the "
-                     "paragraph about JSON."),
+    "overall": (
+        "Each item marked `overall` has one row in `template.csv` with the turn column empty: give "
+        "`consistency` and `collaborativeness` as whole numbers from 1 to 10, following the rubric above "
+        "(ignore its last paragraph about JSON). A row with both scores empty counts as not annotated "
+        "(it is skipped). N is the number of turns of the continuation."
+    ),
+    "fine_grained": (
+        "Each item marked `fine_grained` has one row per numbered turn in `template.csv`: list in "
+        "`behaviours` every behaviour above that the turn shows, by name, separated by `;`, or `none` "
+        "when it shows none of them. An empty cell means *not annotated* (the row is skipped, never "
+        "counted as no behaviour), so write `none` explicitly. If a turn shows an inconsistent or "
+        "uncollaborative behaviour that none of these names covers, describe it in `not_in_taxonomy` (otherwise leave it empty). N is the "
+        "number of numbered turns of the item; turns without a number are context only. Ignore the "
+        "paragraph about JSON."
+    ),
 }
 
 
 def instructions(tax: Taxonomy, tasks: list[str]) -> tuple[str, dict[str, str]]:
     """The annotators' instructions as Markdown, and the prompt refs they come from."""
-    parts = ["# Instructions for annotators\n",
-             "You see conversations: metadata, a summary, the recent history and a continuation. You are not told "
-             "who wrote a continuation; please do not guess. Put your name or id in the `annotator` column of "
-             "every row you fill.\n"]
+    parts = [
+        "# Instructions for annotators\n",
+        "You see conversations: metadata, a summary, the recent history and a continuation. You are not told "
+        "who wrote a continuation; please do not guess. Put your name or id in the `annotator` column of "
+        "every row you fill.\n",
+    ]
     refs = {}
     for task in tasks:
         p = load_prompt(PROMPTS[task])
         refs[task] = p.ref
-        system, _ = p.render(n_turns="N", behaviours=behaviours_block(tax), only_some="", metadata="", summary="",
-                             history="", target="")
+        system, _ = p.render(
+            n_turns="N", behaviours=behaviours_block(tax), only_some="", metadata="", summary="", history="", target=""
+        )
         title = "Overall evaluation" if task == "overall" else "Fine-grained evaluation"
-        parts += [f"## {title} (items marked `{task}`)\n", "The instructions the LLM judge receives "
-                  f"(prompt {p.ref}):\n", "\n".join("> " + line if line else ">" for line in system.splitlines()),
-                  "", f"**How to record your answers.** {HOW_TO[task]}\n"]
+        parts += [
+            f"## {title} (items marked `{task}`)\n",
+            f"The instructions the LLM judge receives (prompt {p.ref}):\n",
+            "\n".join("> " + line if line else ">" for line in system.splitlines()),
+            "",
+            f"**How to record your answers.** {HOW_TO[task]}\n",
+        ]
     return "\n".join(parts), refs

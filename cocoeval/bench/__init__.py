@@ -11,5 +11,15 @@ from .config import BuildConfig, BuildSection, ChatSelection, LLMContextOptions
 from .step import context_lines, run_build
 from .store import find_instance, load_instances
 
-__all__ = ["BuildConfig", "BuildSection", "ChatSelection", "LLMContextOptions", "build", "build_instances",
-           "context_lines", "find_instance", "load_instances", "run_build"]
+__all__ = [
+    "BuildConfig",
+    "BuildSection",
+    "ChatSelection",
+    "LLMContextOptions",
+    "build",
+    "build_instances",
+    "context_lines",
+    "find_instance",
+    "load_instances",
+    "run_build",
+]

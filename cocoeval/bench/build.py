@@ -48,8 +48,9 @@ def merge_consecutive(turns: list[Turn]) -> list[Turn]:
             raw = None
             if prev.raw_text is not None or t.raw_text is not None:
                 raw = f"{prev.raw_text or prev.text} {t.raw_text or t.text}"
-            out[-1] = prev.model_copy(update={"text": f"{prev.text} {t.text}", "raw_text": raw,
-                                              "merged": (prev.merged or 1) + 1})
+            out[-1] = prev.model_copy(
+                update={"text": f"{prev.text} {t.text}", "raw_text": raw, "merged": (prev.merged or 1) + 1}
+            )
         else:
             out.append(t)
     return out
@@ -65,8 +66,9 @@ def candidate_windows(n_turns: int, cfg: BuildConfig, rng: random.Random) -> lis
     return [cfg.min_prior_turns + offset + j * cfg.window for j in range(count)]
 
 
-def make_instance(conv: Conversation, start: int, split: str, cfg: BuildConfig,
-                  index: SummaryIndex | None = None) -> Instance:
+def make_instance(
+    conv: Conversation, start: int, split: str, cfg: BuildConfig, index: SummaryIndex | None = None
+) -> Instance:
     index = index or SummaryIndex(conv.turns[:start])
     history = conv.turns[start : start + cfg.history_turns]
     reference = conv.turns[start + cfg.history_turns : start + cfg.window]
@@ -81,11 +83,16 @@ def make_instance(conv: Conversation, start: int, split: str, cfg: BuildConfig,
         reference=reference,
         kind="human_ai" if is_human_ai(conv) else "multiparty",
         provenance=Provenance(
-            source_file=conv.source_file, source_format=conv.source_format,
-            conversation_id=conv.id, start_index=start,
-            history_source_index=history[0].source_index, seed=cfg.seed,
-            builder_version=__version__, text_method=text.get("method", "rule"),
-            text_model=text.get("model"), text_prompt=text.get("prompt"),
+            source_file=conv.source_file,
+            source_format=conv.source_format,
+            conversation_id=conv.id,
+            start_index=start,
+            history_source_index=history[0].source_index,
+            seed=cfg.seed,
+            builder_version=__version__,
+            text_method=text.get("method", "rule"),
+            text_model=text.get("model"),
+            text_prompt=text.get("prompt"),
         ),
     )
 
@@ -118,8 +125,10 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
 
     for c in conversations:
         if c.id in by_ds[c.dataset]:
-            skip(c, f"duplicate conversation id in dataset {c.dataset} (first kept: "
-                    f"{by_ds[c.dataset][c.id].source_file})")
+            skip(
+                c,
+                f"duplicate conversation id in dataset {c.dataset} (first kept: {by_ds[c.dataset][c.id].source_file})",
+            )
             continue
         by_ds[c.dataset][c.id] = c
 
@@ -148,17 +157,23 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
                 skip(c, "not among the chats chosen in build options chat.ids")
                 continue
             if len(c.turns) < need:
-                skip(c, f"too short: {len(c.turns)} turns after cleaning, need {need} "
-                        f"({cfg.min_prior_turns} prior + {cfg.history_turns} history + "
-                        f"{cfg.reference_turns} reference)"
-                        + (f"; chats need at least chat.min_turns = {cfg.chat.min_turns}" if is_chat else ""))
+                skip(
+                    c,
+                    f"too short: {len(c.turns)} turns after cleaning, need {need} "
+                    f"({cfg.min_prior_turns} prior + {cfg.history_turns} history + "
+                    f"{cfg.reference_turns} reference)"
+                    + (f"; chats need at least chat.min_turns = {cfg.chat.min_turns}" if is_chat else ""),
+                )
                 continue
             if len({t.speaker for t in c.turns}) < 2:
                 skip(c, f"single speaker ({c.turns[0].speaker}): not a conversation")
                 continue
             rng = random.Random(f"{cfg.seed}/{ds}/{cid}")
-            starts = [s for s in candidate_windows(len(c.turns), cfg, rng)
-                      if len({t.speaker for t in c.turns[s : s + cfg.window]}) >= cfg.min_speakers]
+            starts = [
+                s
+                for s in candidate_windows(len(c.turns), cfg, rng)
+                if len({t.speaker for t in c.turns[s : s + cfg.window]}) >= cfg.min_speakers
+            ]
             if not starts:
                 skip(c, f"no window with at least {cfg.min_speakers} distinct speakers")
                 continue
@@ -185,19 +200,21 @@ def build_instances(conversations: Iterable[Conversation], cfg: BuildConfig) -> 
             "train_instances": len(tr),
         }
         if is_chat:
-            info["selection"] = (f"chats: at least {cfg.chat.min_turns} turns, {cfg.per_dataset} conversations "
-                                 "(build options chat.conversations, at most per_dataset), one window each, all eval")
+            info["selection"] = (
+                f"chats: at least {cfg.chat.min_turns} turns, {cfg.per_dataset} conversations "
+                "(build options chat.conversations, at most per_dataset), one window each, all eval"
+            )
         if len(ev) < cfg.per_dataset:
-            info["eval_shortfall"] = (f"asked for {cfg.per_dataset} eval instances, "
-                                      f"{len(ev)} fit in {n_eval} eval conversations")
+            info["eval_shortfall"] = (
+                f"asked for {cfg.per_dataset} eval instances, {len(ev)} fit in {n_eval} eval conversations"
+            )
         datasets[ds] = info
     cfg = base
     report = {
         "builder_version": __version__,
         "config": cfg.model_dump(mode="json"),
         "datasets": datasets,
-        "totals": {"eval_instances": len(evals), "train_instances": len(trains),
-                   "skipped_conversations": len(skipped)},
+        "totals": {"eval_instances": len(evals), "train_instances": len(trains), "skipped_conversations": len(skipped)},
         "skipped_conversations": skipped,
     }
     return BuildResult(eval=evals, train=trains, report=report)
@@ -251,9 +268,12 @@ def build(
         _recount(report, result, cfg)
     if llm is not None:
         report["llm_context"] = {"options": llm.model_dump(mode="json"), **ctx_report}
-    report["totals"] = {**report["totals"], "eval_instances": len(result.eval),
-                        "train_instances": len(result.train),
-                        "skipped_conversations": len(report["skipped_conversations"])}
+    report["totals"] = {
+        **report["totals"],
+        "eval_instances": len(result.eval),
+        "train_instances": len(result.train),
+        "skipped_conversations": len(report["skipped_conversations"]),
+    }
     out = Path(out)
     write_jsonl(out / "eval.jsonl", result.eval)
     write_jsonl(out / "train.jsonl", result.train)
@@ -281,8 +301,9 @@ def _by_key(conversations: Iterable[Conversation], cfg: BuildConfig) -> dict[tup
     by_key: dict[tuple[str, str], Conversation] = {}
     for c in conversations:
         if (c.dataset, c.id) not in by_key:  # the builder keeps the first of duplicates too
-            by_key[(c.dataset, c.id)] = (c.model_copy(update={"turns": merge_consecutive(c.turns)})
-                                         if cfg.merge_same_speaker else c)
+            by_key[(c.dataset, c.id)] = (
+                c.model_copy(update={"turns": merge_consecutive(c.turns)}) if cfg.merge_same_speaker else c
+            )
     return by_key
 
 
@@ -311,12 +332,23 @@ class ContextPlan:
     cached: dict[str, str] = field(default_factory=dict)
 
 
-PLAN_COUNTS = ("clean_chunks", "metadata_conversations", "eval_instances", "train_instances",
-               "eval_summaries", "train_summaries")
+PLAN_COUNTS = (
+    "clean_chunks",
+    "metadata_conversations",
+    "eval_instances",
+    "train_instances",
+    "eval_summaries",
+    "train_summaries",
+)
 
 
-def plan_context(sources: Sequence[str | SourceSpec], cfg: BuildConfig, llm_context: LLMContextOptions,
-                 on_error: str = "fail", skip: Iterable[str] = ()) -> ContextPlan:
+def plan_context(
+    sources: Sequence[str | SourceSpec],
+    cfg: BuildConfig,
+    llm_context: LLMContextOptions,
+    on_error: str = "fail",
+    skip: Iterable[str] = (),
+) -> ContextPlan:
     """The clean-up, M and S calls ``build`` would send with ``llm_context``, made by the same
     code, without sending any (``cocoeval estimate``). The windows are those of the uncleaned
     conversations (what the clean-up will empty is not known before it runs); every call is
@@ -356,15 +388,18 @@ def plan_context(sources: Sequence[str | SourceSpec], cfg: BuildConfig, llm_cont
 
 def _methods(llm: LLMContextOptions | None) -> dict[str, str]:
     """How M, S and the turn texts were made, in words (report.json, cocoeval build)."""
+
     def by(model: str | None, what: str) -> str:
         return f"llm ({model})" if model else what
 
     turns = "rule-based artefact removal (offline default)"
     if llm is not None and llm.clean:
         turns = f"llm clean-up ({llm.clean}) of {', '.join(llm.clean_datasets)}; {turns} elsewhere"
-    return {"metadata": by(llm.metadata if llm is not None else None, "extractive (offline default)"),
-            "summary": by(llm.summary if llm is not None else None, "extractive (offline default)"),
-            "turns": turns}
+    return {
+        "metadata": by(llm.metadata if llm is not None else None, "extractive (offline default)"),
+        "summary": by(llm.summary if llm is not None else None, "extractive (offline default)"),
+        "turns": turns,
+    }
 
 
 def _recount(report: dict, result: BuildResult, cfg: BuildConfig) -> None:
@@ -378,6 +413,8 @@ def _recount(report: dict, result: BuildResult, cfg: BuildConfig) -> None:
             info["eval_instances"], info["train_instances"] = ev, tr
             want = cfg.for_chats().per_dataset if "selection" in info else cfg.per_dataset
             if ev < want:
-                info["eval_shortfall"] = (f"asked for {want} eval instances, {ev} remain after "
-                                          f"{lost} instance(s) were left out by LLM stages "
-                                          "(reasons in llm_context; a rebuild retries failed calls)")
+                info["eval_shortfall"] = (
+                    f"asked for {want} eval instances, {ev} remain after "
+                    f"{lost} instance(s) were left out by LLM stages "
+                    "(reasons in llm_context; a rebuild retries failed calls)"
+                )

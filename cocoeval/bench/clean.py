@@ -26,10 +26,19 @@ if TYPE_CHECKING:
 CLEAN_PROMPT = "clean"
 CLEAN_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"turns": {"type": "array", "items": {
-        "type": "object", "properties": {"speaker": {"type": "string"}, "text": {"type": "string"}},
-        "required": ["speaker", "text"], "additionalProperties": False}}},
-    "required": ["turns"], "additionalProperties": False,
+    "properties": {
+        "turns": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"speaker": {"type": "string"}, "text": {"type": "string"}},
+                "required": ["speaker", "text"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["turns"],
+    "additionalProperties": False,
 }
 
 
@@ -58,7 +67,7 @@ def _apply(res: Any, turns: Sequence[Turn]) -> tuple[list[Turn | None], str | No
     try:
         items = extract_json(res.response.text, [], lenient=True)["turns"]
     except Exception:
-        return [], "unparseable JSON (expected {\"turns\": [{\"speaker\", \"text\"}]})"
+        return [], 'unparseable JSON (expected {"turns": [{"speaker", "text"}]})'
     if not isinstance(items, list) or len(items) != len(turns):
         return [], f"turn count changed ({len(items) if isinstance(items, list) else '?'} for {len(turns)})"
     out: list[Turn | None] = []
@@ -66,14 +75,13 @@ def _apply(res: Any, turns: Sequence[Turn]) -> tuple[list[Turn | None], str | No
         if not isinstance(new, dict) or str(new.get("speaker", "")).strip() != old.speaker:
             return [], "speakers changed or reordered"
         text = " ".join(str(new.get("text") or "").split())
-        out.append(old.model_copy(update={"text": text, "raw_text": old.raw_text or old.text})
-                   if text else None)
+        out.append(old.model_copy(update={"text": text, "raw_text": old.raw_text or old.text}) if text else None)
     return out, None
 
 
-def clean_calls(conversations: Sequence[Conversation], opts: LLMContextOptions,
-                worth_cleaning: Callable[[Conversation], bool]
-                ) -> tuple[list[int], list[Call], list[tuple[int, int, int]]]:
+def clean_calls(
+    conversations: Sequence[Conversation], opts: LLMContextOptions, worth_cleaning: Callable[[Conversation], bool]
+) -> tuple[list[int], list[Call], list[tuple[int, int, int]]]:
     """The clean-up's requests, as ``clean_conversations`` sends them (and ``cocoeval estimate``
     prices them): the indices of the conversations to clean, one call per chunk, and each call's
     (conversation index, start, end)."""
@@ -86,27 +94,46 @@ def clean_calls(conversations: Sequence[Conversation], opts: LLMContextOptions,
         c = conversations[i]
         for a, b in chunks(c.turns, opts.clean_turns_per_call, opts.clean_max_chars):
             system, user = prompt.render(n=b - a, transcript=numbered_transcript(c.turns[a:b]))
-            calls.append(Call(model=opts.clean, stage="clean", tag=f"{c.dataset}/{c.id}/{a}-{b - 1}",
-                              request=GenerateRequest(
-                                  messages=[Message(role="system", content=system),
-                                            Message(role="user", content=user)],
-                                  max_tokens=opts.clean_max_tokens, temperature=0,
-                                  reasoning_effort=opts.reasoning_effort,
-                                  json_schema=CLEAN_SCHEMA, schema_name="transcript")))
+            calls.append(
+                Call(
+                    model=opts.clean,
+                    stage="clean",
+                    tag=f"{c.dataset}/{c.id}/{a}-{b - 1}",
+                    request=GenerateRequest(
+                        messages=[Message(role="system", content=system), Message(role="user", content=user)],
+                        max_tokens=opts.clean_max_tokens,
+                        temperature=0,
+                        reasoning_effort=opts.reasoning_effort,
+                        json_schema=CLEAN_SCHEMA,
+                        schema_name="transcript",
+                    ),
+                )
+            )
             where.append((i, a, b))
     return todo, calls, where
 
 
-def clean_conversations(conversations: list[Conversation], opts: LLMContextOptions, runner: Runner,
-                        worth_cleaning: Callable[[Conversation], bool]) -> tuple[list[Conversation], dict]:
+def clean_conversations(
+    conversations: list[Conversation],
+    opts: LLMContextOptions,
+    runner: Runner,
+    worth_cleaning: Callable[[Conversation], bool],
+) -> tuple[list[Conversation], dict]:
     """Clean the conversations of ``opts.clean_datasets`` that ``worth_cleaning`` (long enough to
     give an instance); the others pass unchanged. Returns the conversations to build from (a
     failed one left out) and the report."""
     assert opts.clean
     prompt = load_prompt(opts.clean_prompt)
-    report: dict[str, Any] = {"model": opts.clean, "prompt": prompt.ref, "datasets": list(opts.clean_datasets),
-                              "conversations_cleaned": 0, "turns_cleaned": 0, "turns_emptied": 0,
-                              "calls": 0, "failed": []}
+    report: dict[str, Any] = {
+        "model": opts.clean,
+        "prompt": prompt.ref,
+        "datasets": list(opts.clean_datasets),
+        "conversations_cleaned": 0,
+        "turns_cleaned": 0,
+        "turns_emptied": 0,
+        "calls": 0,
+        "failed": [],
+    }
     todo, calls, where = clean_calls(conversations, opts, worth_cleaning)
     report["calls"] = len(calls)
     results = runner.run(calls) if calls else []
@@ -124,8 +151,9 @@ def clean_conversations(conversations: list[Conversation], opts: LLMContextOptio
     meta = {"method": "llm", "model": opts.clean, "prompt": prompt.ref}
     for i, c in enumerate(conversations):
         if i in failed:
-            report["failed"].append({"dataset": c.dataset, "conversation": c.id, "file": c.source_file,
-                                     "reason": failed[i]})
+            report["failed"].append(
+                {"dataset": c.dataset, "conversation": c.id, "file": c.source_file, "reason": failed[i]}
+            )
             continue
         if i not in new_turns:
             out.append(c)
@@ -134,6 +162,12 @@ def clean_conversations(conversations: list[Conversation], opts: LLMContextOptio
         report["conversations_cleaned"] += 1
         report["turns_cleaned"] += len(kept)
         report["turns_emptied"] += len(c.turns) - len(kept)
-        out.append(c.model_copy(update={"turns": kept, "meta": {
-            **c.meta, "text_cleaning": meta, "turns_emptied_by_clean_up": len(c.turns) - len(kept)}}))
+        out.append(
+            c.model_copy(
+                update={
+                    "turns": kept,
+                    "meta": {**c.meta, "text_cleaning": meta, "turns_emptied_by_clean_up": len(c.turns) - len(kept)},
+                }
+            )
+        )
     return out, report

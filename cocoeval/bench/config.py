@@ -65,10 +65,15 @@ class BuildConfig(BaseModel):
         """The options applied to a chat dataset: one window per chat, after at least
         ``chat.min_turns - window`` turns, ``chat.conversations`` of them (at most ``per_dataset``,
         the cap of every dataset), all eval."""
-        return self.model_copy(update={
-            "min_prior_turns": max(0, self.chat.min_turns - self.window),
-            "per_dataset": min(self.chat.conversations, self.per_dataset),
-            "train_per_dataset": 0, "eval_share": 1.0, "max_windows_per_conversation": 1})
+        return self.model_copy(
+            update={
+                "min_prior_turns": max(0, self.chat.min_turns - self.window),
+                "per_dataset": min(self.chat.conversations, self.per_dataset),
+                "train_per_dataset": 0,
+                "eval_share": 1.0,
+                "max_windows_per_conversation": 1,
+            }
+        )
 
     def need(self, conv: Conversation) -> int:
         """Fewest turns ``conv`` must have to give an instance."""

@@ -38,7 +38,7 @@ SOURCE_LICENCES = {
     "qmsum_product": "QMSum (MIT licence) over the AMI Meeting Corpus (CC BY 4.0)",
     "qmsum_academic": "QMSum (MIT licence) over the ICSI Meeting Corpus (CC BY 4.0)",
     "qmsum_committee": "QMSum (MIT licence) over Welsh Parliament and Parliament of Canada committee transcripts "
-                       "(the parliaments' own terms; see cocoeval/sources/data/qmsum_sample/CREDITS.md)",
+    "(the parliaments' own terms; see cocoeval/sources/data/qmsum_sample/CREDITS.md)",
     "iq2": "Intelligence Squared US debates, ConvoKit's iq2-corpus (its terms)",
     "sim": "TCR dataset (Microsoft topic_conversation), SIM meetings (its licence)",
     "ncpc": "TCR dataset (Microsoft topic_conversation), NCPC meetings (its licence)",
@@ -59,15 +59,36 @@ def _schema() -> dict[str, Any]:
     s, i = pl.String, pl.Int64
     turn = pl.List(pl.Struct({"speaker": s, "text": s, "raw_text": s, "source_index": i, "merged": i}))
     return {
-        "id": s, "dataset": s, "split": s,
-        "metadata": pl.Struct({"goals": pl.List(s),
-                               "participants": pl.List(pl.Struct({"name": s, "role": s, "stance": s})),
-                               "method": s, "model": s, "prompt": s, "extra": s}),
+        "id": s,
+        "dataset": s,
+        "split": s,
+        "metadata": pl.Struct(
+            {
+                "goals": pl.List(s),
+                "participants": pl.List(pl.Struct({"name": s, "role": s, "stance": s})),
+                "method": s,
+                "model": s,
+                "prompt": s,
+                "extra": s,
+            }
+        ),
         "summary": pl.Struct({"text": s, "method": s, "model": s, "prompt": s, "covers_turns": i}),
-        "history": turn, "reference": turn,
-        "provenance": pl.Struct({"source_file": s, "source_format": s, "conversation_id": s, "start_index": i,
-                                 "history_source_index": i, "seed": i, "builder_version": s, "text_method": s,
-                                 "text_model": s, "text_prompt": s}),
+        "history": turn,
+        "reference": turn,
+        "provenance": pl.Struct(
+            {
+                "source_file": s,
+                "source_format": s,
+                "conversation_id": s,
+                "start_index": i,
+                "history_source_index": i,
+                "seed": i,
+                "builder_version": s,
+                "text_method": s,
+                "text_model": s,
+                "text_prompt": s,
+            }
+        ),
         "kind": s,
     }
 
@@ -126,7 +147,6 @@ def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet
     (``README.md``) and the build report; returns the instances per split and the files' SHA-256."""
     import polars as pl
 
-
     if fmt not in FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}", hint=f"use one of: {', '.join(FORMATS)}")
     src, out = Path(bench_dir), Path(out_dir)
@@ -140,8 +160,10 @@ def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet
     hashes: dict[str, str] = {}
     for split in SPLITS:
         if not (src / f"{split}.jsonl").exists() and not (src / f"{split}.parquet").exists():
-            raise NotFoundError(f"{src / f'{split}.jsonl'} does not exist",
-                                hint="build the benchmark first: cocoeval build --source ... --out DIR")
+            raise NotFoundError(
+                f"{src / f'{split}.jsonl'} does not exist",
+                hint="build the benchmark first: cocoeval build --source ... --out DIR",
+            )
         insts = load_instances(src, split)
         counts[split] = len(insts)
         for i in insts:
@@ -183,58 +205,109 @@ def _yaml_block(data: dict[str, Any]) -> list[str]:
     return text.rstrip("\n").split("\n")
 
 
-def dataset_card(counts: dict[str, int], per_dataset: dict[str, dict[str, int]], report: dict[str, Any],
-                 hashes: dict[str, str]) -> str:
+def dataset_card(
+    counts: dict[str, int], per_dataset: dict[str, dict[str, int]], report: dict[str, Any], hashes: dict[str, str]
+) -> str:
     """The Hugging Face dataset card (README.md): YAML header, then how it was built."""
     from cocoeval import __version__
 
     datasets = sorted(per_dataset)
-    head = ["---", f"license: {LICENCE}", "language:", "- en",
-            f"pretty_name: {_yaml_str('CoCoEval benchmark (cocoeval ' + __version__ + ')')}",
-            "tags:", "- conversation", "- multi-party", "- dialogue", "- llm-simulation", "- evaluation",
-            "task_categories:", "- text-generation",
-            *_yaml_block({"source_licenses": {d: _licence(d) for d in datasets}}),
-            "configs:", "- config_name: default", "  data_files:",
-            *(f"  - split: {s}\n    path: {s}.parquet" for s in SPLITS),
-            "dataset_info:", features_yaml().rstrip("\n"), "  splits:",
-            *(f"  - name: {s}\n    num_examples: {counts[s]}" for s in SPLITS), "---", ""]
+    head = [
+        "---",
+        f"license: {LICENCE}",
+        "language:",
+        "- en",
+        f"pretty_name: {_yaml_str('CoCoEval benchmark (cocoeval ' + __version__ + ')')}",
+        "tags:",
+        "- conversation",
+        "- multi-party",
+        "- dialogue",
+        "- llm-simulation",
+        "- evaluation",
+        "task_categories:",
+        "- text-generation",
+        *_yaml_block({"source_licenses": {d: _licence(d) for d in datasets}}),
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        *(f"  - split: {s}\n    path: {s}.parquet" for s in SPLITS),
+        "dataset_info:",
+        features_yaml().rstrip("\n"),
+        "  splits:",
+        *(f"  - name: {s}\n    num_examples: {counts[s]}" for s in SPLITS),
+        "---",
+        "",
+    ]
     cfg = report.get("config", {})
     body = [
-        "# CoCoEval benchmark", "",
+        "# CoCoEval benchmark",
+        "",
         "Benchmark instances for evaluating LLM simulations of multi-party human conversations (CoCoEval). "
         "Each instance cuts a real conversation at one point: metadata **M** (goals, participants with their "
         "roles), a summary **S** of what came before, the history **x** (the turns a simulator is shown) and "
         "the reference **r** (the turns the humans actually said next). A simulator continues x for len(r) "
-        "turns; a judge compares its turns with r.", "",
-        "## How it was built", "",
+        "turns; a judge compares its turns with r.",
+        "",
+        "## How it was built",
+        "",
         f"With `cocoeval build` (builder version {report.get('builder_version', 'unknown')}), exported by "
         f"`cocoeval bench-export` (cocoeval {__version__}). Options: "
-        + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in cfg.items() if not isinstance(v, dict)) + ".", "",
-        *(f"- {k}: {v}" for k, v in (report.get("context") or {}).items()), "",
-        "Sources read: " + ", ".join(f"`{s.get('source')}` ({s.get('conversations', '?')} conversations)"
-                                     for s in report.get("sources", [])) + "." if report.get("sources") else
-        "The build report (report.json) was not found beside the benchmark.", "",
-        "## Counts per dataset", "",
-        "| dataset | eval | train | source licence |", "| --- | --- | --- | --- |",
-        *(f"| {_cell(d)} | {per_dataset[d]['eval']} | {per_dataset[d]['train']} | {_cell(_licence(d))} |"
-          for d in datasets),
-        f"| **total** | {counts['eval']} | {counts['train']} | |", "",
-        "## Licence", "",
+        + ", ".join(f"`{k}: {json.dumps(v)}`" for k, v in cfg.items() if not isinstance(v, dict))
+        + ".",
+        "",
+        *(f"- {k}: {v}" for k, v in (report.get("context") or {}).items()),
+        "",
+        "Sources read: "
+        + ", ".join(
+            f"`{s.get('source')}` ({s.get('conversations', '?')} conversations)" for s in report.get("sources", [])
+        )
+        + "."
+        if report.get("sources")
+        else "The build report (report.json) was not found beside the benchmark.",
+        "",
+        "## Counts per dataset",
+        "",
+        "| dataset | eval | train | source licence |",
+        "| --- | --- | --- | --- |",
+        *(
+            f"| {_cell(d)} | {per_dataset[d]['eval']} | {per_dataset[d]['train']} | {_cell(_licence(d))} |"
+            for d in datasets
+        ),
+        f"| **total** | {counts['eval']} | {counts['train']} | |",
+        "",
+        "## Licence",
+        "",
         "The benchmark as a whole: CC BY-SA 4.0. The conversations keep their sources' terms (the table above): "
-        "check them before redistributing.", "",
-        "## Loading", "",
-        "```python", "from datasets import load_dataset", "ds = load_dataset(\"parquet\", data_files={"
-        "\"eval\": \"DIR/eval.parquet\", \"train\": \"DIR/train.parquet\"})  # or load_dataset(\"DIR\")",
-        "```", "",
+        "check them before redistributing.",
+        "",
+        "## Loading",
+        "",
+        "```python",
+        "from datasets import load_dataset",
+        'ds = load_dataset("parquet", data_files={'
+        '"eval": "DIR/eval.parquet", "train": "DIR/train.parquet"})  # or load_dataset("DIR")',
+        "```",
+        "",
         "`cocoeval` reads the folder as a benchmark (`bench: DIR` in a params file, or any command that "
         "takes a benchmark folder). `metadata.extra` is a JSON string; a null field is one the instance does "
-        "not have.", "",
-        "## Provenance and hashes", "",
+        "not have.",
+        "",
+        "## Provenance and hashes",
+        "",
         "Each instance's `provenance` names its source file, conversation, first turn and the seed. "
-        "SHA-256 of the files:", "",
-        *(f"- `{k}`: `{v}`" for k, v in hashes.items()), ""]
+        "SHA-256 of the files:",
+        "",
+        *(f"- `{k}`: `{v}`" for k, v in hashes.items()),
+        "",
+    ]
     fetched = report.get("fetched_data")
     if fetched:
-        body += ["Data fetched with `cocoeval fetch` (from its fetch-manifest.json):", "",
-                 "```json", json.dumps(fetched, indent=2, ensure_ascii=False), "```", ""]
+        body += [
+            "Data fetched with `cocoeval fetch` (from its fetch-manifest.json):",
+            "",
+            "```json",
+            json.dumps(fetched, indent=2, ensure_ascii=False),
+            "```",
+            "",
+        ]
     return "\n".join(head + body)

@@ -14,12 +14,165 @@ from cocoeval.core.schema import Conversation, Metadata, Summary, Turn
 _SENT = re.compile(r"(?<=[.?!])\s+(?=[\"“A-Z0-9])")
 _WORD = re.compile(r"[a-z][a-z'’-]+")
 STOPWORDS = frozenset(
-    ["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "let", "me", "more", "most", "my", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "out", "over", "own", "really", "right", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "us", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "yeah", "yes", "you", "your", "yours", "okay", "ok", "oh", "um", "uh", "mm", "hmm", "well", "like", "know", "think", "going", "gonna", "get", "got", "thing", "things", "one", "actually", "kind", "sort", "mean", "maybe", "just", "said", "say", "says"])
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "my",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "out",
+        "over",
+        "own",
+        "really",
+        "right",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "us",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "why",
+        "will",
+        "with",
+        "would",
+        "yeah",
+        "yes",
+        "you",
+        "your",
+        "yours",
+        "okay",
+        "ok",
+        "oh",
+        "um",
+        "uh",
+        "mm",
+        "hmm",
+        "well",
+        "like",
+        "know",
+        "think",
+        "going",
+        "gonna",
+        "get",
+        "got",
+        "thing",
+        "things",
+        "one",
+        "actually",
+        "kind",
+        "sort",
+        "mean",
+        "maybe",
+        "just",
+        "said",
+        "say",
+        "says",
+    ]
+)
 
 
 def _content_words(text: str) -> list[str]:
-    return [w for w in (m.strip("'’-") for m in _WORD.findall(text.lower()))
-            if len(w) > 2 and w not in STOPWORDS]
+    return [w for w in (m.strip("'’-") for m in _WORD.findall(text.lower())) if len(w) > 2 and w not in STOPWORDS]
 
 
 class SummaryIndex:
@@ -52,19 +205,21 @@ class SummaryIndex:
         tf: Counter[str] = Counter()
         for c in self._counts[:upto]:
             tf.update(c)
-        sentences = [(self.turns[i].speaker, s, ws)
-                     for i in range(upto) for s, ws in self._sentences[i]]
+        sentences = [(self.turns[i].speaker, s, ws) for i in range(upto) for s, ws in self._sentences[i]]
         speakers = list(dict.fromkeys(t.speaker for t in prior))
-        head = (f"{len(prior)} turns precede this excerpt, by {len(speakers)} speaker"
-                f"{'s' if len(speakers) != 1 else ''} ({', '.join(speakers[:8])}"
-                f"{', ...' if len(speakers) > 8 else ''}).")
+        head = (
+            f"{len(prior)} turns precede this excerpt, by {len(speakers)} speaker"
+            f"{'s' if len(speakers) != 1 else ''} ({', '.join(speakers[:8])}"
+            f"{', ...' if len(speakers) > 8 else ''})."
+        )
         if not sentences:
             return Summary(text=head, covers_turns=len(prior))
         log = {w: math.log1p(n) for w, n in tf.items()}
         # fsum is exact, so a score (and the ties between equal ones) does not depend on the order
         # of the word set, which changes with PYTHONHASHSEED
-        scored = sorted(range(len(sentences)),
-                        key=lambda k: (-math.fsum(log[w] for w in sentences[k][2]) / len(sentences[k][2]), k))
+        scored = sorted(
+            range(len(sentences)), key=lambda k: (-math.fsum(log[w] for w in sentences[k][2]) / len(sentences[k][2]), k)
+        )
         chosen: list[int] = []
         words = 0
         for k in scored:
@@ -93,8 +248,7 @@ def extractive_metadata(conv: Conversation, history: list[Turn]) -> Metadata:
     topics = conv.meta.get("topics")
     if topics:
         idx = {t.source_index for t in history if t.source_index is not None}
-        current = [t["topic"] for t in topics
-                   if any(a <= i <= b for a, b in t.get("spans", []) for i in idx)]
+        current = [t["topic"] for t in topics if any(a <= i <= b for a, b in t.get("spans", []) for i in idx)]
         if current:
             extra["topics_in_history"] = current
     if "motion" in conv.meta:

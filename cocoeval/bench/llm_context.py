@@ -25,26 +25,51 @@ from cocoeval.prompts.render import transcript_head, transcript_tail
 from .clean import CLEAN_SCHEMA, clean_calls, clean_conversations
 from .config import LLMContextOptions
 
-__all__ = ["CLEAN_SCHEMA", "METADATA_SCHEMA", "LLMContextOptions", "clean_calls", "clean_conversations", "enrich",
-           "metadata_calls", "summary_calls"]
+__all__ = [
+    "CLEAN_SCHEMA",
+    "METADATA_SCHEMA",
+    "LLMContextOptions",
+    "clean_calls",
+    "clean_conversations",
+    "enrich",
+    "metadata_calls",
+    "summary_calls",
+]
 
 METADATA_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "goals": {"type": "array", "items": {"type": "string"}},
-        "participants": {"type": "array", "items": {
-            "type": "object", "properties": {"name": {"type": "string"}, "role": {"type": "string"}},
-            "required": ["name", "role"], "additionalProperties": False}},
+        "participants": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "role": {"type": "string"}},
+                "required": ["name", "role"],
+                "additionalProperties": False,
+            },
+        },
     },
-    "required": ["goals", "participants"], "additionalProperties": False,
+    "required": ["goals", "participants"],
+    "additionalProperties": False,
 }
 
 
-def _ask(model: str, stage: str, tag: str, system: str, user: str, max_tokens: int, opts: LLMContextOptions,
-         **kw: Any) -> Call:
-    return Call(model=model, stage=stage, tag=tag, request=GenerateRequest(
-        messages=[Message(role="system", content=system), Message(role="user", content=user)],
-        max_tokens=max_tokens, temperature=0, reasoning_effort=opts.reasoning_effort, **kw))
+def _ask(
+    model: str, stage: str, tag: str, system: str, user: str, max_tokens: int, opts: LLMContextOptions, **kw: Any
+) -> Call:
+    return Call(
+        model=model,
+        stage=stage,
+        tag=tag,
+        request=GenerateRequest(
+            messages=[Message(role="system", content=system), Message(role="user", content=user)],
+            max_tokens=max_tokens,
+            temperature=0,
+            reasoning_effort=opts.reasoning_effort,
+            **kw,
+        ),
+    )
 
 
 def _metadata_problem(res: Any) -> str | None:
@@ -56,8 +81,11 @@ def _metadata_problem(res: Any) -> str | None:
         data = extract_json(res.response.text, [], lenient=True)
     except Exception:
         return "unparseable JSON"
-    if not isinstance(data, dict) or not isinstance(data.get("goals"), list) \
-            or not isinstance(data.get("participants"), list):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("goals"), list)
+        or not isinstance(data.get("participants"), list)
+    ):
         return "JSON without goals/participants lists"
     if not all(isinstance(p, dict) for p in data["participants"]):
         return "participants are not objects"
@@ -76,18 +104,21 @@ def _llm_metadata(data: dict, conv: Conversation, old: Metadata, model: str, ref
         if how == "unknown" or name in parts:
             continue
         p0 = known.get(name)
-        parts[name] = Participant(name=name, role=str(pt.get("role") or "").strip() or (p0.role if p0 else None),
-                                  stance=p0.stance if p0 else None)
+        parts[name] = Participant(
+            name=name,
+            role=str(pt.get("role") or "").strip() or (p0.role if p0 else None),
+            stance=p0.stance if p0 else None,
+        )
     for name in names:  # never lose a participant the data knows
         parts.setdefault(name, known.get(name) or Participant(name=name))
     goals = [str(g).strip() for g in data["goals"] if str(g).strip()]
     extra = {k: v for k, v in old.extra.items() if k != "topics_in_history"}  # not in the paper's M
-    return Metadata(goals=goals, participants=list(parts.values()), method="llm", model=model, prompt=ref,
-                    extra=extra)
+    return Metadata(goals=goals, participants=list(parts.values()), method="llm", model=model, prompt=ref, extra=extra)
 
 
-def metadata_calls(instances: Sequence[Instance], conversations: Mapping[tuple[str, str], Conversation],
-                   opts: LLMContextOptions) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str]], list[Call]]:
+def metadata_calls(
+    instances: Sequence[Instance], conversations: Mapping[tuple[str, str], Conversation], opts: LLMContextOptions
+) -> tuple[dict[tuple[str, str], list[int]], list[tuple[str, str]], list[Call]]:
     """M's requests, as ``enrich`` sends them (and ``cocoeval estimate`` prices them): one per
     conversation of ``instances``: the instances of each conversation, the conversations in
     order, and their calls."""
@@ -103,13 +134,25 @@ def metadata_calls(instances: Sequence[Instance], conversations: Mapping[tuple[s
         text, n = transcript_head(c.turns, opts.max_transcript_chars)
         cut = f"; cut after the first {n} of {len(c.turns)} turns" if n < len(c.turns) else ""
         system, user = p.render(transcript=text, n_turns=len(c.turns), truncated=cut)
-        calls.append(_ask(opts.metadata, "metadata", f"{key[0]}/{key[1]}", system, user,
-                          opts.metadata_max_tokens, opts, json_schema=METADATA_SCHEMA, schema_name="metadata"))
+        calls.append(
+            _ask(
+                opts.metadata,
+                "metadata",
+                f"{key[0]}/{key[1]}",
+                system,
+                user,
+                opts.metadata_max_tokens,
+                opts,
+                json_schema=METADATA_SCHEMA,
+                schema_name="metadata",
+            )
+        )
     return by_conv, keys, calls
 
 
-def summary_calls(instances: Sequence[Instance | None], conversations: Mapping[tuple[str, str], Conversation],
-                  opts: LLMContextOptions) -> tuple[list[int], list[Call]]:
+def summary_calls(
+    instances: Sequence[Instance | None], conversations: Mapping[tuple[str, str], Conversation], opts: LLMContextOptions
+) -> tuple[list[int], list[Call]]:
     """S's requests, as ``enrich`` sends them (and ``cocoeval estimate`` prices them): one per
     instance that some turn precedes (None: an instance already left out); their indices and calls."""
     assert opts.summary
@@ -129,8 +172,12 @@ def summary_calls(instances: Sequence[Instance | None], conversations: Mapping[t
     return idx, calls
 
 
-def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conversation],
-           opts: LLMContextOptions, runner: Runner) -> tuple[list[Instance], dict[str, Any]]:
+def enrich(
+    instances: list[Instance],
+    conversations: dict[tuple[str, str], Conversation],
+    opts: LLMContextOptions,
+    runner: Runner,
+) -> tuple[list[Instance], dict[str, Any]]:
     """Instances with LLM-made M and S where asked, and a report per stage (ok, failed with
     reasons, and the instances left out)."""
     report: dict[str, Any] = {}
@@ -157,8 +204,17 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
                     continue
                 inst = out[i]
                 assert inst is not None and res.response is not None  # (_metadata_problem: not None)
-                out[i] = inst.model_copy(update={"metadata": _llm_metadata(
-                    extract_json(res.response.text, [], lenient=True), conversations[key], inst.metadata, opts.metadata, p.ref)})
+                out[i] = inst.model_copy(
+                    update={
+                        "metadata": _llm_metadata(
+                            extract_json(res.response.text, [], lenient=True),
+                            conversations[key],
+                            inst.metadata,
+                            opts.metadata,
+                            p.ref,
+                        )
+                    }
+                )
                 report["metadata"]["ok"] += 1
 
     if opts.summary:
@@ -171,11 +227,25 @@ def enrich(instances: list[Instance], conversations: dict[tuple[str, str], Conve
             assert inst is not None
             text = " ".join(res.response.text.split()) if res.status == "ok" and res.response else ""
             if not text or (res.response and res.response.finish_reason in ("length", "max_tokens")):
-                fail("summary", i, f"call failed: {res.reason}" if res.status != "ok"
-                     else ("answer cut off at max_tokens" if text else "empty answer"))
+                fail(
+                    "summary",
+                    i,
+                    f"call failed: {res.reason}"
+                    if res.status != "ok"
+                    else ("answer cut off at max_tokens" if text else "empty answer"),
+                )
                 continue
-            out[i] = inst.model_copy(update={"summary": Summary(
-                text=text, method="llm", model=opts.summary, prompt=p.ref, covers_turns=inst.summary.covers_turns)})
+            out[i] = inst.model_copy(
+                update={
+                    "summary": Summary(
+                        text=text,
+                        method="llm",
+                        model=opts.summary,
+                        prompt=p.ref,
+                        covers_turns=inst.summary.covers_turns,
+                    )
+                }
+            )
             report["summary"]["ok"] += 1
 
     report["on_failure"] = opts.on_failure

@@ -16,8 +16,16 @@ from .config import BuildSection, LLMContextOptions
 from .store import has_benchmark, load_instances
 
 
-def run_build(section: BuildSection, sources: list[str], bench: Path, *, write: bool,
-              runner: Runner | None, make_runner: Callable[[], Runner], demo_dir: Path) -> Path:
+def run_build(
+    section: BuildSection,
+    sources: list[str],
+    bench: Path,
+    *,
+    write: bool,
+    runner: Runner | None,
+    make_runner: Callable[[], Runner],
+    demo_dir: Path,
+) -> Path:
     """Build into ``bench`` and return the folder to read the instances from. Without ``write``
     (a look such as cocoeval estimate) LLM-made context is never paid for: the extractive build,
     in a scratch folder, gives the instances' shape."""
@@ -27,7 +35,9 @@ def run_build(section: BuildSection, sources: list[str], bench: Path, *, write: 
         bench = Path(tempfile.mkdtemp(prefix="cocoeval-bench-"))
         logging.getLogger("cocoeval").warning(
             "warning: no benchmark built yet; using an extractive build (no clean-up, M or S calls sent) "
-            "in %s for this look", bench)
+            "in %s for this look",
+            bench,
+        )
         build(sources, bench, section.options)
     elif ctx is not None and runner is None:
         own = make_runner()
@@ -62,12 +72,16 @@ def already_made(bench: Path, ctx: LLMContextOptions) -> dict[str, str]:
     checks = {
         "clean": (ctx.clean, [i.provenance.text_model for i in insts if i.dataset in ctx.clean_datasets]),
         "metadata": (ctx.metadata, [i.metadata.model if i.metadata.method == "llm" else None for i in insts]),
-        "summary": (ctx.summary, [i.summary.model if i.summary.method == "llm" else None
-                                  for i in insts if i.provenance.start_index > 0]),
+        "summary": (
+            ctx.summary,
+            [i.summary.model if i.summary.method == "llm" else None for i in insts if i.provenance.start_index > 0],
+        ),
     }
-    return {kind: f"already made by {model} in {bench} ({len(made)} instance(s)): answered from the call "
-                  "cache, not counted"
-            for kind, (model, made) in checks.items() if model and all(m == model for m in made)}
+    return {
+        kind: f"already made by {model} in {bench} ({len(made)} instance(s)): answered from the call cache, not counted"
+        for kind, (model, made) in checks.items()
+        if model and all(m == model for m in made)
+    }
 
 
 def plan_build(section: BuildSection, sources: list[str], bench: Path, demo_dir: Path) -> ContextPlan | None:
@@ -92,14 +106,18 @@ def context_lines(report: dict[str, Any]) -> list[str]:
     out = []
     if "clean" in ctx:
         c = ctx["clean"]
-        out.append(f"clean-up by {c['model']} of {', '.join(c['datasets'])}: {c['conversations_cleaned']} "
-                   f"conversation(s) cleaned, {c['turns_emptied']} turn(s) emptied and dropped, "
-                   f"{len(c['failed'])} conversation(s) left out (reasons in report.json)")
+        out.append(
+            f"clean-up by {c['model']} of {', '.join(c['datasets'])}: {c['conversations_cleaned']} "
+            f"conversation(s) cleaned, {c['turns_emptied']} turn(s) emptied and dropped, "
+            f"{len(c['failed'])} conversation(s) left out (reasons in report.json)"
+        )
     for split in ("eval", "train"):
         for stage, r in ctx.get(split, {}).items():
             if isinstance(r, dict) and "ok" in r:
                 done = "kept extractive" if ctx[split]["on_failure"] == "extractive" else "left out"
-                out.append(f"{split} {stage} by {r['model']}: {r['ok']} made, {len(r['failed'])} {done} "
-                           "(reasons in report.json)")
+                out.append(
+                    f"{split} {stage} by {r['model']}: {r['ok']} made, {len(r['failed'])} {done} "
+                    "(reasons in report.json)"
+                )
     out.append("inputs: " + "; ".join(f"{k}: {v}" for k, v in report["context"].items()))
     return out

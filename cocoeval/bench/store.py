@@ -18,8 +18,15 @@ from cocoeval.core.files import MAX_BENCH_BYTES, MiB, read_bounded
 from cocoeval.core.jsonio import read_unique_models, special_file, validate
 from cocoeval.core.schema import Instance
 
-__all__ = ["CARD_HASH", "find_instance", "has_benchmark", "is_parquet_bench", "load_instances", "read_parquet_split",
-           "split_file"]
+__all__ = [
+    "CARD_HASH",
+    "find_instance",
+    "has_benchmark",
+    "is_parquet_bench",
+    "load_instances",
+    "read_parquet_split",
+    "split_file",
+]
 
 MAX_CARD_BYTES = 16 * MiB
 """The largest dataset card (README.md beside a parquet split) read for its recorded hashes."""
@@ -48,19 +55,28 @@ def load_instances(bench_dir: str | Path, split: str | None = "eval") -> list[In
     for s in splits:
         p = split_file(bench_dir, s)
         if not p.exists():
-            raise NotFoundError(f"{p} does not exist",
-                                hint="build the benchmark first: cocoeval build --source ... --out DIR "
-                                "(or give a folder cocoeval bench-export wrote)")
+            raise NotFoundError(
+                f"{p} does not exist",
+                hint="build the benchmark first: cocoeval build --source ... --out DIR "
+                "(or give a folder cocoeval bench-export wrote)",
+            )
         if p.suffix == ".parquet":
             out += read_parquet_split(p)
             continue
         if (what := special_file(p)) is not None:
-            raise InputError(f"is {what}, not a regular file: reading it could wait forever", file=str(p),
-                             hint="replace it with the file cocoeval build wrote")
+            raise InputError(
+                f"is {what}, not a regular file: reading it could wait forever",
+                file=str(p),
+                hint="replace it with the file cocoeval build wrote",
+            )
         if p.stat().st_size:  # an empty split is written as an empty file
-            out += read_unique_models(p, Instance, lambda i: i.id, lambda i: f"instance {i.id!r}",
-                                      "cocoeval build writes each instance once: remove the extra line, or build "
-                                      "the benchmark again")
+            out += read_unique_models(
+                p,
+                Instance,
+                lambda i: i.id,
+                lambda i: f"instance {i.id!r}",
+                "cocoeval build writes each instance once: remove the extra line, or build the benchmark again",
+            )
     return out
 
 
@@ -68,8 +84,10 @@ def find_instance(bench_dir: str | Path, instance_id: str) -> Instance:
     for inst in load_instances(bench_dir, None):
         if inst.id == instance_id:
             return inst
-    raise NotFoundError(f"no instance {instance_id!r} in {bench_dir}",
-                        hint="list ids with: cut -c1-200 DIR/eval.jsonl, or see report.json")
+    raise NotFoundError(
+        f"no instance {instance_id!r} in {bench_dir}",
+        hint="list ids with: cut -c1-200 DIR/eval.jsonl, or see report.json",
+    )
 
 
 def _strip_nulls(v: Any) -> Any:
@@ -110,16 +128,21 @@ def read_parquet_split(path: str | Path) -> list[Instance]:
     data = read_bounded(p, MAX_BENCH_BYTES, hint=_EXPORT_AGAIN)
     want, have = card_sha256(p), hashlib.sha256(data).hexdigest()
     if want is not None and want != have:
-        raise InputError(f"its SHA-256 is {have}, but the dataset card (README.md beside it) records {want}: the "
-                         "file was changed after cocoeval bench-export wrote it", file=str(p),
-                         hint="use the benchmark as exported (download or export it again: cocoeval bench-export "
-                              "BENCH --format parquet --out DIR); to use the changed file on purpose, write its "
-                              f"SHA-256 into README.md in place of the old one (the line - `{p.name}`: ...)")
+        raise InputError(
+            f"its SHA-256 is {have}, but the dataset card (README.md beside it) records {want}: the "
+            "file was changed after cocoeval bench-export wrote it",
+            file=str(p),
+            hint="use the benchmark as exported (download or export it again: cocoeval bench-export "
+            "BENCH --format parquet --out DIR); to use the changed file on purpose, write its "
+            f"SHA-256 into README.md in place of the old one (the line - `{p.name}`: ...)",
+        )
     try:
         rows = pl.read_parquet(io.BytesIO(data)).to_dicts()
     except Exception as e:  # polars raises its own error classes for a file that is no parquet
-        raise ConfigError(f"cannot read {p} as parquet: {e}",
-                          hint="export the benchmark again: cocoeval bench-export BENCH --format parquet --out DIR") from e
+        raise ConfigError(
+            f"cannot read {p} as parquet: {e}",
+            hint="export the benchmark again: cocoeval bench-export BENCH --format parquet --out DIR",
+        ) from e
     out: list[Instance] = []
     seen: dict[str, int] = {}
     for n, row in enumerate(rows, 1):
@@ -129,15 +152,24 @@ def read_parquet_split(path: str | Path) -> list[Instance]:
             try:
                 meta["extra"] = json.loads(meta["extra"])
             except json.JSONDecodeError as e:
-                raise ConfigError(f"{p}, row {n}: metadata.extra is not JSON ({e})",
-                                  hint="export the benchmark again") from e
+                raise ConfigError(
+                    f"{p}, row {n}: metadata.extra is not JSON ({e})", hint="export the benchmark again"
+                ) from e
             except RecursionError:
-                raise InputError("metadata.extra is JSON nested too deeply to read", file=str(p), record=f"row {n}",
-                                 hint="export the benchmark again") from None
+                raise InputError(
+                    "metadata.extra is JSON nested too deeply to read",
+                    file=str(p),
+                    record=f"row {n}",
+                    hint="export the benchmark again",
+                ) from None
         inst = validate(Instance, d, file=p, record=f"row {n}")
         if inst.id in seen:
-            raise InputError(f"instance {inst.id!r} is here twice (rows {seen[inst.id]} and {n}); it would be "
-                             "counted twice", file=str(p), record=f"row {n}", hint="export the benchmark again")
+            raise InputError(
+                f"instance {inst.id!r} is here twice (rows {seen[inst.id]} and {n}); it would be counted twice",
+                file=str(p),
+                record=f"row {n}",
+                hint="export the benchmark again",
+            )
         seen[inst.id] = n
         out.append(inst)
     return out

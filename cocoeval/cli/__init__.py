@@ -19,11 +19,14 @@ from . import annotate, bench, probe, report, run, sft, simulators
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="cocoeval", description="CoCoEval workbench: build benchmarks "
-                                "from human conversations, simulate, judge and analyse.")
+    p = argparse.ArgumentParser(
+        prog="cocoeval",
+        description="CoCoEval workbench: build benchmarks from human conversations, simulate, judge and analyse.",
+    )
     p.add_argument("--version", action="version", version=f"cocoeval {__version__}")
-    p.add_argument("--debug", action="store_true",
-                   help="print the traceback of an internal error (also COCOEVAL_DEBUG=1)")
+    p.add_argument(
+        "--debug", action="store_true", help="print the traceback of an internal error (also COCOEVAL_DEBUG=1)"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     for group in (bench, sft, annotate, report, run, simulators, probe):
@@ -58,8 +61,13 @@ def main(argv: list[str] | None = None) -> int:
 
         if getattr(args, "debug", False) or os.environ.get("COCOEVAL_DEBUG") == "1":
             print(redact(traceback.format_exc()), file=sys.stderr, end="")
-        print(redact(f"internal error: {type(e).__name__}: {e}\n  please report it with the command line "
-                     "(rerun with --debug or COCOEVAL_DEBUG=1 for the traceback)"), file=sys.stderr)
+        print(
+            redact(
+                f"internal error: {type(e).__name__}: {e}\n  please report it with the command line "
+                "(rerun with --debug or COCOEVAL_DEBUG=1 for the traceback)"
+            ),
+            file=sys.stderr,
+        )
         return 1
 
 

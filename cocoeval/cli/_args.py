@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 
-def _tag(fn: Callable[[str], Any], kind: str, lo: float | None, hi: float | None,
-         lo_open: bool = False) -> Callable[[str], Any]:
+def _tag(
+    fn: Callable[[str], Any], kind: str, lo: float | None, hi: float | None, lo_open: bool = False
+) -> Callable[[str], Any]:
     fn.kind = kind  # type: ignore[attr-defined]
     fn.lo = lo  # type: ignore[attr-defined]
     fn.hi = hi  # type: ignore[attr-defined]
@@ -82,8 +83,9 @@ def out_dir(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a folder path, got an empty string")
     if p.exists() and not p.is_dir():
-        raise argparse.ArgumentTypeError(f"{p} is an existing file, not a folder: choose a folder "
-                                         "(it is created when missing)")
+        raise argparse.ArgumentTypeError(
+            f"{p} is an existing file, not a folder: choose a folder (it is created when missing)"
+        )
     if (q := _blocking_ancestor(p)) is not None:
         raise argparse.ArgumentTypeError(f"cannot create {p}: {q} is a file, not a folder")
     return p
@@ -121,11 +123,18 @@ set_item.kind = "set"  # type: ignore[attr-defined]
 
 def add_set_option(p: argparse.ArgumentParser) -> None:
     """``--set KEY=VALUE`` (repeatable) on a command that reads a params file."""
-    p.add_argument("--set", dest="sets", action="append", default=[], type=set_item, metavar="KEY=VALUE",
-                   help="override a key of the params file, after the files it extends are merged "
-                   "(repeatable, applied in order): KEY is a dotted path (llm.concurrency, "
-                   "instances.per_dataset), a list item by position from 0 (setups.0.temperature) or by "
-                   "name (setups[NAME].temperature); VALUE is YAML (8, true, null, [a, b])")
+    p.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        type=set_item,
+        metavar="KEY=VALUE",
+        help="override a key of the params file, after the files it extends are merged "
+        "(repeatable, applied in order): KEY is a dotted path (llm.concurrency, "
+        "instances.per_dataset), a list item by position from 0 (setups.0.temperature) or by "
+        "name (setups[NAME].temperature); VALUE is YAML (8, true, null, [a, b])",
+    )
 
 
 def params_sets(a: argparse.Namespace, flags: dict[str, str]) -> list[str]:

@@ -15,8 +15,12 @@ from ._args import add_set_option, int_range, out_file, params_sets, seconds
 if TYPE_CHECKING:
     from cocoeval.run.params import ExperimentParams
 
-RUN_FLAGS = {"batch": "llm.batch", "dependent": "llm.batch_dependent", "batch_poll": "llm.batch_poll_s",
-             "processes": "llm.processes"}
+RUN_FLAGS = {
+    "batch": "llm.batch",
+    "dependent": "llm.batch_dependent",
+    "batch_poll": "llm.batch_poll_s",
+    "processes": "llm.processes",
+}
 """The options of ``cocoeval run`` that set one key of the params' ``llm:`` section (a ``--set``)."""
 
 
@@ -33,10 +37,14 @@ def _cmd_check(a: argparse.Namespace) -> int:
         print(_effective(exp.params), end="")
         return 0
     print(coverage_text(paper_coverage(exp)))  # from the params alone: what of the paper the run will lack
-    models = sorted({m for s in exp.params.setups for m in s.model_specs().values()}
-                    | {j.model for j in exp.params.llm_judges} | exp.build_models())
-    problems = [f"no data at {path} (source {spec}): fetch it first (cocoeval fetch)"
-                for spec, path in exp.missing_sources()]
+    models = sorted(
+        {m for s in exp.params.setups for m in s.model_specs().values()}
+        | {j.model for j in exp.params.llm_judges}
+        | exp.build_models()
+    )
+    problems = [
+        f"no data at {path} (source {spec}): fetch it first (cocoeval fetch)" for spec, path in exp.missing_sources()
+    ]
     for m in models:
         try:
             get_provider(m).check_ready()
@@ -58,7 +66,9 @@ def _cmd_check(a: argparse.Namespace) -> int:
 
     if exp.params.bench and not has_benchmark(exp.bench_dir()):  # built (JSONL) or exported (parquet)
         f = split_file(exp.bench_dir(), "eval")
-        what = f"{f} is a dangling symbolic link" if f.is_symlink() else f"no benchmark at {exp.bench_dir()} (no {f.name})"
+        what = (
+            f"{f} is a dangling symbolic link" if f.is_symlink() else f"no benchmark at {exp.bench_dir()} (no {f.name})"
+        )
         problems.append(f"{what}: build it first (docs/data.md: Building a benchmark from real data)")
     elif exp.params.bench:  # there, but readable? (run would refuse a broken one)
         try:
@@ -67,7 +77,9 @@ def _cmd_check(a: argparse.Namespace) -> int:
             problems.append(str(e))
     for p in problems:
         print(f"missing: {p}", file=sys.stderr)
-    print(f"{a.params}: {len(models)} model(s) checked; " + ("ready" if not problems else f"{len(problems)} problem(s)"))
+    print(
+        f"{a.params}: {len(models)} model(s) checked; " + ("ready" if not problems else f"{len(problems)} problem(s)")
+    )
     return 1 if problems else 0
 
 
@@ -95,40 +107,54 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     def usd(v: float | None) -> str:
         return "unknown" if v is None else f"${v:,.2f}"
 
-    print(f"{'stage':<9} {'name':<28} {'model':<30} {'calls':>7} {'input':>12} {'cached':>11} {'output':>10} "
-          f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}")
+    print(
+        f"{'stage':<9} {'name':<28} {'model':<30} {'calls':>7} {'input':>12} {'cached':>11} {'output':>10} "
+        f"{'reasoning':>10} {'naive':>10} {'cached':>10} {'batch':>10} {'planned':>10}"
+    )
     for r in rows:
-        print(f"{r.stage:<9} {r.name[:28]:<28} {r.model[:30]:<30} {r.calls:>7,} {r.input_tokens:>12,} "
-              f"{r.cached_input_tokens:>11,} {r.output_tokens:>10,} {r.reasoning_tokens:>10,} "
-              f"{usd(r.cost_naive_usd):>10} {usd(r.cost_cached_usd):>10} {usd(r.cost_batch_usd):>10} "
-              f"{usd(r.cost_planned_usd):>10}" + (f"  ({r.note})" if r.note else ""))
+        print(
+            f"{r.stage:<9} {r.name[:28]:<28} {r.model[:30]:<30} {r.calls:>7,} {r.input_tokens:>12,} "
+            f"{r.cached_input_tokens:>11,} {r.output_tokens:>10,} {r.reasoning_tokens:>10,} "
+            f"{usd(r.cost_naive_usd):>10} {usd(r.cost_cached_usd):>10} {usd(r.cost_batch_usd):>10} "
+            f"{usd(r.cost_planned_usd):>10}" + (f"  ({r.note})" if r.note else "")
+        )
     tot = plan_totals(rows)  # a sum over no known price is unknown, never $0
     unknown = f" (+{tot.unknown} row(s) at unknown prices)" if tot.unknown else ""
     n_obs = sum(r.output_source == "observed" for r in rows)
     batched = sum(r.calls for r in rows if r.mode == "batch")
-    print(f"total: {sum(r.calls for r in rows):,} calls, {sum(r.input_tokens for r in rows):,} input "
-          f"({sum(r.cached_input_tokens for r in rows):,} cached) and {sum(r.output_tokens for r in rows):,} "
-          f"output tokens ({sum(r.reasoning_tokens for r in rows):,} reasoning); naive "
-          f"{usd(tot.naive)}, with prompt caching {usd(tot.live)}; planned, as this params file "
-          f"sends them ({batched:,} calls through batch APIs, the rest live): {usd(tot.planned)}{unknown}"
-          + f"; {describe(rows)}" + ("; reasoning tokens: the run's observed means" if observed else "")
-          + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else ""))
+    print(
+        f"total: {sum(r.calls for r in rows):,} calls, {sum(r.input_tokens for r in rows):,} input "
+        f"({sum(r.cached_input_tokens for r in rows):,} cached) and {sum(r.output_tokens for r in rows):,} "
+        f"output tokens ({sum(r.reasoning_tokens for r in rows):,} reasoning); naive "
+        f"{usd(tot.naive)}, with prompt caching {usd(tot.live)}; planned, as this params file "
+        f"sends them ({batched:,} calls through batch APIs, the rest live): {usd(tot.planned)}{unknown}"
+        + f"; {describe(rows)}"
+        + ("; reasoning tokens: the run's observed means" if observed else "")
+        + (f"; output tokens: the run's observed means for {n_obs} of {len(rows)} rows" if n_obs else "")
+    )
     if any(r.cost_if_batch_usd != r.cost_cached_usd for r in rows):  # some row can go through a batch API
-        print(f"choice: every call live (with prompt caching) {usd(tot.live)}; with --batch (what can go "
-              f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
-              f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
-              f"llm.batch_dependent) {usd(tot.with_batch)}{unknown}")
+        print(
+            f"choice: every call live (with prompt caching) {usd(tot.live)}; with --batch (what can go "
+            f"through a batch API does, at half price with no cache credit, answers within 24 h; dependent steps "
+            f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
+            f"llm.batch_dependent) {usd(tot.with_batch)}{unknown}"
+        )
     print("instances assumed, per dataset:")
     for line in assumed_counts(insts, plan):
         print(f"  {line}")
     if run is not None:
         for c in compare_with_run(rows, run):
-            print(f"actual vs forecast, {c.stage} {c.model}: calls {c.actual_calls}/{c.forecast_calls}, "
-                  f"input tokens {c.actual_input:,}/{c.forecast_input:,} ({c.input_ratio:.2f}x), "
-                  f"cached share {c.actual_cached_share:.2f}/{c.forecast_cached_share:.2f}, "
-                  f"output {c.actual_output:,}/{c.forecast_output:,}"
-                  + (f" (actual tokens leave out {n} call(s) of unknown usage)"
-                     if (n := c.actual_usage_unknown_calls) else ""))
+            print(
+                f"actual vs forecast, {c.stage} {c.model}: calls {c.actual_calls}/{c.forecast_calls}, "
+                f"input tokens {c.actual_input:,}/{c.forecast_input:,} ({c.input_ratio:.2f}x), "
+                f"cached share {c.actual_cached_share:.2f}/{c.forecast_cached_share:.2f}, "
+                f"output {c.actual_output:,}/{c.forecast_output:,}"
+                + (
+                    f" (actual tokens leave out {n} call(s) of unknown usage)"
+                    if (n := c.actual_usage_unknown_calls)
+                    else ""
+                )
+            )
     return 0
 
 
@@ -143,11 +169,14 @@ def _cmd_run(a: argparse.Namespace) -> int:
     summary = manifest.get("summary", {})
     print(f"run directory: {run_dir}")
     for name, s in summary.get("simulate", {}).items():
-        print(f"  setup {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  {s['failed']:>4} failed  "
-              f"of {s['total']}")
+        print(
+            f"  setup {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  {s['failed']:>4} failed  of {s['total']}"
+        )
     for name, s in summary.get("judge", {}).items():
-        print(f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
-              f"{s['failed']:>4} failed  of {s['total']}")
+        print(
+            f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
+            f"{s['failed']:>4} failed  of {s['total']}"
+        )
     print(usage_summary(usage))
     _keep_frames(run_dir)
     return _run_outcome(summary, a.allow_invalid)
@@ -177,8 +206,10 @@ def _keep_frames(run_dir: Path) -> None:
         print(f"the run's analysis frames are not kept: {e}", file=sys.stderr)
         return
     if folder is not None:
-        print(f"analysis frames kept in {folder.relative_to(run_dir)} ({time.perf_counter() - t:.1f} s): "
-              "the report and the notebooks start from them")
+        print(
+            f"analysis frames kept in {folder.relative_to(run_dir)} ({time.perf_counter() - t:.1f} s): "
+            "the report and the notebooks start from them"
+        )
 
 
 def _money(usd: float, unknown: int) -> str:
@@ -193,21 +224,31 @@ def usage_summary(usage: dict[str, Any]) -> str:
     answers it re-used at what they cost when first paid, and every invocation together."""
     t = usage["totals"]
     batched = f", {usage['requests_batched']} through batches" if usage.get("requests_batched") else ""
-    out = (f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
-           f"{t['failed']} failed); tokens paid in/out: {t['input_tokens']}/{t['output_tokens']}; "
-           f"paid by this run: {_money(t['cost_usd'], t['cost_unknown_calls'])}"
-           + (f"; paid, answer lost or unreadable: {t['lost_attempts']} attempt(s), {t['lost_input_tokens']} input "
-              f"tokens, ${t['lost_cost_usd']:.4f} (in the cost)" if t.get("lost_attempts") else ""))
+    out = (
+        f"calls: {t['calls']} ({t['cache_hits']} from cache, {usage['requests_sent']} sent live{batched}, "
+        f"{t['failed']} failed); tokens paid in/out: {t['input_tokens']}/{t['output_tokens']}; "
+        f"paid by this run: {_money(t['cost_usd'], t['cost_unknown_calls'])}"
+        + (
+            f"; paid, answer lost or unreadable: {t['lost_attempts']} attempt(s), {t['lost_input_tokens']} input "
+            f"tokens, ${t['lost_cost_usd']:.4f} (in the cost)"
+            if t.get("lost_attempts")
+            else ""
+        )
+    )
     if t.get("reused_calls"):
         r_unknown = t.get("reused_cost_unknown_calls", 0)
-        out += (f"\nre-used from the call cache, not paid again: {t['reused_calls']} answer(s), "
-                f"{t['reused_input_tokens']}/{t['reused_output_tokens']} tokens in/out, "
-                f"{_money(t['reused_cost_usd'], r_unknown)} when first paid; the answers this run used cost "
-                f"{_money(t['cost_usd'] + t['reused_cost_usd'], t['cost_unknown_calls'] + r_unknown)}")
+        out += (
+            f"\nre-used from the call cache, not paid again: {t['reused_calls']} answer(s), "
+            f"{t['reused_input_tokens']}/{t['reused_output_tokens']} tokens in/out, "
+            f"{_money(t['reused_cost_usd'], r_unknown)} when first paid; the answers this run used cost "
+            f"{_money(t['cost_usd'] + t['reused_cost_usd'], t['cost_unknown_calls'] + r_unknown)}"
+        )
     every = usage.get("all_invocations") or {}
     if every.get("invocations", 1) > 1:
-        out += (f"\nthis run directory, all {every['invocations']} invocations of cocoeval run: paid "
-                f"{_money(every['cost_usd'], every.get('cost_unknown_calls', 0))}")
+        out += (
+            f"\nthis run directory, all {every['invocations']} invocations of cocoeval run: paid "
+            f"{_money(every['cost_usd'], every.get('cost_unknown_calls', 0))}"
+        )
     return out
 
 
@@ -216,18 +257,24 @@ def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:
     from cocoeval.run.outcome import INVALID_EXIT, bad_count, describe
 
     if summary.get("warnings"):
-        print(f"{len(summary['warnings'])} warning(s), printed above (manifest.json: summary.warnings)",
-              file=sys.stderr)
+        print(
+            f"{len(summary['warnings'])} warning(s), printed above (manifest.json: summary.warnings)", file=sys.stderr
+        )
     bad = bad_count(summary)
     if not bad:
         return 0
-    print(f"summary: {bad} continuation(s) or judgment(s) ended invalid or failed (they count as invalid in "
-          "the report, never as zeros):", file=sys.stderr)
+    print(
+        f"summary: {bad} continuation(s) or judgment(s) ended invalid or failed (they count as invalid in "
+        "the report, never as zeros):",
+        file=sys.stderr,
+    )
     for line in describe(summary):
         print(f"  {line}", file=sys.stderr)
-    print("  'failed': a call failed; failed calls are not cached, a re-run sends them again. 'invalid': the "
-          "answer could not be used; it is cached, a re-run with the same params gives the same result.",
-          file=sys.stderr)
+    print(
+        "  'failed': a call failed; failed calls are not cached, a re-run sends them again. 'invalid': the "
+        "answer could not be used; it is cached, a re-run with the same params gives the same result.",
+        file=sys.stderr,
+    )
     if allow_invalid:
         print("exit status 0: --allow-invalid", file=sys.stderr)
         return 0
@@ -271,87 +318,140 @@ def _cmd_batches(a: argparse.Namespace) -> int:
                 failed += 1
                 print(f"cancel {ref}: not cancelled: {e}", file=sys.stderr)
                 continue
-            print(f"cancel {ref}: {status} (a later run collects what it finished; the rest fail and are "
-                  "sent again by the next run)")
+            print(
+                f"cancel {ref}: {status} (a later run collects what it finished; the rest fail and are "
+                "sent again by the next run)"
+            )
         return 1 if failed else 0
     print(f"{'batch':<40} {'model':<44} {'state':<10} {'status':<12} {'requests':>8}  submitted")
     for r in rows:
         when = _dt.datetime.fromtimestamp(r["created"], _dt.UTC).strftime("%Y-%m-%d %H:%M")
-        print(f"{r['ref'][:40]:<40} {r['model'][:44]:<44} {r['state']:<10} {r['status'] or '-'!s:<12} "
-              f"{r['requests']:>8}  {when}")
-    print(f"{len(rows)} batch(es); {sum(r['state'] != 'collected' for r in rows)} not yet collected "
-          "(a run with the same calls resumes polling them)")
+        print(
+            f"{r['ref'][:40]:<40} {r['model'][:44]:<44} {r['state']:<10} {r['status'] or '-'!s:<12} "
+            f"{r['requests']:>8}  {when}"
+        )
+    print(
+        f"{len(rows)} batch(es); {sum(r['state'] != 'collected' for r in rows)} not yet collected "
+        "(a run with the same calls resumes polling them)"
+    )
     return 0
 
 
 def add_commands(sub: Any) -> None:
-    r = sub.add_parser("run", help="run the stages a params file asks for",
-                       formatter_class=argparse.RawDescriptionHelpFormatter,
-                       description=textwrap.fill(
-                           "Run a params file (see params/demo.yaml): build or load the benchmark, simulate "
-                           "every setup, judge references and continuations, write a run directory. Every LLM "
-                           "call is cached: a re-run sends no request and a killed run resumes. Last, the run's "
-                           "analysis frames are kept in its cache/ folder, for the report and the notebooks.", 79),
-                       epilog="exit status:\n"
-                       "  0  everything ended valid (or --allow-invalid)\n"
-                       "  2  bad input, usage or set-up (params file, names, options, API key): the\n"
-                       "     message says what to fix\n"
-                       "  3  the run completed, but some continuations or judgments ended invalid or\n"
-                       "     failed; a summary on stderr gives the counts per setup and judge and the top\n"
-                       "     reasons (a re-run sends the failed calls again)\n"
-                       "  1  an unexpected error (a bug: please report it with the traceback)")
+    r = sub.add_parser(
+        "run",
+        help="run the stages a params file asks for",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=textwrap.fill(
+            "Run a params file (see params/demo.yaml): build or load the benchmark, simulate "
+            "every setup, judge references and continuations, write a run directory. Every LLM "
+            "call is cached: a re-run sends no request and a killed run resumes. Last, the run's "
+            "analysis frames are kept in its cache/ folder, for the report and the notebooks.",
+            79,
+        ),
+        epilog="exit status:\n"
+        "  0  everything ended valid (or --allow-invalid)\n"
+        "  2  bad input, usage or set-up (params file, names, options, API key): the\n"
+        "     message says what to fix\n"
+        "  3  the run completed, but some continuations or judgments ended invalid or\n"
+        "     failed; a summary on stderr gives the counts per setup and judge and the top\n"
+        "     reasons (a re-run sends the failed calls again)\n"
+        "  1  an unexpected error (a bug: please report it with the traceback)",
+    )
     r.add_argument("params", type=Path, help="params YAML file")
-    r.add_argument("--stage", action="append", choices=["simulate", "judge"],
-                   help="stage to run, repeatable (default: simulate and judge)")
+    r.add_argument(
+        "--stage",
+        action="append",
+        choices=["simulate", "judge"],
+        help="stage to run, repeatable (default: simulate and judge)",
+    )
     r.add_argument("--no-progress", action="store_true", help="no progress bar")
-    r.add_argument("--allow-invalid", action="store_true",
-                   help="exit 0 even when continuations or judgments ended invalid or failed (the summary "
-                   "is printed all the same; e.g. the demo's tiny local model)")
-    r.add_argument("--batch", action="store_true",
-                   help="send every request that does not depend on an earlier answer (judging, "
-                   "whole-continuation simulation) through the OpenAI Batch or Anthropic Message Batches "
-                   "API: half price, answers within 24 h; a killed run resumes polling its batches "
-                   "(same as llm.batch: true)")
-    r.add_argument("--dependent", choices=["live", "rounds"],
-                   help="with --batch, the 1- and k-turn-per-call simulation steps and judge re-asks: "
-                   "live, or rounds of batches, one per step (default: llm.batch_dependent, live)")
-    r.add_argument("--batch-poll", type=seconds, metavar="SECONDS",
-                   help="seconds between polls of a running batch (default: llm.batch_poll_s, 30)")
-    r.add_argument("--processes", type=int_range(1, 64), metavar="N",
-                   help="worker processes sending live calls, for a fast self-hosted server at high "
-                   "concurrency (default: llm.processes, 1: all from this process)")
+    r.add_argument(
+        "--allow-invalid",
+        action="store_true",
+        help="exit 0 even when continuations or judgments ended invalid or failed (the summary "
+        "is printed all the same; e.g. the demo's tiny local model)",
+    )
+    r.add_argument(
+        "--batch",
+        action="store_true",
+        help="send every request that does not depend on an earlier answer (judging, "
+        "whole-continuation simulation) through the OpenAI Batch or Anthropic Message Batches "
+        "API: half price, answers within 24 h; a killed run resumes polling its batches "
+        "(same as llm.batch: true)",
+    )
+    r.add_argument(
+        "--dependent",
+        choices=["live", "rounds"],
+        help="with --batch, the 1- and k-turn-per-call simulation steps and judge re-asks: "
+        "live, or rounds of batches, one per step (default: llm.batch_dependent, live)",
+    )
+    r.add_argument(
+        "--batch-poll",
+        type=seconds,
+        metavar="SECONDS",
+        help="seconds between polls of a running batch (default: llm.batch_poll_s, 30)",
+    )
+    r.add_argument(
+        "--processes",
+        type=int_range(1, 64),
+        metavar="N",
+        help="worker processes sending live calls, for a fast self-hosted server at high "
+        "concurrency (default: llm.processes, 1: all from this process)",
+    )
     add_set_option(r)
     r.set_defaults(func=_cmd_run)
 
-    es = sub.add_parser("estimate", help="forecast calls, tokens and cost of a params file",
-                        description="Forecast, before anything is sent, the calls, input/cached/output/"
-                        "reasoning tokens and the cost (naive, with prompt caching by each provider's "
-                        "rules, batch, and as the params file would send them) per setup and stage, from "
-                        "the actual instances and prompts. With --run (e.g. a pilot on a few instances), "
-                        "output and reasoning tokens per call are the run's observed means, and the "
-                        "forecast is compared with what the run's calls used.")
+    es = sub.add_parser(
+        "estimate",
+        help="forecast calls, tokens and cost of a params file",
+        description="Forecast, before anything is sent, the calls, input/cached/output/"
+        "reasoning tokens and the cost (naive, with prompt caching by each provider's "
+        "rules, batch, and as the params file would send them) per setup and stage, from "
+        "the actual instances and prompts. With --run (e.g. a pilot on a few instances), "
+        "output and reasoning tokens per call are the run's observed means, and the "
+        "forecast is compared with what the run's calls used.",
+    )
     es.add_argument("params", type=Path, help="params YAML file")
-    es.add_argument("--run", type=Path, help="a run directory to compare with (and to take the mean "
-                    "output and reasoning tokens per call from)")
+    es.add_argument(
+        "--run",
+        type=Path,
+        help="a run directory to compare with (and to take the mean output and reasoning tokens per call from)",
+    )
     add_set_option(es)
     es.set_defaults(func=_cmd_estimate)
 
     ck = sub.add_parser("check", help="check a params file: API keys, model files, benchmark")
     ck.add_argument("params", type=Path, help="params YAML file")
     add_set_option(ck)
-    ck.add_argument("--print-params", action="store_true",
-                    help="print the params as read (the files it extends merged, --set applied, defaults "
-                    "filled in) as YAML, and check nothing else")
+    ck.add_argument(
+        "--print-params",
+        action="store_true",
+        help="print the params as read (the files it extends merged, --set applied, defaults "
+        "filled in) as YAML, and check nothing else",
+    )
     ck.set_defaults(func=_cmd_check)
 
-    bt = sub.add_parser("batches", help="list (or cancel) the batches submitted from a call cache",
-                        description="List the provider batches that batch mode submitted from a call "
-                        "cache (id, model, state, provider status, requests), or cancel them.")
-    bt.add_argument("--cache", type=out_file, default=Path(".cocoeval/cache.sqlite"),
-                    help="the call cache (llm.cache of the params file; default .cocoeval/cache.sqlite)")
-    bt.add_argument("--cancel", nargs="+", metavar="BATCH_ID",
-                    help="cancel these batches ('open': every batch not yet collected)")
-    bt.add_argument("--forget", nargs="+", metavar="BATCH_ID",
-                    help="stop tracking these batches without asking the provider (e.g. one it no longer "
-                    "knows); their requests are sent again by the next run ('open': all not collected)")
+    bt = sub.add_parser(
+        "batches",
+        help="list (or cancel) the batches submitted from a call cache",
+        description="List the provider batches that batch mode submitted from a call "
+        "cache (id, model, state, provider status, requests), or cancel them.",
+    )
+    bt.add_argument(
+        "--cache",
+        type=out_file,
+        default=Path(".cocoeval/cache.sqlite"),
+        help="the call cache (llm.cache of the params file; default .cocoeval/cache.sqlite)",
+    )
+    bt.add_argument(
+        "--cancel", nargs="+", metavar="BATCH_ID", help="cancel these batches ('open': every batch not yet collected)"
+    )
+    bt.add_argument(
+        "--forget",
+        nargs="+",
+        metavar="BATCH_ID",
+        help="stop tracking these batches without asking the provider (e.g. one it no longer "
+        "knows); their requests are sent again by the next run ('open': all not collected)",
+    )
     bt.set_defaults(func=_cmd_batches)

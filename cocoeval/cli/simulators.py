@@ -28,8 +28,10 @@ def _instances(source: Path, split: str, setup: str | None) -> tuple[list[Any], 
         if setup is not None:
             chosen = [s for s in exp.params.setups if s.name == setup]
             if not chosen:
-                raise ConfigError(f"{source} has no setup {setup!r}",
-                                  hint="its setups: " + (", ".join(s.name for s in exp.params.setups) or "(none)"))
+                raise ConfigError(
+                    f"{source} has no setup {setup!r}",
+                    hint="its setups: " + (", ".join(s.name for s in exp.params.setups) or "(none)"),
+                )
             insts = chosen[0].select(insts)
         return insts, f"the instances {source} selects" + (f" for setup {setup}" if setup else "")
     if setup is not None:
@@ -38,9 +40,12 @@ def _instances(source: Path, split: str, setup: str | None) -> tuple[list[Any], 
         return read_models(source / "instances.jsonl", Instance), f"the instances of run {source}"
     if split_file(source, split).is_file():  # built (JSONL) or exported (parquet, cocoeval bench-export)
         return load_instances(source, split), f"the {split} split of benchmark {source}"
-    raise InputError("neither a run directory (instances.jsonl) nor a benchmark folder "
-                     f"({split}.jsonl or {split}.parquet) nor a params file", file=str(source),
-                     hint="give a run directory, a folder written by cocoeval build or bench-export, or PARAMS.yaml")
+    raise InputError(
+        "neither a run directory (instances.jsonl) nor a benchmark folder "
+        f"({split}.jsonl or {split}.parquet) nor a params file",
+        file=str(source),
+        hint="give a run directory, a folder written by cocoeval build or bench-export, or PARAMS.yaml",
+    )
 
 
 def _cmd_export_instances(a: argparse.Namespace) -> int:
@@ -48,8 +53,10 @@ def _cmd_export_instances(a: argparse.Namespace) -> int:
 
     insts, what = _instances(a.path, a.split, a.setup)
     n = export_instances(insts, a.out)
-    print(f"wrote {n} instance(s), {what}, to {a.out}: write each one's n_turns turns and import them "
-          "(docs/simulators.md)")
+    print(
+        f"wrote {n} instance(s), {what}, to {a.out}: write each one's n_turns turns and import them "
+        "(docs/simulators.md)"
+    )
     return 0
 
 
@@ -66,9 +73,11 @@ def _cmd_import_continuations(a: argparse.Namespace) -> int:
     file = Path(os.path.abspath(a.file)).parent.resolve() / a.file.name
     have = [s for s in exp.params.setups if s.name.lower() == a.setup.lower()]
     if have and not (isinstance(have[0], ImportedSetup) and Path(have[0].continuations) == file):
-        raise ConfigError(f"{a.params} already has a setup {have[0].name!r}"
-                          + (f" importing {have[0].continuations}" if isinstance(have[0], ImportedSetup) else ""),
-                          hint="choose another --setup name, or edit that setup")
+        raise ConfigError(
+            f"{a.params} already has a setup {have[0].name!r}"
+            + (f" importing {have[0].continuations}" if isinstance(have[0], ImportedSetup) else ""),
+            hint="choose another --setup name, or edit that setup",
+        )
     entry: dict[str, Any] = {"name": a.setup, "continuations": str(file)}  # add_setup writes it relative
     if a.description:
         entry["description"] = a.description
@@ -84,18 +93,27 @@ def _cmd_import_continuations(a: argparse.Namespace) -> int:
     elif a.model and models and models != [a.model]:
         warnings.append(f"--model {a.model} is written to the setup; the records name {', '.join(models[:5])}")
     elif len(models) > 1:
-        warnings.append(f"the records name {len(models)} models ({', '.join(models[:5])}); give --model to label "
-                        "the setup")
-    bad = Counter(why for c in conts if c.status != "ok"  # each problem of a record, without its details
-                  for why in reason_group(c.reason or "no reason").removeprefix("imported continuation: ").split("; "))
-    print(f"{a.file}: {len(conts)} continuation(s) of {len(setup.select(insts))} selected instance(s); "
-          f"{sum(c.status == 'ok' for c in conts)} valid, {sum(c.status != 'ok' for c in conts)} invalid"
-          + (f", written by {entry['model']}" if entry.get("model") else ""))
+        warnings.append(
+            f"the records name {len(models)} models ({', '.join(models[:5])}); give --model to label the setup"
+        )
+    bad = Counter(
+        why
+        for c in conts
+        if c.status != "ok"  # each problem of a record, without its details
+        for why in reason_group(c.reason or "no reason").removeprefix("imported continuation: ").split("; ")
+    )
+    print(
+        f"{a.file}: {len(conts)} continuation(s) of {len(setup.select(insts))} selected instance(s); "
+        f"{sum(c.status == 'ok' for c in conts)} valid, {sum(c.status != 'ok' for c in conts)} invalid"
+        + (f", written by {entry['model']}" if entry.get("model") else "")
+    )
     for why, n in bad.most_common():
         print(f"  invalid ({n}): {why}")
     if unknown := sorted({u for c in conts for u in c.unknown_speakers}):
-        print(f"  speakers not among the participants (kept, noted): {', '.join(unknown[:10])}"
-              + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""))
+        print(
+            f"  speakers not among the participants (kept, noted): {', '.join(unknown[:10])}"
+            + (f" and {len(unknown) - 10} more" if len(unknown) > 10 else "")
+        )
     for w in warnings:
         print(f"  warning: {w}")
     if a.check:
@@ -104,8 +122,7 @@ def _cmd_import_continuations(a: argparse.Namespace) -> int:
     if not have:
         add_setup(a.params, entry)
         print(f"added setup {a.setup} to {a.params}")
-    print(f"next: cocoeval run {a.params}  (imports it and judges it; calls already made are answered from the "
-          "cache)")
+    print(f"next: cocoeval run {a.params}  (imports it and judges it; calls already made are answered from the cache)")
     return 0
 
 
@@ -121,35 +138,46 @@ def _cmd_simulators(a: argparse.Namespace) -> int:
         first = doc.strip().splitlines()[0] if doc.strip() else ""
         print(f"{name}  (version {cls.version}, {cls.__module__}.{cls.__qualname__}): {first}")
     if broken := sum(cls is None for _, cls, _ in listed):
-        print(f"{broken} of {len(listed)} simulator(s) cannot be used (a setup naming one is refused); "
-              "fix or uninstall the package that offers it")
+        print(
+            f"{broken} of {len(listed)} simulator(s) cannot be used (a setup naming one is refused); "
+            "fix or uninstall the package that offers it"
+        )
     return 0
 
 
 def add_commands(sub: Any) -> None:
     ex = sub.add_parser(
-        "export-instances", help="write what a simulator needs per instance (JSONL) to simulate elsewhere",
+        "export-instances",
+        help="write what a simulator needs per instance (JSONL) to simulate elsewhere",
         description="Write one JSON object per instance: id, dataset, kind, M (goals, participants with roles), "
         "S, x and the number of turns to write (not the human reference). Schema: "
-        "cocoeval/simulate/schemas/simulator_input.schema.json; docs/simulators.md.")
-    ex.add_argument("path", type=Path, help="a run directory, a benchmark folder (cocoeval build) or a params "
-                    "file (the instances its run selects)")
+        "cocoeval/simulate/schemas/simulator_input.schema.json; docs/simulators.md.",
+    )
+    ex.add_argument(
+        "path",
+        type=Path,
+        help="a run directory, a benchmark folder (cocoeval build) or a params file (the instances its run selects)",
+    )
     ex.add_argument("--out", type=out_file, required=True, help="the JSONL file to write")
-    ex.add_argument("--split", choices=("eval", "train"), default="eval", help="a benchmark folder's split "
-                    "(default eval)")
+    ex.add_argument(
+        "--split", choices=("eval", "train"), default="eval", help="a benchmark folder's split (default eval)"
+    )
     ex.add_argument("--setup", help="with a params file: only the instances this setup selects")
     ex.set_defaults(func=_cmd_export_instances)
 
     im = sub.add_parser(
-        "import-continuations", help="add continuations written elsewhere to a params file as a setup",
+        "import-continuations",
+        help="add continuations written elsewhere to a params file as a setup",
         description="Check FILE (one record per instance: instance_id, turns as speaker + text, optional model, "
         "notes, usage) against the instances PARAMS selects, print what is valid and what is invalid and why, "
         "and add {name, continuations, description} to the params file's setups: (its comments are kept). "
         "Then cocoeval run PARAMS imports and judges it. Unreadable records, unknown instance ids and an instance "
         "given twice are errors (nothing is added); too few or too many turns and turns without speaker or "
-        "text are kept and counted invalid with the reason.")
-    im.add_argument("file", type=Path, help="the continuations JSONL (schema: "
-                    "cocoeval/simulate/schemas/continuation.schema.json)")
+        "text are kept and counted invalid with the reason.",
+    )
+    im.add_argument(
+        "file", type=Path, help="the continuations JSONL (schema: cocoeval/simulate/schemas/continuation.schema.json)"
+    )
     im.add_argument("params", type=Path, help="the params file to add the setup to")
     im.add_argument("--setup", required=True, help="the setup's name (a safe file name)")
     im.add_argument("--description", help="what made them (shown in the report)")

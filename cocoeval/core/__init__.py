@@ -10,17 +10,53 @@ from cocoeval import lazy_exports
 from .errors import CocoevalError, ConfigError, FatalLLMError, InputError, NotFoundError
 
 _WHERE = {  # loaded on first use: the errors alone (what every command imports) need no pydantic
-    **dict.fromkeys(["CallRecord", "Continuation", "Conversation", "Instance", "Judgment", "Metadata", "Participant",
-                     "Provenance", "Summary", "Turn", "TurnLabel"], "cocoeval.core.schema"),
-    **dict.fromkeys(["NO_TURNS", "REFERENCE", "Target", "behaviour_counts", "judged_turns", "targets_for"],
-                    "cocoeval.core.targets"),
+    **dict.fromkeys(
+        [
+            "CallRecord",
+            "Continuation",
+            "Conversation",
+            "Instance",
+            "Judgment",
+            "Metadata",
+            "Participant",
+            "Provenance",
+            "Summary",
+            "Turn",
+            "TurnLabel",
+        ],
+        "cocoeval.core.schema",
+    ),
+    **dict.fromkeys(
+        ["NO_TURNS", "REFERENCE", "Target", "behaviour_counts", "judged_turns", "targets_for"], "cocoeval.core.targets"
+    ),
     **dict.fromkeys(["Behaviour", "Taxonomy", "load_taxonomy"], "cocoeval.core.taxonomy"),
 }
 __getattr__, __dir__ = lazy_exports(__name__, _WHERE)
 
 __all__ = [
-    "NO_TURNS", "REFERENCE", "Behaviour", "CallRecord", "CocoevalError", "ConfigError", "Continuation",
-    "Conversation", "FatalLLMError", "InputError", "Instance", "Judgment", "Metadata", "NotFoundError",
-    "Participant", "Provenance", "Summary", "Target", "Taxonomy", "Turn", "TurnLabel", "behaviour_counts",
-    "judged_turns", "load_taxonomy", "targets_for",
+    "NO_TURNS",
+    "REFERENCE",
+    "Behaviour",
+    "CallRecord",
+    "CocoevalError",
+    "ConfigError",
+    "Continuation",
+    "Conversation",
+    "FatalLLMError",
+    "InputError",
+    "Instance",
+    "Judgment",
+    "Metadata",
+    "NotFoundError",
+    "Participant",
+    "Provenance",
+    "Summary",
+    "Target",
+    "Taxonomy",
+    "Turn",
+    "TurnLabel",
+    "behaviour_counts",
+    "judged_turns",
+    "load_taxonomy",
+    "targets_for",
 ]

@@ -34,9 +34,17 @@ laptop's memory once parsed."""
 
 
 def _kind(mode: int) -> str:
-    return ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "not a regular file")
+    return (
+        "a folder"
+        if stat.S_ISDIR(mode)
+        else "a named pipe (FIFO)"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
 
 
 def _size(n: int) -> str:
@@ -59,19 +67,31 @@ def read_bounded(path: str | Path, limit: int, *, hint: str) -> bytes:
     except PermissionError:
         raise InputError("permission denied", file=str(p), hint="make the file readable (chmod)") from None
     except OSError as e:
-        what = ("is a socket, not a regular file" if e.errno == errno.ENXIO
-                else "file not found: a part of the path is a file, not a folder" if e.errno == errno.ENOTDIR
-                else f"cannot be opened ({e.strerror or e})")
+        what = (
+            "is a socket, not a regular file"
+            if e.errno == errno.ENXIO
+            else "file not found: a part of the path is a file, not a folder"
+            if e.errno == errno.ENOTDIR
+            else f"cannot be opened ({e.strerror or e})"
+        )
         raise InputError(what, file=str(p), hint=hint) from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            why = ("" if stat.S_ISDIR(st.st_mode) else
-                   ": reading it could wait forever or never end" if not stat.S_ISSOCK(st.st_mode) else "")
+            why = (
+                ""
+                if stat.S_ISDIR(st.st_mode)
+                else ": reading it could wait forever or never end"
+                if not stat.S_ISSOCK(st.st_mode)
+                else ""
+            )
             raise InputError(f"is {_kind(st.st_mode)}, not a regular file{why}", file=str(p), hint=hint)
         if st.st_size > limit:
-            raise InputError(f"is {_size(st.st_size)}, more than the {_size(limit)} cocoeval reads from such a file",
-                             file=str(p), hint=hint)
+            raise InputError(
+                f"is {_size(st.st_size)}, more than the {_size(limit)} cocoeval reads from such a file",
+                file=str(p),
+                hint=hint,
+            )
         chunks: list[bytes] = []
         got = 0
         while got <= limit:
@@ -84,8 +104,11 @@ def read_bounded(path: str | Path, limit: int, *, hint: str) -> bytes:
             chunks.append(chunk)
             got += len(chunk)
         if got > limit:
-            raise InputError(f"grew past {_size(limit)} while it was read (more than cocoeval reads from such a "
-                             "file)", file=str(p), hint=hint)
+            raise InputError(
+                f"grew past {_size(limit)} while it was read (more than cocoeval reads from such a file)",
+                file=str(p),
+                hint=hint,
+            )
         return b"".join(chunks)
     finally:
         os.close(fd)
@@ -106,5 +129,8 @@ def decoded(data: bytes, path: str | Path, *, empty_hint: str) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
-        raise InputError(f"not valid UTF-8 (byte {e.start}, line {line})", file=str(path),
-                         hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)") from None
+        raise InputError(
+            f"not valid UTF-8 (byte {e.start}, line {line})",
+            file=str(path),
+            hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+        ) from None

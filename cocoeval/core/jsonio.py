@@ -101,14 +101,21 @@ def read_json(path: str | Path) -> Any:
     try:
         return _DECODER.decode(text)
     except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
-                         file=str(path), hint="repair or re-export the file") from None
+        raise InputError(
+            f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
+            file=str(path),
+            hint="repair or re-export the file",
+        ) from None
     except _DuplicateKey as e:
-        raise InputError(_duplicate(e), file=str(path),
-                         hint="give each key once: repair or re-export the file") from None
+        raise InputError(
+            _duplicate(e), file=str(path), hint="give each key once: repair or re-export the file"
+        ) from None
     except RecursionError:
-        raise InputError(_TOO_DEEP, file=str(path), hint="no cocoeval file nests more than a few levels: "
-                         "repair or re-export the file") from None
+        raise InputError(
+            _TOO_DEEP,
+            file=str(path),
+            hint="no cocoeval file nests more than a few levels: repair or re-export the file",
+        ) from None
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -126,14 +133,18 @@ def parse_json_line(line: str, path: str | Path, n: int) -> Any:
     try:
         return _DECODER.decode(line)
     except json.JSONDecodeError as e:
-        raise InputError(f"invalid JSON at column {e.colno}: {e.msg}", file=str(path),
-                         record=f"line {n}", hint="repair or remove that line") from None
+        raise InputError(
+            f"invalid JSON at column {e.colno}: {e.msg}",
+            file=str(path),
+            record=f"line {n}",
+            hint="repair or remove that line",
+        ) from None
     except _DuplicateKey as e:
-        raise InputError(_duplicate(e), file=str(path), record=f"line {n}",
-                         hint="give each key once: repair or remove that line") from None
+        raise InputError(
+            _duplicate(e), file=str(path), record=f"line {n}", hint="give each key once: repair or remove that line"
+        ) from None
     except RecursionError:
-        raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}",
-                         hint="repair or remove that line") from None
+        raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}", hint="repair or remove that line") from None
 
 
 def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) -> M:
@@ -144,8 +155,12 @@ def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) 
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"]) or "(top level)"
         more = f" (and {e.error_count() - 1} more problems)" if e.error_count() > 1 else ""
-        raise InputError(f"field {loc}: {first['msg']}{more}", file=str(file), record=record,
-                         hint=f"the record must match the {model.__name__} layout") from None
+        raise InputError(
+            f"field {loc}: {first['msg']}{more}",
+            file=str(file),
+            record=record,
+            hint=f"the record must match the {model.__name__} layout",
+        ) from None
 
 
 def temp_beside(path: Path, mode: int = 0o666) -> tuple[int, str]:
@@ -186,8 +201,10 @@ def write_atomic_bytes(path: str | Path, data: bytes, mode: int = 0o666) -> None
     except OSError as e:  # a file where a folder should be, no permission, read-only disk, a full disk
         if e.errno in _NO_ROOM:
             raise _no_room(p, e, existed=p.exists()) from None
-        raise ConfigError(f"cannot write {p}: {e.strerror or e}",
-                          hint="choose an output folder that is a folder (or missing) and writable") from None
+        raise ConfigError(
+            f"cannot write {p}: {e.strerror or e}",
+            hint="choose an output folder that is a folder (or missing) and writable",
+        ) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -216,17 +233,27 @@ def _no_room(p: Path, e: OSError, *, existed: bool) -> ConfigError:
     kept = f"{p.name} is kept as it was before" if existed else f"nothing was written to {p.name}"
     if e.errno == errno.EFBIG:
         limit = _file_size_limit()
-        why = (f"the file is too large: it would pass the file-size limit of this process ({limit} "
-               "bytes, ulimit -f)" if limit is not None else _NO_ROOM[errno.EFBIG])
-        return ConfigError(f"cannot write {p}: {why} ({e.strerror or e})",
-                           hint=f"raise the limit (ulimit -f unlimited) or write to a filesystem that takes larger "
-                                f"files, and run again; {kept}")
-    return ConfigError(f"cannot write {p}: {_NO_ROOM.get(e.errno or 0, 'no room')} ({e.strerror or e})",
-                       hint=f"free space on that disk (df {p.parent}) or write elsewhere, and run again; {kept}")
+        why = (
+            f"the file is too large: it would pass the file-size limit of this process ({limit} bytes, ulimit -f)"
+            if limit is not None
+            else _NO_ROOM[errno.EFBIG]
+        )
+        return ConfigError(
+            f"cannot write {p}: {why} ({e.strerror or e})",
+            hint=f"raise the limit (ulimit -f unlimited) or write to a filesystem that takes larger "
+            f"files, and run again; {kept}",
+        )
+    return ConfigError(
+        f"cannot write {p}: {_NO_ROOM.get(e.errno or 0, 'no room')} ({e.strerror or e})",
+        hint=f"free space on that disk (df {p.parent}) or write elsewhere, and run again; {kept}",
+    )
 
 
-_NO_ROOM = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
-            errno.EFBIG: "the file is too large (past the file-size limit of this process or its filesystem)"}
+_NO_ROOM = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EFBIG: "the file is too large (past the file-size limit of this process or its filesystem)",
+}
 
 
 def write_jsonl(path: str | Path, records: Iterable[BaseModel | dict]) -> int:
@@ -250,8 +277,9 @@ def read_models(path: str | Path, model: type[M]) -> list[M]:
     return [validate(model, obj, file=path, record=f"line {n}") for n, obj in iter_jsonl(path)]
 
 
-def read_unique_models(path: str | Path, model: type[M], key: Callable[[M], Hashable],
-                       what: Callable[[M], str], hint: str) -> list[M]:
+def read_unique_models(
+    path: str | Path, model: type[M], key: Callable[[M], Hashable], what: Callable[[M], str], hint: str
+) -> list[M]:
     """``read_models``, refusing (InputError naming both lines) a second record with the same
     ``key``: a file cocoeval writes holds each key once, so a repeated one (a hand-made merge, a
     copy-paste) would be counted twice. ``what`` names the record in the error, ``hint`` the fix."""
@@ -261,8 +289,12 @@ def read_unique_models(path: str | Path, model: type[M], key: Callable[[M], Hash
         x = validate(model, obj, file=path, record=f"line {n}")
         k = key(x)
         if k in seen:
-            raise InputError(f"{what(x)} is here twice (lines {seen[k]} and {n}); it would be counted twice",
-                             file=str(path), record=f"line {n}", hint=hint)
+            raise InputError(
+                f"{what(x)} is here twice (lines {seen[k]} and {n}); it would be counted twice",
+                file=str(path),
+                record=f"line {n}",
+                hint=hint,
+            )
         seen[k] = n
         out.append(x)
     return out

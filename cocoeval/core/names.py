@@ -15,8 +15,7 @@ from pathlib import Path
 from .errors import ConfigError
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-NAME_RULE = ("1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit "
-             "(no '/', '\\', '..' or spaces)")
+NAME_RULE = "1 to 100 letters, digits, '.', '_' or '-', starting with a letter or digit (no '/', '\\', '..' or spaces)"
 RESERVED: dict[str, dict[str, str]] = {
     "setup": {"reference": "for the human reference, judged under this name"},
     "judge": {"human": "for human annotations (judgments/human/<annotator>.jsonl, judge ids human:<annotator>)"},
@@ -35,8 +34,9 @@ def check_name(name: object, kind: str) -> str | None:
     return None
 
 
-def child_path(folder: Path, name: str, suffix: str = ".jsonl", *, kind: str = "setup",
-               source: str | None = None) -> Path:
+def child_path(
+    folder: Path, name: str, suffix: str = ".jsonl", *, kind: str = "setup", source: str | None = None
+) -> Path:
     """``folder/<name><suffix>``, refused (ConfigError) unless ``name`` is a valid ``kind`` name and
     the path stays directly inside ``folder``; ``source`` (the params file) is named in the error."""
     problem = check_name(name, kind)
@@ -45,6 +45,7 @@ def child_path(folder: Path, name: str, suffix: str = ".jsonl", *, kind: str = "
         problem = f"{name!r} would write outside {folder}"
     if problem is not None:
         where = f"{source}: " if source else ""
-        raise ConfigError(f"{where}{kind} name {problem}",
-                          hint=f"rename the {kind} in the params file ({kind}s: - name: ...)")
+        raise ConfigError(
+            f"{where}{kind} name {problem}", hint=f"rename the {kind} in the params file ({kind}s: - name: ...)"
+        )
     return path

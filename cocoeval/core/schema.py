@@ -126,8 +126,10 @@ class Metadata(_Model):
         """Deeper nesting than ``MAX_EXTRA_DEPTH`` is refused here, before anything walks it
         recursively (pydantic's serialiser, ``json.dumps``, the parquet export) and fails."""
         if (depth := nesting_depth(v, MAX_EXTRA_DEPTH)) > MAX_EXTRA_DEPTH:
-            raise ValueError(f"metadata.extra is nested more than {MAX_EXTRA_DEPTH} levels deep (at least {depth}); "
-                             "no source nests more than a few: rebuild the benchmark, or flatten the extra field")
+            raise ValueError(
+                f"metadata.extra is nested more than {MAX_EXTRA_DEPTH} levels deep (at least {depth}); "
+                "no source nests more than a few: rebuild the benchmark, or flatten the extra field"
+            )
         return v
 
 
@@ -217,8 +219,10 @@ class Instance(_Model):
         """r is what every continuation is as long as and is compared with: an instance without it
         would give continuations of 0 turns, each counted valid, and nothing to judge."""
         if not v:
-            raise ValueError("the instance has no reference turn (r is empty): a continuation of it would have "
-                             "0 turns; rebuild the benchmark (cocoeval build), or remove the instance")
+            raise ValueError(
+                "the instance has no reference turn (r is empty): a continuation of it would have "
+                "0 turns; rebuild the benchmark (cocoeval build), or remove the instance"
+            )
         return v
 
     @property
@@ -332,8 +336,10 @@ class CallRecord(_Model):
     def _counts_null_exactly_when_unknown(self) -> CallRecord:
         null = [k for k in TOKEN_FIELDS if getattr(self, k) is None]
         if self.usage_unknown is not None and len(null) < len(TOKEN_FIELDS):
-            raise ValueError("a call of unknown usage (usage_unknown) has null token counts, not "
-                             + ", ".join(k for k in TOKEN_FIELDS if k not in null))
+            raise ValueError(
+                "a call of unknown usage (usage_unknown) has null token counts, not "
+                + ", ".join(k for k in TOKEN_FIELDS if k not in null)
+            )
         if self.usage_unknown is None and null:
             raise ValueError(f"null token counts ({', '.join(null)}) need usage_unknown, the reason they are unknown")
         return self
@@ -345,12 +351,19 @@ class CallRecord(_Model):
         ``usage_unknown``, when the provider's usage is unknown (``Usage.unknown``), never 0."""
         r, u = res.response, res.usage
         known = u.unknown is None
-        return cls(request_hash=res.key, model=res.model, cache_hit=res.cache_hit, status=res.status,
-                   error=f"{res.reason}: {res.detail}" if res.reason else None,
-                   **{k: getattr(u, k) if known else None for k in TOKEN_FIELDS}, usage_unknown=u.unknown,
-                   latency_s=r.latency_s if r else None,
-                   finish_reason=r.finish_reason if r else None, dropped_params=r.dropped_params if r else [],
-                   max_tokens=max_tokens)
+        return cls(
+            request_hash=res.key,
+            model=res.model,
+            cache_hit=res.cache_hit,
+            status=res.status,
+            error=f"{res.reason}: {res.detail}" if res.reason else None,
+            **{k: getattr(u, k) if known else None for k in TOKEN_FIELDS},
+            usage_unknown=u.unknown,
+            latency_s=r.latency_s if r else None,
+            finish_reason=r.finish_reason if r else None,
+            dropped_params=r.dropped_params if r else [],
+            max_tokens=max_tokens,
+        )
 
 
 class Continuation(_Model):

@@ -38,6 +38,7 @@ def off(trick: str) -> bool:
 
 # -- blas: the analyses' small products on one thread --
 
+
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
     """numpy's BLAS on one thread inside the block (``blas`` above), as it was after."""

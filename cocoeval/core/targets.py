@@ -92,8 +92,10 @@ def unknown_behaviour(j: Judgment, tax: Taxonomy) -> str | None:
     for lb in j.labels:
         for b in lb.behaviours:
             if b not in ids:
-                return (f"turn {lb.turn + 1} is labelled {b!r}, which is no behaviour of the taxonomy "
-                        f"{tax.name!r} (edited by hand, or made with another taxonomy; run the judge stage again)")
+                return (
+                    f"turn {lb.turn + 1} is labelled {b!r}, which is no behaviour of the taxonomy "
+                    f"{tax.name!r} (edited by hand, or made with another taxonomy; run the judge stage again)"
+                )
     return None
 
 

@@ -74,8 +74,10 @@ class Taxonomy(BaseModel):
                 for key in _forms(name_key(text)):
                     other = owner.setdefault(key, b)
                     if other.id != b.id:
-                        raise ValueError(f"behaviours {other.id!r} and {b.id!r} cannot be told apart once "
-                                         "case, spaces, hyphens, underscores and a plural ending are ignored")
+                        raise ValueError(
+                            f"behaviours {other.id!r} and {b.id!r} cannot be told apart once "
+                            "case, spaces, hyphens, underscores and a plural ending are ignored"
+                        )
         return self
 
     @property
@@ -102,8 +104,12 @@ class Taxonomy(BaseModel):
         for b in self.behaviours:
             if k in (name_key(b.id), name_key(b.name)):
                 return b
-        hits = {b.id: b for b in self.behaviours for t in (name_key(b.id), name_key(b.name))
-                if k in _forms(t) or t in _forms(k)}
+        hits = {
+            b.id: b
+            for b in self.behaviours
+            for t in (name_key(b.id), name_key(b.name))
+            if k in _forms(t) or t in _forms(k)
+        }
         return next(iter(hits.values())) if len(hits) == 1 else None
 
 
@@ -131,16 +137,24 @@ def load_taxonomy(path: str | Path | None = None) -> Taxonomy:
     try:
         data = yamlio.load(text, p)  # a key given twice: an InputError naming the line and the key
     except (yaml.YAMLError, RecursionError) as e:
-        raise InputError(f"not a readable YAML file ({e})", file=str(p),
-                         hint="fix the YAML syntax; see cocoeval/core/taxonomy.yaml for the shape") from None
+        raise InputError(
+            f"not a readable YAML file ({e})",
+            file=str(p),
+            hint="fix the YAML syntax; see cocoeval/core/taxonomy.yaml for the shape",
+        ) from None
     if not isinstance(data, dict):
-        raise InputError("expected a mapping with 'name' and 'behaviours'", file=str(p),
-                         hint="see cocoeval/core/taxonomy.yaml for the shape")
+        raise InputError(
+            "expected a mapping with 'name' and 'behaviours'",
+            file=str(p),
+            hint="see cocoeval/core/taxonomy.yaml for the shape",
+        )
     try:
         return Taxonomy.model_validate(data)
     except ValidationError as e:
         first = e.errors()[0]
         loc = ".".join(str(x) for x in first["loc"])
-        raise InputError(f"{loc}: {first['msg']}", file=str(p),
-                         hint="each behaviour needs id (snake_case), name, category "
-                              "(inconsistent|uncollaborative) and definition") from None
+        raise InputError(
+            f"{loc}: {first['msg']}",
+            file=str(p),
+            hint="each behaviour needs id (snake_case), name, category (inconsistent|uncollaborative) and definition",
+        ) from None

@@ -67,5 +67,7 @@ def has_text(text: object) -> bool:
     letters (``_BLANK_LETTERS``). A turn of only such characters says nothing and counts as empty."""
     if not isinstance(text, str):
         return False
-    return any(not c.isspace() and c not in _BLANK_LETTERS
-               and unicodedata.category(c) not in (*_HIDDEN_CATEGORIES, "Zs") for c in text)
+    return any(
+        not c.isspace() and c not in _BLANK_LETTERS and unicodedata.category(c) not in (*_HIDDEN_CATEGORIES, "Zs")
+        for c in text
+    )

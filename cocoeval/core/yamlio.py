@@ -13,12 +13,17 @@ from .errors import InputError
 
 __all__ = ["DuplicateKeyError", "UniqueKeyLoader", "load", "safe_load"]
 
+
 def load(text: str, file: str | Path) -> Any:
     """``safe_load`` for the YAML file ``file``: a duplicate key is an InputError naming the file,
     the line and the key; other YAML errors (``yaml.YAMLError``) are the caller's to report."""
     try:
         return safe_load(text)
     except DuplicateKeyError as e:
-        raise InputError(f"key {e.key!r} given twice in one mapping (first at line {e.first_line}); "
-                         "YAML would silently keep only the last value", file=str(file), record=f"line {e.line}",
-                         hint="give each key once: remove one of them or merge their values") from None
+        raise InputError(
+            f"key {e.key!r} given twice in one mapping (first at line {e.first_line}); "
+            "YAML would silently keep only the last value",
+            file=str(file),
+            record=f"line {e.line}",
+            hint="give each key once: remove one of them or merge their values",
+        ) from None

@@ -66,18 +66,23 @@ class JudgeConfig(BaseModel):
     @classmethod
     def _kinds(cls, v: list[Kind]) -> list[Kind]:
         if not v:
-            raise ValueError("kind is empty, so this judge would judge nothing: give overall, fine_grained "
-                             "or both (or leave kind out: both), or remove the judge")
+            raise ValueError(
+                "kind is empty, so this judge would judge nothing: give overall, fine_grained "
+                "or both (or leave kind out: both), or remove the judge"
+            )
         twice = sorted({k for k in v if v.count(k) > 1})
         if twice:
-            raise ValueError(f"kind lists {', '.join(twice)} more than once (every target would be judged "
-                             "twice): give each kind once")
+            raise ValueError(
+                f"kind lists {', '.join(twice)} more than once (every target would be judged "
+                "twice): give each kind once"
+            )
         return v
 
     def select(self, instances: Sequence[Instance]) -> list[Instance]:
         """The instances this judge judges."""
-        return first_per_dataset([i for i in instances if self.datasets is None or i.dataset in self.datasets],
-                                 self.max_per_dataset)
+        return first_per_dataset(
+            [i for i in instances if self.datasets is None or i.dataset in self.datasets], self.max_per_dataset
+        )
 
     def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
         data = self.model_dump(exclude={"name", "kind", "datasets", "max_per_dataset"})
@@ -89,14 +94,24 @@ def fine_schema(tax: Taxonomy, n_turns: int | None = None, max_per_turn: int | N
     """The fine-grained answer's JSON schema: behaviour names from the taxonomy; with
     ``n_turns`` exactly that many turn entries (grammar-constrained models then cannot stop
     early); ``max_per_turn`` caps the behaviours listed per turn."""
-    item = {"type": "object", "properties": {
-        "behaviour": {"type": "string", "enum": [b.name for b in tax.behaviours]},
-        "evidence": {"type": "string", "maxLength": 60}}, "required": ["behaviour", "evidence"],
-        "additionalProperties": False}
-    turn = {"type": "object", "properties": {"turn": {"type": "integer"},
-                                             "behaviours": {"type": "array", "items": item,
-                                                            "maxItems": max_per_turn or len(tax.behaviours)}},
-            "required": ["turn", "behaviours"], "additionalProperties": False}
+    item = {
+        "type": "object",
+        "properties": {
+            "behaviour": {"type": "string", "enum": [b.name for b in tax.behaviours]},
+            "evidence": {"type": "string", "maxLength": 60},
+        },
+        "required": ["behaviour", "evidence"],
+        "additionalProperties": False,
+    }
+    turn = {
+        "type": "object",
+        "properties": {
+            "turn": {"type": "integer"},
+            "behaviours": {"type": "array", "items": item, "maxItems": max_per_turn or len(tax.behaviours)},
+        },
+        "required": ["turn", "behaviours"],
+        "additionalProperties": False,
+    }
     turns: dict[str, Any] = {"type": "array", "items": turn}
     if n_turns:
         turns.update(minItems=n_turns, maxItems=n_turns)
@@ -104,9 +119,15 @@ def fine_schema(tax: Taxonomy, n_turns: int | None = None, max_per_turn: int | N
 
 
 OVERALL_SCHEMA: dict[str, Any] = {
-    "type": "object", "properties": {"consistency": {"type": "integer"}, "collaborativeness": {"type": "integer"},
-                                     "rationale": {"type": "string", "maxLength": 300}},
-    "required": ["consistency", "collaborativeness", "rationale"], "additionalProperties": False}
+    "type": "object",
+    "properties": {
+        "consistency": {"type": "integer"},
+        "collaborativeness": {"type": "integer"},
+        "rationale": {"type": "string", "maxLength": 300},
+    },
+    "required": ["consistency", "collaborativeness", "rationale"],
+    "additionalProperties": False,
+}
 
 
 EnsembleRule = Literal["majority"]
@@ -154,15 +175,18 @@ class EnsembleConfig(BaseModel):
 
     def select(self, instances: Sequence[Instance]) -> list[Instance]:
         """The instances this ensemble judges."""
-        return first_per_dataset([i for i in instances if self.datasets is None or i.dataset in self.datasets],
-                                 self.max_per_dataset)
+        return first_per_dataset(
+            [i for i in instances if self.datasets is None or i.dataset in self.datasets], self.max_per_dataset
+        )
 
     def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
         """As a judge's ``judge_id``, from the members the params file resolved (``members``; the
         run uses ``judge_ids``, which resolves them from the judges it is given)."""
         if len(self._members) != len(self.ensemble):
-            raise ValueError(f"ensemble {self.name!r}: its members are not resolved; read it in a params file, "
-                             "or use judge_ids(judges, taxonomy)")
+            raise ValueError(
+                f"ensemble {self.name!r}: its members are not resolved; read it in a params file, "
+                "or use judge_ids(judges, taxonomy)"
+            )
         return self.ensemble_id(kind, [m.judge_id(kind, taxonomy) for m in self._members], taxonomy)
 
     def resolve(self, members: Sequence[JudgeConfig]) -> None:
@@ -172,8 +196,12 @@ class EnsembleConfig(BaseModel):
     def ensemble_id(self, kind: Kind, member_ids: Sequence[str], taxonomy: Taxonomy) -> str:
         """The judge id of its ``kind`` judgments: the rule, the kind, the taxonomy and the members'
         judge ids of that kind (``member_ids``, in the order of ``ensemble``)."""
-        data = {"ensemble": [[m, i] for m, i in zip(self.ensemble, member_ids, strict=True)], "rule": self.rule,
-                "kind": kind, "taxonomy": taxonomy.hash}
+        data = {
+            "ensemble": [[m, i] for m, i in zip(self.ensemble, member_ids, strict=True)],
+            "rule": self.rule,
+            "kind": kind,
+            "taxonomy": taxonomy.hash,
+        }
         return "ens-" + hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
 
 
@@ -193,8 +221,9 @@ AnyJudge = Annotated[
 def judge_ids(judges: Sequence[JudgeConfig | EnsembleConfig], taxonomy: Taxonomy) -> dict[str, dict[str, str]]:
     """{judge name: {kind: judge id}} of every judge, ensembles from their members' ids (a member
     an ensemble names that is not among ``judges`` is a params error, refused when read)."""
-    out: dict[str, dict[str, str]] = {j.name: {k: j.judge_id(k, taxonomy) for k in j.kind}
-                                      for j in judges if isinstance(j, JudgeConfig)}
+    out: dict[str, dict[str, str]] = {
+        j.name: {k: j.judge_id(k, taxonomy) for k in j.kind} for j in judges if isinstance(j, JudgeConfig)
+    }
     for e in judges:
         if isinstance(e, EnsembleConfig):
             out[e.name] = {k: e.ensemble_id(k, [out[m][k] for m in e.ensemble], taxonomy) for k in e.kind}

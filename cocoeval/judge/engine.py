@@ -39,8 +39,9 @@ class JudgeTask:
     def __init__(self, judge: JudgeConfig, kind: Kind, target: Target, tax: Taxonomy, *, shared: bool = True) -> None:
         self.judge, self.kind, self.target, self.tax = judge, kind, target, tax
         self.judge_id = judge.judge_id(kind, tax)
-        self.messages, at = judge_messages(load_prompt(PROMPTS[kind]), target.instance, target.turns, target.judged,
-                                           tax)
+        self.messages, at = judge_messages(
+            load_prompt(PROMPTS[kind]), target.instance, target.turns, target.judged, tax
+        )
         system, user = self.messages[0].content, self.messages[1].content
         self.cache_points: list[tuple[int, int]] = []
         self.cache_group: str | None = None
@@ -51,8 +52,11 @@ class JudgeTask:
         self.attempts = 0
         self.answers = 0
         """Answers validated (cut-off answers are asked again with a larger budget instead)."""
-        self.budget = (200 + judge.max_tokens_per_turn * len(target.judged)) if kind == "fine_grained" \
+        self.budget = (
+            (200 + judge.max_tokens_per_turn * len(target.judged))
+            if kind == "fine_grained"
             else judge.max_tokens_overall
+        )
         self.result: Judgment | None = None
         self._last_raw = ""
         if not target.judged:  # nothing to judge: recorded as skipped, no call is made
@@ -60,12 +64,18 @@ class JudgeTask:
 
     def next_call(self) -> Call:
         fine = self.kind == "fine_grained"
-        req = GenerateRequest(messages=self.messages, max_tokens=self.budget, temperature=self.judge.temperature,
-                              reasoning_effort=self.judge.reasoning_effort,
-                              json_schema=fine_schema(self.tax, len(self.target.judged),
-                                                      self.judge.max_behaviours_per_turn) if fine else OVERALL_SCHEMA,
-                              schema_name="judgment", cache_points=self.cache_points,
-                              cache_group=self.cache_group)
+        req = GenerateRequest(
+            messages=self.messages,
+            max_tokens=self.budget,
+            temperature=self.judge.temperature,
+            reasoning_effort=self.judge.reasoning_effort,
+            json_schema=fine_schema(self.tax, len(self.target.judged), self.judge.max_behaviours_per_turn)
+            if fine
+            else OVERALL_SCHEMA,
+            schema_name="judgment",
+            cache_points=self.cache_points,
+            cache_group=self.cache_group,
+        )
         tag = f"{self.target.instance.id}|{self.target.name}|{self.judge.name}|{self.kind}"
         # a re-ask follows an invalid or cut-off answer: in batch mode it runs live unless batch
         # rounds are asked for
@@ -84,17 +94,29 @@ class JudgeTask:
             if self.budget < self.judge.max_tokens_cap and not 0 < written < self.budget:
                 self.budget = min(2 * self.budget, self.judge.max_tokens_cap)
                 return  # the same question again, with twice the budget
-            why = "" if self.budget >= self.judge.max_tokens_cap else \
-                f" (cut off after {written}: the model's context is full)"
+            why = (
+                ""
+                if self.budget >= self.judge.max_tokens_cap
+                else f" (cut off after {written}: the model's context is full)"
+            )
             self._finish(Verdict.fail(f"truncated at {self.budget} tokens{why}", retryable=False), r.text)
             return
         self.answers += 1
-        v = (validate_fine(r.text, r.finish_reason, len(self.target.judged), self.tax)
-             if self.kind == "fine_grained" else validate_overall(r.text, r.finish_reason))
+        v = (
+            validate_fine(r.text, r.finish_reason, len(self.target.judged), self.tax)
+            if self.kind == "fine_grained"
+            else validate_overall(r.text, r.finish_reason)
+        )
         if v.status == "error" and v.retryable and self.answers < self.judge.max_attempts:
-            self.messages = [*self.messages, Message(role="assistant", content=r.text or "(empty)"),
-                             Message(role="user", content=f"Your answer could not be used: {v.error}. "
-                                     "Answer again with the complete JSON only, as specified.")]
+            self.messages = [
+                *self.messages,
+                Message(role="assistant", content=r.text or "(empty)"),
+                Message(
+                    role="user",
+                    content=f"Your answer could not be used: {v.error}. "
+                    "Answer again with the complete JSON only, as specified.",
+                ),
+            ]
             return
         self._finish(v, r.text)
 
@@ -102,32 +124,61 @@ class JudgeTask:
         t = self.target
         labels = [lb.model_copy(update={"turn": t.judged[lb.turn]}) for lb in v.labels]
         self.result = Judgment(
-            instance_id=t.instance.id, target=t.target_id, target_name=t.name, judge_id=self.judge_id,
-            judge_name=self.judge.name, kind=self.kind, taxonomy_hash=self.tax.hash,
-            consistency=v.consistency, collaborativeness=v.collaborativeness, rationale=v.rationale,
-            labels=labels, judged_turns=t.judged,
+            instance_id=t.instance.id,
+            target=t.target_id,
+            target_name=t.name,
+            judge_id=self.judge_id,
+            judge_name=self.judge.name,
+            kind=self.kind,
+            taxonomy_hash=self.tax.hash,
+            consistency=v.consistency,
+            collaborativeness=v.collaborativeness,
+            rationale=v.rationale,
+            labels=labels,
+            judged_turns=t.judged,
             status="invalid" if v.status == "error" else v.status,  # type: ignore[arg-type]
-            reason=v.error if v.status == "error" else None, repairs=v.repairs,
-            raw=raw if v.status != "ok" else None, calls=self.calls, attempts=self.attempts,
-            max_tokens=self.budget, instance_hash=t.instance.content_hash())
+            reason=v.error if v.status == "error" else None,
+            repairs=v.repairs,
+            raw=raw if v.status != "ok" else None,
+            calls=self.calls,
+            attempts=self.attempts,
+            max_tokens=self.budget,
+            instance_hash=t.instance.content_hash(),
+        )
 
 
-def plan_judgments(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],
-                   judges: Sequence[JudgeConfig], tax: Taxonomy) -> dict[str, list[JudgeTask]]:
+def plan_judgments(
+    instances: Sequence[Instance],
+    continuations: dict[str, list[Continuation]],
+    judges: Sequence[JudgeConfig],
+    tax: Taxonomy,
+) -> dict[str, list[JudgeTask]]:
     """{judge name: one task per (target, kind) the judge judges}: the calls ``judge`` makes
     (``send_order`` gives their sending order; the forecast plans with the same)."""
     targets = targets_for(instances, continuations)
     per_instance = collections.Counter(t.instance.id for t in targets)
     chosen = {j.name: {i.id for i in j.select(instances)} for j in judges}
-    tasks = {j.name: [JudgeTask(j, k, t, tax, shared=per_instance[t.instance.id] > 1) for t in targets for k in j.kind
-                      if t.instance.id in chosen[j.name]]
-             for j in judges}
+    tasks = {
+        j.name: [
+            JudgeTask(j, k, t, tax, shared=per_instance[t.instance.id] > 1)
+            for t in targets
+            for k in j.kind
+            if t.instance.id in chosen[j.name]
+        ]
+        for j in judges
+    }
     return tasks
 
 
-def judge(instances: Sequence[Instance], continuations: dict[str, list[Continuation]],
-          judges: Sequence[JudgeConfig], runner: Runner, *, taxonomy: Taxonomy | None = None,
-          on_round: Callable[[int, dict[str, list[Judgment]]], None] | None = None) -> dict[str, list[Judgment]]:
+def judge(
+    instances: Sequence[Instance],
+    continuations: dict[str, list[Continuation]],
+    judges: Sequence[JudgeConfig],
+    runner: Runner,
+    *,
+    taxonomy: Taxonomy | None = None,
+    on_round: Callable[[int, dict[str, list[Judgment]]], None] | None = None,
+) -> dict[str, list[Judgment]]:
     """Judge every reference and ok continuation with every judge; {judge name: judgments}. A
     target with no turn to judge is not sent: its judgments are invalid with reason ``NO_TURNS``."""
     tasks = plan_judgments(instances, continuations, judges, taxonomy or load_taxonomy())

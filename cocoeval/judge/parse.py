@@ -56,7 +56,8 @@ def _show(x: Any) -> str:
 
 def _kind(x: Any) -> str:
     return {dict: "an object", list: "a list", str: "text", bool: "a boolean", type(None): "null"}.get(
-        type(x), "a number")
+        type(x), "a number"
+    )
 
 
 def says_none(name: str) -> bool:
@@ -87,17 +88,19 @@ def _extras(obj: dict, known: tuple[str, ...], where: str, notes: list[str], ali
         if name_key(str(k)) in keys:
             continue
         if isinstance(val, dict | list) and val:
-            raise Bad(f"{where}unexpected key {k!r} holding {_kind(val)}; use only "
-                      + ", ".join(map(repr, known)))
+            raise Bad(f"{where}unexpected key {k!r} holding {_kind(val)}; use only " + ", ".join(map(repr, known)))
         notes.append(f"{where}ignored key {k!r}")
 
 
 def _unwrap(obj: Any, key: str, notes: list[str]) -> Any:
     """``{"answer": {...key...}}`` -> the inner object (a single wrapper key cannot change it)."""
     if isinstance(obj, dict) and len(obj) == 1:
-        (k, inner), = obj.items()
-        if name_key(str(k)) != name_key(key) and isinstance(inner, dict) and any(
-                isinstance(x, str) and name_key(x) == name_key(key) for x in inner):
+        ((k, inner),) = obj.items()
+        if (
+            name_key(str(k)) != name_key(key)
+            and isinstance(inner, dict)
+            and any(isinstance(x, str) and name_key(x) == name_key(key) for x in inner)
+        ):
             notes.append(f"read the answer inside key {k!r}")
             return inner
     return obj
@@ -164,8 +167,9 @@ def validate_overall(text: str, finish_reason: str | None = None) -> Verdict:
     try:
         obj = _unwrap(obj, "consistency", v.repairs)
         if not isinstance(obj, dict):
-            raise Bad(f"expected a JSON object with 'consistency', 'collaborativeness' and 'rationale', "
-                      f"got {_kind(obj)}")
+            raise Bad(
+                f"expected a JSON object with 'consistency', 'collaborativeness' and 'rationale', got {_kind(obj)}"
+            )
         scores = []
         for key in ("consistency", "collaborativeness"):
             present, val = _key(obj, key, "", v.repairs)
@@ -179,8 +183,11 @@ def validate_overall(text: str, finish_reason: str | None = None) -> Verdict:
         if isinstance(r, str) and r.strip():
             v.rationale = r.strip()
         else:
-            v.repairs.append("missing key 'rationale'" if not present else
-                             f"key 'rationale' is {'empty' if isinstance(r, str) else _kind(r)}; stored none")
+            v.repairs.append(
+                "missing key 'rationale'"
+                if not present
+                else f"key 'rationale' is {'empty' if isinstance(r, str) else _kind(r)}; stored none"
+            )
         _extras(obj, ("consistency", "collaborativeness", "rationale"), "", v.repairs)
     except Bad as e:
         return Verdict.fail(str(e))
@@ -252,8 +259,7 @@ def _behaviours(entry: dict, where: str, tax: Taxonomy, notes: list[str]) -> Tur
     for name, how, ev in found:
         bid, note = map_behaviour(name, tax)
         if bid is None:
-            raise Bad(f"{where}unknown behaviour {name!r}; use one of: "
-                      + ", ".join(b.name for b in tax.behaviours))
+            raise Bad(f"{where}unknown behaviour {name!r}; use one of: " + ", ".join(b.name for b in tax.behaviours))
         if note:
             notes.append(f"{where}{note}")
         if how == "plain":
@@ -294,8 +300,10 @@ def validate_fine(text: str, finish_reason: str | None, n_turns: int, tax: Taxon
         seen: dict[int, TurnLabel] = {}
         for pos, entry in enumerate(turns, start=1):
             if not isinstance(entry, dict):
-                raise Bad(f"turn entry {pos}: expected an object with 'turn' and 'behaviours', "
-                          f"got {_kind(entry)} {_show(entry)}")
+                raise Bad(
+                    f"turn entry {pos}: expected an object with 'turn' and 'behaviours', "
+                    f"got {_kind(entry)} {_show(entry)}"
+                )
             num = _turn_number(entry, pos, v.repairs)
             if not 1 <= num <= n_turns:
                 raise Bad(f"turn {num}: out of range 1-{n_turns} (key 'turn')")

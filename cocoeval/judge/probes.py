@@ -85,7 +85,9 @@ def load_templates() -> dict[str, Any]:
     except yaml.YAMLError as e:
         raise InputError(f"not valid YAML: {e}", file=str(TEMPLATES), hint="reinstall cocoeval") from None
     if not isinstance(data, dict) or set(data.get("behaviours") or {}) != set(PLANTED):
-        raise InputError(f"expected the behaviours {', '.join(PLANTED)}", file=str(TEMPLATES), hint="reinstall cocoeval")
+        raise InputError(
+            f"expected the behaviours {', '.join(PLANTED)}", file=str(TEMPLATES), hint="reinstall cocoeval"
+        )
     return data
 
 
@@ -150,11 +152,13 @@ def anonymise(target: Target) -> tuple[Target, dict[str, str]]:
     for key in ("metadata", "summary"):
         data[key] = _deep(data[key], sub)
     for key in ("history", "reference"):
-        data[key] = [{**t, "speaker": mapping.get(t["speaker"], t["speaker"]), "text": sub(t["text"])}
-                     for t in data[key]]
+        data[key] = [
+            {**t, "speaker": mapping.get(t["speaker"], t["speaker"]), "text": sub(t["text"])} for t in data[key]
+        ]
     new = Instance.model_validate(data)
-    turns = [t.model_copy(update={"speaker": mapping.get(t.speaker, t.speaker), "text": sub(t.text)})
-             for t in target.turns]
+    turns = [
+        t.model_copy(update={"speaker": mapping.get(t.speaker, t.speaker), "text": sub(t.text)}) for t in target.turns
+    ]
     return Target(new, target.name, target.target_id, turns, list(target.judged)), mapping
 
 
@@ -211,13 +215,20 @@ def plant(target: Target, behaviour: str, rng: random.Random) -> Planted | None:
     speaker = turns[p].speaker
     roles = {x.name: x.role for x in inst.metadata.participants}
     others = [x.role or x.name for x in inst.metadata.participants if x.name != speaker and (x.role or x.name)]
-    slots = {"earlier": _quote(earlier_of(p, False) or ""), "earlier_own": _quote(earlier_of(p, True) or ""),
-             "role": roles.get(speaker) or "participant",
-             "other_role": rng.choice(others) if others else "chair",
-             "goal": _lower_first(inst.metadata.goals[0]) if inst.metadata.goals else "this"}
+    slots = {
+        "earlier": _quote(earlier_of(p, False) or ""),
+        "earlier_own": _quote(earlier_of(p, True) or ""),
+        "role": roles.get(speaker) or "participant",
+        "other_role": rng.choice(others) if others else "chair",
+        "goal": _lower_first(inst.metadata.goals[0]) if inst.metadata.goals else "this",
+    }
     text = str(spec["templates"][n]).format(**slots)
     new_turns = list(turns)
     new_turns[p] = turns[p].model_copy(update={"text": text, "raw_text": None})
-    return Planted(Target(inst, target.name, target.target_id, new_turns, list(target.judged)), behaviour,
-                   str(spec["expects"]), p,
-                   {"turn": p, "speaker": speaker, "before": turns[p].text, "after": text, "template": n})
+    return Planted(
+        Target(inst, target.name, target.target_id, new_turns, list(target.judged)),
+        behaviour,
+        str(spec["expects"]),
+        p,
+        {"turn": p, "speaker": speaker, "before": turns[p].text, "after": text, "template": n},
+    )

@@ -29,8 +29,11 @@ class Attempts:
         because the server could not be reached (a connection error: nothing arrived to be billed)."""
         if error is not None and not_reached(error):
             return 0
-        unread = (getattr(error, "reason", None) == "malformed_response" and getattr(error, "usage", None) is None
-                  and self.answered > 0)
+        unread = (
+            getattr(error, "reason", None) == "malformed_response"
+            and getattr(error, "usage", None) is None
+            and self.answered > 0
+        )
         return max(self.sent - self.answered, 0) + int(unread)
 
 

@@ -48,12 +48,20 @@ _V2 = (
     "heartbeat REAL NOT NULL)",
 )
 _CALL_COLUMNS = {"key", "identity", "request", "response", "created"}
-MOVE_ASIDE = ("move it aside (e.g. mv {p} {p}.bad) or set llm.cache to another file; a new cache "
-              "starts empty, so calls are sent (and paid) again")
+MOVE_ASIDE = (
+    "move it aside (e.g. mv {p} {p}.bad) or set llm.cache to another file; a new cache "
+    "starts empty, so calls are sent (and paid) again"
+)
 
 
-_WRITE_ERRORS = {"SQLITE_FULL", "SQLITE_IOERR_WRITE", "SQLITE_IOERR_FSYNC", "SQLITE_IOERR_TRUNCATE",
-                 "SQLITE_IOERR_SHMSIZE", "SQLITE_IOERR_SHMMAP"}
+_WRITE_ERRORS = {
+    "SQLITE_FULL",
+    "SQLITE_IOERR_WRITE",
+    "SQLITE_IOERR_FSYNC",
+    "SQLITE_IOERR_TRUNCATE",
+    "SQLITE_IOERR_SHMSIZE",
+    "SQLITE_IOERR_SHMMAP",
+}
 """SQLite's codes for a write that did not go through (a full disk, a file-size limit): not damage."""
 
 
@@ -63,9 +71,12 @@ def sqlite_problem(path: Path, e: sqlite3.Error) -> CacheError | None:
     if getattr(e, "sqlite_errorname", None) in _WRITE_ERRORS or "disk is full" in low:
         return no_room(path, str(e))
     if "malformed" in low or "not a database" in low or "disk i/o" in low:
-        return CacheDamagedError(path, f"SQLite cannot read this file ({e}): it is damaged or truncated",
-                                 hint=f"try `sqlite3 {path} .recover | sqlite3 {path}.recovered` and point llm.cache at "
-                                      "the recovered file; or " + MOVE_ASIDE.format(p=path))
+        return CacheDamagedError(
+            path,
+            f"SQLite cannot read this file ({e}): it is damaged or truncated",
+            hint=f"try `sqlite3 {path} .recover | sqlite3 {path}.recovered` and point llm.cache at "
+            "the recovered file; or " + MOVE_ASIDE.format(p=path),
+        )
     if "readonly" in low or "read-only" in low or "unable to open" in low:
         return read_only(path, str(e))
     return None
@@ -82,18 +93,26 @@ def no_room(path: Path, why: str) -> CacheSpaceError:
     except OSError:
         free = None
     if limit is not None and sizes and max(sizes) + (1 << 20) > limit:
-        return CacheSpaceError(path, f"cannot be written ({why}): the file is too large, it would pass the file-size "
-                                     f"limit of this process ({limit} bytes, ulimit -f)",
-                               hint="raise the limit (ulimit -f unlimited), or set llm.cache to a new file; the "
-                                    "answers stored so far are kept")
+        return CacheSpaceError(
+            path,
+            f"cannot be written ({why}): the file is too large, it would pass the file-size "
+            f"limit of this process ({limit} bytes, ulimit -f)",
+            hint="raise the limit (ulimit -f unlimited), or set llm.cache to a new file; the "
+            "answers stored so far are kept",
+        )
     if free is not None and free < (64 << 20):
-        return CacheSpaceError(path, f"cannot be written ({why}): the disk is full ({free} bytes free on the "
-                                     f"filesystem of {path.parent})",
-                               hint="free space on that disk, or set llm.cache to a file on another disk; the "
-                                    "answers stored so far are kept, so a re-run sends only the rest")
-    return CacheSpaceError(path, f"cannot be written ({why}): the disk is full, the file is too large for its "
-                                 "filesystem, or the disk is failing",
-                           hint="check the free space (df) and the system log; the answers stored so far are kept")
+        return CacheSpaceError(
+            path,
+            f"cannot be written ({why}): the disk is full ({free} bytes free on the filesystem of {path.parent})",
+            hint="free space on that disk, or set llm.cache to a file on another disk; the "
+            "answers stored so far are kept, so a re-run sends only the rest",
+        )
+    return CacheSpaceError(
+        path,
+        f"cannot be written ({why}): the disk is full, the file is too large for its "
+        "filesystem, or the disk is failing",
+        hint="check the free space (df) and the system log; the answers stored so far are kept",
+    )
 
 
 def _file_size_limit() -> int | None:
@@ -106,37 +125,55 @@ def _file_size_limit() -> int | None:
 
 
 def read_only(path: Path, why: str) -> CacheLocationError:
-    return CacheLocationError(path, f"cannot be written ({why})",
-                              hint="make the file and its folder writable (SQLite writes -wal and -shm files "
-                                   "beside it), set llm.cache to a writable place, or set llm.cache_policy: "
-                                   "read_only to use the answers it has without writing")
+    return CacheLocationError(
+        path,
+        f"cannot be written ({why})",
+        hint="make the file and its folder writable (SQLite writes -wal and -shm files "
+        "beside it), set llm.cache to a writable place, or set llm.cache_policy: "
+        "read_only to use the answers it has without writing",
+    )
 
 
 def check_location(path: Path, writes: bool) -> bool:
     """Raise for a folder or an unwritable place; False when a read-only cache has no file yet."""
     if path.is_dir():
-        raise CacheLocationError(path, "is a folder, not a file",
-                                 hint=f"set llm.cache to a file path, e.g. {path / 'cache.sqlite'}")
+        raise CacheLocationError(
+            path, "is a folder, not a file", hint=f"set llm.cache to a file path, e.g. {path / 'cache.sqlite'}"
+        )
     try:
         mode: int | None = path.stat().st_mode
     except FileNotFoundError:
         mode = None
     except OSError as e:
-        raise CacheLocationError(path, f"cannot be looked at ({e.strerror or e})",
-                                 hint="set llm.cache to a file path in a folder you can read") from None
+        raise CacheLocationError(
+            path,
+            f"cannot be looked at ({e.strerror or e})",
+            hint="set llm.cache to a file path in a folder you can read",
+        ) from None
     if mode is not None and not stat.S_ISREG(mode):  # a pipe would block the open forever
-        what = ("is a device, not a file" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else
-                "is a named pipe (FIFO), not a file: SQLite would wait on it forever" if stat.S_ISFIFO(mode) else
-                "is a socket, not a file" if stat.S_ISSOCK(mode) else "is not a regular file")
-        raise CacheLocationError(path, what, hint="set llm.cache to a regular file (or one not made yet), e.g. "
-                                                  ".cocoeval/cache.sqlite; to keep no cache, set "
-                                                  "llm.cache_policy: off")
+        what = (
+            "is a device, not a file"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "is a named pipe (FIFO), not a file: SQLite would wait on it forever"
+            if stat.S_ISFIFO(mode)
+            else "is a socket, not a file"
+            if stat.S_ISSOCK(mode)
+            else "is not a regular file"
+        )
+        raise CacheLocationError(
+            path,
+            what,
+            hint="set llm.cache to a regular file (or one not made yet), e.g. "
+            ".cocoeval/cache.sqlite; to keep no cache, set "
+            "llm.cache_policy: off",
+        )
     if mode is not None:
         with open(path, "rb") as f:
             head = f.read(len(_MAGIC))
         if head and head != _MAGIC:
-            raise CacheNotSQLiteError(path, "is not an SQLite database (not a call cache, or overwritten)",
-                                      hint=MOVE_ASIDE.format(p=path))
+            raise CacheNotSQLiteError(
+                path, "is not an SQLite database (not a call cache, or overwritten)", hint=MOVE_ASIDE.format(p=path)
+            )
         if writes and not (os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)):
             raise read_only(path, "the file or its folder is read-only")
         return True
@@ -145,8 +182,9 @@ def check_location(path: Path, writes: bool) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise CacheLocationError(path, f"its folder cannot be made ({e.strerror or e})",
-                                 hint="set llm.cache to a path in a writable folder") from None
+        raise CacheLocationError(
+            path, f"its folder cannot be made ({e.strerror or e})", hint="set llm.cache to a path in a writable folder"
+        ) from None
     if not os.access(path.parent, os.W_OK):
         raise read_only(path, "its folder is read-only")
     return True
@@ -156,8 +194,7 @@ def connect(path: Path, writes: bool) -> sqlite3.Connection:
     """An open connection to a cache of the current schema (migrated or created when ``writes``)."""
     try:
         if not writes and not os.access(path.parent, os.W_OK):  # e.g. a cache on read-only media
-            db = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None,
-                                 check_same_thread=False)
+            db = sqlite3.connect(f"file:{path}?immutable=1", uri=True, isolation_level=None, check_same_thread=False)
         else:
             db = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=60)
             db.execute("PRAGMA busy_timeout=60000")
@@ -199,28 +236,38 @@ def _check(path: Path, db: sqlite3.Connection, writes: bool) -> None:
     if app == APPLICATION_ID:
         if version > SCHEMA_VERSION:
             raise CacheVersionError(
-                path, f"was written by a newer cocoeval (cache schema {version}; this one reads up to "
-                      f"{SCHEMA_VERSION})",
-                hint="upgrade cocoeval (pip install -U cocoeval), or set llm.cache to another file for this version")
+                path,
+                f"was written by a newer cocoeval (cache schema {version}; this one reads up to {SCHEMA_VERSION})",
+                hint="upgrade cocoeval (pip install -U cocoeval), or set llm.cache to another file for this version",
+            )
         if version == SCHEMA_VERSION:
             if not _is_v1(db, tables):
-                raise CacheDamagedError(path, "is a call cache without its calls table, or with another one (edited "
-                                              "with another tool?)", hint=MOVE_ASIDE.format(p=path))
+                raise CacheDamagedError(
+                    path,
+                    "is a call cache without its calls table, or with another one (edited with another tool?)",
+                    hint=MOVE_ASIDE.format(p=path),
+                )
             return
         if version < 1:
             raise CacheVersionError(path, f"has an unknown cache schema {version}", hint=MOVE_ASIDE.format(p=path))
     elif app != 0 or (tables and not _is_v1(db, tables)):
         what = f"application id {app:#x}" if app else f"tables {', '.join(sorted(tables))}"
-        raise CacheForeignError(path, f"is an SQLite database of another application ({what}), not a call cache",
-                                hint="set llm.cache to a file of its own (e.g. .cocoeval/cache.sqlite); "
-                                     "cocoeval never writes into another program's database")
+        raise CacheForeignError(
+            path,
+            f"is an SQLite database of another application ({what}), not a call cache",
+            hint="set llm.cache to a file of its own (e.g. .cocoeval/cache.sqlite); "
+            "cocoeval never writes into another program's database",
+        )
     if writes:
         _migrate(db)
     elif tables:  # read-only: schema 1 has the same calls table; claims are not used without writes
         return
     else:
-        raise CacheVersionError(path, "is an empty SQLite file and the cache is read-only",
-                                hint="set llm.cache_policy: read_write to create the cache")
+        raise CacheVersionError(
+            path,
+            "is an empty SQLite file and the cache is read-only",
+            hint="set llm.cache_policy: read_write to create the cache",
+        )
 
 
 def _is_v1(db: sqlite3.Connection, tables: set[str]) -> bool:
@@ -236,8 +283,10 @@ def _migrate(db: sqlite3.Connection) -> None:
         if db.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
             for sql in (_CALLS, *_V2):
                 db.execute(sql)
-            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('application', 'cocoeval "
-                       "call cache')", (str(SCHEMA_VERSION),))
+            db.execute(
+                "INSERT OR REPLACE INTO meta VALUES ('schema_version', ?), ('application', 'cocoeval call cache')",
+                (str(SCHEMA_VERSION),),
+            )
             db.execute(f"PRAGMA application_id={APPLICATION_ID}")
             db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     except BaseException:

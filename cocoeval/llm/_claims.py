@@ -67,8 +67,10 @@ class Claims:
     def _register(self) -> None:
         if self._registered:
             return
-        self.cache.execute("INSERT OR REPLACE INTO owners VALUES (?,?,?,?)",
-                           (self.owner, self.host, json.dumps(self.pids), time.time()))
+        self.cache.execute(
+            "INSERT OR REPLACE INTO owners VALUES (?,?,?,?)",
+            (self.owner, self.host, json.dumps(self.pids), time.time()),
+        )
         self._registered = True
         self._beat = threading.Thread(target=self._heartbeat, name="cocoeval-claims-heartbeat", daemon=True)
         self._beat.start()
@@ -86,8 +88,10 @@ class Claims:
         if pids != self.pids:
             self.pids = list(pids)
             if self._registered:
-                self.cache.execute("UPDATE owners SET pids=?, heartbeat=? WHERE owner=?",
-                                   (json.dumps(self.pids), time.time(), self.owner))
+                self.cache.execute(
+                    "UPDATE owners SET pids=?, heartbeat=? WHERE owner=?",
+                    (json.dumps(self.pids), time.time(), self.owner),
+                )
 
     def alive(self, host: str | None, pids: str | None, heartbeat: float | None) -> bool:
         """Whether an owner may still answer its claims."""
@@ -107,8 +111,11 @@ class Claims:
         with self.cache.atomic() as db:  # look again, then claim: no other process in between
             if db.execute("SELECT 1 FROM calls WHERE key=?", (key,)).fetchone():
                 return "answered"
-            row = db.execute("SELECT c.owner, o.host, o.pids, o.heartbeat FROM claims c LEFT JOIN owners o "
-                             "ON o.owner = c.owner WHERE c.key=?", (key,)).fetchone()
+            row = db.execute(
+                "SELECT c.owner, o.host, o.pids, o.heartbeat FROM claims c LEFT JOIN owners o "
+                "ON o.owner = c.owner WHERE c.key=?",
+                (key,),
+            ).fetchone()
             if row is not None and row[0] != self.owner:
                 if self.alive(*row[1:]):
                     return "held"
@@ -121,8 +128,11 @@ class Claims:
         """A read without a write lock (waiting processes poll with it)."""
         if self.cache.execute("SELECT 1 FROM calls WHERE key=?", (key,)):
             return "answered"
-        rows = self.cache.execute("SELECT c.owner, o.host, o.pids, o.heartbeat FROM claims c LEFT JOIN owners o "
-                                  "ON o.owner = c.owner WHERE c.key=?", (key,))
+        rows = self.cache.execute(
+            "SELECT c.owner, o.host, o.pids, o.heartbeat FROM claims c LEFT JOIN owners o "
+            "ON o.owner = c.owner WHERE c.key=?",
+            (key,),
+        )
         if not rows:
             return "free"
         if rows[0][0] == self.owner:
@@ -146,6 +156,10 @@ class Claims:
         if self._beat is not None:
             self._beat.join(timeout=5)
         if self._registered and not keep:
-            self.cache.execute_many([("DELETE FROM claims WHERE owner=?", (self.owner,)),
-                                     ("DELETE FROM owners WHERE owner=?", (self.owner,))])
+            self.cache.execute_many(
+                [
+                    ("DELETE FROM claims WHERE owner=?", (self.owner,)),
+                    ("DELETE FROM owners WHERE owner=?", (self.owner,)),
+                ]
+            )
             self._registered = False

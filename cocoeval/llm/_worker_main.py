@@ -63,17 +63,31 @@ async def serve(config: dict[str, Any], out: Any) -> None:
                     resp = await prov.generate(request)
                 except CallError as e:  # attempts sent and never answered may have been billed
                     lost = attempts.lost(e)
-                    return reply({"id": n, "key": msg["key"], "error": {"reason": e.reason, "detail": e.detail},
-                                  "usage": e.usage.model_dump() if e.usage is not None else None,
-                                  "lost": lost, "lost_tokens": lost * request_tokens(request)})
+                    return reply(
+                        {
+                            "id": n,
+                            "key": msg["key"],
+                            "error": {"reason": e.reason, "detail": e.detail},
+                            "usage": e.usage.model_dump() if e.usage is not None else None,
+                            "lost": lost,
+                            "lost_tokens": lost * request_tokens(request),
+                        }
+                    )
             resp.dropped_params = msg["dropped"]
             answer = resp.model_dump(mode="json")
             cache.put(msg["key"], msg["identity"], msg["request_json"], answer)  # before the reply
             lost = attempts.lost()
-            reply({"id": n, "key": msg["key"], "ok": answer, "lost": lost, "lost_tokens": lost * request_tokens(request)})
+            reply(
+                {"id": n, "key": msg["key"], "ok": answer, "lost": lost, "lost_tokens": lost * request_tokens(request)}
+            )
         except LLMError as e:  # FatalLLMError (stop the run), ConfigError (fix a setting)
-            reply({"id": n, "key": msg.get("key"),
-                   "fatal": {"type": type(e).__name__, "message": e.message, "hint": e.hint}})
+            reply(
+                {
+                    "id": n,
+                    "key": msg.get("key"),
+                    "fatal": {"type": type(e).__name__, "message": e.message, "hint": e.hint},
+                }
+            )
         except Exception as e:  # a bug: the runner stops the run with it
             reply({"id": n, "key": msg.get("key"), "crash": f"{type(e).__name__}: {e}"})
 

@@ -172,8 +172,11 @@ class ModelSpec(BaseModel):
     """The variable holding this endpoint's key (``?key_env=VAR``); None: the provider's own."""
 
     def __str__(self) -> str:
-        return (f"{self.provider}/{self.model}" + (f"@{self.base_url}" if self.base_url else "")
-                + (f"?key_env={self.key_env}" if self.key_env else ""))
+        return (
+            f"{self.provider}/{self.model}"
+            + (f"@{self.base_url}" if self.base_url else "")
+            + (f"?key_env={self.key_env}" if self.key_env else "")
+        )
 
 
 _KEY_ENV = re.compile(r"\?key_env=([A-Za-z_][A-Za-z0-9_]*)$")
@@ -181,23 +184,31 @@ _KEY_ENV = re.compile(r"\?key_env=([A-Za-z_][A-Za-z0-9_]*)$")
 
 def parse_model_spec(spec: str) -> ModelSpec:
     if bad := [c for c in spec if unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp")]:
-        raise ConfigError(f"model spec {spec[:120]!r} holds {len(bad)} control or invisible character(s) "
-                          f"(first U+{ord(bad[0]):04X}): no model name or URL has one",
-                          hint="write the spec as PROVIDER/MODEL[@URL] without them (e.g. openai/gpt-4.1)")
+        raise ConfigError(
+            f"model spec {spec[:120]!r} holds {len(bad)} control or invisible character(s) "
+            f"(first U+{ord(bad[0]):04X}): no model name or URL has one",
+            hint="write the spec as PROVIDER/MODEL[@URL] without them (e.g. openai/gpt-4.1)",
+        )
     provider, sep, rest = spec.partition("/")
     if not sep or not rest:
-        raise ConfigError(f"model spec {spec!r} is not PROVIDER/MODEL",
-                          hint=f"e.g. openai/gpt-4.1, local/smollm2; providers: {', '.join(available_providers())}")
+        raise ConfigError(
+            f"model spec {spec!r} is not PROVIDER/MODEL",
+            hint=f"e.g. openai/gpt-4.1, local/smollm2; providers: {', '.join(available_providers())}",
+        )
     if provider_class(provider) is None:
-        raise ConfigError(f"unknown provider {provider!r} in model spec {spec!r}",
-                          hint=f"use one of: {', '.join(available_providers())}")
+        raise ConfigError(
+            f"unknown provider {provider!r} in model spec {spec!r}",
+            hint=f"use one of: {', '.join(available_providers())}",
+        )
     key_env = None
     if "?key_env=" in rest:
         m = _KEY_ENV.search(rest)
         if m is None:
-            raise ConfigError(f"model spec {spec!r}: ?key_env= must end the spec and name a variable",
-                              hint="e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY")
-        rest, key_env = rest[:m.start()], m.group(1)
+            raise ConfigError(
+                f"model spec {spec!r}: ?key_env= must end the spec and name a variable",
+                hint="e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY",
+            )
+        rest, key_env = rest[: m.start()], m.group(1)
     model, _, base_url = rest.partition("@") if "@http" in rest else (rest, "", "")
     if base_url:
         _refuse_userinfo(spec, base_url)
@@ -212,11 +223,13 @@ def _refuse_userinfo(spec: str, base_url: str) -> None:
     if "@" not in netloc:
         return
     shown = spec.replace(netloc, "***@" + netloc.rpartition("@")[2])
-    raise ConfigError(f"model spec {shown!r} has a user name or key in its URL (before the @ of the host), "
-                      "which would be written into the run's files",
-                      hint="take it out of the URL and put the key in an environment variable named by "
-                           "?key_env=VAR, e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY "
-                           "with MY_SERVER_KEY set in the environment")
+    raise ConfigError(
+        f"model spec {shown!r} has a user name or key in its URL (before the @ of the host), "
+        "which would be written into the run's files",
+        hint="take it out of the URL and put the key in an environment variable named by "
+        "?key_env=VAR, e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY "
+        "with MY_SERVER_KEY set in the environment",
+    )
 
 
 def _refuse_key_in_url(spec: str, model: str, base_url: str) -> None:
@@ -229,12 +242,14 @@ def _refuse_key_in_url(spec: str, model: str, base_url: str) -> None:
         return
     shown = spec.replace(base_url, redact_url(base_url)) if base_url else spec
     shown = shown.replace(model, redact_url(f"http://model/{model}").removeprefix("http://model/"), 1)
-    raise ConfigError(f"model spec {shown!r} holds what looks like a key ({', '.join(where)}), which would be "
-                      "written into the run's files (manifest, usage, the call cache)",
-                      hint="take it out of the spec and put the key in an environment variable named by "
-                           "?key_env=VAR, e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY "
-                           "with MY_SERVER_KEY set in the environment (it is sent as a header); docs/llm.md "
-                           "says what counts as a key")
+    raise ConfigError(
+        f"model spec {shown!r} holds what looks like a key ({', '.join(where)}), which would be "
+        "written into the run's files (manifest, usage, the call cache)",
+        hint="take it out of the spec and put the key in an environment variable named by "
+        "?key_env=VAR, e.g. openai-compatible/MODEL@https://host/v1?key_env=MY_SERVER_KEY "
+        "with MY_SERVER_KEY set in the environment (it is sent as a header); docs/llm.md "
+        "says what counts as a key",
+    )
 
 
 PromptCaching = Literal["openai_prefix", "anthropic_breakpoints"] | None
@@ -326,15 +341,20 @@ class Provider(ABC):
 def _provider_entry(name: str, cls: Any) -> type[Provider]:
     """A provider class, given the name it is registered under (``Provider.name``)."""
     if not (isinstance(cls, type) and issubclass(cls, Provider)):
-        raise NotOfKind("is not a Provider subclass",
-                        "the entry point must name a class deriving cocoeval.llm.Provider")
+        raise NotOfKind(
+            "is not a Provider subclass", "the entry point must name a class deriving cocoeval.llm.Provider"
+        )
     cls.name = name
     return cls
 
 
 PROVIDERS: Registry[type[Provider]] = Registry(
-    "provider", group=ENTRY_POINT_GROUP, builtins="cocoeval.llm.providers", make=_provider_entry,
-    unknown=("unknown provider {name!r}", "use one of: {known}"))
+    "provider",
+    group=ENTRY_POINT_GROUP,
+    builtins="cocoeval.llm.providers",
+    make=_provider_entry,
+    unknown=("unknown provider {name!r}", "use one of: {known}"),
+)
 """The providers by name: the built-in ones (``cocoeval.llm.providers``, imported at the first
 look-up, so that importing the LLM layer's errors or base alone does not load them) and those of
 installed packages' ``cocoeval.providers`` entry points."""

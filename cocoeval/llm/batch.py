@@ -59,62 +59,101 @@ class BatchStore:
 
     def __init__(self, cache: CallCache) -> None:
         if not cache.writes_enabled:
-            raise ConfigError("batch mode writes the batches' answers into the call cache, which is "
-                              f"{'off' if cache.path is None or cache.policy == 'off' else cache.policy}",
-                              hint="set llm.cache to a file and llm.cache_policy to read_write (or refresh)")
+            raise ConfigError(
+                "batch mode writes the batches' answers into the call cache, which is "
+                f"{'off' if cache.path is None or cache.policy == 'off' else cache.policy}",
+                hint="set llm.cache to a file and llm.cache_policy to read_write (or refresh)",
+            )
         self.cache = cache
         for sql in _SCHEMA:
             cache.execute(sql)
 
     def add(self, ref: str, identity: str, model: str, state: str, items: list[Pending]) -> None:
         now = time.time()
-        self.cache.execute_many([
-            ("INSERT INTO batches VALUES (?,?,?,?,?,?,?,?)", (ref, identity, model, state, None, len(items), now, now)),
-            *[("INSERT OR REPLACE INTO batch_items VALUES (?,?,?,?,?)",
-               (ref, p.key, identity, canonical_json(p.prepared.model_dump(mode="json")), json.dumps(p.dropped)))
-              for p in items]])
+        self.cache.execute_many(
+            [
+                (
+                    "INSERT INTO batches VALUES (?,?,?,?,?,?,?,?)",
+                    (ref, identity, model, state, None, len(items), now, now),
+                ),
+                *[
+                    (
+                        "INSERT OR REPLACE INTO batch_items VALUES (?,?,?,?,?)",
+                        (
+                            ref,
+                            p.key,
+                            identity,
+                            canonical_json(p.prepared.model_dump(mode="json")),
+                            json.dumps(p.dropped),
+                        ),
+                    )
+                    for p in items
+                ],
+            ]
+        )
 
     def submitted(self, staged: str, batch_id: str) -> None:
         """The staged record ``staged`` became batch ``batch_id``."""
         now = time.time()
         if self.cache.execute("SELECT 1 FROM batches WHERE ref=?", (batch_id,)):  # another process
-            self.cache.execute_many([("DELETE FROM batches WHERE ref=?", (staged,)),  # recorded it first
-                                     ("DELETE FROM batch_items WHERE ref=?", (staged,))])
+            self.cache.execute_many(
+                [
+                    ("DELETE FROM batches WHERE ref=?", (staged,)),  # recorded it first
+                    ("DELETE FROM batch_items WHERE ref=?", (staged,)),
+                ]
+            )
             return
-        self.cache.execute_many([
-            ("UPDATE batches SET ref=?, state='submitted', updated=? WHERE ref=?", (batch_id, now, staged)),
-            ("UPDATE batch_items SET ref=? WHERE ref=?", (batch_id, staged))])
+        self.cache.execute_many(
+            [
+                ("UPDATE batches SET ref=?, state='submitted', updated=? WHERE ref=?", (batch_id, now, staged)),
+                ("UPDATE batch_items SET ref=? WHERE ref=?", (batch_id, staged)),
+            ]
+        )
 
     def mark(self, ref: str, state: str, status: str | None) -> None:
-        self.cache.execute_many([("UPDATE batches SET state=?, status=?, updated=? WHERE ref=?",
-                                  (state, status, time.time(), ref))]
-                                + ([("DELETE FROM batch_items WHERE ref=?", (ref,))] if state == "collected" else []))
+        self.cache.execute_many(
+            [("UPDATE batches SET state=?, status=?, updated=? WHERE ref=?", (state, status, time.time(), ref))]
+            + ([("DELETE FROM batch_items WHERE ref=?", (ref,))] if state == "collected" else [])
+        )
 
     def open_batches(self, identity: str) -> list[tuple[str, str, list[str], float]]:
         """(ref, state, keys, created) of the batches of this provider identity not yet collected."""
-        rows = self.cache.execute("SELECT ref, state, created FROM batches WHERE identity=? AND "
-                                  "state != 'collected' ORDER BY created", (identity,))
-        return [(ref, state, [k for (k,) in self.cache.execute("SELECT key FROM batch_items WHERE ref=?", (ref,))],
-                 created) for ref, state, created in rows]
+        rows = self.cache.execute(
+            "SELECT ref, state, created FROM batches WHERE identity=? AND state != 'collected' ORDER BY created",
+            (identity,),
+        )
+        return [
+            (ref, state, [k for (k,) in self.cache.execute("SELECT key FROM batch_items WHERE ref=?", (ref,))], created)
+            for ref, state, created in rows
+        ]
 
     def requests(self, ref: str) -> list[tuple[str, GenerateRequest]]:
         """The prepared requests of a recorded batch, to create it when resuming."""
-        return [(k, GenerateRequest.model_validate_json(r)) for k, r in self.cache.execute(
-            "SELECT key, request FROM batch_items WHERE ref=? ORDER BY rowid", (ref,))]
+        return [
+            (k, GenerateRequest.model_validate_json(r))
+            for k, r in self.cache.execute("SELECT key, request FROM batch_items WHERE ref=? ORDER BY rowid", (ref,))
+        ]
 
     def items(self, ref: str) -> dict[str, tuple[dict, str, list[str]]]:
         """key -> (identity, request JSON, dropped parameters) of the requests in a batch."""
-        return {k: (json.loads(i), r, json.loads(d)) for k, i, r, d in self.cache.execute(
-            "SELECT key, identity, request, dropped FROM batch_items WHERE ref=?", (ref,))}
+        return {
+            k: (json.loads(i), r, json.loads(d))
+            for k, i, r, d in self.cache.execute(
+                "SELECT key, identity, request, dropped FROM batch_items WHERE ref=?", (ref,)
+            )
+        }
 
     def all(self) -> list[dict[str, Any]]:
         cols = ("ref", "model", "state", "status", "requests", "created", "updated")
-        return [dict(zip(cols, r, strict=True)) for r in self.cache.execute(
-            f"SELECT {', '.join(cols)} FROM batches ORDER BY created")]
+        return [
+            dict(zip(cols, r, strict=True))
+            for r in self.cache.execute(f"SELECT {', '.join(cols)} FROM batches ORDER BY created")
+        ]
 
 
 def cancel_batch(provider: Provider, batch_id: str) -> str:
     """Cancel one batch (``cocoeval batches --cancel``); returns the provider's status."""
+
     async def go() -> str:
         try:
             return await provider.batch_cancel(batch_id)
@@ -180,8 +219,9 @@ class _Group:
             self.settled.add(key)
             self._finish(self.by_key[key], answer)
 
-    async def submit(self, ref: str, items: list[tuple[str, GenerateRequest]], since: float,
-                     resume: bool, retries: int) -> str:
+    async def submit(
+        self, ref: str, items: list[tuple[str, GenerateRequest]], since: float, resume: bool, retries: int
+    ) -> str:
         """Create the batch of a staged reference exactly once: before a retry (or when resuming)
         look for a batch an earlier attempt created, since its answer may have been lost. This
         loop stands in for the SDK's own retries, which cannot know that."""
@@ -277,22 +317,33 @@ class _Group:
                     unread[batch_id] = unread.get(batch_id, 0) + 1
                     log.warning("reading the results of batch %s failed (%s)", batch_id, e)
                     if unread[batch_id] >= RESULT_ATTEMPTS:  # leave it recorded for the next run
-                        self.fail_keys(self.tracked.pop(batch_id), CallError(
-                            "batch_results_unavailable", f"could not read the results of batch {batch_id}: "
-                            f"{e}; the next run reads them again"))
+                        self.fail_keys(
+                            self.tracked.pop(batch_id),
+                            CallError(
+                                "batch_results_unavailable",
+                                f"could not read the results of batch {batch_id}: {e}; the next run reads them again",
+                            ),
+                        )
                     continue
                 del self.tracked[batch_id]
             if status is not None:
-                status(", ".join(f"{i.id} {i.status} {i.done}/{i.total}" for b, i in infos.items() if b in self.tracked))
+                status(
+                    ", ".join(f"{i.id} {i.status} {i.done}/{i.total}" for b, i in infos.items() if b in self.tracked)
+                )
             if self.tracked:
                 await asyncio.sleep(poll_s)
 
     def lost(self, batch_id: str, e: CallError) -> None:
         log.warning("the provider does not know batch %s (%s): its requests will be sent again", batch_id, e)
         self.store.mark(batch_id, "collected", "not_found")
-        self.fail_keys(self.tracked.pop(batch_id), CallError(
-            "batch_not_found", f"{self.model} does not know batch {batch_id} (a key of another project or "
-            "workspace? deleted?); the next run sends these requests again"))
+        self.fail_keys(
+            self.tracked.pop(batch_id),
+            CallError(
+                "batch_not_found",
+                f"{self.model} does not know batch {batch_id} (a key of another project or "
+                "workspace? deleted?); the next run sends these requests again",
+            ),
+        )
 
     async def collect(self, info: BatchInfo) -> None:
         """Write every answer of an ended batch into the cache (answers to requests of another run
@@ -325,12 +376,23 @@ class _Group:
         why = info.error or "the batch gave no result for it"
         for key in keys:
             got = results.get(key)
-            self.finish(key, got if isinstance(got, GenerateResponse | CallError) else CallError(
-                f"batch_{info.status}", f"batch {info.id} ended {info.status}: {why}"))
+            self.finish(
+                key,
+                got
+                if isinstance(got, GenerateResponse | CallError)
+                else CallError(f"batch_{info.status}", f"batch {info.id} ended {info.status}: {why}"),
+            )
 
 
-async def run_batches(pending: list[Pending], store: BatchStore, *, poll_s: float, max_requests: int | None,
-                      finish: Finish, status: Callable[[str], None] | None = None) -> int:
+async def run_batches(
+    pending: list[Pending],
+    store: BatchStore,
+    *,
+    poll_s: float,
+    max_requests: int | None,
+    finish: Finish,
+    status: Callable[[str], None] | None = None,
+) -> int:
     """Submit (or resume) and collect batches for ``pending``; ``finish`` is called once per
     pending request with its answer (already in the cache) or the reason it failed. Returns the
     number of requests in the batches submitted or resumed."""

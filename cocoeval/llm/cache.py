@@ -101,11 +101,19 @@ class CallCache:
         """A row ``get`` returned cannot be used (``why``): counted as a miss, with a warning."""
         self.hits -= 1
         self.misses += 1
-        then = ("sent again and its new answer replaces the row" if self.writes_enabled
-                else "sent again (the row stays: this cache is not written)")
+        then = (
+            "sent again and its new answer replaces the row"
+            if self.writes_enabled
+            else "sent again (the row stays: this cache is not written)"
+        )
         logging.getLogger(__name__).warning(
             "call cache %s: the row of call %s cannot be used: %s (written by an older cocoeval, or edited); "
-            "it counts as a miss: the call is %s", self.path, key[:16], why, then)
+            "it counts as a miss: the call is %s",
+            self.path,
+            key[:16],
+            why,
+            then,
+        )
 
     def put(self, key: str, identity: dict | str, request: dict | str, response: dict) -> None:
         """Store one answer; ``identity`` and ``request`` may come as JSON text already."""
@@ -116,8 +124,10 @@ class CallCache:
         req = request if isinstance(request, str) else json.dumps(request, sort_keys=True)
         resp = json.dumps(response, sort_keys=True)
         with self.atomic() as db:  # the answer stored and its claim let go at once
-            db.execute("INSERT OR REPLACE INTO calls (key, identity, request, response, created) VALUES (?,?,?,?,?)",
-                       (key, ident, req, resp, time.time()))
+            db.execute(
+                "INSERT OR REPLACE INTO calls (key, identity, request, response, created) VALUES (?,?,?,?,?)",
+                (key, ident, req, resp, time.time()),
+            )
             db.execute("DELETE FROM claims WHERE key=?", (key,))
         self.writes += 1
 

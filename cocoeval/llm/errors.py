@@ -91,6 +91,16 @@ class CacheSpaceError(CacheError):
     limit (``ulimit -f``). The answers stored before are kept."""
 
 
-__all__ = ["CacheDamagedError", "CacheError", "CacheForeignError", "CacheLocationError",
-           "CacheNotSQLiteError", "CacheSpaceError", "CacheVersionError", "ConfigError", "FatalLLMError", "InputError",
-           "LLMError"]
+__all__ = [
+    "CacheDamagedError",
+    "CacheError",
+    "CacheForeignError",
+    "CacheLocationError",
+    "CacheNotSQLiteError",
+    "CacheSpaceError",
+    "CacheVersionError",
+    "ConfigError",
+    "FatalLLMError",
+    "InputError",
+    "LLMError",
+]

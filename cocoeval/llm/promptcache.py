@@ -29,8 +29,12 @@ ANTHROPIC_MAX_BREAKPOINTS = 4
 ANTHROPIC_LOOKBACK_BLOCKS = 20
 DEFAULT_TTL_S = 300.0
 ANTHROPIC_MIN_TOKENS: dict[str, int] = {
-    "claude-3-haiku": 2048, "claude-3-5-haiku": 2048, "claude-haiku-3": 2048,
-    "claude-haiku-4-5": 4096, "claude-opus-4-5": 4096}
+    "claude-3-haiku": 2048,
+    "claude-3-5-haiku": 2048,
+    "claude-haiku-3": 2048,
+    "claude-haiku-4-5": 4096,
+    "claude-opus-4-5": 4096,
+}
 """Minimum cacheable prompt length by model-name prefix (Anthropic's documentation); other
 models 1,024 tokens."""
 
@@ -85,16 +89,26 @@ class OpenAIPrefixCache:
     their route: same model, schema and ``prompt_cache_key`` (without a key every request of a
     model shares one route, so a prefix seen hundreds of requests earlier is gone)."""
 
-    def __init__(self, tokens: Callable[[str], int] = chars_tokens, *, ttl_s: float = DEFAULT_TTL_S,
-                 keep: int = 64, keep_keyed: int = 16, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        tokens: Callable[[str], int] = chars_tokens,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        keep: int = 64,
+        keep_keyed: int = 16,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.tokens, self.ttl_s, self.keep, self.keep_keyed, self.clock = tokens, ttl_s, keep, keep_keyed, clock
         self._routes: dict[str, deque[tuple[float, str]]] = {}
 
     @staticmethod
     def flatten(body: dict) -> tuple[str, str]:
         """(route, prompt text): the text every message contributes, in order, with its role."""
-        route = json.dumps([body.get("model"), body.get("response_format"), body.get("tools"),
-                            body.get("prompt_cache_key")], sort_keys=True, default=str)
+        route = json.dumps(
+            [body.get("model"), body.get("response_format"), body.get("tools"), body.get("prompt_cache_key")],
+            sort_keys=True,
+            default=str,
+        )
         msgs = ms if isinstance(ms := body.get("messages"), list) else []
         text = "".join(f"\x1e{m.get('role')}\x1f{_text(m.get('content'))}" for m in msgs if isinstance(m, dict))
         return route, text
@@ -109,8 +123,9 @@ class OpenAIPrefixCache:
         function that writes its prefix to the cache once it has been processed."""
         route, text = self.flatten(body)
         now = self.clock()
-        recent = self._routes.setdefault(route, deque(maxlen=self.keep_keyed if body.get("prompt_cache_key")
-                                                       else self.keep))
+        recent = self._routes.setdefault(
+            route, deque(maxlen=self.keep_keyed if body.get("prompt_cache_key") else self.keep)
+        )
         best = max((_lcp(text, old) for t, old in recent if now - t <= self.ttl_s), default=0)
         cached = min(openai_cached(self.tokens(_visible(text[:best]))), self.tokens(_visible(text))) if best >= 2 else 0
         return cached, lambda: recent.append((self.clock(), text))
@@ -121,8 +136,13 @@ class AnthropicBreakpointCache:
     tokens) of that request. A body with more than 4 breakpoints is refused (ValueError), as the
     API does."""
 
-    def __init__(self, tokens: Callable[[str], int] = chars_tokens, *, ttl_s: float = DEFAULT_TTL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        tokens: Callable[[str], int] = chars_tokens,
+        *,
+        ttl_s: float = DEFAULT_TTL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.tokens, self.ttl_s, self.clock = tokens, ttl_s, clock
         self._store: OrderedDict[str, float] = OrderedDict()
 
@@ -160,16 +180,21 @@ class AnthropicBreakpointCache:
         marks: list[int | str] = [i for i, (_, bp) in enumerate(blocks) if bp]
         marks += ["tools" for t in body.get("tools") or [] if isinstance(t, dict) and t.get("cache_control")]
         if len(marks) > ANTHROPIC_MAX_BREAKPOINTS:
-            raise ValueError(f"A maximum of {ANTHROPIC_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
-                             f"Found {len(marks)}.")
+            raise ValueError(
+                f"A maximum of {ANTHROPIC_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                f"Found {len(marks)}."
+            )
         points = [i for i in marks if isinstance(i, int)]
         if not points:
             return (0, 0), lambda: None
         now, minimum = self.clock(), anthropic_min_tokens(str(body.get("model", "")))
         for k in [k for k, t in self._store.items() if now - t > self.ttl_s]:
             del self._store[k]
-        h = hashlib.sha256(json.dumps([body.get("model"), body.get("tools"), body.get("tool_choice")],
-                                      sort_keys=True, default=str).encode())
+        h = hashlib.sha256(
+            json.dumps(
+                [body.get("model"), body.get("tools"), body.get("tool_choice")], sort_keys=True, default=str
+            ).encode()
+        )
         keys, texts, acc = [], [], ""
         for text, _ in blocks[: points[-1] + 1]:
             h.update(text.encode())

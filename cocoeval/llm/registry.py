@@ -68,11 +68,17 @@ class Registry(Generic[T]):
     message and hint of an unknown name, formatted with ``kind``, ``name``, ``known`` (the names,
     comma-separated) and ``group``."""
 
-    def __init__(self, kind: str, *, group: str | None = None, builtins: str | None = None,
-                 make: Callable[[str, Any], T] = _same, check: Callable[[str, T], None] | None = None,
-                 load: Callable[[EntryPoint], Any] = _load,
-                 unknown: tuple[str, str] = ("unknown {kind} {name!r}; known: {known}",
-                                             "use one of the names known")) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        group: str | None = None,
+        builtins: str | None = None,
+        make: Callable[[str, Any], T] = _same,
+        check: Callable[[str, T], None] | None = None,
+        load: Callable[[EntryPoint], Any] = _load,
+        unknown: tuple[str, str] = ("unknown {kind} {name!r}; known: {known}", "use one of the names known"),
+    ) -> None:
         self.kind, self.group, self.builtins = kind, group, builtins
         self._make, self._check, self._load, self._unknown = make, check, load, unknown
         self._entries: dict[str, T] = {}
@@ -129,15 +135,18 @@ class Registry(Generic[T]):
                 try:
                     obj = self._load(ep)
                 except Unloadable as e:
-                    raise ConfigError(f"{where} cannot be loaded: {e}",
-                                      hint="reinstall or uninstall the package that offers it") from None
+                    raise ConfigError(
+                        f"{where} cannot be loaded: {e}", hint="reinstall or uninstall the package that offers it"
+                    ) from None
                 try:
                     self.add(name, obj)
                 except NotOfKind as e:
                     raise ConfigError(f"{where} {e.problem}", hint=e.hint) from None
                 except Exception as e:  # making the entry (e.g. instantiating a loader class) failed
-                    raise ConfigError(f"{where} cannot be loaded: {type(e).__name__}: {e}",
-                                      hint="reinstall or uninstall the package that offers it") from None
+                    raise ConfigError(
+                        f"{where} cannot be loaded: {type(e).__name__}: {e}",
+                        hint="reinstall or uninstall the package that offers it",
+                    ) from None
                 break
             else:
                 self._absent.add(name)
@@ -150,8 +159,12 @@ class Registry(Generic[T]):
         """The entry ``name`` (as ``find``); a ConfigError naming the known ones when there is none."""
         entry = self.find(name)
         if entry is None:
-            fields = {"kind": self.kind, "name": name, "known": ", ".join(sorted(self.names())) or "(none)",
-                      "group": self.group}
+            fields = {
+                "kind": self.kind,
+                "name": name,
+                "known": ", ".join(sorted(self.names())) or "(none)",
+                "group": self.group,
+            }
             message, hint = self._unknown
             raise ConfigError(message.format(**fields), hint=hint.format(**fields))
         return entry

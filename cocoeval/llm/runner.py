@@ -49,8 +49,13 @@ from .workers import WorkerPool, raise_reply, worker_module
 class Runner:
     """Runs calls through providers, the cache and the limits. Reusable across runs."""
 
-    def __init__(self, config: LLMConfig | None = None, *, cache: CallCache | None = None,
-                 journal: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        config: LLMConfig | None = None,
+        *,
+        cache: CallCache | None = None,
+        journal: str | os.PathLike[str] | None = None,
+    ) -> None:
         """``journal``: a file each call that may have paid is appended to as it is counted
         (``Ledger.journal``), so that what a killed process paid is known afterwards."""
         self.config = config or LLMConfig()
@@ -133,10 +138,13 @@ class Runner:
             if was is None:
                 bar.update(1)
             t = self.ledger.totals()
-            bar.set_postfix(hits=counts["hits"], failed=counts["failed"],
-                            tok=f"{t['input_tokens'] - before['input_tokens']}/"
-                                f"{t['output_tokens'] - before['output_tokens']}",
-                            usd=f"{t['cost_usd'] - before['cost_usd']:.4f}", refresh=False)
+            bar.set_postfix(
+                hits=counts["hits"],
+                failed=counts["failed"],
+                tok=f"{t['input_tokens'] - before['input_tokens']}/{t['output_tokens'] - before['output_tokens']}",
+                usd=f"{t['cost_usd'] - before['cost_usd']:.4f}",
+                refresh=False,
+            )
 
         identities: dict[str, tuple[dict, str]] = {}
 
@@ -150,8 +158,13 @@ class Runner:
                 identities[call.model] = (identity, canonical_json(identity))
             identity, identity_json = identities[call.model]
             key, request_json = keyed_request(identity_json, prepared)
-            return prov, prepared, dropped, (identity, identity_json, request_json), {
-                "key": key, "model": call.model, "stage": call.stage, "tag": call.tag}
+            return (
+                prov,
+                prepared,
+                dropped,
+                (identity, identity_json, request_json),
+                {"key": key, "model": call.model, "stage": call.stage, "tag": call.tag},
+            )
 
         def from_cache(i: int, call: Call, base: dict) -> bool:
             stored = self.cache.get(base["key"])
@@ -164,8 +177,13 @@ class Runner:
                 return False
             res = CallResult(**base, status="ok", cache_hit=True, cost_usd=0.0, response=resp)
             # paid before (an earlier run, another process): re-used, at what it cost then
-            self.ledger.add(call.stage, call.model, None if base["key"] in self._paid else resp.usage, cache_hit=True,
-                            batch=resp.batch_id is not None)
+            self.ledger.add(
+                call.stage,
+                call.model,
+                None if base["key"] in self._paid else resp.usage,
+                cache_hit=True,
+                batch=resp.batch_id is not None,
+            )
             done(i, res)
             return True
 
@@ -208,8 +226,9 @@ class Runner:
                         parked.discard(key)
                         make_ready(call, prov)
                         async with first_of_group(call.model, prepared.cache_group):
-                            res = await self._send(prov, prepared, dropped, base, identity, call, sem, rpm, tpm,
-                                                   pool, at_worker)
+                            res = await self._send(
+                                prov, prepared, dropped, base, identity, call, sem, rpm, tpm, pool, at_worker
+                            )
                         let_go(key, res.status == "failed")
                         done(i, res)
                 parked.discard(key)
@@ -278,14 +297,30 @@ class Runner:
             let_go(p.key, isinstance(answer, CallError))
             for n, (i, call, base) in enumerate(p.waiters):
                 if isinstance(answer, CallError):  # a refused request of a batch is billed once, at the batch price
-                    cost = self.ledger.add(call.stage, call.model, answer.usage if n == 0 else None, cache_hit=False,
-                                           failed=True, batch=True)
-                    done(i, CallResult(**base, status="failed", reason=answer.reason, detail=answer.detail[:500],
-                                       cost_usd=cost, failed_usage=answer.usage if n == 0 else None))
+                    cost = self.ledger.add(
+                        call.stage,
+                        call.model,
+                        answer.usage if n == 0 else None,
+                        cache_hit=False,
+                        failed=True,
+                        batch=True,
+                    )
+                    done(
+                        i,
+                        CallResult(
+                            **base,
+                            status="failed",
+                            reason=answer.reason,
+                            detail=answer.detail[:500],
+                            cost_usd=cost,
+                            failed_usage=answer.usage if n == 0 else None,
+                        ),
+                    )
                     continue
                 self._paid.add(p.key)
-                cost = self.ledger.add(call.stage, call.model, answer.usage if n == 0 else None, cache_hit=n > 0,
-                                       batch=True)
+                cost = self.ledger.add(
+                    call.stage, call.model, answer.usage if n == 0 else None, cache_hit=n > 0, batch=True
+                )
                 done(i, CallResult(**base, status="ok", response=answer, cost_usd=cost, cache_hit=n > 0))
 
         def batch_status(text: str) -> None:
@@ -307,9 +342,16 @@ class Runner:
             batch_task = None
             async with asyncio.TaskGroup() as tg:
                 if batched and store is not None:
-                    batch_task = tg.create_task(run_batches(
-                        list(batched.values()), store, poll_s=cfg.batch_poll_s,
-                        max_requests=cfg.batch_max_requests, finish=settle, status=batch_status))
+                    batch_task = tg.create_task(
+                        run_batches(
+                            list(batched.values()),
+                            store,
+                            poll_s=cfg.batch_poll_s,
+                            max_requests=cfg.batch_max_requests,
+                            finish=settle,
+                            status=batch_status,
+                        )
+                    )
                 # twice the concurrency: calls waiting for the first of their prompt-cache group
                 # hold a worker, not a sending slot (sends are limited to ``concurrency`` by sem)
                 for _ in range(min(2 * cfg.concurrency, len(live))):
@@ -336,10 +378,20 @@ class Runner:
             raise RuntimeError(f"internal error: {len(missing)} call(s) got no result (first: {calls[missing[0]].tag})")
         return results  # type: ignore[return-value]
 
-    async def _send(self, prov: Provider, prepared: GenerateRequest, dropped: list[str], base: dict,
-                    identity: tuple[dict, str, str], call: Call, sem: asyncio.Semaphore,
-                    rpm: AsyncLimiter | None, tpm: AsyncLimiter | None, pool: WorkerPool | None,
-                    at_worker: set[str]) -> CallResult:
+    async def _send(
+        self,
+        prov: Provider,
+        prepared: GenerateRequest,
+        dropped: list[str],
+        base: dict,
+        identity: tuple[dict, str, str],
+        call: Call,
+        sem: asyncio.Semaphore,
+        rpm: AsyncLimiter | None,
+        tpm: AsyncLimiter | None,
+        pool: WorkerPool | None,
+        at_worker: set[str],
+    ) -> CallResult:
         async with sem:
             module = worker_module(prov) if pool is not None else None
             if pool is not None and module is not None:  # limits are taken when a call can go out
@@ -354,8 +406,9 @@ class Runner:
             self.sent += 1
             if pool is not None and module is not None:
                 at_worker.add(base["key"])
-                reply = await pool.call(prov, module, call.stage, prepared, dropped, base["key"],
-                                        identity[1], identity[2])
+                reply = await pool.call(
+                    prov, module, call.stage, prepared, dropped, base["key"], identity[1], identity[2]
+                )
                 at_worker.discard(base["key"])
                 return self._from_worker(reply, base, call)
             with track() as attempts:
@@ -363,17 +416,36 @@ class Runner:
                     resp = await prov.generate(prepared)
                 except CallError as e:  # what it billed (a refusal's usage, lost attempts) counts
                     lost = attempts.lost(e)
-                    cost = self.ledger.add(call.stage, call.model, e.usage, cache_hit=False, failed=True,
-                                           lost_attempts=lost, lost_input_tokens=lost * request_tokens(prepared))
-                    return CallResult(**base, status="failed", reason=e.reason, detail=e.detail[:500],
-                                      cost_usd=cost, failed_usage=e.usage)
+                    cost = self.ledger.add(
+                        call.stage,
+                        call.model,
+                        e.usage,
+                        cache_hit=False,
+                        failed=True,
+                        lost_attempts=lost,
+                        lost_input_tokens=lost * request_tokens(prepared),
+                    )
+                    return CallResult(
+                        **base,
+                        status="failed",
+                        reason=e.reason,
+                        detail=e.detail[:500],
+                        cost_usd=cost,
+                        failed_usage=e.usage,
+                    )
         resp.dropped_params = dropped
         # persisted the moment it completes
         self.cache.put(base["key"], identity[1], identity[2], resp.model_dump(mode="json"))
         self._paid.add(base["key"])
         lost = attempts.lost()
-        cost = self.ledger.add(call.stage, call.model, resp.usage, cache_hit=False, lost_attempts=lost,
-                               lost_input_tokens=lost * request_tokens(prepared))
+        cost = self.ledger.add(
+            call.stage,
+            call.model,
+            resp.usage,
+            cache_hit=False,
+            lost_attempts=lost,
+            lost_input_tokens=lost * request_tokens(prepared),
+        )
         return CallResult(**base, status="ok", response=resp, cost_usd=cost)
 
     def claims(self) -> Claims | None:
@@ -391,8 +463,13 @@ class Runner:
                 if (bound := method()) is not None:
                     bound(reply, stage, model)
 
-            self._pool = WorkerPool(self.config.processes, cache=self.cache, max_retries=self.config.max_retries,
-                                    timeout_s=self.config.timeout_s, account=account)
+            self._pool = WorkerPool(
+                self.config.processes,
+                cache=self.cache,
+                max_retries=self.config.max_retries,
+                timeout_s=self.config.timeout_s,
+                account=account,
+            )
             weakref.finalize(self, self._pool.close, 5.0)  # workers end with a Runner nobody holds
         return self._pool
 
@@ -420,9 +497,14 @@ class Runner:
         if resp is not None:
             return CallResult(**base, status="ok", response=resp, cost_usd=cost)
         if "error" in reply:
-            return CallResult(**base, status="failed", reason=reply["error"]["reason"],
-                              detail=str(reply["error"]["detail"])[:500], cost_usd=cost,
-                              failed_usage=Usage.model_validate(reply["usage"]) if reply.get("usage") else None)
+            return CallResult(
+                **base,
+                status="failed",
+                reason=reply["error"]["reason"],
+                detail=str(reply["error"]["detail"])[:500],
+                cost_usd=cost,
+                failed_usage=Usage.model_validate(reply["usage"]) if reply.get("usage") else None,
+            )
         raise_reply(reply, f"{call.model} ({call.tag})")
 
     def close(self) -> None:
@@ -430,7 +512,8 @@ class Runner:
         in progress, whose answers still have to be cached."""
         if self._active:
             logging.getLogger(__name__).warning(
-                "Runner.close() while %d run(s) are in progress: left open; close it after they end", self._active)
+                "Runner.close() while %d run(s) are in progress: left open; close it after they end", self._active
+            )
             return
         busy: list[int] = []
         if self._pool is not None:

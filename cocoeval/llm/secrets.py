@@ -34,8 +34,13 @@ _installed = False
 
 _PATTERNS = (
     # header or field with a credential value: api-key: X, "x-api-key": "X", Authorization: Bearer X
-    (re.compile(r"(?i)(?<![a-z0-9])((?:x-)?api[-_]?key|authorization|access[-_]?token|secret[-_]?key)"
-                r"""(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"',;&}\[\]]{6,}"""), rf"\1\2{MASK}"),
+    (
+        re.compile(
+            r"(?i)(?<![a-z0-9])((?:x-)?api[-_]?key|authorization|access[-_]?token|secret[-_]?key)"
+            r"""(["']?\s*[:=]\s*["']?)(?:(?:bearer|basic)\s+)?[^\s"',;&}\[\]]{6,}"""
+        ),
+        rf"\1\2{MASK}",
+    ),
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}"), rf"\1 {MASK}"),
     (re.compile(r"\bsk-[A-Za-z0-9_-]{12,}"), MASK),  # OpenAI (sk-, sk-proj-), Anthropic (sk-ant-)
     (re.compile(r"(?i)([?&](?:api[-_]?)?key=)[^&\s\"'#]+"), rf"\1{MASK}"),
@@ -46,8 +51,10 @@ _PATTERNS = (
 
 _KEY_NAME_PARTS = ("key", "token", "secret", "passw", "pwd", "auth", "credential", "signature")
 _KEY_NAMES = {"sig", "code", "pass", "bearer"}
-_KEY_PREFIXES = re.compile(r"(?:(?:sk|gsk|xai|hf|ghp|gho|ghu|ghs|github_pat|glpat|nvapi|pplx|r8|fw)[-_]|AIza)"
-                           r"[A-Za-z0-9_-]{12,}")
+_KEY_PREFIXES = re.compile(
+    r"(?:(?:sk|gsk|xai|hf|ghp|gho|ghu|ghs|github_pat|glpat|nvapi|pplx|r8|fw)[-_]|AIza)"
+    r"[A-Za-z0-9_-]{12,}"
+)
 _MIXED_RUN = re.compile(r"[A-Za-z0-9]{24,}")
 _HEX_RUN = re.compile(r"(?i)[0-9a-f]{40,}")
 
@@ -76,8 +83,9 @@ def key_shaped(text: str) -> bool:
     text = unquote(text)
     if _KEY_PREFIXES.match(text) or _HEX_RUN.search(text):
         return True
-    return any(re.search(r"[a-z]", r) and re.search(r"[A-Z]", r) and re.search(r"[0-9]", r)
-               for r in _MIXED_RUN.findall(text))
+    return any(
+        re.search(r"[a-z]", r) and re.search(r"[A-Z]", r) and re.search(r"[0-9]", r) for r in _MIXED_RUN.findall(text)
+    )
 
 
 def url_secrets(url: str) -> list[str]:
@@ -183,6 +191,7 @@ def install_log_redaction() -> None:
 
 # -- where a key may go --------------------------------------------------------------------------
 
+
 def is_loopback(host: str) -> bool:
     if host.lower() in ("localhost", "localhost."):
         return True
@@ -208,8 +217,16 @@ def own_host(url: str, hosts: tuple[str, ...]) -> bool:
     return any(host.endswith(h) if h.startswith(".") else host == h for h in hosts)
 
 
-def key_env_for(spec: str, *, default_env: str, base_url: str | None, hosts: tuple[str, ...],
-                key_env: str | None, any_host: bool = False, other: str | None = None) -> str:
+def key_env_for(
+    spec: str,
+    *,
+    default_env: str,
+    base_url: str | None,
+    hosts: tuple[str, ...],
+    key_env: str | None,
+    any_host: bool = False,
+    other: str | None = None,
+) -> str:
     """The variable whose value may be sent with a call of ``spec`` to ``base_url``.
 
     - No ``@URL`` (the SDK's own endpoint, or one the user set in the environment, such as
@@ -221,15 +238,18 @@ def key_env_for(spec: str, *, default_env: str, base_url: str | None, hosts: tup
       llama-cpp-server), their own ``default_env``. Otherwise a ConfigError that says how to fix
       (``other``: the provider to suggest for other servers of the same wire format).
     """
-    trusted = (base_url is None or own_host(base_url, hosts)
-               or (os.environ.get(LOOPBACK_OPT_IN) == "1" and is_loopback(host_of(base_url))))
+    trusted = (
+        base_url is None
+        or own_host(base_url, hosts)
+        or (os.environ.get(LOOPBACK_OPT_IN) == "1" and is_loopback(host_of(base_url)))
+    )
     if key_env is not None:
         if not trusted and key_env in PROVIDER_KEY_VARS:
             raise ConfigError(
                 f"model spec {spec!r}: {key_env} is a provider's own key and is sent only to that "
                 f"provider's hosts, not to {host_of(base_url or '') or base_url}",
-                hint="put the key this server should get in a variable of its own and name it: "
-                     "?key_env=MY_SERVER_KEY")
+                hint="put the key this server should get in a variable of its own and name it: ?key_env=MY_SERVER_KEY",
+            )
         note_key_env(key_env)
         return key_env
     if trusted or any_host:
@@ -242,5 +262,5 @@ def key_env_for(spec: str, *, default_env: str, base_url: str | None, hosts: tup
     raise ConfigError(
         f"model spec {spec!r}: {default_env} is sent only to {provider}'s own hosts "
         f"({', '.join(h.lstrip('.') for h in hosts)}), not to {host_of(base_url or '') or base_url}",
-        hint=f"{'; or '.join(fixes)}; a local proxy on 127.0.0.1/localhost may get the key with "
-             f"{LOOPBACK_OPT_IN}=1")
+        hint=f"{'; or '.join(fixes)}; a local proxy on 127.0.0.1/localhost may get the key with {LOOPBACK_OPT_IN}=1",
+    )

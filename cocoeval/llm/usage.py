@@ -56,11 +56,15 @@ class PriceTable(BaseModel):
         try:
             return cls.model_validate(yaml_safe_load(p.read_text(encoding="utf-8")))
         except DuplicateKeyError as e:  # a model listed twice would keep the last price silently
-            raise InputError(f"duplicate key {e.key!r} at line {e.line} (first at line {e.first_line})", file=str(p),
-                             hint="give each model once") from None
+            raise InputError(
+                f"duplicate key {e.key!r} at line {e.line} (first at line {e.first_line})",
+                file=str(p),
+                hint="give each model once",
+            ) from None
         except Exception as e:
-            raise InputError(f"not a valid price table ({e})", file=str(p),
-                             hint="see cocoeval/llm/prices.yaml for the shape") from None
+            raise InputError(
+                f"not a valid price table ({e})", file=str(p), hint="see cocoeval/llm/prices.yaml for the shape"
+            ) from None
 
     def price_for(self, model_spec: str) -> Price | None:
         """Price of a model (None when unknown); free for in-process/self-hosted providers."""
@@ -75,8 +79,11 @@ class PriceTable(BaseModel):
         if cls is not None and cls.billing == "free":
             return Price(input=0, cached_input=0, output=0)
         name = spec.model.split("/")[-1]
-        best = max((k for k in self.models if name.startswith(k) and _SNAPSHOT.fullmatch(name[len(k):])),
-                   key=len, default=None)
+        best = max(
+            (k for k in self.models if name.startswith(k) and _SNAPSHOT.fullmatch(name[len(k) :])),
+            key=len,
+            default=None,
+        )
         return self.models[best] if best else None
 
     def cost(self, model_spec: str, usage: Usage, *, batch: bool = False) -> float | None:
@@ -89,8 +96,12 @@ class PriceTable(BaseModel):
         written = min(usage.cache_write_tokens, max(usage.input_tokens - usage.cached_input_tokens, 0))
         fresh = max(usage.input_tokens - usage.cached_input_tokens - written, 0)
         write = p.input if p.cache_write is None else p.cache_write
-        usd = (fresh * p.input + usage.cached_input_tokens * p.cached_input + written * write
-               + usage.output_tokens * p.output) / 1e6
+        usd = (
+            fresh * p.input
+            + usage.cached_input_tokens * p.cached_input
+            + written * write
+            + usage.output_tokens * p.output
+        ) / 1e6
         return usd * (self.batch_discount if batch else 1.0)
 
 
@@ -133,6 +144,7 @@ def request_tokens(request: GenerateRequest) -> int:
 
 # ------------------------------------------------------------------ ledgers
 
+
 class Ledger:
     """Usage and cost totals by (stage, model), billed by the provider's rules: cached input at
     the cached rate, cache writes at the cache-write rate (``Price``), as the answers report them.
@@ -155,10 +167,23 @@ class Ledger:
     counts in ``cost_unknown_calls`` (its cost is unknown, never $0); a warning names the first
     of each stage and model."""
 
-    FIELDS = ("calls", "cache_hits", "failed", "input_tokens", "cached_input_tokens", "cache_write_tokens",
-              "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens",
-              "reused_calls", "reused_input_tokens", "reused_output_tokens", "reused_cost_unknown_calls",
-              "usage_unknown_calls")
+    FIELDS = (
+        "calls",
+        "cache_hits",
+        "failed",
+        "input_tokens",
+        "cached_input_tokens",
+        "cache_write_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "lost_attempts",
+        "lost_input_tokens",
+        "reused_calls",
+        "reused_input_tokens",
+        "reused_output_tokens",
+        "reused_cost_unknown_calls",
+        "usage_unknown_calls",
+    )
 
     def __init__(self, prices: PriceTable | None = None, journal: str | os.PathLike[str] | None = None) -> None:
         self.prices = prices or PriceTable.load()
@@ -190,8 +215,13 @@ class Ledger:
                     return ""
         except FileNotFoundError:
             return ""
-        return "\n" + json.dumps({"torn_line_above": True, "invocation": self.invocation, "at": round(time.time(), 3)},
-                                  sort_keys=True) + "\n"
+        return (
+            "\n"
+            + json.dumps(
+                {"torn_line_above": True, "invocation": self.invocation, "at": round(time.time(), 3)}, sort_keys=True
+            )
+            + "\n"
+        )
 
     def _write_journal(self, stage: str, model: str, before: dict[str, Any]) -> None:
         after = self._rows[(stage, model)]
@@ -206,13 +236,21 @@ class Ledger:
             except OSError as e:  # the run goes on; what it paid is still in usage.json at its end
                 logging.getLogger(__name__).warning(
                     "cannot append to the usage journal %s (%s): a kill of this process would lose its usage; "
-                    "no more lines are written", self.journal, e.strerror or e)
+                    "no more lines are written",
+                    self.journal,
+                    e.strerror or e,
+                )
                 self._journal_tail_checked = True
                 self.journal = None
 
     def _zero(self) -> dict[str, Any]:
-        return {**dict.fromkeys(self.FIELDS, 0), "cost_usd": 0.0, "lost_cost_usd": 0.0, "cost_unknown_calls": 0,
-                "reused_cost_usd": 0.0}
+        return {
+            **dict.fromkeys(self.FIELDS, 0),
+            "cost_usd": 0.0,
+            "lost_cost_usd": 0.0,
+            "cost_unknown_calls": 0,
+            "reused_cost_usd": 0.0,
+        }
 
     def add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, **kw: Any) -> float | None:
         """``_add``, and the line of a call that may have paid in the journal (when one is kept)."""
@@ -223,8 +261,18 @@ class Ledger:
         self._write_journal(stage, model, before)
         return cost
 
-    def _add(self, stage: str, model: str, usage: Usage | None, *, cache_hit: bool, failed: bool = False,
-             batch: bool = False, lost_attempts: int = 0, lost_input_tokens: int = 0) -> float | None:
+    def _add(
+        self,
+        stage: str,
+        model: str,
+        usage: Usage | None,
+        *,
+        cache_hit: bool,
+        failed: bool = False,
+        batch: bool = False,
+        lost_attempts: int = 0,
+        lost_input_tokens: int = 0,
+    ) -> float | None:
         """Record one call; returns what it cost (0 for cache hits and for a failed call that billed
         nothing, None when a price it needs is unknown), the attempts it lost included. A failed
         call's ``usage`` (a refusal, a content filter: the provider bills them) counts like an
@@ -263,8 +311,11 @@ class Ledger:
             if row["usage_unknown_calls"] == 1:
                 logging.getLogger(__name__).warning(
                     "%s (%s): %s; its tokens are not counted and its cost is unknown (this warning is given "
-                    "once per stage and model; usage.json counts them in usage_unknown_calls)", model, stage,
-                    usage.unknown)
+                    "once per stage and model; usage.json counts them in usage_unknown_calls)",
+                    model,
+                    stage,
+                    usage.unknown,
+                )
         elif usage is not None:
             row["input_tokens"] += usage.input_tokens
             row["cached_input_tokens"] += usage.cached_input_tokens
@@ -305,8 +356,7 @@ def _not_a_file(path: Path) -> str | None:
         return None
     if stat.S_ISREG(mode):
         return None
-    return ("a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode)
-            else "a device or socket")
+    return "a folder" if stat.S_ISDIR(mode) else "a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device or socket"
 
 
 def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -356,8 +406,12 @@ def journal_totals(path: str | Path, unreadable: list[int] | None = None) -> dic
     except FileNotFoundError:
         return out
     except OSError as e:
-        log.warning("warning: the usage journal %s cannot be read (%s): what invocations killed before their "
-                    "usage.json paid is not counted", path, e.strerror or e)
+        log.warning(
+            "warning: the usage journal %s cannot be read (%s): what invocations killed before their "
+            "usage.json paid is not counted",
+            path,
+            e.strerror or e,
+        )
         if unreadable is not None:
             unreadable.append(0)
         return out
@@ -383,8 +437,11 @@ def journal_totals(path: str | Path, unreadable: list[int] | None = None) -> dic
     for i, (ln, d) in enumerate(zip(lines, parsed, strict=True)):
         if isinstance(d, dict) and d.get("torn_line_above") is True:
             continue
-        problem = (f"not JSON ({(str(d).splitlines() or [type(d).__name__])[0][:80]})" if isinstance(d, Exception)
-                   else _journal_line_problem(d))
+        problem = (
+            f"not JSON ({(str(d).splitlines() or [type(d).__name__])[0][:80]})"
+            if isinstance(d, Exception)
+            else _journal_line_problem(d)
+        )
         if problem is not None:
             if not ln.strip() and i < len(lines) - 1:
                 problem = "an empty line"
@@ -401,7 +458,11 @@ def journal_totals(path: str | Path, unreadable: list[int] | None = None) -> dic
     for n, problem in bad:
         log.warning(
             "warning: %s line %d is not a usage journal line (%s): it is not counted (what that call paid is missing "
-            "from all_invocations) and is left in the file", path, n, problem)
+            "from all_invocations) and is left in the file",
+            path,
+            n,
+            problem,
+        )
     if unreadable is not None:
         unreadable.extend(n for n, _ in bad)
     return out
@@ -416,8 +477,13 @@ class Estimate(BaseModel):
     token_method: str
 
 
-def estimate(calls: Iterable[tuple[str, GenerateRequest]], *, prices: PriceTable | None = None,
-             expected_output_tokens: int | None = None, batch: bool = False) -> Estimate:
+def estimate(
+    calls: Iterable[tuple[str, GenerateRequest]],
+    *,
+    prices: PriceTable | None = None,
+    expected_output_tokens: int | None = None,
+    batch: bool = False,
+) -> Estimate:
     """Forecast tokens and cost of (model spec, request) pairs before sending anything.
     Output tokens: ``expected_output_tokens`` per call, else each request's max_tokens."""
     prices = prices or PriceTable.load()

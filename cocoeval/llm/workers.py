@@ -71,9 +71,10 @@ def raise_reply(reply: dict[str, Any], what: str) -> NoReturn:
         fatal = reply["fatal"]
         cls = ConfigError if fatal.get("type") == "ConfigError" else FatalLLMError
         raise cls(fatal["message"], hint=fatal["hint"])
-    raise WorkerError(f"a worker process failed on {what}: {reply.get('crash')}",
-                      hint="this is a bug in cocoeval or the provider; set llm.processes: 1 to see it "
-                           "in this process")
+    raise WorkerError(
+        f"a worker process failed on {what}: {reply.get('crash')}",
+        hint="this is a bug in cocoeval or the provider; set llm.processes: 1 to see it in this process",
+    )
 
 
 def _surroundings() -> tuple:
@@ -105,7 +106,11 @@ class _Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_ROOT, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", "from cocoeval.llm._worker_main import main; main()", json.dumps(config)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, start_new_session=True)
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
         self.account = account
         self.pending: dict[int, tuple[asyncio.Future, str, str]] = {}
         """Calls of the current run: id -> (future, stage, model)."""
@@ -125,9 +130,11 @@ class _Worker:
         loop = asyncio.get_running_loop()
         assert self.proc.stdout is not None and self.proc.stdin is not None
         rt, _ = await loop.connect_read_pipe(
-            lambda: _Reader(self), os.fdopen(self.proc.stdout.fileno(), "rb", buffering=0, closefd=False))
+            lambda: _Reader(self), os.fdopen(self.proc.stdout.fileno(), "rb", buffering=0, closefd=False)
+        )
         wt, _ = await loop.connect_write_pipe(
-            asyncio.Protocol, os.fdopen(self.proc.stdin.fileno(), "wb", buffering=0, closefd=False))
+            asyncio.Protocol, os.fdopen(self.proc.stdin.fileno(), "wb", buffering=0, closefd=False)
+        )
         self.writer = wt
         self.transports = [rt, wt]
 
@@ -178,14 +185,20 @@ class _Worker:
                 break
             await asyncio.sleep(0.02)
         code = self.proc.poll()
-        self.fail(f"worker process {self.proc.pid} exited" + (f" with code {code}" if code is not None else "")
-                  + " (its error output, if any, went to this process's standard error)")
+        self.fail(
+            f"worker process {self.proc.pid} exited"
+            + (f" with code {code}" if code is not None else "")
+            + " (its error output, if any, went to this process's standard error)"
+        )
 
     def fail(self, why: str) -> None:
         self.dead = True
         self.why = why
-        err = WorkerError(why, hint="calls it completed are cached; re-run to send the rest "
-                                    "(or set llm.processes: 1 to send from this process)")
+        err = WorkerError(
+            why,
+            hint="calls it completed are cached; re-run to send the rest "
+            "(or set llm.processes: 1 to send from this process)",
+        )
         for fut, _, _ in self.pending.values():
             if not fut.done():
                 fut.set_exception(err)
@@ -194,8 +207,10 @@ class _Worker:
 
     def send(self, n: int, fields: str, stage: str, model: str) -> asyncio.Future:
         if self.dead or self.writer is None:
-            raise WorkerError(f"worker process {self.proc.pid} is gone",
-                              hint="calls it completed are cached; re-run to send the rest (a new worker replaces it)")
+            raise WorkerError(
+                f"worker process {self.proc.pid} is gone",
+                hint="calls it completed are cached; re-run to send the rest (a new worker replaces it)",
+            )
         fut = asyncio.get_running_loop().create_future()
         self.pending[n] = (fut, stage, model)
         self.writer.write(f'{{"id":{n},{fields}}}\n'.encode())
@@ -212,8 +227,9 @@ class _Worker:
 class WorkerPool:
     """``n`` worker processes, started on first use; a call goes to the one with least in flight."""
 
-    def __init__(self, n: int, *, cache: CallCache, max_retries: int, timeout_s: float,
-                 account: Callable[[dict, str, str], None]) -> None:
+    def __init__(
+        self, n: int, *, cache: CallCache, max_retries: int, timeout_s: float, account: Callable[[dict, str, str], None]
+    ) -> None:
         self.n = n
         self.cache = cache
         self.max_retries, self.timeout_s = max_retries, timeout_s
@@ -237,9 +253,11 @@ class WorkerPool:
         workers (nothing is started until its first call)."""
         loop = asyncio.get_running_loop()
         if self._loop is not None and self._loop is not loop:
-            raise WorkerError("this Runner's worker processes are serving a run on another event loop "
-                              "(or an interrupted run is still finishing)",
-                              hint="use one Runner per thread, or wait for the other run to end")
+            raise WorkerError(
+                "this Runner's worker processes are serving a run on another event loop "
+                "(or an interrupted run is still finishing)",
+                hint="use one Runner per thread, or wait for the other run to end",
+            )
         self._loop = loop
         self._users += 1
         if self._lock is None:
@@ -284,21 +302,29 @@ class WorkerPool:
                 for w in self.workers:
                     w.disconnect()
                     w.end_input()
-                log.info("restarting the worker processes: the environment, import path or working "
-                         "directory has changed")
+                log.info(
+                    "restarting the worker processes: the environment, import path or working directory has changed"
+                )
                 self.workers = []
             if not self.workers:
                 self._started_in = _surroundings()
-                self._config = {"cache": str(self.cache.path) if self.cache.path else None,
-                                "policy": self.cache.policy, "max_retries": self.max_retries,
-                                "timeout_s": self.timeout_s, "sys_path": [p for p in sys.path if p]}
+                self._config = {
+                    "cache": str(self.cache.path) if self.cache.path else None,
+                    "policy": self.cache.policy,
+                    "max_retries": self.max_retries,
+                    "timeout_s": self.timeout_s,
+                    "sys_path": [p for p in sys.path if p],
+                }
                 self.workers, self._ready = [self._start() for _ in range(self.n)], set()
             await self._connect_pipes()
             await self._wait_for_orphans()
             for i, w in enumerate(self.workers):  # one that died or failed is replaced
                 if w.dead or w.proc.poll() is not None:
-                    log.warning("worker process %d had stopped (%s); starting another", w.proc.pid,
-                                w.why or f"exit code {w.proc.poll()}")
+                    log.warning(
+                        "worker process %d had stopped (%s); starting another",
+                        w.proc.pid,
+                        w.why or f"exit code {w.proc.poll()}",
+                    )
                     w.disconnect()
                     w.end_input()
                     self.workers[i], self._ready = self._start(), set()
@@ -324,8 +350,9 @@ class WorkerPool:
             if time.monotonic() > deadline:
                 for w in self.workers:
                     if w.orphans:
-                        log.warning("worker process %d did not finish %d call(s) in time: replaced",
-                                    w.proc.pid, len(w.orphans))
+                        log.warning(
+                            "worker process %d did not finish %d call(s) in time: replaced", w.proc.pid, len(w.orphans)
+                        )
                         w.fail("it did not finish the calls of a stopped run in time")
                 break
             await asyncio.sleep(0.02)
@@ -353,18 +380,33 @@ class WorkerPool:
                 raise_reply(reply, model)
         self._ready.add(model)
 
-    async def call(self, prov: Provider, module: str, stage: str, prepared: GenerateRequest,
-                   dropped: list[str], key: str, identity_json: str, request_json: str) -> dict[str, Any]:
+    async def call(
+        self,
+        prov: Provider,
+        module: str,
+        stage: str,
+        prepared: GenerateRequest,
+        dropped: list[str],
+        key: str,
+        identity_json: str,
+        request_json: str,
+    ) -> dict[str, Any]:
         """Send one prepared request through the worker with least in flight; its reply (see the
         module docstring)."""
         model = str(prov.spec)
         await self.prepare(model, module)
         worker = min(self.workers, key=lambda w: len(w.pending))
         worker.sent += 1
-        fut = self._send(worker, (
-            f'"model":{json.dumps(model)},"module":{json.dumps(module)},"key":"{key}",'
-            f'"dropped":{json.dumps(dropped)},"identity":{json.dumps(identity_json)},'
-            f'"request_json":{json.dumps(request_json)},"request":{prepared.model_dump_json()}'), stage, model)
+        fut = self._send(
+            worker,
+            (
+                f'"model":{json.dumps(model)},"module":{json.dumps(module)},"key":"{key}",'
+                f'"dropped":{json.dumps(dropped)},"identity":{json.dumps(identity_json)},'
+                f'"request_json":{json.dumps(request_json)},"request":{prepared.model_dump_json()}'
+            ),
+            stage,
+            model,
+        )
         try:
             return await fut
         except asyncio.CancelledError:
@@ -393,7 +435,8 @@ class WorkerPool:
             except subprocess.TimeoutExpired:
                 busy.append(w.proc.pid)
         if busy:
-            log.info("worker process(es) %s are finishing their calls in the background; their "
-                     "answers go to the cache", busy)
+            log.info(
+                "worker process(es) %s are finishing their calls in the background; their answers go to the cache", busy
+            )
         self.workers = []
         return busy

@@ -19,8 +19,12 @@ class DuplicateKeyError(ConstructorError):
 
     def __init__(self, node: MappingNode, key: Any, key_node: Any, first_line: int) -> None:
         self.key, self.line, self.first_line = key, key_node.start_mark.line + 1, first_line
-        super().__init__("while constructing a mapping", node.start_mark,
-                         f"found duplicate key {key!r} (first given at line {first_line})", key_node.start_mark)
+        super().__init__(
+            "while constructing a mapping",
+            node.start_mark,
+            f"found duplicate key {key!r} (first given at line {first_line})",
+            key_node.start_mark,
+        )
 
 
 class UniqueKeyLoader(yaml.SafeLoader):

@@ -56,11 +56,19 @@ class Annotator:
     what is left). ``item_id`` (one target only) writes blind export ids instead of instance and
     target."""
 
-    def __init__(self, targets: Target | Sequence[Target | TargetRef], out_csv: str | Path, *,
-                 taxonomy: Taxonomy | None = None, item_id: str | None = None) -> None:
+    def __init__(
+        self,
+        targets: Target | Sequence[Target | TargetRef],
+        out_csv: str | Path,
+        *,
+        taxonomy: Taxonomy | None = None,
+        item_id: str | None = None,
+    ) -> None:
         self.targets = [targets] if isinstance(targets, Target) else list(targets)
         if not self.targets:
-            raise InputError("nothing to annotate: no targets given", hint="pass judge.targets_for(instances, continuations)")
+            raise InputError(
+                "nothing to annotate: no targets given", hint="pass judge.targets_for(instances, continuations)"
+            )
         if item_id and len(self.targets) != 1:
             raise InputError("item_id names one target; got several", hint="pass the one target of that item")
         self.out, self.item_id = Path(out_csv), item_id
@@ -71,17 +79,28 @@ class Annotator:
             self._of.setdefault(_instance_id(t), []).append(k)
         # two menus, the instance then its target (a run's every instance x target in one menu was
         # thousands of entries, and carried whole in a saved notebook's widget state)
-        self.instance = w.Dropdown(options=list(self._of), value=_instance_id(self.targets[0]), description="instance",
-                                   style=WIDE, layout=w.Layout(width="auto", min_width="320px"))
-        self.choose = w.Dropdown(options=self._choices(), value=0, description="target", style=WIDE,
-                                 layout=w.Layout(width="auto", min_width="260px"))
+        self.instance = w.Dropdown(
+            options=list(self._of),
+            value=_instance_id(self.targets[0]),
+            description="instance",
+            style=WIDE,
+            layout=w.Layout(width="auto", min_width="320px"),
+        )
+        self.choose = w.Dropdown(
+            options=self._choices(),
+            value=0,
+            description="target",
+            style=WIDE,
+            layout=w.Layout(width="auto", min_width="260px"),
+        )
         self.body = w.VBox()
         self.turns: dict[int, w.SelectMultiple] = {}
         self.none: dict[int, w.Checkbox] = {}
         """Per judged turn, the box that says it shows no behaviour."""
         self.consistency = w.Dropdown(options=SCORES, value=None, description="consistency (1-10)", style=WIDE)
-        self.collaborativeness = w.Dropdown(options=SCORES, value=None, description="collaborativeness (1-10)",
-                                            style=WIDE)
+        self.collaborativeness = w.Dropdown(
+            options=SCORES, value=None, description="collaborativeness (1-10)", style=WIDE
+        )
         self.save = w.Button(description="Save", button_style="primary")
         self.status = w.HTML()
         self._loaded_for: str | None = None
@@ -90,8 +109,16 @@ class Annotator:
         self.instance.observe(lambda _: self._on_instance(), "value")
         self.annotator.observe(lambda _: self._on_name(), "value")
         self._build()
-        self.widget = w.VBox([w.HBox([self.annotator, self.instance, self.choose]), self.body, self.consistency,
-                              self.collaborativeness, self.save, self.status])
+        self.widget = w.VBox(
+            [
+                w.HBox([self.annotator, self.instance, self.choose]),
+                self.body,
+                self.consistency,
+                self.collaborativeness,
+                self.save,
+                self.status,
+            ]
+        )
 
     @property
     def target(self) -> Target:
@@ -118,8 +145,13 @@ class Annotator:
         for i, t in enumerate(self.target.turns):
             label = w.HTML(f"<b>{i + 1}. {_e(t.speaker)}</b>: {_e(t.text)}")
             if i in self.target.judged:
-                sel = w.SelectMultiple(options=options, rows=len(options), description=f"turn {i + 1}",
-                                       style=WIDE, layout=w.Layout(width="auto", min_width="300px"))
+                sel = w.SelectMultiple(
+                    options=options,
+                    rows=len(options),
+                    description=f"turn {i + 1}",
+                    style=WIDE,
+                    layout=w.Layout(width="auto", min_width="300px"),
+                )
                 box = w.Checkbox(value=False, description=f"turn {i + 1}: {NONE} (no behaviour)", indent=False)
                 box.observe(lambda ch, sel=sel: self._ticked(sel, ch["new"]), "value")
                 self.turns[i], self.none[i] = sel, box
@@ -195,8 +227,8 @@ class Annotator:
             self.turns[i].value = tuple(b for _, b in self.turns[i].options if b in ids)
         self._loaded_for = who
         self.status.value = f"Loaded the labels {_e(who)} saved for this target in {_e(self.out)}." + (
-            f" <span style='color:#c0392b'>Not understood, left out: {_e(', '.join(unread))}.</span>"
-            if unread else "")
+            f" <span style='color:#c0392b'>Not understood, left out: {_e(', '.join(unread))}.</span>" if unread else ""
+        )
         return True
 
     def missing(self) -> list[str]:
@@ -208,8 +240,11 @@ class Annotator:
             out.append(f"turn {', '.join(map(str, unmarked))} not marked (choose its behaviours or tick {NONE})")
         if both:
             out.append(f"turn {', '.join(map(str, both))} has behaviours and {NONE} ticked (keep one)")
-        out += [f"{f} not rated" for f, d in (("consistency", self.consistency),
-                                               ("collaborativeness", self.collaborativeness)) if d.value is None]
+        out += [
+            f"{f} not rated"
+            for f, d in (("consistency", self.consistency), ("collaborativeness", self.collaborativeness))
+            if d.value is None
+        ]
         return out
 
     def _ident(self) -> dict[str, str]:
@@ -220,14 +255,25 @@ class Annotator:
     def rows(self) -> list[dict[str, Any]]:
         """The rows Save writes; InputError while something is missing (see ``missing``)."""
         if gaps := self.missing():
-            raise InputError(f"not everything is rated: {'; '.join(gaps)}", record=_label(self.target),
-                             hint=f"mark every turn (its behaviours, or {NONE}) and rate both scores")
+            raise InputError(
+                f"not everything is rated: {'; '.join(gaps)}",
+                record=_label(self.target),
+                hint=f"mark every turn (its behaviours, or {NONE}) and rate both scores",
+            )
         who = self.annotator.value.strip()
         ident = self._ident()
-        out = [{"annotator": who, **ident, "turn": i + 1, "behaviours": ";".join(sel.value) or NONE}
-               for i, sel in self.turns.items()]
-        out.append({"annotator": who, **ident, "consistency": self.consistency.value,
-                    "collaborativeness": self.collaborativeness.value})
+        out = [
+            {"annotator": who, **ident, "turn": i + 1, "behaviours": ";".join(sel.value) or NONE}
+            for i, sel in self.turns.items()
+        ]
+        out.append(
+            {
+                "annotator": who,
+                **ident,
+                "consistency": self.consistency.value,
+                "collaborativeness": self.collaborativeness.value,
+            }
+        )
         return out
 
     def _mine(self, r: dict[str, Any], who: str) -> bool:
@@ -248,8 +294,10 @@ class Annotator:
             try:
                 reader = csv.DictReader(io.StringIO(read_text(self.out)))
                 if reader.fieldnames != FIELDS:
-                    problem = (f"{self.out} has the columns {reader.fieldnames}, not the annotator's "
-                               f"{FIELDS}; choose another file")
+                    problem = (
+                        f"{self.out} has the columns {reader.fieldnames}, not the annotator's "
+                        f"{FIELDS}; choose another file"
+                    )
                 else:
                     for r in reader:
                         if self._mine(r, who):
@@ -271,6 +319,8 @@ class Annotator:
             self.status.value = f"<span style='color:#c0392b'>{_e(e)}</span>"
             return False
         again = f", replacing the {replaced} saved before" if replaced else ""
-        self.status.value = (f'<span class="cc-saved">Saved {len(self.turns) + 1} rows for {_e(who)} on '
-                             f"{_e(_label(self.target))} to {_e(self.out)}{again}.</span>")
+        self.status.value = (
+            f'<span class="cc-saved">Saved {len(self.turns) + 1} rows for {_e(who)} on '
+            f"{_e(_label(self.target))} to {_e(self.out)}{again}.</span>"
+        )
         return True

@@ -75,8 +75,9 @@ def enable_offline() -> Path | None:
 
     if alt.JupyterChart._is_offline:
         return None
-    made_of = json.dumps([alt.__version__, getattr(vlc, "__version__", None), vl_version_for_vl_convert(),
-                          jupyter_chart.load_js_src()])
+    made_of = json.dumps(
+        [alt.__version__, getattr(vlc, "__version__", None), vl_version_for_vl_convert(), jupyter_chart.load_js_src()]
+    )
     name = f"vega-bundle-{hashlib.sha256(made_of.encode()).hexdigest()[:32]}"
     try:
         folder = bundle_cache_dir()
@@ -135,21 +136,29 @@ class RunContext:
         m = self.run.manifest
         rates = invalid_rates(self.frames)
         e = md_escape
-        lines = [f"Run **{e(m.params.get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
-                 f"{e(m.status)}, cocoeval {e(m.cocoeval_version)}, taxonomy "
-                 f"{e(m.taxonomy.get('hash'))}.",
-                 f"{self.frames.instances.height} instances; setups: "  # the frames: one row per instance
-                 f"{', '.join(e(x) for x in self.run.names('continuations')) or 'none'}; judges: "
-                 f"{', '.join(e(x) for x in self.run.names('all_judgments')) or 'none'}; figures use judge "
-                 f"**{e(self.judge)}**.",
-                 "", "Invalid continuations and judgments (shown beside every statistic):", "",
-                 markdown_table(rates), "",
-                 coverage_markdown(paper_coverage(self.run), heading="###")]  # the paper's elements this run lacks
+        lines = [
+            f"Run **{e(m.params.get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
+            f"{e(m.status)}, cocoeval {e(m.cocoeval_version)}, taxonomy "
+            f"{e(m.taxonomy.get('hash'))}.",
+            f"{self.frames.instances.height} instances; setups: "  # the frames: one row per instance
+            f"{', '.join(e(x) for x in self.run.names('continuations')) or 'none'}; judges: "
+            f"{', '.join(e(x) for x in self.run.names('all_judgments')) or 'none'}; figures use judge "
+            f"**{e(self.judge)}**.",
+            "",
+            "Invalid continuations and judgments (shown beside every statistic):",
+            "",
+            markdown_table(rates),
+            "",
+            coverage_markdown(paper_coverage(self.run), heading="###"),
+        ]  # the paper's elements this run lacks
         if pipeline_check(m):
-            lines[:0] = [f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
-                         "`label: pipeline-check`: its judge-based figures and answers show that the judge path runs "
-                         "end to end, not findings. Judge-free statistics (notebook 10) are real measurements of the "
-                         "human references and of the tiny model's continuations.", ""]
+            lines[:0] = [
+                f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
+                "`label: pipeline-check`: its judge-based figures and answers show that the judge path runs "
+                "end to end, not findings. Judge-free statistics (notebook 10) are real measurements of the "
+                "human references and of the tiny model's continuations.",
+                "",
+            ]
         return "\n".join(lines)
 
     def figures_path(self, figures_dir: str | Path | None, notebook: str) -> Path:
@@ -157,8 +166,16 @@ class RunContext:
         the run's own folder (``<run>/figures``), so running a notebook changes no tracked file."""
         return (Path(figures_dir) if figures_dir else self.run_dir / "figures") / notebook
 
-    def analysis(self, name: str, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N,
-                 correction: str = "bh", **options: Any) -> Answer | None:
+    def analysis(
+        self,
+        name: str,
+        resamples: int = 1000,
+        seed: int = 0,
+        *,
+        min_n: int = inference.MIN_N,
+        correction: str = "bh",
+        **options: Any,
+    ) -> Answer | None:
         """The answer of the registered analysis ``name`` (``cocoeval.analysis.analyses``) on this run, with
         this context's frames and judge; ``options``: the analysis's own (a notebook's extra
         parameters). None: nothing to show (e.g. no judge). The process that renders the figures
@@ -166,9 +183,20 @@ class RunContext:
         from cocoeval.analysis import analyses
 
         self._rendering()
-        return analyses.compute(name, self.run, analyses.Params(
-            judge=self.judge, resamples=resamples, seed=seed, min_n=min_n, correction=correction, frames=self.frames,
-            bench_dir=self.experiment.bench_dir() if self.experiment is not None else None, options=options))
+        return analyses.compute(
+            name,
+            self.run,
+            analyses.Params(
+                judge=self.judge,
+                resamples=resamples,
+                seed=seed,
+                min_n=min_n,
+                correction=correction,
+                frames=self.frames,
+                bench_dir=self.experiment.bench_dir() if self.experiment is not None else None,
+                options=options,
+            ),
+        )
 
     def show(self, answer: Answer | None, notebook: str, figures_dir: str | Path | None = None) -> list[Path]:
         """Display the computed answer, its tables and charts (each a Vega-Lite 5 spec the
@@ -242,8 +270,10 @@ class RunContext:
             return None
         setup()
         enable_offline()  # the bundle made once, then read back from disk by every kernel
-        jc = alt.JupyterChart(charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge,
-                                                    setups=setups, selectable=True), embed_options=EMBED_OPTIONS)
+        jc = alt.JupyterChart(
+            charts.behaviour_bars(means, self.frames.taxonomy, judge=self.judge, setups=setups, selectable=True),
+            embed_options=EMBED_OPTIONS,
+        )
         viewer.link(jc)
         return jc
 
@@ -260,11 +290,15 @@ class RunContext:
 
         from .widgets import Annotator
 
-        targets = [TargetRef(iid, REFERENCE, partial(self._target, iid, REFERENCE))
-                   for iid in self.frames.instances["instance_id"].to_list()]
+        targets = [
+            TargetRef(iid, REFERENCE, partial(self._target, iid, REFERENCE))
+            for iid in self.frames.instances["instance_id"].to_list()
+        ]
         ok = self.frames.continuations.filter(pl.col("status") == "ok")
-        targets += [TargetRef(iid, name, partial(self._target, iid, name))
-                    for name, iid in ok.select("setup", "instance_id").iter_rows()]
+        targets += [
+            TargetRef(iid, name, partial(self._target, iid, name))
+            for name, iid in ok.select("setup", "instance_id").iter_rows()
+        ]
         if not targets:
             return None
         return Annotator(targets, out_csv or self.run_dir / "annotations.csv", taxonomy=self.frames.taxonomy)
@@ -278,13 +312,20 @@ class RunContext:
         if inst is None or (name != REFERENCE and c is None):
             from cocoeval.core.errors import InputError
 
-            raise InputError(f"{name} of instance {instance_id} is no longer in {self.run_dir}",
-                             hint="the run changed since it was opened: open_run it again")
+            raise InputError(
+                f"{name} of instance {instance_id} is no longer in {self.run_dir}",
+                hint="the run changed since it was opened: open_run it again",
+            )
         return reference_target(inst) if c is None else continuation_target(inst, name, c)
 
 
-def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judge: str | None = None,
-             run_if_missing: bool = False) -> RunContext:
+def open_run(
+    params_file: str | Path,
+    *,
+    run_dir: str | Path | None = None,
+    judge: str | None = None,
+    run_if_missing: bool = False,
+) -> RunContext:
     """The run a params file describes (or ``run_dir``); runs it first when asked and missing.
     In a Jupyter kernel it also sets charts up to render offline (``setup``)."""
     if _in_kernel():
@@ -295,8 +336,10 @@ def open_run(params_file: str | Path, *, run_dir: str | Path | None = None, judg
         if not run_if_missing:
             from cocoeval.core.errors import NotFoundError
 
-            raise NotFoundError(f"no run at {rd}", hint=f"run it first: cocoeval run {params_file} "
-                                "(or set run_if_missing = True in the parameters cell)")
+            raise NotFoundError(
+                f"no run at {rd}",
+                hint=f"run it first: cocoeval run {params_file} (or set run_if_missing = True in the parameters cell)",
+            )
         rd = exp.run()
     run = open_run_dir(rd, exp.taxonomy)  # read once per kernel while the run's files are unchanged; its frames too
     frames = run_frames(run, exp.taxonomy)

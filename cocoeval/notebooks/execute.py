@@ -31,9 +31,11 @@ def shipped_notebooks() -> Path:
     if nb_dir is None or not any(nb_dir.glob("*.ipynb")):
         from cocoeval.core.errors import NotFoundError
 
-        raise NotFoundError(f"no notebooks in {nb_dir or 'cocoeval.notebooks.shipped'}",
-                            hint="reinstall cocoeval (pip install -e . in a checkout: the wheel ships them as package "
-                                 "data), or write them with python -m cocoeval.notebooks.generate")
+        raise NotFoundError(
+            f"no notebooks in {nb_dir or 'cocoeval.notebooks.shipped'}",
+            hint="reinstall cocoeval (pip install -e . in a checkout: the wheel ships them as package "
+            "data), or write them with python -m cocoeval.notebooks.generate",
+        )
     return nb_dir
 
 
@@ -68,12 +70,15 @@ def _set_parameters(source: str, values: dict[str, str]) -> str:
     import re
 
     for name, value in values.items():
+
         def quoted(m: re.Match[str], v: str = value) -> str:
             return m.group(1) + json.dumps(v)
 
         source, n = re.subn(rf'^({re.escape(name)}: str = )"[^"\n]*"', quoted, source, count=1, flags=re.M)
         if n != 1:
-            raise RuntimeError(f"the notebooks' parameters cell has no {name} line")  # a bug of cocoeval.notebooks.generate
+            raise RuntimeError(
+                f"the notebooks' parameters cell has no {name} line"
+            )  # a bug of cocoeval.notebooks.generate
     return source
 
 
@@ -83,10 +88,18 @@ def notebook_jobs() -> int:
     return max(1, min(2, os.cpu_count() or 1))
 
 
-def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_dir: str | Path | None = None,
-                      notebooks_dir: str | Path | None = None, resamples: int = 1000, min_n: int = inference.MIN_N,
-                      correction: str = "bh", jobs: int | None = None,
-                      only: Sequence[str] | None = None) -> list[Path]:
+def execute_notebooks(
+    params_file: str | Path,
+    out_dir: str | Path,
+    *,
+    figures_dir: str | Path | None = None,
+    notebooks_dir: str | Path | None = None,
+    resamples: int = 1000,
+    min_n: int = inference.MIN_N,
+    correction: str = "bh",
+    jobs: int | None = None,
+    only: Sequence[str] | None = None,
+) -> list[Path]:
     """Execute every notebook headlessly with papermill on a params file's run; executed copies go
     to ``out_dir`` and figures to ``figures_dir/<notebook>/`` (default: the run's ``figures/``).
     ``jobs`` notebooks at once (default ``notebook_jobs()``; 1: one after the other in this
@@ -98,24 +111,31 @@ def execute_notebooks(params_file: str | Path, out_dir: str | Path, *, figures_d
     if jobs is not None and (isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1):
         from cocoeval.core.errors import ConfigError
 
-        raise ConfigError(f"jobs must be a whole number of at least 1, not {jobs!r}",
-                          hint="--jobs 1 runs the notebooks one after the other")
+        raise ConfigError(
+            f"jobs must be a whole number of at least 1, not {jobs!r}",
+            hint="--jobs 1 runs the notebooks one after the other",
+        )
 
     nb_dir = Path(notebooks_dir) if notebooks_dir else shipped_notebooks()
     chosen = selected(sorted(nb_dir.glob("*.ipynb")), only)  # a wrong name: nothing written
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    parameters = {"params_file": str(Path(params_file).resolve()),
-                  "figures_dir": str(Path(figures_dir).resolve()) if figures_dir else "",
-                  "resamples": resamples, "min_n": min_n, "correction": correction}
+    parameters = {
+        "params_file": str(Path(params_file).resolve()),
+        "figures_dir": str(Path(figures_dir).resolve()) if figures_dir else "",
+        "resamples": resamples,
+        "min_n": min_n,
+        "correction": correction,
+    }
     todo = [(str(nb), str(out / nb.name)) for nb in chosen]
     n = notebook_jobs() if jobs is None else jobs
     if n <= 1 or len(todo) <= 1:
         return [Path(_execute_one(nb, target, str(nb_dir), parameters)) for nb, target in todo]
     pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
     try:
-        futures: list[Future[str]] = [pool.submit(_execute_one, nb, target, str(nb_dir), parameters)
-                                      for nb, target in todo]
+        futures: list[Future[str]] = [
+            pool.submit(_execute_one, nb, target, str(nb_dir), parameters) for nb, target in todo
+        ]
         return [Path(f.result()) for f in futures]
     finally:  # after a failure: the notebooks not started are cancelled, those running end
         pool.shutdown(wait=True, cancel_futures=True)
@@ -131,9 +151,10 @@ def selected(notebooks: list[Path], only: Sequence[str] | None) -> list[Path]:
     if unknown:
         from cocoeval.core.errors import ConfigError
 
-        raise ConfigError(f"no notebook named {', '.join(map(repr, unknown))}",
-                          hint="name one as " + ", ".join(nb.stem for nb in notebooks)
-                          + " (or by its number, e.g. 05)")
+        raise ConfigError(
+            f"no notebook named {', '.join(map(repr, unknown))}",
+            hint="name one as " + ", ".join(nb.stem for nb in notebooks) + " (or by its number, e.g. 05)",
+        )
     chosen = {names[n] for n in only}
     return [nb for nb in notebooks if nb in chosen]
 
@@ -144,8 +165,15 @@ def _execute_one(nb: str, target: str, cwd: str, parameters: dict[str, Any]) -> 
 
         # written once, when it ends (or fails), not twice per cell: each write validates
         # the whole notebook (~0.05 s for 1.6 MB)
-        pm.execute_notebook(nb, target, cwd=cwd, kernel_name="python3", progress_bar=False, parameters=parameters,
-                            request_save_on_cell_execute=False)
+        pm.execute_notebook(
+            nb,
+            target,
+            cwd=cwd,
+            kernel_name="python3",
+            progress_bar=False,
+            parameters=parameters,
+            request_save_on_cell_execute=False,
+        )
     finally:  # a failed notebook is written too, with the traceback that may hold a key
         redact_outputs(Path(target))
     return target

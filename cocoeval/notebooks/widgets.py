@@ -38,6 +38,7 @@ def _e(s: Any) -> str:
 class Bar:
     """The data behind one bar of Figure 3: ``n`` instances with a valid judgment of ``target``
     (the bar's n; for the human series, the panel setup's instances), and every labelled turn."""
+
     panel: str
     series: str
     behaviour: str
@@ -73,8 +74,10 @@ class ConversationViewer:
         frames = run_frames(run, self.tax)
         self.datasets: dict[str, str] = dict(frames.instances.select("instance_id", "dataset").iter_rows())
         """{instance id: its dataset}, every instance of the run."""
-        self._status = {(iid, setup): status for setup, iid, status in
-                        frames.continuations.select("setup", "instance_id", "status").iter_rows()}
+        self._status = {
+            (iid, setup): status
+            for setup, iid, status in frames.continuations.select("setup", "instance_id", "status").iter_rows()
+        }
         self._targets: dict[tuple[str, str], Target | None] = {}
         self.judgments: dict[tuple[str, str, str], Verdict] = verdicts(frames)
         judges = sorted({k[0] for k in self.judgments})
@@ -83,13 +86,20 @@ class ConversationViewer:
         datasets = sorted(set(self.datasets.values()))
         self._quiet = False
         self.dataset = w.Dropdown(options=[ALL, *datasets], description="dataset", style=WIDE)
-        self.behaviour = w.Dropdown(options=[(ALL, ALL)] + [(b.name, b.id) for b in self.tax.behaviours],
-                                    description="behaviour", style=WIDE)
-        self.setups = w.SelectMultiple(options=setups, value=tuple(setups[:2]), description="setups",
-                                       rows=max(1, min(len(setups), 12)), style=WIDE,
-                                       layout=w.Layout(width="auto", min_width="360px"))
-        self.judge = w.Dropdown(options=judge_options, value=judge if judge in judges else judge_options[0],
-                                description="judge", style=WIDE)
+        self.behaviour = w.Dropdown(
+            options=[(ALL, ALL)] + [(b.name, b.id) for b in self.tax.behaviours], description="behaviour", style=WIDE
+        )
+        self.setups = w.SelectMultiple(
+            options=setups,
+            value=tuple(setups[:2]),
+            description="setups",
+            rows=max(1, min(len(setups), 12)),
+            style=WIDE,
+            layout=w.Layout(width="auto", min_width="360px"),
+        )
+        self.judge = w.Dropdown(
+            options=judge_options, value=judge if judge in judges else judge_options[0], description="judge", style=WIDE
+        )
         self.instance = w.Dropdown(description="instance", style=WIDE, layout=w.Layout(width="auto", min_width="520px"))
         self.html = w.HTML()
         self.behind = w.HTML()
@@ -100,8 +110,9 @@ class ConversationViewer:
         for control in (self.dataset, self.behaviour, self.setups, self.judge, self.instance):
             control.observe(self._clear_behind, "value")
         self._refilter()
-        self.widget = w.VBox([w.HBox([self.dataset, self.behaviour, self.judge]), self.setups, self.instance,
-                              self.behind, self.html])
+        self.widget = w.VBox(
+            [w.HBox([self.dataset, self.behaviour, self.judge]), self.setups, self.instance, self.behind, self.html]
+        )
 
     # ------------------------------------------------------------------ filtering and rendering
     def _clear_behind(self, *_: Any) -> None:
@@ -169,10 +180,16 @@ class ConversationViewer:
             for b in behaviours:
                 beh = self.names.get(b)
                 colour = CATEGORY_COLOURS.get(beh.category if beh else "", "#666")
-                tags += (f'<span class="cc-tag" data-behaviour="{_e(b)}" title="{_e(evidence.get(b, ""))}" '
-                         f'style="background:{colour};color:white;border-radius:3px;padding:0 4px;'
-                         f'margin-left:4px;font-size:85%">{_e(beh.name if beh else b)}</span>')
-        hi = ' style="background:#fff3cd"' if self.behaviour.value != ALL and f'data-behaviour="{self.behaviour.value}"' in tags else ""
+                tags += (
+                    f'<span class="cc-tag" data-behaviour="{_e(b)}" title="{_e(evidence.get(b, ""))}" '
+                    f'style="background:{colour};color:white;border-radius:3px;padding:0 4px;'
+                    f'margin-left:4px;font-size:85%">{_e(beh.name if beh else b)}</span>'
+                )
+        hi = (
+            ' style="background:#fff3cd"'
+            if self.behaviour.value != ALL and f'data-behaviour="{self.behaviour.value}"' in tags
+            else ""
+        )
         return f"<div{hi}><b>{_e(t.speaker)}</b>: {_e(t.text)}{tags}</div>"
 
     def render(self) -> str:
@@ -182,16 +199,22 @@ class ConversationViewer:
         inst = self.run.instance(iid)
         assert inst is not None  # an instance of the frames
         m = inst.metadata
-        parts = [f"<h4>{_e(inst.id)} <small>({_e(inst.dataset)})</small></h4>",
-                 "<b>Goals</b><ul>" + "".join(f"<li>{_e(g)}</li>" for g in m.goals) + "</ul>",
-                 "<b>Participants</b>: " + ", ".join(
-                     _e(p.name) + (f" <i>({_e(', '.join(x for x in (p.role, p.stance) if x))})</i>" if p.role or p.stance else "")
-                     for p in m.participants),
-                 f"<p><b>Summary</b> ({_e(m.method)}/{_e(inst.summary.method)}): {_e(inst.summary.text)}</p>",
-                 f"<p><small>M: {_e(m.method)}, S: {_e(inst.summary.method)}, turns: "
-                 f"{_e(inst.provenance.text_method)}</small></p>",
-                 f"<details><summary>History ({len(inst.history)} turns)</summary>"
-                 + "".join(f"<div><b>{_e(t.speaker)}</b>: {_e(t.text)}</div>" for t in inst.history) + "</details>"]
+        parts = [
+            f"<h4>{_e(inst.id)} <small>({_e(inst.dataset)})</small></h4>",
+            "<b>Goals</b><ul>" + "".join(f"<li>{_e(g)}</li>" for g in m.goals) + "</ul>",
+            "<b>Participants</b>: "
+            + ", ".join(
+                _e(p.name)
+                + (f" <i>({_e(', '.join(x for x in (p.role, p.stance) if x))})</i>" if p.role or p.stance else "")
+                for p in m.participants
+            ),
+            f"<p><b>Summary</b> ({_e(m.method)}/{_e(inst.summary.method)}): {_e(inst.summary.text)}</p>",
+            f"<p><small>M: {_e(m.method)}, S: {_e(inst.summary.method)}, turns: "
+            f"{_e(inst.provenance.text_method)}</small></p>",
+            f"<details><summary>History ({len(inst.history)} turns)</summary>"
+            + "".join(f"<div><b>{_e(t.speaker)}</b>: {_e(t.text)}</div>" for t in inst.history)
+            + "</details>",
+        ]
         cols, missing = [], []
         for target in [REFERENCE, *self.setups.value]:
             t = self.target(iid, target)
@@ -208,10 +231,12 @@ class ConversationViewer:
                 jn = None if j is None else judgment_note(j.status, j.reason)
                 body += f'<div class="cc-note"><i>{_e(jn)}</i></div>' if jn else ""
                 body += "".join(self._turn(x, i, j) for i, x in enumerate(t.turns)) + self.stats_html(t)
-            cols.append(f'<td class="cc-col" data-target="{_e(target)}" style="vertical-align:top;padding:4px;'
-                        f'width:{100 // (1 + len(self.setups.value) - len(missing))}%">'
-                        f'<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;'
-                        f'margin-bottom:4px">{_e(title)}</div>{body}</td>')
+            cols.append(
+                f'<td class="cc-col" data-target="{_e(target)}" style="vertical-align:top;padding:4px;'
+                f'width:{100 // (1 + len(self.setups.value) - len(missing))}%">'
+                f'<div class="cc-title" style="font-weight:bold;border-bottom:1px solid #ccc;'
+                f'margin-bottom:4px">{_e(title)}</div>{body}</td>'
+            )
         parts.append('<table style="width:100%;border-collapse:collapse"><tr>' + "".join(cols) + "</tr></table>")
         if fold := not_simulated_line(missing):
             parts.append(f'<div class="cc-fold"><i>{_e(fold)}</i></div>')
@@ -221,17 +246,22 @@ class ConversationViewer:
         """The judge-free statistics of one target (``convstats.conversation_stats``; None: undefined)."""
         inst = target.instance
         p = len({x.speaker for x in [*inst.history, *inst.reference]})
-        return conversation_stats(target.turns, history=inst.history, goals=inst.metadata.goals, participants=p,
-                                  scored=target.judged)
+        return conversation_stats(
+            target.turns, history=inst.history, goals=inst.metadata.goals, participants=p, scored=target.judged
+        )
 
     def stats_html(self, target: Target) -> str:
         def fmt(k: str, v: Any) -> str:
             return "–" if v is None else str(v) if k in ("turns", "speakers") else f"{v:.2f}"
 
-        rows = "".join(f'<tr><td>{_e(STATISTICS[k])}</td><td style="text-align:right">{fmt(k, v)}</td></tr>'
-                       for k, v in self.judge_free(target).items())
-        return ('<details class="cc-stats"><summary>judge-free statistics</summary>'
-                f'<table style="font-size:85%">{rows}</table></details>')
+        rows = "".join(
+            f'<tr><td>{_e(STATISTICS[k])}</td><td style="text-align:right">{fmt(k, v)}</td></tr>'
+            for k, v in self.judge_free(target).items()
+        )
+        return (
+            '<details class="cc-stats"><summary>judge-free statistics</summary>'
+            f'<table style="font-size:85%">{rows}</table></details>'
+        )
 
     def refresh(self) -> None:
         self.html.value = self.render()
@@ -286,7 +316,9 @@ class ConversationViewer:
         self.behind.value = (
             f'<div class="cc-behind"><b>{len(b.rows)} turn(s) in {len(b.instances)} of {b.n} instance(s)</b>: '
             f"{_e(series)} in panel {_e(panel)}, labelled {_e(name)} by {_e(self.judge.value)}{mean}<ol>"
-            + "".join(f"<li>{_e(i)} #{n + 1} <b>{_e(s)}</b>: {_e(x)}</li>" for i, n, s, x in b.rows) + "</ol></div>")
+            + "".join(f"<li>{_e(i)} #{n + 1} <b>{_e(s)}</b>: {_e(x)}</li>" for i, n, s, x in b.rows)
+            + "</ol></div>"
+        )
         with self._batch():
             if behaviour in [v for _, v in self.behaviour.options]:
                 self.behaviour.value = behaviour

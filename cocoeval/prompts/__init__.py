@@ -6,5 +6,4 @@ from .answer_json import DuplicateKey, extract_json
 from .files import Prompt, load_prompt
 from .parse import match_speaker, parse_turns, strip_copied
 
-__all__ = ["DuplicateKey", "Prompt", "extract_json", "load_prompt", "match_speaker", "parse_turns",
-           "strip_copied"]
+__all__ = ["DuplicateKey", "Prompt", "extract_json", "load_prompt", "match_speaker", "parse_turns", "strip_copied"]

@@ -159,7 +159,7 @@ def extract_json(text: str, repairs: list[str], list_keys: tuple[str, ...] = (),
         if sc.mismatch:
             raise ValueError("the answer's brackets do not match")
         found = body[: sc.end] if sc.end is not None else body
-        rest = body[sc.end:] + s[region_end:] if sc.end is not None else s[region_end:]
+        rest = body[sc.end :] + s[region_end:] if sc.end is not None else s[region_end:]
         if _one_more(rest):
             raise ValueError("the answer holds more than one JSON object")
         outside = re.sub(r"```[A-Za-z]*", "", s[:start] + rest).strip()

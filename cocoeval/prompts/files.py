@@ -34,11 +34,12 @@ class Prompt(BaseModel):
     def render(self, **values: object) -> tuple[str, str]:
         """(system, user) with every ``${name}`` filled; a missing value is an error."""
         try:
-            return (Template(self.system).substitute(values).strip(),
-                    Template(self.user).substitute(values).strip())
+            return (Template(self.system).substitute(values).strip(), Template(self.user).substitute(values).strip())
         except KeyError as e:
-            raise ConfigError(f"prompt {self.name!r} needs a value for ${{{e.args[0]}}}",
-                              hint="pass it to render(), or remove it from the prompt file") from None
+            raise ConfigError(
+                f"prompt {self.name!r} needs a value for ${{{e.args[0]}}}",
+                hint="pass it to render(), or remove it from the prompt file",
+            ) from None
 
 
 def available_prompts() -> list[str]:
@@ -57,8 +58,10 @@ def load_prompt(name_or_path: str) -> Prompt:
     if p.suffix not in (".yaml", ".yml"):
         p = _folder() / f"{name_or_path}.yaml"
         if not p.exists():
-            raise ConfigError(f"unknown prompt {name_or_path!r}",
-                              hint=f"use one of {', '.join(available_prompts())} or a path to a .yaml prompt file")
+            raise ConfigError(
+                f"unknown prompt {name_or_path!r}",
+                hint=f"use one of {', '.join(available_prompts())} or a path to a .yaml prompt file",
+            )
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -73,5 +76,8 @@ def _parse(path: str, text: str) -> Prompt:
     except InputError:  # a key given twice
         raise
     except Exception as e:
-        raise InputError(f"not a valid prompt file ({e})", file=path,
-                         hint="a prompt file has name, version, system and user (see cocoeval/prompts/)") from None
+        raise InputError(
+            f"not a valid prompt file ({e})",
+            file=path,
+            hint="a prompt file has name, version, system and user (see cocoeval/prompts/)",
+        ) from None

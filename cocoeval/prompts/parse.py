@@ -14,19 +14,22 @@ from cocoeval.core.schema import Turn
 from .answer_json import extract_json
 
 # A fence opens a line or ends one (not "run ```make``` first"); a cut answer may not close it.
-_FENCE = re.compile(r"(?:^[ \t]*|(?=```\w*[ \t]*\n))```(?:json|JSON|text|markdown)?\s*\n?(.*?)(?:```|\Z)",
-                    re.S | re.M)
+_FENCE = re.compile(r"(?:^[ \t]*|(?=```\w*[ \t]*\n))```(?:json|JSON|text|markdown)?\s*\n?(.*?)(?:```|\Z)", re.S | re.M)
 _JSON_START = re.compile(r"\{|\[\s*(?:[\[\{\"']|\]|$)")
 _LIST_MARK = re.compile(r"^\s*(?:\(?\d{1,3}[.):]|[-*•>]|#+)\s+")
 _LINE = re.compile(
     r"^\s*[\*_\[]*\s*(?P<speaker>[^:\*\[\]\n]{1,60}?(?:\s*\[[^\]\n:]*\])?)\s*[\*_\]]*\s*"
-    r":(?!//|\d)\s*[\*_]*\s*(?P<text>.*)$")  # not "https://x" nor "at 12:30"
+    r":(?!//|\d)\s*[\*_]*\s*(?P<text>.*)$"
+)  # not "https://x" nor "at 12:30"
 _PAREN = re.compile(r"\s*[\(\[][^\)\]]*[\)\]]\s*")
 _TEXT_KEYS = ("text", "utterance", "content", "message", "turn", "says")
 _SPEAKER_KEYS = ("speaker", "name", "role", "participant", "from")
 # a model's own voice, not a participant's: a refusal, or a remark under a label such as "Note:"
-REFUSAL = re.compile(r"\b(?:i can(?:no|')?t (?:help|continue|comply|assist|do|write|generate|create|provide)|"
-                     r"i(?: am|'m) (?:not able|unable) to|i won't|as an ai\b)", re.I)
+REFUSAL = re.compile(
+    r"\b(?:i can(?:no|')?t (?:help|continue|comply|assist|do|write|generate|create|provide)|"
+    r"i(?: am|'m) (?:not able|unable) to|i won't|as an ai\b)",
+    re.I,
+)
 META_SPEAKERS = frozenset({"note", "notes", "assistant", "ai", "system", "model", "disclaimer", "response", "output"})
 """``norm_name`` of labels a model writes its own remarks under; never a turn unless a participant
 has that name."""
@@ -56,8 +59,10 @@ def over_budget(text: str, max_tokens: int | None) -> str | None:
         return None
     if len(" ".join(text.split())) <= CHARS_PER_TOKEN * max_tokens:
         return None
-    return (f"{len(text)} characters, more than {max_tokens} output tokens can hold (at most {CHARS_PER_TOKEN} "
-            "per token): the server did not keep to max_tokens")
+    return (
+        f"{len(text)} characters, more than {max_tokens} output tokens can hold (at most {CHARS_PER_TOKEN} "
+        "per token): the server did not keep to max_tokens"
+    )
 
 
 def norm_name(name: str) -> str:
@@ -121,8 +126,9 @@ def _known_speaker_line(line: str, participants: list[str]) -> re.Match[str] | N
     for name in sorted(participants, key=len, reverse=True):
         if len(name) <= 60 and len(name.split()) <= 6 and not name.endswith((".", "!", "?")):
             continue  # the general pattern reads it
-        m = re.match(r"^\s*[\*_\[]*\s*(?P<speaker>" + re.escape(name) + r")\s*[\*_\]]*\s*:\s*[\*_]*\s*(?P<text>.*)$",
-                     line, re.I)
+        m = re.match(
+            r"^\s*[\*_\[]*\s*(?P<speaker>" + re.escape(name) + r")\s*[\*_\]]*\s*:\s*[\*_]*\s*(?P<text>.*)$", line, re.I
+        )
         if m:
             return m
     return None
@@ -224,7 +230,7 @@ def strip_copied(turns: list[Turn], expected: list[Turn], threshold: float = 0.6
         return sim >= 0.85 or (t.speaker == e.speaker and sim >= threshold)
 
     for n in range(min(len(expected), len(turns)), 0, -1):
-        tail = expected[len(expected) - n:]
+        tail = expected[len(expected) - n :]
         if all(same(t, e) for t, e in zip(turns[:n], tail, strict=True)):
             return turns[n:], n
     return turns, 0

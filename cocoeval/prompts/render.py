@@ -19,14 +19,17 @@ from cocoeval.llm import Message
 
 from .files import Prompt, load_prompt
 
-FORMAT_RULE = ("One turn per line, as `Speaker: utterance`, with each speaker's name written exactly "
-               "as in the participants list. Write only the turns.")
+FORMAT_RULE = (
+    "One turn per line, as `Speaker: utterance`, with each speaker's name written exactly "
+    "as in the participants list. Write only the turns."
+)
 CHATBOT_SYSTEM_PROMPT = "chatbot"
 """The prompt file of the assistant in a human–AI conversation."""
 _TARGET_MARK = "\x00target\x00"
 
 
 # ---------------------------------------------------------------- building blocks
+
 
 def format_turns(turns: Sequence[Turn]) -> str:
     return "\n".join(f"{t.speaker}: {t.text}" for t in turns) or "(none)"
@@ -70,14 +73,19 @@ def so_far_block(turns: Sequence[Turn]) -> str:
 def render_target(turns: list[Turn], judged: list[int]) -> str:
     """The conversation to judge: judged turns numbered from 1, the others marked context only."""
     pos = {i: n for n, i in enumerate(judged, start=1)}
-    return "\n".join(f"[{pos[i]}] {t.speaker}: {t.text}" if i in pos else f"    ({t.speaker}, context only): {t.text}"
-                     for i, t in enumerate(turns))
+    return "\n".join(
+        f"[{pos[i]}] {t.speaker}: {t.text}" if i in pos else f"    ({t.speaker}, context only): {t.text}"
+        for i, t in enumerate(turns)
+    )
 
 
 def _context(inst: Instance) -> dict[str, str]:
     """M, S and x as every simulation and judge prompt shows them."""
-    return dict(metadata=format_metadata(inst.metadata), summary=inst.summary.text or "(none)",
-                history=format_turns(inst.history))
+    return dict(
+        metadata=format_metadata(inst.metadata),
+        summary=inst.summary.text or "(none)",
+        history=format_turns(inst.history),
+    )
 
 
 def _pair(system: str, user: str) -> list[Message]:
@@ -86,15 +94,22 @@ def _pair(system: str, user: str) -> list[Message]:
 
 # ---------------------------------------------------------------- simulation
 
-def step_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], k: int, *,
-                  behaviours: str = "", n_copy: int = 5) -> list[Message]:
+
+def step_messages(
+    prompt: Prompt, inst: Instance, so_far: Sequence[Turn], k: int, *, behaviours: str = "", n_copy: int = 5
+) -> list[Message]:
     """The messages of one multiparty simulation step: a constant system part (instructions,
     M, S, x: an identical prefix across the calls of a conversation) and a varying user part
     (the turns written ``so_far`` and the request for the next k). SFT export uses the same."""
     system, user = prompt.render(
-        **_context(inst), so_far=so_far_block(so_far), k=k,
-        turn_word="turn" if k == 1 else "turns", format_rule=FORMAT_RULE,
-        behaviours=behaviours, n_copy=n_copy)
+        **_context(inst),
+        so_far=so_far_block(so_far),
+        k=k,
+        turn_word="turn" if k == 1 else "turns",
+        format_rule=FORMAT_RULE,
+        behaviours=behaviours,
+        n_copy=n_copy,
+    )
     return _pair(system, user)
 
 
@@ -123,15 +138,19 @@ def chatbot_messages(inst: Instance, so_far: Sequence[Turn]) -> list[Message]:
 
 # ---------------------------------------------------------------- one agent per participant
 
+
 def _agents_context(inst: Instance, so_far: Sequence[Turn]) -> dict[str, str]:
     m = inst.metadata
     people = []
     for p in m.participants:
         extra = ", ".join(x for x in (p.role, p.stance and f"stance: {p.stance}") if x)
         people.append(f"- {p.name}" + (f" ({extra})" if extra else ""))
-    return dict(goals="\n".join(f"- {g}" for g in m.goals or ["(not stated)"]),
-                participants="\n".join(people) or "(not listed)", summary=inst.summary.text or "(none)",
-                conversation=format_turns([*inst.history, *so_far]))
+    return dict(
+        goals="\n".join(f"- {g}" for g in m.goals or ["(not stated)"]),
+        participants="\n".join(people) or "(not listed)",
+        summary=inst.summary.text or "(none)",
+        conversation=format_turns([*inst.history, *so_far]),
+    )
 
 
 def agent_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], speaker: str) -> list[Message]:
@@ -140,11 +159,12 @@ def agent_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], speak
     S), then the conversation so far (x and the turns written)."""
     me = next((p for p in inst.metadata.participants if p.name == speaker), None)
     extra = ", ".join(x for x in (me and me.role, me and me.stance and f"stance: {me.stance}") if x)
-    return _pair(*prompt.render(**_agents_context(inst, so_far), name=speaker,
-                                role=f" ({extra})" if extra else ""))
+    return _pair(*prompt.render(**_agents_context(inst, so_far), name=speaker, role=f" ({extra})" if extra else ""))
 
 
-def moderator_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], candidates: Sequence[str]) -> list[Message]:
+def moderator_messages(
+    prompt: Prompt, inst: Instance, so_far: Sequence[Turn], candidates: Sequence[str]
+) -> list[Message]:
     """The messages asking the moderator of ``simulator: agents`` (policy ``moderator``) who speaks
     next, among ``candidates``."""
     return _pair(*prompt.render(**_agents_context(inst, so_far), candidates="; ".join(candidates)))
@@ -152,15 +172,20 @@ def moderator_messages(prompt: Prompt, inst: Instance, so_far: Sequence[Turn], c
 
 # ---------------------------------------------------------------- judging
 
-def judge_messages(prompt: Prompt, inst: Instance, turns: list[Turn], judged: list[int],
-                   tax: Taxonomy) -> tuple[list[Message], int | None]:
+
+def judge_messages(
+    prompt: Prompt, inst: Instance, turns: list[Turn], judged: list[int], tax: Taxonomy
+) -> tuple[list[Message], int | None]:
     """The messages of a judge prompt for one target (``turns``, of which ``judged`` are
     labelled), and where the target starts in the user message when everything before it is the
     same for every target of the instance (a shared prompt prefix; None otherwise)."""
     some = len(judged) < len(turns)
-    values = dict(n_turns=len(judged), behaviours=behaviours_block(tax),
-                  only_some=" (only the numbered turns are annotated; the others are context)" if some else "",
-                  **_context(inst))
+    values = dict(
+        n_turns=len(judged),
+        behaviours=behaviours_block(tax),
+        only_some=" (only the numbered turns are annotated; the others are context)" if some else "",
+        **_context(inst),
+    )
     system, user = prompt.render(**values, target=render_target(turns, judged))
     marked = prompt.render(**values, target=_TARGET_MARK)[1]
     at = marked.find(_TARGET_MARK)
@@ -169,6 +194,7 @@ def judge_messages(prompt: Prompt, inst: Instance, turns: list[Turn], judged: li
 
 
 # ---------------------------------------------------------------- transcripts (LLM-made M, S, clean-up)
+
 
 def transcript_head(turns: Sequence[Turn], max_chars: int) -> tuple[str, int]:
     """``Speaker: text`` lines from the start, about ``max_chars`` at most (at least one line),

@@ -8,5 +8,15 @@ from .params import BuildSection, ExperimentParams, InstanceSelection, read_para
 from .rundir import Manifest, Run, git_revision, read_run
 from .stages import Experiment, load_params
 
-__all__ = ["BuildSection", "Experiment", "ExperimentParams", "InstanceSelection", "Manifest", "Run",
-           "git_revision", "load_params", "read_params", "read_run"]
+__all__ = [
+    "BuildSection",
+    "Experiment",
+    "ExperimentParams",
+    "InstanceSelection",
+    "Manifest",
+    "Run",
+    "git_revision",
+    "load_params",
+    "read_params",
+    "read_run",
+]

@@ -55,15 +55,22 @@ Loc = tuple[str | int, ...]
 """A key path in the params (``("setups", 0, "model")``)."""
 
 PATH_KEYS: tuple[tuple[str, ...], ...] = (
-    ("out",), ("bench",), ("taxonomy",), ("llm", "cache"), ("llm", "prices"),
-    ("setups", "*", "continuations"), ("build", "sources", "*"),
+    ("out",),
+    ("bench",),
+    ("taxonomy",),
+    ("llm", "cache"),
+    ("llm", "prices"),
+    ("setups", "*", "continuations"),
+    ("build", "sources", "*"),
 )
 """The keys holding paths read from the params file's folder (``*``: every item of a list); a
 ``build.sources`` item is ``KIND:PATH[#DATASET]``, only its ``PATH`` is one."""
 
 _KEY_RE = re.compile(r"(?:[^.\[\]=]+|\[[^\[\]]+\])(?:\.[^.\[\]=]+|\[[^\[\]]+\])*")
-SET_HINT = ("KEY is a dotted path of the params file's keys: llm.concurrency, setups.0.temperature (items "
-             "from 0) or setups[NAME].temperature; VALUE is YAML (8, true, null, [a, b]); see docs/experiments.md")
+SET_HINT = (
+    "KEY is a dotted path of the params file's keys: llm.concurrency, setups.0.temperature (items "
+    "from 0) or setups[NAME].temperature; VALUE is YAML (8, true, null, [a, b]); see docs/experiments.md"
+)
 """How to write ``--set KEY=VALUE``, the fix of an error of one."""
 
 
@@ -105,8 +112,9 @@ def _read(path: Path, text: str | None, by: Path | None) -> tuple[dict[str, Any]
     SHA-256 of its text; errors name the file (and the file extending it)."""
     if text is None:
         if by is not None and not path.is_file():
-            raise _fail(f"extends: {path} is no file", by,
-                        "give the path of a params file, relative to this file's folder")
+            raise _fail(
+                f"extends: {path} is no file", by, "give the path of a params file, relative to this file's folder"
+            )
         text = read_text(path)  # missing, a folder, empty or not UTF-8: an InputError naming the file
     try:
         data = yamlio.load(text, path)  # a key given twice: an InputError naming the line and the key
@@ -133,17 +141,23 @@ def _chain(path: Path, text: str | None) -> list[tuple[Path, dict[str, Any], str
             return out
         ext = data.pop("extends")
         if not isinstance(ext, str) or not ext.strip():
-            raise _fail(f"extends: expected the path of one params file, got {ext!r}", p,
-                        "write extends: OTHER.yaml (relative to this file's folder), or leave it out")
+            raise _fail(
+                f"extends: expected the path of one params file, got {ext!r}",
+                p,
+                "write extends: OTHER.yaml (relative to this file's folder), or leave it out",
+            )
         q = Path(os.path.normpath(p.parent / Path(ext).expanduser()))
         if q.resolve() in seen:
             names = " -> ".join(str(x) for x in [*(f for f, _, _ in out), q])
-            raise _fail(f"extends: makes a cycle: {names}", p,
-                        "remove the extends: that leads back to a file of the chain")
+            raise _fail(
+                f"extends: makes a cycle: {names}", p, "remove the extends: that leads back to a file of the chain"
+            )
         if len(out) >= MAX_DEPTH:
-            raise _fail(f"extends: chain longer than {MAX_DEPTH} files: "
-                        + " -> ".join(str(f) for f, _, _ in out) + " -> ...", path,
-                        "extend a file that extends fewer others")
+            raise _fail(
+                f"extends: chain longer than {MAX_DEPTH} files: " + " -> ".join(str(f) for f, _, _ in out) + " -> ...",
+                path,
+                "extend a file that extends fewer others",
+            )
         p, by = q, p
 
 
@@ -189,7 +203,7 @@ def _rebased(data: dict[str, Any], src: Path, dest: Path) -> dict[str, Any]:
 
 
 def _drop_under(origins: dict[Loc, str], loc: Loc) -> None:
-    for k in [k for k in origins if k[:len(loc)] == loc]:
+    for k in [k for k in origins if k[: len(loc)] == loc]:
         del origins[k]
 
 
@@ -201,41 +215,62 @@ def _mark(origins: dict[Loc, str], node: Any, loc: Loc, src: str) -> None:
             _mark(origins, v, (*loc, k), src)
 
 
-def _merge_named(key: str, base: list[Any], over: list[Any], origins: dict[Loc, str], src: str,
-                 file: Path) -> list[Any]:
+def _merge_named(
+    key: str, base: list[Any], over: list[Any], origins: dict[Loc, str], src: str, file: Path
+) -> list[Any]:
     """``over``'s items merged into ``base`` by name (the rules in this module's docstring)."""
     kind = key[:-1]
     items: list[tuple[Any, dict[Loc, str]]] = []  # each item with its origins below (relative)
     for i, x in enumerate(base):
-        items.append((x, {k[2:]: v for k, v in origins.items() if k[:2] == (key, i) and len(k) > 2}
-                      | {(): origins.get((key, i), src)}))
+        items.append(
+            (
+                x,
+                {k[2:]: v for k, v in origins.items() if k[:2] == (key, i) and len(k) > 2}
+                | {(): origins.get((key, i), src)},
+            )
+        )
     inherited = [True] * len(items)  # only the extended files' items are matched: a name twice in
     # one file stays twice, for the schema to refuse
 
     def where(name: str) -> int | None:
         low = name.lower()
-        return next((j for j, (x, _) in enumerate(items) if inherited[j] and isinstance(x, dict)
-                     and isinstance(x.get("name"), str) and x["name"].lower() == low), None)
+        return next(
+            (
+                j
+                for j, (x, _) in enumerate(items)
+                if inherited[j] and isinstance(x, dict) and isinstance(x.get("name"), str) and x["name"].lower() == low
+            ),
+            None,
+        )
 
     def names() -> str:
-        return ", ".join(str(x.get("name")) for j, (x, _) in enumerate(items)
-                         if inherited[j] and isinstance(x, dict)) or "none"
+        return (
+            ", ".join(str(x.get("name")) for j, (x, _) in enumerate(items) if inherited[j] and isinstance(x, dict))
+            or "none"
+        )
 
     for i, x in enumerate(over):
         mine: dict[Loc, str] = {}
         _mark(mine, x, (), src)
         if isinstance(x, dict) and set(x) == {"drop"}:
             if not isinstance(x["drop"], str) or (j := where(x["drop"])) is None:
-                raise _fail(f"{key}[{i}].drop: no {kind} named {x['drop']!r} in the files this one extends "
-                            f"(their {key}: {names()})", file, "name one of them, or remove the item")
+                raise _fail(
+                    f"{key}[{i}].drop: no {kind} named {x['drop']!r} in the files this one extends "
+                    f"(their {key}: {names()})",
+                    file,
+                    "name one of them, or remove the item",
+                )
             del items[j], inherited[j]
             continue
         if isinstance(x, dict) and "replaces" in x:
             old = x["replaces"]
             if not isinstance(old, str) or (j := where(old)) is None:
-                raise _fail(f"{key}[{i}].replaces: no {kind} named {old!r} in the files this one extends "
-                            f"(their {key}: {names()})", file, "name one of them, or leave replaces: out to add "
-                            f"the {kind}")
+                raise _fail(
+                    f"{key}[{i}].replaces: no {kind} named {old!r} in the files this one extends "
+                    f"(their {key}: {names()})",
+                    file,
+                    f"name one of them, or leave replaces: out to add the {kind}",
+                )
             x = {k: v for k, v in x.items() if k != "replaces"}
             mine = {k: v for k, v in mine.items() if k[:1] != ("replaces",)}
             items[j], inherited[j] = (x, mine), False
@@ -253,8 +288,9 @@ def _merge_named(key: str, base: list[Any], over: list[Any], origins: dict[Loc, 
     return [x for x, _ in items]
 
 
-def _merge(base: dict[str, Any], over: dict[str, Any], origins: dict[Loc, str], src: str, file: Path,
-           loc: Loc = ()) -> None:
+def _merge(
+    base: dict[str, Any], over: dict[str, Any], origins: dict[Loc, str], src: str, file: Path, loc: Loc = ()
+) -> None:
     """Merge ``over`` (written in ``src``) into ``base`` in place; the origins follow."""
     for k, v in over.items():
         here = (*loc, k)
@@ -294,8 +330,11 @@ def _apply_set(data: dict[str, Any], item: str, origins: dict[Loc, str]) -> None
     if not steps:
         raise _fail("expected KEY=VALUE, e.g. --set llm.concurrency=8", flag, SET_HINT)
     if steps[0] == "extends":
-        raise _fail("extends: is read from the file, not set on the command line", flag,
-                    "write extends: in the params file, or name the other file on the command line")
+        raise _fail(
+            "extends: is read from the file, not set on the command line",
+            flag,
+            "write extends: in the params file, or name the other file on the command line",
+        )
     try:
         value = yamlio.load(raw, flag)
     except yaml.YAMLError as e:
@@ -317,8 +356,7 @@ def _apply_set(data: dict[str, Any], item: str, origins: dict[Loc, str]) -> None
         elif isinstance(node, list) and not isinstance(step, str):
             if isinstance(step, int):
                 if step >= len(node):
-                    raise _fail(f"{where}[{step}]: the list has {len(node)} item(s) (positions from 0)", flag,
-                                SET_HINT)
+                    raise _fail(f"{where}[{step}]: the list has {len(node)} item(s) (positions from 0)", flag, SET_HINT)
                 j = step
             else:
                 found = [i for i, x in enumerate(node) if isinstance(x, dict) and x.get("name") == step[0]]
@@ -352,5 +390,6 @@ def compose(path: str | Path, sets: tuple[str, ...] | list[str] = (), *, text: s
         _merge(data, _rebased(own, f.resolve().parent, top), origins, str(f), f)
     for item in sets:
         _apply_set(data, item, origins)
-    return Composed(data=data, files=tuple(ParamsSource(f, sha) for f, _, sha in chain), sets=tuple(sets),
-                    origins=origins)
+    return Composed(
+        data=data, files=tuple(ParamsSource(f, sha) for f, _, sha in chain), sets=tuple(sets), origins=origins
+    )

@@ -71,8 +71,7 @@ REASONING_PER_CALL: dict[str, int] = {"minimal": 0, "low": 300, "medium": 1000, 
 """Reasoning tokens per call of a reasoning model (o-series, gpt-5) by reasoning effort (unset:
 medium), a documented guess until the run's own call records show the real mean."""
 
-ROW_FIELDS = ("calls", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens",
-              "reasoning_tokens")
+ROW_FIELDS = ("calls", "input_tokens", "cached_input_tokens", "cache_write_tokens", "output_tokens", "reasoning_tokens")
 """The counts of a forecast row (``ForecastRow``), in its order."""
 
 
@@ -215,7 +214,9 @@ class _Biller:
         if distinct is not None and prepared.cache_points:
             i, at = prepared.cache_points[-1]
             msgs = list(prepared.messages)
-            msgs[i] = msgs[i].model_copy(update={"content": f"{msgs[i].content[:at]}\x00{distinct}{msgs[i].content[at:]}"})
+            msgs[i] = msgs[i].model_copy(
+                update={"content": f"{msgs[i].content[:at]}\x00{distinct}{msgs[i].content[at:]}"}
+            )
             prepared = prepared.model_copy(update={"messages": msgs})
         if prov.prompt_caching == "openai_prefix":
             return tokens, min(self.openai.bill(prov.kwargs(prepared)), tokens), 0  # type: ignore[attr-defined]
@@ -228,14 +229,18 @@ class _Biller:
 def clean_output(turns: Sequence[Turn]) -> int:
     """Default visible output of a clean-up call: the chunk's turns as the answer's JSON with
     their source text (an upper bound: the clean-up only removes words)."""
-    return count_tokens(json.dumps({"turns": [{"speaker": t.speaker, "text": t.raw_text or t.text} for t in turns]},
-                                   ensure_ascii=False))
+    return count_tokens(
+        json.dumps({"turns": [{"speaker": t.speaker, "text": t.raw_text or t.text} for t in turns]}, ensure_ascii=False)
+    )
 
 
-def forecast(exp: Experiment, instances: list[Instance],
-             observed: dict[tuple[str, str], float] | None = None,
-             observed_out: dict[tuple[str, str, str], float] | None = None,
-             build: ContextPlan | None = None) -> list[ForecastRow]:
+def forecast(
+    exp: Experiment,
+    instances: list[Instance],
+    observed: dict[tuple[str, str], float] | None = None,
+    observed_out: dict[tuple[str, str, str], float] | None = None,
+    build: ContextPlan | None = None,
+) -> list[ForecastRow]:
     """Rows per (stage, name, model): calls, input/cached/cache-write/output/reasoning tokens;
     cost naive, with prompt caching and through a batch API; and ``mode``/``cost_planned_usd``:
     how the params file's ``llm`` settings (``batch``, ``batch_dependent``) would send the row,
@@ -270,8 +275,13 @@ def forecast(exp: Experiment, instances: list[Instance],
         rows[key].output_source = "default"
         return default
 
-    def add(key: tuple[str, str, str], request: GenerateRequest, output: int, effort: str | None = None,
-            distinct: str | None = None) -> None:
+    def add(
+        key: tuple[str, str, str],
+        request: GenerateRequest,
+        output: int,
+        effort: str | None = None,
+        distinct: str | None = None,
+    ) -> None:
         r = rows[key]
         tin, cached, write = biller.bill(key[2], request, distinct)
         think = reasoning(key[0], key[2], effort)
@@ -291,8 +301,11 @@ def forecast(exp: Experiment, instances: list[Instance],
         for pc in build.calls:
             key = ("build", pc.kind, pc.call.model)
             rows[key].output_source = "default"
-            out_tokens = {"clean": clean_output(pc.turns) if pc.kind == "clean" else 0,
-                          "metadata": BUILD_OUTPUT_METADATA, "summary": BUILD_OUTPUT_SUMMARY}[pc.kind]
+            out_tokens = {
+                "clean": clean_output(pc.turns) if pc.kind == "clean" else 0,
+                "metadata": BUILD_OUTPUT_METADATA,
+                "summary": BUILD_OUTPUT_SUMMARY,
+            }[pc.kind]
             add(key, pc.call.request, out_tokens, opts.reasoning_effort)
 
     # simulation, round by round as simulate() sends it (imported setups send nothing)
@@ -320,8 +333,13 @@ def forecast(exp: Experiment, instances: list[Instance],
             k = min(st.turns_per_call, len(ref) - j)
             copies = st.copies
             key = ("simulate", st.name, st.model)
-            add(key, call.request, visible(key, k, sum(count_tokens(f"{t.speaker}: {t.text}") + 1
-                                                       for t in ref[max(0, j - copies): j + k])))
+            add(
+                key,
+                call.request,
+                visible(
+                    key, k, sum(count_tokens(f"{t.speaker}: {t.text}") + 1 for t in ref[max(0, j - copies) : j + k])
+                ),
+            )
             task.turns = list(ref[: j + k])
         conts = [(st, t) for st, t in conts if len(t.turns) < len(t.inst.reference)]
     # a plugin's calls, driven by its own coroutine with its forecast_reply standing in for answers
@@ -333,22 +351,39 @@ def forecast(exp: Experiment, instances: list[Instance],
                 key = ("simulate", pt.setup.name, c.model)
                 add(key, c.request, visible(key, 1, count_tokens(text) + 1))
             if calls:
-                pt.apply_results([CallResult(key="forecast", model=c.model, stage="simulate", status="ok",
-                                             response=GenerateResponse(text=text))
-                                  for c, text in zip(calls, replies, strict=True)])
+                pt.apply_results(
+                    [
+                        CallResult(
+                            key="forecast",
+                            model=c.model,
+                            stage="simulate",
+                            status="ok",
+                            response=GenerateResponse(text=text),
+                        )
+                        for c, text in zip(calls, replies, strict=True)
+                    ]
+                )
         plugins = [pt for pt in plugins if not pt.done]
 
     # judging, in the order judge() sends it
-    proxies = {s.name: [Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
-                        for i in s.select(instances)] for s in exp.params.setups}
+    proxies = {
+        s.name: [
+            Continuation(instance_id=i.id, setup_id=s.name, setup_name=s.name, turns=i.reference)
+            for i in s.select(instances)
+        ]
+        for s in exp.params.setups
+    }
     tasks = [t for ts in plan_judgments(instances, proxies, exp.params.llm_judges, tax).values() for t in ts]
     for jt in send_order(tasks, exp.params.llm_judges):  # an ensemble makes no call
         if jt.result is not None:  # a target with no turn to judge is never sent
             continue
         jc, t = jt.judge, jt.target
         key = ("judge", f"{jc.name}:{jt.kind}", jc.model)
-        n_out = visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged)) if jt.kind == "fine_grained" \
+        n_out = (
+            visible(key, len(t.judged), JUDGE_OUTPUT_PER_TURN * len(t.judged))
+            if jt.kind == "fine_grained"
             else visible(key, 1, JUDGE_OUTPUT_OVERALL)
+        )
         add(key, jt.next_call().request, n_out, jc.reasoning_effort, distinct=t.name)
 
     # judge probes (``probes:``; cocoeval probe), as plan_probes draws them, the references standing in
@@ -370,32 +405,64 @@ def forecast(exp: Experiment, instances: list[Instance],
                 add(key, item.next_call().request, n_out, jt.judge.reasoning_effort, distinct=f"{t.name}|{item.probe}")
 
     cfg = exp.llm_config()
-    multi_step = {s.name for s in exp.params.setups if not isinstance(s, Setup)
-                  or s.kind == "human_ai" or any(s.turns_per_call < len(i.reference) for i in instances)}
+    multi_step = {
+        s.name
+        for s in exp.params.setups
+        if not isinstance(s, Setup)
+        or s.kind == "human_ai"
+        or any(s.turns_per_call < len(i.reference) for i in instances)
+    }
     out = []
     for (stage, name, model), r in sorted(rows.items(), key=lambda kv: kv[0]):
         plain = Usage(input_tokens=r.input_tokens, output_tokens=r.output_tokens)
         naive = prices.cost(model, plain)
-        cached = prices.cost(model, Usage(input_tokens=r.input_tokens, cached_input_tokens=r.cached_input_tokens,
-                                          cache_write_tokens=r.cache_write_tokens, output_tokens=r.output_tokens))
+        cached = prices.cost(
+            model,
+            Usage(
+                input_tokens=r.input_tokens,
+                cached_input_tokens=r.cached_input_tokens,
+                cache_write_tokens=r.cache_write_tokens,
+                output_tokens=r.output_tokens,
+            ),
+        )
         batch = prices.cost(model, plain, batch=True)
         # how the params file's llm settings would send this row: batch only where the provider has
         # a batch API and the calls do not wait for earlier answers (or rounds are asked for)
         batchable = biller.provider(model).batch and (
-            stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds")
+            stage != "simulate" or name not in multi_step or cfg.batch_dependent == "rounds"
+        )
         mode: Literal["batch", "live"] = "batch" if cfg.batch and batchable else "live"
-        out.append(ForecastRow(stage=stage, name=name, model=model, calls=r.calls, input_tokens=r.input_tokens,
-                               cached_input_tokens=r.cached_input_tokens, cache_write_tokens=r.cache_write_tokens,
-                               output_tokens=r.output_tokens, reasoning_tokens=r.reasoning_tokens,
-                               output_source=r.output_source, note=r.note, cost_naive_usd=naive,
-                               cost_cached_usd=cached, cost_batch_usd=batch, mode=mode,
-                               cost_planned_usd=batch if mode == "batch" else cached,
-                               cost_if_batch_usd=batch if batchable else cached))
+        out.append(
+            ForecastRow(
+                stage=stage,
+                name=name,
+                model=model,
+                calls=r.calls,
+                input_tokens=r.input_tokens,
+                cached_input_tokens=r.cached_input_tokens,
+                cache_write_tokens=r.cache_write_tokens,
+                output_tokens=r.output_tokens,
+                reasoning_tokens=r.reasoning_tokens,
+                output_source=r.output_source,
+                note=r.note,
+                cost_naive_usd=naive,
+                cost_cached_usd=cached,
+                cost_batch_usd=batch,
+                mode=mode,
+                cost_planned_usd=batch if mode == "batch" else cached,
+                cost_if_batch_usd=batch if batchable else cached,
+            )
+        )
     return out
 
 
-PLAN_TOTALS = {"naive": "cost_naive_usd", "live": "cost_cached_usd", "batch": "cost_batch_usd",
-               "planned": "cost_planned_usd", "with_batch": "cost_if_batch_usd"}
+PLAN_TOTALS = {
+    "naive": "cost_naive_usd",
+    "live": "cost_cached_usd",
+    "batch": "cost_batch_usd",
+    "planned": "cost_planned_usd",
+    "with_batch": "cost_if_batch_usd",
+}
 """The totals of a forecast (``plan_totals``) and the row column each sums."""
 
 
@@ -406,8 +473,9 @@ def plan_totals(rows: Sequence[ForecastRow]) -> PlanTotals:
     price, the rest live with caching); ``unknown``: the rows at unknown prices, left out. A total
     over no known price is None (unknown), never 0."""
     known = [r for r in rows if r.cost_cached_usd is not None]
-    out: dict[str, float | None] = {k: sum(getattr(r, col) for r in known) if known or not rows else None
-                                    for k, col in PLAN_TOTALS.items()}
+    out: dict[str, float | None] = {
+        k: sum(getattr(r, col) for r in known) if known or not rows else None for k, col in PLAN_TOTALS.items()
+    }
     return PlanTotals(**out, unknown=len(rows) - len(known))
 
 
@@ -486,12 +554,22 @@ def compare_with_run(rows: Sequence[ForecastRow], run: Run) -> list[RunCompariso
     out = []
     for key in sorted(set(fc) & set(actual)):
         f, a = fc[key], actual[key]
-        out.append(RunComparison(stage=key[0], model=key[1], forecast_calls=f.calls, actual_calls=a.calls,
-                                 forecast_input=f.input_tokens, actual_input=a.input_tokens,
-                                 input_ratio=a.input_tokens / f.input_tokens if f.input_tokens else math.nan,
-                                 forecast_cached_share=_share(f), actual_cached_share=_share(a),
-                                 forecast_output=f.output_tokens, actual_output=a.output_tokens,
-                                 actual_usage_unknown_calls=a.usage_unknown_calls))
+        out.append(
+            RunComparison(
+                stage=key[0],
+                model=key[1],
+                forecast_calls=f.calls,
+                actual_calls=a.calls,
+                forecast_input=f.input_tokens,
+                actual_input=a.input_tokens,
+                input_ratio=a.input_tokens / f.input_tokens if f.input_tokens else math.nan,
+                forecast_cached_share=_share(f),
+                actual_cached_share=_share(a),
+                forecast_output=f.output_tokens,
+                actual_output=a.output_tokens,
+                actual_usage_unknown_calls=a.usage_unknown_calls,
+            )
+        )
     return out
 
 
@@ -528,8 +606,10 @@ def describe(rows: Sequence[ForecastRow] = ()) -> str:
     """How the tokens were counted, and the build rows' output defaults when there are any."""
     out = f"tokens counted with {token_method()}"
     if any(r.stage == "build" and r.calls for r in rows):
-        out += (f"; build output: clean-up the chunk's source turns as JSON, M {BUILD_OUTPUT_METADATA}, "
-                f"S {BUILD_OUTPUT_SUMMARY} tokens per call, windows of the uncleaned conversations")
+        out += (
+            f"; build output: clean-up the chunk's source turns as JSON, M {BUILD_OUTPUT_METADATA}, "
+            f"S {BUILD_OUTPUT_SUMMARY} tokens per call, windows of the uncleaned conversations"
+        )
     return out
 
 
@@ -546,9 +626,11 @@ def assumed_counts(instances: Sequence[Instance], build: ContextPlan | None = No
         line = f"{ds}: {sim.get(ds, 0)} eval instance(s) simulated"
         if ds in per:
             c = per[ds]
-            line += (f"; build windows {c['eval_instances']} eval, {c['train_instances']} train; "
-                     f"summaries (S) {c['eval_summaries']} eval, {c['train_summaries']} train; "
-                     f"metadata (M) {c['metadata_conversations']} conversation(s); "
-                     f"clean-up {c['clean_chunks']} chunk(s)")
+            line += (
+                f"; build windows {c['eval_instances']} eval, {c['train_instances']} train; "
+                f"summaries (S) {c['eval_summaries']} eval, {c['train_summaries']} train; "
+                f"metadata (M) {c['metadata_conversations']} conversation(s); "
+                f"clean-up {c['clean_chunks']} chunk(s)"
+            )
         out.append(line)
     return out

@@ -55,11 +55,12 @@ def store_path(run_dir: str | Path, annotator: str) -> Path:
 def name_problem(annotator: str) -> str | None:
     """Why ``annotator`` cannot name a store (None when it can)."""
     if _BAD_NAME.search(annotator) or annotator.startswith("."):
-        return (f"annotator {annotator!r} cannot name a file (no '/', '\\', ':', control characters "
-                "or leading '.')")
+        return f"annotator {annotator!r} cannot name a file (no '/', '\\', ':', control characters or leading '.')"
     if hidden := invisible_chars(annotator):
-        return (f"annotator {annotator!r} holds the invisible or direction-changing character(s) {hidden}: "
-                "a file name shown with them reads differently from what it is")
+        return (
+            f"annotator {annotator!r} holds the invisible or direction-changing character(s) {hidden}: "
+            "a file name shown with them reads differently from what it is"
+        )
     if len(annotator) > 80:
         return f"annotator name longer than 80 characters: {annotator[:20]!r}..."
     if annotator.casefold() == RESERVED:
@@ -72,8 +73,11 @@ def invisible_chars(name: str) -> str:
     format, control, private-use, unassigned and line/paragraph separators: U+202E, U+200B...; the
     joiners U+200C and U+200D, which names in some scripts need, excepted), as U+XXXX; '' when
     there is none."""
-    bad = dict.fromkeys(f"U+{ord(c):04X}" for c in name if c not in "\u200c\u200d"
-                        and (unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp")))
+    bad = dict.fromkeys(
+        f"U+{ord(c):04X}"
+        for c in name
+        if c not in "\u200c\u200d" and (unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"))
+    )
     return ", ".join(bad)
 
 
@@ -82,8 +86,10 @@ def judge_name_problem(name: str) -> str | None:
     if name.casefold().split(":")[0] == RESERVED:
         return f"judge name {name!r}: 'human' marks human annotations; name the judge otherwise"
     if _BAD_NAME.search(name) or name.startswith(".") or not name.strip() or invisible_chars(name):
-        return (f"judge name {name!r} cannot name a file (no '/', '\\', ':', control, invisible or "
-                "direction-changing characters or leading '.')")
+        return (
+            f"judge name {name!r} cannot name a file (no '/', '\\', ':', control, invisible or "
+            "direction-changing characters or leading '.')"
+        )
     return None
 
 
@@ -101,14 +107,23 @@ def read_human_stores(run_dir: str | Path) -> dict[str, list[Judgment]]:
     out: dict[str, list[Judgment]] = {}
     for p in sorted((Path(run_dir) / HUMAN_DIR).glob("*.jsonl")):
         ann = p.name[: -len(".jsonl")]
-        js = read_unique_models(p, Judgment, judgment_key, describe_judgment,
-                                "each annotator's file holds one judgment per instance, target and kind; re-import "
-                                "the annotation files instead of editing stores by hand")
+        js = read_unique_models(
+            p,
+            Judgment,
+            judgment_key,
+            describe_judgment,
+            "each annotator's file holds one judgment per instance, target and kind; re-import "
+            "the annotation files instead of editing stores by hand",
+        )
         for n, j in enumerate(js, start=1):
             if j.judge_id != f"human:{ann}":
-                raise InputError(f"judgment of {j.judge_id!r} in the store of annotator {ann!r}", file=str(p),
-                                 record=f"line {n}", hint="each annotator's file holds only their judgments; "
-                                 "re-import the annotation files instead of editing stores by hand")
+                raise InputError(
+                    f"judgment of {j.judge_id!r} in the store of annotator {ann!r}",
+                    file=str(p),
+                    record=f"line {n}",
+                    hint="each annotator's file holds only their judgments; "
+                    "re-import the annotation files instead of editing stores by hand",
+                )
         out[f"human:{ann}"] = js
     return out
 
@@ -133,10 +148,11 @@ def check_judge_names(run_dir: str | Path, judges: list[str]) -> None:
         if bad := judge_name_problem(name):
             raise ConfigError(bad, hint="rename the judge in the params file")
         if name.casefold() in anns:
-            raise ConfigError(f"judge {name!r} has the name of annotator {anns[name.casefold()]!r} of this run "
-                              f"({store_path(run_dir, anns[name.casefold()])})",
-                              hint="rename the judge in the params file: judges and annotators must be "
-                              "told apart in every table")
+            raise ConfigError(
+                f"judge {name!r} has the name of annotator {anns[name.casefold()]!r} of this run "
+                f"({store_path(run_dir, anns[name.casefold()])})",
+                hint="rename the judge in the params file: judges and annotators must be told apart in every table",
+            )
 
 
 def name_collisions(run_dir: str | Path, annotators: set[str]) -> list[str]:
@@ -147,11 +163,15 @@ def name_collisions(run_dir: str | Path, annotators: set[str]) -> list[str]:
     out = []
     for a in sorted(annotators):
         if a.casefold() in judges:
-            out.append(f"annotator {a!r} has the name of the LLM judge {judges[a.casefold()]!r}; "
-                       "give the annotator another name")
+            out.append(
+                f"annotator {a!r} has the name of the LLM judge {judges[a.casefold()]!r}; "
+                "give the annotator another name"
+            )
         elif known.get(a.casefold(), a) != a:
-            out.append(f"annotator {a!r} differs only by case from the existing annotator "
-                       f"{known[a.casefold()]!r}; use one spelling")
+            out.append(
+                f"annotator {a!r} differs only by case from the existing annotator "
+                f"{known[a.casefold()]!r}; use one spelling"
+            )
         elif seen.get(a.casefold(), a) != a:
             out.append(f"annotators {seen[a.casefold()]!r} and {a!r} differ only by case; use one spelling")
         seen.setdefault(a.casefold(), a)
@@ -166,43 +186,74 @@ def cells_of(judgments: list[Judgment], annotator: str) -> dict[CellKey, Cell]:
         if j.kind == "overall":
             if j.consistency is not None and j.collaborativeness is not None:
                 out[(annotator, j.instance_id, target, None)] = Cell(
-                    (j.consistency, j.collaborativeness), "store", f"{j.consistency}, {j.collaborativeness}")
+                    (j.consistency, j.collaborativeness), "store", f"{j.consistency}, {j.collaborativeness}"
+                )
             continue
         for lb in j.labels:
             pre = f"turn {lb.turn + 1}: "
             raw = ";".join(lb.behaviours)
             out[(annotator, j.instance_id, target, lb.turn)] = Cell(
-                tuple(lb.behaviours), "store", f"{raw} [not in taxonomy: {lb.not_in_taxonomy}]" if lb.not_in_taxonomy
-                else raw, [r[len(pre):] for r in j.repairs if r.startswith(pre)], lb.not_in_taxonomy or "")
+                tuple(lb.behaviours),
+                "store",
+                f"{raw} [not in taxonomy: {lb.not_in_taxonomy}]" if lb.not_in_taxonomy else raw,
+                [r[len(pre) :] for r in j.repairs if r.startswith(pre)],
+                lb.not_in_taxonomy or "",
+            )
     return out
 
 
-def build_judgments(cells: dict[CellKey, Cell], targets: dict[tuple[str, str], Target],
-                    tax: Taxonomy) -> list[Judgment]:
+def build_judgments(
+    cells: dict[CellKey, Cell], targets: dict[tuple[str, str], Target], tax: Taxonomy
+) -> list[Judgment]:
     """Judgments (sorted) from cells; a target with judged turns left unlabelled is invalid."""
     fine: dict[tuple[str, str, str], dict[int, Cell]] = {}
     out = []
-    for (ann, inst, target, turn), c in sorted(cells.items(), key=lambda kv: (kv[0][:3], kv[0][3] is None,
-                                                                             kv[0][3] or 0)):
+    for (ann, inst, target, turn), c in sorted(
+        cells.items(), key=lambda kv: (kv[0][:3], kv[0][3] is None, kv[0][3] or 0)
+    ):
         if turn is None:
             t = targets[(inst, target)]
-            out.append(Judgment(instance_id=inst, target=t.target_id, target_name=target, judge_id=f"human:{ann}",
-                                judge_name=ann, kind="overall", taxonomy_hash=tax.hash, consistency=c.value[0],
-                                collaborativeness=c.value[1], judged_turns=t.judged,
-                                status="repaired" if c.repairs else "ok", repairs=list(c.repairs)))
+            out.append(
+                Judgment(
+                    instance_id=inst,
+                    target=t.target_id,
+                    target_name=target,
+                    judge_id=f"human:{ann}",
+                    judge_name=ann,
+                    kind="overall",
+                    taxonomy_hash=tax.hash,
+                    consistency=c.value[0],
+                    collaborativeness=c.value[1],
+                    judged_turns=t.judged,
+                    status="repaired" if c.repairs else "ok",
+                    repairs=list(c.repairs),
+                )
+            )
         else:
             fine.setdefault((ann, inst, target), {})[turn] = c
     for (ann, inst, target), labels in fine.items():
         t = targets[(inst, target)]
         missing = [i + 1 for i in t.judged if i not in labels]
         repairs = [f"turn {i + 1}: {r}" for i in sorted(labels) for r in labels[i].repairs]
-        out.append(Judgment(
-            instance_id=inst, target=t.target_id, target_name=target, judge_id=f"human:{ann}", judge_name=ann,
-            kind="fine_grained", taxonomy_hash=tax.hash, judged_turns=t.judged, repairs=repairs,
-            labels=[TurnLabel(turn=i, behaviours=list(labels[i].value), not_in_taxonomy=labels[i].other or None)
-                    for i in sorted(labels)],
-            status="invalid" if missing else "repaired" if repairs else "ok",
-            reason=f"turns not annotated: {', '.join(map(str, missing))}" if missing else None))
+        out.append(
+            Judgment(
+                instance_id=inst,
+                target=t.target_id,
+                target_name=target,
+                judge_id=f"human:{ann}",
+                judge_name=ann,
+                kind="fine_grained",
+                taxonomy_hash=tax.hash,
+                judged_turns=t.judged,
+                repairs=repairs,
+                labels=[
+                    TurnLabel(turn=i, behaviours=list(labels[i].value), not_in_taxonomy=labels[i].other or None)
+                    for i in sorted(labels)
+                ],
+                status="invalid" if missing else "repaired" if repairs else "ok",
+                reason=f"turns not annotated: {', '.join(map(str, missing))}" if missing else None,
+            )
+        )
     return sorted(out, key=sort_key)
 
 
@@ -226,8 +277,11 @@ def recorded_draws(run_dir: Path | None) -> list[dict[str, Any]] | None:
         for d in draws:
             _conversations(d)
     except (KeyError, TypeError, ValueError):
-        raise InputError("not a record of random draws", file=str(run_dir / RANDOM_DRAWS),
-                         hint="it is written by cocoeval annotate-export --random; remove it or export again") from None
+        raise InputError(
+            "not a record of random draws",
+            file=str(run_dir / RANDOM_DRAWS),
+            hint="it is written by cocoeval annotate-export --random; remove it or export again",
+        ) from None
     return draws
 
 
@@ -263,11 +317,18 @@ def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> Record
     for n, d in enumerate(draws, start=1):
         if _conversations(d) == same:
             return RecordedDraw(path=str(path), draw=n, added=False, made=d.get("made"), export=d.get("export"))
-    rec = {"task": "fine_grained", "seed": draw["seed"], "per_target": draw["per_target"],
-           "targets_drawn": draw["targets_drawn"], "exclude_annotated": draw.get("exclude_annotated", False),
-           "targets": draw["targets"], "per_stratum": draw["per_stratum"],
-           **({"excluded": draw["excluded"]} if draw.get("exclude_annotated") else {}),
-           "export": str(out), "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}
+    rec = {
+        "task": "fine_grained",
+        "seed": draw["seed"],
+        "per_target": draw["per_target"],
+        "targets_drawn": draw["targets_drawn"],
+        "exclude_annotated": draw.get("exclude_annotated", False),
+        "targets": draw["targets"],
+        "per_stratum": draw["per_stratum"],
+        **({"excluded": draw["excluded"]} if draw.get("exclude_annotated") else {}),
+        "export": str(out),
+        "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
     write_json(path, {"draws": [*draws, rec]})
     return RecordedDraw(path=str(path), draw=len(draws) + 1, added=True, made=rec["made"], export=rec["export"])
 

@@ -65,22 +65,31 @@ def run_dir_lock(run_dir: Path) -> Iterator[None]:
         f.seek(0)
         if not _try_lock(f):
             h = holder(run_dir) or {}
-            who = (f"process {h.get('pid', '?')} on host {h.get('host', '?')}"
-                   + (f", running since {h['started']}" if h.get("started") else "")
-                   + (f" ({h['command']})" if h.get("command") else ""))
+            who = (
+                f"process {h.get('pid', '?')} on host {h.get('host', '?')}"
+                + (f", running since {h['started']}" if h.get("started") else "")
+                + (f" ({h['command']})" if h.get("command") else "")
+            )
             same_host = h.get("host") == socket.gethostname()
             stop = f"`kill {h.get('pid')}`" if same_host and h.get("pid") else f"stop it on {h.get('host', 'its host')}"
             raise RunDirLockedError(
                 f"run directory {run_dir} is in use by another cocoeval run: {who}",
                 hint=f"wait for that run to finish, or {stop} (its completed calls are cached; re-running "
-                     "resumes); to run the same params side by side, give this run another directory "
-                     "(out: in the params file) — runs sharing one call cache pay for each call once")
+                "resumes); to run the same params side by side, give this run another directory "
+                "(out: in the params file) — runs sharing one call cache pay for each call once",
+            )
         f.seek(0)
         f.truncate()
-        f.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
-                            "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                            "command": " ".join(os.path.basename(a) if i == 0 else a
-                                                for i, a in enumerate(sys.argv))[:300]}))
+        f.write(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                    "command": " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))[:300],
+                }
+            )
+        )
         f.flush()
         try:
             yield

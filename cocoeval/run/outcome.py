@@ -40,8 +40,15 @@ def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> dict[str, A
             continue
         n["failed" if why.startswith("call failed") else "invalid"] += 1
         reasons[reason_group(why)] += 1
-    return {"total": n["total"], "ok": n["ok"], "repaired": n["repaired"], "invalid": n["invalid"],
-            "failed": n["failed"], "skipped": n["skipped"], "reasons": dict(reasons.most_common(top))}
+    return {
+        "total": n["total"],
+        "ok": n["ok"],
+        "repaired": n["repaired"],
+        "invalid": n["invalid"],
+        "failed": n["failed"],
+        "skipped": n["skipped"],
+        "reasons": dict(reasons.most_common(top)),
+    }
 
 
 def reason_group(why: str) -> str:
@@ -67,15 +74,22 @@ def describe(summary: dict[str, Any]) -> list[str]:
         if not rows:
             continue
         bad = sum(s["invalid"] + s["failed"] for s in rows.values())
-        src = " (read from the run directory; not simulated by this run)" if stage == "simulate" \
-            and summary.get("simulate_from_files") else ""
-        out.append(f"{stage}: {sum(s['total'] for s in rows.values())} "
-                   f"{'continuations' if stage == 'simulate' else 'judgments'}, {bad} invalid or failed{src}")
+        src = (
+            " (read from the run directory; not simulated by this run)"
+            if stage == "simulate" and summary.get("simulate_from_files")
+            else ""
+        )
+        out.append(
+            f"{stage}: {sum(s['total'] for s in rows.values())} "
+            f"{'continuations' if stage == 'simulate' else 'judgments'}, {bad} invalid or failed{src}"
+        )
         for name, s in rows.items():
             if s.get("skipped"):
                 out.append(f"  {what} {name}: {s['skipped']} skipped ({NO_TURNS}; in no statistic)")
             if s["invalid"] or s["failed"]:
-                out.append(f"  {what} {name}: {s['ok'] + s['repaired']} ok, {s['invalid']} invalid, "
-                           f"{s['failed']} failed of {s['total']}")
+                out.append(
+                    f"  {what} {name}: {s['ok'] + s['repaired']} ok, {s['invalid']} invalid, "
+                    f"{s['failed']} failed of {s['total']}"
+                )
                 out += [f"    {c} x {r}" for r, c in s["reasons"].items()]
     return out

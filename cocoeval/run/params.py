@@ -34,8 +34,17 @@ from cocoeval.simulate.sft import SFTConfig
 
 from .compose import SET_HINT, Composed, ParamsSource, compose
 
-__all__ = ["AnnotationDraw", "AnnotationSection", "BuildSection", "ExperimentParams", "InstanceSelection",
-           "ParamsFile", "check_plugins", "read_params", "read_params_file"]
+__all__ = [
+    "AnnotationDraw",
+    "AnnotationSection",
+    "BuildSection",
+    "ExperimentParams",
+    "InstanceSelection",
+    "ParamsFile",
+    "check_plugins",
+    "read_params",
+    "read_params_file",
+]
 
 
 class InstanceSelection(BaseModel):
@@ -178,15 +187,18 @@ class ExperimentParams(BaseModel):
         """Every model spec names a known provider and a model (PROVIDER/MODEL): a bad one is an
         error of the params file, found when it is read, not a problem of readiness. A plugin's
         setup names its models through the plugin, asked after the schema (``check_plugins``)."""
-        specs = [(f"setups[{i}].{f}", m) for i, s in enumerate(self.setups) if not isinstance(s, PluginSetup)
-                 for f, m in s.model_specs().items()]
+        specs = [
+            (f"setups[{i}].{f}", m)
+            for i, s in enumerate(self.setups)
+            if not isinstance(s, PluginSetup)
+            for f, m in s.model_specs().items()
+        ]
         specs += [(f"judges[{i}].model", j.model) for i, j in enumerate(self.judges) if isinstance(j, JudgeConfig)]
         ctx = self.build.context if self.build else None
         specs += [(f"build.context.{f}", m) for f in ("metadata", "summary", "clean") if ctx and (m := getattr(ctx, f))]
         if problems := _spec_problems(specs):
             raise ValueError("; ".join(problems))
         return self
-
 
     @model_validator(mode="after")
     def _ensembles_and_probes(self) -> ExperimentParams:
@@ -202,17 +214,22 @@ class ExperimentParams(BaseModel):
                 if m in ens:
                     problems.append(f"judges[{i}].ensemble: {m!r} is an ensemble; members are LLM judges")
                 elif m not in llm:
-                    problems.append(f"judges[{i}].ensemble: no judge named {m!r} in judges "
-                                    f"(LLM judges: {', '.join(llm) or 'none'})")
+                    problems.append(
+                        f"judges[{i}].ensemble: no judge named {m!r} in judges (LLM judges: {', '.join(llm) or 'none'})"
+                    )
                 elif lack := [k for k in e.kind if k not in llm[m].kind]:
-                    problems.append(f"judges[{i}].ensemble: judge {m!r} does not make {', '.join(lack)} "
-                                    f"judgments (its kind: {', '.join(llm[m].kind)}); give the ensemble only "
-                                    "kinds every member makes")
+                    problems.append(
+                        f"judges[{i}].ensemble: judge {m!r} does not make {', '.join(lack)} "
+                        f"judgments (its kind: {', '.join(llm[m].kind)}); give the ensemble only "
+                        "kinds every member makes"
+                    )
         if self.probes is not None:
             for name in self.probes.judges or []:
                 if name not in llm:
-                    problems.append(f"probes.judges: no LLM judge named {name!r} in judges "
-                                    f"({', '.join(llm) or 'none'}; ensembles make no call and are not probed)")
+                    problems.append(
+                        f"probes.judges: no LLM judge named {name!r} in judges "
+                        f"({', '.join(llm) or 'none'}; ensembles make no call and are not probed)"
+                    )
         if problems:
             raise ValueError("; ".join(problems))
         for e in self.ensembles:
@@ -281,8 +298,9 @@ def read_params(path: str | Path, sets: tuple[str, ...] | list[str] = ()) -> Exp
     return read_params_file(path, sets).params
 
 
-def read_params_file(path: str | Path, sets: tuple[str, ...] | list[str] = (), *,
-                     text: str | None = None) -> ParamsFile:
+def read_params_file(
+    path: str | Path, sets: tuple[str, ...] | list[str] = (), *, text: str | None = None
+) -> ParamsFile:
     """``read_params`` with the files read and the overrides (``ParamsFile``); ``text``: the
     named file's text, when given (an edit not yet written)."""
     p = Path(path)
@@ -322,8 +340,12 @@ def _invalid(e: ValidationError, composed: Composed) -> InputError:
     for err in e.errors()[:5]:
         loc = _loc(err["loc"])
         msg = f"{'.'.join(str(x) for x in loc) or '(top)'}: {err['msg'].removeprefix('Value error, ')}"
-        if (err["type"] == "extra_forbidden" and loc and isinstance(loc[-1], str)
-                and (near := difflib.get_close_matches(loc[-1], _keys_at(loc), n=3))):
+        if (
+            err["type"] == "extra_forbidden"
+            and loc
+            and isinstance(loc[-1], str)
+            and (near := difflib.get_close_matches(loc[-1], _keys_at(loc), n=3))
+        ):
             msg += f" (did you mean {' or '.join(near)}?)"
         rows.append((composed.origin(loc), msg))
     top = str(composed.files[0].path)
@@ -377,8 +399,11 @@ def add_setup(path: str | Path, entry: dict[str, Any]) -> ExperimentParams:
     old = read_params(p)
     entry = _relative_continuations(entry, p)
     line = yaml.safe_dump(entry, default_flow_style=True, width=10**9, sort_keys=False).strip()
-    by_hand = InputError("cannot add the setup to this file's setups: by itself", file=str(p),
-                         hint=f"add this item to setups: by hand: - {line}")
+    by_hand = InputError(
+        "cannot add the setup to this file's setups: by itself",
+        file=str(p),
+        hint=f"add this item to setups: by hand: - {line}",
+    )
     text = read_text(p)
     lines = text.splitlines(keepends=True)
     head = [i for i, x in enumerate(lines) if re.match(r"setups:\s*(#.*)?$", x.rstrip("\n"))]
@@ -410,14 +435,19 @@ def add_setup(path: str | Path, entry: dict[str, Any]) -> ExperimentParams:
         params = ExperimentParams.model_validate(data)
         alone = ExperimentParams.model_validate({**data, "setups": [entry]})
     except (yaml.YAMLError, ValidationError, InputError) as e:
-        raise InputError(f"the setup does not fit this file: {e}", file=str(p),
-                         hint=f"add this item to setups: by hand: - {line}") from None
+        raise InputError(
+            f"the setup does not fit this file: {e}", file=str(p), hint=f"add this item to setups: by hand: - {line}"
+        ) from None
     if problems := check_plugins(params) + check_plugins(alone):
-        raise InputError(f"the setup does not fit this file: {'; '.join(problems[:5])}", file=str(p),
-                         hint=f"add this item to setups: by hand: - {line}")
+        raise InputError(
+            f"the setup does not fit this file: {'; '.join(problems[:5])}",
+            file=str(p),
+            hint=f"add this item to setups: by hand: - {line}",
+        )
     want = [*old.model_dump(mode="json")["setups"], alone.model_dump(mode="json")["setups"][0]]
     if params.model_dump(mode="json")["setups"] != want or (
-            params.model_dump(mode="json", exclude={"setups"}) != old.model_dump(mode="json", exclude={"setups"})):
+        params.model_dump(mode="json", exclude={"setups"}) != old.model_dump(mode="json", exclude={"setups"})
+    ):
         raise by_hand
     write_atomic(p, new)
     return params

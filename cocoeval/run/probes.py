@@ -83,22 +83,36 @@ class ProbeRecord(BaseModel):
 class ProbeTask:
     """One probe item's judge task and what its record says besides the judgment."""
 
-    def __init__(self, task: JudgeTask, probe: ProbeKind, source: Target, seed: int, *, sample: int = 0,
-                 **meta: Any) -> None:
+    def __init__(
+        self, task: JudgeTask, probe: ProbeKind, source: Target, seed: int, *, sample: int = 0, **meta: Any
+    ) -> None:
         self.task, self.probe, self.source, self.sample, self.seed, self.meta = task, probe, source, sample, seed, meta
 
     def next_call(self) -> Call:
         call = self.task.next_call()
         req = call.request if not self.sample else call.request.model_copy(update={"sample": self.sample})
-        return call.model_copy(update={"request": req, "stage": "probe",
-                                       "tag": f"{call.tag}|probe:{self.probe}:{self.meta.get('behaviour') or ''}"})
+        return call.model_copy(
+            update={
+                "request": req,
+                "stage": "probe",
+                "tag": f"{call.tag}|probe:{self.probe}:{self.meta.get('behaviour') or ''}",
+            }
+        )
 
     def record(self) -> ProbeRecord | None:
         if self.task.result is None:
             return None
-        return ProbeRecord(probe=self.probe, judge=self.task.judge.name, kind=self.task.kind,
-                           instance_id=self.source.instance.id, target=self.source.name,
-                           target_id=self.source.target_id, seed=self.seed, judgment=self.task.result, **self.meta)
+        return ProbeRecord(
+            probe=self.probe,
+            judge=self.task.judge.name,
+            kind=self.task.kind,
+            instance_id=self.source.instance.id,
+            target=self.source.name,
+            target_id=self.source.target_id,
+            seed=self.seed,
+            judgment=self.task.result,
+            **self.meta,
+        )
 
 
 def _draw(items: Sequence[Target], n: int, seed: int, salt: str) -> list[Target]:
@@ -108,9 +122,14 @@ def _draw(items: Sequence[Target], n: int, seed: int, salt: str) -> list[Target]
     return [t for i, t in enumerate(items) if i in picked]
 
 
-def plan_probes(sec: ProbeSection, judges: Sequence[JudgeConfig], targets: Sequence[Target], tax: Taxonomy,
-                valid: dict[str, set[tuple[str, str, str]]] | None = None,
-                warn: Callable[[str], None] = lambda _m: None) -> dict[str, list[ProbeTask]]:
+def plan_probes(
+    sec: ProbeSection,
+    judges: Sequence[JudgeConfig],
+    targets: Sequence[Target],
+    tax: Taxonomy,
+    valid: dict[str, set[tuple[str, str, str]]] | None = None,
+    warn: Callable[[str], None] = lambda _m: None,
+) -> dict[str, list[ProbeTask]]:
     """{judge name: its probe tasks}. ``targets``: every target of the run (``targets_for``);
     ``valid``: {judge: {(instance id, target name, kind)}} of its valid current judgments (what the
     probes draw from and compare with; None: every target the judge selects, for the forecast)."""
@@ -120,22 +139,32 @@ def plan_probes(sec: ProbeSection, judges: Sequence[JudgeConfig], targets: Seque
         instances = list({t.instance.id: t.instance for t in targets}.values())  # each once, in order
         chosen = {i.id for i in j.select(instances)}
         mine = [t for t in targets if t.instance.id in chosen and t.judged]
-        out[j.name] = _plan_judge(sec, j, mine, None if valid is None else valid.get(j.name, set()), per_instance,
-                                  tax, warn)
+        out[j.name] = _plan_judge(
+            sec, j, mine, None if valid is None else valid.get(j.name, set()), per_instance, tax, warn
+        )
     return out
 
 
-def _plan_judge(sec: ProbeSection, j: JudgeConfig, mine: list[Target], ok: set[tuple[str, str, str]] | None,
-                per_instance: collections.Counter[str], tax: Taxonomy, warn: Callable[[str], None]) -> list[ProbeTask]:
+def _plan_judge(
+    sec: ProbeSection,
+    j: JudgeConfig,
+    mine: list[Target],
+    ok: set[tuple[str, str, str]] | None,
+    per_instance: collections.Counter[str],
+    tax: Taxonomy,
+    warn: Callable[[str], None],
+) -> list[ProbeTask]:
     """One judge's probe tasks (``plan_probes``): ``mine``, the targets it selects; ``ok``, its valid
     judgments (None: all)."""
+
     def judged(t: Target, kinds: Sequence[str]) -> bool:
         return ok is None or any((t.instance.id, t.name, k) in ok for k in kinds)
 
     tasks: list[ProbeTask] = []
 
-    def add(probe: ProbeKind, source: Target, probed: Target, kinds: Sequence[Kind], sample: int = 0,
-            **meta: Any) -> None:
+    def add(
+        probe: ProbeKind, source: Target, probed: Target, kinds: Sequence[Kind], sample: int = 0, **meta: Any
+    ) -> None:
         for k in kinds:
             if ok is not None and (source.instance.id, source.name, k) not in ok and probe != "planted":
                 continue  # nothing to compare the probe with
@@ -144,8 +173,10 @@ def _plan_judge(sec: ProbeSection, j: JudgeConfig, mine: list[Target], ok: set[t
 
     pool = [t for t in mine if judged(t, j.kind)]
     if ok is not None and not pool:
-        warn(f"judge {j.name}: no valid judgment in the run to probe against (run the judge stage first: "
-             "cocoeval run PARAMS --stage judge)")
+        warn(
+            f"judge {j.name}: no valid judgment in the run to probe against (run the judge stage first: "
+            "cocoeval run PARAMS --stage judge)"
+        )
         return []
     if "names" in sec.kinds:
         for t in _draw(pool, sec.targets, sec.seed, f"names|{j.name}"):
@@ -171,8 +202,17 @@ def _plan_judge(sec: ProbeSection, j: JudgeConfig, mine: list[Target], ok: set[t
                 if p is None:
                     skipped[f"{b} (no turn to plant it in)"] += 1
                     continue
-                add("planted", t, p.target, ["fine_grained"], behaviour=b, expects=exp, turn=p.turn,
-                    changed=p.changed, templates=templates_version())
+                add(
+                    "planted",
+                    t,
+                    p.target,
+                    ["fine_grained"],
+                    behaviour=b,
+                    expects=exp,
+                    turn=p.turn,
+                    changed=p.changed,
+                    templates=templates_version(),
+                )
         for why, n in sorted(skipped.items()):
             warn(f"judge {j.name}: {n} planted cop(ies) not made: {why}")
     return tasks
@@ -188,17 +228,24 @@ def read_probes(run_dir: str | Path, judge: str) -> list[ProbeRecord]:
     p = Path(run_dir) / PROBES_DIR / f"{judge}.jsonl"
     if not p.exists():
         return []
-    return read_unique_models(p, ProbeRecord, ProbeRecord.key,
-                              lambda r: f"probe {r.probe} of {r.instance_id!r}, {r.target}, {r.kind}",
-                              "cocoeval probe writes each probe item once: remove the extra line, or run "
-                              "cocoeval probe again to rewrite the file")
+    return read_unique_models(
+        p,
+        ProbeRecord,
+        ProbeRecord.key,
+        lambda r: f"probe {r.probe} of {r.instance_id!r}, {r.target}, {r.kind}",
+        "cocoeval probe writes each probe item once: remove the extra line, or run "
+        "cocoeval probe again to rewrite the file",
+    )
 
 
-def run_probe_tasks(tasks: dict[str, list[ProbeTask]], runner: Runner,
-                    on_round: Callable[[dict[str, list[ProbeRecord]]], None] | None = None
-                    ) -> dict[str, list[ProbeRecord]]:
+def run_probe_tasks(
+    tasks: dict[str, list[ProbeTask]],
+    runner: Runner,
+    on_round: Callable[[dict[str, list[ProbeRecord]]], None] | None = None,
+) -> dict[str, list[ProbeRecord]]:
     """Send the probe calls (re-asks and larger budgets as the judge stage does) until every item
     has its judgment; {judge: records}. ``on_round`` gets the finished records after each round."""
+
     def collect() -> dict[str, list[ProbeRecord]]:
         return {n: [r for t in ts if (r := t.record()) is not None] for n, ts in tasks.items()}
 
@@ -212,8 +259,12 @@ def run_probe_tasks(tasks: dict[str, list[ProbeTask]], runner: Runner,
 
 def valid_judgments(run: Any, judges: Sequence[str]) -> dict[str, set[tuple[str, str, str]]]:
     """{judge: {(instance id, target name, kind)}} of its valid, current judgments in ``run``."""
-    current = {(name, c.instance_id): c.setup_id for name, cs in run.current_continuations.items()
-               for c in cs if c.status == "ok"}
+    current = {
+        (name, c.instance_id): c.setup_id
+        for name, cs in run.current_continuations.items()
+        for c in cs
+        if c.status == "ok"
+    }
     out: dict[str, set[tuple[str, str, str]]] = {}
     for name in judges:
         keep = set()
@@ -265,8 +316,9 @@ def write_probe_records(run_dir: Path, judge: str, records: list[ProbeRecord], f
         path.unlink(missing_ok=True)
 
 
-def run_probes(exp: Experiment, *, progress: bool | None = None,
-               warn: Callable[[str], None] | None = None) -> dict[str, dict[str, int]]:
+def run_probes(
+    exp: Experiment, *, progress: bool | None = None, warn: Callable[[str], None] | None = None
+) -> dict[str, dict[str, int]]:
     """Send the probes of ``exp``'s ``probes:`` section (every probe, target count and judge it
     names) against the run directory's judgments; write ``probes/<judge>.jsonl`` and add this
     invocation's usage to ``usage.json``. {judge: {probe: items judged}}. One run at a time on a
@@ -280,8 +332,10 @@ def run_probes(exp: Experiment, *, progress: bool | None = None,
 
     sec = exp.params.probes
     if sec is None:
-        raise ConfigError(f"{exp.source or 'the params'} has no probes: section",
-                          hint="add one (e.g. probes: {targets: 20}); docs/judging.md lists its fields")
+        raise ConfigError(
+            f"{exp.source or 'the params'} has no probes: section",
+            hint="add one (e.g. probes: {targets: 20}); docs/judging.md lists its fields",
+        )
     if not (exp.run_dir / "manifest.json").exists():
         raise NotFoundError(f"no run at {exp.run_dir}", hint=f"run it first: cocoeval run {exp.source or 'PARAMS'}")
     say = warn or (lambda m: logging.getLogger("cocoeval").warning("warning: %s", m))
@@ -297,7 +351,8 @@ def run_probes(exp: Experiment, *, progress: bool | None = None,
                 f"({'; '.join(changed)}): a probe is compared with the run's judgments made by the same "
                 "judge, so the probes would be paid for and not counted; nothing was sent",
                 hint=f"judge the run with these params first (cocoeval run {exp.source or 'PARAMS'} --stage judge: "
-                     "cached calls are not paid again), or put the judge's settings back as they were")
+                "cached calls are not paid again), or put the judge's settings back as they were",
+            )
         targets = probe_targets(run.instances, run)
         tasks = plan_probes(sec, judges, targets, exp.taxonomy, valid_judgments(run, [j.name for j in judges]), say)
         runner = Runner(cfg, journal=exp.run_dir / USAGE_JOURNAL)
@@ -310,9 +365,11 @@ def run_probes(exp: Experiment, *, progress: bool | None = None,
             records = run_probe_tasks(tasks, runner, on_round=save)
             save(records, final=True)
         except KeyboardInterrupt:  # Ctrl-C: one line says what was kept (the CLI exits 130)
-            raise Interrupted(f"the probe items judged are kept in {exp.run_dir / PROBES_DIR} and every answered "
-                              f"call in the call cache; run cocoeval probe {exp.source or 'PARAMS'} again to go on: "
-                              "no completed call is sent again") from None
+            raise Interrupted(
+                f"the probe items judged are kept in {exp.run_dir / PROBES_DIR} and every answered "
+                f"call in the call cache; run cocoeval probe {exp.source or 'PARAMS'} again to go on: "
+                "no completed call is sent again"
+            ) from None
         finally:
             write_usage(exp.run_dir, runner)
             runner.close()

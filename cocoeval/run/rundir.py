@@ -45,13 +45,17 @@ if TYPE_CHECKING:
 
 HUMAN_PREFIX = "human:"
 PIPELINE_LABEL = "pipeline-check"
-UNKNOWN_INSTANCE = ("of an instance not in instances.jsonl (instances.jsonl changed after it was made, or the file "
-                    "was copied from another run): stale, never counted")
+UNKNOWN_INSTANCE = (
+    "of an instance not in instances.jsonl (instances.jsonl changed after it was made, or the file "
+    "was copied from another run): stale, never counted"
+)
 """Why a continuation or judgment is stale in the frames: its instance is not one of the run's."""
 READ_INVALID = "read as invalid: "
 """How the reason of a continuation that ``checked_turns`` made invalid starts."""
-JUDGMENTS_ONCE = ("cocoeval writes one judgment per instance, target and kind: remove the extra line, or run the "
-                  "judge stage again to rewrite the file")
+JUDGMENTS_ONCE = (
+    "cocoeval writes one judgment per instance, target and kind: remove the extra line, or run the "
+    "judge stage again to rewrite the file"
+)
 
 
 RUN_FORMAT = 1
@@ -150,10 +154,13 @@ class Run(BaseModel):
     def _split_human(cls, data: Any) -> Any:
         if isinstance(data, dict) and isinstance(data.get("judgments"), dict):
             js = data["judgments"]
-            human = {k[len(HUMAN_PREFIX):]: v for k, v in js.items() if k.startswith(HUMAN_PREFIX)}
+            human = {k[len(HUMAN_PREFIX) :]: v for k, v in js.items() if k.startswith(HUMAN_PREFIX)}
             if human:
-                data = {**data, "judgments": {k: v for k, v in js.items() if not k.startswith(HUMAN_PREFIX)},
-                        "human": {**(data.get("human") or {}), **human}}
+                data = {
+                    **data,
+                    "judgments": {k: v for k, v in js.items() if not k.startswith(HUMAN_PREFIX)},
+                    "human": {**(data.get("human") or {}), **human},
+                }
         return data
 
     @classmethod
@@ -167,8 +174,10 @@ class Run(BaseModel):
         content was read whole before); a bad file is otherwise found only when it is used."""
         d = Path(path)
         if not d.is_dir():
-            raise NotFoundError(f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
-                                hint="give a folder written by cocoeval run")
+            raise NotFoundError(
+                f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
+                hint="give a folder written by cocoeval run",
+            )
         if lazy:
             digests = file_digests(d)
             with recorded_reads() as seen:
@@ -185,8 +194,12 @@ class Run(BaseModel):
             manifest = _read_manifest(d)
             instances = _read_instances(d)
             refs = {i.id: len(i.reference) for i in instances}
-            run = cls(path=d, manifest=manifest, instances=instances,
-                      **{part: _checked(part, v, refs, manifest) for part, v in raw.items()})
+            run = cls(
+                path=d,
+                manifest=manifest,
+                instances=instances,
+                **{part: _checked(part, v, refs, manifest) for part, v in raw.items()},
+            )
         run._digests = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
         run._as_read = {part: _shape_of(getattr(run, part)) for part in RECORDS}
         return run
@@ -279,8 +292,11 @@ class Run(BaseModel):
         else:
             c = validate(Continuation, parse_json_line(line, f, n), file=f, record=f"line {n}")
             ref = self.instance(c.instance_id)
-            record = checked_turns(c, None if ref is None else len(ref.reference),
-                                   turn_char_limits(self.manifest).get(PurePosixPath(rel).stem))
+            record = checked_turns(
+                c,
+                None if ref is None else len(ref.reference),
+                turn_char_limits(self.manifest).get(PurePosixPath(rel).stem),
+            )
         self._one[rel, key] = record
         return record
 
@@ -344,8 +360,12 @@ class Run(BaseModel):
         read (the same list objects holding the same items), else which lists and items it holds
         now (an item changed in place is not seen: pydantic models are replaced with
         ``model_copy``). The in-process caches of the analyses are keyed by it."""
-        return tuple("as read" if part in self._unread or self._as_read.get(part) == (shape := _shape_of(
-            self.__dict__[part])) else shape for part in RECORDS)
+        return tuple(
+            "as read"
+            if part in self._unread or self._as_read.get(part) == (shape := _shape_of(self.__dict__[part]))
+            else shape
+            for part in RECORDS
+        )
 
     @property
     def as_read(self) -> bool:
@@ -362,32 +382,45 @@ class Run(BaseModel):
         out = []
         m = self.manifest
         if m.cocoeval_version and m.cocoeval_version != __version__:
-            out.append(f"manifest.json was written by cocoeval {m.cocoeval_version}, this is cocoeval "
-                       f"{__version__}: the run is read with this version's rules (run it again with this "
-                       "version to have it made by one version)")
+            out.append(
+                f"manifest.json was written by cocoeval {m.cocoeval_version}, this is cocoeval "
+                f"{__version__}: the run is read with this version's rules (run it again with this "
+                "version to have it made by one version)"
+            )
         if m.instances is not None and m.instances != len(self.instances):
-            out.append(f"manifest.json says the run has {m.instances} instances, instances.jsonl holds "
-                       f"{len(self.instances)}: instances.jsonl was changed after the run (run it again)")
+            out.append(
+                f"manifest.json says the run has {m.instances} instances, instances.jsonl holds "
+                f"{len(self.instances)}: instances.jsonl was changed after the run (run it again)"
+            )
         ids = {i.id for i in self.instances}
         groups: list[tuple[str, str, list[Continuation] | list[Judgment]]] = [
-            (f"continuations/{n}.jsonl", "continuation", cs) for n, cs in self.continuations.items()]
+            (f"continuations/{n}.jsonl", "continuation", cs) for n, cs in self.continuations.items()
+        ]
         groups += [(f"judgments/{n}.jsonl", "judgment", js) for n, js in self.judgments.items()]
         groups += [(f"judgments/human/{n}.jsonl", "judgment", js) for n, js in self.human.items()]
         for file, what, items in groups:
             if outside := [x.instance_id for x in items if x.instance_id not in ids]:
-                out.append(f"{file}: {len(outside)} {what}(s) of instances not in instances.jsonl (e.g. "
-                           f"{outside[0]!r}): {UNKNOWN_INSTANCE}")
+                out.append(
+                    f"{file}: {len(outside)} {what}(s) of instances not in instances.jsonl (e.g. "
+                    f"{outside[0]!r}): {UNKNOWN_INSTANCE}"
+                )
         for name, cs in self.continuations.items():
             if bad := [c for c in cs if c.status == "invalid" and (c.reason or "").startswith(READ_INVALID)]:
-                out.append(f"continuations/{name}.jsonl: {len(bad)} continuation(s) marked ok have another "
-                           f"number of turns than their reference or an over-long turn (e.g. {bad[0].instance_id!r}: "
-                           f"{(bad[0].reason or '')[len(READ_INVALID):]}): counted invalid")
-        for file, js in [*((f"judgments/{n}.jsonl", js) for n, js in self.judgments.items()),
-                         *((f"judgments/human/{n}.jsonl", js) for n, js in self.human.items())]:
+                out.append(
+                    f"continuations/{name}.jsonl: {len(bad)} continuation(s) marked ok have another "
+                    f"number of turns than their reference or an over-long turn (e.g. {bad[0].instance_id!r}: "
+                    f"{(bad[0].reason or '')[len(READ_INVALID) :]}): counted invalid"
+                )
+        for file, js in [
+            *((f"judgments/{n}.jsonl", js) for n, js in self.judgments.items()),
+            *((f"judgments/human/{n}.jsonl", js) for n, js in self.human.items()),
+        ]:
             if bad_j := [j for j in js if j.status == "invalid" and (j.reason or "").startswith(READ_INVALID)]:
-                out.append(f"{file}: {len(bad_j)} judgment(s) marked ok are not what cocoeval stores (e.g. "
-                           f"{bad_j[0].instance_id!r}, {bad_j[0].target_name or bad_j[0].target}, {bad_j[0].kind}: "
-                           f"{(bad_j[0].reason or '')[len(READ_INVALID):]}): counted invalid")
+                out.append(
+                    f"{file}: {len(bad_j)} judgment(s) marked ok are not what cocoeval stores (e.g. "
+                    f"{bad_j[0].instance_id!r}, {bad_j[0].target_name or bad_j[0].target}, {bad_j[0].kind}: "
+                    f"{(bad_j[0].reason or '')[len(READ_INVALID) :]}): counted invalid"
+                )
         return out
 
     def stale_reason(self, name: str, item: Continuation | Judgment) -> str | None:
@@ -405,9 +438,11 @@ class Run(BaseModel):
                     self._instance_hashes = {i.id: i.content_hash() for i in self.instances}
                 now = self._instance_hashes.get(item.instance_id)
             if now is not None and now != item.instance_hash:
-                return (f"made from another version of instance {item.instance_id!r} (instance hash "
-                        f"{item.instance_hash}; instances.jsonl now gives {now}): the instance was edited "
-                        "after it was made; run the params file again")
+                return (
+                    f"made from another version of instance {item.instance_id!r} (instance hash "
+                    f"{item.instance_hash}; instances.jsonl now gives {now}): the instance was edited "
+                    "after it was made; run the params file again"
+                )
         if isinstance(item, Continuation):
             have, want, what = item.setup_id, self.manifest.setups.get(name), "simulated with other setup settings"
         else:
@@ -452,11 +487,13 @@ def _configs(run: Run, key: str, cls: type[BaseModel]) -> list[Any] | None:
             out.append(cls.model_validate({"model": str(d.get("model", "?")), **keep}))
         except (TypeError, ValidationError) as e:
             why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
-            raise InputError(f"cannot tell which instances it selects: {why}", file=file,
-                             record=f"params.{key}[{i}]",
-                             hint="the manifest is written by cocoeval run; run the params file again") from None
+            raise InputError(
+                f"cannot tell which instances it selects: {why}",
+                file=file,
+                record=f"params.{key}[{i}]",
+                hint="the manifest is written by cocoeval run; run the params file again",
+            ) from None
     return out
-
 
 
 RECORDS = ("instances", "continuations", "judgments", "human")
@@ -466,32 +503,49 @@ RECORDS = ("instances", "continuations", "judgments", "human")
 def _read_manifest(d: Path) -> Manifest:
     raw = read_json(d / "manifest.json")
     if not isinstance(raw, dict):
-        raise InputError("expected a JSON object", file=str(d / "manifest.json"),
-                         hint="the manifest is written by cocoeval run; run it again")
+        raise InputError(
+            "expected a JSON object",
+            file=str(d / "manifest.json"),
+            hint="the manifest is written by cocoeval run; run it again",
+        )
     try:
         manifest = Manifest.model_validate(raw)
     except ValidationError as e:
         err = e.errors()[0]
-        raise InputError(f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}", file=str(d / "manifest.json"),
-                         hint="the manifest is written by cocoeval run; run it again") from None
+        raise InputError(
+            f"{'.'.join(str(x) for x in err['loc'])}: {err['msg']}",
+            file=str(d / "manifest.json"),
+            hint="the manifest is written by cocoeval run; run it again",
+        ) from None
     if manifest.format > RUN_FORMAT:
-        raise InputError(f"the run directory has format {manifest.format}, written by a newer cocoeval "
-                         f"({manifest.cocoeval_version or 'version unknown'}); this one reads format {RUN_FORMAT} and "
-                         "could misread it", file=str(d / "manifest.json"),
-                         hint="upgrade cocoeval (pip install -U cocoeval) to read this run")
+        raise InputError(
+            f"the run directory has format {manifest.format}, written by a newer cocoeval "
+            f"({manifest.cocoeval_version or 'version unknown'}); this one reads format {RUN_FORMAT} and "
+            "could misread it",
+            file=str(d / "manifest.json"),
+            hint="upgrade cocoeval (pip install -U cocoeval) to read this run",
+        )
     return manifest
 
 
 def _changed_since_opening(d: Path, rel: str) -> InputError:
     """The error of a lazily opened run whose file ``rel`` changed after the opening."""
-    return InputError(f"{rel} changed after the run was opened: its records would mix two versions",
-                      file=str(d / rel), hint="open the run again (rerun the cell or the command)")
+    return InputError(
+        f"{rel} changed after the run was opened: its records would mix two versions",
+        file=str(d / rel),
+        hint="open the run again (rerun the cell or the command)",
+    )
 
 
 def _read_instances(d: Path) -> list[Instance]:
-    return read_unique_models(d / "instances.jsonl", Instance, lambda i: i.id, lambda i: f"instance {i.id!r}",
-                              "cocoeval writes each instance of a run once: remove the extra line, or run "
-                              "the params file again to rewrite instances.jsonl")
+    return read_unique_models(
+        d / "instances.jsonl",
+        Instance,
+        lambda i: i.id,
+        lambda i: f"instance {i.id!r}",
+        "cocoeval writes each instance of a run once: remove the extra line, or run "
+        "the params file again to rewrite instances.jsonl",
+    )
 
 
 def _parse(d: Path, part: str) -> dict[str, list[Any]]:
@@ -500,9 +554,11 @@ def _parse(d: Path, part: str) -> dict[str, list[Any]]:
     if part == "continuations":
         return {p.stem: read_continuations(p) for p in sorted((d / "continuations").glob("*.jsonl"))}
     if part == "judgments":
-        return {p.stem: read_unique_models(p, Judgment, judgment_key, describe_judgment, JUDGMENTS_ONCE)
-                for p in sorted((d / "judgments").glob("*.jsonl"))}
-    return {k[len(HUMAN_PREFIX):]: v for k, v in read_human_stores(d).items()}
+        return {
+            p.stem: read_unique_models(p, Judgment, judgment_key, describe_judgment, JUDGMENTS_ONCE)
+            for p in sorted((d / "judgments").glob("*.jsonl"))
+        }
+    return {k[len(HUMAN_PREFIX) :]: v for k, v in read_human_stores(d).items()}
 
 
 def _checked(part: str, value: dict[str, list[Any]], refs: dict[str, int], manifest: Manifest) -> dict[str, Any]:
@@ -510,15 +566,22 @@ def _checked(part: str, value: dict[str, list[Any]], refs: dict[str, int], manif
     not fit is invalid (``checked_turns``, ``checked_judgment``)."""
     if part == "continuations":
         limits = turn_char_limits(manifest)
-        return {name: [checked_turns(c, refs.get(c.instance_id), limits.get(name)) for c in cs]
-                for name, cs in value.items()}
+        return {
+            name: [checked_turns(c, refs.get(c.instance_id), limits.get(name)) for c in cs]
+            for name, cs in value.items()
+        }
     return {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in value.items()}
 
 
 def _record_files(d: Path) -> list[Path]:
     """The files ``Run.open`` reads, in its order of reading."""
-    return [*sorted((d / "continuations").glob("*.jsonl")), *sorted((d / "judgments").glob("*.jsonl")),
-            *sorted((d / HUMAN_DIR).glob("*.jsonl")), d / "manifest.json", d / "instances.jsonl"]
+    return [
+        *sorted((d / "continuations").glob("*.jsonl")),
+        *sorted((d / "judgments").glob("*.jsonl")),
+        *sorted((d / HUMAN_DIR).glob("*.jsonl")),
+        d / "manifest.json",
+        d / "instances.jsonl",
+    ]
 
 
 def _part_of(rel: Path) -> str:
@@ -551,10 +614,14 @@ def _shape_of(value: Any) -> tuple[Any, ...]:
 def read_continuations(path: Path) -> list[Continuation]:
     """A continuations file; one that holds an instance twice is refused (InputError naming both
     lines): cocoeval writes each instance once per setup, and a second one would be counted twice."""
-    return read_unique_models(path, Continuation, lambda c: c.instance_id,
-                              lambda c: f"a continuation of instance {c.instance_id!r}",
-                              "cocoeval writes one continuation per instance: remove the extra line, or run the "
-                              "simulate stage again to rewrite the file")
+    return read_unique_models(
+        path,
+        Continuation,
+        lambda c: c.instance_id,
+        lambda c: f"a continuation of instance {c.instance_id!r}",
+        "cocoeval writes one continuation per instance: remove the extra line, or run the "
+        "simulate stage again to rewrite the file",
+    )
 
 
 def turn_char_limits(manifest: Manifest) -> dict[str, int]:
@@ -590,22 +657,30 @@ def checked_turns(c: Continuation, n_reference: int | None, max_chars: int | Non
     if c.status != "ok":
         return c
     if n_reference is not None and len(c.turns) != n_reference:
-        why = (f"{READ_INVALID}marked ok but has {len(c.turns)} turn(s) where the reference has {n_reference} "
-               "(edited by hand, or instances.jsonl changed after it was simulated; run the simulate stage again)")
+        why = (
+            f"{READ_INVALID}marked ok but has {len(c.turns)} turn(s) where the reference has {n_reference} "
+            "(edited by hand, or instances.jsonl changed after it was simulated; run the simulate stage again)"
+        )
         return c.model_copy(update={"status": "invalid", "reason": why})
     if empty := [i for i, t in enumerate(c.turns) if not has_text(t.text)]:  # the parser drops empty turns
-        why = (f"{READ_INVALID}marked ok but turn {empty[0] + 1} is empty (or only invisible characters), which "
-               "cocoeval never stores (edited by hand; run the simulate stage again)")
+        why = (
+            f"{READ_INVALID}marked ok but turn {empty[0] + 1} is empty (or only invisible characters), which "
+            "cocoeval never stores (edited by hand; run the simulate stage again)"
+        )
         return c.model_copy(update={"status": "invalid", "reason": why})
     if max_chars is not None and (long := [i for i, t in enumerate(c.turns) if len(t.text) > max_chars]):
-        why = (f"{READ_INVALID}marked ok but turn {long[0] + 1} has {len(c.turns[long[0]].text)} characters, more "
-               f"than the setup's output budget can hold ({max_chars}; edited by hand, or a server that ignored "
-               "max_tokens; run the simulate stage again)")
+        why = (
+            f"{READ_INVALID}marked ok but turn {long[0] + 1} has {len(c.turns[long[0]].text)} characters, more "
+            f"than the setup's output budget can hold ({max_chars}; edited by hand, or a server that ignored "
+            "max_tokens; run the simulate stage again)"
+        )
         return c.model_copy(update={"status": "invalid", "reason": why})
     if long := [i for i, t in enumerate(c.turns) if len(t.text) > MAX_TURN_CHARS]:
-        why = (f"{READ_INVALID}marked ok but turn {long[0] + 1} has {len(c.turns[long[0]].text):,} characters, more "
-               f"than any turn may have ({MAX_TURN_CHARS:,}: simulate.validity.MAX_TURN_CHARS), which cocoeval never "
-               "stores as ok (edited by hand; run the simulate stage again)")
+        why = (
+            f"{READ_INVALID}marked ok but turn {long[0] + 1} has {len(c.turns[long[0]].text):,} characters, more "
+            f"than any turn may have ({MAX_TURN_CHARS:,}: simulate.validity.MAX_TURN_CHARS), which cocoeval never "
+            "stores as ok (edited by hand; run the simulate stage again)"
+        )
         return c.model_copy(update={"status": "invalid", "reason": why})
     return c
 
@@ -640,9 +715,14 @@ def checked_judgment(j: Judgment, n_turns: int | None) -> Judgment:
     why = judgment_problem(j, n_turns)
     if why is None:
         return j
-    return j.model_copy(update={"status": "invalid", "reason": f"{READ_INVALID}marked {j.status} but {why} (edited by "
-                                                               "hand, or instances.jsonl changed after it was "
-                                                               "judged; run the judge stage again)"})
+    return j.model_copy(
+        update={
+            "status": "invalid",
+            "reason": f"{READ_INVALID}marked {j.status} but {why} (edited by "
+            "hand, or instances.jsonl changed after it was "
+            "judged; run the judge stage again)",
+        }
+    )
 
 
 def read_run(run_dir: str | Path) -> Run:
@@ -659,8 +739,9 @@ def now() -> str:
 def git_revision() -> str | None:
     """The git revision of the cocoeval checkout, when it is one."""
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent,
-                             capture_output=True, text=True, timeout=5)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=Path(__file__).parent, capture_output=True, text=True, timeout=5
+        )
         return out.stdout.strip() or None if out.returncode == 0 else None
     except (OSError, subprocess.SubprocessError):
         return None
@@ -672,13 +753,26 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
     read) would be ``[REDACTED]`` (``secrets.redact_urls``)."""
     from cocoeval.llm.secrets import redact_urls
 
-    text = json.dumps(manifest.model_dump(mode="json", exclude_unset=True), ensure_ascii=False, indent=2, sort_keys=True)
+    text = json.dumps(
+        manifest.model_dump(mode="json", exclude_unset=True), ensure_ascii=False, indent=2, sort_keys=True
+    )
     write_atomic(run_dir / "manifest.json", redact_urls(text) + "\n")
 
 
-PAID_FIELDS = ("cost_usd", "lost_cost_usd", "cost_unknown_calls", "failed", "input_tokens", "cached_input_tokens",
-               "cache_write_tokens", "output_tokens", "reasoning_tokens", "lost_attempts", "lost_input_tokens",
-               "usage_unknown_calls")
+PAID_FIELDS = (
+    "cost_usd",
+    "lost_cost_usd",
+    "cost_unknown_calls",
+    "failed",
+    "input_tokens",
+    "cached_input_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+    "lost_attempts",
+    "lost_input_tokens",
+    "usage_unknown_calls",
+)
 """The ledger totals that say what an invocation paid (summed over invocations in ``all_invocations``)."""
 USAGE_JOURNAL = "usage.journal.jsonl"
 """Beside usage.json: a line for each call that may have paid, appended as it is counted
@@ -745,30 +839,59 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
         try:
             path.replace(aside)
         except OSError as err:
-            raise InputError(f"cannot be read, nor kept aside as {aside.name} ({err.strerror or err})", file=str(path),
-                             hint="move it aside yourself; this invocation's usage is not written over it") from None
+            raise InputError(
+                f"cannot be read, nor kept aside as {aside.name} ({err.strerror or err})",
+                file=str(path),
+                hint="move it aside yourself; this invocation's usage is not written over it",
+            ) from None
         kept = str(aside)
         logging.getLogger("cocoeval").warning(
             "warning: %s could not be read (%s): kept as %s; the totals of the invocations it counted are not in "
-            "all_invocations of the new usage.json", path, str(e).splitlines()[0][:200], aside)
+            "all_invocations of the new usage.json",
+            path,
+            str(e).splitlines()[0][:200],
+            aside,
+        )
     if isinstance(prev, dict) and isinstance(prev.get("totals"), dict):
         earlier = [e for e in prev.get("earlier_invocations") or [] if isinstance(e, dict)]
-        earlier.append({k: prev.get(k) for k in ("written", "totals", "requests_sent", "requests_batched")}
-                       | ({"invocation": prev["invocation"]} if "invocation" in prev else {}))
+        earlier.append(
+            {k: prev.get(k) for k in ("written", "totals", "requests_sent", "requests_batched")}
+            | ({"invocation": prev["invocation"]} if "invocation" in prev else {})
+        )
     known = {e.get("invocation") for e in earlier} | {runner.ledger.invocation}
     unreadable: list[int] = []  # lines of the journal that are not journal lines: warned of, counted here
     for inv, paid_then in journal_totals(run_dir / USAGE_JOURNAL, unreadable).items():
         if inv not in known:  # killed before its usage.json (or that file was unreadable)
-            earlier.append({"invocation": inv, "not_in_usage_json": True, "totals": paid_then,
-                            "requests_sent": None, "requests_batched": None})
+            earlier.append(
+                {
+                    "invocation": inv,
+                    "not_in_usage_json": True,
+                    "totals": paid_then,
+                    "requests_sent": None,
+                    "requests_batched": None,
+                }
+            )
     totals = runner.ledger.totals()
     paid = [e for e in earlier if isinstance(e.get("totals"), dict)]
     everything = {k: totals[k] + sum(e["totals"].get(k, 0) for e in paid) for k in PAID_FIELDS}
-    everything.update(invocations=len(paid) + 1, requests_sent=runner.sent + sum(e.get("requests_sent") or 0 for e in paid),
-                      requests_batched=runner.batched + sum(e.get("requests_batched") or 0 for e in paid))
-    write_json(path, {"rows": runner.ledger.rows(), "totals": totals, "cache": runner.cache.stats(),
-                      "requests_sent": runner.sent, "requests_batched": runner.batched, "written": now(),
-                      "invocation": runner.ledger.invocation,
-                      "earlier_invocations": earlier, "all_invocations": everything,
-                      **({"unreadable_kept_as": kept} if kept else {}),
-                      **({"journal_unreadable_lines": {"file": USAGE_JOURNAL, "lines": unreadable}} if unreadable else {})})
+    everything.update(
+        invocations=len(paid) + 1,
+        requests_sent=runner.sent + sum(e.get("requests_sent") or 0 for e in paid),
+        requests_batched=runner.batched + sum(e.get("requests_batched") or 0 for e in paid),
+    )
+    write_json(
+        path,
+        {
+            "rows": runner.ledger.rows(),
+            "totals": totals,
+            "cache": runner.cache.stats(),
+            "requests_sent": runner.sent,
+            "requests_batched": runner.batched,
+            "written": now(),
+            "invocation": runner.ledger.invocation,
+            "earlier_invocations": earlier,
+            "all_invocations": everything,
+            **({"unreadable_kept_as": kept} if kept else {}),
+            **({"journal_unreadable_lines": {"file": USAGE_JOURNAL, "lines": unreadable}} if unreadable else {}),
+        },
+    )

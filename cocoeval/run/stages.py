@@ -56,16 +56,30 @@ class Experiment:
     ``cocoeval.run.compose``). ``files`` and ``sets``, the files read and the ``--set`` overrides,
     go into the run's manifest."""
 
-    def __init__(self, params: ExperimentParams, base: Path, source: str | None = None, *,
-                 files: tuple[ParamsSource, ...] = (), sets: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        params: ExperimentParams,
+        base: Path,
+        source: str | None = None,
+        *,
+        files: tuple[ParamsSource, ...] = (),
+        sets: tuple[str, ...] = (),
+    ) -> None:
         self.base = base
         self.source = source
         self.files = files
         self.sets = sets
         # an imported setup's file is read from the params file's folder
-        self.params = params.model_copy(update={"setups": [
-            s.model_copy(update={"continuations": str(self.resolve(s.continuations))}) if isinstance(s, ImportedSetup)
-            else s for s in params.setups]})
+        self.params = params.model_copy(
+            update={
+                "setups": [
+                    s.model_copy(update={"continuations": str(self.resolve(s.continuations))})
+                    if isinstance(s, ImportedSetup)
+                    else s
+                    for s in params.setups
+                ]
+            }
+        )
         self.run_dir = self.resolve(params.out) if params.out else base.parent / "runs" / params.name
         self.taxonomy = load_taxonomy(self.resolve(params.taxonomy) if params.taxonomy else None)
 
@@ -92,17 +106,22 @@ class Experiment:
         a name that is no safe file name, leaves the run directory or repeats (ignoring case),
         also when the params were changed after loading (e.g. a setup appended in a notebook)."""
         out = []
-        for key, kind, items in (("continuations", "setup", self.params.setups),
-                                 ("judgments", "judge", self.params.judges)):
+        for key, kind, items in (
+            ("continuations", "setup", self.params.setups),
+            ("judgments", "judge", self.params.judges),
+        ):
             paths = {x.name: child_path(self.run_dir / key, x.name, kind=kind, source=self.source) for x in items}
             if len({n.lower() for n in paths}) < len(items):
-                raise ConfigError(f"{self.source or 'params'}: {kind} names must be unique (ignoring case)",
-                                  hint=f"rename the repeated {kind}s")
+                raise ConfigError(
+                    f"{self.source or 'params'}: {kind} names must be unique (ignoring case)",
+                    hint=f"rename the repeated {kind}s",
+                )
             out.append(paths)
         return out[0], out[1]
 
-    def _continuations_to_judge(self, paths: dict[str, Path], insts: list[Instance],
-                                warn: Callable[[str], None]) -> dict[str, list[Continuation]]:
+    def _continuations_to_judge(
+        self, paths: dict[str, Path], insts: list[Instance], warn: Callable[[str], None]
+    ) -> dict[str, list[Continuation]]:
         """Every continuation in the files of the params' setups (the ok ones are judged); says
         which setup has no file, which continuations another setup version made, which belong to
         instances this params file does not select (those are not judged)."""
@@ -112,23 +131,30 @@ class Experiment:
         for s in self.params.setups:
             p, rel = paths[s.name], paths[s.name].relative_to(self.run_dir)
             if not p.exists():
-                warn(f"setup {s.name}: no {rel} in the run directory, so nothing of it was judged "
-                                "(run the simulate stage)")
+                warn(
+                    f"setup {s.name}: no {rel} in the run directory, so nothing of it was judged "
+                    "(run the simulate stage)"
+                )
                 continue
             # a repeated instance is refused; one marked ok with a wrong number of turns is invalid
             conts = out[s.name] = [checked_turns(c, refs.get(c.instance_id)) for c in read_continuations(p)]
             sid = s.setup_id(self.taxonomy)
             if stale := sum(c.setup_id != sid for c in conts):
-                warn(f"setup {s.name}: {stale} continuation(s) in {rel} were simulated with other "
-                                f"settings (setup id is now {sid}); judged under their own setup id; "
-                                "run the simulate stage to replace them")
+                warn(
+                    f"setup {s.name}: {stale} continuation(s) in {rel} were simulated with other "
+                    f"settings (setup id is now {sid}); judged under their own setup id; "
+                    "run the simulate stage to replace them"
+                )
             if outside := sum(c.instance_id not in ids for c in conts):
-                warn(f"setup {s.name}: {outside} continuation(s) in {rel} are of instances this params "
-                                "file does not select; not judged")
+                warn(
+                    f"setup {s.name}: {outside} continuation(s) in {rel} are of instances this params "
+                    "file does not select; not judged"
+                )
         return out
 
-    def _stored_plugin_continuations(self, paths: dict[str, Path],
-                                     warn: Callable[[str], None]) -> dict[str, list[Continuation]]:
+    def _stored_plugin_continuations(
+        self, paths: dict[str, Path], warn: Callable[[str], None]
+    ) -> dict[str, list[Continuation]]:
         """{plugin setup: the continuations its file holds from an earlier run}, which the simulate
         stage keeps when finished (``simulate.engine.reusable``); a file that cannot be read is said
         and simulated again."""
@@ -148,10 +174,12 @@ class Experiment:
         cdir = self.run_dir / "continuations"
         known = {p.resolve() for p in paths.values()}
         found = sorted(p for p in cdir.rglob("*.jsonl") if p.resolve() not in known) if cdir.is_dir() else []
-        return [f"{p.relative_to(self.run_dir)}: continuations of no setup in {self.source or 'the params'} "
-                "(an earlier params version or a renamed setup?); not judged. Add the setup back to judge "
-                "them, or move the file out of the run directory (reports read every file there)"
-                for p in found]
+        return [
+            f"{p.relative_to(self.run_dir)}: continuations of no setup in {self.source or 'the params'} "
+            "(an earlier params version or a renamed setup?); not judged. Add the setup back to judge "
+            "them, or move the file out of the run directory (reports read every file there)"
+            for p in found
+        ]
 
     def bench_dir(self) -> Path:
         if self.params.bench:
@@ -165,14 +193,23 @@ class Experiment:
         b = self.params.build
         bench = self.bench_dir()
         if b is not None and (write or not has_benchmark(bench)):
-            bench = run_build(b, [self._resolve_source(s) if ":" in s else s for s in b.sources], bench,
-                              write=write, runner=runner, make_runner=lambda: Runner(self.llm_config()),
-                              demo_dir=self.run_dir / "demo-data")
+            bench = run_build(
+                b,
+                [self._resolve_source(s) if ":" in s else s for s in b.sources],
+                bench,
+                write=write,
+                runner=runner,
+                make_runner=lambda: Runner(self.llm_config()),
+                demo_dir=self.run_dir / "demo-data",
+            )
         sel = self.params.instances
         insts = load_instances(bench, sel.split)
         if not insts:  # before the selection: the split itself is empty
-            raise InputError(f"holds no instance of the {sel.split} split (an empty file)",
-                             file=str(split_file(bench, sel.split)), hint="build the benchmark again (cocoeval build), or choose the other split in instances:")
+            raise InputError(
+                f"holds no instance of the {sel.split} split (an empty file)",
+                file=str(split_file(bench, sel.split)),
+                hint="build the benchmark again (cocoeval build), or choose the other split in instances:",
+            )
         if sel.datasets is not None:
             insts = [i for i in insts if i.dataset in sel.datasets]
         if sel.ids is not None:
@@ -187,8 +224,10 @@ class Experiment:
                     seen[i.dataset] += 1
             insts = kept
         if not insts:
-            raise ConfigError(f"no instances selected from {bench}",
-                              hint="check instances: (split, datasets, ids) against the benchmark's report.json")
+            raise ConfigError(
+                f"no instances selected from {bench}",
+                hint="check instances: (split, datasets, ids) against the benchmark's report.json",
+            )
         if write:
             write_jsonl(self.run_dir / "instances.jsonl", insts)
         return insts
@@ -200,8 +239,12 @@ class Experiment:
         b = self.params.build
         if b is None:
             return None
-        return plan_build(b, [self._resolve_source(s) if ":" in s else s for s in b.sources], self.bench_dir(),
-                          demo_dir=self.run_dir / "demo-data")
+        return plan_build(
+            b,
+            [self._resolve_source(s) if ":" in s else s for s in b.sources],
+            self.bench_dir(),
+            demo_dir=self.run_dir / "demo-data",
+        )
 
     def build_models(self) -> set[str]:
         """The models the build: section calls (clean-up, M, S)."""
@@ -225,23 +268,32 @@ class Experiment:
     def manifest(self, **extra: Any) -> Manifest:
         prompts = {p for s in self.params.setups for p in s.prompt_names()}
         prompts |= {JUDGE_PROMPTS[k] for j in self.params.llm_judges for k in j.kind}
-        return Manifest.model_validate({
-            "format": RUN_FORMAT,
-            "cocoeval_version": __version__,
-            "git_revision": git_revision(),
-            "params_file": self.source,
-            "params": self.params.model_dump(mode="json"),
-            "params_files": [{"path": str(f.path), "sha256": f.sha256} for f in self.files],
-            "params_set": list(self.sets),
-            "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
-            "prompts": {p: load_prompt(p).ref for p in sorted(prompts)},
-            "setups": {s.name: s.setup_id(self.taxonomy) for s in self.params.setups},
-            "imported": {s.name: {"file": s.continuations, "sha256": s.file_sha256(), "description": s.description,
-                                  **({"model": s.model} if s.model else {})}
-                         for s in self.params.setups if isinstance(s, ImportedSetup)},
-            "judges": judge_ids(self.params.judges, self.taxonomy),  # ensembles' from their members' ids
-            **extra,
-        })
+        return Manifest.model_validate(
+            {
+                "format": RUN_FORMAT,
+                "cocoeval_version": __version__,
+                "git_revision": git_revision(),
+                "params_file": self.source,
+                "params": self.params.model_dump(mode="json"),
+                "params_files": [{"path": str(f.path), "sha256": f.sha256} for f in self.files],
+                "params_set": list(self.sets),
+                "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
+                "prompts": {p: load_prompt(p).ref for p in sorted(prompts)},
+                "setups": {s.name: s.setup_id(self.taxonomy) for s in self.params.setups},
+                "imported": {
+                    s.name: {
+                        "file": s.continuations,
+                        "sha256": s.file_sha256(),
+                        "description": s.description,
+                        **({"model": s.model} if s.model else {}),
+                    }
+                    for s in self.params.setups
+                    if isinstance(s, ImportedSetup)
+                },
+                "judges": judge_ids(self.params.judges, self.taxonomy),  # ensembles' from their members' ids
+                **extra,
+            }
+        )
 
     def run(self, stages: tuple[str, ...] = ("simulate", "judge"), progress: bool | None = None) -> Path:
         """Run the stages; returns the run directory. The manifest's ``summary``
@@ -249,8 +301,11 @@ class Experiment:
         One run at a time on a run directory: a second one is refused (RunDirLockedError names
         the holder)."""
         self.output_paths()  # refuses unsafe names before anything is written
-        for m in sorted({m for s in self.params.setups for m in s.model_specs().values()}
-                        | {j.model for j in self.params.llm_judges} | self.build_models()):
+        for m in sorted(
+            {m for s in self.params.setups for m in s.model_specs().values()}
+            | {j.model for j in self.params.llm_judges}
+            | self.build_models()
+        ):
             parse_model_spec(m)  # so is a model spec with a key in its URL (it would be in every file)
         check_judge_names(self.run_dir, [j.name for j in self.params.judges])
         for s in self.params.setups:  # a plugin that cannot be made is refused before the manifest says "running"
@@ -270,8 +325,12 @@ class Experiment:
         try:
             return self._stages(stages, runner, cpaths, jpaths, started, mode)
         except KeyboardInterrupt:  # Ctrl-C: what finished is kept; the manifest says so, not "complete"
-            write_manifest(self.run_dir, self.manifest(status="interrupted", started=started, interrupted=now(),
-                                                       llm_mode=mode, stages=list(stages)))
+            write_manifest(
+                self.run_dir,
+                self.manifest(
+                    status="interrupted", started=started, interrupted=now(), llm_mode=mode, stages=list(stages)
+                ),
+            )
             raise Interrupted(self._kept(runner, cpaths, jpaths)) from None
 
     def _kept(self, runner: Runner, cpaths: dict[str, Path], jpaths: dict[str, Path]) -> str:
@@ -279,13 +338,22 @@ class Experiment:
         tot = runner.ledger.totals()
         answered = tot.get("calls", 0) - tot.get("cache_hits", 0) - tot.get("failed", 0)
         files = [str(p.relative_to(self.run_dir)) for p in (*cpaths.values(), *jpaths.values()) if p.exists()]
-        return (f"{answered} call(s) answered in this invocation are kept in the call cache, the run directory "
-                f"{self.run_dir} keeps what finished ({', '.join(files) or 'no continuation or judgment yet'}); "
-                f"the run can be resumed with the same command (cocoeval run {self.source or 'PARAMS'}): no "
-                "completed call is sent again")
+        return (
+            f"{answered} call(s) answered in this invocation are kept in the call cache, the run directory "
+            f"{self.run_dir} keeps what finished ({', '.join(files) or 'no continuation or judgment yet'}); "
+            f"the run can be resumed with the same command (cocoeval run {self.source or 'PARAMS'}): no "
+            "completed call is sent again"
+        )
 
-    def _stages(self, stages: tuple[str, ...], runner: Runner, cpaths: dict[str, Path], jpaths: dict[str, Path],
-                started: str, mode: dict[str, Any]) -> Path:
+    def _stages(
+        self,
+        stages: tuple[str, ...],
+        runner: Runner,
+        cpaths: dict[str, Path],
+        jpaths: dict[str, Path],
+        started: str,
+        mode: dict[str, Any],
+    ) -> Path:
         """The stages of ``_run`` through ``runner``: the manifest "complete" at their end."""
         summary: dict[str, Any] = {}
         warnings: list[str] = []
@@ -297,12 +365,20 @@ class Experiment:
         try:
             insts = self.prepare_instances(runner=runner)  # an LLM-made build's calls count in usage.json
             if "simulate" in stages and self.params.setups:
+
                 def save(_round: int, partial: dict[str, list[Continuation]]) -> None:
                     for name, conts in partial.items():
                         _save(cpaths[name], conts, final=_round < 0)
 
-                result = simulate(insts, self.params.setups, runner, taxonomy=self.taxonomy, on_round=save, warn=warn,
-                                  stored=self._stored_plugin_continuations(cpaths, warn))
+                result = simulate(
+                    insts,
+                    self.params.setups,
+                    runner,
+                    taxonomy=self.taxonomy,
+                    on_round=save,
+                    warn=warn,
+                    stored=self._stored_plugin_continuations(cpaths, warn),
+                )
                 save(-1, result)
                 summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
             if "judge" in stages and self.params.judges:
@@ -318,8 +394,9 @@ class Experiment:
                 jres = judge(insts, conts, self.params.llm_judges, runner, taxonomy=self.taxonomy, on_round=save_j)
                 ids = judge_ids(self.params.judges, self.taxonomy)
                 for ens in self.params.ensembles:  # no call: combined from the members just judged
-                    jres[ens.name] = combine(ens, {m: jres.get(m, []) for m in ens.ensemble}, ids[ens.name],
-                                             self.taxonomy, insts)
+                    jres[ens.name] = combine(
+                        ens, {m: jres.get(m, []) for m in ens.ensemble}, ids[ens.name], self.taxonomy, insts
+                    )
                 save_j(-1, jres)
                 summary["judge"] = {name: tally(js) for name, js in jres.items()}
             for msg in self._orphans(cpaths):
@@ -328,8 +405,18 @@ class Experiment:
         finally:
             write_usage(self.run_dir, runner)
             runner.close()
-        write_manifest(self.run_dir, self.manifest(status="complete", started=started, finished=now(), llm_mode=mode,
-                                                   instances=len(insts), stages=list(stages), summary=summary))
+        write_manifest(
+            self.run_dir,
+            self.manifest(
+                status="complete",
+                started=started,
+                finished=now(),
+                llm_mode=mode,
+                instances=len(insts),
+                stages=list(stages),
+                summary=summary,
+            ),
+        )
         return self.run_dir
 
 

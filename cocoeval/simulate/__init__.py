@@ -9,4 +9,13 @@ from .engine import SimTask, plan_continuations, simulate
 from .setup import Setup
 from .sft import SFTConfig, export_sft, sft_examples
 
-__all__ = ["SFTConfig", "Setup", "SimTask", "export_sft", "participant_names", "plan_continuations", "sft_examples", "simulate"]
+__all__ = [
+    "SFTConfig",
+    "Setup",
+    "SimTask",
+    "export_sft",
+    "participant_names",
+    "plan_continuations",
+    "sft_examples",
+    "simulate",
+]

@@ -68,7 +68,7 @@ def own_turn(text: str, speaker: str, participants: list[str]) -> tuple[str, lis
         m = _NAME_PREFIX.match(line)
         who, how = match_speaker(m.group(1), participants) if m else ("", "unknown")
         if m and how != "unknown" and who == speaker:
-            line = line[m.end():]
+            line = line[m.end() :]
         elif m and how != "unknown" and i > 0:
             notes.append(f"cut the answer where it went on as {who}")
             break
@@ -92,8 +92,10 @@ class Agents(Simulator):
         from cocoeval.core.errors import ConfigError
 
         if setup.kind == "human_ai":
-            raise ConfigError("simulator 'agents' writes multi-party conversations, not human–AI ones",
-                              hint="use kind: multiparty, or a setup with model: for the human–AI conversations")
+            raise ConfigError(
+                "simulator 'agents' writes multi-party conversations, not human–AI ones",
+                hint="use kind: multiparty, or a setup with model: for the human–AI conversations",
+            )
         return super().check_options(setup)
 
     @classmethod
@@ -114,22 +116,39 @@ class Agents(Simulator):
         prompt = load_prompt(AGENT_PROMPT)
         why: str | None = None
         for attempt in range(opts.max_attempts):
-            req = ctx.llm.request(agent_messages(prompt, ctx.instance, ctx.turns, speaker),
-                                  max_tokens=60 + opts.max_tokens_per_turn, temperature=opts.temperature,
-                                  attempt=attempt)
+            req = ctx.llm.request(
+                agent_messages(prompt, ctx.instance, ctx.turns, speaker),
+                max_tokens=60 + opts.max_tokens_per_turn,
+                temperature=opts.temperature,
+                attempt=attempt,
+            )
             reply = await ctx.llm.generate(req, tag=f"agent {speaker}")
             text, notes = own_turn(reply.text, speaker, ctx.participants)
             ctx.notes += notes
             as_other = next((n.rsplit(" wrote as ", 1)[1] for n in notes if " wrote as " in n), None)
-            why = ("cut off at max_tokens" if reply.truncated else "refusal" if REFUSAL.search(reply.text)
-                   else None if text else f"answered as {as_other}" if as_other
-                   else "empty answer" if not reply.text.strip() else "no words of its own")
+            why = (
+                "cut off at max_tokens"
+                if reply.truncated
+                else "refusal"
+                if REFUSAL.search(reply.text)
+                else None
+                if text
+                else f"answered as {as_other}"
+                if as_other
+                else "empty answer"
+                if not reply.text.strip()
+                else "no words of its own"
+            )
             if why is None:
                 return [Turn(speaker=speaker, text=text)]
-            ctx.notes.append(f"no usable turn from the agent of {speaker} (attempt {attempt + 1}: {why}): "
-                             f"{reply.text.strip()[:120]!r}")
-        raise InvalidContinuation(f"no usable turn from the agent of {speaker} in {opts.max_attempts} attempts at "
-                                  f"turn {len(ctx.turns) + 1} (last answer: {why})")
+            ctx.notes.append(
+                f"no usable turn from the agent of {speaker} (attempt {attempt + 1}: {why}): "
+                f"{reply.text.strip()[:120]!r}"
+            )
+        raise InvalidContinuation(
+            f"no usable turn from the agent of {speaker} in {opts.max_attempts} attempts at "
+            f"turn {len(ctx.turns) + 1} (last answer: {why})"
+        )
 
     async def next_speaker(self, ctx: SimContext) -> str:
         opts: AgentOptions = ctx.options
@@ -140,16 +159,22 @@ class Agents(Simulator):
         prompt = load_prompt(MODERATOR_PROMPT)
         named = ""
         for attempt in range(opts.max_attempts):
-            req = ctx.llm.request(moderator_messages(prompt, ctx.instance, ctx.turns, ctx.participants),
-                                  max_tokens=60, temperature=opts.temperature, attempt=attempt)
+            req = ctx.llm.request(
+                moderator_messages(prompt, ctx.instance, ctx.turns, ctx.participants),
+                max_tokens=60,
+                temperature=opts.temperature,
+                attempt=attempt,
+            )
             reply = await ctx.llm.generate(req, model=opts.moderator_model, tag=MODERATOR_TAG)
             who, how = moderator_pick(reply.text, ctx.participants)
             if how != "unknown":
                 return who
             named = who
             ctx.notes.append(f"the moderator named no participant (attempt {attempt + 1}): {reply.text.strip()[:80]!r}")
-        raise InvalidContinuation(f"the moderator named no participant in {opts.max_attempts} attempts at turn "
-                                  f"{len(ctx.turns) + 1} (last answer: {named[:80]!r})")
+        raise InvalidContinuation(
+            f"the moderator named no participant in {opts.max_attempts} attempts at turn "
+            f"{len(ctx.turns) + 1} (last answer: {named[:80]!r})"
+        )
 
     def forecast_reply(self, call: Call, ctx: SimContext) -> str:
         ref = ctx.instance.reference[len(ctx.turns)]
@@ -165,7 +190,7 @@ def moderator_pick(text: str, participants: list[str]) -> tuple[str, str]:
     first = text.strip().splitlines()[0].strip() if text.strip() else ""
     cands = [first.rstrip(".")]
     if m := _NAME_PREFIX.match(first):
-        cands += [m.group(1), first[m.end():].strip().rstrip(".")]
+        cands += [m.group(1), first[m.end() :].strip().rstrip(".")]
     for cand in cands:
         who, how = match_speaker(cand, participants)
         if how != "unknown":

@@ -35,6 +35,7 @@ from .validity import continuation
 
 # ---------------------------------------------------------------- one continuation
 
+
 class SimTask:
     """One continuation's calls, planned one step at a time: ``next_call`` renders the request
     for the next turns (with its prompt-cache hints), ``apply`` takes its answer, ``result`` is
@@ -73,10 +74,15 @@ class SimTask:
     def _request(self, messages: list[Message], max_tokens: int, presence: bool = True) -> GenerateRequest:
         points, group = self._cache_layout(messages)
         self._max_tokens = max_tokens
-        return GenerateRequest(messages=messages, max_tokens=max_tokens, temperature=self.setup.temperature,
-                               presence_penalty=self.setup.presence_penalty if presence else None,
-                               sample=self.setup.sample * 100 + self.attempt, cache_points=points,
-                               cache_group=group)
+        return GenerateRequest(
+            messages=messages,
+            max_tokens=max_tokens,
+            temperature=self.setup.temperature,
+            presence_penalty=self.setup.presence_penalty if presence else None,
+            sample=self.setup.sample * 100 + self.attempt,
+            cache_points=points,
+            cache_group=group,
+        )
 
     def _cache_layout(self, messages: list[Message]) -> tuple[list[tuple[int, int]], str | None]:
         """Prompt-cache hints (transport only): the calls of a continuation share the system
@@ -97,8 +103,9 @@ class SimTask:
             ends = {prev} if prev else set()
             if n + asked < self.target or self.attempt:
                 ends.add(n)
-            points += [(len(messages) - 1, base + len(so_far_block(self.turns[:p])) - 1)
-                       for p in sorted(ends) if p <= n]
+            points += [
+                (len(messages) - 1, base + len(so_far_block(self.turns[:p])) - 1) for p in sorted(ends) if p <= n
+            ]
         return points, "cocoeval-" + hashlib.sha256(system.encode()).hexdigest()[:20]
 
     def next_call(self) -> Call:
@@ -106,29 +113,43 @@ class SimTask:
         tag = f"{inst.id}|{s.name}|turn {len(self.turns) + 1}"
         # a step of a multi-step loop, or a re-ask, waits for an earlier answer: in batch mode
         # it runs live (or in rounds of batches); a whole continuation in one call does not
-        dependent = (s.kind == "human_ai" or s.turns_per_call < self.target or self.attempt > 0
-                     or bool(self.turns))
+        dependent = s.kind == "human_ai" or s.turns_per_call < self.target or self.attempt > 0 or bool(self.turns)
         if s.kind == "human_ai":
             if inst.reference[len(self.turns)].speaker == "assistant":
-                return Call(model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request(),
-                            dependent=True)
+                return Call(
+                    model=s.chatbot or s.model, stage="simulate", tag=tag, request=self._chat_request(), dependent=True
+                )
             self._asked = 1
-            return Call(model=s.model, stage="simulate", tag=tag, dependent=True, request=self._request(
-                user_turn_messages(self.prompt, inst, self.turns), 60 + s.max_tokens_per_turn * 4))
+            return Call(
+                model=s.model,
+                stage="simulate",
+                tag=tag,
+                dependent=True,
+                request=self._request(
+                    user_turn_messages(self.prompt, inst, self.turns), 60 + s.max_tokens_per_turn * 4
+                ),
+            )
         k = min(s.turns_per_call, self.target - len(self.turns))
         self._asked = k
         messages = step_messages(self.prompt, inst, self.turns, k, behaviours=self.behaviours, n_copy=s.n_copy)
         extra = s.copies
-        return Call(model=s.model, stage="simulate", tag=tag, dependent=dependent,
-                    request=self._request(messages, 60 + s.max_tokens_per_turn * (k + extra)))
+        return Call(
+            model=s.model,
+            stage="simulate",
+            tag=tag,
+            dependent=dependent,
+            request=self._request(messages, 60 + s.max_tokens_per_turn * (k + extra)),
+        )
 
     def _chat_request(self) -> GenerateRequest:
         self._asked = 1
         self._max_tokens = 60 + self.setup.max_tokens_per_turn * 4
-        return GenerateRequest(messages=chatbot_messages(self.inst, self.turns),
-                               max_tokens=60 + self.setup.max_tokens_per_turn * 4,
-                               temperature=self.setup.temperature,
-                               sample=self.setup.sample * 100 + self.attempt)
+        return GenerateRequest(
+            messages=chatbot_messages(self.inst, self.turns),
+            max_tokens=60 + self.setup.max_tokens_per_turn * 4,
+            temperature=self.setup.temperature,
+            sample=self.setup.sample * 100 + self.attempt,
+        )
 
     def apply(self, res: CallResult) -> None:
         r = res.response
@@ -157,7 +178,7 @@ class SimTask:
             refused = not new and (bool(parsed.refusals) or bool(REFUSAL.search(r.text)))
             self.notes += [f"turn {at}: {n}" for n in parsed.notes]
             if self.setup.copies:
-                expected = [*self.inst.history, *self.turns][-self.setup.n_copy:]
+                expected = [*self.inst.history, *self.turns][-self.setup.n_copy :]
                 new, copied = strip_copied(new, expected)
                 if copied < self.setup.n_copy:
                     self.notes.append(f"turn {at}: found {copied} of the {self.setup.n_copy} copied turns")
@@ -166,10 +187,18 @@ class SimTask:
                     self.unknown.append(u)
         if not new:
             self.attempt += 1
-            why = too_long or ("empty answer" if not r.text.strip() else "refusal" if refused
-                   else "cut off at max_tokens" if truncated else "no turn in 'Speaker: text' form")
-            self.notes.append(f"turn {at}: no usable turn in the answer (attempt {self.attempt}: {why}): "
-                              f"{r.text.strip()[:120]!r}")
+            why = too_long or (
+                "empty answer"
+                if not r.text.strip()
+                else "refusal"
+                if refused
+                else "cut off at max_tokens"
+                if truncated
+                else "no turn in 'Speaker: text' form"
+            )
+            self.notes.append(
+                f"turn {at}: no usable turn in the answer (attempt {self.attempt}: {why}): {r.text.strip()[:120]!r}"
+            )
             if self.attempt >= self.setup.max_attempts:
                 self.invalid = f"no usable turn in {self.attempt} attempts at turn {at} (last answer: {why})"
             return
@@ -184,9 +213,16 @@ class SimTask:
     def result(self) -> Continuation:
         ok = self.invalid is None and len(self.turns) >= self.target
         return continuation(
-            self.inst, self.setup_id, self.setup.name, self.turns[: self.target],
+            self.inst,
+            self.setup_id,
+            self.setup.name,
+            self.turns[: self.target],
             None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
-            calls=self.calls, notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
+            calls=self.calls,
+            notes=self.notes,
+            unknown_speakers=self.unknown,
+            instance_hash=self.inst.content_hash(),
+        )
 
 
 Task = SimTask | PluginTask
@@ -194,8 +230,13 @@ Task = SimTask | PluginTask
 ``result``."""
 
 
-def plan_continuations(instances: Sequence[Instance], setups: Sequence[SetupBase],
-                       taxonomy: Taxonomy, *, skip: Mapping[str, Collection[str]] | None = None) -> dict[str, list[Task]]:
+def plan_continuations(
+    instances: Sequence[Instance],
+    setups: Sequence[SetupBase],
+    taxonomy: Taxonomy,
+    *,
+    skip: Mapping[str, Collection[str]] | None = None,
+) -> dict[str, list[Task]]:
     """{setup name: one task per instance the setup simulates}: the calls ``simulate`` makes,
     planned step by step (the forecast plans with the same). Imported setups make no calls and
     have no tasks; ``skip``: {setup name: ids of instances not to plan} (continuations kept)."""
@@ -212,8 +253,9 @@ def plan_continuations(instances: Sequence[Instance], setups: Sequence[SetupBase
     return tasks
 
 
-def reusable(setup: SetupBase, setup_id: str, stored: Sequence[Continuation],
-             instances: Sequence[Instance]) -> list[Continuation]:
+def reusable(
+    setup: SetupBase, setup_id: str, stored: Sequence[Continuation], instances: Sequence[Instance]
+) -> list[Continuation]:
     """The continuations of a plugin setup from an earlier run that a re-run keeps instead of
     driving the plugin again: of this setup id, of an instance the setup selects with the same
     content hash, and finished without a failed call (a failed call is tried again, as for every
@@ -223,8 +265,13 @@ def reusable(setup: SetupBase, setup_id: str, stored: Sequence[Continuation],
     if not isinstance(setup, PluginSetup):
         return []
     hashes = {i.id: i.content_hash() for i in setup.select(instances)}
-    return [c for c in stored if c.setup_id == setup_id and c.instance_hash == hashes.get(c.instance_id)
-            and all(r.status == "ok" for r in c.calls)]
+    return [
+        c
+        for c in stored
+        if c.setup_id == setup_id
+        and c.instance_hash == hashes.get(c.instance_id)
+        and all(r.status == "ok" for r in c.calls)
+    ]
 
 
 def simulate(
@@ -246,11 +293,15 @@ def simulate(
     ``stored``: {setup name: its continuations from an earlier run}; a plugin setup's finished ones
     are kept as they are (``reusable``), not driven again."""
     tax = taxonomy or load_taxonomy()
-    imported = {s.name: import_continuations(s, s.setup_id(tax), instances, warn)
-                for s in setups if isinstance(s, ImportedSetup)}
+    imported = {
+        s.name: import_continuations(s, s.setup_id(tax), instances, warn)
+        for s in setups
+        if isinstance(s, ImportedSetup)
+    }
     kept = {s.name: reusable(s, s.setup_id(tax), (stored or {}).get(s.name, []), instances) for s in setups}
-    tasks = plan_continuations(instances, setups, tax,
-                               skip={name: {c.instance_id for c in cs} for name, cs in kept.items()})
+    tasks = plan_continuations(
+        instances, setups, tax, skip={name: {c.instance_id for c in cs} for name, cs in kept.items()}
+    )
     order = {s.name: {inst.id: n for n, inst in enumerate(s.select(instances))} for s in setups}
 
     def written(name: str, finished: list[Continuation]) -> list[Continuation]:
@@ -268,10 +319,12 @@ def simulate(
         results = runner.run([c for _, cs in pending for c in cs])
         at = 0
         for t, cs in pending:
-            t.apply_results(results[at: at + len(cs)])
+            t.apply_results(results[at : at + len(cs)])
             at += len(cs)
         rnd += 1
         if on_round is not None:
             on_round(rnd, partial())
-    return {s.name: imported[s.name] if s.name in imported
-            else written(s.name, [t.result() for t in tasks.get(s.name, [])]) for s in setups}
+    return {
+        s.name: imported[s.name] if s.name in imported else written(s.name, [t.result() for t in tasks.get(s.name, [])])
+        for s in setups
+    }

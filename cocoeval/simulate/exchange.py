@@ -113,10 +113,16 @@ class ImportedRecord(BaseModel):
 def simulator_input(inst: Instance) -> SimulatorInput:
     m = inst.metadata
     return SimulatorInput(
-        id=inst.id, dataset=inst.dataset, kind="human_ai" if is_human_ai(inst) else "multiparty", goals=m.goals,
+        id=inst.id,
+        dataset=inst.dataset,
+        kind="human_ai" if is_human_ai(inst) else "multiparty",
+        goals=m.goals,
         participants=[InputParticipant(name=p.name, role=p.role, stance=p.stance) for p in m.participants],
-        summary=inst.summary.text, history=[InputTurn(speaker=t.speaker, text=t.text) for t in inst.history],
-        n_turns=len(inst.reference), instance_hash=inst.content_hash())
+        summary=inst.summary.text,
+        history=[InputTurn(speaker=t.speaker, text=t.text) for t in inst.history],
+        n_turns=len(inst.reference),
+        instance_hash=inst.content_hash(),
+    )
 
 
 def export_instances(instances: Sequence[Instance], out: str | Path) -> int:
@@ -127,15 +133,19 @@ def export_instances(instances: Sequence[Instance], out: str | Path) -> int:
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """{file name: JSON Schema} of the two formats, as shipped in ``cocoeval/simulate/schemas``."""
-    return {"simulator_input.schema.json": SimulatorInput.model_json_schema(),
-            "continuation.schema.json": ImportedRecord.model_json_schema()}
+    return {
+        "simulator_input.schema.json": SimulatorInput.model_json_schema(),
+        "continuation.schema.json": ImportedRecord.model_json_schema(),
+    }
 
 
 _HINT = "see docs/simulators.md for the record's shape (schema: cocoeval/simulate/schemas/continuation.schema.json)"
 
 
-IMPORT_HINT = ("give a continuations file (JSONL, one record per instance; at most "
-               f"{MAX_IMPORT_BYTES >> 20} MiB): a regular file, not a pipe, device or folder (see docs/simulators.md)")
+IMPORT_HINT = (
+    "give a continuations file (JSONL, one record per instance; at most "
+    f"{MAX_IMPORT_BYTES >> 20} MiB): a regular file, not a pipe, device or folder (see docs/simulators.md)"
+)
 
 
 def read_import_file(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -149,8 +159,9 @@ def read_import_file(path: str | Path) -> Iterator[tuple[int, Any]]:
             yield n, parse_json_line(line, path, n)
 
 
-def import_continuations(setup: ImportedSetup, setup_id: str, instances: Sequence[Instance],
-                         warn: Callable[[str], None] | None = None) -> list[Continuation]:
+def import_continuations(
+    setup: ImportedSetup, setup_id: str, instances: Sequence[Instance], warn: Callable[[str], None] | None = None
+) -> list[Continuation]:
     """The continuations of an imported setup, one per record of its file (see the module's text
     for what is an error and what an invalid continuation). ``instances``: the run's; records of
     instances the setup does not select (``datasets``, ``max_per_dataset``) are left out, and said
@@ -170,32 +181,51 @@ def import_continuations(setup: ImportedSetup, setup_id: str, instances: Sequenc
             loc = ".".join(str(x) for x in err["loc"]) or "(the record)"
             raise InputError(f"imported setup {setup.name!r}: {loc}: {err['msg']}", **where, hint=_HINT) from None
         if rec.instance_id not in by_id:
-            raise InputError(f"imported setup {setup.name!r}: instance {rec.instance_id!r} is not among the run's "
-                             f"{len(by_id)} instances", **where,
-                             hint="export the instances of this run (cocoeval export-instances RUN) and simulate "
-                                  "those, or remove the line")
+            raise InputError(
+                f"imported setup {setup.name!r}: instance {rec.instance_id!r} is not among the run's "
+                f"{len(by_id)} instances",
+                **where,
+                hint="export the instances of this run (cocoeval export-instances RUN) and simulate "
+                "those, or remove the line",
+            )
         if rec.instance_id in seen:
-            raise InputError(f"imported setup {setup.name!r}: instance {rec.instance_id!r} is here twice (lines "
-                             f"{seen[rec.instance_id]} and {n}); it would be counted twice", **where,
-                             hint="keep one continuation per instance")
+            raise InputError(
+                f"imported setup {setup.name!r}: instance {rec.instance_id!r} is here twice (lines "
+                f"{seen[rec.instance_id]} and {n}); it would be counted twice",
+                **where,
+                hint="keep one continuation per instance",
+            )
         seen[rec.instance_id] = n
         if rec.instance_id not in chosen:
             skipped += 1
             continue
         out.append(_continuation(rec, by_id[rec.instance_id], setup, setup_id, n))
     if warn and skipped:
-        warn(f"imported setup {setup.name}: {skipped} record(s) in {path} are of instances the setup does not "
-             "select (datasets, max_per_dataset); not imported")
+        warn(
+            f"imported setup {setup.name}: {skipped} record(s) in {path} are of instances the setup does not "
+            "select (datasets, max_per_dataset); not imported"
+        )
     if warn and (missing := len(chosen - set(seen))):
-        warn(f"imported setup {setup.name}: {path} has no continuation of {missing} of the {len(chosen)} instances "
-             "it selects (counted not simulated)")
+        warn(
+            f"imported setup {setup.name}: {path} has no continuation of {missing} of the {len(chosen)} instances "
+            "it selects (counted not simulated)"
+        )
     return out
 
 
 def _json_type(v: Any) -> str:
     """A JSON value's type as the file's author wrote it: number, true/false, list, object."""
-    return ("true/false" if isinstance(v, bool) else "number" if isinstance(v, int | float)
-            else "list" if isinstance(v, list) else "object" if isinstance(v, dict) else type(v).__name__)
+    return (
+        "true/false"
+        if isinstance(v, bool)
+        else "number"
+        if isinstance(v, int | float)
+        else "list"
+        if isinstance(v, list)
+        else "object"
+        if isinstance(v, dict)
+        else type(v).__name__
+    )
 
 
 def _continuation(rec: ImportedRecord, inst: Instance, setup: ImportedSetup, setup_id: str, line: int) -> Continuation:
@@ -221,24 +251,41 @@ def _continuation(rec: ImportedRecord, inst: Instance, setup: ImportedSetup, set
         problems.append(f"has {len(rec.turns)} turn(s) where the reference has {want} (never padded or cut)")
     now = inst.content_hash()
     if rec.instance_hash is not None and rec.instance_hash != now:
-        problems.append(f"made from another version of the instance (instance_hash {rec.instance_hash}; the run's "
-                        f"instance has {now}): export the instances again and simulate those")
+        problems.append(
+            f"made from another version of the instance (instance_hash {rec.instance_hash}; the run's "
+            f"instance has {now}): export the instances again and simulate those"
+        )
     names = set(participant_names(inst))
     unknown = list(dict.fromkeys(t.speaker for t in turns if t.speaker not in names))
     notes = [rec.notes] if isinstance(rec.notes, str) else list(rec.notes or [])
     notes.insert(0, f"imported from {setup.continuations}, line {line}")
     if unknown:
         notes.append(f"speakers not among the participants: {', '.join(unknown)} (their turns are kept)")
-    meta = {k: v for k, v in (("model", rec.model), ("usage", rec.usage), ("line", line),
-                              ("instance_hash", rec.instance_hash)) if v is not None}
+    meta = {
+        k: v
+        for k, v in (("model", rec.model), ("usage", rec.usage), ("line", line), ("instance_hash", rec.instance_hash))
+        if v is not None
+    }
     reason = None
     if problems:
-        reason = "imported continuation: " + "; ".join(problems[:5]) + (f" (and {len(problems) - 5} more)"
-                                                                          if len(problems) > 5 else "")
+        reason = (
+            "imported continuation: "
+            + "; ".join(problems[:5])
+            + (f" (and {len(problems) - 5} more)" if len(problems) > 5 else "")
+        )
     # checked against the run's instance as it is now: its hash, so that the continuation is current
     # (invalid with the reason above, never also stale and missing), and stale once the instance is edited
-    return continuation(inst, setup_id, setup.name, turns, reason, notes=notes, unknown_speakers=unknown,
-                        instance_hash=now, imported=meta)
+    return continuation(
+        inst,
+        setup_id,
+        setup.name,
+        turns,
+        reason,
+        notes=notes,
+        unknown_speakers=unknown,
+        instance_hash=now,
+        imported=meta,
+    )
 
 
 def schema_text(name: str) -> str:

@@ -43,9 +43,24 @@ if TYPE_CHECKING:
 
     from cocoeval.core.taxonomy import Taxonomy
 
-__all__ = ["ENTRY_POINT_GROUP", "SIMULATORS", "STEP_TIME_LIMIT_S", "CallFailed", "InvalidContinuation", "NoOptions",
-           "PluginSetup", "Reply", "SimContext", "Simulator", "available_simulators", "check_setup",
-           "get_simulator", "new_plugin", "plugin_call", "simulator"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "SIMULATORS",
+    "STEP_TIME_LIMIT_S",
+    "CallFailed",
+    "InvalidContinuation",
+    "NoOptions",
+    "PluginSetup",
+    "Reply",
+    "SimContext",
+    "Simulator",
+    "available_simulators",
+    "check_setup",
+    "get_simulator",
+    "new_plugin",
+    "plugin_call",
+    "simulator",
+]
 
 ENTRY_POINT_GROUP = "cocoeval.simulators"
 """Other packages add simulators under this entry-point group: ``name = "module:SimulatorClass"``."""
@@ -96,39 +111,56 @@ class LLM:
     def __init__(self, task: PluginTask) -> None:
         self._task = task
 
-    def request(self, messages: Sequence[Message] | Sequence[tuple[str, str]], *, max_tokens: int,
-                temperature: float | None = None, presence_penalty: float | None = None,
-                attempt: int = 0) -> GenerateRequest:
+    def request(
+        self,
+        messages: Sequence[Message] | Sequence[tuple[str, str]],
+        *,
+        max_tokens: int,
+        temperature: float | None = None,
+        presence_penalty: float | None = None,
+        attempt: int = 0,
+    ) -> GenerateRequest:
         """A request: ``messages`` as ``Message`` or (role, content) pairs; ``attempt`` asks again
         with a new sample (a re-ask after an unusable answer; 0 to 99)."""
         msgs = [m if isinstance(m, Message) else Message(role=m[0], content=m[1]) for m in messages]
-        return GenerateRequest(messages=msgs, max_tokens=max_tokens, temperature=temperature,
-                               presence_penalty=presence_penalty,
-                               sample=self._task.setup.sample * 100 + attempt)
+        return GenerateRequest(
+            messages=msgs,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            presence_penalty=presence_penalty,
+            sample=self._task.setup.sample * 100 + attempt,
+        )
 
     async def generate(self, request: GenerateRequest, *, model: str | None = None, tag: str = "") -> Reply:
         """One call (``model``: default the setup's); raises ``CallFailed`` when it failed."""
         [reply] = await self.generate_many([request], model=model, tag=tag)
         return reply
 
-    async def generate_many(self, requests: Sequence[GenerateRequest], *, model: str | None = None,
-                            tag: str = "") -> list[Reply]:
+    async def generate_many(
+        self, requests: Sequence[GenerateRequest], *, model: str | None = None, tag: str = ""
+    ) -> list[Reply]:
         """Several calls sent in the same round; raises ``CallFailed`` when one failed."""
         model = model or self._task.setup.model
         if not model:
-            raise InvalidContinuation(f"simulator {self._task.setup.simulator!r} makes LLM calls, but setup "
-                                      f"{self._task.setup.name!r} gives no model: add model: PROVIDER/MODEL")
+            raise InvalidContinuation(
+                f"simulator {self._task.setup.simulator!r} makes LLM calls, but setup "
+                f"{self._task.setup.name!r} gives no model: add model: PROVIDER/MODEL"
+            )
         task = self._task
         base = f"{task.inst.id}|{task.setup.name}|turn {len(task.turns) + 1}"
-        calls = [Call(model=model, stage="simulate", tag=f"{base}{'|' + tag if tag else ''}", request=r,
-                      dependent=True) for r in requests]
+        calls = [
+            Call(model=model, stage="simulate", tag=f"{base}{'|' + tag if tag else ''}", request=r, dependent=True)
+            for r in requests
+        ]
         results = await _Await(calls)
         out = []
         for call, res in zip(calls, results, strict=True):
             r = res.response
             if res.status != "ok" or r is None:
-                raise CallFailed(f"call failed at turn {len(task.turns) + 1}: {res.reason}"
-                                 + (f" ({res.detail})" if res.detail else ""))
+                raise CallFailed(
+                    f"call failed at turn {len(task.turns) + 1}: {res.reason}"
+                    + (f" ({res.detail})" if res.detail else "")
+                )
             if too_long := over_budget(r.text, call.request.max_tokens):
                 raise CallFailed(f"unusable answer at turn {len(task.turns) + 1}: {too_long}")
             out.append(Reply(text=r.text, finish_reason=r.finish_reason))
@@ -182,15 +214,19 @@ class Simulator:
         """The setup's options checked against ``Options`` (defaults filled in: they enter the
         setup id); a ConfigError naming the bad keys."""
         if cls.needs_model and not setup.model:
-            raise ConfigError(f"simulator {cls.name!r} calls a model: give model: PROVIDER/MODEL",
-                              hint="e.g. model: openai/gpt-4.1")
+            raise ConfigError(
+                f"simulator {cls.name!r} calls a model: give model: PROVIDER/MODEL", hint="e.g. model: openai/gpt-4.1"
+            )
         try:
             return cls.Options.model_validate(setup.options).model_dump(mode="json")
         except ValidationError as e:
-            errs = "; ".join(f"options.{'.'.join(str(x) for x in err['loc']) or '(top)'}: {err['msg']}"
-                             for err in e.errors()[:5])
-            raise ConfigError(f"simulator {cls.name!r}: {errs}",
-                              hint=f"see the options of {cls.__module__}.{cls.__qualname__}.Options") from None
+            errs = "; ".join(
+                f"options.{'.'.join(str(x) for x in err['loc']) or '(top)'}: {err['msg']}" for err in e.errors()[:5]
+            )
+            raise ConfigError(
+                f"simulator {cls.name!r}: {errs}",
+                hint=f"see the options of {cls.__module__}.{cls.__qualname__}.Options",
+            ) from None
 
     @classmethod
     def prompt_refs(cls, setup: PluginSetup) -> dict[str, str]:
@@ -280,11 +316,15 @@ def plugin_call(name: str, what: str, fn: Callable[[], Any], limit_s: float = ST
     if isinstance(out.error, ConfigError):
         raise out.error
     if out.error is not None:
-        raise ConfigError(f"{name}: {what} raised {_described(out.error)}",
-                          hint="a bug in the plugin: fix it, or remove the setups that use it") from None
+        raise ConfigError(
+            f"{name}: {what} raised {_described(out.error)}",
+            hint="a bug in the plugin: fix it, or remove the setups that use it",
+        ) from None
     if not out.done:
-        raise ConfigError(f"{name}: {what} ran for more than {limit_s:g} s and was stopped",
-                          hint="a plugin's code must not block; cocoeval makes its LLM calls (ctx.llm)")
+        raise ConfigError(
+            f"{name}: {what} ran for more than {limit_s:g} s and was stopped",
+            hint="a plugin's code must not block; cocoeval makes its LLM calls (ctx.llm)",
+        )
     return out.value
 
 
@@ -303,8 +343,11 @@ def contract_problem(cls: type[Simulator]) -> str | None:
         return "next_turns is not a coroutine function: write it as async def next_turns(self, ctx)"
     v = getattr(cls, "version", None)
     if not (isinstance(v, str) and 0 < len(v) <= 100 and v.isprintable()):
-        return (f"version is a {type(v).__name__}" if not isinstance(v, str) else "version is an empty, long or "
-                "unprintable string") + ": set a short string, e.g. version = \"2\""
+        return (
+            f"version is a {type(v).__name__}"
+            if not isinstance(v, str)
+            else "version is an empty, long or unprintable string"
+        ) + ': set a short string, e.g. version = "2"'
     if not isinstance(getattr(cls, "needs_model", False), bool):
         return "needs_model is not a bool"
     return None
@@ -313,16 +356,18 @@ def contract_problem(cls: type[Simulator]) -> str | None:
 def _simulator_entry(name: str, cls: Any) -> type[Simulator]:
     """A simulator class, given the name it is registered under (``Simulator.name``)."""
     if not (isinstance(cls, type) and issubclass(cls, Simulator)):
-        raise NotOfKind("is not a Simulator subclass",
-                        "the entry point must name a class deriving cocoeval.simulate.Simulator")
+        raise NotOfKind(
+            "is not a Simulator subclass", "the entry point must name a class deriving cocoeval.simulate.Simulator"
+        )
     cls.name = name
     return cls
 
 
 def _keeps_the_contract(name: str, cls: type[Simulator]) -> None:
     if problem := contract_problem(cls):
-        raise ConfigError(f"{label(cls)} breaks the plugin contract: {problem}",
-                          hint="see docs/extending.md, 'A simulator'")
+        raise ConfigError(
+            f"{label(cls)} breaks the plugin contract: {problem}", hint="see docs/extending.md, 'A simulator'"
+        )
 
 
 def _load_bounded(ep: EntryPoint) -> Any:
@@ -337,11 +382,18 @@ def _load_bounded(ep: EntryPoint) -> Any:
 
 
 SIMULATORS: Registry[type[Simulator]] = Registry(
-    "simulator", group=ENTRY_POINT_GROUP, builtins="cocoeval.simulate.agents", make=_simulator_entry,
-    check=_keeps_the_contract, load=_load_bounded,
-    unknown=("unknown simulator {name!r}; known: {known}",
-             "install the package that offers it (entry point group {group}), "
-             "or register one with @cocoeval.simulate.simulator"))
+    "simulator",
+    group=ENTRY_POINT_GROUP,
+    builtins="cocoeval.simulate.agents",
+    make=_simulator_entry,
+    check=_keeps_the_contract,
+    load=_load_bounded,
+    unknown=(
+        "unknown simulator {name!r}; known: {known}",
+        "install the package that offers it (entry point group {group}), "
+        "or register one with @cocoeval.simulate.simulator",
+    ),
+)
 """The simulator plugins by name: the built-in ones (``agents``, imported at the first look-up)
 and installed packages' ``cocoeval.simulators`` entry points (imported bounded in time). Every
 look-up checks the class against the contract (``contract_problem``)."""
@@ -365,6 +417,7 @@ def get_simulator(name: str) -> type[Simulator]:
 
 
 # ---------------------------------------------------------------- the setup of a plugin
+
 
 class PluginSetup(SetupBase):
     """A setup of a simulator plugin (``simulator: NAME``), e.g. the built-in ``agents``. Its id
@@ -399,14 +452,19 @@ class PluginSetup(SetupBase):
         own = self.model_copy(deep=True)
         got = plugin_call(label(cls), name, lambda: getattr(cls, name)(own), self.step_timeout_s)
         try:
-            ok = isinstance(got, dict) and bool(json.dumps(got, allow_nan=False)) and (
-                name == "check_options" or all(isinstance(k, str) and isinstance(v, str) for k, v in got.items()))
+            ok = (
+                isinstance(got, dict)
+                and bool(json.dumps(got, allow_nan=False))
+                and (name == "check_options" or all(isinstance(k, str) and isinstance(v, str) for k, v in got.items()))
+            )
         except (TypeError, ValueError, RecursionError):
             ok = False
         if not ok:
-            raise ConfigError(f"{label(cls)}: {name} returned a {type(got).__name__} that is not "
-                              + ("a JSON object" if name == "check_options" else "a mapping of text to text"),
-                              hint="see the hook in cocoeval.simulate.plugins.Simulator")
+            raise ConfigError(
+                f"{label(cls)}: {name} returned a {type(got).__name__} that is not "
+                + ("a JSON object" if name == "check_options" else "a mapping of text to text"),
+                hint="see the hook in cocoeval.simulate.plugins.Simulator",
+            )
         return got
 
     def model_specs(self) -> dict[str, str]:
@@ -417,12 +475,17 @@ class PluginSetup(SetupBase):
 
     def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
         cls = get_simulator(self.simulator)
-        data = {"simulator": self.simulator, "version": cls.version, "model": self.model,
-                "options": self._hook("check_options"),
-                "sample": self.sample, "kind": self.kind,
-                "prompts": self._hook("prompt_refs"), "taxonomy": (taxonomy or load_taxonomy()).hash}
+        data = {
+            "simulator": self.simulator,
+            "version": cls.version,
+            "model": self.model,
+            "options": self._hook("check_options"),
+            "sample": self.sample,
+            "kind": self.kind,
+            "prompts": self._hook("prompt_refs"),
+            "taxonomy": (taxonomy or load_taxonomy()).hash,
+        }
         return setup_hash(data)
-
 
 
 def check_setup(setup: PluginSetup) -> PluginSetup:
@@ -441,8 +504,10 @@ def new_plugin(setup: PluginSetup, taxonomy: Taxonomy) -> Simulator:
     own_setup, own_tax = setup.model_copy(deep=True), taxonomy.model_copy(deep=True)
     plugin = plugin_call(label(cls), "__init__", lambda: cls(own_setup, own_tax), setup.step_timeout_s)
     if not isinstance(plugin, Simulator):
-        raise ConfigError(f"{label(cls)}: constructing it gave a {type(plugin).__name__}, not the plugin",
-                          hint="a plugin's __new__ must return an instance of the class")
+        raise ConfigError(
+            f"{label(cls)}: constructing it gave a {type(plugin).__name__}, not the plugin",
+            hint="a plugin's __new__ must return an instance of the class",
+        )
     return plugin
 
 
@@ -460,6 +525,7 @@ def check_simulators() -> list[tuple[str, type[Simulator] | None, str | None]]:
 
 
 # ---------------------------------------------------------------- driving a plugin in rounds
+
 
 class PluginTask:
     """One continuation written by a plugin, driven in rounds like ``SimTask``: ``next_calls``
@@ -493,9 +559,16 @@ class PluginTask:
         seed = f"{self.setup.sample}|{self.inst.id}|{n}"
         # copies: what the plugin changes in them reaches neither the reference that is judged nor
         # the turns already taken (nor another setup's plugin)
-        return SimContext(instance=self.inst.model_copy(deep=True), turns=tuple(t.model_copy() for t in self.turns),
-                          remaining=self.target - n, participants=list(self.participants), llm=LLM(self),
-                          options=self.plugin.options, rng=random.Random(seed), notes=[])
+        return SimContext(
+            instance=self.inst.model_copy(deep=True),
+            turns=tuple(t.model_copy() for t in self.turns),
+            remaining=self.target - n,
+            participants=list(self.participants),
+            llm=LLM(self),
+            options=self.plugin.options,
+            rng=random.Random(seed),
+            notes=[],
+        )
 
     def next_calls(self) -> list[Call]:
         """The calls the plugin waits for (empty when the continuation is done)."""
@@ -504,8 +577,10 @@ class PluginTask:
                 self._ctx = self.context()
                 coro = self.plugin.next_turns(self._ctx)
                 if not inspect.iscoroutine(coro):  # an async def that another decorator turned into a plain call
-                    self._end(f"simulator {self.setup.simulator!r}: next_turns returned a {type(coro).__name__}, "
-                              "not a coroutine (write it as async def next_turns(self, ctx))")
+                    self._end(
+                        f"simulator {self.setup.simulator!r}: next_turns returned a {type(coro).__name__}, "
+                        "not a coroutine (write it as async def next_turns(self, ctx))"
+                    )
                     break
                 self._coro = coro
             self._step(None)
@@ -527,9 +602,11 @@ class PluginTask:
         e = step.error
         if not step.done:
             self._coro = None  # still running in its thread: it cannot be closed, only left behind
-            self._end(f"simulator {self.setup.simulator!r} ran for more than {self.setup.step_timeout_s:g} s "
-                      f"without returning or awaiting ctx.llm at turn {at} and was stopped (a plugin must not block; "
-                      "step_timeout_s sets the limit)")
+            self._end(
+                f"simulator {self.setup.simulator!r} ran for more than {self.setup.step_timeout_s:g} s "
+                f"without returning or awaiting ctx.llm at turn {at} and was stopped (a plugin must not block; "
+                "step_timeout_s sets the limit)"
+            )
         elif isinstance(e, StopIteration):
             self._coro = None
             self._keep_notes()
@@ -537,12 +614,19 @@ class PluginTask:
         elif isinstance(e, (CallFailed, InvalidContinuation)):
             self._end(str(e))
         elif e is not None:  # a bug of the plugin, or it broke the contract: this continuation is invalid
-            self._end(f"simulator {self.setup.simulator!r} raised {_described(e)} at turn {at} "
-                      + ("(a plugin may not exit or interrupt the run: raise InvalidContinuation)"
-                         if not isinstance(e, Exception) else "(a bug in the plugin?)"))
+            self._end(
+                f"simulator {self.setup.simulator!r} raised {_described(e)} at turn {at} "
+                + (
+                    "(a plugin may not exit or interrupt the run: raise InvalidContinuation)"
+                    if not isinstance(e, Exception)
+                    else "(a bug in the plugin?)"
+                )
+            )
         elif not isinstance(step.value, _Await) or not step.value.calls:
-            self._end(f"simulator {self.setup.simulator!r} awaited {type(step.value).__name__}, not ctx.llm: a plugin "
-                      "may await only ctx.llm.generate or ctx.llm.generate_many (see cocoeval.simulate.plugins)")
+            self._end(
+                f"simulator {self.setup.simulator!r} awaited {type(step.value).__name__}, not ctx.llm: a plugin "
+                "may await only ctx.llm.generate or ctx.llm.generate_many (see cocoeval.simulate.plugins)"
+            )
         else:
             self._waiting = step.value.calls
 
@@ -568,14 +652,17 @@ class PluginTask:
 
     def _take(self, new: Any, at: int) -> None:
         if not isinstance(new, list) or not all(isinstance(t, Turn) for t in new):
-            self.invalid = (f"simulator {self.setup.simulator!r} returned {type(new).__name__} at turn {at}, "
-                            "not a list of Turn")
+            self.invalid = (
+                f"simulator {self.setup.simulator!r} returned {type(new).__name__} at turn {at}, not a list of Turn"
+            )
             return
         try:  # validated again, and copies: a Turn made with model_construct, or changed later, is not taken as is
             new = [Turn.model_validate(t.model_dump()) for t in new]
         except ValidationError as e:
-            self.invalid = (f"simulator {self.setup.simulator!r} returned a Turn that is not valid at turn {at}: "
-                            f"{e.errors()[0]['msg']} ({'.'.join(map(str, e.errors()[0]['loc']))})")
+            self.invalid = (
+                f"simulator {self.setup.simulator!r} returned a Turn that is not valid at turn {at}: "
+                f"{e.errors()[0]['msg']} ({'.'.join(map(str, e.errors()[0]['loc']))})"
+            )
             return
         good = [t for t in new if t.speaker.strip() and t.text.strip()]
         if len(good) < len(new):
@@ -599,9 +686,16 @@ class PluginTask:
     def result(self) -> Continuation:
         ok = self.invalid is None and len(self.turns) >= self.target
         return continuation(
-            self.inst, self.setup_id, self.setup.name, self.turns[: self.target],
+            self.inst,
+            self.setup_id,
+            self.setup.name,
+            self.turns[: self.target],
             None if ok else (self.invalid or f"stopped with {len(self.turns)} of {self.target} turns"),
-            calls=self.calls, notes=self.notes, unknown_speakers=self.unknown, instance_hash=self.inst.content_hash())
+            calls=self.calls,
+            notes=self.notes,
+            unknown_speakers=self.unknown,
+            instance_hash=self.inst.content_hash(),
+        )
 
     def forecast_replies(self, calls: Sequence[Call]) -> list[str]:
         """The answers the forecast stands in for ``calls``: the plugin's ``forecast_reply``, cut to
@@ -612,13 +706,17 @@ class PluginTask:
         assert ctx is not None
         out = []
         for c in calls:
+
             def reply(call: Call = c) -> str:
                 return plugin.forecast_reply(call, ctx)
 
             text = plugin_call(label(type(plugin)), "forecast_reply", reply, self.setup.step_timeout_s)
             if not isinstance(text, str):
-                raise ConfigError(f"{label(type(plugin))}: forecast_reply returned a {type(text).__name__}, not the "
-                                  "text of an answer", hint="return a str (the answer the forecast stands in)")
+                raise ConfigError(
+                    f"{label(type(plugin))}: forecast_reply returned a {type(text).__name__}, not the "
+                    "text of an answer",
+                    hint="return a str (the answer the forecast stands in)",
+                )
             out.append(within_budget(text, c.request.max_tokens))
         return out
 
@@ -634,4 +732,3 @@ def within_budget(text: str, max_tokens: int | None) -> str:
     while cut and count_tokens(cut) > max_tokens:
         cut = cut[: int(len(cut) * 0.9)]
     return cut.rsplit(" ", 1)[0] if " " in cut else cut
-

@@ -111,13 +111,16 @@ class ImportedSetup(SetupBase):
         ``core.files.MAX_IMPORT_BYTES``."""
         from cocoeval.core.files import MAX_IMPORT_BYTES, read_bounded
 
-        hint = ("fix the setup's continuations: path (relative paths are read from the params file's folder); "
-                f"it names a regular JSONL file of at most {MAX_IMPORT_BYTES >> 20} MiB")
+        hint = (
+            "fix the setup's continuations: path (relative paths are read from the params file's folder); "
+            f"it names a regular JSONL file of at most {MAX_IMPORT_BYTES >> 20} MiB"
+        )
         try:
             return hashlib.sha256(read_bounded(self.continuations, MAX_IMPORT_BYTES, hint=hint)).hexdigest()
         except InputError as e:
-            raise InputError(f"cannot read the continuations of imported setup {self.name!r}: {e.problem}",
-                             file=e.file, hint=e.hint) from None
+            raise InputError(
+                f"cannot read the continuations of imported setup {self.name!r}: {e.problem}", file=e.file, hint=e.hint
+            ) from None
 
     def setup_id(self, taxonomy: Taxonomy | None = None) -> str:
         return setup_hash({"imported": self.file_sha256(), "description": self.description, "kind": self.kind})
@@ -130,10 +133,10 @@ def _setup_tag(v: Any) -> str:
 
 
 AnySetup = Annotated[
-    Annotated[Setup, Tag("simulated")] | Annotated[PluginSetup, Tag("plugin")]
+    Annotated[Setup, Tag("simulated")]
+    | Annotated[PluginSetup, Tag("plugin")]
     | Annotated[ImportedSetup, Tag("imported")],
     Discriminator(_setup_tag),
 ]
 """A setup of a params file: ``continuations:`` makes it imported, ``simulator:`` a plugin, else
 the paper's LLM simulator."""
-

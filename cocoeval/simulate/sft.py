@@ -56,7 +56,8 @@ class SFTConfig(BaseModel):
     n_datasets: int = Field(PAPER_N_DATASETS, ge=1, le=1_000, strict=True)
     """How many datasets when ``datasets`` is None."""
     ks: list[Annotated[int, Field(ge=1, le=1_000, strict=True)]] = Field(
-        default_factory=lambda: [1, 5, 30], min_length=1)
+        default_factory=lambda: [1, 5, 30], min_length=1
+    )
     """Turns per call: one training file (and one fine-tuned model) per k; each a whole number
     from 1 to 1,000 as a setup's ``turns_per_call`` (``true`` is not 1)."""
     prompt: str = "vanilla"
@@ -69,9 +70,14 @@ class SFTConfig(BaseModel):
     """The model fine-tuned (C.1: gpt-4.1 2025-04-14)."""
 
 
-def training_set(instances: Sequence[Instance], *, total: int | None = PAPER_TOTAL,
-                 datasets: Sequence[str] | None = None, n_datasets: int = PAPER_N_DATASETS,
-                 seed: int = 0) -> tuple[list[Instance], dict[str, Any]]:
+def training_set(
+    instances: Sequence[Instance],
+    *,
+    total: int | None = PAPER_TOTAL,
+    datasets: Sequence[str] | None = None,
+    n_datasets: int = PAPER_N_DATASETS,
+    seed: int = 0,
+) -> tuple[list[Instance], dict[str, Any]]:
     """The SFT training instances and a report of how they were chosen: datasets (given, or the
     ``n_datasets`` with the most train conversations: ties by instances, then name), and per
     dataset the conversations, instances available and instances taken (in proportion to the
@@ -88,30 +94,38 @@ def training_set(instances: Sequence[Instance], *, total: int | None = PAPER_TOT
     else:
         missing = [d for d in datasets if d not in by_ds]
         if missing:
-            raise InputError(f"no train instances of dataset(s) {', '.join(missing)}",
-                             hint=f"the train split has: {', '.join(sorted(by_ds)) or '(nothing)'}; "
-                                  "fix sft.datasets / --datasets")
+            raise InputError(
+                f"no train instances of dataset(s) {', '.join(missing)}",
+                hint=f"the train split has: {', '.join(sorted(by_ds)) or '(nothing)'}; fix sft.datasets / --datasets",
+            )
         chosen, rule = list(dict.fromkeys(datasets)), "given (sft.datasets)"
     avail = sum(len(by_ds[d]) for d in chosen)
     want = avail if total is None else min(total, avail)
     quota = {d: want * len(by_ds[d]) // avail if avail else 0 for d in chosen}
-    for d in sorted(chosen, key=lambda d: (-(want * len(by_ds[d]) % max(avail, 1)), d))[:want - sum(quota.values())]:
+    for d in sorted(chosen, key=lambda d: (-(want * len(by_ds[d]) % max(avail, 1)), d))[: want - sum(quota.values())]:
         quota[d] += 1
     rng = random.Random(f"{seed}/sft/instances")
     out = [x for d in chosen for x in rng.sample(by_ds[d], quota[d])]
-    report = {"rule": rule, "datasets": chosen, "total_asked": total, "total": len(out),
-              "split": "proportional to the train instances of each dataset (largest remainder)",
-              "per_dataset": {d: {"conversations": convs[d], "available": len(by_ds[d]), "taken": quota[d]}
-                              for d in chosen},
-              "left_out": {d: len(by_ds[d]) for d in sorted(by_ds) if d not in chosen}}
+    report = {
+        "rule": rule,
+        "datasets": chosen,
+        "total_asked": total,
+        "total": len(out),
+        "split": "proportional to the train instances of each dataset (largest remainder)",
+        "per_dataset": {d: {"conversations": convs[d], "available": len(by_ds[d]), "taken": quota[d]} for d in chosen},
+        "left_out": {d: len(by_ds[d]) for d in sorted(by_ds) if d not in chosen},
+    }
     if total is not None and len(out) < total:
-        report["shortfall"] = (f"only {len(out)} train instances in {', '.join(chosen)}, fewer than the "
-                               f"{total} asked for (the paper trained on {PAPER_TOTAL})")
+        report["shortfall"] = (
+            f"only {len(out)} train instances in {', '.join(chosen)}, fewer than the "
+            f"{total} asked for (the paper trained on {PAPER_TOTAL})"
+        )
     return sorted(out, key=lambda i: i.id), report
 
 
-def sft_examples(instances: Sequence[Instance], k: int, *, prompt: str = "vanilla", seed: int = 0,
-                 taxonomy: Taxonomy | None = None) -> list[dict[str, Any]]:
+def sft_examples(
+    instances: Sequence[Instance], k: int, *, prompt: str = "vanilla", seed: int = 0, taxonomy: Taxonomy | None = None
+) -> list[dict[str, Any]]:
     p = load_prompt(prompt)
     behaviours = format_behaviours(taxonomy or load_taxonomy())
     rng = random.Random(f"{seed}/sft/{k}")
@@ -137,8 +151,14 @@ def validate_sft_file(path: str | Path, max_example_tokens: int = DEFAULT_MAX_EX
         if not isinstance(msgs, list) or not msgs:
             problems.append(f"{where}: no 'messages' list")
             continue
-        bad = [i for i, m in enumerate(msgs) if not isinstance(m, dict) or m.get("role") not in ROLES
-               or not isinstance(m.get("content"), str) or not m["content"].strip()]
+        bad = [
+            i
+            for i, m in enumerate(msgs)
+            if not isinstance(m, dict)
+            or m.get("role") not in ROLES
+            or not isinstance(m.get("content"), str)
+            or not m["content"].strip()
+        ]
         if bad:
             problems.append(f"{where}: message(s) {bad} need a role in {sorted(ROLES)} and non-empty content")
             continue
@@ -149,22 +169,39 @@ def validate_sft_file(path: str | Path, max_example_tokens: int = DEFAULT_MAX_EX
         tokens.append(t)
         if t > max_example_tokens:
             problems.append(f"{where}: {t} tokens, over the {max_example_tokens}-token limit")
-    return {"file": str(path), "examples": len(tokens), "tokens": sum(tokens),
-            "max_example_tokens": max(tokens, default=0), "token_method": token_method(),
-            "problems": problems, "valid": not problems and bool(tokens)}
+    return {
+        "file": str(path),
+        "examples": len(tokens),
+        "tokens": sum(tokens),
+        "max_example_tokens": max(tokens, default=0),
+        "token_method": token_method(),
+        "problems": problems,
+        "valid": not problems and bool(tokens),
+    }
 
 
-def export_sft(instances: Sequence[Instance], out_dir: str | Path, *, ks: Sequence[int] = (1, 5, 30),
-               prompt: str = "vanilla", seed: int = 0, taxonomy: Taxonomy | None = None,
-               max_example_tokens: int = DEFAULT_MAX_EXAMPLE_TOKENS, total: int | None = PAPER_TOTAL,
-               datasets: Sequence[str] | None = None, n_datasets: int = PAPER_N_DATASETS) -> dict[str, Any]:
+def export_sft(
+    instances: Sequence[Instance],
+    out_dir: str | Path,
+    *,
+    ks: Sequence[int] = (1, 5, 30),
+    prompt: str = "vanilla",
+    seed: int = 0,
+    taxonomy: Taxonomy | None = None,
+    max_example_tokens: int = DEFAULT_MAX_EXAMPLE_TOKENS,
+    total: int | None = PAPER_TOTAL,
+    datasets: Sequence[str] | None = None,
+    n_datasets: int = PAPER_N_DATASETS,
+) -> dict[str, Any]:
     """Choose the training set (``training_set``), write ``sft_k{k}.jsonl`` for each k from the
     same instances, validate them, and return the report (``sft_report.json``)."""
     out = Path(out_dir)
     chosen, selection = training_set(instances, total=total, datasets=datasets, n_datasets=n_datasets, seed=seed)
     if not chosen:
-        raise InputError("no multi-party train instances to export",
-                         hint="build with a train split (--eval-share below 1, --train-per-dataset above 0)")
+        raise InputError(
+            "no multi-party train instances to export",
+            hint="build with a train split (--eval-share below 1, --train-per-dataset above 0)",
+        )
     files = {}
     for k in ks:
         if k < 1:
@@ -172,8 +209,13 @@ def export_sft(instances: Sequence[Instance], out_dir: str | Path, *, ks: Sequen
         path = out / f"sft_k{k}.jsonl"
         write_jsonl(path, sft_examples(chosen, k, prompt=prompt, seed=seed, taxonomy=taxonomy))
         files[str(k)] = validate_sft_file(path, max_example_tokens)
-    report = {"instances": len(chosen), "selection": selection, "prompt": load_prompt(prompt).ref, "seed": seed,
-              "files": files}
+    report = {
+        "instances": len(chosen),
+        "selection": selection,
+        "prompt": load_prompt(prompt).ref,
+        "seed": seed,
+        "files": files,
+    }
     (out / "sft_report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
 
@@ -182,24 +224,41 @@ def export_summary(report: dict[str, Any], cfg: SFTConfig) -> list[str]:
     """What ``cocoeval sft-export`` prints: the training set chosen (datasets, rule, split), each
     file, and how to train (a line starting with "warning" when instances are short)."""
     sel = report["selection"]
-    out = [f"training set: {sel['total']} instances from {', '.join(sel['datasets'])} ({sel['rule']}; "
-           f"{sel['split']}): " + ", ".join(f"{d} {v['taken']} of {v['available']} ({v['conversations']} "
-                                           "conversations)" for d, v in sel["per_dataset"].items())]
+    out = [
+        f"training set: {sel['total']} instances from {', '.join(sel['datasets'])} ({sel['rule']}; "
+        f"{sel['split']}): "
+        + ", ".join(
+            f"{d} {v['taken']} of {v['available']} ({v['conversations']} conversations)"
+            for d, v in sel["per_dataset"].items()
+        )
+    ]
     if sel["left_out"]:
         out.append("left out: " + ", ".join(f"{d} ({n} instances)" for d, n in sel["left_out"].items()))
     if "shortfall" in sel:
         out.append(f"warning: {sel['shortfall']}")
     for k, f in report["files"].items():
         state = "valid" if f["valid"] else f"INVALID: {'; '.join(f['problems'][:3])}"
-        out.append(f"k={k:>2}: {f['file']}: {f['examples']} examples, {f['tokens']} tokens "
-                   f"(largest {f['max_example_tokens']}; {f['token_method']}) — {state}")
-    out.append(f"train each with: cocoeval finetune FILE --model {cfg.base_model} --n-epochs {cfg.n_epochs} "
-               "--suffix cocoeval-kK")
+        out.append(
+            f"k={k:>2}: {f['file']}: {f['examples']} examples, {f['tokens']} tokens "
+            f"(largest {f['max_example_tokens']}; {f['token_method']}) — {state}"
+        )
+    out.append(
+        f"train each with: cocoeval finetune FILE --model {cfg.base_model} --n-epochs {cfg.n_epochs} "
+        "--suffix cocoeval-kK"
+    )
     return out
 
 
-def start_finetune(path: str | Path, model: str, *, suffix: str | None = None, seed: int | None = None,
-                   n_epochs: int | None = 1, base_url: str | None = None, max_retries: int = 5) -> dict[str, Any]:
+def start_finetune(
+    path: str | Path,
+    model: str,
+    *,
+    suffix: str | None = None,
+    seed: int | None = None,
+    n_epochs: int | None = 1,
+    base_url: str | None = None,
+    max_retries: int = 5,
+) -> dict[str, Any]:
     """Upload a training file and start an OpenAI supervised fine-tuning job (key from
     OPENAI_API_KEY) for ``n_epochs`` epochs (A.4: one; None: the provider's "auto"), the other
     hyperparameters left to the provider's defaults. Returns the file and job ids and the
@@ -208,14 +267,19 @@ def start_finetune(path: str | Path, model: str, *, suffix: str | None = None, s
         raise ConfigError(f"n_epochs must be at least 1, got {n_epochs}")
     report = validate_sft_file(path)
     if not report["valid"]:
-        raise ConfigError(f"{path} is not a valid fine-tuning file: {'; '.join(report['problems'][:3])}",
-                          hint="re-export it with cocoeval sft-export")
+        raise ConfigError(
+            f"{path} is not a valid fine-tuning file: {'; '.join(report['problems'][:3])}",
+            hint="re-export it with cocoeval sft-export",
+        )
     client = _client(base_url, max_retries)
     with _mapped_errors(model), open(path, "rb") as fh:
         f = client.files.create(file=fh, purpose="fine-tune")
     hyper = {} if n_epochs is None else {"n_epochs": n_epochs}
-    kw: dict[str, Any] = {"training_file": f.id, "model": model,
-                          "method": {"type": "supervised", "supervised": {"hyperparameters": hyper}}}
+    kw: dict[str, Any] = {
+        "training_file": f.id,
+        "model": model,
+        "method": {"type": "supervised", "supervised": {"hyperparameters": hyper}},
+    }
     if suffix:
         kw["suffix"] = suffix
     if seed is not None:
@@ -232,8 +296,13 @@ def _client(base_url: str | None, max_retries: int = 5) -> Any:
 
     from cocoeval.llm.secrets import key_env_for
 
-    env = key_env_for(f"openai/fine-tuning{'@' + base_url if base_url else ''}", default_env="OPENAI_API_KEY",
-                      base_url=base_url, hosts=("api.openai.com",), key_env=None)
+    env = key_env_for(
+        f"openai/fine-tuning{'@' + base_url if base_url else ''}",
+        default_env="OPENAI_API_KEY",
+        base_url=base_url,
+        hosts=("api.openai.com",),
+        key_env=None,
+    )
     if not os.environ.get(env):
         raise ConfigError(f"fine-tuning needs {env}", hint=f"export {env}=...")
     return openai.OpenAI(api_key=os.environ[env], base_url=base_url, max_retries=max_retries)
@@ -251,12 +320,20 @@ def _mapped_errors(model: str) -> Iterator[None]:
         yield
     except openai.APIError as e:
         status = getattr(e, "status_code", None)
-        err = classify_error(status, getattr(e, "body", None), str(e), type(e).__name__, provider="openai",
-                             model=model, key_env="OPENAI_API_KEY")
+        err = classify_error(
+            status,
+            getattr(e, "body", None),
+            str(e),
+            type(e).__name__,
+            provider="openai",
+            model=model,
+            key_env="OPENAI_API_KEY",
+        )
         if isinstance(err, CocoevalError):
             raise err from None
-        raise ConfigError(f"fine-tuning request failed: {err}",
-                          hint="check the file and model, then run the command again") from None
+        raise ConfigError(
+            f"fine-tuning request failed: {err}", hint="check the file and model, then run the command again"
+        ) from None
 
 
 def finetune_status(job_id: str, *, base_url: str | None = None) -> dict[str, Any]:

@@ -58,17 +58,27 @@ def turn_problem(turns: Sequence[Turn]) -> str | None:
         if not has_text(t.text):
             return f"turn {i} ({t.speaker}) has no visible text (empty, or only spaces or invisible characters)"
         if len(t.text) > MAX_TURN_CHARS:
-            return (f"turn {i} ({t.speaker}) has {len(t.text):,} characters, more than the {MAX_TURN_CHARS:,} a turn "
-                    "may have (validity.MAX_TURN_CHARS: it is never sent to a judge)")
+            return (
+                f"turn {i} ({t.speaker}) has {len(t.text):,} characters, more than the {MAX_TURN_CHARS:,} a turn "
+                "may have (validity.MAX_TURN_CHARS: it is never sent to a judge)"
+            )
     return None
 
 
-def continuation(inst: Instance, setup_id: str, setup_name: str, turns: Sequence[Turn], reason: str | None,
-                 **fields: Any) -> Continuation:
+def continuation(
+    inst: Instance, setup_id: str, setup_name: str, turns: Sequence[Turn], reason: str | None, **fields: Any
+) -> Continuation:
     """The continuation of ``inst`` with its status: invalid with ``reason`` when the simulator
     gave one, else invalid when ``turn_problem`` or ``speaker_problem`` finds one, else ok.
     ``fields``: the other fields of ``Continuation`` (calls, notes, unknown_speakers, instance_hash,
     imported)."""
     reason = reason or turn_problem(turns) or speaker_problem(inst, turns)
-    return Continuation(instance_id=inst.id, setup_id=setup_id, setup_name=setup_name, turns=list(turns),
-                        status="invalid" if reason else "ok", reason=reason, **fields)
+    return Continuation(
+        instance_id=inst.id,
+        setup_id=setup_id,
+        setup_name=setup_name,
+        turns=list(turns),
+        status="invalid" if reason else "ok",
+        reason=reason,
+        **fields,
+    )

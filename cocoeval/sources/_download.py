@@ -34,15 +34,20 @@ def _open(url: str, offset: int, timeout: float) -> http.client.HTTPResponse:
         if e.code == 416 and offset:  # the partial file is not a prefix the server knows: start again
             raise _RestartError from None
         if e.code == 404:
-            raise NotFoundError(f"{url}: not found (HTTP 404)",
-                                hint="check the URL (--url or the COCOEVAL_FETCH_<NAME>_URL variable); "
-                                "the dataset may have moved: see its home page") from None
-        raise DownloadError(f"{url}: HTTP {e.code} {e.reason}",
-                            hint="try again later, or give a mirror with --url") from None
+            raise NotFoundError(
+                f"{url}: not found (HTTP 404)",
+                hint="check the URL (--url or the COCOEVAL_FETCH_<NAME>_URL variable); "
+                "the dataset may have moved: see its home page",
+            ) from None
+        raise DownloadError(
+            f"{url}: HTTP {e.code} {e.reason}", hint="try again later, or give a mirror with --url"
+        ) from None
     except (urllib.error.URLError, OSError, ValueError) as e:
         reason = getattr(e, "reason", e)
-        raise DownloadError(f"{url}: cannot connect ({reason})",
-                            hint="check the network connection and the URL, or give a mirror with --url") from None
+        raise DownloadError(
+            f"{url}: cannot connect ({reason})",
+            hint="check the network connection and the URL, or give a mirror with --url",
+        ) from None
 
 
 class _RestartError(Exception):
@@ -60,8 +65,9 @@ def _total(resp: http.client.HTTPResponse, offset: int) -> tuple[int, int | None
     return 0, int(length) if length and length.isdigit() else None
 
 
-def download(url: str, part: Path, *, timeout: float = 60.0, progress: bool | None = None,
-             label: str | None = None) -> int:
+def download(
+    url: str, part: Path, *, timeout: float = 60.0, progress: bool | None = None, label: str | None = None
+) -> int:
     """Download ``url`` into ``part``, continuing a partial file there; returns its size.
 
     ``progress``: a tqdm bar on stderr (None: only on a terminal)."""
@@ -81,10 +87,19 @@ def download(url: str, part: Path, *, timeout: float = 60.0, progress: bool | No
                 part.unlink()
                 continue
             got = start
-            with part.open("ab" if start else "wb") as f, \
-                    tqdm(total=total, initial=start, unit="B", unit_scale=True, unit_divisor=1024,
-                         desc=label or part.name, disable=None if progress is None else not progress,
-                         leave=False) as bar:
+            with (
+                part.open("ab" if start else "wb") as f,
+                tqdm(
+                    total=total,
+                    initial=start,
+                    unit="B",
+                    unit_scale=True,
+                    unit_divisor=1024,
+                    desc=label or part.name,
+                    disable=None if progress is None else not progress,
+                    leave=False,
+                ) as bar,
+            ):
                 try:
                     while chunk := resp.read(CHUNK):
                         f.write(chunk)
@@ -94,14 +109,19 @@ def download(url: str, part: Path, *, timeout: float = 60.0, progress: bool | No
                     f.write(e.partial)
                     got += len(e.partial)
                 except (OSError, http.client.HTTPException) as e:
-                    raise DownloadError(f"{url}: the connection broke after {got:,} bytes ({e})",
-                                        hint="run the same command again: it resumes from there") from None
+                    raise DownloadError(
+                        f"{url}: the connection broke after {got:,} bytes ({e})",
+                        hint="run the same command again: it resumes from there",
+                    ) from None
             if total is not None and got != total:
-                raise DownloadError(f"{url}: truncated download: got {got:,} of {total:,} bytes",
-                                    hint="run the same command again: it resumes from there") from None
+                raise DownloadError(
+                    f"{url}: truncated download: got {got:,} of {total:,} bytes",
+                    hint="run the same command again: it resumes from there",
+                ) from None
             return got
-    raise DownloadError(f"{url}: the server refused to resume and to restart the download",
-                        hint=f"delete {part} and try again")
+    raise DownloadError(
+        f"{url}: the server refused to resume and to restart the download", hint=f"delete {part} and try again"
+    )
 
 
 def sha256_file(path: Path) -> str:

@@ -52,9 +52,7 @@ class Loader(Protocol):
 
     def files(self, path: Path) -> list[Path]: ...
 
-    def load_file(
-        self, path: Path, dataset: str | None, report: SourceReport
-    ) -> Iterator[Conversation]: ...
+    def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]: ...
 
 
 ENTRY_POINT_GROUP = "cocoeval.sources"
@@ -67,14 +65,19 @@ def _loader_entry(kind: str, obj: Any) -> Loader:
     ``load_file``."""
     loader = obj() if isinstance(obj, type) else obj
     if not (callable(getattr(loader, "files", None)) and callable(getattr(loader, "load_file", None))):
-        raise NotOfKind("has no files()/load_file()",
-                        "the entry point must name a loader class (see cocoeval.sources.Loader)")
+        raise NotOfKind(
+            "has no files()/load_file()", "the entry point must name a loader class (see cocoeval.sources.Loader)"
+        )
     return loader
 
 
 SOURCES: Registry[Loader] = Registry(
-    "source", group=ENTRY_POINT_GROUP, builtins="cocoeval.sources", make=_loader_entry,
-    unknown=("unknown source kind {name!r}", "use one of: {known}"))
+    "source",
+    group=ENTRY_POINT_GROUP,
+    builtins="cocoeval.sources",
+    make=_loader_entry,
+    unknown=("unknown source kind {name!r}", "use one of: {known}"),
+)
 """The source loaders by kind: the modules of ``cocoeval.sources`` (imported with the package)
 and installed packages' ``cocoeval.sources`` entry points."""
 
@@ -108,11 +111,14 @@ def parse_source_spec(spec: str) -> SourceSpec:
     """Parse ``KIND:PATH[#DATASET]``."""
     kind, sep, rest = spec.partition(":")
     if not sep or not rest:
-        raise ConfigError(f"source {spec!r} is not of the form KIND:PATH",
-                          hint=f"e.g. qmsum:data/qmsum/product; kinds: {', '.join(available_sources())}")
+        raise ConfigError(
+            f"source {spec!r} is not of the form KIND:PATH",
+            hint=f"e.g. qmsum:data/qmsum/product; kinds: {', '.join(available_sources())}",
+        )
     if loader_for(kind) is None:
-        raise ConfigError(f"unknown source kind {kind!r} in {spec!r}",
-                          hint=f"use one of: {', '.join(available_sources())}")
+        raise ConfigError(
+            f"unknown source kind {kind!r} in {spec!r}", hint=f"use one of: {', '.join(available_sources())}"
+        )
     path, _, dataset = rest.partition("#")
     # a newline or other control character in the dataset name would be in every instance id (which
     # refuses them), a line break in the path in no real folder name
@@ -120,12 +126,15 @@ def parse_source_spec(spec: str) -> SourceSpec:
     bad += [(c, "path") for c in kind + path if unicodedata.category(c) in ("Cc", "Zl", "Zp")]
     if bad:
         c, part = bad[0]
-        raise ConfigError(f"source {spec!r}: its {part} has a control or invisible character (U+{ord(c):04X})",
-                          hint="write the source on one line without such characters, e.g. "
-                               "qmsum:data/qmsum/product#qmsum_product")
+        raise ConfigError(
+            f"source {spec!r}: its {part} has a control or invisible character (U+{ord(c):04X})",
+            hint="write the source on one line without such characters, e.g. qmsum:data/qmsum/product#qmsum_product",
+        )
     if dataset != dataset.strip():
-        raise ConfigError(f"source {spec!r}: its dataset name starts or ends with a space",
-                          hint="write the name after # without spaces around it")
+        raise ConfigError(
+            f"source {spec!r}: its dataset name starts or ends with a space",
+            hint="write the name after # without spaces around it",
+        )
     return SourceSpec(kind, Path(path), dataset or None)
 
 
@@ -140,12 +149,16 @@ def load_conversations(
     report = report if report is not None else SourceReport()
     loader = SOURCES.get(spec.kind)
     if not spec.path.exists():
-        raise InputError("path does not exist", file=str(spec.path),
-                         hint=f"give an existing file or folder for the {spec.kind} source")
+        raise InputError(
+            "path does not exist",
+            file=str(spec.path),
+            hint=f"give an existing file or folder for the {spec.kind} source",
+        )
     files = loader.files(spec.path)
     if not files:
-        raise InputError(f"no {spec.kind} files found here", file=str(spec.path),
-                         hint="check the path and the source kind")
+        raise InputError(
+            f"no {spec.kind} files found here", file=str(spec.path), hint="check the path and the source kind"
+        )
     for f in files:
         if (why := unreadable(f)) is not None:  # never a silent skip: listed with its reason
             report.skip(f, None, why)
@@ -222,6 +235,11 @@ def sorted_files(path: Path, pattern: str) -> list[Path]:
     ``load_conversations`` reports as skipped with the reason: none is left out silently."""
     if path.is_file():
         return [path]
-    return sorted({p for p in path.rglob(pattern)  # a folder or named pipe of that name: named by the loader
-                   if not p.name.startswith(".") and (p.is_file() or p.exists() or unreadable(p) is not None)}
-                  | set(unlisted_folders(path)))
+    return sorted(
+        {
+            p
+            for p in path.rglob(pattern)  # a folder or named pipe of that name: named by the loader
+            if not p.name.startswith(".") and (p.is_file() or p.exists() or unreadable(p) is not None)
+        }
+        | set(unlisted_folders(path))
+    )

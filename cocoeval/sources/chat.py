@@ -20,10 +20,19 @@ from ._registry import SourceReport, sorted_files, source
 from ._text import normalise_space
 
 ROLE_ALIASES = {
-    "user": "user", "human": "user", "prompter": "user",
-    "assistant": "assistant", "gpt": "assistant", "chatgpt": "assistant", "bard": "assistant",
-    "model": "assistant", "bot": "assistant", "ai": "assistant", "claude": "assistant",
-    "system": "system", "developer": "system",
+    "user": "user",
+    "human": "user",
+    "prompter": "user",
+    "assistant": "assistant",
+    "gpt": "assistant",
+    "chatgpt": "assistant",
+    "bard": "assistant",
+    "model": "assistant",
+    "bot": "assistant",
+    "ai": "assistant",
+    "claude": "assistant",
+    "system": "system",
+    "developer": "system",
 }
 
 
@@ -48,8 +57,11 @@ def _messages(obj: Any) -> tuple[str | None, list]:
 
 
 def _is_single_conversation(data: Any) -> bool:
-    return isinstance(data, list) and bool(data) and all(
-        isinstance(m, dict) and ("role" in m or "from" in m) for m in data)
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(m, dict) and ("role" in m or "from" in m) for m in data)
+    )
 
 
 @source("chat")
@@ -69,25 +81,39 @@ class ChatLoader:
             elif isinstance(data, list):
                 records = [(f"conversation {i}", obj) for i, obj in enumerate(data)]
             else:
-                raise InputError("expected a conversation or a list of conversations",
-                                 file=str(path), hint="see the chat source's docstring for the layouts")
+                raise InputError(
+                    "expected a conversation or a list of conversations",
+                    file=str(path),
+                    hint="see the chat source's docstring for the layouts",
+                )
         for record, obj in records:
             try:
                 cid, msgs = _messages(obj)
             except ValueError as e:
-                raise InputError(str(e), file=str(path), record=record,
-                                 hint="each conversation is [{role, content}, ...] or {id, messages: [...]}") from None
+                raise InputError(
+                    str(e),
+                    file=str(path),
+                    record=record,
+                    hint="each conversation is [{role, content}, ...] or {id, messages: [...]}",
+                ) from None
             turns, system = [], []
             for i, m in enumerate(msgs):
                 if not isinstance(m, dict):
-                    raise InputError(f"message {i} is not an object", file=str(path), record=record,
-                                     hint="messages look like {\"role\": \"user\", \"content\": \"...\"}")
+                    raise InputError(
+                        f"message {i} is not an object",
+                        file=str(path),
+                        record=record,
+                        hint='messages look like {"role": "user", "content": "..."}',
+                    )
                 role_raw = m.get("role", m.get("from"))
                 text = _content_text(m.get("content", m.get("value")))
                 if not isinstance(role_raw, str) or text is None:
-                    raise InputError(f"message {i} needs a string role/from and content/value",
-                                     file=str(path), record=record,
-                                     hint="messages look like {\"role\": \"user\", \"content\": \"...\"}")
+                    raise InputError(
+                        f"message {i} needs a string role/from and content/value",
+                        file=str(path),
+                        record=record,
+                        hint='messages look like {"role": "user", "content": "..."}',
+                    )
                 role = ROLE_ALIASES.get(role_raw.strip().lower())
                 if role is None:
                     report.drop(f"unknown chat role {role_raw!r}")
@@ -105,8 +131,10 @@ class ChatLoader:
                 source_format="chat",
                 kind="human_ai",
                 source_file=str(path),
-                participants=[Participant(name="user", role="human user"),
-                              Participant(name="assistant", role="AI assistant")],
+                participants=[
+                    Participant(name="user", role="human user"),
+                    Participant(name="assistant", role="AI assistant"),
+                ],
                 goals=[],
                 turns=turns,
                 meta={"system": [normalise_space(s) for s in system]} if system else {},

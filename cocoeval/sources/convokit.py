@@ -27,8 +27,13 @@ from ._text import normalise_space
 PSEUDO_SPEAKERS = frozenset({"RESULTS"})
 """Speaker labels that are not people (vote results, timing notes)."""
 
-_STANCE_ROLE = {"mod": "moderator", "moderator": "moderator", "for": "debater for the motion",
-                "against": "debater against the motion", "audience": "audience member"}
+_STANCE_ROLE = {
+    "mod": "moderator",
+    "moderator": "moderator",
+    "for": "debater for the motion",
+    "against": "debater against the motion",
+    "audience": "audience member",
+}
 _MOTION = re.compile(r"\bmotion(?:\s+is)?[,:]?\s*[\"“]([^\"”]{8,200}?)[.\s]*[\"”]", re.I)
 _TITLE_JUNK = re.compile(r"contact publicist|madison ave|\bfl\.", re.I)
 
@@ -68,16 +73,24 @@ def _names(meta: dict, key: str, path: Path, cid: str) -> list[str]:
     if v is None:
         return []
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise InputError(f"'{key}' must be a list of speaker names", file=str(path), record=cid,
-                         hint='e.g. "for": ["Speaker A", "Speaker B"]')
+        raise InputError(
+            f"'{key}' must be a list of speaker names",
+            file=str(path),
+            record=cid,
+            hint='e.g. "for": ["Speaker A", "Speaker B"]',
+        )
     return v
 
 
 def _stance(v: Any, file: Path, record: str) -> str | None:
     if v is None or isinstance(v, str | int | float | bool):
         return None if v is None or v == "" else str(v)
-    raise InputError(f"a stance/speakertype must be a word such as 'for', got {type(v).__name__}",
-                     file=str(file), record=record, hint="see the IQ2 corpus for the layout")
+    raise InputError(
+        f"a stance/speakertype must be a word such as 'for', got {type(v).__name__}",
+        file=str(file),
+        record=record,
+        hint="see the IQ2 corpus for the layout",
+    )
 
 
 def find_motion(title: str, turns: list[Turn]) -> tuple[str, str]:
@@ -103,9 +116,11 @@ class ConvoKitLoader:
         # load_conversations to report as skipped with its reason (rglob of a plain name passes
         # over dangling symlinks and folders it cannot list)
         unlisted: list[Path] = []
-        found = {Path(root) / "utterances.jsonl"
-                 for root, _, names in os.walk(path, onerror=lambda e: unlisted.append(Path(e.filename)))
-                 if "utterances.jsonl" in names}
+        found = {
+            Path(root) / "utterances.jsonl"
+            for root, _, names in os.walk(path, onerror=lambda e: unlisted.append(Path(e.filename)))
+            if "utterances.jsonl" in names
+        }
         return sorted({p if unreadable(p) else p.parent for p in found} | set(unlisted))
 
     def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]:
@@ -144,8 +159,9 @@ class ConvoKitLoader:
                     continue
                 speaker = normalise_space(u.speaker)
                 turns.append(Turn(speaker=speaker, text=text, source_index=i))
-                st = (_stance((u.meta or {}).get("speakertype"), ufile, f"utterance {u.id}")
-                      or _stance((speakers.get(u.speaker) or {}).get("stance"), path / "speakers.json", u.speaker))
+                st = _stance((u.meta or {}).get("speakertype"), ufile, f"utterance {u.id}") or _stance(
+                    (speakers.get(u.speaker) or {}).get("stance"), path / "speakers.json", u.speaker
+                )
                 if st:
                     stance_seen.setdefault(speaker, str(st))
             if pseudo:
@@ -159,8 +175,12 @@ class ConvoKitLoader:
                 info[name] = Participant(name=name, stance=stance, role=_STANCE_ROLE.get(stance or ""))
             title = meta.get("title")
             if title is not None and not isinstance(title, str):
-                raise InputError(f"'title' must be text, got {type(title).__name__}", file=str(cfile), record=cid,
-                                 hint="the title is the debate motion as a string")
+                raise InputError(
+                    f"'title' must be text, got {type(title).__name__}",
+                    file=str(cfile),
+                    record=cid,
+                    hint="the title is the debate motion as a string",
+                )
             motion, motion_source = find_motion(title or "", turns)
             yield Conversation(
                 id=cid,
@@ -171,7 +191,11 @@ class ConvoKitLoader:
                 participants=participants_in_order(turns, info),
                 goals=[f"Debate the motion: {motion}"] if motion else [],
                 turns=turns,
-                meta={"motion": motion, "motion_source": motion_source,
-                      "pseudo_speaker_turns_dropped": pseudo, "source_turns": len(utts),
-                      **{k: meta[k] for k in ("date", "results") if k in meta}},
+                meta={
+                    "motion": motion,
+                    "motion_source": motion_source,
+                    "pseudo_speaker_turns_dropped": pseudo,
+                    "source_turns": len(utts),
+                    **{k: meta[k] for k in ("date", "results") if k in meta},
+                },
             )

@@ -32,6 +32,7 @@ def demo_sources(out: str | Path) -> list[str]:
     paths = write_demo_data(out)
     return [f"qmsum:{sample_dir()}"] + [f"{kind}:{paths[kind]}#{name}" for kind, name in GENERATED_DATASETS.items()]
 
+
 _MOVES = [
     "I think we should {verb} the {thing}, because {reason}.",
     "Can we go back to the {thing} for a second? {q}",
@@ -54,24 +55,43 @@ _MOVES = [
 
 def _vocab(topic: str) -> dict[str, list[str]]:
     if topic == "remote":
-        return {"thing": ["battery", "button layout", "casing", "colour", "LCD screen", "price"],
-                "verb": ["keep", "drop", "test", "redesign", "simplify"],
-                "reason": ["users lose the remote all the time", "the budget is twelve fifty",
-                           "younger users want something trendy", "rubber is easier to hold",
-                           "the chip costs more than we thought"],
-                "q": ["What does marketing say?", "Is that within budget?", "Who checked the survey?"]}
+        return {
+            "thing": ["battery", "button layout", "casing", "colour", "LCD screen", "price"],
+            "verb": ["keep", "drop", "test", "redesign", "simplify"],
+            "reason": [
+                "users lose the remote all the time",
+                "the budget is twelve fifty",
+                "younger users want something trendy",
+                "rubber is easier to hold",
+                "the chip costs more than we thought",
+            ],
+            "q": ["What does marketing say?", "Is that within budget?", "Who checked the survey?"],
+        }
     if topic == "cars":
-        return {"thing": ["congestion charge", "bus lanes", "air quality", "local shops", "delivery access"],
-                "verb": ["extend", "fund", "protect", "measure", "phase in"],
-                "reason": ["traffic deaths fell where cars were banned", "shops depend on drivers",
-                           "the evidence from Oslo is mixed", "poorer commuters pay the price",
-                           "pollution falls fastest in the centre"],
-                "q": ["Where is your evidence?", "Would you answer the question?", "Who pays for it?"]}
-    return {"thing": ["timeline", "survey results", "draft report", "hiring plan", "budget line"],
-            "verb": ["review", "finalise", "postpone", "share", "split"],
-            "reason": ["the deadline is Friday", "legal has not signed off", "two people are on leave",
-                       "the numbers changed last week", "the client asked for more detail"],
-            "q": ["Who owns that?", "When is it due?", "Do we have the data?"]}
+        return {
+            "thing": ["congestion charge", "bus lanes", "air quality", "local shops", "delivery access"],
+            "verb": ["extend", "fund", "protect", "measure", "phase in"],
+            "reason": [
+                "traffic deaths fell where cars were banned",
+                "shops depend on drivers",
+                "the evidence from Oslo is mixed",
+                "poorer commuters pay the price",
+                "pollution falls fastest in the centre",
+            ],
+            "q": ["Where is your evidence?", "Would you answer the question?", "Who pays for it?"],
+        }
+    return {
+        "thing": ["timeline", "survey results", "draft report", "hiring plan", "budget line"],
+        "verb": ["review", "finalise", "postpone", "share", "split"],
+        "reason": [
+            "the deadline is Friday",
+            "legal has not signed off",
+            "two people are on leave",
+            "the numbers changed last week",
+            "the client asked for more detail",
+        ],
+        "q": ["Who owns that?", "When is it due?", "Do we have the data?"],
+    }
 
 
 def _turns(speakers: list[str], topic: str, n: int, rng: random.Random) -> list[tuple[str, str]]:
@@ -83,9 +103,14 @@ def _turns(speakers: list[str], topic: str, n: int, rng: random.Random) -> list[
         prev = speaker
         reason = rng.choice(v["reason"])
         things = rng.sample(v["thing"], 2)
-        text = rng.choice(_MOVES).format(thing=things[0], other=things[1], verb=rng.choice(v["verb"]),
-                                         reason=reason, reason_cap=reason[0].upper() + reason[1:],
-                                         q=rng.choice(v["q"]))
+        text = rng.choice(_MOVES).format(
+            thing=things[0],
+            other=things[1],
+            verb=rng.choice(v["verb"]),
+            reason=reason,
+            reason_cap=reason[0].upper() + reason[1:],
+            q=rng.choice(v["q"]),
+        )
         out.append((speaker, text))
     return out
 
@@ -102,36 +127,79 @@ def write_demo_data(out: str | Path, *, turns: int = 100, seed: int = 7) -> dict
     roles = ["Project Manager", "Marketing", "Industrial Designer", "User Interface"]
     for k in range(2):
         tr = _turns(roles, "remote", turns, rng)
-        transcripts = [{"speaker": s, "content": (t.replace(", ", " {disfmarker} , ", 1) if i % 7 == 0
-                                                   else t + " {vocalsound}" if i % 11 == 0 else t)}
-                       for i, (s, t) in enumerate(tr)]
-        doc = {"cocoeval_note": NOTE,
-               "topic_list": [{"topic": "Opening and agenda", "relevant_text_span": [["0", "9"]]},
-                              {"topic": "Remote control design decisions",
-                               "relevant_text_span": [["10", str(turns - 1)]]}],
-               "general_query_list": [], "specific_query_list": [],
-               "meeting_transcripts": transcripts}
+        transcripts = [
+            {
+                "speaker": s,
+                "content": (
+                    t.replace(", ", " {disfmarker} , ", 1) if i % 7 == 0 else t + " {vocalsound}" if i % 11 == 0 else t
+                ),
+            }
+            for i, (s, t) in enumerate(tr)
+        ]
+        doc = {
+            "cocoeval_note": NOTE,
+            "topic_list": [
+                {"topic": "Opening and agenda", "relevant_text_span": [["0", "9"]]},
+                {"topic": "Remote control design decisions", "relevant_text_span": [["10", str(turns - 1)]]},
+            ],
+            "general_query_list": [],
+            "specific_query_list": [],
+            "meeting_transcripts": transcripts,
+        }
         (qdir / f"DEMO{k + 1:03d}.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     paths["qmsum"] = out / "qmsum"
 
     # ConvoKit corpus of one debate, with a RESULTS pseudo-speaker.
     cdir = out / "debate-corpus"
     cdir.mkdir(parents=True, exist_ok=True)
-    people = {"ALEX MODERATOR": "mod", "BEA FOR": "for", "CAL FOR": "for",
-              "DANA AGAINST": "against", "EVAN AGAINST": "against"}
-    lines = [{"id": "demo-debate-0000", "speaker": "RESULTS", "conversation_id": "demo-debate",
-              "reply_to": None, "timestamp": 0, "text": "Pre-debate vote: 40% for, 35% against.",
-              "meta": {"speakertype": "other", "note": NOTE}}]
+    people = {
+        "ALEX MODERATOR": "mod",
+        "BEA FOR": "for",
+        "CAL FOR": "for",
+        "DANA AGAINST": "against",
+        "EVAN AGAINST": "against",
+    }
+    lines = [
+        {
+            "id": "demo-debate-0000",
+            "speaker": "RESULTS",
+            "conversation_id": "demo-debate",
+            "reply_to": None,
+            "timestamp": 0,
+            "text": "Pre-debate vote: 40% for, 35% against.",
+            "meta": {"speakertype": "other", "note": NOTE},
+        }
+    ]
     for i, (s, t) in enumerate(_turns(list(people), "cars", turns, rng), start=1):
-        lines.append({"id": f"demo-debate-{i:04d}", "speaker": s, "conversation_id": "demo-debate",
-                      "reply_to": lines[-1]["id"], "timestamp": i, "text": t,
-                      "meta": {"speakertype": people[s], "note": NOTE}})
+        lines.append(
+            {
+                "id": f"demo-debate-{i:04d}",
+                "speaker": s,
+                "conversation_id": "demo-debate",
+                "reply_to": lines[-1]["id"],
+                "timestamp": i,
+                "text": t,
+                "meta": {"speakertype": people[s], "note": NOTE},
+            }
+        )
     (cdir / "utterances.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    (cdir / "speakers.json").write_text(json.dumps({s: {"stance": st, "note": NOTE} for s, st in people.items()}, indent=1))
-    (cdir / "conversations.json").write_text(json.dumps({"demo-debate": {
-        "title": "Cities should ban cars from their centres", "note": NOTE,
-        "for": ["BEA FOR", "CAL FOR"], "against": ["DANA AGAINST", "EVAN AGAINST"],
-        "moderator": ["ALEX MODERATOR"]}}, indent=1))
+    (cdir / "speakers.json").write_text(
+        json.dumps({s: {"stance": st, "note": NOTE} for s, st in people.items()}, indent=1)
+    )
+    (cdir / "conversations.json").write_text(
+        json.dumps(
+            {
+                "demo-debate": {
+                    "title": "Cities should ban cars from their centres",
+                    "note": NOTE,
+                    "for": ["BEA FOR", "CAL FOR"],
+                    "against": ["DANA AGAINST", "EVAN AGAINST"],
+                    "moderator": ["ALEX MODERATOR"],
+                }
+            },
+            indent=1,
+        )
+    )
     (cdir / "corpus.json").write_text(json.dumps({"name": "demo-debates", "note": NOTE}))
     paths["convokit"] = cdir
 
@@ -142,12 +210,23 @@ def write_demo_data(out: str | Path, *, turns: int = 100, seed: int = 7) -> dict
     half = turns // 2
     topics = {}
     for name, lo, hi in (("Project timeline", 0, half), ("Budget and hiring", half, turns)):
-        topics[name] = {"topic_start_line": float(lo), "topic_end_line": float(hi - 1),
-                        "transcripts": [{"line_id": float(i), "speaker": tr[i][0],
-                                         "start_s": 4.0 * i, "end_s": 4.0 * i + 3.5,
-                                         "contents": tr[i][1]} for i in range(lo, hi)]}
-    (tdir / "DEMO_SIM.json").write_text(json.dumps(
-        {"DEMO_SIM": {"demo-meeting-1": {"topics": topics, "metadata": {"note": NOTE}}}}, indent=1))
+        topics[name] = {
+            "topic_start_line": float(lo),
+            "topic_end_line": float(hi - 1),
+            "transcripts": [
+                {
+                    "line_id": float(i),
+                    "speaker": tr[i][0],
+                    "start_s": 4.0 * i,
+                    "end_s": 4.0 * i + 3.5,
+                    "contents": tr[i][1],
+                }
+                for i in range(lo, hi)
+            ],
+        }
+    (tdir / "DEMO_SIM.json").write_text(
+        json.dumps({"DEMO_SIM": {"demo-meeting-1": {"topics": topics, "metadata": {"note": NOTE}}}}, indent=1)
+    )
     paths["tcr"] = tdir
 
     # Human–AI chat log (OpenAI messages, JSONL), for the generalization study.
@@ -158,8 +237,9 @@ def write_demo_data(out: str | Path, *, turns: int = 100, seed: int = 7) -> dict
             msgs = [{"role": "system", "content": "You are a helpful assistant."}]
             for i, (_, t) in enumerate(_turns(["a", "b"], "project", turns, rng)):
                 role = "user" if i % 2 == 0 else "assistant"
-                msgs.append({"role": role, "content": t if role == "user"
-                             else f"Here is a suggestion: {t[0].lower()}{t[1:]}"})
+                msgs.append(
+                    {"role": role, "content": t if role == "user" else f"Here is a suggestion: {t[0].lower()}{t[1:]}"}
+                )
             f.write(json.dumps({"id": f"demo-chat-{k + 1}", "note": NOTE, "messages": msgs}) + "\n")
     paths["chat"] = hdir
     (out / "README.txt").write_text(NOTE + "\n")

@@ -45,18 +45,35 @@ class Entry:
     about: str
 
 
-CATALOGUE: dict[str, Entry] = {e.name: e for e in (
-    Entry("qmsum", "https://github.com/Yale-LILY/QMSum/archive/refs/heads/main.zip", "qmsum",
-          ("LICENSE", "data/Product/train", "data/Academic/train", "data/Committee/train"),
-          tuple(f"qmsum:data/{d}/{s}" for d in ("Product", "Academic", "Committee") for s in ("train", "val")),
-          "QMSum meetings (product / academic / committee), MIT licence; QMSum's own layout"),
-    Entry("iq2", "https://zissou.infosci.cornell.edu/convokit/datasets/iq2-corpus/iq2-corpus.zip",
-          "iq2-corpus", ("utterances.jsonl", "conversations.json", "speakers.json"), ("convokit:.",),
-          "Intelligence Squared US debates, ConvoKit's iq2-corpus"),
-    Entry("tcr", "https://mtmdata.blob.core.windows.net/data-share/topic_conversation/data.zip", "tcr",
-          ("SIM.json", "NCPC.json"), ("tcr:SIM.json#sim", "tcr:NCPC.json#ncpc"),
-          "TCR dataset (Microsoft topic_conversation): SIM and NCPC meetings"),
-)}
+CATALOGUE: dict[str, Entry] = {
+    e.name: e
+    for e in (
+        Entry(
+            "qmsum",
+            "https://github.com/Yale-LILY/QMSum/archive/refs/heads/main.zip",
+            "qmsum",
+            ("LICENSE", "data/Product/train", "data/Academic/train", "data/Committee/train"),
+            tuple(f"qmsum:data/{d}/{s}" for d in ("Product", "Academic", "Committee") for s in ("train", "val")),
+            "QMSum meetings (product / academic / committee), MIT licence; QMSum's own layout",
+        ),
+        Entry(
+            "iq2",
+            "https://zissou.infosci.cornell.edu/convokit/datasets/iq2-corpus/iq2-corpus.zip",
+            "iq2-corpus",
+            ("utterances.jsonl", "conversations.json", "speakers.json"),
+            ("convokit:.",),
+            "Intelligence Squared US debates, ConvoKit's iq2-corpus",
+        ),
+        Entry(
+            "tcr",
+            "https://mtmdata.blob.core.windows.net/data-share/topic_conversation/data.zip",
+            "tcr",
+            ("SIM.json", "NCPC.json"),
+            ("tcr:SIM.json#sim", "tcr:NCPC.json#ncpc"),
+            "TCR dataset (Microsoft topic_conversation): SIM and NCPC meetings",
+        ),
+    )
+}
 
 
 class FetchError(CocoevalError):
@@ -88,14 +105,14 @@ def read_manifest(out: Path) -> dict[str, Any]:
         return {"datasets": {}}
     data = read_json(p)
     if not isinstance(data, dict) or not isinstance(data.get("datasets"), dict):
-        raise InputError("not a fetch manifest (expected {\"datasets\": {...}})", file=str(p),
-                         hint="delete it and fetch again")
+        raise InputError(
+            'not a fetch manifest (expected {"datasets": {...}})', file=str(p), hint="delete it and fetch again"
+        )
     return data
 
 
 def file_hashes(folder: Path) -> dict[str, str]:
-    return {p.relative_to(folder).as_posix(): sha256_file(p)
-            for p in sorted(folder.rglob("*")) if p.is_file()}
+    return {p.relative_to(folder).as_posix(): sha256_file(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def tree_sha256(files: dict[str, str]) -> str:
@@ -130,10 +147,18 @@ def fetched_data(paths: list[Path]) -> list[dict[str, Any]]:
                 if isinstance(e, dict) and e.get("folder") == folder.name and (str(mf), name) not in seen:
                     seen.add((str(mf), name))
                     now = file_hashes(folder)
-                    changed = sorted(k for k in set(now) | set(e.get("files") or {})
-                                     if now.get(k) != (e.get("files") or {}).get(k))
-                    out.append({"manifest": str(mf), "dataset": name, **e, "unchanged_since_fetch": not changed,
-                                **({"changed_files": changed[:50]} if changed else {})})
+                    changed = sorted(
+                        k for k in set(now) | set(e.get("files") or {}) if now.get(k) != (e.get("files") or {}).get(k)
+                    )
+                    out.append(
+                        {
+                            "manifest": str(mf),
+                            "dataset": name,
+                            **e,
+                            "unchanged_since_fetch": not changed,
+                            **({"changed_files": changed[:50]} if changed else {}),
+                        }
+                    )
     return out
 
 
@@ -154,7 +179,7 @@ def _unpack(archive: Path, dest: Path, url: str) -> None:
             for info in z.infolist():
                 if info.is_dir():
                     continue
-                parts = PurePosixPath(info.filename).parts[1 if strip else 0:]
+                parts = PurePosixPath(info.filename).parts[1 if strip else 0 :]
                 if not parts or info.filename.startswith("/") or ".." in parts or "\\" in info.filename:
                     raise FetchError(f"{archive.name}: unsafe path in the archive: {info.filename!r}", hint=bad)
                 target = dest.joinpath(*parts)
@@ -174,9 +199,11 @@ def _verify(entry: Entry, folder: Path, url: str) -> dict[str, int]:
     missing = [r for r in entry.required if not (folder / r).exists()]
     if missing:
         top = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())[:12]
-        raise FetchError(f"{entry.name}: the archive from {url} is not shaped as expected: missing "
-                         f"{', '.join(missing)} (it holds: {', '.join(top) or 'nothing'})",
-                         hint=f"check the URL; {entry.name} expects {', '.join(entry.required)}")
+        raise FetchError(
+            f"{entry.name}: the archive from {url} is not shaped as expected: missing "
+            f"{', '.join(missing)} (it holds: {', '.join(top) or 'nothing'})",
+            hint=f"check the URL; {entry.name} expects {', '.join(entry.required)}",
+        )
     counts = {}
     for s in entry.sources:
         spec = parse_source_spec(s)
@@ -184,18 +211,26 @@ def _verify(entry: Entry, folder: Path, url: str) -> dict[str, int]:
         try:
             n = sum(1 for _ in load_conversations(spec, SourceReport()))
         except CocoevalError as e:
-            raise FetchError(f"{entry.name}: the project's {spec.kind} loader cannot read the archive from "
-                             f"{url}: {e}", hint="check the URL; the dataset's format may have changed") from None
+            raise FetchError(
+                f"{entry.name}: the project's {spec.kind} loader cannot read the archive from {url}: {e}",
+                hint="check the URL; the dataset's format may have changed",
+            ) from None
         if n == 0:
-            raise FetchError(f"{entry.name}: no conversation in {s} of the archive from {url}",
-                             hint="check the URL")
+            raise FetchError(f"{entry.name}: no conversation in {s} of the archive from {url}", hint="check the URL")
         counts[s] = n
     return counts
 
 
 # ----------------------------------------------------------------------------- fetch
-def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force: bool = False,
-          progress: bool | None = None, log: Any = print) -> dict[str, Any]:
+def fetch(
+    name: str,
+    out: str | Path = "data",
+    *,
+    url: str | None = None,
+    force: bool = False,
+    progress: bool | None = None,
+    log: Any = print,
+) -> dict[str, Any]:
     """Fetch one dataset of the catalogue into ``out``; returns its manifest entry."""
     from cocoeval.core.jsonio import write_json
 
@@ -209,8 +244,10 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
         if is_intact(out, name):
             log(f"{name}: already in {folder} (every file matches {out / MANIFEST}); skipped")
             return manifest["datasets"][name]
-        raise FetchError(f"{folder} exists but does not match {out / MANIFEST} (not fetched by cocoeval, "
-                         "or changed since)", hint=f"move it away, or replace it: cocoeval fetch {name} --force")
+        raise FetchError(
+            f"{folder} exists but does not match {out / MANIFEST} (not fetched by cocoeval, or changed since)",
+            hint=f"move it away, or replace it: cocoeval fetch {name} --force",
+        )
     part = out / PARTIAL
     archive, staging = part / f"{name}.zip", part / name
     origin = part / f"{name}.url"  # a partial download resumes only from the URL it came from
@@ -245,10 +282,16 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     files = file_hashes(staging)
-    record: dict[str, Any] = {"folder": entry.folder, "url": src, "archive_sha256": sha256_file(archive),
-                              "archive_bytes": archive.stat().st_size,
-                              "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                              "conversations": counts, "tree_sha256": tree_sha256(files), "files": files}
+    record: dict[str, Any] = {
+        "folder": entry.folder,
+        "url": src,
+        "archive_sha256": sha256_file(archive),
+        "archive_bytes": archive.stat().st_size,
+        "fetched_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "conversations": counts,
+        "tree_sha256": tree_sha256(files),
+        "files": files,
+    }
     old = part / f"{name}.old"
     if folder.exists():  # --force: the old copy goes only once the new one is complete
         shutil.rmtree(old, ignore_errors=True)
@@ -261,8 +304,10 @@ def fetch(name: str, out: str | Path = "data", *, url: str | None = None, force:
     archive.unlink(missing_ok=True)
     origin.unlink(missing_ok=True)
     _tidy(part)
-    log(f"{name}: {len(files)} files in {folder}, {sum(counts.values())} conversations "
-        f"(tree sha256 {record['tree_sha256'][:16]}…, recorded in {out / MANIFEST})")
+    log(
+        f"{name}: {len(files)} files in {folder}, {sum(counts.values())} conversations "
+        f"(tree sha256 {record['tree_sha256'][:16]}…, recorded in {out / MANIFEST})"
+    )
     return record
 
 

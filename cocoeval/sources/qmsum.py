@@ -54,8 +54,13 @@ class _RawMeeting(BaseModel):
 
 
 _ACADEMIC = re.compile(r"^(Professor|PhD|Grad|Postdoc|Undergrad)\b", re.I)
-_ACADEMIC_ROLE = {"professor": "professor", "phd": "PhD student", "grad": "graduate student",
-                  "postdoc": "postdoc", "undergrad": "undergraduate student"}
+_ACADEMIC_ROLE = {
+    "professor": "professor",
+    "phd": "PhD student",
+    "grad": "graduate student",
+    "postdoc": "postdoc",
+    "undergrad": "undergraduate student",
+}
 
 
 def role_for(dataset: str, name: str) -> str | None:
@@ -71,8 +76,10 @@ def role_for(dataset: str, name: str) -> str | None:
     return None
 
 
-_HONORIFIC = re.compile(r"^(?:The Right Honourable|The Honourable|Right Hon\.|Hon\.|Mrs\.?|Mr\.?|Ms\.?|Miss"
-                        r"|Dr\.?|Professor)\s+")
+_HONORIFIC = re.compile(
+    r"^(?:The Right Honourable|The Honourable|Right Hon\.|Hon\.|Mrs\.?|Mr\.?|Ms\.?|Miss"
+    r"|Dr\.?|Professor)\s+"
+)
 _GENDER = {"Mr": "m", "Mr.": "m", "Mrs": "f", "Mrs.": "f", "Ms": "f", "Ms.": "f", "Miss": "f"}
 _CHAIR_OF = re.compile(r"^The (?:Acting |Deputy |Vice[- ])?Chair \((?P<person>.+)\)$")
 
@@ -104,7 +111,7 @@ def person_key(label: str) -> tuple[str, str | None] | None:
         return None  # a role alone ("The Chair", "The Acting Chair"): who it is is unknown
     core = _strip_suffixes(label)
     h = _HONORIFIC.match(core)
-    name = normalise_space(core[h.end():] if h else core)
+    name = normalise_space(core[h.end() :] if h else core)
     if len(name.split()) < 2:
         return None  # a surname (or one word) alone cannot tell two people apart
     return name.casefold(), _GENDER.get(h.group(0).strip()) if h else None
@@ -207,28 +214,43 @@ class QMSumLoader:
     def load_file(self, path: Path, dataset: str | None, report: SourceReport) -> Iterator[Conversation]:
         data = read_json(path)
         if not isinstance(data, dict) or "meeting_transcripts" not in data:
-            raise InputError("not a QMSum meeting: no 'meeting_transcripts' list", file=str(path),
-                             hint="pass QMSum per-meeting JSON files (or use another source kind)")
+            raise InputError(
+                "not a QMSum meeting: no 'meeting_transcripts' list",
+                file=str(path),
+                hint="pass QMSum per-meeting JSON files (or use another source kind)",
+            )
         meeting = validate(_RawMeeting, data, file=path, record="meeting")
         dataset = dataset or dataset_for(path)
         if dataset is None and any(p.lower() == "all" for p in path.parent.parts):
-            raise InputError("this meeting is in QMSum's data/ALL folder, which mixes the Product, "
-                             "Academic and Committee domains: its domain (dataset) is unknown", file=str(path),
-                             hint="point the source at QMSum's data/ folder (its Product/Academic/Committee "
-                             "folders become qmsum_product, qmsum_academic, qmsum_committee), not at "
-                             "data/ALL, or name the dataset: qmsum:PATH#qmsum_product")
+            raise InputError(
+                "this meeting is in QMSum's data/ALL folder, which mixes the Product, "
+                "Academic and Committee domains: its domain (dataset) is unknown",
+                file=str(path),
+                hint="point the source at QMSum's data/ folder (its Product/Academic/Committee "
+                "folders become qmsum_product, qmsum_academic, qmsum_committee), not at "
+                "data/ALL, or name the dataset: qmsum:PATH#qmsum_product",
+            )
         dataset = dataset or "qmsum"
-        turns = [t for i, raw in enumerate(meeting.meeting_transcripts)
-                 if (t := cleaned_turn(raw.speaker, raw.content, i, report)) is not None]
+        turns = [
+            t
+            for i, raw in enumerate(meeting.meeting_transcripts)
+            if (t := cleaned_turn(raw.speaker, raw.content, i, report)) is not None
+        ]
         merges = speaker_merges(Counter(t.speaker for t in turns))
         merged: dict[str, list[str]] = {}
         for canonical, labels in merges.values():
             merged.setdefault(canonical, labels)
         for canonical, labels in sorted(merged.items()):
-            report.merged_speakers.append({"file": str(path), "dataset": dataset, "conversation": path.stem,
-                                           "canonical": canonical, "labels": labels})
-        turns = [t.model_copy(update={"speaker": merges[t.speaker][0]}) if t.speaker in merges else t
-                 for t in turns]
+            report.merged_speakers.append(
+                {
+                    "file": str(path),
+                    "dataset": dataset,
+                    "conversation": path.stem,
+                    "canonical": canonical,
+                    "labels": labels,
+                }
+            )
+        turns = [t.model_copy(update={"speaker": merges[t.speaker][0]}) if t.speaker in merges else t for t in turns]
         topics: list[dict[str, Any]] = []
         for topic in meeting.topic_list:
             spans: list[list[int]] = []
@@ -238,6 +260,7 @@ class QMSumLoader:
                 except (ValueError, IndexError):
                     continue  # a malformed span only loses the topic's location, not the topic
             topics.append({"topic": normalise_space(topic.topic), "spans": spans})
+
         def role(name: str) -> str | None:  # a merged person keeps a role any of their labels reveals
             return next((r for x in [name, *merged.get(name, [])] if (r := role_for(dataset, x))), None)
 
@@ -251,7 +274,13 @@ class QMSumLoader:
             participants=participants_in_order(turns, info),
             goals=[t["topic"] for t in topics if t["topic"]],
             turns=turns,
-            meta={"topics": topics, "source_turns": len(meeting.meeting_transcripts),
-                  **({"merged_speakers": [{"canonical": c, "labels": ls} for c, ls in sorted(merged.items())]}
-                     if merged else {})},
+            meta={
+                "topics": topics,
+                "source_turns": len(meeting.meeting_transcripts),
+                **(
+                    {"merged_speakers": [{"canonical": c, "labels": ls} for c, ls in sorted(merged.items())]}
+                    if merged
+                    else {}
+                ),
+            },
         )

@@ -54,20 +54,31 @@ def _meetings(data: Any, path: Path) -> Iterator[tuple[str, str, Any]]:
         yield path.stem, path.stem, data
         return
     if not isinstance(data, dict) or not data:
-        raise InputError("not TCR JSON: expected an object of meetings", file=str(path),
-                         hint='expected {"SOURCE": {"MEETING": {"topics": {...}}}}')
+        raise InputError(
+            "not TCR JSON: expected an object of meetings",
+            file=str(path),
+            hint='expected {"SOURCE": {"MEETING": {"topics": {...}}}}',
+        )
     if all(isinstance(v, dict) and "topics" in v for v in data.values()):
         for mid, m in data.items():
             yield path.stem, mid, m
         return
     for src, meetings in data.items():
         if not isinstance(meetings, dict):
-            raise InputError(f"source {src!r} is not an object of meetings", file=str(path),
-                             record=src, hint='expected {"SOURCE": {"MEETING": {"topics": {...}}}}')
+            raise InputError(
+                f"source {src!r} is not an object of meetings",
+                file=str(path),
+                record=src,
+                hint='expected {"SOURCE": {"MEETING": {"topics": {...}}}}',
+            )
         for mid, m in meetings.items():
             if not isinstance(m, dict) or "topics" not in m:
-                raise InputError("meeting has no 'topics'", file=str(path), record=f"{src}/{mid}",
-                                 hint="each meeting needs a topics object with transcripts")
+                raise InputError(
+                    "meeting has no 'topics'",
+                    file=str(path),
+                    record=f"{src}/{mid}",
+                    hint="each meeting needs a topics object with transcripts",
+                )
             yield src, mid, m
 
 
@@ -82,18 +93,30 @@ class TCRLoader:
             meeting = validate(_RawMeeting, raw, file=path, record=f"{src}/{mid}")
             lines: list[tuple[tuple, _RawLine]] = []
             order = 0
-            topics = sorted(meeting.topics.items(),
-                            key=lambda kv: kv[1].topic_start_line if kv[1].topic_start_line is not None else math.inf)
+            topics = sorted(
+                meeting.topics.items(),
+                key=lambda kv: kv[1].topic_start_line if kv[1].topic_start_line is not None else math.inf,
+            )
             for _name, topic in topics:
                 for line in topic.transcripts:
-                    key = (line.line_id if line.line_id is not None else math.inf,
-                           line.start_s if line.start_s is not None else math.inf, order)
+                    key = (
+                        line.line_id if line.line_id is not None else math.inf,
+                        line.start_s if line.start_s is not None else math.inf,
+                        order,
+                    )
                     lines.append((key, line))
                     order += 1
             lines.sort(key=lambda kv: kv[0])
-            turns = [t for i, (_, line) in enumerate(lines)
-                     if (t := cleaned_turn(line.speaker, line.contents,
-                                           int(line.line_id) if line.line_id is not None else i, report)) is not None]
+            turns = [
+                t
+                for i, (_, line) in enumerate(lines)
+                if (
+                    t := cleaned_turn(
+                        line.speaker, line.contents, int(line.line_id) if line.line_id is not None else i, report
+                    )
+                )
+                is not None
+            ]
             info = {s: Participant(name=s) for s in {t.speaker for t in turns}}
             yield Conversation(
                 id=str(mid),
@@ -104,6 +127,9 @@ class TCRLoader:
                 participants=participants_in_order(turns, info),
                 goals=[normalise_space(name) for name, _ in topics if normalise_space(name)],
                 turns=turns,
-                meta={"tcr_source": src, "source_turns": len(lines),
-                      **{k: v for k, v in meeting.metadata.items() if k != "variations"}},
+                meta={
+                    "tcr_source": src,
+                    "source_turns": len(lines),
+                    **{k: v for k, v in meeting.metadata.items() if k != "variations"},
+                },
             )

@@ -31,7 +31,7 @@ def tokens(text: str) -> list[str]:
 
 
 def ngrams(toks: Sequence[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(toks[i:i + n]) for i in range(len(toks) - n + 1)]
+    return [tuple(toks[i : i + n]) for i in range(len(toks) - n + 1)]
 
 
 def is_question(text: str) -> bool:
@@ -62,8 +62,9 @@ def _balance(turns: Sequence[Turn], toks: Sequence[list[str]], participants: int
     return max(0.0, h) / math.log(p)
 
 
-def _repetition(turns: Sequence[Turn], toks: Sequence[list[str]], history: Sequence[Turn],
-                scored: Sequence[int]) -> tuple[float | None, float | None]:
+def _repetition(
+    turns: Sequence[Turn], toks: Sequence[list[str]], history: Sequence[Turn], scored: Sequence[int]
+) -> tuple[float | None, float | None]:
     said_any: set[tuple[str, ...]] = set()
     said_by: dict[str, set[tuple[str, ...]]] = {}
     for t in history:
@@ -88,8 +89,14 @@ def _distinct(toks: Sequence[list[str]], n: int) -> float | None:
     return _share(len(set(grams)), len(grams))
 
 
-def conversation_stats(turns: Sequence[Turn], *, history: Sequence[Turn] = (), goals: Sequence[str] = (),
-                       participants: int | None = None, scored: Sequence[int] | None = None) -> dict[str, Any]:
+def conversation_stats(
+    turns: Sequence[Turn],
+    *,
+    history: Sequence[Turn] = (),
+    goals: Sequence[str] = (),
+    participants: int | None = None,
+    scored: Sequence[int] | None = None,
+) -> dict[str, Any]:
     """Every statistic of ``STATISTICS`` for one conversation (a target's turns), ``None`` where
     undefined. ``history``: the turns before (x); ``goals``: the instance's goals (M);
     ``participants``: the instance's number of participants (for ``balance``); ``scored``: indices
@@ -128,8 +135,12 @@ def conversation_stats(turns: Sequence[Turn], *, history: Sequence[Turn] = (), g
     }
 
 
-FRAME_SCHEMA: dict[str, Any] = {"target": pl.Utf8, "instance_id": pl.Utf8, "dataset": pl.Utf8,
-                                **{k: pl.Float64 for k in STATISTICS}}
+FRAME_SCHEMA: dict[str, Any] = {
+    "target": pl.Utf8,
+    "instance_id": pl.Utf8,
+    "dataset": pl.Utf8,
+    **{k: pl.Float64 for k in STATISTICS},
+}
 
 
 def conversation_frame(run: Run) -> pl.DataFrame:
@@ -140,10 +151,17 @@ def conversation_frame(run: Run) -> pl.DataFrame:
     for t in targets_for(run.instances, run.current_continuations):
         inst = t.instance
         p = len({x.speaker for x in [*inst.history, *inst.reference]})
-        s = conversation_stats(t.turns, history=inst.history, goals=inst.metadata.goals, participants=p,
-                               scored=t.judged)
-        rows.append({"target": t.name, "instance_id": inst.id, "dataset": inst.dataset,
-                     **{k: None if v is None else float(v) for k, v in s.items()}})
+        s = conversation_stats(
+            t.turns, history=inst.history, goals=inst.metadata.goals, participants=p, scored=t.judged
+        )
+        rows.append(
+            {
+                "target": t.name,
+                "instance_id": inst.id,
+                "dataset": inst.dataset,
+                **{k: None if v is None else float(v) for k, v in s.items()},
+            }
+        )
     return pl.DataFrame(rows, schema=FRAME_SCHEMA, orient="row") if rows else pl.DataFrame(schema=FRAME_SCHEMA)
 
 
@@ -159,9 +177,9 @@ def sign_flip_pvalues(d: Any, flips: int = 9999, seed: int = 0) -> Any:
         return np.full(k, np.nan)
     obs = np.abs(d.sum(axis=0))
     tol = 1e-9 * np.maximum(1.0, obs)
-    if n < 30 and 2 ** n <= flips:
-        signs = 1.0 - 2.0 * ((np.arange(2 ** n)[:, None] >> np.arange(n)) & 1)
-        return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2 ** n
+    if n < 30 and 2**n <= flips:
+        signs = 1.0 - 2.0 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+        return (np.abs(signs @ d) >= obs - tol).sum(axis=0) / 2**n
     rng = np.random.default_rng(seed)
     hits = np.zeros(k)
     chunk = max(1, 2_000_000 // n)
@@ -201,8 +219,9 @@ class OneByOneRenderer:
         from cocoeval.analysis import render
 
         jobs, self._jobs = self._jobs, []
-        subprocess.run([sys.executable, "-m", __name__], input=json.dumps(jobs), text=True, check=True,
-                       env=render.process_env())
+        subprocess.run(
+            [sys.executable, "-m", __name__], input=json.dumps(jobs), text=True, check=True, env=render.process_env()
+        )
 
     def __enter__(self) -> OneByOneRenderer:
         return self

@@ -31,23 +31,40 @@ COLLAB = {"A": [5, 5, 5, 5, 5], "B": [1, 2, 3, 4, 5], "C": [2, 1, 3, 5, 4], "J":
 
 def _fine(iid, rater, k, n_turns=6):
     human = rater != "J"
-    return Judgment(instance_id=iid, target="reference", target_name="reference",
-                    judge_id=f"human:{rater}" if human else "jid", judge_name=rater, kind="fine_grained",
-                    taxonomy_hash=TAX.hash, judged_turns=list(range(n_turns)),
-                    labels=[TurnLabel(turn=t, behaviours=[REP] if t < k else []) for t in range(n_turns)])
+    return Judgment(
+        instance_id=iid,
+        target="reference",
+        target_name="reference",
+        judge_id=f"human:{rater}" if human else "jid",
+        judge_name=rater,
+        kind="fine_grained",
+        taxonomy_hash=TAX.hash,
+        judged_turns=list(range(n_turns)),
+        labels=[TurnLabel(turn=t, behaviours=[REP] if t < k else []) for t in range(n_turns)],
+    )
 
 
 def _overall(iid, rater, c, k):
-    return Judgment(instance_id=iid, target="reference", target_name="reference",
-                    judge_id=f"human:{rater}" if rater != "J" else "jid", judge_name=rater, kind="overall",
-                    taxonomy_hash=TAX.hash, consistency=c, collaborativeness=k)
+    return Judgment(
+        instance_id=iid,
+        target="reference",
+        target_name="reference",
+        judge_id=f"human:{rater}" if rater != "J" else "jid",
+        judge_name=rater,
+        kind="overall",
+        taxonomy_hash=TAX.hash,
+        consistency=c,
+        collaborativeness=k,
+    )
 
 
 def frames(counts=COUNTS, cons=CONSISTENCY, collab=COLLAB):
     n = max(len(v) for v in counts.values())
     insts = [instance(f"d/c{i:02d}/0", n_hist=2, n_ref=6) for i in range(n)]  # sorted as the draws index them
     js = [_fine(insts[i].id, r, k) for r, ks in counts.items() for i, k in enumerate(ks)]
-    js += [_overall(insts[i].id, r, c, k) for r in cons for i, (c, k) in enumerate(zip(cons[r], collab[r], strict=True))]
+    js += [
+        _overall(insts[i].id, r, c, k) for r in cons for i, (c, k) in enumerate(zip(cons[r], collab[r], strict=True))
+    ]
     return run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
 
 
@@ -129,7 +146,10 @@ def test_leave_one_out_likert_by_hand():
     assert byc["A"]["rho"] is None and byc["A"]["significant"] is None
     assert byc["B"]["rho"] == pytest.approx(0.8) and byc["C"]["rho"] == pytest.approx(0.8)
     assert byc[agreement.AVERAGE]["rho"] == pytest.approx(0.8)
-    assert "ρ undefined for A" in byc[agreement.AVERAGE]["note"] and "averaged over the other 2" in byc[agreement.AVERAGE]["note"]
+    assert (
+        "ρ undefined for A" in byc[agreement.AVERAGE]["note"]
+        and "averaged over the other 2" in byc[agreement.AVERAGE]["note"]
+    )
     jh = agreement.judge_vs_humans(f, "J", resamples=50, min_n=5, items=["consistency"]).row(0, named=True)
     # J ranks 1..5: without A -> 1, without B -> 1, without C: mean(A, B) centred ranks as above -> 9.5 / sqrt(95)
     assert jh["rho"] == pytest.approx((2 + 9.5 / math.sqrt(95)) / 3) and jh["scale"] == "likert"
@@ -173,7 +193,11 @@ def test_one_sided_bootstrap_by_hand():
     x = {a: np.clip(base + rng.integers(-1, 2, size=12), 0, 6).tolist() for a in "ABC"}
     j = np.clip(base + rng.integers(-2, 3, size=12), 0, 7).tolist()
     f = frames({**x, "J": j}, {a: [5] * 12 for a in "ABC"}, {a: [5] * 12 for a in "ABC"})
-    avg = agreement.agreement(f, resamples=200, seed=7, item=REP).filter(pl.col("rater") == agreement.AVERAGE).row(0, named=True)
+    avg = (
+        agreement.agreement(f, resamples=200, seed=7, item=REP)
+        .filter(pl.col("rater") == agreement.AVERAGE)
+        .row(0, named=True)
+    )
     p5, p95 = _bootstrap_by_hand(x, None, 7, 200, inter_human_by_hand)
     assert avg["rho"] == pytest.approx(inter_human_by_hand(x))
     assert (avg["p5"], avg["p95"]) == pytest.approx((p5, p95))
@@ -184,7 +208,11 @@ def test_one_sided_bootstrap_by_hand():
     # independent raters: the 5th percentile is not above 0
     y = {a: rng.permutation(6 * [0, 1]).tolist() for a in "ABC"}
     g = frames({**y, "J": y["A"]}, {a: [5] * 12 for a in "ABC"}, {a: [5] * 12 for a in "ABC"})
-    r = agreement.agreement(g, resamples=200, seed=1, item=REP).filter(pl.col("rater") == agreement.AVERAGE).row(0, named=True)
+    r = (
+        agreement.agreement(g, resamples=200, seed=1, item=REP)
+        .filter(pl.col("rater") == agreement.AVERAGE)
+        .row(0, named=True)
+    )
     q5, _ = _bootstrap_by_hand(y, None, 1, 200, inter_human_by_hand)
     assert r["p5"] == pytest.approx(q5) and r["significant"] is bool(q5 > 0) is False
     # below min_n: the estimate, but no test
@@ -213,9 +241,11 @@ def test_spearman_boot_equals_ranking_every_resample_bit_for_bit():
 
     rng = np.random.default_rng(3)
     for n in (1, 2, 3, 7, 40, 501):
-        for a, b in [(rng.integers(0, 3, n).astype(float), rng.normal(size=n).round(1)),
-                     (np.zeros(n), rng.integers(0, 2, n).astype(float)),
-                     (rng.normal(size=n), rng.normal(size=n))]:
+        for a, b in [
+            (rng.integers(0, 3, n).astype(float), rng.normal(size=n).round(1)),
+            (np.zeros(n), rng.integers(0, 2, n).astype(float)),
+            (rng.normal(size=n), rng.normal(size=n)),
+        ]:
             idx = np.vstack([np.arange(n), rng.integers(0, n, size=(2 * BOOT_ROWS + 9, n))])
             assert np.array_equal(spearman_boot(a, b, idx), spearman_rows(a[idx], b[idx]), equal_nan=True)
     a, b = np.array([1.0, np.nan, 2.0, 3.0]), np.array([1.0, 2.0, 2.0, 0.5])
@@ -251,7 +281,12 @@ def test_average_ranks_and_spearman_test_are_scipys_bit_for_bit():
                 continue
             ref = sps.spearmanr(x, y)
             assert spearman_test(x, y) == (float(ref.statistic), float(ref.pvalue))
-    code = ("import sys, numpy as np; from cocoeval.analysis.agreement import spearman_test, spearman_rows; "
-            "spearman_test(np.arange(5), np.array([1., 3, 2, 5, 4])); spearman_rows(np.eye(3), np.eye(3)); "
-            "print('scipy.stats' in sys.modules)")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    code = (
+        "import sys, numpy as np; from cocoeval.analysis.agreement import spearman_test, spearman_rows; "
+        "spearman_test(np.arange(5), np.array([1., 3, 2, 5, 4])); spearman_rows(np.eye(3), np.eye(3)); "
+        "print('scipy.stats' in sys.modules)"
+    )
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )

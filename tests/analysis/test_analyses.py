@@ -44,8 +44,7 @@ def test_each_analysis_answers_from_a_run_and_params():
     direct = rq.human_rates(run_frames(run), "J", 100, 0, min_n=2)
     assert analyses.compute("rq1", run, p).tables["human_means"].equals(direct.tables["human_means"])
     # options: a notebook's extra parameters
-    only_a = analyses.compute("participants", run, Params(judge="J", min_n=2,
-                                                         options={"participants_datasets": "a"}))
+    only_a = analyses.compute("participants", run, Params(judge="J", min_n=2, options={"participants_datasets": "a"}))
     assert set(only_a.tables["spearman"]["dataset"]) == {"a"}
     with pytest.raises(ConfigError, match="no analysis named 'rq9'"):
         analyses.compute("rq9", run, p)
@@ -85,14 +84,22 @@ def test_every_analysis_is_shown_in_a_generated_notebook():
 def toy_analysis():
     """A new analysis, registered as docs/extending.md says: one function and its entry."""
 
-    @analyses.analysis("zz_toy", "A toy analysis", notebook=Notebook(
-        "99_toy", "Toy", "How many judgments?", params=('toy_factor: int = 2  # multiplies the count',)),
-        report=ReportSpec("paper", other_figures="zz_", tables={"counts": Out("zz_counts", "Toy counts ({judge}); p: {test}")}))
+    @analyses.analysis(
+        "zz_toy",
+        "A toy analysis",
+        notebook=Notebook(
+            "99_toy", "Toy", "How many judgments?", params=("toy_factor: int = 2  # multiplies the count",)
+        ),
+        report=ReportSpec(
+            "paper", other_figures="zz_", tables={"counts": Out("zz_counts", "Toy counts ({judge}); p: {test}")}
+        ),
+    )
     def toy(run, p):
         f = p.frames_of(run)
         a = Answer("How many judgments?")
-        a.tables["counts"] = pl.DataFrame({"target": ["x", "y"], "n": [f.counts.height * p.options.get("toy_factor", 1), 0],
-                                           "p": [0.01, None]})
+        a.tables["counts"] = pl.DataFrame(
+            {"target": ["x", "y"], "n": [f.counts.height * p.options.get("toy_factor", 1), 0], "p": [0.01, None]}
+        )
         a.charts["bars"] = alt.Chart(a.tables["counts"]).mark_bar().encode(x="target:N", y="n:Q")
         return a
 
@@ -128,8 +135,7 @@ def test_rq4_notebook_counts_the_sft_training_set_of_the_params_not_every_train_
     from ..simulate.test_sft import train_split
 
     bench = tmp_path / "bench"
-    write_jsonl(bench / "train.jsonl", train_split({"a": (5, 12), "b": (4, 9), "c": (3, 6), "d": (2, 3),
-                                                    "e": (1, 30)}))
+    write_jsonl(bench / "train.jsonl", train_split({"a": (5, 12), "b": (4, 9), "c": (3, 6), "d": (2, 3), "e": (1, 30)}))
     (tmp_path / "p.yaml").write_text("name: p\nbench: bench\nsft: {total: 10, ks: [1, 5], seed: 3}\n")
     shown: list[str] = []
     ctx = SimpleNamespace(experiment=load_params(tmp_path / "p.yaml"))

@@ -26,12 +26,19 @@ from .test_judge_check import TAX, TURNS, B, fine, synthetic
 
 def _run(js, n_conv, manifest=None, path=None) -> Run:
     insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(n_conv)]
-    return Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js},
-                               "manifest": manifest or {}, **({"path": path} if path else {})})
+    return Run.model_validate(
+        {
+            "instances": insts,
+            "continuations": {},
+            "judgments": {"x": js},
+            "manifest": manifest or {},
+            **({"path": path} if path else {}),
+        }
+    )
 
 
 def _labels(x, i):
-    return x[i * TURNS:(i + 1) * TURNS]
+    return x[i * TURNS : (i + 1) * TURNS]
 
 
 def _agreeing(n_conv, seed=1):
@@ -112,9 +119,14 @@ def test_the_gate_p_is_a_one_sided_permutation_test_and_holm_corrects_over_the_b
         rho = spearmanr(per(judge, k), per(truth, k)).statistic
         assert rows[b]["rho"] == pytest.approx(rho)
         humans = per(truth, k)
-        ref = permutation_test((per(judge, k),), lambda a, h=humans: spearmanr(a, h).statistic,
-                               permutation_type="pairings", alternative="greater", n_resamples=1999,
-                               random_state=0).pvalue
+        ref = permutation_test(
+            (per(judge, k),),
+            lambda a, h=humans: spearmanr(a, h).statistic,
+            permutation_type="pairings",
+            alternative="greater",
+            n_resamples=1999,
+            random_state=0,
+        ).pvalue
         assert rows[b]["p"] == pytest.approx(ref, abs=0.02)
     tested = [rows[b] for b in B]  # the other behaviours never occur: too rare, not in the family
     assert all(rows[b]["status"] == jc.TOO_RARE for b in TAX.ids if b not in B)
@@ -172,14 +184,31 @@ def test_each_likert_item_is_resampled_by_its_own_seed_over_each_conversations_a
     insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(n)]
     truth = rng.integers(3, 9, size=n)
     scores = {r: np.clip(truth + rng.integers(-1, 2, size=n), 1, 10) for r in ("A", "B", "J")}
-    js = [Judgment(instance_id=insts[i].id, target="reference", target_name="reference",
-                   judge_id=f"human:{r}" if r != "J" else "jid", judge_name=r, kind="overall", taxonomy_hash=TAX.hash,
-                   consistency=int(v[i]), collaborativeness=int(v[(i + 1) % n]))
-          for r, v in scores.items() for i in range(n) if not (r == "B" and i < 5)]  # B scored 15 of them
+    js = [
+        Judgment(
+            instance_id=insts[i].id,
+            target="reference",
+            target_name="reference",
+            judge_id=f"human:{r}" if r != "J" else "jid",
+            judge_name=r,
+            kind="overall",
+            taxonomy_hash=TAX.hash,
+            consistency=int(v[i]),
+            collaborativeness=int(v[(i + 1) % n]),
+        )
+        for r, v in scores.items()
+        for i in range(n)
+        if not (r == "B" and i < 5)
+    ]  # B scored 15 of them
     f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
-    row = jc.likert_agreement(f, "J", resamples=200, seed=3).filter(pl.col("item") == "collaborativeness").row(0, named=True)
-    x = np.array([[scores[r][(i + 1) % n] if not (r == "B" and i < 5) else np.nan for r in ("J", "A", "B")]
-                  for i in range(n)])  # sorted as the frames sort the conversations: by instance id
+    row = (
+        jc.likert_agreement(f, "J", resamples=200, seed=3)
+        .filter(pl.col("item") == "collaborativeness")
+        .row(0, named=True)
+    )
+    x = np.array(
+        [[scores[r][(i + 1) % n] if not (r == "B" and i < 5) else np.nan for r in ("J", "A", "B")] for i in range(n)]
+    )  # sorted as the frames sort the conversations: by instance id
     assert row["conversations"] == n  # B's missing scores are missing, not a reason to drop a conversation
 
     def alpha(m):
@@ -189,7 +218,8 @@ def test_each_likert_item_is_resampled_by_its_own_seed_over_each_conversations_a
     boot = [alpha(x[i]) for i in idx]
     assert row["alpha_with_judge"] == pytest.approx(alpha(x))
     assert (row["alpha_with_judge_low"], row["alpha_with_judge_high"]) == pytest.approx(
-        tuple(np.percentile(boot, [2.5, 97.5])))
+        tuple(np.percentile(boot, [2.5, 97.5]))
+    )
 
 
 def test_corrected_rates_are_shown_clipped_at_zero_with_the_raw_estimate_kept():
@@ -199,8 +229,8 @@ def test_corrected_rates_are_shown_clipped_at_zero_with_the_raw_estimate_kept():
     h = np.zeros_like(x)
     for i in range(n_lab):  # labelled: the judge marks 4-6 turns, the humans that many minus 4
         k = int(rng.integers(4, 7))
-        x[i * TURNS:i * TURNS + k, 0] = True
-        h[i * TURNS:i * TURNS + k - 4, 0] = True
+        x[i * TURNS : i * TURNS + k, 0] = True
+        h[i * TURNS : i * TURNS + k - 4, 0] = True
     js = [fine(f"d/c{i:03d}/0", "J", _labels(x, i)) for i in range(n_lab + n_unl)]
     js += [fine(f"d/c{i:03d}/0", "A", _labels(h, i)) for i in range(n_lab)]
     f = run_frames(_run(js, n_lab + n_unl))
@@ -218,18 +248,25 @@ def test_every_conversation_labelled_gives_the_humans_mean_as_the_answer():
     row = jc.corrected_rates(run_frames(_run(js, n)), "J").filter(pl.col("behaviour") == B[0]).row(0, named=True)
     assert row["n_unlabelled"] == 0 and "the humans' mean is the answer" in row["note"]
     assert (row["corrected"], row["corrected_low"], row["corrected_high"]) == pytest.approx(
-        (row["humans_only"], row["humans_only_low"], row["humans_only_high"]))
+        (row["humans_only"], row["humans_only_low"], row["humans_only_high"])
+    )
 
 
 def test_the_text_says_no_corrected_interval_when_none_exists_and_names_disagreements():
-    t = pl.DataFrame({"behaviour": ["a", "b"], "target": ["r", "r"], "judge_only": [1.0, 2.0],
-                      "corrected": [1.0, 1.0], "corrected_low": [None, None], "corrected_high": [None, None],
-                      "disagree": [None, None]}, schema_overrides={"corrected_low": pl.Float64,
-                                                                    "corrected_high": pl.Float64,
-                                                                    "disagree": pl.Boolean})
+    t = pl.DataFrame(
+        {
+            "behaviour": ["a", "b"],
+            "target": ["r", "r"],
+            "judge_only": [1.0, 2.0],
+            "corrected": [1.0, 1.0],
+            "corrected_low": [None, None],
+            "corrected_high": [None, None],
+            "disagree": [None, None],
+        },
+        schema_overrides={"corrected_low": pl.Float64, "corrected_high": pl.Float64, "disagree": pl.Boolean},
+    )
     assert jc.corrected_line(t, {}).startswith("no corrected interval")
-    t = t.with_columns(corrected_low=pl.lit(0.5), corrected_high=pl.lit(1.5),
-                       disagree=pl.Series([False, True]))
+    t = t.with_columns(corrected_low=pl.lit(0.5), corrected_high=pl.lit(1.5), disagree=pl.Series([False, True]))
     line = jc.corrected_line(t, {"b": "Bee"})
     assert "outside" in line and "Bee of r (2.00 vs 1.00)" in line and "a of r" not in line
 

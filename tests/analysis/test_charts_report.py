@@ -40,8 +40,9 @@ def test_behaviour_bars_spec(tmp_path):
     # tooltips in words, never a field name with a null (issue #28)
     assert [t["field"] for t in mark["encoding"]["tooltip"]].count("interval") == 1  # once, where the whiskers have it
     assert mark["encoding"]["tooltip"] == enc["tooltip"]  # the bar's, where its interval is undefined
-    assert not any(t["field"] in ("ci_low", "ci_high", "ci_note") for t in [*mark["encoding"]["tooltip"],
-                                                                            *enc["tooltip"]])
+    assert not any(
+        t["field"] in ("ci_low", "ci_high", "ci_note") for t in [*mark["encoding"]["tooltip"], *enc["tooltip"]]
+    )
     # the series legend draws squares in a category colour, as the bars are drawn
     legend = enc["opacity"]["legend"]
     assert legend["symbolType"] == "square" and legend["symbolFillColor"] == charts.CATEGORY_COLOURS["inconsistent"]
@@ -64,9 +65,16 @@ def test_behaviour_bars_spec(tmp_path):
     assert all(v["ci_low"] is None and v["ci_note"] == "n too small (n=6 < 10)" for v in small["data"]["values"])
     assert all(v["interval"] == "n too small for an interval (n = 6)" for v in small["data"]["values"])
     assert {v["interval"] for v in values if v["ci_low"] is not None} == {
-        f"95% CI {v['ci_low']:.2f}–{v['ci_high']:.2f}, n = {v['n']}" for v in values if v["ci_low"] is not None}
-    assert charts.save(charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J"),
-                       tmp_path / "small")[0].stat().st_size > 1000
+        f"95% CI {v['ci_low']:.2f}–{v['ci_high']:.2f}, n = {v['n']}" for v in values if v["ci_low"] is not None
+    }
+    assert (
+        charts.save(
+            charts.behaviour_bars(stats.mean_occurrences(f, resamples=200), TAX, judge="J"), tmp_path / "small"
+        )[0]
+        .stat()
+        .st_size
+        > 1000
+    )
 
 
 def test_other_charts(tmp_path):
@@ -80,9 +88,18 @@ def test_other_charts(tmp_path):
     per_conv = pl.DataFrame({"dataset": ["d"] * 4, "n_participants": [2, 3, 4, 5], "total": [1, 2, 2, 3]})
     p = charts.participants_chart(per_conv).to_dict()
     assert any("regression" in str(layer.get("transform", "")) for layer in p["layer"])
-    ag = pl.DataFrame({"comparison": ["inter-human", "J1", "J2"], "item": ["all"] * 3, "rho": [0.5, -0.1, 0.3],
-                       "p5": [0.2, -0.4, None], "p95": [0.7, 0.2, None], "significant": [True, False, None],
-                       "ci_note": [None, None, "n too small (n=4 < 10)"], "n": [30, 30, 4]})
+    ag = pl.DataFrame(
+        {
+            "comparison": ["inter-human", "J1", "J2"],
+            "item": ["all"] * 3,
+            "rho": [0.5, -0.1, 0.3],
+            "p5": [0.2, -0.4, None],
+            "p95": [0.7, 0.2, None],
+            "significant": [True, False, None],
+            "ci_note": [None, None, "n too small (n=4 < 10)"],
+            "n": [30, 30, 4],
+        }
+    )
     a = charts.agreement_chart(ag).to_dict()
     bars, err, mark = _layers(a)
     assert bars["encoding"]["x"]["field"] == "rho" and err["encoding"]["x"]["field"] == "p5"
@@ -90,11 +107,18 @@ def test_other_charts(tmp_path):
     assert "isValid(datum.p5)" in err["transform"][0]["filter"] and mark["encoding"]["x"]["field"] == "rho"
     lk_small = stats.likert_means(f, resamples=100)  # n = 6 < 10: crosses only
     lk_layers = _layers(charts.likert_chart(lk_small).to_dict())
-    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in lk_layers] \
-        == ["errorbar", "point", "point"]
+    assert [layer["mark"]["type"] if isinstance(layer["mark"], dict) else layer["mark"] for layer in lk_layers] == [
+        "errorbar",
+        "point",
+        "point",
+    ]
     assert lk_small["ci_low"].is_null().all() and lk_small["ci_note"].str.starts_with("n too small").all()
-    for name, ch in {"likert": charts.likert_chart(lk), "heat": charts.dataset_heatmap(by_ds, TAX),
-                     "part": charts.participants_chart(per_conv), "agree": charts.agreement_chart(ag)}.items():
+    for name, ch in {
+        "likert": charts.likert_chart(lk),
+        "heat": charts.dataset_heatmap(by_ds, TAX),
+        "part": charts.participants_chart(per_conv),
+        "agree": charts.agreement_chart(ag),
+    }.items():
         png, svg = charts.save(ch, tmp_path / name)
         assert png.stat().st_size > 1000 and svg.stat().st_size > 1000
 
@@ -110,15 +134,35 @@ def test_report_command(tmp_path, capsys):
     index = (out / "index.md").read_text()
     for name in ("figure3_behaviours", "likert", "dataset_heatmap", "participants"):
         assert (out / f"{name}.png").exists() and (out / f"{name}.svg").exists() and name in index
-    for name in ("behaviour_means", "likert_means", "invalid_rates", "paired_vs_human", "profile_distance",
-                 "detections", "behaviour_means_by_dataset", "participants"):
+    for name in (
+        "behaviour_means",
+        "likert_means",
+        "invalid_rates",
+        "paired_vs_human",
+        "profile_distance",
+        "detections",
+        "behaviour_means_by_dataset",
+        "participants",
+    ):
         assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists() and f"{name}.csv" in index
     # listed in the order they are presented in, whatever the order they are computed in (the
     # behaviour means and their figures are computed first, for the rendering workers)
     judged = index.split("## Judge-based statistics")[1]
-    listed = [judged.index(f"**{n}**") for n in ("figure3_behaviours", "dataset_heatmap", "likert", "invalid_rates",
-                                                 "behaviour_means", "behaviour_means_by_dataset", "detections",
-                                                 "detection_totals", "paired_vs_human", "profile_distance")]
+    listed = [
+        judged.index(f"**{n}**")
+        for n in (
+            "figure3_behaviours",
+            "dataset_heatmap",
+            "likert",
+            "invalid_rates",
+            "behaviour_means",
+            "behaviour_means_by_dataset",
+            "detections",
+            "detection_totals",
+            "paired_vs_human",
+            "profile_distance",
+        )
+    ]
     assert listed == sorted(listed)
     inv = pl.read_csv(out / "invalid_rates.csv")
     assert inv.filter(pl.col("target") == "sim2")["invalid"].sum() == 2  # its continuation and its judgment
@@ -129,7 +173,9 @@ def test_report_command(tmp_path, capsys):
     # deterministic under the seed
     main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep2"), "--resamples", "200"])
     assert (out / "behaviour_means.csv").read_text() == (tmp_path / "rep2" / "behaviour_means.csv").read_text()
-    assert json.dumps(sorted(p.name for p in out.iterdir())) == json.dumps(sorted(p.name for p in (tmp_path / "rep2").iterdir()))
+    assert json.dumps(sorted(p.name for p in out.iterdir())) == json.dumps(
+        sorted(p.name for p in (tmp_path / "rep2").iterdir())
+    )
 
 
 def test_report_writes_the_papers_figures_and_tables(tmp_path):
@@ -140,8 +186,15 @@ def test_report_writes_the_papers_figures_and_tables(tmp_path):
     plan = {"reference": 1, "v1": 3, "t1": 4, "v5": 2, "o1": 0, "o5": 1}
     js = [reps(i.id, t, n) for i in it for t, n in plan.items()]
     js += [overall(i.id, t, "J", 5 + (t == "v1"), 6) for i in it for t in ("reference", "v1")]
-    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("t1", G41, "taxonomy", 1)), mp(("v5", G41, "vanilla", 5)),
-               mp(("o1", OPUS, "vanilla", 1)), mp(("o5", OPUS, "vanilla", 5)))
+    run = make(
+        it,
+        js,
+        mp(("v1", G41, "vanilla", 1)),
+        mp(("t1", G41, "taxonomy", 1)),
+        mp(("v5", G41, "vanilla", 5)),
+        mp(("o1", OPUS, "vanilla", 1)),
+        mp(("o5", OPUS, "vanilla", 5)),
+    )
     d = tmp_path / "run"
     write_json(d / "manifest.json", {"status": "complete", **run.manifest.model_dump(exclude_unset=True)})
     write_jsonl(d / "instances.jsonl", run.instances)
@@ -151,12 +204,31 @@ def test_report_writes_the_papers_figures_and_tables(tmp_path):
     assert main(["report", str(d), "--out", str(tmp_path / "rep"), "--resamples", "100"]) == 0
     out = tmp_path / "rep"
     index = (out / "index.md").read_text()
-    for name in ("table4", "table11", "table12", "participants", "participant_variance", "rq1_human_means",
-                 "rq3_contrasts", "rq5_k_pairs", "rq5_k_means", "rq5_distance_by_k"):
+    for name in (
+        "table4",
+        "table11",
+        "table12",
+        "participants",
+        "participant_variance",
+        "rq1_human_means",
+        "rq3_contrasts",
+        "rq5_k_pairs",
+        "rq5_k_means",
+        "rq5_distance_by_k",
+    ):
         assert (out / f"{name}.csv").exists() and (out / f"{name}.md").exists() and f"{name}.csv" in index, name
-    for name in ("figure3_human", "figure3_openai-gpt-4.1-vanilla", "figure3_openai-gpt-4.1-taxonomy",
-                 "figure3_anthropic-claude-opus-4-vanilla", "rq3_openai-gpt-4.1", "rq5_openai-gpt-4.1-vanilla",
-                 "rq5_anthropic-claude-opus-4-vanilla", "table12", "participants", "rq1_human_behaviours"):
+    for name in (
+        "figure3_human",
+        "figure3_openai-gpt-4.1-vanilla",
+        "figure3_openai-gpt-4.1-taxonomy",
+        "figure3_anthropic-claude-opus-4-vanilla",
+        "rq3_openai-gpt-4.1",
+        "rq5_openai-gpt-4.1-vanilla",
+        "rq5_anthropic-claude-opus-4-vanilla",
+        "table12",
+        "participants",
+        "rq1_human_behaviours",
+    ):
         assert (out / f"{name}.png").exists() and (out / f"{name}.svg").exists() and name in index, name
     t4 = pl.read_csv(out / "table4.csv")
     assert t4["target"].to_list() == ["reference", "v1"] and t4["consistency_mean"].to_list() == [5.0, 6.0]
@@ -178,10 +250,13 @@ def test_renderer_processes_write_the_figures_and_raise_a_failed_one(tmp_path):
         for i in range(3):
             r.submit(spec, tmp_path / f"f{i}")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        f"f{i}{s}" for i in range(3) for s in (".png", ".svg", ".vl.json"))
+        f"f{i}{s}" for i in range(3) for s in (".png", ".svg", ".vl.json")
+    )
     r = render.Renderer(1)
     r.submit('{"mark": "nonsense-mark", "data": {"values": []}}', tmp_path / "bad")
-    with pytest.raises(render.RenderError, match=r"figure .*bad failed to render: .*Vega-Lite to Vega conversion failed"):
+    with pytest.raises(
+        render.RenderError, match=r"figure .*bad failed to render: .*Vega-Lite to Vega conversion failed"
+    ):
         r.close()
 
 
@@ -219,8 +294,14 @@ def test_a_worker_whose_caller_ended_without_waiting_exits_quietly(tmp_path):
     from cocoeval.analysis import render
 
     render.spec_path(tmp_path / "a").write_text('{"mark": "point", "data": {"values": [{"x": 1}]}}', encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, "-m", "cocoeval.analysis.render"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=render.process_env(), text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cocoeval.analysis.render"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=render.process_env(),
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
     proc.stdout.close()  # the caller is gone: nobody reads the answer
     proc.stdin.write(json.dumps({"base": str(tmp_path / "a"), "scale": 1.0}) + "\n")
@@ -282,7 +363,9 @@ def test_a_report_in_a_process_that_read_the_run_does_not_read_it_again(tmp_path
     b = write_report(tmp_path / "run", tmp_path / "b", resamples=50)
     # read anew (opened, read whole, its frames kept), then opened again lazily: the records go
     assert len(reads) == 2 and open_run_dir(tmp_path / "run") is not first
-    assert (tmp_path / "a" / "behaviour_means.csv").read_bytes() == (tmp_path / "b" / "behaviour_means.csv").read_bytes()
+    assert (tmp_path / "a" / "behaviour_means.csv").read_bytes() == (
+        tmp_path / "b" / "behaviour_means.csv"
+    ).read_bytes()
     assert sorted(a.figures) == sorted(b.figures)
 
 

@@ -64,8 +64,9 @@ def test_every_statistic_of_a_hand_made_conversation():
 
 
 def test_repetition_by_the_same_speaker_and_by_anyone():
-    s = conversation_stats([T("A", "the big red dog again"), T("B", "the big red cat")],
-                           history=[T("A", "the big red dog")])
+    s = conversation_stats(
+        [T("A", "the big red dog again"), T("B", "the big red cat")], history=[T("A", "the big red dog")]
+    )
     assert s["rep_self"] == pytest.approx((2 / 3 + 0) / 2)  # A: 2 of 3 trigrams said by A; B: none by B
     assert s["rep_any"] == pytest.approx((2 / 3 + 1 / 2) / 2)  # B: "the big red" said by anyone
 
@@ -87,8 +88,7 @@ def test_undefined_is_none_never_zero():
 
 
 def test_scored_turns_only_for_per_turn_statistics():
-    turns = [T("user", "Can you help me?"), T("assistant", "Sure, what do you need help with today?"),
-             T("user", "ok")]
+    turns = [T("user", "Can you help me?"), T("assistant", "Sure, what do you need help with today?"), T("user", "ok")]
     s = conversation_stats(turns, scored=[0, 2])
     assert s["tokens_per_turn"] == pytest.approx((4 + 1) / 2)
     assert s["question_share"] == 0.5 and s["answered_share"] == 0.0  # the assistant's reply is a question
@@ -98,15 +98,34 @@ def test_scored_turns_only_for_per_turn_statistics():
 def _run(n: int, label: str | None = None):
     """``n`` instances; setup "loop" repeats one speaker's words, "copy" copies the reference."""
     insts = [instance(f"d/c{i}/0", n_hist=3, n_ref=4) for i in range(n)]
-    loop = [Continuation(instance_id=x.id, setup_id="loop", turns=[
-        T("Alice", f"we must decide the budget {i} now") for _ in range(4)]) for i, x in enumerate(insts)]
+    loop = [
+        Continuation(
+            instance_id=x.id,
+            setup_id="loop",
+            turns=[T("Alice", f"we must decide the budget {i} now") for _ in range(4)],
+        )
+        for i, x in enumerate(insts)
+    ]
     copy = [Continuation(instance_id=x.id, setup_id="copy", turns=x.reference) for x in insts]
     bad = [Continuation(instance_id=insts[0].id, setup_id="b", status="invalid", reason="unparseable")]
-    js = [fine(x.id, t, "J", [["repetition"]] * k + [[]] * (4 - k))
-          for i, x in enumerate(insts) for t, k in (("reference", 0), ("loop", 1 + i % 3), ("copy", 0))]
-    params = {"name": "t", "setups": [{"name": "loop", "model": "local/smollm2"}], **({"label": label} if label else {})}
-    return Run.model_validate({"instances": insts, "continuations": {"loop": loop, "copy": copy, "bad": bad},
-            "judgments": {"J": js}, "manifest": {"status": "complete", "params": params}})
+    js = [
+        fine(x.id, t, "J", [["repetition"]] * k + [[]] * (4 - k))
+        for i, x in enumerate(insts)
+        for t, k in (("reference", 0), ("loop", 1 + i % 3), ("copy", 0))
+    ]
+    params = {
+        "name": "t",
+        "setups": [{"name": "loop", "model": "local/smollm2"}],
+        **({"label": label} if label else {}),
+    }
+    return Run.model_validate(
+        {
+            "instances": insts,
+            "continuations": {"loop": loop, "copy": copy, "bad": bad},
+            "judgments": {"J": js},
+            "manifest": {"status": "complete", "params": params},
+        }
+    )
 
 
 def test_conversation_frame_over_a_run():
@@ -141,8 +160,15 @@ def test_means_count_undefined_conversations_and_hide_small_intervals():
 
 def test_paired_difference_finds_a_real_shift_and_corrects_over_the_family():
     h = [float(i) for i in range(12)]
-    conv = _frame({"reference": h, "longer": [x + 5 + (i % 3) for i, x in enumerate(h)],
-                   "same": [x + (1 if i % 2 else -1) for i, x in enumerate(h)], "few": h[:4]}, 12)
+    conv = _frame(
+        {
+            "reference": h,
+            "longer": [x + 5 + (i % 3) for i, x in enumerate(h)],
+            "same": [x + (1 if i % 2 else -1) for i, x in enumerate(h)],
+            "few": h[:4],
+        },
+        12,
+    )
     p = convcompare.paired_vs_human(conv, resamples=500)
     row = {r["target"]: r for r in p.iter_rows(named=True)}
     assert row["longer"]["diff"] == pytest.approx(6.0) and row["longer"]["verdict"] == convcompare.HIGHER
@@ -208,7 +234,11 @@ def test_report_leads_with_the_judge_free_comparison_and_marks_a_pipeline_check(
     means = pl.read_csv(tmp_path / "rep" / "convstats_means.csv")
     assert (means["ci_low"].is_not_null() | means["ci_note"].is_not_null()).all()  # an interval, or why not
     judged = pl.read_csv(tmp_path / "rep" / "behaviour_means.csv")  # loop's repetitions vary (1-3): an interval
-    assert judged.filter((pl.col("target") == "loop") & (pl.col("behaviour") == "repetition"))["ci_low"].is_not_null().all()
+    assert (
+        judged.filter((pl.col("target") == "loop") & (pl.col("behaviour") == "repetition"))["ci_low"]
+        .is_not_null()
+        .all()
+    )
     assert "pipeline check — tiny model, not results" in (tmp_path / "rep" / "figure3_behaviours.svg").read_text()
     assert "pipeline check" not in (tmp_path / "rep" / "convstats.svg").read_text()
     assert "pipeline check" in (tmp_path / "rep" / "judge_sanity.md").read_text()
@@ -224,7 +254,7 @@ def test_viewer_shows_judge_free_statistics_per_column():
     v.instance.value = run.instances[0].id
     html = v.html.value
     assert html.count("judge-free statistics") == 2  # the human reference and the setup
-    assert f"<td>{STATISTICS['speakers']}</td><td style=\"text-align:right\">1</td>" in html  # the loop
+    assert f'<td>{STATISTICS["speakers"]}</td><td style="text-align:right">1</td>' in html  # the loop
     loop = v.target(run.instances[0].id, "loop")
     assert loop is not None and v.judge_free(loop)["switch_rate"] == 0.0
 
@@ -259,14 +289,30 @@ def demo_run():
 
     if not HAVE_LOCAL:
         pytest.skip("the demo run needs the local model (make install-local)")
-    out = subprocess.run([sys.executable, "-m", "cocoeval", "run", str(ROOT / "params" / "demo.yaml"), "--no-progress",
-                          "--allow-invalid"], capture_output=True, text=True, timeout=1800)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cocoeval",
+            "run",
+            str(ROOT / "params" / "demo.yaml"),
+            "--no-progress",
+            "--allow-invalid",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     return ROOT / "runs" / "demo"
 
 
-DOCUMENTED_SANITY = {"repetition": ("rep_any", "+"), "redundant_information": ("tokens_per_turn", "+"),
-                     "off_topic": ("goal_overlap", "−"), "under_answering": ("answered_share", "−")}
+DOCUMENTED_SANITY = {
+    "repetition": ("rep_any", "+"),
+    "redundant_information": ("tokens_per_turn", "+"),
+    "off_topic": ("goal_overlap", "−"),
+    "under_answering": ("answered_share", "−"),
+}
 """docs/analysis.md, "judge sanity": each pair and the sign its correlation should have."""
 
 
@@ -278,13 +324,26 @@ def test_every_judge_sanity_pair_expects_its_documented_sign():
     from scipy.stats import spearmanr
 
     n = 30
-    conv = pl.DataFrame({"target": ["reference"] * n, "instance_id": [f"i{i:02d}" for i in range(n)],
-                         **{s: [float(i) for i in range(n)] for s, _ in DOCUMENTED_SANITY.values()}})
+    conv = pl.DataFrame(
+        {
+            "target": ["reference"] * n,
+            "instance_id": [f"i{i:02d}" for i in range(n)],
+            **{s: [float(i) for i in range(n)] for s, _ in DOCUMENTED_SANITY.values()},
+        }
+    )
 
     def judge(turned: bool):
-        rows = [{"judge": "J", "target": "reference", "instance_id": f"i{i:02d}", "behaviour": b,
-                 "count": (i if (sign == "+") != turned else n - 1 - i) // 3}
-                for b, (_, sign) in DOCUMENTED_SANITY.items() for i in range(n)]
+        rows = [
+            {
+                "judge": "J",
+                "target": "reference",
+                "instance_id": f"i{i:02d}",
+                "behaviour": b,
+                "count": (i if (sign == "+") != turned else n - 1 - i) // 3,
+            }
+            for b, (_, sign) in DOCUMENTED_SANITY.items()
+            for i in range(n)
+        ]
         f = dataclasses.replace(run_frames(_run(2)), counts=pl.DataFrame(rows))
         return {r["behaviour"]: r for r in convcompare.judge_sanity(f, conv, resamples=300).iter_rows(named=True)}
 

@@ -35,8 +35,12 @@ def same_one_by_one(run: Run) -> int:
     targets = targets_for(run.instances, run.current_continuations)
     for t in targets:
         inst = t.instance
-        kw = {"history": inst.history, "goals": inst.metadata.goals, "scored": t.judged,
-              "participants": len({x.speaker for x in [*inst.history, *inst.reference]})}
+        kw = {
+            "history": inst.history,
+            "goals": inst.metadata.goals,
+            "scored": t.judged,
+            "participants": len({x.speaker for x in [*inst.history, *inst.reference]}),
+        }
         assert conversation_stats(t.turns, **kw) == ref.conversation_stats(t.turns, **kw), (t.name, inst.id)
     return len(targets)
 
@@ -45,12 +49,25 @@ def run_of(instances, shifts=(1, 2)) -> Run:
     """A run whose setups continue each instance with the real turns of other instances (their
     reference, shifted), so that every statistic sees real text, repeats and questions."""
     insts = list(instances)
-    conts = {f"s{k}": [Continuation(instance_id=i.id, setup_id=f"s{k}",
-                                    turns=[Turn(speaker=t.speaker, text=t.text)
-                                           for t in insts[(n + k) % len(insts)].reference[:len(i.reference)]])
-                       for n, i in enumerate(insts)] for k in shifts}
-    conts["copy"] = [Continuation(instance_id=i.id, setup_id="copy", turns=list(i.history[-len(i.reference):]))
-                     for i in insts if len(i.history) >= len(i.reference)]
+    conts = {
+        f"s{k}": [
+            Continuation(
+                instance_id=i.id,
+                setup_id=f"s{k}",
+                turns=[
+                    Turn(speaker=t.speaker, text=t.text)
+                    for t in insts[(n + k) % len(insts)].reference[: len(i.reference)]
+                ],
+            )
+            for n, i in enumerate(insts)
+        ]
+        for k in shifts
+    }
+    conts["copy"] = [
+        Continuation(instance_id=i.id, setup_id="copy", turns=list(i.history[-len(i.reference) :]))
+        for i in insts
+        if len(i.history) >= len(i.reference)
+    ]
     return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {}, "manifest": {}})
 
 
@@ -65,8 +82,11 @@ def test_the_shipped_sample_gives_the_same_values(tmp_path):
     from cocoeval.sources.demo import demo_sources
 
     out = tmp_path / "bench"
-    build(demo_sources(tmp_path / "gen"), out, BuildConfig(history_turns=30, reference_turns=30, min_prior_turns=5,
-                                                           per_dataset=4))
+    build(
+        demo_sources(tmp_path / "gen"),
+        out,
+        BuildConfig(history_turns=30, reference_turns=30, min_prior_turns=5, per_dataset=4),
+    )
     insts = load_instances(out)
     assert len(insts) >= 6 and any(i.dataset == "generated_chat" for i in insts)  # chats: user turns only
     assert same(run_of(insts)) > len(insts)
@@ -75,22 +95,32 @@ def test_the_shipped_sample_gives_the_same_values(tmp_path):
 
 def test_edge_cases_give_the_same_values():
     empty = [Turn(speaker="A", text=""), Turn(speaker="B", text="?"), Turn(speaker="A", text="Mm-hmm. {vocalsound}")]
-    repeat = [Turn(speaker="A", text="we cut the budget we cut the budget"), Turn(speaker="A", text="we cut the budget"),
-              Turn(speaker="B", text="We CUT the budget? Don't we?"), Turn(speaker="A", text="okay yeah right so")]
+    repeat = [
+        Turn(speaker="A", text="we cut the budget we cut the budget"),
+        Turn(speaker="A", text="we cut the budget"),
+        Turn(speaker="B", text="We CUT the budget? Don't we?"),
+        Turn(speaker="A", text="okay yeah right so"),
+    ]
     insts = [instance("d/a/0", 3, 3), instance("d/b/0", 0, 4), instance("chat/c/0", 4, 4, chat=True)]
     insts[0] = insts[0].model_copy(update={"reference": empty})
-    insts[1] = insts[1].model_copy(update={"reference": repeat, "metadata": insts[1].metadata.model_copy(
-        update={"goals": []})})
-    conts = {"s": [Continuation(instance_id="d/a/0", setup_id="s", turns=repeat[:3]),
-                   Continuation(instance_id="d/b/0", setup_id="s", turns=list(reversed(repeat))),
-                   Continuation(instance_id="chat/c/0", setup_id="s", turns=insts[2].history)]}
+    insts[1] = insts[1].model_copy(
+        update={"reference": repeat, "metadata": insts[1].metadata.model_copy(update={"goals": []})}
+    )
+    conts = {
+        "s": [
+            Continuation(instance_id="d/a/0", setup_id="s", turns=repeat[:3]),
+            Continuation(instance_id="d/b/0", setup_id="s", turns=list(reversed(repeat))),
+            Continuation(instance_id="chat/c/0", setup_id="s", turns=insts[2].history),
+        ]
+    }
     run = Run.model_validate({"instances": insts, "continuations": conts, "judgments": {}, "manifest": {}})
     assert same(run) == 6 and same_one_by_one(run) == 6
     for kw in ({}, {"scored": []}, {"participants": 5}, {"history": repeat, "goals": ["cut budget"]}):
         for turns in ([], empty, repeat):
             assert conversation_stats(turns, **kw) == ref.conversation_stats(turns, **kw), (turns, kw)
-    assert conversation_frame(Run.model_validate({"instances": [], "continuations": {}, "judgments": {},
-                                                  "manifest": {}})).equals(pl.DataFrame(schema=ref.FRAME_SCHEMA))
+    assert conversation_frame(
+        Run.model_validate({"instances": [], "continuations": {}, "judgments": {}, "manifest": {}})
+    ).equals(pl.DataFrame(schema=ref.FRAME_SCHEMA))
 
 
 @pytest.mark.realdata

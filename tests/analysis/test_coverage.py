@@ -31,13 +31,27 @@ def run_of(setups=(), judges=(), datasets=("d",), simulated=None, judged=None, h
     js = {}
     for j in judges:
         kinds = (judged or {}).get(j["name"], j.get("kind", ["overall", "fine_grained"]))
-        js[j["name"]] = [fine(it[0].id, "reference", j["name"], [[]] * 4) if k == "fine_grained" else
-                         overall(it[0].id, "reference", j["name"], 5, 5) for k in kinds]
+        js[j["name"]] = [
+            fine(it[0].id, "reference", j["name"], [[]] * 4)
+            if k == "fine_grained"
+            else overall(it[0].id, "reference", j["name"], 5, 5)
+            for k in kinds
+        ]
     for who, kinds in (human or {}).items():
-        js[f"human:{who}"] = [fine(it[0].id, "reference", who, [[]] * 4, human=True) if k == "fine_grained" else
-                              overall(it[0].id, "reference", f"human:{who}", 5, 5) for k in kinds]
-    return Run.model_validate({"instances": it, "continuations": conts, "judgments": js,
-                               "manifest": {"params": {"setups": list(setups), "judges": list(judges)}}})
+        js[f"human:{who}"] = [
+            fine(it[0].id, "reference", who, [[]] * 4, human=True)
+            if k == "fine_grained"
+            else overall(it[0].id, "reference", f"human:{who}", 5, 5)
+            for k in kinds
+        ]
+    return Run.model_validate(
+        {
+            "instances": it,
+            "continuations": conts,
+            "judgments": js,
+            "manifest": {"params": {"setups": list(setups), "judges": list(judges)}},
+        }
+    )
 
 
 def setup(name, model, prompt="vanilla", k=1, kind="multiparty", **extra):
@@ -55,8 +69,12 @@ def test_a_bare_run_lacks_every_element_of_the_paper():
     assert "Figure 3(g)" in sft.paper and "k = 1, 5, 30" in sft.detail
     assert "sft-export" in sft.how and "finetune" in sft.how
     assert "C.2" in got["SFT + presence penalty"].paper
-    assert {"o4-mini judge, overall and fine-grained", "GPT-5.1 Instant judge", "GPT-5.1 High judge",
-            "Claude Opus 4 judge"} <= set(got)
+    assert {
+        "o4-mini judge, overall and fine-grained",
+        "GPT-5.1 Instant judge",
+        "GPT-5.1 High judge",
+        "Claude Opus 4 judge",
+    } <= set(got)
     assert "Tables 9, 10" in got["Claude Opus 4 judge"].paper
     humans = [m for m in got.values() if m.group == "human annotations"]
     assert len(humans) == 2 and all("annotate-export" in m.how and "annotate-import" in m.how for m in humans)
@@ -70,31 +88,58 @@ def test_a_bare_run_lacks_every_element_of_the_paper():
 
 
 def test_the_grid_counts_a_setup_of_the_papers_model_once_it_has_continuations():
-    run = run_of([setup("v1", "openai/gpt-4.1-2025-04-14", k=1), setup("v5", "azure/gpt-4.1", k=5),
-                  setup("v30", "openai/gpt-4.1-2025-04-14", k=30), setup("mini", "openai/gpt-4.1-mini", k=5),
-                  setup("t1", FT1, "taxonomy", k=1), setup("g", "openai/gpt-5.1-chat-latest", k=1),
-                  setup("o1", "anthropic/claude-opus-4-20250514", k=1), setup("o5", "anthropic/claude-opus-4-5", k=5)],
-                 simulated=["v1", "v5", "mini", "t1", "g", "o1", "o5"])
+    run = run_of(
+        [
+            setup("v1", "openai/gpt-4.1-2025-04-14", k=1),
+            setup("v5", "azure/gpt-4.1", k=5),
+            setup("v30", "openai/gpt-4.1-2025-04-14", k=30),
+            setup("mini", "openai/gpt-4.1-mini", k=5),
+            setup("t1", FT1, "taxonomy", k=1),
+            setup("g", "openai/gpt-5.1-chat-latest", k=1),
+            setup("o1", "anthropic/claude-opus-4-20250514", k=1),
+            setup("o5", "anthropic/claude-opus-4-5", k=5),
+        ],
+        simulated=["v1", "v5", "mini", "t1", "g", "o1", "o5"],
+    )
     got = elements(run)
     assert got["gpt-4.1 · vanilla setups"].detail == "in the params, no ok continuation yet with k = 30"
     assert got["gpt-4.1 · vanilla setups"].how == coverage.HOW["grid"] and "params/paper.yaml" in coverage.HOW["grid"]
     assert got["gpt-4.1 · taxonomy setups"].detail == "no setup with k = 1, 5, 30"  # a fine-tuned model is not gpt-4.1
     assert got["gpt-5.1 · vanilla setups"].detail == "no setup with k = 5, 30"
     assert got["claude-opus-4 · vanilla setups"].detail == "no setup with k = 5"  # claude-opus-4-5 is another model
-    every = run_of([setup(f"{m}{p}{k}", model, p, k) for m, (model, ks) in {
-        "g41": ("openai/gpt-4.1-2025-04-14", (1, 5, 30)), "g51": ("openai/gpt-5.1-chat-latest", (1, 5, 30)),
-        "op": ("anthropic/claude-opus-4-20250514", (1, 5))}.items() for p in ("vanilla", "taxonomy") for k in ks])
-    assert not [m for m in paper_coverage(every) if m.element.endswith("· vanilla setups")
-                or m.element.endswith("· taxonomy setups")]
+    every = run_of(
+        [
+            setup(f"{m}{p}{k}", model, p, k)
+            for m, (model, ks) in {
+                "g41": ("openai/gpt-4.1-2025-04-14", (1, 5, 30)),
+                "g51": ("openai/gpt-5.1-chat-latest", (1, 5, 30)),
+                "op": ("anthropic/claude-opus-4-20250514", (1, 5)),
+            }.items()
+            for p in ("vanilla", "taxonomy")
+            for k in ks
+        ]
+    )
+    assert not [
+        m
+        for m in paper_coverage(every)
+        if m.element.endswith("· vanilla setups") or m.element.endswith("· taxonomy setups")
+    ]
 
 
 def test_sft_the_presence_penalty_setup_and_the_simulated_users_come_from_the_manifest():
-    run = run_of([setup("ft1", FT1, k=1), setup("ft5", "openai/ft:gpt-4.1-2025-04-14:org:k5:b", k=5),
-                  setup("pp", FT1, "copy_then_continue", k=1, presence_penalty=2.0),
-                  setup("user", G41, kind="human_ai")])
+    run = run_of(
+        [
+            setup("ft1", FT1, k=1),
+            setup("ft5", "openai/ft:gpt-4.1-2025-04-14:org:k5:b", k=5),
+            setup("pp", FT1, "copy_then_continue", k=1, presence_penalty=2.0),
+            setup("user", G41, kind="human_ai"),
+        ]
+    )
     got = elements(run)
-    assert got["SFT setups (gpt-4.1 fine-tuned on human conversations)"].detail == \
-        "no fine-tuned (`ft:`) vanilla setup with k = 30"
+    assert (
+        got["SFT setups (gpt-4.1 fine-tuned on human conversations)"].detail
+        == "no fine-tuned (`ft:`) vanilla setup with k = 30"
+    )
     assert "SFT + presence penalty" not in got
     assert not any(e.startswith("simulated users") for e in got)
     base_pp = elements(run_of([setup("pp", G41, "copy_then_continue", k=1, presence_penalty=2.0)]))
@@ -106,9 +151,11 @@ def test_judges_need_both_kinds_and_judgments():
     assert got["o4-mini judge, overall and fine-grained"].detail == "judges fine_grained only (overall missing)"
     got = elements(run_of(judges=[O4], judged={"o4-mini": ["fine_grained"]}))
     assert got["o4-mini judge, overall and fine-grained"].detail == "in the params, no ok overall judgment yet"
-    alt = [{"name": "i", "model": "openai/gpt-5.1-chat-latest"}, {"name": "h", "model": "openai/gpt-5.1-2025-11-13",
-                                                                 "reasoning_effort": "high"},
-           {"name": "c", "model": "anthropic/claude-opus-4-20250514"}]
+    alt = [
+        {"name": "i", "model": "openai/gpt-5.1-chat-latest"},
+        {"name": "h", "model": "openai/gpt-5.1-2025-11-13", "reasoning_effort": "high"},
+        {"name": "c", "model": "anthropic/claude-opus-4-20250514"},
+    ]
     got = elements(run_of(judges=[O4, *alt]))
     assert not [m for m in got.values() if m.group == "judges"]
     got = elements(run_of(judges=[{**alt[1], "reasoning_effort": "low"}]))
@@ -116,8 +163,10 @@ def test_judges_need_both_kinds_and_judgments():
 
 
 def test_human_annotations_and_datasets_come_from_the_stores_and_instances():
-    run = run_of(datasets=("qmsum_product", "iq2", "sharechat"),
-                 human={"ann1": ["fine_grained", "overall"], "ann2": ["fine_grained"]})
+    run = run_of(
+        datasets=("qmsum_product", "iq2", "sharechat"),
+        human={"ann1": ["fine_grained", "overall"], "ann2": ["fine_grained"]},
+    )
     got = elements(run)
     assert "human annotations, fine-grained (turn labels)" not in got
     assert got["human annotations, overall (1–10 scores)"].detail == "one annotator; agreement needs two or more"
@@ -126,19 +175,37 @@ def test_human_annotations_and_datasets_come_from_the_stores_and_instances():
 
 
 def test_a_params_file_says_before_running_what_its_run_will_lack(tmp_path):
-    paper = ExperimentParams.model_validate({
-        "name": "p", "build": {"sources": ["qmsum:../data/qmsum/data", "convokit:../data/iq2-corpus",
-                                           "tcr:../data/tcr/SIM.json#sim", "tcr:../data/tcr/NCPC.json#ncpc",
-                                           "chat:../data/sharechat#sharechat"]},
-        "setups": [setup("v1", G41, k=1)], "judges": [O4]})
+    paper = ExperimentParams.model_validate(
+        {
+            "name": "p",
+            "build": {
+                "sources": [
+                    "qmsum:../data/qmsum/data",
+                    "convokit:../data/iq2-corpus",
+                    "tcr:../data/tcr/SIM.json#sim",
+                    "tcr:../data/tcr/NCPC.json#ncpc",
+                    "chat:../data/sharechat#sharechat",
+                ]
+            },
+            "setups": [setup("v1", G41, k=1)],
+            "judges": [O4],
+        }
+    )
     got = elements(paper)
     assert not [m for m in got.values() if m.group == "data"]  # every dataset has its source
     assert got["gpt-4.1 · vanilla setups"].detail == "no setup with k = 5, 30"  # a params file: planned is present
     assert "o4-mini judge, overall and fine-grained" not in got
     demo = elements(ExperimentParams.model_validate({"name": "d", "build": {"demo_data": True}}))
     assert {m.element.split(" ")[0] for m in demo.values() if m.group == "data"} == {"iq2", "sim", "ncpc", "ShareChat"}
-    one = elements(ExperimentParams.model_validate({"name": "d", "build": {"sources": [
-        "qmsum:../data/qmsum/data/Product/train"]}, "instances": {"datasets": ["qmsum_product"]}}))
+    one = elements(
+        ExperimentParams.model_validate(
+            {
+                "name": "d",
+                "build": {"sources": ["qmsum:../data/qmsum/data/Product/train"]},
+                "instances": {"datasets": ["qmsum_product"]},
+            }
+        )
+    )
     assert "qmsum_product (QMSum product meetings)" not in one and "qmsum_academic (QMSum academic meetings)" in one
 
 
@@ -146,8 +213,10 @@ def test_a_benchmark_folder_gives_its_datasets(tmp_path):
     from cocoeval.core.jsonio import write_jsonl
     from cocoeval.run.stages import Experiment
 
-    write_jsonl(tmp_path / "bench" / "eval.jsonl",
-                [instance(f"{d}/c/0").model_copy(update={"dataset": d}) for d in PAPER_DATASETS])
+    write_jsonl(
+        tmp_path / "bench" / "eval.jsonl",
+        [instance(f"{d}/c/0").model_copy(update={"dataset": d}) for d in PAPER_DATASETS],
+    )
     exp = Experiment(ExperimentParams.model_validate({"name": "b", "bench": "bench"}), tmp_path)
     assert not [m for m in paper_coverage(exp) if m.group == "data" and m.element != "ShareChat chats (human–AI)"]
     unknown = elements(ExperimentParams.model_validate({"name": "b", "bench": "bench"}))  # no folder to read
@@ -180,9 +249,13 @@ def test_rq4_without_sft_setups_says_not_run_and_how_to_add_them():
 
 def test_every_empty_answer_says_not_run_with_its_reason():
     run, p = _plain_run(), Params(judge="J", resamples=50, min_n=2)
-    for name, why in (("rq2", "no vanilla multi-party setup"), ("rq3", "no model has both a vanilla and a taxonomy"),
-                      ("rq5", "no model × prompt has multi-party setups at two"),
-                      ("generalization", "no human–AI setup"), ("agreement", "no human annotator")):
+    for name, why in (
+        ("rq2", "no vanilla multi-party setup"),
+        ("rq3", "no model has both a vanilla and a taxonomy"),
+        ("rq5", "no model × prompt has multi-party setups at two"),
+        ("generalization", "no human–AI setup"),
+        ("agreement", "no human annotator"),
+    ):
         text = "\n".join(analyses.compute(name, run, p).text)
         assert "**Not run**: " in text and why in text and "To add it:" in text, (name, text)
     f = run_frames(run)

@@ -23,9 +23,9 @@ from ..sim_helpers import write_run_dir
 from .test_stats import make_run
 
 # the widgets' hostile cases, and ones aimed at a page that embeds JSON in <script> elements
-EVIL = "<script>window.pwned=1</script></script><img src=x onerror=\"window.pwned=2\">"
+EVIL = '<script>window.pwned=1</script></script><img src=x onerror="window.pwned=2">'
 EVIL_NAME = "Mallory <b>&amp;</b>"
-EVIL_EVIDENCE = "\"><script>window.pwned=3</script> \u2028 <!--"
+EVIL_EVIDENCE = '"><script>window.pwned=3</script> \u2028 <!--'
 
 
 def hostile_run(n: int = 12):
@@ -35,16 +35,20 @@ def hostile_run(n: int = 12):
     inst = run.instances[0]
     run.instances[0] = inst.model_copy(update={"history": [Turn(speaker=EVIL_NAME, text=EVIL), *inst.history[1:]]})
     sims = run.continuations["sim"]
-    sims[1] = sims[1].model_copy(update={"turns": [Turn(speaker=sims[1].turns[0].speaker, text=EVIL),
-                                                   *sims[1].turns[1:]]})
+    sims[1] = sims[1].model_copy(
+        update={"turns": [Turn(speaker=sims[1].turns[0].speaker, text=EVIL), *sims[1].turns[1:]]}
+    )
     js = run.judgments["J"]
     for k, j in enumerate(js):
         if j.kind == "fine_grained" and j.target == "sim" and j.instance_id == run.instances[1].id:
-            labels = [TurnLabel(turn=lb.turn, behaviours=lb.behaviours,
-                                evidence={b: EVIL_EVIDENCE for b in lb.behaviours}) for lb in j.labels]
+            labels = [
+                TurnLabel(turn=lb.turn, behaviours=lb.behaviours, evidence={b: EVIL_EVIDENCE for b in lb.behaviours})
+                for lb in j.labels
+            ]
             js[k] = j.model_copy(update={"labels": labels})
-    run.continuations["sim3"] = [Continuation(instance_id=run.instances[0].id, setup_id="sim3",
-                                              turns=run.instances[0].reference)]
+    run.continuations["sim3"] = [
+        Continuation(instance_id=run.instances[0].id, setup_id="sim3", turns=run.instances[0].reference)
+    ]
     return run
 
 
@@ -53,8 +57,9 @@ def report(tmp_path_factory) -> tuple[Path, object]:
     tmp = tmp_path_factory.mktemp("html")
     run = hostile_run()
     # sim3's continuation was made with other settings than the manifest's: stale
-    write_run_dir(tmp / "run", run, {"status": "complete", "params": {"label": "pipeline-check"},
-                                     "setups": {"sim3": "sim3-v2"}})
+    write_run_dir(
+        tmp / "run", run, {"status": "complete", "params": {"label": "pipeline-check"}, "setups": {"sim3": "sim3-v2"}}
+    )
     assert main(["report", str(tmp / "run"), "--out", str(tmp / "rep"), "--resamples", "100", "--html"]) == 0
     return tmp / "rep" / "index.html", run
 
@@ -69,7 +74,9 @@ def test_the_file_is_self_contained_and_escapes_every_text(report):
     assert EVIL not in text and "window.pwned=1</script>" not in text and EVIL_EVIDENCE not in text
     index = re.search(r'<script type="application/json" id="cc-data">(.*?)</script>', text, flags=re.S)
     assert index and "<" not in index.group(1) and ">" not in index.group(1)  # escaped: \\u003c
-    blocks = re.findall(r'<script type="application/gzip\+base64" class="cc-conv" data-i="(\d+)">([^<]*)</script>', text)
+    blocks = re.findall(
+        r'<script type="application/gzip\+base64" class="cc-conv" data-i="(\d+)">([^<]*)</script>', text
+    )
     assert [int(n) for n, _ in blocks] == list(range(12))
     first = html_report.unpack(blocks[0][1])  # instances in id order: d/c0/0 first
     assert first["id"] == "d/c0/0" and first["history"][0] == [EVIL_NAME, EVIL]
@@ -79,8 +86,10 @@ def test_the_file_is_self_contained_and_escapes_every_text(report):
 
 def test_the_marks_read_as_in_the_notebooks():
     assert html_report.continuation_note("invalid", "x") == "invalid: x"
-    assert html_report.continuation_note("stale", "simulated with other setup settings") \
+    assert (
+        html_report.continuation_note("stale", "simulated with other setup settings")
         == "stale: simulated with other setup settings"
+    )
     assert html_report.continuation_note("ok", None) is None
     assert html_report.judgment_note("skipped", "no turns to judge") == "judgment skipped: no turns to judge"
     assert html_report.judgment_note("repaired", "r") is None
@@ -145,13 +154,18 @@ def test_in_the_browser_from_file(report):
             page.locator('#cc-setups input[value="sim3"]').check()
             page.select_option("#cc-instance", label=run.instances[2].id)
             shown(page, run.instances[2].id)
-            assert page.locator(".cc-fold").inner_text() == "not simulated here: sim2, sim3"  # sim2: instances 0 and 1 only
+            assert (
+                page.locator(".cc-fold").inner_text() == "not simulated here: sim2, sim3"
+            )  # sim2: instances 0 and 1 only
             assert page.locator('.cc-col[data-target="sim3"]').count() == 0
             # invalid and stale read as in the notebooks' viewer (the same words, from html_report)
             nb = ConversationViewer(Run.open(page_path.parent.parent / "run"), judge="J")
             nb.setups.value = ("sim", "sim2", "sim3")
-            for k, target, words in ((0, "sim3", "stale: simulated with other setup settings"),
-                                     (0, "sim2", "judgment invalid: bad"), (1, "sim2", "invalid: x")):
+            for k, target, words in (
+                (0, "sim3", "stale: simulated with other setup settings"),
+                (0, "sim2", "judgment invalid: bad"),
+                (1, "sim2", "invalid: x"),
+            ):
                 page.select_option("#cc-instance", label=run.instances[k].id)
                 shown(page, run.instances[k].id)
                 note = page.locator(f'.cc-col[data-target="{target}"] .cc-note').first.inner_text()
@@ -162,21 +176,24 @@ def test_in_the_browser_from_file(report):
             # a bar click lists the turns behind it: the same turns and n as the notebooks' viewer
             v = ConversationViewer(run, judge="J")
             want = v.bar("sim", "simulated", "repetition")
-            bar = page.locator('[data-figure="figure3_behaviours"] path[aria-roledescription="bar"]'
-                               '[aria-label*="series: simulated"][aria-label*="behaviour: Repetition;"]')
+            bar = page.locator(
+                '[data-figure="figure3_behaviours"] path[aria-roledescription="bar"]'
+                '[aria-label*="series: simulated"][aria-label*="behaviour: Repetition;"]'
+            )
             assert bar.count() == 1
             bar.click()
             page.wait_for_selector("#cc-behind .cc-behind", state="attached")
             items = page.locator("#cc-behind li")
-            got = [(li.get_attribute("data-instance"), int(li.get_attribute("data-turn") or -1))
-                   for li in items.all()]
+            got = [(li.get_attribute("data-instance"), int(li.get_attribute("data-turn") or -1)) for li in items.all()]
             assert got == [(r[0], r[1]) for r in want.rows] and got
             head = page.locator("#cc-behind b").first.inner_text()
             assert head == f"{len(want.rows)} turn(s) in {len(want.instances)} of {want.n} instance(s)"
             assert page.locator("#cc-behaviour").input_value() == "repetition"
             human = v.bar("sim", HUMAN, "repetition")
-            page.locator('[data-figure="figure3_behaviours"] path[aria-roledescription="bar"]'
-                         '[aria-label*="series: human reference"][aria-label*="behaviour: Repetition;"]').click()
+            page.locator(
+                '[data-figure="figure3_behaviours"] path[aria-roledescription="bar"]'
+                '[aria-label*="series: human reference"][aria-label*="behaviour: Repetition;"]'
+            ).click()
             page.wait_for_function(f"document.querySelectorAll('#cc-behind li').length === {len(human.rows)}")
             assert items.count() == len(human.rows)
             # the evidence is on hover, as text
@@ -197,7 +214,8 @@ def test_in_the_browser_from_file(report):
             assert page.locator("#cc-instance option").count() == len(run.instances)
             # words in the tooltips, never a field name with a null
             labels = page.locator('[data-figure="figure3_behaviours"] path[aria-label]').evaluate_all(
-                "els => els.map(e => e.getAttribute('aria-label'))")
+                "els => els.map(e => e.getAttribute('aria-label'))"
+            )
             assert any("interval: 95% CI" in a for a in labels) and not any("ci_low" in a for a in labels)
             assert page.evaluate("window.pwned") is None and not dialogs
             assert page.evaluate("window.ccErrors") == []

@@ -43,13 +43,13 @@ def test_sign_flip_exact_matches_a_hand_enumeration_and_random_flips_stay_valid(
     for k in range(4):
         obs = abs(d[:, k].sum())
         hits = sum(abs(np.dot(s, d[:, k])) >= obs for s in itertools.product([-1, 1], repeat=8))
-        assert p[k] == pytest.approx(hits / 2 ** 8)
+        assert p[k] == pytest.approx(hits / 2**8)
     assert p[3] == 1.0
     # random flips: within Monte Carlo error of the exact value (n = 16: 65,536 sign vectors), never 0
     # (the +1), seeded
     d16 = rng.integers(-2, 3, size=(16, 3)).astype(float)
     d16[:, 0] += 2  # a real shift
-    exact = sign_flip_pvalues(d16, flips=2 ** 16)
+    exact = sign_flip_pvalues(d16, flips=2**16)
     mc = sign_flip_pvalues(d16, flips=4000, seed=1)
     assert np.all(np.abs(mc - exact) <= 4 * np.sqrt(exact * (1 - exact) / 4000) + 1 / 4001)
     assert np.all(mc >= 1 / 4001) and np.array_equal(mc, sign_flip_pvalues(d16, flips=4000, seed=1))
@@ -89,8 +89,9 @@ def _family(rng: np.random.Generator, n: int, setups: int, shift: float, flips: 
     ps = []
     for _ in range(setups):
         sim = rng.poisson(rates + np.eye(len(BEH))[0] * shift, size=(n, len(BEH))).astype(float)
-        ps.append(paired_differences(sim, human, resamples=20, seed=int(rng.integers(1 << 30)), min_n=10,
-                                     flips=flips)["p"])
+        ps.append(
+            paired_differences(sim, human, resamples=20, seed=int(rng.integers(1 << 30)), min_n=10, flips=flips)["p"]
+        )
     return np.concatenate(ps)
 
 
@@ -112,8 +113,9 @@ def test_no_real_difference_gives_verdicts_at_most_at_the_nominal_rate_after_cor
     # ... and without the correction most runs print a false verdict somewhere: what BH prevents
     assert (raw <= alpha).any(axis=1).mean() > 3 * bound
     # the same machinery finds a real difference: no trivially silent procedure passes above
-    power = np.array([(adjust_pvalues(_family(rng, 15, 3, 1.5, flips), "bh")[[0, 10, 20]] <= alpha).all()
-                      for _ in range(40)])
+    power = np.array(
+        [(adjust_pvalues(_family(rng, 15, 3, 1.5, flips), "bh")[[0, 10, 20]] <= alpha).all() for _ in range(40)]
+    )
     assert power.mean() > 0.5
 
 
@@ -134,8 +136,14 @@ def _counts_run(per_setup: dict[str, int], n: int, shift: dict[str, int] | None 
             c = rng.integers(0, 3, len(BEH))
             c[0] = min(4, c[0] + (shift or {}).get(name, 0))
             js.append(judged(inst.id, name, c))
-    return Run.model_validate({"instances": insts, "continuations": judged_continuations(js), "judgments": {"J": js},
-            "manifest": {"params": {"setups": [{"name": s} for s in per_setup]}}})
+    return Run.model_validate(
+        {
+            "instances": insts,
+            "continuations": judged_continuations(js),
+            "judgments": {"J": js},
+            "manifest": {"params": {"setups": [{"name": s} for s in per_setup]}},
+        }
+    )
 
 
 def test_paired_table_carries_raw_and_adjusted_p_and_leaves_n_too_small_untested():
@@ -180,8 +188,10 @@ def test_answer_text_prints_no_interval_and_no_verdict_from_one_instance():
 
 def test_turns_per_call_compares_only_setups_with_enough_instances():
     run = _counts_run({"k1": 12, "k5": 1}, 12)
-    run.manifest.params["setups"] = [{"name": "k1", "kind": "multiparty", "turns_per_call": 1},
-                                           {"name": "k5", "kind": "multiparty", "turns_per_call": 5}]
+    run.manifest.params["setups"] = [
+        {"name": "k1", "kind": "multiparty", "turns_per_call": 1},
+        {"name": "k5", "kind": "multiparty", "turns_per_call": 5},
+    ]
     a = rq.by_turns_per_call(run_frames(run), run, "J", resamples=50)
     pairs = a.tables["k_pairs"]  # k = 1 vs 5 on the one instance both have: neither tested nor given an interval
     assert pairs["n"].unique().to_list() == [1] and pairs["p"].is_null().all() and pairs["direction"].is_null().all()
@@ -193,9 +203,14 @@ def test_turns_per_call_compares_only_setups_with_enough_instances():
 
 def test_agreement_is_the_papers_procedure_and_untested_below_min_n():
     insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=4) for i in range(5)]
-    js = [fine(i.id, "reference", r, [["repetition"]] * ((k + j) % 4) + [[]] * (4 - (k + j) % 4), human=r != "A")
-          for k, i in enumerate(insts) for j, r in enumerate("ABC")]
-    f = run_frames(Run.model_validate({"instances": insts, "continuations": judged_continuations(js), "judgments": {"x": js}}))
+    js = [
+        fine(i.id, "reference", r, [["repetition"]] * ((k + j) % 4) + [[]] * (4 - (k + j) % 4), human=r != "A")
+        for k, i in enumerate(insts)
+        for j, r in enumerate("ABC")
+    ]
+    f = run_frames(
+        Run.model_validate({"instances": insts, "continuations": judged_continuations(js), "judgments": {"x": js}})
+    )
     ag = agreement(f, resamples=100)
     assert ag["significant"].is_null().all() and ag["p5"].is_null().all()
     assert set(ag["ci_note"]) == {"n too small (n=5 < 10)"}
@@ -238,8 +253,23 @@ def test_report_on_a_run_without_setups_and_its_parameter_errors(tmp_path, capsy
 
 def test_report_tables_carry_the_correction_and_notes(tmp_path):
     _write(tmp_path / "run", _counts_run({"tiny": 1, "s": 12}, 12))
-    assert main(["report", str(tmp_path / "run"), "--out", str(tmp_path / "rep"), "--resamples", "50",
-                 "--correction", "none", "--min-n", "5"]) == 0
+    assert (
+        main(
+            [
+                "report",
+                str(tmp_path / "run"),
+                "--out",
+                str(tmp_path / "rep"),
+                "--resamples",
+                "50",
+                "--correction",
+                "none",
+                "--min-n",
+                "5",
+            ]
+        )
+        == 0
+    )
     per_b = pl.read_csv(tmp_path / "rep" / "paired_vs_human.csv")
     assert {"p", "p_adj", "verdict", "ci_note", "correction", "family"} <= set(per_b.columns)
     assert set(per_b["correction"]) == {"none"} and set(per_b["family"]) == {len(BEH)}
@@ -275,8 +305,10 @@ def test_sign_flip_float_signs_kept_or_not_give_the_same_p(monkeypatch):
 
     def by_hand(d):
         obs = np.abs(d.sum(axis=0))
-        hits = sum((np.abs(c.astype(np.float64) @ d) >= obs - 1e-9 * np.maximum(1.0, obs)).sum(axis=0)
-                   for c in inference._sign_chunks(len(d), 2000, 0))
+        hits = sum(
+            (np.abs(c.astype(np.float64) @ d) >= obs - 1e-9 * np.maximum(1.0, obs)).sum(axis=0)
+            for c in inference._sign_chunks(len(d), 2000, 0)
+        )
         return (1.0 + hits) / 2001.0
 
     monkeypatch.setattr(inference, "_FLOAT_SIGNS", {})
@@ -302,9 +334,15 @@ def test_blocks_tested_together_give_each_blocks_own_p_values():
     from cocoeval.analysis.inference import sign_flip_blocks
 
     rng = np.random.default_rng(11)
-    blocks = [rng.integers(-3, 4, size=(40, 10)).astype(float), rng.normal(size=(40, 1)), rng.normal(size=(25, 3)),
-              rng.integers(-1, 2, size=(8, 2)).astype(float), rng.normal(size=25), rng.normal(size=(1, 2)),
-              rng.normal(size=(40, 2)) * 1e-3 + 0.5]
+    blocks = [
+        rng.integers(-3, 4, size=(40, 10)).astype(float),
+        rng.normal(size=(40, 1)),
+        rng.normal(size=(25, 3)),
+        rng.integers(-1, 2, size=(8, 2)).astype(float),
+        rng.normal(size=25),
+        rng.normal(size=(1, 2)),
+        rng.normal(size=(40, 2)) * 1e-3 + 0.5,
+    ]
     together = sign_flip_blocks(blocks, 999, 3)
     assert [p.shape for p in together] == [(10,), (1,), (3,), (2,), (1,), (2,), (2,)]
     for b, p in zip(blocks, together, strict=True):
@@ -320,7 +358,10 @@ def test_sign_vectors_read_from_the_generators_bits_are_those_integers_draws(mon
 
     for n, flips, seed in [(1, 10, 1), (3, 9999, 0), (7, 9999, 5), (281, 9999, 0), (999, 9999, 2), (5641, 401, 3)]:
         chunk = max(1, 2_000_000 // n) if n > 100 else 333  # 333 x odd n: an odd number of draws per chunk
-        drawn, read = inference._signs_by_integers(n, flips, seed, chunk), inference._signs_from_bits(n, flips, seed, chunk)
+        drawn, read = (
+            inference._signs_by_integers(n, flips, seed, chunk),
+            inference._signs_from_bits(n, flips, seed, chunk),
+        )
         assert [c.shape for c in drawn] == [c.shape for c in read] and all(c.dtype == np.int8 for c in read)
         assert all(np.array_equal(a, b) for a, b in zip(drawn, read, strict=True)), (n, flips, seed)
     assert inference._bits_are_integers()

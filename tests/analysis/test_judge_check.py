@@ -26,15 +26,23 @@ TURNS = 6
 
 def fine(iid, rater, labels, target="reference"):
     human = rater != "J"
-    return Judgment(instance_id=iid, target=target, target_name=target, judge_id=f"human:{rater}" if human else "jid",
-                    judge_name=rater, kind="fine_grained", taxonomy_hash=TAX.hash, judged_turns=list(range(TURNS)),
-                    labels=[TurnLabel(turn=t, behaviours=[b for b in B if labels[t, B.index(b)]]) for t in range(TURNS)])
+    return Judgment(
+        instance_id=iid,
+        target=target,
+        target_name=target,
+        judge_id=f"human:{rater}" if human else "jid",
+        judge_name=rater,
+        kind="fine_grained",
+        taxonomy_hash=TAX.hash,
+        judged_turns=list(range(TURNS)),
+        labels=[TurnLabel(turn=t, behaviours=[b for b in B if labels[t, B.index(b)]]) for t in range(TURNS)],
+    )
 
 
 def run_of(labels: dict[str, np.ndarray], n_conv: int) -> Run:
     """``labels[rater]``: (n_conv * TURNS, len(B)) booleans, conversation-major."""
     insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(n_conv)]
-    js = [fine(insts[i].id, r, x[i * TURNS:(i + 1) * TURNS]) for r, x in labels.items() for i in range(n_conv)]
+    js = [fine(insts[i].id, r, x[i * TURNS : (i + 1) * TURNS]) for r, x in labels.items() for i in range(n_conv)]
     return Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}})
 
 
@@ -80,8 +88,9 @@ def test_turn_agreement_equals_independent_computations():
         row = t.filter(pl.col("behaviour") == b).row(0, named=True)
         hum = [labels[r][:, i] for r in "ABC"]
         assert row["alpha_humans"] == pytest.approx(alpha_by_hand([list(h) for h in hum]), abs=1e-9)
-        assert row["alpha_with_judge"] == pytest.approx(alpha_by_hand([list(h) for h in [*hum, labels["J"][:, i]]]),
-                                                        abs=1e-9)
+        assert row["alpha_with_judge"] == pytest.approx(
+            alpha_by_hand([list(h) for h in [*hum, labels["J"][:, i]]]), abs=1e-9
+        )
         assert row["kappa"] == pytest.approx(np.mean([kappa_by_hand(labels["J"][:, i], h) for h in hum]), abs=1e-9)
         major = np.sum(hum, axis=0) >= 2
         tp = np.sum(labels["J"][:, i] & major)
@@ -112,8 +121,9 @@ def test_sklearn_agrees_on_kappa_and_f1():
     labels = synthetic(seed=5)
     t = jc.turn_agreement(run_frames(run_of(labels, 30)), "J", resamples=50)
     row = t.filter(pl.col("behaviour") == B[0]).row(0, named=True)
-    assert row["kappa"] == pytest.approx(np.mean([metrics.cohen_kappa_score(labels["J"][:, 0], labels[r][:, 0])
-                                                  for r in "ABC"]))
+    assert row["kappa"] == pytest.approx(
+        np.mean([metrics.cohen_kappa_score(labels["J"][:, 0], labels[r][:, 0]) for r in "ABC"])
+    )
     major = np.sum([labels[r][:, 0] for r in "ABC"], axis=0) >= 2
     assert row["f1"] == pytest.approx(metrics.f1_score(major, labels["J"][:, 0]))
 
@@ -125,14 +135,27 @@ def test_likert_alpha_is_krippendorffs_ordinal_alpha():
     insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(20)]
     truth = rng.integers(3, 9, size=20)
     scores = {r: np.clip(truth + rng.integers(-1, 2, size=20), 1, 10) for r in ("A", "B", "J")}
-    js = [Judgment(instance_id=insts[i].id, target="reference", target_name="reference",
-                   judge_id=f"human:{r}" if r != "J" else "jid", judge_name=r, kind="overall", taxonomy_hash=TAX.hash,
-                   consistency=int(v[i]), collaborativeness=int(v[i])) for r, v in scores.items() for i in range(20)]
+    js = [
+        Judgment(
+            instance_id=insts[i].id,
+            target="reference",
+            target_name="reference",
+            judge_id=f"human:{r}" if r != "J" else "jid",
+            judge_name=r,
+            kind="overall",
+            taxonomy_hash=TAX.hash,
+            consistency=int(v[i]),
+            collaborativeness=int(v[i]),
+        )
+        for r, v in scores.items()
+        for i in range(20)
+    ]
     f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
     t = jc.likert_agreement(f, "J", resamples=100)
     row = t.filter(pl.col("item") == "consistency").row(0, named=True)
-    want = krippendorff.alpha(reliability_data=np.array([scores["A"], scores["B"]], dtype=float),
-                              level_of_measurement="ordinal")
+    want = krippendorff.alpha(
+        reliability_data=np.array([scores["A"], scores["B"]], dtype=float), level_of_measurement="ordinal"
+    )
     assert row["alpha_humans"] == pytest.approx(want) and row["conversations"] == 20
     assert row["alpha_humans_low"] <= row["alpha_humans"] <= row["alpha_humans_high"]
 
@@ -184,7 +207,11 @@ def test_ppi_is_the_published_power_tuned_formula():
         y, yhat, yunl = truth[:40], judge[:40], judge[40:]
         assert jc.ppi_estimate(y, yhat, yunl) == pytest.approx(ppi_by_formula(y, yhat, yunl), rel=1e-9)
     # a judge unrelated to the humans: λ near 0, so the interval is no wider than the humans' own
-    y, yhat, yunl = rng.poisson(2, 40).astype(float), rng.poisson(3, 40).astype(float), rng.poisson(3, 260).astype(float)
+    y, yhat, yunl = (
+        rng.poisson(2, 40).astype(float),
+        rng.poisson(3, 40).astype(float),
+        rng.poisson(3, 260).astype(float),
+    )
     _, lo, hi = jc.ppi_estimate(y, yhat, yunl)
     _, hlo, hhi = jc.humans_mean(y)
     assert hi - lo <= (hhi - hlo) * 1.05
@@ -203,8 +230,9 @@ def test_corrected_intervals_cover_the_human_rate_and_the_judge_only_ones_do_not
     for seed in range(seeds):
         rng = np.random.default_rng(seed)
         human = rng.poisson(true_rate, 300).astype(float)
-        judge = (rng.binomial(human.astype(int), 0.5) if bias == "under"
-                 else human + rng.poisson(true_rate * 0.5, 300)).astype(float)
+        judge = (
+            rng.binomial(human.astype(int), 0.5) if bias == "under" else human + rng.poisson(true_rate * 0.5, 300)
+        ).astype(float)
         lab = rng.choice(300, 40, replace=False)
         unl = np.setdiff1d(np.arange(300), lab)
         _, lo, hi = jc.ppi_estimate(human[lab], judge[lab], judge[unl])
@@ -222,20 +250,21 @@ def test_corrected_rates_use_the_recorded_random_draw(tmp_path):
     human = judge & (rng.random(judge.shape) < 0.5)  # the judge over-detects: humans see half
     sub = sorted(rng.choice(n, 40, replace=False).tolist())
     insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(n)]
-    js = [fine(insts[i].id, "J", judge[i * TURNS:(i + 1) * TURNS]) for i in range(n)]
-    js += [fine(insts[i].id, "A", human[i * TURNS:(i + 1) * TURNS]) for i in sub]
+    js = [fine(insts[i].id, "J", judge[i * TURNS : (i + 1) * TURNS]) for i in range(n)]
+    js += [fine(insts[i].id, "A", human[i * TURNS : (i + 1) * TURNS]) for i in sub]
     run = Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}, "path": tmp_path})
     f = run_frames(run)
     t = jc.corrected_rates(f, "J", run, resamples=200)
     row = t.filter((pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
     assert (row["n_labelled"], row["n_unlabelled"], row["n_labels"]) == (40, 60, 40) and row["draw"] == "not recorded"
     assert "B.1's draw is even over datasets" in row["note"] and jc.ASSUMPTION in row["note"]
-    per = lambda x, idx: np.array([x[i * TURNS:(i + 1) * TURNS, 0].sum() for i in idx], dtype=float)  # noqa: E731
+    per = lambda x, idx: np.array([x[i * TURNS : (i + 1) * TURNS, 0].sum() for i in idx], dtype=float)  # noqa: E731
     rest = [i for i in range(n) if i not in sub]
     want = jc.ppi_estimate(per(human, sub), per(judge, sub), per(judge, rest))
     assert (row["corrected"], row["corrected_low"], row["corrected_high"]) == pytest.approx(want)
     assert (row["humans_only"], row["humans_only_low"], row["humans_only_high"]) == pytest.approx(
-        jc.humans_mean(per(human, sub)))
+        jc.humans_mean(per(human, sub))
+    )
     assert row["judge_only"] == pytest.approx(per(judge, range(n)).mean())
     # a recorded random draw of 30 of them: only those count as labelled, and the others are named
     (tmp_path / "annotation").mkdir()
@@ -243,14 +272,20 @@ def test_corrected_rates_use_the_recorded_random_draw(tmp_path):
     from cocoeval.run.humans import RANDOM_DRAWS
 
     (tmp_path / RANDOM_DRAWS).write_text(json.dumps({"draws": [{"task": "fine_grained", "targets": drawn}]}))
-    row = jc.corrected_rates(f, "J", run, resamples=200).filter(
-        (pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
+    row = (
+        jc.corrected_rates(f, "J", run, resamples=200)
+        .filter((pl.col("behaviour") == B[0]) & (pl.col("target") == "reference"))
+        .row(0, named=True)
+    )
     assert row["n_labelled"] == 30 and row["draw"] == "random (recorded)"
     assert "10 annotated conversation(s) outside the recorded random draw left out" in row["note"]
     # below MIN_LABELLED labelled conversations: the estimate without an interval, and why
     (tmp_path / RANDOM_DRAWS).write_text(json.dumps({"draws": [{"task": "fine_grained", "targets": drawn[:12]}]}))
-    row = jc.corrected_rates(f, "J", run, resamples=200).filter(
-        (pl.col("behaviour") == B[0]) & (pl.col("target") == "reference")).row(0, named=True)
+    row = (
+        jc.corrected_rates(f, "J", run, resamples=200)
+        .filter((pl.col("behaviour") == B[0]) & (pl.col("target") == "reference"))
+        .row(0, named=True)
+    )
     assert row["corrected"] is not None and row["corrected_low"] is None and "n too small (n=12 < 40)" in row["note"]
 
 

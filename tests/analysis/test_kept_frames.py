@@ -67,7 +67,9 @@ def test_the_next_process_reads_the_kept_frames_and_no_record(tmp_path, monkeypa
     # the records are there when asked for, as Run.open reads them
     with recorded_reads() as third:
         texts = run.continuations
-    assert _read(third, d) == sorted(["instances.jsonl", *(f"continuations/{p.name}" for p in (d / "continuations").iterdir())])
+    assert _read(third, d) == sorted(
+        ["instances.jsonl", *(f"continuations/{p.name}" for p in (d / "continuations").iterdir())]
+    )
     assert texts == Run.open(d).continuations and run == Run.open(d)
 
 
@@ -242,8 +244,12 @@ def test_names_and_coverage_of_a_lazy_run_are_those_of_its_records(tmp_path, mon
         coverage = paper_coverage(run)
         facts = kept_facts(run)
     assert _read(seen, d) == ["manifest.json"]  # none of them reads a record
-    assert names == {"continuations": list(eager.continuations), "judgments": list(eager.judgments),
-                     "human": list(eager.human), "all_judgments": list(eager.all_judgments)}
+    assert names == {
+        "continuations": list(eager.continuations),
+        "judgments": list(eager.judgments),
+        "human": list(eager.human),
+        "all_judgments": list(eager.all_judgments),
+    }
     assert names["continuations"][0] == "a-b"
     assert facts == {"coverage": run_facts(eager), "integrity_warnings": eager.integrity_warnings()}
     assert coverage == paper_coverage(eager)

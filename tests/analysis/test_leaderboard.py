@@ -41,25 +41,40 @@ def _run(judgments, setups, n=4, conts=None):
     insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=4) for i in range(n)]
     conts = judged_continuations(judgments, conts)
     refs = {i.id: i.reference for i in insts}
-    conts = {k: [c.model_copy(update={"turns": refs[c.instance_id]}) if c.status == "ok" and not c.turns else c
-                 for c in cs] for k, cs in conts.items()}
+    conts = {
+        k: [c.model_copy(update={"turns": refs[c.instance_id]}) if c.status == "ok" and not c.turns else c for c in cs]
+        for k, cs in conts.items()
+    }
     js: dict[str, list] = {}
     for j in judgments:
         js.setdefault(j.judge_name, []).append(j)
-    return Run.model_validate({"instances": insts, "continuations": conts, "judgments": js,
-                               "manifest": {"params": {"setups": setups}}})
+    return Run.model_validate(
+        {"instances": insts, "continuations": conts, "judgments": js, "manifest": {"params": {"setups": setups}}}
+    )
 
 
 # ------------------------------------------------------------------ setups that are not simulated here
+
 
 def _mixed_run():
     js = []
     for i in range(12):
         iid = f"d/c{i}/0"
-        js += [reps(iid, "reference", 1), reps(iid, "v1", 2), reps(iid, "t1", 1), reps(iid, "v5", 3),
-               reps(iid, "mine", 1), reps(iid, "ag", 4)]
-    setups = [simulated("v1"), simulated("t1", "taxonomy"), simulated("v5", k=5),
-              {**IMPORTED, "turns_per_call": "whatever"}, {**PLUGIN, "prompt": "vanilla", "turns_per_call": 1}]
+        js += [
+            reps(iid, "reference", 1),
+            reps(iid, "v1", 2),
+            reps(iid, "t1", 1),
+            reps(iid, "v5", 3),
+            reps(iid, "mine", 1),
+            reps(iid, "ag", 4),
+        ]
+    setups = [
+        simulated("v1"),
+        simulated("t1", "taxonomy"),
+        simulated("v5", k=5),
+        {**IMPORTED, "turns_per_call": "whatever"},
+        {**PLUGIN, "prompt": "vanilla", "turns_per_call": 1},
+    ]
     return _run(js, setups, n=12)
 
 
@@ -87,7 +102,9 @@ def test_imported_and_plugin_setups_have_a_group_of_their_own_and_no_prompt_or_k
     paper = analyses.compute("paper", run, Params(judge="J", resamples=50))
     assert {"figure3_imported-mine", "figure3_plugin-agents-openai-gpt-4.1"} <= set(paper.charts)
     jf = judge_free(run, f, resamples=50)
-    assert {"mine", "ag"} <= set(jf.tables["vs_human"]["target"]) and {"mine", "ag"} <= set(jf.tables["turn_taking"]["target"])
+    assert {"mine", "ag"} <= set(jf.tables["vs_human"]["target"]) and {"mine", "ag"} <= set(
+        jf.tables["turn_taking"]["target"]
+    )
     note = judge_free_note(run.manifest)
     assert "mine = imported continuations" in note and "ag = plugin agents · openai/gpt-4.1" in note
     every = analyses.compute("simulators_vs_humans", run, Params(judge="J", resamples=50))  # notebook 11's RQ2-style
@@ -102,8 +119,9 @@ def test_imported_and_plugin_setups_have_a_group_of_their_own_and_no_prompt_or_k
 
 def test_a_manifest_setup_without_model_prompt_or_k_is_read():
     js = [reps(f"d/c{i}/0", t, 1) for i in range(3) for t in ("reference", "mine")]
-    run = _run(js, [{"name": "mine", "continuations": "f.jsonl", "model": None, "prompt": None,
-                     "turns_per_call": None}], n=3)
+    run = _run(
+        js, [{"name": "mine", "continuations": "f.jsonl", "model": None, "prompt": None, "turns_per_call": None}], n=3
+    )
     cond = paper_stats.conditions(run)
     assert cond.row(0, named=True)["condition"] == "imported: mine" and cond["model"].to_list() == [None]
     a = analyses.compute("paper", run, Params(judge="J", resamples=20, min_n=2))
@@ -111,6 +129,7 @@ def test_a_manifest_setup_without_model_prompt_or_k_is_read():
 
 
 # ------------------------------------------------------------------ turn-taking realism
+
 
 def T(speaker):
     return Turn(speaker=speaker, text="words here")
@@ -136,13 +155,22 @@ def test_transition_distance_is_exact_whatever_the_hash_seed():
     import sys
     from fractions import Fraction
 
-    code = ("from collections import Counter; from cocoeval.analysis.convstats import transition_distance as d; "
-            "import random; r = random.Random(7); s = [f'speaker {i}' for i in range(9)]; "
-            "a = Counter((r.choice(s), r.choice(s)) for _ in range(97)); "
-            "b = Counter((r.choice(s), r.choice(s)) for _ in range(61)); print(repr(d(a, b)))")
-    got = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)}).stdout.strip()
-           for seed in range(6)}
+    code = (
+        "from collections import Counter; from cocoeval.analysis.convstats import transition_distance as d; "
+        "import random; r = random.Random(7); s = [f'speaker {i}' for i in range(9)]; "
+        "a = Counter((r.choice(s), r.choice(s)) for _ in range(97)); "
+        "b = Counter((r.choice(s), r.choice(s)) for _ in range(61)); print(repr(d(a, b)))"
+    )
+    got = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**__import__("os").environ, "PYTHONHASHSEED": str(seed)},
+        ).stdout.strip()
+        for seed in range(6)
+    }
     import random
     from collections import Counter
 
@@ -159,9 +187,14 @@ def test_turn_taking_per_setup_pairs_each_continuation_with_its_own_reference():
     insts = []
     for i in range(10):  # the last history turn is Bob's; even and odd instances take turns differently
         inst = instance(f"d/c{i}/0", n_hist=2, n_ref=4)
-        insts.append(inst.model_copy(update={
-            "history": [Turn(speaker="Alice", text="x"), Turn(speaker="Bob", text="y")],
-            "reference": [Turn(speaker=sp, text="z") for sp in pattern[i % 2]]}))
+        insts.append(
+            inst.model_copy(
+                update={
+                    "history": [Turn(speaker="Alice", text="x"), Turn(speaker="Bob", text="y")],
+                    "reference": [Turn(speaker=sp, text="z") for sp in pattern[i % 2]],
+                }
+            )
+        )
     # "same": each instance's own reference turns (paired with another instance's reference, TV would be > 0);
     # "mono": Bob says everything
     same = [Continuation(instance_id=i.id, setup_id="same", turns=i.reference) for i in insts]
@@ -228,10 +261,14 @@ def test_leaderboard_values_against_a_hand_computation():
 
     def u_square(rows):
         m = len(rows)
-        return sum(float(rows[i] @ rows[j]) for i in range(m) for j in range(m) if i != j) / (m * (m - 1) * rows.shape[1])
+        return sum(float(rows[i] @ rows[j]) for i in range(m) for j in range(m) if i != j) / (
+            m * (m - 1) * rows.shape[1]
+        )
 
     assert u_square(d) == pytest.approx(1 / 3 / len(TAX.ids))  # repetition's pairs: 1·1 twice, over 3·2
-    assert a["distance"] == pytest.approx(math.sqrt(1 / 3 / len(TAX.ids))) and a["distance_square"] == pytest.approx(u_square(d))
+    assert a["distance"] == pytest.approx(math.sqrt(1 / 3 / len(TAX.ids))) and a["distance_square"] == pytest.approx(
+        u_square(d)
+    )
     assert a["D"] == pytest.approx(1.0)
     assert (a["judgments_valid"], a["judgments"], a["continuations_ok"], a["continuations"]) == (3, 4, 4, 4)
     # its interval: each resample's unbiased square by a plain loop, shifted by the resamples' bias, square root
@@ -288,8 +325,13 @@ def test_leaderboard_ranks_closest_first_and_leaves_small_n_unranked():
 
 
 def test_an_empty_leaderboard_says_not_run_and_how_to_add_it():
-    no_judge = Run.model_validate({"instances": [instance("d/c0/0", n_hist=2, n_ref=4)], "continuations": {},
-                                   "manifest": {"params": {"setups": [simulated("a")]}}})
+    no_judge = Run.model_validate(
+        {
+            "instances": [instance("d/c0/0", n_hist=2, n_ref=4)],
+            "continuations": {},
+            "manifest": {"params": {"setups": [simulated("a")]}},
+        }
+    )
     a = analyses.compute("leaderboard", no_judge, Params())
     assert a.text[0].startswith("**Not run**") and "--stage judge" in a.text[0]
     nothing = Run.model_validate({"instances": [instance("d/c0/0", n_hist=2, n_ref=4)], "continuations": {}})
@@ -299,13 +341,15 @@ def test_an_empty_leaderboard_says_not_run_and_how_to_add_it():
 
 def test_the_report_has_a_leaderboard_section(tmp_path):
     run = _board_run()
-    write_run_dir(tmp_path / "run", run, {"status": "complete", "params": {"setups": [simulated("a"), IMPORTED | {"name": "b"}]}})
+    write_run_dir(
+        tmp_path / "run", run, {"status": "complete", "params": {"setups": [simulated("a"), IMPORTED | {"name": "b"}]}}
+    )
     rep = write_report(tmp_path / "run", tmp_path / "rep", resamples=50)
     assert {"leaderboard", "leaderboard_behaviours"} <= set(rep.tables) and "leaderboard" in rep.figures
     index = (tmp_path / "rep" / "index.md").read_text()
     head = index.index("## Leaderboard of simulators")
     assert index.index("## Judge-free statistics") < head < index.index("## Judge-based statistics")
-    assert "[leaderboard.csv]" in index[head:index.index("## Judge-based statistics")]
+    assert "[leaderboard.csv]" in index[head : index.index("## Judge-based statistics")]
     assert "turn_taking" in rep.tables and "turn_taking" in rep.figures
     # a run without a judge: the section says not run
     bare = Run.model_validate({"instances": run.instances, "continuations": run.continuations})
@@ -319,6 +363,7 @@ def test_the_humans_turn_taking_yardstick_uses_the_last_r_turns_of_x_and_the_one
     """The floor row's turn-taking columns: the last |r| turns of x, preceded by the turn of x
     before them (none when x has exactly |r| turns), against r preceded by the last turn of x.
     Worked out by hand on histories longer than r by two, by one, and as long as r."""
+
     def inst(k, history, reference):
         base = instance(f"d/c{k}/0", n_hist=len(history), n_ref=len(reference))
         return base.model_copy(update={"history": [T(s) for s in history], "reference": [T(s) for s in reference]})
@@ -335,8 +380,13 @@ def test_the_humans_turn_taking_yardstick_uses_the_last_r_turns_of_x_and_the_one
     ]
     from .test_stats import fine
 
-    run = Run.model_validate({"instances": insts, "continuations": {},
-                              "judgments": {"J": [fine(i.id, "reference", "J", [[], []]) for i in insts]}})
+    run = Run.model_validate(
+        {
+            "instances": insts,
+            "continuations": {},
+            "judgments": {"J": [fine(i.id, "reference", "J", [[], []]) for i in insts]},
+        }
+    )
     tt = turn_taking_frame(run).filter(pl.col("target") == HISTORY).sort("instance_id")
     assert tt["transition_distance"].to_list() == [0.5, 0.0, 0.5]
     assert tt["speaker_entropy"].to_list() == [0.0, 1.0, 1.0]  # of x's last 2 turns only

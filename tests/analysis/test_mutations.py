@@ -65,8 +65,10 @@ def _annotated(bad: dict[tuple[str, int], object] | None = None):
     for r, ks in COUNTS.items():
         js += [bad.get((r, i), lambda j: j)(_fine(ids[i], r, k)) for i, k in enumerate(ks)]  # type: ignore[operator]
     for r in CONSISTENCY:
-        js += [bad.get((r, i), lambda j: j)(_overall(ids[i], r, c, k))  # type: ignore[operator]
-               for i, (c, k) in enumerate(zip(CONSISTENCY[r], COLLAB[r], strict=True))]
+        js += [
+            bad.get((r, i), lambda j: j)(_overall(ids[i], r, c, k))  # type: ignore[operator]
+            for i, (c, k) in enumerate(zip(CONSISTENCY[r], COLLAB[r], strict=True))
+        ]
     return _frames(js, n)[0]
 
 
@@ -80,7 +82,12 @@ def test_detection_totals_are_over_one_set_of_conversations_for_every_source():
     # c0, c2 and c4 only, for every source: A 0+2+4, B 1+3+4, C 0+1+3, J 0+3+5
     rep = d.filter(pl.col("behaviour") == REP)
     assert dict(zip(rep["source"], rep["total"], strict=True)) == {
-        "A": 6, "B": 8, "C": 4, "annotators (mean of 3)": 6, "J": 8}
+        "A": 6,
+        "B": 8,
+        "C": 4,
+        "annotators (mean of 3)": 6,
+        "J": 8,
+    }
     assert set(d["conversations"]) == {3}  # every source, every behaviour and all
     assert d.filter(pl.col("behaviour") == "all")["total"].to_list() == rep["total"].to_list()
     units, sources = agreement.detection_units(f)
@@ -104,8 +111,9 @@ def test_agreement_uses_only_the_conversations_every_rater_of_the_comparison_rat
     jr = agreement.judge_vs_humans(f, "J", resamples=20, min_n=2, items=[REP]).row(0, named=True)
     keep = [0, 2, 4]  # and J's c3: out of the judge's comparison
     assert jr["n"] == 3
-    assert jr["rho"] == pytest.approx(judge_by_hand([COUNTS["J"][i] for i in keep],
-                                                    {r: [COUNTS[r][i] for i in keep] for r in "ABC"}))
+    assert jr["rho"] == pytest.approx(
+        judge_by_hand([COUNTS["J"][i] for i in keep], {r: [COUNTS[r][i] for i in keep] for r in "ABC"})
+    )
 
 
 # --- 2. the Monte Carlo sign-flip p never 0 ----------------------------------------------------
@@ -119,7 +127,7 @@ def test_monte_carlo_sign_flip_p_when_the_observed_sum_is_the_most_extreme():
     # n = 12 < 30 but 2**12 > flips: random flips too; the formula exactly, counted by replaying the draws
     rng = np.random.default_rng(4)
     d = np.column_stack([np.ones(12), rng.integers(-3, 4, size=12), rng.integers(0, 3, size=12)]).astype(float)
-    assert flips < 2 ** 12
+    assert flips < 2**12
     p = sign_flip_pvalues(d, flips=flips, seed=5)
     signs = np.random.default_rng(5).integers(0, 2, size=(flips, 12)).astype(np.float64) * 2.0 - 1.0
     obs = np.abs(d.sum(axis=0))
@@ -147,8 +155,12 @@ def test_a_verdict_at_an_adjusted_p_exactly_alpha():
 def test_repaired_judgments_count_in_the_frames():
     """Mutation: run_frames skipping status "repaired" (``if status in ("invalid", "stale",
     "skipped", "repaired")``), or validity_note counting only "ok"."""
-    js = [_fine("d/c00/0", "J", 1), _repaired(_fine("d/c01/0", "J", 2)),
-          _overall("d/c00/0", "J", 7, 6), _repaired(_overall("d/c01/0", "J", 3, 4))]
+    js = [
+        _fine("d/c00/0", "J", 1),
+        _repaired(_fine("d/c01/0", "J", 2)),
+        _overall("d/c00/0", "J", 7, 6),
+        _repaired(_overall("d/c01/0", "J", 3, 4)),
+    ]
     f, _ = _frames(js, 2)
     assert f.judgments["status"].to_list().count("repaired") == 2
     c = f.counts.filter(pl.col("instance_id") == "d/c01/0")
@@ -205,8 +217,7 @@ def test_table12_prints_every_datasets_variance_and_the_two_picked():
     assert top2 == ["wide", "mid"]
     a = studies.participants(f, "J", run, min_n=5)
     t = a.tables["participant_variance"]
-    assert dict(zip(t["dataset"], t["picked"], strict=True)) == {"wide": True, "mid": True, "flat": False,
-                                                                 "one": False}
+    assert dict(zip(t["dataset"], t["picked"], strict=True)) == {"wide": True, "mid": True, "flat": False, "one": False}
     got = dict(zip(t["dataset"], t["variance"], strict=True))
     assert got["one"] is None and {d: got[d] for d in var} == pytest.approx(var)
     line = a.text[0]

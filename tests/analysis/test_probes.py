@@ -35,12 +35,20 @@ from tests.sim_helpers import instance
 TAX = load_taxonomy()
 
 
-@pytest.mark.parametrize("spec, fam", [
-    ("openai/gpt-4.1-2025-04-14", "openai"), ("azure/o4-mini", "openai"), ("openai/ft:gpt-4.1:org:x:1", "openai"),
-    ("anthropic/claude-opus-4-20250514", "anthropic"), ("local/smollm2", "smollm"),
-    ("openai-compatible/meta-llama/Llama-3.1-8B@http://h:8000/v1", "llama"), ("openai-compatible/Qwen2.5-7B@http://h/v1", "qwen"),
-    ("openai-compatible/fake@http://127.0.0.1:1/v1", None), (None, None),
-])
+@pytest.mark.parametrize(
+    "spec, fam",
+    [
+        ("openai/gpt-4.1-2025-04-14", "openai"),
+        ("azure/o4-mini", "openai"),
+        ("openai/ft:gpt-4.1:org:x:1", "openai"),
+        ("anthropic/claude-opus-4-20250514", "anthropic"),
+        ("local/smollm2", "smollm"),
+        ("openai-compatible/meta-llama/Llama-3.1-8B@http://h:8000/v1", "llama"),
+        ("openai-compatible/Qwen2.5-7B@http://h/v1", "qwen"),
+        ("openai-compatible/fake@http://127.0.0.1:1/v1", None),
+        (None, None),
+    ],
+)
 def test_model_family(spec, fam):
     assert model_family(spec) == fam
 
@@ -55,9 +63,19 @@ def test_kappa_equals_sklearn():
 
 def _judgment(iid, target, kind, c=None, k=None, reps=0):
     labels = [TurnLabel(turn=t, behaviours=["repetition"] if t < reps else []) for t in range(4)]
-    return Judgment(instance_id=iid, target=target, target_name=target, judge_id="jid", judge_name="j", kind=kind,
-                    taxonomy_hash=TAX.hash, consistency=c, collaborativeness=k,
-                    labels=labels if kind == "fine_grained" else [], judged_turns=list(range(4)))
+    return Judgment(
+        instance_id=iid,
+        target=target,
+        target_name=target,
+        judge_id="jid",
+        judge_name="j",
+        kind=kind,
+        taxonomy_hash=TAX.hash,
+        consistency=c,
+        collaborativeness=k,
+        labels=labels if kind == "fine_grained" else [],
+        judged_turns=list(range(4)),
+    )
 
 
 def _run(setups: dict[str, str], n: int = 12) -> Run:
@@ -71,13 +89,17 @@ def _run(setups: dict[str, str], n: int = 12) -> Run:
             c, k, r = value[t]
             c += (int(i.id.split("/")[1][1:]) % 2) if t == "gpt" else 0  # gpt's own gap varies by instance: an interval
             js += [_judgment(i.id, t, "overall", c, k), _judgment(i.id, t, "fine_grained", reps=r)]
-    params = {"judges": [{"name": "j", "model": "openai/gpt-4.1"}],
-              "setups": [{"name": s, "model": m} for s, m in setups.items()]}
+    params = {
+        "judges": [{"name": "j", "model": "openai/gpt-4.1"}],
+        "setups": [{"name": s, "model": m} for s, m in setups.items()],
+    }
     return Run(manifest=Manifest(params=params), instances=insts, continuations=conts, judgments={"j": js})
 
 
 def test_self_preference_gap_by_hand():
-    run = _run({"gpt": "openai/gpt-4o", "claude": "anthropic/claude-3", "llama": "openai-compatible/llama-3@http://h/v1"})
+    run = _run(
+        {"gpt": "openai/gpt-4o", "claude": "anthropic/claude-3", "llama": "openai-compatible/llama-3@http://h/v1"}
+    )
     t = self_preference(run, "j", resamples=300)
     row = {r["measure"]: r for r in t.iter_rows(named=True)}
     # the judge's family (openai): gpt; the others: claude (diff 0) and llama (diff +1 Likert, +1 repetition)
@@ -102,11 +124,14 @@ def test_self_preference_counts_what_the_statistics_count():
     run = _run({"gpt": "openai/gpt-4o", "claude": "anthropic/claude-3"})
     full = {r["measure"]: r for r in self_preference(run, "j", resamples=100).iter_rows(named=True)}
     first = run.instances[0].id
-    run.judgments["j"] = [j.model_copy(update={"labels": [], "judged_turns": [], "reason": NO_TURNS})
-                          if (j.instance_id, j.target, j.kind) == (first, "gpt", "fine_grained") else
-                          j.model_copy(update={"status": "invalid", "reason": "bad"})
-                          if (j.instance_id, j.target, j.kind) == (first, "claude", "overall") else j
-                          for j in run.judgments["j"]]
+    run.judgments["j"] = [
+        j.model_copy(update={"labels": [], "judged_turns": [], "reason": NO_TURNS})
+        if (j.instance_id, j.target, j.kind) == (first, "gpt", "fine_grained")
+        else j.model_copy(update={"status": "invalid", "reason": "bad"})
+        if (j.instance_id, j.target, j.kind) == (first, "claude", "overall")
+        else j
+        for j in run.judgments["j"]
+    ]
     row = {r["measure"]: r for r in self_preference(run, "j", resamples=100).iter_rows(named=True)}
     assert full["any"]["n"] == 12 and row["any"]["n"] == 11 and row["any"]["same"] == -2  # not -2 with a 0 in it
     assert row["consistency"]["n"] == 11 and row["collaborativeness"]["n"] == 11
@@ -120,8 +145,12 @@ def test_no_self_preference_without_both_families():
 
 def test_names_are_replaced_in_m_s_x_and_the_turns():
     inst = instance("d/c0/0", n_hist=3, n_ref=3)
-    inst = inst.model_copy(update={"summary": inst.summary.model_copy(update={"text": "Alice asked Bob; Alicette left."}),
-                                   "metadata": inst.metadata.model_copy(update={"goals": ["Carol's budget"]})})
+    inst = inst.model_copy(
+        update={
+            "summary": inst.summary.model_copy(update={"text": "Alice asked Bob; Alicette left."}),
+            "metadata": inst.metadata.model_copy(update={"goals": ["Carol's budget"]}),
+        }
+    )
     ref = inst.reference
     ref[0] = ref[0].model_copy(update={"text": "Thanks Bob, and Carol too."})
     [t] = targets_for([inst], {})
@@ -161,13 +190,25 @@ def test_one_planted_behaviour_per_copy():
 N_TURNS = 25
 
 
-def _ref(iid: str, kind: str, labels: dict[int, list[str]] | None = None, c: int | None = None,
-         k: int | None = None) -> Judgment:
+def _ref(
+    iid: str, kind: str, labels: dict[int, list[str]] | None = None, c: int | None = None, k: int | None = None
+) -> Judgment:
     """A judgment of ``iid``'s reference (25 turns) by judge "j"."""
-    return Judgment(instance_id=iid, target="reference", target_name="reference", judge_id="jid", judge_name="j",
-                    kind=kind, taxonomy_hash=TAX.hash, consistency=c, collaborativeness=k,
-                    labels=[TurnLabel(turn=t, behaviours=(labels or {}).get(t, [])) for t in range(N_TURNS)]
-                    if kind == "fine_grained" else [], judged_turns=list(range(N_TURNS)))
+    return Judgment(
+        instance_id=iid,
+        target="reference",
+        target_name="reference",
+        judge_id="jid",
+        judge_name="j",
+        kind=kind,
+        taxonomy_hash=TAX.hash,
+        consistency=c,
+        collaborativeness=k,
+        labels=[TurnLabel(turn=t, behaviours=(labels or {}).get(t, [])) for t in range(N_TURNS)]
+        if kind == "fine_grained"
+        else [],
+        judged_turns=list(range(N_TURNS)),
+    )
 
 
 def _probed_run(tmp_path, records, n: int) -> Run:
@@ -194,10 +235,21 @@ def _names_tables(tmp_path, changed: dict[str, int], likert: dict[str, list[int]
         iid = f"d/c{i}/0"
         labels = {t: [b for b, k in changed.items() if i * N_TURNS + t < k] for t in range(N_TURNS)}
         moved = {d: 5 + likert[d][i] for d in ("consistency", "collaborativeness")}
-        for kind, j in (("fine_grained", _ref(iid, "fine_grained", labels)),
-                        ("overall", _ref(iid, "overall", c=moved["consistency"], k=moved["collaborativeness"]))):
-            recs.append(ProbeRecord(probe="names", judge="j", kind=kind, instance_id=iid, target="reference",
-                                    target_id="reference", judgment=j))
+        for kind, j in (
+            ("fine_grained", _ref(iid, "fine_grained", labels)),
+            ("overall", _ref(iid, "overall", c=moved["consistency"], k=moved["collaborativeness"])),
+        ):
+            recs.append(
+                ProbeRecord(
+                    probe="names",
+                    judge="j",
+                    kind=kind,
+                    instance_id=iid,
+                    target="reference",
+                    target_id="reference",
+                    judgment=j,
+                )
+            )
     names = probe_tables(_probed_run(tmp_path, recs, n), "j", resamples=50)["names"]
     return {r["measure"]: r for r in names.iter_rows(named=True)}
 
@@ -206,10 +258,18 @@ def test_the_names_probe_flags_a_change_above_five_percent_of_turn_labels_or_hal
     """The flag is where the change passes the tolerance (strictly): 10 of 200 turn labels (5%) and a
     mean change of 0.5 Likert points are accepted, 11 of 200 (5.5%) and 0.625 points are flagged,
     9 of 200 (4.5%) is accepted."""
-    row = _names_tables(tmp_path, {"repetition": 10, "off_topic": 11, "unclear_intent": 9},
-                        {"consistency": [-2, 1, 1, 0, 0, 0, 0, 0], "collaborativeness": [1, -1, 1, 1, 1, 0, 0, 0]})
-    for measure, changed, flag in (("repetition", 10, False), ("off_topic", 11, True),
-                                   ("unclear_intent", 9, False), ("misunderstanding", 0, False), ("any", 11, True)):
+    row = _names_tables(
+        tmp_path,
+        {"repetition": 10, "off_topic": 11, "unclear_intent": 9},
+        {"consistency": [-2, 1, 1, 0, 0, 0, 0, 0], "collaborativeness": [1, -1, 1, 1, 1, 0, 0, 0]},
+    )
+    for measure, changed, flag in (
+        ("repetition", 10, False),
+        ("off_topic", 11, True),
+        ("unclear_intent", 9, False),
+        ("misunderstanding", 0, False),
+        ("any", 11, True),
+    ):
         r = row[measure]
         assert (r["n_targets"], r["n"], r["changed"]) == (8, 200, changed), measure
         assert r["value"] == changed / 200 and r["ci_low"] is None and "too small" in r["ci_note"]
@@ -221,8 +281,9 @@ def test_the_names_probe_flags_a_change_above_five_percent_of_turn_labels_or_hal
 
 
 def test_the_names_probe_accepts_a_change_just_below_the_tolerance(tmp_path):
-    row = _names_tables(tmp_path, {"repetition": 1}, {"consistency": [1, 1, 1, 0, 0, 0, 0, 0],
-                                                      "collaborativeness": [0] * 8})
+    row = _names_tables(
+        tmp_path, {"repetition": 1}, {"consistency": [1, 1, 1, 0, 0, 0, 0, 0], "collaborativeness": [0] * 8}
+    )
     assert row["repetition"]["value"] == 1 / 200 and not row["repetition"]["flag"]
     assert row["consistency"]["value"] == 3 / 8 and not row["consistency"]["flag"]
     assert row["collaborativeness"]["value"] == 0 and not row["collaborativeness"]["flag"]
@@ -239,9 +300,20 @@ def test_a_planted_turn_is_detected_only_when_labelled_with_the_planted_behaviou
     for i, got in planted_turn.items():
         iid = f"d/c{i}/0"
         labels = {2: got, **({0: ["unclear_intent"]} if i == 3 else {})}
-        recs.append(ProbeRecord(probe="planted", judge="j", kind="fine_grained", instance_id=iid,
-                                target="reference", target_id="reference", behaviour="repetition",
-                                expects="repetition", turn=2, judgment=_ref(iid, "fine_grained", labels)))
+        recs.append(
+            ProbeRecord(
+                probe="planted",
+                judge="j",
+                kind="fine_grained",
+                instance_id=iid,
+                target="reference",
+                target_id="reference",
+                behaviour="repetition",
+                expects="repetition",
+                turn=2,
+                judgment=_ref(iid, "fine_grained", labels),
+            )
+        )
     planted = probe_tables(_probed_run(tmp_path, recs, 4), "j", resamples=50)["planted"]
     [r] = planted.iter_rows(named=True)
     assert (r["behaviour"], r["expects"], r["n"]) == ("repetition", "repetition", 4)

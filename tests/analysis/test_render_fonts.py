@@ -15,8 +15,9 @@ import pytest
 
 from cocoeval.analysis import charts, render
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="the bundled-fonts setting is made through fontconfig, on Linux only")
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="the bundled-fonts setting is made through fontconfig, on Linux only"
+)
 
 _DRAW = """
 import hashlib, json, sys
@@ -31,17 +32,22 @@ print(json.dumps([hashlib.sha256(svg.encode()).hexdigest(), hashlib.sha256(vlc.s
 def spec(label: str) -> str:
     # a clipped mark: vl-convert numbers its clip ids per process, so a worker that had drawn one
     # before (its warm-up) would write another SVG than a fresh process
-    return json.dumps({"data": {"values": [{"a": label, "b": 1}, {"a": "Repetition", "b": 2}]},
-                       "mark": {"type": "bar", "clip": True},
-                       "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}},
-                       "title": "Behaviour rates"})
+    return json.dumps(
+        {
+            "data": {"values": [{"a": label, "b": 1}, {"a": "Repetition", "b": 2}]},
+            "mark": {"type": "bar", "clip": True},
+            "encoding": {"x": {"field": "a", "type": "nominal"}, "y": {"field": "b", "type": "quantitative"}},
+            "title": "Behaviour rates",
+        }
+    )
 
 
 def drawn(spec_json: str, env: dict[str, str], dirs: list[str] = ()) -> list[str]:
     """The SHA-256 of the SVG and of the PNG vl-convert draws in a fresh process with ``env``,
     with the font folders ``dirs`` registered first."""
-    out = subprocess.run([sys.executable, "-c", _DRAW, spec_json, *dirs], env=env, capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _DRAW, spec_json, *dirs], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout)
 
 
@@ -67,8 +73,13 @@ def test_figures_are_drawn_with_the_bundled_liberation_sans_whatever_the_host_ha
     monkeypatch.setenv("FONTCONFIG_FILE", "/etc/fonts/fonts.conf")  # the caller's: not the rendering's
     s = spec("Off-topic")
     assert saved(s, tmp_path, "latin") == drawn(s, bundled_only_env())
-    host = [os.path.join(d, f) for top in render.host_font_dirs() for d, _, fs in os.walk(top) for f in fs
-            if f == "LiberationSans-Regular.ttf"]
+    host = [
+        os.path.join(d, f)
+        for top in render.host_font_dirs()
+        for d, _, fs in os.walk(top)
+        for f in fs
+        if f == "LiberationSans-Regular.ttf"
+    ]
     if not host:
         pytest.skip("the host has no Liberation Sans of its own: vl-convert uses its bundled one either way")
     left_to_itself = drawn(s, host_env())

@@ -33,8 +33,13 @@ def paper_scale():
 def files(d):
     """Every file's bytes; in SVGs the gradient and clip ids, numbered by vl-convert in the order
     figures are rendered in one process (two renders of one chart differ so), are left out."""
-    return {p.relative_to(d).as_posix(): re.sub(rb"(gradient_|clip)\d+", rb"\1#", p.read_bytes())
-            if p.suffix == ".svg" else p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(d).as_posix(): re.sub(rb"(gradient_|clip)\d+", rb"\1#", p.read_bytes())
+        if p.suffix == ".svg"
+        else p.read_bytes()
+        for p in sorted(d.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_report_is_the_same_as_before(tmp_path, monkeypatch):

@@ -26,8 +26,13 @@ def reps(inst_id, target, n_rep, n_off=0, judge="J"):
 
 
 def manifest(*setups):
-    return {"params": {"setups": [{"name": n, "model": m, "prompt": p, "turns_per_call": k, "kind": kind}
-                                  for n, m, p, k, kind in setups]}}
+    return {
+        "params": {
+            "setups": [
+                {"name": n, "model": m, "prompt": p, "turns_per_call": k, "kind": kind} for n, m, p, k, kind in setups
+            ]
+        }
+    }
 
 
 def mp(setup):
@@ -35,34 +40,57 @@ def mp(setup):
 
 
 def make(insts, judgments, *setups):
-    return Run.model_validate({"instances": insts, "continuations": judged_continuations(judgments), "judgments": {"J": judgments}, "manifest": manifest(*setups)})
+    return Run.model_validate(
+        {
+            "instances": insts,
+            "continuations": judged_continuations(judgments),
+            "judgments": {"J": judgments},
+            "manifest": manifest(*setups),
+        }
+    )
 
 
 def insts(n, dataset="d", chat=False):
-    return [instance(f"{dataset}/c{i}/0", n_hist=2, n_ref=4, chat=chat).model_copy(update={"dataset": dataset})
-            for i in range(n)]
+    return [
+        instance(f"{dataset}/c{i}/0", n_hist=2, n_ref=4, chat=chat).model_copy(update={"dataset": dataset})
+        for i in range(n)
+    ]
 
 
 def test_conditions_group_fine_tuned_models_by_base():
     run = make([], [], mp(("a", FT1, "vanilla", 1)), mp(("b", FT5, "vanilla", 5)), mp(("c", G41, "vanilla", 1)))
     cond = paper_stats.conditions(run)
     assert cond.filter(pl.col("setup") == "a")["model_group"].item() == "openai/gpt-4.1-2025-04-14 SFT"
-    assert paper_stats.figure_groups(cond) == {"openai/gpt-4.1 · vanilla": ["c"],
-                                         "openai/gpt-4.1-2025-04-14 SFT · vanilla": ["a", "b"]}
+    assert paper_stats.figure_groups(cond) == {
+        "openai/gpt-4.1 · vanilla": ["c"],
+        "openai/gpt-4.1-2025-04-14 SFT · vanilla": ["a", "b"],
+    }
 
 
 def test_rq3_contrasts_each_model_and_k_with_both_prompts_only():
     it = insts(12)
     js = []
     for i, inst in enumerate(it):
-        js += [reps(inst.id, "v1", 0), reps(inst.id, "v30", 1), reps(inst.id, "t30", 1), reps(inst.id, "o1", 0),
-               reps(inst.id, "ot5", 3)]
+        js += [
+            reps(inst.id, "v1", 0),
+            reps(inst.id, "v30", 1),
+            reps(inst.id, "t30", 1),
+            reps(inst.id, "o1", 0),
+            reps(inst.id, "ot5", 3),
+        ]
         if i >= 2:  # taxonomy k=1 judged validly on 10 instances only
             js.append(reps(inst.id, "t1", 2))
-    run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("t1", G41, "taxonomy", 1)),
-               mp(("v30", G41, "vanilla", 30)), mp(("t30", G41, "taxonomy", 30)),
-               mp(("o1", OPUS, "vanilla", 1)), mp(("ot5", OPUS, "taxonomy", 5)),  # k differs: no pair
-               mp(("c1", G41, "copy_then_continue", 1)))
+    run = make(
+        it,
+        js,
+        mp(("v1", G41, "vanilla", 1)),
+        mp(("t1", G41, "taxonomy", 1)),
+        mp(("v30", G41, "vanilla", 30)),
+        mp(("t30", G41, "taxonomy", 30)),
+        mp(("o1", OPUS, "vanilla", 1)),
+        mp(("ot5", OPUS, "taxonomy", 5)),  # k differs: no pair
+        mp(("c1", G41, "copy_then_continue", 1)),
+    )
     pairs = paper_stats.rq3_pairs(paper_stats.conditions(run))
     assert sorted((a, b, k["turns_per_call"]) for a, b, k in pairs) == [("v1", "t1", 1), ("v30", "t30", 30)]
     f = run_frames(run)
@@ -85,12 +113,24 @@ def test_rq5_compares_k_within_model_and_prompt_never_pooled():
     counts = {"g1": 3, "g5": 2, "g30": 0, "o1": 4, "o5": 1, "gt1": 2}
     js = [reps(inst.id, s, n) for inst in it for s, n in counts.items()]
     js += [reps(inst.id, "reference", 1) for inst in it]
-    run = make(it, js, mp(("g1", G41, "vanilla", 1)), mp(("g5", G41, "vanilla", 5)), mp(("g30", G41, "vanilla", 30)),
-               mp(("o1", OPUS, "vanilla", 1)), mp(("o5", OPUS, "vanilla", 5)), mp(("gt1", G41, "taxonomy", 1)))
+    run = make(
+        it,
+        js,
+        mp(("g1", G41, "vanilla", 1)),
+        mp(("g5", G41, "vanilla", 5)),
+        mp(("g30", G41, "vanilla", 30)),
+        mp(("o1", OPUS, "vanilla", 1)),
+        mp(("o5", OPUS, "vanilla", 5)),
+        mp(("gt1", G41, "taxonomy", 1)),
+    )
     pairs = paper_stats.rq5_pairs(paper_stats.conditions(run))
     got = sorted((k["model_group"], k["prompt"], k["k_a"], k["k_b"], a, b) for a, b, k in pairs)
-    assert got == [(OPUS, "vanilla", 1, 5, "o1", "o5"), (G41, "vanilla", 1, 5, "g1", "g5"),
-                   (G41, "vanilla", 1, 30, "g1", "g30"), (G41, "vanilla", 5, 30, "g5", "g30")]
+    assert got == [
+        (OPUS, "vanilla", 1, 5, "o1", "o5"),
+        (G41, "vanilla", 1, 5, "g1", "g5"),
+        (G41, "vanilla", 1, 30, "g1", "g30"),
+        (G41, "vanilla", 5, 30, "g5", "g30"),
+    ]
     f = run_frames(run)
     a = rq.by_turns_per_call(f, run, "J", resamples=200)
     kp = a.tables["k_pairs"].filter(pl.col("behaviour") == "repetition")
@@ -104,8 +144,11 @@ def test_rq5_compares_k_within_model_and_prompt_never_pooled():
     assert dict(zip(km["panel"], km["mean"], strict=True)) == {s: float(n) for s, n in counts.items()}
     d = a.tables["distance_by_k"]
     assert d.filter(pl.col("target") == "g30")["distance"].item() == pytest.approx(1.0)
-    assert {"rq5_openai-gpt-4.1-vanilla", "rq5_anthropic-claude-opus-4-vanilla",
-            "figure3_openai-gpt-4.1-vanilla"} <= set(a.charts)
+    assert {
+        "rq5_openai-gpt-4.1-vanilla",
+        "rq5_anthropic-claude-opus-4-vanilla",
+        "figure3_openai-gpt-4.1-vanilla",
+    } <= set(a.charts)
     fig = a.charts["figure3_openai-gpt-4.1-vanilla"].to_dict()
     assert fig["title"] == "openai/gpt-4.1 · vanilla"
 
@@ -126,8 +169,15 @@ def test_rq1_leaves_out_human_ai_chats():
 def _with_people(inst, n_meta, n_window):
     speakers = [f"P{j}" for j in range(n_window)]
     turns = [Turn(speaker=speakers[j % n_window], text="x") for j in range(6)]
-    return inst.model_copy(update={"history": turns[:2], "reference": turns[2:], "metadata": inst.metadata.model_copy(
-        update={"participants": [Participant(name=f"P{j}") for j in range(n_meta)]})})
+    return inst.model_copy(
+        update={
+            "history": turns[:2],
+            "reference": turns[2:],
+            "metadata": inst.metadata.model_copy(
+                update={"participants": [Participant(name=f"P{j}") for j in range(n_meta)]}
+            ),
+        }
+    )
 
 
 def test_participants_for_humans_and_every_setup_on_the_widest_datasets():
@@ -151,8 +201,9 @@ def test_participants_for_humans_and_every_setup_on_the_widest_datasets():
     sp = paper_stats.participants_spearman(f, "J")
     assert set(sp["dataset"]) == {"wide", "mid"} and set(sp["target"]) == {"reference", "sim"}
     for target, tot in (("reference", tot_h), ("sim", tot_s)):
-        row = sp.filter((pl.col("dataset") == "wide") & (pl.col("target") == target)
-                        & (pl.col("behaviour") == "all")).row(0, named=True)
+        row = sp.filter(
+            (pl.col("dataset") == "wide") & (pl.col("target") == target) & (pl.col("behaviour") == "all")
+        ).row(0, named=True)
         ref = sps.spearmanr(meta, tot)
         assert row["rho"] == pytest.approx(ref.statistic) and row["p_value"] == pytest.approx(ref.pvalue)
     # the window count (distinct speakers in x + r) is another predictor, asked for explicitly
@@ -176,8 +227,14 @@ def test_tables_4_and_11_and_figure3_grouping():
         js += [overall(inst.id, "reference", "J", 5, 6), overall(inst.id, "v1", "J", 8, 9)]
     chat = insts(4, "sharechat", chat=True)
     js += [reps(i.id, "reference", 4) for i in chat] + [overall(i.id, "reference", "J", 1, 1) for i in chat]
-    run = make([*it, *chat], js, mp(("v30", G41, "vanilla", 30)), mp(("v1", G41, "vanilla", 1)),
-               mp(("t1", G41, "taxonomy", 1)), ("u", G41, "user_simulator", 1, "human_ai"))
+    run = make(
+        [*it, *chat],
+        js,
+        mp(("v30", G41, "vanilla", 30)),
+        mp(("v1", G41, "vanilla", 1)),
+        mp(("t1", G41, "taxonomy", 1)),
+        ("u", G41, "user_simulator", 1, "human_ai"),
+    )
     f = run_frames(run)
     a = studies.paper_tables(f, run, "J", resamples=200)
     t4 = a.tables["table4"]
@@ -185,8 +242,14 @@ def test_tables_4_and_11_and_figure3_grouping():
     assert t4.row(0, named=True)["consistency_mean"] == 5.0 and t4.row(0, named=True)["n"] == 24
     assert t4.row(1, named=True)["collaborativeness_mean"] == 9.0
     t11 = a.tables["table11"]
-    assert t11.select("dataset", "target").rows() == [("a", "reference"), ("a", "v1"), ("a", "v30"),
-                                                      ("b", "reference"), ("b", "v1"), ("b", "v30")]
+    assert t11.select("dataset", "target").rows() == [
+        ("a", "reference"),
+        ("a", "v1"),
+        ("a", "v30"),
+        ("b", "reference"),
+        ("b", "v1"),
+        ("b", "v30"),
+    ]
     assert t11.filter((pl.col("dataset") == "b") & (pl.col("target") == "v30"))["off_topic"].item() == 3.0
     assert t11["n"].to_list() == [12] * 6 and "sharechat" not in t11["dataset"].to_list()
     assert set(a.charts) == {"figure3_human", "figure3_openai-gpt-4.1-vanilla"}  # t1 has no judgments
@@ -200,14 +263,18 @@ def test_compare_to_humans_with_the_run_draws_one_figure_per_condition():
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("t1", G41, "taxonomy", 1)), mp(("o1", OPUS, "vanilla", 1)))
     f = run_frames(run)
     a = rq.compare_to_humans(f, "J", ["v1", "t1", "o1"], "q", resamples=100, run=run)
-    assert set(a.charts) == {"figure3_openai-gpt-4.1-vanilla", "figure3_openai-gpt-4.1-taxonomy",
-                             "figure3_anthropic-claude-opus-4-vanilla"}
+    assert set(a.charts) == {
+        "figure3_openai-gpt-4.1-vanilla",
+        "figure3_openai-gpt-4.1-taxonomy",
+        "figure3_anthropic-claude-opus-4-vanilla",
+    }
     groups = charts.figure3_groups(a.tables["figure3"], TAX, {"x": ["nope"]})
     assert groups == {}
 
 
-@pytest.mark.parametrize("params", [{"setups": [1]}, {"setups": [{"model": "m"}]}, [1],
-                                    {"setups": [{"name": "a", "turns_per_call": "5"}]}])
+@pytest.mark.parametrize(
+    "params", [{"setups": [1]}, {"setups": [{"model": "m"}]}, [1], {"setups": [{"name": "a", "turns_per_call": "5"}]}]
+)
 def test_a_malformed_manifest_is_a_clear_error(params):
     from cocoeval.core.errors import InputError
 

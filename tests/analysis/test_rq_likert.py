@@ -19,14 +19,31 @@ TAX = load_taxonomy()
 
 
 def overall(iid, target, c, k):
-    return Judgment(instance_id=iid, target=target, target_name=target, judge_id="J", judge_name="J", kind="overall",
-                    taxonomy_hash=TAX.hash, consistency=c, collaborativeness=k)
+    return Judgment(
+        instance_id=iid,
+        target=target,
+        target_name=target,
+        judge_id="J",
+        judge_name="J",
+        kind="overall",
+        taxonomy_hash=TAX.hash,
+        consistency=c,
+        collaborativeness=k,
+    )
 
 
 def fine(iid, target, reps):
-    return Judgment(instance_id=iid, target=target, target_name=target, judge_id="J", judge_name="J",
-                    kind="fine_grained", taxonomy_hash=TAX.hash, judged_turns=[0, 1, 2],
-                    labels=[TurnLabel(turn=t, behaviours=["repetition"] if t < reps else []) for t in range(3)])
+    return Judgment(
+        instance_id=iid,
+        target=target,
+        target_name=target,
+        judge_id="J",
+        judge_name="J",
+        kind="fine_grained",
+        taxonomy_hash=TAX.hash,
+        judged_turns=[0, 1, 2],
+        labels=[TurnLabel(turn=t, behaviours=["repetition"] if t < reps else []) for t in range(3)],
+    )
 
 
 def make_run(n=8):
@@ -38,8 +55,19 @@ def make_run(n=8):
         js += [fine(i.id, "a", (k + 1) % 3), overall(i.id, "a", 5 + k % 3, 4 + k % 2)]
         if k:  # setup b lacks instance 0: its overall judgment is invalid, a lacks nothing
             js += [fine(i.id, "b", k % 2), overall(i.id, "b", 6, 6)]
-    js.append(Judgment(instance_id=insts[0].id, target="b", target_name="b", judge_id="J", judge_name="J",
-                       kind="overall", taxonomy_hash=TAX.hash, status="invalid", reason="unusable"))
+    js.append(
+        Judgment(
+            instance_id=insts[0].id,
+            target="b",
+            target_name="b",
+            judge_id="J",
+            judge_name="J",
+            kind="overall",
+            taxonomy_hash=TAX.hash,
+            status="invalid",
+            reason="unusable",
+        )
+    )
     conts = {s: [Continuation(instance_id=i.id, setup_id=s, turns=i.reference) for i in insts] for s in ("a", "b")}
     return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {"J": js}})
 
@@ -61,12 +89,16 @@ def test_likert_beside_paired_results_is_paired_with_n():
     # constant pairs: no interval, said so (never a zero-width one)
     b = lk.filter((pl.col("target") == "b") & (pl.col("series") == paper_stats.DIFFERENCE)).row(0, named=True)
     assert b["ci_low"] is None and b["ci_note"] == "degenerate resample (every resample equal)"
-    d = lk.filter((pl.col("target") == "a") & (pl.col("series") == paper_stats.DIFFERENCE)
-                  & (pl.col("score") == "consistency")).row(0, named=True)
+    d = lk.filter(
+        (pl.col("target") == "a") & (pl.col("series") == paper_stats.DIFFERENCE) & (pl.col("score") == "consistency")
+    ).row(0, named=True)
     assert d["ci_low"] <= d["mean"] <= d["ci_high"]
     # the unpaired means differ: this is what the paired table avoids
-    un = stats.likert_means(f, resamples=50, min_n=2).filter((pl.col("target") == "reference")
-                                                            & (pl.col("score") == "consistency")).row(0, named=True)
+    un = (
+        stats.likert_means(f, resamples=50, min_n=2)
+        .filter((pl.col("target") == "reference") & (pl.col("score") == "consistency"))
+        .row(0, named=True)
+    )
     assert un["n"] == 8 and un["mean"] != got[("b", HUMAN, "consistency")][0]
 
 

@@ -28,15 +28,33 @@ TAX = load_taxonomy()
 
 
 def fine(inst_id, target, judge, per_turn, status="ok", human=False):
-    return Judgment(instance_id=inst_id, target=target, target_name=target, judge_id=("human:" if human else "") + judge,
-                    judge_name=judge, kind="fine_grained", taxonomy_hash=TAX.hash, status=status,
-                    labels=[TurnLabel(turn=i, behaviours=bs) for i, bs in enumerate(per_turn)],
-                    judged_turns=list(range(len(per_turn))), reason="bad" if status == "invalid" else None)
+    return Judgment(
+        instance_id=inst_id,
+        target=target,
+        target_name=target,
+        judge_id=("human:" if human else "") + judge,
+        judge_name=judge,
+        kind="fine_grained",
+        taxonomy_hash=TAX.hash,
+        status=status,
+        labels=[TurnLabel(turn=i, behaviours=bs) for i, bs in enumerate(per_turn)],
+        judged_turns=list(range(len(per_turn))),
+        reason="bad" if status == "invalid" else None,
+    )
 
 
 def overall(inst_id, target, judge, c, k):
-    return Judgment(instance_id=inst_id, target=target, target_name=target, judge_id=judge, judge_name=judge,
-                    kind="overall", taxonomy_hash=TAX.hash, consistency=c, collaborativeness=k)
+    return Judgment(
+        instance_id=inst_id,
+        target=target,
+        target_name=target,
+        judge_id=judge,
+        judge_name=judge,
+        kind="overall",
+        taxonomy_hash=TAX.hash,
+        consistency=c,
+        collaborativeness=k,
+    )
 
 
 def make_run(n=6):
@@ -49,9 +67,13 @@ def make_run(n=6):
         js.append(overall(inst.id, "reference", "J", 5 + k % 3, 4))
     js.append(fine(insts[0].id, "sim2", "J", [], status="invalid"))
     # the helpers use the setup's name as its id: a judgment counts only for the current ok continuation
-    conts = {"sim": [Continuation(instance_id=i.id, setup_id="sim", turns=i.reference) for i in insts],
-             "sim2": [Continuation(instance_id=insts[0].id, setup_id="sim2", turns=insts[0].reference),
-                      *[Continuation(instance_id=i.id, setup_id="sim2", status="invalid", reason="x") for i in insts[1:2]]]}
+    conts = {
+        "sim": [Continuation(instance_id=i.id, setup_id="sim", turns=i.reference) for i in insts],
+        "sim2": [
+            Continuation(instance_id=insts[0].id, setup_id="sim2", turns=insts[0].reference),
+            *[Continuation(instance_id=i.id, setup_id="sim2", status="invalid", reason="x") for i in insts[1:2]],
+        ],
+    }
     return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {"J": js}})
 
 
@@ -89,10 +111,9 @@ def test_stale_judgments_of_a_changed_setup_are_counted_apart_never_in_means():
     insts = run.instances
     # the setup's settings changed (new id "sim-v2"); simulate re-ran: instance 0's new continuation is
     # invalid, the others are ok but not judged yet. The old judgments (target "sim") are stale.
-    run.continuations["sim"] = ([Continuation(instance_id=insts[0].id, setup_id="sim-v2", status="invalid",
-                                               reason="x")]
-                                 + [Continuation(instance_id=i.id, setup_id="sim-v2", turns=i.reference)
-                                    for i in insts[1:]])
+    run.continuations["sim"] = [
+        Continuation(instance_id=insts[0].id, setup_id="sim-v2", status="invalid", reason="x")
+    ] + [Continuation(instance_id=i.id, setup_id="sim-v2", turns=i.reference) for i in insts[1:]]
     f = run_frames(run)
     assert "sim" not in set(f.counts["target"]) and f.counts.filter(pl.col("target") == "reference").height > 0
     assert set(f.judgments.filter(pl.col("target") == "sim")["status"]) == {"stale"}
@@ -102,7 +123,9 @@ def test_stale_judgments_of_a_changed_setup_are_counted_apart_never_in_means():
     run.judgments["J"].append(fine(insts[1].id, "sim", "J", [["repetition"]] * 4))
     run.judgments["J"][-1].target = "sim-v2"
     f = run_frames(run)
-    assert f.counts.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "repetition"))["count"].to_list() == [4]
+    assert f.counts.filter((pl.col("target") == "sim") & (pl.col("behaviour") == "repetition"))["count"].to_list() == [
+        4
+    ]
 
 
 def test_mean_occurrences_hand_computed():
@@ -146,8 +169,9 @@ def _agree_run(seed, noise):
         vals = base if noise == 0 else rng.integers(0, 6, size=30)
         vals = np.clip(vals + (r if noise == 0 else 0), 0, 6)
         for inst, v in zip(insts, vals, strict=True):
-            js.append(fine(inst.id, "reference", name, [["repetition"]] * int(v) + [[]] * (6 - int(v)),
-                           human=name != "A"))
+            js.append(
+                fine(inst.id, "reference", name, [["repetition"]] * int(v) + [[]] * (6 - int(v)), human=name != "A")
+            )
     return run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}})), insts
 
 
@@ -155,15 +179,23 @@ def test_agreement_leave_one_out_against_scipy_and_significance():
     f, _ = _agree_run(0, noise=1)
     assert agreement(f, resamples=50)["rater"].to_list()[:2] == ["B", "C"]  # by default humans only (A is a judge)
     a = agreement(f, ["A", "B", "C"], resamples=500)  # any raters named explicitly
-    wide = (f.counts.group_by("judge", "instance_id").agg(pl.col("count").sum())
-            .pivot(on="judge", index="instance_id", values="count").sort("instance_id"))
+    wide = (
+        f.counts.group_by("judge", "instance_id")
+        .agg(pl.col("count").sum())
+        .pivot(on="judge", index="instance_id", values="count")
+        .sort("instance_id")
+    )
     x = wide.select("A", "B", "C").to_numpy().astype(float)
     expected = np.mean([sps.spearmanr(x[:, r], np.delete(x, r, axis=1).mean(axis=1)).statistic for r in range(3)])
     avg = a.filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
     assert avg["rho"] == pytest.approx(expected)
     assert not avg["significant"]  # independent random raters
     g, _ = _agree_run(1, noise=0)
-    avg = agreement(g, ["A", "B", "C"], resamples=500).filter(pl.col("rater") == "average (leave-one-out)").row(0, named=True)
+    avg = (
+        agreement(g, ["A", "B", "C"], resamples=500)
+        .filter(pl.col("rater") == "average (leave-one-out)")
+        .row(0, named=True)
+    )
     assert avg["rho"] > 0.9 and avg["significant"]
     jh = judge_vs_humans(g, "A", resamples=300).filter(pl.col("item") == "all").row(0, named=True)
     assert jh["significant"] and jh["annotators"] == 2
@@ -208,22 +240,27 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
     run = make_run(6)
     # sim3 covers only the first two instances
     run.judgments["J"] += [fine(i.id, "sim3", "J", [[]] * 4) for i in run.instances[:2]]
-    run.continuations["sim3"] = [Continuation(instance_id=i.id, setup_id="sim3", turns=i.reference)
-                                    for i in run.instances[:2]]
+    run.continuations["sim3"] = [
+        Continuation(instance_id=i.id, setup_id="sim3", turns=i.reference) for i in run.instances[:2]
+    ]
     f = run_frames(run)
     m = figure3_means(f, "J", resamples=100)
-    ref3 = m.filter((pl.col("panel") == "sim3") & (pl.col("series") == "human reference")
-                    & (pl.col("behaviour") == "repetition")).row(0, named=True)
+    ref3 = m.filter(
+        (pl.col("panel") == "sim3") & (pl.col("series") == "human reference") & (pl.col("behaviour") == "repetition")
+    ).row(0, named=True)
     assert ref3["n"] == 2 and ref3["mean"] == pytest.approx((0 + 1) / 2)  # instances 0 and 1 only
-    ref = m.filter((pl.col("panel") == "sim") & (pl.col("series") == "human reference")
-                   & (pl.col("behaviour") == "repetition")).row(0, named=True)
+    ref = m.filter(
+        (pl.col("panel") == "sim") & (pl.col("series") == "human reference") & (pl.col("behaviour") == "repetition")
+    ).row(0, named=True)
     assert ref["n"] == 6
     # a reference judgment that is invalid takes its instance out of both series, so both rest on
     # the same instances (the simulated side does not keep the instance the humans lack)
-    run.judgments["J"] = [j if not (j.target == "reference" and j.kind == "fine_grained"
-                                    and j.instance_id == run.instances[5].id)
-                          else fine(j.instance_id, "reference", "J", [], status="invalid")
-                          for j in run.judgments["J"]]
+    run.judgments["J"] = [
+        j
+        if not (j.target == "reference" and j.kind == "fine_grained" and j.instance_id == run.instances[5].id)
+        else fine(j.instance_id, "reference", "J", [], status="invalid")
+        for j in run.judgments["J"]
+    ]
     m = figure3_means(run_frames(run), "J", resamples=100)
     both = m.filter((pl.col("panel") == "sim") & (pl.col("behaviour") == "repetition"))
     assert sorted(both["n"].to_list()) == [5, 5]

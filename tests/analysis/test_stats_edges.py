@@ -33,8 +33,11 @@ def _two_setups(n=12, b_valid=False, ref_valid=True):
     for inst in it:
         ref = fine(inst.id, "reference", "J", [["repetition"]] * 2 + [[]] * 2)
         b = fine(inst.id, "B", "J", [["repetition"]] + [[]] * 3)
-        js += [ref if ref_valid else _invalid(ref), fine(inst.id, "A", "J", [["repetition"]] * 3 + [[]]),
-               b if b_valid else _invalid(b)]
+        js += [
+            ref if ref_valid else _invalid(ref),
+            fine(inst.id, "A", "J", [["repetition"]] * 3 + [[]]),
+            b if b_valid else _invalid(b),
+        ]
     conts = {s: [Continuation(instance_id=i.id, setup_id=s, turns=i.reference) for i in it] for s in "AB"}
     return run_frames(Run.model_validate({"instances": it, "continuations": conts, "judgments": {"J": js}}))
 
@@ -98,7 +101,11 @@ def test_unknown_participant_counts_are_left_out_of_table_12_never_poison_it():
     f = _participants_run(unknown=3)
     var = paper_stats.participant_variance(f).row(0, named=True)
     assert var["instances"] == 11 and var["unknown"] == 3
-    r = paper_stats.participants_spearman(f, "J", datasets=["d"]).filter(pl.col("behaviour") == "all").row(0, named=True)
+    r = (
+        paper_stats.participants_spearman(f, "J", datasets=["d"])
+        .filter(pl.col("behaviour") == "all")
+        .row(0, named=True)
+    )
     known = f.instances.filter(pl.col("n_participants_metadata").is_not_null()).sort("instance_id")
     totals = f.counts.group_by("instance_id").agg(pl.col("count").sum()).sort("instance_id")
     y = known.join(totals, on="instance_id")
@@ -107,7 +114,11 @@ def test_unknown_participant_counts_are_left_out_of_table_12_never_poison_it():
     assert r["note"] == "3 instance(s) without a participant count left out"
     # too few known ones: no ρ, and both reasons
     g = _participants_run(unknown=6)
-    r = paper_stats.participants_spearman(g, "J", datasets=["d"]).filter(pl.col("behaviour") == "all").row(0, named=True)
+    r = (
+        paper_stats.participants_spearman(g, "J", datasets=["d"])
+        .filter(pl.col("behaviour") == "all")
+        .row(0, named=True)
+    )
     assert r["rho"] is None and r["n"] == 8
     assert r["note"] == "n too small (n=8 < 10); 6 instance(s) without a participant count left out"
 
@@ -149,22 +160,31 @@ def test_table_4_keeps_a_setup_whose_overall_judgments_are_all_invalid():
     it = insts(12)
     js = []
     for inst in it:
-        js += [overall(inst.id, "reference", "J", 5, 6), overall(inst.id, "v1", "J", 8, 9),
-               _invalid(overall(inst.id, "v30", "J", 1, 1)), reps(inst.id, "v30", 1)]
+        js += [
+            overall(inst.id, "reference", "J", 5, 6),
+            overall(inst.id, "v1", "J", 8, 9),
+            _invalid(overall(inst.id, "v30", "J", 1, 1)),
+            reps(inst.id, "v30", 1),
+        ]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)), mp(("t1", G41, "taxonomy", 1)))
     t4 = paper_stats.table4(run_frames(run), "J", paper_stats.conditions(run), resamples=100)
     assert t4["target"].to_list() == ["reference", "v1", "v30"]  # t1: never judged, not expected
     v30 = t4.filter(pl.col("target") == "v30").row(0, named=True)
     assert v30["n"] == 0 and v30["consistency_mean"] is None and v30["collaborativeness_mean"] is None
-    assert v30["consistency_ci_note"] == "no valid overall judgment: v30: 0 of 12 overall judgments by J valid (12 invalid)"
+    assert (
+        v30["consistency_ci_note"]
+        == "no valid overall judgment: v30: 0 of 12 overall judgments by J valid (12 invalid)"
+    )
     assert t4.filter(pl.col("target") == "v1")["consistency_mean"].item() == 8.0
 
 
 def _x_or_y_title(spec: dict, axis: str) -> list[str]:
     inner = spec.get("spec", spec)
-    return next(layer["encoding"][axis]["title"] for layer in inner.get("layer", [inner])
-                if axis in layer.get("encoding", {}) and "title" in layer["encoding"][axis]
-                and layer["encoding"][axis]["title"])
+    return next(
+        layer["encoding"][axis]["title"]
+        for layer in inner.get("layer", [inner])
+        if axis in layer.get("encoding", {}) and "title" in layer["encoding"][axis] and layer["encoding"][axis]["title"]
+    )
 
 
 def _same(values: list[dict], table: pl.DataFrame, keys: list[str], cols: list[str]) -> None:
@@ -204,8 +224,11 @@ def test_plotted_values_are_the_tables_and_axes_name_the_statistic_and_n():
     d = ans.charts["agreement"].to_dict()
     shown = ans.tables["agreement"].filter(pl.col("item").is_in(["all", *agreement.LIKERT]))
     _same(d["data"]["values"], shown, ["comparison", "item"], ["rho", "p5", "p95", "n"])
-    assert _x_or_y_title(d, "x") == ["average leave-one-out Spearman ρ", "bootstrap 5th–95th percentile",
-                                        "n = 5 conversations"]
+    assert _x_or_y_title(d, "x") == [
+        "average leave-one-out Spearman ρ",
+        "bootstrap 5th–95th percentile",
+        "n = 5 conversations",
+    ]
 
 
 def test_the_invalid_rate_is_over_the_judgments_that_had_something_to_judge():
@@ -245,13 +268,17 @@ def test_table_11_keeps_a_setup_whose_judgments_in_a_dataset_are_all_invalid():
     js = []
     for inst in it:
         v30 = reps(inst.id, "v30", 2)
-        js += [reps(inst.id, "reference", 1), reps(inst.id, "v1", 3),
-               _invalid(v30) if inst.dataset == "b" else v30]
+        js += [reps(inst.id, "reference", 1), reps(inst.id, "v1", 3), _invalid(v30) if inst.dataset == "b" else v30]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
     t11 = paper_stats.table11(run_frames(run), "J", paper_stats.conditions(run))
     assert t11.select("dataset", "target", "n").rows() == [
-        ("a", "reference", 10), ("a", "v1", 10), ("a", "v30", 10),
-        ("b", "reference", 10), ("b", "v1", 10), ("b", "v30", 0)]
+        ("a", "reference", 10),
+        ("a", "v1", 10),
+        ("a", "v30", 10),
+        ("b", "reference", 10),
+        ("b", "v1", 10),
+        ("b", "v30", 0),
+    ]
     b30 = t11.filter((pl.col("dataset") == "b") & (pl.col("target") == "v30")).row(0, named=True)
     assert b30["repetition"] is None  # no valid judgment: no mean, never 0
     assert t11.filter((pl.col("dataset") == "a") & (pl.col("target") == "v30"))["repetition"].item() == 2.0
@@ -261,17 +288,23 @@ def test_paired_likert_keeps_a_setup_whose_overall_judgments_are_all_invalid():
     it = insts(12)
     js = []
     for k, inst in enumerate(it):
-        js += [overall(inst.id, "reference", "J", 5, 6), overall(inst.id, "v1", "J", 7 + k % 2, 8),
-               _invalid(overall(inst.id, "v30", "J", 1, 1)), reps(inst.id, "reference", 1), reps(inst.id, "v1", 1),
-               reps(inst.id, "v30", 1)]
+        js += [
+            overall(inst.id, "reference", "J", 5, 6),
+            overall(inst.id, "v1", "J", 7 + k % 2, 8),
+            _invalid(overall(inst.id, "v30", "J", 1, 1)),
+            reps(inst.id, "reference", 1),
+            reps(inst.id, "v1", 1),
+            reps(inst.id, "v30", 1),
+        ]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)), mp(("v30", G41, "vanilla", 30)))
     f = run_frames(run)
     lk = paper_stats.likert_vs_human(f, "J", ["v1", "v30"], resamples=100)
     dead = lk.filter(pl.col("target") == "v30")
     assert dead.height == 6 and dead["n"].to_list() == [0] * 6 and dead["mean"].is_null().all()
     assert all("v30: 0 of 12 overall judgments by J valid (12 invalid)" in x for x in dead["ci_note"])
-    assert lk.filter((pl.col("target") == "v1") & (pl.col("series") == paper_stats.DIFFERENCE)
-                     & (pl.col("score") == "consistency"))["mean"].item() == pytest.approx(2.5)
+    assert lk.filter(
+        (pl.col("target") == "v1") & (pl.col("series") == paper_stats.DIFFERENCE) & (pl.col("score") == "consistency")
+    )["mean"].item() == pytest.approx(2.5)
     text = "\n".join(rq.compare_to_humans(f, "J", ["v1", "v30"], "q", resamples=100).text)
     assert "v30 consistency no estimate (no instance where both v30 and the human reference" in text
 
@@ -289,8 +322,12 @@ def test_the_paired_likert_figure_draws_the_human_reference_in_black():
     it = insts(12)
     js = []
     for k, inst in enumerate(it):
-        js += [overall(inst.id, "reference", "J", 4 + k % 3, 5), overall(inst.id, "v1", "J", 7 + k % 2, 8),
-               reps(inst.id, "reference", 1), reps(inst.id, "v1", 1)]
+        js += [
+            overall(inst.id, "reference", "J", 4 + k % 3, 5),
+            overall(inst.id, "v1", "J", 7 + k % 2, 8),
+            reps(inst.id, "reference", 1),
+            reps(inst.id, "v1", 1),
+        ]
     run = make(it, js, mp(("v1", G41, "vanilla", 1)))
     a = rq.compare_to_humans(run_frames(run), "J", ["v1"], "q", resamples=100)
     svg = vlc.vegalite_to_svg(a.charts["likert"].to_json())

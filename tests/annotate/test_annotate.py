@@ -34,8 +34,11 @@ from ..sim_helpers import instance
 
 def _run():
     insts = [instance(f"d/c{i}/0", n_hist=3, n_ref=3) for i in range(2)]
-    conts = {"simA": [Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1])
-                      for i in insts]}
+    conts = {
+        "simA": [
+            Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1]) for i in insts
+        ]
+    }
     return Run.model_validate({"instances": insts, "continuations": conts})
 
 
@@ -85,17 +88,20 @@ def test_partial_annotation_is_invalid_not_zero(tmp_path):
     assert j.status == "invalid" and j.reason == "turns not annotated: 2, 3"
 
 
-@pytest.mark.parametrize("row,needle", [
-    ("ann,d/c0/0,reference,1,Sarcasm", "unknown behaviour 'Sarcasm'"),
-    ("ann,d/c0/0,reference,1,On topic", "unknown behaviour 'On topic'"),
-    ("ann,d/c0/0,reference,1,Not repetition", "unknown behaviour 'Not repetition'"),
-    ("ann,d/c0/0,reference,1,Redundant info", "unknown behaviour 'Redundant info'"),
-    ("ann,d/c0/0,reference,9,none", "turn must be 1-3"),
-    ("ann,d/c0/0,nobody,1,none", "no target 'nobody'"),
-    (",d/c0/0,reference,1,none", "no annotator"),
-    ("ann,d/c0/0,reference,1,None; Repetition", "'None' together with behaviours"),
-    ("ann,d/c0/0,reference,1,; ;", "behaviours '; ;' names no behaviour"),
-])
+@pytest.mark.parametrize(
+    "row,needle",
+    [
+        ("ann,d/c0/0,reference,1,Sarcasm", "unknown behaviour 'Sarcasm'"),
+        ("ann,d/c0/0,reference,1,On topic", "unknown behaviour 'On topic'"),
+        ("ann,d/c0/0,reference,1,Not repetition", "unknown behaviour 'Not repetition'"),
+        ("ann,d/c0/0,reference,1,Redundant info", "unknown behaviour 'Redundant info'"),
+        ("ann,d/c0/0,reference,9,none", "turn must be 1-3"),
+        ("ann,d/c0/0,nobody,1,none", "no target 'nobody'"),
+        (",d/c0/0,reference,1,none", "no annotator"),
+        ("ann,d/c0/0,reference,1,None; Repetition", "'None' together with behaviours"),
+        ("ann,d/c0/0,reference,1,; ;", "behaviours '; ;' names no behaviour"),
+    ],
+)
 def test_bad_rows_name_file_and_row(tmp_path, row, needle):
     run = _run()
     (tmp_path / "bad.csv").write_text("annotator,instance_id,target,turn,behaviours\n" + row + "\n")
@@ -106,8 +112,9 @@ def test_bad_rows_name_file_and_row(tmp_path, row, needle):
 
 def test_bad_likert_and_header(tmp_path):
     run = _run()
-    (tmp_path / "l.csv").write_text("annotator,instance_id,target,turn,behaviours,consistency,collaborativeness\n"
-                                    "ann,d/c0/0,reference,,,11,5\n")
+    (tmp_path / "l.csv").write_text(
+        "annotator,instance_id,target,turn,behaviours,consistency,collaborativeness\nann,d/c0/0,reference,,,11,5\n"
+    )
     with pytest.raises(InputError, match="consistency must be an integer from 1 to 10"):
         import_annotations(tmp_path / "l.csv", run)
     (tmp_path / "h.csv").write_text("who,what\nx,y\n")
@@ -116,6 +123,7 @@ def test_bad_likert_and_header(tmp_path):
 
 
 # ---------------------------------------------------------------- rows: rejected and repaired
+
 
 def _note(name):
     """judge_parse's repair note for a behaviour name (its wording is judge_parse's)."""
@@ -127,21 +135,27 @@ HEAD = "annotator,instance_id,target,turn,behaviours,consistency,collaborativene
 
 def test_every_rejected_row_is_listed_and_nothing_imported(tmp_path):
     run = _run()
-    (tmp_path / "bad.csv").write_text(HEAD + "ann,d/c0/0,reference,1,Sarcasm\n"
-                                             "ann,d/c0/0,reference,2,none\n"
-                                             "ann,d/c0/0,reference,3,Repetition,7\n"
-                                             "ann,d/c0/0,reference,,Repetition,7,7\n"
-                                             "ann,d/c1/0,reference,1,none;Repetition\n"
-                                             "ann,d/c1/0,reference,2,,,,x\n"
-                                             "ann,d/c1/0,reference,,,7,\n")
+    (tmp_path / "bad.csv").write_text(
+        HEAD + "ann,d/c0/0,reference,1,Sarcasm\n"
+        "ann,d/c0/0,reference,2,none\n"
+        "ann,d/c0/0,reference,3,Repetition,7\n"
+        "ann,d/c0/0,reference,,Repetition,7,7\n"
+        "ann,d/c1/0,reference,1,none;Repetition\n"
+        "ann,d/c1/0,reference,2,,,,x\n"
+        "ann,d/c1/0,reference,,,7,\n"
+    )
     with pytest.raises(InputError) as e:
         import_annotations(tmp_path / "bad.csv", run)
     msg = str(e.value)
     assert "6 rows rejected; nothing was imported" in msg and "bad.csv" in msg
-    for needle in ("row 2: unknown behaviour 'Sarcasm'", "row 4: consistency on a turn row",
-                   "row 5: behaviours on a row without a turn", "row 6: 'none' together with behaviours",
-                   "row 7: the row has more cells than the header",
-                   "row 8: collaborativeness is empty but the other score is given"):
+    for needle in (
+        "row 2: unknown behaviour 'Sarcasm'",
+        "row 4: consistency on a turn row",
+        "row 5: behaviours on a row without a turn",
+        "row 6: 'none' together with behaviours",
+        "row 7: the row has more cells than the header",
+        "row 8: collaborativeness is empty but the other score is given",
+    ):
         assert needle in msg
     assert "row 3" not in msg
     rejected = e.value.rejected
@@ -151,15 +165,19 @@ def test_every_rejected_row_is_listed_and_nothing_imported(tmp_path):
 
 def test_repaired_values_are_reported_with_file_row_and_value(tmp_path):
     run = _run()
-    (tmp_path / "r.csv").write_text(HEAD + "ann,d/c0/0,reference,1,repetitions;Repetition\n"
-                                           "ann,d/c0/0,reference,2,OFF_TOPIC\n"
-                                           "ann,d/c0/0,reference,3,n/a\n"
-                                           "ann,d/c0/0,reference,,,7,5\n")
+    (tmp_path / "r.csv").write_text(
+        HEAD + "ann,d/c0/0,reference,1,repetitions;Repetition\n"
+        "ann,d/c0/0,reference,2,OFF_TOPIC\n"
+        "ann,d/c0/0,reference,3,n/a\n"
+        "ann,d/c0/0,reference,,,7,5\n"
+    )
     parsed = parse_annotations(tmp_path / "r.csv", run)
     notes = [(n["row"], n["value"], n["action"]) for n in parsed.notes]
     # the note is judge_parse's (a plural is always a repair; a case variant may be)
-    expected = [("row 2", "repetitions;Repetition", f"repaired: {_note('repetitions')}"),
-                ("row 2", "repetitions;Repetition", "repaired: 'Repetition' lists repetition twice; kept once")]
+    expected = [
+        ("row 2", "repetitions;Repetition", f"repaired: {_note('repetitions')}"),
+        ("row 2", "repetitions;Repetition", "repaired: 'Repetition' lists repetition twice; kept once"),
+    ]
     expected += [("row 3", "OFF_TOPIC", f"repaired: {_note('OFF_TOPIC')}")]
     expected += [("row 4", "n/a", "repaired: 'n/a' read as no behaviour (none)")]
     assert _note("repetitions") and _note("OFF_TOPIC") and notes == expected
@@ -173,37 +191,55 @@ def test_repaired_values_are_reported_with_file_row_and_value(tmp_path):
 
 def test_jsonl_rows_follow_the_same_rules(tmp_path):
     run = _run()
-    good = [{"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 1,
-             "behaviours": ["Repetition", "off_topic"]},
-            {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 2, "behaviours": []},
-            {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "consistency": 7.0,
-             "collaborativeness": 5}]
+    good = [
+        {
+            "annotator": "ann",
+            "instance_id": "d/c0/0",
+            "target": "reference",
+            "turn": 1,
+            "behaviours": ["Repetition", "off_topic"],
+        },
+        {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference", "turn": 2, "behaviours": []},
+        {
+            "annotator": "ann",
+            "instance_id": "d/c0/0",
+            "target": "reference",
+            "consistency": 7.0,
+            "collaborativeness": 5,
+        },
+    ]
     (tmp_path / "g.jsonl").write_text("".join(json.dumps(r) + "\n" for r in good))
     [fine, over] = import_annotations(tmp_path / "g.jsonl", run)
     assert fine.labels[0].behaviours == ["repetition", "off_topic"] and over.consistency == 7
     assert over.status == "repaired" and over.repairs == ["consistency 7.0 read as 7"]
 
-    bad = ['["ann", "d/c0/0"]',
-           json.dumps({**good[1], "behaviours": ["none", "Repetition"]}),
-           json.dumps({**good[1], "turn": 3} | {"behaviours": ["Repetition", 3]}),
-           json.dumps({**good[2], "consistency": True}),
-           json.dumps({**good[1], "behaviours": ["", " "]}),
-           json.dumps({**good[1], "turn": 3, "annotator": "../x"})]
+    bad = [
+        '["ann", "d/c0/0"]',
+        json.dumps({**good[1], "behaviours": ["none", "Repetition"]}),
+        json.dumps({**good[1], "turn": 3} | {"behaviours": ["Repetition", 3]}),
+        json.dumps({**good[2], "consistency": True}),
+        json.dumps({**good[1], "behaviours": ["", " "]}),
+        json.dumps({**good[1], "turn": 3, "annotator": "../x"}),
+    ]
     (tmp_path / "b.jsonl").write_text("\n".join(bad) + "\n")
     with pytest.raises(InputError) as e:
         import_annotations(tmp_path / "b.jsonl", run)
     msg = str(e.value)
     assert "b.jsonl" in msg and "6 rows rejected" in msg
-    for needle in ("line 1: expected an object", "line 2: 'none' together with behaviours",
-                   "line 3: behaviours must be text or a number", "line 4: consistency must be text or a number",
-                   "line 5: behaviours '; ' names no behaviour", "line 6: annotator '../x' cannot name a file"):
+    for needle in (
+        "line 1: expected an object",
+        "line 2: 'none' together with behaviours",
+        "line 3: behaviours must be text or a number",
+        "line 4: consistency must be text or a number",
+        "line 5: behaviours '; ' names no behaviour",
+        "line 6: annotator '../x' cannot name a file",
+    ):
         assert needle in msg
 
 
 def test_conflicting_rows_are_refused_and_agreeing_ones_kept_once(tmp_path):
     run = _run()
-    rows = (HEAD + "ann,d/c0/0,reference,1,Repetition\nann,d/c0/0,reference,1,repetition\n"
-            "ann,d/c0/0,reference,,,7,5\n")
+    rows = HEAD + "ann,d/c0/0,reference,1,Repetition\nann,d/c0/0,reference,1,repetition\nann,d/c0/0,reference,,,7,5\n"
     (tmp_path / "dup.csv").write_text(rows)
     parsed = parse_annotations(tmp_path / "dup.csv", run)
     assert ("row 3", "duplicate of row 2 (same value); kept once") in [(n["row"], n["action"]) for n in parsed.notes]
@@ -218,14 +254,16 @@ def test_conflicting_rows_are_refused_and_agreeing_ones_kept_once(tmp_path):
 
 # ---------------------------------------------------------------- stores in the run directory
 
+
 def _run_dir(tmp_path, judges=()):
     run = _run()
     d = tmp_path / "run"
     write_jsonl(d / "instances.jsonl", run.instances)
     write_jsonl(d / "continuations" / "simA.jsonl", run.continuations["simA"])
     tax = load_taxonomy()
-    write_json(d / "manifest.json", {"taxonomy": {"name": tax.name, "hash": tax.hash},
-                                     "judges": {j: {} for j in judges}})
+    write_json(
+        d / "manifest.json", {"taxonomy": {"name": tax.name, "hash": tax.hash}, "judges": {j: {} for j in judges}}
+    )
     return d
 
 
@@ -244,8 +282,15 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     d = _run_dir(tmp_path)
     rep = import_into_run(_rows_file(tmp_path / "a1.csv", "ann1", ALL, {"d/c0/0": (7, 5)}), d)
     assert dataclasses.asdict(rep.annotators["ann1"]) | {"store": None} == {
-        "added": 4, "unchanged": 0, "replaced": 0, "store": None, "judgments": 2, "invalid": 0,
-        "invalid_reasons": [], "written": True}
+        "added": 4,
+        "unchanged": 0,
+        "replaced": 0,
+        "store": None,
+        "judgments": 2,
+        "invalid": 0,
+        "invalid_reasons": [],
+        "written": True,
+    }
     import_into_run(_rows_file(tmp_path / "a2.csv", "ann2", {"d/c0/0": {1: "none", 2: "none", 3: "Off topic"}}), d)
     assert sorted(p.name for p in (d / "judgments" / "human").iterdir()) == ["ann1.jsonl", "ann2.jsonl"]
     js = Run.open(d).all_judgments
@@ -260,7 +305,10 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     assert rep.annotators["ann1"].added == 2
     ann1 = Run.open(d).all_judgments["human:ann1"]
     assert [(j.instance_id, j.kind, j.status) for j in ann1] == [
-        ("d/c0/0", "fine_grained", "ok"), ("d/c1/0", "fine_grained", "invalid"), ("d/c0/0", "overall", "ok")]
+        ("d/c0/0", "fine_grained", "ok"),
+        ("d/c1/0", "fine_grained", "invalid"),
+        ("d/c0/0", "overall", "ok"),
+    ]
     assert ann1[1].reason == "turns not annotated: 3"
     f = run_frames(Run.open(d))
     assert set(f.judgments["judge"]) == {"ann1", "ann2"} and f.judgments["human"].all()
@@ -288,7 +336,9 @@ def test_changed_labels_are_a_conflict_unless_replace(tmp_path):
     import_into_run(_rows_file(tmp_path / "a.csv", "ann1", ALL, {"d/c0/0": (7, 5)}), d)
     store = d / "judgments" / "human" / "ann1.jsonl"
     before = store.read_bytes()
-    changed = _rows_file(tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic", 2: "none", 3: "none"}}, {"d/c0/0": (3, 5)})
+    changed = _rows_file(
+        tmp_path / "b.csv", "ann1", {"d/c0/0": {1: "Off topic", 2: "none", 3: "none"}}, {"d/c0/0": (3, 5)}
+    )
     with pytest.raises(InputError) as e:
         import_into_run(changed, d)
     msg = str(e.value)
@@ -298,10 +348,19 @@ def test_changed_labels_are_a_conflict_unless_replace(tmp_path):
     assert "--replace" in msg and store.read_bytes() == before
     rep = import_into_run(changed, d, replace=True)
     assert dataclasses.asdict(rep.annotators["ann1"]) | {"store": None} == {
-        "added": 0, "unchanged": 2, "replaced": 2, "store": None, "judgments": 2, "invalid": 0,
-        "invalid_reasons": [], "written": True}
-    assert [(n["row"], n["action"]) for n in rep.notes] == [("row 2", "replaced the stored 'repetition'"),
-                                                               ("row 5", "replaced the stored '7, 5'")]
+        "added": 0,
+        "unchanged": 2,
+        "replaced": 2,
+        "store": None,
+        "judgments": 2,
+        "invalid": 0,
+        "invalid_reasons": [],
+        "written": True,
+    }
+    assert [(n["row"], n["action"]) for n in rep.notes] == [
+        ("row 2", "replaced the stored 'repetition'"),
+        ("row 5", "replaced the stored '7, 5'"),
+    ]
     [fine, over] = Run.open(d).all_judgments["human:ann1"]
     assert fine.labels[0].behaviours == ["off_topic"] and over.consistency == 3
 
@@ -335,14 +394,29 @@ def test_dry_run_writes_nothing(tmp_path):
 
 # ---------------------------------------------------------------- names of judges and annotators
 
+
 def test_annotator_names_may_not_clash_with_judges_or_each_other(tmp_path):
     d = _run_dir(tmp_path, judges=["o4-mini"])
-    write_jsonl(d / "judgments" / "judge1.jsonl", [Judgment(
-        instance_id="d/c0/0", target="reference", judge_id="j1", judge_name="judge1", kind="overall",
-        taxonomy_hash=load_taxonomy().hash, consistency=5, collaborativeness=5)])
-    for name, needle in [("judge1", "has the name of the LLM judge 'judge1'"),
-                         ("O4-Mini", "has the name of the LLM judge 'o4-mini'"),
-                         ("Human", "'human' is reserved")]:
+    write_jsonl(
+        d / "judgments" / "judge1.jsonl",
+        [
+            Judgment(
+                instance_id="d/c0/0",
+                target="reference",
+                judge_id="j1",
+                judge_name="judge1",
+                kind="overall",
+                taxonomy_hash=load_taxonomy().hash,
+                consistency=5,
+                collaborativeness=5,
+            )
+        ],
+    )
+    for name, needle in [
+        ("judge1", "has the name of the LLM judge 'judge1'"),
+        ("O4-Mini", "has the name of the LLM judge 'o4-mini'"),
+        ("Human", "'human' is reserved"),
+    ]:
         with pytest.raises(InputError, match=needle):
             import_into_run(_rows_file(tmp_path / "x.csv", name, ALL), d)
     assert not (d / "judgments" / "human").exists()
@@ -377,8 +451,9 @@ def test_a_store_holds_only_its_annotator(tmp_path):
 
 def test_old_single_human_file_is_not_merged_silently(tmp_path):
     d = _run_dir(tmp_path)
-    write_jsonl(d / "judgments" / "human.jsonl", import_annotations(_rows_file(tmp_path / "a.csv", "ann1", ALL),
-                                                                      _run()))
+    write_jsonl(
+        d / "judgments" / "human.jsonl", import_annotations(_rows_file(tmp_path / "a.csv", "ann1", ALL), _run())
+    )
     with pytest.raises(InputError, match="older cocoeval") as e:
         import_into_run(tmp_path / "a.csv", d)
     assert "move that file out of the run" in str(e.value)
@@ -411,10 +486,14 @@ def _multi_run(per_dataset, missing_s2=()):
     insts = []
     for ds, k in per_dataset.items():
         insts += [instance(f"{ds}/c{i}/0", n_hist=2, n_ref=2).model_copy(update={"dataset": ds}) for i in range(k)]
-    conts = {"s1": [Continuation(instance_id=i.id, setup_id="id1", setup_name="s1", turns=i.reference)
-                    for i in insts],
-             "s2": [Continuation(instance_id=i.id, setup_id="id2", setup_name="s2", turns=i.reference)
-                    for i in insts if i.id not in missing_s2]}
+    conts = {
+        "s1": [Continuation(instance_id=i.id, setup_id="id1", setup_name="s1", turns=i.reference) for i in insts],
+        "s2": [
+            Continuation(instance_id=i.id, setup_id="id2", setup_name="s2", turns=i.reference)
+            for i in insts
+            if i.id not in missing_s2
+        ],
+    }
     return Run.model_validate({"instances": insts, "continuations": conts})
 
 
@@ -457,8 +536,7 @@ def test_the_papers_draw_is_even_over_six_datasets(tmp_path):
 def test_an_uneven_draw_is_said(tmp_path):
     # 4 datasets; e has only 1 instance with s2; 30 conversations over 3 targets = 10 instances
     run = _multi_run({"a": 6, "b": 6, "c": 6, "e": 4}, missing_s2={"e/c0/0", "e/c1/0", "e/c2/0"})
-    rep = export_items(run, tmp_path, seed=0, setups=["s1", "s2"], overall_conversations=31,
-                       fine_conversations=0)
+    rep = export_items(run, tmp_path, seed=0, setups=["s1", "s2"], overall_conversations=31, fine_conversations=0)
     s = rep.sample["overall"]
     per, _, n = _key_counts(tmp_path, "overall")
     assert sum(per.values()) == 10 and n == 30 and per["e"] == 1 and "fine_grained" not in rep.sample
@@ -504,11 +582,27 @@ def test_cli_export_prints_the_draw(tmp_path, capsys):
     for name, cs in run.continuations.items():
         write_jsonl(d / "continuations" / f"{name}.jsonl", cs)
     write_json(d / "manifest.json", {"status": "complete"})
-    assert main(["annotate-export", str(d), "--out", str(tmp_path / "o"), "--fine-setup", "s1",
-                 "--overall-conversations", "6", "--fine-conversations", "4"]) == 0
+    assert (
+        main(
+            [
+                "annotate-export",
+                str(d),
+                "--out",
+                str(tmp_path / "o"),
+                "--fine-setup",
+                "s1",
+                "--overall-conversations",
+                "6",
+                "--fine-conversations",
+                "4",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
-    assert "overall: 6 conversations (2 instances x 3 targets: reference, s1, s2); instances per dataset: a 1, b 1" \
-        in out
+    assert (
+        "overall: 6 conversations (2 instances x 3 targets: reference, s1, s2); instances per dataset: a 1, b 1" in out
+    )
     assert "fine_grained: 4 conversations (2 instances x 2 targets: reference, s1)" in out
     assert "note: the paper drew evenly over 6 datasets; this run has 2" in out
     assert main(["annotate-export", str(d), "--out", str(tmp_path / "p"), "--setup", "nope"]) == 2
@@ -519,21 +613,29 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
 
     d = _run_dir(tmp_path)
     head = "annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
-    (tmp_path / "a.csv").write_text(head + "ann1,d/c0/0,reference,1,Repetition,talks over the chair\n"
-                                    "ann1,d/c0/0,reference,2,none,\nann1,d/c0/0,reference,3,none,\n"
-                                    "ann2,d/c0/0,reference,1,none,\nann2,d/c0/0,reference,2,none,\n"
-                                    "ann2,d/c0/0,reference,3,none,\n")
+    (tmp_path / "a.csv").write_text(
+        head + "ann1,d/c0/0,reference,1,Repetition,talks over the chair\n"
+        "ann1,d/c0/0,reference,2,none,\nann1,d/c0/0,reference,3,none,\n"
+        "ann2,d/c0/0,reference,1,none,\nann2,d/c0/0,reference,2,none,\n"
+        "ann2,d/c0/0,reference,3,none,\n"
+    )
     import_into_run(tmp_path / "a.csv", d)
     js = Run.open(d).all_judgments
     assert [lb.not_in_taxonomy for lb in js["human:ann1"][0].labels] == ["talks over the chair", None, None]
     cov = agreement.taxonomy_coverage(run_frames(Run.open(d)))
     assert cov.select("annotator", "turns", "turns_not_in_taxonomy", "rate").rows() == [
-        ("ann1", 3, 1, pytest.approx(1 / 3)), ("ann2", 3, 0, 0.0)]
+        ("ann1", 3, 1, pytest.approx(1 / 3)),
+        ("ann2", 3, 0, 0.0),
+    ]
     # only judgments that count are covered: a stale or skipped one is not (nor an invalid one)
     f = run_frames(Run.open(d))
     for status in ("stale", "skipped", "invalid"):
-        g = dataclasses.replace(f, judgments=f.judgments.with_columns(
-            status=pl.when(pl.col("judge") == "ann2").then(pl.lit(status)).otherwise(pl.col("status"))))
+        g = dataclasses.replace(
+            f,
+            judgments=f.judgments.with_columns(
+                status=pl.when(pl.col("judge") == "ann2").then(pl.lit(status)).otherwise(pl.col("status"))
+            ),
+        )
         assert agreement.taxonomy_coverage(g)["annotator"].to_list() == ["ann1"]
     # importing again changes nothing; another description is a conflict (like changed behaviours)
     rep = import_into_run(tmp_path / "a.csv", d)
@@ -545,8 +647,10 @@ def test_behaviour_not_in_taxonomy_is_kept_and_its_rate_reported(tmp_path):
     export_annotations(js["human:ann1"], tmp_path / "again.csv")
     assert "talks over the chair" in (tmp_path / "again.csv").read_text()
     # only on turn rows
-    (tmp_path / "c.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
-                                    "collaborativeness\nann3,d/c0/0,reference,,,odd,5,5\n")
+    (tmp_path / "c.csv").write_text(
+        "annotator,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
+        "collaborativeness\nann3,d/c0/0,reference,,,odd,5,5\n"
+    )
     with pytest.raises(InputError, match="not_in_taxonomy on a row without a turn"):
         import_into_run(tmp_path / "c.csv", d)
 
@@ -559,13 +663,19 @@ def test_none_is_zero_behaviours_and_an_empty_cell_is_not_annotated(tmp_path):
     # ann1 says none on every turn: a valid judgment with zero behaviours (counted as zeros)
     # ann2 leaves turn 3 empty: reported, and the target is invalid (never zeros)
     src = _rows_file(tmp_path / "a.csv", "ann1", {"d/c0/0": {1: "none", 2: "NONE", 3: "none"}})
-    src.write_text(src.read_text() + "ann2,d/c0/0,reference,1,Repetition\nann2,d/c0/0,reference,2,none\n"
-                   "ann2,d/c0/0,reference,3,\n")
+    src.write_text(
+        src.read_text() + "ann2,d/c0/0,reference,1,Repetition\nann2,d/c0/0,reference,2,none\nann2,d/c0/0,reference,3,\n"
+    )
     rep = import_into_run(src, d)
     assert rep.not_annotated == 1
     assert [(n["row"], n["value"], n["action"]) for n in rep.notes] == [
-        ("row 7", "", "not annotated, skipped: item d/c0/0 reference turn 3: behaviours empty "
-                      "(write none for a turn without behaviour)")]
+        (
+            "row 7",
+            "",
+            "not annotated, skipped: item d/c0/0 reference turn 3: behaviours empty "
+            "(write none for a turn without behaviour)",
+        )
+    ]
     assert "1 not annotated (left empty; skipped" in format_report(rep)
     assert "row 7: '': not annotated, skipped" in format_report(rep)
     js = Run.open(d).all_judgments
@@ -588,14 +698,20 @@ def test_none_is_zero_behaviours_and_an_empty_cell_is_not_annotated(tmp_path):
 def test_jsonl_missing_null_or_empty_behaviours_are_not_annotated(tmp_path):
     run = _run()
     base = {"annotator": "ann", "instance_id": "d/c0/0", "target": "reference"}
-    rows = [{**base, "turn": 1, "behaviours": []}, {**base, "turn": 2, "behaviours": None}, {**base, "turn": 3},
-            {**base, "turn": 3, "behaviours": "  "}, {**base, "consistency": None, "collaborativeness": ""}]
+    rows = [
+        {**base, "turn": 1, "behaviours": []},
+        {**base, "turn": 2, "behaviours": None},
+        {**base, "turn": 3},
+        {**base, "turn": 3, "behaviours": "  "},
+        {**base, "consistency": None, "collaborativeness": ""},
+    ]
     (tmp_path / "a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     parsed = parse_annotations(tmp_path / "a.jsonl", run)
     assert parsed.not_annotated == 4 and len(parsed.cells) == 1
     assert [n["row"] for n in parsed.notes] == ["line 2", "line 3", "line 4", "line 5"]
-    assert parsed.notes[-1]["action"] == ("not annotated, skipped: item d/c0/0 reference overall: consistency and "
-                                          "collaborativeness empty")
+    assert parsed.notes[-1]["action"] == (
+        "not annotated, skipped: item d/c0/0 reference overall: consistency and collaborativeness empty"
+    )
     [fine] = import_annotations(tmp_path / "a.jsonl", run)  # no overall judgment: its scores were left empty
     assert fine.labels[0].behaviours == [] and fine.status == "invalid" and fine.reason == "turns not annotated: 2, 3"
 
@@ -642,13 +758,16 @@ def test_export_annotations_writes_none_explicitly(tmp_path):
 
 def test_not_in_taxonomy_with_empty_behaviours_is_rejected(tmp_path):
     run = _run()
-    (tmp_path / "a.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
-                                    "ann,d/c0/0,reference,1,,talks over the chair\n")
+    (tmp_path / "a.csv").write_text(
+        "annotator,instance_id,target,turn,behaviours,not_in_taxonomy\nann,d/c0/0,reference,1,,talks over the chair\n"
+    )
     with pytest.raises(InputError, match="not_in_taxonomy is given but behaviours is empty") as e:
         import_annotations(tmp_path / "a.csv", run)
     assert "row 2" in str(e.value) and "write none in behaviours" in str(e.value)
-    (tmp_path / "b.csv").write_text("annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
-                                    "ann,d/c0/0,reference,1,none,talks over the chair\n")
+    (tmp_path / "b.csv").write_text(
+        "annotator,instance_id,target,turn,behaviours,not_in_taxonomy\n"
+        "ann,d/c0/0,reference,1,none,talks over the chair\n"
+    )
     [j] = import_annotations(tmp_path / "b.csv", run)
     assert j.labels[0].behaviours == [] and j.labels[0].not_in_taxonomy == "talks over the chair"
 
@@ -664,15 +783,19 @@ def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
     section = yaml.safe_load((ROOT / "params" / "paper.yaml").read_text())["annotation"]
     assert section["overall"]["setups"] == ["gpt41-vanilla-30", "gpt41-sft-30"]
     assert section["fine_grained"]["setups"] == ["gpt41-vanilla-30"]
-    insts = [instance(f"ds{k}/c{i}/0", n_hist=2, n_ref=2).model_copy(update={"dataset": f"ds{k}"})
-             for k in range(6) for i in range(5)]
+    insts = [
+        instance(f"ds{k}/c{i}/0", n_hist=2, n_ref=2).model_copy(update={"dataset": f"ds{k}"})
+        for k in range(6)
+        for i in range(5)
+    ]
     names = ("gpt41-vanilla-30", "gpt41-sft-30", "gpt41-vanilla-1")
     d = tmp_path / "run"
     write_jsonl(d / "instances.jsonl", insts)
     for name in names:
-        write_jsonl(d / "continuations" / f"{name}.jsonl",
-                    [Continuation(instance_id=i.id, setup_id=f"id-{name}", setup_name=name, turns=i.reference)
-                     for i in insts])
+        write_jsonl(
+            d / "continuations" / f"{name}.jsonl",
+            [Continuation(instance_id=i.id, setup_id=f"id-{name}", setup_name=name, turns=i.reference) for i in insts],
+        )
     write_json(d / "manifest.json", {"status": "complete"})
     params = tmp_path / "p.yaml"
     params.write_text(yaml.safe_dump({"name": "p", "bench": "bench", "out": "run", "annotation": section}))
@@ -695,8 +818,23 @@ def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
     assert main(["annotate-export", str(d), "--out", str(tmp_path / "c")]) == 0
     assert "4 targets: reference, gpt41-sft-30, gpt41-vanilla-1, gpt41-vanilla-30" in capsys.readouterr().out
     # options override single fields of the section
-    assert main(["annotate-export", str(params), "--out", str(tmp_path / "o"), "--fine-conversations", "0",
-                 "--overall-conversations", "36", "--seed", "5"]) == 0
+    assert (
+        main(
+            [
+                "annotate-export",
+                str(params),
+                "--out",
+                str(tmp_path / "o"),
+                "--fine-conversations",
+                "0",
+                "--overall-conversations",
+                "36",
+                "--seed",
+                "5",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "overall: 36 conversations (12 instances x 3 targets" in out and "fine_grained" not in out
     # a setup the run lacks (paper.yaml's SFT setup is commented out) is an error, never skipped
@@ -705,8 +843,12 @@ def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "annotation.overall.setups: the run has no continuations of gpt41-sft-30" in err
     # not evenly: at random over every instance, said in the notes; a task's own seed
-    plan = AnnotationSection.model_validate({"seed": 1, "overall": {"setups": ["gpt41-vanilla-1"], "conversations": 20,
-                                                                    "even_over_datasets": False, "seed": 9}})
+    plan = AnnotationSection.model_validate(
+        {
+            "seed": 1,
+            "overall": {"setups": ["gpt41-vanilla-1"], "conversations": 20, "even_over_datasets": False, "seed": 9},
+        }
+    )
     rep = export_items(read_run(d), tmp_path / "r", plan=plan)
     s = rep.sample["overall"]
     assert len(s["instances"]) == 10 and s["seed"] == 9 and "fine_grained" not in rep.sample
@@ -724,8 +866,11 @@ def test_random_draw_is_stratified_seeded_and_recorded_in_the_run(tmp_path):
     insts = [instance(f"{'d' if i < 6 else 'e'}/c{i}/0", n_hist=3, n_ref=3) for i in range(9)]
     for i in insts[6:]:
         object.__setattr__(i, "dataset", "e")
-    conts = {"simA": [Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1])
-                      for i in insts]}
+    conts = {
+        "simA": [
+            Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1]) for i in insts
+        ]
+    }
     run = Run.model_validate({"instances": insts, "continuations": conts, "path": tmp_path / "run"})
     (tmp_path / "run").mkdir()
     rep = export_items(run, tmp_path / "x", seed=4, random_per_target=3)
@@ -755,8 +900,11 @@ def _random_run(tmp_path):
     insts = [instance(f"{'d' if i < 6 else 'e'}/c{i}/0", n_hist=3, n_ref=3) for i in range(9)]
     for i in insts[6:]:
         object.__setattr__(i, "dataset", "e")
-    conts = {"simA": [Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1])
-                      for i in insts]}
+    conts = {
+        "simA": [
+            Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1]) for i in insts
+        ]
+    }
     (tmp_path / "run").mkdir()
     return Run.model_validate({"instances": insts, "continuations": conts, "path": tmp_path / "run"})
 
@@ -765,8 +913,11 @@ def test_a_random_draw_larger_than_the_run_is_refused_naming_the_most_there_is(t
     from cocoeval.run.humans import RANDOM_DRAWS
 
     run = _random_run(tmp_path)
-    with pytest.raises(ConfigError, match=r"10 conversations of each target asked for, but fewer to draw from: "
-                                          r"reference 9, simA 9") as e:
+    with pytest.raises(
+        ConfigError,
+        match=r"10 conversations of each target asked for, but fewer to draw from: "
+        r"reference 9, simA 9",
+    ) as e:
         export_items(run, tmp_path / "x", random_per_target=10)
     assert "--random 9" in (e.value.hint or "")
     assert not (tmp_path / "x").exists() and not (tmp_path / "run" / RANDOM_DRAWS).exists()  # nothing written
@@ -805,11 +956,15 @@ def test_exclude_annotated_draws_a_further_round_of_the_conversations_nobody_lab
     again = export_items(run, tmp_path / "r2b", seed=0, random_per_target=3, exclude_annotated=True)
     assert again.sample["fine_grained"]["targets"] == d["targets"] and not again.recorded.added
     assert len(json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"]) == 2
-    assert random_draws(tmp_path / "run")["simA"] == {i for i, t in done | {tuple(x) for x in d["targets"]}
-                                                      if t == "simA"}
+    assert random_draws(tmp_path / "run")["simA"] == {
+        i for i, t in done | {tuple(x) for x in d["targets"]} if t == "simA"
+    }
     # more than what is left is refused, counting the annotated ones apart
-    with pytest.raises(ConfigError, match=r"fewer to draw from \(not yet annotated\): reference 6 \(3 more already "
-                                          r"annotated\), simA 6 \(3 more already annotated\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"fewer to draw from \(not yet annotated\): reference 6 \(3 more already "
+        r"annotated\), simA 6 \(3 more already annotated\)",
+    ):
         export_items(run, tmp_path / "r3", seed=1, random_per_target=7, exclude_annotated=True)
     with pytest.raises(ConfigError, match="is for a random draw"):
         export_items(run, tmp_path / "r3", exclude_annotated=True)

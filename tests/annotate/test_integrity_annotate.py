@@ -27,16 +27,18 @@ def run_dir(tmp_path):
     insts = [instance(f"d/c{i}/0", n_hist=3, n_ref=3) for i in range(2)]
     d = tmp_path / "run"
     write_jsonl(d / "instances.jsonl", insts)
-    write_jsonl(d / "continuations" / "simA.jsonl",
-                [Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1])
-                 for i in insts])
+    write_jsonl(
+        d / "continuations" / "simA.jsonl",
+        [Continuation(instance_id=i.id, setup_id="idA", setup_name="simA", turns=i.reference[::-1]) for i in insts],
+    )
     tax = load_taxonomy()
     write_json(d / "manifest.json", {"taxonomy": {"name": tax.name, "hash": tax.hash}})
     return d
 
 
-@pytest.mark.parametrize("name", ["ann\u202e1", "\u202dann", "ann\u2066x\u2069", "ann\u200bone", "a\ufeffb",
-                                  "ann\u2028x", "ann\u00adx"])
+@pytest.mark.parametrize(
+    "name", ["ann\u202e1", "\u202dann", "ann\u2066x\u2069", "ann\u200bone", "a\ufeffb", "ann\u2028x", "ann\u00adx"]
+)
 def test_an_annotator_name_with_an_invisible_or_bidi_character_is_refused(name):
     why = name_problem(name)
     assert why is not None and "U+" in why

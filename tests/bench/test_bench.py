@@ -16,15 +16,23 @@ from ..conftest import qmsum_meeting
 
 
 def conv(cid: str, n: int, dataset: str = "d", speakers=("A", "B", "C")) -> Conversation:
-    turns = [Turn(speaker=speakers[i % len(speakers)], text=f"{cid} turn {i} says something useful here.",
-                  source_index=i) for i in range(n)]
-    return Conversation(id=cid, dataset=dataset, source_format="test", source_file=f"{cid}.json",
-                        turns=turns, goals=["goal"])
+    turns = [
+        Turn(speaker=speakers[i % len(speakers)], text=f"{cid} turn {i} says something useful here.", source_index=i)
+        for i in range(n)
+    ]
+    return Conversation(
+        id=cid, dataset=dataset, source_format="test", source_file=f"{cid}.json", turns=turns, goals=["goal"]
+    )
 
 
 @settings(max_examples=200)
-@given(n=st.integers(0, 400), h=st.integers(1, 40), r=st.integers(1, 40), prior=st.integers(0, 30),
-       seed=st.integers(0, 10**6))
+@given(
+    n=st.integers(0, 400),
+    h=st.integers(1, 40),
+    r=st.integers(1, 40),
+    prior=st.integers(0, 30),
+    seed=st.integers(0, 10**6),
+)
 def test_windows_fit_do_not_overlap_and_leave_prior_turns(n, h, r, prior, seed):
     cfg = BuildConfig(history_turns=h, reference_turns=r, min_prior_turns=prior)
     starts = candidate_windows(n, cfg, random.Random(seed))
@@ -36,8 +44,7 @@ def test_windows_fit_do_not_overlap_and_leave_prior_turns(n, h, r, prior, seed):
 
 
 @settings(max_examples=50, deadline=None)
-@given(lengths=st.lists(st.integers(0, 250), min_size=1, max_size=12), seed=st.integers(0, 1000),
-       per=st.integers(0, 8))
+@given(lengths=st.lists(st.integers(0, 250), min_size=1, max_size=12), seed=st.integers(0, 1000), per=st.integers(0, 8))
 def test_build_properties(lengths, seed, per):
     convs = [conv(f"c{i}", n) for i, n in enumerate(lengths)]
     cfg = BuildConfig(history_turns=30, reference_turns=30, min_prior_turns=10, per_dataset=per, seed=seed)
@@ -58,8 +65,7 @@ def test_build_properties(lengths, seed, per):
     assert len(ids) == len(set(ids))
     # windows of one conversation never overlap
     for cid in by_id:
-        starts = sorted(i.provenance.start_index for i in res.eval + res.train
-                        if i.provenance.conversation_id == cid)
+        starts = sorted(i.provenance.start_index for i in res.eval + res.train if i.provenance.conversation_id == cid)
         assert all(b - a >= 60 for a, b in itertools.pairwise(starts))
     # every short conversation is reported with its reason
     short = {c.id for c in convs if len(c.turns) < 70}
@@ -87,8 +93,10 @@ def test_eval_counts_round_robin_and_growth():
     convs = [conv(f"c{i}", 1000) for i in range(4)]
     res = build_instances(convs, BuildConfig(per_dataset=3, train_per_dataset=5))
     assert len({i.provenance.conversation_id for i in res.eval}) == 2
-    assert sorted(len([i for i in res.eval if i.provenance.conversation_id == c])
-                  for c in {i.provenance.conversation_id for i in res.eval}) == [1, 2]
+    assert sorted(
+        len([i for i in res.eval if i.provenance.conversation_id == c])
+        for c in {i.provenance.conversation_id for i in res.eval}
+    ) == [1, 2]
     assert len(res.train) == 5
 
 
@@ -106,13 +114,23 @@ def test_single_speaker_and_min_speakers():
 
 
 def test_merge_same_speaker_is_off_by_default_and_merges_when_on():
-    turns = [Turn(speaker=s, text=t, source_index=i) for i, (s, t) in
-             enumerate([("A", "one"), ("A", "two"), ("B", "three"), ("A", "four")])]
+    turns = [
+        Turn(speaker=s, text=t, source_index=i)
+        for i, (s, t) in enumerate([("A", "one"), ("A", "two"), ("B", "three"), ("A", "four")])
+    ]
     merged = merge_consecutive(turns)
     assert [(t.speaker, t.text, t.source_index, t.merged) for t in merged] == [
-        ("A", "one two", 0, 2), ("B", "three", 2, None), ("A", "four", 3, None)]
-    c = Conversation(id="m", dataset="d", source_format="t", source_file="f",
-                     turns=[Turn(speaker="AB"[(i // 2) % 2], text=f"x{i}") for i in range(200)])
+        ("A", "one two", 0, 2),
+        ("B", "three", 2, None),
+        ("A", "four", 3, None),
+    ]
+    c = Conversation(
+        id="m",
+        dataset="d",
+        source_format="t",
+        source_file="f",
+        turns=[Turn(speaker="AB"[(i // 2) % 2], text=f"x{i}") for i in range(200)],
+    )
     assert len(build_instances([c], BuildConfig(per_dataset=1)).eval[0].history[0].text.split()) == 1
     inst = build_instances([c], BuildConfig(per_dataset=1, merge_same_speaker=True)).eval[0]
     assert all(t.merged == 2 for t in inst.history)
@@ -143,8 +161,15 @@ def test_config_validation(field, value):
 
 def _chat_file(path, lengths):
     """A ShareChat-like JSONL file the test writes: one {id, messages} chat per line."""
-    rows = [{"id": f"c{n}", "messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"c{n} message {i}"}
-                                         for i in range(n)]} for n in lengths]
+    rows = [
+        {
+            "id": f"c{n}",
+            "messages": [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": f"c{n} message {i}"} for i in range(n)
+            ],
+        }
+        for n in lengths
+    ]
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
     return path
 

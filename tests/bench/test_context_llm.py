@@ -22,22 +22,39 @@ SPEAKERS = ("Project Manager", "Marketing", "User Interface")
 
 def meeting(tag: str, n: int = 90) -> dict:
     """A QMSum meeting whose every turn is unique to ``tag``, with fillers and special tokens."""
-    return {"topic_list": [{"topic": "Budget", "relevant_text_span": [["0", str(n - 1)]]}],
-            "meeting_transcripts": [{"speaker": SPEAKERS[i % 3],
-                                     "content": f"Um {{disfmarker}} {tag} turn {i} uh about the the budget {{vocalsound}} ."}
-                                    for i in range(n)]}
+    return {
+        "topic_list": [{"topic": "Budget", "relevant_text_span": [["0", str(n - 1)]]}],
+        "meeting_transcripts": [
+            {
+                "speaker": SPEAKERS[i % 3],
+                "content": f"Um {{disfmarker}} {tag} turn {i} uh about the the budget {{vocalsound}} .",
+            }
+            for i in range(n)
+        ],
+    }
 
 
 def cleaned_answer(tag: str, n: int = 90, empty: tuple[int, ...] = ()) -> str:
-    return json.dumps({"turns": [{"speaker": SPEAKERS[i % 3], "text": "" if i in empty else f"{tag} turn {i} about the budget."}
-                                 for i in range(n)]})
+    return json.dumps(
+        {
+            "turns": [
+                {"speaker": SPEAKERS[i % 3], "text": "" if i in empty else f"{tag} turn {i} about the budget."}
+                for i in range(n)
+            ]
+        }
+    )
 
 
 def chunk_answers(tag: str) -> list[dict]:
     """Scripted clean-up answers for a 90-turn meeting sent 30 turns per call."""
     full = json.loads(cleaned_answer(tag))["turns"]
-    return [{"match": f"[1] {SPEAKERS[a % 3]}: Um {{disfmarker}} {tag} turn {a} ",
-             "text": json.dumps({"turns": full[a:a + 30]})} for a in (0, 30, 60)]
+    return [
+        {
+            "match": f"[1] {SPEAKERS[a % 3]}: Um {{disfmarker}} {tag} turn {a} ",
+            "text": json.dumps({"turns": full[a : a + 30]}),
+        }
+        for a in (0, 30, 60)
+    ]
 
 
 def _runner(tmp_path, cache=True):
@@ -55,17 +72,32 @@ def _prompts(srv, marker):
 def test_metadata_sees_every_utterance_of_the_conversation_once_per_conversation(srv, tmp_path):
     for tag in ("P0", "P1", "P2", "P3"):
         write_json(tmp_path / "src" / "product" / f"{tag}.json", meeting(tag))
-    meta = {"goals": ["Agree the budget"], "participants": [
-        {"name": "project manager", "role": "runs the meeting"}, {"name": "Ghost", "role": "x"}]}
-    srv.configure(answers=[{"match": "Transcript of the conversation", "text": json.dumps(meta)},
-                           {"match": "Conversation so far", "text": "They discussed the budget at length."}])
+    meta = {
+        "goals": ["Agree the budget"],
+        "participants": [{"name": "project manager", "role": "runs the meeting"}, {"name": "Ghost", "role": "x"}],
+    }
+    srv.configure(
+        answers=[
+            {"match": "Transcript of the conversation", "text": json.dumps(meta)},
+            {"match": "Conversation so far", "text": "They discussed the budget at length."},
+        ]
+    )
     m = _model(srv)
-    report = build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "b", BuildConfig(per_dataset=1),
-                   llm_context=LLMContextOptions(metadata=m, summary=m), runner=_runner(tmp_path))
+    report = build(
+        [f"qmsum:{tmp_path / 'src'}"],
+        tmp_path / "b",
+        BuildConfig(per_dataset=1),
+        llm_context=LLMContextOptions(metadata=m, summary=m),
+        runner=_runner(tmp_path),
+    )
     insts = load_instances(tmp_path / "b", None)
     assert len(insts) == 4
     asked = _prompts(srv, "Transcript of the conversation")
-    assert len(asked) == 4 == report["llm_context"]["eval"]["metadata"]["calls"] + report["llm_context"]["train"]["metadata"]["calls"]
+    assert (
+        len(asked)
+        == 4
+        == report["llm_context"]["eval"]["metadata"]["calls"] + report["llm_context"]["train"]["metadata"]["calls"]
+    )
     for inst in insts:
         tag = inst.provenance.conversation_id
         [prompt] = [p for p in asked if f"{tag} turn 0 " in p]
@@ -92,15 +124,29 @@ def test_clean_up_rewrites_product_and_academic_only_and_keeps_the_raw_text(srv,
     write_json(src / "Academic" / "val" / "AC.json", meeting("AC"))
     write_json(src / "Committee" / "test" / "CO.json", meeting("CO"))
     write_json(src / "ALL" / "train" / "PA.json", meeting("PA"))
-    chats = [{"id": "long", "messages": [{"role": "user" if i % 2 == 0 else "assistant", "content": f"CH msg {i} um"}
-                                         for i in range(70)]}]
+    chats = [
+        {
+            "id": "long",
+            "messages": [
+                {"role": "user" if i % 2 == 0 else "assistant", "content": f"CH msg {i} um"} for i in range(70)
+            ],
+        }
+    ]
     (tmp_path / "chat.jsonl").write_text("\n".join(json.dumps(c) for c in chats), encoding="utf-8")
-    srv.configure(answers=[{"match": "PA turn 0 ", "text": cleaned_answer("PA", empty=(5,))},
-                           {"match": "AC turn 0 ", "text": cleaned_answer("AC", empty=(7,))}])
+    srv.configure(
+        answers=[
+            {"match": "PA turn 0 ", "text": cleaned_answer("PA", empty=(5,))},
+            {"match": "AC turn 0 ", "text": cleaned_answer("AC", empty=(7,))},
+        ]
+    )
     m = _model(srv)
-    report = build([f"qmsum:{src}", f"chat:{tmp_path / 'chat.jsonl'}#sharechat"], tmp_path / "b",
-                   BuildConfig(per_dataset=1), llm_context=LLMContextOptions(clean=m, clean_turns_per_call=100),
-                   runner=_runner(tmp_path))
+    report = build(
+        [f"qmsum:{src}", f"chat:{tmp_path / 'chat.jsonl'}#sharechat"],
+        tmp_path / "b",
+        BuildConfig(per_dataset=1),
+        llm_context=LLMContextOptions(clean=m, clean_turns_per_call=100),
+        runner=_runner(tmp_path),
+    )
     by_ds = {i.dataset: i for i in load_instances(tmp_path / "b", None)}
     assert set(by_ds) == {"qmsum_product", "qmsum_academic", "qmsum_committee", "sharechat"}
     asked = _prompts(srv, "turns to clean")
@@ -128,11 +174,18 @@ def test_a_failed_clean_up_leaves_the_conversation_out_with_the_reason(srv, tmp_
     write_json(src / "product" / "PA.json", meeting("PA"))
     write_json(src / "academic" / "AC.json", meeting("AC"))
     write_json(src / "committee" / "CO.json", meeting("CO"))
-    srv.configure(answers=[{"match": "PA turn 0 ", "text": cleaned_answer("PA", n=89)}],
-                  faults=[{"match": "AC turn 0 ", "kind": "context_length", "times": -1}])
+    srv.configure(
+        answers=[{"match": "PA turn 0 ", "text": cleaned_answer("PA", n=89)}],
+        faults=[{"match": "AC turn 0 ", "kind": "context_length", "times": -1}],
+    )
     m = _model(srv)
-    report = build([f"qmsum:{src}"], tmp_path / "b", BuildConfig(per_dataset=1),
-                   llm_context=LLMContextOptions(clean=m, clean_turns_per_call=100), runner=_runner(tmp_path))
+    report = build(
+        [f"qmsum:{src}"],
+        tmp_path / "b",
+        BuildConfig(per_dataset=1),
+        llm_context=LLMContextOptions(clean=m, clean_turns_per_call=100),
+        runner=_runner(tmp_path),
+    )
     assert {i.dataset for i in load_instances(tmp_path / "b", None)} == {"qmsum_committee"}  # never uncleaned
     reasons = {s["conversation"]: s["reason"] for s in report["skipped_conversations"]}
     assert reasons["PA"] == "LLM clean-up failed on turns 0-89: turn count changed (89 for 90)"
@@ -140,10 +193,19 @@ def test_a_failed_clean_up_leaves_the_conversation_out_with_the_reason(srv, tmp_
     assert report["datasets"].keys() == {"qmsum_committee"}
     # a failed call is not cached: a rebuild sends it again; an unusable answer is (the same again)
     srv.reset()
-    srv.configure(answers=[{"match": "PA turn 0 ", "text": cleaned_answer("PA")},
-                           {"match": "AC turn 0 ", "text": cleaned_answer("AC")}])
-    report = build([f"qmsum:{src}"], tmp_path / "b2", BuildConfig(per_dataset=1),
-                   llm_context=LLMContextOptions(clean=m, clean_turns_per_call=100), runner=_runner(tmp_path))
+    srv.configure(
+        answers=[
+            {"match": "PA turn 0 ", "text": cleaned_answer("PA")},
+            {"match": "AC turn 0 ", "text": cleaned_answer("AC")},
+        ]
+    )
+    report = build(
+        [f"qmsum:{src}"],
+        tmp_path / "b2",
+        BuildConfig(per_dataset=1),
+        llm_context=LLMContextOptions(clean=m, clean_turns_per_call=100),
+        runner=_runner(tmp_path),
+    )
     assert report["llm_context"]["clean"]["conversations_cleaned"] == 1
     assert [f["conversation"] for f in report["llm_context"]["clean"]["failed"]] == ["PA"]
     assert {i.dataset for i in load_instances(tmp_path / "b2", None)} == {"qmsum_committee", "qmsum_academic"}
@@ -152,8 +214,13 @@ def test_a_failed_clean_up_leaves_the_conversation_out_with_the_reason(srv, tmp_
 def test_clean_up_in_chunks_keeps_turn_order(srv, tmp_path):
     write_json(tmp_path / "src" / "product" / "PA.json", meeting("PA"))
     srv.configure(answers=chunk_answers("PA"))
-    report = build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "b", BuildConfig(per_dataset=1),
-                   llm_context=LLMContextOptions(clean=_model(srv), clean_turns_per_call=30), runner=_runner(tmp_path))
+    report = build(
+        [f"qmsum:{tmp_path / 'src'}"],
+        tmp_path / "b",
+        BuildConfig(per_dataset=1),
+        llm_context=LLMContextOptions(clean=_model(srv), clean_turns_per_call=30),
+        runner=_runner(tmp_path),
+    )
     assert report["llm_context"]["clean"]["calls"] == 3
     inst = load_instances(tmp_path / "b")[0]
     s = inst.provenance.start_index
@@ -163,12 +230,18 @@ def test_clean_up_in_chunks_keeps_turn_order(srv, tmp_path):
 @pytest.mark.parametrize("on_failure", ["skip", "extractive"])
 def test_unusable_m_or_s_is_never_silently_replaced(srv, tmp_path, on_failure):
     write_json(tmp_path / "src" / "product" / "PA.json", meeting("PA"))
-    srv.configure(answers=[{"match": "Transcript of the conversation", "text": "not json at all"}],
-                  faults=[{"match": "Conversation so far", "kind": "context_length", "times": -1}])
+    srv.configure(
+        answers=[{"match": "Transcript of the conversation", "text": "not json at all"}],
+        faults=[{"match": "Conversation so far", "kind": "context_length", "times": -1}],
+    )
     m = _model(srv)
-    report = build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "b", BuildConfig(per_dataset=1),
-                   llm_context=LLMContextOptions(metadata=m, summary=m, on_failure=on_failure),
-                   runner=_runner(tmp_path))
+    report = build(
+        [f"qmsum:{tmp_path / 'src'}"],
+        tmp_path / "b",
+        BuildConfig(per_dataset=1),
+        llm_context=LLMContextOptions(metadata=m, summary=m, on_failure=on_failure),
+        runner=_runner(tmp_path),
+    )
     ev = report["llm_context"]["eval"]
     assert ev["metadata"]["failed"][0]["reason"] == "JSON without goals/participants lists"
     insts = load_instances(tmp_path / "b")
@@ -206,14 +279,42 @@ def test_paper_params_build_the_inputs_as_the_paper_did():
 def test_build_batch_sends_the_context_calls_through_the_batch_api(srv, tmp_path):
     write_json(tmp_path / "src" / "product" / "PA.json", meeting("PA"))
     meta = {"goals": ["Agree the budget"], "participants": [{"name": "Marketing", "role": "sells"}]}
-    srv.configure(answers=[{"match": "Transcript of the conversation", "text": json.dumps(meta)},
-                           {"match": "Conversation so far", "text": "They discussed the budget."},
-                           *chunk_answers("PA")])
+    srv.configure(
+        answers=[
+            {"match": "Transcript of the conversation", "text": json.dumps(meta)},
+            {"match": "Conversation so far", "text": "They discussed the budget."},
+            *chunk_answers("PA"),
+        ]
+    )
     m = _model(srv)
-    out = subprocess.run([sys.executable, "-m", "cocoeval", "build", "--source", f"qmsum:{tmp_path / 'src'}",
-                          "--out", str(tmp_path / "b"), "--per-dataset", "1", "--metadata", m, "--summary", m,
-                          "--clean", m, "--batch", "--batch-poll", "0.01", "--llm-cache", str(tmp_path / "c.sqlite")],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cocoeval",
+            "build",
+            "--source",
+            f"qmsum:{tmp_path / 'src'}",
+            "--out",
+            str(tmp_path / "b"),
+            "--per-dataset",
+            "1",
+            "--metadata",
+            m,
+            "--summary",
+            m,
+            "--clean",
+            m,
+            "--batch",
+            "--batch-poll",
+            "0.01",
+            "--llm-cache",
+            str(tmp_path / "c.sqlite"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     inst = load_instances(tmp_path / "b")[0]
     assert inst.metadata.method == "llm" and inst.summary.text == "They discussed the budget."
@@ -222,8 +323,12 @@ def test_build_batch_sends_the_context_calls_through_the_batch_api(srv, tmp_path
     assert stats["batches"] and "/v1/chat/completions" not in stats["by_path"]  # nothing live
     assert "submitted batch" in out.stderr
     assert "inputs: metadata: llm" in out.stdout and "clean-up by" in out.stdout
-    shown = subprocess.run([sys.executable, "-m", "cocoeval", "show", str(tmp_path / "b"), inst.id],
-                           capture_output=True, text=True, timeout=60)
+    shown = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "show", str(tmp_path / "b"), inst.id],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert "turns: llm clean-up by" in shown.stdout and "Metadata (llm" in shown.stdout
     assert "Summary (llm" in shown.stdout
 

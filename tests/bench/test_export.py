@@ -30,8 +30,11 @@ def bench(tmp_path_factory) -> Path:
     for domain in ("product", "academic"):
         for i in range(3):
             write_json(tmp / "src" / domain / f"{domain[0].upper()}{i}.json", qmsum_meeting(60 + i))
-    build([f"qmsum:{tmp / 'src'}"], tmp / "bench",
-          BuildConfig(history_turns=8, reference_turns=6, min_prior_turns=5, per_dataset=2, seed=0))
+    build(
+        [f"qmsum:{tmp / 'src'}"],
+        tmp / "bench",
+        BuildConfig(history_turns=8, reference_turns=6, min_prior_turns=5, per_dataset=2, seed=0),
+    )
     return tmp / "bench"
 
 
@@ -55,8 +58,10 @@ def test_export_round_trip_is_byte_identical(bench, tmp_path, capsys):
         assert (tmp_path / f"{split}.jsonl").read_bytes() == (bench / f"{split}.jsonl").read_bytes()
     meta, body = _card(out / "README.md")
     assert meta["license"] == LICENCE == "cc-by-sa-4.0"
-    assert meta["configs"][0]["data_files"] == [{"split": "eval", "path": "eval.parquet"},
-                                                {"split": "train", "path": "train.parquet"}]
+    assert meta["configs"][0]["data_files"] == [
+        {"split": "eval", "path": "eval.parquet"},
+        {"split": "train", "path": "train.parquet"},
+    ]
     n = {s: len(load_instances(bench, s)) for s in ("eval", "train")}
     assert {s["name"]: s["num_examples"] for s in meta["dataset_info"]["splits"]} == n
     assert [f["name"] for f in meta["dataset_info"]["features"]] == pl.read_parquet(out / "eval.parquet").columns
@@ -70,14 +75,24 @@ def test_export_round_trip_is_byte_identical(bench, tmp_path, capsys):
 
 def test_every_field_survives_and_duplicates_are_refused(tmp_path):
     full = instance("d/full/0", n_hist=3, n_ref=2)
-    full = full.model_copy(update={
-        "kind": "multiparty",
-        "history": [Turn(speaker="A", text="<b>x</b> \u2028 é", raw_text="uh <b>x</b>", source_index=7, merged=2),
-                    *full.history[1:]],
-        "metadata": full.metadata.model_copy(update={
-            "participants": [Participant(name="A", role="chair", stance="for"), Participant(name="B")],
-            "extra": {"topics": ["budget", {"nested": [1, 2.5, None, True]}], "z": "last", "a": "order kept"},
-            "method": "llm", "model": "openai/o4-mini", "prompt": "metadata@1#abc"})})
+    full = full.model_copy(
+        update={
+            "kind": "multiparty",
+            "history": [
+                Turn(speaker="A", text="<b>x</b> \u2028 é", raw_text="uh <b>x</b>", source_index=7, merged=2),
+                *full.history[1:],
+            ],
+            "metadata": full.metadata.model_copy(
+                update={
+                    "participants": [Participant(name="A", role="chair", stance="for"), Participant(name="B")],
+                    "extra": {"topics": ["budget", {"nested": [1, 2.5, None, True]}], "z": "last", "a": "order kept"},
+                    "method": "llm",
+                    "model": "openai/o4-mini",
+                    "prompt": "metadata@1#abc",
+                }
+            ),
+        }
+    )
     bare = instance("d/bare/0", n_hist=1, n_ref=1)
     src = tmp_path / "bench"
     write_jsonl(src / "eval.jsonl", [full, bare])
@@ -112,8 +127,9 @@ def test_a_params_file_takes_the_exported_folder_as_its_bench(bench, tmp_path, c
 
 
 def test_the_datasets_library_loads_the_folder(bench, tmp_path):
-    datasets = pytest.importorskip("datasets", reason="the dev extra's `datasets` is not installed "
-                                   "(pip install -e '.[dev]')")
+    datasets = pytest.importorskip(
+        "datasets", reason="the dev extra's `datasets` is not installed (pip install -e '.[dev]')"
+    )
     out = tmp_path / "hf"
     assert main(["bench-export", str(bench), "--out", str(out)]) == 0
     want = {s: load_instances(bench, s) for s in ("eval", "train")}
@@ -123,6 +139,7 @@ def test_the_datasets_library_loads_the_folder(bench, tmp_path):
     inst = want["eval"][0]
     assert row["id"] == inst.id and row["reference"][0]["text"] == inst.reference[0].text
     assert [t["speaker"] for t in row["history"]] == [t.speaker for t in inst.history]
-    plain = datasets.load_dataset("parquet", data_files={"eval": str(out / "eval.parquet")},
-                                  cache_dir=str(tmp_path / "cache2"))
+    plain = datasets.load_dataset(
+        "parquet", data_files={"eval": str(out / "eval.parquet")}, cache_dir=str(tmp_path / "cache2")
+    )
     assert plain["eval"]["id"] == [i.id for i in want["eval"]]

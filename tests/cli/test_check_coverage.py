@@ -13,9 +13,14 @@ from ..conftest import TEST_KEY
 
 
 def _params(tmp_path, **extra):
-    data = {"name": "x", "out": "run", "build": {"demo_data": True},
-            "setups": [{"name": "v1", "model": "openai/gpt-4.1-2025-04-14", "prompt": "vanilla", "turns_per_call": 1}],
-            "judges": [{"name": "o4-mini", "model": "openai/o4-mini-2025-04-16"}], **extra}
+    data = {
+        "name": "x",
+        "out": "run",
+        "build": {"demo_data": True},
+        "setups": [{"name": "v1", "model": "openai/gpt-4.1-2025-04-14", "prompt": "vanilla", "turns_per_call": 1}],
+        "judges": [{"name": "o4-mini", "model": "openai/o4-mini-2025-04-16"}],
+        **extra,
+    }
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
     return path
@@ -47,27 +52,51 @@ def test_check_lists_what_of_the_paper_the_params_lack(tmp_path, monkeypatch, ca
 def test_check_of_a_params_file_with_the_whole_paper_says_so(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", TEST_KEY)
-    models = {"gpt41": ("openai/gpt-4.1-2025-04-14", (1, 5, 30)), "gpt51": ("openai/gpt-5.1-chat-latest", (1, 5, 30)),
-              "opus4": ("anthropic/claude-opus-4-20250514", (1, 5))}
+    models = {
+        "gpt41": ("openai/gpt-4.1-2025-04-14", (1, 5, 30)),
+        "gpt51": ("openai/gpt-5.1-chat-latest", (1, 5, 30)),
+        "opus4": ("anthropic/claude-opus-4-20250514", (1, 5)),
+    }
     ft = "openai/ft:gpt-4.1-2025-04-14:org:k{k}:id"
-    setups = [{"name": f"{m}-{p}-{k}", "model": model, "prompt": p, "turns_per_call": k}
-              for m, (model, ks) in models.items() for p in ("vanilla", "taxonomy") for k in ks]
+    setups = [
+        {"name": f"{m}-{p}-{k}", "model": model, "prompt": p, "turns_per_call": k}
+        for m, (model, ks) in models.items()
+        for p in ("vanilla", "taxonomy")
+        for k in ks
+    ]
     setups += [{"name": f"sft-{k}", "model": ft.format(k=k), "turns_per_call": k} for k in (1, 5, 30)]
-    setups += [{"name": "sft-pp", "model": ft.format(k=1), "prompt": "copy_then_continue", "turns_per_call": 1},
-               {"name": "user", "model": "openai/gpt-4.1-2025-04-14", "kind": "human_ai"}]
-    judges = [{"name": "o4-mini", "model": "openai/o4-mini-2025-04-16"},
-              {"name": "i", "model": "openai/gpt-5.1-chat-latest"},
-              {"name": "h", "model": "openai/gpt-5.1-2025-11-13", "reasoning_effort": "high"},
-              {"name": "c", "model": "anthropic/claude-opus-4-20250514"}]
-    path = _params(tmp_path, setups=setups, judges=judges, build={"demo_data": True, "sources": [
-        "convokit:../data/iq2-corpus", "tcr:../data/tcr/SIM.json#sim", "tcr:../data/tcr/NCPC.json#ncpc",
-        "chat:../data/sharechat#sharechat"]})
+    setups += [
+        {"name": "sft-pp", "model": ft.format(k=1), "prompt": "copy_then_continue", "turns_per_call": 1},
+        {"name": "user", "model": "openai/gpt-4.1-2025-04-14", "kind": "human_ai"},
+    ]
+    judges = [
+        {"name": "o4-mini", "model": "openai/o4-mini-2025-04-16"},
+        {"name": "i", "model": "openai/gpt-5.1-chat-latest"},
+        {"name": "h", "model": "openai/gpt-5.1-2025-11-13", "reasoning_effort": "high"},
+        {"name": "c", "model": "anthropic/claude-opus-4-20250514"},
+    ]
+    path = _params(
+        tmp_path,
+        setups=setups,
+        judges=judges,
+        build={
+            "demo_data": True,
+            "sources": [
+                "convokit:../data/iq2-corpus",
+                "tcr:../data/tcr/SIM.json#sim",
+                "tcr:../data/tcr/NCPC.json#ncpc",
+                "chat:../data/sharechat#sharechat",
+            ],
+        },
+    )
     main(["check", str(path)])  # the sources are not fetched: check fails on them, after the coverage
     out = capsys.readouterr().out
     lines = [x for x in out.splitlines() if x.startswith("paper coverage:") or x.startswith("  - ")]
-    assert lines == ["paper coverage: 2 element(s) of the paper are not in this params file (the analyses that need "
-                     "them will say \"not run\"):",
-                     "  - human annotations, fine-grained (turn labels) [Tables 3, 10 (5 annotators, 1,080 turns of "
-                     "36 conversations)]: no human annotation in the run directory yet (step 1)",
-                     "  - human annotations, overall (1–10 scores) [Table 9 (5 annotators, 54 conversations)]: no "
-                     "human annotation in the run directory yet (step 1)"]
+    assert lines == [
+        "paper coverage: 2 element(s) of the paper are not in this params file (the analyses that need "
+        'them will say "not run"):',
+        "  - human annotations, fine-grained (turn labels) [Tables 3, 10 (5 annotators, 1,080 turns of "
+        "36 conversations)]: no human annotation in the run directory yet (step 1)",
+        "  - human annotations, overall (1–10 scores) [Table 9 (5 annotators, 54 conversations)]: no "
+        "human annotation in the run directory yet (step 1)",
+    ]

@@ -28,8 +28,19 @@ def test_build_is_byte_identical_and_show_prints(tmp_path, capsys):
         write_json(tmp_path / "src" / "product" / f"M{i}.json", qmsum_meeting(150 + 10 * i))
     outs = []
     for k in ("a", "b"):
-        rc = main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / k),
-                   "--per-dataset", "2", "--seed", "3"])
+        rc = main(
+            [
+                "build",
+                "--source",
+                f"qmsum:{tmp_path / 'src'}",
+                "--out",
+                str(tmp_path / k),
+                "--per-dataset",
+                "2",
+                "--seed",
+                "3",
+            ]
+        )
         assert rc == 0
         outs.append({f: (tmp_path / k / f).read_bytes() for f in ("eval.jsonl", "train.jsonl", "report.json")})
     assert outs[0] == outs[1]
@@ -45,14 +56,25 @@ def test_build_is_byte_identical_and_show_prints(tmp_path, capsys):
 
 def test_bad_input_exits_nonzero_naming_file_and_record(tmp_path):
     write_json(tmp_path / "src" / "ok.json", qmsum_meeting(100))
-    write_json(tmp_path / "src" / "broken.json", {"meeting_transcripts": [{"speaker": "A", "content": "x"},
-                                                                          {"speaker": None, "content": "y"}]})
+    write_json(
+        tmp_path / "src" / "broken.json",
+        {"meeting_transcripts": [{"speaker": "A", "content": "x"}, {"speaker": None, "content": "y"}]},
+    )
     p = _run("build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "o"))
     assert p.returncode != 0
     assert "broken.json" in p.stderr and "meeting_transcripts.1.speaker" in p.stderr
     assert "Traceback" not in p.stderr
-    p = _run("build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "o"),
-             "--on-error", "skip", "--per-dataset", "1")
+    p = _run(
+        "build",
+        "--source",
+        f"qmsum:{tmp_path / 'src'}",
+        "--out",
+        str(tmp_path / "o"),
+        "--on-error",
+        "skip",
+        "--per-dataset",
+        "1",
+    )
     assert p.returncode == 0, p.stderr
     report = json.loads((tmp_path / "o" / "report.json").read_text())
     assert report["sources"][0]["skipped"][0]["file"].endswith("broken.json")
@@ -92,8 +114,10 @@ def _invoke(*argv: object) -> tuple[object, str]:
 @pytest.fixture
 def bench(tmp_path):
     write_json(tmp_path / "src" / "M.json", qmsum_meeting(120))
-    assert main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "b"),
-                 "--per-dataset", "1"]) == 0
+    assert (
+        main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "b"), "--per-dataset", "1"])
+        == 0
+    )
     return tmp_path / "b"
 
 
@@ -105,12 +129,15 @@ def test_the_reported_bad_inputs_give_exit_2_and_name_what_to_fix(tmp_path, benc
     (tmp_path / "afile").write_text("x")
     (tmp_path / "latin1.yaml").write_bytes("name: caf\xe9\n".encode("latin-1"))
     (tmp_path / "adir").mkdir()
-    (tmp_path / "cachedir.yaml").write_text(f"name: x\nbench: {bench}\nllm: {{cache: {tmp_path / 'adir'}}}\n"
-                                            "setups: [{name: s, model: openai/gpt-4.1}]\n")
-    (tmp_path / "temp.yaml").write_text(f"name: x\nbench: {bench}\n"
-                                        "setups: [{name: s, model: openai/gpt-4.1, temperature: -1}]\n")
-    (tmp_path / "budget.yaml").write_text(f"name: x\nbench: {bench}\n"
-                                          "judges: [{name: j, model: openai/gpt-4.1, max_tokens_overall: 0}]\n")
+    (tmp_path / "cachedir.yaml").write_text(
+        f"name: x\nbench: {bench}\nllm: {{cache: {tmp_path / 'adir'}}}\nsetups: [{{name: s, model: openai/gpt-4.1}}]\n"
+    )
+    (tmp_path / "temp.yaml").write_text(
+        f"name: x\nbench: {bench}\nsetups: [{{name: s, model: openai/gpt-4.1, temperature: -1}}]\n"
+    )
+    (tmp_path / "budget.yaml").write_text(
+        f"name: x\nbench: {bench}\njudges: [{{name: j, model: openai/gpt-4.1, max_tokens_overall: 0}}]\n"
+    )
     (tmp_path / "rows.jsonl").write_text("[1, 2]\n")
     cases = [
         (["build", "--source", src, "--out", tmp_path / "o", "--per-dataset", "-5"], "--per-dataset"),
@@ -150,8 +177,10 @@ def test_show_makes_control_and_bidi_characters_visible(tmp_path):
         t["speaker"] = ["Eve\u202eevil", "Bob\x1b[2J", "Ann"][i % 3]
         t["content"] = f"turn {i} \x1b[31mred\x07 \u2066isolated\u2069 \x85end"
     write_json(tmp_path / "src" / "M.json", m)
-    assert main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "b"),
-                 "--per-dataset", "1"]) == 0
+    assert (
+        main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "b"), "--per-dataset", "1"])
+        == 0
+    )
     iid = json.loads((tmp_path / "b" / "eval.jsonl").read_text().split("\n")[0])["id"]
     code, shown = _invoke("show", tmp_path / "b", iid)
     assert code == 0
@@ -193,8 +222,17 @@ def test_an_internal_error_is_a_message_and_the_traceback_only_on_request(monkey
     assert code == 1 and "Traceback" in output
 
 
-@pytest.mark.parametrize("field,value", [("max_tokens", 0), ("temperature", -0.1), ("temperature", 2.5),
-                                         ("temperature", float("nan")), ("presence_penalty", 3.0), ("sample", -1)])
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("max_tokens", 0),
+        ("temperature", -0.1),
+        ("temperature", 2.5),
+        ("temperature", float("nan")),
+        ("presence_penalty", 3.0),
+        ("sample", -1),
+    ],
+)
 def test_requests_refuse_nonsense_numbers(field, value):
     from pydantic import ValidationError
 

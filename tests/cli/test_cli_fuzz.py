@@ -26,8 +26,12 @@ from hypothesis import strategies as st
 from cocoeval.cli import build_parser, main
 
 _DEEP = int(os.environ.get("COCOEVAL_FUZZ_EXAMPLES", "0"))
-SETTINGS = settings(max_examples=_DEEP or 12, deadline=None, derandomize=not _DEEP,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+SETTINGS = settings(
+    max_examples=_DEEP or 12,
+    deadline=None,
+    derandomize=not _DEEP,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 """CI: 12 fixed examples per command and test, a few seconds each. A longer random hunt:
 COCOEVAL_FUZZ_EXAMPLES=500 pytest tests/cli/test_cli_fuzz.py"""
 
@@ -39,17 +43,41 @@ def _subparsers() -> dict[str, argparse.ArgumentParser]:
 
 COMMANDS = sorted(_subparsers())
 SOURCE_KINDS = ["qmsum", "convokit", "tcr", "chat"]
-INNER_FILES = ["eval.jsonl", "train.jsonl", "manifest.json", "instances.jsonl", "utterances.jsonl",
-               "conversations.json", "speakers.json", "corpus.json", "M.json", "x.jsonl",
-               "continuations/s.jsonl", "judgments/j.jsonl"]
+INNER_FILES = [
+    "eval.jsonl",
+    "train.jsonl",
+    "manifest.json",
+    "instances.jsonl",
+    "utterances.jsonl",
+    "conversations.json",
+    "speakers.json",
+    "corpus.json",
+    "M.json",
+    "x.jsonl",
+    "continuations/s.jsonl",
+    "judgments/j.jsonl",
+]
 """Names a folder argument may be read for (benchmark, run, ConvoKit corpus, source folders)."""
-_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
-         "OPENAI_BASE_URL", "HF_TOKEN")
+_KEYS = (
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
+    "OPENAI_BASE_URL",
+    "HF_TOKEN",
+)
 
 
 # ----------------------------------------------------------------------------- malformed contents
-_REAL = json.dumps({"name": "x", "bench": "b", "meeting_transcripts": [{"speaker": "A", "content": "hi"}],
-                    "topics": {"t": {"transcripts": []}}, "messages": [{"role": "user", "content": "hi"}]})
+_REAL = json.dumps(
+    {
+        "name": "x",
+        "bench": "b",
+        "meeting_transcripts": [{"speaker": "A", "content": "hi"}],
+        "topics": {"t": {"transcripts": []}},
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+)
 _scalar = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=8))
 _not_str = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False))
 wrong_types = st.one_of(  # JSON of a shape no cocoeval file has (and that no reader takes as "nothing")
@@ -139,8 +167,11 @@ def _is_output(action: argparse.Action) -> bool:
 def _path_slots(parser: argparse.ArgumentParser) -> tuple[list[argparse.Action], list[argparse.Action]]:
     """(positional arguments, optional input-path options) a command reads from."""
     positional = [a for a in parser._actions if not a.option_strings and not isinstance(a, argparse._HelpAction)]
-    inputs = [a for a in parser._actions if a.option_strings
-              and (a.type is Path or (getattr(a.type, "kind", None) == "out_file" and "cache" in a.dest))]
+    inputs = [
+        a
+        for a in parser._actions
+        if a.option_strings and (a.type is Path or (getattr(a.type, "kind", None) == "out_file" and "cache" in a.dest))
+    ]
     return positional, inputs
 
 
@@ -163,8 +194,12 @@ def test_malformed_files_give_a_clear_error(command, data):
                 argv.append(str(p))
                 names.append(str(p))
             else:  # an id or a name (one outside the choices, where the argument has them)
-                argv.append("id-" + data.draw(st.text(st.characters(codec="utf-8", exclude_characters="\x00"),
-                                                      max_size=10), label=a.dest))
+                argv.append(
+                    "id-"
+                    + data.draw(
+                        st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=10), label=a.dest
+                    )
+                )
                 if a.choices is not None:
                     names.append(f"argument {a.dest}: invalid choice")
         for a in sources:
@@ -178,8 +213,9 @@ def test_malformed_files_give_a_clear_error(command, data):
                 argv += [a.option_strings[-1], str(p)]
                 names.append(str(p))
         # of a group of alternatives (notebooks: --out or --copy), one drawn
-        chosen = [data.draw(st.sampled_from(g._group_actions), label="alternative")
-                  for g in parser._mutually_exclusive_groups]
+        chosen = [
+            data.draw(st.sampled_from(g._group_actions), label="alternative") for g in parser._mutually_exclusive_groups
+        ]
         for a in parser._actions:  # outputs go to fresh folders, never into the working tree
             if a not in chosen and any(a in g._group_actions for g in parser._mutually_exclusive_groups):
                 continue
@@ -211,8 +247,7 @@ def _bad_values(action: argparse.Action) -> st.SearchStrategy[str] | None:
             out.append(st.floats(min_value=t.hi, exclude_min=True).map(repr))
         return st.one_of(junk, *out)
     if t is int:
-        return st.one_of(junk, st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: f != int(f))
-                         .map(repr))
+        return st.one_of(junk, st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: f != int(f)).map(repr))
     if t is float:
         return junk
     if action.choices is not None and not isinstance(action, argparse._SubParsersAction):
@@ -221,8 +256,11 @@ def _bad_values(action: argparse.Action) -> st.SearchStrategy[str] | None:
 
 
 def _value_options(parser: argparse.ArgumentParser) -> list[argparse.Action]:
-    return [a for a in parser._actions if a.option_strings and a.nargs != 0
-            and (_bad_values(a) is not None or _is_output(a))]
+    return [
+        a
+        for a in parser._actions
+        if a.option_strings and a.nargs != 0 and (_bad_values(a) is not None or _is_output(a))
+    ]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -263,7 +301,21 @@ def test_unknown_options_and_missing_arguments_give_a_clear_error(command):
 
 def test_every_command_is_driven():
     """The fuzz tests above draw their commands from the parser: nothing to list by hand."""
-    assert {"build", "show", "run", "check", "estimate", "report", "notebooks", "batches", "sft-export",
-            "annotate-export", "annotate-import", "finetune", "demo-data", "fetch"} <= set(COMMANDS)
+    assert {
+        "build",
+        "show",
+        "run",
+        "check",
+        "estimate",
+        "report",
+        "notebooks",
+        "batches",
+        "sft-export",
+        "annotate-export",
+        "annotate-import",
+        "finetune",
+        "demo-data",
+        "fetch",
+    } <= set(COMMANDS)
     checked = {c for c in COMMANDS if _value_options(_subparsers()[c])}
     assert {"build", "show", "run", "report", "notebooks", "batches", "sft-export", "demo-data"} <= checked

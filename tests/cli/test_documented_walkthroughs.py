@@ -37,7 +37,9 @@ COCOEVAL = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "coco
 def cocoeval(cwd: Path, *args: object, code: int = 0) -> subprocess.CompletedProcess:
     """``cocoeval ARGS`` in ``cwd``, as a researcher types it; its exit status must be ``code``."""
     out = subprocess.run([*COCOEVAL, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=300)
-    assert out.returncode == code, f"cocoeval {' '.join(map(str, args))}: exit {out.returncode}\n{out.stdout}{out.stderr}"
+    assert out.returncode == code, (
+        f"cocoeval {' '.join(map(str, args))}: exit {out.returncode}\n{out.stdout}{out.stderr}"
+    )
     assert "Traceback" not in out.stderr and "internal error" not in out.stderr, out.stderr
     return out
 
@@ -50,9 +52,20 @@ def _world(tmp_path: Path, srv, setups: list[dict]) -> Path:
     build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
     srv.configure(answers=ANSWERS)
     model = f"openai-compatible/fake@{srv.openai_base}"
-    (tmp_path / "p.yaml").write_text("# my experiment\n" + yaml.safe_dump({
-        "name": "p", "out": "runs/p", "bench": "bench", "judges": [{"name": "j", "model": model}],
-        "setups": [{**s, "model": model} for s in setups], "llm": {"cache": "cache.sqlite"}}, sort_keys=False))
+    (tmp_path / "p.yaml").write_text(
+        "# my experiment\n"
+        + yaml.safe_dump(
+            {
+                "name": "p",
+                "out": "runs/p",
+                "bench": "bench",
+                "judges": [{"name": "j", "model": model}],
+                "setups": [{**s, "model": model} for s in setups],
+                "llm": {"cache": "cache.sqlite"},
+            },
+            sort_keys=False,
+        )
+    )
     return tmp_path
 
 
@@ -99,22 +112,27 @@ def test_the_documented_judge_validation_walkthrough_runs_step_by_step(tmp_path,
     out = cocoeval(cwd, "annotate-export", run, "--out", "annotate-b1/").stdout
     assert "overall: " in out and "fine_grained: " in out
     assert {"items.jsonl", "template.csv", "instructions.md", "key.json", "export.json"} <= {
-        p.name for p in (cwd / "annotate-b1").iterdir()}
+        p.name for p in (cwd / "annotate-b1").iterdir()
+    }
     assert not (cwd / run / "annotation" / "random_draws.json").exists()  # only --random records a draw
     # ... or, for corrected rates, N conversations of each target at random, stratified by dataset, recorded
     out = cocoeval(cwd, "annotate-export", run, "--out", "annotate/", "--random", 2).stdout
-    assert "fine_grained: 4 conversations drawn at random (seed 0), 2 of each of 2 target(s), stratified by " \
-           "dataset" in out
+    assert (
+        "fine_grained: 4 conversations drawn at random (seed 0), 2 of each of 2 target(s), stratified by dataset" in out
+    )
     quota = _stratified(per_dataset, 2)
     for target in ("reference", "k30"):
         assert f"  {target}: " + ", ".join(f"{d} {quota[d]} of {n}" for d, n in sorted(per_dataset.items())) in out
     assert "recorded as draw 1 in runs/p/annotation/random_draws.json" in out
     assert {"items.jsonl", "template.csv", "instructions.md", "key.json", "export.json"} <= {
-        p.name for p in (cwd / "annotate").iterdir()}
+        p.name for p in (cwd / "annotate").iterdir()
+    }
     record_file = cwd / run / "annotation" / "random_draws.json"
     [draw] = json.loads(record_file.read_text())["draws"]
     assert draw["seed"] == 0 and draw["per_target"] == 2 and len(draw["targets"]) == 4
-    assert draw["per_stratum"] == {f"{t}|{d}": [quota[d], n] for t in ("reference", "k30") for d, n in per_dataset.items()}
+    assert draw["per_stratum"] == {
+        f"{t}|{d}": [quota[d], n] for t in ("reference", "k30") for d, n in per_dataset.items()
+    }
     key = json.loads((cwd / "annotate" / "key.json").read_text())
     assert sorted((k["instance_id"], k["target"]) for k in key.values()) == sorted(map(tuple, draw["targets"]))
     items = (cwd / "annotate" / "items.jsonl").read_text()
@@ -184,9 +202,14 @@ def test_the_documented_any_simulator_walkthrough_runs_step_by_step(tmp_path, sr
     """docs/simulators.md, "Bring your own continuations" steps 1-3, then what the page says follows:
     the run judges the imported setup, the report names its file and sha256, and the setups are
     compared (an agents setup with the oracle policy beside it)."""
-    cwd = _world(tmp_path, srv, [{"name": "k30", "turns_per_call": 30},
-                                 {"name": "agents-oracle", "simulator": "agents", "options": {"policy": "oracle"},
-                                  "max_per_dataset": 1}])
+    cwd = _world(
+        tmp_path,
+        srv,
+        [
+            {"name": "k30", "turns_per_call": 30},
+            {"name": "agents-oracle", "simulator": "agents", "options": {"policy": "oracle"}, "max_per_dataset": 1},
+        ],
+    )
     cocoeval(cwd, "run", "p.yaml", "--no-progress")
     run = Path("runs/p")
     ids = [json.loads(x)["id"] for x in (cwd / run / "instances.jsonl").read_text().splitlines()]
@@ -208,21 +231,40 @@ def test_the_documented_any_simulator_walkthrough_runs_step_by_step(tmp_path, sr
     assert {json.loads(x)["id"] for x in (cwd / "bench-inputs.jsonl").read_text().splitlines()} >= set(ids)
 
     # 2. Simulate elsewhere: one record per instance, the optional fields too
-    records = [{"instance_id": r["id"], "model": "my-agents-v2", "notes": "seed 3",
-                "turns": [{"speaker": r["participants"][i % len(r["participants"])]["name"],
-                           "text": f"my simulator's turn {i}"} for i in range(r["n_turns"])],
-                "usage": {"input_tokens": 5120, "output_tokens": 610}, "instance_hash": r["instance_hash"]}
-               for r in inputs]
+    records = [
+        {
+            "instance_id": r["id"],
+            "model": "my-agents-v2",
+            "notes": "seed 3",
+            "turns": [
+                {"speaker": r["participants"][i % len(r["participants"])]["name"], "text": f"my simulator's turn {i}"}
+                for i in range(r["n_turns"])
+            ],
+            "usage": {"input_tokens": 5120, "output_tokens": 610},
+            "instance_hash": r["instance_hash"],
+        }
+        for r in inputs
+    ]
     (cwd / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
 
     # 3. Add it to the params file as a setup, checked first, then run
     params = (cwd / "p.yaml").read_text()
-    out = cocoeval(cwd, "import-continuations", "mine.jsonl", "p.yaml", "--setup", "mine", "--description",
-                   "my agents, v2", "--check").stdout
+    out = cocoeval(
+        cwd,
+        "import-continuations",
+        "mine.jsonl",
+        "p.yaml",
+        "--setup",
+        "mine",
+        "--description",
+        "my agents, v2",
+        "--check",
+    ).stdout
     assert f"{len(ids)} continuation(s) of {len(ids)} selected instance(s); {len(ids)} valid, 0 invalid" in out
     assert "checked only (--check)" in out and (cwd / "p.yaml").read_text() == params
-    out = cocoeval(cwd, "import-continuations", "mine.jsonl", "p.yaml", "--setup", "mine", "--description",
-                   "my agents, v2").stdout
+    out = cocoeval(
+        cwd, "import-continuations", "mine.jsonl", "p.yaml", "--setup", "mine", "--description", "my agents, v2"
+    ).stdout
     assert "added setup mine to p.yaml" in out and "next: cocoeval run p.yaml" in out
     text = (cwd / "p.yaml").read_text()
     line = "- {name: mine, continuations: mine.jsonl, description: 'my agents, v2', model: my-agents-v2}\n"
@@ -234,8 +276,10 @@ def test_the_documented_any_simulator_walkthrough_runs_step_by_step(tmp_path, sr
     assert len(conts) == len(ids) and {c["status"] for c in conts} == {"ok"} and not any(c["calls"] for c in conts)
     assert srv.stats()["requests"] - requests == 2 * len(ids)  # no simulation call, only its judgments
     judged = [json.loads(x) for x in (cwd / run / "judgments" / "j.jsonl").read_text().splitlines()]
-    assert Counter(j["kind"] for j in judged if j.get("target_name") == "mine") == {"overall": len(ids),
-                                                                                    "fine_grained": len(ids)}
+    assert Counter(j["kind"] for j in judged if j.get("target_name") == "mine") == {
+        "overall": len(ids),
+        "fine_grained": len(ids),
+    }
     manifest = json.loads((cwd / run / "manifest.json").read_text())
     sha = hashlib.sha256((cwd / "mine.jsonl").read_bytes()).hexdigest()
     assert manifest["imported"]["mine"]["sha256"] == sha
@@ -247,10 +291,12 @@ def test_the_documented_any_simulator_walkthrough_runs_step_by_step(tmp_path, sr
     assert "## Leaderboard of simulators" in index
     board = (cwd / "report" / "leaderboard.csv").read_text()
     assert all(s in board for s in ("k30", "agents-oracle", "mine"))
-    oracle = [r for r in _csv(cwd / "report" / "turn_taking.csv")
-              if r["target"] == "agents-oracle" and r["statistic"] == "transition_distance"]
+    oracle = [
+        r
+        for r in _csv(cwd / "report" / "turn_taking.csv")
+        if r["target"] == "agents-oracle" and r["statistic"] == "transition_distance"
+    ]
     assert [float(r["mean"]) for r in oracle] == [0.0]  # an oracle policy scores 0 by construction
     out = cocoeval(cwd, "notebooks", "p.yaml", "--out", "nb", "--only", "11_simulators").stdout
     assert "executed nb/11_simulators.ipynb" in out
     assert "mine" in (cwd / "nb" / "11_simulators.ipynb").read_text()
-

@@ -123,11 +123,21 @@ class ForecastRaises(Simulator):
         raise ValueError("cannot guess")
 '''
 
-ENTRY_POINTS = {"leaky": "Leaky", "exits": "Exits", "interrupts": "Interrupts", "raises-base": "RaisesBase",
-                "blocks": "Blocks", "notes-then-fails": "NotesThenFails", "random": "Random",
-                "init-raises": "InitRaises", "not-async": "NotAsync", "dict-options": "DictOptions",
-                "object-version": "ObjectVersion", "forecast-raises": "ForecastRaises",
-                "missing-module": "no_such_module_anywhere:Thing"}
+ENTRY_POINTS = {
+    "leaky": "Leaky",
+    "exits": "Exits",
+    "interrupts": "Interrupts",
+    "raises-base": "RaisesBase",
+    "blocks": "Blocks",
+    "notes-then-fails": "NotesThenFails",
+    "random": "Random",
+    "init-raises": "InitRaises",
+    "not-async": "NotAsync",
+    "dict-options": "DictOptions",
+    "object-version": "ObjectVersion",
+    "forecast-raises": "ForecastRaises",
+    "missing-module": "no_such_module_anywhere:Thing",
+}
 
 
 @pytest.fixture(scope="module")
@@ -144,16 +154,24 @@ def world(tmp_path_factory, server):
     info = site / "hostile_sims-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: hostile-sims\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[cocoeval.simulators]\n" + "".join(
-        f"{name} = {cls if ':' in cls else 'hostile_sims:' + cls}\n" for name, cls in ENTRY_POINTS.items()))
+    (info / "entry_points.txt").write_text(
+        "[cocoeval.simulators]\n"
+        + "".join(f"{name} = {cls if ':' in cls else 'hostile_sims:' + cls}\n" for name, cls in ENTRY_POINTS.items())
+    )
     return tmp, site
 
 
 def cocoeval(world, *args: object, code: int) -> subprocess.CompletedProcess:
     tmp, site = world
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    out = subprocess.run([sys.executable, "-m", "cocoeval", *map(str, args)], cwd=tmp, env=env, capture_output=True,
-                         text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "cocoeval", *map(str, args)],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == code, f"exit {out.returncode}\n{out.stdout}{out.stderr}"
     assert "Traceback" not in out.stderr and "internal error" not in out.stderr, out.stderr
     return out
@@ -162,8 +180,14 @@ def cocoeval(world, *args: object, code: int) -> subprocess.CompletedProcess:
 def params(world, name: str, setups: list[dict], *, judge: bool = False, srv=None) -> Path:
     tmp, _ = world
     p = tmp / f"{name}.yaml"
-    body: dict = {"name": name, "out": f"runs/{name}", "bench": "bench", "instances": {"per_dataset": 2},
-                  "llm": {"cache": f"{name}.sqlite"}, "setups": setups}
+    body: dict = {
+        "name": name,
+        "out": f"runs/{name}",
+        "bench": "bench",
+        "instances": {"per_dataset": 2},
+        "llm": {"cache": f"{name}.sqlite"},
+        "setups": setups,
+    }
     if judge:
         body["judges"] = [{"name": "j", "model": f"openai-compatible/fake@{srv.openai_base}"}]
     p.write_text(yaml.safe_dump(body, sort_keys=False))
@@ -178,8 +202,13 @@ def continuations(world, run: str, setup: str) -> list[dict]:
 def test_a_plugin_that_edits_what_it_is_given_changes_neither_the_reference_nor_the_judged_text(world, srv):
     srv.configure(answers=ANSWERS)
     model = f"openai-compatible/fake@{srv.openai_base}"
-    p = params(world, "leak", [{"name": "leaky", "simulator": "leaky"},
-                               {"name": "k30", "model": model, "turns_per_call": 30}], judge=True, srv=srv)
+    p = params(
+        world,
+        "leak",
+        [{"name": "leaky", "simulator": "leaky"}, {"name": "k30", "model": model, "turns_per_call": 30}],
+        judge=True,
+        srv=srv,
+    )
     cocoeval(world, "run", p, "--no-progress", code=0)
     sent = json.dumps(srv.stats()["bodies"])
     assert "EDITED BY THE PLUGIN" not in sent and "CHANGED LATER" not in sent
@@ -189,9 +218,14 @@ def test_a_plugin_that_edits_what_it_is_given_changes_neither_the_reference_nor_
     assert c["status"] == "ok" and all(t["text"].startswith("said: Turn number") for t in c["turns"])
 
 
-@pytest.mark.parametrize(("plugin", "said"), [
-    ("exits", "raised SystemExit"), ("interrupts", "raised KeyboardInterrupt"),
-    ("raises-base", "raised BaseException: from deep inside")])
+@pytest.mark.parametrize(
+    ("plugin", "said"),
+    [
+        ("exits", "raised SystemExit"),
+        ("interrupts", "raised KeyboardInterrupt"),
+        ("raises-base", "raised BaseException: from deep inside"),
+    ],
+)
 def test_a_plugin_that_exits_or_interrupts_ends_its_continuations_invalid_and_the_run_completes(world, plugin, said):
     p = params(world, f"x-{plugin}", [{"name": "bad", "simulator": plugin}, {"name": "fine", "simulator": "leaky"}])
     out = cocoeval(world, "run", p, "--no-progress", code=3)  # completed, something invalid
@@ -214,16 +248,23 @@ def test_a_plugin_that_blocks_is_stopped_at_its_step_time_limit(world):
     assert all(c["status"] == "invalid" and "ran for more than 1 s" in c["reason"] for c in bad), bad
 
 
-@pytest.mark.parametrize(("plugin", "said"), [
-    ("init-raises", "__init__ raised RuntimeError: no config file here"),
-    ("not-async", "next_turns is not a coroutine function"),
-    ("dict-options", "Options is a type, not a pydantic model class"),
-    ("object-version", "version is a object"),
-    ("missing-module", "cannot be loaded: ModuleNotFoundError")])
+@pytest.mark.parametrize(
+    ("plugin", "said"),
+    [
+        ("init-raises", "__init__ raised RuntimeError: no config file here"),
+        ("not-async", "next_turns is not a coroutine function"),
+        ("dict-options", "Options is a type, not a pydantic model class"),
+        ("object-version", "version is a object"),
+        ("missing-module", "cannot be loaded: ModuleNotFoundError"),
+    ],
+)
 def test_a_plugin_that_breaks_the_contract_is_refused_naming_it_before_any_call(world, srv, plugin, said):
     model = f"openai-compatible/fake@{srv.openai_base}"
-    p = params(world, f"c-{plugin}", [{"name": "bad", "simulator": plugin},
-                                      {"name": "k30", "model": model, "turns_per_call": 30}])
+    p = params(
+        world,
+        f"c-{plugin}",
+        [{"name": "bad", "simulator": plugin}, {"name": "k30", "model": model, "turns_per_call": 30}],
+    )
     err = cocoeval(world, "run", p, "--no-progress", code=2).stderr
     assert said in err and plugin in err, err
     assert srv.stats()["requests"] == 0
@@ -232,8 +273,11 @@ def test_a_plugin_that_breaks_the_contract_is_refused_naming_it_before_any_call(
 
 
 def test_a_forecast_reply_that_raises_is_an_error_naming_the_plugin(world, srv):
-    p = params(world, "fc", [{"name": "f", "simulator": "forecast-raises",
-                              "model": f"openai-compatible/fake@{srv.openai_base}"}])
+    p = params(
+        world,
+        "fc",
+        [{"name": "f", "simulator": "forecast-raises", "model": f"openai-compatible/fake@{srv.openai_base}"}],
+    )
     err = cocoeval(world, "estimate", p, code=2).stderr
     assert "forecast-raises" in err and "forecast_reply raised ValueError: cannot guess" in err
 
@@ -259,8 +303,9 @@ def test_a_plugins_notes_are_kept_when_its_continuation_ends_invalid(world):
 
 def test_a_rerun_keeps_what_a_nondeterministic_plugin_finished_and_pays_nothing_again(world, srv):
     srv.configure(answers=[{"match": "", "text": "something"}])
-    p = params(world, "rand", [{"name": "r", "simulator": "random",
-                                "model": f"openai-compatible/fake@{srv.openai_base}"}])
+    p = params(
+        world, "rand", [{"name": "r", "simulator": "random", "model": f"openai-compatible/fake@{srv.openai_base}"}]
+    )
     cocoeval(world, "run", p, "--no-progress", code=0)
     first = srv.stats()["requests"]
     assert first == 2 * 30
@@ -276,14 +321,22 @@ def test_a_plugin_setup_with_a_bad_step_time_limit_is_a_params_error(world):
     assert "step_timeout_s" in err
 
 
-
 def test_an_agent_that_answers_as_someone_else_and_a_moderator_that_writes_the_turn_are_told_apart(world, srv):
-    srv.configure(answers=[{"match": "Who speaks next?", "text": "MARKETING: I would like to add something"},
-                           {"match": "'s turn", "text": "Marketing: my view"}])
+    srv.configure(
+        answers=[
+            {"match": "Who speaks next?", "text": "MARKETING: I would like to add something"},
+            {"match": "'s turn", "text": "Marketing: my view"},
+        ]
+    )
     model = f"openai-compatible/fake@{srv.openai_base}"
-    p = params(world, "agents", [{"name": "oracle", "simulator": "agents", "model": model},
-                                 {"name": "mod", "simulator": "agents", "model": model,
-                                  "options": {"policy": "moderator"}}])
+    p = params(
+        world,
+        "agents",
+        [
+            {"name": "oracle", "simulator": "agents", "model": model},
+            {"name": "mod", "simulator": "agents", "model": model, "options": {"policy": "moderator"}},
+        ],
+    )
     cocoeval(world, "run", p, "--no-progress", code=3)
     oracle = continuations(world, "agents", "oracle")
     assert all(c["status"] == "invalid" and "(last answer: answered as Marketing)" in c["reason"] for c in oracle)

@@ -30,8 +30,16 @@ def loaded(*argv: str) -> set[str]:
     return set(line.split()[1:])
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["report", "--help"],
-                                  ["check", "params/demo.yaml"], ["estimate", "params/demo.yaml"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["run", "--help"],
+        ["report", "--help"],
+        ["check", "params/demo.yaml"],
+        ["estimate", "params/demo.yaml"],
+    ],
+)
 def test_commands_that_draw_nothing_import_nothing_heavy(argv):
     assert loaded(*argv) & set(HEAVY) == set()
 
@@ -61,8 +69,9 @@ print("IRI", built, "iri" in fc.checkers, answers, "rfc3987_syntax.syntax_helper
 
 
 def _iri(setup: str) -> list[str]:
-    p = subprocess.run([sys.executable, "-c", IRI_PROBE.format(setup=setup)], capture_output=True, text=True,
-                       cwd=ROOT, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-c", IRI_PROBE.format(setup=setup)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     line = next((ln for ln in p.stdout.splitlines() if ln.startswith("IRI")), None)
     assert line is not None, p.stderr
     return line.split(" ", 1)[1].split(" ", 2)
@@ -89,10 +98,12 @@ def test_the_analysis_modules_import_scipy_only_when_a_statistic_needs_it():
     module never import it (Spearman's ρ of the agreement and of Table 12 rank with numpy and take
     the t distribution from scipy.special, ``agreement.spearman_test``), so neither a notebook's
     first chart (RQ2) nor the report waits for it."""
-    probe = ("import sys\n"
-             "import cocoeval.notebooks.context, cocoeval.analysis.report, cocoeval.analysis.analyses\n"
-             "import cocoeval.analysis.rq, cocoeval.analysis.studies, cocoeval.analysis.agreement\n"
-             "import cocoeval.analysis.paper_stats, cocoeval.analysis.leaderboard, cocoeval.analysis.judge_check\n"
-             "print('SCIPY', 'scipy.stats' in sys.modules)")
+    probe = (
+        "import sys\n"
+        "import cocoeval.notebooks.context, cocoeval.analysis.report, cocoeval.analysis.analyses\n"
+        "import cocoeval.analysis.rq, cocoeval.analysis.studies, cocoeval.analysis.agreement\n"
+        "import cocoeval.analysis.paper_stats, cocoeval.analysis.leaderboard, cocoeval.analysis.judge_check\n"
+        "print('SCIPY', 'scipy.stats' in sys.modules)"
+    )
     p = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert "SCIPY False" in p.stdout, p.stderr

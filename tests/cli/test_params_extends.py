@@ -21,8 +21,9 @@ from ..conftest import ROOT, qmsum_meeting, write_json
 
 
 def cocoeval(*args: object, code: int = 0, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    out = subprocess.run([sys.executable, "-m", "cocoeval", *map(str, args)], capture_output=True, text=True,
-                         timeout=300, cwd=cwd)
+    out = subprocess.run(
+        [sys.executable, "-m", "cocoeval", *map(str, args)], capture_output=True, text=True, timeout=300, cwd=cwd
+    )
     assert out.returncode == code, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     return out
@@ -40,8 +41,11 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_a_file_extending_a_chain_of_others_reads_as_them_with_its_own_keys_on_top(tmp_path):
-    write(tmp_path / "a.yaml", "name: a\nbench: bench\ninstances: {split: eval, per_dataset: 3}\n"
-          "llm: {concurrency: 4, rpm: 100, cache: c.sqlite}\n")
+    write(
+        tmp_path / "a.yaml",
+        "name: a\nbench: bench\ninstances: {split: eval, per_dataset: 3}\n"
+        "llm: {concurrency: 4, rpm: 100, cache: c.sqlite}\n",
+    )
     write(tmp_path / "b.yaml", "extends: a.yaml\nname: b\nllm: {rpm: 200}\n")
     child = write(tmp_path / "c.yaml", "extends: b.yaml\nname: c\nllm: {concurrency: 8}\ninstances: {datasets: [x]}\n")
     p = effective(child)
@@ -59,25 +63,39 @@ def test_an_extends_cycle_is_refused_naming_the_chain(tmp_path):
 
 
 def test_setups_merge_by_name_replaced_in_place_dropped_or_appended(tmp_path):
-    write(tmp_path / "base.yaml", "name: base\nbench: bench\nsetups:\n"
-          "  - {name: k1, model: openai/gpt-4.1, turns_per_call: 1}\n"
-          "  - {name: k5, model: openai/gpt-4.1, turns_per_call: 5}\n"
-          "  - {name: k30, model: openai/gpt-4.1, turns_per_call: 30}\n"
-          "judges:\n  - {name: j, model: openai/o4-mini}\n")
-    child = write(tmp_path / "v.yaml", "extends: base.yaml\nname: v\nsetups:\n"
-                  "  - {name: K5, model: openai/gpt-4.1, turns_per_call: 5, temperature: 0.5}\n"  # same name: in place
-                  "  - {replaces: k1, name: k1-copy, model: openai/gpt-4.1, turns_per_call: 1, prompt: copy_then_continue}\n"
-                  "  - {drop: k30}\n"
-                  "  - {name: k10, model: openai/gpt-4.1, turns_per_call: 10}\n")
+    write(
+        tmp_path / "base.yaml",
+        "name: base\nbench: bench\nsetups:\n"
+        "  - {name: k1, model: openai/gpt-4.1, turns_per_call: 1}\n"
+        "  - {name: k5, model: openai/gpt-4.1, turns_per_call: 5}\n"
+        "  - {name: k30, model: openai/gpt-4.1, turns_per_call: 30}\n"
+        "judges:\n  - {name: j, model: openai/o4-mini}\n",
+    )
+    child = write(
+        tmp_path / "v.yaml",
+        "extends: base.yaml\nname: v\nsetups:\n"
+        "  - {name: K5, model: openai/gpt-4.1, turns_per_call: 5, temperature: 0.5}\n"  # same name: in place
+        "  - {replaces: k1, name: k1-copy, model: openai/gpt-4.1, turns_per_call: 1, prompt: copy_then_continue}\n"
+        "  - {drop: k30}\n"
+        "  - {name: k10, model: openai/gpt-4.1, turns_per_call: 10}\n",
+    )
     p = effective(child)
     assert [(s["name"], s["turns_per_call"], s["temperature"]) for s in p["setups"]] == [
-        ("k1-copy", 1, None), ("K5", 5, 0.5), ("k10", 10, None)]
+        ("k1-copy", 1, None),
+        ("K5", 5, 0.5),
+        ("k10", 10, None),
+    ]
     assert [j["name"] for j in p["judges"]] == ["j"]  # not named: kept
-    bad = write(tmp_path / "bad.yaml", "extends: base.yaml\nsetups:\n  - {replaces: k2, name: x, model: openai/gpt-4.1}\n")
+    bad = write(
+        tmp_path / "bad.yaml", "extends: base.yaml\nsetups:\n  - {replaces: k2, name: x, model: openai/gpt-4.1}\n"
+    )
     err = cocoeval("check", bad, code=2).stderr
     assert "bad.yaml" in err and "setups[0].replaces: no setup named 'k2'" in err and "k1, k5, k30" in err
-    twice = write(tmp_path / "twice.yaml", "extends: base.yaml\nsetups:\n  - {name: k5, model: openai/gpt-4.1}\n"
-                  "  - {name: k5, model: openai/gpt-4.1, turns_per_call: 1}\n")  # one file's repeat is no merge
+    twice = write(
+        tmp_path / "twice.yaml",
+        "extends: base.yaml\nsetups:\n  - {name: k5, model: openai/gpt-4.1}\n"
+        "  - {name: k5, model: openai/gpt-4.1, turns_per_call: 1}\n",
+    )  # one file's repeat is no merge
     assert "setup names must be unique (ignoring case); repeated: k5" in cocoeval("check", twice, code=2).stderr
 
 
@@ -87,10 +105,18 @@ def test_relative_paths_are_read_from_the_folder_of_the_file_that_wrote_them(tmp
         write_json(shared / "src" / "product" / f"M{i}.json", qmsum_meeting(80 + i))
     build([f"qmsum:{shared / 'src'}"], shared / "bench")
     insts = load_instances(shared / "bench", "eval")
-    write(shared / "mine.jsonl", "".join(json.dumps({"instance_id": i.id, "turns": [
-        {"speaker": t.speaker, "text": t.text} for t in i.reference]}) + "\n" for i in insts))
-    write(shared / "base.yaml", "name: base\nbench: bench\nllm: {cache: cache.sqlite}\n"
-          "setups:\n  - {name: mine, continuations: mine.jsonl}\n")
+    write(
+        shared / "mine.jsonl",
+        "".join(
+            json.dumps({"instance_id": i.id, "turns": [{"speaker": t.speaker, "text": t.text} for t in i.reference]})
+            + "\n"
+            for i in insts
+        ),
+    )
+    write(
+        shared / "base.yaml",
+        "name: base\nbench: bench\nllm: {cache: cache.sqlite}\nsetups:\n  - {name: mine, continuations: mine.jsonl}\n",
+    )
     child = write(tmp_path / "exp" / "deep" / "c.yaml", "extends: ../../shared/base.yaml\nname: c\nout: runs/c\n")
     p = effective(child)
     assert (p["bench"], p["llm"]["cache"]) == ("../../shared/bench", "../../shared/cache.sqlite")
@@ -124,11 +150,20 @@ def test_the_manifest_records_the_merged_params_the_files_read_and_the_overrides
 
 
 def test_set_overrides_a_key_and_a_setup_by_name_or_by_position(tmp_path):
-    p = write(tmp_path / "p.yaml", "name: p\nbench: bench\nsetups:\n"
-              "  - {name: k1, model: openai/gpt-4.1, turns_per_call: 1}\n"
-              "  - {name: k30, model: openai/gpt-4.1}\n")
-    e = effective(p, "llm.concurrency=8", "instances.per_dataset=2", "setups[k30].temperature=0.7",
-                  "setups.0.turns_per_call=5", "instances.datasets=[qmsum_product, iq2]")
+    p = write(
+        tmp_path / "p.yaml",
+        "name: p\nbench: bench\nsetups:\n"
+        "  - {name: k1, model: openai/gpt-4.1, turns_per_call: 1}\n"
+        "  - {name: k30, model: openai/gpt-4.1}\n",
+    )
+    e = effective(
+        p,
+        "llm.concurrency=8",
+        "instances.per_dataset=2",
+        "setups[k30].temperature=0.7",
+        "setups.0.turns_per_call=5",
+        "instances.datasets=[qmsum_product, iq2]",
+    )
     assert (e["llm"]["concurrency"], e["instances"]["per_dataset"]) == (8, 2)
     assert [(s["turns_per_call"], s["temperature"]) for s in e["setups"]] == [(5, None), (30, 0.7)]
     assert e["instances"]["datasets"] == ["qmsum_product", "iq2"]
@@ -182,8 +217,12 @@ OLD_PAPER_C2_SETUPS = """
 def test_paper_c2_extending_paper_yaml_gives_the_params_and_setup_ids_of_the_explicit_file():
     new = effective(ROOT / "params" / "paper-c2.yaml")
     paper = effective(ROOT / "params" / "paper.yaml")
-    old_setups = [s.model_dump(mode="json") for s in ExperimentParams.model_validate(
-        {"name": "x", "bench": "b", "setups": yaml.safe_load(OLD_PAPER_C2_SETUPS)}).setups]
+    old_setups = [
+        s.model_dump(mode="json")
+        for s in ExperimentParams.model_validate(
+            {"name": "x", "bench": "b", "setups": yaml.safe_load(OLD_PAPER_C2_SETUPS)}
+        ).setups
+    ]
     assert new == {**paper, "name": "paper-c2", "out": "../runs/paper-c2", "setups": old_setups}
     tax = load_taxonomy(None)
     old = ExperimentParams.model_validate({**new, "setups": yaml.safe_load(OLD_PAPER_C2_SETUPS)})
@@ -195,8 +234,14 @@ def test_import_continuations_adds_the_setup_to_the_extending_files_own_setups(t
     write_json(tmp_path / "src" / "product" / "M0.json", qmsum_meeting(80))
     build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
     insts = load_instances(tmp_path / "bench", "eval")
-    write(tmp_path / "mine.jsonl", "".join(json.dumps({"instance_id": i.id, "turns": [
-        {"speaker": t.speaker, "text": t.text} for t in i.reference]}) + "\n" for i in insts))
+    write(
+        tmp_path / "mine.jsonl",
+        "".join(
+            json.dumps({"instance_id": i.id, "turns": [{"speaker": t.speaker, "text": t.text} for t in i.reference]})
+            + "\n"
+            for i in insts
+        ),
+    )
     base = write(tmp_path / "base.yaml", "name: base\nbench: bench\nsetups:\n  - {name: k1, model: openai/gpt-4.1}\n")
     child = write(tmp_path / "v" / "c.yaml", "# my variant\nextends: ../base.yaml\nname: c\n")
     before = base.read_text()

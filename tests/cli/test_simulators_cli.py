@@ -24,18 +24,29 @@ from ..conftest import qmsum_meeting, write_json
 
 SPEAKERS = ["Project Manager", "Marketing", "User Interface"]
 WHOLE = "\n".join(f"{SPEAKERS[i % 3]}: point number {i}" for i in range(30))
-FINE = json.dumps({"turns": [{"turn": i, "behaviours": [{"behaviour": "Repetition", "evidence": "again"}]
-                              if i % 4 == 0 else []} for i in range(1, 31)]})
-ANSWERS = [{"match": "Continuation to annotate", "text": FINE},
-           {"match": "Continuation to evaluate", "text": json.dumps({"consistency": 7, "collaborativeness": 6,
-                                                                     "rationale": "fine"})},
-           {"match": "'s turn", "text": "I see your point."},
-           {"match": "", "text": WHOLE}]
+FINE = json.dumps(
+    {
+        "turns": [
+            {"turn": i, "behaviours": [{"behaviour": "Repetition", "evidence": "again"}] if i % 4 == 0 else []}
+            for i in range(1, 31)
+        ]
+    }
+)
+ANSWERS = [
+    {"match": "Continuation to annotate", "text": FINE},
+    {
+        "match": "Continuation to evaluate",
+        "text": json.dumps({"consistency": 7, "collaborativeness": 6, "rationale": "fine"}),
+    },
+    {"match": "'s turn", "text": "I see your point."},
+    {"match": "", "text": WHOLE},
+]
 
 
 def cli(*args, ok=True):
-    out = subprocess.run([sys.executable, "-m", "cocoeval", *map(str, args)], capture_output=True, text=True,
-                         timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "cocoeval", *map(str, args)], capture_output=True, text=True, timeout=300
+    )
     assert (out.returncode == 0) == ok, out.stdout + out.stderr
     assert "Traceback" not in out.stderr
     return out
@@ -51,11 +62,26 @@ def world(tmp_path_factory):
         srv.configure(answers=ANSWERS)
         model = f"openai-compatible/fake@{srv.openai_base}"
         params = tmp / "p.yaml"
-        params.write_text("# my experiment\n" + yaml.safe_dump({
-            "name": "p", "out": "runs/p", "bench": "bench", "instances": {"per_dataset": 2},
-            "judges": [{"name": "j", "model": model}], "llm": {"cache": "cache.sqlite"}}, sort_keys=False)
-            + "setups:\n  # the paper's simulator\n  - {name: k30, model: '" + model + "', turns_per_call: 30}\n"
-            + "  - {name: ag, simulator: agents, model: '" + model + "'}  # one agent per participant\n")
+        params.write_text(
+            "# my experiment\n"
+            + yaml.safe_dump(
+                {
+                    "name": "p",
+                    "out": "runs/p",
+                    "bench": "bench",
+                    "instances": {"per_dataset": 2},
+                    "judges": [{"name": "j", "model": model}],
+                    "llm": {"cache": "cache.sqlite"},
+                },
+                sort_keys=False,
+            )
+            + "setups:\n  # the paper's simulator\n  - {name: k30, model: '"
+            + model
+            + "', turns_per_call: 30}\n"
+            + "  - {name: ag, simulator: agents, model: '"
+            + model
+            + "'}  # one agent per participant\n"
+        )
         cli("run", params, "--no-progress")
         yield tmp, params, srv
 
@@ -69,9 +95,19 @@ def test_export_import_and_judge_like_a_simulated_setup(world):
     assert [e["id"] for e in exported] == [i.id for i in run.instances] and exported[0]["n_turns"] == 30
     # "my simulator" writes exactly what k30 wrote
     mine = tmp / "mine.jsonl"
-    mine.write_text("".join(json.dumps({"instance_id": c.instance_id, "model": "copy-of-k30",
-                                        "turns": [{"speaker": t.speaker, "text": t.text} for t in c.turns]}) + "\n"
-                            for c in run.continuations["k30"]))
+    mine.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "instance_id": c.instance_id,
+                    "model": "copy-of-k30",
+                    "turns": [{"speaker": t.speaker, "text": t.text} for t in c.turns],
+                }
+            )
+            + "\n"
+            for c in run.continuations["k30"]
+        )
+    )
     out = cli("import-continuations", mine, params, "--setup", "mine", "--description", "k30, copied")
     assert "2 continuation(s) of 2 selected instance(s); 2 valid, 0 invalid" in out.stdout
     text = params.read_text()
@@ -86,8 +122,11 @@ def test_export_import_and_judge_like_a_simulated_setup(world):
     assert run.manifest.imported["mine"]["sha256"] == hashlib.sha256(mine.read_bytes()).hexdigest()
 
     def labels(name):
-        return sorted((j.instance_id, j.kind, j.model_dump_json(include={"labels", "scores", "status"}))
-                      for j in run.judgments["j"] if j.target_name == name)
+        return sorted(
+            (j.instance_id, j.kind, j.model_dump_json(include={"labels", "scores", "status"}))
+            for j in run.judgments["j"]
+            if j.target_name == name
+        )
 
     assert labels("mine") == labels("k30") and len(labels("mine")) == 4
     f = run_frames(run)
@@ -125,10 +164,13 @@ def test_a_changed_file_is_a_new_setup_and_old_judgments_are_stale(world):
     rec["turns"][0]["text"] = "something else entirely"
     changed = tmp / "changed"
     changed.mkdir(exist_ok=True)
-    (changed / "p.yaml").write_text(params.read_text().replace("mine.jsonl", str(changed / "mine.jsonl"))
-                                    .replace("out: runs/p", f"out: {tmp / 'runs' / 'p'}")
-                                    .replace("bench: bench", f"bench: {tmp / 'bench'}")
-                                    .replace("cache: cache.sqlite", f"cache: {tmp / 'cache.sqlite'}"))
+    (changed / "p.yaml").write_text(
+        params.read_text()
+        .replace("mine.jsonl", str(changed / "mine.jsonl"))
+        .replace("out: runs/p", f"out: {tmp / 'runs' / 'p'}")
+        .replace("bench: bench", f"bench: {tmp / 'bench'}")
+        .replace("cache: cache.sqlite", f"cache: {tmp / 'cache.sqlite'}")
+    )
     (changed / "mine.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
     from cocoeval.run.stages import load_params
 
@@ -138,15 +180,19 @@ def test_a_changed_file_is_a_new_setup_and_old_judgments_are_stale(world):
     stale = [run.stale_reason("mine", c) for c in run.continuations["mine"]]
     assert stale == [None, None]  # under the run's own manifest they are current
     run.manifest.setups["mine"] = new
-    assert all("simulated with other setup settings" in (run.stale_reason("mine", c) or "")
-               for c in run.continuations["mine"])
+    assert all(
+        "simulated with other setup settings" in (run.stale_reason("mine", c) or "") for c in run.continuations["mine"]
+    )
 
 
-@pytest.mark.parametrize("raw,needle", [
-    ('{"instance_id": "nope", "turns": []}\n', "instance 'nope' is not among the run's"),
-    ('not json\n', "line 1"),
-    ('{"instance_id": "x", "turns": [], "speaker": 1}\n', "speaker: Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "raw,needle",
+    [
+        ('{"instance_id": "nope", "turns": []}\n', "instance 'nope' is not among the run's"),
+        ("not json\n", "line 1"),
+        ('{"instance_id": "x", "turns": [], "speaker": 1}\n', "speaker: Extra inputs are not permitted"),
+    ],
+)
 def test_a_bad_file_is_an_error_and_the_params_file_is_left_as_it_was(world, raw, needle):
     tmp, params, _ = world
     before = params.read_text()
@@ -173,6 +219,10 @@ def test_estimate_forecasts_the_agents_calls_and_nothing_for_imported(world):
 def test_check_names_a_missing_import_file(world, tmp_path):
     tmp, params, _ = world
     p = tmp / "missing.yaml"
-    p.write_text(params.read_text().replace("setups:\n", "setups:\n  - {name: gone, continuations: nowhere.jsonl}\n", 1))
+    p.write_text(
+        params.read_text().replace("setups:\n", "setups:\n  - {name: gone, continuations: nowhere.jsonl}\n", 1)
+    )
     out = cli("check", p, ok=False)
-    assert "setup gone: " in out.stderr and "nowhere.jsonl" in out.stderr and "cannot read the continuations" in out.stderr
+    assert (
+        "setup gone: " in out.stderr and "nowhere.jsonl" in out.stderr and "cannot read the continuations" in out.stderr
+    )

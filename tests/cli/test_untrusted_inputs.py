@@ -29,8 +29,14 @@ ZWSP = "\u200b"
 
 
 def cli(cwd: Path, *args: object, rc: int | None = 0, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    out = subprocess.run([sys.executable, "-m", "cocoeval", *map(str, args)], cwd=cwd, capture_output=True,
-                         text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    out = subprocess.run(
+        [sys.executable, "-m", "cocoeval", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
     assert "Traceback" not in out.stderr and "internal error" not in out.stderr, out.stderr
     if rc is not None:
         assert out.returncode == rc, out.stdout + out.stderr
@@ -51,12 +57,14 @@ def _records(exported: list[dict], long_turn_of: int | None = None, text: str | 
     out = []
     for n, e in enumerate(exported):
         names = [p["name"] for p in e["participants"]]
-        turns = [{"speaker": names[i % len(names)], "text": f"my turn {i} about the budget"}
-                 for i in range(e["n_turns"])]
+        turns = [
+            {"speaker": names[i % len(names)], "text": f"my turn {i} about the budget"} for i in range(e["n_turns"])
+        ]
         if n == long_turn_of:
             turns[2]["text"] = text
-        out.append({"instance_id": e["id"], "turns": turns, "model": "my-agents-v2",
-                    "instance_hash": e["instance_hash"]})
+        out.append(
+            {"instance_id": e["id"], "turns": turns, "model": "my-agents-v2", "instance_hash": e["instance_hash"]}
+        )
     return out
 
 
@@ -72,10 +80,21 @@ def world(tmp_path_factory, server):
     server.configure(answers=ANSWERS)
     model = f"openai-compatible/fake@{server.openai_base}"
     (tmp / "params").mkdir()
-    (tmp / "params" / "p.yaml").write_text(yaml.safe_dump({
-        "name": "p", "out": "../runs/p", "bench": "../bench", "instances": {"per_dataset": 2},
-        "judges": [{"name": "j", "model": model}], "llm": {"cache": "../cache.sqlite"}}, sort_keys=False)
-        + "setups: []\n", encoding="utf-8")
+    (tmp / "params" / "p.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "p",
+                "out": "../runs/p",
+                "bench": "../bench",
+                "instances": {"per_dataset": 2},
+                "judges": [{"name": "j", "model": model}],
+                "llm": {"cache": "../cache.sqlite"},
+            },
+            sort_keys=False,
+        )
+        + "setups: []\n",
+        encoding="utf-8",
+    )
     cli(tmp, "export-instances", "params/p.yaml", "--out", "in.jsonl")
     exported = _lines(tmp / "in.jsonl")
     assert len(exported) == 2
@@ -185,12 +204,18 @@ def test_an_instance_with_an_empty_reference_is_refused_at_build_import_and_parq
     tmp, *_ = world
     bench = _bench_copy(tmp, "bench-noref", lambda r: r.update(reference=[]))
     params = tmp / "params" / "noref.yaml"
-    params.write_text((tmp / "params" / "p.yaml").read_text(encoding="utf-8")
-                      .replace("bench: ../bench", "bench: ../bench-noref")
-                      .replace("out: ../runs/p", "out: ../runs/noref"), encoding="utf-8")
-    for argv in (("run", params, "--no-progress"),
-                 ("import-continuations", "mine.jsonl", params, "--setup", "again", "--check"),
-                 ("export-instances", bench, "--out", tmp_path / "x.jsonl")):
+    params.write_text(
+        (tmp / "params" / "p.yaml")
+        .read_text(encoding="utf-8")
+        .replace("bench: ../bench", "bench: ../bench-noref")
+        .replace("out: ../runs/p", "out: ../runs/noref"),
+        encoding="utf-8",
+    )
+    for argv in (
+        ("run", params, "--no-progress"),
+        ("import-continuations", "mine.jsonl", params, "--setup", "again", "--check"),
+        ("export-instances", bench, "--out", tmp_path / "x.jsonl"),
+    ):
         out = cli(tmp, *argv, rc=2)
         assert "bench-noref/eval.jsonl, record line 1" in out.stderr and "no reference turn" in out.stderr, out.stderr
         assert "rebuild the benchmark" in out.stderr
@@ -200,8 +225,12 @@ def test_an_instance_with_an_empty_reference_is_refused_at_build_import_and_parq
     cli(tmp, "bench-export", "bench", "--format", "parquet", "--out", tmp_path / "pq")
     df = pl.read_parquet(tmp_path / "pq" / "eval.parquet")
     first = df["id"][0]
-    df = df.with_columns(pl.when(pl.int_range(pl.len()) == 0).then(pl.lit([], dtype=df.schema["reference"]))
-                         .otherwise(pl.col("reference")).alias("reference"))
+    df = df.with_columns(
+        pl.when(pl.int_range(pl.len()) == 0)
+        .then(pl.lit([], dtype=df.schema["reference"]))
+        .otherwise(pl.col("reference"))
+        .alias("reference")
+    )
     df.write_parquet(tmp_path / "pq" / "eval.parquet")
     (tmp_path / "pq" / "README.md").unlink()  # no card: nothing recorded to compare with
     out = cli(tmp, "show", tmp_path / "pq", first, rc=2)
@@ -247,8 +276,10 @@ def test_a_deeply_nested_metadata_extra_is_refused_with_the_file_and_line(world,
     for _ in range(200):
         deep = {"a": deep}
     bench = _bench_copy(tmp, "bench-deep", lambda r: r["metadata"].update(extra=deep))
-    for argv in (("bench-export", bench, "--format", "parquet", "--out", tmp_path / "pq"),
-                 ("export-instances", bench, "--out", tmp_path / "x.jsonl")):
+    for argv in (
+        ("bench-export", bench, "--format", "parquet", "--out", tmp_path / "pq"),
+        ("export-instances", bench, "--out", tmp_path / "x.jsonl"),
+    ):
         out = cli(tmp, *argv, rc=2)
         assert "bench-deep/eval.jsonl, record line 1" in out.stderr and "nested more than 32 levels" in out.stderr
 
@@ -259,9 +290,17 @@ def test_a_dataset_name_with_a_newline_in_a_source_spec_is_refused(world, tmp_pa
     out = cli(tmp, "build", "--source", f"qmsum:src#{dataset}", "--out", tmp_path / "b", rc=2)
     assert "dataset name has a control or invisible character" in out.stderr, out.stderr
     params = tmp_path / "p.yaml"
-    params.write_text(yaml.safe_dump({"name": "n", "out": str(tmp_path / "run"),
-                                      "build": {"sources": [f"qmsum:{tmp / 'src'}#{dataset}"]},
-                                      "setups": [{"name": "s", "model": "openai/gpt-4.1"}]}), encoding="utf-8")
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "name": "n",
+                "out": str(tmp_path / "run"),
+                "build": {"sources": [f"qmsum:{tmp / 'src'}#{dataset}"]},
+                "setups": [{"name": "s", "model": "openai/gpt-4.1"}],
+            }
+        ),
+        encoding="utf-8",
+    )
     out = cli(tmp, "run", params, "--no-progress", rc=2)
     assert "dataset name has a control or invisible character" in out.stderr, out.stderr
 
@@ -279,8 +318,14 @@ def test_an_import_counts_continuations_and_names_the_real_cause_of_each_problem
     assert "invalid (2): turn N has no text" in out, out
     # and the run's summary groups them by the same cause, not by "imported continuation: turn N"
     params = tmp_path / "q.yaml"
-    params.write_text((tmp / "params" / "p.yaml").read_text(encoding="utf-8").replace("../", str(tmp) + "/")
-                      .replace("name: p\n", "name: q\n").replace(f"{tmp}/runs/p", f"{tmp_path}/run"), encoding="utf-8")
+    params.write_text(
+        (tmp / "params" / "p.yaml")
+        .read_text(encoding="utf-8")
+        .replace("../", str(tmp) + "/")
+        .replace("name: p\n", "name: q\n")
+        .replace(f"{tmp}/runs/p", f"{tmp_path}/run"),
+        encoding="utf-8",
+    )
     cli(tmp, "import-continuations", "typed.jsonl", params, "--setup", "typed")
     ran = cli(tmp, "run", params, "--no-progress", "--stage", "simulate", rc=3)
     assert "imported continuation: turn N has no text" in ran.stdout + ran.stderr, ran.stdout + ran.stderr

@@ -19,8 +19,10 @@ from cocoeval.simulate.setup import Setup
 
 from ..conftest import qmsum_meeting, write_json
 
-ANSWER = "\n".join(f"{s}: point number {i}" for i, s in
-                   enumerate(["Project Manager", "Marketing", "User Interface"] * 2)) + "\n"
+ANSWER = (
+    "\n".join(f"{s}: point number {i}" for i, s in enumerate(["Project Manager", "Marketing", "User Interface"] * 2))
+    + "\n"
+)
 OVERALL = '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}'
 FINE = json.dumps({"turns": [{"turn": i, "behaviours": []} for i in range(1, 31)]})
 
@@ -33,35 +35,48 @@ def _bench(tmp_path):
 
 def _write(tmp_path, doc, name="p"):
     p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump({"name": name, "out": f"runs/{name}", "bench": "bench",
-                                 "llm": {"cache": "cache.sqlite"}, **doc}))
+    p.write_text(
+        yaml.safe_dump({"name": name, "out": f"runs/{name}", "bench": "bench", "llm": {"cache": "cache.sqlite"}, **doc})
+    )
     return p
 
 
 def _cli(params, *flags):
-    return subprocess.run([sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress", *flags],
-                          capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress", *flags],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
-@pytest.mark.parametrize("doc,key,problem", [
-    ({"setups": [{"name": "../x", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
-    ({"setups": [{"name": "ok", "model": "openai/gpt-4.1"}, {"name": "a/b", "model": "openai/gpt-4.1"}]},
-     "setups[1].name", "cannot be a file name"),
-    ({"setups": [{"name": "", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
-    ({"setups": [{"name": ".", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
-    ({"setups": [{"name": "a..b", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
-    ({"setups": [{"name": "x\n", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
-    ({"setups": [{"name": "Reference", "model": "openai/gpt-4.1"}]}, "setups[0].name", "reserved"),
-    ({"judges": [{"name": "human", "model": "openai/o4-mini"}]}, "judges[0].name", "reserved for human"),
-    ({"judges": [{"name": "Human", "model": "openai/o4-mini"}]}, "judges[0].name", "reserved for human"),
-    ({"judges": [{"name": "human:ann1", "model": "openai/o4-mini"}]}, "judges[0].name", "cannot be a file name"),
-    ({"judges": [{"name": "j", "model": "openai/o4-mini"}, {"name": "J", "model": "openai/o4-mini"}]},
-     "judges", "unique (ignoring case); repeated: J, j"),
-    ({"name": "../x"}, "name", "run name '../x' cannot be a file name"),
-])
+@pytest.mark.parametrize(
+    "doc,key,problem",
+    [
+        ({"setups": [{"name": "../x", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
+        (
+            {"setups": [{"name": "ok", "model": "openai/gpt-4.1"}, {"name": "a/b", "model": "openai/gpt-4.1"}]},
+            "setups[1].name",
+            "cannot be a file name",
+        ),
+        ({"setups": [{"name": "", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
+        ({"setups": [{"name": ".", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
+        ({"setups": [{"name": "a..b", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
+        ({"setups": [{"name": "x\n", "model": "openai/gpt-4.1"}]}, "setups[0].name", "cannot be a file name"),
+        ({"setups": [{"name": "Reference", "model": "openai/gpt-4.1"}]}, "setups[0].name", "reserved"),
+        ({"judges": [{"name": "human", "model": "openai/o4-mini"}]}, "judges[0].name", "reserved for human"),
+        ({"judges": [{"name": "Human", "model": "openai/o4-mini"}]}, "judges[0].name", "reserved for human"),
+        ({"judges": [{"name": "human:ann1", "model": "openai/o4-mini"}]}, "judges[0].name", "cannot be a file name"),
+        (
+            {"judges": [{"name": "j", "model": "openai/o4-mini"}, {"name": "J", "model": "openai/o4-mini"}]},
+            "judges",
+            "unique (ignoring case); repeated: J, j",
+        ),
+        ({"name": "../x"}, "name", "run name '../x' cannot be a file name"),
+    ],
+)
 @pytest.mark.parametrize("command", ["check", "run"])
-def test_unsafe_names_are_refused_with_exit_2_naming_file_key_and_fix(tmp_path, capsys, doc, key, problem,
-                                                                      command):
+def test_unsafe_names_are_refused_with_exit_2_naming_file_key_and_fix(tmp_path, capsys, doc, key, problem, command):
     p = _write(tmp_path, doc)
     assert main([command, str(p)]) == 2
     err = capsys.readouterr().err
@@ -89,13 +104,21 @@ def test_a_name_set_after_loading_cannot_write_outside_the_run_directory(tmp_pat
 def test_run_exits_3_with_a_summary_when_something_ended_invalid_or_failed_and_0_when_allowed(tmp_path, srv):
     _bench(tmp_path)
     model = f"openai-compatible/fake@{srv.openai_base}"
-    srv.configure(faults=[{"match": "next 5 turns", "kind": "context_length", "times": -1}],
-                  answers=[{"match": "Continuation to annotate", "text": "no JSON here, sorry"},
-                           {"match": "Continuation to evaluate", "text": OVERALL},
-                           {"match": "", "text": ANSWER * 5}])
-    p = _write(tmp_path, {"setups": [{"name": "k30", "model": model}, {"name": "k5", "model": model,
-                                                                        "turns_per_call": 5}],
-                          "judges": [{"name": "judge1", "model": model, "max_attempts": 1}]})
+    srv.configure(
+        faults=[{"match": "next 5 turns", "kind": "context_length", "times": -1}],
+        answers=[
+            {"match": "Continuation to annotate", "text": "no JSON here, sorry"},
+            {"match": "Continuation to evaluate", "text": OVERALL},
+            {"match": "", "text": ANSWER * 5},
+        ],
+    )
+    p = _write(
+        tmp_path,
+        {
+            "setups": [{"name": "k30", "model": model}, {"name": "k5", "model": model, "turns_per_call": 5}],
+            "judges": [{"name": "judge1", "model": model, "max_attempts": 1}],
+        },
+    )
     out = _cli(p)
     assert out.returncode == 3, out.stderr
     n = len(Run.open(tmp_path / "runs" / "p").instances)
@@ -120,16 +143,26 @@ def test_run_exits_3_with_a_summary_when_something_ended_invalid_or_failed_and_0
 def test_judge_stage_judges_every_setup_file_and_reports_files_no_setup_names(tmp_path, srv):
     _bench(tmp_path)
     model = f"openai-compatible/fake@{srv.openai_base}"
-    srv.configure(answers=[{"match": "Continuation to annotate", "text": FINE},
-                           {"match": "Continuation to evaluate", "text": OVERALL},
-                           {"match": "", "text": ANSWER * 5}])
+    srv.configure(
+        answers=[
+            {"match": "Continuation to annotate", "text": FINE},
+            {"match": "Continuation to evaluate", "text": OVERALL},
+            {"match": "", "text": ANSWER * 5},
+        ]
+    )
     v1 = _write(tmp_path, {"setups": [{"name": "old", "model": model}, {"name": "k30", "model": model}]}, "v")
     assert _cli(v1).returncode == 0
     cdir = tmp_path / "runs" / "v" / "continuations"
     (cdir / "a").mkdir()
     shutil.copy(cdir / "k30.jsonl", cdir / "a" / "b.jsonl")  # as the former 'a/b' setup name wrote it
-    v2 = _write(tmp_path, {"setups": [{"name": "k30", "model": model}, {"name": "fresh", "model": model}],
-                           "judges": [{"name": "judge1", "model": model}]}, "v")
+    v2 = _write(
+        tmp_path,
+        {
+            "setups": [{"name": "k30", "model": model}, {"name": "fresh", "model": model}],
+            "judges": [{"name": "judge1", "model": model}],
+        },
+        "v",
+    )
     out = _cli(v2, "--stage", "judge")
     assert out.returncode == 0, out.stderr
     run = Run.open(tmp_path / "runs" / "v")
@@ -137,8 +170,9 @@ def test_judge_stage_judges_every_setup_file_and_reports_files_no_setup_names(tm
     js = run.judgments["judge1"]
     assert sorted({j.target_name for j in js}) == ["k30", "reference"] and len(js) == 2 * n * 2
     warnings = run.manifest.summary["warnings"]
-    assert any(w.startswith("continuations/old.jsonl: continuations of no setup in") and "not judged" in w
-               for w in warnings)
+    assert any(
+        w.startswith("continuations/old.jsonl: continuations of no setup in") and "not judged" in w for w in warnings
+    )
     assert any(w.startswith("continuations/a/b.jsonl: continuations of no setup") for w in warnings)
     assert any(w.startswith("setup fresh: no continuations/fresh.jsonl") for w in warnings)
     assert len(warnings) == 3

@@ -10,11 +10,16 @@ from cocoeval.core.schema import Metadata, Provenance, Summary
 def _instance() -> Instance:
     turns = [Turn(speaker="A" if i % 2 else "B", text=f"t{i}", source_index=i) for i in range(4)]
     return Instance(
-        id="d/c/0", dataset="d", split="eval",
-        metadata=Metadata(goals=["g"], participants=[]), summary=Summary(text=""),
-        history=turns[:2], reference=turns[2:],
-        provenance=Provenance(source_file="f", source_format="qmsum", conversation_id="c",
-                              start_index=0, seed=0, builder_version="x"),
+        id="d/c/0",
+        dataset="d",
+        split="eval",
+        metadata=Metadata(goals=["g"], participants=[]),
+        summary=Summary(text=""),
+        history=turns[:2],
+        reference=turns[2:],
+        provenance=Provenance(
+            source_file="f", source_format="qmsum", conversation_id="c", start_index=0, seed=0, builder_version="x"
+        ),
     )
 
 
@@ -34,5 +39,6 @@ def test_unknown_fields_are_rejected():
 @pytest.mark.parametrize("score", [0, 11])
 def test_likert_scores_are_bounded(score):
     with pytest.raises(ValidationError):
-        Judgment(instance_id="i", target="reference", judge_id="j", kind="overall",
-                 taxonomy_hash="h", consistency=score)
+        Judgment(
+            instance_id="i", target="reference", judge_id="j", kind="overall", taxonomy_hash="h", consistency=score
+        )

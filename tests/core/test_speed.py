@@ -30,9 +30,11 @@ def test_one_blas_thread_inside_the_block_and_as_it_was_after():
     """The analyses' small products run on one BLAS thread (``one_blas_thread``, around the
     report and every analysis), the process's setting back after; ``COCOEVAL_SPEED_OFF=blas``
     leaves it as it is."""
+
     def probe(**env: str) -> list[list[int]]:
-        out = subprocess.run([sys.executable, "-c", BLAS_PROBE], capture_output=True, text=True, check=True,
-                             env={**os.environ, **env}).stdout
+        out = subprocess.run(
+            [sys.executable, "-c", BLAS_PROBE], capture_output=True, text=True, check=True, env={**os.environ, **env}
+        ).stdout
         return json.loads(out.strip().splitlines()[-1])
 
     before, inside, after = probe()
@@ -52,8 +54,10 @@ def test_every_analysis_runs_on_one_blas_thread():
     from ..analysis.test_stats import make_run
 
     seen: list[list[int]] = []
-    a = dataclasses.replace(analyses.ANALYSES.get("rq1"), fn=lambda run, p: seen.append(
-        [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]))
+    a = dataclasses.replace(
+        analyses.ANALYSES.get("rq1"),
+        fn=lambda run, p: seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]),
+    )
     with threadpool_limits(limits=2, user_api="blas"):  # as numpy starts on two cores or more
         a(make_run(), Params(judge="J", resamples=20, min_n=2))
     assert seen and seen[0] and all(n == 1 for n in seen[0])

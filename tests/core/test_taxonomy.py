@@ -10,9 +10,16 @@ from cocoeval.core.taxonomy import default_taxonomy_path
 def test_default_taxonomy_has_the_ten_behaviours():
     tax = load_taxonomy()
     assert tax.ids == [
-        "repetition", "redundant_information", "logical_contradiction", "misunderstanding",
-        "persona_inconsistency", "unclear_intent", "under_answering", "off_topic",
-        "interruption", "persistent_disagreement",
+        "repetition",
+        "redundant_information",
+        "logical_contradiction",
+        "misunderstanding",
+        "persona_inconsistency",
+        "unclear_intent",
+        "under_answering",
+        "off_topic",
+        "interruption",
+        "persistent_disagreement",
     ]
     assert [b.id for b in tax.by_category("inconsistent")] == tax.ids[:5]
     assert [b.id for b in tax.by_category("uncollaborative")] == tax.ids[5:]
@@ -33,9 +40,16 @@ def test_hash_is_stable_and_content_addressed(tmp_path):
 
 def test_user_taxonomy_and_lookup(tmp_path):
     p = tmp_path / "mine.yaml"
-    p.write_text(yaml.safe_dump({"name": "mine", "behaviours": [
-        {"id": "off_topic", "name": "Off topic", "category": "uncollaborative", "definition": "Drifts."},
-    ]}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "mine",
+                "behaviours": [
+                    {"id": "off_topic", "name": "Off topic", "category": "uncollaborative", "definition": "Drifts."},
+                ],
+            }
+        )
+    )
     tax = load_taxonomy(p)
     assert tax.ids == ["off_topic"]
     assert tax.get("Off-topic").id == "off_topic"
@@ -43,20 +57,35 @@ def test_user_taxonomy_and_lookup(tmp_path):
     assert tax.get("repetition") is None
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("name: x\nbehaviours: []\n", "at least one behaviour"),
-    ("name: x\nbehaviours:\n  - {id: a, name: A, category: weird, definition: d}\n", "category"),
-    ("name: x\nbehaviours:\n  - {id: a, name: A, category: inconsistent, definition: d}\n"
-     "  - {id: a, name: B, category: inconsistent, definition: d}\n", "duplicate"),
-    ("name: x\nbehaviours:\n  - {id: a, name: Off topic, category: inconsistent, definition: d}\n"
-     "  - {id: b, name: Off-topic, category: inconsistent, definition: d}\n", "cannot be told apart"),
-    ("name: x\nbehaviours:\n  - {id: a, name: Interruption, category: inconsistent, definition: d}\n"
-     "  - {id: b, name: Interruptions, category: inconsistent, definition: d}\n", "cannot be told apart"),
-    ("name: x\nbehaviours:\n  - {id: off_topic, name: Drift, category: inconsistent, definition: d}\n"
-     "  - {id: b, name: Off topic, category: inconsistent, definition: d}\n", "cannot be told apart"),
-    ("name: [unclosed\n", "YAML"),
-    ("- just a list\n", "mapping"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("name: x\nbehaviours: []\n", "at least one behaviour"),
+        ("name: x\nbehaviours:\n  - {id: a, name: A, category: weird, definition: d}\n", "category"),
+        (
+            "name: x\nbehaviours:\n  - {id: a, name: A, category: inconsistent, definition: d}\n"
+            "  - {id: a, name: B, category: inconsistent, definition: d}\n",
+            "duplicate",
+        ),
+        (
+            "name: x\nbehaviours:\n  - {id: a, name: Off topic, category: inconsistent, definition: d}\n"
+            "  - {id: b, name: Off-topic, category: inconsistent, definition: d}\n",
+            "cannot be told apart",
+        ),
+        (
+            "name: x\nbehaviours:\n  - {id: a, name: Interruption, category: inconsistent, definition: d}\n"
+            "  - {id: b, name: Interruptions, category: inconsistent, definition: d}\n",
+            "cannot be told apart",
+        ),
+        (
+            "name: x\nbehaviours:\n  - {id: off_topic, name: Drift, category: inconsistent, definition: d}\n"
+            "  - {id: b, name: Off topic, category: inconsistent, definition: d}\n",
+            "cannot be told apart",
+        ),
+        ("name: [unclosed\n", "YAML"),
+        ("- just a list\n", "mapping"),
+    ],
+)
 def test_bad_taxonomy_files_name_the_file(tmp_path, content, needle):
     p = tmp_path / "bad.yaml"
     p.write_text(content)

@@ -54,8 +54,10 @@ def test_a_prompt_file_with_a_key_twice_is_refused(tmp_path):
 
 def test_a_price_table_with_a_model_twice_is_refused(tmp_path):
     p = tmp_path / "prices.yaml"
-    p.write_text("models:\n  gpt-4.1: {input: 2, cached_input: 0.5, output: 8}\n"
-                 "  gpt-4.1: {input: 1, cached_input: 0.5, output: 8}\n")
+    p.write_text(
+        "models:\n  gpt-4.1: {input: 2, cached_input: 0.5, output: 8}\n"
+        "  gpt-4.1: {input: 1, cached_input: 0.5, output: 8}\n"
+    )
     with pytest.raises(InputError, match=r"duplicate key 'gpt-4\.1' at line 3"):
         PriceTable.load(p)
     assert PriceTable.load().models  # the shipped one still loads

@@ -16,12 +16,16 @@ from ..sim_helpers import instance
 TAX = load_taxonomy()
 
 
-
-
 def fine_answer(n, labels=None):
     labels = labels or {}
-    return json.dumps({"turns": [{"turn": i, "behaviours": [{"behaviour": b, "evidence": "because"}
-                                                           for b in labels.get(i, [])]} for i in range(1, n + 1)]})
+    return json.dumps(
+        {
+            "turns": [
+                {"turn": i, "behaviours": [{"behaviour": b, "evidence": "because"} for b in labels.get(i, [])]}
+                for i in range(1, n + 1)
+            ]
+        }
+    )
 
 
 OVERALL = json.dumps({"consistency": 6, "collaborativeness": 4, "rationale": "drifts"})
@@ -45,11 +49,19 @@ def jc(srv, **kw):
 
 
 def test_reference_and_continuations_judged_with_the_same_judge(srv, tmp_path):
-    srv.configure(answers=[{"match": "Continuation to annotate", "text": fine_answer(4, {2: ["Repetition"], 4: ["Off-topic"]})},
-                           {"match": "Continuation to evaluate", "text": OVERALL}])
+    srv.configure(
+        answers=[
+            {"match": "Continuation to annotate", "text": fine_answer(4, {2: ["Repetition"], 4: ["Off-topic"]})},
+            {"match": "Continuation to evaluate", "text": OVERALL},
+        ]
+    )
     [js] = run(tmp_path, [jc(srv)]).values()
     assert sorted((j.target_name, j.kind) for j in js) == [
-        ("reference", "fine_grained"), ("reference", "overall"), ("sim", "fine_grained"), ("sim", "overall")]
+        ("reference", "fine_grained"),
+        ("reference", "overall"),
+        ("sim", "fine_grained"),
+        ("sim", "overall"),
+    ]
     fine = next(j for j in js if j.kind == "fine_grained" and j.target_name == "sim")
     assert fine.status == "repaired" and "'Off-topic' read as 'Off topic'" in fine.repairs[0]
     assert [lb.behaviours for lb in fine.labels] == [[], ["repetition"], [], ["off_topic"]]
@@ -65,8 +77,12 @@ def test_reference_and_continuations_judged_with_the_same_judge(srv, tmp_path):
 
 
 def test_malformed_then_reasked(srv, tmp_path):
-    srv.configure(answers=[{"match": "could not be used", "text": fine_answer(4)},
-                           {"match": "Continuation to annotate", "text": '{"turns": [{"turn": 1, "behaviours": []}]}'}])
+    srv.configure(
+        answers=[
+            {"match": "could not be used", "text": fine_answer(4)},
+            {"match": "Continuation to annotate", "text": '{"turns": [{"turn": 1, "behaviours": []}]}'},
+        ]
+    )
     [js] = run(tmp_path, [jc(srv, kind=["fine_grained"])]).values()
     assert all(j.status == "ok" and j.attempts == 2 and len(j.calls) == 2 for j in js)
     body = srv.stats()["bodies_last"]
@@ -93,8 +109,9 @@ def padded(text, n):
 def test_cut_off_answer_is_asked_again_with_twice_the_budget_and_counts(srv, tmp_path):
     # budget 200 + 10 * 4 = 240 tokens = 960 characters: the answer (1,200) is cut off once
     srv.configure(answers=[{"match": "", "text": padded(fine_answer(4, {3: ["Repetition"]}), 1200)}])
-    judge_ = JudgeConfig(name="j", model=f"openai/o4-mini@{srv.openai_base}", kind=["fine_grained"],
-                         max_tokens_per_turn=10)
+    judge_ = JudgeConfig(
+        name="j", model=f"openai/o4-mini@{srv.openai_base}", kind=["fine_grained"], max_tokens_per_turn=10
+    )
     [js] = run(tmp_path, [judge_]).values()
     assert len(js) == 2 and srv.stats()["requests"] == 4
     for j in js:
@@ -119,8 +136,12 @@ def test_cut_off_at_the_cap_is_invalid_with_the_budget_never_dropped(srv, tmp_pa
 
 def test_cut_off_overall_answer_of_claude_is_asked_again(srv, tmp_path):
     srv.configure(answers=[{"match": "", "text": padded(OVERALL, 70)}])  # 10 tokens = 40 characters
-    judge_ = JudgeConfig(name="j", model=f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}",
-                         kind=["overall"], max_tokens_overall=10)
+    judge_ = JudgeConfig(
+        name="j",
+        model=f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}",
+        kind=["overall"],
+        max_tokens_overall=10,
+    )
     [js] = run(tmp_path, [judge_]).values()
     for j in js:
         assert (j.status, j.consistency, j.attempts, j.max_tokens) == ("ok", 6, 2, 20)
@@ -167,8 +188,9 @@ def test_fine_schema_fixes_the_turn_count_and_caps_behaviours():
     assert beh["maxItems"] == 2 and beh["items"]["properties"]["behaviour"]["enum"] == [b.name for b in TAX.behaviours]
     assert fine_schema(TAX)["properties"]["turns"].get("minItems") is None
     a = JudgeConfig(name="a", model="local/smollm2")
-    assert a.judge_id("fine_grained", TAX) != JudgeConfig(name="a", model="local/smollm2",
-                                                          max_behaviours_per_turn=2).judge_id("fine_grained", TAX)
+    assert a.judge_id("fine_grained", TAX) != JudgeConfig(
+        name="a", model="local/smollm2", max_behaviours_per_turn=2
+    ).judge_id("fine_grained", TAX)
 
 
 def test_overall_rubric_keeps_every_element_of_the_papers_definitions():
@@ -179,18 +201,28 @@ def test_overall_rubric_keeps_every_element_of_the_papers_definitions():
     from cocoeval.prompts.files import load_prompt
 
     system = " ".join(load_prompt("judge_overall").system.split())
-    consistency = system[system.index("Consistency:"):system.index("Collaborativeness:")]
-    collab = system[system.index("Collaborativeness:"):]
-    for words in ("coherence with the previous utterances", "persona", "world knowledge",
-                  "unnecessary redundancy and repetition"):
+    consistency = system[system.index("Consistency:") : system.index("Collaborativeness:")]
+    collab = system[system.index("Collaborativeness:") :]
+    for words in (
+        "coherence with the previous utterances",
+        "persona",
+        "world knowledge",
+        "unnecessary redundancy and repetition",
+    ):
         assert words in consistency, words
-    for words in ("support the shared objectives", "help the other participants achieve their goals",
-                  "without delaying or impeding progress and agreement"):
+    for words in (
+        "support the shared objectives",
+        "help the other participants achieve their goals",
+        "without delaying or impeding progress and agreement",
+    ):
         assert words in collab, words
 
 
-PAPER_SETUPS = ({f"{m}-{p}-{k}" for m in ("gpt41", "gpt51") for p in ("vanilla", "taxonomy") for k in (1, 5, 30)}
-                | {f"opus4-{p}-{k}" for p in ("vanilla", "taxonomy") for k in (1, 5)} | {"gpt41-user-sim"})
+PAPER_SETUPS = (
+    {f"{m}-{p}-{k}" for m in ("gpt41", "gpt51") for p in ("vanilla", "taxonomy") for k in (1, 5, 30)}
+    | {f"opus4-{p}-{k}" for p in ("vanilla", "taxonomy") for k in (1, 5)}
+    | {"gpt41-user-sim"}
+)
 SFT_SETUPS = {"gpt41-sft-1", "gpt41-sft-5", "gpt41-sft-30", "gpt41-sft-copy-pp-1"}
 
 
@@ -211,7 +243,8 @@ def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
     paper = load_params(ROOT / "params" / "paper.yaml")
     assert {s.name for s in paper.params.setups} == PAPER_SETUPS
     assert [(j.name, j.model, j.reasoning_effort) for j in paper.params.judges] == [
-        ("o4-mini", "openai/o4-mini-2025-04-16", "medium")]
+        ("o4-mini", "openai/o4-mini-2025-04-16", "medium")
+    ]
     assert paper.params.sft == SFTConfig() and SFTConfig().total == 1450 and SFTConfig().n_epochs == 1
     paths = write_demo_data(tmp_path / "demo")
     build([f"{k}:{p}" for k, p in paths.items()], tmp_path / "bench")
@@ -220,21 +253,31 @@ def test_paper_params_setups_and_judges_are_the_papers(tmp_path):
     assert {r.name for r in rows} == PAPER_SETUPS | {"o4-mini:overall", "o4-mini:fine_grained"}
 
     # uncomment the paper's commented lines (not those marked "not in the paper" or "beyond the paper")
-    ready = re.sub(r"(?m)^  # (- \{name: (?!gpt41-copy-pp-1\b|gpt41-agents-|mine\b))", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
+    ready = (
+        re.sub(r"(?m)^  # (- \{name: (?!gpt41-copy-pp-1\b|gpt41-agents-|mine\b))", r"  \1", text)
+        .replace("ORG", "org")
+        .replace(":ID", ":x1")
+    )
     (tmp_path / "paper.yaml").write_text(ready)
     full = load_params(tmp_path / "paper.yaml").params
     setups = {s.name: s for s in full.setups}
     assert set(setups) == PAPER_SETUPS | SFT_SETUPS
     pp, sft1 = setups["gpt41-sft-copy-pp-1"], setups["gpt41-sft-1"]
     assert (pp.model, pp.prompt, pp.presence_penalty, pp.n_copy, pp.turns_per_call) == (
-        sft1.model, "copy_then_continue", 2.0, 5, 1)
+        sft1.model,
+        "copy_then_continue",
+        2.0,
+        5,
+        1,
+    )
     assert sft1.model.startswith("openai/ft:gpt-4.1-2025-04-14:")
     assert {k: setups[f"gpt41-sft-{k}"].turns_per_call for k in (1, 5, 30)} == {1: 1, 5: 5, 30: 30}
     assert {j.name: (j.model, j.reasoning_effort, set(j.kind)) for j in full.judges} == {
         "o4-mini": ("openai/o4-mini-2025-04-16", "medium", {"overall", "fine_grained"}),
         "gpt51-instant": ("openai/gpt-5.1-chat-latest", None, {"overall", "fine_grained"}),
         "gpt51-high": ("openai/gpt-5.1-2025-11-13", "high", {"overall", "fine_grained"}),
-        "opus4": ("anthropic/claude-opus-4-20250514", None, {"overall", "fine_grained"})}
+        "opus4": ("anthropic/claude-opus-4-20250514", None, {"overall", "fine_grained"}),
+    }
     assert all(j.max_tokens_cap >= 2 * j.max_tokens_overall for j in full.judges)
 
 
@@ -251,15 +294,27 @@ def test_a_judge_capped_per_dataset_judges_what_a_capped_setup_simulated(srv, tm
     assert [i.id for i in only_b.select(insts)] == ["b/c0/0", "b/c1/0"]
 
     srv.configure(answers=[{"match": "Continuation to evaluate", "text": OVERALL}])
-    conts = {"s": [Continuation(instance_id=i.id, setup_id="x", setup_name="s", turns=i.reference)
-                   for i in capped.select(insts)]}
+    conts = {
+        "s": [
+            Continuation(instance_id=i.id, setup_id="x", setup_name="s", turns=i.reference)
+            for i in capped.select(insts)
+        ]
+    }
     judge_cfg = jc(srv, kind=["overall"], max_per_dataset=1)
     assert judge_cfg.judge_id("overall", TAX) == jc(srv, kind=["overall"]).judge_id("overall", TAX)
     r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False))
     [js] = judge(insts, conts, [judge_cfg], r).values()
     assert sorted((j.instance_id, j.target_name) for j in js) == [
-        ("a/c0/0", "reference"), ("a/c0/0", "s"), ("b/c0/0", "reference"), ("b/c0/0", "s")]
+        ("a/c0/0", "reference"),
+        ("a/c0/0", "s"),
+        ("b/c0/0", "reference"),
+        ("b/c0/0", "s"),
+    ]
     r2 = Runner(LLMConfig(cache=str(tmp_path / "c2.sqlite"), progress=False))
     [js] = judge(insts, conts, [jc(srv, kind=["overall"], datasets=["b"])], r2).values()
     assert sorted((j.instance_id, j.target_name) for j in js) == [
-        ("b/c0/0", "reference"), ("b/c0/0", "s"), ("b/c1/0", "reference"), ("b/c2/0", "reference")]
+        ("b/c0/0", "reference"),
+        ("b/c0/0", "s"),
+        ("b/c1/0", "reference"),
+        ("b/c2/0", "reference"),
+    ]

@@ -54,18 +54,27 @@ def served(server, tmp_path_factory):
         for (kind, cut), cases in groups.items():
             server.reset()
             answers = [{"match": f" of d/{c['id']}/0", "text": c["answer"], "times": 1} for c in cases]
-            answers += [{"match": f"could not be used: {reason(c)}.", "text": c["answer"]}
-                        for c in cases if reason(c) not in (None, "truncated")]
+            answers += [
+                {"match": f"could not be used: {reason(c)}.", "text": c["answer"]}
+                for c in cases
+                if reason(c) not in (None, "truncated")
+            ]
             server.configure(answers=answers)
             batch = {c["id"]: instance(f"d/{c['id']}/0", n_hist=4, n_ref=c.get("turns", 3)) for c in cases}
             if cut:  # a small output budget makes the server cut the answer
                 limit = [200 + c.get("turns", 3) if kind == "fine" else 10 for c in cases]
-                assert all(len(c["answer"]) > 4 * n for c, n in zip(cases, limit, strict=True)), \
+                assert all(len(c["answer"]) > 4 * n for c, n in zip(cases, limit, strict=True)), (
                     "lengthen the answer so that it is cut"
-            jc = JudgeConfig(name="j", model=f"openai/gpt-4.1@{server.openai_base}", max_attempts=2,
-                             kind=["fine_grained" if kind == "fine" else "overall"],
-                             max_tokens_per_turn=1 if cut else 80, max_tokens_overall=10 if cut else 600,
-                             max_tokens_cap=1 if cut else 32_000)
+                )
+            jc = JudgeConfig(
+                name="j",
+                model=f"openai/gpt-4.1@{server.openai_base}",
+                max_attempts=2,
+                kind=["fine_grained" if kind == "fine" else "overall"],
+                max_tokens_per_turn=1 if cut else 80,
+                max_tokens_overall=10 if cut else 600,
+                max_tokens_cap=1 if cut else 32_000,
+            )
             runner = Runner(LLMConfig(cache=str(tmp_path_factory.mktemp("cache") / "c.sqlite"), progress=False))
             [js] = judge(list(batch.values()), {}, [jc], runner).values()
             by_inst = {j.instance_id: j for j in js}
@@ -73,7 +82,9 @@ def served(server, tmp_path_factory):
             insts += batch.values()
             judgments += js
     server.reset()
-    return out, run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"j": judgments}}), TAX)
+    return out, run_frames(
+        Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"j": judgments}}), TAX
+    )
 
 
 @pytest.mark.parametrize("case", CORPUS, ids=[c["id"] for c in CORPUS])

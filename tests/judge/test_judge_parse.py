@@ -49,22 +49,47 @@ def test_corpus_covers_every_kind_of_outcome():
             assert any(c["kind"] == kind and c["expect"]["status"] == status for c in CORPUS), (kind, status)
 
 
-@pytest.mark.parametrize("name,bid,noted", [
-    ("Off topic", "off_topic", False), ("off_topic", "off_topic", False), ("Off-topic", "off_topic", True),
-    ("OFF TOPIC", "off_topic", True), ("off  topic", "off_topic", True), ("Interruptions", "interruption", True),
-    ("persona inconsistencies", "persona_inconsistency", True), ("under-answering", "under_answering", True),
-    (" Repetition ", "repetition", False),
-])
+@pytest.mark.parametrize(
+    "name,bid,noted",
+    [
+        ("Off topic", "off_topic", False),
+        ("off_topic", "off_topic", False),
+        ("Off-topic", "off_topic", True),
+        ("OFF TOPIC", "off_topic", True),
+        ("off  topic", "off_topic", True),
+        ("Interruptions", "interruption", True),
+        ("persona inconsistencies", "persona_inconsistency", True),
+        ("under-answering", "under_answering", True),
+        (" Repetition ", "repetition", False),
+    ],
+)
 def test_names_differing_in_case_spacing_hyphens_underscores_or_plural_are_read(name, bid, noted):
     got, note = map_behaviour(name, TAX)
     assert got == bid and (note is not None) == noted
 
 
-@pytest.mark.parametrize("name", [
-    "On topic", "Clear intent", "No interruption", "Understanding", "Persistent agreement", "Over answering",
-    "Persona consistency", "Non-repetition", "Not off topic", "Repitition", "Off topic.", "Interupt", "", "  ",
-    "Redundant", "Contradiction", "None",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "On topic",
+        "Clear intent",
+        "No interruption",
+        "Understanding",
+        "Persistent agreement",
+        "Over answering",
+        "Persona consistency",
+        "Non-repetition",
+        "Not off topic",
+        "Repitition",
+        "Off topic.",
+        "Interupt",
+        "",
+        "  ",
+        "Redundant",
+        "Contradiction",
+        "None",
+    ],
+)
 def test_negations_antonyms_and_near_names_are_never_guessed(name):
     assert map_behaviour(name, TAX) == (None, None)
 
@@ -76,9 +101,17 @@ def test_none_spellings():
 
 def test_a_user_taxonomy_with_plural_names_reads_singulars(tmp_path):
     p = tmp_path / "t.yaml"
-    p.write_text(yaml.safe_dump({"name": "t", "behaviours": [
-        {"id": "interruptions", "name": "Interruptions", "category": "uncollaborative", "definition": "d"},
-        {"id": "topic_drift", "name": "Topic drift", "category": "uncollaborative", "definition": "d"}]}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "t",
+                "behaviours": [
+                    {"id": "interruptions", "name": "Interruptions", "category": "uncollaborative", "definition": "d"},
+                    {"id": "topic_drift", "name": "Topic drift", "category": "uncollaborative", "definition": "d"},
+                ],
+            }
+        )
+    )
     tax = load_taxonomy(p)
     assert map_behaviour("interruption", tax) == ("interruptions", "'interruption' read as 'Interruptions'")
     assert map_behaviour("Topic drifts", tax)[0] == "topic_drift"

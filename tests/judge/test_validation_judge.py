@@ -20,15 +20,25 @@ def test_an_empty_kind_list_is_refused():
 
 def test_each_kind_once_is_accepted():
     assert JudgeConfig(name="j", model="openai/o4-mini", kind=["fine_grained", "overall"]).kind == [
-        "fine_grained", "overall"]
+        "fine_grained",
+        "overall",
+    ]
     assert JudgeConfig(name="j", model="openai/o4-mini").kind == ["overall", "fine_grained"]
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("max_attempts", True), ("max_attempts", 10**20), ("max_tokens_per_turn", True),
-    ("max_tokens_overall", 10**20), ("max_tokens_cap", 10**20), ("max_behaviours_per_turn", False),
-    ("max_per_dataset", 10**20), ("max_per_dataset", True),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("max_attempts", True),
+        ("max_attempts", 10**20),
+        ("max_tokens_per_turn", True),
+        ("max_tokens_overall", 10**20),
+        ("max_tokens_cap", 10**20),
+        ("max_behaviours_per_turn", False),
+        ("max_per_dataset", 10**20),
+        ("max_per_dataset", True),
+    ],
+)
 def test_judge_ints_refuse_bools_and_absurd_values(field, value):
     with pytest.raises(ValidationError, match=field):
         JudgeConfig(name="j", model="openai/o4-mini", **{field: value})

@@ -27,14 +27,26 @@ WIRES = ["openai", "anthropic"]
 
 
 def model(srv, wire: str) -> str:
-    return (f"openai/gpt-4.1@{srv.openai_base}" if wire == "openai"
-            else f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}")
+    return (
+        f"openai/gpt-4.1@{srv.openai_base}"
+        if wire == "openai"
+        else f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}"
+    )
 
 
 def calls(m: str, prompts: list[str], **kw) -> list[Call]:
-    return [Call(model=m, stage="test", tag=p, request=GenerateRequest(
-        messages=[Message(role="system", content="Be brief."), Message(role="user", content=p)], max_tokens=20),
-        **kw) for p in prompts]
+    return [
+        Call(
+            model=m,
+            stage="test",
+            tag=p,
+            request=GenerateRequest(
+                messages=[Message(role="system", content="Be brief."), Message(role="user", content=p)], max_tokens=20
+            ),
+            **kw,
+        )
+        for p in prompts
+    ]
 
 
 def runner(tmp_path, name="cache.sqlite", **kw) -> Runner:
@@ -151,6 +163,7 @@ def test_a_batch_whose_creation_failed_after_the_upload_is_created_from_that_fil
     assert {x.reason for x in out} == {"batch_server_error"}
     [(ref, state)] = _store(tmp_path / "cache.sqlite")
     assert ref.startswith("upload:file-") and state == "staged"
+
     def inputs() -> list[str]:
         return [f for f, v in srv.stats()["files"].items() if v["purpose"] == "batch"]
 
@@ -184,8 +197,9 @@ def test_kill_9_while_polling_then_rerun_resumes_the_batch_instead_of_resubmitti
     cache = tmp_path / "cache.sqlite"
     cmd, batch_id = _kill_while_polling(srv, cache, wire, n=20, steps=6)
     assert list(batches(srv)) == [batch_id] and srv.stats()["requests"] == 0
-    listed = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache)],
-                            capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache)], capture_output=True, text=True, timeout=60
+    )
     assert batch_id in listed.stdout and "submitted" in listed.stdout and "1 not yet collected" in listed.stdout
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.split() == ["20", "ok", "0", "sent", "20", "batched"], out.stderr
@@ -204,27 +218,45 @@ def test_cocoeval_run_batch_gives_the_same_run_as_live(tmp_path, monkeypatch):
     from cocoeval import build
 
     build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
-    answer = "\n".join(f"{s}: point number {i}" for i, s in
-                       enumerate(["Project Manager", "Marketing", "User Interface"] * 10))
+    answer = "\n".join(
+        f"{s}: point number {i}" for i, s in enumerate(["Project Manager", "Marketing", "User Interface"] * 10)
+    )
     fine = json.dumps({"turns": [{"turn": i, "behaviours": []} for i in range(1, 31)]})
     runs = {}
     with FakeServer() as srv:
-        answers = [{"match": "Continuation to annotate", "text": fine},
-                   {"match": "Continuation to evaluate",
-                    "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}'},
-                   {"match": "next 5 turns", "text": "\n".join(answer.splitlines()[:5])},
-                   {"match": "", "text": answer}]
+        answers = [
+            {"match": "Continuation to annotate", "text": fine},
+            {
+                "match": "Continuation to evaluate",
+                "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}',
+            },
+            {"match": "next 5 turns", "text": "\n".join(answer.splitlines()[:5])},
+            {"match": "", "text": answer},
+        ]
         srv.configure(answers=answers)
-        flags = {"live": [], "batch": ["--batch"], "rounds": ["--batch", "--dependent", "rounds"],
-                 "workers": ["--processes", "2"]}
+        flags = {
+            "live": [],
+            "batch": ["--batch"],
+            "rounds": ["--batch", "--dependent", "rounds"],
+            "workers": ["--processes", "2"],
+        }
         for mode in flags:
             p = tmp_path / f"{mode}.yaml"
-            p.write_text(yaml.safe_dump({
-                "name": mode, "out": f"runs/{mode}", "bench": "bench",
-                "setups": [{"name": "k30", "model": f"openai/gpt-4.1@{srv.openai_base}"},
-                           {"name": "k5", "model": f"openai/gpt-4.1@{srv.openai_base}", "turns_per_call": 5}],
-                "judges": [{"name": "j", "model": f"openai/o4-mini@{srv.openai_base}"}],
-                "llm": {"cache": f"cache-{mode}.sqlite", "batch_poll_s": 0.01}}))
+            p.write_text(
+                yaml.safe_dump(
+                    {
+                        "name": mode,
+                        "out": f"runs/{mode}",
+                        "bench": "bench",
+                        "setups": [
+                            {"name": "k30", "model": f"openai/gpt-4.1@{srv.openai_base}"},
+                            {"name": "k5", "model": f"openai/gpt-4.1@{srv.openai_base}", "turns_per_call": 5},
+                        ],
+                        "judges": [{"name": "j", "model": f"openai/o4-mini@{srv.openai_base}"}],
+                        "llm": {"cache": f"cache-{mode}.sqlite", "batch_poll_s": 0.01},
+                    }
+                )
+            )
             cmd = [sys.executable, "-m", "cocoeval", "run", str(p), "--no-progress"]
             out = subprocess.run(cmd + flags[mode], capture_output=True, text=True, timeout=300)
             assert out.returncode == 0, out.stderr
@@ -289,11 +321,19 @@ def test_chunks_respect_the_request_and_byte_limits(srv):
 def test_cancelled_batches_fail_their_calls_and_the_next_run_sends_them_again(srv, tmp_path, wire):
     cache = tmp_path / "cache.sqlite"
     cmd, batch_id = _kill_while_polling(srv, cache, wire)
-    out = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "open"],
-                         capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "open"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0 and f"cancel {batch_id}: cancel" in out.stdout, out.stderr
-    bad = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "nope"],
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "batches", "--cache", str(cache), "--cancel", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 2 and "no batch nope" in bad.stderr
     first = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert first.stdout.split()[:2] == ["0", "ok"], first.stderr  # all five failed: cancelled
@@ -319,11 +359,19 @@ def test_a_batch_the_provider_no_longer_knows_fails_its_calls_and_is_sent_again(
 def test_a_cancel_that_fails_says_why_and_forget_stops_tracking(srv, tmp_path):
     cmd2, batch2 = _kill_while_polling(srv, tmp_path / "other.sqlite", "openai")
     srv.configure(faults=[{"match": "/cancel", "path": "/v1/batches", "kind": "500", "times": -1}])
-    bad = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(tmp_path / "other.sqlite"),
-                          "--cancel", "open"], capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "batches", "--cache", str(tmp_path / "other.sqlite"), "--cancel", "open"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode == 1 and f"cancel {batch2}: not cancelled" in bad.stderr and "Traceback" not in bad.stderr
-    forget = subprocess.run([sys.executable, "-m", "cocoeval", "batches", "--cache", str(tmp_path / "other.sqlite"),
-                             "--forget", batch2], capture_output=True, text=True, timeout=60)
+    forget = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "batches", "--cache", str(tmp_path / "other.sqlite"), "--forget", batch2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert forget.returncode == 0 and f"forgot {batch2}" in forget.stdout
     assert _store(tmp_path / "other.sqlite") == [(batch2, "collected")]
     srv.configure(faults=[], batch_steps=0)
@@ -345,8 +393,11 @@ def test_a_lost_answer_to_creating_a_batch_costs_no_second_batch(srv, tmp_path, 
 
 @pytest.mark.parametrize("wire", WIRES)
 def test_results_that_cannot_be_read_once_are_read_at_the_next_poll(srv, tmp_path, wire, caplog):
-    fault = ({"match": "/content", "path": "/v1/files", "kind": "500", "times": 1} if wire == "openai"
-             else {"match": "/results", "path": "/v1/messages/batches", "kind": "500", "times": 1})
+    fault = (
+        {"match": "/content", "path": "/v1/files", "kind": "500", "times": 1}
+        if wire == "openai"
+        else {"match": "/results", "path": "/v1/messages/batches", "kind": "500", "times": 1}
+    )
     srv.configure(faults=[fault])
     with caplog.at_level("WARNING", logger="cocoeval"):
         out = runner(tmp_path, max_retries=0).run(calls(model(srv, wire), ["a", "b"]))

@@ -15,14 +15,25 @@ MODES = ["live", "processes", "batch"]
 
 
 def model(srv, wire: str) -> str:
-    return (f"openai/gpt-4.1@{srv.openai_base}" if wire == "openai"
-            else f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}")
+    return (
+        f"openai/gpt-4.1@{srv.openai_base}"
+        if wire == "openai"
+        else f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}"
+    )
 
 
 def calls(m: str, prompts: list[str]) -> list[Call]:
-    return [Call(model=m, stage="test", tag=p, request=GenerateRequest(
-        messages=[Message(role="system", content="Be brief."), Message(role="user", content=p)], max_tokens=20))
-        for p in prompts]
+    return [
+        Call(
+            model=m,
+            stage="test",
+            tag=p,
+            request=GenerateRequest(
+                messages=[Message(role="system", content="Be brief."), Message(role="user", content=p)], max_tokens=20
+            ),
+        )
+        for p in prompts
+    ]
 
 
 def runner(tmp_path, name: str, mode: str = "live") -> Runner:
@@ -121,11 +132,18 @@ def _paper_like(tmp_path, m: str, judge: str | None = None):
         write_json(tmp_path / "src" / "product" / f"M{i}.json", qmsum_meeting(80 + i))
     build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
     params = tmp_path / "p.yaml"
-    params.write_text(yaml.safe_dump({
-        "name": "p", "out": "runs/p", "bench": "bench",
-        "setups": [{"name": "k30", "model": m, "turns_per_call": 30}],
-        **({"judges": [{"name": "j", "model": judge, "kind": ["overall"]}]} if judge else {}),
-        "llm": {"cache": "cache.sqlite", "progress": False}}))
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "name": "p",
+                "out": "runs/p",
+                "bench": "bench",
+                "setups": [{"name": "k30", "model": m, "turns_per_call": 30}],
+                **({"judges": [{"name": "j", "model": judge, "kind": ["overall"]}]} if judge else {}),
+                "llm": {"cache": "cache.sqlite", "progress": False},
+            }
+        )
+    )
     return params
 
 
@@ -144,8 +162,7 @@ def test_the_call_records_of_a_refused_call_keep_the_tokens_it_was_billed(srv, t
     assert row["failed"] == len(refused) and row["input_tokens"] == sum(c.input_tokens for c in refused)
 
 
-def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(srv, tmp_path, capsys,
-                                                                                monkeypatch):
+def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(srv, tmp_path, capsys, monkeypatch):
     from cocoeval.cli import main
 
     params = _paper_like(tmp_path, model(srv, "openai"))
@@ -167,7 +184,9 @@ def test_usage_json_and_the_run_summary_say_what_was_paid_now_before_and_in_all(
     assert t["cost_usd"] == 0 and t["input_tokens"] == 0 and t["cache_hits"] == t["calls"] == sent
     assert t["reused_calls"] == sent and t["reused_cost_usd"] == pytest.approx(paid)
     assert second["earlier_invocations"][0]["totals"]["cost_usd"] == paid
-    assert second["all_invocations"]["invocations"] == 2 and second["all_invocations"]["cost_usd"] == pytest.approx(paid)
+    assert second["all_invocations"]["invocations"] == 2 and second["all_invocations"]["cost_usd"] == pytest.approx(
+        paid
+    )
     printed = capsys.readouterr().out
     assert "paid by this run: $0.0000" in printed
     assert f"re-used from the call cache, not paid again: {sent} answer(s)" in printed
@@ -198,10 +217,17 @@ def test_estimate_totals_never_show_an_unknown_price_as_a_sum(tmp_path, capsys):
 
     def estimate(setup_model: str, judge_model: str) -> str:
         p = tmp_path / "p.yaml"
-        p.write_text(yaml.safe_dump({
-            "name": "e", "out": "run", "bench": "bench",
-            "setups": [{"name": "k30", "model": setup_model, "turns_per_call": 30}],
-            "judges": [{"name": "j", "model": judge_model}]}))
+        p.write_text(
+            yaml.safe_dump(
+                {
+                    "name": "e",
+                    "out": "run",
+                    "bench": "bench",
+                    "setups": [{"name": "k30", "model": setup_model, "turns_per_call": 30}],
+                    "judges": [{"name": "j", "model": judge_model}],
+                }
+            )
+        )
         capsys.readouterr()
         assert main(["estimate", str(p)]) == 0
         return capsys.readouterr().out
@@ -255,9 +281,18 @@ def test_reasoning_tokens_are_billed_once_as_part_of_the_output(srv, tmp_path):
 
 def test_anthropic_cache_writes_and_reads_are_billed_at_their_rates_not_also_at_the_input_rate(srv, tmp_path):
     system = "s" * 6000  # 1,500 fake tokens: over Opus 4's 1,024-token minimum
-    reqs = [Call(model=model(srv, "anthropic"), stage="test", request=GenerateRequest(
-        messages=[Message(role="system", content=system), Message(role="user", content=q)], max_tokens=20,
-        cache_points=[(0, len(system))])) for q in ("first question", "second question")]
+    reqs = [
+        Call(
+            model=model(srv, "anthropic"),
+            stage="test",
+            request=GenerateRequest(
+                messages=[Message(role="system", content=system), Message(role="user", content=q)],
+                max_tokens=20,
+                cache_points=[(0, len(system))],
+            ),
+        )
+        for q in ("first question", "second question")
+    ]
     r = runner(tmp_path, "c.sqlite")
     first, second = (r.run([c])[0] for c in reqs)  # one after the other: the second reads what the first wrote
     for res, (read, written) in ((first, (0, 1500)), (second, (1500, 0))):
@@ -270,9 +305,16 @@ def test_anthropic_cache_writes_and_reads_are_billed_at_their_rates_not_also_at_
 
 def test_openai_cached_input_is_billed_at_the_cached_rate_only(srv, tmp_path):
     system = "s" * 6000
-    reqs = [Call(model=model(srv, "openai"), stage="test", request=GenerateRequest(
-        messages=[Message(role="system", content=system), Message(role="user", content=q)], max_tokens=20))
-        for q in ("first question", "second question")]
+    reqs = [
+        Call(
+            model=model(srv, "openai"),
+            stage="test",
+            request=GenerateRequest(
+                messages=[Message(role="system", content=system), Message(role="user", content=q)], max_tokens=20
+            ),
+        )
+        for q in ("first question", "second question")
+    ]
     r = runner(tmp_path, "c.sqlite")
     first, second = (r.run([c])[0] for c in reqs)
     assert first.response.usage.cached_input_tokens == 0 and second.response.usage.cached_input_tokens >= 1024

@@ -33,21 +33,22 @@ def ant(srv, **kw) -> anthropic.Anthropic:
 
 
 def chat(client: openai.OpenAI, text: str, **kw):
-    return client.chat.completions.create(
-        model="gpt-fake", messages=[{"role": "user", "content": text}], **kw)
+    return client.chat.completions.create(model="gpt-fake", messages=[{"role": "user", "content": text}], **kw)
 
 
 def message(client: anthropic.Anthropic, text: str, **kw):
     kw.setdefault("max_tokens", 100)
-    return client.messages.create(
-        model="claude-fake", messages=[{"role": "user", "content": text}], **kw)
+    return client.messages.create(model="claude-fake", messages=[{"role": "user", "content": text}], **kw)
 
 
 def test_openai_normal_answer(srv):
     resp = oai(srv).chat.completions.with_raw_response.create(
         model="gpt-fake",
-        messages=[{"role": "system", "content": "You are terse."},
-                  {"role": "user", "content": "Hello there, how are you?"}])
+        messages=[
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Hello there, how are you?"},
+        ],
+    )
     assert resp.headers["x-request-id"].startswith("req_")
     out = resp.parse()
     assert out.id.startswith("chatcmpl-")
@@ -69,8 +70,11 @@ def test_openai_normal_answer(srv):
 
 def test_anthropic_normal_answer(srv):
     resp = ant(srv).messages.with_raw_response.create(
-        model="claude-fake", max_tokens=100, system="Be brief.",
-        messages=[{"role": "user", "content": [{"type": "text", "text": "Say something"}]}])
+        model="claude-fake",
+        max_tokens=100,
+        system="Be brief.",
+        messages=[{"role": "user", "content": [{"type": "text", "text": "Say something"}]}],
+    )
     assert resp.headers["request-id"].startswith("req_")
     out = resp.parse()
     assert out.id.startswith("msg_")
@@ -85,9 +89,13 @@ def test_anthropic_normal_answer(srv):
 
 
 def test_scripted_answers_and_max_tokens(srv):
-    srv.configure(answers=[{"match": "weather", "text": "It is sunny.", "times": 1},
-                           {"match": "weather", "text": "Rain later."},
-                           {"match": "long", "text": "x" * 100}])
+    srv.configure(
+        answers=[
+            {"match": "weather", "text": "It is sunny.", "times": 1},
+            {"match": "weather", "text": "Rain later."},
+            {"match": "long", "text": "x" * 100},
+        ]
+    )
     client = oai(srv)
     assert chat(client, "What is the weather?").choices[0].message.content == "It is sunny."
     assert chat(client, "weather again").choices[0].message.content == "Rain later."
@@ -177,10 +185,12 @@ def test_timeout_fault(srv):
 
 def test_anthropic_tool_use(srv):
     srv.configure(answers=[{"match": "extract", "text": '{"name": "Ada", "age": 36}'}])
-    tool = {"name": "record", "description": "Record a person.",
-            "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}}}
-    out = message(ant(srv), "please extract", tools=[tool],
-                  tool_choice={"type": "tool", "name": "record"})
+    tool = {
+        "name": "record",
+        "description": "Record a person.",
+        "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+    }
+    out = message(ant(srv), "please extract", tools=[tool], tool_choice={"type": "tool", "name": "record"})
     assert out.stop_reason == "tool_use"
     block = out.content[0]
     assert block.type == "tool_use"
@@ -233,8 +243,10 @@ def upload(client: openai.OpenAI, path) -> openai.types.FileObject:
 @pytest.fixture
 def train_file(tmp_path):
     path = tmp_path / "train.jsonl"
-    rows = [{"messages": [{"role": "user", "content": f"q{i}"},
-                          {"role": "assistant", "content": f"a{i}"}]} for i in range(3)]
+    rows = [
+        {"messages": [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]}
+        for i in range(3)
+    ]
     path.write_bytes(b"".join(json.dumps(r).encode() + b"\r\n" for r in rows) + b"\n")
     return path
 
@@ -249,11 +261,9 @@ def test_fine_tuning_flow(srv, train_file):
     assert client.files.retrieve(f.id) == f
     assert client.files.content(f.id).read() == train_file.read_bytes()
 
-    job = client.fine_tuning.jobs.create(training_file=f.id, model=FT_MODEL,
-                                         suffix="cocoeval", seed=3)
+    job = client.fine_tuning.jobs.create(training_file=f.id, model=FT_MODEL, suffix="cocoeval", seed=3)
     assert job.id.startswith("ftjob-")
-    assert (job.object, job.status, job.model, job.seed) == (
-        "fine_tuning.job", "validating_files", FT_MODEL, 3)
+    assert (job.object, job.status, job.model, job.seed) == ("fine_tuning.job", "validating_files", FT_MODEL, 3)
     assert job.training_file == f.id
     assert job.fine_tuned_model is None and job.finished_at is None and job.error is None
     assert job.hyperparameters.n_epochs == "auto"
@@ -267,8 +277,7 @@ def test_fine_tuning_flow(srv, train_file):
 
     stats = srv.stats()
     assert stats["requests"] == 0  # model calls only
-    assert stats["files"] == {f.id: {"filename": "train.jsonl", "purpose": "fine-tune",
-                                     "bytes": f.bytes}}
+    assert stats["files"] == {f.id: {"filename": "train.jsonl", "purpose": "fine-tune", "bytes": f.bytes}}
     assert stats["jobs"][job.id]["status"] == "succeeded"
     assert stats["by_path"]["/v1/files"] == 1
     assert stats["by_path"]["/v1/fine_tuning/jobs"] == 1
@@ -346,18 +355,31 @@ def test_model_faults_leave_file_endpoints_alone(srv, train_file):
 
 
 def test_scripted_answers_can_require_a_context_anywhere_in_the_request(srv):
-    srv.configure(answers=[{"match": "next turn", "context": "meeting A", "text": "from A", "times": 1},
-                           {"match": "next turn", "context": "meeting B", "text": "from B"}])
+    srv.configure(
+        answers=[
+            {"match": "next turn", "context": "meeting A", "text": "from A", "times": 1},
+            {"match": "next turn", "context": "meeting B", "text": "from B"},
+        ]
+    )
     client = oai(srv)
 
     def ask(system: str) -> str:
-        return client.chat.completions.create(model="gpt-fake", messages=[
-            {"role": "system", "content": system}, {"role": "user", "content": "Write the next turn."}],
-        ).choices[0].message.content
+        return (
+            client.chat.completions.create(
+                model="gpt-fake",
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": "Write the next turn."}],
+            )
+            .choices[0]
+            .message.content
+        )
 
     assert ask("History of meeting B") == "from B"
     assert ask("History of meeting A") == "from A"
     assert ask("History of meeting A") == "echo: Write the next turn."  # A's answer is used up
-    out = ant(srv).messages.create(model="claude-fake", max_tokens=50, system="History of meeting B",
-                                   messages=[{"role": "user", "content": "Write the next turn."}])
+    out = ant(srv).messages.create(
+        model="claude-fake",
+        max_tokens=50,
+        system="History of meeting B",
+        messages=[{"role": "user", "content": "Write the next turn."}],
+    )
     assert out.content[0].text == "from B"  # Anthropic's system prompt is part of the request too

@@ -40,8 +40,9 @@ def upload(client: openai.OpenAI, tmp_path, rows: list, purpose: str = "batch") 
 
 
 def submit(client: openai.OpenAI, tmp_path, rows: list, **kw) -> openai.types.Batch:
-    return client.batches.create(input_file_id=upload(client, tmp_path, rows),
-                                 endpoint=CHAT, completion_window="24h", **kw)
+    return client.batches.create(
+        input_file_id=upload(client, tmp_path, rows), endpoint=CHAT, completion_window="24h", **kw
+    )
 
 
 def jsonl(client: openai.OpenAI, file_id: str) -> list[dict]:
@@ -49,29 +50,42 @@ def jsonl(client: openai.OpenAI, file_id: str) -> list[dict]:
 
 
 def live_error(srv, path: str, body: dict) -> tuple[int, dict]:
-    req = urllib.request.Request(srv.url + path, data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        srv.url + path, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req, timeout=10)
     return err.value.code, json.loads(err.value.read())
 
 
 def same_answer(batch: dict, live: dict) -> None:
-    for key in ("choices", "usage", "model", "object") if "choices" in live else (
-            "content", "usage", "model", "stop_reason", "type", "role"):
+    for key in (
+        ("choices", "usage", "model", "object")
+        if "choices" in live
+        else ("content", "usage", "model", "stop_reason", "type", "role")
+    ):
         assert batch[key] == live[key], key
 
 
 # --- OpenAI ---------------------------------------------------------------------------------
 
+
 def test_openai_batch_happy_path_answers_like_live(srv, tmp_path):
-    answers = [{"match": "weather", "text": "It is sunny.", "times": -1},
-               {"match": "long", "text": "y" * 50, "times": -1}]
+    answers = [
+        {"match": "weather", "text": "It is sunny.", "times": -1},
+        {"match": "long", "text": "y" * 50, "times": -1},
+    ]
     srv.configure(answers=answers)
     client = oai(srv)
-    bodies = {"w": chat_body("the weather?"), "l": chat_body("a long one", max_tokens=3),
-              "e": chat_body("plain echo"), "s": {**chat_body("sys"), "messages": [
-                  {"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}]}}
+    bodies = {
+        "w": chat_body("the weather?"),
+        "l": chat_body("a long one", max_tokens=3),
+        "e": chat_body("plain echo"),
+        "s": {
+            **chat_body("sys"),
+            "messages": [{"role": "system", "content": "Be terse."}, {"role": "user", "content": "hi"}],
+        },
+    }
     batch = submit(client, tmp_path, [line(c, b) for c, b in bodies.items()], metadata={"run": "7"})
     assert (batch.status, batch.endpoint, batch.completion_window) == ("validating", CHAT, "24h")
     assert batch.id.startswith("batch_") and batch.metadata == {"run": "7"}
@@ -106,9 +120,15 @@ def test_openai_batch_happy_path_answers_like_live(srv, tmp_path):
     assert stats["requests"] == 4 and stats["by_path"]["batch:/v1/chat/completions"] == 4
     assert CHAT not in stats["by_path"]
     assert stats["prompts"] == {"the weather?": 1, "a long one": 1, "plain echo": 1, "hi": 1}
-    assert stats["batches"] == {batch.id: {"provider": "openai", "status": "completed",
-                                           "requests": 4, "custom_ids": list(bodies),
-                                           "fault": None}}
+    assert stats["batches"] == {
+        batch.id: {
+            "provider": "openai",
+            "status": "completed",
+            "requests": 4,
+            "custom_ids": list(bodies),
+            "fault": None,
+        }
+    }
     for cid, body in bodies.items():
         live = client.chat.completions.with_raw_response.create(**body).http_response.json()
         same_answer(by_id[cid], live)
@@ -116,11 +136,15 @@ def test_openai_batch_happy_path_answers_like_live(srv, tmp_path):
 
 
 def test_openai_per_request_faults_go_to_the_error_file(srv, tmp_path):
-    srv.configure(faults=[{"match": "huge", "kind": "context_length", "times": -1},
-                          {"match": "busy", "kind": "429", "times": 1, "retry_after": 2},
-                          {"match": "filtered", "kind": "content_filter"},
-                          {"match": "broken", "kind": "malformed"},
-                          {"match": "dropped", "kind": "drop"}])
+    srv.configure(
+        faults=[
+            {"match": "huge", "kind": "context_length", "times": -1},
+            {"match": "busy", "kind": "429", "times": 1, "retry_after": 2},
+            {"match": "filtered", "kind": "content_filter"},
+            {"match": "broken", "kind": "malformed"},
+            {"match": "dropped", "kind": "drop"},
+        ]
+    )
     client = oai(srv)
     texts = ["fine", "a huge prompt", "busy now", "filtered out", "broken one", "dropped one"]
     batch = submit(client, tmp_path, [line(f"c{i}", chat_body(t)) for i, t in enumerate(texts)])
@@ -158,10 +182,17 @@ def test_model_faults_hit_batch_requests_but_not_the_batch_endpoints(srv, tmp_pa
 
 def test_openai_invalid_input_file_fails_with_line_numbers(srv, tmp_path):
     client = oai(srv)
-    rows = [line("ok", chat_body("a")), "{not json", line("ok", chat_body("b")),
-            line("u", chat_body("c"), url="/v1/embeddings"), line("m", chat_body("d"), method="GET"),
-            {"custom_id": "nb", "method": "POST", "url": CHAT}, "",
-            line("mm", chat_body("e") | {"model": "other"}), {"method": "POST", "url": CHAT}]
+    rows = [
+        line("ok", chat_body("a")),
+        "{not json",
+        line("ok", chat_body("b")),
+        line("u", chat_body("c"), url="/v1/embeddings"),
+        line("m", chat_body("d"), method="GET"),
+        {"custom_id": "nb", "method": "POST", "url": CHAT},
+        "",
+        line("mm", chat_body("e") | {"model": "other"}),
+        {"method": "POST", "url": CHAT},
+    ]
     batch = submit(client, tmp_path, rows)
     assert batch.status == "validating"
     failed = client.batches.retrieve(batch.id)
@@ -169,10 +200,15 @@ def test_openai_invalid_input_file_fails_with_line_numbers(srv, tmp_path):
     assert failed.output_file_id is None and failed.error_file_id is None
     assert failed.errors.object == "list"
     got = [(e.code, e.line, e.param) for e in failed.errors.data]
-    assert got == [("invalid_json_line", 2, None), ("duplicate_custom_id", 3, "custom_id"),
-                   ("url_mismatch", 4, "url"), ("invalid_method", 5, "method"),
-                   ("missing_required_parameter", 6, "body"), ("model_mismatch", 8, "body.model"),
-                   ("missing_required_parameter", 9, "custom_id")]
+    assert got == [
+        ("invalid_json_line", 2, None),
+        ("duplicate_custom_id", 3, "custom_id"),
+        ("url_mismatch", 4, "url"),
+        ("invalid_method", 5, "method"),
+        ("missing_required_parameter", 6, "body"),
+        ("model_mismatch", 8, "body.model"),
+        ("missing_required_parameter", 9, "custom_id"),
+    ]
     assert client.batches.retrieve(batch.id).status == "failed"
     assert srv.stats()["requests"] == 0
     empty = submit(client, tmp_path, ["", "  "])
@@ -205,8 +241,10 @@ def test_openai_expire_keeps_the_first_requests(srv, tmp_path):
     expired = jsonl(client, done.error_file_id)
     assert [x["custom_id"] for x in expired] == ["r2", "r3", "r4"]
     assert expired[0]["response"] is None
-    assert expired[0]["error"] == {"code": "batch_expired", "message": (
-        "This request could not be executed before the completion window expired.")}
+    assert expired[0]["error"] == {
+        "code": "batch_expired",
+        "message": ("This request could not be executed before the completion window expired."),
+    }
     stats = srv.stats()
     assert stats["requests"] == 2 and stats["batches"][batch.id]["fault"] == "expire"
     again = submit(client, tmp_path, [line("x", chat_body("x"))])  # the fault was used up
@@ -215,8 +253,9 @@ def test_openai_expire_keeps_the_first_requests(srv, tmp_path):
 
 
 def test_openai_fail_fault_and_provider_filter(srv, tmp_path):
-    srv.configure(batch_faults=[{"kind": "fail", "provider": "anthropic"},
-                                {"kind": "fail", "provider": "openai", "times": 2}])
+    srv.configure(
+        batch_faults=[{"kind": "fail", "provider": "anthropic"}, {"kind": "fail", "provider": "openai", "times": 2}]
+    )
     client = oai(srv)
     for _ in range(2):
         batch = submit(client, tmp_path, [line("a", chat_body("a"))])
@@ -250,7 +289,12 @@ def test_openai_steps_and_list_pagination(srv, tmp_path):
     client = oai(srv)
     slow = submit(client, tmp_path, [line("a", chat_body("a"))])
     assert [client.batches.retrieve(slow.id).status for _ in range(5)] == [
-        "in_progress", "in_progress", "finalizing", "completed", "completed"]
+        "in_progress",
+        "in_progress",
+        "finalizing",
+        "completed",
+        "completed",
+    ]
     srv.configure(batch_steps=0)
     quick = submit(client, tmp_path, [line("a", chat_body("a"))])
     assert client.batches.retrieve(quick.id).status == "completed"
@@ -269,8 +313,7 @@ def test_openai_path_fault_is_recovered_by_sdk_retries(srv, tmp_path):
     with pytest.raises(openai.InternalServerError):
         client.batches.create(input_file_id=file_id, endpoint=CHAT, completion_window="24h")
     srv.configure(faults=[{"kind": "500", "path": "/v1/batches", "times": 1}])
-    batch = oai(srv, max_retries=2).batches.create(
-        input_file_id=file_id, endpoint=CHAT, completion_window="24h")
+    batch = oai(srv, max_retries=2).batches.create(input_file_id=file_id, endpoint=CHAT, completion_window="24h")
     assert batch.status == "validating"
     stats = srv.stats()
     assert stats["by_path"]["/v1/batches"] == 3 and list(stats["batches"]) == [batch.id]
@@ -280,29 +323,30 @@ def test_openai_path_fault_is_recovered_by_sdk_retries(srv, tmp_path):
 
 # --- Anthropic ------------------------------------------------------------------------------
 
-TOOL = {"name": "record", "description": "Record a person.",
-        "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}}}
+TOOL = {
+    "name": "record",
+    "description": "Record a person.",
+    "input_schema": {"type": "object", "properties": {"name": {"type": "string"}}},
+}
 
 
 def params(text: str, **kw) -> dict:
-    return {"model": "claude-fake", "max_tokens": 100,
-            "messages": [{"role": "user", "content": text}], **kw}
+    return {"model": "claude-fake", "max_tokens": 100, "messages": [{"role": "user", "content": text}], **kw}
 
 
 def results(client: anthropic.Anthropic, batch_id: str) -> dict[str, dict]:
-    return {r.custom_id: r.result.model_dump(exclude_unset=True)
-            for r in client.messages.batches.results(batch_id)}
+    return {r.custom_id: r.result.model_dump(exclude_unset=True) for r in client.messages.batches.results(batch_id)}
 
 
 def test_anthropic_batch_happy_path_answers_like_live(srv):
     srv.configure(answers=[{"match": "extract", "text": '{"name": "Ada"}', "times": -1}])
     client = ant(srv)
-    reqs = {"plain": params("Say something", system="Be brief."),
-            "tool": params("please extract", tools=[TOOL],
-                           tool_choice={"type": "tool", "name": "record"}),
-            "short": params("x" * 50, max_tokens=2)}
-    batch = client.messages.batches.create(
-        requests=[{"custom_id": c, "params": p} for c, p in reqs.items()])
+    reqs = {
+        "plain": params("Say something", system="Be brief."),
+        "tool": params("please extract", tools=[TOOL], tool_choice={"type": "tool", "name": "record"}),
+        "short": params("x" * 50, max_tokens=2),
+    }
+    batch = client.messages.batches.create(requests=[{"custom_id": c, "params": p} for c, p in reqs.items()])
     assert batch.id.startswith("msgbatch_") and batch.type == "message_batch"
     assert batch.processing_status == "in_progress" and batch.results_url is None
     assert batch.request_counts.processing == 3 and batch.created_at < batch.expires_at
@@ -312,7 +356,12 @@ def test_anthropic_batch_happy_path_answers_like_live(srv):
     assert ended.processing_status == "ended" and ended.ended_at is not None
     assert ended.results_url == f"{srv.url}/v1/messages/batches/{batch.id}/results"
     assert ended.request_counts.model_dump() == {
-        "processing": 0, "succeeded": 3, "errored": 0, "canceled": 0, "expired": 0}
+        "processing": 0,
+        "succeeded": 3,
+        "errored": 0,
+        "canceled": 0,
+        "expired": 0,
+    }
     got = results(client, batch.id)
     assert list(got) == list(reqs) and {r["type"] for r in got.values()} == {"succeeded"}
     msgs = {c: r["message"] for c, r in got.items()}
@@ -328,28 +377,39 @@ def test_anthropic_batch_happy_path_answers_like_live(srv):
         same_answer(msgs[cid], live)
     stats = srv.stats()
     assert stats["by_path"]["batch:/v1/messages"] == 3 and stats["requests"] == 6
-    assert stats["batches"][batch.id] == {"provider": "anthropic", "status": "ended",
-                                          "requests": 3, "custom_ids": list(reqs), "fault": None}
+    assert stats["batches"][batch.id] == {
+        "provider": "anthropic",
+        "status": "ended",
+        "requests": 3,
+        "custom_ids": list(reqs),
+        "fault": None,
+    }
     with urllib.request.urlopen(ended.results_url, timeout=10) as resp:
         assert resp.headers["Content-Type"] == "application/x-jsonl"
         assert len(resp.read().splitlines()) == 3
 
 
 def test_anthropic_errored_and_expired_results(srv):
-    srv.configure(faults=[{"match": "busy", "kind": "529", "times": -1},
-                          {"match": "broke", "kind": "quota"}],
-                  batch_faults=[{"kind": "expire", "completed": 3}])
+    srv.configure(
+        faults=[{"match": "busy", "kind": "529", "times": -1}, {"match": "broke", "kind": "quota"}],
+        batch_faults=[{"kind": "expire", "completed": 3}],
+    )
     client = ant(srv)
     texts = ["fine", "busy now", "broke", "later", "never"]
     batch = client.messages.batches.create(
-        requests=[{"custom_id": f"r{i}", "params": params(t)} for i, t in enumerate(texts)])
+        requests=[{"custom_id": f"r{i}", "params": params(t)} for i, t in enumerate(texts)]
+    )
     client.messages.batches.retrieve(batch.id)
     ended = client.messages.batches.retrieve(batch.id)
     assert ended.request_counts.model_dump() == {
-        "processing": 0, "succeeded": 1, "errored": 2, "canceled": 0, "expired": 2}
+        "processing": 0,
+        "succeeded": 1,
+        "errored": 2,
+        "canceled": 0,
+        "expired": 2,
+    }
     got = results(client, batch.id)
-    assert [r["type"] for r in got.values()] == ["succeeded", "errored", "errored",
-                                                  "expired", "expired"]
+    assert [r["type"] for r in got.values()] == ["succeeded", "errored", "errored", "expired", "expired"]
     assert got["r1"]["error"]["type"] == "error"
     assert got["r1"]["error"]["error"] == {"type": "overloaded_error", "message": "Overloaded"}
     status, live = live_error(srv, "/v1/messages", params("busy now"))
@@ -363,7 +423,8 @@ def test_anthropic_cancel_and_results_before_the_end(srv):
     srv.configure(batch_steps=3)
     client = ant(srv)
     batch = client.messages.batches.create(
-        requests=[{"custom_id": "a", "params": params("a")}, {"custom_id": "b", "params": params("b")}])
+        requests=[{"custom_id": "a", "params": params("a")}, {"custom_id": "b", "params": params("b")}]
+    )
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(f"{srv.url}/v1/messages/batches/{batch.id}/results", timeout=10)
     assert err.value.code == 400
@@ -384,14 +445,19 @@ def test_anthropic_cancel_and_results_before_the_end(srv):
         client.messages.batches.retrieve(batch.id)
 
 
-@pytest.mark.parametrize("requests, why", [
-    ([{"custom_id": "has space", "params": params("a")}], "requests.0.custom_id"),
-    ([{"custom_id": "x" * 65, "params": params("a")}], "requests.0.custom_id"),
-    ([{"custom_id": "a", "params": params("a")}, {"custom_id": "a", "params": params("b")}],
-     "Duplicate custom_id 'a'"),
-    ([{"custom_id": "a", "params": "nope"}], "requests.0.params"),
-    ([], "non-empty list"),
-])
+@pytest.mark.parametrize(
+    "requests, why",
+    [
+        ([{"custom_id": "has space", "params": params("a")}], "requests.0.custom_id"),
+        ([{"custom_id": "x" * 65, "params": params("a")}], "requests.0.custom_id"),
+        (
+            [{"custom_id": "a", "params": params("a")}, {"custom_id": "a", "params": params("b")}],
+            "Duplicate custom_id 'a'",
+        ),
+        ([{"custom_id": "a", "params": "nope"}], "requests.0.params"),
+        ([], "non-empty list"),
+    ],
+)
 def test_anthropic_create_validation(srv, requests, why):
     with pytest.raises(anthropic.BadRequestError) as err:
         ant(srv).messages.batches.create(requests=requests)

@@ -39,13 +39,16 @@ def test_model_specs():
         parse_model_spec("gpt-4.1")
 
 
-@pytest.mark.parametrize("spec,dropped", [
-    ("openai/gpt-4.1", []),
-    ("openai/o4-mini", ["temperature", "presence_penalty"]),
-    ("openai/gpt-5.1", ["temperature", "presence_penalty"]),
-    ("anthropic/claude-opus-4-20250514", ["presence_penalty"]),
-    ("openai-compatible/m@http://127.0.0.1:1/v1", []),
-])
+@pytest.mark.parametrize(
+    "spec,dropped",
+    [
+        ("openai/gpt-4.1", []),
+        ("openai/o4-mini", ["temperature", "presence_penalty"]),
+        ("openai/gpt-5.1", ["temperature", "presence_penalty"]),
+        ("anthropic/claude-opus-4-20250514", ["presence_penalty"]),
+        ("openai-compatible/m@http://127.0.0.1:1/v1", []),
+    ],
+)
 def test_unsupported_parameters_are_dropped_and_named(spec, dropped):
     p = get_provider(spec)
     prepared, names = p.prepare(req(temperature=0.7, presence_penalty=2.0))
@@ -64,8 +67,12 @@ def test_reasoning_effort_only_for_reasoning_models():
 
 
 def test_structured_output_shapes():
-    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
-              "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+        "additionalProperties": False,
+    }
     kw = get_provider("openai/gpt-4.1").kwargs(req(json_schema=schema))
     assert kw["response_format"]["type"] == "json_schema" and kw["response_format"]["json_schema"]["strict"]
     kw = get_provider("llama-cpp-server/m@http://x/v1").kwargs(req(json_schema=schema))
@@ -93,8 +100,11 @@ def test_cache_key_covers_what_changes_the_output_and_nothing_else(monkeypatch):
     import hashlib
 
     from cocoeval.llm.base import canonical_json
-    payload = {"identity": ident, "request": req().model_dump(
-        mode="json", exclude={"cache_prefix_messages", "cache_points", "cache_group"})}
+
+    payload = {
+        "identity": ident,
+        "request": req().model_dump(mode="json", exclude={"cache_prefix_messages", "cache_points", "cache_group"}),
+    }
     assert base == hashlib.sha256(canonical_json(payload).encode()).hexdigest()
 
 
@@ -142,11 +152,16 @@ def test_a_model_the_table_does_not_name_has_an_unknown_price_not_its_prefixs():
     assert prices.price_for("openai/o3-mini-2025-01-31").input == 1.10  # not o3's 2.00
     assert prices.price_for("openai/gpt-4o-2024-05-13").output == 15.0  # not gpt-4o's 10
     assert prices.price_for("openai/gpt-4o-2024-08-06").output == 10.0
-    for spec, price in (("openai/gpt-4.1-2025-04-14", 2.0), ("openai/gpt-5.1-chat-latest", 1.25),
-                        ("openai/o4-mini-2025-04-16", 1.10), ("anthropic/claude-opus-4-20250514", 15.0),
-                        ("openai/ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc", 3.0),
-                        ("openai/ft:gpt-4.1-mini-2025-04-14:org::abc", 0.80), ("anthropic/claude-opus-4-0", 15.0),
-                        ("anthropic/claude-haiku-4-5-20251001", 1.0)):
+    for spec, price in (
+        ("openai/gpt-4.1-2025-04-14", 2.0),
+        ("openai/gpt-5.1-chat-latest", 1.25),
+        ("openai/o4-mini-2025-04-16", 1.10),
+        ("anthropic/claude-opus-4-20250514", 15.0),
+        ("openai/ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc", 3.0),
+        ("openai/ft:gpt-4.1-mini-2025-04-14:org::abc", 0.80),
+        ("anthropic/claude-opus-4-0", 15.0),
+        ("anthropic/claude-haiku-4-5-20251001", 1.0),
+    ):
         assert prices.price_for(spec).input == price, spec
     led = Ledger(prices)
     assert led.add("judge", "openai/gpt-5.2", Usage(input_tokens=10), cache_hit=False) is None
@@ -175,8 +190,12 @@ def test_log_redaction(monkeypatch, caplog):
 
 
 def test_openai_strict_schemas_lose_unsupported_keywords_and_say_so():
-    schema = {"type": "object", "properties": {"e": {"type": "string", "maxLength": 80}}, "required": ["e"],
-              "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"e": {"type": "string", "maxLength": 80}},
+        "required": ["e"],
+        "additionalProperties": False,
+    }
     prepared, dropped = get_provider("openai/gpt-4.1").prepare(req(json_schema=schema))
     assert dropped == ["json_schema.maxLength"] and "maxLength" not in str(prepared.json_schema)
     _, dropped = get_provider("openai/gpt-4.1").prepare(req(json_schema={**schema, "minItems": 2}))

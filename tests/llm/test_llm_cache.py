@@ -90,11 +90,14 @@ def test_two_processes_writing_at_once_do_not_corrupt(tmp_path):
 
 # -- the file: schema version, migration, and a clear error for each file that cannot be used --
 
+
 def _v1_cache(path):
     """A cache as cocoeval wrote it before the schema version (table calls only)."""
     db = sqlite3.connect(path)
-    db.execute("CREATE TABLE calls (key TEXT PRIMARY KEY, identity TEXT NOT NULL, request TEXT NOT NULL, "
-               "response TEXT NOT NULL, created REAL NOT NULL)")
+    db.execute(
+        "CREATE TABLE calls (key TEXT PRIMARY KEY, identity TEXT NOT NULL, request TEXT NOT NULL, "
+        "response TEXT NOT NULL, created REAL NOT NULL)"
+    )
     db.execute("INSERT INTO calls VALUES ('k', '{}', '{}', '{\"text\": \"old\"}', 0)")
     db.commit()
     db.close()
@@ -128,19 +131,38 @@ def _damaged(path):
     path.write_bytes(bytes(data))
 
 
-@pytest.mark.parametrize(("kind", "make", "cls", "needle"), [
-    ("folder", lambda p: p.mkdir(), "CacheLocationError", "is a folder"),
-    ("not sqlite", lambda p: p.write_text("key,answer\nk,hello\n"), "CacheNotSQLiteError", "not an SQLite"),
-    ("truncated", lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x10\x00" * 20), "CacheDamagedError",
-     "damaged"),
-    ("damaged", _damaged, "CacheDamagedError", "damaged"),
-    ("foreign", lambda p: sqlite3.connect(p).execute("CREATE TABLE songs (title TEXT)"), "CacheForeignError",
-     "another application"),
-    ("foreign app id", lambda p: sqlite3.connect(p).execute("PRAGMA application_id=1234"), "CacheForeignError",
-     "another application"),
-    ("newer", lambda p: (CallCache(p).close(), sqlite3.connect(p).execute("PRAGMA user_version=99")),
-     "CacheVersionError", "newer cocoeval"),
-])
+@pytest.mark.parametrize(
+    ("kind", "make", "cls", "needle"),
+    [
+        ("folder", lambda p: p.mkdir(), "CacheLocationError", "is a folder"),
+        ("not sqlite", lambda p: p.write_text("key,answer\nk,hello\n"), "CacheNotSQLiteError", "not an SQLite"),
+        (
+            "truncated",
+            lambda p: p.write_bytes(b"SQLite format 3\x00" + b"\x10\x00" * 20),
+            "CacheDamagedError",
+            "damaged",
+        ),
+        ("damaged", _damaged, "CacheDamagedError", "damaged"),
+        (
+            "foreign",
+            lambda p: sqlite3.connect(p).execute("CREATE TABLE songs (title TEXT)"),
+            "CacheForeignError",
+            "another application",
+        ),
+        (
+            "foreign app id",
+            lambda p: sqlite3.connect(p).execute("PRAGMA application_id=1234"),
+            "CacheForeignError",
+            "another application",
+        ),
+        (
+            "newer",
+            lambda p: (CallCache(p).close(), sqlite3.connect(p).execute("PRAGMA user_version=99")),
+            "CacheVersionError",
+            "newer cocoeval",
+        ),
+    ],
+)
 def test_each_unusable_file_gets_a_clear_error(tmp_path, kind, make, cls, needle):
     from cocoeval.llm import errors
 
@@ -175,6 +197,7 @@ def test_a_cache_that_cannot_be_written_gets_a_clear_error(tmp_path):
 
 # -- paths that are no file, rows that cannot be read, a disk with no room (issue #24) --------
 
+
 def test_a_device_or_a_pipe_is_refused_not_opened(tmp_path):
     from cocoeval.llm.errors import CacheLocationError
 
@@ -184,10 +207,12 @@ def test_a_device_or_a_pipe_is_refused_not_opened(tmp_path):
     fifo = tmp_path / "cache.sqlite"
     os.mkfifo(fifo)
     # opening a FIFO for reading blocks until a writer comes: a child, so that a hang fails the test
-    code = ("import sys\nfrom cocoeval.llm import CallCache\nfrom cocoeval.llm.errors import CacheLocationError\n"
-            "for policy in ('read_write', 'read_only'):\n"
-            "    try:\n        CallCache(sys.argv[1], policy)\n    except CacheLocationError as e:\n"
-            "        print(e)\n    else:\n        sys.exit('opened')\n")
+    code = (
+        "import sys\nfrom cocoeval.llm import CallCache\nfrom cocoeval.llm.errors import CacheLocationError\n"
+        "for policy in ('read_write', 'read_only'):\n"
+        "    try:\n        CallCache(sys.argv[1], policy)\n    except CacheLocationError as e:\n"
+        "        print(e)\n    else:\n        sys.exit('opened')\n"
+    )
     out = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("is a named pipe (FIFO), not a file") == 2 and str(fifo) in out.stdout
@@ -197,8 +222,11 @@ def test_a_row_that_is_not_json_or_of_an_older_format_is_a_miss_with_a_warning(s
     from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
 
     p = tmp_path / "c.sqlite"
-    call = Call(model=f"openai/gpt-4.1@{srv.openai_base}", stage="t",
-                request=GenerateRequest(messages=[Message(role="user", content="hello")]))
+    call = Call(
+        model=f"openai/gpt-4.1@{srv.openai_base}",
+        stage="t",
+        request=GenerateRequest(messages=[Message(role="user", content="hello")]),
+    )
     r = Runner(LLMConfig(cache=str(p), progress=False))
     key = r.run([call])[0].key
     r.close()

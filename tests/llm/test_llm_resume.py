@@ -49,8 +49,11 @@ def test_kill_9_midway_then_rerun_sends_exactly_the_missing(tmp_path, processes,
     cache = tmp_path / "cache.sqlite"
     n = 300
     with FakeServer(latency_s=0.03) as srv:
-        p = subprocess.Popen([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)],
-                             start_new_session=True, stderr=subprocess.DEVNULL)
+        p = subprocess.Popen(
+            [sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)],
+            start_new_session=True,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.time() + 60
         while len(_cached_prompts(cache)) < 100 and time.time() < deadline and p.poll() is None:
             time.sleep(0.05)
@@ -74,8 +77,12 @@ def test_kill_9_midway_then_rerun_sends_exactly_the_missing(tmp_path, processes,
         else:
             assert done == first_sent  # every call sent was answered and cached: nothing paid is lost
         srv.reset()
-        out = subprocess.run([sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)],
-                             capture_output=True, text=True, timeout=120)
+        out = subprocess.run(
+            [sys.executable, str(SCRIPT), str(cache), srv.openai_base, str(n), str(processes)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert out.returncode == 0 and out.stdout.strip() == f"{n} ok"
         resent = srv.stats()["prompts"]
         everything = {f"request {i}" for i in range(n)}

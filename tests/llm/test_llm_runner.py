@@ -14,10 +14,17 @@ from ..conftest import TEST_KEY as KEY
 
 
 def calls(model: str, prompts: list[str], **kw) -> list[Call]:
-    return [Call(model=model, stage="test", tag=p,
-                 request=GenerateRequest(messages=[Message(role="system", content="Be brief."),
-                                                   Message(role="user", content=p)], **kw))
-            for p in prompts]
+    return [
+        Call(
+            model=model,
+            stage="test",
+            tag=p,
+            request=GenerateRequest(
+                messages=[Message(role="system", content="Be brief."), Message(role="user", content=p)], **kw
+            ),
+        )
+        for p in prompts
+    ]
 
 
 def runner(tmp_path, **kw) -> Runner:
@@ -35,8 +42,11 @@ def an(srv, model="claude-opus-4-20250514") -> str:
 def test_both_wire_formats_and_normalised_responses(srv, tmp_path):
     srv.configure(answers=[{"match": "json please", "text": '{"a": 1}'}])
     r = runner(tmp_path)
-    out = r.run(calls(oa(srv), ["hello there"]) + calls(an(srv), ["hello anthropic"])
-                + calls(an(srv), ["json please"], json_schema={"type": "object"}))
+    out = r.run(
+        calls(oa(srv), ["hello there"])
+        + calls(an(srv), ["hello anthropic"])
+        + calls(an(srv), ["json please"], json_schema={"type": "object"})
+    )
     assert [x.status for x in out] == ["ok", "ok", "ok"]
     o, a, j = (x.response for x in out)
     assert o.text == "echo: hello there" and o.finish_reason == "stop"
@@ -59,8 +69,10 @@ def test_dropped_parameters_are_recorded_and_not_sent(srv, tmp_path):
     assert "presence_penalty" not in srv.stats()["bodies_last"]
 
 
-@pytest.mark.parametrize("kind,extra", [("429", {"retry_after": 0.05, "times": 2}), ("500", {}),
-                                        ("529", {}), ("drop", {}), ("slow", {"delay_s": 0.3})])
+@pytest.mark.parametrize(
+    "kind,extra",
+    [("429", {"retry_after": 0.05, "times": 2}), ("500", {}), ("529", {}), ("drop", {}), ("slow", {"delay_s": 0.3})],
+)
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_transient_faults_are_recovered_by_the_sdk_retries(srv, tmp_path, kind, extra, wire):
     srv.configure(faults=[{"match": "flaky", "kind": kind, **extra}])
@@ -73,8 +85,9 @@ def test_transient_faults_are_recovered_by_the_sdk_retries(srv, tmp_path, kind, 
     assert srv.stats()["requests"] == expected
 
 
-@pytest.mark.parametrize("kind,needle", [("401", "API key"), ("403", "access"), ("404", "does not exist"),
-                                         ("quota", "quota")])
+@pytest.mark.parametrize(
+    "kind,needle", [("401", "API key"), ("403", "access"), ("404", "does not exist"), ("quota", "quota")]
+)
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_fatal_errors_stop_the_run_with_a_fix(srv, tmp_path, kind, needle, wire):
     srv.configure(faults=[{"match": "", "kind": kind, "times": -1}])
@@ -87,9 +100,10 @@ def test_fatal_errors_stop_the_run_with_a_fix(srv, tmp_path, kind, needle, wire)
     assert len(r.cache) == 0
 
 
-@pytest.mark.parametrize("kind,reason", [("context_length", "context_length"),
-                                         ("content_filter", "content_filter"),
-                                         ("malformed", "malformed_response")])
+@pytest.mark.parametrize(
+    "kind,reason",
+    [("context_length", "context_length"), ("content_filter", "content_filter"), ("malformed", "malformed_response")],
+)
 @pytest.mark.parametrize("wire", ["openai", "anthropic"])
 def test_per_call_failures_are_recorded_not_retried_not_cached(srv, tmp_path, kind, reason, wire):
     srv.configure(faults=[{"match": "bad", "kind": kind, "times": -1}])
@@ -106,8 +120,12 @@ def test_per_call_failures_are_recorded_not_retried_not_cached(srv, tmp_path, ki
 
 
 def test_timeouts_and_exhausted_retries_are_failed_calls(srv, tmp_path):
-    srv.configure(faults=[{"match": "stuck", "kind": "timeout", "delay_s": 3, "times": -1},
-                          {"match": "limited", "kind": "429", "retry_after": 0.01, "times": -1}])
+    srv.configure(
+        faults=[
+            {"match": "stuck", "kind": "timeout", "delay_s": 3, "times": -1},
+            {"match": "limited", "kind": "429", "retry_after": 0.01, "times": -1},
+        ]
+    )
     r = runner(tmp_path, max_retries=1, timeout_s=0.5)
     out = r.run(calls(oa(srv), ["stuck", "limited", "fine"]))
     assert [(x.status, x.reason) for x in out] == [("failed", "timeout"), ("failed", "rate_limited"), ("ok", None)]
@@ -129,8 +147,14 @@ def test_rerun_is_all_cache_hits_and_sends_nothing(srv, tmp_path):
 
 def test_samples_are_not_collapsed_and_duplicates_are_sent_once(srv, tmp_path):
     r = runner(tmp_path)
-    cs = calls(oa(srv), ["same"]) * 3 + [Call(model=oa(srv), request=GenerateRequest(
-        messages=[Message(role="system", content="Be brief."), Message(role="user", content="same")], sample=1))]
+    cs = calls(oa(srv), ["same"]) * 3 + [
+        Call(
+            model=oa(srv),
+            request=GenerateRequest(
+                messages=[Message(role="system", content="Be brief."), Message(role="user", content="same")], sample=1
+            ),
+        )
+    ]
     out = r.run(cs)
     assert all(x.status == "ok" for x in out)
     assert srv.stats()["prompts"]["same"] == 2
@@ -217,5 +241,6 @@ def test_azure_provider(srv, tmp_path, monkeypatch):
     assert srv.stats()["bodies_last"]["model"] == "my-gpt41-deployment"
     monkeypatch.delenv("AZURE_OPENAI_ENDPOINT")
     from cocoeval import ConfigError
+
     with pytest.raises(ConfigError, match="AZURE_OPENAI_ENDPOINT"):
         runner(tmp_path / "b").run(calls("azure/x", ["no endpoint"]))

@@ -39,8 +39,11 @@ class PidProvider(Provider):
     """Answers with the id of the process that ran the call."""
 
     async def generate(self, request: GenerateRequest) -> GenerateResponse:
-        return GenerateResponse(text=f"{os.getpid()}:{request.messages[-1].content}", finish_reason="stop",
-                                usage=Usage(input_tokens=1, output_tokens=1))
+        return GenerateResponse(
+            text=f"{os.getpid()}:{request.messages[-1].content}",
+            finish_reason="stop",
+            usage=Usage(input_tokens=1, output_tokens=1),
+        )
 
 
 @provider("start-fails-test")
@@ -76,15 +79,21 @@ def test_a_workers_configuration_error_or_crash_stops_the_run_with_its_message(t
 def test_calls_run_in_the_workers_and_their_answers_are_cached(tmp_path):
     r = runner(tmp_path, concurrency=8)
     try:
-        out = r.run([Call(model="pid-test/x", request=GenerateRequest(messages=[Message(role="user", content=f"q{i}")]))
-                     for i in range(40)])
+        out = r.run(
+            [
+                Call(model="pid-test/x", request=GenerateRequest(messages=[Message(role="user", content=f"q{i}")]))
+                for i in range(40)
+            ]
+        )
         pids = {int(x.response.text.split(":")[0]) for x in out}
         assert [x.response.text.split(":")[1] for x in out] == [f"q{i}" for i in range(40)]
         assert os.getpid() not in pids
         assert pids == {w.proc.pid for w in r.workers().workers}  # both workers took calls
         assert all(w.sent > 0 for w in r.workers().workers)
         assert len(CallCache(tmp_path / "cache.sqlite")) == 40 and r.cache.writes == 40
-        again = r.run([Call(model="pid-test/x", request=GenerateRequest(messages=[Message(role="user", content="q3")]))])
+        again = r.run(
+            [Call(model="pid-test/x", request=GenerateRequest(messages=[Message(role="user", content="q3")]))]
+        )
         assert again[0].cache_hit and again[0].response.text == out[3].response.text
     finally:
         r.close()
@@ -92,9 +101,13 @@ def test_calls_run_in_the_workers_and_their_answers_are_cached(tmp_path):
 
 def test_same_results_as_one_process_on_both_wire_formats(srv, tmp_path):
     srv.configure(answers=[{"match": "json please", "text": '{"a": 1}', "times": -1}])
-    batch = (calls(oa(srv), [f"hello {i}" for i in range(30)]) + calls(an(srv), [f"hi {i}" for i in range(30)])
-             + calls(an(srv), ["json please"], json_schema={"type": "object"})
-             + calls(oa(srv, "o4-mini"), ["reason"], temperature=0.3) + calls(oa(srv), ["hello 1"]))
+    batch = (
+        calls(oa(srv), [f"hello {i}" for i in range(30)])
+        + calls(an(srv), [f"hi {i}" for i in range(30)])
+        + calls(an(srv), ["json please"], json_schema={"type": "object"})
+        + calls(oa(srv, "o4-mini"), ["reason"], temperature=0.3)
+        + calls(oa(srv), ["hello 1"])
+    )
     solo = Runner(LLMConfig(cache=str(tmp_path / "one.sqlite"), progress=False, concurrency=16))
     one = solo.run(batch)
     srv.reset()
@@ -106,7 +119,11 @@ def test_same_results_as_one_process_on_both_wire_formats(srv, tmp_path):
         assert [x.model_dump(exclude={"response"}) for x in two] == [x.model_dump(exclude={"response"}) for x in one]
         for a, b in zip(one, two, strict=True):
             assert (a.response.text, a.response.finish_reason, a.response.usage, a.response.dropped_params) == (
-                b.response.text, b.response.finish_reason, b.response.usage, b.response.dropped_params)
+                b.response.text,
+                b.response.finish_reason,
+                b.response.usage,
+                b.response.dropped_params,
+            )
         assert two[-2].response.dropped_params == ["temperature"]
         totals, solo_totals = r.ledger.totals(), solo.ledger.totals()
         assert totals.pop("cost_usd") == pytest.approx(solo_totals.pop("cost_usd"))  # summed in another order
@@ -294,12 +311,16 @@ def test_runs_on_one_event_loop_share_the_workers(tmp_path):
     r = runner(tmp_path, concurrency=4)
 
     async def both():
-        return await asyncio.gather(r.arun([one_call("pid-test/x", f"a{i}") for i in range(10)]),
-                                    r.arun([one_call("pid-test/x", f"b{i}") for i in range(10)]))
+        return await asyncio.gather(
+            r.arun([one_call("pid-test/x", f"a{i}") for i in range(10)]),
+            r.arun([one_call("pid-test/x", f"b{i}") for i in range(10)]),
+        )
 
     try:
         a, b = asyncio.run(both())
-        assert [x.response.text.split(":")[1] for x in a + b] == [f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)]
+        assert [x.response.text.split(":")[1] for x in a + b] == [f"a{i}" for i in range(10)] + [
+            f"b{i}" for i in range(10)
+        ]
     finally:
         r.close()
 
@@ -327,9 +348,11 @@ def test_one_of_two_runs_on_a_loop_stops_and_the_other_finishes(srv, tmp_path):
     r = runner(tmp_path, concurrency=4)
 
     async def both():
-        return await asyncio.gather(r.arun(calls(oa(srv), ["refused", "x1", "x2"])),
-                                    r.arun(calls(oa(srv), [f"y{i}" for i in range(12)])),
-                                    return_exceptions=True)
+        return await asyncio.gather(
+            r.arun(calls(oa(srv), ["refused", "x1", "x2"])),
+            r.arun(calls(oa(srv), [f"y{i}" for i in range(12)])),
+            return_exceptions=True,
+        )
 
     try:
         bad, good = asyncio.run(both())

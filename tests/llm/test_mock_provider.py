@@ -27,10 +27,17 @@ def script(tmp_path, answers, name="script.yaml"):
 
 
 def calls(model, prompts, **kw):
-    return [Call(model=model, stage="test", tag=p,
-                 request=GenerateRequest(messages=[Message(role="system", content="Be brief."),
-                                                   Message(role="user", content=p)], **kw))
-            for p in prompts]
+    return [
+        Call(
+            model=model,
+            stage="test",
+            tag=p,
+            request=GenerateRequest(
+                messages=[Message(role="system", content="Be brief."), Message(role="user", content=p)], **kw
+            ),
+        )
+        for p in prompts
+    ]
 
 
 def runner(tmp_path, **kw):
@@ -40,7 +47,11 @@ def runner(tmp_path, **kw):
 def test_the_mock_is_a_free_in_process_provider_needing_no_key():
     cls = provider_class("mock")
     assert cls is MockProvider and (cls.billing, cls.in_process, cls.batch, cls.prompt_caching) == (
-        "free", True, False, None)
+        "free",
+        True,
+        False,
+        None,
+    )
     get_provider("mock/echo").check_ready()  # no key, no file
 
 
@@ -53,9 +64,14 @@ def test_echo_answers_the_last_message_and_counts_tokens_as_the_fake_server_does
 
 
 def test_the_first_matching_answer_with_times_left_answers(tmp_path):
-    model = script(tmp_path, [{"match": "budget", "context": "Be brief", "text": "first", "times": 1},
-                              {"match": "budget", "text": "then this"},
-                              {"match": "", "context": "not in the request", "text": "never"}])
+    model = script(
+        tmp_path,
+        [
+            {"match": "budget", "context": "Be brief", "text": "first", "times": 1},
+            {"match": "budget", "text": "then this"},
+            {"match": "", "context": "not in the request", "text": "never"},
+        ],
+    )
     out = runner(tmp_path).run(calls(model, ["the budget", "the budget again", "other"]))
     assert [r.response.text for r in out] == ["first", "then this", "echo: other"]
 
@@ -112,9 +128,11 @@ def test_a_yaml_script_works_and_a_bad_one_is_refused_before_any_call(tmp_path):
     p = tmp_path / "s.yaml"
     p.write_text("answers:\n  - match: hi\n    text: 'Alice: hello'\n")
     assert runner(tmp_path).run(calls(f"mock/{p}", ["hi"]))[0].response.text == "Alice: hello"
-    for text, needle in [("answers:\n  - match: hi\n    txt: x\n", "txt"),
-                         ("answers: [\n", "not a valid script"),
-                         ("answers:\n  - times: -1\n", "times")]:
+    for text, needle in [
+        ("answers:\n  - match: hi\n    txt: x\n", "txt"),
+        ("answers: [\n", "not a valid script"),
+        ("answers:\n  - times: -1\n", "times"),
+    ]:
         p.write_text(text)
         with pytest.raises(ConfigError, match=needle):
             get_provider(f"mock/{p}").check_ready()

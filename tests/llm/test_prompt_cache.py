@@ -66,12 +66,15 @@ def test_the_calls_of_a_continuation_share_a_byte_identical_growing_prefix():
 def test_the_judge_targets_of_an_instance_share_everything_before_the_target():
     tax = load_taxonomy()
     inst = long_instance()
-    conts = {f"s{n}": [Continuation(instance_id=inst.id, setup_id=f"x{n}", turns=inst.reference[n:] + inst.reference[:n])]
-             for n in range(1, 4)}
+    conts = {
+        f"s{n}": [Continuation(instance_id=inst.id, setup_id=f"x{n}", turns=inst.reference[n:] + inst.reference[:n])]
+        for n in range(1, 4)
+    }
     targets = targets_for([inst], conts)
     for kind in ("overall", "fine_grained"):
-        reqs = [JudgeTask(JudgeConfig(name="j", model="openai/o4-mini"), kind, t, tax).next_call().request
-                for t in targets]
+        reqs = [
+            JudgeTask(JudgeConfig(name="j", model="openai/o4-mini"), kind, t, tax).next_call().request for t in targets
+        ]
         (_, sys_end), (_, at) = reqs[0].cache_points
         assert len({(r.messages[0].content, r.messages[1].content[:at], r.cache_group) for r in reqs}) == 1
         assert len({r.messages[1].content[at:] for r in reqs}) == len(reqs)  # the targets differ after it
@@ -98,9 +101,21 @@ def test_the_first_call_of_a_group_goes_alone_so_the_others_read_the_cache(srv, 
     model = f"openai/gpt-4.1@{srv.openai_base}"
 
     def calls(group):
-        return [Call(model=model, stage="judge", tag=str(n), request=GenerateRequest(
-            messages=[Message(role="system", content=LONG), Message(role="user", content=f"target {n} {group}")],
-            cache_group=group)) for n in range(4)]
+        return [
+            Call(
+                model=model,
+                stage="judge",
+                tag=str(n),
+                request=GenerateRequest(
+                    messages=[
+                        Message(role="system", content=LONG),
+                        Message(role="user", content=f"target {n} {group}"),
+                    ],
+                    cache_group=group,
+                ),
+            )
+            for n in range(4)
+        ]
 
     for group, expect in ((None, 0), ("g1", 3)):
         runner = Runner(LLMConfig(cache=str(tmp_path / f"{group}.sqlite"), progress=False, concurrency=8))
@@ -115,8 +130,10 @@ def test_anthropic_breakpoints_respect_the_minimum_and_the_limit():
     prov = get_provider("anthropic/claude-sonnet-4")
     short, text = "x" * 400, "word " * 4000 + "tail"
     cuts = [2000, 5000, 8000, 11000, 14000, 20000]  # the first under the minimum (~600 tokens)
-    req = GenerateRequest(messages=[Message(role="system", content=short), Message(role="user", content=text)],
-                          cache_points=[(0, len(short)), *((1, c) for c in cuts)])
+    req = GenerateRequest(
+        messages=[Message(role="system", content=short), Message(role="user", content=text)],
+        cache_points=[(0, len(short)), *((1, c) for c in cuts)],
+    )
     kw = prov.kwargs(req)
     assert "cache_control" not in kw["system"][0]  # ~100 tokens: under the minimum, no surcharge for nothing
     blocks = kw["messages"][0]["content"]
@@ -140,14 +157,20 @@ def test_the_fake_server_bills_caching_the_providers_way(srv):
     assert second.usage.prompt_tokens_details.cached_tokens == 1408  # 1,500 shared tokens in 128-token steps
     ant = anthropic.Anthropic(base_url=srv.anthropic_base, api_key="k")
     system = [{"type": "text", "text": LONG, "cache_control": {"type": "ephemeral"}}]
-    a = ant.messages.create(model="claude-sonnet-4", max_tokens=10, system=system, messages=[{"role": "user", "content": "one"}])
-    b = ant.messages.create(model="claude-sonnet-4", max_tokens=10, system=system, messages=[{"role": "user", "content": "two"}])
+    a = ant.messages.create(
+        model="claude-sonnet-4", max_tokens=10, system=system, messages=[{"role": "user", "content": "one"}]
+    )
+    b = ant.messages.create(
+        model="claude-sonnet-4", max_tokens=10, system=system, messages=[{"role": "user", "content": "two"}]
+    )
     assert (a.usage.cache_creation_input_tokens, a.usage.cache_read_input_tokens) == (1500, 0)
     assert (b.usage.cache_creation_input_tokens, b.usage.cache_read_input_tokens) == (0, 1500)
     assert b.usage.input_tokens == 1  # "two": the rest
     five = [{"type": "text", "text": LONG[:n], "cache_control": {"type": "ephemeral"}} for n in (5, 6, 7, 8, 9)]
     try:
-        ant.messages.create(model="claude-sonnet-4", max_tokens=10, system=five, messages=[{"role": "user", "content": "x"}])
+        ant.messages.create(
+            model="claude-sonnet-4", max_tokens=10, system=five, messages=[{"role": "user", "content": "x"}]
+        )
         raise AssertionError("5 breakpoints were accepted")
     except anthropic.BadRequestError as e:
         assert "maximum of 4" in str(e)
@@ -164,7 +187,10 @@ def test_billing_rules_and_forecast_arithmetic_by_hand():
     ac = AnthropicBreakpointCache(clock=lambda: 0.0)
     sys_ = [{"type": "text", "text": "b" * 8000, "cache_control": {"type": "ephemeral"}}]
     assert ac.bill({"model": "claude-sonnet-4", "system": sys_, "messages": []}) == (0, 2000)
-    assert ac.bill({"model": "claude-sonnet-4", "system": sys_, "messages": [{"role": "user", "content": "z"}]}) == (2000, 0)
+    assert ac.bill({"model": "claude-sonnet-4", "system": sys_, "messages": [{"role": "user", "content": "z"}]}) == (
+        2000,
+        0,
+    )
     assert ac.bill({"model": "claude-3-5-haiku", "system": sys_, "messages": []}) == (0, 0)  # under 2,048
     # the bill: 1M input of which 600k read from the cache and 200k written, 100k output, at Sonnet 4's prices
     prices = PriceTable.load()

@@ -29,17 +29,20 @@ def offered(tmp_path, monkeypatch):
     cannot be imported; ``loads`` counts the imports of its module."""
     site = tmp_path / "site"
     site.mkdir()
-    (site / "reg_offers.py").write_text(textwrap.dedent("""\
+    (site / "reg_offers.py").write_text(
+        textwrap.dedent("""\
         import builtins
         builtins.reg_offers_loads = getattr(builtins, "reg_offers_loads", 0) + 1
         SEVEN = 7
         TEXT = "seven"
-        """))
+        """)
+    )
     info = site / "reg_offers-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: reg-offers\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{GROUP}]\nseven = reg_offers:SEVEN\ntext = reg_offers:TEXT\n"
-                                           "gone = no_such_module_here:X\n")
+    (info / "entry_points.txt").write_text(
+        f"[{GROUP}]\nseven = reg_offers:SEVEN\ntext = reg_offers:TEXT\ngone = no_such_module_here:X\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     importlib.invalidate_caches()
     import builtins
@@ -86,8 +89,11 @@ def test_an_entry_point_of_the_wrong_kind_or_that_cannot_be_imported_is_named(of
     with pytest.raises(ConfigError, match=r"number plugin 'text' \(reg_offers:TEXT\) is not a number") as e:
         reg.get("text")
     assert e.value.hint == "the entry point must name an int"
-    with pytest.raises(ConfigError, match=r"number plugin 'gone' \(no_such_module_here:X\) cannot be loaded: "
-                                          r"ModuleNotFoundError"):
+    with pytest.raises(
+        ConfigError,
+        match=r"number plugin 'gone' \(no_such_module_here:X\) cannot be loaded: "
+        r"ModuleNotFoundError",
+    ):
         reg.get("gone")
 
 
@@ -96,8 +102,9 @@ def test_the_check_runs_on_every_look_up_wherever_the_entry_came_from():
         if n % 2 == 0:
             raise ConfigError(f"number {name!r} is even", hint="register an odd one")
 
-    reg: Registry[int] = Registry("number", make=_number, check=odd_only,
-                                  unknown=("no number named {name!r}", "use one of: {known}"))
+    reg: Registry[int] = Registry(
+        "number", make=_number, check=odd_only, unknown=("no number named {name!r}", "use one of: {known}")
+    )
     reg.add("three", 3)
     reg.add("four", 4)
     assert reg.get("three") == 3

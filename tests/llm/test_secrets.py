@@ -34,8 +34,10 @@ OTHER = "tok_" + "m4" * 14  # a key shaped like no known key, in a variable name
 
 
 def calls(model: str, prompts: list[str]) -> list[Call]:
-    return [Call(model=model, stage="test", tag=p,
-                 request=GenerateRequest(messages=[Message(role="user", content=p)])) for p in prompts]
+    return [
+        Call(model=model, stage="test", tag=p, request=GenerateRequest(messages=[Message(role="user", content=p)]))
+        for p in prompts
+    ]
 
 
 def no_key_in(text: str, *keys: str) -> bool:
@@ -44,22 +46,35 @@ def no_key_in(text: str, *keys: str) -> bool:
 
 # -- redaction ------------------------------------------------------------------------------------
 
+
 def test_redact_replaces_key_values_and_credential_shapes(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("SOME_PROXY_API_KEY", "plainvalue123")
-    text = (f"bad key {TEST_KEY}; proxy plainvalue123; Authorization: Bearer abc.DEF-123456789; "
-            '{"x-api-key": "sk-ant-api03-AAAAAAAAAAAAAAAAAAAA"} api-key: 0123456789abcdef '
-            "https://h/v1?key=AIzaSyZZZZZZZZ&x=1 OPENAI_API_KEY=zzzzzzzzzz sk-proj-ABCDEFGHIJKLMNOP")
+    text = (
+        f"bad key {TEST_KEY}; proxy plainvalue123; Authorization: Bearer abc.DEF-123456789; "
+        '{"x-api-key": "sk-ant-api03-AAAAAAAAAAAAAAAAAAAA"} api-key: 0123456789abcdef '
+        "https://h/v1?key=AIzaSyZZZZZZZZ&x=1 OPENAI_API_KEY=zzzzzzzzzz sk-proj-ABCDEFGHIJKLMNOP"
+    )
     out = redact(text)
-    for secret in (TEST_KEY, "plainvalue123", "abc.DEF-123456789", "sk-ant-api03", "0123456789abcdef",
-                   "AIzaSy", "zzzzzzzzzz", "sk-proj-ABC"):
+    for secret in (
+        TEST_KEY,
+        "plainvalue123",
+        "abc.DEF-123456789",
+        "sk-ant-api03",
+        "0123456789abcdef",
+        "AIzaSy",
+        "zzzzzzzzzz",
+        "sk-proj-ABC",
+    ):
         assert secret not in out, secret
     assert out.count("[REDACTED]") == 8
     assert "Authorization: [REDACTED]" in out and "api-key: [REDACTED]" in out and "&x=1" in out
     assert redact(out) == out == redact(redact_values(text))  # redacting twice changes nothing
     # ordinary text is left alone
-    plain = ("Incorrect API key provided: sk-abc****wxyz. A risk-assessment-framework-item; "
-             "write openai/m@http://h/v1?key_env=MY_SERVER_KEY; export OPENAI_API_KEY=...")
+    plain = (
+        "Incorrect API key provided: sk-abc****wxyz. A risk-assessment-framework-item; "
+        "write openai/m@http://h/v1?key_env=MY_SERVER_KEY; export OPENAI_API_KEY=..."
+    )
     assert redact(plain) == plain
     # records: only the exact values, no pattern touches a model's words
     assert redact_values(f"api-key: 0123456789abcdef and {TEST_KEY}") == "api-key: 0123456789abcdef and [REDACTED]"
@@ -69,13 +84,29 @@ def test_call_errors_and_batch_results_are_redacted(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     assert TEST_KEY not in str(CallError("bad_request", f"HTTP 400: key {TEST_KEY}"))
     assert "[REDACTED]" in CallError("x", f"Bearer {TEST_KEY}").detail
-    line = json.dumps({"custom_id": "k1", "response": {"status_code": 400, "body": {"error": {
-        "message": f"Invalid API key provided: {TEST_KEY}", "type": "invalid_request_error"}}}})
+    line = json.dumps(
+        {
+            "custom_id": "k1",
+            "response": {
+                "status_code": 400,
+                "body": {
+                    "error": {"message": f"Invalid API key provided: {TEST_KEY}", "type": "invalid_request_error"}
+                },
+            },
+        }
+    )
     key, err = get_provider("openai/gpt-4.1")._batch_line(line)
     assert key == "k1" and isinstance(err, CallError) and err.reason == "bad_request"
     assert TEST_KEY not in str(err) and "[REDACTED]" in err.detail
-    res = get_provider("anthropic/claude-opus-4")._batch_result({"type": "errored", "error": {
-        "type": "error", "error": {"type": "authentication_error", "message": f"bad x-api-key {TEST_KEY}"}}})
+    res = get_provider("anthropic/claude-opus-4")._batch_result(
+        {
+            "type": "errored",
+            "error": {
+                "type": "error",
+                "error": {"type": "authentication_error", "message": f"bad x-api-key {TEST_KEY}"},
+            },
+        }
+    )
     assert TEST_KEY not in str(res) and "[REDACTED]" in str(res)
 
 
@@ -88,6 +119,7 @@ def test_records_written_to_disk_lose_key_values(tmp_path, monkeypatch):
 
 # -- where a key may go ---------------------------------------------------------------------------
 
+
 def test_key_env_spec_syntax_round_trips():
     s = parse_model_spec("openai-compatible/m@https://h.example/v1?key_env=MY_SERVER_KEY")
     assert (s.model, s.base_url, s.key_env) == ("m", "https://h.example/v1", "MY_SERVER_KEY")
@@ -99,8 +131,10 @@ def test_key_env_spec_syntax_round_trips():
     with pytest.raises(ConfigError, match="key_env"):
         parse_model_spec("openai/m@http://h/v1?key_env=A B")
     # the variable's name is not part of the cache address: the same model answers alike
-    assert (get_provider("openai/gpt-4.1?key_env=PROJECT2_KEY").cache_identity()
-            == get_provider("openai/gpt-4.1").cache_identity())
+    assert (
+        get_provider("openai/gpt-4.1?key_env=PROJECT2_KEY").cache_identity()
+        == get_provider("openai/gpt-4.1").cache_identity()
+    )
 
 
 @pytest.fixture
@@ -113,29 +147,35 @@ def strict(monkeypatch):
     monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
 
 
-@pytest.mark.parametrize(("spec", "var"), [
-    ("openai/gpt-4.1", "OPENAI_API_KEY"),
-    ("openai/gpt-4.1@https://api.openai.com/v1", "OPENAI_API_KEY"),
-    ("anthropic/claude-opus-4", "ANTHROPIC_API_KEY"),
-    ("anthropic/claude-opus-4@https://api.anthropic.com", "ANTHROPIC_API_KEY"),
-    ("azure/dep@https://myres.openai.azure.com", "AZURE_OPENAI_API_KEY"),
-    ("openai-compatible/m@http://gpu-box:8000/v1", "OPENAI_COMPATIBLE_API_KEY"),
-    ("openai/gpt-4.1@http://proxy.example/v1?key_env=PROXY_TOKEN", "PROXY_TOKEN"),
-    ("anthropic/claude-opus-4@https://gw.example?key_env=PROXY_TOKEN", "PROXY_TOKEN"),
-])
+@pytest.mark.parametrize(
+    ("spec", "var"),
+    [
+        ("openai/gpt-4.1", "OPENAI_API_KEY"),
+        ("openai/gpt-4.1@https://api.openai.com/v1", "OPENAI_API_KEY"),
+        ("anthropic/claude-opus-4", "ANTHROPIC_API_KEY"),
+        ("anthropic/claude-opus-4@https://api.anthropic.com", "ANTHROPIC_API_KEY"),
+        ("azure/dep@https://myres.openai.azure.com", "AZURE_OPENAI_API_KEY"),
+        ("openai-compatible/m@http://gpu-box:8000/v1", "OPENAI_COMPATIBLE_API_KEY"),
+        ("openai/gpt-4.1@http://proxy.example/v1?key_env=PROXY_TOKEN", "PROXY_TOKEN"),
+        ("anthropic/claude-opus-4@https://gw.example?key_env=PROXY_TOKEN", "PROXY_TOKEN"),
+    ],
+)
 def test_keys_go_to_their_own_hosts_or_a_named_variable(strict, spec, var):
     assert get_provider(spec).key_var() == var
 
 
-@pytest.mark.parametrize(("spec", "fix"), [
-    ("openai/gpt-4.1@http://evil.example/v1", "openai-compatible/gpt-4.1@http://evil.example/v1"),
-    ("openai/gpt-4.1@http://api.openai.com/v1", "key_env="),  # not https
-    ("openai/gpt-4.1@https://api.openai.com.evil.example/v1", "key_env="),
-    ("anthropic/claude-opus-4@http://127.0.0.1:9", LOOPBACK_OPT_IN),  # loopback needs the opt-in
-    ("azure/dep@https://evil.example", "key_env="),
-    ("openai/gpt-4.1@https://evil.example/v1?key_env=OPENAI_API_KEY", "variable of its own"),
-    ("openai-compatible/m@https://evil.example/v1?key_env=ANTHROPIC_API_KEY", "variable of its own"),
-])
+@pytest.mark.parametrize(
+    ("spec", "fix"),
+    [
+        ("openai/gpt-4.1@http://evil.example/v1", "openai-compatible/gpt-4.1@http://evil.example/v1"),
+        ("openai/gpt-4.1@http://api.openai.com/v1", "key_env="),  # not https
+        ("openai/gpt-4.1@https://api.openai.com.evil.example/v1", "key_env="),
+        ("anthropic/claude-opus-4@http://127.0.0.1:9", LOOPBACK_OPT_IN),  # loopback needs the opt-in
+        ("azure/dep@https://evil.example", "key_env="),
+        ("openai/gpt-4.1@https://evil.example/v1?key_env=OPENAI_API_KEY", "variable of its own"),
+        ("openai-compatible/m@https://evil.example/v1?key_env=ANTHROPIC_API_KEY", "variable of its own"),
+    ],
+)
 def test_a_provider_key_is_refused_elsewhere_with_the_fix(strict, spec, fix):
     with pytest.raises(ConfigError) as err:
         get_provider(spec).check_ready()
@@ -171,12 +211,16 @@ def test_a_refused_key_sends_nothing(srv, tmp_path, monkeypatch):
 
 # -- end to end: a provider that echoes the key -----------------------------------------------------
 
+
 @pytest.mark.parametrize("processes", [1, 2])
 def test_an_echoed_key_reaches_no_result_cache_or_log(srv, tmp_path, monkeypatch, caplog, processes):
     monkeypatch.setenv("FAKE_SERVER_KEY", OTHER)
     srv.configure(faults=[{"match": "echo", "kind": "echo_key", "times": -1}])
-    specs = [f"openai/gpt-4.1@{srv.openai_base}", f"anthropic/claude-opus-4@{srv.anthropic_base}",
-             f"openai-compatible/m@{srv.openai_base}?key_env=FAKE_SERVER_KEY"]
+    specs = [
+        f"openai/gpt-4.1@{srv.openai_base}",
+        f"anthropic/claude-opus-4@{srv.anthropic_base}",
+        f"openai-compatible/m@{srv.openai_base}?key_env=FAKE_SERVER_KEY",
+    ]
     r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, processes=processes, max_retries=0))
     try:
         with caplog.at_level(logging.DEBUG):
@@ -208,11 +252,18 @@ def _bench(tmp_path):
 
 def _params(tmp_path, srv, name):
     p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": name, "out": f"runs/{name}", "bench": "bench",
-        "setups": [{"name": "k30", "model": f"openai/gpt-4.1@{srv.openai_base}"}],
-        "judges": [{"name": "j", "model": f"openai/gpt-4.1@{srv.openai_base}"}],
-        "llm": {"cache": f"cache-{name}.sqlite", "max_retries": 0}}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "out": f"runs/{name}",
+                "bench": "bench",
+                "setups": [{"name": "k30", "model": f"openai/gpt-4.1@{srv.openai_base}"}],
+                "judges": [{"name": "j", "model": f"openai/gpt-4.1@{srv.openai_base}"}],
+                "llm": {"cache": f"cache-{name}.sqlite", "max_retries": 0},
+            }
+        )
+    )
     return p
 
 
@@ -258,13 +309,32 @@ def test_executed_notebook_outputs_are_redacted(tmp_path, monkeypatch):
 
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAAB"
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "source": ["spec = 'openai/m@http://h/v1?key_env=MY_KEY'  # api_key: not-a-key"],
-         "metadata": {}, "execution_count": 1, "outputs": [
-             {"output_type": "error", "ename": "FatalLLMError", "evalue": f"HTTP 401: bad key {TEST_KEY}",
-              "traceback": [f"Authorization: Bearer {TEST_KEY}"]},
-             {"output_type": "display_data", "metadata": {},
-              "data": {"text/plain": [f"x-api-key: {TEST_KEY}"], "image/png": png}}]}]}
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": ["spec = 'openai/m@http://h/v1?key_env=MY_KEY'  # api_key: not-a-key"],
+                "metadata": {},
+                "execution_count": 1,
+                "outputs": [
+                    {
+                        "output_type": "error",
+                        "ename": "FatalLLMError",
+                        "evalue": f"HTTP 401: bad key {TEST_KEY}",
+                        "traceback": [f"Authorization: Bearer {TEST_KEY}"],
+                    },
+                    {
+                        "output_type": "display_data",
+                        "metadata": {},
+                        "data": {"text/plain": [f"x-api-key: {TEST_KEY}"], "image/png": png},
+                    },
+                ],
+            }
+        ],
+    }
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(nb))
     redact_outputs(path)
@@ -280,18 +350,33 @@ def test_execute_notebooks_redacts_a_failed_notebook(tmp_path, monkeypatch):
     from cocoeval.notebooks.execute import execute_notebooks
 
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
-    code = ["import os\n", "print('key', os.environ['OPENAI_API_KEY'])\n",
-            "raise RuntimeError('proxy said ' + os.environ['OPENAI_API_KEY'])"]
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {"kernelspec": {"name": "python3", "language": "python",
-                                                                          "display_name": "Python 3"}},
-          "cells": [{"id": "params", "cell_type": "code", "source": ["params_file = ''\nfigures_dir = ''\nresamples = 1"],
-                     "metadata": {"tags": ["parameters"]}, "execution_count": None, "outputs": []},
-                    {"id": "leak", "cell_type": "code", "source": code, "metadata": {}, "execution_count": None, "outputs": []}]}
+    code = [
+        "import os\n",
+        "print('key', os.environ['OPENAI_API_KEY'])\n",
+        "raise RuntimeError('proxy said ' + os.environ['OPENAI_API_KEY'])",
+    ]
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+        "cells": [
+            {
+                "id": "params",
+                "cell_type": "code",
+                "source": ["params_file = ''\nfigures_dir = ''\nresamples = 1"],
+                "metadata": {"tags": ["parameters"]},
+                "execution_count": None,
+                "outputs": [],
+            },
+            {"id": "leak", "cell_type": "code", "source": code, "metadata": {}, "execution_count": None, "outputs": []},
+        ],
+    }
     (tmp_path / "nbs").mkdir()
     (tmp_path / "nbs" / "leak.ipynb").write_text(json.dumps(nb))
     with pytest.raises(Exception, match="RuntimeError"):
-        execute_notebooks(tmp_path / "p.yaml", tmp_path / "out", figures_dir=tmp_path / "fig",
-                          notebooks_dir=tmp_path / "nbs")
+        execute_notebooks(
+            tmp_path / "p.yaml", tmp_path / "out", figures_dir=tmp_path / "fig", notebooks_dir=tmp_path / "nbs"
+        )
     text = (tmp_path / "out" / "leak.ipynb").read_text()
     assert "key [REDACTED]" in text and "proxy said [REDACTED]" in text and no_key_in(text)
 
@@ -307,14 +392,25 @@ def test_a_key_written_into_a_model_url_is_refused_and_never_stored(srv, tmp_pat
         parse_model_spec(spec + "?key_env=MY_KEY")
     _bench(tmp_path)
     params = tmp_path / "p.yaml"
-    params.write_text(yaml.safe_dump({
-        "name": "p", "out": "runs/p", "bench": "bench", "setups": [{"name": "k30", "model": spec}],
-        "judges": [{"name": "j", "model": f"openai/gpt-4.1@{srv.openai_base}"}], "llm": {"cache": "cache.sqlite"}}))
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "name": "p",
+                "out": "runs/p",
+                "bench": "bench",
+                "setups": [{"name": "k30", "model": spec}],
+                "judges": [{"name": "j", "model": f"openai/gpt-4.1@{srv.openai_base}"}],
+                "llm": {"cache": "cache.sqlite"},
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)
     assert cli.main(["run", str(params), "--no-progress"]) != 0
     printed = capsys.readouterr()
     assert "user name or key in its URL" in printed.err and "sk-abc123secret" not in printed.out + printed.err
-    assert srv.stats()["requests"] == 0 and not (tmp_path / "runs").exists() and not (tmp_path / "cache.sqlite").exists()
+    assert (
+        srv.stats()["requests"] == 0 and not (tmp_path / "runs").exists() and not (tmp_path / "cache.sqlite").exists()
+    )
     for f in tmp_path.rglob("*"):  # the params file is the only place the key is
         if f.is_file() and f != params:
             assert "sk-abc123secret" not in f.read_bytes().decode("utf-8", "replace"), f
@@ -326,52 +422,92 @@ URL_KEY = "sk-proj-" + "Zq7" * 12  # a key shaped like an OpenAI project key, wr
 @pytest.mark.parametrize("form", ["query", "path"])
 @pytest.mark.parametrize("where", ["setup", "moderator_model", "judge"])
 def test_a_key_in_a_model_urls_query_or_path_is_refused_before_anything_is_written(
-        srv, tmp_path, capsys, monkeypatch, form, where):
-    keyed = (f"openai-compatible/fake@{srv.openai_base}?api_key={URL_KEY}" if form == "query"
-             else f"openai-compatible/fake@{srv.openai_base}/{URL_KEY}")
+    srv, tmp_path, capsys, monkeypatch, form, where
+):
+    keyed = (
+        f"openai-compatible/fake@{srv.openai_base}?api_key={URL_KEY}"
+        if form == "query"
+        else f"openai-compatible/fake@{srv.openai_base}/{URL_KEY}"
+    )
     plain = f"openai-compatible/fake@{srv.openai_base}"
-    setup = {"name": "ag", "simulator": "agents", "model": keyed if where == "setup" else plain,
-             "options": {"policy": "moderator", **({"moderator_model": keyed} if where == "moderator_model" else {})}}
+    setup = {
+        "name": "ag",
+        "simulator": "agents",
+        "model": keyed if where == "setup" else plain,
+        "options": {"policy": "moderator", **({"moderator_model": keyed} if where == "moderator_model" else {})},
+    }
     _bench(tmp_path)
     params = tmp_path / "p.yaml"
-    params.write_text(yaml.safe_dump({
-        "name": "p", "out": "runs/p", "bench": "bench", "setups": [setup],
-        "judges": [{"name": "j", "model": keyed if where == "judge" else plain}],
-        "probes": {"targets": 1}, "llm": {"cache": "cache.sqlite"}}))
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "name": "p",
+                "out": "runs/p",
+                "bench": "bench",
+                "setups": [setup],
+                "judges": [{"name": "j", "model": keyed if where == "judge" else plain}],
+                "probes": {"targets": 1},
+                "llm": {"cache": "cache.sqlite"},
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)
-    for command in (["run", str(params), "--no-progress"], ["estimate", str(params)], ["check", str(params)],
-                    ["probe", str(params), "--no-progress"]):
+    for command in (
+        ["run", str(params), "--no-progress"],
+        ["estimate", str(params)],
+        ["check", str(params)],
+        ["probe", str(params), "--no-progress"],
+    ):
         assert cli.main(command) == 2, command
         printed = capsys.readouterr()
         assert "looks like a key" in printed.err and "?key_env=" in printed.err, (command, printed.err)
         assert ("'api_key'" if form == "query" else "path segment") in printed.err
         assert URL_KEY not in printed.out + printed.err and "Traceback" not in printed.err
-    assert srv.stats()["requests"] == 0 and not (tmp_path / "runs").exists() and not (tmp_path / "cache.sqlite").exists()
+    assert (
+        srv.stats()["requests"] == 0 and not (tmp_path / "runs").exists() and not (tmp_path / "cache.sqlite").exists()
+    )
     for f in tmp_path.rglob("*"):  # the params file is the only place the key is
         if f.is_file() and f != params:
             assert URL_KEY not in f.read_bytes().decode("utf-8", "replace"), f
 
 
-@pytest.mark.parametrize("url", [
-    "http://127.0.0.1:8000/v1", "http://host:8080/v1", "http://localhost:11434/v1/",
-    "https://res.openai.azure.com/openai/deployments/gpt-4/?api-version=2024-06-01",
-    "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/my-gateway/openai",
-    "https://api.runpod.ai/v2/vllm-abc123xyz456/openai/v1",
-    "https://api-inference.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1",
-    "https://h.example/accounts/123e4567-e89b-12d3-a456-426614174000/ai/v1",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8000/v1",
+        "http://host:8080/v1",
+        "http://localhost:11434/v1/",
+        "https://res.openai.azure.com/openai/deployments/gpt-4/?api-version=2024-06-01",
+        "https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/my-gateway/openai",
+        "https://api.runpod.ai/v2/vllm-abc123xyz456/openai/v1",
+        "https://api-inference.huggingface.co/models/meta-llama/Meta-Llama-3.1-8B-Instruct/v1",
+        "https://h.example/accounts/123e4567-e89b-12d3-a456-426614174000/ai/v1",
+    ],
+)
 def test_model_urls_with_ports_deployments_versions_and_account_ids_are_not_taken_for_keys(url):
     assert parse_model_spec(f"openai-compatible/Qwen2.5-72B-Instruct-AWQ@{url}").base_url == url
     assert parse_model_spec(f"openai-compatible/m@{url}?key_env=MY_SERVER_KEY").key_env == "MY_SERVER_KEY"
 
 
-@pytest.mark.parametrize("url", [
-    "http://h/v1?api_key=x", "http://h/v1?apiKey=abc", "http://h/v1?access_token=abc", "http://h/v1?token=abc",
-    "http://h/v1?x-api-key=abc", "http://h/v1?client_secret=abc", "https://f.azurewebsites.net/api/chat?code=abc",
-    "http://h/v1?subscription-key=abc", f"http://h/v1?anything={URL_KEY}", f"http://h/{URL_KEY}/v1",
-    "http://h/v1/sk-ant-api03-abcdefghijklmnop", "http://h/v1/Xy7Qm2LpR9vT4wZ8nB3kD6fH",
-    "http://h/v1/" + "0f" * 32, f"http://h/v1#{URL_KEY}",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://h/v1?api_key=x",
+        "http://h/v1?apiKey=abc",
+        "http://h/v1?access_token=abc",
+        "http://h/v1?token=abc",
+        "http://h/v1?x-api-key=abc",
+        "http://h/v1?client_secret=abc",
+        "https://f.azurewebsites.net/api/chat?code=abc",
+        "http://h/v1?subscription-key=abc",
+        f"http://h/v1?anything={URL_KEY}",
+        f"http://h/{URL_KEY}/v1",
+        "http://h/v1/sk-ant-api03-abcdefghijklmnop",
+        "http://h/v1/Xy7Qm2LpR9vT4wZ8nB3kD6fH",
+        "http://h/v1/" + "0f" * 32,
+        f"http://h/v1#{URL_KEY}",
+    ],
+)
 def test_each_documented_shape_of_a_key_in_a_model_url_is_refused_without_echoing_it(url):
     with pytest.raises(ConfigError, match="looks like a key") as e:
         parse_model_spec(f"openai-compatible/m@{url}")
@@ -388,8 +524,12 @@ def test_a_key_in_a_model_url_that_gets_past_the_check_is_redacted_in_the_journa
     ledger = Ledger(journal=tmp_path / "usage.journal.jsonl")
     ledger.add("simulate", spec, None, cache_hit=False, failed=True)  # (its price lookup refuses the spec)
     cache = CallCache(tmp_path / "cache.sqlite")
-    cache.put("k" * 64, {"provider": "openai-compatible", "model": "m", "base_url": spec.split("@", 1)[1]},
-              {"messages": []}, {"text": "hi"})
+    cache.put(
+        "k" * 64,
+        {"provider": "openai-compatible", "model": "m", "base_url": spec.split("@", 1)[1]},
+        {"messages": []},
+        {"text": "hi"},
+    )
     cache.close()
     write_manifest(tmp_path, Manifest(params={"setups": [{"name": "s", "model": spec}]}, status="running"))
     journal = (tmp_path / "usage.journal.jsonl").read_text()

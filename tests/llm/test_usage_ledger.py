@@ -13,22 +13,40 @@ from cocoeval.llm import Call, GenerateRequest, LLMConfig, Message, Runner
 
 
 def calls(m: str, prompts: list[str]) -> list[Call]:
-    return [Call(model=m, stage="test", tag=p, request=GenerateRequest(
-        messages=[Message(role="user", content=p)], max_tokens=20)) for p in prompts]
+    return [
+        Call(
+            model=m,
+            stage="test",
+            tag=p,
+            request=GenerateRequest(messages=[Message(role="user", content=p)], max_tokens=20),
+        )
+        for p in prompts
+    ]
 
 
 def model(srv, wire: str) -> str:
-    return (f"openai/gpt-4.1@{srv.openai_base}" if wire == "openai"
-            else f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}")
+    return (
+        f"openai/gpt-4.1@{srv.openai_base}"
+        if wire == "openai"
+        else f"anthropic/claude-opus-4-20250514@{srv.anthropic_base}"
+    )
 
 
 BAD = {  # prompt -> the usage the fake server reports instead of the real one (None: no usage at all)
-    "openai": {"no usage": None, "no output count": {"completion_tokens": None},
-               "negative": {"completion_tokens": -7}, "absurd": {"prompt_tokens": 2 * 10**9},
-               "negative cached": {"prompt_tokens_details": {"cached_tokens": -1}}},
-    "anthropic": {"no usage": None, "no output count": {"output_tokens": None},
-                  "negative": {"output_tokens": -7}, "absurd": {"input_tokens": 2 * 10**9},
-                  "negative cached": {"cache_read_input_tokens": -1}},
+    "openai": {
+        "no usage": None,
+        "no output count": {"completion_tokens": None},
+        "negative": {"completion_tokens": -7},
+        "absurd": {"prompt_tokens": 2 * 10**9},
+        "negative cached": {"prompt_tokens_details": {"cached_tokens": -1}},
+    },
+    "anthropic": {
+        "no usage": None,
+        "no output count": {"output_tokens": None},
+        "negative": {"output_tokens": -7},
+        "absurd": {"input_tokens": 2 * 10**9},
+        "negative cached": {"cache_read_input_tokens": -1},
+    },
 }
 
 
@@ -47,9 +65,11 @@ def test_missing_negative_or_absurd_usage_is_unknown_never_zero(srv, tmp_path, c
     assert all(x.status == "ok" and x.cost_usd is None for x in wrong)  # unknown, not $0
     assert all(x.response.usage.unknown and x.response.usage.input_tokens == 0 for x in wrong)
     assert [x.response.usage.unknown.split(" (")[0] for x in wrong][:4] == [
-        "the provider reported no usage", f"the provider reported no {'completion' if wire == 'openai' else 'output'}_tokens",
+        "the provider reported no usage",
+        f"the provider reported no {'completion' if wire == 'openai' else 'output'}_tokens",
         f"the provider reported a negative {'completion' if wire == 'openai' else 'output'}_tokens",
-        f"the provider reported an absurd {'prompt' if wire == 'openai' else 'input'}_tokens"]
+        f"the provider reported an absurd {'prompt' if wire == 'openai' else 'input'}_tokens",
+    ]
     assert good.response.usage.unknown is None and good.cost_usd > 0
     assert t["usage_unknown_calls"] == len(bad) and t["cost_unknown_calls"] == len(bad)
     # the valid answer's counts and cost, and nothing of the others
@@ -65,10 +85,13 @@ def test_missing_negative_or_absurd_usage_is_unknown_never_zero(srv, tmp_path, c
     again.close()
 
 
-def test_the_progress_bar_counts_this_runs_calls_and_failures_never_more_failures_than_calls(srv, tmp_path,
-                                                                                           capsys):
-    srv.configure(faults=[{"match": "refuse", "kind": "content_filter", "times": -1},
-                          {"match": "flaky", "kind": "500", "times": 2}])  # retried by the SDK: one call
+def test_the_progress_bar_counts_this_runs_calls_and_failures_never_more_failures_than_calls(srv, tmp_path, capsys):
+    srv.configure(
+        faults=[
+            {"match": "refuse", "kind": "content_filter", "times": -1},
+            {"match": "flaky", "kind": "500", "times": 2},
+        ]
+    )  # retried by the SDK: one call
     r = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=True))
     m = model(srv, "openai")
     r.run(calls(m, ["refuse one", "refuse two", "refuse three", "refuse three", "fine"]))
@@ -126,8 +149,12 @@ def test_what_a_killed_invocation_paid_is_counted_by_the_next_from_the_usage_jou
     from cocoeval.run.rundir import USAGE_JOURNAL, write_usage
 
     cache, journal = tmp_path / "c.sqlite", tmp_path / USAGE_JOURNAL
-    out = subprocess.run([sys.executable, "-c", KILLED, model(srv, "openai"), str(cache), str(journal)],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", KILLED, model(srv, "openai"), str(cache), str(journal)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == -9, out.stderr
     paid, tokens = float(out.stdout.split()[0]), int(out.stdout.split()[1])
     assert paid > 0 and not (tmp_path / "usage.json").exists()
@@ -141,9 +168,11 @@ def test_what_a_killed_invocation_paid_is_counted_by_the_next_from_the_usage_jou
         usage = json.loads((tmp_path / "usage.json").read_text())
         every = usage["all_invocations"]
         assert every["invocations"] == n + 1
-        assert every["cost_usd"] == pytest.approx(paid + sum(
-            e["totals"]["cost_usd"] for e in usage["earlier_invocations"] if not e.get("not_in_usage_json"))
-            + res.cost_usd)
+        assert every["cost_usd"] == pytest.approx(
+            paid
+            + sum(e["totals"]["cost_usd"] for e in usage["earlier_invocations"] if not e.get("not_in_usage_json"))
+            + res.cost_usd
+        )
         killed = [e for e in usage["earlier_invocations"] if e.get("not_in_usage_json")]
         assert len(killed) == 1 and killed[0]["totals"]["input_tokens"] == tokens
         assert killed[0]["totals"]["calls"] == 5 and killed[0]["requests_sent"] is None
@@ -165,11 +194,23 @@ def test_only_a_torn_last_journal_line_is_skipped_silently(tmp_path, caplog):
     assert got == {"a": {"calls": 1, "input_tokens": 10}} and unreadable == [] and not caplog.records
 
 
-@pytest.mark.parametrize("bad", ["not json at all", '{"invocation": "b", "input_tok', "[1, 2]", '{"calls": 1}',
-                                 '{"invocation": "b", "input_tokens": -5}', '{"invocation": "b", "calls": true}',
-                                 '{"invocation": "b", "output_tokens": 1e20}', '{"invocation": "b", "calls": "1"}', ""])
-def test_an_unreadable_journal_line_elsewhere_is_reported_by_file_and_line_never_dropped_silently(tmp_path, caplog,
-                                                                                                   bad):
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not json at all",
+        '{"invocation": "b", "input_tok',
+        "[1, 2]",
+        '{"calls": 1}',
+        '{"invocation": "b", "input_tokens": -5}',
+        '{"invocation": "b", "calls": true}',
+        '{"invocation": "b", "output_tokens": 1e20}',
+        '{"invocation": "b", "calls": "1"}',
+        "",
+    ],
+)
+def test_an_unreadable_journal_line_elsewhere_is_reported_by_file_and_line_never_dropped_silently(
+    tmp_path, caplog, bad
+):
     from cocoeval.llm.usage import journal_totals
 
     journal = tmp_path / "usage.journal.jsonl"
@@ -216,8 +257,16 @@ def test_write_usage_lists_the_unreadable_journal_lines(tmp_path, caplog):
     assert any("line 2" in r.getMessage() and USAGE_JOURNAL in r.getMessage() for r in caplog.records)
 
 
-@pytest.mark.parametrize("totals", [{"calls": 3, "input_tokens": -1}, {"calls": True}, {"cost_usd": 1e300},
-                                    {"output_tokens": "12"}, {"calls": 1, "failed": float("inf")}])
+@pytest.mark.parametrize(
+    "totals",
+    [
+        {"calls": 3, "input_tokens": -1},
+        {"calls": True},
+        {"cost_usd": 1e300},
+        {"output_tokens": "12"},
+        {"calls": 1, "failed": float("inf")},
+    ],
+)
 def test_an_earlier_usage_json_with_a_total_that_is_no_count_is_kept_aside_never_summed(tmp_path, caplog, totals):
     from cocoeval.run.rundir import write_usage
 
@@ -228,8 +277,10 @@ def test_an_earlier_usage_json_with_a_total_that_is_no_count_is_kept_aside_never
     r.close()
     usage = json.loads((tmp_path / "usage.json").read_text())
     assert usage["all_invocations"]["invocations"] == 1  # the earlier totals are not summed in
-    assert all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 10**15
-               for v in usage["all_invocations"].values())
+    assert all(
+        isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 10**15
+        for v in usage["all_invocations"].values()
+    )
     [aside] = tmp_path.glob("usage.json.unreadable-*")
     assert usage["unreadable_kept_as"] == str(aside) and json.loads(aside.read_text())["totals"] == totals
     assert any("not a count" in m for m in caplog.messages)

@@ -30,15 +30,37 @@ from tests.fakes.server import FakeServer
 
 from ..conftest import ROOT, qmsum_meeting, write_json
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 NOTEBOOKS = ["02_rq2_vanilla", "09_explore"]
 SPEAKERS = ["Project Manager", "Marketing", "User Interface"]
 SIM_ANSWER = "\n".join(f"{s}: simulated point {i}" for i, s in enumerate(SPEAKERS * 2))
 # every target, reference and simulated: turn 1 unclear intent, turn 3 a repetition
-FINE = json.dumps({"turns": [{"turn": i, "behaviours": (
-    [{"behaviour": "Unclear intent", "evidence": "no clear point"}] if i == 1 else
-    [{"behaviour": "Repetition", "evidence": "said before"}] if i == 3 else [])} for i in range(1, 7)]})
+FINE = json.dumps(
+    {
+        "turns": [
+            {
+                "turn": i,
+                "behaviours": (
+                    [{"behaviour": "Unclear intent", "evidence": "no clear point"}]
+                    if i == 1
+                    else [{"behaviour": "Repetition", "evidence": "said before"}]
+                    if i == 3
+                    else []
+                ),
+            }
+            for i in range(1, 7)
+        ]
+    }
+)
 OVERALL = '{"consistency": 7, "collaborativeness": 6, "rationale": "fine"}'
 
 
@@ -78,24 +100,53 @@ def tiny_run(tmp_path_factory) -> tuple[Path, Path]:
     for domain in ("product", "academic"):
         for i in range(4):
             write_json(tmp / "src" / domain / f"{domain[0].upper()}{i}.json", qmsum_meeting(60 + i, SPEAKERS))
-    build([f"qmsum:{tmp / 'src'}"], tmp / "bench",
-          BuildConfig(history_turns=8, reference_turns=6, min_prior_turns=5, per_dataset=2, seed=0))
+    build(
+        [f"qmsum:{tmp / 'src'}"],
+        tmp / "bench",
+        BuildConfig(history_turns=8, reference_turns=6, min_prior_turns=5, per_dataset=2, seed=0),
+    )
     with FakeServer() as srv:
-        srv.configure(answers=[{"match": "Continuation to annotate", "text": FINE},
-                               {"match": "Continuation to evaluate", "text": OVERALL},
-                               {"match": "", "text": SIM_ANSWER}])
+        srv.configure(
+            answers=[
+                {"match": "Continuation to annotate", "text": FINE},
+                {"match": "Continuation to evaluate", "text": OVERALL},
+                {"match": "", "text": SIM_ANSWER},
+            ]
+        )
         url = srv.openai_base
         params = tmp / "tiny.yaml"
-        params.write_text(yaml.safe_dump({
-            "name": "tiny", "out": "runs/tiny", "bench": "bench",
-            "setups": [{"name": "k6", "model": f"openai-compatible/fake@{url}", "turns_per_call": 6,
-                        "prompt": "taxonomy"},
-                       {"name": "k6p", "model": f"openai-compatible/fake@{url}", "turns_per_call": 6,
-                        "datasets": ["qmsum_product"]}],
-            "judges": [{"name": "judge1", "model": f"openai-compatible/judge@{url}"}],
-            "llm": {"cache": "cache.sqlite"}}))
-        out = subprocess.run([sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress"],
-                             capture_output=True, text=True, timeout=300, cwd=tmp)
+        params.write_text(
+            yaml.safe_dump(
+                {
+                    "name": "tiny",
+                    "out": "runs/tiny",
+                    "bench": "bench",
+                    "setups": [
+                        {
+                            "name": "k6",
+                            "model": f"openai-compatible/fake@{url}",
+                            "turns_per_call": 6,
+                            "prompt": "taxonomy",
+                        },
+                        {
+                            "name": "k6p",
+                            "model": f"openai-compatible/fake@{url}",
+                            "turns_per_call": 6,
+                            "datasets": ["qmsum_product"],
+                        },
+                    ],
+                    "judges": [{"name": "judge1", "model": f"openai-compatible/judge@{url}"}],
+                    "llm": {"cache": "cache.sqlite"},
+                }
+            )
+        )
+        out = subprocess.run(
+            [sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp,
+        )
         assert out.returncode == 0, out.stderr[-3000:]
     return params, tmp / "runs" / "tiny"
 
@@ -125,18 +176,38 @@ def lab(tiny_run, tmp_path_factory):
     settings = tmp / "settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)  # no news or update checks (they would leave the machine)
     (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     port, token = _free_port(), "cocoeval-browser-test"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-           "JUPYTER_CONFIG_DIR": str(tmp / "config"), "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"), "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "ws"),
-           "IPYTHONDIR": str(tmp / "ipython")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+        "JUPYTERLAB_SETTINGS_DIR": str(tmp / "settings"),
+        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "ws"),
+        "IPYTHONDIR": str(tmp / "ipython"),
+    }
     log = (tmp / "lab.log").open("w")
-    proc = subprocess.Popen([sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
-                             f"--port={port}", f"--IdentityProvider.token={token}",
-                             f"--ServerApp.root_dir={nb_dir}", "--LabApp.expose_app_in_browser=True",
-                             "--LabApp.extension_manager=readonly", "--allow-root"],
-                            env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={nb_dir}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.extension_manager=readonly",
+            "--allow-root",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.time() + 120
@@ -187,7 +258,8 @@ class Page:
             p.goto(f"{self.lab['base']}/lab?token={self.lab['token']}")
             p.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined")
             p.evaluate("() => window.jupyterapp.started")
-        p.evaluate("""async (path) => {
+        p.evaluate(
+            """async (path) => {
             const app = window.jupyterapp;
             await app.restored;
             if (window.cc) {  // one notebook at a time: the last one's kernel and tab go
@@ -199,14 +271,20 @@ class Page:
             await w.context.ready; await w.sessionContext.ready;
             app.shell.activateById(w.id);
             await app.commands.execute('notebook:run-all-cells');
-        }""", f"{name}.ipynb")
+        }""",
+            f"{name}.ipynb",
+        )
         try:
-            p.wait_for_function("""() => {
+            p.wait_for_function(
+                """() => {
                 const w = window.cc;
                 const k = w.sessionContext.session && w.sessionContext.session.kernel;
                 const cells = w.content.widgets.filter(c => c.model.type === 'code');
                 return k && k.status === 'idle' && cells.every(c => c.model.executionCount !== null);
-            }""", timeout=300_000, polling=500)
+            }""",
+                timeout=300_000,
+                polling=500,
+            )
         except Exception:
             self.shot(f"{name}_timeout")
             raise
@@ -225,22 +303,25 @@ class Page:
         widget = ".jp-OutputArea-output:not([data-mime-type]):not(.jp-RenderedVegaLite)"
         css = {None: f"{spec}, {widget}", "spec": spec, "widget": widget}[kind]
         outs = self.page.locator(css)
-        return [outs.nth(i) for i in range(outs.count())
-                if outs.nth(i).locator(":scope > .widget-box").count() == 0]
+        return [outs.nth(i) for i in range(outs.count()) if outs.nth(i).locator(":scope > .widget-box").count() == 0]
 
     def assert_charts_rendered(self, name: str, at_least: int) -> int:
         p = self.page
         try:
-            p.wait_for_function(f"() => document.querySelectorAll('.vega-embed svg.marks, .vega-embed canvas')"
-                                f".length >= {at_least}", timeout=60_000, polling=500)
+            p.wait_for_function(
+                f"() => document.querySelectorAll('.vega-embed svg.marks, .vega-embed canvas').length >= {at_least}",
+                timeout=60_000,
+                polling=500,
+            )
         except Exception:
             self.shot(f"{name}_no_charts")
             pytest.fail(f"{name}: fewer than {at_least} charts rendered; " + "\n".join(self.problems))
         charts = self.charts()
         assert len(charts) >= at_least, f"{name}: {len(charts)} chart outputs, expected {at_least}"
         for i, c in enumerate(charts):
-            assert c.locator(".vega-embed svg.marks, .vega-embed canvas").count() == 1, \
+            assert c.locator(".vega-embed svg.marks, .vega-embed canvas").count() == 1, (
                 f"{name}: chart output {i} holds no rendered chart: {c.inner_text()[:300]!r}"
+            )
         text = p.locator(".jp-Notebook:visible").inner_text()
         for bad in ("Error displaying widget", "Failed to create view", "JavaScript Error", "Error loading script"):
             assert bad not in text, f"{name}: {bad!r} shown"
@@ -283,8 +364,10 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     page.assert_charts_rendered("09_explore", at_least=1)
     expected = ConversationViewer(Run.open(lab["run_dir"]), judge="judge1").bar("k6p", HUMAN, "unclear_intent")
     assert expected.n == 2 and len(expected.rows) == 2  # one per product instance, none of the others
-    bar = p.locator('.vega-embed path[aria-roledescription="bar"][aria-label*="panel: k6p"]'
-                    f'[aria-label*="series: {HUMAN}"][aria-label*="name: Unclear intent"]')
+    bar = p.locator(
+        '.vega-embed path[aria-roledescription="bar"][aria-label*="panel: k6p"]'
+        f'[aria-label*="series: {HUMAN}"][aria-label*="name: Unclear intent"]'
+    )
     # the paper's Figure 3 of the answer shows this bar too; the linked chart is the one above the
     # viewer, the last chart of the notebook
     assert bar.count() >= 1
@@ -310,8 +393,10 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     p.locator(".widget-select-multiple", has_text="turn 1").locator("select").first.select_option(label="Repetition")
     save = p.locator("button", has_text="Save")
     save.click()  # the other turns are not marked and the scores not rated: nothing is saved, and said
-    p.wait_for_function("() => [...document.querySelectorAll('.widget-html')].some(s => "
-                        "s.innerText.includes('Nothing saved') && s.innerText.includes('consistency not rated'))")
+    p.wait_for_function(
+        "() => [...document.querySelectorAll('.widget-html')].some(s => "
+        "s.innerText.includes('Nothing saved') && s.innerText.includes('consistency not rated'))"
+    )
     for box in p.locator(".widget-checkbox", has_text=": none (no behaviour)").all():
         if "turn 1: none" not in box.inner_text():  # every other judged turn: none
             box.locator("input").check()
@@ -320,11 +405,17 @@ def test_notebooks_in_a_real_browser(browser, lab, artefacts):
     save.click()
     p.locator(".cc-saved").wait_for()
     save.click()
-    p.wait_for_function("() => [...document.querySelectorAll('.cc-saved')].some(s => s.innerText.includes('replacing'))")
+    p.wait_for_function(
+        "() => [...document.querySelectorAll('.cc-saved')].some(s => s.innerText.includes('replacing'))"
+    )
     page.shot("09_explore_annotated")
     csv = lab["run_dir"] / "annotations.csv"
-    out = subprocess.run([sys.executable, "-m", "cocoeval", "annotate-import", str(csv), str(lab["run_dir"])],
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "annotate-import", str(csv), str(lab["run_dir"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     human = Run.open(lab["run_dir"]).all_judgments["human:browser1"]
     fine = next(j for j in human if j.kind == "fine_grained")

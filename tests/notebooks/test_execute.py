@@ -14,12 +14,22 @@ KEY = "sk-test-parallel-0123456789abcdef"
 
 
 def _notebook(path, code):
-    nb = {"nbformat": 4, "nbformat_minor": 5,
-          "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
-          "cells": [{"id": "params", "cell_type": "code", "metadata": {"tags": ["parameters"]}, "execution_count": None,
-                     "outputs": [], "source": "params_file = ''\nfigures_dir = ''\nresamples = 1\nmin_n = 10\ncorrection = ''"},
-                    {"id": "work", "cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
-                     "source": code}]}
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {"kernelspec": {"name": "python3", "language": "python", "display_name": "Python 3"}},
+        "cells": [
+            {
+                "id": "params",
+                "cell_type": "code",
+                "metadata": {"tags": ["parameters"]},
+                "execution_count": None,
+                "outputs": [],
+                "source": "params_file = ''\nfigures_dir = ''\nresamples = 1\nmin_n = 10\ncorrection = ''",
+            },
+            {"id": "work", "cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": code},
+        ],
+    }
     path.write_text(json.dumps(nb))
 
 
@@ -61,8 +71,7 @@ def test_only_the_notebooks_named_whole_or_by_number_and_a_wrong_name_runs_nothi
     nbs.mkdir()
     for name in ("01_first", "02_second", "03_third"):
         _notebook(nbs / f"{name}.ipynb", f"print('{name} ran')")
-    done = execute_notebooks(tmp_path / "p.yaml", tmp_path / "out", notebooks_dir=nbs, jobs=2,
-                             only=["03", "01_first"])
+    done = execute_notebooks(tmp_path / "p.yaml", tmp_path / "out", notebooks_dir=nbs, jobs=2, only=["03", "01_first"])
     assert [p.name for p in done] == ["01_first.ipynb", "03_third.ipynb"]  # in their own order
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["01_first.ipynb", "03_third.ipynb"]
     assert "03_third ran" in (tmp_path / "out" / "03_third.ipynb").read_text()

@@ -45,15 +45,27 @@ def every_chart() -> dict[str, alt.TopLevelMixin]:
             a = analyses.compute(name, run, Params(judge="J", resamples=20, min_n=2))
             for key, ch in (a.charts if a is not None else {}).items():
                 out.setdefault(f"{label}:{_kind(key)}", ch)
-    out["stats:likert"] = charts.likert_chart(stats.likert_means(run_frames(make_run()), resamples=20, min_n=2),
-                                              judge="J")  # as rq2 shows it, on a run with Likert scores
+    out["stats:likert"] = charts.likert_chart(
+        stats.likert_means(run_frames(make_run()), resamples=20, min_n=2), judge="J"
+    )  # as rq2 shows it, on a run with Likert scores
     return out
 
 
 def test_every_chart_compiles_and_draws_the_same_under_vega_lite_5(every_chart):
     kinds = {key.split(":")[1] for key in every_chart}
-    assert {"figure3", "likert", "rq3", "rq5", "participants", "table12", "judge_free", "judge_free_vs_human",
-            "turn_taking", "leaderboard", "speakers"} <= kinds
+    assert {
+        "figure3",
+        "likert",
+        "rq3",
+        "rq5",
+        "participants",
+        "table12",
+        "judge_free",
+        "judge_free_vs_human",
+        "turn_taking",
+        "leaderboard",
+        "speakers",
+    } <= kinds
     for key, ch in every_chart.items():
         data, _ = charts.mimebundle(ch)
         spec = data[charts.VEGALITE_V5_MIME]
@@ -70,8 +82,9 @@ def test_mimebundle_is_the_validated_spec_under_the_v5_schema_with_embed_options
     assert set(data) == {"application/vnd.vegalite.v5+json", "text/plain"}
     spec = data["application/vnd.vegalite.v5+json"]
     assert spec["$schema"] == "https://vega.github.io/schema/vega-lite/v5.json"
-    assert {k: v for k, v in spec.items() if k != "$schema"} == {k: v for k, v in ch.to_dict().items()
-                                                                  if k != "$schema"}
+    assert {k: v for k, v in spec.items() if k != "$schema"} == {
+        k: v for k, v in ch.to_dict().items() if k != "$schema"
+    }
     assert md == {"application/vnd.vegalite.v5+json": {"embed_options": {"renderer": "svg"}}}
     assert data["text/plain"] == "Vega-Lite chart (facet of layer of errorbar)" and "\n" not in data["text/plain"]
     titled = charts.titled(ch, "Likert — a title")

@@ -44,16 +44,38 @@ def test_notebooks_are_what_the_generator_writes_and_their_code_lints(tmp_path):
     """The committed notebooks are the generator's output (nobody edits them by hand), and
     their code cells, generated from Python strings, pass ruff (pyflakes, pycodestyle, bugbear,
     pyupgrade; E402 and B018 are a notebook's ordinary imports mid-way and bare display values)."""
-    gen = subprocess.run([sys.executable, "-m", "cocoeval.notebooks.generate", "--out", str(tmp_path)],
-                         capture_output=True, text=True, cwd=ROOT)
+    gen = subprocess.run(
+        [sys.executable, "-m", "cocoeval.notebooks.generate", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert gen.returncode == 0, gen.stderr
     for p in NOTEBOOKS:
         assert (tmp_path / p.name).read_text() == p.read_text(), f"{p.name}: run python -m cocoeval.notebooks.generate"
         code = "\n\n".join(c.source for c in nbformat.read(p, as_version=4).cells if c.cell_type == "code")
         (tmp_path / f"{p.stem}.py").write_text(code + "\n")
-    ruff = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "120",
-                           "--select", "E,F,W,B,UP", "--ignore", "E402,B018,E501", "--target-version", "py311",
-                           *sorted(str(x) for x in tmp_path.glob("*.py"))], capture_output=True, text=True)
+    ruff = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "--no-cache",
+            "--isolated",
+            "--line-length",
+            "120",
+            "--select",
+            "E,F,W,B,UP",
+            "--ignore",
+            "E402,B018,E501",
+            "--target-version",
+            "py311",
+            *sorted(str(x) for x in tmp_path.glob("*.py")),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert ruff.returncode == 0, ruff.stdout + ruff.stderr
 
 
@@ -62,14 +84,29 @@ def demo_run():
     """The offline demo run (local model); made once, then served from the call cache."""
     run_dir = ROOT / "runs" / "demo"
     manifest = run_dir / "manifest.json"
-    if not (manifest.exists() and json.loads(manifest.read_text()).get("status") == "complete"
-            and (run_dir / "judgments").exists()):
+    if not (
+        manifest.exists()
+        and json.loads(manifest.read_text()).get("status") == "complete"
+        and (run_dir / "judgments").exists()
+    ):
         from ..llm.test_llm_local import HAVE_LOCAL
 
         if not HAVE_LOCAL:
             pytest.skip("the demo run needs the local model (make install-local)")
-        out = subprocess.run([sys.executable, "-m", "cocoeval", "run", str(ROOT / "params" / "demo.yaml"),
-                              "--no-progress", "--allow-invalid"], capture_output=True, text=True, timeout=1800)
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "cocoeval",
+                "run",
+                str(ROOT / "params" / "demo.yaml"),
+                "--no-progress",
+                "--allow-invalid",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
         assert out.returncode == 0, out.stderr[-2000:]
     return run_dir
 
@@ -80,9 +117,19 @@ def test_notebook_executes(demo_run, path, tmp_path):
     import papermill as pm
 
     out = tmp_path / path.name
-    pm.execute_notebook(str(path), str(out), cwd=str(path.parent), kernel_name="python3", progress_bar=False,
-                        parameters={"params_file": str(ROOT / "params" / "demo.yaml"), "run_dir": str(demo_run),
-                                    "figures_dir": str(tmp_path / "figures"), "resamples": 200})
+    pm.execute_notebook(
+        str(path),
+        str(out),
+        cwd=str(path.parent),
+        kernel_name="python3",
+        progress_bar=False,
+        parameters={
+            "params_file": str(ROOT / "params" / "demo.yaml"),
+            "run_dir": str(demo_run),
+            "figures_dir": str(tmp_path / "figures"),
+            "resamples": 200,
+        },
+    )
     nb = nbformat.read(out, as_version=4)
     text = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "Traceback" not in text
@@ -101,8 +148,10 @@ def test_notebook_executes(demo_run, path, tmp_path):
         both = [p.name for p in saved if (report / p.name).exists()]
         assert both, "the report draws figures the notebook shows too (Figure 3)"
         for name in both:  # the report's keep their title (with the judge); the notebook's are its own
-            ours, its = (json.loads((d / name.replace(".png", ".vl.json")).read_text(encoding="utf-8"))
-                         for d in (report, tmp_path / "figures" / path.stem))
+            ours, its = (
+                json.loads((d / name.replace(".png", ".vl.json")).read_text(encoding="utf-8"))
+                for d in (report, tmp_path / "figures" / path.stem)
+            )
             assert ours != its and "(" in json.dumps(ours.get("title", "")), (name, ours.get("title"))
     for o in shown:
         assert o["data"][VEGALITE_V5_MIME]["$schema"].endswith("/vega-lite/v5.json")

@@ -21,8 +21,9 @@ from ..analysis.test_stats import TAX, make_run
 def _run_with_script():
     run = make_run(3)
     inst = run.instances[0]
-    evil = inst.model_copy(update={"history": [Turn(speaker="Mallory", text="<script>alert('x')</script>"),
-                                               *inst.history[1:]]})
+    evil = inst.model_copy(
+        update={"history": [Turn(speaker="Mallory", text="<script>alert('x')</script>"), *inst.history[1:]]}
+    )
     run.instances[0] = evil
     return run
 
@@ -62,14 +63,18 @@ def _partial_run():
     run.continuations["sim"] = [c for c in run.continuations["sim"] if c.instance_id in keep]
     run.judgments["J"] = [j for j in run.judgments["J"] if j.target not in ("sim", "sim2") or j.instance_id in keep]
     # 'sim2' has only an invalid continuation, of the first instance
-    run.continuations["sim2"] = [Continuation(instance_id=run.instances[0].id, setup_id="sim2", status="invalid",
-                                              reason="x")]
+    run.continuations["sim2"] = [
+        Continuation(instance_id=run.instances[0].id, setup_id="sim2", status="invalid", reason="x")
+    ]
     return run, sorted(keep)
 
 
 def _bar_row(ch, panel, series, behaviour):
-    rows = [r for r in ch.to_dict()["data"]["values"]
-            if (r["panel"], r["series"], r["behaviour"]) == (panel, series, behaviour)]
+    rows = [
+        r
+        for r in ch.to_dict()["data"]["values"]
+        if (r["panel"], r["series"], r["behaviour"]) == (panel, series, behaviour)
+    ]
     assert len(rows) == 1
     return rows[0]
 
@@ -96,7 +101,9 @@ def test_chart_selection_lists_the_turns_behind_a_bar():
         assert v.instance.value == bar.instances[0] and v.instance.value in keep
     # human reference: k repetitions on instance k (k = 3, 4, 5; at most 4)
     assert len(v.bar("sim", charts.HUMAN, "repetition").rows) == 3 + 4 + 4
-    assert [r[0] for r in v.bar("sim", charts.HUMAN, "repetition").rows] == [keep[0]] * 3 + [keep[1]] * 4 + [keep[2]] * 4
+    assert [r[0] for r in v.bar("sim", charts.HUMAN, "repetition").rows] == [keep[0]] * 3 + [keep[1]] * 4 + [
+        keep[2]
+    ] * 4
 
 
 def test_selection_on_a_chart_of_every_reference_counts_every_reference():
@@ -290,8 +297,10 @@ def test_annotator_save_without_marks_or_ratings_stores_nothing_and_says_what_is
     for i in turns[1:-1]:
         a.none[i].value = True
     a.consistency.value = 4
-    assert a.missing() == [f"turn {turns[-1] + 1} not marked (choose its behaviours or tick none)",
-                           "collaborativeness not rated"]
+    assert a.missing() == [
+        f"turn {turns[-1] + 1} not marked (choose its behaviours or tick none)",
+        "collaborativeness not rated",
+    ]
     assert not a.write() and not out.exists() and "consistency not rated" not in a.status.value
     with pytest.raises(InputError, match="not everything is rated"):
         a.rows()
@@ -327,11 +336,13 @@ def test_annotator_with_everything_set_stores_exactly_the_chosen_values(tmp_path
     assert a.write()
     rows = list(csv.DictReader(out.open()))
     assert [(r["turn"], r["behaviours"]) for r in rows if r["turn"]] == [
-        (str(i + 1), ";".join(c) or "none") for i, c in chosen.items()]
+        (str(i + 1), ";".join(c) or "none") for i, c in chosen.items()
+    ]
     assert [(r["consistency"], r["collaborativeness"]) for r in rows if not r["turn"]] == [("2", "9")]
     [fine, over] = sorted(import_annotations(out, run), key=lambda j: j.kind)
     assert fine.status == "ok" and {lb.turn: tuple(lb.behaviours) for lb in fine.labels} == {
-        i: tuple(b for b in ids if b in c) for i, c in chosen.items()}
+        i: tuple(b for b in ids if b in c) for i, c in chosen.items()
+    }
     assert (over.consistency, over.collaborativeness) == (2, 9)
 
 
@@ -371,15 +382,18 @@ def test_hand_edited_rows_load_back_with_what_cannot_be_read_said(tmp_path):
     t = targets[0]
     out = tmp_path / "ann.csv"
     first, second, *_ = t.judged
-    out.write_text("annotator,item_id,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
-                   f"collaborativeness,note\nann1,,{t.instance.id},{t.name},{first + 1},Repetitions; Sarcasm,,,,\n"
-                   f"ann1,,{t.instance.id},{t.name},{second + 1},,,,,\n"
-                   f"ann1,,{t.instance.id},{t.name},,,,12,4,\n")
+    out.write_text(
+        "annotator,item_id,instance_id,target,turn,behaviours,not_in_taxonomy,consistency,"
+        f"collaborativeness,note\nann1,,{t.instance.id},{t.name},{first + 1},Repetitions; Sarcasm,,,,\n"
+        f"ann1,,{t.instance.id},{t.name},{second + 1},,,,,\n"
+        f"ann1,,{t.instance.id},{t.name},,,,12,4,\n"
+    )
     a = Annotator(targets, out, taxonomy=TAX)
     a.annotator.value = "ann1"
     assert a.turns[first].value == ("repetition",) and a.collaborativeness.value == 4
-    assert f"Not understood, left out: turn {first + 1} &#x27;Sarcasm&#x27;, consistency &#x27;12&#x27;." \
-        in a.status.value
+    assert (
+        f"Not understood, left out: turn {first + 1} &#x27;Sarcasm&#x27;, consistency &#x27;12&#x27;." in a.status.value
+    )
     # an empty cell loads as unmarked (not none), an out-of-range score as not rated
     assert not a.turns[second].value and not a.none[second].value and a.consistency.value is None
     assert a.missing()[0].startswith(f"turn {second + 1}")
@@ -488,8 +502,12 @@ def test_the_run_annotator_lists_targets_from_the_frames_and_reads_only_the_one_
     frames = run_frames(lazy)
     a = RunContext(None, d, lazy, frames, "J").annotator(tmp_path / "ann.csv")
     eager = Run.open(d)
-    stale = {(name, c.instance_id) for name, cs in eager.continuations.items() for c in cs
-             if c.status == "ok" and eager.stale_reason(name, c)}
+    stale = {
+        (name, c.instance_id)
+        for name, cs in eager.continuations.items()
+        for c in cs
+        if c.status == "ok" and eager.stale_reason(name, c)
+    }
     assert stale and ("sim", first.instance_id) not in stale  # the other sim continuations are stale
     expected = [t for t in targets_for(eager.instances, eager.continuations) if (t.name, t.instance.id) not in stale]
     assert [(t.instance_id, t.name) for t in a.targets] == [(t.instance.id, t.name) for t in expected]
@@ -497,6 +515,11 @@ def test_the_run_annotator_lists_targets_from_the_frames_and_reads_only_the_one_
     for k in (0, len(a.targets) - 1, len(expected) // 2):
         a.pick(k)
         got, want = a.target, expected[k]
-        assert (got.instance.id, got.name, got.target_id, got.turns, got.judged) == \
-            (want.instance.id, want.name, want.target_id, want.turns, want.judged)
+        assert (got.instance.id, got.name, got.target_id, got.turns, got.judged) == (
+            want.instance.id,
+            want.name,
+            want.target_id,
+            want.turns,
+            want.judged,
+        )
     assert {"instances", "continuations"} <= lazy._unread  # each read from its own lines

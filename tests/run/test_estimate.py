@@ -33,8 +33,12 @@ def test_prefix_stability_of_one_turn_per_call():
     tax = load_taxonomy()
     for name in ("vanilla", "taxonomy"):
         prompt = load_prompt(name)
-        calls = ["\n".join(m.content for m in step_messages(prompt, inst, inst.reference[:j], 1,
-                                                             behaviours=format_behaviours(tax))) for j in range(30)]
+        calls = [
+            "\n".join(
+                m.content for m in step_messages(prompt, inst, inst.reference[:j], 1, behaviours=format_behaviours(tax))
+            )
+            for j in range(30)
+        ]
         shared = total = 0
         for a, b in itertools.pairwise(calls):
             prefix = next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
@@ -53,20 +57,35 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path, capsys):
     # the fake simulator answers with reference-like turns (same speakers, similar length)
     line = "\n".join(f"{SPEAKERS[i % 3]}: utterance {40 + i} of d/c1/0" for i in range(30))
     fine = '{"turns": [' + ", ".join(f'{{"turn": {i}, "behaviours": []}}' for i in range(1, 31)) + "]}"
-    srv.configure(answers=[{"match": "Continuation to annotate", "text": fine},
-                           {"match": "Continuation to evaluate",
-                            "text": '{"consistency": 7, "collaborativeness": 7, "rationale": "fine"}'},
-                           *({"match": f"next {k} turn", "text": "\n".join(line.splitlines()[:k])} for k in (1, 5, 30))],
-                  reasoning_tokens=120)
+    srv.configure(
+        answers=[
+            {"match": "Continuation to annotate", "text": fine},
+            {
+                "match": "Continuation to evaluate",
+                "text": '{"consistency": 7, "collaborativeness": 7, "rationale": "fine"}',
+            },
+            *({"match": f"next {k} turn", "text": "\n".join(line.splitlines()[:k])} for k in (1, 5, 30)),
+        ],
+        reasoning_tokens=120,
+    )
     p = tmp_path / "p.yaml"
     url = srv.openai_base
-    p.write_text(yaml.safe_dump({
-        "name": "f", "out": "run", "bench": "bench",
-        "setups": [{"name": "k1", "model": f"openai/gpt-4.1@{url}", "turns_per_call": 1},
-                   {"name": "k5", "model": f"openai/gpt-4.1@{url}", "turns_per_call": 5, "prompt": "taxonomy"},
-                   {"name": "k30", "model": f"openai/gpt-4.1@{url}", "turns_per_call": 30}],
-        "judges": [{"name": "j", "model": f"openai/o4-mini@{url}"}],
-        "llm": {"cache": "c.sqlite", "progress": False}}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "f",
+                "out": "run",
+                "bench": "bench",
+                "setups": [
+                    {"name": "k1", "model": f"openai/gpt-4.1@{url}", "turns_per_call": 1},
+                    {"name": "k5", "model": f"openai/gpt-4.1@{url}", "turns_per_call": 5, "prompt": "taxonomy"},
+                    {"name": "k30", "model": f"openai/gpt-4.1@{url}", "turns_per_call": 30},
+                ],
+                "judges": [{"name": "j", "model": f"openai/o4-mini@{url}"}],
+                "llm": {"cache": "c.sqlite", "progress": False},
+            }
+        )
+    )
     exp = load_params(p)
     rows = forecast(exp, exp.prepare_instances(write=False))
     exp.run()
@@ -79,8 +98,9 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path, capsys):
     run = Run.open(tmp_path / "run")
     judged = [c for c in cmp if c.stage == "judge"]
     assert judged and all(c.forecast_output > 2 * c.actual_output for c in judged)  # the defaults
-    again = forecast(exp, exp.prepare_instances(write=False), observed=observed_reasoning(run),
-                     observed_out=observed_output(run))
+    again = forecast(
+        exp, exp.prepare_instances(write=False), observed=observed_reasoning(run), observed_out=observed_output(run)
+    )
     for c in compare_with_run(again, run):
         assert abs(c.actual_output / c.forecast_output - 1) <= (0.01 if c.stage == "judge" else 0.15), c
     capsys.readouterr()
@@ -89,8 +109,10 @@ def test_forecast_matches_a_run_through_the_test_server(srv, tmp_path, capsys):
     assert "output tokens: the run's observed means for 5 of 5 rows" in out  # k1, k5, k30, the judge's two kinds
     tot = plan_totals(again)
     assert tot.with_batch < tot.live  # the judge and the 30-turn setup at half price
-    assert (f"choice: every call live (with prompt caching) ${tot.live:,.2f}; with --batch" in out
-            and f"dependent steps live, llm.batch_dependent) ${tot.with_batch:,.2f}" in out), out
+    assert (
+        f"choice: every call live (with prompt caching) ${tot.live:,.2f}; with --batch" in out
+        and f"dependent steps live, llm.batch_dependent) ${tot.with_batch:,.2f}" in out
+    ), out
 
 
 def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
@@ -119,8 +141,9 @@ def test_forecast_says_how_the_params_llm_settings_send_each_row(tmp_path):
 
     # the choice printed beside the plan: every call live, or --batch as the params' dependent mode says
     for dependent in ("live", "rounds"):
-        exp.params = exp.params.model_copy(update={"llm": exp.params.llm.model_copy(
-            update={"batch": False, "batch_dependent": dependent})})
+        exp.params = exp.params.model_copy(
+            update={"llm": exp.params.llm.model_copy(update={"batch": False, "batch_dependent": dependent})}
+        )
         rows = forecast(exp, insts)
         exp.params = exp.params.model_copy(update={"llm": exp.params.llm.model_copy(update={"batch": True})})
         batched = {r.name: r.cost_planned_usd for r in forecast(exp, insts)}
@@ -137,41 +160,115 @@ def test_observed_output_replaces_the_default_per_row_by_hand(tmp_path):
     from cocoeval.run.estimate import JUDGE_OUTPUT_OVERALL, JUDGE_OUTPUT_PER_TURN, observed_output
 
     def rec(model: str, out: int, think: int = 0, status: str = "ok") -> CallRecord:
-        return CallRecord(request_hash="h", model=model, status=status, input_tokens=1000,
-                          output_tokens=out + think, reasoning_tokens=think)
+        return CallRecord(
+            request_hash="h",
+            model=model,
+            status=status,
+            input_tokens=1000,
+            output_tokens=out + think,
+            reasoning_tokens=think,
+        )
 
     inst = instance("d/c/0", n_ref=4)
     sim, oai_j, ant_j = "openai/gpt-4.1", "openai/o4-mini", "anthropic/claude-sonnet-4-20250514"
-    run = Run(instances=[inst],
-              continuations={"k2": [
-                  # 4 turns from 2 answered calls (30 + 50 visible) and a failed call: 80 / 4 = 20 per turn
-                  Continuation(instance_id=inst.id, setup_id="s", setup_name="k2", turns=inst.reference,
-                               calls=[rec(sim, 30), rec(sim, 50), rec(sim, 999, status="failed")]),
-                  # an invalid continuation's calls count too: 20 visible for 1 turn -> (80 + 20) / 5 = 20
-                  Continuation(instance_id="d/c/1", setup_id="s", setup_name="k2", turns=inst.reference[:1],
-                               calls=[rec(sim, 20)], status="invalid", reason="stopped")]},
-              judgments={"j": [
-                  # fine-grained: 4 judged turns, visible 40 (+ 400 reasoning) and, re-asked, 24 -> (40 + 24) / 8 = 8
-                  Judgment(instance_id=inst.id, target="reference", judge_id="x", judge_name="j", kind="fine_grained",
-                           taxonomy_hash="t", judged_turns=[0, 1, 2, 3], calls=[rec(oai_j, 40, 400), rec(oai_j, 24, 300)]),
-                  # overall: per call, 90 and 30 -> 60
-                  Judgment(instance_id=inst.id, target="reference", judge_id="y", judge_name="j", kind="overall",
-                           taxonomy_hash="t", consistency=5, collaborativeness=5, calls=[rec(oai_j, 90, 500)]),
-                  Judgment(instance_id=inst.id, target="s", judge_id="y", judge_name="j", kind="overall",
-                           taxonomy_hash="t", consistency=5, collaborativeness=5, calls=[rec(oai_j, 30, 100)])],
-                  "a": [Judgment(instance_id=inst.id, target="reference", judge_id="z", judge_name="a", kind="overall",
-                                 taxonomy_hash="t", consistency=5, collaborativeness=5, calls=[rec(ant_j, 70)])]})
-    assert observed_output(run) == {("simulate", "k2", sim): 20.0, ("judge", "j:fine_grained", oai_j): 8.0,
-                                    ("judge", "j:overall", oai_j): 60.0, ("judge", "a:overall", ant_j): 70.0}
+    run = Run(
+        instances=[inst],
+        continuations={
+            "k2": [
+                # 4 turns from 2 answered calls (30 + 50 visible) and a failed call: 80 / 4 = 20 per turn
+                Continuation(
+                    instance_id=inst.id,
+                    setup_id="s",
+                    setup_name="k2",
+                    turns=inst.reference,
+                    calls=[rec(sim, 30), rec(sim, 50), rec(sim, 999, status="failed")],
+                ),
+                # an invalid continuation's calls count too: 20 visible for 1 turn -> (80 + 20) / 5 = 20
+                Continuation(
+                    instance_id="d/c/1",
+                    setup_id="s",
+                    setup_name="k2",
+                    turns=inst.reference[:1],
+                    calls=[rec(sim, 20)],
+                    status="invalid",
+                    reason="stopped",
+                ),
+            ]
+        },
+        judgments={
+            "j": [
+                # fine-grained: 4 judged turns, visible 40 (+ 400 reasoning) and, re-asked, 24 -> (40 + 24) / 8 = 8
+                Judgment(
+                    instance_id=inst.id,
+                    target="reference",
+                    judge_id="x",
+                    judge_name="j",
+                    kind="fine_grained",
+                    taxonomy_hash="t",
+                    judged_turns=[0, 1, 2, 3],
+                    calls=[rec(oai_j, 40, 400), rec(oai_j, 24, 300)],
+                ),
+                # overall: per call, 90 and 30 -> 60
+                Judgment(
+                    instance_id=inst.id,
+                    target="reference",
+                    judge_id="y",
+                    judge_name="j",
+                    kind="overall",
+                    taxonomy_hash="t",
+                    consistency=5,
+                    collaborativeness=5,
+                    calls=[rec(oai_j, 90, 500)],
+                ),
+                Judgment(
+                    instance_id=inst.id,
+                    target="s",
+                    judge_id="y",
+                    judge_name="j",
+                    kind="overall",
+                    taxonomy_hash="t",
+                    consistency=5,
+                    collaborativeness=5,
+                    calls=[rec(oai_j, 30, 100)],
+                ),
+            ],
+            "a": [
+                Judgment(
+                    instance_id=inst.id,
+                    target="reference",
+                    judge_id="z",
+                    judge_name="a",
+                    kind="overall",
+                    taxonomy_hash="t",
+                    consistency=5,
+                    collaborativeness=5,
+                    calls=[rec(ant_j, 70)],
+                )
+            ],
+        },
+    )
+    assert observed_output(run) == {
+        ("simulate", "k2", sim): 20.0,
+        ("judge", "j:fine_grained", oai_j): 8.0,
+        ("judge", "j:overall", oai_j): 60.0,
+        ("judge", "a:overall", ant_j): 70.0,
+    }
 
     # the forecast: 2 instances of 4 reference turns, one 2-turns-per-call setup, one judge of both kinds
     insts = [instance(f"d/c{i}/0", n_ref=4) for i in range(2)]
     write_jsonl(tmp_path / "bench" / "eval.jsonl", insts)
     write_jsonl(tmp_path / "bench" / "train.jsonl", [])
-    (tmp_path / "p.yaml").write_text(yaml.safe_dump({
-        "name": "f", "out": "run", "bench": "bench",
-        "setups": [{"name": "k2", "model": sim, "turns_per_call": 2}],
-        "judges": [{"name": "j", "model": oai_j, "reasoning_effort": "low"}]}))
+    (tmp_path / "p.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "name": "f",
+                "out": "run",
+                "bench": "bench",
+                "setups": [{"name": "k2", "model": sim, "turns_per_call": 2}],
+                "judges": [{"name": "j", "model": oai_j, "reasoning_effort": "low"}],
+            }
+        )
+    )
     exp = load_params(tmp_path / "p.yaml")
 
     def by_name(**kw) -> dict[str, ForecastRow]:
@@ -197,8 +294,14 @@ def test_observed_output_replaces_the_default_per_row_by_hand(tmp_path):
     # the output difference (visible and reasoning) at o4-mini's output price
     prices = PriceTable.load()
     diff = default["j:fine_grained"].output_tokens - seen["j:fine_grained"].output_tokens
-    assert abs(default["j:fine_grained"].cost_naive_usd - seen["j:fine_grained"].cost_naive_usd
-               - prices.cost(oai_j, Usage(output_tokens=diff))) < 1e-12
+    assert (
+        abs(
+            default["j:fine_grained"].cost_naive_usd
+            - seen["j:fine_grained"].cost_naive_usd
+            - prices.cost(oai_j, Usage(output_tokens=diff))
+        )
+        < 1e-12
+    )
 
 
 def _cached_by_prefix(requests: list[tuple[str, ...]]) -> list[int]:
@@ -206,8 +309,15 @@ def _cached_by_prefix(requests: list[tuple[str, ...]]) -> list[int]:
     prefix cache, with no minimum length and no steps."""
     out = []
     for n, r in enumerate(requests):
-        out.append(max((next((i for i, (x, y) in enumerate(zip(r, e, strict=False)) if x != y), min(len(r), len(e)))
-                        for e in requests[:n]), default=0))
+        out.append(
+            max(
+                (
+                    next((i for i, (x, y) in enumerate(zip(r, e, strict=False)) if x != y), min(len(r), len(e)))
+                    for e in requests[:n]
+                ),
+                default=0,
+            )
+        )
     return out
 
 
@@ -234,7 +344,7 @@ def test_judge_cache_bounds_by_hand_and_against_an_ideal_prefix_cache():
     for layout in ("paper", "reordered"):
         before = requests("a", layout == "reordered")  # an earlier instance: the paper layout reads its instructions
         mine = requests("b", layout == "reordered")
-        cached = _cached_by_prefix(before + mine)[len(before):]
+        cached = _cached_by_prefix(before + mine)[len(before) :]
         assert sum(len(r) for r in mine) == b["total"]
         assert sum(cached) == b[layout], layout
     assert judge_cache_bounds({}, 10, [5]) == {"total": 0, "paper": 0, "reordered": 0, "free": 0}
@@ -245,11 +355,17 @@ O4 = "openai/o4-mini-2025-04-16"
 
 def _context_params(tmp_path, **context):
     p = tmp_path / "ctx.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": "ctx", "out": "run",
-        "build": {"demo_data": True, "context": {"metadata": O4, "summary": O4, "clean": O4, **context}},
-        "setups": [{"name": "k30", "model": "openai/gpt-4.1", "turns_per_call": 30}],
-        "judges": [{"name": "j", "model": O4}]}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "ctx",
+                "out": "run",
+                "build": {"demo_data": True, "context": {"metadata": O4, "summary": O4, "clean": O4, **context}},
+                "setups": [{"name": "k30", "model": "openai/gpt-4.1", "turns_per_call": 30}],
+                "judges": [{"name": "j", "model": O4}],
+            }
+        )
+    )
     return p
 
 
@@ -280,8 +396,11 @@ def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsy
     convs = {(i.dataset, i.provenance.conversation_id) for i in both}
     cfg = BuildConfig()
     qmsum = load_conversations(parse_source_spec(f"qmsum:{sample_dir()}"), SourceReport())
-    n_chunks = sum(len(chunks(c.turns, 30, 12_000)) for c in qmsum
-                   if c.dataset in ("qmsum_product", "qmsum_academic") and len(c.turns) >= cfg.need(c))
+    n_chunks = sum(
+        len(chunks(c.turns, 30, 12_000))
+        for c in qmsum
+        if c.dataset in ("qmsum_product", "qmsum_academic") and len(c.turns) >= cfg.need(c)
+    )
     assert by["metadata"].calls == len(convs) == 11
     assert by["summary"].calls == sum(i.provenance.start_index > 0 for i in both) == len(both) == 18
     assert sum(i.split == "train" for i in both) == 6  # the train windows are summarised too
@@ -291,15 +410,19 @@ def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsy
     for r in by.values():
         assert r.reasoning_tokens == 1000 * r.calls  # o4-mini, effort unset: medium
         assert r.note is None and r.input_tokens > 0
-        assert r.cost_naive_usd == prices.cost(O4, Usage(input_tokens=r.input_tokens,
-                                                     output_tokens=r.output_tokens))
+        assert r.cost_naive_usd == prices.cost(O4, Usage(input_tokens=r.input_tokens, output_tokens=r.output_tokens))
         assert abs(r.cost_naive_usd - (r.input_tokens * 1.10 + r.output_tokens * 4.40) / 1e6) < 1e-9
     assert by["metadata"].output_tokens == 11 * (300 + 1000)
     assert by["summary"].output_tokens == 18 * (200 + 1000)
     tot, without = plan_totals(rows), plan_totals([r for r in rows if r.stage != "build"])
     for k in ("naive", "live", "batch", "planned", "with_batch"):
-        build_col = {"naive": "cost_naive_usd", "live": "cost_cached_usd", "batch": "cost_batch_usd",
-                     "planned": "cost_planned_usd", "with_batch": "cost_if_batch_usd"}[k]
+        build_col = {
+            "naive": "cost_naive_usd",
+            "live": "cost_cached_usd",
+            "batch": "cost_batch_usd",
+            "planned": "cost_planned_usd",
+            "with_batch": "cost_if_batch_usd",
+        }[k]
         assert abs(getattr(tot, k) - getattr(without, k) - sum(getattr(r, build_col) for r in by.values())) < 1e-9
         assert getattr(tot, k) > getattr(without, k)
     counts = plan.datasets
@@ -311,8 +434,10 @@ def test_build_context_calls_are_forecast_by_the_builds_own_code(tmp_path, capsy
     out = capsys.readouterr().out
     assert "build     clean" in out and "build     metadata" in out and "build     summary" in out
     assert f"total: {sum(r.calls for r in rows):,} calls" in out
-    assert "qmsum_academic: 3 eval instance(s) simulated; build windows 3 eval, 4 train; summaries (S) 3 eval, " \
-           "4 train; metadata (M) 2 conversation(s); clean-up 19 chunk(s)" in out, out
+    assert (
+        "qmsum_academic: 3 eval instance(s) simulated; build windows 3 eval, 4 train; summaries (S) 3 eval, "
+        "4 train; metadata (M) 2 conversation(s); clean-up 19 chunk(s)" in out
+    ), out
 
 
 def test_build_context_already_made_is_not_counted(tmp_path, capsys):
@@ -328,11 +453,16 @@ def test_build_context_already_made_is_not_counted(tmp_path, capsys):
     bench = exp.bench_dir()
     build(demo_sources(tmp_path / "demo"), bench)
     for split in ("eval", "train"):
-        made = [i.model_copy(update={
-            "metadata": Metadata.model_validate({**i.metadata.model_dump(), "method": "llm", "model": O4}),
-            "summary": Summary.model_validate({**i.summary.model_dump(), "method": "llm", "model": O4}),
-            "provenance": i.provenance.model_copy(update={"text_method": "llm", "text_model": O4})})
-            for i in load_instances(bench, split)]
+        made = [
+            i.model_copy(
+                update={
+                    "metadata": Metadata.model_validate({**i.metadata.model_dump(), "method": "llm", "model": O4}),
+                    "summary": Summary.model_validate({**i.summary.model_dump(), "method": "llm", "model": O4}),
+                    "provenance": i.provenance.model_copy(update={"text_method": "llm", "text_model": O4}),
+                }
+            )
+            for i in load_instances(bench, split)
+        ]
         write_jsonl(bench / f"{split}.jsonl", made)
     plan = exp.build_plan()
     assert plan is not None and set(plan.cached) == {"clean", "metadata", "summary"} and not plan.calls
@@ -368,12 +498,20 @@ def test_unknown_usage_is_null_in_call_records_and_left_out_of_observations():
     why = "the provider reported no usage"
 
     def unknown(model: str) -> CallRecord:
-        return CallRecord.of(CallResult(key="u", model=model, stage="x", status="ok",
-                                        response=GenerateResponse(text="a", usage=Usage(unknown=why))))
+        return CallRecord.of(
+            CallResult(
+                key="u",
+                model=model,
+                stage="x",
+                status="ok",
+                response=GenerateResponse(text="a", usage=Usage(unknown=why)),
+            )
+        )
 
     def rec(model: str, out: int, think: int = 0) -> CallRecord:
-        return CallRecord(request_hash="h", model=model, input_tokens=1000, output_tokens=out + think,
-                          reasoning_tokens=think)
+        return CallRecord(
+            request_hash="h", model=model, input_tokens=1000, output_tokens=out + think, reasoning_tokens=think
+        )
 
     u = unknown(sim)
     assert u.usage_unknown == why and all(getattr(u, k) is None for k in TOKEN_FIELDS)
@@ -387,24 +525,64 @@ def test_unknown_usage_is_null_in_call_records_and_left_out_of_observations():
         CallRecord(request_hash="h", model=sim, output_tokens=5, usage_unknown=why)
 
     inst = instance("d/c/0", n_ref=4)
-    run = Run(instances=[inst],
-              continuations={"k2": [
-                  Continuation(instance_id=inst.id, setup_id="s", setup_name="k2", turns=inst.reference,
-                               calls=[rec(sim, 30), rec(sim, 50)]),
-                  # which turns the unknown call gave is not known: the whole continuation is left
-                  # out (80 / 4 = 20 per turn; read as 0 it would be (80 + 100) / 8 = 22.5)
-                  Continuation(instance_id="d/c/1", setup_id="s", setup_name="k2", turns=inst.reference,
-                               calls=[rec(sim, 100), unknown(sim)])]},
-              judgments={"j": [
-                  Judgment(instance_id=inst.id, target="reference", judge_id="y", judge_name="j", kind="overall",
-                           taxonomy_hash="t", consistency=5, collaborativeness=5,
-                           calls=[rec(oai_j, 90, 500), unknown(oai_j)])]})
+    run = Run(
+        instances=[inst],
+        continuations={
+            "k2": [
+                Continuation(
+                    instance_id=inst.id,
+                    setup_id="s",
+                    setup_name="k2",
+                    turns=inst.reference,
+                    calls=[rec(sim, 30), rec(sim, 50)],
+                ),
+                # which turns the unknown call gave is not known: the whole continuation is left
+                # out (80 / 4 = 20 per turn; read as 0 it would be (80 + 100) / 8 = 22.5)
+                Continuation(
+                    instance_id="d/c/1",
+                    setup_id="s",
+                    setup_name="k2",
+                    turns=inst.reference,
+                    calls=[rec(sim, 100), unknown(sim)],
+                ),
+            ]
+        },
+        judgments={
+            "j": [
+                Judgment(
+                    instance_id=inst.id,
+                    target="reference",
+                    judge_id="y",
+                    judge_name="j",
+                    kind="overall",
+                    taxonomy_hash="t",
+                    consistency=5,
+                    collaborativeness=5,
+                    calls=[rec(oai_j, 90, 500), unknown(oai_j)],
+                )
+            ]
+        },
+    )
     assert observed_output(run) == {("simulate", "k2", sim): 20.0, ("judge", "j:overall", oai_j): 90.0}
     assert observed_reasoning(run) == {("judge", oai_j): 500.0}
-    row = ForecastRow(stage="judge", name="j:overall", model=oai_j, calls=2, input_tokens=2000, cached_input_tokens=0,
-                      cache_write_tokens=0, output_tokens=1200, reasoning_tokens=1000, output_source="default",
-                      note=None, cost_naive_usd=None, cost_cached_usd=None, cost_batch_usd=None, mode="live",
-                      cost_planned_usd=None, cost_if_batch_usd=None)
+    row = ForecastRow(
+        stage="judge",
+        name="j:overall",
+        model=oai_j,
+        calls=2,
+        input_tokens=2000,
+        cached_input_tokens=0,
+        cache_write_tokens=0,
+        output_tokens=1200,
+        reasoning_tokens=1000,
+        output_source="default",
+        note=None,
+        cost_naive_usd=None,
+        cost_cached_usd=None,
+        cost_batch_usd=None,
+        mode="live",
+        cost_planned_usd=None,
+        cost_if_batch_usd=None,
+    )
     [cmp] = compare_with_run([row], run)
-    assert (cmp.actual_calls, cmp.actual_input, cmp.actual_output, cmp.actual_usage_unknown_calls) \
-        == (2, 1000, 590, 1)
+    assert (cmp.actual_calls, cmp.actual_input, cmp.actual_output, cmp.actual_usage_unknown_calls) == (2, 1000, 590, 1)

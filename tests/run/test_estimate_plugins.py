@@ -29,18 +29,29 @@ class TurnPerCall(Simulator):
     """One call per turn with a small output budget, its answer the next reference speaker's turn."""
 
     async def next_turns(self, ctx: SimContext) -> list[Turn]:
-        reply = await ctx.llm.generate(ctx.llm.request([("user", f"say turn {len(ctx.turns)} of {ctx.instance.id}")], max_tokens=40))
+        reply = await ctx.llm.generate(
+            ctx.llm.request([("user", f"say turn {len(ctx.turns)} of {ctx.instance.id}")], max_tokens=40)
+        )
         return [Turn(speaker=ctx.next_reference_speaker, text=reply.text)]
 
 
 def _params(tmp_path: Path, srv, bench: Path) -> Path:
     model = f"openai/gpt-4.1@{srv.openai_base}"
     p = tmp_path / "p.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": "f", "out": "run", "bench": str(bench),
-        "setups": [{"name": "ag", "simulator": "agents", "model": model},
-                   {"name": "plug", "simulator": "test-turn-per-call", "model": model}],
-        "llm": {"cache": "c.sqlite", "progress": False}}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "f",
+                "out": "run",
+                "bench": str(bench),
+                "setups": [
+                    {"name": "ag", "simulator": "agents", "model": model},
+                    {"name": "plug", "simulator": "test-turn-per-call", "model": model},
+                ],
+                "llm": {"cache": "c.sqlite", "progress": False},
+            }
+        )
+    )
     return p
 
 
@@ -85,8 +96,11 @@ def test_the_forecast_of_plugin_and_agents_calls_on_real_meetings_and_debates(sr
     from cocoeval import BuildConfig, build
 
     bench = tmp_path / "bench"
-    build([f"qmsum:{SHARED_DATA / 'qmsum'}", f"convokit:{SHARED_DATA / 'iq2-corpus'}"], bench,
-          BuildConfig(per_dataset=3, seed=0))
+    build(
+        [f"qmsum:{SHARED_DATA / 'qmsum'}", f"convokit:{SHARED_DATA / 'iq2-corpus'}"],
+        bench,
+        BuildConfig(per_dataset=3, seed=0),
+    )
     got = _forecast_and_run(tmp_path, srv, bench)
     assert got["ag"][1] == got["plug"][1] == 12 * 30  # one call per turn: 3 instances of each of 4 datasets
     _assert_within_10_percent(got)

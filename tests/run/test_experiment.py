@@ -18,8 +18,9 @@ from tests.fakes.server import FakeServer
 
 from ..conftest import ROOT, qmsum_meeting, write_json
 
-ANSWER = "\n".join(f"{s}: point number {i}" for i, s in
-                   enumerate(["Project Manager", "Marketing", "User Interface"] * 2))
+ANSWER = "\n".join(
+    f"{s}: point number {i}" for i, s in enumerate(["Project Manager", "Marketing", "User Interface"] * 2)
+)
 
 
 def _bench(tmp_path):
@@ -31,13 +32,20 @@ def _bench(tmp_path):
 
 def _params(tmp_path, url, name="exp"):
     p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": name, "out": f"runs/{name}", "bench": "bench",
-        "setups": [{"name": "k1", "model": f"openai-compatible/fake@{url}", "turns_per_call": 1},
-                   {"name": "k5", "model": f"openai-compatible/fake@{url}", "turns_per_call": 5,
-                    "prompt": "taxonomy"}],
-        "llm": {"cache": f"cache-{name}.sqlite", "concurrency": 4},
-    }))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "out": f"runs/{name}",
+                "bench": "bench",
+                "setups": [
+                    {"name": "k1", "model": f"openai-compatible/fake@{url}", "turns_per_call": 1},
+                    {"name": "k5", "model": f"openai-compatible/fake@{url}", "turns_per_call": 5, "prompt": "taxonomy"},
+                ],
+                "llm": {"cache": f"cache-{name}.sqlite", "concurrency": 4},
+            }
+        )
+    )
     return p
 
 
@@ -60,8 +68,9 @@ def test_kill_9_then_rerun_repeats_no_call_and_gives_the_same_output(tmp_path):
 
         def reset():  # clears the stats and the scripted answers; script them again
             srv.reset()
-            srv.configure(answers=[{"match": "next 1 turn", "text": ANSWER.splitlines()[0]},
-                                   {"match": "", "text": ANSWER}])
+            srv.configure(
+                answers=[{"match": "next 1 turn", "text": ANSWER.splitlines()[0]}, {"match": "", "text": ANSWER}]
+            )
 
         reset()
         params = _params(tmp_path, srv.openai_base)
@@ -85,8 +94,12 @@ def test_kill_9_then_rerun_repeats_no_call_and_gives_the_same_output(tmp_path):
 
         # an uninterrupted run (fresh cache) gives the same continuations
         clean = _params(tmp_path, srv.openai_base, "clean")
-        assert subprocess.run([sys.executable, "-m", "cocoeval", "run", str(clean), "--no-progress"],
-                              capture_output=True, timeout=120).returncode == 0
+        assert (
+            subprocess.run(
+                [sys.executable, "-m", "cocoeval", "run", str(clean), "--no-progress"], capture_output=True, timeout=120
+            ).returncode
+            == 0
+        )
         assert _strip(Run.open(tmp_path / "runs" / "clean").continuations) == _strip(resumed.continuations)
 
         # a finished run re-run sends nothing
@@ -103,12 +116,15 @@ def test_kill_9_then_rerun_repeats_no_call_and_gives_the_same_output(tmp_path):
     assert usage["totals"]["calls"] == usage["totals"]["cache_hits"] == n_inst * (30 + 6)
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("name: x\nbench: b\nsetups: [{name: a, model: openai/gpt-4.1, turns_per_cal: 5}]\n", "setups.0.turns_per_cal"),
-    ("name: x\nsetups: []\n", "exactly one of 'bench'"),
-    ("name: x\nbench: b\nsetups: [{name: a, model: m/x}, {name: a, model: m/y}]\n", "unique"),
-    ("name: [\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("name: x\nbench: b\nsetups: [{name: a, model: openai/gpt-4.1, turns_per_cal: 5}]\n", "setups.0.turns_per_cal"),
+        ("name: x\nsetups: []\n", "exactly one of 'bench'"),
+        ("name: x\nbench: b\nsetups: [{name: a, model: m/x}, {name: a, model: m/y}]\n", "unique"),
+        ("name: [\n", "not valid YAML"),
+    ],
+)
 def test_bad_params_files_name_the_file_and_field(tmp_path, content, needle):
     p = tmp_path / "bad.yaml"
     p.write_text(content)
@@ -139,7 +155,6 @@ def test_paper_params_list_the_papers_setups():
     assert set(paper.judges[0].kind) == {"overall", "fine_grained"}
 
 
-
 def test_paper_c2_params_differ_from_paper_yaml_only_in_the_1_turn_openai_setups(tmp_path, capsys):
     """params/paper-c2.yaml (the reading of C.2 that copies and penalises in every OpenAI simulation
     at one turn per call) is paper.yaml but for its name, out and those setups (it extends
@@ -159,20 +174,29 @@ def test_paper_c2_params_differ_from_paper_yaml_only_in_the_1_turn_openai_setups
     want = []
     for s in paper["setups"]:
         if s["model"].startswith("openai/") and s.get("turns_per_call") == 1 and s.get("kind") != "human_ai":
-            s = {**s, "name": s["name"].replace("-1", "-copy-pp-1"), "prompt": copy[s["prompt"]], "n_copy": 5,
-                 "presence_penalty": 2.0}
+            s = {
+                **s,
+                "name": s["name"].replace("-1", "-copy-pp-1"),
+                "prompt": copy[s["prompt"]],
+                "n_copy": 5,
+                "presence_penalty": 2.0,
+            }
         want.append(s)
     assert c2["setups"] == want
     assert {s["name"] for s in c2["setups"] if "copy" in s.get("prompt", "")} == {
-        f"{m}-{p}-copy-pp-1" for m in ("gpt41", "gpt51") for p in ("vanilla", "taxonomy")}
+        f"{m}-{p}-copy-pp-1" for m in ("gpt41", "gpt51") for p in ("vanilla", "taxonomy")
+    }
     # the SFT lines, uncommented: k = 1 with the copy instruction and the penalty, k = 5 and 30 as in paper.yaml
     ready = re.sub(r"(?m)^  # (- \{name: )", r"  \1", text).replace("ORG", "org").replace(":ID", ":x1")
     (tmp_path / "c2.yaml").write_text(ready)
     shutil.copy(ROOT / "params" / "paper.yaml", tmp_path / "paper.yaml")  # the file it extends
     setups = {s.name: s for s in load_params(tmp_path / "c2.yaml").params.setups}
     sft = {n: (s.prompt, s.turns_per_call, s.n_copy, s.presence_penalty) for n, s in setups.items() if "sft" in n}
-    assert sft == {"gpt41-sft-copy-pp-1": ("copy_then_continue", 1, 5, 2.0), "gpt41-sft-5": ("vanilla", 5, 5, None),
-                   "gpt41-sft-30": ("vanilla", 30, 5, None)}
+    assert sft == {
+        "gpt41-sft-copy-pp-1": ("copy_then_continue", 1, 5, 2.0),
+        "gpt41-sft-5": ("vanilla", 5, 5, None),
+        "gpt41-sft-30": ("vanilla", 30, 5, None),
+    }
     assert len({s.model for n, s in setups.items() if "sft" in n}) == 3
     assert all(s.model.startswith("openai/ft:gpt-4.1-2025-04-14:") for n, s in setups.items() if "sft" in n)
     # offline, check names only the missing data and API keys
@@ -186,16 +210,29 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
     _bench(tmp_path)
     with FakeServer() as srv:
         fine = json.dumps({"turns": [{"turn": i, "behaviours": []} for i in range(1, 31)]})
-        srv.configure(answers=[{"match": "Continuation to annotate", "text": fine},
-                               {"match": "Continuation to evaluate",
-                                "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}'},
-                               {"match": "", "text": ANSWER * 5}])
+        srv.configure(
+            answers=[
+                {"match": "Continuation to annotate", "text": fine},
+                {
+                    "match": "Continuation to evaluate",
+                    "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "fine"}',
+                },
+                {"match": "", "text": ANSWER * 5},
+            ]
+        )
         p = tmp_path / "j.yaml"
-        p.write_text(yaml.safe_dump({
-            "name": "j", "out": "runs/j", "bench": "bench",
-            "setups": [{"name": "k30", "model": f"openai-compatible/fake@{srv.openai_base}"}],
-            "judges": [{"name": "judge1", "model": f"openai-compatible/judge@{srv.openai_base}"}],
-            "llm": {"cache": "cache-j.sqlite"}}))
+        p.write_text(
+            yaml.safe_dump(
+                {
+                    "name": "j",
+                    "out": "runs/j",
+                    "bench": "bench",
+                    "setups": [{"name": "k30", "model": f"openai-compatible/fake@{srv.openai_base}"}],
+                    "judges": [{"name": "judge1", "model": f"openai-compatible/judge@{srv.openai_base}"}],
+                    "llm": {"cache": "cache-j.sqlite"},
+                }
+            )
+        )
         cmd = [sys.executable, "-m", "cocoeval", "run", str(p), "--no-progress"]
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         assert out.returncode == 0, out.stderr
@@ -210,8 +247,13 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
         assert out.returncode == 0 and srv.stats()["requests"] == requests  # nothing re-sent
     # blind export -> fill -> import through the CLI
     rd = tmp_path / "runs" / "j"
-    assert subprocess.run([sys.executable, "-m", "cocoeval", "annotate-export", str(rd), "--out",
-                           str(tmp_path / "ann")], capture_output=True).returncode == 0
+    assert (
+        subprocess.run(
+            [sys.executable, "-m", "cocoeval", "annotate-export", str(rd), "--out", str(tmp_path / "ann")],
+            capture_output=True,
+        ).returncode
+        == 0
+    )
     import csv
 
     with (tmp_path / "ann" / "template.csv").open(newline="") as fh:
@@ -226,8 +268,20 @@ def test_run_with_judges_and_human_annotation_cli(tmp_path):
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    out = subprocess.run([sys.executable, "-m", "cocoeval", "annotate-import", str(tmp_path / "ann" / "done.csv"),
-                          str(rd), "--key", str(tmp_path / "ann" / "key.json")], capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cocoeval",
+            "annotate-import",
+            str(tmp_path / "ann" / "done.csv"),
+            str(rd),
+            "--key",
+            str(tmp_path / "ann" / "key.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     human = Run.open(rd).all_judgments["human:ann1"]
     assert {j.judge_id for j in human} == {"human:ann1"} and all(j.status == "ok" for j in human)

@@ -26,22 +26,45 @@ TAX = load_taxonomy()
 
 
 def fine(iid: str, target: str, tid: str, n: int = 3, judge: str = "J") -> Judgment:
-    return Judgment(instance_id=iid, target=tid, target_name=target, judge_id="jid" if judge == "J" else f"human:{judge}",
-                    judge_name=judge, kind="fine_grained", taxonomy_hash=TAX.hash, judged_turns=list(range(n)),
-                    labels=[TurnLabel(turn=t, behaviours=["repetition"] if t == 0 else []) for t in range(n)])
+    return Judgment(
+        instance_id=iid,
+        target=tid,
+        target_name=target,
+        judge_id="jid" if judge == "J" else f"human:{judge}",
+        judge_name=judge,
+        kind="fine_grained",
+        taxonomy_hash=TAX.hash,
+        judged_turns=list(range(n)),
+        labels=[TurnLabel(turn=t, behaviours=["repetition"] if t == 0 else []) for t in range(n)],
+    )
 
 
 def overall(iid: str, target: str, tid: str) -> Judgment:
-    return Judgment(instance_id=iid, target=tid, target_name=target, judge_id="jid", judge_name="J", kind="overall",
-                    taxonomy_hash=TAX.hash, consistency=6, collaborativeness=5, judged_turns=[0, 1, 2])
+    return Judgment(
+        instance_id=iid,
+        target=tid,
+        target_name=target,
+        judge_id="jid",
+        judge_name="J",
+        kind="overall",
+        taxonomy_hash=TAX.hash,
+        consistency=6,
+        collaborativeness=5,
+        judged_turns=[0, 1, 2],
+    )
 
 
 def small_run(n: int = 3) -> Run:
     insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=3) for i in range(n)]
-    conts = {"sim": [Continuation(instance_id=i.id, setup_id="sid", setup_name="sim", turns=i.reference)
-                     for i in insts]}
-    js = [f(i.id, t, tid) for i in insts for t, tid in (("reference", "reference"), ("sim", "sid"))
-          for f in (fine, overall)]
+    conts = {
+        "sim": [Continuation(instance_id=i.id, setup_id="sid", setup_name="sim", turns=i.reference) for i in insts]
+    }
+    js = [
+        f(i.id, t, tid)
+        for i in insts
+        for t, tid in (("reference", "reference"), ("sim", "sid"))
+        for f in (fine, overall)
+    ]
     return Run.model_validate({"instances": insts, "continuations": conts, "judgments": {"J": js}})
 
 
@@ -167,8 +190,9 @@ def test_continuations_and_judgments_of_instances_not_in_the_run_are_stale_and_s
     assert (rates.filter(stage="judge")["stale"] == 1).all()
     assert "d/c2/0" not in set(f.likert["instance_id"]) | set(f.counts["instance_id"])
     w = run.integrity_warnings()
-    assert any(x.startswith("continuations/sim.jsonl: 1 continuation(s) of instances not in instances.jsonl")
-               for x in w)
+    assert any(
+        x.startswith("continuations/sim.jsonl: 1 continuation(s) of instances not in instances.jsonl") for x in w
+    )
     assert any(x.startswith("judgments/J.jsonl: 4 judgment(s) of instances not in instances.jsonl") for x in w)
 
 
@@ -218,11 +242,19 @@ def test_a_continuation_or_judgment_of_an_instance_edited_since_is_stale(tmp_pat
 
     inst = instance("d/c/0")
     made = inst.content_hash()
-    cont = Continuation(instance_id=inst.id, setup_id="s1", setup_name="s", turns=inst.reference,
-                        instance_hash=made)
-    judg = Judgment(instance_id=inst.id, target="reference", target_name="reference", judge_id="j1",
-                    judge_name="J", kind="overall", taxonomy_hash="t", consistency=5, collaborativeness=5,
-                    instance_hash=made)
+    cont = Continuation(instance_id=inst.id, setup_id="s1", setup_name="s", turns=inst.reference, instance_hash=made)
+    judg = Judgment(
+        instance_id=inst.id,
+        target="reference",
+        target_name="reference",
+        judge_id="j1",
+        judge_name="J",
+        kind="overall",
+        taxonomy_hash="t",
+        consistency=5,
+        collaborativeness=5,
+        instance_hash=made,
+    )
     d = tmp_path / "run"
     (d / "continuations").mkdir(parents=True)
     (d / "judgments").mkdir()
@@ -254,8 +286,9 @@ def test_files_without_an_instance_hash_are_not_made_stale_by_it(tmp_path):
     from ..sim_helpers import instance
 
     inst = instance("d/c/0")
-    run = Run(instances=[inst], continuations={"s": [Continuation(instance_id=inst.id, setup_id="s1",
-                                                                 turns=inst.reference)]})
+    run = Run(
+        instances=[inst], continuations={"s": [Continuation(instance_id=inst.id, setup_id="s1", turns=inst.reference)]}
+    )
     assert run.stale_reason("s", run.continuations["s"][0]) is None
 
 
@@ -268,8 +301,9 @@ def test_an_instances_file_with_an_instance_twice_is_refused_naming_file_and_lin
     assert str(path) in str(e.value) and "lines 1 and 4" in str(e.value) and "'d/c0/0'" in str(e.value)
 
 
-@pytest.mark.parametrize("field,value", [("consistency", True), ("consistency", "7"), ("consistency", 7.0),
-                                         ("judged_turns", [True, 1, 2])])
+@pytest.mark.parametrize(
+    "field,value", [("consistency", True), ("consistency", "7"), ("consistency", 7.0), ("judged_turns", [True, 1, 2])]
+)
 def test_a_judgment_with_true_or_a_string_for_a_number_is_refused_never_read_as_1(tmp_path, field, value):
     path = write(tmp_path) / "judgments" / "J.jsonl"
     ls = lines(path)
@@ -283,13 +317,19 @@ def test_a_judgment_with_true_or_a_string_for_a_number_is_refused_never_read_as_
     assert str(path) in str(e.value) and f"line {i + 1}" in str(e.value) and field in str(e.value)
 
 
-@pytest.mark.parametrize("edit,why", [
-    (lambda j: j["labels"].__setitem__(0, {**j["labels"][0], "turn": 10**20}), "turn 100000000000000000000 is labelled"),
-    (lambda j: j["labels"].append(j["labels"][0]), "a turn is labelled twice"),
-    (lambda j: j.__setitem__("judged_turns", [0, 1, 7]), "outside the target's 3 turns"),
-    (lambda j: j.__setitem__("judged_turns", [0, 0, 1]), "a judged turn is listed twice"),
-    (lambda j: (j.__setitem__("judged_turns", []), j.__setitem__("labels", [])), "no judged turn"),
-])
+@pytest.mark.parametrize(
+    "edit,why",
+    [
+        (
+            lambda j: j["labels"].__setitem__(0, {**j["labels"][0], "turn": 10**20}),
+            "turn 100000000000000000000 is labelled",
+        ),
+        (lambda j: j["labels"].append(j["labels"][0]), "a turn is labelled twice"),
+        (lambda j: j.__setitem__("judged_turns", [0, 1, 7]), "outside the target's 3 turns"),
+        (lambda j: j.__setitem__("judged_turns", [0, 0, 1]), "a judged turn is listed twice"),
+        (lambda j: (j.__setitem__("judged_turns", []), j.__setitem__("labels", [])), "no judged turn"),
+    ],
+)
 def test_a_fine_grained_judgment_marked_ok_that_cocoeval_never_writes_is_counted_invalid(tmp_path, edit, why):
     path = write(tmp_path) / "judgments" / "J.jsonl"
     ls = lines(path)

@@ -23,17 +23,33 @@ def test_a_params_file_on_the_mock_model_runs_every_stage_and_a_rerun_sends_noth
     build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
     fine = json.dumps({"turns": [{"turn": i, "behaviours": []} for i in range(1, 31)]})
     script = tmp_path / "script.yaml"
-    script.write_text(yaml.safe_dump({"answers": [
-        {"match": "Continuation to annotate", "text": fine},
-        {"match": "Continuation to evaluate", "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "ok"}'},
-        {"match": "", "text": "\n".join(f"{SPEAKERS[i % 3]}: point {i}" for i in range(30))},
-    ]}))
+    script.write_text(
+        yaml.safe_dump(
+            {
+                "answers": [
+                    {"match": "Continuation to annotate", "text": fine},
+                    {
+                        "match": "Continuation to evaluate",
+                        "text": '{"consistency": 8, "collaborativeness": 7, "rationale": "ok"}',
+                    },
+                    {"match": "", "text": "\n".join(f"{SPEAKERS[i % 3]}: point {i}" for i in range(30))},
+                ]
+            }
+        )
+    )
     params = tmp_path / "dry.yaml"
-    params.write_text(yaml.safe_dump({
-        "name": "dry", "out": "runs/dry", "bench": "bench",
-        "setups": [{"name": "s", "model": f"mock/{script}"}],
-        "judges": [{"name": "j", "model": f"mock/{script}"}],
-        "llm": {"cache": "cache.sqlite"}}))
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "name": "dry",
+                "out": "runs/dry",
+                "bench": "bench",
+                "setups": [{"name": "s", "model": f"mock/{script}"}],
+                "judges": [{"name": "j", "model": f"mock/{script}"}],
+                "llm": {"cache": "cache.sqlite"},
+            }
+        )
+    )
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(params), "--no-progress"]) == 0
     run = Run.open(tmp_path / "runs" / "dry")

@@ -30,15 +30,25 @@ N_INST = 10
 N_REF = 4
 FINE_MARK = "Continuation to annotate"
 OVERALL = json.dumps({"consistency": 7, "collaborativeness": 6, "rationale": "fine"})
-NAME = {"repetition": "Repetition", "off_topic": "Off topic", "persona_flip": "Persona inconsistency",
-        "contradiction": "Logical contradiction"}
+NAME = {
+    "repetition": "Repetition",
+    "off_topic": "Off topic",
+    "persona_flip": "Persona inconsistency",
+    "contradiction": "Logical contradiction",
+}
 
 
 def fine(labels: dict[int, list[str]] | None = None, n: int = N_REF) -> str:
     """A fine-grained answer: ``labels`` {1-based turn: behaviour names}."""
     labels = labels or {}
-    return json.dumps({"turns": [{"turn": t, "behaviours": [{"behaviour": b, "evidence": "x"} for b in labels.get(t, [])]}
-                                 for t in range(1, n + 1)]})
+    return json.dumps(
+        {
+            "turns": [
+                {"turn": t, "behaviours": [{"behaviour": b, "evidence": "x"} for b in labels.get(t, [])]}
+                for t in range(1, n + 1)
+            ]
+        }
+    )
 
 
 def _params(tmp_path, url: str, probes: dict, kind=("fine_grained",), name: str = "exp", latency_note: str = ""):
@@ -47,21 +57,34 @@ def _params(tmp_path, url: str, probes: dict, kind=("fine_grained",), name: str 
         write_jsonl(bench, [instance(f"d/c{k}/0", n_hist=3, n_ref=N_REF) for k in range(N_INST)])
     model = f"openai-compatible/fake@{url}"
     p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": name, "out": f"runs/{name}", "bench": "bench",
-        "judges": [{"name": "j", "model": model, "kind": list(kind), "max_attempts": 1}],
-        "probes": probes, "llm": {"cache": f"cache-{name}.sqlite", "concurrency": 2},
-    }))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "out": f"runs/{name}",
+                "bench": "bench",
+                "judges": [{"name": "j", "model": model, "kind": list(kind), "max_attempts": 1}],
+                "probes": probes,
+                "llm": {"cache": f"cache-{name}.sqlite", "concurrency": 2},
+            }
+        )
+    )
     return p
 
 
 def test_a_judge_whose_labels_depend_on_names_is_caught(srv, tmp_path):
     # the fake judge labels every turn Repetition when it sees the name "Alice", nothing otherwise
-    srv.configure(answers=[{"match": FINE_MARK, "context": "Alice:", "text": fine({t: ["Repetition"] for t in range(1, 5)})},
-                           {"match": FINE_MARK, "text": fine()},
-                           {"match": "Continuation to evaluate", "context": "Alice:", "text": OVERALL},
-                           {"match": "Continuation to evaluate",
-                            "text": json.dumps({"consistency": 3, "collaborativeness": 6, "rationale": "x"})}])
+    srv.configure(
+        answers=[
+            {"match": FINE_MARK, "context": "Alice:", "text": fine({t: ["Repetition"] for t in range(1, 5)})},
+            {"match": FINE_MARK, "text": fine()},
+            {"match": "Continuation to evaluate", "context": "Alice:", "text": OVERALL},
+            {
+                "match": "Continuation to evaluate",
+                "text": json.dumps({"consistency": 3, "collaborativeness": 6, "rationale": "x"}),
+            },
+        ]
+    )
     p = _params(tmp_path, srv.openai_base, {"kinds": ["names"], "targets": N_INST}, kind=("overall", "fine_grained"))
     exp = load_params(p)
     exp.run(("judge",), progress=False)
@@ -75,7 +98,12 @@ def test_a_judge_whose_labels_depend_on_names_is_caught(srv, tmp_path):
     tables = probe_tables(Run.open(exp.run_dir), "j", resamples=200)
     names = tables["names"]
     anyrow = names.filter(names["measure"] == "any").row(0, named=True)
-    assert (anyrow["n"], anyrow["changed"], anyrow["value"], anyrow["flag"]) == (N_INST * N_REF, N_INST * N_REF, 1.0, True)
+    assert (anyrow["n"], anyrow["changed"], anyrow["value"], anyrow["flag"]) == (
+        N_INST * N_REF,
+        N_INST * N_REF,
+        1.0,
+        True,
+    )
     cons = names.filter(names["measure"] == "consistency").row(0, named=True)
     assert cons["value"] == 4.0 and cons["flag"]
     collab = names.filter(names["measure"] == "collaborativeness").row(0, named=True)
@@ -101,8 +129,12 @@ def _planted_tasks(exp):
     return plan_probes(exp.params.probes, exp.params.llm_judges, targets, exp.taxonomy)["j"]
 
 
-DETECT = {"repetition": {0, 1, 2, 3, 4, 5}, "off_topic": {0, 2, 4, 6, 8, 9, 1, 3}, "persona_flip": {5},
-          "contradiction": set()}
+DETECT = {
+    "repetition": {0, 1, 2, 3, 4, 5},
+    "off_topic": {0, 2, 4, 6, 8, 9, 1, 3},
+    "persona_flip": {5},
+    "contradiction": set(),
+}
 """The copies (by instance number) the fake judge detects, per planted behaviour: rates 0.6, 0.8, 0.1, 0."""
 
 
@@ -149,8 +181,9 @@ def test_stability_kappa_equals_an_independent_computation(srv, tmp_path):
 
     first = {k: draw() for k in range(N_INST)}
     second = {k: draw() for k in range(N_INST)}
-    answers = [{"match": f"of d/c{k}/0", "context": FINE_MARK, "times": 1, "text": fine(first[k])}
-               for k in range(N_INST)]
+    answers = [
+        {"match": f"of d/c{k}/0", "context": FINE_MARK, "times": 1, "text": fine(first[k])} for k in range(N_INST)
+    ]
     answers += [{"match": f"of d/c{k}/0", "context": FINE_MARK, "text": fine(second[k])} for k in range(N_INST)]
     srv.configure(answers=answers)
     p = _params(tmp_path, srv.openai_base, {"kinds": ["stability"], "targets": N_INST, "sample": 2})
@@ -162,10 +195,16 @@ def test_stability_kappa_equals_an_independent_computation(srv, tmp_path):
     stab = probe_tables(Run.open(exp.run_dir), "j", resamples=300)["stability"]
     ids = {"Repetition": "repetition", "Off topic": "off_topic", "Unclear intent": "unclear_intent"}
     for name, bid in [*ids.items(), ("any", "any")]:
-        a = [int((name in first[k][t]) if name != "any" else bool(first[k][t]))
-             for k in range(N_INST) for t in range(1, N_REF + 1)]
-        b = [int((name in second[k][t]) if name != "any" else bool(second[k][t]))
-             for k in range(N_INST) for t in range(1, N_REF + 1)]
+        a = [
+            int((name in first[k][t]) if name != "any" else bool(first[k][t]))
+            for k in range(N_INST)
+            for t in range(1, N_REF + 1)
+        ]
+        b = [
+            int((name in second[k][t]) if name != "any" else bool(second[k][t]))
+            for k in range(N_INST)
+            for t in range(1, N_REF + 1)
+        ]
         row = stab.filter(stab["measure"] == bid).row(0, named=True)
         assert row["kappa"] == pytest.approx(cohen_kappa_score(a, b))
         assert row["n"] == N_INST * N_REF
@@ -198,7 +237,6 @@ def test_no_params_section_or_run_is_a_clear_error(srv, tmp_path):
     with pytest.raises(ConfigError, match="probes"):
         run_probes(load_params(p), progress=False)
     assert probe_text(probe_tables(Run(), "j"))[1].endswith("not run: cocoeval probe PARAMS")
-
 
 
 def test_a_killed_probe_run_resumes_without_sending_a_completed_call_twice(tmp_path):

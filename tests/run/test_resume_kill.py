@@ -27,8 +27,14 @@ N_TURNS = 30
 
 
 def _fine(n: int) -> str:
-    return json.dumps({"turns": [{"turn": i, "behaviours": [{"behaviour": "Repetition", "evidence": "again"}]
-                                  if i % 3 == 0 else []} for i in range(1, n + 1)]})
+    return json.dumps(
+        {
+            "turns": [
+                {"turn": i, "behaviours": [{"behaviour": "Repetition", "evidence": "again"}] if i % 3 == 0 else []}
+                for i in range(1, n + 1)
+            ]
+        }
+    )
 
 
 def _answers() -> list[dict]:
@@ -36,8 +42,11 @@ def _answers() -> list[dict]:
     return [
         # judge: every first answer is unusable, every re-ask (it quotes the error) is good
         {"match": "could not be used", "context": "Continuation to annotate", "text": _fine(N_TURNS)},
-        {"match": "could not be used", "context": "Continuation to evaluate",
-         "text": json.dumps({"consistency": 7, "collaborativeness": 5, "rationale": "fine"})},
+        {
+            "match": "could not be used",
+            "context": "Continuation to evaluate",
+            "text": json.dumps({"consistency": 7, "collaborativeness": 5, "rationale": "fine"}),
+        },
         {"match": "Continuation to annotate", "text": '{"turns": [{"turn": 1, "behaviours": []}]}'},
         {"match": "Continuation to evaluate", "text": '{"consistency": 12, "collaborativeness": 5, "rationale": "x"}'},
         # simulation: one turn per call, or all 30 at once
@@ -53,31 +62,42 @@ def _setup(tmp_path, url: str, name: str):
         build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
     model = f"openai-compatible/fake@{url}"
     p = tmp_path / f"{name}.yaml"
-    p.write_text(yaml.safe_dump({
-        "name": name, "out": f"runs/{name}", "bench": "bench", "instances": {"per_dataset": N_INST},
-        "setups": [{"name": "k1", "model": model, "turns_per_call": 1},
-                   {"name": "k30", "model": model, "turns_per_call": 30}],
-        "judges": [{"name": "j", "model": model, "max_attempts": 2}],
-        "llm": {"cache": f"cache-{name}.sqlite", "concurrency": 2},
-    }))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "out": f"runs/{name}",
+                "bench": "bench",
+                "instances": {"per_dataset": N_INST},
+                "setups": [
+                    {"name": "k1", "model": model, "turns_per_call": 1},
+                    {"name": "k30", "model": model, "turns_per_call": 30},
+                ],
+                "judges": [{"name": "j", "model": model, "max_attempts": 2}],
+                "llm": {"cache": f"cache-{name}.sqlite", "concurrency": 2},
+            }
+        )
+    )
     return p
-
 
 
 def _strip(run: Run) -> tuple:
     """Continuations and judgments without their calls and ids (the model spec, hashed into
     them, names the fake server's port)."""
     conts = {k: [c.model_dump(exclude={"calls", "setup_id"}) for c in v] for k, v in run.continuations.items()}
-    judg = {k: sorted((j.model_dump(exclude={"calls", "target", "judge_id"}) for j in v),
-                      key=lambda d: (d["instance_id"], d["target_name"], d["kind"]))
-            for k, v in run.judgments.items()}
+    judg = {
+        k: sorted(
+            (j.model_dump(exclude={"calls", "target", "judge_id"}) for j in v),
+            key=lambda d: (d["instance_id"], d["target_name"], d["kind"]),
+        )
+        for k, v in run.judgments.items()
+    }
     return conts, judg
 
 
 # calls: k1 2 x 30, k30 2; judge: (2 references + 4 continuations) x 2 kinds, each asked twice: 24
 TOTAL = N_INST * N_TURNS + N_INST + 6 * N_INST * 2
-KILL_AT = {"mid k1 continuation": 25, "first judge asks": N_INST * (N_TURNS + 1) + 6,
-           "judge re-asks": TOTAL - 4}
+KILL_AT = {"mid k1 continuation": 25, "first judge asks": N_INST * (N_TURNS + 1) + 6, "judge re-asks": TOTAL - 4}
 
 
 @pytest.fixture(scope="module")
@@ -87,8 +107,12 @@ def clean(tmp_path_factory):
     with FakeServer() as srv:
         srv.configure(answers=_answers())
         params = _setup(tmp, srv.openai_base, "clean")
-        out = subprocess.run([sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress"],
-                             capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, out.stderr
         assert srv.stats()["requests"] == TOTAL
     run = Run.open(tmp / "runs" / "clean")
@@ -136,7 +160,9 @@ def test_sigkill_then_resume_sends_no_completed_call_twice(tmp_path, clean, wher
     [killed] = [e for e in usage["earlier_invocations"] if e.get("not_in_usage_json")]
     assert usage["all_invocations"]["invocations"] == 2
     assert len(done) - 2 <= killed["totals"]["calls"] <= first  # a kill may fall between caching and counting
-    assert usage["all_invocations"]["input_tokens"] == usage["totals"]["input_tokens"] + killed["totals"]["input_tokens"]
+    assert (
+        usage["all_invocations"]["input_tokens"] == usage["totals"]["input_tokens"] + killed["totals"]["input_tokens"]
+    )
 
 
 def test_agents_run_killed_mid_way_resumes_without_repeating_a_call(tmp_path):
@@ -148,15 +174,28 @@ def test_agents_run_killed_mid_way_resumes_without_repeating_a_call(tmp_path):
     def params(name: str, url: str):
         p = _setup(tmp_path, url, name)
         data = yaml.safe_load(p.read_text())
-        data.update(setups=[{"name": "ag", "simulator": "agents", "model": f"openai-compatible/fake@{url}",
-                             "options": {"policy": "moderator"}}], judges=[])
+        data.update(
+            setups=[
+                {
+                    "name": "ag",
+                    "simulator": "agents",
+                    "model": f"openai-compatible/fake@{url}",
+                    "options": {"policy": "moderator"},
+                }
+            ],
+            judges=[],
+        )
         p.write_text(yaml.safe_dump(data))
         return p
 
     with FakeServer() as srv:
         srv.configure(answers=answers)
-        out = subprocess.run([sys.executable, "-m", "cocoeval", "run", str(params("clean", srv.openai_base)),
-                              "--no-progress"], capture_output=True, text=True, timeout=300)
+        out = subprocess.run(
+            [sys.executable, "-m", "cocoeval", "run", str(params("clean", srv.openai_base)), "--no-progress"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert out.returncode == 0, out.stderr
         assert srv.stats()["requests"] == per_run
     clean = Run.open(tmp_path / "runs" / "clean")

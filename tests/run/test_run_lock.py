@@ -31,8 +31,9 @@ def _env():
 
 def _holder(run_dir):
     run_dir.mkdir(parents=True, exist_ok=True)
-    p = subprocess.Popen([sys.executable, "-c", HOLD, str(run_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         text=True, env=_env())
+    p = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(run_dir)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=_env()
+    )
     assert p.stdout.readline().strip() == "locked"
     return p
 
@@ -43,8 +44,13 @@ def test_a_second_run_on_a_locked_run_dir_is_refused_and_names_the_holder(tmp_pa
     run_dir = tmp_path / "runs" / "x"
     h = _holder(run_dir)
     try:
-        out = subprocess.run([sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress"],
-                             capture_output=True, text=True, timeout=120, env=_env())
+        out = subprocess.run(
+            [sys.executable, "-m", "cocoeval", "run", str(params), "--no-progress"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=_env(),
+        )
         assert out.returncode != 0
         assert f"process {h.pid} on host {socket.gethostname()}" in out.stderr
         assert "in use by another cocoeval run" in out.stderr and f"kill {h.pid}" in out.stderr

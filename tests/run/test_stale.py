@@ -23,9 +23,13 @@ def _params(tmp_path, srv, setup_temp=0.0, judge_temp=0.0, prompt="vanilla"):
 
 
 def _script(srv):
-    srv.configure(answers=[{"match": "Continuation to annotate", "text": FINE},
-                           {"match": "Continuation to evaluate", "text": OVERALL},
-                           {"match": "", "text": WHOLE}])
+    srv.configure(
+        answers=[
+            {"match": "Continuation to annotate", "text": FINE},
+            {"match": "Continuation to evaluate", "text": OVERALL},
+            {"match": "", "text": WHOLE},
+        ]
+    )
 
 
 def _counted(f, stage):
@@ -69,7 +73,9 @@ def test_a_setup_changed_then_only_judge_run_leaves_its_old_continuations_stale(
 def test_a_changed_prompt_file_makes_the_old_continuations_stale(srv, tmp_path):
     _script(srv)
     prompt = tmp_path / "mine.yaml"
-    prompt.write_text((ROOT / "cocoeval" / "prompts" / "vanilla.yaml").read_text().replace("name: vanilla", "name: mine"))
+    prompt.write_text(
+        (ROOT / "cocoeval" / "prompts" / "vanilla.yaml").read_text().replace("name: vanilla", "name: mine")
+    )
     _params(tmp_path, srv, prompt=str(prompt)).run(progress=False)
     prompt.write_text(prompt.read_text().replace("human-like", "lifelike"))
     _params(tmp_path, srv, prompt=str(prompt)).run(("judge",), progress=False)

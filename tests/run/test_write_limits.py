@@ -30,9 +30,12 @@ resource = pytest.importorskip("resource")  # Unix only
 
 
 def _meeting(n: int, words: int) -> dict:
-    return {"topic_list": [{"topic": "Budget", "relevant_text_span": [["0", str(n - 1)]]}],
-            "meeting_transcripts": [{"speaker": SPEAKERS[i % 3], "content": f"Turn {i} " + "budget " * words}
-                                    for i in range(n)]}
+    return {
+        "topic_list": [{"topic": "Budget", "relevant_text_span": [["0", str(n - 1)]]}],
+        "meeting_transcripts": [
+            {"speaker": SPEAKERS[i % 3], "content": f"Turn {i} " + "budget " * words} for i in range(n)
+        ],
+    }
 
 
 def _project(d: Path, srv, *, words: int, cache_policy: str, out: str = "runs/x", cache: str = "cache.sqlite") -> Path:
@@ -42,10 +45,17 @@ def _project(d: Path, srv, *, words: int, cache_policy: str, out: str = "runs/x"
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(json.dumps(_meeting(80 + i, words)))
     params = d / "p.yaml"
-    params.write_text(yaml.safe_dump({
-        "name": "x", "out": out, "build": {"sources": ["qmsum:src"]},
-        "setups": [{"name": "s", "model": f"openai-compatible/fake@{srv.openai_base}"}],
-        "llm": {"cache": cache, "cache_policy": cache_policy}}))
+    params.write_text(
+        yaml.safe_dump(
+            {
+                "name": "x",
+                "out": out,
+                "build": {"sources": ["qmsum:src"]},
+                "setups": [{"name": "s", "model": f"openai-compatible/fake@{srv.openai_base}"}],
+                "llm": {"cache": cache, "cache_policy": cache_policy},
+            }
+        )
+    )
     return params
 
 
@@ -81,8 +91,7 @@ def test_a_file_size_limit_on_the_run_directory_is_named_with_its_limit(srv, tmp
     srv.configure(answers=[{"match": "", "text": WHOLE}])
     _project(tmp_path, srv, words=40, cache_policy="off")  # no cache: the run directory's files are the large ones
     out = _run(tmp_path, "run", "p.yaml", "--no-progress", limit=40_000)
-    text = _clear(out, str(tmp_path / "runs" / "x"), "file is too large", "file-size limit", "40000 bytes",
-                  "ulimit -f")
+    text = _clear(out, str(tmp_path / "runs" / "x"), "file is too large", "file-size limit", "40000 bytes", "ulimit -f")
     assert "free space" not in text  # the fix for a limit, not for a full disk
     bench = tmp_path / "runs" / "x" / "bench"
     assert not [f for f in bench.iterdir() if f.name.endswith(".tmp")]  # no temporary file left
@@ -95,13 +104,16 @@ def small_tmpfs(tmp_path):
     disk = tmp_path / "disk"
     disk.mkdir()
     try:
-        out = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True,
-                             text=True, timeout=30)
+        out = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], capture_output=True, text=True, timeout=30
+        )
     except (OSError, subprocess.SubprocessError) as e:
         pytest.skip(f"cannot mount a tmpfs to fill for real ({e}); the file-size-limit tests above cover EFBIG")
     if out.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs to fill for real ({(out.stderr or out.stdout).strip()}); the "
-                    "file-size-limit tests above cover EFBIG")
+        pytest.skip(
+            f"cannot mount a tmpfs to fill for real ({(out.stderr or out.stdout).strip()}); the "
+            "file-size-limit tests above cover EFBIG"
+        )
     try:
         yield disk
     finally:

@@ -29,8 +29,10 @@ for _i in INSTS[2:]:
 
 def good(iid: str, n: int = 3) -> dict:
     inst = next(i for i in INSTS if i.id == iid)
-    return {"instance_id": iid, "turns": [{"speaker": t.speaker, "text": f"mine {k}"} for k, t in
-                                          enumerate(inst.reference[:n])]}
+    return {
+        "instance_id": iid,
+        "turns": [{"speaker": t.speaker, "text": f"mine {k}"} for k, t in enumerate(inst.reference[:n])],
+    }
 
 
 def write(tmp_path: Path, records: list, raw: str | None = None) -> ImportedSetup:
@@ -65,26 +67,50 @@ def test_shipped_schemas_are_the_models_schemas():
 
 def test_a_good_file_imports_every_record_ok(tmp_path):
     warns: list[str] = []
-    setup = write(tmp_path, [good("d/c/0"), {**good("d/c/1"), "model": "my-llm", "usage": {"output_tokens": 12},
-                                             "notes": "seed 3"}])
+    setup = write(
+        tmp_path,
+        [good("d/c/0"), {**good("d/c/1"), "model": "my-llm", "usage": {"output_tokens": 12}, "notes": "seed 3"}],
+    )
     c0, c1 = load(setup, warns=warns)
     assert (c0.status, c1.status) == ("ok", "ok") and c0.setup_name == "mine"
     assert [t.text for t in c0.turns] == ["mine 0", "mine 1", "mine 2"]
     assert c1.imported == {"model": "my-llm", "usage": {"output_tokens": 12}, "line": 2} and "seed 3" in c1.notes
     assert c0.instance_hash == INSTS[0].content_hash()
-    assert warns == [f"imported setup mine: {setup.continuations} has no continuation of 1 of the 3 instances it "
-                     "selects (counted not simulated)"]
+    assert warns == [
+        f"imported setup mine: {setup.continuations} has no continuation of 1 of the 3 instances it "
+        "selects (counted not simulated)"
+    ]
 
 
-@pytest.mark.parametrize("records,needle", [
-    ([good("d/c/0"), {**good("d/c/1"), "turns": good("d/c/1")["turns"][:2]}], "has 2 turn(s) where the reference has 3"),
-    ([{**good("d/c/0"), "turns": good("d/c/0")["turns"] + [{"speaker": "Alice", "text": "extra"}]}], "has 4 turn(s)"),
-    ([{**good("d/c/0"), "turns": [{"speaker": "", "text": "x"}, *good("d/c/0")["turns"][1:]]}], "turn 1 has no speaker"),
-    ([{**good("d/c/0"), "turns": [{"speaker": "Alice"}, *good("d/c/0")["turns"][1:]]}], "turn 1 (Alice) has no text"),
-    ([{**good("d/c/0"), "turns": [{"speaker": "Alice", "text": 3}, *good("d/c/0")["turns"][1:]]}], "turn 1's text (Alice) is a number, not text"),
-    ([{**good("d/c/0"), "turns": [{"speaker": "A", "text": "t", "emotion": "x"}, *good("d/c/0")["turns"][1:]]}],
-     "fields other than speaker and text: emotion"),
-])
+@pytest.mark.parametrize(
+    "records,needle",
+    [
+        (
+            [good("d/c/0"), {**good("d/c/1"), "turns": good("d/c/1")["turns"][:2]}],
+            "has 2 turn(s) where the reference has 3",
+        ),
+        (
+            [{**good("d/c/0"), "turns": good("d/c/0")["turns"] + [{"speaker": "Alice", "text": "extra"}]}],
+            "has 4 turn(s)",
+        ),
+        (
+            [{**good("d/c/0"), "turns": [{"speaker": "", "text": "x"}, *good("d/c/0")["turns"][1:]]}],
+            "turn 1 has no speaker",
+        ),
+        (
+            [{**good("d/c/0"), "turns": [{"speaker": "Alice"}, *good("d/c/0")["turns"][1:]]}],
+            "turn 1 (Alice) has no text",
+        ),
+        (
+            [{**good("d/c/0"), "turns": [{"speaker": "Alice", "text": 3}, *good("d/c/0")["turns"][1:]]}],
+            "turn 1's text (Alice) is a number, not text",
+        ),
+        (
+            [{**good("d/c/0"), "turns": [{"speaker": "A", "text": "t", "emotion": "x"}, *good("d/c/0")["turns"][1:]]}],
+            "fields other than speaker and text: emotion",
+        ),
+    ],
+)
 def test_records_that_are_no_valid_continuation_are_kept_invalid_with_the_reason(tmp_path, records, needle):
     conts = load(write(tmp_path, records))
     assert len(conts) == len(records)  # kept: never dropped
@@ -102,10 +128,15 @@ def test_unknown_speakers_are_kept_and_noted(tmp_path):
 
 def test_another_instance_version_is_invalid_with_the_reason_not_stale(tmp_path):
     right = INSTS[1].content_hash()
-    c, d = load(write(tmp_path, [{**good("d/c/0"), "instance_hash": "0123456789ab"},
-                                 {**good("d/c/1"), "instance_hash": right}]))
-    assert c.status == "invalid" and "made from another version of the instance (instance_hash 0123456789ab; " \
-        f"the run's instance has {INSTS[0].content_hash()})" in c.reason
+    c, d = load(
+        write(tmp_path, [{**good("d/c/0"), "instance_hash": "0123456789ab"}, {**good("d/c/1"), "instance_hash": right}])
+    )
+    assert (
+        c.status == "invalid"
+        and "made from another version of the instance (instance_hash 0123456789ab; "
+        f"the run's instance has {INSTS[0].content_hash()})"
+        in c.reason
+    )
     assert c.instance_hash == INSTS[0].content_hash()  # checked against this version: current, never stale
     assert c.imported["instance_hash"] == "0123456789ab"  # what the record said, kept
     assert d.status == "ok" and d.instance_hash == right
@@ -126,13 +157,28 @@ def test_a_record_of_another_instance_version_counts_once_in_check_run_and_inval
     insts = [instance(f"d/c{k}/0", n_ref=3) for k in range(5)]
     write_jsonl(tmp_path / "bench" / "eval.jsonl", insts)
     write_jsonl(tmp_path / "bench" / "train.jsonl", [])
-    recs = [{"instance_id": i.id, "instance_hash": i.content_hash(),
-             "turns": [{"speaker": t.speaker, "text": f"mine {k}"} for k, t in enumerate(i.reference)]} for i in insts]
+    recs = [
+        {
+            "instance_id": i.id,
+            "instance_hash": i.content_hash(),
+            "turns": [{"speaker": t.speaker, "text": f"mine {k}"} for k, t in enumerate(i.reference)],
+        }
+        for i in insts
+    ]
     recs[2]["instance_hash"] = "0123456789abcdef"
     (tmp_path / "mine.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     p = tmp_path / "p.yaml"
-    p.write_text(yaml.safe_dump({"name": "m", "out": "run", "bench": "bench", "llm": {"cache": "c.sqlite"},
-                                 "setups": [{"name": "mine", "continuations": "mine.jsonl"}]}))
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "m",
+                "out": "run",
+                "bench": "bench",
+                "llm": {"cache": "c.sqlite"},
+                "setups": [{"name": "mine", "continuations": "mine.jsonl"}],
+            }
+        )
+    )
     why = "made from another version of the instance"
     assert main(["import-continuations", str(tmp_path / "mine.jsonl"), str(p), "--setup", "mine", "--check"]) == 0
     out = capsys.readouterr().out
@@ -144,22 +190,30 @@ def test_a_record_of_another_instance_version_counts_once_in_check_run_and_inval
     assert any(why in r for r in summary["reasons"])
     f = run_frames(run)
     rate = invalid_rates(f).filter(pl.col("stage") == "simulate").row(0, named=True)
-    assert {k: rate[k] for k in ("n", "invalid", "stale", "missing")} == {"n": 5, "invalid": 1, "stale": 0, "missing": 0}
+    assert {k: rate[k] for k in ("n", "invalid", "stale", "missing")} == {
+        "n": 5,
+        "invalid": 1,
+        "stale": 0,
+        "missing": 0,
+    }
     [bad] = f.continuations.filter(pl.col("status") != "ok").iter_rows(named=True)
     assert bad["status"] == "invalid" and why in bad["reason"] and bad["instance_id"] == insts[2].id
 
 
-@pytest.mark.parametrize("raw,needle", [
-    ('{"instance_id": "d/c/0", "turns": [}\n', "line 1"),
-    ('[1, 2]\n', "line 1"),
-    ('{"turns": []}\n', "instance_id"),
-    ('{"instance_id": "d/c/0", "turns": "Alice: hi"}\n', "turns"),
-    ('{"instance_id": "d/c/0", "turns": [], "turn": []}\n', "turn: Extra inputs"),
-    ('{"instance_id": "nope", "turns": []}\n', "instance 'nope' is not among the run's 3 instances"),
-    (json.dumps(good("d/c/0")) + "\n" + json.dumps(good("d/c/0")) + "\n", "is here twice (lines 1 and 2)"),
-    ("", "empty"),
-    ('{"instance_id": "d/c/0", "turns": [], "notes": 7}\n', "notes"),
-])
+@pytest.mark.parametrize(
+    "raw,needle",
+    [
+        ('{"instance_id": "d/c/0", "turns": [}\n', "line 1"),
+        ("[1, 2]\n", "line 1"),
+        ('{"turns": []}\n', "instance_id"),
+        ('{"instance_id": "d/c/0", "turns": "Alice: hi"}\n', "turns"),
+        ('{"instance_id": "d/c/0", "turns": [], "turn": []}\n', "turn: Extra inputs"),
+        ('{"instance_id": "nope", "turns": []}\n', "instance 'nope' is not among the run's 3 instances"),
+        (json.dumps(good("d/c/0")) + "\n" + json.dumps(good("d/c/0")) + "\n", "is here twice (lines 1 and 2)"),
+        ("", "empty"),
+        ('{"instance_id": "d/c/0", "turns": [], "notes": 7}\n', "notes"),
+    ],
+)
 def test_unreadable_records_are_errors_naming_file_and_line(tmp_path, raw, needle):
     setup = write(tmp_path, [], raw=raw)
     with pytest.raises(InputError) as e:

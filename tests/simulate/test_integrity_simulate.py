@@ -23,8 +23,16 @@ class ScriptedRunner:
         for c in calls:
             self.calls.append(c)
             text = self.texts[min(len(self.calls), len(self.texts)) - 1]
-            out.append(CallResult(key=f"k{len(self.calls)}", model=c.model, stage=c.stage, tag=c.tag, status="ok",
-                                  response=GenerateResponse(text=text, finish_reason="stop")))
+            out.append(
+                CallResult(
+                    key=f"k{len(self.calls)}",
+                    model=c.model,
+                    stage=c.stage,
+                    tag=c.tag,
+                    status="ok",
+                    response=GenerateResponse(text=text, finish_reason="stop"),
+                )
+            )
         return out
 
 
@@ -33,8 +41,7 @@ HUGE = "Project Manager: " + "budget " * 300_000  # a 2 MB turn
 
 def test_a_2mb_turn_is_never_stored_and_ends_invalid_with_the_reason():
     r = ScriptedRunner([HUGE])
-    [c] = simulate([instance(n_ref=3)], [Setup(name="s", model="openai/m", turns_per_call=3, max_attempts=2)],
-                   r)["s"]  # type: ignore[arg-type]
+    [c] = simulate([instance(n_ref=3)], [Setup(name="s", model="openai/m", turns_per_call=3, max_attempts=2)], r)["s"]  # type: ignore[arg-type]
     assert (c.status, c.turns) == ("invalid", [])
     assert len(r.calls) == 2  # re-asked once, as any unusable answer
     assert c.reason.startswith("no usable turn in 2 attempts at turn 1 (last answer: ")

@@ -75,9 +75,13 @@ def test_history_policy_is_seeded_and_follows_x(srv, tmp_path):
 
 
 def test_moderator_policy_picks_the_speaker_and_reasks_on_an_unknown_name(srv, tmp_path):
-    srv.configure(answers=[{"match": "Who speaks next", "text": "Nobody in particular", "times": 1},
-                           {"match": "Who speaks next", "text": "carol."},
-                           {"match": "It is Carol's turn", "text": "Carol here"}])
+    srv.configure(
+        answers=[
+            {"match": "Who speaks next", "text": "Nobody in particular", "times": 1},
+            {"match": "Who speaks next", "text": "carol."},
+            {"match": "It is Carol's turn", "text": "Carol here"},
+        ]
+    )
     [c] = simulate([instance(n_ref=2)], [agents(srv, policy="moderator")], runner(tmp_path))["ag"]
     assert c.status == "ok", c.reason
     assert [t.speaker for t in c.turns] == ["Carol", "Carol"]
@@ -126,13 +130,19 @@ def test_setup_id_changes_with_what_changes_the_output(srv):
     assert agents(srv, policy="history").setup_id() != base
     assert PluginSetup(name="other-name", simulator="agents", model=oa(srv)).setup_id() == base
     assert PluginSetup(name="ag", simulator="agents", model=oa(srv), sample=1).setup_id() != base
-    defaults = {"policy": "oracle", "moderator_model": None, "temperature": None, "max_tokens_per_turn": 120,
-                "max_attempts": 3}
+    defaults = {
+        "policy": "oracle",
+        "moderator_model": None,
+        "temperature": None,
+        "max_tokens_per_turn": 120,
+        "max_attempts": 3,
+    }
     assert check_setup(agents(srv)).options == defaults  # filled in when checked: the defaults enter the id
     assert agents(srv, **defaults).setup_id() == base  # the same id, the defaults given or not
 
 
 # ------------------------------------------------------------------ a plugin of one's own
+
 
 @simulator("test-echo")
 class Echo(Simulator):
@@ -142,8 +152,9 @@ class Echo(Simulator):
     async def next_turns(self, ctx: SimContext) -> list[Turn]:
         last = [*ctx.instance.history, *ctx.turns][-1]
         if len(ctx.turns) % 3 == 2 and self.setup.model:
-            reqs = [ctx.llm.request([("user", f"say something {i} at {len(ctx.turns)}")], max_tokens=20)
-                    for i in range(2)]
+            reqs = [
+                ctx.llm.request([("user", f"say something {i} at {len(ctx.turns)}")], max_tokens=20) for i in range(2)
+            ]
             a, b = await ctx.llm.generate_many(reqs)
             return [Turn(speaker=ctx.next_reference_speaker, text=f"{a.text} / {b.text}")]
         return [Turn(speaker=ctx.next_reference_speaker, text=last.text)]
@@ -179,9 +190,15 @@ def test_generate_many_sends_the_calls_in_one_round(srv, tmp_path):
 
 
 def test_plugin_bugs_end_invalid_with_the_reason_and_the_run_goes_on(srv, tmp_path):
-    res = simulate([instance(n_ref=N)], [PluginSetup(name="b", simulator="test-buggy"),
-                                         PluginSetup(name="a", simulator="test-asyncio"),
-                                         PluginSetup(name="e", simulator="test-echo")], runner(tmp_path))
+    res = simulate(
+        [instance(n_ref=N)],
+        [
+            PluginSetup(name="b", simulator="test-buggy"),
+            PluginSetup(name="a", simulator="test-asyncio"),
+            PluginSetup(name="e", simulator="test-echo"),
+        ],
+        runner(tmp_path),
+    )
     [b], [a], [e] = res["b"], res["a"], res["e"]
     assert b.status == "invalid" and "raised KeyError: 'oops'" in b.reason and "test_plugins.py" in b.reason
     assert [t.speaker for t in b.turns] == ["Alice", "Zed"] and b.unknown_speakers == ["Zed"]  # kept, noted
@@ -200,8 +217,12 @@ def test_forecast_drives_the_plugin_tasks(srv, tmp_path):
         from cocoeval.llm import CallResult
         from cocoeval.llm.base import GenerateResponse
 
-        task.apply_results([CallResult(key="f", model=c.model, stage="simulate", status="ok",
-                                       response=GenerateResponse(text=t)) for c, t in zip(calls, replies, strict=True)])
+        task.apply_results(
+            [
+                CallResult(key="f", model=c.model, stage="simulate", status="ok", response=GenerateResponse(text=t))
+                for c, t in zip(calls, replies, strict=True)
+            ]
+        )
         n += len(calls)
     c = task.result()
     assert n == 2 * N and c.status == "ok"

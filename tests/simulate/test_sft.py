@@ -24,9 +24,16 @@ def train_split(spec, chats=0):
     for ds, (n_conv, n_inst) in spec.items():
         for i in range(n_inst):
             conv = f"{ds}-c{i % n_conv}"
-            out.append(BASE.model_copy(update={
-                "id": f"{ds}/{conv}/{i}", "dataset": ds, "split": "train",
-                "provenance": BASE.provenance.model_copy(update={"conversation_id": conv})}))
+            out.append(
+                BASE.model_copy(
+                    update={
+                        "id": f"{ds}/{conv}/{i}",
+                        "dataset": ds,
+                        "split": "train",
+                        "provenance": BASE.provenance.model_copy(update={"conversation_id": conv}),
+                    }
+                )
+            )
     return out + [instance(f"chat/c{i}/0", chat=True) for i in range(chats)]
 
 
@@ -99,14 +106,19 @@ def test_example_shapes_for_k_1_5_30(tmp_path):
     assert sft_examples(insts, 5, seed=4) != sft_examples(insts, 5, seed=5)
 
 
-@pytest.mark.parametrize("line,needle", [
-    ('{"prompt": "x"}', "no 'messages'"),
-    ('{"messages": [{"role": "robot", "content": "x"}]}', "need a role"),
-    ('{"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "a"}]}', "non-empty"),
-    ('{"messages": [{"role": "user", "content": "q"}]}', "end with the assistant"),
-    ('{"messages": [{"role": "user", "content": "' + "w " * 400 + '"}, {"role": "assistant", "content": "a"}]}',
-     "over the 50-token limit"),
-])
+@pytest.mark.parametrize(
+    "line,needle",
+    [
+        ('{"prompt": "x"}', "no 'messages'"),
+        ('{"messages": [{"role": "robot", "content": "x"}]}', "need a role"),
+        ('{"messages": [{"role": "user", "content": ""}, {"role": "assistant", "content": "a"}]}', "non-empty"),
+        ('{"messages": [{"role": "user", "content": "q"}]}', "end with the assistant"),
+        (
+            '{"messages": [{"role": "user", "content": "' + "w " * 400 + '"}, {"role": "assistant", "content": "a"}]}',
+            "over the 50-token limit",
+        ),
+    ],
+)
 def test_validation_finds_each_problem(tmp_path, line, needle):
     p = tmp_path / "bad.jsonl"
     p.write_text(line + "\n")
@@ -122,8 +134,9 @@ def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
     export_sft([instance(f"d/c{i}/0") for i in range(3)], tmp_path, ks=(5,))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-ft-" + "z" * 20)
     with FakeServer() as srv:
-        out = start_finetune(tmp_path / "sft_k5.jsonl", "gpt-4.1-2025-04-14", suffix="cocoeval-k5",
-                             seed=1, base_url=srv.openai_base)
+        out = start_finetune(
+            tmp_path / "sft_k5.jsonl", "gpt-4.1-2025-04-14", suffix="cocoeval-k5", seed=1, base_url=srv.openai_base
+        )
         assert out["job_id"].startswith("ftjob-") and out["file_id"].startswith("file-")
         stats = srv.stats()
         assert stats["files"][out["file_id"]]["purpose"] == "fine-tune"
@@ -131,7 +144,10 @@ def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
         sent = stats["job_requests"][out["job_id"]]
         assert sent["method"] == {"type": "supervised", "supervised": {"hyperparameters": {"n_epochs": 1}}}
         assert stats["jobs"][out["job_id"]]["hyperparameters"] == {
-            "n_epochs": 1, "batch_size": "auto", "learning_rate_multiplier": "auto"}
+            "n_epochs": 1,
+            "batch_size": "auto",
+            "learning_rate_multiplier": "auto",
+        }
         assert sent["model"] == "gpt-4.1-2025-04-14" and out["hyperparameters"] == {"n_epochs": 1}
         auto = start_finetune(tmp_path / "sft_k5.jsonl", "gpt-4.1", n_epochs=None, base_url=srv.openai_base)
         assert srv.stats()["jobs"][auto["job_id"]]["hyperparameters"]["n_epochs"] == "auto"
@@ -141,7 +157,10 @@ def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
             if status["status"] == "succeeded":
                 break
         assert status["status"] == "succeeded"
-        assert status["simulator_spec"].startswith("openai/ft:gpt-4.1-2025-04-14:") and "cocoeval-k5" in status["simulator_spec"]
+        assert (
+            status["simulator_spec"].startswith("openai/ft:gpt-4.1-2025-04-14:")
+            and "cocoeval-k5" in status["simulator_spec"]
+        )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"messages": []}\n')
     with pytest.raises(ConfigError, match="not a valid fine-tuning file"):
@@ -178,8 +197,7 @@ def test_sft_export_cli_reads_the_params_sft_section_and_prints_the_datasets(tmp
     from cocoeval.core.jsonio import write_jsonl
 
     bench = tmp_path / "bench"
-    write_jsonl(bench / "train.jsonl", train_split({"a": (5, 12), "b": (4, 9), "c": (3, 6), "d": (2, 3),
-                                                    "e": (1, 30)}))
+    write_jsonl(bench / "train.jsonl", train_split({"a": (5, 12), "b": (4, 9), "c": (3, 6), "d": (2, 3), "e": (1, 30)}))
     params = tmp_path / "p.yaml"
     params.write_text("name: p\nbench: bench\nsft: {total: 10, ks: [5], seed: 3}\n")
     assert main(["sft-export", str(params), "--out", str(tmp_path / "out")]) == 0

@@ -74,12 +74,15 @@ def test_unusable_answers_end_invalid_with_reason(tmp_path):
     assert "I'm sorry, I can't continue" in c.notes[-1]  # and what the model said is recorded
 
 
-@pytest.mark.parametrize("answer,why", [
-    ("Sorry: I cannot continue this conversation.", "refusal"),  # read as a turn of speaker 'Sorry' before
-    ("Assistant: I'm unable to write lines for real people.", "refusal"),
-    ("", "empty answer"),
-    ("The meeting goes on and they agree on the budget.", "no turn in 'Speaker: text' form"),
-])
+@pytest.mark.parametrize(
+    "answer,why",
+    [
+        ("Sorry: I cannot continue this conversation.", "refusal"),  # read as a turn of speaker 'Sorry' before
+        ("Assistant: I'm unable to write lines for real people.", "refusal"),
+        ("", "empty answer"),
+        ("The meeting goes on and they agree on the budget.", "no turn in 'Speaker: text' form"),
+    ],
+)
 def test_a_refusal_or_unusable_answer_is_never_a_turn(tmp_path, answer, why):
     model = mock(tmp_path, [{"match": "", "text": answer}])
     res, n_sent = sent(tmp_path, [Setup(name="s", model=model, turns_per_call=30, max_attempts=2)])
@@ -90,19 +93,28 @@ def test_a_refusal_or_unusable_answer_is_never_a_turn(tmp_path, answer, why):
 
 
 def test_the_models_own_remarks_are_dropped_not_counted_as_turns(tmp_path):
-    model = mock(tmp_path, [{"match": "next 30 turns", "text": "Note: here is the continuation.\n" + lines(29)
-                             + "\n\nNote: I kept each speaker's style."},
-                            {"match": "next 1 turn", "text": lines(1, 29)}])
+    model = mock(
+        tmp_path,
+        [
+            {
+                "match": "next 30 turns",
+                "text": "Note: here is the continuation.\n" + lines(29) + "\n\nNote: I kept each speaker's style.",
+            },
+            {"match": "next 1 turn", "text": lines(1, 29)},
+        ],
+    )
     [c] = run(tmp_path, [Setup(name="s", model=model, turns_per_call=30)])["s"]
     assert c.status == "ok" and len(c.turns) == 30 and {t.speaker for t in c.turns} <= set(SPEAKERS)
     assert c.unknown_speakers == [] and len(c.calls) == 2
-    assert any("dropped \"Note: I kept each speaker's style.\"" in n for n in c.notes)
+    assert any('dropped "Note: I kept each speaker\'s style."' in n for n in c.notes)
 
 
 def test_a_cut_off_user_turn_of_a_chat_is_no_usable_turn(tmp_path):
     # budget 60 + 8 * 4 = 92 tokens = 368 characters: the user turn is cut off, every time
-    model = mock(tmp_path, [{"match": "Write the user's next message", "text": "user: " + "word " * 200},
-                            {"match": "", "text": "Sure."}])
+    model = mock(
+        tmp_path,
+        [{"match": "Write the user's next message", "text": "user: " + "word " * 200}, {"match": "", "text": "Sure."}],
+    )
     inst = instance("chat/c1/0", n_hist=6, n_ref=6, chat=True)
     setup = Setup(name="h", model=model, kind="human_ai", max_tokens_per_turn=8, max_attempts=2)
     [c] = run(tmp_path, [setup], [inst])["h"]
@@ -126,9 +138,15 @@ def test_presence_penalty_variant_sent_only_where_supported(srv, tmp_path):
     inst = instance()
     copied = "\n".join(f"{t.speaker}: {t.text}" for t in inst.history[-5:])
     srv.configure(answers=[{"match": "", "text": copied + "\nAlice: a brand new point"}])
-    setups = [Setup(name="oa", model=oa(srv), prompt="copy_then_continue", turns_per_call=1),
-              Setup(name="an", model=f"anthropic/claude-opus-4@{srv.anthropic_base}",
-                    prompt="copy_then_continue", turns_per_call=1)]
+    setups = [
+        Setup(name="oa", model=oa(srv), prompt="copy_then_continue", turns_per_call=1),
+        Setup(
+            name="an",
+            model=f"anthropic/claude-opus-4@{srv.anthropic_base}",
+            prompt="copy_then_continue",
+            turns_per_call=1,
+        ),
+    ]
     res = run(tmp_path, setups, [inst])
     oa_c, an_c = res["oa"][0], res["an"][0]
     assert oa_c.turns[0].text == "a brand new point"  # the 5 copies stripped
@@ -147,14 +165,16 @@ def test_copy_instruction_is_in_the_system_prompt_and_the_copies_lead_the_respon
     copied = "\n".join(f"{t.speaker}: {t.text}" for t in inst.history[-5:])
     srv.configure(answers=[{"match": "", "text": copied + "\nAlice: a brand new point"}])
     ft = oa(srv, "ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc123")
-    [c] = run(tmp_path, [Setup(name="sft-pp", model=ft, prompt="copy_then_continue", turns_per_call=1)],
-              [inst])["sft-pp"]
+    [c] = run(tmp_path, [Setup(name="sft-pp", model=ft, prompt="copy_then_continue", turns_per_call=1)], [inst])[
+        "sft-pp"
+    ]
     assert c.turns[0].text == "a brand new point" and c.calls[0].dropped_params == []
     body = srv.stats()["bodies_last"]
     system, user = (m["content"] for m in body["messages"])
     assert "Begin your response by copying the 5 most recent turns" in system
-    assert "cop" not in user.lower() and user.endswith(step_messages(
-        load_prompt("vanilla"), inst, c.turns[:29], 1)[1].content.split("\n")[-1])
+    assert "cop" not in user.lower() and user.endswith(
+        step_messages(load_prompt("vanilla"), inst, c.turns[:29], 1)[1].content.split("\n")[-1]
+    )
     assert body["presence_penalty"] == 2.0 and body["model"] == "ft:gpt-4.1-2025-04-14:org:cocoeval-k1:abc123"
 
 
@@ -169,13 +189,18 @@ def test_human_ai_setup(srv, tmp_path):
     models = [call.model for call in c.calls]
     assert models == [oa(srv) if t.speaker == "user" else oa(srv, "gpt-4.1-mini") for t in inst.reference]
     body = srv.stats()["bodies_last"]
-    assert body["messages"][0] == {"role": "system", "content": "You are a helpful assistant."} or \
-        "Write the user's next message" in body["messages"][-1]["content"]
+    assert (
+        body["messages"][0] == {"role": "system", "content": "You are a helpful assistant."}
+        or "Write the user's next message" in body["messages"][-1]["content"]
+    )
 
 
 def test_multiparty_setups_skip_chat_instances_and_vice_versa(tmp_path):
-    res = run(tmp_path, [Setup(name="m", model="mock/echo"), Setup(name="h", model="mock/echo", kind="human_ai")],
-              [instance()])
+    res = run(
+        tmp_path,
+        [Setup(name="m", model="mock/echo"), Setup(name="h", model="mock/echo", kind="human_ai")],
+        [instance()],
+    )
     assert len(res["m"]) == 1 and res["h"] == []
 
 
@@ -190,7 +215,6 @@ def test_setup_ids():
     assert t.setup_id(tax) != t.setup_id(other)
     assert a.setup_id(tax) == a.setup_id(other)  # vanilla does not depend on the taxonomy
     assert Setup(name="c", model="m/x" if False else "openai/x", prompt="copy_then_continue").presence_penalty == 2.0
-
 
 
 def test_taxonomy_copy_prompt_is_the_taxonomy_prompt_with_the_copy_paragraph(srv, tmp_path):
@@ -233,8 +257,16 @@ def test_every_shipped_prompt_loads_with_a_version():
     from cocoeval.prompts.files import available_prompts
 
     names = available_prompts()
-    assert {"vanilla", "taxonomy", "copy_then_continue", "user_simulator", "chatbot", "metadata",
-            "summary", "clean"} <= set(names)
+    assert {
+        "vanilla",
+        "taxonomy",
+        "copy_then_continue",
+        "user_simulator",
+        "chatbot",
+        "metadata",
+        "summary",
+        "clean",
+    } <= set(names)
     for n in names:
         p = load_prompt(n)
         assert p.name == n and p.version and p.ref.startswith(f"{n}@")

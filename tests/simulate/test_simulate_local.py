@@ -19,10 +19,12 @@ pytestmark = pytest.mark.skipif(not HAVE_LOCAL, reason="the local extra is not i
 def test_local_model_every_setup(tmp_path):
     insts = [instance("d/c/0", n_hist=6, n_ref=4), instance("chat/c/0", n_hist=4, n_ref=4, chat=True)]
     kw = {"model": "local/smollm2", "temperature": 0.7, "max_tokens_per_turn": 24}
-    setups = [Setup(name="v4", prompt="vanilla", turns_per_call=4, **kw),
-              Setup(name="t2", prompt="taxonomy", turns_per_call=2, **kw),
-              Setup(name="c1", prompt="copy_then_continue", turns_per_call=1, **kw),
-              Setup(name="h", kind="human_ai", **kw)]
+    setups = [
+        Setup(name="v4", prompt="vanilla", turns_per_call=4, **kw),
+        Setup(name="t2", prompt="taxonomy", turns_per_call=2, **kw),
+        Setup(name="c1", prompt="copy_then_continue", turns_per_call=1, **kw),
+        Setup(name="h", kind="human_ai", **kw),
+    ]
     runner = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, concurrency=1))
     res = simulate(insts, setups, runner)
     assert {k: len(v) for k, v in res.items()} == {"v4": 1, "t2": 1, "c1": 1, "h": 1}
@@ -38,8 +40,9 @@ def test_local_model_every_setup(tmp_path):
     assert all(call.dropped_params == [] for call in res["c1"][0].calls)
     # a second run is served entirely from the cache and gives the same continuations
     again = simulate(insts, setups, Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False)))
-    assert {k: [c.model_dump(exclude={"calls"}) for c in v] for k, v in again.items()} == \
-        {k: [c.model_dump(exclude={"calls"}) for c in v] for k, v in res.items()}
+    assert {k: [c.model_dump(exclude={"calls"}) for c in v] for k, v in again.items()} == {
+        k: [c.model_dump(exclude={"calls"}) for c in v] for k, v in res.items()
+    }
     assert all(call.cache_hit for v in again.values() for c in v for call in c.calls)
 
 
@@ -49,8 +52,12 @@ def test_local_model_judges(tmp_path):
 
     inst = instance("d/c/0", n_hist=4, n_ref=3)
     runner = Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False, concurrency=1))
-    [js] = judge([inst], {}, [JudgeConfig(name="smol", model="local/smollm2", max_tokens_per_turn=40,
-                                          max_tokens_overall=120)], runner).values()
+    [js] = judge(
+        [inst],
+        {},
+        [JudgeConfig(name="smol", model="local/smollm2", max_tokens_per_turn=40, max_tokens_overall=120)],
+        runner,
+    ).values()
     assert {j.kind for j in js} == {"overall", "fine_grained"}
     for j in js:
         if j.status == "invalid":

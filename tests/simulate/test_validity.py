@@ -73,9 +73,15 @@ def test_every_simulator_path_applies_the_rule(srv, tmp_path):
     srv.configure(answers=[{"match": "", "text": echo}])
     rec = {"instance_id": inst.id, "turns": [{"speaker": HEADINGS[i % 3], "text": "x"} for i in range(N)]}
     (tmp_path / "mine.jsonl").write_text(json.dumps(rec) + "\n")
-    res = simulate([inst], [Setup(name="s", model=f"openai/gpt-4.1@{srv.openai_base}", turns_per_call=N),
-                            PluginSetup(name="p", simulator="test-headings"),
-                            ImportedSetup(name="i", continuations=str(tmp_path / "mine.jsonl"))], runner(tmp_path))
+    res = simulate(
+        [inst],
+        [
+            Setup(name="s", model=f"openai/gpt-4.1@{srv.openai_base}", turns_per_call=N),
+            PluginSetup(name="p", simulator="test-headings"),
+            ImportedSetup(name="i", continuations=str(tmp_path / "mine.jsonl")),
+        ],
+        runner(tmp_path),
+    )
     for name in ("s", "p", "i"):
         [c] = res[name]
         assert c.status == "invalid", name
@@ -85,14 +91,29 @@ def test_every_simulator_path_applies_the_rule(srv, tmp_path):
 
 def test_invalid_rates_show_the_share_of_turns_by_non_participants(tmp_path):
     insts = [instance(f"d/c{i}/0", n_hist=2, n_ref=N) for i in range(3)]
-    conts = {"sim": [continuation(insts[0], "sid", "sim", insts[0].reference, None),
-                     continuation(insts[1], "sid", "sim", mixed(2), None),  # 2 of 6: ok, noted
-                     continuation(insts[2], "sid", "sim", mixed(5), None)],  # 5 of 6: invalid
-             "old": [Continuation(instance_id=insts[0].id, setup_id="other", setup_name="old", turns=mixed(N))]}
-    params = {"name": "r", "bench": "b", "setups": [{"name": "sim", "model": "openai/m", "turns_per_call": 3},
-                                                     {"name": "old", "model": "openai/m", "turns_per_call": 2}]}
-    run = Run.model_validate({"manifest": {"params": params, "setups": {"sim": "sid", "old": "oid"}},
-                              "instances": insts, "continuations": conts})
+    conts = {
+        "sim": [
+            continuation(insts[0], "sid", "sim", insts[0].reference, None),
+            continuation(insts[1], "sid", "sim", mixed(2), None),  # 2 of 6: ok, noted
+            continuation(insts[2], "sid", "sim", mixed(5), None),
+        ],  # 5 of 6: invalid
+        "old": [Continuation(instance_id=insts[0].id, setup_id="other", setup_name="old", turns=mixed(N))],
+    }
+    params = {
+        "name": "r",
+        "bench": "b",
+        "setups": [
+            {"name": "sim", "model": "openai/m", "turns_per_call": 3},
+            {"name": "old", "model": "openai/m", "turns_per_call": 2},
+        ],
+    }
+    run = Run.model_validate(
+        {
+            "manifest": {"params": params, "setups": {"sim": "sid", "old": "oid"}},
+            "instances": insts,
+            "continuations": conts,
+        }
+    )
     assert [c.status for c in conts["sim"]] == ["ok", "ok", "invalid"]
     f = run_frames(run)
     assert f.continuations.filter(pl.col("setup") == "sim")["unknown_speaker_turns"].to_list() == [0, 2, 5]

@@ -145,8 +145,9 @@ def test_fetch_iq2_and_tcr_through_the_environment_override(server, tmp_path, mo
     iq2 = {f"iq2-corpus/{p.name}": p.read_bytes() for p in gen["convokit"].iterdir()}
     sim = (gen["tcr"] / "DEMO_SIM.json").read_bytes()
     monkeypatch.setenv("COCOEVAL_FETCH_IQ2_URL", server.serve("/iq2.zip", make_zip(iq2)))
-    monkeypatch.setenv("COCOEVAL_FETCH_TCR_URL", server.serve("/tcr.zip", make_zip({"data/SIM.json": sim,
-                                                                                    "data/NCPC.json": sim})))
+    monkeypatch.setenv(
+        "COCOEVAL_FETCH_TCR_URL", server.serve("/tcr.zip", make_zip({"data/SIM.json": sim, "data/NCPC.json": sim}))
+    )
     out = tmp_path / "data"
     assert main(["fetch", "iq2", "tcr", "--out", str(out)]) == 0
     assert (out / "iq2-corpus/utterances.jsonl").is_file() and (out / "tcr/SIM.json").is_file()

@@ -17,6 +17,7 @@ ARTEFACT = re.compile(r"\{[a-z_]+\}", re.I)
 
 # ---------------------------------------------------------------- cleaning
 
+
 def test_clean_transcript_rules():
     raw = "Um {disfmarker} we took the L_C_D_ , right ? {vocalsound} {gap} Okay ."
     assert clean_transcript(raw) == "Um we took the LCD, right? Okay."
@@ -25,8 +26,9 @@ def test_clean_transcript_rules():
 
 
 _word = st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFG", min_size=1, max_size=8)
-_artefact = st.sampled_from(["{disfmarker}", "{vocalsound}", "{gap}", "{pause}", "{comment}",
-                             "{nonvocalsound}", "{ VOCALSOUND }"])
+_artefact = st.sampled_from(
+    ["{disfmarker}", "{vocalsound}", "{gap}", "{pause}", "{comment}", "{nonvocalsound}", "{ VOCALSOUND }"]
+)
 
 
 @given(st.lists(st.one_of(_word, _artefact, st.sampled_from([",", ".", "?"])), max_size=40))
@@ -40,6 +42,7 @@ def test_cleaning_keeps_every_word_and_no_artefact(tokens):
 
 # ---------------------------------------------------------------- specs
 
+
 def test_source_spec_parsing():
     s = parse_source_spec("qmsum:data/q#qmsum_product")
     assert (s.kind, str(s.path), s.dataset) == ("qmsum", "data/q", "qmsum_product")
@@ -51,18 +54,25 @@ def test_source_spec_parsing():
 
 # ---------------------------------------------------------------- qmsum
 
+
 def test_qmsum_domains_are_three_datasets_and_data_all_is_never_one(tmp_path):
     """QMSum's own layout data/{ALL,Product,Academic,Committee}/{train,val,test}/*.json: each
     domain folder is its dataset (any case), data/ALL (the same meetings again) is left out."""
     root = tmp_path / "qmsum" / "data"
-    for domain, split, mid in [("Product", "train", "ES2002a"), ("Academic", "val", "Bed003"),
-                               ("Committee", "test", "covid_1")]:
+    for domain, split, mid in [
+        ("Product", "train", "ES2002a"),
+        ("Academic", "val", "Bed003"),
+        ("Committee", "test", "covid_1"),
+    ]:
         write_json(root / domain / split / f"{mid}.json", qmsum_meeting(4))
         write_json(root / "ALL" / split / f"{mid}.json", qmsum_meeting(4))
     write_json(root / "ALL" / "train" / "only_in_all.json", qmsum_meeting(4))
     convs = list(load_conversations(f"qmsum:{root}"))
     assert sorted((c.dataset, c.id) for c in convs) == [
-        ("qmsum_academic", "Bed003"), ("qmsum_committee", "covid_1"), ("qmsum_product", "ES2002a")]
+        ("qmsum_academic", "Bed003"),
+        ("qmsum_committee", "covid_1"),
+        ("qmsum_product", "ES2002a"),
+    ]
     # flat, lowercase folders (as in the shared data) map the same way
     write_json(tmp_path / "flat" / "academic" / "Bmr001.json", qmsum_meeting(4))
     assert [c.dataset for c in load_conversations(f"qmsum:{tmp_path / 'flat'}")] == ["qmsum_academic"]
@@ -98,9 +108,15 @@ def test_qmsum_dataset_override_and_roles(tmp_path):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["A", "B", "C"]),
-                          st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]),
-                                  max_size=30)), max_size=20))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["A", "B", "C"]),
+            st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30),
+        ),
+        max_size=20,
+    )
+)
 def test_qmsum_parsing_property(tmp_path_factory, rows):
     d = tmp_path_factory.mktemp("q")
     write_json(d / "m.json", {"meeting_transcripts": [{"speaker": s, "content": t} for s, t in rows]})
@@ -113,17 +129,20 @@ def test_qmsum_parsing_property(tmp_path_factory, rows):
 
 # ---------------------------------------------------------------- bad input
 
-@pytest.mark.parametrize("content,needle", [
-    (b"", "file is empty"),
-    (b"   \n", "file is empty"),
-    (b'{"meeting_transcripts": [', "invalid JSON at line 1"),
-    (b'{"topic_list": []}', "no 'meeting_transcripts'"),
-    (b'{"meeting_transcripts": [{"speaker": "A"}]}', "meeting_transcripts.0.content"),
-    (b'{"meeting_transcripts": [{"speaker": 3, "content": "x"}]}', "meeting_transcripts.0.speaker"),
-    (b'{"meeting_transcripts": "nope"}', "meeting_transcripts"),
-    ('{"meeting_transcripts": [{"speaker": "A", "content": "caf\xe9"}]}'.encode("latin-1"),
-     "not valid UTF-8"),
-])
+
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        (b"", "file is empty"),
+        (b"   \n", "file is empty"),
+        (b'{"meeting_transcripts": [', "invalid JSON at line 1"),
+        (b'{"topic_list": []}', "no 'meeting_transcripts'"),
+        (b'{"meeting_transcripts": [{"speaker": "A"}]}', "meeting_transcripts.0.content"),
+        (b'{"meeting_transcripts": [{"speaker": 3, "content": "x"}]}', "meeting_transcripts.0.speaker"),
+        (b'{"meeting_transcripts": "nope"}', "meeting_transcripts"),
+        ('{"meeting_transcripts": [{"speaker": "A", "content": "caf\xe9"}]}'.encode("latin-1"), "not valid UTF-8"),
+    ],
+)
 def test_bad_qmsum_files_give_clear_errors(tmp_path, content, needle):
     p = tmp_path / "bad.json"
     p.write_bytes(content)
@@ -149,6 +168,7 @@ def test_missing_path(tmp_path):
 
 # ---------------------------------------------------------------- convokit
 
+
 def _corpus(d, utterances, conversations=None, speakers=None, name="iq2-corpus-subset"):
     d.mkdir(parents=True, exist_ok=True)
     (d / "utterances.jsonl").write_text("".join(json.dumps(u) + "\n" for u in utterances))
@@ -159,16 +179,28 @@ def _corpus(d, utterances, conversations=None, speakers=None, name="iq2-corpus-s
 
 
 def _utt(i, speaker, conv="deb", ts=None, text=None, st=None):
-    return {"id": f"{conv}-{i}", "speaker": speaker, "conversation_id": conv, "reply_to": None,
-            "timestamp": i if ts is None else ts, "text": text if text is not None else f"u{i}",
-            "meta": {"speakertype": st or "other"}}
+    return {
+        "id": f"{conv}-{i}",
+        "speaker": speaker,
+        "conversation_id": conv,
+        "reply_to": None,
+        "timestamp": i if ts is None else ts,
+        "text": text if text is not None else f"u{i}",
+        "meta": {"speakertype": st or "other"},
+    }
 
 
 def test_convokit_orders_by_timestamp_drops_pseudo_speakers_and_finds_roles(tmp_path):
-    utts = [_utt(3, "B", ts=3, st="for"), _utt(1, "RESULTS", ts=1), _utt(2, "MOD", ts=2, st="mod"),
-            _utt(4, "C", ts=4, st="against"), _utt(5, "B", ts=5, text="  ")]
-    d = _corpus(tmp_path / "c", utts, {"deb": {"title": "Ban cars", "for": ["B"], "against": ["C"],
-                                                "moderator": ["MOD"]}})
+    utts = [
+        _utt(3, "B", ts=3, st="for"),
+        _utt(1, "RESULTS", ts=1),
+        _utt(2, "MOD", ts=2, st="mod"),
+        _utt(4, "C", ts=4, st="against"),
+        _utt(5, "B", ts=5, text="  "),
+    ]
+    d = _corpus(
+        tmp_path / "c", utts, {"deb": {"title": "Ban cars", "for": ["B"], "against": ["C"], "moderator": ["MOD"]}}
+    )
     rep = SourceReport()
     [c] = list(load_conversations(f"convokit:{d}", rep))
     assert c.dataset == "iq2"
@@ -177,13 +209,18 @@ def test_convokit_orders_by_timestamp_drops_pseudo_speakers_and_finds_roles(tmp_
     assert rep.dropped_turns["empty utterance"] == 1
     assert c.goals == ["Debate the motion: Ban cars"]
     roles = {p.name: (p.role, p.stance) for p in c.participants}
-    assert roles == {"MOD": ("moderator", "mod"), "B": ("debater for the motion", "for"),
-                     "C": ("debater against the motion", "against")}
+    assert roles == {
+        "MOD": ("moderator", "mod"),
+        "B": ("debater for the motion", "for"),
+        "C": ("debater against the motion", "against"),
+    }
 
 
 def test_convokit_motion_from_transcript_when_title_is_noisy(tmp_path):
-    utts = [_utt(1, "MOD", text='Our motion is "Men are finished." Welcome.'),
-            _utt(2, "A", text='I oppose the motion, "Men are finished".')]
+    utts = [
+        _utt(1, "MOD", text='Our motion is "Men are finished." Welcome.'),
+        _utt(2, "A", text='I oppose the motion, "Men are finished".'),
+    ]
     d = _corpus(tmp_path / "c", utts, {"deb": {"title": "590 Madison Avenue, 30th Fl. Contact Publicist: X"}})
     [c] = list(load_conversations(f"convokit:{d}"))
     assert c.meta["motion"] == "Men are finished" and c.meta["motion_source"] == "transcript"
@@ -207,19 +244,23 @@ def test_convokit_duplicate_utterance_ids_keep_the_first_and_are_reported(tmp_pa
     dups = [s for s in rep.skipped if "duplicate utterance id" in s["reason"]]
     assert [(s["record"], s["reason"]) for s in dups] == [
         ("line 3", "duplicate utterance id 'deb-1' (line 1 kept)"),
-        ("line 5", "duplicate utterance id 'deb-2' (line 2 kept)")]
+        ("line 5", "duplicate utterance id 'deb-2' (line 2 kept)"),
+    ]
     assert all(s["file"].endswith("utterances.jsonl") for s in dups)
 
 
-@pytest.mark.parametrize("conversations,speakers,needle", [
-    ({"deb": [1, 2]}, {}, "conversations.json, record deb: expected an object, got list"),
-    ({"deb": "x"}, {}, "conversations.json, record deb: expected an object, got str"),
-    ({"deb": {"for": 3}}, {}, "conversations.json, record deb: 'for' must be a list of speaker names"),
-    ({"deb": {"moderator": [1]}}, {}, "record deb: 'moderator' must be a list of speaker names"),
-    ({"deb": {"title": {"a": 1}}}, {}, "record deb: 'title' must be text, got dict"),
-    ({}, {"A": 5}, "speakers.json, record A: expected an object, got int"),
-    ({}, {"B": {"stance": ["for"]}}, "speakers.json, record B: a stance/speakertype must be a word"),
-])
+@pytest.mark.parametrize(
+    "conversations,speakers,needle",
+    [
+        ({"deb": [1, 2]}, {}, "conversations.json, record deb: expected an object, got list"),
+        ({"deb": "x"}, {}, "conversations.json, record deb: expected an object, got str"),
+        ({"deb": {"for": 3}}, {}, "conversations.json, record deb: 'for' must be a list of speaker names"),
+        ({"deb": {"moderator": [1]}}, {}, "record deb: 'moderator' must be a list of speaker names"),
+        ({"deb": {"title": {"a": 1}}}, {}, "record deb: 'title' must be text, got dict"),
+        ({}, {"A": 5}, "speakers.json, record A: expected an object, got int"),
+        ({}, {"B": {"stance": ["for"]}}, "speakers.json, record B: a stance/speakertype must be a word"),
+    ],
+)
 def test_convokit_wrong_types_name_file_and_record(tmp_path, conversations, speakers, needle):
     utts = [{**_utt(1, "A"), "meta": {}}, {**_utt(2, "B"), "meta": {}}]  # stances from speakers.json
     d = _corpus(tmp_path / "c", utts, conversations, speakers)
@@ -246,12 +287,27 @@ def test_deeply_nested_json_is_an_input_error(tmp_path, kind):
 
 # ---------------------------------------------------------------- tcr
 
+
 def _tcr_meeting(n=6):
-    lines = [{"line_id": float(i), "speaker": "AB"[i % 2], "start_s": float(i), "end_s": i + .5,
-              "contents": f"line {i} {{gap}}", "word_count": 2.0, "cum_wc": 2.0 * i} for i in range(n)]
-    return {"topics": {"Second": {"topic_start_line": 3.0, "transcripts": lines[3:]},
-                       "First": {"topic_start_line": 0.0, "transcripts": lines[:3]}},
-            "metadata": {"topic_annotation_source": "x", "variations": {}}}
+    lines = [
+        {
+            "line_id": float(i),
+            "speaker": "AB"[i % 2],
+            "start_s": float(i),
+            "end_s": i + 0.5,
+            "contents": f"line {i} {{gap}}",
+            "word_count": 2.0,
+            "cum_wc": 2.0 * i,
+        }
+        for i in range(n)
+    ]
+    return {
+        "topics": {
+            "Second": {"topic_start_line": 3.0, "transcripts": lines[3:]},
+            "First": {"topic_start_line": 0.0, "transcripts": lines[:3]},
+        },
+        "metadata": {"topic_annotation_source": "x", "variations": {}},
+    }
 
 
 @pytest.mark.parametrize("layout", ["nested", "meetings", "single"])
@@ -287,16 +343,29 @@ def test_tcr_bad_meeting(tmp_path):
 
 # ---------------------------------------------------------------- chat
 
+
 def test_chat_formats(tmp_path):
-    sharegpt = [{"id": "s1", "conversations": [{"from": "human", "value": "hi"},
-                                               {"from": "gpt", "value": "hello"}]}]
-    bare = [{"role": "system", "content": "Be nice."}, {"role": "user", "content": "q"},
-            {"role": "assistant", "content": [{"type": "text", "text": "a"}]}]
+    sharegpt = [{"id": "s1", "conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": "hello"}]}]
+    bare = [
+        {"role": "system", "content": "Be nice."},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
+    ]
     write_json(tmp_path / "a.json", sharegpt)
     write_json(tmp_path / "b.json", bare)
-    (tmp_path / "c.jsonl").write_text(json.dumps({"id": "o1", "messages": [
-        {"role": "user", "content": "x"}, {"role": "tool", "content": "y"},
-        {"role": "assistant", "content": "z"}]}) + "\n")
+    (tmp_path / "c.jsonl").write_text(
+        json.dumps(
+            {
+                "id": "o1",
+                "messages": [
+                    {"role": "user", "content": "x"},
+                    {"role": "tool", "content": "y"},
+                    {"role": "assistant", "content": "z"},
+                ],
+            }
+        )
+        + "\n"
+    )
     rep = SourceReport()
     convs = {c.id: c for c in load_conversations(f"chat:{tmp_path}#sharechat", rep)}
     assert set(convs) == {"s1", "b-conversation0", "o1"}
@@ -317,34 +386,68 @@ def test_chat_bad_message(tmp_path):
 def test_qmsum_speaker_merge_rule():
     from cocoeval.sources.qmsum import speaker_merges
 
-    counts = {"Mr. Pierre Paul-Hus (Charlesbourg, CPC)": 1, "Mr. Pierre Paul-Hus": 5,
-              "The Acting Chair (Mr. Bruce Stanton (Simcoe North, CPC))": 1, "Mr. Bruce Stanton": 2,
-              "The Chair": 9, "Hon. Mona Fortier (Minister of Finance)": 1, "Hon. Mona Fortier (Ottawa, Lib.)": 1,
-              "The Honourable Patty Hajdu (Minister of Health)": 1, "Hon. Patty Hajdu": 3, "Dr David Blaney": 1,
-              "David Blaney": 1, "Mr. Sam Lee": 1, "Mrs. Sam Lee": 1, "Mr. Smith": 1, "Mrs. Smith": 1,
-              "Eluned Morgan AM": 1, "Julie Morgan AM": 1, "Professor B": 1, "PhD B": 1}
+    counts = {
+        "Mr. Pierre Paul-Hus (Charlesbourg, CPC)": 1,
+        "Mr. Pierre Paul-Hus": 5,
+        "The Acting Chair (Mr. Bruce Stanton (Simcoe North, CPC))": 1,
+        "Mr. Bruce Stanton": 2,
+        "The Chair": 9,
+        "Hon. Mona Fortier (Minister of Finance)": 1,
+        "Hon. Mona Fortier (Ottawa, Lib.)": 1,
+        "The Honourable Patty Hajdu (Minister of Health)": 1,
+        "Hon. Patty Hajdu": 3,
+        "Dr David Blaney": 1,
+        "David Blaney": 1,
+        "Mr. Sam Lee": 1,
+        "Mrs. Sam Lee": 1,
+        "Mr. Smith": 1,
+        "Mrs. Smith": 1,
+        "Eluned Morgan AM": 1,
+        "Julie Morgan AM": 1,
+        "Professor B": 1,
+        "PhD B": 1,
+    }
     merges = speaker_merges(counts)
-    assert merges["Mr. Pierre Paul-Hus"] == ("Mr. Pierre Paul-Hus (Charlesbourg, CPC)",
-                                             ["Mr. Pierre Paul-Hus", "Mr. Pierre Paul-Hus (Charlesbourg, CPC)"])
+    assert merges["Mr. Pierre Paul-Hus"] == (
+        "Mr. Pierre Paul-Hus (Charlesbourg, CPC)",
+        ["Mr. Pierre Paul-Hus", "Mr. Pierre Paul-Hus (Charlesbourg, CPC)"],
+    )
     assert merges["Mr. Bruce Stanton"][0] == "The Acting Chair (Mr. Bruce Stanton (Simcoe North, CPC))"
     assert merges["Hon. Mona Fortier (Ottawa, Lib.)"][0] == "Hon. Mona Fortier (Minister of Finance)"
     assert merges["Hon. Patty Hajdu"][0] == "The Honourable Patty Hajdu (Minister of Health)"
     assert merges["David Blaney"][0] == "Dr David Blaney"
     # never merged: a role naming nobody, different people, one word, honorifics of two genders
-    for label in ("The Chair", "Mr. Sam Lee", "Mrs. Sam Lee", "Mr. Smith", "Mrs. Smith", "Eluned Morgan AM",
-                  "Julie Morgan AM", "Professor B", "PhD B"):
+    for label in (
+        "The Chair",
+        "Mr. Sam Lee",
+        "Mrs. Sam Lee",
+        "Mr. Smith",
+        "Mrs. Smith",
+        "Eluned Morgan AM",
+        "Julie Morgan AM",
+        "Professor B",
+        "PhD B",
+    ):
         assert label not in merges, label
 
 
 def test_qmsum_a_bare_label_and_its_qualified_form_are_one_participant(tmp_path):
-    """"The Chair" beside "The Chair (Hon. Anthony Rota (…))" (QMSum Committee's Canadian
+    """ "The Chair" beside "The Chair (Hon. Anthony Rota (…))" (QMSum Committee's Canadian
     meetings) is one speaker: one participant, the full label kept, every turn mapped to it; a bare
     label that several people's qualified labels share stays apart."""
     from cocoeval.sources.qmsum import speaker_merges
 
     rota = "The Chair (Hon. Anthony Rota (Nipissing, Lib.))"
-    counts = {rota: 1, "The Chair": 9, "Mr. Smith (Carleton, CPC)": 1, "Mr. Smith": 4, "Hon. Anthony Rota": 2,
-              "The Acting Chair (Mr. A. Bee)": 1, "The Acting Chair (Mrs. C. Dee)": 1, "The Acting Chair": 3}
+    counts = {
+        rota: 1,
+        "The Chair": 9,
+        "Mr. Smith (Carleton, CPC)": 1,
+        "Mr. Smith": 4,
+        "Hon. Anthony Rota": 2,
+        "The Acting Chair (Mr. A. Bee)": 1,
+        "The Acting Chair (Mrs. C. Dee)": 1,
+        "The Acting Chair": 3,
+    }
     merges = speaker_merges(counts)
     assert merges["The Chair"] == (rota, ["Hon. Anthony Rota", "The Chair", rota])  # with the name rule's label
     assert merges["Hon. Anthony Rota"][0] == merges[rota][0] == rota
@@ -352,16 +455,29 @@ def test_qmsum_a_bare_label_and_its_qualified_form_are_one_participant(tmp_path)
     assert "The Acting Chair" not in merges  # two acting chairs: which one is unknown
     # through the reader: one participant, every turn under the full label, the merge listed
     speakers = ["The Chair", rota, "Mr. Smith (Carleton, CPC)", "The Chair", "Mr. Smith", "The Chair"]
-    write_json(tmp_path / "committee" / "m.json", {"topic_list": [], "meeting_transcripts": [
-        {"speaker": sp, "content": f"point {i}"} for i, sp in enumerate(speakers)]})
+    write_json(
+        tmp_path / "committee" / "m.json",
+        {
+            "topic_list": [],
+            "meeting_transcripts": [{"speaker": sp, "content": f"point {i}"} for i, sp in enumerate(speakers)],
+        },
+    )
     rep = SourceReport()
     [conv] = load_conversations(f"qmsum:{tmp_path}", rep)
     assert [p.name for p in conv.participants] == [rota, "Mr. Smith (Carleton, CPC)"]
-    assert [t.speaker for t in conv.turns] == [rota, rota, "Mr. Smith (Carleton, CPC)", rota,
-                                               "Mr. Smith (Carleton, CPC)", rota]
+    assert [t.speaker for t in conv.turns] == [
+        rota,
+        rota,
+        "Mr. Smith (Carleton, CPC)",
+        rota,
+        "Mr. Smith (Carleton, CPC)",
+        rota,
+    ]
     assert conv.participants[0].role == "chair"
     assert {(m["canonical"], tuple(m["labels"])) for m in rep.merged_speakers} == {
-        (rota, ("The Chair", rota)), ("Mr. Smith (Carleton, CPC)", ("Mr. Smith", "Mr. Smith (Carleton, CPC)"))}
+        (rota, ("The Chair", rota)),
+        ("Mr. Smith (Carleton, CPC)", ("Mr. Smith", "Mr. Smith (Carleton, CPC)")),
+    }
 
 
 def test_qmsum_committee_sample_merges_one_persons_labels_and_reports_every_merge(tmp_path):
@@ -385,8 +501,13 @@ def test_qmsum_committee_sample_merges_one_persons_labels_and_reports_every_merg
     # every merge is listed (conversation, labels, canonical), in the report and in the conversation
     merged = [m for m in rep.merged_speakers if m["conversation"] == "covid_10"]
     assert len(merged) == len(raw) - len(names) == 36
-    assert {"file": str(committee / "covid_10.json"), "dataset": "qmsum_committee", "conversation": "covid_10",
-            "canonical": paul_hus, "labels": ["Mr. Pierre Paul-Hus", paul_hus]} in merged
+    assert {
+        "file": str(committee / "covid_10.json"),
+        "dataset": "qmsum_committee",
+        "conversation": "covid_10",
+        "canonical": paul_hus,
+        "labels": ["Mr. Pierre Paul-Hus", paul_hus],
+    } in merged
     assert [m["canonical"] for m in covid.meta["merged_speakers"]] == [m["canonical"] for m in merged]
     # two people of one surname are not merged (the Welsh committee's Morgans and Davieses)
     assert {"Eluned Morgan AM", "Julie Morgan AM"} <= {p.name for p in convs["education_19"].participants}
@@ -439,6 +560,7 @@ def test_real_qmsum_committee_participants_are_the_distinct_people(shared_data):
 
 # ---------------------------------------------------------------- unreadable files (issue #24)
 
+
 def _good_source(kind, d):
     d.mkdir(parents=True, exist_ok=True)
     if kind == "qmsum":
@@ -446,8 +568,10 @@ def _good_source(kind, d):
     elif kind == "tcr":
         write_json(d / "good.json", {"NCPC": {"good": _tcr_meeting()}})
     elif kind == "chat":
-        write_json(d / "good.json", [{"id": "good", "messages": [{"role": "user", "content": "q"},
-                                                                 {"role": "assistant", "content": "a"}]}])
+        write_json(
+            d / "good.json",
+            [{"id": "good", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]}],
+        )
     else:
         _corpus(d / "good", [{**_utt(1, "A", conv="good"), "meta": {}}, {**_utt(2, "B", conv="good"), "meta": {}}])
     return d
@@ -466,9 +590,13 @@ def test_dangling_symlink_and_symlink_loop_are_reported_never_silently_skipped(t
     convs = list(load_conversations(f"{kind}:{d}", rep, on_error=on_error))
     assert [c.id for c in convs] == ["good"]
     assert [(s["file"], s["record"], s["reason"]) for s in rep.skipped] == [
-        (str(d / "gone" / name), None,
-         f"unreadable: dangling symlink (to {tmp_path / 'nowhere.json'}, which does not exist)"),
-        (str(d / "loop" / name), None, "unreadable: symlink loop")]
+        (
+            str(d / "gone" / name),
+            None,
+            f"unreadable: dangling symlink (to {tmp_path / 'nowhere.json'}, which does not exist)",
+        ),
+        (str(d / "loop" / name), None, "unreadable: symlink loop"),
+    ]
     assert rep.files_read == 1
 
 
@@ -480,7 +608,11 @@ def test_convokit_dangling_optional_file_is_reported(tmp_path):
     [c] = list(load_conversations(f"convokit:{d}", rep))
     assert c.id == "good"
     assert [(s["file"], s["reason"]) for s in rep.skipped] == [
-        (str(d / "speakers.json"), f"unreadable: dangling symlink (to {tmp_path / 'nowhere.json'}, which does not exist)")]
+        (
+            str(d / "speakers.json"),
+            f"unreadable: dangling symlink (to {tmp_path / 'nowhere.json'}, which does not exist)",
+        )
+    ]
 
 
 def test_unreadable_file_and_folder_are_reported(tmp_path, monkeypatch):
@@ -498,8 +630,9 @@ def test_unreadable_file_and_folder_are_reported(tmp_path, monkeypatch):
                 onerror(PermissionError(13, "Permission denied", str(d / "locked")))
             yield root, dirs, files
 
-    monkeypatch.setattr(os, "access", lambda p, mode: real_access(p, mode) and os.path.basename(p) not in
-                        ("secret.json", "locked"))
+    monkeypatch.setattr(
+        os, "access", lambda p, mode: real_access(p, mode) and os.path.basename(p) not in ("secret.json", "locked")
+    )
     monkeypatch.setattr(os, "walk", walk)
     rep = SourceReport()
     assert [c.id for c in load_conversations(f"qmsum:{d}", rep)] == ["good"]
@@ -515,8 +648,10 @@ def test_build_prints_unreadable_files(tmp_path, capsys):
     for i in range(2):
         write_json(d / f"M{i}.json", qmsum_meeting(150))
     (d / "gone.json").symlink_to(tmp_path / "nowhere.json")
-    assert main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "o"),
-                 "--per-dataset", "1"]) == 0
+    assert (
+        main(["build", "--source", f"qmsum:{tmp_path / 'src'}", "--out", str(tmp_path / "o"), "--per-dataset", "1"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "skipped 0 conversation(s) and 1 file/record(s)" in out
     assert f"  skipped {d / 'gone.json'}: unreadable: dangling symlink" in out

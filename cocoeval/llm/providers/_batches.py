@@ -33,6 +33,7 @@ class OpenAIBatches:
     """Wait until an uploaded file is processed before creating the batch (Azure)."""
 
     if TYPE_CHECKING:  # the provider's own parser of a response body, live or in a batch
+
         def parse(self, body: Any, latency: float | None) -> GenerateResponse: ...
 
     BATCH_ENDED = ("completed", "expired", "cancelled", "failed")
@@ -43,12 +44,19 @@ class OpenAIBatches:
         return await sdk_call(self, call, openai.APIError, not_found="batch_not_found")
 
     async def batch_stage(self, items: Items) -> str:
-        lines = [json.dumps({"custom_id": key, "method": "POST", "url": self.batch_url,
-                             "body": self.kwargs(req)}, ensure_ascii=False)  # type: ignore[attr-defined]
-                 for key, req in items]
+        lines = [
+            json.dumps(
+                {"custom_id": key, "method": "POST", "url": self.batch_url, "body": self.kwargs(req)},  # type: ignore[attr-defined]
+                ensure_ascii=False,
+            )
+            for key, req in items
+        ]
         data = ("\n".join(lines) + "\n").encode()
-        f = await self._bsdk(self._client().files.create(  # type: ignore[attr-defined]
-            file=("cocoeval-batch.jsonl", data, "application/jsonl"), purpose="batch"))
+        f = await self._bsdk(
+            self._client().files.create(  # type: ignore[attr-defined]
+                file=("cocoeval-batch.jsonl", data, "application/jsonl"), purpose="batch"
+            )
+        )
         return f"upload:{f.id}"
 
     async def batch_start(self, ref: str, items: Items) -> str:
@@ -56,9 +64,14 @@ class OpenAIBatches:
         client = self._client()  # type: ignore[attr-defined]
         if self.batch_wait_for_file:
             await self._bsdk(client.files.wait_for_processing(file_id, poll_interval=1.0))
-        b = await self._bsdk(client.with_options(max_retries=0).batches.create(
-            input_file_id=file_id, endpoint=self.batch_url, completion_window="24h",
-            metadata={"cocoeval_input_file": file_id}))
+        b = await self._bsdk(
+            client.with_options(max_retries=0).batches.create(
+                input_file_id=file_id,
+                endpoint=self.batch_url,
+                completion_window="24h",
+                metadata={"cocoeval_input_file": file_id},
+            )
+        )
         return b.id
 
     async def batch_find(self, ref: str, *, since: float, requests: int, exclude: set[str]) -> str | None:
@@ -82,8 +95,14 @@ class OpenAIBatches:
             errs = (b.errors.data if b.errors and b.errors.data else None) or []
             error = "; ".join(f"line {e.line}: {e.message}" if e.line else str(e.message) for e in errs[:5])
             error = redact(error) or "the provider gave no reason"
-        return BatchInfo(id=b.id, status=b.status, ended=b.status in self.BATCH_ENDED, error=error,
-                         done=(rc.completed + rc.failed) if rc else 0, total=rc.total if rc else 0)
+        return BatchInfo(
+            id=b.id,
+            status=b.status,
+            ended=b.status in self.BATCH_ENDED,
+            error=error,
+            done=(rc.completed + rc.failed) if rc else 0,
+            total=rc.total if rc else 0,
+        )
 
     async def batch_cancel(self, batch_id: str) -> str:
         return (await self._bsdk(self._client().batches.cancel(batch_id))).status  # type: ignore[attr-defined]
@@ -119,8 +138,14 @@ class OpenAIBatches:
             return key, CallError(code if code.startswith("batch_") else f"batch_{code}", str(err.get("message") or ""))
         body = resp.get("body")
         msg = (body.get("error") or {}).get("message", "") if isinstance(body, dict) else str(body)
-        return key, classify_error(resp.get("status_code"), body, str(msg), provider=self.name,  # type: ignore[attr-defined]
-                                   model=self.spec.model, key_env=key_name(self))  # type: ignore[attr-defined]
+        return key, classify_error(
+            resp.get("status_code"),
+            body,
+            str(msg),
+            provider=self.name,  # type: ignore[attr-defined]
+            model=self.spec.model,  # type: ignore[attr-defined]
+            key_env=key_name(self),
+        )
 
 
 class AnthropicBatches:
@@ -130,6 +155,7 @@ class AnthropicBatches:
     batch_limits: ClassVar[tuple[int, int] | None] = (100_000, 256 * 1024 * 1024)
 
     if TYPE_CHECKING:  # the provider's own parser of a response body, live or in a batch
+
         def parse(self, body: Any, latency: float | None) -> GenerateResponse: ...
 
     async def _bsdk(self, call: Any) -> Any:
@@ -169,8 +195,13 @@ class AnthropicBatches:
         b = await self._bsdk(self._client().messages.batches.retrieve(batch_id))  # type: ignore[attr-defined]
         rc = b.request_counts
         done = rc.succeeded + rc.errored + rc.canceled + rc.expired
-        return BatchInfo(id=b.id, status=b.processing_status, ended=b.processing_status == "ended",
-                         done=done, total=done + rc.processing)
+        return BatchInfo(
+            id=b.id,
+            status=b.processing_status,
+            ended=b.processing_status == "ended",
+            done=done,
+            total=done + rc.processing,
+        )
 
     async def batch_cancel(self, batch_id: str) -> str:
         b = await self._bsdk(self._client().messages.batches.cancel(batch_id))  # type: ignore[attr-defined]
@@ -195,8 +226,12 @@ class AnthropicBatches:
         if kind == "errored":
             body = result.get("error") or {}
             err = body.get("error") or {}
-            return classify_error(ANTHROPIC_ERROR_STATUS.get(str(err.get("type")), 400), body,
-                                  str(err.get("message") or ""), provider=self.name,  # type: ignore[attr-defined]
-                                  model=self.spec.model, key_env=key_name(self))  # type: ignore[attr-defined]
+            return classify_error(
+                ANTHROPIC_ERROR_STATUS.get(str(err.get("type")), 400),
+                body,
+                str(err.get("message") or ""),
+                provider=self.name,  # type: ignore[attr-defined]
+                model=self.spec.model,  # type: ignore[attr-defined]
+                key_env=key_name(self),
+            )
         return CallError(f"batch_{kind}", f"the batch ended with this request {kind}")
-

@@ -20,19 +20,34 @@ _FIX = {
 
 def classify(exc: BaseException, *, provider: str, model: str, key_env: str) -> Exception:
     """Turn an SDK exception into FatalLLMError (stop the run) or CallError (record, go on)."""
-    return classify_error(getattr(exc, "status_code", None), getattr(exc, "body", None),
-                          str(getattr(exc, "message", "") or exc), type(exc).__name__,
-                          provider=provider, model=model, key_env=key_env)
+    return classify_error(
+        getattr(exc, "status_code", None),
+        getattr(exc, "body", None),
+        str(getattr(exc, "message", "") or exc),
+        type(exc).__name__,
+        provider=provider,
+        model=model,
+        key_env=key_env,
+    )
 
 
-ANTHROPIC_ERROR_STATUS = {"invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-                          "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-                          "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529}
+ANTHROPIC_ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
+}
 """Anthropic error types by the HTTP status they come with (batch results carry only the type)."""
 
 
-def classify_error(status: int | None, body: Any, message: str, name: str = "", *, provider: str,
-                   model: str, key_env: str) -> Exception:
+def classify_error(
+    status: int | None, body: Any, message: str, name: str = "", *, provider: str, model: str, key_env: str
+) -> Exception:
     """The same decision from an HTTP status, error body and message (also used for the
     per-request errors inside batch results). The message is redacted: a provider or proxy may
     echo the key in it."""
@@ -47,9 +62,11 @@ def classify_error(status: int | None, body: Any, message: str, name: str = "", 
     if status in _FIX:
         return FatalLLMError(f"{where}: HTTP {status}: {message}", hint=_FIX[status].format(env=key_env))
     if "insufficient_quota" in low or "credit balance" in low or "spend limit" in low or status == 402:
-        return FatalLLMError(f"{where}: out of quota or credit: {message}",
-                             hint="add credit or raise the spend limit on the provider's billing page, "
-                                  "then re-run: completed calls are cached and will not be repeated")
+        return FatalLLMError(
+            f"{where}: out of quota or credit: {message}",
+            hint="add credit or raise the spend limit on the provider's billing page, "
+            "then re-run: completed calls are cached and will not be repeated",
+        )
     if "context_length" in low or "context length" in low or "prompt is too long" in low or status == 413:
         return CallError("context_length", message)
     if "content_filter" in low or "content_policy" in low or "content management policy" in low:
@@ -67,8 +84,9 @@ def classify_error(status: int | None, body: Any, message: str, name: str = "", 
     return CallError("malformed_response", f"{name}: {message}")
 
 
-async def sdk_call(provider: Any, call: Awaitable[Any], api_error: type[BaseException],
-                   not_found: str | None = None) -> Any:
+async def sdk_call(
+    provider: Any, call: Awaitable[Any], api_error: type[BaseException], not_found: str | None = None
+) -> Any:
     """Await an SDK call (its own retries included); its errors classified, an unparseable
     answer a failed call rather than a crash. ``not_found``: the CallError reason of a 404 (for
     objects such as batches, whose absence does not mean the model spec is wrong)."""
@@ -84,7 +102,9 @@ async def sdk_call(provider: Any, call: Awaitable[Any], api_error: type[BaseExce
         raise CallError("malformed_response", f"{type(e).__name__}: {e}") from None
 
 
-async def post_json(provider: Any, path: str, body: dict[str, Any], api_error: type[BaseException]) -> tuple[Any, float]:
+async def post_json(
+    provider: Any, path: str, body: dict[str, Any], api_error: type[BaseException]
+) -> tuple[Any, float]:
     """POST through the SDK's documented raw request path (its retries and errors, without the
     per-request typed transforms that cost more CPU than the HTTP call): (JSON body, latency)."""
     t0 = time.perf_counter()

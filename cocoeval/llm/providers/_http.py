@@ -72,8 +72,9 @@ class HTTPProvider(KeyRule, Provider):
     def make_client(self) -> Any:
         """The SDK client, retrying as the SDK does (``max_retries``): no other retry loop."""
         sdk = self.sdk()
-        return getattr(sdk, self.client_class)(**self.client_args(), max_retries=self.max_retries,
-                                               timeout=self.timeout_s, http_client=aiohttp_client(sdk))
+        return getattr(sdk, self.client_class)(
+            **self.client_args(), max_retries=self.max_retries, timeout=self.timeout_s, http_client=aiohttp_client(sdk)
+        )
 
     def _client(self) -> Any:
         if self._client_obj is None:

@@ -33,9 +33,15 @@ class KeyRule:
 
     def key_var(self) -> str:
         """The variable to read the key from; a ConfigError where the key may not go."""
-        return key_env_for(str(self.spec), default_env=self.key_env, base_url=self.key_base_url(),
-                           hosts=self.own_hosts(), key_env=self.spec.key_env, any_host=self.key_any_host,
-                           other=self.key_other)
+        return key_env_for(
+            str(self.spec),
+            default_env=self.key_env,
+            base_url=self.key_base_url(),
+            hosts=self.own_hosts(),
+            key_env=self.spec.key_env,
+            any_host=self.key_any_host,
+            other=self.key_other,
+        )
 
     def api_key(self) -> str | None:
         return os.environ.get(self.key_var())
@@ -44,8 +50,10 @@ class KeyRule:
         """A ConfigError when the key may not go to this endpoint, or is needed and not set."""
         var = self.key_var()
         if (self.key_required or self.spec.key_env) and not os.environ.get(var):
-            raise ConfigError(f"{self.spec} needs an API key: {var} is not set",
-                              hint=f"export {var}=... (keys are read from the environment only)")
+            raise ConfigError(
+                f"{self.spec} needs an API key: {var} is not set",
+                hint=f"export {var}=... (keys are read from the environment only)",
+            )
 
 
 def key_name(provider: Any) -> str:

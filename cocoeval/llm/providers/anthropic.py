@@ -32,16 +32,30 @@ def parse_message(body: Any, latency: float | None) -> GenerateResponse:
             elif block.get("type") == "tool_use":
                 parts.append(json.dumps(block.get("input"), ensure_ascii=False))
         u = body.get("usage")
-        c, unknown = checked_usage(None if not u else {
-            k: u.get(k) for k in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                                  "cache_creation_input_tokens")}, required=("input_tokens", "output_tokens"))
+        c, unknown = checked_usage(
+            None
+            if not u
+            else {
+                k: u.get(k)
+                for k in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+            },
+            required=("input_tokens", "output_tokens"),
+        )
         cached, created = c.get("cache_read_input_tokens", 0), c.get("cache_creation_input_tokens", 0)
         resp = GenerateResponse(
-            text="".join(parts), finish_reason=stop,
-            usage=Usage(input_tokens=c.get("input_tokens", 0) + cached + created,
-                        cached_input_tokens=cached, cache_write_tokens=created,
-                        output_tokens=c.get("output_tokens", 0), unknown=unknown),
-            latency_s=latency, request_id=body.get("id"), model=body.get("model"))
+            text="".join(parts),
+            finish_reason=stop,
+            usage=Usage(
+                input_tokens=c.get("input_tokens", 0) + cached + created,
+                cached_input_tokens=cached,
+                cache_write_tokens=created,
+                output_tokens=c.get("output_tokens", 0),
+                unknown=unknown,
+            ),
+            latency_s=latency,
+            request_id=body.get("id"),
+            model=body.get("model"),
+        )
     except (KeyError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected messages body: {e!r}") from None
     if stop == "refusal":  # billed all the same: the usage goes with the failure
@@ -104,8 +118,7 @@ class AnthropicProvider(AnthropicBatches, HTTPProvider):
         for i, m in rest:
             cuts = [off for j, off in points if j == i]
             msgs.append({"role": m.role, "content": _blocks(m.content, cuts) if cuts else m.content})
-        kw: dict[str, Any] = {"model": self.spec.model, "max_tokens": request.max_tokens or 1024,
-                              "messages": msgs}
+        kw: dict[str, Any] = {"model": self.spec.model, "max_tokens": request.max_tokens or 1024, "messages": msgs}
         if system:
             cuts, at = [], 0
             for i, m in system:  # several system messages are sent as one text
@@ -117,8 +130,13 @@ class AnthropicProvider(AnthropicBatches, HTTPProvider):
         if request.stop:
             kw["stop_sequences"] = request.stop
         if request.json_schema is not None:
-            kw["tools"] = [{"name": request.schema_name, "description": "Give the answer in this form.",
-                            "input_schema": request.json_schema}]
+            kw["tools"] = [
+                {
+                    "name": request.schema_name,
+                    "description": "Give the answer in this form.",
+                    "input_schema": request.json_schema,
+                }
+            ]
             kw["tool_choice"] = {"type": "tool", "name": request.schema_name}
         return kw
 

@@ -149,7 +149,7 @@ def canonical_llama() -> type:
         def _start_from(self, t: Any) -> None:
             """Leave in the context the longest canonical prefix of ``t`` that still leaves two
             or more of its tokens to evaluate (llama-cpp-python's own prefix match then keeps it)."""
-            own = common_prefix(self.input_ids[:min(self._canon, self.n_tokens)], t)
+            own = common_prefix(self.input_ids[: min(self._canon, self.n_tokens)], t)
             n, state = self.states.longest(t)
             if state is not None and n > own:
                 self._load(state)
@@ -169,7 +169,7 @@ def canonical_llama() -> type:
             if self._prompt_pending:
                 self._prompt_pending = False
                 self._canon = self.n_tokens
-                t = self.input_ids[:self.n_tokens].copy()
+                t = self.input_ids[: self.n_tokens].copy()
                 if not self.states.covers(t):
                     self.states.put(t, self._save(t))
 
@@ -192,7 +192,7 @@ def canonical_llama() -> type:
             size = state.llama_state_size
             if C.llama_state_set_data(self._ctx.ctx, (ctypes.c_uint8 * size).from_buffer(state.data), size) != size:
                 raise RuntimeError("llama_state_set_data did not read the whole saved state")
-            self.input_ids[:state.n_tokens] = state.tokens
+            self.input_ids[: state.n_tokens] = state.tokens
             self.n_tokens = state.n_tokens
             self._requires_eval = True
 
@@ -283,22 +283,33 @@ class LocalProvider(Provider):
                 # machine into a 10-30x slowdown; passive waiting costs nothing when the CPU is free
                 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                 cores = os.cpu_count() or 1
-                make = functools.partial(canonical_llama(), model_path=key, n_ctx=self.n_ctx,
-                                         n_threads=1, n_threads_batch=cores, n_batch=512, verbose=False, seed=0)
+                make = functools.partial(
+                    canonical_llama(),
+                    model_path=key,
+                    n_ctx=self.n_ctx,
+                    n_threads=1,
+                    n_threads_batch=cores,
+                    n_batch=512,
+                    verbose=False,
+                    seed=0,
+                )
                 # generation on one thread, prompt processing on every core: a small model's next
                 # token is too little work to share, and its threads' meeting at every layer cost
                 # more than they saved (benchmarks/local_model.py on two idle cores: 29 -> 49
                 # generated tokens/s); calls in flight at once each get their own context (up to
                 # one per core, max_contexts), whose generation then runs on another core
-                self._models[key] = _Contexts(make, max(1, min(cores, self.max_contexts)),
-                                              PromptStates(self.prompt_cache_bytes), cores)
+                self._models[key] = _Contexts(
+                    make, max(1, min(cores, self.max_contexts)), PromptStates(self.prompt_cache_bytes), cores
+                )
             return self._models[key]
 
     def _complete(self, request: GenerateRequest) -> dict[str, Any]:
-        kw: dict[str, Any] = {"messages": [m.model_dump() for m in request.messages],
-                              "max_tokens": request.max_tokens,
-                              "temperature": 0.0 if request.temperature is None else request.temperature,
-                              "seed": request.seed if request.seed is not None else request.sample}
+        kw: dict[str, Any] = {
+            "messages": [m.model_dump() for m in request.messages],
+            "max_tokens": request.max_tokens,
+            "temperature": 0.0 if request.temperature is None else request.temperature,
+            "seed": request.seed if request.seed is not None else request.sample,
+        }
         if request.presence_penalty is not None:
             kw["presence_penalty"] = request.presence_penalty
         if request.stop:

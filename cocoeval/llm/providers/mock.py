@@ -43,8 +43,10 @@ from ..yamlfile import safe_load
 
 ECHO = "echo"
 """The model name of the script-less mock: every request is echoed."""
-_HINT = ("write the script as {answers: [{match: TEXT, text: ANSWER}, ...]} "
-         "(optional per answer: context, times, error), or use mock/echo")
+_HINT = (
+    "write the script as {answers: [{match: TEXT, text: ANSWER}, ...]} "
+    "(optional per answer: context, times, error), or use mock/echo"
+)
 
 
 class MockAnswer(BaseModel):
@@ -98,8 +100,10 @@ class MockProvider(Provider):
         if path is None:
             return MockScript(), hashlib.sha256(b"").hexdigest()
         if not path.is_file():
-            raise ConfigError(f"mock model script not found: {path}",
-                              hint="give the path of a YAML or JSON script file, or use mock/echo")
+            raise ConfigError(
+                f"mock model script not found: {path}",
+                hint="give the path of a YAML or JSON script file, or use mock/echo",
+            )
         raw = path.read_bytes()
         try:
             data = json.loads(raw) if path.suffix == ".json" else safe_load(raw.decode("utf-8"))
@@ -139,6 +143,10 @@ class MockProvider(Provider):
         finish = "stop"
         if request.max_tokens is not None and len(text) > request.max_tokens * 4:
             text, finish = text[: request.max_tokens * 4], "length"
-        return GenerateResponse(text=text, finish_reason=finish, model=self.spec.model,
-                                usage=Usage(input_tokens=prompt_tokens, output_tokens=tokens(len(text))),
-                                latency_s=time.perf_counter() - t0)
+        return GenerateResponse(
+            text=text,
+            finish_reason=finish,
+            model=self.spec.model,
+            usage=Usage(input_tokens=prompt_tokens, output_tokens=tokens(len(text))),
+            latency_s=time.perf_counter() - t0,
+        )

@@ -52,20 +52,34 @@ def parse_chat_completion(body: Any, latency: float | None) -> GenerateResponse:
         usage = body.get("usage")
         details = (usage.get("prompt_tokens_details") if usage else None) or {}
         out_details = (usage.get("completion_tokens_details") if usage else None) or {}
-        counts, unknown = checked_usage(None if not usage else {
-            "prompt_tokens": usage.get("prompt_tokens"), "completion_tokens": usage.get("completion_tokens"),
-            "cached_tokens": details.get("cached_tokens"), "reasoning_tokens": out_details.get("reasoning_tokens")},
-            required=("prompt_tokens", "completion_tokens"))
+        counts, unknown = checked_usage(
+            None
+            if not usage
+            else {
+                "prompt_tokens": usage.get("prompt_tokens"),
+                "completion_tokens": usage.get("completion_tokens"),
+                "cached_tokens": details.get("cached_tokens"),
+                "reasoning_tokens": out_details.get("reasoning_tokens"),
+            },
+            required=("prompt_tokens", "completion_tokens"),
+        )
         finish = choice.get("finish_reason")
         text = message.get("content") or ""
         refusal = message.get("refusal")
         resp = GenerateResponse(
-            text=text if isinstance(text, str) else str(text), finish_reason=finish,
-            usage=Usage(input_tokens=counts.get("prompt_tokens", 0),
-                        cached_input_tokens=counts.get("cached_tokens", 0),
-                        output_tokens=counts.get("completion_tokens", 0),
-                        reasoning_tokens=counts.get("reasoning_tokens", 0), unknown=unknown),
-            latency_s=latency, request_id=body.get("id"), model=body.get("model"))
+            text=text if isinstance(text, str) else str(text),
+            finish_reason=finish,
+            usage=Usage(
+                input_tokens=counts.get("prompt_tokens", 0),
+                cached_input_tokens=counts.get("cached_tokens", 0),
+                output_tokens=counts.get("completion_tokens", 0),
+                reasoning_tokens=counts.get("reasoning_tokens", 0),
+                unknown=unknown,
+            ),
+            latency_s=latency,
+            request_id=body.get("id"),
+            model=body.get("model"),
+        )
     except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
         raise CallError("malformed_response", f"unexpected chat-completion body: {e!r}") from None
     if finish == "content_filter":  # billed all the same: the usage goes with the failure
@@ -118,12 +132,13 @@ class OpenAIProvider(OpenAIBatches, HTTPProvider):
         return request.model_copy(update=update), drop
 
     def response_format(self, request: GenerateRequest) -> dict[str, Any]:
-        return {"type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": request.json_schema, "strict": True}}
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": request.schema_name, "schema": request.json_schema, "strict": True},
+        }
 
     def kwargs(self, request: GenerateRequest) -> dict[str, Any]:
-        kw: dict[str, Any] = {"model": self.spec.model,
-                              "messages": [m.model_dump() for m in request.messages]}
+        kw: dict[str, Any] = {"model": self.spec.model, "messages": [m.model_dump() for m in request.messages]}
         if request.max_tokens is not None:
             kw["max_completion_tokens" if self.reasoning else "max_tokens"] = request.max_tokens
         for f in ("temperature", "presence_penalty", "stop", "reasoning_effort", "seed"):
@@ -157,13 +172,13 @@ class AzureOpenAIProvider(OpenAIProvider):
     def check_ready(self) -> None:
         super().check_ready()
         if not (self.spec.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")):
-            raise ConfigError("azure needs an endpoint: AZURE_OPENAI_ENDPOINT is not set",
-                              hint="export AZURE_OPENAI_ENDPOINT=https://NAME.openai.azure.com "
-                                   "or write azure/DEPLOYMENT@https://...")
+            raise ConfigError(
+                "azure needs an endpoint: AZURE_OPENAI_ENDPOINT is not set",
+                hint="export AZURE_OPENAI_ENDPOINT=https://NAME.openai.azure.com or write azure/DEPLOYMENT@https://...",
+            )
 
     def cache_identity(self) -> dict[str, Any]:
-        return {**super().cache_identity(),
-                "base_url": self.spec.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")}
+        return {**super().cache_identity(), "base_url": self.spec.base_url or os.environ.get("AZURE_OPENAI_ENDPOINT")}
 
     def key_base_url(self) -> str | None:
         url, configured = self.spec.base_url, os.environ.get("AZURE_OPENAI_ENDPOINT")
@@ -172,9 +187,11 @@ class AzureOpenAIProvider(OpenAIProvider):
         return url
 
     def client_args(self) -> dict[str, Any]:
-        return {"api_key": self.api_key(),
-                "azure_endpoint": self.spec.base_url or os.environ["AZURE_OPENAI_ENDPOINT"],
-                "api_version": os.environ.get("OPENAI_API_VERSION", self.default_api_version)}
+        return {
+            "api_key": self.api_key(),
+            "azure_endpoint": self.spec.base_url or os.environ["AZURE_OPENAI_ENDPOINT"],
+            "api_version": os.environ.get("OPENAI_API_VERSION", self.default_api_version),
+        }
 
 
 @provider("openai-compatible")
@@ -196,8 +213,10 @@ class OpenAICompatibleProvider(OpenAIProvider):
 
     def check_ready(self) -> None:
         if not self.spec.base_url:
-            raise ConfigError(f"{self.name}/{self.spec.model} needs a server URL",
-                              hint=f"write {self.name}/{self.spec.model}@http://HOST:PORT/v1")
+            raise ConfigError(
+                f"{self.name}/{self.spec.model} needs a server URL",
+                hint=f"write {self.name}/{self.spec.model}@http://HOST:PORT/v1",
+            )
         self.check_key()
 
     @property

@@ -148,8 +148,20 @@ from ._answers import ANTHROPIC_PATH, FAULT_KINDS, MALFORMED_BODY, OPENAI_PATH, 
 from ._handler import FakeHTTPServer, Handler
 from ._state import State
 
-__all__ = ["ANTHROPIC_PATH", "FAULT_KINDS", "MALFORMED_BODY", "OPENAI_PATH", "FakeHTTPServer",
-           "FakeServer", "Handler", "State", "answer", "content_text", "is_loopback", "main"]
+__all__ = [
+    "ANTHROPIC_PATH",
+    "FAULT_KINDS",
+    "MALFORMED_BODY",
+    "OPENAI_PATH",
+    "FakeHTTPServer",
+    "FakeServer",
+    "Handler",
+    "State",
+    "answer",
+    "content_text",
+    "is_loopback",
+    "main",
+]
 
 
 def is_loopback(host: str) -> bool:
@@ -162,8 +174,9 @@ def is_loopback(host: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m tests.fakes.server",
-                                     description="Fake OpenAI/Anthropic server (a test double).")
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.fakes.server", description="Fake OpenAI/Anthropic server (a test double)."
+    )
     parser.add_argument("--host", default="127.0.0.1", help="a loopback address only")
     parser.add_argument("--port", type=int, default=0, help="0 = pick a free port")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before every answer")
@@ -195,9 +208,11 @@ class FakeServer:
         root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.fakes.server", "--port", "0",
-             "--latency", repr(float(self.latency_s))],
-            stdout=subprocess.PIPE, text=True, env=env)
+            [sys.executable, "-m", "tests.fakes.server", "--port", "0", "--latency", repr(float(self.latency_s))],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], self.start_timeout_s)
         line = self.proc.stdout.readline() if ready else ""
@@ -230,8 +245,9 @@ class FakeServer:
 
     def _call(self, method: str, path: str, payload: dict | None = None) -> Any:
         data = json.dumps(payload).encode() if payload is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=30) as resp:
             return json.loads(resp.read())
 

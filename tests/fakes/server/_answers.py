@@ -23,26 +23,55 @@ Reply = tuple[int, "dict | bytes", dict[str, str]]
 
 # kind -> (status, openai (type, code, message), anthropic (status, type, message))
 ERRORS: dict[str, tuple[int, tuple[str, str | None, str], tuple[int, str, str]]] = {
-    "429": (429, ("requests", "rate_limit_exceeded", "Rate limit reached"),
-            (429, "rate_limit_error", "Number of request tokens has exceeded your rate limit.")),
-    "quota": (429, ("insufficient_quota", "insufficient_quota",
-                    "You exceeded your current quota, please check your plan and billing details."),
-              (400, "invalid_request_error",
-               "Your credit balance is too low to access the Anthropic API.")),
-    "500": (500, ("server_error", None, "The server had an error while processing your request."),
-            (500, "api_error", "Internal server error")),
+    "429": (
+        429,
+        ("requests", "rate_limit_exceeded", "Rate limit reached"),
+        (429, "rate_limit_error", "Number of request tokens has exceeded your rate limit."),
+    ),
+    "quota": (
+        429,
+        (
+            "insufficient_quota",
+            "insufficient_quota",
+            "You exceeded your current quota, please check your plan and billing details.",
+        ),
+        (400, "invalid_request_error", "Your credit balance is too low to access the Anthropic API."),
+    ),
+    "500": (
+        500,
+        ("server_error", None, "The server had an error while processing your request."),
+        (500, "api_error", "Internal server error"),
+    ),
     "529": (529, ("server_error", "overloaded", "Overloaded"), (529, "overloaded_error", "Overloaded")),
-    "401": (401, ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
-            (401, "authentication_error", "invalid x-api-key")),
-    "403": (403, ("invalid_request_error", "unsupported_country_region_territory",
-                  "Country, region, or territory not supported"),
-            (403, "permission_error", "Your API key does not have permission to use the specified resource.")),
-    "404": (404, ("invalid_request_error", "model_not_found", "The model does not exist or you do not have access to it."),
-            (404, "not_found_error", "model not found")),
-    "context_length": (400, ("invalid_request_error", "context_length_exceeded",
-                             "This model's maximum context length is 128000 tokens. However, your "
-                             "messages resulted in 300000 tokens. Please reduce the length of the messages."),
-                       (400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum")),
+    "401": (
+        401,
+        ("invalid_request_error", "invalid_api_key", "Incorrect API key provided."),
+        (401, "authentication_error", "invalid x-api-key"),
+    ),
+    "403": (
+        403,
+        (
+            "invalid_request_error",
+            "unsupported_country_region_territory",
+            "Country, region, or territory not supported",
+        ),
+        (403, "permission_error", "Your API key does not have permission to use the specified resource."),
+    ),
+    "404": (
+        404,
+        ("invalid_request_error", "model_not_found", "The model does not exist or you do not have access to it."),
+        (404, "not_found_error", "model not found"),
+    ),
+    "context_length": (
+        400,
+        (
+            "invalid_request_error",
+            "context_length_exceeded",
+            "This model's maximum context length is 128000 tokens. However, your "
+            "messages resulted in 300000 tokens. Please reduce the length of the messages.",
+        ),
+        (400, "invalid_request_error", "prompt is too long: 300000 tokens > 200000 maximum"),
+    ),
 }
 FAULT_KINDS = (*ERRORS, "echo_key", "content_filter", "slow", "timeout", "drop", "malformed")
 
@@ -95,8 +124,9 @@ def is_anthropic(path: str) -> bool:
     return path == ANTHROPIC_PATH or path.startswith(ANTHROPIC_PATH + "/")
 
 
-def oai_error(message: str, type_: str = "invalid_request_error", param: str | None = None,
-              code: str | None = None) -> dict:
+def oai_error(
+    message: str, type_: str = "invalid_request_error", param: str | None = None, code: str | None = None
+) -> dict:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
@@ -131,8 +161,7 @@ def echo_key_reply(path: str, fault: dict, n: int, key: str) -> Reply:
     """An error (status ``fault["status"]``, default 400) whose message repeats the request's
     key and its header, as some providers and proxies do."""
     status = int(fault.get("status", 400))
-    msg = (f"Invalid API key provided: {key or '(none)'}; the request had "
-           f"Authorization: Bearer {key or '(none)'}")
+    msg = f"Invalid API key provided: {key or '(none)'}; the request had Authorization: Bearer {key or '(none)'}"
     body = ant_error(msg, "invalid_request_error", n) if is_anthropic(path) else oai_error(msg, code="invalid_request")
     return status, body, request_id_header(path, n)
 
@@ -153,9 +182,17 @@ def fault_reply(path: str, fault: dict, n: int, key: str = "") -> tuple[str, Rep
     return kind, (400, {"error": {"message": f"unknown fault kind {kind!r}"}}, {})
 
 
-def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None,
-           scripted: dict | None, key: str = "", cache: tuple[int, int] | str = (0, 0),
-           reasoning: int = 0) -> Reply:
+def answer(
+    path: str,
+    body: dict | None,
+    prompt: str,
+    n: int,
+    fault: dict | None,
+    scripted: dict | None,
+    key: str = "",
+    cache: tuple[int, int] | str = (0, 0),
+    reasoning: int = 0,
+) -> Reply:
     """The reply to a model call on path (OPENAI_PATH or ANTHROPIC_PATH): n numbers the ids,
     fault is the fault that matched (if any), scripted the scripted answer (if any), key the
     request's API key (echoed by the echo_key fault; empty inside a batch), cache the prompt
@@ -186,34 +223,76 @@ def answer(path: str, body: dict | None, prompt: str, n: int, fault: dict | None
     c_tok += thought
     if path == OPENAI_PATH:
         finish = "content_filter" if kind == "content_filter" else ("length" if truncated else "stop")
-        return _usage_fault(kind, fault, (200, {
-            "id": f"chatcmpl-{n}", "object": "chat.completion", "created": int(time.time()),
-            "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "logprobs": None, "finish_reason": finish}],
-            "usage": {"prompt_tokens": p_tok, "completion_tokens": c_tok,
-                      "total_tokens": p_tok + c_tok, "prompt_tokens_details": {"cached_tokens": read},
-                      "completion_tokens_details": {"reasoning_tokens": thought}},
-        }, {"x-request-id": f"req_{n}"}))
+        return _usage_fault(
+            kind,
+            fault,
+            (
+                200,
+                {
+                    "id": f"chatcmpl-{n}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": model,
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "logprobs": None,
+                            "finish_reason": finish,
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": p_tok,
+                        "completion_tokens": c_tok,
+                        "total_tokens": p_tok + c_tok,
+                        "prompt_tokens_details": {"cached_tokens": read},
+                        "completion_tokens_details": {"reasoning_tokens": thought},
+                    },
+                },
+                {"x-request-id": f"req_{n}"},
+            ),
+        )
     stop = "refusal" if kind == "content_filter" else ("max_tokens" if truncated else "end_turn")
     content: list[dict] = [{"type": "text", "text": text}]
     choice = body.get("tool_choice")
-    if (body.get("tools") and isinstance(choice, dict) and choice.get("type") == "tool"
-            and kind != "content_filter"):
+    if body.get("tools") and isinstance(choice, dict) and choice.get("type") == "tool" and kind != "content_filter":
         try:
             parsed = json.loads(text)
         except ValueError:
             parsed = None
-        content = [{"type": "tool_use", "id": f"toolu_{n}", "name": choice.get("name"),
-                    "input": parsed if isinstance(parsed, dict) else {}}]
+        content = [
+            {
+                "type": "tool_use",
+                "id": f"toolu_{n}",
+                "name": choice.get("name"),
+                "input": parsed if isinstance(parsed, dict) else {},
+            }
+        ]
         if not truncated:
             stop = "tool_use"
-    return _usage_fault(kind, fault, (200, {
-        "id": f"msg_{n}", "type": "message", "role": "assistant", "model": model,
-        "content": content, "stop_reason": stop, "stop_sequence": None,
-        "usage": {"input_tokens": p_tok - read - write, "output_tokens": c_tok,
-                  "cache_read_input_tokens": read, "cache_creation_input_tokens": write},
-    }, {"request-id": f"req_{n}"}))
+    return _usage_fault(
+        kind,
+        fault,
+        (
+            200,
+            {
+                "id": f"msg_{n}",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": stop,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": p_tok - read - write,
+                    "output_tokens": c_tok,
+                    "cache_read_input_tokens": read,
+                    "cache_creation_input_tokens": write,
+                },
+            },
+            {"request-id": f"req_{n}"},
+        ),
+    )
 
 
 def _usage_fault(kind: str, fault: dict | None, reply: Reply) -> Reply:

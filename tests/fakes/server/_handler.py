@@ -69,8 +69,7 @@ class Handler(BaseHTTPRequestHandler):
         path = self._path()
         if path == "/stats":
             self._send(200, self.server.state.snapshot())
-        elif path.startswith((FILES_PATH + "/", JOBS_PATH + "/")) or _under(
-                path, BATCHES_PATH, MSG_BATCHES_PATH):
+        elif path.startswith((FILES_PATH + "/", JOBS_PATH + "/")) or _under(path, BATCHES_PATH, MSG_BATCHES_PATH):
             self._api(path, b"")
         else:
             self._no_route()
@@ -103,7 +102,8 @@ class Handler(BaseHTTPRequestHandler):
         body = json_object(raw)
         prompt = prompt_of(body)
         n, latency, fault, scripted = state.arrive(
-            path, prompt, body if body is not None else raw.decode("utf-8", "replace"))
+            path, prompt, body if body is not None else raw.decode("utf-8", "replace")
+        )
         errs = fault is not None and fault.get("kind") not in ("content_filter", "slow", "timeout", "usage")
         cache, store = ((0, 0), None) if errs else state.prompt_cache(path, body)
         try:
@@ -113,8 +113,19 @@ class Handler(BaseHTTPRequestHandler):
                 return None
             if store is not None:
                 store()  # processed: its prefix is in the cache from now on
-            self._send(*answer(path, body, prompt, n, fault, scripted, request_key(self.headers), cache,
-                               int(state.settings.get("reasoning_tokens") or 0)))
+            self._send(
+                *answer(
+                    path,
+                    body,
+                    prompt,
+                    n,
+                    fault,
+                    scripted,
+                    request_key(self.headers),
+                    cache,
+                    int(state.settings.get("reasoning_tokens") or 0),
+                )
+            )
         finally:
             state.leave()
 
@@ -154,8 +165,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == FILES_PATH:
             fields = form(self.headers.get("Content-Type") or "", raw)
             if "purpose" not in fields or "file" not in fields:
-                return 400, oai_error("expected multipart/form-data with the fields purpose and "
-                                      "file", param="file"), {}
+                return 400, oai_error("expected multipart/form-data with the fields purpose and file", param="file"), {}
             (name, data), purpose = fields["file"], fields["purpose"][1].decode("utf-8", "replace")
             return 200, state.add_file(n, name or "upload", purpose, data), {}
         if path == JOBS_PATH:
@@ -167,9 +177,9 @@ class Handler(BaseHTTPRequestHandler):
             return 200, job, {}
         found: dict | None = None
         if path.startswith(JOBS_PATH + "/"):
-            found = state.advance_job(path[len(JOBS_PATH) + 1:])
+            found = state.advance_job(path[len(JOBS_PATH) + 1 :])
         else:
-            file_id, _, rest = path[len(FILES_PATH) + 1:].partition("/")
+            file_id, _, rest = path[len(FILES_PATH) + 1 :].partition("/")
             if method == "DELETE":
                 if not rest and state.delete_file(file_id):
                     return 200, {"id": file_id, "object": "file", "deleted": True}, {}

@@ -16,15 +16,20 @@ BATCH_KEY = "batch:"  # by_path key prefix of the model calls a batch makes: bat
 DEFAULT_BATCH_STEPS = 2
 
 
-def take(entries: list[dict], text: str, default_times: int | None, path: str = "",
-         model: bool = True, request: str | None = None) -> dict | None:
+def take(
+    entries: list[dict],
+    text: str,
+    default_times: int | None,
+    path: str = "",
+    model: bool = True,
+    request: str | None = None,
+) -> dict | None:
     """First entry that applies and has times left; uses one of its times. An entry applies
     when its match is in text, its path, if any, is a prefix of path (without a path: model
     calls only) and its context, if any, is in request (the whole request's text)."""
     for entry in entries:
         scope = entry.get("path")
-        if (entry.get("match") or "") not in text or not (
-                path.startswith(scope) if scope else model):
+        if (entry.get("match") or "") not in text or not (path.startswith(scope) if scope else model):
             continue
         if entry.get("context") and entry["context"] not in (request if request is not None else text):
             continue
@@ -54,9 +59,13 @@ def use_time(entry: dict, default_times: int | None) -> bool:
 def form(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
     """Fields of a multipart/form-data body: name -> (filename, bytes)."""
     msg = BytesParser().parsebytes(f"Content-Type: {content_type}\r\n\r\n".encode() + raw)
-    return {part.get_param("name", header="content-disposition"):
-            (part.get_filename(), part.get_payload(decode=True) or b"")
-            for part in (msg.get_payload() if msg.is_multipart() else [])}
+    return {
+        part.get_param("name", header="content-disposition"): (
+            part.get_filename(),
+            part.get_payload(decode=True) or b"",
+        )
+        for part in (msg.get_payload() if msg.is_multipart() else [])
+    }
 
 
 def json_object(raw: bytes | str) -> dict | None:
@@ -84,12 +93,26 @@ class State:
     def reset(self) -> None:
         with self.lock:
             self.settings: dict[str, Any] = {
-                "latency_s": self.start_latency, "faults": [], "answers": [],
-                "batch_steps": DEFAULT_BATCH_STEPS, "batch_faults": []}
-            self.stats: dict[str, Any] = {"requests": 0, "by_path": {}, "max_in_flight": 0,
-                                          "in_flight": 0, "prompts": {}, "times": [],
-                                          "bodies_last": None, "bodies": [], "files": {}, "jobs": {}, "job_requests": {},
-                                          "batches": {}}
+                "latency_s": self.start_latency,
+                "faults": [],
+                "answers": [],
+                "batch_steps": DEFAULT_BATCH_STEPS,
+                "batch_faults": [],
+            }
+            self.stats: dict[str, Any] = {
+                "requests": 0,
+                "by_path": {},
+                "max_in_flight": 0,
+                "in_flight": 0,
+                "prompts": {},
+                "times": [],
+                "bodies_last": None,
+                "bodies": [],
+                "files": {},
+                "jobs": {},
+                "job_requests": {},
+                "batches": {},
+            }
             self.blobs: dict[str, tuple[dict, bytes]] = {}  # file id -> (File object, bytes)
             self.batches: dict[str, dict] = {}  # batch id -> record (see _batches, _msgbatches)
             self.openai_cache = OpenAIPrefixCache()
@@ -140,8 +163,9 @@ class State:
             st["max_in_flight"] = max(st["max_in_flight"], st["in_flight"])
             return n, float(self.settings.get("latency_s") or 0), fault, scripted
 
-    def locked_model_call(self, path: str, key: str, prompt: str, body: Any,
-                          answered: tuple[str, ...]) -> tuple[int, dict | None, dict | None]:
+    def locked_model_call(
+        self, path: str, key: str, prompt: str, body: Any, answered: tuple[str, ...]
+    ) -> tuple[int, dict | None, dict | None]:
         """Count a model call under by_path key; returns (n, fault, scripted answer). The
         scripted answer is used up only when no fault matched or its kind is in answered."""
         n = self.next_n()
@@ -152,7 +176,7 @@ class State:
         st["prompts"][prompt] = st["prompts"].get(prompt, 0) + 1
         st["times"].append(time.monotonic())
         st["bodies_last"] = body
-        st["bodies"] = [*st["bodies"][-(BODIES_KEPT - 1):], body]
+        st["bodies"] = [*st["bodies"][-(BODIES_KEPT - 1) :], body]
         scripted = None
         if fault is None or fault.get("kind") in answered:
             scripted = take(self.settings.get("answers") or [], prompt, None, request=request_text(body))
@@ -188,9 +212,15 @@ class State:
             return self.locked_add_file(f"file-{n}", filename, purpose, data)
 
     def locked_add_file(self, file_id: str, filename: str, purpose: str, data: bytes) -> dict:
-        obj = {"id": file_id, "object": "file", "bytes": len(data),
-               "created_at": int(time.time()), "filename": filename, "purpose": purpose,
-               "status": "processed"}
+        obj = {
+            "id": file_id,
+            "object": "file",
+            "bytes": len(data),
+            "created_at": int(time.time()),
+            "filename": filename,
+            "purpose": purpose,
+            "status": "processed",
+        }
         self.blobs[obj["id"]] = (obj, data)
         self.stats["files"][obj["id"]] = {k: obj[k] for k in ("filename", "purpose", "bytes")}
         return obj
@@ -206,14 +236,24 @@ class State:
             for key in ("training_file", "validation_file"):
                 if str(body.get(key)) not in self.blobs and (key == "training_file" or body.get(key)):
                     return key
-            job = {"id": f"ftjob-{n}", "object": "fine_tuning.job", "model": body["model"],
-                   "created_at": int(time.time()), "status": "validating_files",
-                   "training_file": body["training_file"],
-                   "validation_file": body.get("validation_file"), "fine_tuned_model": None,
-                   "hyperparameters": _hyperparameters(body),
-                   "organization_id": "org-fake", "result_files": [],
-                   "seed": body.get("seed") or 0, "trained_tokens": None, "error": None,
-                   "finished_at": None, "user_provided_suffix": body.get("suffix")}
+            job = {
+                "id": f"ftjob-{n}",
+                "object": "fine_tuning.job",
+                "model": body["model"],
+                "created_at": int(time.time()),
+                "status": "validating_files",
+                "training_file": body["training_file"],
+                "validation_file": body.get("validation_file"),
+                "fine_tuned_model": None,
+                "hyperparameters": _hyperparameters(body),
+                "organization_id": "org-fake",
+                "result_files": [],
+                "seed": body.get("seed") or 0,
+                "trained_tokens": None,
+                "error": None,
+                "finished_at": None,
+                "user_provided_suffix": body.get("suffix"),
+            }
             job["method"] = body.get("method") if isinstance(body.get("method"), dict) else {"type": "supervised"}
             self.stats["jobs"][job["id"]] = job
             self.stats["job_requests"][job["id"]] = body
@@ -230,13 +270,29 @@ class State:
             now = int(time.time())
             if job["status"] == "running":
                 name = f"{job['model']}:fake-org:{job['user_provided_suffix'] or 'custom'}"
-                job.update(status="succeeded", finished_at=now, trained_tokens=len(lines) * 100,
-                           fine_tuned_model=f"ft:{name}:{job['id'].split('-', 1)[1]}")
-            elif bad := next((i for i, ln in enumerate(lines or [b""], 1)
-                              if not isinstance((json_object(ln) or {}).get("messages"), list)), 0):
-                job.update(status="failed", finished_at=now, error={
-                    "code": "invalid_file", "param": "training_file", "message":
-                    f'Invalid file format. Line {bad}: expected a JSON object with a "messages" list.'})
+                job.update(
+                    status="succeeded",
+                    finished_at=now,
+                    trained_tokens=len(lines) * 100,
+                    fine_tuned_model=f"ft:{name}:{job['id'].split('-', 1)[1]}",
+                )
+            elif bad := next(
+                (
+                    i
+                    for i, ln in enumerate(lines or [b""], 1)
+                    if not isinstance((json_object(ln) or {}).get("messages"), list)
+                ),
+                0,
+            ):
+                job.update(
+                    status="failed",
+                    finished_at=now,
+                    error={
+                        "code": "invalid_file",
+                        "param": "training_file",
+                        "message": f'Invalid file format. Line {bad}: expected a JSON object with a "messages" list.',
+                    },
+                )
             else:
                 job["status"] = "running"
             return dict(job)
