@@ -12,9 +12,10 @@ to answer from. Light on purpose: no polars, so ``cocoeval check`` stays fast.""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
@@ -87,37 +88,67 @@ def _base(model: str) -> str:
 
 
 _DATE = r"(?:-\d{4}-\d{2}-\d{2}|-\d{8})?"
-MODELS = {  # the paper's simulators: name, pattern of the model name, its figures, k values
-    "gpt-4.1": (re.compile(rf"gpt-4\.1{_DATE}$"), "Table 4; Figures 3, 5", (1, 5, 30)),
-    "gpt-5.1": (re.compile(rf"gpt-5\.1(?:-chat)?(?:-latest)?{_DATE}$"), "Table 4; Figure 6", (1, 5, 30)),
-    "claude-opus-4": (
-        re.compile(rf"claude-opus-4{_DATE}$"),
-        "Table 4; Figure 7 (k = 1, 5 only, as in the paper)",
-        (1, 5),
-    ),
-}
-PROMPTS = {"vanilla": "RQ2 (§5.2), RQ5", "taxonomy": "RQ3 (§5.3), RQ5"}
-SFT_KS = (1, 5, 30)
-JUDGES = {  # B.2's alternative judges: element, test on (model name, reasoning effort), params/paper.yaml name
-    "GPT-5.1 Instant judge": (lambda m, e: bool(re.match(rf"gpt-5\.1-chat(?:-latest)?{_DATE}$", m)), "gpt51-instant"),
-    "GPT-5.1 High judge": (lambda m, e: bool(re.match(rf"gpt-5\.1{_DATE}$", m)) and e == "high", "gpt51-high"),
-    "Claude Opus 4 judge": (lambda m, e: bool(MODELS["claude-opus-4"][0].match(m)), "opus4"),
-}
-KINDS = ("overall", "fine_grained")
-DATASETS = {  # the paper's six datasets (Table 2): what, `cocoeval fetch` name, build source
-    "qmsum_product": ("QMSum product meetings", "qmsum", "qmsum:../data/qmsum/data"),
-    "qmsum_academic": ("QMSum academic meetings", "qmsum", "qmsum:../data/qmsum/data"),
-    "qmsum_committee": ("QMSum committee meetings", "qmsum", "qmsum:../data/qmsum/data"),
-    "iq2": ("Intelligence Squared debates", "iq2", "convokit:../data/iq2-corpus"),
-    "sim": ("TCR SIM meetings", "tcr", "tcr:../data/tcr/SIM.json#sim, tcr:../data/tcr/NCPC.json#ncpc"),
-    "ncpc": ("TCR NCPC meetings", "tcr", "tcr:../data/tcr/SIM.json#sim, tcr:../data/tcr/NCPC.json#ncpc"),
-}
-SHARECHAT = "sharechat"
-DEMO_DATASETS = ("qmsum_product", "qmsum_academic", "qmsum_committee", "generated_debates", "generated_chat")
-PAPER_HUMANS = {
-    "fine_grained": ("Tables 3, 10 (5 annotators, 1,080 turns of 36 conversations)", "turn labels"),
-    "overall": ("Table 9 (5 annotators, 54 conversations)", "1–10 scores"),
-}
+ELEMENTS_FILE = Path(__file__).with_name("paper_elements.yaml")
+"""The paper's elements coverage looks for (models, prompts, judges, datasets, annotations): data,
+not code, so that a reader sees the whole list in one place."""
+
+
+@dataclass(frozen=True)
+class PaperElements:
+    """``paper_elements.yaml`` as coverage uses it."""
+
+    models: dict[str, tuple[re.Pattern[str], str, tuple[int, ...]]]
+    """{the paper's simulator: (pattern of its model name, where the paper shows it, its k values)}."""
+    prompts: dict[str, str]
+    """{prompt of the grid: the research questions that use it}."""
+    sft_ks: tuple[int, ...]
+    """The k values of RQ4's fine-tuned setups."""
+    user_simulator: re.Pattern[str]
+    """The model pattern of D.1's simulated users."""
+    judges: dict[str, tuple[Callable[[str, str | None], bool], str]]
+    """{B.2's alternative judge: (test on the model name and reasoning effort, its name in params/paper.yaml)}."""
+    kinds: tuple[str, ...]
+    """The judge's kinds."""
+    datasets: dict[str, tuple[str, str, str]]
+    """{the paper's dataset: (what it is, its ``cocoeval fetch`` name, its build source)}."""
+    sharechat: str
+    """The dataset of the generalization study's human–AI chats."""
+    demo_datasets: tuple[str, ...]
+    """The datasets the offline demo builds."""
+    human_annotations: dict[str, tuple[str, str]]
+    """{judge kind: (where the paper shows its human annotations, what they are)}."""
+
+
+def _judge_test(pattern: re.Pattern[str], effort: str | None) -> Callable[[str, str | None], bool]:
+    return lambda m, e: bool(pattern.match(m)) and (effort is None or e == effort)
+
+
+@functools.cache
+def paper_elements() -> PaperElements:
+    """The paper's elements, read from ``ELEMENTS_FILE`` once (at the first coverage, not at import)."""
+    from cocoeval.core.yamlio import load
+
+    d = load(ELEMENTS_FILE.read_text(encoding="utf-8"), ELEMENTS_FILE)
+
+    def rx(p: str) -> re.Pattern[str]:
+        return re.compile(p.replace("{date}", _DATE))
+
+    models = {k: (rx(v["pattern"]), v["paper"], tuple(v["ks"])) for k, v in d["models"].items()}
+    return PaperElements(
+        models=models,
+        prompts=dict(d["prompts"]),
+        sft_ks=tuple(d["sft_ks"]),
+        user_simulator=models[d["user_simulator_model"]][0],
+        judges={
+            k: (_judge_test(rx(v["pattern"]), v.get("reasoning_effort")), v["params_name"])
+            for k, v in d["judges"].items()
+        },
+        kinds=tuple(d["kinds"]),
+        datasets={k: (v["what"], v["fetch"], v["source"]) for k, v in d["datasets"].items()},
+        sharechat=d["sharechat"],
+        demo_datasets=tuple(d["demo_datasets"]),
+        human_annotations={k: (v["paper"], v["what"]) for k, v in d["human_annotations"].items()},
+    )
 
 
 @dataclass
@@ -142,7 +173,7 @@ def _params_datasets(params: ExperimentParams, exp: Experiment | None) -> set[st
     b = params.build
     found: set[str] | None
     if b is not None:
-        found = set(DEMO_DATASETS) if b.demo_data else set()
+        found = set(paper_elements().demo_datasets) if b.demo_data else set()
         for spec in b.sources:
             kind, _, rest = spec.partition(":")
             path, _, ds = rest.partition("#")
@@ -287,6 +318,7 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
     judge once it has ok judgments of both kinds) or, before running, an ``ExperimentParams`` or an
     ``Experiment`` (its params; with an ``Experiment`` also its benchmark folder and its run
     directory's annotation stores)."""
+    el = paper_elements()
     v = _view(source)
     out: list[Missing] = []
 
@@ -301,8 +333,8 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
     def setups(pred: Any) -> list[str]:
         return [str(s.get("name")) for s in v.setups if pred(s)]
 
-    for model, (pattern, figs, ks) in MODELS.items():
-        for prompt, rqs in PROMPTS.items():
+    for model, (pattern, figs, ks) in el.models.items():
+        for prompt, rqs in el.prompts.items():
             gaps: dict[str, list[int]] = {}
             for k in ks:
                 why = state(
@@ -329,7 +361,7 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
                     )
                 )
     gaps = {}
-    for k in SFT_KS:
+    for k in el.sft_ks:
         why = state(
             setups(
                 lambda s, k=k: (
@@ -376,9 +408,7 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
             )
         )
     why = state(
-        setups(
-            lambda s: s.get("kind") == "human_ai" and bool(MODELS["gpt-4.1"][0].match(_base(str(s.get("model", "")))))
-        )
+        setups(lambda s: s.get("kind") == "human_ai" and bool(el.user_simulator.match(_base(str(s.get("model", ""))))))
     )
     if why:
         out.append(
@@ -397,12 +427,12 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
         ]
         if not names:
             return f"no {what} judge"
-        kinds = {k for j in v.judges if str(j.get("name")) in names for k in (j.get("kind") or KINDS)}
-        if lack := [k for k in KINDS if k not in kinds]:
+        kinds = {k for j in v.judges if str(j.get("name")) in names for k in (j.get("kind") or el.kinds)}
+        if lack := [k for k in el.kinds if k not in kinds]:
             return f"judges {', '.join(sorted(kinds)) or 'nothing'} only ({', '.join(lack)} missing)"
         if v.judged is not None:
             have = {k for n in names for k in v.judged.get(n, set())}
-            if lack := [k for k in KINDS if k not in have]:
+            if lack := [k for k in el.kinds if k not in have]:
                 return f"in the params, no ok {' or '.join(lack)} judgment yet"
         return None
 
@@ -416,7 +446,7 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
                 HOW["o4-mini"],
             )
         )
-    for element, (pred, name) in JUDGES.items():
+    for element, (pred, name) in el.judges.items():
         if why := judge_state(pred, element.removesuffix(" judge")):
             out.append(
                 Missing(
@@ -428,7 +458,7 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
                 )
             )
 
-    for kind, (paper, what) in PAPER_HUMANS.items():
+    for kind, (paper, what) in el.human_annotations.items():
         who = v.annotators.get(kind, set())
         if len(who) < 2:
             detail = "no human annotation" if not who else "one annotator; agreement needs two or more"
@@ -453,7 +483,7 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
             )
         )
     else:
-        for ds, (what, fetch, src) in DATASETS.items():
+        for ds, (what, fetch, src) in el.datasets.items():
             if ds not in v.datasets:
                 out.append(
                     Missing(
@@ -464,7 +494,7 @@ def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]
                         HOW["fetch"].format(fetch=fetch, source=src),
                     )
                 )
-        if SHARECHAT not in v.datasets:
+        if el.sharechat not in v.datasets:
             out.append(
                 Missing(
                     "data",

@@ -282,3 +282,17 @@ def test_the_report_and_the_notebooks_list_what_the_run_lacks(tmp_path):
     ctx = RunContext(None, tmp_path / "run", run, run_frames(run), "J")  # type: ignore[arg-type]
     summary = ctx.summary_markdown()
     assert f"### {coverage.TITLE}" in summary and "ShareChat chats" in summary
+
+
+def test_the_papers_elements_are_read_from_their_data_file():
+    from cocoeval.analysis.coverage import paper_elements
+
+    el = paper_elements()
+    assert set(el.datasets) == {"qmsum_product", "qmsum_academic", "qmsum_committee", "iq2", "sim", "ncpc"}
+    assert (
+        el.models["claude-opus-4"][2] == (1, 5) and el.sft_ks == (1, 5, 30) and el.kinds == ("overall", "fine_grained")
+    )
+    assert el.models["gpt-4.1"][0].match("gpt-4.1-2025-04-14") and not el.models["gpt-4.1"][0].match("gpt-4.1-mini")
+    instant, high = el.judges["GPT-5.1 Instant judge"][0], el.judges["GPT-5.1 High judge"][0]
+    assert instant("gpt-5.1-chat-latest", None) and not instant("gpt-5.1", "high")
+    assert high("gpt-5.1-20251113", "high") and not high("gpt-5.1", "medium")
