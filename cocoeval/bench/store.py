@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from cocoeval.core.errors import ConfigError, InputError, NotFoundError
-from cocoeval.core.files import MAX_BENCH_BYTES, MiB, read_bounded
-from cocoeval.core.jsonio import read_unique_models, special_file, validate
+from cocoeval.core.files import MAX_BENCH_BYTES, MiB, read_bounded, special_file
+from cocoeval.core.jsonio import read_unique_models, validate
 from cocoeval.core.schema import Instance
 
 __all__ = [

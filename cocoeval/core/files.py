@@ -43,8 +43,19 @@ def _kind(mode: int) -> str:
         if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
         else "a socket"
         if stat.S_ISSOCK(mode)
-        else "not a regular file"
+        else "a special file"
     )
+
+
+def special_file(path: str | Path) -> str | None:
+    """What ``path`` is when it is neither a regular file nor a folder (a named pipe, a device, a
+    socket: reading one may wait forever), else None (missing paths included): for a caller that
+    must know before it looks at the size (``read_bounded`` checks the open file itself)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else _kind(mode)
 
 
 def _size(n: int) -> str:

@@ -8,7 +8,6 @@ import errno
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -36,22 +35,6 @@ def recorded_reads() -> Iterator[dict[str, str]]:
         yield seen
     finally:
         _READS.reset(token)
-
-
-def special_file(path: str | Path) -> str | None:
-    """What ``path`` is when it is neither a regular file nor a folder (a named pipe, a device, a
-    socket: reading one may wait forever), else None (missing paths included)."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        return None
-    if stat.S_ISFIFO(mode):
-        return "a named pipe (FIFO)"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return None
 
 
 def read_text(path: str | Path) -> str:
