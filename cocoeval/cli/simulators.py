@@ -181,7 +181,11 @@ def add_commands(sub: Any) -> None:
     im.add_argument("params", type=Path, help="the params file to add the setup to")
     im.add_argument("--setup", required=True, help="the setup's name (a safe file name)")
     im.add_argument("--description", help="what made them (shown in the report)")
-    im.add_argument("--model", help="the model or system that wrote them (for tables; never called)")
+    im.add_argument(
+        "--model",
+        help="the model or system that wrote them (for tables; never called); default: the records' model when "
+        "they all name the same one",
+    )
     im.add_argument("--check", action="store_true", help="check and report only; leave the params file as it is")
     im.set_defaults(func=_cmd_import_continuations)
 
