@@ -1,0 +1,476 @@
+"""Paired setup-vs-setup comparisons and rank intervals (beyond the paper): is simulator a
+closer to the humans than simulator b, behaviour by behaviour and in the profile distance, and
+which ranks of the leaderboard are settled?
+
+Every comparison is made under one judge, on the instances both setups have a valid fine-grained
+judgment for (``n``), and its uncertainty is clustered by **source conversation** (the windows of
+one meeting share its speakers, topic and style, so they are not independent draws):
+
+- **Per behaviour**: the mean paired difference a − b in occurrences per conversation. Interval:
+  the 95% percentile bootstrap that resamples source conversations (every window of a drawn
+  conversation comes along; the estimate in a resample is its sum of differences over its number
+  of instances). Test: the two-sided sign-flip test of the per-conversation sums of differences
+  (``inference.sign_flip_pvalues`` on one sum per conversation). Under the null that a and b are
+  exchangeable within each conversation (the same simulator under two names), swapping a and b
+  throughout a conversation flips that conversation's sum and leaves the others alone, so the
+  test is exact whatever the correlation between the windows of a conversation; with one window
+  per conversation it is the workbench's paired sign-flip test. Corrected over the behaviours of
+  the pair (Holm by default, Benjamini–Hochberg available; named in ``PairedComparison.correction``
+  and in every output).
+- **The profile distance** to the humans (the leaderboard's root mean square of the true
+  per-behaviour differences from the human reference): on the instances a, b and the humans all
+  share, distance(a) − distance(b). Each square is estimated without the upward bias of squared
+  noise by the products of differences from *different* conversations only,
+  mean_k [(Σ_c A_ck)² − Σ_c A_ck²] / (n² − Σ_c n_c²) (A_c the conversation's sums of setup −
+  human, n_c its windows; ``cluster_square``): unbiased when conversations are independent, however
+  their windows are correlated, and identical to ``leaderboard.unbiased_square`` when every
+  conversation gives one instance. Interval: the conversation bootstrap of the difference of the
+  distances, re-centred on the estimate (``leaderboard.recentred_interval``'s shift). Test: the
+  same conversation swap as above applied to the difference of the squares Q_a − Q_b (smooth
+  near 0, unlike the distances): swapping a and b in conversation c changes K·P·(Q_a − Q_b)
+  by −2·w_c with w_c = Σ_k (A_c − B_c)_k · (T − A_c − B_c)_k (T the all-conversation total of
+  (a − h) + (b − h)), so it is a sign-flip test of the w_c: exact when a and b are exchangeable,
+  and a test of the mean of w (which is proportional to the difference of the true squares) when
+  they are not. The distance rows of one judge are Holm-corrected over all its pairs (the family
+  of the rank intervals).
+- **Rank intervals** (Mogstad, Romano, Shaikh & Wilhelm 2024, "Inference for ranks", by
+  simultaneous pairwise tests): for K ranked setups every pair's distance test above, Holm over
+  the K(K − 1)/2 pairs; a rejection with Q_a < Q_b says a is confidently closer to the humans.
+  rank_low = 1 + #setups confidently closer, rank_high = K − #setups confidently farther. All K
+  true ranks lie in their intervals at once with probability ≥ 95% when the tests hold their
+  level (ties share the smallest rank, "min"); a setup whose interval spans more than one rank is
+  unsettled ("2–4").
+
+Known truth (level, power, coverage): ``benchmarks/paired.py``; figures in docs/testing.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from cocoeval.core.targets import REFERENCE
+
+from . import inference, stats
+
+DISTANCE = "distance"
+"""The ``behaviour`` of a pair's row for the profile distance to the humans."""
+A_HIGHER, B_HIGHER, NO_DIFF = "a higher", "b higher", "no significant difference"
+A_FARTHER, B_FARTHER = "a farther", "b farther"
+"""The distance rows' verdicts: which setup is confidently farther from the humans."""
+MIN_CLUSTERS = 5
+"""Fewest source conversations behind a pair's interval and test: below it a conversation
+bootstrap has almost nothing to resample and a sign-flip test of 4 sums cannot reach p ≤ 0.05."""
+
+METHOD = (
+    "paired differences a − b on the instances both setups have (for the distance: also the humans), 95% "
+    "bootstrap intervals resampling source conversations ({resamples} resamples, seed {seed}); two-sided sign-flip "
+    "tests of the per-conversation sums (exact under the null that a and b are exchangeable within each "
+    "conversation; for the distance: of the difference of the squares, unbiased by products across conversations), "
+    "{correction} over the behaviours of each pair, Holm over the pairs for the distance; rank intervals: "
+    "simultaneous pairwise distance tests (Holm over all pairs; Mogstad, Romano, Shaikh & Wilhelm 2024); "
+    "beyond the paper"
+)
+
+
+@dataclass(frozen=True)
+class PairRow:
+    """One comparison of setup a against setup b under one judge: per behaviour (mean
+    occurrences per conversation) or for the profile distance to the humans (``DISTANCE``)."""
+
+    judge: str
+    a: str
+    b: str
+    behaviour: str
+    n: int
+    clusters: int
+    diff: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p: float | None
+    p_adj: float | None
+    verdict: str | None
+    note: str | None
+    mean_a: float | None = None
+    """a's mean (per behaviour) or distance to the humans, on these instances."""
+    mean_b: float | None = None
+
+
+@dataclass(frozen=True)
+class RankInterval:
+    judge: str
+    setup: str
+    rank: int
+    rank_low: int
+    rank_high: int
+    settled: bool
+    distance: float | None = None
+    n: int = 0
+
+    @property
+    def text(self) -> str:
+        """ "2" when settled, "2–4" when not."""
+        return str(self.rank) if self.settled else f"{self.rank_low}–{self.rank_high}"
+
+
+PAIR_SCHEMA: dict[str, Any] = {
+    "judge": pl.Utf8,
+    "a": pl.Utf8,
+    "b": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "n": pl.Int64,
+    "clusters": pl.Int64,
+    "diff": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "p": pl.Float64,
+    "p_adj": pl.Float64,
+    "verdict": pl.Utf8,
+    "note": pl.Utf8,
+    "mean_a": pl.Float64,
+    "mean_b": pl.Float64,
+}
+RANK_SCHEMA: dict[str, Any] = {
+    "judge": pl.Utf8,
+    "setup": pl.Utf8,
+    "rank": pl.Int64,
+    "rank_low": pl.Int64,
+    "rank_high": pl.Int64,
+    "settled": pl.Boolean,
+    "distance": pl.Float64,
+    "n": pl.Int64,
+}
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    rows: list[PairRow]
+    ranks: list[RankInterval]
+    correction: str
+    """"holm" or "bh": over the behaviours of each pair (the distance rows: Holm over the pairs)."""
+    method: str
+
+    def frame(self) -> pl.DataFrame:
+        return (
+            pl.DataFrame([asdict(r) for r in self.rows], schema=PAIR_SCHEMA, orient="row")
+            if self.rows
+            else (pl.DataFrame(schema=PAIR_SCHEMA))
+        )
+
+    def rank_frame(self) -> pl.DataFrame:
+        rows = [asdict(r) for r in self.ranks]
+        return pl.DataFrame(rows, schema=RANK_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RANK_SCHEMA)
+
+
+# ------------------------------------------------------------------ the statistics on arrays
+
+
+def cluster_sums(x: np.ndarray, groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(C, k) sums of the rows of ``x`` (n, k) per cluster code in ``groups`` (n,) with codes
+    0..C−1, and the (C,) sizes."""
+    c = int(groups.max()) + 1 if len(groups) else 0
+    out = np.zeros((c, x.shape[1]))
+    np.add.at(out, groups, x)
+    return out, np.bincount(groups, minlength=c).astype(float)
+
+
+def cluster_square(sums: np.ndarray, sizes: np.ndarray, w: np.ndarray | None = None) -> np.ndarray:
+    """The estimate of mean_k δ_k² (δ the true mean of the differences) from the per-cluster sums
+    ``sums`` (C, K) of the differences and the cluster sizes (C,), using only products of
+    differences from different clusters: mean_k [(Σ_c S_ck)² − Σ_c S_ck²] / (n² − Σ_c n_c²).
+    With ``w`` (B, C) cluster weights (how often a resample draws each cluster) one estimate per
+    resample (B,), the products within a drawn cluster and its copies left out as well. NaN
+    when there is one cluster."""
+    if w is None:
+        tot = sums.sum(axis=0)
+        within = np.square(sums).sum(axis=0)
+        n2 = sizes.sum() ** 2 - np.square(sizes).sum()
+        return np.asarray(np.mean(np.square(tot) - within) / n2 if n2 > 0 else np.nan)
+    tot = w @ sums  # (B, K)
+    within = np.square(w) @ np.square(sums)
+    n2 = np.square(w @ sizes) - np.square(w) @ np.square(sizes)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n2 > 0, np.mean(np.square(tot) - within, axis=1) / np.where(n2 > 0, n2, 1.0), np.nan)
+
+
+def cluster_weights(clusters: int, resamples: int, seed: int) -> np.ndarray:
+    """(B, C) how often each resample draws each of ``clusters`` conversations: the draws of
+    ``stats.boot_index`` over conversations, so with one instance per conversation the resamples
+    are the leaderboard's resamples of instances."""
+    idx = stats.boot_index(clusters, resamples, seed)
+    b = len(idx)
+    return (
+        np.bincount((idx + np.arange(b)[:, None] * clusters).ravel(), minlength=b * clusters)
+        .reshape(b, clusters)
+        .astype(np.float64)
+    )
+
+
+def swap_weights(da: np.ndarray, db: np.ndarray) -> np.ndarray:
+    """Per cluster c the w_c of the distance test: the sums of (a − h) ``da`` and of (b − h)
+    ``db`` (C, K); swapping a and b in cluster c changes K·P·(Q_a − Q_b) by −2·w_c, and
+    Σ_c w_c = K·P·(Q_a − Q_b)."""
+    t = (da + db).sum(axis=0)
+    return np.sum((da - db) * (t[None, :] - da - db), axis=1)
+
+
+def _codes(conv: list[str]) -> np.ndarray:
+    seen: dict[str, int] = {}
+    return np.array([seen.setdefault(c, len(seen)) for c in conv], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class _Target:
+    ids: list[str]
+    x: np.ndarray  # (n, K)
+    pos: dict[str, int]
+
+
+def _matrices(counts: pl.DataFrame, behaviours: list[str]) -> tuple[dict[str, _Target], dict[str, str]]:
+    mats: dict[str, _Target] = {}
+    conv: dict[str, str] = {}
+    if counts.is_empty():
+        return mats, conv
+    for r in counts.select("instance_id", "conversation").unique().iter_rows():
+        conv[r[0]] = r[1]
+    for (t,), g in counts.group_by("target", maintain_order=True):
+        ids, x = stats.count_matrix(g.select("instance_id", "behaviour", "count"), behaviours)
+        mats[str(t)] = _Target(ids, x, {i: k for k, i in enumerate(ids)})
+    return mats, conv
+
+
+def _note(n: int, clusters: int, min_n: int) -> str | None:
+    if n < min_n:
+        return inference.too_small(n, min_n)
+    if clusters < MIN_CLUSTERS:
+        return f"too few source conversations ({clusters} < {MIN_CLUSTERS})"
+    return None
+
+
+def _distance_pair(
+    ta: _Target, tb: _Target, th: _Target, conv: dict[str, str], resamples: int, seed: int, min_n: int
+) -> dict[str, Any]:
+    """The distance comparison of a and b on the instances a, b and the humans share."""
+    ids = [i for i in ta.ids if i in tb.pos and i in th.pos]
+    codes = _codes([conv[i] for i in ids])
+    n, clusters = len(ids), (int(codes.max()) + 1 if ids else 0)
+    out: dict[str, Any] = {"n": n, "clusters": clusters, "note": _note(n, clusters, min_n)}
+    if n == 0 or clusters < 2:
+        out["note"] = out["note"] or "one source conversation: no distance (its square needs two)"
+        return out
+    h = th.x[[th.pos[i] for i in ids]]
+    da, _ = cluster_sums(ta.x[[ta.pos[i] for i in ids]] - h, codes)
+    db, sizes = cluster_sums(tb.x[[tb.pos[i] for i in ids]] - h, codes)
+    qa, qb = float(cluster_square(da, sizes)), float(cluster_square(db, sizes))
+    dist_a, dist_b = float(np.sqrt(max(qa, 0.0))), float(np.sqrt(max(qb, 0.0)))
+    out.update(diff=dist_a - dist_b, mean_a=dist_a, mean_b=dist_b, square_diff=qa - qb)
+    if out["note"]:
+        return out
+    w = cluster_weights(clusters, resamples, seed)
+    boot = np.sqrt(np.maximum(cluster_square(da, sizes, w), 0)) - np.sqrt(np.maximum(cluster_square(db, sizes, w), 0))
+    boot = boot[np.isfinite(boot)]
+    note = inference.ci_notes(n, boot[:, None], min_n)[0] if len(boot) else "undefined in every resample"
+    lo, hi = np.percentile(out["diff"] + (boot - boot.mean()), stats.PERCENTILES) if len(boot) else (0.0, 0.0)
+    out["ci_low"], out["ci_high"] = inference.interval(lo, hi, note)
+    sw = swap_weights(da, db)
+    out["p"] = float(inference.sign_flip_pvalues(sw, seed=seed)[0]) if np.any(sw != 0) else 1.0
+    return out
+
+
+def _verdict(
+    diff: float | None,
+    p_adj: float | None,
+    alpha: float = inference.ALPHA,
+    words: tuple[str, str] = (A_HIGHER, B_HIGHER),
+) -> str | None:
+    if diff is None or p_adj is None or not np.isfinite(p_adj):
+        return None
+    if p_adj <= alpha and diff != 0:
+        return words[0] if diff > 0 else words[1]
+    return NO_DIFF
+
+
+def _opt(x: Any) -> float | None:
+    return None if x is None or not np.isfinite(x) else float(x)
+
+
+def compare_setups(
+    counts: pl.DataFrame,
+    behaviours: list[str],
+    *,
+    judge: str,
+    setups: list[str] | None = None,
+    resamples: int = 1000,
+    seed: int = 0,
+    correction: str = "holm",
+    min_n: int = inference.MIN_N,
+) -> PairedComparison:
+    """Every pair (a, b) of ``setups`` (default: every target of ``counts`` but the human
+    reference, in order of appearance; a before b in that order) compared per behaviour and in
+    the distance to the humans, and the rank interval of every setup whose distance rests on at
+    least ``min_n`` instances (module docstring). ``counts``: one judge's valid fine-grained
+    judgments, columns target, instance_id, conversation, behaviour, count (``counts_of``)."""
+    inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
+    if correction not in ("holm", "bh"):
+        from cocoeval.core.errors import ConfigError
+
+        raise ConfigError(f"unknown correction {correction!r} for paired comparisons", hint="use holm or bh")
+    mats, conv = _matrices(counts, behaviours)
+    names = setups if setups is not None else [t for t in mats if t != REFERENCE]
+    human = mats.get(REFERENCE)
+    empty = _Target([], np.empty((0, len(behaviours))), {})
+    rows: list[PairRow] = []
+    dist_rows: list[dict[str, Any]] = []
+    for a, b in combinations(names, 2):
+        ta, tb = mats.get(a, empty), mats.get(b, empty)
+        ids = [i for i in ta.ids if i in tb.pos]
+        codes = _codes([conv[i] for i in ids])
+        n, clusters = len(ids), (int(codes.max()) + 1 if ids else 0)
+        note = _note(n, clusters, min_n) if n else f"no instance where both {a} and {b} have a valid judgment"
+        xa = ta.x[[ta.pos[i] for i in ids]] if n else np.empty((0, len(behaviours)))
+        xb = tb.x[[tb.pos[i] for i in ids]] if n else np.empty((0, len(behaviours)))
+        d = xa - xb
+        diff = d.mean(axis=0) if n else np.full(len(behaviours), np.nan)
+        lo = hi = p = np.full(len(behaviours), np.nan)
+        notes: list[str | None] = [note] * len(behaviours)
+        if note is None:
+            s, sizes = cluster_sums(d, codes)
+            w = cluster_weights(clusters, resamples, seed)
+            boot = (w @ s) / (w @ sizes)[:, None]
+            lo, hi = np.percentile(boot, stats.PERCENTILES, axis=0)
+            notes = inference.ci_notes(n, boot, min_n)
+            p = inference.sign_flip_pvalues(s, seed=seed)
+            p = np.where([x is None for x in notes], p, np.nan)  # a degenerate difference is not tested
+        p_adj = inference.adjust_pvalues(p, correction)
+        for k, beh in enumerate(behaviours):
+            ci = inference.interval(lo[k], hi[k], notes[k]) if np.isfinite(lo[k]) else (None, None)
+            rows.append(
+                PairRow(
+                    judge=judge,
+                    a=a,
+                    b=b,
+                    behaviour=beh,
+                    n=n,
+                    clusters=clusters,
+                    diff=_opt(diff[k]) if n else None,
+                    ci_low=ci[0],
+                    ci_high=ci[1],
+                    p=_opt(p[k]),
+                    p_adj=_opt(p_adj[k]),
+                    verdict=_verdict(_opt(diff[k]) if n else None, _opt(p_adj[k])),
+                    note=notes[k] if ci[0] is None else None,
+                    mean_a=_opt(xa[:, k].mean()) if n else None,
+                    mean_b=_opt(xb[:, k].mean()) if n else None,
+                )
+            )
+        dist = (
+            _distance_pair(ta, tb, human, conv, resamples, seed, min_n)
+            if human is not None
+            else {"n": 0, "clusters": 0, "note": "no valid human reference judged by this judge"}
+        )
+        dist_rows.append({"a": a, "b": b, **dist})
+    p_all = inference.adjust_pvalues(np.array([r.get("p", np.nan) for r in dist_rows], dtype=float), "holm")
+    for r, q in zip(dist_rows, p_all, strict=True):
+        rows.append(
+            PairRow(
+                judge=judge,
+                a=r["a"],
+                b=r["b"],
+                behaviour=DISTANCE,
+                n=r["n"],
+                clusters=r["clusters"],
+                diff=_opt(r.get("diff")),
+                ci_low=r.get("ci_low"),
+                ci_high=r.get("ci_high"),
+                p=_opt(r.get("p")),
+                p_adj=_opt(q),
+                verdict=_verdict(_opt(r.get("square_diff")), _opt(q), words=(A_FARTHER, B_FARTHER)),
+                note=r["note"],
+                mean_a=_opt(r.get("mean_a")),
+                mean_b=_opt(r.get("mean_b")),
+            )
+        )
+    ranks = rank_intervals(mats, conv, names, judge=judge, resamples=resamples, seed=seed, min_n=min_n)
+    return PairedComparison(
+        rows=rows,
+        ranks=ranks,
+        correction=correction,
+        method=METHOD.format(resamples=resamples, seed=seed, correction=inference.CORRECTION_NAMES[correction]),
+    )
+
+
+def setup_distance(t: _Target, h: _Target, conv: dict[str, str]) -> tuple[float | None, int]:
+    """A setup's distance to the humans on the instances both have (``cluster_square``), and n."""
+    ids = [i for i in t.ids if i in h.pos]
+    if not ids:
+        return None, 0
+    codes = _codes([conv[i] for i in ids])
+    s, sizes = cluster_sums(t.x[[t.pos[i] for i in ids]] - h.x[[h.pos[i] for i in ids]], codes)
+    q = float(cluster_square(s, sizes))
+    return (float(np.sqrt(max(q, 0.0))) if np.isfinite(q) else None), len(ids)
+
+
+def rank_rule(distances: list[float], closer: set[tuple[int, int]]) -> list[tuple[int, int, int]]:
+    """(rank, rank_low, rank_high) of each of K setups from their distances (ties share the
+    smallest rank) and the pairs (i, j) where i is confidently closer to the humans than j:
+    rank_low = 1 + #{j: (j, i) in closer}, rank_high = K − #{j: (i, j) in closer}."""
+    k = len(distances)
+    out = []
+    for i, d in enumerate(distances):
+        rank = 1 + sum(x < d for x in distances)
+        low = 1 + sum((j, i) in closer for j in range(k))
+        high = k - sum((i, j) in closer for j in range(k))
+        out.append((rank, min(low, rank), max(high, rank)))
+    return out
+
+
+def rank_intervals(
+    mats: dict[str, _Target],
+    conv: dict[str, str],
+    setups: list[str],
+    *,
+    judge: str,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    alpha: float = inference.ALPHA,
+) -> list[RankInterval]:
+    """The rank interval of every setup whose distance to the humans rests on at least ``min_n``
+    instances (module docstring): pairwise distance tests, Holm over all pairs."""
+    human = mats.get(REFERENCE)
+    if human is None:
+        return []
+    ranked: list[tuple[str, float, int]] = []
+    for s in setups:
+        if s in mats:
+            d, n = setup_distance(mats[s], human, conv)
+            if d is not None and n >= min_n:
+                ranked.append((s, d, n))
+    pairs = list(combinations(range(len(ranked)), 2))
+    ps, signs = [], []
+    for i, j in pairs:
+        r = _distance_pair(mats[ranked[i][0]], mats[ranked[j][0]], human, conv, resamples, seed, min_n)
+        ps.append(r.get("p", np.nan))
+        signs.append(r.get("square_diff", 0.0))
+    p_adj = inference.adjust_pvalues(np.array(ps, dtype=float), "holm") if pairs else np.empty(0)
+    closer: set[tuple[int, int]] = set()
+    for (i, j), q, sgn in zip(pairs, p_adj, signs, strict=True):
+        if np.isfinite(q) and q <= alpha and sgn != 0:
+            closer.add((i, j) if sgn < 0 else (j, i))
+    out = []
+    for (s, d, n), (rank, low, high) in zip(ranked, rank_rule([d for _, d, _ in ranked], closer), strict=True):
+        out.append(RankInterval(judge, s, rank, low, high, low == high, d, n))
+    return out
+
+
+def counts_of(counts: pl.DataFrame, instances: pl.DataFrame, judge: str) -> pl.DataFrame:
+    """One LLM judge's valid fine-grained counts (``Frames.counts``) with each instance's source
+    conversation (``Frames.instances``), the input of ``compare_setups``."""
+    c = counts.filter((pl.col("judge") == judge) & ~pl.col("human"))
+    return c.join(instances.select("instance_id", "conversation"), on="instance_id", how="left").select(
+        "target", "instance_id", pl.col("conversation").fill_null(pl.col("instance_id")), "behaviour", "count"
+    )

@@ -1,0 +1,136 @@
+"""Paired setup-vs-setup comparisons and rank intervals (``analysis.paired``) against plain
+re-implementations: loops over conversations, an enumeration of every sign vector, the rank rule
+written out."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import polars as pl
+import pytest
+
+from cocoeval.analysis import paired, stats
+from cocoeval.core.targets import REFERENCE
+
+BEH = ["b0", "b1", "b2"]
+
+
+def _world(seed: int = 1, convs: int = 12, windows: int = 3, rates: dict[str, float] | None = None) -> pl.DataFrame:
+    rates = rates or {REFERENCE: 1.0, "a": 1.0, "b": 1.6, "c": 1.0}
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in range(convs):
+        g = rng.gamma(4, 0.25)
+        for w in range(windows):
+            for t, m in rates.items():
+                x = rng.poisson(3 * m * g * np.array([0.2, 0.5, 1.0]))
+                rows += [(t, f"d/c{c}/{w}", f"d/c{c}", b, int(x[k])) for k, b in enumerate(BEH)]
+    return pl.DataFrame(rows, schema=["target", "instance_id", "conversation", "behaviour", "count"], orient="row")
+
+
+def _matrix(df: pl.DataFrame, target: str) -> tuple[list[str], list[str], np.ndarray]:
+    part = df.filter(pl.col("target") == target).sort("instance_id", "behaviour")
+    ids = sorted(set(part["instance_id"].to_list()))
+    conv = {r[0]: r[1] for r in part.select("instance_id", "conversation").iter_rows()}
+    x = np.array(
+        [
+            [part.filter((pl.col("instance_id") == i) & (pl.col("behaviour") == b))["count"][0] for b in BEH]
+            for i in ids
+        ],
+        dtype=float,
+    )
+    return ids, [conv[i] for i in ids], x
+
+
+def test_a_pair_of_setups_gets_the_mean_difference_and_the_conversation_bootstrap_of_plain_loops():
+    df = _world()
+    r = paired.compare_setups(df, BEH, judge="j", resamples=200, seed=3)
+    ids, conv, xa = _matrix(df, "a")
+    _, _, xb = _matrix(df, "b")
+    d = xa - xb
+    order = list(dict.fromkeys(conv))  # conversations in order of first appearance
+    idx = stats.boot_index(len(order), 200, 3)
+    boot = []
+    for draw in idx:  # every window of each drawn conversation comes along
+        rows = [i for c in draw for i in range(len(ids)) if conv[i] == order[c]]
+        boot.append(d[rows].mean(axis=0))
+    lo, hi = np.percentile(np.array(boot), [2.5, 97.5], axis=0)
+    got = r.frame().filter((pl.col("a") == "a") & (pl.col("b") == "b") & (pl.col("behaviour") != paired.DISTANCE))
+    assert got["diff"].to_numpy() == pytest.approx(d.mean(axis=0))
+    assert got["ci_low"].to_numpy() == pytest.approx(lo)
+    assert got["ci_high"].to_numpy() == pytest.approx(hi)
+    assert got["clusters"].to_list() == [12] * 3 and got["n"].to_list() == [36] * 3
+
+
+def test_the_sign_flip_test_of_conversation_sums_is_the_exact_enumeration_on_few_conversations():
+    df = _world(convs=8, windows=2)
+    r = paired.compare_setups(df, BEH, judge="j", resamples=50, min_n=5, correction="bh")
+    ids, conv, xa = _matrix(df, "a")
+    _, _, xb = _matrix(df, "c")
+    d = xa - xb
+    sums = np.array([d[[i for i in range(len(ids)) if conv[i] == c]].sum(axis=0) for c in dict.fromkeys(conv)])
+    obs = np.abs(sums.sum(axis=0))
+    hits = np.zeros(3)
+    for signs in itertools.product([-1, 1], repeat=len(sums)):
+        hits += np.abs(np.array(signs) @ sums) >= obs - 1e-9
+    p = hits / 2 ** len(sums)
+    got = r.frame().filter((pl.col("a") == "a") & (pl.col("b") == "c") & (pl.col("behaviour") != paired.DISTANCE))
+    assert got["p"].to_numpy() == pytest.approx(p)
+    m = len(p)  # Benjamini-Hochberg written out
+    order = np.argsort(p)
+    bh = np.minimum.accumulate((p[order] * m / np.arange(1, m + 1))[::-1])[::-1]
+    expect = np.empty(m)
+    expect[order] = np.minimum(bh, 1)
+    assert got["p_adj"].to_numpy() == pytest.approx(expect)
+    assert r.correction == "bh" and "Benjamini" in r.method
+
+
+def test_the_distance_square_uses_products_of_differences_from_different_conversations_only():
+    rng = np.random.default_rng(5)
+    conv = np.array([0, 0, 0, 1, 2, 2, 3, 4, 4, 4])
+    d = rng.normal(size=(10, 3))
+    total, pairs = 0.0, 0
+    for i in range(10):
+        for j in range(10):
+            if conv[i] != conv[j]:
+                total += float(d[i] @ d[j]) / 3
+                pairs += 1
+    s, sizes = paired.cluster_sums(d, conv)
+    assert float(paired.cluster_square(s, sizes)) == pytest.approx(total / pairs)
+    one = np.arange(10)  # one instance per conversation: the leaderboard's unbiased square
+    s1, n1 = paired.cluster_sums(d, one)
+    from cocoeval.analysis.leaderboard import unbiased_square
+
+    assert float(paired.cluster_square(s1, n1)) == pytest.approx(
+        float(unbiased_square(d.mean(axis=0), np.square(d).mean(axis=0), 10))
+    )
+
+
+def test_the_distance_test_is_the_enumeration_of_every_swap_of_a_and_b_per_conversation():
+    df = _world(convs=7, windows=2)
+    r = paired.compare_setups(df, BEH, judge="j", resamples=50, min_n=5)
+    _, conv, xa = _matrix(df, "a")
+    _, _, xb = _matrix(df, "b")
+    _, _, h = _matrix(df, REFERENCE)
+    codes = np.array([list(dict.fromkeys(conv)).index(c) for c in conv])
+
+    def square(x: np.ndarray) -> float:  # products across conversations, written out
+        d = x - h
+        num = sum(float(d[i] @ d[j]) for i in range(len(d)) for j in range(len(d)) if codes[i] != codes[j])
+        return num / sum(codes[i] != codes[j] for i in range(len(d)) for j in range(len(d))) / 3
+
+    obs = square(xa) - square(xb)
+    hits = 0
+    for swap in itertools.product([False, True], repeat=7):
+        s = np.array([swap[c] for c in codes])[:, None]
+        hits += abs(square(np.where(s, xb, xa)) - square(np.where(s, xa, xb))) >= abs(obs) - 1e-9
+    row = r.frame().filter((pl.col("a") == "a") & (pl.col("b") == "b") & (pl.col("behaviour") == paired.DISTANCE))
+    assert row["p"][0] == pytest.approx(hits / 2**7)
+    assert row["diff"][0] == pytest.approx(np.sqrt(max(square(xa), 0)) - np.sqrt(max(square(xb), 0)))
+
+
+def test_the_rank_rule_counts_the_setups_confidently_closer_and_farther_and_ties_share_a_rank():
+    # four setups: 0 confidently closer than 2 and 3; 1 confidently closer than 3; 1 and 2 tied in distance
+    got = paired.rank_rule([0.1, 0.5, 0.5, 0.9], {(0, 2), (0, 3), (1, 3)})
+    assert got == [(1, 1, 2), (2, 1, 3), (2, 2, 4), (4, 3, 4)]
