@@ -10,19 +10,32 @@ policy:
 - ``moderator``: one call (``prompts/agent_moderator.yaml``) picks the next speaker among the
   participants from the conversation so far;
 - ``history``: drawn from the speaker-transition frequencies of the history x (who spoke after
-  whom), seeded; a speaker x never saw speak next is drawn by how often each spoke in x.
+  whom), seeded; a speaker x never saw speak next is drawn by how often each spoke in x;
+- ``round_robin``: the participants in a fixed order (M's participants, then the other speakers of
+  x in order of first appearance), starting after the last speaker of x;
+- ``addressee``: the participant the current speaker's last turn names, by name or first name as a
+  word of its own, when it names exactly one other participant; otherwise the ``history`` policy;
+- ``self_selection``: each participant's agent is asked, in a seeded random order, whether it
+  takes the next turn (``prompts/agent_self_selection.yaml``): it writes its turn or answers
+  ``PASS``; the first that does not pass speaks (its answer is the turn). Every pass is a call
+  (cached as every call). An answer that is neither a usable turn nor exactly ``PASS`` is
+  malformed: noted (``MALFORMED``) and asked again, never read as a pass; ``max_attempts``
+  malformed answers in a row end the continuation invalid. When every agent passes, the
+  ``history`` policy picks the speaker and its agent is asked for the turn as under ``oracle``.
+
+The rules that need no model are ``core.speakers``' (the analysis of next-speaker accuracy measures
+the same functions). Policies other than ``oracle`` are beyond the paper, as the simulator is.
 """
 
 from __future__ import annotations
 
-import itertools
 import re
-from collections import Counter
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cocoeval.core.schema import Turn
+from cocoeval.core.speakers import history_weights, named_participant, round_robin_next
 from cocoeval.llm import Call
 from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.parse import REFUSAL, match_speaker
@@ -33,6 +46,17 @@ from .plugins import InvalidContinuation, PluginSetup, SimContext, Simulator, si
 AGENT_PROMPT = "agent_participant"
 MODERATOR_PROMPT = "agent_moderator"
 MODERATOR_TAG = "moderator"
+SELF_SELECTION_PROMPT = "agent_self_selection"
+SELF_SELECTION_TAG = "self-selection"
+MALFORMED = "malformed self-selection answer"
+"""How a note of ``self_selection`` starts when an agent's answer is neither a turn nor ``PASS``
+(the analysis counts these notes per setup)."""
+PASSED = "self-selection:"
+"""How the note of ``self_selection`` that lists a turn's passes and its speaker starts."""
+_PASS = re.compile(r"^[\s*_\"'`(\[]*pass[\s.!*_\"'`)\]]*$", re.IGNORECASE)
+"""A pass: the word PASS alone (any case), maybe in quotes, brackets or emphasis, maybe with a full stop."""
+_PASS_AND_MORE = re.compile(r"^[\s*_\"'`(\[]*PASS\b")
+"""An answer that begins with PASS (capitals) and goes on: malformed (neither a clean pass nor a turn)."""
 
 
 class AgentOptions(BaseModel):
@@ -40,9 +64,11 @@ class AgentOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    policy: Literal["oracle", "moderator", "history"] = "oracle"
-    """Who speaks next: oracle (the reference's speakers), moderator (an LLM call) or history
-    (drawn from x's speaker transitions, seeded)."""
+    policy: Literal["oracle", "moderator", "history", "round_robin", "addressee", "self_selection"] = "oracle"
+    """Who speaks next: oracle (the reference's speakers), moderator (an LLM call), history (drawn
+    from x's speaker transitions, seeded), round_robin (the participants in a fixed order),
+    addressee (the one participant the last turn names, else history) or self_selection (each agent
+    may pass, asked in a seeded random order; all passing, history). See the module's text."""
     moderator_model: str | None = None
     """policy moderator: the model that picks the next speaker (None: the setup's model)."""
     temperature: float | None = Field(None, ge=0, le=2)
@@ -103,6 +129,8 @@ class Agents(Simulator):
         refs = {AGENT_PROMPT: load_prompt(AGENT_PROMPT).ref}
         if setup.options.get("policy") == "moderator":
             refs[MODERATOR_PROMPT] = load_prompt(MODERATOR_PROMPT).ref
+        if setup.options.get("policy") == "self_selection":
+            refs[SELF_SELECTION_PROMPT] = load_prompt(SELF_SELECTION_PROMPT).ref
         return refs
 
     @classmethod
@@ -111,8 +139,14 @@ class Agents(Simulator):
         return {**super().model_specs(setup), **({"options.moderator_model": mod} if mod else {})}
 
     async def next_turns(self, ctx: SimContext) -> list[Turn]:
-        speaker = await self.next_speaker(ctx)
         opts: AgentOptions = ctx.options
+        if opts.policy == "self_selection":
+            if turn := await self.self_selected(ctx):
+                return [turn]
+            speaker = history_speaker(ctx)
+            ctx.notes.append(f"{PASSED} every agent passed; the history policy chose {speaker}")
+        else:
+            speaker = await self.next_speaker(ctx)
         prompt = load_prompt(AGENT_PROMPT)
         why: str | None = None
         for attempt in range(opts.max_attempts):
@@ -125,20 +159,7 @@ class Agents(Simulator):
             reply = await ctx.llm.generate(req, tag=f"agent {speaker}")
             text, notes = own_turn(reply.text, speaker, ctx.participants)
             ctx.notes += notes
-            as_other = next((n.rsplit(" wrote as ", 1)[1] for n in notes if " wrote as " in n), None)
-            why = (
-                "cut off at max_tokens"
-                if reply.truncated
-                else "refusal"
-                if REFUSAL.search(reply.text)
-                else None
-                if text
-                else f"answered as {as_other}"
-                if as_other
-                else "empty answer"
-                if not reply.text.strip()
-                else "no words of its own"
-            )
+            why = unusable(reply.truncated, reply.text, text, notes)
             if why is None:
                 return [Turn(speaker=speaker, text=text)]
             ctx.notes.append(
@@ -156,6 +177,11 @@ class Agents(Simulator):
             return ctx.next_reference_speaker
         if opts.policy == "history":
             return history_speaker(ctx)
+        if opts.policy == "round_robin":
+            last = [*ctx.instance.history, *ctx.turns]
+            return round_robin_next(ctx.participants, last[-1].speaker if last else None) or ctx.participants[0]
+        if opts.policy == "addressee":
+            return addressee_speaker(ctx)
         prompt = load_prompt(MODERATOR_PROMPT)
         named = ""
         for attempt in range(opts.max_attempts):
@@ -176,10 +202,55 @@ class Agents(Simulator):
             f"{len(ctx.turns) + 1} (last answer: {named[:80]!r})"
         )
 
+    async def self_selected(self, ctx: SimContext) -> Turn | None:
+        """``self_selection``: the agents asked in a seeded random order whether they take the next
+        turn; the turn of the first that does not pass, or None when every agent passes. A
+        malformed answer is noted and asked again (a new sample), up to ``max_attempts`` in a row,
+        then the continuation is invalid."""
+        opts: AgentOptions = ctx.options
+        prompt = load_prompt(SELF_SELECTION_PROMPT)
+        order = list(ctx.participants)
+        ctx.rng.shuffle(order)
+        passed: list[str] = []
+        for speaker in order:
+            why = ""
+            for attempt in range(opts.max_attempts):
+                req = ctx.llm.request(
+                    agent_messages(prompt, ctx.instance, ctx.turns, speaker),
+                    max_tokens=60 + opts.max_tokens_per_turn,
+                    temperature=opts.temperature,
+                    attempt=attempt,
+                )
+                reply = await ctx.llm.generate(req, tag=f"{SELF_SELECTION_TAG} {speaker}")
+                if _PASS.match(reply.text):
+                    passed.append(speaker)
+                    break
+                text, notes = own_turn(reply.text, speaker, ctx.participants)
+                ctx.notes += notes
+                why = (
+                    "PASS with more text after it"  # a pass or a turn? neither is guessed
+                    if _PASS_AND_MORE.match(reply.text)
+                    else unusable(reply.truncated, reply.text, text, notes) or ""
+                )
+                if not why:
+                    ctx.notes.append(f"{PASSED} passed: {', '.join(passed) or 'none'}; {speaker} spoke")
+                    return Turn(speaker=speaker, text=text)
+                ctx.notes.append(
+                    f"{MALFORMED} from the agent of {speaker} (attempt {attempt + 1}: {why}): {reply.text.strip()[:120]!r}"
+                )
+            else:
+                raise InvalidContinuation(
+                    f"{opts.max_attempts} malformed self-selection answers in a row from the agent of {speaker} at "
+                    f"turn {len(ctx.turns) + 1} (neither PASS nor a usable turn; last: {why})"
+                )
+        return None
+
     def forecast_reply(self, call: Call, ctx: SimContext) -> str:
         ref = ctx.instance.reference[len(ctx.turns)]
         if (call.tag or "").endswith(MODERATOR_TAG):
             return ref.speaker if ref.speaker in ctx.participants else ctx.participants[0]
+        if SELF_SELECTION_TAG in (call.tag or ""):  # the reference's next speaker takes the turn, the others pass
+            return ref.text if (call.tag or "").endswith(f"{SELF_SELECTION_TAG} {ref.speaker}") else "PASS"
         return ref.text
 
 
@@ -204,8 +275,35 @@ def history_speaker(ctx: SimContext) -> str:
     never saw followed, each speaker in proportion to its turns in x."""
     hist = [t.speaker for t in ctx.instance.history]
     turns = [*ctx.instance.history, *ctx.turns]
-    last = turns[-1].speaker if turns else None
-    after = Counter(b for a, b in itertools.pairwise(hist) if a == last)
-    counts = after or Counter(hist) or Counter(ctx.participants)
-    names = sorted(counts)
-    return ctx.rng.choices(names, weights=[counts[n] for n in names])[0]
+    weights = history_weights(hist, turns[-1].speaker if turns else None, ctx.participants)
+    return ctx.rng.choices(list(weights), weights=list(weights.values()))[0]
+
+
+def addressee_speaker(ctx: SimContext) -> str:
+    """The participant the last turn (of x, then of the turns written) names, when it names exactly
+    one other than its speaker (``core.speakers.named_participant``); otherwise the ``history``
+    policy's draw."""
+    turns = [*ctx.instance.history, *ctx.turns]
+    if turns and (named := named_participant(turns[-1].text, turns[-1].speaker, ctx.participants)):
+        return named
+    return history_speaker(ctx)
+
+
+def unusable(truncated: bool, raw: str, text: str, notes: list[str]) -> str | None:
+    """Why an agent's answer is no turn of its own (None: it is one): cut off at max_tokens, a
+    refusal, answered as another participant, empty, or no words of its own once the names are
+    taken off (``own_turn`` gave ``text`` and ``notes``)."""
+    as_other = next((n.rsplit(" wrote as ", 1)[1] for n in notes if " wrote as " in n), None)
+    return (
+        "cut off at max_tokens"
+        if truncated
+        else "refusal"
+        if REFUSAL.search(raw)
+        else None
+        if text
+        else f"answered as {as_other}"
+        if as_other
+        else "empty answer"
+        if not raw.strip()
+        else "no words of its own"
+    )
