@@ -73,7 +73,9 @@ EXPECTED_SCHEMA = {
 @dataclass
 class Frames:
     instances: pl.DataFrame
-    """instance_id, dataset, n_participants (distinct speakers in x and r), n_participants_metadata
+    """instance_id, dataset, conversation (the source conversation the instance was cut from,
+    ``conversation_of``: the unit a clustered bootstrap resamples, since the windows of one meeting
+    are not independent), n_participants (distinct speakers in x and r), n_participants_metadata
     (participants of the whole conversation listed in M), n_turns, human_ai (a human–AI chat,
     ``schema.is_human_ai``)."""
     counts: pl.DataFrame
@@ -124,6 +126,7 @@ FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
     "instances": {
         "instance_id": _s,
         "dataset": _s,
+        "conversation": _s,
         "n_participants": _i64,
         "n_participants_metadata": _i64,
         "n_turns": _i64,
@@ -290,6 +293,12 @@ def _keep_frames(
     keep_folder(folder, fill, newest=KEPT_FRAMES, what="frames")
 
 
+def conversation_of(instance: Instance) -> str:
+    """The source conversation an instance was cut from, as ``dataset/conversation_id``
+    (conversation ids are only unique within a dataset)."""
+    return f"{instance.dataset}/{instance.provenance.conversation_id}"
+
+
 def _run_frames(run: Run, tax: Taxonomy) -> Frames:
     cat = {b.id: b.category for b in tax.behaviours}
     insts = {i.id: i for i in run.instances}
@@ -297,6 +306,7 @@ def _run_frames(run: Run, tax: Taxonomy) -> Frames:
         {
             "instance_id": i.id,
             "dataset": i.dataset,
+            "conversation": conversation_of(i),
             "n_participants": len({t.speaker for t in [*i.history, *i.reference]}),
             "n_participants_metadata": len(i.metadata.participants) or None,  # none listed: unknown
             "n_turns": len(i.reference),
