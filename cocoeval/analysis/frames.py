@@ -58,6 +58,10 @@ NO_CONTINUATION = "no continuation"
 """Why an expected judgment of a setup is missing: the setup has no ok continuation of the
 instance (it is invalid, or was never simulated: see the simulate rows), so there is nothing to
 judge. Counted in ``missing`` and, apart, in ``no_continuation``."""
+NOT_NEEDED = "not needed"
+"""Why an expected continuation or judgment does not exist and is no failure: the run's
+``stopping:`` rule stopped the setup before the instance's round (``not needed: stopped at round
+k``), or every setup stopped before it (the reference's judgments). Never counted in ``missing``."""
 NO_SCORE = "overall judgment without a consistency or collaborativeness score"
 """Why a usable-looking (ok or repaired) overall judgment is counted invalid: it lacks a score."""
 EXPECTED_SCHEMA = {
@@ -113,8 +117,9 @@ class Frames:
 
     @property
     def missing(self) -> pl.DataFrame:
-        """The expected continuations and judgments absent from the run directory, with why."""
-        return self.expected.filter(pl.col("reason").is_not_null())
+        """The expected continuations and judgments absent from the run directory, with why (not
+        those a stopping rule made unneeded: ``NOT_NEEDED``)."""
+        return self.expected.filter(pl.col("reason").is_not_null() & ~pl.col("reason").str.starts_with(NOT_NEEDED))
 
 
 def _df(rows: list[dict[str, Any]], schema: dict[str, Any]) -> pl.DataFrame:
@@ -464,6 +469,7 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
     }
     have = {(r["judge"], r["target"], r["instance_id"], r["kind"]) for r in judged if r["status"] != "stale"}
     chosen = {s.name: {i.id for i in s.select(run.instances)} for s in setups}
+    unneeded = _not_needed(run, setups)
     rows = [
         {
             "stage": "simulate",
@@ -471,7 +477,7 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
             "target": s.name,
             "kind": None,
             "instance_id": i.id,
-            "reason": None if (s.name, i.id) in simulated else NOT_SIMULATED,
+            "reason": None if (s.name, i.id) in simulated else unneeded.get((s.name, i.id), NOT_SIMULATED),
         }
         for s in setups
         for i in run.instances
@@ -484,9 +490,10 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
                     reason = (
                         None
                         if (j.name, t, inst.id, k) in have
-                        else NO_CONTINUATION
-                        if t != REFERENCE and (t, inst.id) not in ok
-                        else NOT_JUDGED
+                        else unneeded.get(
+                            (t, inst.id),
+                            NO_CONTINUATION if t != REFERENCE and (t, inst.id) not in ok else NOT_JUDGED,
+                        )
                     )
                     rows.append(
                         {
@@ -499,6 +506,39 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
                         }
                     )
     return rows
+
+
+def _not_needed(run: Run, setups: list[Any]) -> dict[tuple[str, str], str]:
+    """{(setup or the reference, instance id): why it is not needed} for a run whose ``stopping:``
+    rule stopped setups before some rounds (``NOT_NEEDED``): a setup's instances after its last
+    round, and the reference of instances no setup reached."""
+    from cocoeval.run.stopping import StoppingSection, processed_instances
+
+    rec = run.manifest.stopping
+    sec = run.manifest.params.get("stopping")
+    if rec is None or not isinstance(sec, dict):
+        return {}
+    section = StoppingSection.model_validate(sec)
+    out: dict[tuple[str, str], str] = {}
+    reached: set[str] = set()
+    for s in setups:
+        stop = rec.setups.get(s.name)
+        if stop is None or stop.status not in ("differs", "precise"):
+            reached |= {i.id for i in run.instances}
+            continue
+        done = processed_instances(run.instances, section, stop.conversations)
+        reached |= done
+        why = f"{NOT_NEEDED}: {s.name} stopped at round {stop.round} ({stop.status})"
+        out.update({(s.name, i.id): why for i in run.instances if i.id not in done})
+    last = max((x.round for x in rec.setups.values()), default=0)
+    out.update(
+        {
+            (REFERENCE, i.id): f"{NOT_NEEDED}: every setup stopped by round {last}"
+            for i in run.instances
+            if i.id not in reached
+        }
+    )
+    return out
 
 
 RATE_COLUMNS = [
@@ -566,7 +606,8 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     )
     reason = pl.col("reason")
     exp = f.expected.group_by(keys).agg(
-        missing=reason.is_not_null().sum().cast(i64), no_continuation=(reason == NO_CONTINUATION).sum().cast(i64)
+        missing=(reason.is_not_null() & ~reason.str.starts_with(NOT_NEEDED)).sum().cast(i64),
+        no_continuation=(reason == NO_CONTINUATION).sum().cast(i64),
     )
     out = present.join(exp, on=keys, how="full", coalesce=True, nulls_equal=True).with_columns(
         [pl.col(k).fill_null(0) for k in ("n", "invalid", "skipped", "stale")]

@@ -179,6 +179,19 @@ def _distance(
     return float(distance_of(square)), a, b, note
 
 
+STOP_SCHEMA: dict[str, Any] = {
+    "setup": _S,
+    "status": _S,
+    **dict.fromkeys(
+        ("round", "rounds_planned", "conversations", "conversations_planned", "instances", "instances_planned"), _I
+    ),
+    "observations": _I,
+    "reason": _S,
+    "method": _S,
+}
+"""``stopping_table``: where each setup of a run with a ``stopping:`` section stopped and why."""
+
+
 def paired_profiles(
     pairs: dict[str, tuple[np.ndarray, np.ndarray]],
     resamples: int = 1000,
@@ -439,6 +452,60 @@ def _of(r: dict[str, Any], what: str, ok: str, total: str) -> str | None:
     return None if r[total] is None else f"{r[ok]} of {r[total]} {what}"
 
 
+def stopping_table(run: Run) -> pl.DataFrame | None:
+    """Where each setup of a run with a ``stopping:`` section stopped and why (beyond the paper;
+    ``cocoeval.run.stopping``): one row per setup; None for a run without one."""
+    rec = run.manifest.stopping
+    if rec is None:
+        return None
+    rows = [
+        {
+            "setup": name,
+            "status": st.status,
+            "round": st.round,
+            "rounds_planned": rec.rounds_planned,
+            "conversations": st.conversations,
+            "conversations_planned": rec.conversations_planned,
+            "instances": st.instances,
+            "instances_planned": rec.instances_planned,
+            "observations": st.observations,
+            "reason": st.reason,
+            "method": rec.method,
+        }
+        for name, st in rec.setups.items()
+    ]
+    return pl.DataFrame(rows, schema=STOP_SCHEMA)
+
+
+def stopping_text(run: Run) -> list[str]:
+    """The report's paragraph on where each setup stopped and why, with the confidence sequence
+    that decided it (the leaderboard's intervals are fixed-n ones, and said so); empty for a run
+    without a ``stopping:`` section."""
+    rec = run.manifest.stopping
+    if rec is None:
+        return []
+    rule = f"{rec.rule}" + (f" (eps {rec.eps:g})" if rec.eps is not None else "")
+    lines = [
+        f"**Stopped when the answer was known** (beyond the paper): rule `{rule}`, alpha {rec.alpha:g} over all "
+        f"rounds, rounds of {rec.round_conversations} source conversations in a seeded random order (seed "
+        f"{rec.seed}), at least {rec.min_rounds} round(s), judge {md_escape(rec.judge)}; method: {rec.method}. "
+        "The leaderboard's intervals above are ordinary fixed-n bootstrap intervals on the instances each setup "
+        "used; the stop was decided by the confidence sequences below, which hold at every round at once."
+    ]
+    for name, st in rec.setups.items():
+        apart = [b for b in st.bounds if b.low > 0 or b.high < 0]
+        shown = apart or sorted(st.bounds, key=lambda b: -b.radius)
+        cs = "; ".join(f"{b.behaviour} {b.mean:+.2f} [{b.low:+.2f}, {b.high:+.2f}]" for b in shown[:3])
+        lines.append(
+            f"- **{md_escape(name)}**: {st.status} — round {st.round} of {rec.rounds_planned}, {st.conversations} of "
+            f"{rec.conversations_planned} conversations, {st.instances} of {rec.instances_planned} instances "
+            f"({st.observations} with a valid pair); {md_escape(st.reason)}"
+            + (f". Confidence sequence at the stop: {cs}" if cs else "")
+            + "."
+        )
+    return ["\n".join(lines)]
+
+
 def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
     """The leaderboard answer: tables ``leaderboard`` and ``behaviours``, one chart, the text."""
     from .convcompare import turn_taking
@@ -458,6 +525,9 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     judges = judges_of(f)
     tt = turn_taking(turn_taking_frame(run), resamples=resamples, seed=seed, min_n=min_n)
     board, per_b = leaderboard(f, cond, tt, resamples=resamples, seed=seed, min_n=min_n, judges=judges)
+    if (stops := stopping_table(run)) is not None:  # beyond the paper: where each setup stopped, and why
+        a.tables["stopping"] = stops
+        a.text += stopping_text(run)
     if not judges or board.filter(pl.col("origin") != ORIGIN_FLOOR)["distance"].is_null().all():
         paired = board.filter((pl.col("setup") != FLOOR) & (pl.col("n") > 0)) if not board.is_empty() else board
         why = (

@@ -16,7 +16,7 @@ from cocoeval.core.text import md_escape
 from cocoeval.run import Run
 from cocoeval.run.rundir import PIPELINE_LABEL
 
-from . import agreement, analyses, charts, html_report, inference, judge_check, render, stats
+from . import agreement, analyses, charts, html_report, inference, judge_check, leaderboard, render, stats
 from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
 from .frames import Frames, invalid_rates, open_run_dir, run_frames
@@ -427,6 +427,7 @@ def _write_report(
             "between two random halves of the human references: 0 on average), the Likert gap and the "
             "judge-free turn-taking distances beside. Definitions: `cocoeval/analysis/leaderboard.py` and "
             "docs/analysis.md (A leaderboard of simulators).\n",
+            *(f"{x}\n" for x in leaderboard.stopping_text(run)),
             *listing(board_outs),
         ]
     index += [

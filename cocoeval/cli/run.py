@@ -20,6 +20,7 @@ RUN_FLAGS = {
     "dependent": "llm.batch_dependent",
     "batch_poll": "llm.batch_poll_s",
     "processes": "llm.processes",
+    "stop_when": "stopping.rule",
 }
 """The options of ``cocoeval run`` that set one key of the params' ``llm:`` section (a ``--set``)."""
 
@@ -96,7 +97,7 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     from cocoeval.run.rundir import read_run
     from cocoeval.run.stages import load_params
 
-    exp = load_params(a.params, a.sets)
+    exp = load_params(a.params, params_sets(a, {"stop_when": "stopping.rule"}))
     run = read_run(a.run) if a.run else None
     observed = observed_reasoning(run) if run is not None else None
     observed_out = observed_output(run) if run is not None else None
@@ -399,6 +400,13 @@ def add_commands(sub: Any) -> None:
         help="worker processes sending live calls, for a fast self-hosted server at high "
         "concurrency (default: llm.processes, 1: all from this process)",
     )
+    r.add_argument(
+        "--stop-when",
+        choices=["differs", "precise", "differs_or_precise"],
+        help="stop each setup once its comparison with the humans is settled (beyond the paper): "
+        "same as --set stopping.rule=RULE (precise needs --set stopping.eps=EPS); the other "
+        "settings of the stopping: section keep their defaults (docs/experiments.md)",
+    )
     add_set_option(r)
     r.set_defaults(func=_cmd_run)
 
@@ -417,6 +425,11 @@ def add_commands(sub: Any) -> None:
         "--run",
         type=Path,
         help="a run directory to compare with (and to take the mean output and reasoning tokens per call from)",
+    )
+    es.add_argument(
+        "--stop-when",
+        choices=["differs", "precise", "differs_or_precise"],
+        help="forecast with this stopping rule (same as --set stopping.rule=RULE; beyond the paper)",
     )
     add_set_option(es)
     es.set_defaults(func=_cmd_estimate)

@@ -33,6 +33,7 @@ from cocoeval.simulate.setup import AnySetup
 from cocoeval.simulate.sft import SFTConfig
 
 from .compose import SET_HINT, Composed, ParamsSource, compose
+from .stopping import StoppingSection
 
 __all__ = [
     "AnnotationDraw",
@@ -41,6 +42,7 @@ __all__ = [
     "ExperimentParams",
     "InstanceSelection",
     "ParamsFile",
+    "StoppingSection",
     "check_plugins",
     "read_params",
     "read_params_file",
@@ -142,6 +144,10 @@ class ExperimentParams(BaseModel):
     probes: ProbeSection | None = None
     """The judge probes ``cocoeval probe PARAMS`` sends and ``cocoeval estimate`` forecasts (beyond
     the paper; ``cocoeval.judge.probes.ProbeSection``); None: no probes."""
+    stopping: StoppingSection | None = None
+    """Stop each setup once its comparison with the humans is settled (beyond the paper;
+    ``cocoeval.run.stopping``): instances in rounds of source conversations, an anytime-valid
+    confidence sequence after each round; None: every selected instance for every setup."""
 
     @property
     def llm_judges(self) -> list[JudgeConfig]:
@@ -230,6 +236,18 @@ class ExperimentParams(BaseModel):
                         f"probes.judges: no LLM judge named {name!r} in judges "
                         f"({', '.join(llm) or 'none'}; ensembles make no call and are not probed)"
                     )
+        if self.stopping is not None:
+            fine = [j.name for j in self.llm_judges if "fine_grained" in j.kind]
+            if self.stopping.judge is not None and self.stopping.judge not in fine:
+                problems.append(
+                    f"stopping.judge: no LLM judge named {self.stopping.judge!r} makes fine-grained judgments "
+                    f"(those that do: {', '.join(fine) or 'none'})"
+                )
+            elif not fine:
+                problems.append(
+                    "stopping: the rule reads fine-grained judgments, and no LLM judge in judges makes them "
+                    "(give a judge with kind: [fine_grained], or leave stopping: out)"
+                )
         if problems:
             raise ValueError("; ".join(problems))
         for e in self.ensembles:

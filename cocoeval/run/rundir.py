@@ -39,6 +39,7 @@ from cocoeval.simulate.setup import Setup
 from cocoeval.simulate.validity import MAX_TURN_CHARS
 
 from .humans import HUMAN_DIR, describe_judgment, judgment_key, read_human_stores
+from .stopping import StoppingRecord
 
 if TYPE_CHECKING:
     from cocoeval.llm import Runner
@@ -108,6 +109,9 @@ class Manifest(BaseModel):
     stages: list[str] | None = None
     summary: dict[str, Any] = Field(default_factory=dict)
     """Per stage what ended ok / invalid / failed, and ``warnings``."""
+    stopping: StoppingRecord | None = None
+    """Where each setup stopped and why, when the params have a ``stopping:`` section (beyond the
+    paper; ``cocoeval.run.stopping``)."""
 
     @property
     def setup_params(self) -> list[dict[str, Any]]:

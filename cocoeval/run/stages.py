@@ -29,6 +29,7 @@ from cocoeval.judge.ensemble import combine
 from cocoeval.llm import LLMConfig, Runner, parse_model_spec
 from cocoeval.prompts.files import load_prompt
 from cocoeval.simulate.engine import simulate
+from cocoeval.simulate.exchange import import_continuations
 from cocoeval.simulate.plugins import new_plugin
 from cocoeval.simulate.setup import ImportedSetup, PluginSetup
 
@@ -48,6 +49,7 @@ from .rundir import (
     write_manifest,
     write_usage,
 )
+from .stopping import StoppingRecord, bounds_of, decide, observations, record_for, rounds_of, setup_stop
 
 
 class Experiment:
@@ -301,6 +303,12 @@ class Experiment:
         One run at a time on a run directory: a second one is refused (RunDirLockedError names
         the holder)."""
         self.output_paths()  # refuses unsafe names before anything is written
+        if self.params.stopping is not None and set(stages) != {"simulate", "judge"}:
+            raise ConfigError(
+                f"{self.source or 'params'}: stopping: runs the simulate and judge stages together, round by round "
+                f"(asked for: {', '.join(stages)})",
+                hint="run both stages (leave --stage out), or leave stopping: out of the params",
+            )
         for m in sorted(
             {m for s in self.params.setups for m in s.model_specs().values()}
             | {j.model for j in self.params.llm_judges}
@@ -362,9 +370,12 @@ class Experiment:
             warnings.append(msg)
             logging.getLogger("cocoeval").warning("warning: %s", msg)
 
+        stop: StoppingRecord | None = None
         try:
             insts = self.prepare_instances(runner=runner)  # an LLM-made build's calls count in usage.json
-            if "simulate" in stages and self.params.setups:
+            if self.params.stopping is not None and self.params.setups:
+                stop = self._rounds(insts, runner, cpaths, jpaths, summary, warn, started, mode)
+            elif "simulate" in stages and self.params.setups:
 
                 def save(_round: int, partial: dict[str, list[Continuation]]) -> None:
                     for name, conts in partial.items():
@@ -381,7 +392,7 @@ class Experiment:
                 )
                 save(-1, result)
                 summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
-            if "judge" in stages and self.params.judges:
+            if stop is None and "judge" in stages and self.params.judges:
                 conts = self._continuations_to_judge(cpaths, insts, warn)
                 if "simulate" not in summary and conts:
                     summary["simulate"] = {name: tally(cs) for name, cs in conts.items()}
@@ -415,9 +426,109 @@ class Experiment:
                 instances=len(insts),
                 stages=list(stages),
                 summary=summary,
+                **({"stopping": stop} if stop is not None else {}),
             ),
         )
         return self.run_dir
+
+    def _rounds(
+        self,
+        insts: list[Instance],
+        runner: Runner,
+        cpaths: dict[str, Path],
+        jpaths: dict[str, Path],
+        summary: dict[str, Any],
+        warn: Callable[[str], None],
+        started: str,
+        mode: dict[str, Any],
+    ) -> StoppingRecord:
+        """Both stages in rounds of source conversations (the ``stopping:`` section, beyond the
+        paper; ``cocoeval.run.stopping``): each round simulates its instances for the setups still
+        running, judges them and the human reference, then evaluates the rule per setup; a settled
+        setup takes no part in later rounds. The files and the manifest (its ``stopping`` record)
+        are rewritten after every round; every call goes through the cache, so a killed run, or a
+        later run with a larger budget or another rule, goes on without paying a call twice."""
+        sec = self.params.stopping
+        assert sec is not None
+        tax = self.taxonomy
+        judge_name = sec.judge or next(j.name for j in self.params.llm_judges if "fine_grained" in j.kind)
+        rec = record_for(sec, judge_name, insts)
+        rounds = rounds_of(insts, sec)
+        setups = self.params.setups
+        chosen = {s.name: {i.id for i in s.select(insts)} for s in setups}
+        imported = {
+            s.name: import_continuations(s, s.setup_id(tax), insts, warn)
+            for s in setups
+            if isinstance(s, ImportedSetup)
+        }
+        stored = self._stored_plugin_continuations(cpaths, warn)
+        conts: dict[str, list[Continuation]] = {s.name: [] for s in setups}
+        judged: dict[str, list[Judgment]] = {j.name: [] for j in self.params.llm_judges}
+        done: dict[str, list[Instance]] = {s.name: [] for s in setups}
+        processed: list[Instance] = []
+        ids = judge_ids(self.params.judges, tax)
+        active = [s.name for s in setups]
+        for rnd, batch in enumerate(rounds, start=1):
+            if not active:
+                break
+            running = [s for s in setups if s.name in active]
+            batch_ids = {i.id for i in batch}
+            before = {n: list(conts[n]) for n in active}
+
+            def save(_round: int, partial: dict[str, list[Continuation]], before: Any = before) -> None:
+                for name, cs in partial.items():
+                    _save(cpaths[name], [*before[name], *cs], final=False)
+
+            sim = [s for s in running if not isinstance(s, ImportedSetup)]
+            new = simulate(batch, sim, runner, taxonomy=tax, on_round=save, warn=warn, stored=stored) if sim else {}
+            fresh = {
+                s.name: new[s.name] if s.name in new else [c for c in imported[s.name] if c.instance_id in batch_ids]
+                for s in running
+            }
+            for s in running:
+                conts[s.name] += fresh[s.name]
+                done[s.name] += [i for i in batch if i.id in chosen[s.name]]
+                _save(cpaths[s.name], conts[s.name], final=True)
+            processed += batch
+            before_j = {n: list(js) for n, js in judged.items()}
+
+            def save_j(_round: int, partial: dict[str, list[Judgment]], before_j: Any = before_j) -> None:
+                for name, js in partial.items():
+                    _save(jpaths[name], [*before_j[name], *js], final=False)
+
+            jres = judge(batch, fresh, self.params.llm_judges, runner, taxonomy=tax, on_round=save_j)
+            for name, js in jres.items():
+                judged[name] += js
+            out: dict[str, list[Judgment]] = dict(judged)
+            for ens in self.params.ensembles:  # no call: combined from the members judged so far
+                out[ens.name] = combine(
+                    ens, {m: judged.get(m, []) for m in ens.ensemble}, ids[ens.name], tax, processed
+                )
+            for name, js in out.items():
+                _save(jpaths[name], js, final=True)
+            for name in list(active):
+                obs = observations(done[name], name, judged.get(judge_name, []), judge_name, tax)
+                bounds = bounds_of(obs, tax.ids, sec.alpha, rec.conversations_planned)
+                verdict, why = decide(bounds, sec)
+                status: Any = "running"
+                if verdict is not None and rnd >= sec.min_rounds:
+                    status, why = verdict, f"stopped after round {rnd} of {len(rounds)}: {why}"
+                    active.remove(name)
+                elif rnd == len(rounds):
+                    status, why = (
+                        "budget",
+                        f"every round done ({rnd}), not settled: {why.removeprefix('not settled: ')}",
+                    )
+                elif verdict is not None:
+                    why = f"{why}; not stopped before round {sec.min_rounds} (min_rounds)"
+                rec.setups[name] = setup_stop(status, rnd, done[name], obs, bounds, why)
+            summary["simulate"] = {name: tally(cs) for name, cs in conts.items()}
+            summary["judge"] = {name: tally(js) for name, js in out.items()}
+            write_manifest(
+                self.run_dir,
+                self.manifest(status="running", started=started, llm_mode=mode, stopping=rec),
+            )
+        return rec
 
 
 def _save(path: Path, items: list[Continuation] | list[Judgment], final: bool) -> None:
