@@ -496,6 +496,62 @@ def judge_free(run: Run, p: Params) -> Answer:
 
 
 @analysis(
+    "turn_taking_measured",
+    "Turn-taking as a measured object (beyond the paper)",
+    notebook="10_judge_free",
+    report=ReportSpec(
+        "judge-free",
+        tables={
+            "next_speaker": Out(
+                "next_speaker",
+                "Beyond the paper: next-speaker accuracy against the human reference — each model-free rule "
+                "teacher-forced (given the true conversation so far), each setup free-running (its own continuation, "
+                "position by position, not teacher-forced); 95% bootstrap CIs resampling source conversations",
+            ),
+            "run_lengths": Out(
+                "run_lengths",
+                "Beyond the paper: run lengths (consecutive turns by one speaker) per target — mean with a 95% "
+                "bootstrap CI resampling source conversations, share of runs of 1, 2, 3 and 4+ turns, longest",
+            ),
+            "run_lengths_per_speaker": Out(
+                "run_lengths_per_speaker",
+                "Beyond the paper: run lengths per participant (by name) and target, beside the same participant's "
+                "mean run in the reference of the same instances",
+            ),
+            "self_selection": Out(
+                "self_selection",
+                "Beyond the paper: self-selection setups — passes, malformed answers (counted, never read as a "
+                "pass) and turns where every agent passed",
+            ),
+            "speaker_fidelity": Out(
+                "speaker_fidelity",
+                "Beyond the paper: per-speaker fidelity — each participant's per-turn behaviour rates in the "
+                "reference against the same participant in each setup, per judge (RMS over behaviours, unbiased "
+                "across source conversations, re-centred conversation-bootstrap 95% CI); unscored rows say why",
+                judge_based=True,
+            ),
+        },
+        figures={
+            "next_speaker": Out(
+                "next_speaker",
+                "Beyond the paper: next-speaker accuracy, teacher-forced rules and free-running setups, 95% CIs",
+            ),
+            "run_lengths": Out("run_lengths", "Beyond the paper: run lengths per target, shares of runs by length"),
+        },
+    ),
+)
+def turn_taking_measured(run: Run, p: Params) -> Answer:
+    """Next-speaker accuracy, run lengths, per-speaker fidelity (``turntaking``)."""
+    from .leaderboard import judges_of
+    from .turntaking import turn_taking_answer
+
+    f = p.frames_of(run)
+    judges = [p.judge] if p.judge is not None else judges_of(f)
+    ans: Answer = turn_taking_answer(run, f, judges, resamples=p.resamples, seed=p.seed, min_n=p.min_n)
+    return ans
+
+
+@analysis(
     "leaderboard",
     "A leaderboard of simulators",
     notebook=Notebook(

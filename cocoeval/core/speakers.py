@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 __all__ = [
+    "MALFORMED_NOTE",
+    "PASSED_NOTE",
     "history_weights",
     "most_frequent",
     "name_patterns",
@@ -27,6 +29,12 @@ __all__ = [
     "round_robin_next",
     "same_as_previous",
 ]
+
+MALFORMED_NOTE = "malformed self-selection answer"
+"""How a continuation's note starts when a ``self_selection`` agent's answer was neither a turn nor
+``PASS`` (the analysis counts these notes per setup)."""
+PASSED_NOTE = "self-selection:"
+"""How the note of ``self_selection`` that lists a turn's passes and its speaker starts."""
 
 
 def history_weights(history: Sequence[str], last: str | None, participants: Sequence[str]) -> dict[str, int]:

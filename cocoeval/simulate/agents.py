@@ -35,7 +35,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cocoeval.core.schema import Turn
-from cocoeval.core.speakers import history_weights, named_participant, round_robin_next
+from cocoeval.core.speakers import MALFORMED_NOTE, PASSED_NOTE, history_weights, named_participant, round_robin_next
 from cocoeval.llm import Call
 from cocoeval.prompts.files import load_prompt
 from cocoeval.prompts.parse import REFUSAL, match_speaker
@@ -48,11 +48,7 @@ MODERATOR_PROMPT = "agent_moderator"
 MODERATOR_TAG = "moderator"
 SELF_SELECTION_PROMPT = "agent_self_selection"
 SELF_SELECTION_TAG = "self-selection"
-MALFORMED = "malformed self-selection answer"
-"""How a note of ``self_selection`` starts when an agent's answer is neither a turn nor ``PASS``
-(the analysis counts these notes per setup)."""
-PASSED = "self-selection:"
-"""How the note of ``self_selection`` that lists a turn's passes and its speaker starts."""
+MALFORMED, PASSED = MALFORMED_NOTE, PASSED_NOTE
 _PASS = re.compile(r"^[\s*_\"'`(\[]*pass[\s.!*_\"'`)\]]*$", re.IGNORECASE)
 """A pass: the word PASS alone (any case), maybe in quotes, brackets or emphasis, maybe with a full stop."""
 _PASS_AND_MORE = re.compile(r"^[\s*_\"'`(\[]*PASS\b")

@@ -1,0 +1,830 @@
+"""Turn-taking as a measured object (beyond the paper): who speaks next, how long each speaker
+holds the floor, and whether each real participant is simulated as itself. Judge-free except the
+per-speaker fidelity, which reads a judge's labels.
+
+**Next-speaker accuracy, teacher-forced** (``next_speaker_frame``, ``accuracy``). For every
+multi-party instance and every position t of its human reference r, each model-free rule is given
+the *true* conversation so far (x, then r[:t]) and predicts the speaker of r[t]; its accuracy is
+the share of positions where it names r[t]'s speaker. The rules (``POLICIES``) are the functions
+``simulator: agents`` itself uses (``core.speakers``):
+
+- ``same_as_previous``: the speaker of the last turn speaks again;
+- ``most_frequent``: the speaker with the most turns so far (x and r[:t]);
+- ``history`` (the history-frequency baseline, the agents' ``history`` policy): a draw from x's
+  speaker transitions after the last speaker. Its accuracy at a position is the probability its
+  draw names the actual speaker (the expected accuracy of the seeded draw, without its noise);
+- ``round_robin``: the participant after the last speaker in M's order (the agents' policy);
+- ``addressee``: the one other participant the last turn names, else the ``history`` draw (the
+  agents' policy; ``addressee_named`` in the table: the share of positions where a name decided).
+
+Chats (human–AI) are left out: a chat alternates by construction.
+
+**Speaker agreement, free-running** (``speaker_match_frame``): what a run has for the policies
+that call a model (moderator, self_selection) and for every other setup: the share of positions t
+where the speaker of the setup's continuation is the speaker of r[t]. Not teacher-forced: the
+continuation follows its own turns, so one early difference shifts every later position; it
+measures the sequence, not the rule. The yardstick (``HISTORY``): the last |r| turns of x against
+r, the humans against themselves a little earlier.
+
+**Intervals.** Every accuracy is a ratio (positions right / positions) pooled over instances, with
+a 95% percentile bootstrap that resamples *source conversations* (``frames.conversation_of``: the
+windows of one meeting are not independent), undefined below ``min_n`` conversations. Coverage on
+worlds with a known speaker process: ``benchmarks/turn_taking.py``, figures in docs/testing.md.
+
+**Run lengths** (``run_length_frame``): a run is a maximal stretch of consecutive turns by one
+speaker within a target's turns (the reference's or a continuation's). Per target, the mean run
+length (turns / runs, the conversation bootstrap as above) and the share of runs of 1, 2, 3 and 4
+or more turns; per participant (by name) the same.
+
+**Per-speaker fidelity** (``speaker_fidelity``, per LLM judge): each participant's behaviour
+profile, the per-turn rate of each behaviour over the turns it speaks, in the human reference
+against the same participant (same name) in a setup's continuations, on the instances where the
+judge judged both validly and the participant speaks in both. The distance is the root mean
+square over behaviours of the true difference of rates, estimated without the upward bias of
+squared noise from products of per-instance differences of *different* source conversations
+(``paired.cluster_square``), so it needs the participant in two conversations at least;
+interval: the conversation bootstrap, re-centred (``leaderboard.recentred_interval``). A
+participant with fewer than ``MIN_SPEAKER_TURNS`` turns on either side, or in one conversation
+only, is listed with the reason, not scored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from cocoeval.core.schema import Instance, Turn, is_human_ai, participant_names
+from cocoeval.core.speakers import history_weights, most_frequent, named_participant, round_robin_next
+from cocoeval.core.targets import REFERENCE, targets_for
+
+from . import inference
+from .convstats import HISTORY
+from .frames import conversation_of
+
+if TYPE_CHECKING:
+    from cocoeval.run import Run
+
+    from .frames import Frames
+
+BEYOND = "beyond the paper"
+POLICIES: dict[str, str] = {
+    "same_as_previous": "same as the previous speaker",
+    "most_frequent": "most frequent speaker so far",
+    "history": "history-frequency draw (agents: history)",
+    "round_robin": "round robin in M's order (agents: round_robin)",
+    "addressee": "the participant named, else history (agents: addressee)",
+}
+"""The teacher-forced rules, by name: what each predicts (definitions in the module's text)."""
+TEACHER_FORCED, FREE_RUNNING = "teacher-forced", "free-running (not teacher-forced)"
+MIN_SPEAKER_TURNS = 5
+"""Fewest turns a participant must speak in the reference and in the setup's continuations (on
+the instances both have) for its fidelity to be scored."""
+RUN_BUCKETS = (1, 2, 3)
+"""Run lengths counted one by one in the tables; longer runs are counted together ("4+")."""
+
+POSITION_SCHEMA: dict[str, Any] = {
+    "instance_id": pl.Utf8,
+    "conversation": pl.Utf8,
+    "position": pl.Int64,
+    "actual": pl.Utf8,
+    "addressee_named": pl.Boolean,
+    **{p: pl.Float64 for p in POLICIES},
+}
+ACCURACY_SCHEMA: dict[str, Any] = {
+    "kind": pl.Utf8,
+    "predictor": pl.Utf8,
+    "what": pl.Utf8,
+    "accuracy": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "n": pl.Int64,
+    "instances": pl.Int64,
+    "conversations": pl.Int64,
+    "note": pl.Utf8,
+}
+RUNS_SCHEMA: dict[str, Any] = {
+    "target": pl.Utf8,
+    "instance_id": pl.Utf8,
+    "conversation": pl.Utf8,
+    "speaker": pl.Utf8,
+    "length": pl.Int64,
+}
+RUN_SUMMARY_SCHEMA: dict[str, Any] = {
+    "target": pl.Utf8,
+    "runs": pl.Int64,
+    "turns": pl.Int64,
+    "mean_run": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    **{f"share_{k}": pl.Float64 for k in RUN_BUCKETS},
+    f"share_{RUN_BUCKETS[-1] + 1}plus": pl.Float64,
+    "longest": pl.Int64,
+    "n": pl.Int64,
+    "conversations": pl.Int64,
+}
+PER_SPEAKER_SCHEMA: dict[str, Any] = {
+    "speaker": pl.Utf8,
+    "target": pl.Utf8,
+    "runs": pl.Int64,
+    "turns": pl.Int64,
+    "mean_run": pl.Float64,
+    "reference_mean_run": pl.Float64,
+    "instances": pl.Int64,
+}
+FIDELITY_SCHEMA: dict[str, Any] = {
+    "judge": pl.Utf8,
+    "setup": pl.Utf8,
+    "speaker": pl.Utf8,
+    "distance": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "turns_reference": pl.Int64,
+    "turns_setup": pl.Int64,
+    "n": pl.Int64,
+    "conversations": pl.Int64,
+    "scored": pl.Boolean,
+    "reason": pl.Utf8,
+}
+
+
+# ---------------------------------------------------------------- next-speaker accuracy
+
+
+def position_scores(inst: Instance) -> list[dict[str, Any]]:
+    """One row per position t of ``inst``'s reference: the actual speaker, whether a single name
+    decided the addressee rule, and per rule of ``POLICIES`` the probability it names the actual
+    speaker given x and r[:t] (0 or 1 for the deterministic rules)."""
+    participants = participant_names(inst)
+    hist = [t.speaker for t in inst.history]
+    so_far: list[Turn] = list(inst.history)
+    conv = conversation_of(inst)
+    rows = []
+    for t, turn in enumerate(inst.reference):
+        actual = turn.speaker
+        last = so_far[-1] if so_far else None
+        w = history_weights(hist, last.speaker if last else None, participants)
+        p_hist = w.get(actual, 0) / sum(w.values()) if w else 0.0
+        named = named_participant(last.text, last.speaker, participants) if last else None
+        rows.append(
+            {
+                "instance_id": inst.id,
+                "conversation": conv,
+                "position": t,
+                "actual": actual,
+                "addressee_named": named is not None,
+                "same_as_previous": float(last is not None and last.speaker == actual),
+                "most_frequent": float(most_frequent([x.speaker for x in so_far], participants) == actual),
+                "history": float(p_hist),
+                "round_robin": float(round_robin_next(participants, last.speaker if last else None) == actual),
+                "addressee": float(named == actual) if named is not None else float(p_hist),
+            }
+        )
+        so_far.append(turn)
+    return rows
+
+
+def next_speaker_frame(instances: Sequence[Instance]) -> pl.DataFrame:
+    """``position_scores`` of every multi-party instance (chats left out), one frame."""
+    rows = [r for inst in instances if not is_human_ai(inst) for r in position_scores(inst)]
+    return pl.DataFrame(rows, schema=POSITION_SCHEMA, orient="row") if rows else pl.DataFrame(schema=POSITION_SCHEMA)
+
+
+def cluster_draws(conversations: Sequence[str], resamples: int, seed: int, *what: str) -> tuple[np.ndarray, np.ndarray]:
+    """(codes, weights): each row's conversation as a code 0..C−1 (in order of first appearance)
+    and (B, C) how often each bootstrap resample draws each conversation (with replacement, C per
+    resample), seeded by ``seed`` and ``what`` the draws are of."""
+    seen: dict[str, int] = {}
+    codes = np.array([seen.setdefault(c, len(seen)) for c in conversations], dtype=np.int64)
+    c = len(seen)
+    if c == 0:
+        return codes, np.zeros((resamples, 0))
+    idx = inference.rng_for(seed, "cluster-bootstrap", *what).integers(0, c, size=(resamples, c))
+    w = np.zeros((resamples, c))
+    np.add.at(w, (np.repeat(np.arange(resamples), c), idx.ravel()), 1.0)
+    return codes, w
+
+
+def clustered_ratio(
+    hits: np.ndarray, conversations: Sequence[str], *, resamples: int, seed: int, min_n: int, what: Sequence[str] = ()
+) -> tuple[float | None, float | None, float | None, str | None, int]:
+    """(share, ci_low, ci_high, ci_note, conversations) of ``hits`` (one value in [0, 1] per
+    position): the pooled mean, and its 95% percentile interval from resampling whole
+    conversations (the ratio of the drawn conversations' sums of hits to their positions);
+    undefined below ``min_n`` conversations or when every resample is equal."""
+    if len(hits) == 0:
+        return None, None, None, "no position", 0
+    codes, w = cluster_draws(conversations, resamples, seed, *what)
+    c = w.shape[1]
+    sums = np.bincount(codes, weights=hits, minlength=c)
+    sizes = np.bincount(codes, minlength=c).astype(np.float64)
+    boot = (w @ sums) / (w @ sizes)
+    note = inference.ci_notes(c, boot[:, None], min_n)[0]
+    if note and "too small" in note:
+        note = f"{note} conversations"
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    a, b = inference.interval(lo, hi, note)
+    return float(hits.mean()), a, b, note, c
+
+
+def accuracy(
+    positions: pl.DataFrame, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """Teacher-forced accuracy of each rule of ``POLICIES`` over ``next_speaker_frame`` rows, with
+    the conversation bootstrap's 95% interval (the same draws for every rule)."""
+    inference.check_params(resamples=resamples, min_n=min_n)
+    rows = []
+    conv = positions["conversation"].to_list()
+    named = float(positions["addressee_named"].mean()) if positions.height else None  # type: ignore[arg-type]
+    for p, what in POLICIES.items():
+        x = positions[p].to_numpy().astype(np.float64)
+        acc, lo, hi, note, c = clustered_ratio(x, conv, resamples=resamples, seed=seed, min_n=min_n, what=["next"])
+        rows.append(
+            {
+                "kind": TEACHER_FORCED,
+                "predictor": p,
+                "what": what,
+                "accuracy": acc,
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_note": note,
+                "n": len(x),
+                "instances": positions["instance_id"].n_unique(),
+                "conversations": c,
+                "note": (
+                    f"a name decided {named:.0%} of the positions; the history draw the others"
+                    if p == "addressee" and named is not None
+                    else "expected accuracy of the seeded draw"
+                    if p == "history"
+                    else None
+                ),
+            }
+        )
+    return pl.DataFrame(rows, schema=ACCURACY_SCHEMA, orient="row")
+
+
+def speaker_match_frame(run: Run) -> pl.DataFrame:
+    """One row per position of every current ok continuation of a multi-party instance (target
+    the setup) and of the last |r| turns of x (target ``HISTORY``): whether its speaker at t is
+    the reference's speaker at t (free-running, not teacher-forced)."""
+    rows = []
+    for t in targets_for(run.instances, run.current_continuations):
+        inst = t.instance
+        if is_human_ai(inst):
+            continue
+        turns = list(inst.history[-len(inst.reference) :]) if t.name == REFERENCE else t.turns
+        name = HISTORY if t.name == REFERENCE else t.name
+        if t.name == REFERENCE and len(turns) < len(inst.reference):
+            continue  # x shorter than r: no yardstick for this instance
+        for k, ref in enumerate(inst.reference):
+            if k < len(turns):
+                rows.append(
+                    {
+                        "target": name,
+                        "instance_id": inst.id,
+                        "conversation": conversation_of(inst),
+                        "position": k,
+                        "match": float(turns[k].speaker == ref.speaker),
+                    }
+                )
+    schema = {
+        "target": pl.Utf8,
+        "instance_id": pl.Utf8,
+        "conversation": pl.Utf8,
+        "position": pl.Int64,
+        "match": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+def setup_policies(run: Run) -> dict[str, str]:
+    """{setup: what decides its speakers}: an agents setup's policy, else how it was made."""
+    out = {}
+    for s in run.manifest.setup_params:
+        name = str(s.get("name"))
+        if s.get("simulator") == "agents":
+            out[name] = f"agents, policy {(s.get('options') or {}).get('policy', 'oracle')}"
+        elif s.get("simulator"):
+            out[name] = f"plugin {s['simulator']}"
+        elif s.get("continuations"):
+            out[name] = "imported continuations"
+        else:
+            out[name] = f"one LLM writes every turn ({s.get('turns_per_call', 30)} per call)"
+    return out
+
+
+def free_running(
+    matches: pl.DataFrame,
+    policies: dict[str, str] | None = None,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+) -> pl.DataFrame:
+    """Per target of ``speaker_match_frame``: the share of positions whose speaker is the
+    reference's, with the conversation bootstrap's interval; the yardstick (``HISTORY``) first."""
+    inference.check_params(resamples=resamples, min_n=min_n)
+    rows = []
+    names = matches["target"].unique(maintain_order=True).to_list()
+    for name in sorted(names, key=lambda n: (n != HISTORY, n)):
+        g = matches.filter(pl.col("target") == name)
+        x = g["match"].to_numpy().astype(np.float64)
+        acc, lo, hi, note, c = clustered_ratio(
+            x, g["conversation"].to_list(), resamples=resamples, seed=seed, min_n=min_n, what=["match", name]
+        )
+        rows.append(
+            {
+                "kind": FREE_RUNNING,
+                "predictor": name,
+                "what": "the humans' own last |r| turns of x (yardstick)"
+                if name == HISTORY
+                else (policies or {}).get(name, "setup"),
+                "accuracy": acc,
+                "ci_low": lo,
+                "ci_high": hi,
+                "ci_note": note,
+                "n": len(x),
+                "instances": g["instance_id"].n_unique(),
+                "conversations": c,
+                "note": "position by position against r; the continuation follows its own turns",
+            }
+        )
+    return pl.DataFrame(rows, schema=ACCURACY_SCHEMA, orient="row") if rows else pl.DataFrame(schema=ACCURACY_SCHEMA)
+
+
+# ---------------------------------------------------------------- run lengths
+
+
+def runs_of(turns: Sequence[Turn]) -> list[tuple[str, int]]:
+    """(speaker, length) of each maximal run of consecutive turns by one speaker, in order."""
+    out: list[tuple[str, int]] = []
+    for t in turns:
+        if out and out[-1][0] == t.speaker:
+            out[-1] = (t.speaker, out[-1][1] + 1)
+        else:
+            out.append((t.speaker, 1))
+    return out
+
+
+def run_length_frame(run: Run) -> pl.DataFrame:
+    """One row per run of every target (the reference of each instance, each current ok
+    continuation): target, instance_id, conversation, speaker, length."""
+    rows = [
+        {
+            "target": t.name,
+            "instance_id": t.instance.id,
+            "conversation": conversation_of(t.instance),
+            "speaker": s,
+            "length": n,
+        }
+        for t in targets_for(run.instances, run.current_continuations)
+        for s, n in runs_of(t.turns)
+    ]
+    return pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RUNS_SCHEMA)
+
+
+def _buckets(lengths: np.ndarray) -> dict[str, float | None]:
+    n = len(lengths)
+    out: dict[str, float | None] = {f"share_{k}": float((lengths == k).sum() / n) if n else None for k in RUN_BUCKETS}
+    out[f"share_{RUN_BUCKETS[-1] + 1}plus"] = float((lengths > RUN_BUCKETS[-1]).sum() / n) if n else None
+    return out
+
+
+def run_lengths(
+    runs: pl.DataFrame, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """Per target (the reference first): runs, turns, the mean run length (turns / runs) with the
+    conversation bootstrap's 95% interval, the share of runs of each length and the longest."""
+    inference.check_params(resamples=resamples, min_n=min_n)
+    rows = []
+    names = runs["target"].unique(maintain_order=True).to_list()
+    for name in sorted(names, key=lambda n: (n != REFERENCE, n)):
+        g = runs.filter(pl.col("target") == name)
+        lengths = g["length"].to_numpy()
+        codes, w = cluster_draws(g["conversation"].to_list(), resamples, seed, "runs", name)
+        c = w.shape[1]
+        turns = np.bincount(codes, weights=lengths.astype(np.float64), minlength=c)
+        count = np.bincount(codes, minlength=c).astype(np.float64)
+        boot = (w @ turns) / (w @ count)
+        note = inference.ci_notes(c, boot[:, None], min_n)[0]
+        if note and "too small" in note:
+            note = f"{note} conversations"
+        lo, hi = np.percentile(boot, [2.5, 97.5])
+        a, b = inference.interval(lo, hi, note)
+        rows.append(
+            {
+                "target": name,
+                "runs": len(lengths),
+                "turns": int(lengths.sum()),
+                "mean_run": float(lengths.sum() / len(lengths)),
+                "ci_low": a,
+                "ci_high": b,
+                "ci_note": note,
+                **_buckets(lengths),
+                "longest": int(lengths.max()),
+                "n": g["instance_id"].n_unique(),
+                "conversations": c,
+            }
+        )
+    return (
+        pl.DataFrame(rows, schema=RUN_SUMMARY_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RUN_SUMMARY_SCHEMA)
+    )
+
+
+def run_lengths_per_speaker(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per participant (by name) and target: its runs, turns and mean run length over the
+    instances, beside the same participant's mean run in the reference of the same instances."""
+    if runs.is_empty():
+        return pl.DataFrame(schema=PER_SPEAKER_SCHEMA)
+    per = runs.group_by("speaker", "target", maintain_order=True).agg(
+        runs=pl.len().cast(pl.Int64),
+        turns=pl.col("length").sum().cast(pl.Int64),
+        instances=pl.col("instance_id").n_unique().cast(pl.Int64),
+    )
+    rows = []
+    for r in per.iter_rows(named=True):
+        mine = runs.filter((pl.col("target") == r["target"]) & (pl.col("speaker") == r["speaker"]))
+        ref = runs.filter(
+            (pl.col("target") == REFERENCE)
+            & (pl.col("speaker") == r["speaker"])
+            & pl.col("instance_id").is_in(mine["instance_id"].unique().implode())
+        )
+        rows.append(
+            {
+                **r,
+                "mean_run": r["turns"] / r["runs"],
+                "reference_mean_run": float(ref["length"].sum() / ref.height) if ref.height else None,
+            }
+        )
+    out = pl.DataFrame(rows, schema=PER_SPEAKER_SCHEMA, orient="row")
+    return out.sort("speaker", pl.col("target") != REFERENCE, "target")
+
+
+# ---------------------------------------------------------------- per-speaker fidelity
+
+
+@dataclass(frozen=True)
+class SpeakerTurns:
+    """One participant's turns in one target of one instance, and its per-turn behaviour rates."""
+
+    instance_id: str
+    conversation: str
+    speaker: str
+    turns: int
+    rates: tuple[float, ...]
+    """Per behaviour (the taxonomy's order): labelled turns of this speaker / its turns."""
+
+
+def speaker_rates(run: Run, f: Frames, judge: str) -> dict[tuple[str, str], list[SpeakerTurns]]:
+    """{(target, instance_id): each speaker's turns and per-turn behaviour rates} of every target
+    the LLM judge ``judge`` judged validly (fine-grained) whose judged turns have a speaker."""
+    behaviours = list(f.taxonomy.ids)
+    valid = f.counts.filter((pl.col("judge") == judge) & ~pl.col("human")).select("target", "instance_id").unique()
+    ok = {(r[0], r[1]) for r in valid.iter_rows()}
+    labelled: dict[tuple[str, str], set[tuple[int, str]]] = {}
+    for r in f.labels.filter(pl.col("judge") == judge).select("target", "instance_id", "turn", "behaviour").iter_rows():
+        labelled.setdefault((r[0], r[1]), set()).add((r[2], r[3]))
+    out: dict[tuple[str, str], list[SpeakerTurns]] = {}
+    for t in targets_for(run.instances, run.current_continuations):
+        key = (t.name, t.instance.id)
+        if key not in ok or is_human_ai(t.instance):
+            continue
+        marks = labelled.get(key, set())
+        per: dict[str, list[int]] = {}
+        for i in t.judged:
+            per.setdefault(t.turns[i].speaker, []).append(i)
+        out[key] = [
+            SpeakerTurns(
+                t.instance.id,
+                conversation_of(t.instance),
+                s,
+                len(idx),
+                tuple(sum((i, b) in marks for i in idx) / len(idx) for b in behaviours),
+            )
+            for s, idx in per.items()
+        ]
+    return out
+
+
+def speaker_fidelity(
+    run: Run,
+    f: Frames,
+    judges: Sequence[str],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    min_turns: int = MIN_SPEAKER_TURNS,
+) -> pl.DataFrame:
+    """Per LLM judge, setup and participant (by name): the distance between the participant's
+    per-turn behaviour rates in the reference and in the setup's continuations (see the module's
+    text), or why it is not scored."""
+    from .leaderboard import distance_of, recentred_interval
+    from .paired import cluster_square, cluster_sums
+
+    inference.check_params(resamples=resamples, min_n=min_n)
+    rows = []
+    for judge in judges:
+        rates = speaker_rates(run, f, judge)
+        setups = sorted({name for name, _ in rates if name != REFERENCE})
+        for setup in setups:
+            by_speaker: dict[str, list[tuple[SpeakerTurns, SpeakerTurns]]] = {}
+            for (name, iid), sim in rates.items():
+                if name != setup or (REFERENCE, iid) not in rates:
+                    continue
+                ref = {s.speaker: s for s in rates[(REFERENCE, iid)]}
+                for s in sim:
+                    if s.speaker in ref:
+                        by_speaker.setdefault(s.speaker, []).append((ref[s.speaker], s))
+            for speaker in sorted(by_speaker):
+                pairs = by_speaker[speaker]
+                t_ref, t_sim = sum(r.turns for r, _ in pairs), sum(s.turns for _, s in pairs)
+                convs = [r.conversation for r, _ in pairs]
+                k = len(set(convs))
+                row: dict[str, Any] = {
+                    "judge": judge,
+                    "setup": setup,
+                    "speaker": speaker,
+                    "turns_reference": t_ref,
+                    "turns_setup": t_sim,
+                    "n": len(pairs),
+                    "conversations": k,
+                }
+                reason = (
+                    f"too few turns (reference {t_ref}, setup {t_sim}; at least {min_turns} each)"
+                    if min(t_ref, t_sim) < min_turns
+                    else "in one source conversation only: the distance needs two (products across conversations)"
+                    if k < 2
+                    else None
+                )
+                if reason:
+                    rows.append(
+                        {
+                            **row,
+                            "distance": None,
+                            "ci_low": None,
+                            "ci_high": None,
+                            "ci_note": None,
+                            "scored": False,
+                            "reason": reason,
+                        }
+                    )
+                    continue
+                d = np.array([np.subtract(s.rates, r.rates) for r, s in pairs])
+                codes, w = cluster_draws(convs, resamples, seed, "fidelity", judge, setup, speaker)
+                sums, sizes = cluster_sums(d, codes)
+                square = float(cluster_square(sums, sizes))
+                boot = cluster_square(sums, sizes, w)
+                boot = boot[np.isfinite(boot)]
+                note = inference.ci_notes(k, boot[:, None], min_n)[0] if len(boot) else "undefined in every resample"
+                if note and "too small" in note:
+                    note = f"{note} conversations"
+                lo, hi = recentred_interval(square, boot, k) if len(boot) else (np.nan, np.nan)
+                a, b = inference.interval(float(distance_of(lo)), float(distance_of(hi)), note)
+                rows.append(
+                    {
+                        **row,
+                        "distance": float(distance_of(square)),
+                        "ci_low": a,
+                        "ci_high": b,
+                        "ci_note": note,
+                        "scored": True,
+                        "reason": None,
+                    }
+                )
+    return pl.DataFrame(rows, schema=FIDELITY_SCHEMA, orient="row") if rows else pl.DataFrame(schema=FIDELITY_SCHEMA)
+
+
+def self_selection_counts(run: Run) -> pl.DataFrame:
+    """Per ``self_selection`` agents setup: its turns, the passes before them, the malformed
+    answers (counted, never read as passes) and the turns where every agent passed, from the notes
+    the simulator keeps with each continuation (ok or invalid)."""
+    from cocoeval.core.speakers import MALFORMED_NOTE, PASSED_NOTE
+
+    schema = {
+        "setup": pl.Utf8,
+        "continuations": pl.Int64,
+        "turns_chosen": pl.Int64,
+        "passes": pl.Int64,
+        "malformed": pl.Int64,
+        "all_passed": pl.Int64,
+    }
+    rows = []
+    for s in run.manifest.setup_params:
+        if s.get("simulator") != "agents" or (s.get("options") or {}).get("policy") != "self_selection":
+            continue
+        name = str(s.get("name"))
+        cs = run.current_continuations.get(name, [])
+        notes = [n for c in cs for n in c.notes]
+        chosen = [n for n in notes if PASSED_NOTE in n and "spoke" in n]
+        rows.append(
+            {
+                "setup": name,
+                "continuations": len(cs),
+                "turns_chosen": len(chosen),
+                "passes": sum(
+                    len(n.split("passed: ", 1)[1].split(";")[0].split(", ")) for n in chosen if "passed: none;" not in n
+                ),
+                "malformed": sum(MALFORMED_NOTE in n for n in notes),
+                "all_passed": sum("every agent passed" in n for n in notes),
+            }
+        )
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+
+
+# ---------------------------------------------------------------- charts and the answer
+
+
+def next_speaker_chart(acc: pl.DataFrame) -> Any:
+    """Next-speaker accuracy (``accuracy`` and ``free_running`` rows together): one point per rule
+    or setup with its 95% interval (a cross where undefined), coloured by teacher-forced or
+    free-running; titled as beyond the paper."""
+    import altair as alt
+
+    from .charts import _records, _undefined, _whiskers, with_words
+
+    d = with_words(acc.filter(pl.col("accuracy").is_not_null()), digits=3)
+    order = d["predictor"].to_list()
+    base = alt.Chart(_records(d)).encode(y=alt.Y("predictor:N", title=None, sort=order))
+    tip = [
+        alt.Tooltip("predictor:N"),
+        alt.Tooltip("what:N"),
+        alt.Tooltip("kind:N"),
+        alt.Tooltip("accuracy:Q", format=".3f"),
+        alt.Tooltip("interval:N"),
+        alt.Tooltip("conversations:Q", title="source conversations"),
+    ]
+    pts = base.mark_point(filled=True, size=60).encode(
+        x=alt.X("accuracy:Q", title="share of positions with the humans' next speaker", scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=[TEACHER_FORCED, FREE_RUNNING])),
+        tooltip=tip,
+    )
+    return alt.layer(
+        _whiskers(base, "x"),
+        pts,
+        _undefined(base, "x", "accuracy", tooltip=tip),
+        width=420,
+        height=20 * max(1, len(order)),
+        title=f"Next-speaker accuracy against the human reference ({BEYOND})",
+    )
+
+
+def run_length_chart(summary: pl.DataFrame) -> Any:
+    """How the turns fall into runs per target (``run_lengths``): stacked shares of runs of 1, 2,
+    3 and 4+ turns, the reference first; titled as beyond the paper."""
+    import altair as alt
+
+    from .charts import _records
+
+    cols = [c for c in summary.columns if c.startswith("share_")]
+    long = summary.unpivot(index=["target", "mean_run", "runs"], on=cols, variable_name="bucket", value_name="share")
+    long = long.with_columns(
+        length=pl.col("bucket").str.replace("share_", "").str.replace("plus", "+").str.replace(r"^(\d+)$", "${1}")
+    )
+    order = summary["target"].to_list()
+    return (
+        alt.Chart(_records(long), width=420, height=22 * max(1, len(order)))
+        .mark_bar()
+        .encode(
+            y=alt.Y("target:N", title=None, sort=order),
+            x=alt.X("share:Q", stack="normalize", title="share of runs (consecutive turns by one speaker)"),
+            color=alt.Color("length:N", title="run length (turns)", sort=[b.replace("share_", "") for b in cols]),
+            order=alt.Order("bucket:N"),
+            tooltip=[
+                alt.Tooltip("target:N"),
+                alt.Tooltip("length:N", title="run length"),
+                alt.Tooltip("share:Q", format=".3f"),
+                alt.Tooltip("mean_run:Q", format=".2f", title="mean run"),
+                alt.Tooltip("runs:Q"),
+            ],
+        )
+        .properties(title=f"Run lengths, human reference and each setup ({BEYOND})")
+    )
+
+
+@dataclass(frozen=True)
+class TurnTakingTables:
+    """The tables of ``turn_taking_answer``: next-speaker accuracy (teacher-forced rules and the
+    free-running setups), run lengths per target and per participant, per-speaker fidelity per
+    judge and the self-selection counts."""
+
+    next_speaker: pl.DataFrame
+    run_lengths: pl.DataFrame
+    run_lengths_per_speaker: pl.DataFrame
+    speaker_fidelity: pl.DataFrame
+    self_selection: pl.DataFrame
+
+
+def turn_taking_tables(
+    run: Run,
+    f: Frames | None,
+    judges: Sequence[str] = (),
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+) -> TurnTakingTables:
+    """Every table of the module for ``run`` (per-speaker fidelity for ``judges``, with ``f``)."""
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    forced = accuracy(next_speaker_frame(run.instances), **kw)
+    free = free_running(speaker_match_frame(run), setup_policies(run), **kw)
+    runs = run_length_frame(run)
+    return TurnTakingTables(
+        next_speaker=pl.concat([forced, free]) if not free.is_empty() else forced,
+        run_lengths=run_lengths(runs, **kw),
+        run_lengths_per_speaker=run_lengths_per_speaker(runs),
+        speaker_fidelity=speaker_fidelity(run, f, judges, **kw)
+        if f is not None and judges
+        else pl.DataFrame(schema=FIDELITY_SCHEMA),
+        self_selection=self_selection_counts(run),
+    )
+
+
+def _acc(r: dict[str, Any]) -> str:
+    from .answer import fmt_ci
+
+    return fmt_ci(r["accuracy"], r["ci_low"], r["ci_high"], r["conversations"], r["ci_note"]).replace(
+        "n = ", "conversations = "
+    )
+
+
+def turn_taking_answer(
+    run: Run,
+    f: Frames | None,
+    judges: Sequence[str] = (),
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+) -> Any:
+    """The ``turn_taking_measured`` analysis: ``turn_taking_tables`` with their text and charts."""
+    from .answer import Answer
+
+    a = Answer(
+        "Who speaks next, and for how long? Turn-taking measured against the humans (beyond the paper)",
+        judge_based=False,
+    )
+    t = turn_taking_tables(run, f, judges, resamples=resamples, seed=seed, min_n=min_n)
+    if t.next_speaker["n"].sum() == 0 and t.run_lengths.is_empty():
+        return a
+    a.tables.update(
+        next_speaker=t.next_speaker,
+        run_lengths=t.run_lengths,
+        run_lengths_per_speaker=t.run_lengths_per_speaker,
+        speaker_fidelity=t.speaker_fidelity,
+        self_selection=t.self_selection,
+    )
+    forced = t.next_speaker.filter(pl.col("kind") == TEACHER_FORCED)
+    free = t.next_speaker.filter(pl.col("kind") == FREE_RUNNING)
+    a.text.append(
+        f"Beyond the paper. Next-speaker accuracy, {TEACHER_FORCED}: at every position of the human reference each "
+        "rule is given the true conversation so far and names the next speaker (the history draw is scored by the "
+        "probability it names the right one); 95% intervals resample source conversations "
+        f"({resamples} resamples, seed {seed}; none below {min_n} conversations). "
+        + "; ".join(f"{POLICIES[r['predictor']]}: {_acc(r)}" for r in forced.iter_rows(named=True))
+        + "."
+    )
+    if not free.is_empty():
+        a.text.append(
+            f"Speaker agreement, {FREE_RUNNING}: the share of positions where a continuation's speaker is the "
+            "humans' (each continuation follows its own turns, so this measures the sequence, not the rule): "
+            + "; ".join(f"**{r['predictor']}** ({r['what']}) {_acc(r)}" for r in free.iter_rows(named=True))
+            + "."
+        )
+    if not t.run_lengths.is_empty():
+        a.text.append(
+            "Run lengths (consecutive turns by one speaker), mean per target: "
+            + "; ".join(
+                f"{r['target']} {r['mean_run']:.2f} turns ({r['runs']} runs, longest {r['longest']})"
+                for r in t.run_lengths.iter_rows(named=True)
+            )
+            + "."
+        )
+    if not t.self_selection.is_empty():
+        a.text.append(
+            "Self-selection: "
+            + "; ".join(
+                f"{r['setup']}: {r['passes']} passes before {r['turns_chosen']} chosen turns, {r['malformed']} "
+                f"malformed answers (asked again, never read as a pass), {r['all_passed']} turns where every "
+                "agent passed (history policy)"
+                for r in t.self_selection.iter_rows(named=True)
+            )
+            + "."
+        )
+    if not t.speaker_fidelity.is_empty():
+        scored = t.speaker_fidelity.filter(pl.col("scored"))
+        a.text.append(
+            f"Per-speaker fidelity (judge-based): {scored.height} participant × setup × judge distances scored, "
+            f"{t.speaker_fidelity.height - scored.height} listed with the reason they are not (fewer than "
+            f"{MIN_SPEAKER_TURNS} turns on a side, or one source conversation)."
+        )
+    a.charts["next_speaker"] = next_speaker_chart(t.next_speaker)
+    if not t.run_lengths.is_empty():
+        a.charts["run_lengths"] = run_length_chart(t.run_lengths)
+    return a
