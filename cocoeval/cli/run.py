@@ -143,6 +143,8 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
     print("instances assumed, per dataset:")
     for line in assumed_counts(insts, plan):
         print(f"  {line}")
+    if exp.params.stopping is not None:
+        _stopping_forecast(exp, insts, rows, run)
     if run is not None:
         for c in compare_with_run(rows, run):
             print(
@@ -157,6 +159,29 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
                 )
             )
     return 0
+
+
+def _stopping_forecast(exp: Any, insts: list[Any], rows: list[Any], run: Any) -> None:
+    """The expected saving of the params' ``stopping:`` section (beyond the paper), by Monte Carlo of
+    the rule (``stopping.forecast_saving``), printed with its assumption."""
+    from cocoeval.run.stopping import forecast_saving, human_counts_of
+
+    sec = exp.params.stopping
+    judge = sec.judge or next(j.name for j in exp.params.llm_judges if "fine_grained" in j.kind)
+    counts = human_counts_of(run.judgments.get(judge, []), judge, exp.taxonomy) if run is not None else None
+    f = forecast_saving(insts, sec, exp.taxonomy, counts)
+    calls = sum(r.calls for r in rows if r.stage in ("simulate", "judge"))
+    rule = sec.rule + (f" (eps {sec.eps:g})" if sec.eps is not None else "")
+    print(
+        f"stopping (beyond the paper): rule {rule}, alpha {sec.alpha:g} over all rounds, rounds of "
+        f"{sec.round_conversations} source conversations; forecast by Monte Carlo of the rule on {f.worlds} worlds "
+        f"shaped as these instances, with the humans' rates from {f.human_rates}; assumed: {f.assumption}. "
+        f"A clearly separated setup uses {f.separated_share:.0%} of the instances (stopped as 'differs' in "
+        f"{f.separated_correct:.0%} of the worlds); a setup equal to the humans uses {f.equal_share:.0%} "
+        f"(declared different in {f.equal_wrong:.0%}). Simulate and judge calls: {calls:,} without stopping; "
+        f"about {round(calls * f.separated_share):,} if every setup is that separated, "
+        f"{round(calls * f.equal_share):,} if every setup equals the humans"
+    )
 
 
 def _cmd_run(a: argparse.Namespace) -> int:

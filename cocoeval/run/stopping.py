@@ -298,3 +298,122 @@ def record_for(section: StoppingSection, judge: str, instances: Sequence[Instanc
 def stopped_setups(manifest_stopping: Mapping[str, object] | None) -> StoppingRecord | None:
     """The manifest's ``stopping`` record read back (None: the run had no stopping: section)."""
     return None if manifest_stopping is None else StoppingRecord.model_validate(manifest_stopping)
+
+
+# ---------------------------------------------------------------- the forecast (cocoeval estimate)
+
+ASSUMED_TURN_RATES = (0.02, 0.03, 0.05, 0.08, 0.1, 0.04, 0.06, 0.12, 0.02, 0.07)
+"""Per-turn rates of the taxonomy's behaviours (in its order) assumed for the humans when no judged
+run is given: 2–12%, the known-truth worlds' (``benchmarks/known_truth.py``); the paper gives its
+human rates (Figure 3(a)) as a chart only."""
+EFFECT = 2.0
+"""The assumed effect of a clearly separated setup: this multiple of the humans' rates..."""
+EFFECT_BEHAVIOURS = 3
+"""...on this many behaviours (the humans' most frequent ones), the rest equal."""
+
+
+class SavingForecast(BaseModel):
+    """What ``cocoeval estimate`` forecasts for a ``stopping:`` section (``forecast_saving``)."""
+
+    human_rates: str
+    """Where the humans' rates came from, in words."""
+    assumption: str
+    """The world simulated, in words."""
+    worlds: int
+    separated_share: float
+    """Mean share of the budget's instances a clearly separated setup uses."""
+    separated_correct: float
+    """Share of worlds in which it stopped as ``differs``."""
+    equal_share: float
+    """Mean share a setup equal to the humans uses."""
+    equal_wrong: float
+    """Share of worlds in which a setup equal to the humans was declared different."""
+
+
+def forecast_saving(
+    instances: Sequence[Instance],
+    section: StoppingSection,
+    tax: Taxonomy,
+    human_counts: Mapping[str, float] | None = None,
+    *,
+    worlds: int = 200,
+) -> SavingForecast:
+    """Monte Carlo of the rule on ``worlds`` worlds shaped as the run: its conversations and their
+    windows, rounds as ``section`` plans them. The humans' count of behaviour b in an instance is
+    Poisson(λ_b·g·h), λ_b the mean count per instance ``human_counts`` (the run's own judged
+    reference) or ``ASSUMED_TURN_RATES`` × the instance's reference turns, g ~ Gamma(4, 1/4) per
+    conversation and h ~ Gamma(8, 1/8) per window (overdispersed; windows of a meeting alike); a
+    clearly separated setup draws at ``EFFECT`` × the rates on the ``EFFECT_BEHAVIOURS`` most
+    frequent behaviours, an equal one at the humans' rates."""
+    import numpy as np
+
+    order = conversation_order(instances, section.seed)
+    turns: dict[str, list[int]] = {c: [] for c in order}
+    for i in instances:
+        turns[conversation_key(i)].append(len(i.reference))
+    k = len(tax.ids)
+    if human_counts:
+        base = np.array([human_counts.get(b, 0.0) for b in tax.ids])
+        source = "the run's judged human reference (mean count per instance)"
+        per_turn = None
+    else:
+        rates = np.array([ASSUMED_TURN_RATES[n % len(ASSUMED_TURN_RATES)] for n in range(k)])
+        source = "assumed per-turn rates of 2–12% (the paper's Figure 3(a) is a chart only)"
+        per_turn = rates
+        base = rates * float(np.mean([len(i.reference) for i in instances]))
+    top = np.argsort(-base, kind="stable")[:EFFECT_BEHAVIOURS]
+    effect = np.ones(k)
+    effect[top] = EFFECT
+    total = len(instances)
+    rounds = (len(order) + section.round_conversations - 1) // section.round_conversations
+
+    def one(c: np.ndarray, seed: int) -> tuple[float, bool]:
+        rng = np.random.default_rng([seed, 4242])
+        obs: list[list[float]] = []
+        used = 0
+        for r in range(1, rounds + 1):
+            for conv in order[(r - 1) * section.round_conversations : r * section.round_conversations]:
+                n = len(turns[conv])
+                lam = (
+                    np.array(turns[conv])[:, None] * per_turn[None, :]
+                    if per_turn is not None
+                    else np.tile(base, (n, 1))
+                )
+                g = rng.gamma(4, 1 / 4) * rng.gamma(8, 1 / 8, size=(n, 1))
+                d = rng.poisson(lam * c * g) - rng.poisson(lam * g)
+                obs.append(d.mean(axis=0).tolist())
+                used += n
+            verdict, _ = decide(bounds_of(obs, tax.ids, section.alpha, len(order)), section)
+            if verdict is not None and r >= section.min_rounds:
+                return used / total, verdict == "differs"
+        return 1.0, False
+
+    sep = [one(effect, s) for s in range(worlds)]
+    eq = [one(np.ones(k), s) for s in range(worlds)]
+    names = ", ".join(tax.ids[j] for j in top)
+    return SavingForecast(
+        human_rates=source,
+        assumption=(
+            f"a clearly separated setup at {EFFECT:g}× the humans' rates on {names} (the rest equal); counts "
+            "Poisson with a Gamma(4, 1/4) rate factor per conversation and Gamma(8, 1/8) per window"
+        ),
+        worlds=worlds,
+        separated_share=float(np.mean([s for s, _ in sep])),
+        separated_correct=float(np.mean([ok for _, ok in sep])),
+        equal_share=float(np.mean([s for s, _ in eq])),
+        equal_wrong=float(np.mean([ok for _, ok in eq])),
+    )
+
+
+def human_counts_of(judgments: Sequence[Judgment], judge: str, tax: Taxonomy) -> dict[str, float] | None:
+    """Mean count per instance of each behaviour in the human reference, by ``judge``'s valid
+    fine-grained judgments (None: none)."""
+    rows = [
+        c
+        for j in judgments
+        if j.target == REFERENCE and j.kind == "fine_grained" and j.judge_name in (None, judge)
+        if (c := behaviour_counts(j, tax)) is not None
+    ]
+    if not rows:
+        return None
+    return {b: sum(r[b] for r in rows) / len(rows) for b in tax.ids}

@@ -115,6 +115,14 @@ def test_a_clearly_different_setup_stops_early_and_a_run_without_the_rule_goes_o
     assert f"**near**: budget — round {rec.rounds_planned} of {rec.rounds_planned}" in index and "fixed-n" in index
     assert "Stopped when the answer was known" in (out / "index.html").read_text()
 
+    capsys.readouterr()
+    assert main(["estimate", str(pfile), "--stop-when", "differs"]) == 0  # the saving forecast, assumed rates
+    said = capsys.readouterr().out
+    assert "stopping (beyond the paper): rule differs" in said and "assumed per-turn rates" in said
+    assert "without stopping" in said and "if every setup is that separated" in said
+    assert main(["estimate", str(pfile), "--stop-when", "differs", "--run", str(run_dir)]) == 0
+    assert "the run's judged human reference" in capsys.readouterr().out
+
     del params["stopping"]  # the rule removed: every instance, from the cache where done
     pfile.write_text(yaml.safe_dump(params))
     assert main(["run", str(pfile), "--no-progress"]) == 0

@@ -101,3 +101,14 @@ def test_rounds_hold_whole_conversations_in_a_seeded_order_that_a_larger_selecti
     more = conversation_order([*insts, *(_inst(0, c) for c in range(9, 20))], 7)
     assert [c for c in more if c in set(order)] == order
     assert processed_instances(insts, sec, 2) == {i.id for i in rounds[0]}
+
+
+def test_the_saving_forecast_says_a_separated_setup_stops_early_and_an_equal_one_runs_on():
+    from cocoeval.core.taxonomy import load_taxonomy
+    from cocoeval.run.stopping import forecast_saving
+
+    insts = [instance(f"d/M{c}/{i}", n_hist=2, n_ref=30) for c in range(60) for i in range(1 + c % 3)]
+    f = forecast_saving(insts, StoppingSection(round_conversations=6), load_taxonomy(), worlds=60)
+    assert f.separated_share < 0.6 and f.separated_correct > 0.9
+    assert f.equal_share > 0.9 and f.equal_wrong <= 0.1
+    assert "assumed per-turn rates" in f.human_rates and "2×" in f.assumption
