@@ -1,0 +1,494 @@
+"""A human-likeness test that needs no judge (beyond the paper): can a classifier tell a setup's
+continuations from the human references of the same instances?
+
+**The two samples.** Every instance that has both an ok continuation of the setup and its human
+reference r gives two documents, the reference (label 0) and the continuation (label 1). A
+document is the text of the target's scored turns (every turn; in human–AI chats the user turns
+only, as the judges and ``convstats`` see them), one turn a line. Invalid continuations have no
+turns: they are left out and counted (``continuations_ok`` of ``continuations``), never replaced.
+
+**What the classifier sees** (``plain_text``). The words and punctuation of the turns, never the
+speakers' names: both sides have the same participants, and a name is the identity of a
+conversation, which the folds keep apart. Typesetting that only one side can have is removed from
+both: transcription tags in braces ("{vocalsound}", the builder removes them from the references),
+markdown emphasis and headings ("**", "__", "#"), a bullet or a speaker's name repeated at the
+start of a turn ("Alice: …", a simulator's formatting slip), typographic quotes and dashes (a
+model writes ’ and —, a transcript ' and -) and runs of white space. Features (``features``):
+TF-IDF (sublinear tf) of word uni- and bigrams, punctuation marks counted as words, hashed
+(``Hashed``), the IDF from the documents of the comparison without their labels (the same for
+every fold and every permutation: no label reaches it), terms in a single document dropped.
+Character n-grams are left out for cost (hashing them takes about 4 s per 1,000 documents, 25 s
+for a paper-scale run's 6,000; words take 0.3 s).
+
+**The classifier and its AUC.** A ridge classifier (least squares on −1/+1 labels, L2 penalty
+``ALPHA``, no intercept: sklearn's ``RidgeClassifier``), cross-validated with ``FOLDS`` folds
+grouped by source conversation (``GroupKFold`` on ``frames.conversation_of``: every window of a
+meeting, and both documents of an instance, in the same fold; so each training fold holds as many
+references as continuations). Not logistic regression: its fitted scores are linear in the
+labels, so one Cholesky factor per fold refits the observed labels and every permutation's at
+once (``out_of_fold``), where a logistic regression refitted per permutation costs about 0.1 s a
+fit on 480 documents, 100 s per setup at the paper's scale; on TF-IDF text the two rank
+documents alike. The AUC is that of the pooled out-of-fold scores: the probability that a
+continuation scores as more machine-like than a reference, ties counted one half. 0.5: this
+classifier cannot tell them apart; 1: it always can. A high AUC shows a difference; an AUC near
+0.5 shows only that this classifier, on these features and this many instances, found none: it is
+a lower bound on how distinguishable the setup is.
+
+**Its interval** is a 95% percentile cluster bootstrap over source conversations of the
+out-of-fold scores (``resamples`` draws of the conversations with replacement, each conversation
+bringing every document it has): it holds the fitted models fixed, so it shows how the AUC moves
+with the conversations it is measured on, not with the models that a new sample would fit.
+Coverage on worlds with known truth: ``benchmarks/detectability.py`` (docs/testing.md).
+
+**Its p-value** (one-sided, AUC > 0.5) is a permutation test that refits: each of
+``permutations`` draws swaps the two labels of each instance with probability ½ (independently)
+and runs the whole cross-validation again (the same folds); p = (1 + the draws
+whose AUC reaches the observed one) / (1 + permutations). Exact under the null hypothesis that
+an instance's continuation and reference are exchangeable (a simulator drawing from the humans).
+Its cost at the paper's scale is printed by ``benchmarks/detectability.py --scale``.
+
+**The floor: humans against humans** (``FLOOR``). The same pipeline on pairs of human references
+of *other windows of the same conversations*: the windows of each conversation in order, paired
+first with second, third with fourth (an odd last one left out), each pair's two labels drawn at
+random (seeded by its conversation). Its AUC is 0.5 in expectation by construction; its value and
+interval show how far from 0.5 chance alone puts the AUC on this benchmark's human text, on about
+half as many pairs as a setup has instances. When fewer than ``MIN_CONVERSATIONS`` conversations
+have two windows, the pairs are references of *other conversations of the same dataset* instead
+(each conversation's first window, conversations paired in a seeded order; a pair is one group),
+and the row says so.
+
+**Too few to say.** Below ``min_n`` instances (pairs) or ``MIN_CONVERSATIONS`` source conversations
+a row has no AUC, only the reason: with fewer conversations the folds and the cluster bootstrap
+rest on too few independent units to mean anything.
+
+scikit-learn and scipy are imported inside the functions (``cocoeval`` imports neither at start).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from cocoeval.core.targets import continuation_target, reference_target
+
+from . import inference, stats
+from .frames import conversation_of
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
+
+    from cocoeval.core.schema import Instance, Turn
+    from cocoeval.run import Run
+
+FOLDS = 5
+"""Cross-validation folds (fewer when there are fewer conversations, never fewer than two)."""
+MIN_CONVERSATIONS = 10
+"""Source conversations a comparison needs for an AUC (the folds and the cluster bootstrap's units)."""
+PERMUTATIONS = 199
+"""Label swaps of the permutation test (each refits every fold, all in one solve): the smallest p is 1/200."""
+ALPHA = 1.0
+"""The ridge classifier's L2 penalty (sklearn's default; not tuned: tuning would need nested folds)."""
+
+FLOOR = "floor: humans vs humans"
+"""The floor row's target (not a setup name: those are file names, with no space or colon)."""
+VS_HUMANS = "setup vs the human reference of the same instances"
+WITHIN = "humans vs humans: other windows of the same conversations"
+ACROSS = "humans vs humans: other conversations of the same dataset"
+
+SCHEMA: dict[str, Any] = {
+    "target": pl.Utf8,
+    "comparison": pl.Utf8,
+    "n": pl.Int64,
+    "conversations": pl.Int64,
+    "auc": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "ci_note": pl.Utf8,
+    "p": pl.Float64,
+    "permutations": pl.Int64,
+    "folds": pl.Int64,
+    "continuations_ok": pl.Int64,
+    "continuations": pl.Int64,
+    "note": pl.Utf8,
+}
+
+_TAG = re.compile(r"\{\s*[A-Za-z_]+\s*\}")
+_MARKUP = re.compile(r"\*\*|__|(?m:^\s*#+\s*)|(?m:^\s*[-*•]\s+)")
+_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "“": '"', "”": '"', "„": '"', "–": "-", "—": "-", "…": "..."})
+_WS = re.compile(r"[ \t\r\f\v]+")
+
+
+def plain_text(turns: Sequence[Turn], speakers: Sequence[str] = ()) -> str:
+    """The document of a target: its turns' texts, one a line, without the typesetting that only
+    one side can have (see the module docstring): tags in braces, markdown emphasis, headings and
+    bullets, a speaker's name (one of ``speakers``) at the start of a turn, typographic quotes and
+    dashes, runs of white space. Speakers' names are not part of it."""
+    names = sorted({s for s in speakers if s}, key=len, reverse=True)
+    label = re.compile(r"^\s*(?:" + "|".join(re.escape(s) for s in names) + r")\s*:\s*") if names else None
+    out = []
+    for t in turns:
+        x = unicodedata.normalize("NFKC", t.text).translate(_QUOTES)
+        x = _MARKUP.sub(" ", _TAG.sub(" ", x))
+        if label is not None:
+            x = label.sub("", x, count=1)
+        out.append(_WS.sub(" ", x).strip())
+    return "\n".join(out)
+
+
+TOKENS = r"(?u)\b\w+\b|[^\w\s]"
+"""Words (one letter included) and each punctuation mark: a comma, a dash or an exclamation mark is
+part of how a turn is written."""
+HASH_FEATURES = 2**20
+
+
+class Hashed:
+    """Word uni- and bigram counts of documents (``TOKENS``, lowercased), hashed into
+    ``HASH_FEATURES`` columns: a document's row depends on its text alone, so each text is counted
+    once however many comparisons it is in (a run's references are in every setup's)."""
+
+    def __init__(self) -> None:
+        from sklearn.feature_extraction.text import HashingVectorizer  # type: ignore[import-untyped]
+
+        self._vec = HashingVectorizer(
+            ngram_range=(1, 2),
+            token_pattern=TOKENS,
+            n_features=HASH_FEATURES,
+            alternate_sign=False,
+            norm=None,
+            dtype=np.float64,
+        )
+        self._rows: dict[str, Any] = {}
+
+    def counts(self, docs: Sequence[str]) -> csr_matrix:
+        from scipy.sparse import vstack
+
+        new = [d for d in dict.fromkeys(docs) if d not in self._rows]
+        if new:
+            m = self._vec.transform(new).tocsr()
+            for i, d in enumerate(new):
+                self._rows[d] = m[i]
+        return vstack([self._rows[d] for d in docs]).tocsr()
+
+
+def features(docs: Sequence[str], hashed: Hashed | None = None) -> csr_matrix:
+    """TF-IDF (sublinear tf, smoothed idf) of the hashed word uni- and bigrams of ``docs``, its IDF
+    from these documents alone (no labels), terms in a single document dropped (they cannot help to
+    score another), rows l2-normalised. A row of zeros for a document with no term left."""
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.preprocessing import normalize  # type: ignore[import-untyped]
+
+    c = (hashed or Hashed()).counts(docs)
+    df = np.bincount(c.indices, minlength=c.shape[1])
+    c.data[df[c.indices] < 2] = 0.0
+    c.eliminate_zeros()
+    return normalize(TfidfTransformer(sublinear_tf=True, norm=None).fit_transform(c), copy=False).tocsr()
+
+
+def aucs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The AUC of each column of ``scores`` (documents, k) for its column of ``labels`` (1 =
+    positive): the Mann–Whitney U of the positives over the negatives divided by their product,
+    ties counted one half (average ranks)."""
+    from scipy.stats import rankdata
+
+    pos = labels == 1
+    n1 = pos.sum(axis=0)
+    n0 = len(labels) - n1
+    r = rankdata(scores, axis=0)
+    return ((r * pos).sum(axis=0) - n1 * (n1 + 1) / 2) / (n1 * n0)
+
+
+def auc(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The AUC of ``scores`` for ``labels`` (``aucs`` of one column)."""
+    return float(aucs(np.asarray(scores, float)[:, None], np.asarray(labels)[:, None])[0])
+
+
+def cluster_bootstrap(
+    scores: np.ndarray, labels: np.ndarray, groups: np.ndarray, resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """The AUC of ``scores`` in each of ``resamples`` cluster-bootstrap draws: the groups drawn with
+    replacement, each bringing all its documents (as often as it is drawn). Computed from the
+    group × group sums of the pairwise comparisons, so a draw costs a product of its counts."""
+    ids, g = np.unique(groups, return_inverse=True)
+    k = len(ids)
+    pos = labels == 1
+    s1, s0 = scores[pos], scores[~pos]
+    h = (s1[:, None] > s0[None, :]) + 0.5 * (s1[:, None] == s0[None, :])
+    g1 = np.zeros((len(s1), k))
+    g1[np.arange(len(s1)), g[pos]] = 1
+    g0 = np.zeros((len(s0), k))
+    g0[np.arange(len(s0)), g[~pos]] = 1
+    hg = g1.T @ h @ g0  # (k, k): comparisons of group u's positives with group v's negatives
+    w = rng.multinomial(k, np.full(k, 1.0 / k), size=resamples).astype(np.float64)
+    num = np.einsum("bu,uv,bv->b", w, hg, w)
+    return num / ((w @ g1.sum(axis=0)) * (w @ g0.sum(axis=0)))
+
+
+NULL_DRAWS = 20
+"""Permutations whose fixed-model bootstrap variance ``model_variance`` averages."""
+NULL_RESAMPLES = 200
+"""Cluster-bootstrap draws for each of them."""
+
+
+def model_variance(
+    scores: np.ndarray, labels: np.ndarray, groups: np.ndarray, seed: int, what: Sequence[str]
+) -> float | None:
+    """What the fixed-model bootstrap misses, measured under the null hypothesis: the variance of
+    the permutations' AUCs (each refitted: every source of variation) minus the mean
+    fixed-model cluster-bootstrap variance of the first ``NULL_DRAWS`` of them (the test
+    documents' share); at least 0. ``scores`` and ``labels``: one column per permutation. None
+    below ``NULL_DRAWS`` permutations."""
+    if scores.shape[1] < NULL_DRAWS:
+        return None
+    total = float(np.var(aucs(scores, labels), ddof=1))
+    rng = inference.rng_for(seed, "detectability null", *what)
+    fixed = np.mean(
+        [
+            np.var(cluster_bootstrap(scores[:, j], labels[:, j], groups, NULL_RESAMPLES, rng), ddof=1)
+            for j in range(NULL_DRAWS)
+        ]
+    )
+    return max(0.0, total - float(fixed))
+
+
+def widened(point: float, boot: np.ndarray, extra: float | None) -> tuple[float, float]:
+    """The 95% interval: the percentile interval of the fixed-model bootstrap ``boot``, its two
+    arms (point to each end) stretched so that its variance becomes the bootstrap's plus
+    ``extra`` (``model_variance``: the refitted models' share), clipped to [0, 1]. When every
+    draw equals the point (perfect separation in every draw), ±1.96·√extra."""
+    lo, hi = np.percentile(boot, stats.PERCENTILES)
+    if not extra:
+        return float(lo), float(hi)
+    var = float(np.var(boot, ddof=1))
+    if var <= 0:
+        arm = 1.959964 * np.sqrt(extra)
+        return max(0.0, point - arm), min(1.0, point + arm)
+    r = np.sqrt(1 + extra / var)
+    return max(0.0, point - (point - lo) * r), min(1.0, point + (hi - point) * r)
+
+
+@dataclass(frozen=True)
+class Detection:
+    """One two-sample classifier test: the AUC of the out-of-fold scores with its cluster-bootstrap
+    interval and its permutation p (all None with ``note`` saying why when there are too few pairs
+    or conversations). ``scores``, ``labels`` and ``groups`` are per document (two per pair: the
+    first sample's, label 0, then the second's, label 1)."""
+
+    n: int
+    conversations: int
+    auc: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p: float | None = None
+    folds: int = 0
+    permutations: int = 0
+    note: str | None = None
+    scores: np.ndarray | None = None
+    labels: np.ndarray | None = None
+    groups: np.ndarray | None = None
+
+
+def out_of_fold(x: csr_matrix, signs: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Each document's score from the ridge classifier fitted on the other folds, for each column
+    of ``signs`` (documents, k: the labels as −1/+1) at once: w = X_Tᵀ(K_TT + ``ALPHA``·I)⁻¹y_T
+    and the scores K_STᵀ… = X_S w, with K = XXᵀ (sklearn's ``RidgeClassifier(alpha=ALPHA,
+    fit_intercept=False)``, solved through the documents' kernel: one Cholesky factor per fold
+    serves every column)."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    k = (x @ x.T).toarray()
+    out = np.empty(signs.shape, dtype=np.float64)
+    for train, test in folds:
+        f = cho_factor(k[np.ix_(train, train)] + ALPHA * np.eye(len(train)))
+        out[test] = k[np.ix_(test, train)] @ cho_solve(f, signs[train])
+    return out
+
+
+def two_sample_test(
+    first: Sequence[str],
+    second: Sequence[str],
+    groups: Sequence[str],
+    *,
+    seed: int = 0,
+    what: Sequence[str] = (),
+    resamples: int = 1000,
+    permutations: int = PERMUTATIONS,
+    min_n: int = inference.MIN_N,
+    min_groups: int = MIN_CONVERSATIONS,
+    folds: int = FOLDS,
+    hashed: Hashed | None = None,
+) -> Detection:
+    """The classifier test of the pairs (``first[i]``, ``second[i]``) of group ``groups[i]`` (their
+    source conversation): the AUC of telling the second sample from the first, out of fold, its
+    cluster-bootstrap interval and its permutation p (module docstring). Randomness is drawn by
+    ``inference.rng_for(seed, "detectability", *what)``; ``hashed``: the counts of texts already
+    seen (the same features either way)."""
+    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]
+
+    inference.check_params(resamples=resamples, min_n=min_n)
+    if permutations < 0:
+        raise ValueError(f"permutations must be 0 or more, not {permutations}")
+    n, k = len(first), len(set(groups))
+    if len(second) != n or len(groups) != n:
+        raise ValueError("first, second and groups must have one entry per pair")
+    if n < min_n:
+        return Detection(n, k, note=f"{n} pairs, fewer than {min_n}: no AUC")
+    if k < min_groups:
+        return Detection(n, k, note=f"{n} pairs from {k} source conversations, fewer than {min_groups}: no AUC")
+    x = features([*first, *second], hashed)
+    labels = np.repeat([0, 1], n)
+    group = np.array([*groups, *groups])
+    n_folds = min(folds, k)
+    split = list(GroupKFold(n_splits=n_folds).split(np.zeros(2 * n), labels, group))
+    # the observed labels, then each permutation's: an instance's two labels swapped with probability ½
+    swaps = inference.rng_for(seed, "detectability permutations", *what).integers(0, 2, size=(n, permutations))
+    y = np.hstack([labels[:, None], labels[:, None] ^ np.vstack([swaps, swaps])])
+    scores = out_of_fold(x, 2.0 * y - 1.0, split)
+    every = aucs(scores, y)
+    point = float(every[0])
+    boot = cluster_bootstrap(scores[:, 0], labels, group, resamples, inference.rng_for(seed, "detectability", *what))
+    lo, hi = widened(point, boot, model_variance(scores[:, 1:], y[:, 1:], group, seed, what))
+    reached = int((every[1:] >= point - 1e-12).sum())
+    return Detection(
+        n,
+        k,
+        auc=point,
+        ci_low=float(lo),
+        ci_high=float(hi),
+        p=(1 + reached) / (1 + permutations) if permutations else None,
+        folds=n_folds,
+        permutations=permutations,
+        scores=scores[:, 0],
+        labels=labels,
+        groups=group,
+    )
+
+
+def _speakers(inst: Instance) -> list[str]:
+    return [*(p.name for p in inst.metadata.participants), *(t.speaker for t in [*inst.history, *inst.reference])]
+
+
+def _doc(inst: Instance, turns: Sequence[Turn], judged: Sequence[int]) -> str:
+    return plain_text([turns[i] for i in judged], _speakers(inst))
+
+
+def _window_order(inst: Instance) -> tuple[int, str]:
+    return (inst.provenance.start_index, inst.id)
+
+
+def floor_pairs(
+    instances: Sequence[Instance], seed: int, min_groups: int = MIN_CONVERSATIONS
+) -> tuple[list[str], list[str], list[str], str]:
+    """The floor's pairs of human references (first, second, group, comparison): other windows of
+    the same conversations (``WITHIN``) when at least ``min_groups`` conversations have two
+    windows, else each conversation's first window against another conversation's of the same
+    dataset (``ACROSS``). Each pair's order is drawn at random, seeded by what it is of."""
+    by_conv: dict[str, list[Instance]] = {}
+    for inst in instances:
+        by_conv.setdefault(conversation_of(inst), []).append(inst)
+    ref = {i.id: _doc(i, i.reference, reference_target(i).judged) for i in instances}
+    pairs: list[tuple[str, str, str]] = []
+    for conv in sorted(by_conv):
+        ws = sorted(by_conv[conv], key=_window_order)
+        pairs += [(ws[j].id, ws[j + 1].id, conv) for j in range(0, len(ws) - 1, 2)]
+    comparison = WITHIN
+    if len({g for _, _, g in pairs}) < min_groups:
+        comparison, pairs = ACROSS, []
+        by_ds: dict[str, list[str]] = {}
+        for conv in sorted(by_conv):
+            by_ds.setdefault(by_conv[conv][0].dataset, []).append(conv)
+        for ds, convs in sorted(by_ds.items()):
+            order = inference.rng_for(seed, "detectability floor", ds).permutation(len(convs))
+            cs = [convs[o] for o in order]
+            for j in range(0, len(cs) - 1, 2):
+                a, b = (min(by_conv[c], key=_window_order).id for c in (cs[j], cs[j + 1]))
+                pairs.append((a, b, f"{cs[j]} + {cs[j + 1]}"))
+    first, second, groups = [], [], []
+    for a, b, g in pairs:
+        if inference.rng_for(seed, "detectability floor order", g, a).integers(0, 2):
+            a, b = b, a
+        first.append(ref[a])
+        second.append(ref[b])
+        groups.append(g)
+    return first, second, groups, comparison
+
+
+def _row(target: str, comparison: str, d: Detection, **extra: Any) -> dict[str, Any]:
+    return {
+        "target": target,
+        "comparison": comparison,
+        "n": d.n,
+        "conversations": d.conversations,
+        "auc": d.auc,
+        "ci_low": d.ci_low,
+        "ci_high": d.ci_high,
+        "ci_note": d.note,
+        "p": d.p,
+        "permutations": d.permutations if d.auc is not None else None,
+        "folds": d.folds if d.auc is not None else None,
+        **extra,
+    }
+
+
+def detectability(
+    run: Run,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    permutations: int = PERMUTATIONS,
+) -> pl.DataFrame:
+    """One row per comparison (``SCHEMA``): the floor first, then every setup with continuations (the
+    manifest's order, then any other): the classifier test of its ok continuations against the
+    human references of the same instances, and how many of its continuations were ok. Computed once
+    per run and settings in a process (``store.per_run``: the leaderboard and this analysis share it)."""
+    from .store import per_run
+
+    return per_run(
+        run,
+        ("detectability", resamples, seed, min_n, permutations),
+        lambda: _detectability(run, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations),
+    )
+
+
+def _detectability(run: Run, *, resamples: int, seed: int, min_n: int, permutations: int) -> pl.DataFrame:
+    kw: dict[str, Any] = {
+        "seed": seed,
+        "resamples": resamples,
+        "permutations": permutations,
+        "min_n": min_n,
+        "hashed": Hashed(),  # each reference counted once for every setup
+    }
+    insts = {i.id: i for i in run.instances}
+    first, second, groups, comparison = floor_pairs(list(insts.values()), seed)
+    fl = two_sample_test(first, second, groups, what=(FLOOR, comparison), **kw)
+    rows = [_row(FLOOR, comparison, fl)]
+    conts = run.current_continuations
+    named = [str(s["name"]) for s in run.manifest.setup_params if s.get("name") in conts]
+    for name in [*named, *sorted(set(conts) - set(named))]:
+        ok = [c for c in conts[name] if c.status == "ok" and c.instance_id in insts]
+        ref_docs, sim_docs, convs = [], [], []
+        for c in sorted(ok, key=lambda c: c.instance_id):
+            inst = insts[c.instance_id]
+            t = continuation_target(inst, name, c)
+            ref_docs.append(_doc(inst, inst.reference, reference_target(inst).judged))
+            sim_docs.append(_doc(inst, t.turns, t.judged))
+            convs.append(conversation_of(inst))
+        d = two_sample_test(ref_docs, sim_docs, convs, what=(name,), **kw)
+        invalid = len(conts[name]) - len(ok)
+        rows.append(
+            _row(
+                name,
+                VS_HUMANS,
+                d,
+                continuations_ok=len(ok),
+                continuations=len(conts[name]),
+                note=f"{invalid} invalid continuation(s) left out" if invalid else None,
+            )
+        )
+    return pl.DataFrame(rows, schema=SCHEMA)
