@@ -75,6 +75,7 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_lazy_imports.py::test_the_analysis_modules_import_scipy_only_when_a_statistic_needs_it",
     "tests/cli/test_run_keeps_frames.py::test_the_first_report_after_a_run_reads_its_kept_frames_and_no_record",
     "tests/cli/test_simulators_cli.py::test_export_import_and_judge_like_a_simulated_setup",
+    "tests/cli/test_turn_taking_cli.py",
     "tests/cli/test_untrusted_inputs.py::test_import_continuations_writes_the_path_relative_to_the_params_files_folder",
     "tests/cli/test_untrusted_inputs.py::test_the_records_model_label_is_named_in_the_report_and_the_params_file",
     "tests/cli/test_untrusted_inputs.py::test_a_judgment_edited_to_an_unknown_behaviour_is_counted_invalid_with_the_reason",
