@@ -307,10 +307,13 @@ def from_report(
     tables: dict[str, tuple[pl.DataFrame, str]],
     *,
     judge: str | None,
+    provenance: dict[str, Any] | None = None,
+    pipeline_check: bool | None = None,
 ) -> Path:
     """``index.html`` beside what ``report.write_report`` wrote, laid out as its ``index`` (the
     lines of index.md): the opening notes first, then each ``## `` section with its text and the
-    figures and tables it lists."""
+    figures and tables it lists. ``provenance`` and ``pipeline_check``: instead of the run's own
+    (``cocoeval compare`` shows several runs through one merged viewer run)."""
     lines = "\n".join(index).split("\n")
     title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else "Report"
     chunks: list[tuple[str, list[str]]] = [("", [])]
@@ -334,7 +337,8 @@ def from_report(
         sections=sections,
         intro=chunks[0][1],
         judge=judge,
-        pipeline_check=run.manifest.pipeline_check,
+        pipeline_check=run.manifest.pipeline_check if pipeline_check is None else pipeline_check,
+        provenance=provenance,
     )
 
 
@@ -350,11 +354,13 @@ def write_html(
     intro: Sequence[str],
     judge: str | None,
     pipeline_check: bool,
+    provenance: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``out_dir/index.html`` from what ``report.write_report`` wrote: its figures (the
     Vega-Lite spec beside each, ``charts.save``), its tables and their captions, grouped into
     ``sections`` (title, their text as HTML, the names they list) as index.md groups them, with
-    ``intro`` (index.md's opening lines, Markdown) above. Returns the path."""
+    ``intro`` (index.md's opening lines, Markdown) above; ``provenance``: shown instead of the
+    run's manifest. Returns the path."""
     out = Path(out_dir)
     figs = []
     for name, (paths, what) in figures.items():
@@ -370,7 +376,7 @@ def write_html(
         "figures": figs,
         "tables": [{"name": k, "what": w, **_table_data(df)} for k, (df, w) in tables.items()],
         "sections": [{"title": t, "names": list(ns)} for t, _, ns in sections],
-        "provenance": _provenance(run),
+        "provenance": _provenance(run) if provenance is None else provenance,
         "viewer": index,
     }
     conv = "\n".join(

@@ -1,7 +1,8 @@
 """The ``cocoeval`` command line: ``main`` and ``build_parser`` assemble one module per command
 group: ``bench`` (build, show, demo-data, fetch), ``run`` (run, estimate, check, batches), ``sft``
 (sft-export, finetune), ``annotate`` (annotate-export/-import), ``report`` (report, notebooks),
-``simulators`` (export-instances, import-continuations, simulators), ``probe`` (probe).
+``simulators`` (export-instances, import-continuations, simulators), ``probe`` (probe), ``compare``
+(compare).
 Option converters live in ``_args``."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import traceback
 from cocoeval import __version__
 from cocoeval.core.errors import CocoevalError
 
-from . import annotate, bench, probe, report, run, sft, simulators
+from . import annotate, bench, compare, probe, report, run, sft, simulators
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    for group in (bench, sft, annotate, report, run, simulators, probe):
+    for group in (bench, sft, annotate, report, run, simulators, probe, compare):
         group.add_commands(sub)
     return p
 

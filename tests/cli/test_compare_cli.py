@@ -1,0 +1,262 @@
+"""``cocoeval compare RUN_A RUN_B``, through the command line, on small runs of the mock model:
+a simulator last month (run ``a``) and today (run ``b``, on a rebuilt benchmark where one meeting's
+text changed under the same instance ids), compared on the shared instances under the same judge
+id. The report's files, the intersection named, the instances of other content left out and
+named, a changed judge id refused, disjoint runs an exit-2 error with a hint, and the numbers equal
+``paired.compare_setups`` called directly on the two runs' frames put together by hand."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import polars as pl
+import pytest
+import yaml
+
+from cocoeval import build
+from cocoeval.analysis.frames import run_frames
+from cocoeval.analysis.paired import DISTANCE, compare_setups
+from cocoeval.core.targets import REFERENCE
+from cocoeval.run import Run
+
+from ..conftest import write_json
+
+SPEAKERS = ("Project Manager", "Marketing", "User Interface")
+MEETINGS = 8
+
+
+def meeting(i: int, n: int, word: str = "about") -> dict:
+    """A QMSum meeting whose every turn names its topic (``topic<i>``): the judge's script answers by it."""
+    return {
+        "topic_list": [{"topic": "Budget", "relevant_text_span": [["0", str(n - 1)]]}],
+        "meeting_transcripts": [
+            {"speaker": SPEAKERS[j % 3], "content": f"Turn number {j} {word} topic{i} and the budget ."}
+            for j in range(n)
+        ],
+    }
+
+
+def fine(repetition: int, off_topic: int = 0) -> str:
+    """A fine-grained answer for 30 turns: Repetition on the first ``repetition`` turns, Off topic
+    on the last ``off_topic``."""
+    turns = []
+    for t in range(1, 31):
+        bs = [{"behaviour": "Repetition", "evidence": "again"}] if t <= repetition else []
+        if t > 30 - off_topic:
+            bs.append({"behaviour": "Off topic", "evidence": "elsewhere"})
+        turns.append({"turn": t, "behaviours": bs})
+    return json.dumps({"turns": turns})
+
+
+def judge_script() -> dict:
+    """Per meeting i: the humans show 1 + i % 3 repetitions; the simulator that writes "point"
+    one more, the one that writes "idea" 6 + i % 2 more (and both 1 + i % 2 turns off topic)."""
+    answers = []
+    for word, extra in (("idea", 6), ("point", 1)):
+        for i in range(MEETINGS):
+            answers.append(
+                {
+                    "match": word,
+                    "context": f"topic{i} ",
+                    "text": fine(1 + i % 3 + extra + (i % 2) * (word == "idea"), 1 + i % 2),
+                }
+            )
+    for i in range(MEETINGS):
+        answers.append({"match": "Continuation to annotate", "context": f"topic{i} ", "text": fine(1 + i % 3)})
+    return {"answers": answers}
+
+
+def sim_script(word: str) -> dict:
+    return {"answers": [{"match": "", "text": "\n".join(f"{SPEAKERS[t % 3]}: {word} {t}" for t in range(30))}]}
+
+
+def cli(*args, ok=True, cwd=None):
+    out = subprocess.run(
+        [sys.executable, "-m", "cocoeval", *map(str, args)], capture_output=True, text=True, timeout=600, cwd=cwd
+    )
+    assert (out.returncode == 0) == ok, out.stdout + out.stderr
+    assert "Traceback" not in out.stderr
+    if not ok:
+        assert out.returncode == 2, out.stdout + out.stderr
+    return out
+
+
+def params(tmp, name: str, bench: str, setups: dict[str, str], judge: str) -> str:
+    p = tmp / f"{name}.yaml"
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": name,
+                "out": f"runs/{name}",
+                "bench": bench,
+                "setups": [{"name": s, "model": f"mock/{tmp / script}"} for s, script in setups.items()],
+                "judges": [{"name": "j", "model": f"mock/{tmp / judge}", "kind": ["fine_grained"]}],
+                "llm": {"cache": "cache.sqlite"},
+            },
+            sort_keys=False,
+        )
+    )
+    return str(p)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """Runs ``a`` (setups sim, writing "point", and other, writing "idea") and ``b`` (sim, now
+    writing "idea") on benchmarks built from the same meetings but meeting M7, whose text changed
+    under the same ids; ``c``: run a's benchmark and setup under a judge of the same name but
+    another model (another judge id); ``d``: other meetings (no instance shared with a)."""
+    tmp = tmp_path_factory.mktemp("compare")
+    for i in range(MEETINGS):
+        write_json(tmp / "src_a" / "product" / f"M{i}.json", meeting(i, 200 + i))
+        write_json(tmp / "src_b" / "product" / f"M{i}.json", meeting(i, 200 + i, "on" if i == 7 else "about"))
+    for i in range(3):
+        write_json(tmp / "src_d" / "product" / f"N{i}.json", meeting(i, 200 + i))
+    for x in ("a", "b", "d"):
+        build([f"qmsum:{tmp / f'src_{x}'}"], tmp / f"bench_{x}")
+    for name, obj in (
+        ("judge.yaml", judge_script()),
+        ("judge2.yaml", judge_script()),  # the same answers, another model (file): another judge id
+        ("point.yaml", sim_script("point")),
+        ("idea.yaml", sim_script("idea")),
+    ):
+        (tmp / name).write_text(yaml.safe_dump(obj))
+    for p in (
+        params(tmp, "a", "bench_a", {"sim": "point.yaml", "other": "idea.yaml"}, "judge.yaml"),
+        params(tmp, "b", "bench_b", {"sim": "idea.yaml"}, "judge.yaml"),
+        params(tmp, "c", "bench_a", {"sim": "point.yaml"}, "judge2.yaml"),
+        params(tmp, "d", "bench_d", {"sim": "point.yaml"}, "judge.yaml"),
+    ):
+        cli("run", p, "--no-progress")
+    return tmp
+
+
+def test_two_runs_are_compared_on_their_shared_instances_and_the_report_names_them(world):
+    runs = world / "runs"
+    out = cli("compare", runs / "a", runs / "b", "--out", world / "ab", "--resamples", "200")
+    a, b = Run.open(runs / "a"), Run.open(runs / "b")
+    changed = sorted(i.id for i in a.instances if "/M7/" in i.id)
+    shared = [i.id for i in a.instances if i.id not in changed]
+    assert changed and shared and len(shared) + len(changed) == len(a.instances) == len(b.instances)
+    assert f"on {len(shared)} shared instances" in out.stdout
+    assert (
+        f"a: {len(changed)} of its {len(a.instances)} instances left out ({len(changed)} with other content"
+        in out.stdout
+    )
+    for f in (
+        "compare.md",
+        "pairs.csv",
+        "pairs.md",
+        "ranks.csv",
+        "runs.csv",
+        "shared.csv",
+        "left_out.csv",
+        "index.html",
+    ):
+        assert (world / "ab" / f).is_file(), f
+    md = (world / "ab" / "compare.md").read_text()
+    assert md.index("## Which differences hold") < md.index("## What was compared")  # the answer first
+    assert f"**Shared instances**: {len(shared)}" in md and "Beyond the paper" in md
+    # v2 (b/sim, writing "idea") repeats itself more than v1 (a/sim): it holds, across runs
+    assert "`b/sim` produces more *Repetition* than `a/sim`" in md.replace("\\", "")
+    left = pl.read_csv(world / "ab" / "left_out.csv")
+    assert sorted(left.filter(pl.col("run") == "a")["instance_id"].to_list()) == changed
+    assert [
+        w.startswith(f"other content in {'b' if r == 'a' else 'a'}") for r, w in left.select("run", "why").rows()
+    ] == [True] * (2 * len(changed))
+    runs_t = pl.read_csv(world / "ab" / "runs.csv")
+    assert runs_t["shared"].to_list() == [len(shared)] * 2 and runs_t["other_content_elsewhere"].to_list() == [3, 3]
+    assert len(set(runs_t["judge_id"].to_list())) == 1
+    page = (world / "ab" / "index.html").read_text()
+    assert "Which differences hold" in page and "http://" not in page.split("<script>")[0]
+    assert "b/sim" in page and "a/other" in page  # the viewer's columns: each run's setups
+
+
+def test_the_commands_numbers_are_compare_setups_on_the_two_runs_frames_put_together(world):
+    """Independent of runcompare: the counts of each run's frames, its setups renamed RUN/setup,
+    the reference from run a, on the instances whose content is the same, given to
+    compare_setups directly."""
+    runs = world / "runs"
+    cli("compare", runs / "a", runs / "b", "--out", world / "ab2", "--resamples", "300", "--seed", "4")
+    ra, rb = Run.open(runs / "a"), Run.open(runs / "b")
+    same = {i.id for i in ra.instances} & {i.id for i in rb.instances}
+    same = {x for x in same if ra.instance(x).content_hash() == rb.instance(x).content_hash()}
+    parts = []
+    for label, run, setups in (("a", ra, ["sim", "other"]), ("b", rb, ["sim"])):
+        f = run_frames(run)
+        c = f.counts.filter((pl.col("judge") == "j") & pl.col("instance_id").is_in(list(same)))
+        keep = c.filter(pl.col("target").is_in(setups) | ((pl.col("target") == REFERENCE) & (label == "a")))
+        keep = keep.with_columns(
+            pl.when(pl.col("target") == REFERENCE).then(pl.col("target")).otherwise(label + "/" + pl.col("target"))
+        )
+        parts.append(keep.join(f.instances.select("instance_id", "conversation"), on="instance_id"))
+    counts = pl.concat(parts).select("target", "instance_id", "conversation", "behaviour", "count")
+    beh = run_frames(ra).taxonomy.ids
+    got = pl.read_csv(world / "ab2" / "pairs.csv").drop("across_runs")
+    order = list(dict.fromkeys([*got["a"], *got["b"]]))  # the setups in the order the command gave them
+    assert sorted(order) == ["a/other", "a/sim", "b/sim"]
+    direct = compare_setups(counts, beh, judge="j", setups=order, resamples=300, seed=4, correction="holm").frame()
+    key = ["a", "b", "behaviour"]
+    joined = got.join(direct, on=key, suffix="_direct")
+    assert joined.height == direct.height == got.height > 0
+    for col in ("n", "clusters", "diff", "ci_low", "ci_high", "p", "p_adj", "verdict"):
+        x, y = joined[col].to_list(), joined[f"{col}_direct"].to_list()
+        assert all((u is None and v is None) or u == v or abs(u - v) < 1e-9 for u, v in zip(x, y, strict=True)), col
+    held = direct.filter((pl.col("behaviour") == DISTANCE) & (pl.col("a") == "a/sim") & (pl.col("b") == "b/sim"))
+    assert held["diff"][0] < 0  # a/sim is closer to the humans than b/sim, as the script makes it
+
+
+def test_a_run_compared_with_itself_has_no_difference_and_its_labels_are_made_unique(world):
+    run = world / "runs" / "a"
+    out = cli("compare", run, run, "--out", world / "aa", "--resamples", "100", "--setups", "sim")
+    assert "a/sim" in out.stdout or "(a, a-2)" in out.stdout
+    pairs = pl.read_csv(world / "aa" / "pairs.csv")
+    assert pairs.select("a", "b").unique().rows() == [("a/sim", "a-2/sim")]
+    assert "0 differences hold" in out.stdout and "**No difference holds**" in (world / "aa" / "compare.md").read_text()
+    assert set(pairs["diff"].drop_nulls().to_list()) == {0.0}
+
+
+def test_a_judge_whose_id_changed_between_runs_is_refused(world):
+    runs = world / "runs"
+    out = cli("compare", runs / "a", runs / "c", "--out", world / "ac", ok=False)
+    assert "judge ids differ" in out.stderr and "how to fix" in out.stderr
+    ids = [json.loads((runs / x / "manifest.json").read_text())["judges"]["j"]["fine_grained"] for x in "ac"]
+    assert ids[0] != ids[1] and all(i in out.stderr for i in ids)  # each run's id named
+    out = cli("compare", runs / "a", runs / "c", "--judge", "j", "--out", world / "ac", ok=False)
+    assert "never by its name alone" in out.stderr
+    assert not (world / "ac").exists()
+
+
+def test_runs_that_share_no_instance_are_an_error_with_a_hint(world):
+    runs = world / "runs"
+    out = cli("compare", runs / "a", runs / "d", "--out", world / "ad", ok=False)
+    assert "share no instance" in out.stderr and "how to fix" in out.stderr and "same benchmark" in out.stderr
+
+
+def test_missing_runs_and_a_report_folder_inside_a_run_are_refused_naming_the_path(world):
+    runs = world / "runs"
+    out = cli("compare", runs / "a", world / "nowhere", ok=False)
+    assert str(world / "nowhere") in out.stderr and "no run directory" in out.stderr
+    out = cli("compare", runs / "a", world / "bench_a", ok=False)
+    assert "manifest.json" in out.stderr
+    out = cli("compare", runs / "a", runs / "b", "--out", runs / "a" / "cmp", ok=False)
+    assert str(runs / "a" / "cmp") in out.stderr and "inside a run directory" in out.stderr
+    assert not (runs / "a" / "cmp").exists()
+    out = cli("compare", runs / "a", ok=False)
+    assert "two run directories or more" in out.stderr
+    out = cli("compare", runs / "a", runs / "b", "--setups", "nosuch", "--out", world / "x", ok=False)
+    assert "nosuch" in out.stderr and "a/sim" in out.stderr
+
+
+def test_the_default_folder_and_the_help_say_what_the_command_does(world):
+    from cocoeval.analysis.inference import MIN_N
+
+    runs = world / "runs"
+    cli("compare", runs / "a", runs / "b", "--resamples", "50", cwd=world)
+    assert (world / "compare-a-vs-b" / "compare.md").is_file()
+    text = cli("compare", "--help").stdout
+    for opt in ("--judge", "--setups", "--out", "--resamples", "--seed", "--correction", "--min-n"):
+        assert opt in text
+    assert f"(default {MIN_N})" in " ".join(text.split()) and "holm (Holm, default)" in " ".join(text.split())
+    assert "compare" in cli("--help").stdout
