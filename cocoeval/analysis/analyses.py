@@ -582,6 +582,11 @@ def turn_taking_measured(run: Run, p: Params) -> Answer:
                 "Leaderboard: per judge, setup and behaviour, the paired difference "
                 "in mean occurrences per conversation (setup − human), 95% CIs",
             ),
+            "stopping": Out(
+                "leaderboard_stopping",
+                "Where each setup stopped and why, for a run with a stopping: section (beyond the paper): status, "
+                "round, conversations and instances used of those planned, the rule's reason and method",
+            ),
         },
         figures={
             "leaderboard": Out(

@@ -114,6 +114,7 @@ def test_a_clearly_different_setup_stops_early_and_a_run_without_the_rule_goes_o
     )
     assert f"**near**: budget — round {rec.rounds_planned} of {rec.rounds_planned}" in index and "fixed-n" in index
     assert "Stopped when the answer was known" in (out / "index.html").read_text()
+    assert list(out.rglob("leaderboard_stopping*"))  # the table beside the others
 
     capsys.readouterr()
     assert main(["estimate", str(pfile), "--stop-when", "differs"]) == 0  # the saving forecast, assumed rates
