@@ -101,6 +101,13 @@ def test_a_clearly_different_setup_stops_early_and_a_run_without_the_rule_goes_o
     # far: 1 simulation call + 2 judgments per instance done; near and the reference: every instance
     assert first["requests_sent"] == len(done) * 3 + n * 3 + n * 2
 
+    # the same command again (a killed run resumes so): the same rounds from the cache, the same stops
+    assert main(["run", str(pfile), "--no-progress", "--stop-when", "differs"]) == 0
+    assert _usage(run_dir)["requests_sent"] == 0
+    assert Run.open(run_dir).manifest.stopping == rec
+    assert main(["run", str(pfile), "--stage", "simulate", "--stop-when", "differs"]) == 2  # rounds need both stages
+    assert "runs the simulate and judge stages together" in capsys.readouterr().err
+
     f = run_frames(run)  # the rest of far's instances are not needed, not missing
     assert f.missing.is_empty()
     unneeded = f.expected.filter(f.expected["reason"].str.starts_with(NOT_NEEDED))
