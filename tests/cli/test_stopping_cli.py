@@ -151,3 +151,55 @@ def test_a_stopping_rule_without_what_it_needs_is_refused_naming_the_key_and_the
     pfile.write_text(yaml.safe_dump({"name": "p", "bench": "bench", "stopping": {"rule": "differs"}}))
     assert main(["run", str(pfile)]) == 2
     assert "no LLM judge in judges makes them" in capsys.readouterr().err
+
+
+def test_an_imported_setup_stops_too_and_only_its_processed_instances_are_judged(tmp_path, monkeypatch, capsys):
+    MockProvider.reset()
+    for i in range(MEETINGS):
+        meeting = qmsum_meeting(70 + i)
+        for t in meeting["meeting_transcripts"]:
+            t["content"] = f"Meeting {i}: {t['content']}"
+        write_json(tmp_path / "src" / "product" / f"M{i}.json", meeting)
+    build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
+    _, _, judge = _scripts(tmp_path)
+    from cocoeval.bench.store import load_instances
+
+    insts = load_instances(tmp_path / "bench", "eval")
+    (tmp_path / "imp.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {
+                    "instance_id": i.id,
+                    "turns": [
+                        {"speaker": t.speaker, "text": f"again and again {n}"} for n, t in enumerate(i.reference)
+                    ],
+                }
+            )
+            + "\n"
+            for i in insts
+        )
+    )
+    pfile = tmp_path / "p.yaml"
+    pfile.write_text(
+        yaml.safe_dump(
+            {
+                "name": "imp",
+                "out": "runs/imp",
+                "bench": "bench",
+                "setups": [{"name": "imp", "continuations": "imp.jsonl"}],
+                "judges": [{"name": "j", "model": judge, "kind": ["fine_grained"]}],
+                "llm": {"cache": "cache.sqlite"},
+                "stopping": {"round_conversations": 2, "min_rounds": 2},
+            }
+        )
+    )
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(pfile), "--no-progress"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    run = Run.open(tmp_path / "runs" / "imp")
+    stop = run.manifest.stopping.setups["imp"]
+    assert (stop.status, stop.round, stop.conversations) == ("differs", 2, 4) and stop.instances < len(insts)
+    assert len(run.continuations["imp"]) == stop.instances
+    # the reference and the imported continuation of each processed instance: one fine-grained call each
+    assert _usage(tmp_path / "runs" / "imp")["requests_sent"] == 2 * stop.instances
+    assert run_frames(run).missing.is_empty()
