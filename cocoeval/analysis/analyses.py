@@ -22,6 +22,7 @@ from cocoeval.run import Run
 
 from . import agreement as _agreement
 from . import answer, rq, studies
+from . import detectability as _detectability
 from . import judge_check as _judge_check
 from . import leaderboard as _leaderboard
 from .answer import Answer
@@ -493,6 +494,36 @@ def agreement(run: Run, p: Params) -> Answer:
 )
 def judge_free(run: Run, p: Params) -> Answer:
     return judge_free_answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
+
+
+@analysis(
+    "detectability",
+    "A human-likeness test without a judge (beyond the paper)",
+    notebook="10_judge_free",
+    report=ReportSpec(
+        "judge-free",
+        tables={
+            "detectability": Out(
+                "detectability",
+                "Beyond the paper: can a classifier tell each setup's continuations from the human references of the "
+                "same instances? AUC of a ridge classifier on TF-IDF words, out of fold (folds by source "
+                "conversation; 0.5 = indistinguishable by it, a lower bound), 95% cluster-bootstrap interval widened "
+                "for the refitted models, permutation p for AUC > 0.5; the floor (humans vs humans) first; no AUC "
+                "below the sizes ci_note names",
+                empty=True,
+            )
+        },
+        figures={
+            "detectability": Out(
+                "detectability",
+                "Beyond the paper: AUC of a classifier telling each setup from the humans, 95% intervals, the floor "
+                "(humans vs humans) as a grey band, 0.5 (indistinguishable) in red",
+            )
+        },
+    ),
+)
+def detectability(run: Run, p: Params) -> Answer:
+    return _detectability.answer(run, p.resamples, p.seed, min_n=p.min_n)
 
 
 @analysis(

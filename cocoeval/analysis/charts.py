@@ -571,6 +571,46 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     )
 
 
+def detectability_chart(table: pl.DataFrame) -> alt.LayerChart:
+    """The judge-free classifier test (``detectability.detectability``, beyond the paper): each
+    setup's AUC of telling its continuations from the humans' with its 95% interval (a cross where
+    undefined), a dashed rule at 0.5 (indistinguishable by this classifier) and the floor (humans
+    against humans) as a grey band (its interval) with a rule at its AUC. Rows without an AUC (too
+    few instances or conversations) are left out: the table says why."""
+    d = with_words(table.filter(pl.col("auc").is_not_null()), digits=3)
+    is_floor = "datum.comparison !== 'setup vs the human reference of the same instances'"
+    order = d.filter(pl.col("comparison") == "setup vs the human reference of the same instances")["target"].to_list()
+    base = alt.Chart(_records(d))
+    tip = [
+        alt.Tooltip("target:N"),
+        alt.Tooltip("comparison:N"),
+        alt.Tooltip("auc:Q", format=".3f", title="AUC"),
+        alt.Tooltip("interval:N", title="interval"),
+        alt.Tooltip("p:Q", format=".3g", title="p (AUC > 0.5)"),
+        alt.Tooltip("conversations:Q", title="source conversations"),
+    ]
+    x = alt.X(
+        "auc:Q",
+        scale=alt.Scale(domain=[0, 1]),
+        title=_titled(
+            ["AUC of a classifier telling the setup from the humans", "(0.5: indistinguishable), 95% interval"],
+            d.filter(~pl.col("target").str.starts_with("floor")),
+        ),
+    )
+    band = (
+        base.transform_filter(f"{is_floor} && {DEFINED.format(lo='ci_low', hi='ci_high')}")
+        .mark_rect(color="#999", opacity=0.25)
+        .encode(x=alt.X("ci_low:Q", scale=alt.Scale(domain=[0, 1])), x2=alt.X2("ci_high:Q"), tooltip=tip)
+    )
+    floor_rule = base.transform_filter(is_floor).mark_rule(color="#555", strokeDash=[4, 3]).encode(x=x, tooltip=tip)
+    half = alt.Chart(alt.Data(values=({"half": 0.5},))).mark_rule(color="#c0392b").encode(x=alt.X("half:Q"))
+    sims = base.transform_filter(f"!({is_floor})").encode(y=alt.Y("target:N", title=None, sort=order))
+    pts = sims.mark_point(filled=True, size=60, color="#2471a3").encode(x=x, tooltip=tip)
+    err = _whiskers(sims, "x")
+    mark = _undefined(sims, "x", "auc", tooltip=tip)
+    return alt.layer(band, floor_rule, half, err, pts, mark, width=420, height=22 * max(1, len(order)))
+
+
 VEGALITE_V5_MIME = "application/vnd.vegalite.v5+json"
 """The mime type JupyterLab renders itself (its own vega-embed, no widget, no JavaScript in the notebook)."""
 VEGALITE_V5_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"

@@ -34,11 +34,16 @@ classifier cannot tell them apart; 1: it always can. A high AUC shows a differen
 0.5 shows only that this classifier, on these features and this many instances, found none: it is
 a lower bound on how distinguishable the setup is.
 
-**Its interval** is a 95% percentile cluster bootstrap over source conversations of the
-out-of-fold scores (``resamples`` draws of the conversations with replacement, each conversation
-bringing every document it has): it holds the fitted models fixed, so it shows how the AUC moves
-with the conversations it is measured on, not with the models that a new sample would fit.
-Coverage on worlds with known truth: ``benchmarks/detectability.py`` (docs/testing.md).
+**Its interval** is a 95% cluster bootstrap over source conversations of the out-of-fold scores
+(``resamples`` draws of the conversations with replacement, each bringing every document it has),
+widened for what it holds fixed. A bootstrap of the scores keeps the fitted models as they are, so
+it sees how the AUC moves with the conversations it is measured on and not with the models a new
+sample would fit: on worlds where the truth is 0.5 its percentile interval covered 0.5 in about
+70% of them. The permutations measure the missing part where the truth is known (every
+permutation refits): ``model_variance`` is the variance of their AUCs minus the mean
+fixed-model bootstrap variance of ``NULL_DRAWS`` of them, and ``widened`` stretches both arms of
+the percentile interval so that its variance gains that much, clipped to [0, 1]. Coverage on
+worlds with known truth: ``benchmarks/detectability.py`` (docs/testing.md).
 
 **Its p-value** (one-sided, AUC > 0.5) is a permutation test that refits: each of
 ``permutations`` draws swaps the two labels of each instance with probability ½ (independently)
@@ -76,6 +81,7 @@ import numpy as np
 import polars as pl
 
 from cocoeval.core.targets import continuation_target, reference_target
+from cocoeval.core.text import md_escape
 
 from . import inference, stats
 from .frames import conversation_of
@@ -85,6 +91,8 @@ if TYPE_CHECKING:
 
     from cocoeval.core.schema import Instance, Turn
     from cocoeval.run import Run
+
+    from .answer import Answer
 
 FOLDS = 5
 """Cross-validation folds (fewer when there are fewer conversations, never fewer than two)."""
@@ -492,3 +500,55 @@ def _detectability(run: Run, *, resamples: int, seed: int, min_n: int, permutati
             )
         )
     return pl.DataFrame(rows, schema=SCHEMA)
+
+
+def _said(r: dict[str, Any]) -> str:
+    """A row in words: its AUC with interval, p and sizes, or why it has none."""
+    if r["auc"] is None:
+        return f"no AUC ({r['ci_note']})"
+    return (
+        f"AUC {r['auc']:.2f} (95% interval {r['ci_low']:.2f}–{r['ci_high']:.2f}; p = {r['p']:.3g} for AUC > 0.5; "
+        f"n = {r['n']} from {r['conversations']} conversations)"
+        if r["p"] is not None
+        else f"AUC {r['auc']:.2f} (95% interval {r['ci_low']:.2f}–{r['ci_high']:.2f}; n = {r['n']})"
+    )
+
+
+def answer(run: Run, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
+    """The classifier test of every setup and the floor: table ``detectability``, its chart, the text."""
+    from . import charts
+    from .answer import Answer
+
+    a = Answer(
+        "Can a classifier tell each setup's continuations from the humans' on the same instances, with no judge? "
+        "(beyond the paper)",
+        judge_based=False,
+    )
+    if not run.instances:
+        return a
+    t = detectability(run, resamples=resamples, seed=seed, min_n=min_n)
+    a.tables["detectability"] = t
+    a.text.append(
+        "Beyond the paper. Method: each instance with an ok continuation gives two documents, the human reference "
+        "and the continuation (the words and punctuation of their turns, no speaker names, typesetting only one "
+        "side can have removed); hashed TF-IDF word uni- and bigrams; a ridge classifier cross-validated in "
+        f"{FOLDS} folds grouped by source conversation; the AUC of the out-of-fold scores (0.5 = this classifier "
+        "cannot tell them apart: a lower bound on how distinguishable a setup is, never a proof that it is human); "
+        f"its 95% interval: a cluster bootstrap over conversations ({resamples} resamples, seed {seed}) widened by "
+        "the refitted models' variance; p: a permutation test swapping the labels within instances and refitting "
+        f"({PERMUTATIONS} permutations). No AUC below {min_n} instances or {MIN_CONVERSATIONS} source conversations. "
+        "Definitions: `cocoeval/analysis/detectability.py` and docs/analysis.md."
+    )
+    rows = list(t.iter_rows(named=True))
+    fl = rows[0]
+    a.text.append(f"Floor, {fl['comparison']}: {_said(fl)}.")
+    lines = []
+    for r in rows[1:]:
+        counts = f"{r['continuations_ok']} of {r['continuations']} continuations ok"
+        lines.append(
+            f"- **{md_escape(r['target'])}**: {_said(r)} [{counts}]" + (f"; {r['note']}" if r["note"] else "") + "."
+        )
+    a.text.append("\n".join(lines) or "No setup has continuations.")
+    if t["auc"].is_not_null().any():
+        a.charts["detectability"] = charts.detectability_chart(t)
+    return a

@@ -85,6 +85,7 @@ BOARD_SCHEMA: dict[str, Any] = {
     **{f"{m}{x}": t for m in TURNS for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_n", _I))},
     "continuations_ok": _I,
     "continuations": _I,
+    **{f"auc{x}": t for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_p", _F), ("_n", _I))},
     "unknown_speaker_share": _F,
     "judgments_valid": _I,
     "judgments": _I,
@@ -310,7 +311,9 @@ def leaderboard(
     """The leaderboard (one row per judge and setup, the floor row first in each judge's block, then
     the ranked setups, then the unranked ones) and its per-behaviour differences. ``cond``:
     ``paper_stats.conditions`` (the group labels; None: no labels); ``turn_taking``:
-    ``convcompare.turn_taking`` (None: no judge-free columns)."""
+    ``convcompare.turn_taking`` (None: no judge-free columns); ``detectability``:
+    ``detectability.detectability`` (beyond the paper: the columns ``auc``…, the floor row's from
+    its humans-vs-humans row; None: none)."""
     inference.check_params(resamples=resamples, min_n=min_n)
     beh = f.taxonomy.ids
     groups = {} if cond is None else dict(zip(cond["setup"], cond["model_group"], strict=True))
@@ -383,6 +386,7 @@ def leaderboard(
         for s in setups:
             row = {
                 "judge": judge,
+    detectability: pl.DataFrame | None = None,
                 "setup": s,
                 "group": groups.get(s),
                 "origin": origins.get(s),
@@ -401,6 +405,18 @@ def leaderboard(
             p = prof[s]
             (dist, lo, hi, note), (d1, d1_lo, d1_hi, _) = p["distance"], p["D"]
             rows.append(
+    aucs: dict[str, dict[str, Any]] = {}
+    if detectability is not None:
+        from .detectability import FLOOR as AUC_FLOOR
+
+        for r in detectability.iter_rows(named=True):
+            aucs[HISTORY if r["target"] == AUC_FLOOR else r["target"]] = {
+                "auc": r["auc"],
+                "auc_ci_low": r["ci_low"],
+                "auc_ci_high": r["ci_high"],
+                "auc_p": r["p"],
+                "auc_n": r["n"],
+            }
                 {
                     **row,
                     "n": p["n"],
@@ -455,6 +471,7 @@ def _of(r: dict[str, Any], what: str, ok: str, total: str) -> str | None:
 def stopping_table(run: Run) -> pl.DataFrame | None:
     """Where each setup of a run with a ``stopping:`` section stopped and why (beyond the paper;
     ``cocoeval.run.stopping``): one row per setup; None for a run without one."""
+                **aucs.get(HISTORY, {}),
     rec = run.manifest.stopping
     if rec is None:
         return None
@@ -469,6 +486,7 @@ def stopping_table(run: Run) -> pl.DataFrame | None:
             "instances": st.instances,
             "instances_planned": rec.instances_planned,
             "observations": st.observations,
+                **aucs.get(s, {}),
             "reason": st.reason,
             "method": rec.method,
         }
@@ -524,7 +542,10 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
         return a
     judges = judges_of(f)
     tt = turn_taking(turn_taking_frame(run), resamples=resamples, seed=seed, min_n=min_n)
-    board, per_b = leaderboard(f, cond, tt, resamples=resamples, seed=seed, min_n=min_n, judges=judges)
+    det = detectability(run, resamples=resamples, seed=seed, min_n=min_n)  # beyond the paper, judge-free
+    board, per_b = leaderboard(
+        f, cond, tt, resamples=resamples, seed=seed, min_n=min_n, judges=judges, detectability=det
+    )
     if (stops := stopping_table(run)) is not None:  # beyond the paper: where each setup stopped, and why
         a.tables["stopping"] = stops
         a.text += stopping_text(run)
@@ -562,8 +583,10 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
         f"{interval_method(resamples, seed, min_n)}; equal distances share a rank; ranked by the distance's point "
         f"estimate among setups with n ≥ {min_n} (not a test between setups: compare their intervals). The floor: the "
         "distance between two random halves of the human references (bootstrapped, estimated the same way): 0 on "
-        "average, with the range chance gives. Beside: the Likert gap (setup − human, paired) and the judge-free "
-        "turn-taking distances."
+        "average, with the range chance gives. Beside: the Likert gap (setup − human, paired), the judge-free "
+        "turn-taking distances and, beyond the paper, the judge-free classifier test (auc: how well a classifier "
+        "tells the setup's continuations from the humans', 0.5 = indistinguishable by it, with its interval; the "
+        "floor row's: humans against humans; `cocoeval/analysis/detectability.py`)."
     )
     names = setup_labels(f)
     for judge in board["judge"].unique(maintain_order=True).to_list():
@@ -606,6 +629,7 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
             gap = (
                 f"; consistency gap {r['consistency_gap']:+.2f}, collaborativeness gap "
                 f"{r['collaborativeness_gap']:+.2f} (n = {r['likert_n']})"
+    from .detectability import detectability
                 if r["consistency_gap"] is not None and r["collaborativeness_gap"] is not None
                 else ""
             )
@@ -625,3 +649,8 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
         a.text.append("\n".join(lines))
     a.charts["leaderboard"] = charts.leaderboard_chart(board)
     return a
+                + (
+                    f"; judge-free AUC {r['auc']:.2f} ({r['auc_ci_low']:.2f}–{r['auc_ci_high']:.2f})"
+                    if r["auc"] is not None and r["auc_ci_low"] is not None
+                    else ""
+                )
