@@ -83,9 +83,9 @@ BOARD_SCHEMA: dict[str, Any] = {
     **{f"{s}_gap{x}": t for s in LIKERT for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F))},
     "likert_n": _I,
     **{f"{m}{x}": t for m in TURNS for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_n", _I))},
+    **{f"auc{x}": t for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_p", _F), ("_n", _I))},
     "continuations_ok": _I,
     "continuations": _I,
-    **{f"auc{x}": t for x, t in (("", _F), ("_ci_low", _F), ("_ci_high", _F), ("_p", _F), ("_n", _I))},
     "unknown_speaker_share": _F,
     "judgments_valid": _I,
     "judgments": _I,
@@ -307,6 +307,7 @@ def leaderboard(
     seed: int = 0,
     min_n: int = inference.MIN_N,
     judges: list[str] | None = None,
+    detectability: pl.DataFrame | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """The leaderboard (one row per judge and setup, the floor row first in each judge's block, then
     the ranked setups, then the unranked ones) and its per-behaviour differences. ``cond``:
@@ -327,6 +328,18 @@ def leaderboard(
             turns.setdefault(r["target"], {}).update(
                 {m: r["mean"], f"{m}_ci_low": r["ci_low"], f"{m}_ci_high": r["ci_high"], f"{m}_n": r["n"]}
             )
+    aucs: dict[str, dict[str, Any]] = {}
+    if detectability is not None:
+        from .detectability import FLOOR as AUC_FLOOR
+
+        for r in detectability.iter_rows(named=True):
+            aucs[HISTORY if r["target"] == AUC_FLOOR else r["target"]] = {
+                "auc": r["auc"],
+                "auc_ci_low": r["ci_low"],
+                "auc_ci_high": r["ci_high"],
+                "auc_p": r["p"],
+                "auc_n": r["n"],
+            }
     board: list[dict[str, Any]] = []
     per_b: list[dict[str, Any]] = []
     for judge in judges if judges is not None else judges_of(f):
@@ -378,6 +391,7 @@ def leaderboard(
                 "judgments_valid": ref_counts["judgments_valid"],
                 "judgments": ref_counts["judgments"],
                 **turns.get(HISTORY, {}),
+                **aucs.get(HISTORY, {}),
                 "note": f"two halves of {len(ref) // 2} of the {len(ref)} valid human references per resample; "
                 "0 on average for a simulator as human as the humans",
             }
@@ -386,13 +400,13 @@ def leaderboard(
         for s in setups:
             row = {
                 "judge": judge,
-    detectability: pl.DataFrame | None = None,
                 "setup": s,
                 "group": groups.get(s),
                 "origin": origins.get(s),
                 **_counts(rates, judge, s),
                 **gaps.get(s, {}),
                 **turns.get(s, {}),
+                **aucs.get(s, {}),
             }
             if s not in prof:
                 why = (
@@ -405,18 +419,6 @@ def leaderboard(
             p = prof[s]
             (dist, lo, hi, note), (d1, d1_lo, d1_hi, _) = p["distance"], p["D"]
             rows.append(
-    aucs: dict[str, dict[str, Any]] = {}
-    if detectability is not None:
-        from .detectability import FLOOR as AUC_FLOOR
-
-        for r in detectability.iter_rows(named=True):
-            aucs[HISTORY if r["target"] == AUC_FLOOR else r["target"]] = {
-                "auc": r["auc"],
-                "auc_ci_low": r["ci_low"],
-                "auc_ci_high": r["ci_high"],
-                "auc_p": r["p"],
-                "auc_n": r["n"],
-            }
                 {
                     **row,
                     "n": p["n"],
@@ -471,7 +473,6 @@ def _of(r: dict[str, Any], what: str, ok: str, total: str) -> str | None:
 def stopping_table(run: Run) -> pl.DataFrame | None:
     """Where each setup of a run with a ``stopping:`` section stopped and why (beyond the paper;
     ``cocoeval.run.stopping``): one row per setup; None for a run without one."""
-                **aucs.get(HISTORY, {}),
     rec = run.manifest.stopping
     if rec is None:
         return None
@@ -486,7 +487,6 @@ def stopping_table(run: Run) -> pl.DataFrame | None:
             "instances": st.instances,
             "instances_planned": rec.instances_planned,
             "observations": st.observations,
-                **aucs.get(s, {}),
             "reason": st.reason,
             "method": rec.method,
         }
@@ -528,6 +528,7 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     """The leaderboard answer: tables ``leaderboard`` and ``behaviours``, one chart, the text."""
     from .convcompare import turn_taking
     from .convstats import turn_taking_frame  # judge-free: the turns themselves
+    from .detectability import detectability
 
     a = Answer("Which simulator behaves most like the humans, on the same instances?")
     cond = paper_stats.conditions(run)
@@ -629,7 +630,6 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
             gap = (
                 f"; consistency gap {r['consistency_gap']:+.2f}, collaborativeness gap "
                 f"{r['collaborativeness_gap']:+.2f} (n = {r['likert_n']})"
-    from .detectability import detectability
                 if r["consistency_gap"] is not None and r["collaborativeness_gap"] is not None
                 else ""
             )
@@ -642,6 +642,11 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
                     else ""
                 )
                 + gap
+                + (
+                    f"; judge-free AUC {r['auc']:.2f} ({r['auc_ci_low']:.2f}–{r['auc_ci_high']:.2f})"
+                    if r["auc"] is not None and r["auc_ci_low"] is not None
+                    else ""
+                )
                 + f" [{counts}]"
                 + (f"; {r['note']}" if r["note"] else "")
                 + "."
@@ -649,8 +654,3 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
         a.text.append("\n".join(lines))
     a.charts["leaderboard"] = charts.leaderboard_chart(board)
     return a
-                + (
-                    f"; judge-free AUC {r['auc']:.2f} ({r['auc_ci_low']:.2f}–{r['auc_ci_high']:.2f})"
-                    if r["auc"] is not None and r["auc_ci_low"] is not None
-                    else ""
-                )
