@@ -64,6 +64,7 @@ SLOW: tuple[str, ...] = (
     "tests/analysis/test_report_same.py",
     "tests/cli/test_cli.py::test_md_escape_adds_no_markup_and_keeps_the_text",
     "tests/cli/test_cli_fuzz.py::test_malformed_files_give_a_clear_error",
+    "tests/cli/test_compare_cli.py",
     "tests/cli/test_documented_walkthroughs.py",
     "tests/cli/test_file_modes.py",
     "tests/cli/test_hostile_plugins.py::test_a_plugin_that_edits_what_it_is_given_changes_neither_the_reference_nor_the_judged_text",

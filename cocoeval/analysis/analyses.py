@@ -721,3 +721,42 @@ def judge_check(run: Run, p: Params) -> Answer:
             parts.setdefault(k, []).append(v if "judge" in v.columns else v.with_columns(judge=pl.lit(j)))
     tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
     return _judge_check.answer(run, f, p.judge, p.resamples, p.seed, min_n=p.min_n, probes=tables, probe_lines=lines)
+
+
+@analysis(
+    "compare_runs",
+    "Comparing runs (beyond the paper)",
+    notebook=Notebook(
+        "13_compare_runs",
+        "Comparing runs (beyond the paper)",
+        "Is a simulator of this run different from one of another run (the same simulator last month, another "
+        "lab's)? Every setup of this run and of the runs in `compare_with`, labelled RUNLABEL/setup, compared pair by "
+        "pair on the instances every run has with the same content, under one judge id, as `cocoeval compare` "
+        "does: per behaviour and in the distance to the humans, 95% intervals clustered by source conversation, "
+        "sign-flip tests corrected over the behaviours of each pair, and rank intervals. With `compare_with` empty "
+        "the run is compared with itself: nothing may differ. None of this is in the paper. Definitions: "
+        "`cocoeval/analysis/runcompare.py`, `cocoeval/analysis/paired.py` and docs/analysis.md (Comparing runs).",
+        params=(
+            'compare_with: str = ""  # run directories to compare this run with, comma-separated (relative to this '
+            "notebook); empty: the run with itself",
+            'compare_setups: str = ""  # only these setups, comma-separated (a setup name, or RUNLABEL/setup); '
+            "empty: every setup",
+        ),
+        viewer="plain",
+    ),
+)
+def compare_runs(run: Run, p: Params) -> Answer:
+    from .runcompare_report import notebook_answer
+
+    split = [x.strip() for x in str(p.options.get("compare_with") or "").split(",") if x.strip()]
+    setups = [x.strip() for x in str(p.options.get("compare_setups") or "").split(",") if x.strip()]
+    return notebook_answer(
+        run,
+        others=split,
+        judge=p.judge,
+        setups=setups or None,
+        resamples=p.resamples,
+        seed=p.seed,
+        correction=p.correction,
+        min_n=p.min_n,
+    )

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -24,9 +24,18 @@ from .runcompare import KIND, RunComparisonAnswer
 if TYPE_CHECKING:
     from cocoeval.run import Run
 
+    from .answer import Answer
     from .paired import PairRow
 
-__all__ = ["BEYOND", "CompareReport", "answer_lines", "comparison_tables", "viewer_parts", "write_comparison"]
+__all__ = [
+    "BEYOND",
+    "CompareReport",
+    "answer_lines",
+    "comparison_tables",
+    "notebook_answer",
+    "viewer_parts",
+    "write_comparison",
+]
 
 BEYOND = (
     "Beyond the paper: the paper compares each simulator with the humans within one run; comparing setups of "
@@ -360,3 +369,35 @@ def _provenance(run: Run) -> dict[str, object]:
         "imported": m.imported or None,
         "taxonomy": m.taxonomy or None,
     }
+
+
+def notebook_answer(
+    run: Run, *, others: Sequence[str], judge: str | None, setups: Sequence[str] | None, **kw: Any
+) -> Answer:
+    """The answer of notebook 13 (``analyses.compare_runs``): ``run`` compared with the run
+    directories ``others`` (none: with itself, which shows the machinery and that nothing differs)
+    as ``cocoeval compare`` compares them; ``kw``: resamples, seed, correction (holm or bh; any
+    other is Holm, said), min_n. A comparison the runs do not allow (no shared instance, a judge
+    id that differs) is the answer's text, with the fix."""
+    from cocoeval.core.errors import CocoevalError
+
+    from .answer import Answer
+    from .frames import open_run_dir
+    from .runcompare import CORRECTIONS, compare_runs, run_labels
+
+    question = "Which setups differ, across runs, on the instances they share?"
+    runs = [run, *(open_run_dir(x) for x in others)] if others else [run, run]
+    note = []
+    if kw.get("correction") not in CORRECTIONS:
+        note.append(f"Correction {kw.get('correction')!r} is not offered for paired comparisons: Holm is used.")
+        kw["correction"] = "holm"
+    try:
+        ans = compare_runs(runs, run_labels([r.path for r in runs]), judge=judge, setups=setups, **kw)
+    except CocoevalError as e:
+        return Answer(question, [BEYOND, f"**Not compared.** {md_escape(str(e))}"])
+    tables = comparison_tables(ans)
+    return Answer(
+        question,
+        [BEYOND, *note, *answer_lines(ans), "\n".join(what_lines(ans))],
+        tables={k: df for k, (df, _) in tables.items() if k in ("pairs", "ranks", "runs", "left_out")},
+    )

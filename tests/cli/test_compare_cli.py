@@ -260,3 +260,40 @@ def test_the_default_folder_and_the_help_say_what_the_command_does(world):
         assert opt in text
     assert f"(default {MIN_N})" in " ".join(text.split()) and "holm (Holm, default)" in " ".join(text.split())
     assert "compare" in cli("--help").stdout
+
+
+def test_the_notebook_shows_the_answer_the_command_writes(world, tmp_path):
+    """Notebook 13 with run a's params file and compare_with = run b: the differences that hold,
+    line for line as compare.md of the command with the same settings gives them."""
+    import nbformat
+    import papermill as pm
+
+    from ..conftest import ROOT
+
+    runs = world / "runs"
+    cli("compare", runs / "a", runs / "b", "--out", tmp_path / "cmd", "--resamples", "200", "--correction", "bh")
+    held = [x for x in (tmp_path / "cmd" / "compare.md").read_text().splitlines() if x.startswith("- `")]
+    assert any("produces more" in x for x in held)
+    nb = ROOT / "notebooks" / "13_compare_runs.ipynb"
+    pm.execute_notebook(
+        str(nb),
+        str(tmp_path / "out.ipynb"),
+        cwd=str(nb.parent),
+        kernel_name="python3",
+        progress_bar=False,
+        parameters={
+            "params_file": str(world / "a.yaml"),
+            "run_dir": str(runs / "a"),
+            "compare_with": str(runs / "b"),
+            "figures_dir": str(tmp_path / "figures"),
+            "resamples": 200,
+            "correction": "bh",
+        },
+    )
+    cells = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells
+    shown = "\n".join(
+        o.get("data", {}).get("text/markdown", "") for c in cells if c.cell_type == "code" for o in c.get("outputs", [])
+    )
+    assert "Traceback" not in str(cells) and "Which setups differ, across runs" in shown
+    for line in held:
+        assert line in shown, line
