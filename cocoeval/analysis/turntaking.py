@@ -684,8 +684,10 @@ def run_length_chart(summary: pl.DataFrame) -> Any:
 
     cols = [c for c in summary.columns if c.startswith("share_")]
     long = summary.unpivot(index=["target", "mean_run", "runs"], on=cols, variable_name="bucket", value_name="share")
+    rank = {c: k for k, c in enumerate(cols)}
     long = long.with_columns(
-        length=pl.col("bucket").str.replace("share_", "").str.replace("plus", "+").str.replace(r"^(\d+)$", "${1}")
+        length=pl.col("bucket").str.replace("share_", "").str.replace("plus", "+"),
+        rank=pl.col("bucket").replace_strict(rank, return_dtype=pl.Int64),
     )
     order = summary["target"].to_list()
     return (
@@ -694,8 +696,12 @@ def run_length_chart(summary: pl.DataFrame) -> Any:
         .encode(
             y=alt.Y("target:N", title=None, sort=order),
             x=alt.X("share:Q", stack="normalize", title="share of runs (consecutive turns by one speaker)"),
-            color=alt.Color("length:N", title="run length (turns)", sort=[b.replace("share_", "") for b in cols]),
-            order=alt.Order("bucket:N"),
+            color=alt.Color(
+                "length:N",
+                title="run length (turns)",
+                sort=[b.replace("share_", "").replace("plus", "+") for b in cols],
+            ),
+            order=alt.Order("rank:Q"),
             tooltip=[
                 alt.Tooltip("target:N"),
                 alt.Tooltip("length:N", title="run length"),
