@@ -297,3 +297,28 @@ def test_the_notebook_shows_the_answer_the_command_writes(world, tmp_path):
     assert "Traceback" not in str(cells) and "Which setups differ, across runs" in shown
     for line in held:
         assert line in shown, line
+
+
+def test_the_documented_v1_against_v2_walkthrough_runs_step_by_step(world, tmp_path):
+    """docs/simulators.md, "Your simulator v1 against v2", then docs/analysis.md's two commands, in
+    their order, in the researcher's folder: v2's judgments of the references v1 judged come from
+    the call cache; the comparison's default folder holds the answer."""
+    import shutil
+
+    for b in ("bench_a", "bench_b"):
+        shutil.copytree(world / b, tmp_path / b)
+    for name, bench, script in (("v1", "bench_a", "point.yaml"), ("v2", "bench_b", "idea.yaml")):
+        params(tmp_path, name, bench, {"mine": str(world / script)}, str(world / "judge.yaml"))
+    cli("run", "v1.yaml", "--no-progress", cwd=tmp_path)
+    cli("run", "v2.yaml", "--no-progress", cwd=tmp_path)
+    n = len(Run.open(tmp_path / "runs" / "v2").instances)
+    changed = sum("/M7/" in i.id for i in Run.open(tmp_path / "runs" / "v2").instances)
+    usage = json.loads((tmp_path / "runs" / "v2" / "usage.json").read_text())
+    assert usage["requests_sent"] == n + n + changed  # simulations, their judgments, and only the changed references
+    out = cli("compare", "runs/v1", "runs/v2", "--setups", "mine", cwd=tmp_path).stdout
+    md = (tmp_path / "compare-v1-vs-v2" / "compare.md").read_text()
+    assert "compare-v1-vs-v2" in out and "`v2/mine` produces more *Repetition* than `v1/mine`" in md.replace("\\", "")
+    cli("compare", "runs/v1", "runs/v2", "--out", "compare-v1-v2/", cwd=tmp_path)
+    cli("compare", "runs/v1", "runs/v2", "--setups", "mine", "--correction", "bh", "--out", "bh", cwd=tmp_path)
+    assert (tmp_path / "compare-v1-v2" / "index.html").is_file()
+    assert "Benjamini" in (tmp_path / "bh" / "compare.md").read_text()
