@@ -203,6 +203,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
             f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
             f"{s['failed']:>4} failed  of {s['total']}"
         )
+    if stop := manifest.get("stopping"):  # beyond the paper: where each setup stopped (the report says why)
+        for name, st in stop["setups"].items():
+            print(
+                f"  stop  {name:<28} {st['status']} at round {st['round']} of {stop['rounds_planned']}: "
+                f"{st['instances']} of {stop['instances_planned']} instances"
+            )
     print(usage_summary(usage))
     _keep_frames(run_dir)
     return _run_outcome(summary, a.allow_invalid)

@@ -78,6 +78,7 @@ def test_a_clearly_different_setup_stops_early_and_a_run_without_the_rule_goes_o
     pfile.write_text(yaml.safe_dump(params))
     monkeypatch.chdir(tmp_path)
     assert main(["run", str(pfile), "--no-progress", "--stop-when", "differs"]) == 0
+    assert "  stop  far" in capsys.readouterr().out
     run_dir = tmp_path / "runs" / "stop"
     run = Run.open(run_dir)
     n = len(run.instances)
