@@ -107,7 +107,10 @@ def _plain_scores(inst):
 
 
 def _plain_interval(hits_by_conv, resamples, seed, what):
-    """The conversation bootstrap by a loop over resamples (the same draws)."""
+    """The conversation bootstrap by a loop over resamples (the same draws), centred on the
+    estimate and widened by √(C/(C − 1))·t_{C−1, 0.975}/z_{0.975}, kept within [0, 1]."""
+    from scipy.stats import norm, t
+
     convs = list(hits_by_conv)
     idx = rng_for(seed, "cluster-bootstrap", *what).integers(0, len(convs), size=(resamples, len(convs)))
     boot = []
@@ -115,7 +118,11 @@ def _plain_interval(hits_by_conv, resamples, seed, what):
         right = sum(sum(hits_by_conv[convs[i]]) for i in row)
         n = sum(len(hits_by_conv[convs[i]]) for i in row)
         boot.append(right / n)
-    return np.percentile(boot, 2.5), np.percentile(boot, 97.5)
+    point = sum(sum(v) for v in hits_by_conv.values()) / sum(len(v) for v in hits_by_conv.values())
+    c = len(convs)
+    widen = (c / (c - 1)) ** 0.5 * t.ppf(0.975, c - 1) / norm.ppf(0.975)
+    spread = [point + (b - sum(boot) / len(boot)) * widen for b in boot]
+    return max(0.0, np.percentile(spread, 2.5)), min(1.0, np.percentile(spread, 97.5))
 
 
 def test_teacher_forced_accuracy_agrees_with_plain_loops():
