@@ -200,3 +200,28 @@ def test_round_robin_history_and_most_frequent_rules():
     assert history_weights([], "Z", ["A", "B"]) == {"A": 1, "B": 1}
     assert most_frequent(["B", "A", "B", "A"], ["A", "B"]) == "A"  # a tie: M's order
     assert most_frequent(["B", "C", "C", "B"], ["A"]) == "B"  # a tie, neither listed: the first to speak
+
+
+def test_the_forecast_of_self_selection_passes_until_the_references_next_speaker():
+    from cocoeval.core.taxonomy import load_taxonomy
+    from cocoeval.llm import CallResult
+    from cocoeval.llm.base import GenerateResponse
+    from cocoeval.simulate.engine import plan_continuations
+
+    inst = instance(n_ref=N)
+    setup = PluginSetup(name="ag", simulator="agents", model="mock/echo", options={"policy": "self_selection"})
+    [task] = plan_continuations([inst], [setup], load_taxonomy())["ag"]
+    calls = 0
+    while not task.done:
+        waiting = task.next_calls()
+        replies = task.forecast_replies(waiting)
+        task.apply_results(
+            [
+                CallResult(key="f", model=c.model, stage="simulate", status="ok", response=GenerateResponse(text=t))
+                for c, t in zip(waiting, replies, strict=True)
+            ]
+        )
+        calls += len(waiting)
+    c = task.result()
+    assert c.status == "ok" and [t.speaker for t in c.turns] == [t.speaker for t in inst.reference]
+    assert calls == sum(_order(inst, n).index(inst.reference[n].speaker) + 1 for n in range(N))
