@@ -42,7 +42,8 @@ sample would fit: on worlds where the truth is 0.5 its percentile interval cover
 70% of them. The permutations measure the missing part where the truth is known (every
 permutation refits): ``model_variance`` is the variance of their AUCs minus the mean
 fixed-model bootstrap variance of ``NULL_DRAWS`` of them, and ``widened`` stretches both arms of
-the percentile interval so that its variance gains that much, clipped to [0, 1]. Coverage on
+the percentile interval so that its variance gains that much, then by the small-sample factor
+√(k/(k − 1))·t_{k−1}/z of its k conversations (as the leaderboard's distance), clipped to [0, 1]. Coverage on
 worlds with known truth: ``benchmarks/detectability.py`` (docs/testing.md).
 
 **Its p-value** (one-sided, AUC > 0.5) is a permutation test that refits: each of
@@ -264,19 +265,22 @@ def model_variance(
     return max(0.0, total - float(fixed))
 
 
-def widened(point: float, boot: np.ndarray, extra: float | None) -> tuple[float, float]:
+def widened(point: float, boot: np.ndarray, extra: float | None, clusters: int) -> tuple[float, float]:
     """The 95% interval: the percentile interval of the fixed-model bootstrap ``boot``, its two
     arms (point to each end) stretched so that its variance becomes the bootstrap's plus
-    ``extra`` (``model_variance``: the refitted models' share), clipped to [0, 1]. When every
-    draw equals the point (perfect separation in every draw), ±1.96·√extra."""
+    ``extra`` (``model_variance``: the refitted models' share) and by √(k/(k − 1))·t_{k−1}/z for
+    its k ``clusters`` (the leaderboard's small-sample scaling, ``recentred_interval``), clipped to
+    [0, 1]. When every draw equals the point (perfect separation in every draw), the arms are
+    ±1.96·√extra, so scaled."""
+    from scipy.stats import norm, t
+
+    small = np.sqrt(clusters / (clusters - 1)) * t.ppf(0.975, clusters - 1) / norm.ppf(0.975)
     lo, hi = np.percentile(boot, stats.PERCENTILES)
-    if not extra:
-        return float(lo), float(hi)
     var = float(np.var(boot, ddof=1))
     if var <= 0:
-        arm = 1.959964 * np.sqrt(extra)
+        arm = norm.ppf(0.975) * np.sqrt(extra or 0.0) * small
         return max(0.0, point - arm), min(1.0, point + arm)
-    r = np.sqrt(1 + extra / var)
+    r = np.sqrt(1 + (extra or 0.0) / var) * small
     return max(0.0, point - (point - lo) * r), min(1.0, point + (hi - point) * r)
 
 
@@ -360,7 +364,7 @@ def two_sample_test(
     every = aucs(scores, y)
     point = float(every[0])
     boot = cluster_bootstrap(scores[:, 0], labels, group, resamples, inference.rng_for(seed, "detectability", *what))
-    lo, hi = widened(point, boot, model_variance(scores[:, 1:], y[:, 1:], group, seed, what))
+    lo, hi = widened(point, boot, model_variance(scores[:, 1:], y[:, 1:], group, seed, what), k)
     reached = int((every[1:] >= point - 1e-12).sum())
     return Detection(
         n,
