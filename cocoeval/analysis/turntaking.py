@@ -34,7 +34,7 @@ Coverage on worlds with a known speaker process: ``benchmarks/turn_taking.py``, 
 docs/testing.md.
 
 **Run lengths** (``run_length_frame``): a run is a maximal stretch of consecutive turns by one
-speaker within a target's turns (the reference's or a continuation's). Per target, the mean run
+speaker within a target's turns (the reference's or a continuation's; multi-party instances). Per target, the mean run
 length (turns / runs, the conversation bootstrap as above) and the share of runs of 1, 2, 3 and 4
 or more turns; per participant (by name) the same.
 
@@ -392,8 +392,9 @@ def runs_of(turns: Sequence[Turn]) -> list[tuple[str, int]]:
 
 
 def run_length_frame(run: Run) -> pl.DataFrame:
-    """One row per run of every target (the reference of each instance, each current ok
-    continuation): target, instance_id, conversation, speaker, length."""
+    """One row per run of every target of a multi-party instance (the reference, each current ok
+    continuation; chats alternate by construction and are left out): target, instance_id,
+    conversation, speaker, length."""
     rows = [
         {
             "target": t.name,
@@ -403,6 +404,7 @@ def run_length_frame(run: Run) -> pl.DataFrame:
             "length": n,
         }
         for t in targets_for(run.instances, run.current_continuations)
+        if not is_human_ai(t.instance)
         for s, n in runs_of(t.turns)
     ]
     return pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RUNS_SCHEMA)
@@ -462,27 +464,31 @@ def run_lengths_per_speaker(runs: pl.DataFrame) -> pl.DataFrame:
     instances, beside the same participant's mean run in the reference of the same instances."""
     if runs.is_empty():
         return pl.DataFrame(schema=PER_SPEAKER_SCHEMA)
-    per = runs.group_by("speaker", "target", maintain_order=True).agg(
-        runs=pl.len().cast(pl.Int64),
-        turns=pl.col("length").sum().cast(pl.Int64),
-        instances=pl.col("instance_id").n_unique().cast(pl.Int64),
+    per = runs.group_by("target", "speaker", "instance_id").agg(runs=pl.len(), turns=pl.col("length").sum())
+    ref = per.filter(pl.col("target") == REFERENCE).select(
+        "speaker", "instance_id", ref_runs=pl.col("runs"), ref_turns=pl.col("turns")
     )
-    rows = []
-    for r in per.iter_rows(named=True):
-        mine = runs.filter((pl.col("target") == r["target"]) & (pl.col("speaker") == r["speaker"]))
-        ref = runs.filter(
-            (pl.col("target") == REFERENCE)
-            & (pl.col("speaker") == r["speaker"])
-            & pl.col("instance_id").is_in(mine["instance_id"].unique().implode())
+    out = (
+        per.join(ref, on=["speaker", "instance_id"], how="left")
+        .group_by("speaker", "target")
+        .agg(
+            runs=pl.col("runs").sum().cast(pl.Int64),
+            turns=pl.col("turns").sum().cast(pl.Int64),
+            instances=pl.col("instance_id").n_unique().cast(pl.Int64),
+            ref_runs=pl.col("ref_runs").sum(),
+            ref_turns=pl.col("ref_turns").sum(),
         )
-        rows.append(
-            {
-                **r,
-                "mean_run": r["turns"] / r["runs"],
-                "reference_mean_run": float(ref["length"].sum() / ref.height) if ref.height else None,
-            }
+        .select(
+            "speaker",
+            "target",
+            "runs",
+            "turns",
+            mean_run=pl.col("turns") / pl.col("runs"),
+            reference_mean_run=pl.when(pl.col("ref_runs") > 0).then(pl.col("ref_turns") / pl.col("ref_runs")),
+            instances="instances",
         )
-    out = pl.DataFrame(rows, schema=PER_SPEAKER_SCHEMA, orient="row")
+        .cast(pl.Schema(PER_SPEAKER_SCHEMA))
+    )
     return out.sort("speaker", pl.col("target") != REFERENCE, "target")
 
 
