@@ -67,6 +67,8 @@ class ComparedRun:
     label: str
     """Its name in the outputs (``run_labels``): setups are labelled ``label/setup``."""
     path: str
+    bench: str | None
+    """The benchmark its params name (``bench:``), as written there; None: not recorded."""
     instances: int
     """Instances the run holds (instances.jsonl)."""
     setups: tuple[str, ...]
@@ -115,7 +117,7 @@ class JudgeDecision:
     judge: str
     judge_id: str
     why: str
-    """"named with --judge", or why it was chosen by default."""
+    """"the judge asked for", or why it was chosen by default."""
     not_compared: tuple[str, ...]
     """The other judges the runs name, each with why it is not compared (a different id, or
     absent from a run)."""
@@ -215,7 +217,7 @@ def choose_judge(
                 "or compare the setups within each run with cocoeval report; judges every run has under one id: "
                 + (", ".join(n for n in names if problem(n) is None) or "(none)"),
             )
-        chosen, reason = judge, "named with --judge"
+        chosen, reason = judge, "the judge asked for"
     else:
         ok = [n for n in names if problem(n) is None]
         if not ok:
@@ -416,6 +418,7 @@ def compare_runs(
         ComparedRun(
             label=lab,
             path=str(r.path) if r.path is not None else "",
+            bench=str(r.manifest.params["bench"]) if r.manifest.params.get("bench") else None,
             instances=len(r.instances),
             setups=tuple(s for k2, s in chosen if k2 == k),
             judge_id=str(fine_judge_id(r, decision.judge)),

@@ -75,13 +75,16 @@ def row_sentence(r: PairRow, names: dict[str, str]) -> str:
         near, far = (b, a) if r.verdict == A_FARTHER else (a, b)
         return (
             f"- {near} is closer to the humans than {far} (distance to the humans {_num(r.mean_a)} for {a}, "
-            f"{_num(r.mean_b)} for {b}; difference {_num(r.diff)}, {stat})"
+            f"{_num(r.mean_b)} for {b}; {a} − {b} = {_num(r.diff)}, {stat})"
         )
-    more, less = (a, b) if r.verdict == A_HIGHER else (b, a)
     what = md_escape(names.get(r.behaviour, r.behaviour))
+    if r.verdict == A_HIGHER:
+        more, less, m_more, m_less = a, b, r.mean_a, r.mean_b
+    else:
+        more, less, m_more, m_less = b, a, r.mean_b, r.mean_a
     return (
-        f"- {more} produces more *{what}* than {less} ({_num(r.mean_a)} vs {_num(r.mean_b)} per conversation; "
-        f"difference {_num(r.diff)}, {stat})"
+        f"- {more} produces more *{what}* than {less} ({_num(m_more)} vs {_num(m_less)} per conversation; "
+        f"{a} − {b} = {_num(r.diff)}, {stat})"
     )
 
 
@@ -155,7 +158,8 @@ def what_lines(ans: RunComparisonAnswer) -> list[str]:
             else "none"
         )
         lines.append(
-            f"- Run `{md_escape(r.label)}` ({md_escape(r.path)}): {r.instances} instances, left out: {why}"
+            f"- Run `{md_escape(r.label)}` ({md_escape(r.path)}; benchmark {md_escape(r.bench or 'not recorded')}): "
+            f"{r.instances} instances, left out: {why}"
             + (" — pipeline check, not results" if r.pipeline_check else "")
             + "."
         )
@@ -199,6 +203,7 @@ def comparison_tables(ans: RunComparisonAnswer) -> dict[str, tuple[pl.DataFrame,
             {
                 "run": r.label,
                 "path": r.path,
+                "bench": r.bench,
                 "instances": r.instances,
                 "shared": shared,
                 "absent_elsewhere": left.get(r.label, Counter())["not in"],

@@ -225,6 +225,8 @@ def test_a_judge_whose_id_changed_between_runs_is_refused(world):
     assert ids[0] != ids[1] and all(i in out.stderr for i in ids)  # each run's id named
     out = cli("compare", runs / "a", runs / "c", "--judge", "j", "--out", world / "ac", ok=False)
     assert "never by its name alone" in out.stderr
+    out = cli("compare", runs / "a", runs / "b", "--judge", "nosuch", "--out", world / "ac", ok=False)
+    assert "nosuch: no fine-grained judgment in a, b" in out.stderr and "under one id: j" in out.stderr
     assert not (world / "ac").exists()
 
 
@@ -322,3 +324,22 @@ def test_the_documented_v1_against_v2_walkthrough_runs_step_by_step(world, tmp_p
     cli("compare", "runs/v1", "runs/v2", "--setups", "mine", "--correction", "bh", "--out", "bh", cwd=tmp_path)
     assert (tmp_path / "compare-v1-v2" / "index.html").is_file()
     assert "Benjamini" in (tmp_path / "bh" / "compare.md").read_text()
+
+
+def test_the_notebooks_analysis_with_its_default_parameters_compares_the_run_with_itself(world):
+    """Notebook 13's default compare_with (empty) on a run: the run against itself, a setup and its
+    copy differing by 0 and none holding; a comparison the runs do not allow is its answer's text."""
+    from cocoeval.analysis import analyses
+
+    run = Run.open(world / "runs" / "a")
+    p = analyses.Params(
+        judge="j", resamples=100, correction="none", options={"compare_with": "", "compare_setups": "sim"}
+    )
+    ans = analyses.compute("compare_runs", run, p)
+    assert ans is not None and "**No difference holds**" in ans.markdown() and "Holm is used" in ans.markdown()
+    pairs = ans.tables["pairs"]
+    assert set(pairs["diff"].drop_nulls().to_list()) == {0.0} and pairs["a"][0].startswith("a/")
+    assert pairs["b"].str.starts_with("a-2/").all()
+    other = analyses.Params(judge="j", resamples=100, options={"compare_with": str(world / "runs" / "d")})
+    ans = analyses.compute("compare_runs", run, other)
+    assert ans is not None and "**Not compared.**" in ans.markdown() and "share no instance" in ans.markdown()
