@@ -213,6 +213,11 @@ def cluster_draws(conversations: Sequence[str], resamples: int, seed: int, *what
     return codes, w
 
 
+def _per_conversation(note: str | None, clusters: int, min_n: int) -> str | None:
+    """``inference.ci_notes``' note, its "n too small" said in source conversations."""
+    return f"n too small ({clusters} source conversations < {min_n})" if note and "too small" in note else note
+
+
 def clustered_ratio(
     hits: np.ndarray, conversations: Sequence[str], *, resamples: int, seed: int, min_n: int, what: Sequence[str] = ()
 ) -> tuple[float | None, float | None, float | None, str | None, int]:
@@ -228,8 +233,7 @@ def clustered_ratio(
     sizes = np.bincount(codes, minlength=c).astype(np.float64)
     boot = (w @ sums) / (w @ sizes)
     note = inference.ci_notes(c, boot[:, None], min_n)[0]
-    if note and "too small" in note:
-        note = f"{note} conversations"
+    note = _per_conversation(note, c, min_n)
     point = float(hits.mean())
     lo, hi = small_sample_interval(point, boot, c, low=0.0, high=1.0)
     a, b = inference.interval(lo, hi, note)
@@ -434,8 +438,7 @@ def run_lengths(
         count = np.bincount(codes, minlength=c).astype(np.float64)
         boot = (w @ turns) / (w @ count)
         note = inference.ci_notes(c, boot[:, None], min_n)[0]
-        if note and "too small" in note:
-            note = f"{note} conversations"
+        note = _per_conversation(note, c, min_n)
         mean_run = float(lengths.sum() / len(lengths))
         lo, hi = small_sample_interval(mean_run, boot, c, low=1.0, high=float(lengths.max()))
         a, b = inference.interval(lo, hi, note)
@@ -609,8 +612,7 @@ def speaker_fidelity(
                 boot = cluster_square(sums, sizes, w)
                 boot = boot[np.isfinite(boot)]
                 note = inference.ci_notes(k, boot[:, None], min_n)[0] if len(boot) else "undefined in every resample"
-                if note and "too small" in note:
-                    note = f"{note} conversations"
+                note = _per_conversation(note, k, min_n)
                 lo, hi = recentred_interval(square, boot, k) if len(boot) else (np.nan, np.nan)
                 a, b = inference.interval(float(distance_of(lo)), float(distance_of(hi)), note)
                 rows.append(
