@@ -343,3 +343,54 @@ def test_the_notebooks_analysis_with_its_default_parameters_compares_the_run_wit
     other = analyses.Params(judge="j", resamples=100, options={"compare_with": str(world / "runs" / "d")})
     ans = analyses.compute("compare_runs", run, other)
     assert ans is not None and "**Not compared.**" in ans.markdown() and "share no instance" in ans.markdown()
+
+
+@pytest.mark.timeout(300)
+def test_the_comparisons_page_opens_from_file_with_no_network_and_shows_each_runs_setups(world, tmp_path):
+    """index.html in a headless browser from file://: no error, nothing fetched, every table, and
+    the viewer puts a shared instance's human reference beside a/sim and b/sim with the judge's tags."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.notebooks.test_browser import CHROMIUM_ARGS, _chromium
+
+    chromium = _chromium()
+    runs = world / "runs"
+    cli("compare", runs / "a", runs / "b", "--out", tmp_path / "cmp", "--resamples", "50")
+    url = (tmp_path / "cmp" / "index.html").resolve().as_uri()
+    iid = next(i.id for i in Run.open(runs / "a").instances if "/M0/" in i.id)
+    errors: list[str] = []
+    outside: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.on("console", lambda m: errors.append(m.text) if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+
+            def route(r):
+                if r.request.url == url:
+                    r.continue_()
+                else:
+                    outside.append(r.request.url)
+                    r.abort()
+
+            page.route("**/*", route)
+            page.goto(url)
+            page.wait_for_selector("body[data-charts=done]", state="attached", timeout=60_000)
+            assert page.locator(".cc-tabledetails").count() == 5
+            assert "Which differences hold" in page.locator("main").inner_text()
+            for s in ("a/sim", "b/sim"):
+                box = page.locator(f'#cc-setups input[value="{s}"]')
+                if not box.is_checked():
+                    box.check()
+            page.select_option("#cc-instance", label=iid)
+            page.wait_for_selector(f'#cc-view[data-instance="{iid}"]', state="attached", timeout=10_000)
+            for target in ("reference", "a/sim", "b/sim"):
+                col = page.locator(f'.cc-col[data-target="{target}"]')
+                assert col.count() == 1 and col.locator(".cc-tag").count() > 0, target
+            assert "idea" in page.locator('.cc-col[data-target="b/sim"]').inner_text()
+            assert "point" in page.locator('.cc-col[data-target="a/sim"]').inner_text()
+            assert page.evaluate("window.ccErrors") == []
+        finally:
+            browser.close()
+    assert not errors and not outside, (errors, outside)
