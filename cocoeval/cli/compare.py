@@ -46,9 +46,9 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     labels = run_labels(a.runs)
     out = a.out if a.out is not None else default_out(labels)
     for p in a.runs:  # the report never goes into a run's own files (it would be read as part of the run)
-        if _inside(out, p) or _inside(p, out):
+        if _inside(out, p):
             raise InputError(
-                "the report folder would be inside a run directory compared (or hold one)",
+                "the report folder would be inside a run directory compared (writing there changes the run's files)",
                 file=visible(str(out)),
                 hint=f"choose a folder outside {visible(str(p))}, e.g. --out {default_out(labels)}",
             )
