@@ -571,7 +571,7 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     )
 
 
-def detectability_chart(table: pl.DataFrame) -> alt.LayerChart:
+def detectability_chart(table: pl.DataFrame) -> alt.TopLevelMixin:
     """The judge-free classifier test (``detectability.detectability``, beyond the paper): each
     setup's AUC of telling its continuations from the humans' with its 95% interval (a cross where
     undefined), a dashed rule at 0.5 (indistinguishable by this classifier) and the floor (humans

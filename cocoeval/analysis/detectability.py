@@ -162,24 +162,23 @@ class Hashed:
     once however many comparisons it is in (a run's references are in every setup's)."""
 
     def __init__(self) -> None:
-        from sklearn.feature_extraction.text import HashingVectorizer  # type: ignore[import-untyped]
-
-        self._vec = HashingVectorizer(
-            ngram_range=(1, 2),
-            token_pattern=TOKENS,
-            n_features=HASH_FEATURES,
-            alternate_sign=False,
-            norm=None,
-            dtype=np.float64,
-        )
         self._rows: dict[str, Any] = {}
 
     def counts(self, docs: Sequence[str]) -> csr_matrix:
         from scipy.sparse import vstack
+        from sklearn.feature_extraction.text import HashingVectorizer  # type: ignore[import-untyped]
 
         new = [d for d in dict.fromkeys(docs) if d not in self._rows]
         if new:
-            m = self._vec.transform(new).tocsr()
+            vec = HashingVectorizer(
+                ngram_range=(1, 2),
+                token_pattern=TOKENS,
+                n_features=HASH_FEATURES,
+                alternate_sign=False,
+                norm=None,
+                dtype=np.float64,
+            )
+            m = vec.transform(new).tocsr()
             for i, d in enumerate(new):
                 self._rows[d] = m[i]
         return vstack([self._rows[d] for d in docs]).tocsr()
@@ -234,7 +233,7 @@ def cluster_bootstrap(
     g0[np.arange(len(s0)), g[~pos]] = 1
     hg = g1.T @ h @ g0  # (k, k): comparisons of group u's positives with group v's negatives
     w = rng.multinomial(k, np.full(k, 1.0 / k), size=resamples).astype(np.float64)
-    num = np.einsum("bu,uv,bv->b", w, hg, w)
+    num = ((w @ hg) * w).sum(axis=1)
     return num / ((w @ g1.sum(axis=0)) * (w @ g0.sum(axis=0)))
 
 
@@ -340,8 +339,6 @@ def two_sample_test(
     cluster-bootstrap interval and its permutation p (module docstring). Randomness is drawn by
     ``inference.rng_for(seed, "detectability", *what)``; ``hashed``: the counts of texts already
     seen (the same features either way)."""
-    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]
-
     inference.check_params(resamples=resamples, min_n=min_n)
     if permutations < 0:
         raise ValueError(f"permutations must be 0 or more, not {permutations}")
@@ -349,9 +346,11 @@ def two_sample_test(
     if len(second) != n or len(groups) != n:
         raise ValueError("first, second and groups must have one entry per pair")
     if n < min_n:
-        return Detection(n, k, note=f"{n} pairs, fewer than {min_n}: no AUC")
+        return Detection(n, k, note=f"{n} pair(s), fewer than {min_n}: no AUC")
     if k < min_groups:
-        return Detection(n, k, note=f"{n} pairs from {k} source conversations, fewer than {min_groups}: no AUC")
+        return Detection(n, k, note=f"{n} pairs from {k} source conversation(s), fewer than {min_groups}: no AUC")
+    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]  # (only when there is an AUC)
+
     x = features([*first, *second], hashed)
     labels = np.repeat([0, 1], n)
     group = np.array([*groups, *groups])

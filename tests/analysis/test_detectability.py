@@ -111,9 +111,9 @@ def test_a_cluster_bootstrap_draw_is_the_auc_of_the_documents_its_conversations_
 def test_too_few_pairs_or_conversations_give_no_auc_and_say_why():
     first, second, groups = _docs(0, 12, 0.05)
     few = detectability.two_sample_test(first[:8], second[:8], groups[:8])
-    assert few.auc is None and few.note == "8 pairs, fewer than 10: no AUC"
+    assert few.auc is None and few.note == "8 pair(s), fewer than 10: no AUC"
     one = detectability.two_sample_test(first, second, ["c"] * 12)
-    assert one.auc is None and one.note == "12 pairs from 1 source conversations, fewer than 10: no AUC"
+    assert one.auc is None and one.note == "12 pairs from 1 source conversation(s), fewer than 10: no AUC"
     mute = detectability.two_sample_test(["."] * 20, ["!"] * 20, [f"c{i}" for i in range(20)], permutations=19)
     assert mute.auc is not None  # punctuation is a word here: "." against "!" is told apart
     with pytest.raises(ValueError, match="one entry per pair"):
