@@ -299,7 +299,12 @@ def _pick_setups(
     chosen, dropped = [], []
     for k, s in every:
         c = frames[k].counts
-        if c.filter((pl.col("judge") == judge) & (pl.col("target") == s) & pl.col("instance_id").is_in(shared)).height:
+        if c.filter(
+            (pl.col("judge") == judge)
+            & ~pl.col("human")
+            & (pl.col("target") == s)
+            & pl.col("instance_id").is_in(shared)
+        ).height:
             chosen.append((k, s))
         else:
             dropped.append(f"{labels[k]}/{s}: no valid fine-grained judgment by {judge} on the shared instances")
@@ -322,10 +327,10 @@ def compared_counts(
     conv = frames[0].instances.filter(keep).select("instance_id", "conversation")
     parts = []
     for k, s in setups:
-        c = frames[k].counts.filter((pl.col("judge") == judge) & (pl.col("target") == s) & keep)
+        c = frames[k].counts.filter((pl.col("judge") == judge) & ~pl.col("human") & (pl.col("target") == s) & keep)
         parts.append(c.select(pl.lit(f"{labels[k]}/{s}").alias("target"), "instance_id", "behaviour", "count"))
     refs = [
-        f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE) & keep).select(
+        f.counts.filter((pl.col("judge") == judge) & ~pl.col("human") & (pl.col("target") == REFERENCE) & keep).select(
             "instance_id", "behaviour", "count"
         )
         for f in frames

@@ -250,7 +250,9 @@ def viewer_parts(ans: RunComparisonAnswer, runs: Sequence[Run]) -> tuple[Run, Fr
     frames = [run_frames(r) for r in runs]
     ref_from: dict[str, int] = {}
     for k, f in enumerate(frames):
-        ok = f.counts.filter((pl.col("judge") == judge) & (pl.col("target") == REFERENCE))["instance_id"]
+        ok = f.counts.filter((pl.col("judge") == judge) & ~pl.col("human") & (pl.col("target") == REFERENCE))[
+            "instance_id"
+        ]
         for iid in ok.to_list():
             ref_from.setdefault(iid, k)
     for k, f in enumerate(frames):  # no valid one anywhere: the first run's, whatever it says
@@ -264,6 +266,8 @@ def viewer_parts(ans: RunComparisonAnswer, runs: Sequence[Run]) -> tuple[Run, Fr
         df = df.filter(pl.col("instance_id").is_in(list(shared)))
         if "judge" in df.columns:
             df = df.filter(pl.col("judge") == judge)
+        if "human" in df.columns:  # an annotator of the same name is not the judge
+            df = df.filter(~pl.col("human"))
         keep = pl.col(col).is_in(mine)
         if col == "target":
             keep = keep | ((pl.col(col) == REFERENCE) & pl.col("instance_id").is_in(own))
