@@ -257,6 +257,12 @@ def test_the_default_folder_and_the_help_say_what_the_command_does(world):
     runs = world / "runs"
     cli("compare", runs / "a", runs / "b", "--resamples", "50", cwd=world)
     assert (world / "compare-a-vs-b" / "compare.md").is_file()
+    out = cli("compare", runs / "a", runs / "b", runs / "a", "--setups", "sim", "--resamples", "50", cwd=world).stdout
+    assert (
+        "compared 3 setups of 3 runs (a, b, a-2)" in out and (world / "compare-a-vs-b-vs-a-2" / "compare.md").is_file()
+    )
+    pairs = pl.read_csv(world / "compare-a-vs-b-vs-a-2" / "pairs.csv").select("a", "b").unique(maintain_order=True)
+    assert pairs.rows() == [("a/sim", "b/sim"), ("a/sim", "a-2/sim"), ("b/sim", "a-2/sim")]
     text = cli("compare", "--help").stdout
     for opt in ("--judge", "--setups", "--out", "--resamples", "--seed", "--correction", "--min-n"):
         assert opt in text
