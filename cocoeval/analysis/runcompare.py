@@ -68,7 +68,8 @@ class ComparedRun:
     """Its name in the outputs (``run_labels``): setups are labelled ``label/setup``."""
     path: str
     bench: str | None
-    """The benchmark its params name (``bench:``), as written there; None: not recorded."""
+    """The benchmark its params name (``bench:``, as written there), or "built by its params";
+    None: not recorded."""
     instances: int
     """Instances the run holds (instances.jsonl)."""
     setups: tuple[str, ...]
@@ -357,6 +358,15 @@ def compared_counts(
     return counts.sort("target", "instance_id", "behaviour"), source, differs
 
 
+def _bench_of(run: Run) -> str | None:
+    """The benchmark a run's params name (``bench:``), or "built by its params" (``build:``); None
+    when the manifest records neither."""
+    params = run.manifest.params
+    if params.get("bench"):
+        return str(params["bench"])
+    return "built by its params (build:)" if params.get("build") else None
+
+
 def compare_runs(
     runs: Sequence[Run],
     labels: Sequence[str] | None = None,
@@ -423,7 +433,7 @@ def compare_runs(
         ComparedRun(
             label=lab,
             path=str(r.path) if r.path is not None else "",
-            bench=str(r.manifest.params["bench"]) if r.manifest.params.get("bench") else None,
+            bench=_bench_of(r),
             instances=len(r.instances),
             setups=tuple(s for k2, s in chosen if k2 == k),
             judge_id=str(fine_judge_id(r, decision.judge)),
