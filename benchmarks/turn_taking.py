@@ -86,10 +86,7 @@ def addressee_conversation(rng: np.random.Generator, n: int) -> list[tuple[int, 
         out.append((s, f"{NAMES[named]}, what do you think{decoy}?"))
         if rng.random() < stay:
             continue
-        if rng.random() < follow:
-            s = named
-        else:
-            s = int(rng.choice([i for i in range(4) if i not in (s, named)]))
+        s = named if rng.random() < follow else int(rng.choice([i for i in range(4) if i not in (s, named)]))
     return out
 
 
@@ -158,7 +155,7 @@ def main() -> None:
         print(f"\nWorld {world}: next-speaker accuracy, 95% intervals ({a.seeds} seeds, {a.resamples} resamples)")
         print(f"{'G':>3} {'rule':<17} {'truth':>7} {'':>3} {'mean acc':>9} {'coverage':>9} {'naive cov':>10}")
         for g in (12, 40):
-            hits = {p: [] for p in turntaking.POLICIES}
+            hits: dict[str, list[float]] = {p: [] for p in turntaking.POLICIES}
             cover = {p: 0 for p in turntaking.POLICIES}
             naive = {p: 0 for p in turntaking.POLICIES}
             for seed in range(a.seeds):
