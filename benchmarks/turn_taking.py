@@ -27,7 +27,9 @@ their truth is the mean accuracy over 4,000 further conversations of the same wo
 Monte Carlo error about 0.002). Printed per world, G and rule: the truth, the mean measured
 accuracy over the seeds, the coverage of the 95% conversation-bootstrap interval, and beside it the
 coverage of a naive binomial interval that treats the positions as independent (what the
-clustering buys).
+clustering buys). A last row per G checks the run lengths (``turntaking.run_lengths``) the same
+way: the humans' mean run length in r, whose truth is E[turns] / E[runs] = R / (1 + (R − 1)(1 − q))
+with q the probability that the speaker goes on (the "same as previous" truth).
 
     python benchmarks/turn_taking.py [--seeds 500] [--resamples 1000]
 """
@@ -41,6 +43,7 @@ import numpy as np
 
 from cocoeval.analysis import turntaking
 from cocoeval.core.schema import Instance, Metadata, Participant, Provenance, Summary, Turn
+from cocoeval.run import Run
 
 NAMES = ["Alice", "Bob", "Carol", "Dan"]
 X, R, WINDOWS = 30, 30, 3
@@ -123,18 +126,30 @@ def instances(world: str, g: int, rng: np.random.Generator, tag: str) -> list[In
     return out
 
 
+RUN = "mean run (r)"
+"""The row of the run-length check: the humans' mean run length in r (``turntaking.run_lengths``)."""
+
+
 def closed_truth(world: str) -> dict[str, float]:
+    """The closed-form truths; the mean run length of r from the probability that the speaker
+    goes on, q = E[same as previous]: E[turns] / E[runs] = R / (1 + (R − 1)(1 − q))."""
     rng = np.random.default_rng([7, 0])
     if world == "addressee":
         s, a = 2 / 10, 7 / 10
-        return {"same_as_previous": s, "addressee": (1 - s) * a, "round_robin": (1 - s) / 3}
+        return {
+            "same_as_previous": s,
+            "addressee": (1 - s) * a,
+            "round_robin": (1 - s) / 3,
+            RUN: R / (1 + (R - 1) * (1 - s)),
+        }
     same, rr = [], []
     for _ in range(100_000):
         p = markov_matrix(rng)
         pi = stationary(p)
         same.append(float(pi @ np.diag(p)))
         rr.append(float(sum(pi[i] * p[i, (i + 1) % 4] for i in range(4))))
-    return {"same_as_previous": float(np.mean(same)), "round_robin": float(np.mean(rr))}
+    q = float(np.mean(same))
+    return {"same_as_previous": q, "round_robin": float(np.mean(rr)), RUN: R / (1 + (R - 1) * (1 - q))}
 
 
 def mc_truth(world: str, conversations: int) -> dict[str, float]:
@@ -155,24 +170,31 @@ def main() -> None:
         print(f"\nWorld {world}: next-speaker accuracy, 95% intervals ({a.seeds} seeds, {a.resamples} resamples)")
         print(f"{'G':>3} {'rule':<17} {'truth':>7} {'':>3} {'mean acc':>9} {'coverage':>9} {'naive cov':>10}")
         for g in (12, 40):
-            hits: dict[str, list[float]] = {p: [] for p in turntaking.POLICIES}
-            cover = {p: 0 for p in turntaking.POLICIES}
-            naive = {p: 0 for p in turntaking.POLICIES}
+            rows = [*turntaking.POLICIES, RUN]
+            hits: dict[str, list[float]] = {p: [] for p in rows}
+            cover = {p: 0 for p in rows}
+            naive = {p: 0 for p in rows}
             for seed in range(a.seeds):
                 rng = np.random.default_rng([seed, g, len(world)])
-                frame = turntaking.next_speaker_frame(instances(world, g, rng, "s"))
+                insts = instances(world, g, rng, "s")
+                frame = turntaking.next_speaker_frame(insts)
                 acc = turntaking.accuracy(frame, resamples=a.resamples, seed=seed, min_n=2)
+                runs = turntaking.run_length_frame(Run.model_validate({"instances": insts, "continuations": {}}))
+                [ref] = turntaking.run_lengths(runs, resamples=a.resamples, seed=seed, min_n=2).iter_rows(named=True)
+                hits[RUN].append(ref["mean_run"])
+                cover[RUN] += ref["ci_low"] is not None and ref["ci_low"] <= truth[RUN] <= ref["ci_high"]
                 for r in acc.iter_rows(named=True):
                     p, t = r["predictor"], truth[r["predictor"]]
                     hits[p].append(r["accuracy"])
                     cover[p] += r["ci_low"] is not None and r["ci_low"] <= t <= r["ci_high"]
                     half = 1.96 * np.sqrt(r["accuracy"] * (1 - r["accuracy"]) / r["n"])
                     naive[p] += abs(r["accuracy"] - t) <= half
-            for p in turntaking.POLICIES:
-                kind = "" if p in CLOSED[world] else "MC"
+            for p in rows:
+                kind = "" if p in CLOSED[world] or p == RUN else "MC"
+                nv = "–" if p == RUN else f"{naive[p] / a.seeds:.3f}"
                 print(
                     f"{g:>3} {p:<17} {truth[p]:>7.4f} {kind:>3} {np.mean(hits[p]):>9.4f} "
-                    f"{cover[p] / a.seeds:>9.3f} {naive[p] / a.seeds:>10.3f}"
+                    f"{cover[p] / a.seeds:>9.3f} {nv:>10}"
                 )
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
