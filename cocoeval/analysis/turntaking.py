@@ -52,6 +52,7 @@ only, is listed with the reason, not scored.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -60,7 +61,14 @@ import numpy as np
 import polars as pl
 
 from cocoeval.core.schema import Instance, Turn, is_human_ai, participant_names
-from cocoeval.core.speakers import history_weights, most_frequent, named_participant, round_robin_next
+from cocoeval.core.speakers import (
+    MALFORMED_NOTE,
+    PASSED_NOTE,
+    history_weights,
+    most_frequent,
+    named_participant,
+    round_robin_next,
+)
 from cocoeval.core.targets import REFERENCE, targets_for
 
 from . import inference
@@ -629,12 +637,15 @@ def speaker_fidelity(
     return pl.DataFrame(rows, schema=FIDELITY_SCHEMA, orient="row") if rows else pl.DataFrame(schema=FIDELITY_SCHEMA)
 
 
+_PASSES = re.compile(re.escape(PASSED_NOTE) + r" (\d+) passed \(")
+"""The note ``self_selection`` writes once per turn: how many agents passed, then who spoke (or
+that every agent passed)."""
+
+
 def self_selection_counts(run: Run) -> pl.DataFrame:
     """Per ``self_selection`` agents setup: its turns, the passes before them, the malformed
     answers (counted, never read as passes) and the turns where every agent passed, from the notes
     the simulator keeps with each continuation (ok or invalid)."""
-    from cocoeval.core.speakers import MALFORMED_NOTE, PASSED_NOTE
-
     schema = {
         "setup": pl.Utf8,
         "continuations": pl.Int64,
@@ -650,17 +661,15 @@ def self_selection_counts(run: Run) -> pl.DataFrame:
         name = str(s.get("name"))
         cs = run.current_continuations.get(name, [])
         notes = [n for c in cs for n in c.notes]
-        chosen = [n for n in notes if PASSED_NOTE in n and "spoke" in n]
+        said = [(m, n) for n in notes if (m := _PASSES.search(n))]
         rows.append(
             {
                 "setup": name,
                 "continuations": len(cs),
-                "turns_chosen": len(chosen),
-                "passes": sum(
-                    len(n.split("passed: ", 1)[1].split(";")[0].split(", ")) for n in chosen if "passed: none;" not in n
-                ),
+                "turns_chosen": sum(n.endswith(" spoke") for _, n in said),
+                "passes": sum(int(m.group(1)) for m, _ in said),
                 "malformed": sum(MALFORMED_NOTE in n for n in notes),
-                "all_passed": sum("every agent passed" in n for n in notes),
+                "all_passed": sum(n.endswith("every agent passed") for _, n in said),
             }
         )
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)

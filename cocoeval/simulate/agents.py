@@ -140,7 +140,7 @@ class Agents(Simulator):
             if turn := await self.self_selected(ctx):
                 return [turn]
             speaker = history_speaker(ctx)
-            ctx.notes.append(f"{PASSED} every agent passed; the history policy chose {speaker}")
+            ctx.notes.append(f"every agent passed: the history policy chose {speaker}")
         else:
             speaker = await self.next_speaker(ctx)
         prompt = load_prompt(AGENT_PROMPT)
@@ -229,7 +229,7 @@ class Agents(Simulator):
                     else unusable(reply.truncated, reply.text, text, notes) or ""
                 )
                 if not why:
-                    ctx.notes.append(f"{PASSED} passed: {', '.join(passed) or 'none'}; {speaker} spoke")
+                    ctx.notes.append(f"{PASSED} {len(passed)} passed ({', '.join(passed) or 'none'}); {speaker} spoke")
                     return Turn(speaker=speaker, text=text)
                 ctx.notes.append(
                     f"{MALFORMED} from the agent of {speaker} (attempt {attempt + 1}: {why}): {reply.text.strip()[:120]!r}"
@@ -239,6 +239,7 @@ class Agents(Simulator):
                     f"{opts.max_attempts} malformed self-selection answers in a row from the agent of {speaker} at "
                     f"turn {len(ctx.turns) + 1} (neither PASS nor a usable turn; last: {why})"
                 )
+        ctx.notes.append(f"{PASSED} {len(passed)} passed ({', '.join(passed)}); every agent passed")
         return None
 
     def forecast_reply(self, call: Call, ctx: SimContext) -> str:

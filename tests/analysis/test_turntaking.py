@@ -345,3 +345,43 @@ def test_the_analysis_has_its_tables_and_charts_marked_beyond_the_paper():
     spec = analyses.get("turn_taking_measured").report
     assert spec is not None and spec.section == "judge-free"
     assert all(o.what.startswith("Beyond the paper") for o in [*spec.tables.values(), *spec.figures.values()])
+
+
+def test_self_selection_counts_read_the_notes_the_simulator_writes(tmp_path):
+    import json
+
+    from cocoeval.llm import LLMConfig, Runner
+    from cocoeval.simulate.engine import simulate
+    from cocoeval.simulate.setup import PluginSetup
+
+    answers = [
+        {"match": "PASS", "context": "You are Alice", "text": "PASS - or not", "times": 1},  # malformed, asked again
+        {"match": "PASS", "context": "You are Alice", "text": "PASS"},
+        {"match": "PASS", "context": "You are Bob", "text": "PASS", "times": 3},  # then Bob speaks
+        {"match": "PASS", "context": "You are Bob", "text": "my turn"},
+        {"match": "PASS", "context": "You are Carol", "text": "PASS"},
+        {"match": "It is", "text": "a fallback turn"},
+    ]
+    (tmp_path / "a.json").write_text(json.dumps({"answers": answers}))
+    opts = {"policy": "self_selection"}
+    setup = PluginSetup(name="ss", simulator="agents", model=f"mock/{tmp_path / 'a.json'}", options=opts)
+    inst = instance(n_ref=5)
+    [c] = simulate([inst], [setup], Runner(LLMConfig(cache=str(tmp_path / "c.sqlite"), progress=False)))["ss"]
+    assert c.status == "ok", c.reason
+    run = Run.model_validate(
+        {
+            "instances": [inst],
+            "continuations": {"ss": [c]},
+            "manifest": {"params": {"setups": [{"name": "ss", "simulator": "agents", "model": "m", "options": opts}]}},
+        }
+    )
+    [row] = turntaking.self_selection_counts(run).iter_rows(named=True)
+    # by hand from the calls: every call answered PASS is a pass; a turn by Bob's "my turn" is chosen,
+    # a turn where all three passed is not
+    turns_by_bob = sum(t.text == "my turn" for t in c.turns)
+    fallback = sum(t.text == "a fallback turn" for t in c.turns)
+    assert turns_by_bob + fallback == 5 and fallback >= 1 and turns_by_bob >= 1
+    assert row["malformed"] == 1 and row["turns_chosen"] == turns_by_bob and row["all_passed"] == fallback
+    n_calls = len(c.calls)
+    # every self-selection call is a pass, the malformed answer, or Bob's turn; the fallback turns' agent calls aside
+    assert row["passes"] == n_calls - row["malformed"] - turns_by_bob - fallback

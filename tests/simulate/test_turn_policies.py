@@ -121,7 +121,9 @@ def test_self_selection_counts_a_malformed_answer_and_never_reads_it_as_a_pass(t
     assert any("Alice" in n and "PASS with more text" in n for n in malformed)
     assert any("Bob" in n and "answered as Carol" in n for n in malformed)
     # every agent passed (once asked again): the history policy picks the speaker (after Carol in x: Alice)
-    assert any("every agent passed; the history policy chose Alice" in n for n in c.notes)
+    assert any("every agent passed: the history policy chose Alice" in n for n in c.notes)
+    passes = [n for n in c.notes if "3 passed (" in n and n.endswith("; every agent passed")]
+    assert len(passes) == 2 and all({"Alice", "Bob", "Carol"} <= set(re.findall(r"\w+", n)) for n in passes)
     assert c.turns[0].speaker == "Alice" and c.turns[0].text == "my fallback turn"
 
 
