@@ -643,7 +643,8 @@ that every agent passed)."""
 
 
 def self_selection_counts(run: Run) -> pl.DataFrame:
-    """Per ``self_selection`` agents setup: its turns, the passes before them, the malformed
+    """Per ``self_selection`` agents setup: the turns an agent chose to take, the passes (every
+    answer PASS, in those turns and in the turns where every agent passed), the malformed
     answers (counted, never read as passes) and the turns where every agent passed, from the notes
     the simulator keeps with each continuation (ok or invalid)."""
     schema = {
@@ -853,7 +854,7 @@ def turn_taking_answer(
         a.text.append(
             "Self-selection: "
             + "; ".join(
-                f"{r['setup']}: {r['passes']} passes before {r['turns_chosen']} chosen turns, {r['malformed']} "
+                f"{r['setup']}: {r['turns_chosen']} turns taken by an agent that chose to, {r['passes']} passes, {r['malformed']} "
                 f"malformed answers (asked again, never read as a pass), {r['all_passed']} turns where every "
                 "agent passed (history policy)"
                 for r in t.self_selection.iter_rows(named=True)
