@@ -43,8 +43,8 @@ sample would fit: on worlds where the truth is 0.5 its percentile interval cover
 permutation refits): ``model_variance`` is the variance of their AUCs minus the mean
 fixed-model bootstrap variance of ``NULL_DRAWS`` of them, and ``widened`` stretches both arms of
 the percentile interval so that its variance gains that much, then by the small-sample factor
-√(k/(k − 1))·t_{k−1}/z of its k conversations (as the leaderboard's distance), clipped to [0, 1]. Coverage on
-worlds with known truth: ``benchmarks/detectability.py`` (docs/testing.md).
+√(k/(k − 1))·t_{k−1}/z of its k conversations (as the leaderboard's distance), clipped to
+[0, 1]. Coverage on worlds with known truth: ``benchmarks/detectability.py`` (docs/testing.md).
 
 **Its p-value** (one-sided, AUC > 0.5) is a permutation test that refits: each of
 ``permutations`` draws swaps the two labels of each instance with probability ½ (independently)
@@ -56,7 +56,7 @@ Its cost at the paper's scale is printed by ``benchmarks/detectability.py --scal
 **The floor: humans against humans** (``FLOOR``). The same pipeline on pairs of human references
 of *other windows of the same conversations*: the windows of each conversation in order, paired
 first with second, third with fourth (an odd last one left out), each pair's two labels drawn at
-random (seeded by its conversation). Its AUC is 0.5 in expectation by construction; its value and
+random (seeded by what the pair is of). Its AUC is 0.5 in expectation by construction; its value and
 interval show how far from 0.5 chance alone puts the AUC on this benchmark's human text, on about
 half as many pairs as a setup has instances. When fewer than ``MIN_CONVERSATIONS`` conversations
 have two windows, the pairs are references of *other conversations of the same dataset* instead
@@ -128,26 +128,24 @@ SCHEMA: dict[str, Any] = {
 }
 
 _TAG = re.compile(r"\{\s*[A-Za-z_]+\s*\}")
-_MARKUP = re.compile(r"\*\*|__|(?m:^\s*#+\s*)|(?m:^\s*[-*•]\s+)")
+_MARKUP = re.compile(r"\*\*|__|(?m:^[ \t]*#+[ \t]*)|(?m:^[ \t]*[-*•][ \t]+)")
 _QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "“": '"', "”": '"', "„": '"', "–": "-", "—": "-", "…": "..."})
 _WS = re.compile(r"[ \t\r\f\v]+")
+_EDGE = re.compile(r"(?m)^ | $")  # a line's one leading or trailing space once runs are one space
 
 
 def plain_text(turns: Sequence[Turn], speakers: Sequence[str] = ()) -> str:
     """The document of a target: its turns' texts, one a line, without the typesetting that only
     one side can have (see the module docstring): tags in braces, markdown emphasis, headings and
-    bullets, a speaker's name (one of ``speakers``) at the start of a turn, typographic quotes and
-    dashes, runs of white space. Speakers' names are not part of it."""
+    bullets, a speaker's name (one of ``speakers``) at the start of a turn (or of a line in it),
+    typographic quotes and dashes, runs of white space. Speakers' names are not part of it. Each
+    rule runs once over the whole document (a turn's own line breaks are kept)."""
+    x = unicodedata.normalize("NFKC", "\n".join(t.text for t in turns)).translate(_QUOTES)
+    x = _MARKUP.sub(" ", _TAG.sub(" ", x))
     names = sorted({s for s in speakers if s}, key=len, reverse=True)
-    label = re.compile(r"^\s*(?:" + "|".join(re.escape(s) for s in names) + r")\s*:\s*") if names else None
-    out = []
-    for t in turns:
-        x = unicodedata.normalize("NFKC", t.text).translate(_QUOTES)
-        x = _MARKUP.sub(" ", _TAG.sub(" ", x))
-        if label is not None:
-            x = label.sub("", x, count=1)
-        out.append(_WS.sub(" ", x).strip())
-    return "\n".join(out)
+    if names:
+        x = re.sub(r"(?m)^[ \t]*(?:" + "|".join(re.escape(s) for s in names) + r")[ \t]*:[ \t]*", "", x)
+    return _EDGE.sub("", _WS.sub(" ", x))
 
 
 TOKENS = r"(?u)\b\w+\b|[^\w\s]"
@@ -195,6 +193,7 @@ def features(docs: Sequence[str], hashed: Hashed | None = None) -> csr_matrix:
     df = np.bincount(c.indices, minlength=c.shape[1])
     c.data[df[c.indices] < 2] = 0.0
     c.eliminate_zeros()
+    c = c[:, np.flatnonzero(df >= 2)]  # the columns left, so that XXᵀ does not walk a million empty ones
     return normalize(TfidfTransformer(sublinear_tf=True, norm=None).fit_transform(c), copy=False).tocsr()
 
 
@@ -222,22 +221,22 @@ def cluster_bootstrap(
     """The AUC of ``scores`` in each of ``resamples`` cluster-bootstrap draws: the groups drawn with
     replacement, each bringing all its documents (as often as it is drawn). Computed from the
     group × group sums of the pairwise comparisons, so a draw costs a product of its counts."""
+    from scipy.sparse import csr_matrix
+
     ids, g = np.unique(groups, return_inverse=True)
     k = len(ids)
     pos = labels == 1
     s1, s0 = scores[pos], scores[~pos]
     h = (s1[:, None] > s0[None, :]) + 0.5 * (s1[:, None] == s0[None, :])
-    g1 = np.zeros((len(s1), k))
-    g1[np.arange(len(s1)), g[pos]] = 1
-    g0 = np.zeros((len(s0), k))
-    g0[np.arange(len(s0)), g[~pos]] = 1
-    hg = g1.T @ h @ g0  # (k, k): comparisons of group u's positives with group v's negatives
+    g1 = csr_matrix((np.ones(len(s1)), (np.arange(len(s1)), g[pos])), shape=(len(s1), k))
+    g0 = csr_matrix((np.ones(len(s0)), (np.arange(len(s0)), g[~pos])), shape=(len(s0), k))
+    hg = np.asarray(g1.T @ (g0.T @ h.T).T)  # (k, k): group u's positives against group v's negatives
     w = rng.multinomial(k, np.full(k, 1.0 / k), size=resamples).astype(np.float64)
     num = ((w @ hg) * w).sum(axis=1)
-    return num / ((w @ g1.sum(axis=0)) * (w @ g0.sum(axis=0)))
+    return num / ((w @ np.bincount(g[pos], minlength=k)) * (w @ np.bincount(g[~pos], minlength=k)))
 
 
-NULL_DRAWS = 20
+NULL_DRAWS = 10
 """Permutations whose fixed-model bootstrap variance ``model_variance`` averages."""
 NULL_RESAMPLES = 200
 """Cluster-bootstrap draws for each of them."""
@@ -312,11 +311,14 @@ def out_of_fold(x: csr_matrix, signs: np.ndarray, folds: Sequence[tuple[np.ndarr
     serves every column)."""
     from scipy.linalg import cho_factor, cho_solve
 
+    from cocoeval.core.speed import one_blas_thread
+
     k = (x @ x.T).toarray()
     out = np.empty(signs.shape, dtype=np.float64)
-    for train, test in folds:
-        f = cho_factor(k[np.ix_(train, train)] + ALPHA * np.eye(len(train)))
-        out[test] = k[np.ix_(test, train)] @ cho_solve(f, signs[train])
+    with one_blas_thread():  # entered after scipy.linalg's BLAS is loaded, so that it is limited too
+        for train, test in folds:
+            f = cho_factor(k[np.ix_(train, train)] + ALPHA * np.eye(len(train)))
+            out[test] = k[np.ix_(test, train)] @ cho_solve(f, signs[train])
     return out
 
 
