@@ -25,6 +25,8 @@ from . import answer, rq, studies
 from . import detectability as _detectability
 from . import judge_check as _judge_check
 from . import leaderboard as _leaderboard
+from . import paired as _paired
+from . import paper_stats as _paper_stats
 from .answer import Answer
 from .coverage import HOW
 from .judge_free import judge_free as judge_free_answer
@@ -594,8 +596,14 @@ def turn_taking_measured(run: Run, p: Params) -> Answer:
         "occurrences per conversation, estimated without the upward bias of squared noise), beside the floor (the same "
         "distance between two random halves of the human references: 0 on average, with the range chance gives), the "
         "Likert gap and the judge-free turn-taking distances. Definitions: "
-        "`cocoeval/analysis/leaderboard.py` and docs/analysis.md. Then every setup against the humans behaviour by "
+        "`cocoeval/analysis/leaderboard.py` and docs/analysis.md. Beyond the paper: each rank's interval (the ranks "
+        "the data support) and every pair of setups compared on the instances both have, clustered by source "
+        "conversation (`cocoeval/analysis/paired.py`). Then every setup against the humans behaviour by "
         "behaviour, as RQ2 compares the vanilla ones.",
+        params=(
+            'paired_correction: str = "holm"  # the correction over the behaviours of each pair of setups: holm '
+            "(family-wise error) or bh (false discovery rate)",
+        ),
     ),
     report=ReportSpec(
         "leaderboard",
@@ -630,6 +638,54 @@ def turn_taking_measured(run: Run, p: Params) -> Answer:
 )
 def leaderboard(run: Run, p: Params) -> Answer:
     return _leaderboard.answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n)
+
+
+@analysis(
+    "paired",
+    "Setup against setup: paired comparisons and rank intervals (beyond the paper)",
+    notebook="11_simulators",
+    report=ReportSpec(
+        "leaderboard",
+        tables={
+            "paired": Out(
+                "paired",
+                "Beyond the paper: every pair of setups per judge, a − b on the instances both have (per behaviour: "
+                "mean occurrences per conversation; distance: distance to the humans on the instances the two and the "
+                "humans share), 95% bootstrap CIs resampling source conversations, sign-flip tests of the "
+                "per-conversation sums corrected over the behaviours of each pair (the correction column names it); "
+                "the distance rows: the difference of the squares studentized by its resamples, Holm over the pairs",
+            ),
+            "rank_intervals": Out(
+                "rank_intervals",
+                "Beyond the paper: rank intervals per judge (simultaneous pairwise distance tests, Holm over all "
+                "pairs; Mogstad, Romano, Shaikh & Wilhelm 2024): every true rank inside its interval at once with "
+                "95% confidence; settled = one rank",
+            ),
+        },
+        figures={
+            "paired": Out(
+                "paired",
+                "Beyond the paper: setup × setup, the difference in distance to the humans (row − column) coloured "
+                "by the corrected verdict, with the number of behaviours that differ",
+            )
+        },
+    ),
+)
+def paired(run: Run, p: Params) -> Answer:
+    """Every pair of setups compared on the instances both have, clustered by source conversation
+    (``paired.answer``); Holm over the behaviours of a pair unless the notebook's
+    ``paired_correction`` says bh."""
+    f = p.frames_of(run)
+    cond = _paper_stats.conditions(run)
+    return _paired.answer(
+        f,
+        _leaderboard.judges_of(f),
+        _leaderboard.setups_of(f, cond),
+        resamples=p.resamples,
+        seed=p.seed,
+        min_n=p.min_n,
+        correction=str(p.options.get("paired_correction", "holm")),
+    )
 
 
 @analysis("simulators_vs_humans", "Every setup vs the humans", notebook="11_simulators")

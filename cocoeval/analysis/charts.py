@@ -513,9 +513,14 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     """The leaderboard (``leaderboard.leaderboard``): one panel per judge (never ranked together),
     each setup's distance to the humans with its 95% CI (a cross where undefined), best first, and
     the floor (two halves of the human references) as a grey band (its 95% range) with a rule at
-    its mean: a setup inside the band is as close to the humans as humans are to each other."""
+    its mean: a setup inside the band is as close to the humans as humans are to each other. A
+    setup whose rank interval (``rank_low``–``rank_high``, beyond the paper) spans several ranks is
+    labelled with it: its rank is unsettled."""
+    unsettled = pl.col("rank_low") != pl.col("rank_high") if "rank_low" in board.columns else pl.lit(False)
     d = board.with_columns(
-        label=pl.when(pl.col("rank").is_not_null())
+        label=pl.when(pl.col("rank").is_not_null() & unsettled.fill_null(False))
+        .then(pl.format("{}. {} (rank {}–{})", "rank", "setup", "rank_low", "rank_high"))
+        .when(pl.col("rank").is_not_null())
         .then(pl.format("{}. {}", "rank", "setup"))
         .otherwise(pl.format("({})", "setup")),
         order=pl.col("rank").fill_null(10**6) + pl.col("distance").fill_null(0) / 10**6,
@@ -529,6 +534,8 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
         alt.Tooltip("distance:Q", format=".3f"),
         alt.Tooltip("interval:N", title="interval"),
         alt.Tooltip("rank:Q"),
+        alt.Tooltip("rank_low:Q", title="rank interval from"),
+        alt.Tooltip("rank_high:Q", title="rank interval to"),
         alt.Tooltip("note:N"),
     ]
     sims = base.transform_filter(f"!({is_floor})").encode(
@@ -568,6 +575,89 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     n_rows = max([1, *per_judge])
     return alt.layer(band, rule, err, pts, mark, width=360, height=20 * n_rows).facet(
         row=alt.Row("judge:N", title="judge"), resolve=_independent("y")
+    )
+
+
+PAIRED_COLOURS = {
+    "row closer": "#1e8449",
+    "row farther": "#c0392b",
+    "no significant difference": "#bbbbbb",
+    "not tested": "#ffffff",
+}
+
+
+def paired_chart(pairs: pl.DataFrame) -> alt.FacetChart:
+    """The setup × setup view of the paired comparisons (``paired.compare_setups``, beyond the
+    paper): one panel per judge; the cell of row r and column c is r's distance to the humans
+    minus c's on the instances the two and the humans share, coloured by the Holm-corrected
+    verdict (row closer, row farther, no significant difference, not tested), its text the
+    difference and, in brackets, how many behaviours differ significantly (corrected over the
+    behaviours of the pair); tooltips with the interval, p and n."""
+    dist = pairs.filter(pl.col("behaviour") == "distance")
+    beh = (
+        pairs.filter(pl.col("behaviour") != "distance")
+        .group_by("judge", "a", "b")
+        .agg(behaviours_differing=(pl.col("verdict").is_in(["a higher", "b higher"])).sum())
+    )
+    d = dist.join(beh, on=["judge", "a", "b"], how="left")
+    flipped = d.select(
+        "judge",
+        pl.col("b").alias("a"),
+        pl.col("a").alias("b"),
+        *[c for c in d.columns if c not in ("judge", "a", "b")],
+    ).with_columns(
+        -pl.col("diff"),
+        (-pl.col("ci_high")).alias("ci_low"),
+        (-pl.col("ci_low")).alias("ci_high"),
+        verdict=pl.col("verdict").replace({"a farther": "b farther", "b farther": "a farther"}),
+    )
+    both = pl.concat([d, flipped.select(d.columns)])
+    both = with_words(both, digits=3).with_columns(
+        cell=pl.when(pl.col("verdict") == "a farther")
+        .then(pl.lit("row farther"))
+        .when(pl.col("verdict") == "b farther")
+        .then(pl.lit("row closer"))
+        .when(pl.col("verdict").is_not_null())
+        .then(pl.lit("no significant difference"))
+        .otherwise(pl.lit("not tested")),
+        text=pl.when(pl.col("diff").is_not_null())
+        .then(
+            pl.format(
+                "{} ({})",
+                pl.col("diff").round(2).cast(pl.Utf8),
+                pl.col("behaviours_differing").fill_null(0).cast(pl.Utf8),
+            )
+        )
+        .otherwise(pl.lit("–")),
+        row=pl.col("a"),
+        column=pl.col("b"),
+    )
+    order = list(dict.fromkeys([*dist["a"].to_list(), *dist["b"].to_list()]))
+    base = alt.Chart(_records(both)).encode(
+        x=alt.X("column:N", title="compared with (column)", sort=order),
+        y=alt.Y("row:N", title="setup (row)", sort=order),
+    )
+    tip = [
+        alt.Tooltip("row:N", title="setup"),
+        alt.Tooltip("column:N", title="compared with"),
+        alt.Tooltip("diff:Q", format=".3f", title="distance(row) − distance(column)"),
+        alt.Tooltip("interval:N", title="interval"),
+        alt.Tooltip("p_adj:Q", format=".3g", title="p (Holm over the pairs)"),
+        alt.Tooltip("behaviours_differing:Q", title="behaviours differing (corrected)"),
+        alt.Tooltip("note:N"),
+    ]
+    cells = base.mark_rect(stroke="#888", strokeWidth=0.5).encode(
+        color=alt.Color(
+            "cell:N",
+            title="distance to the humans",
+            scale=alt.Scale(domain=list(PAIRED_COLOURS), range=list(PAIRED_COLOURS.values())),
+        ),
+        tooltip=tip,
+    )
+    text = base.mark_text(fontSize=10).encode(text=alt.Text("text:N"), tooltip=tip)
+    side = max(1, len(order))
+    return alt.layer(cells, text, width=min(60 * side, 600), height=min(28 * side, 600)).facet(
+        row=alt.Row("judge:N", title="judge")
     )
 
 

@@ -7,39 +7,45 @@ judgment for (``n``), and its uncertainty is clustered by **source conversation*
 one meeting share its speakers, topic and style, so they are not independent draws):
 
 - **Per behaviour**: the mean paired difference a − b in occurrences per conversation. Interval:
-  the 95% percentile bootstrap that resamples source conversations (every window of a drawn
-  conversation comes along; the estimate in a resample is its sum of differences over its number
-  of instances). Test: the two-sided sign-flip test of the per-conversation sums of differences
-  (``inference.sign_flip_pvalues`` on one sum per conversation). Under the null that a and b are
-  exchangeable within each conversation (the same simulator under two names), swapping a and b
-  throughout a conversation flips that conversation's sum and leaves the others alone, so the
-  test is exact whatever the correlation between the windows of a conversation; with one window
-  per conversation it is the workbench's paired sign-flip test. Corrected over the behaviours of
-  the pair (Holm by default, Benjamini–Hochberg available; named in ``PairedComparison.correction``
-  and in every output).
+  the 95% bootstrap that resamples source conversations (every window of a drawn conversation
+  comes along; the estimate in a resample is its sum of differences over its number of
+  instances), re-centred on the estimate and widened by √(C/(C − 1))·t_{C−1}/z for C
+  conversations (``recentred``, as the leaderboard's distance interval). Test: the two-sided
+  sign-flip test of the per-conversation sums of differences (``inference.sign_flip_pvalues`` on
+  one sum per conversation): under the null that a and b are exchangeable within each
+  conversation (the same simulator under two names), swapping a and b throughout a conversation
+  flips that conversation's sum and leaves the others alone, so the test is exact whatever the
+  correlation between the windows of a conversation; when they are not exchangeable but their
+  means are equal, the sums are independent with mean 0 and the test holds its level as the
+  conversations grow (the randomization variance Σ S_c² estimates the sum's). With one window per
+  conversation it is the workbench's paired sign-flip test. Corrected over the behaviours of the
+  pair (Holm by default, Benjamini–Hochberg available; named in ``PairedComparison.correction`` and
+  in every output).
 - **The profile distance** to the humans (the leaderboard's root mean square of the true
   per-behaviour differences from the human reference): on the instances a, b and the humans all
   share, distance(a) − distance(b). Each square is estimated without the upward bias of squared
   noise by the products of differences from *different* conversations only,
   mean_k [(Σ_c A_ck)² − Σ_c A_ck²] / (n² − Σ_c n_c²) (A_c the conversation's sums of setup −
   human, n_c its windows; ``cluster_square``): unbiased when conversations are independent, however
-  their windows are correlated, and identical to ``leaderboard.unbiased_square`` when every
-  conversation gives one instance. Interval: the conversation bootstrap of the difference of the
-  distances, re-centred on the estimate (``leaderboard.recentred_interval``'s shift). Test: the
-  same conversation swap as above applied to the difference of the squares Q_a − Q_b (smooth
-  near 0, unlike the distances): swapping a and b in conversation c changes K·P·(Q_a − Q_b)
-  by −2·w_c with w_c = Σ_k (A_c − B_c)_k · (T − A_c − B_c)_k (T the all-conversation total of
-  (a − h) + (b − h)), so it is a sign-flip test of the w_c: exact when a and b are exchangeable,
-  and a test of the mean of w (which is proportional to the difference of the true squares) when
-  they are not. The distance rows of one judge are Holm-corrected over all its pairs (the family
-  of the rank intervals).
+  their windows are correlated, and ``leaderboard.unbiased_square`` when every conversation gives
+  one instance. Interval: the conversation bootstrap of the difference of the distances, re-centred
+  on the estimate and widened for few conversations (``recentred``); beside it the same interval of
+  the difference of the squares (``square_diff``: smooth near 0, where a distance's estimate sits
+  above a true 0, so the distances' interval covers less there; benchmarks/paired.py). Test: of the
+  difference of the squares Q_a − Q_b, studentized by the standard deviation of its conversation
+  resamples, against Student's t with C − 1 degrees of freedom (``square_test``). Not a sign-flip
+  test: swapping a and b within a conversation is exact only when they are exchangeable, and two
+  setups can be equally far from the humans in different ways (one under-producing what the other
+  over-produces), where a swap test rejects almost always; the studentized test holds its level
+  there too. The distance rows of one judge are Holm-corrected over all its pairs (the family of
+  the rank intervals).
 - **Rank intervals** (Mogstad, Romano, Shaikh & Wilhelm 2024, "Inference for ranks", by
-  simultaneous pairwise tests): for K ranked setups every pair's distance test above, Holm over
-  the K(K − 1)/2 pairs; a rejection with Q_a < Q_b says a is confidently closer to the humans.
-  rank_low = 1 + #setups confidently closer, rank_high = K − #setups confidently farther. All K
-  true ranks lie in their intervals at once with probability ≥ 95% when the tests hold their
-  level (ties share the smallest rank, "min"); a setup whose interval spans more than one rank is
-  unsettled ("2–4").
+  simultaneous pairwise tests): for the K setups the leaderboard ranks, every pair's distance test
+  above, Holm over the K(K − 1)/2 pairs; a rejection with Q_a < Q_b says a is confidently closer to
+  the humans. rank_low = 1 + #setups confidently closer, rank_high = K − #setups confidently
+  farther. All K true ranks lie in their intervals at once with probability ≥ 95% when the tests
+  hold their level (ties share the smallest rank, "min"); a setup whose interval spans more than
+  one rank is unsettled ("2–4").
 
 Known truth (level, power, coverage): ``benchmarks/paired.py``; figures in docs/testing.md.
 """
@@ -48,20 +54,28 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from cocoeval.core.targets import REFERENCE
+from cocoeval.core.text import md_escape
 
 from . import inference, stats
 
+if TYPE_CHECKING:
+    from .answer import Answer
+    from .frames import Frames
+
+CORRECTION_WORDS = {"holm": "Holm", "bh": "Benjamini–Hochberg"}
 DISTANCE = "distance"
 """The ``behaviour`` of a pair's row for the profile distance to the humans."""
 A_HIGHER, B_HIGHER, NO_DIFF = "a higher", "b higher", "no significant difference"
 A_FARTHER, B_FARTHER = "a farther", "b farther"
 """The distance rows' verdicts: which setup is confidently farther from the humans."""
+DEGENERATE_SE = 1e-12
+"""A resampled spread under this share of the estimate's size is no spread (``square_test``)."""
 MIN_CLUSTERS = 5
 """Fewest source conversations behind a pair's interval and test: below it a conversation
 bootstrap has almost nothing to resample and a sign-flip test of 4 sums cannot reach p ≤ 0.05."""
@@ -69,8 +83,8 @@ bootstrap has almost nothing to resample and a sign-flip test of 4 sums cannot r
 METHOD = (
     "paired differences a − b on the instances both setups have (for the distance: also the humans), 95% "
     "bootstrap intervals resampling source conversations ({resamples} resamples, seed {seed}); two-sided sign-flip "
-    "tests of the per-conversation sums (exact under the null that a and b are exchangeable within each "
-    "conversation; for the distance: of the difference of the squares, unbiased by products across conversations), "
+    "tests of the per-conversation sums of differences; for the distance: the difference of the squares (unbiased "
+    "by products across conversations) studentized by its conversation resamples, Student's t; "
     "{correction} over the behaviours of each pair, Holm over the pairs for the distance; rank intervals: "
     "simultaneous pairwise distance tests (Holm over all pairs; Mogstad, Romano, Shaikh & Wilhelm 2024); "
     "beyond the paper"
@@ -98,6 +112,12 @@ class PairRow:
     mean_a: float | None = None
     """a's mean (per behaviour) or distance to the humans, on these instances."""
     mean_b: float | None = None
+    square_diff: float | None = None
+    """The distance row only: the difference of the unbiased squares Q_a − Q_b (what its test is
+    of; smooth near 0, so its interval covers where the distances' difference is biased: a setup at
+    distance 0 is estimated above it), with its 95% interval."""
+    square_ci_low: float | None = None
+    square_ci_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +153,9 @@ PAIR_SCHEMA: dict[str, Any] = {
     "note": pl.Utf8,
     "mean_a": pl.Float64,
     "mean_b": pl.Float64,
+    "square_diff": pl.Float64,
+    "square_ci_low": pl.Float64,
+    "square_ci_high": pl.Float64,
 }
 RANK_SCHEMA: dict[str, Any] = {
     "judge": pl.Utf8,
@@ -182,19 +205,35 @@ def cluster_square(sums: np.ndarray, sizes: np.ndarray, w: np.ndarray | None = N
     """The estimate of mean_k δ_k² (δ the true mean of the differences) from the per-cluster sums
     ``sums`` (C, K) of the differences and the cluster sizes (C,), using only products of
     differences from different clusters: mean_k [(Σ_c S_ck)² − Σ_c S_ck²] / (n² − Σ_c n_c²).
-    With ``w`` (B, C) cluster weights (how often a resample draws each cluster) one estimate per
-    resample (B,), the products within a drawn cluster and its copies left out as well. NaN
-    when there is one cluster."""
+    With one instance per cluster it is ``leaderboard.unbiased_square``. With ``w`` (B, C) cluster
+    weights (how often a resample draws each cluster) one estimate per resample (B,), each drawn
+    copy of a cluster counted as a cluster of its own (a resample is a sample of conversations):
+    [(Σ w S)² − Σ w S²] / ((Σ w n)² − Σ w n²), which with one instance per cluster is the
+    leaderboard's unbiased square of the resampled instances. NaN when there is one cluster."""
     if w is None:
-        tot = sums.sum(axis=0)
-        within = np.square(sums).sum(axis=0)
-        n2 = sizes.sum() ** 2 - np.square(sizes).sum()
-        return np.asarray(np.mean(np.square(tot) - within) / n2 if n2 > 0 else np.nan)
+        w = np.ones((1, len(sizes)))
+        one = True
+    else:
+        one = False
     tot = w @ sums  # (B, K)
-    within = np.square(w) @ np.square(sums)
-    n2 = np.square(w @ sizes) - np.square(w) @ np.square(sizes)
+    within = w @ np.square(sums)
+    n2 = np.square(w @ sizes) - w @ np.square(sizes)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(n2 > 0, np.mean(np.square(tot) - within, axis=1) / np.where(n2 > 0, n2, 1.0), np.nan)
+        q = np.where(n2 > 0, np.mean(np.square(tot) - within, axis=1) / np.where(n2 > 0, n2, 1.0), np.nan)
+    return np.asarray(q[0]) if one else q
+
+
+def recentred(point: np.ndarray | float, boot: np.ndarray, clusters: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% interval (per column of ``boot``, (B,) or (B, k)) of ``leaderboard.recentred_interval``
+    with the number of conversations in place of n: the resamples shifted to centre on ``point``
+    and their spread scaled by √(C/(C − 1))·t_{C−1}/z (a resample's variance is the sample's with
+    ddof 0, and Student's t for few conversations), read at 2.5% and 97.5%."""
+    from scipy.stats import norm, t
+
+    widen = np.sqrt(clusters / (clusters - 1)) * t.ppf(0.975, clusters - 1) / norm.ppf(0.975)
+    shifted = np.asarray(point) + (boot - boot.mean(axis=0)) * widen
+    lo, hi = np.percentile(shifted, stats.PERCENTILES, axis=0)
+    return lo, hi
 
 
 def cluster_weights(clusters: int, resamples: int, seed: int) -> np.ndarray:
@@ -210,12 +249,18 @@ def cluster_weights(clusters: int, resamples: int, seed: int) -> np.ndarray:
     )
 
 
-def swap_weights(da: np.ndarray, db: np.ndarray) -> np.ndarray:
-    """Per cluster c the w_c of the distance test: the sums of (a − h) ``da`` and of (b − h)
-    ``db`` (C, K); swapping a and b in cluster c changes K·P·(Q_a − Q_b) by −2·w_c, and
-    Σ_c w_c = K·P·(Q_a − Q_b)."""
-    t = (da + db).sum(axis=0)
-    return np.sum((da - db) * (t[None, :] - da - db), axis=1)
+def square_test(point: float, boot: np.ndarray, clusters: int) -> float:
+    """The two-sided p of the difference of two unbiased squares ``point`` (Q_a − Q_b) being 0:
+    studentized by the standard deviation of its conversation-bootstrap resamples ``boot``
+    (ddof 1, times √(C/(C − 1)): a resample's variance is the sample's with ddof 0), against
+    Student's t with C − 1 degrees of freedom. 1 when the resamples do not vary and the point is 0;
+    NaN when they do not vary and it is not (no spread to judge it by)."""
+    from scipy.stats import t
+
+    se = float(np.std(boot, ddof=1)) * np.sqrt(clusters / (clusters - 1)) if len(boot) > 1 else 0.0
+    if not se > DEGENERATE_SE * max(1.0, abs(point)):
+        return 1.0 if point == 0 else float("nan")
+    return float(2 * t.sf(abs(point) / se, clusters - 1))
 
 
 def _codes(conv: list[str]) -> np.ndarray:
@@ -252,9 +297,18 @@ def _note(n: int, clusters: int, min_n: int) -> str | None:
 
 
 def _distance_pair(
-    ta: _Target, tb: _Target, th: _Target, conv: dict[str, str], resamples: int, seed: int, min_n: int
+    ta: _Target,
+    tb: _Target,
+    th: _Target,
+    conv: dict[str, str],
+    resamples: int,
+    seed: int,
+    min_n: int,
+    *,
+    with_interval: bool = True,
 ) -> dict[str, Any]:
-    """The distance comparison of a and b on the instances a, b and the humans share."""
+    """The distance comparison of a and b on the instances a, b and the humans share (without
+    ``with_interval``: the estimate and the test only, as the rank intervals need)."""
     ids = [i for i in ta.ids if i in tb.pos and i in th.pos]
     codes = _codes([conv[i] for i in ids])
     n, clusters = len(ids), (int(codes.max()) + 1 if ids else 0)
@@ -271,13 +325,16 @@ def _distance_pair(
     if out["note"]:
         return out
     w = cluster_weights(clusters, resamples, seed)
-    boot = np.sqrt(np.maximum(cluster_square(da, sizes, w), 0)) - np.sqrt(np.maximum(cluster_square(db, sizes, w), 0))
-    boot = boot[np.isfinite(boot)]
-    note = inference.ci_notes(n, boot[:, None], min_n)[0] if len(boot) else "undefined in every resample"
-    lo, hi = np.percentile(out["diff"] + (boot - boot.mean()), stats.PERCENTILES) if len(boot) else (0.0, 0.0)
-    out["ci_low"], out["ci_high"] = inference.interval(lo, hi, note)
-    sw = swap_weights(da, db)
-    out["p"] = float(inference.sign_flip_pvalues(sw, seed=seed)[0]) if np.any(sw != 0) else 1.0
+    qa_b, qb_b = cluster_square(da, sizes, w), cluster_square(db, sizes, w)
+    out["p"] = square_test(qa - qb, qa_b - qb_b, clusters)
+    if not with_interval:
+        return out
+    boot = np.sqrt(np.maximum(qa_b, 0)) - np.sqrt(np.maximum(qb_b, 0))
+    note = inference.ci_notes(n, boot[:, None], min_n)[0]
+    lo, hi = recentred(out["diff"], boot, clusters)
+    slo, shi = recentred(qa - qb, qa_b - qb_b, clusters)
+    out["square_ci_low"], out["square_ci_high"] = inference.interval(float(slo), float(shi), note)
+    out["ci_low"], out["ci_high"] = inference.interval(float(lo), float(hi), note)
     return out
 
 
@@ -341,7 +398,7 @@ def compare_setups(
             s, sizes = cluster_sums(d, codes)
             w = cluster_weights(clusters, resamples, seed)
             boot = (w @ s) / (w @ sizes)[:, None]
-            lo, hi = np.percentile(boot, stats.PERCENTILES, axis=0)
+            lo, hi = recentred(diff, boot, clusters)
             notes = inference.ci_notes(n, boot, min_n)
             p = inference.sign_flip_pvalues(s, seed=seed)
             p = np.where([x is None for x in notes], p, np.nan)  # a degenerate difference is not tested
@@ -392,6 +449,9 @@ def compare_setups(
                 note=r["note"],
                 mean_a=_opt(r.get("mean_a")),
                 mean_b=_opt(r.get("mean_b")),
+                square_diff=_opt(r.get("square_diff")),
+                square_ci_low=r.get("square_ci_low"),
+                square_ci_high=r.get("square_ci_high"),
             )
         )
     ranks = rank_intervals(mats, conv, names, judge=judge, resamples=resamples, seed=seed, min_n=min_n)
@@ -451,12 +511,14 @@ def rank_intervals(
             if d is not None and n >= min_n:
                 ranked.append((s, d, n))
     pairs = list(combinations(range(len(ranked)), 2))
-    ps, signs = [], []
-    for i, j in pairs:
-        r = _distance_pair(mats[ranked[i][0]], mats[ranked[j][0]], human, conv, resamples, seed, min_n)
-        ps.append(r.get("p", np.nan))
+    ps, signs = np.full(len(pairs), np.nan), []
+    for m, (i, j) in enumerate(pairs):
+        r = _distance_pair(
+            mats[ranked[i][0]], mats[ranked[j][0]], human, conv, resamples, seed, min_n, with_interval=False
+        )
         signs.append(r.get("square_diff", 0.0))
-    p_adj = inference.adjust_pvalues(np.array(ps, dtype=float), "holm") if pairs else np.empty(0)
+        ps[m] = r.get("p", np.nan)
+    p_adj = inference.adjust_pvalues(ps, "holm") if pairs else np.empty(0)
     closer: set[tuple[int, int]] = set()
     for (i, j), q, sgn in zip(pairs, p_adj, signs, strict=True):
         if np.isfinite(q) and q <= alpha and sgn != 0:
@@ -467,6 +529,22 @@ def rank_intervals(
     return out
 
 
+def rank_table(
+    counts: pl.DataFrame,
+    behaviours: list[str],
+    *,
+    judge: str,
+    setups: list[str],
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+) -> list[RankInterval]:
+    """The rank intervals of ``setups`` alone (``rank_intervals``) from one judge's counts with
+    their conversations (``counts_of``): what the leaderboard shows beside each rank."""
+    mats, conv = _matrices(counts.filter(pl.col("target").is_in([*setups, REFERENCE])), behaviours)
+    return rank_intervals(mats, conv, setups, judge=judge, resamples=resamples, seed=seed, min_n=min_n)
+
+
 def counts_of(counts: pl.DataFrame, instances: pl.DataFrame, judge: str) -> pl.DataFrame:
     """One LLM judge's valid fine-grained counts (``Frames.counts``) with each instance's source
     conversation (``Frames.instances``), the input of ``compare_setups``."""
@@ -474,3 +552,84 @@ def counts_of(counts: pl.DataFrame, instances: pl.DataFrame, judge: str) -> pl.D
     return c.join(instances.select("instance_id", "conversation"), on="instance_id", how="left").select(
         "target", "instance_id", pl.col("conversation").fill_null(pl.col("instance_id")), "behaviour", "count"
     )
+
+
+def _fmt(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.2f}"
+
+
+def answer(
+    f: Frames,
+    judges: list[str],
+    setups: list[str],
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    correction: str = "holm",
+) -> Answer:
+    """The paired answer: per LLM judge, every pair of ``setups`` compared (``compare_setups``):
+    tables ``paired`` (every row, with the correction named) and ``rank_intervals``, the chart
+    ``paired`` (``charts.paired_chart``) and the pairs that hold, in words."""
+    from . import charts
+    from .answer import Answer
+    from .coverage import HOW, not_run
+
+    a = Answer("Which simulator differs from which, on the same instances, and which ranks are settled?")
+    if len(setups) < 2 or not judges:
+        a.text.append(
+            not_run(
+                "the paired comparison of setups needs two setups judged by an LLM judge"
+                if judges
+                else "this run has no LLM judge with fine-grained judgments",
+                HOW["setup"].format(s="s", example="gpt41-vanilla-30 and gpt41-vanilla-1") if judges else HOW["judge"],
+            )
+        )
+        return a
+    frames, ranks = [], []
+    method = ""
+    for judge in judges:
+        cmp = compare_setups(
+            counts_of(f.counts, f.instances, judge),
+            f.taxonomy.ids,
+            judge=judge,
+            setups=setups,
+            resamples=resamples,
+            seed=seed,
+            correction=correction,
+            min_n=min_n,
+        )
+        method = cmp.method
+        frames.append(cmp.frame().with_columns(correction=pl.lit(cmp.correction)))
+        ranks.append(cmp.rank_frame())
+    table = pl.concat(frames)
+    a.tables["paired"] = table
+    a.tables["rank_intervals"] = pl.concat(ranks)
+    a.text.append(f"Method (beyond the paper): {method}.")
+    for judge in judges:
+        part = table.filter((pl.col("judge") == judge) & (pl.col("behaviour") == DISTANCE))
+        held = part.filter(pl.col("verdict").is_in([A_FARTHER, B_FARTHER]))
+        lines = []
+        for r in held.iter_rows(named=True):
+            far, near = (r["a"], r["b"]) if r["verdict"] == A_FARTHER else (r["b"], r["a"])
+            lines.append(
+                f"- **{md_escape(near)}** is closer to the humans than **{md_escape(far)}**: distance difference "
+                f"{_fmt(r['diff'])} (95% CI {_fmt(r['ci_low'])} to {_fmt(r['ci_high'])}), p_adj = {r['p_adj']:.3g}, "
+                f"n = {r['n']} instances of {r['clusters']} conversations"
+            )
+        beh = table.filter(
+            (pl.col("judge") == judge)
+            & (pl.col("behaviour") != DISTANCE)
+            & pl.col("verdict").is_in([A_HIGHER, B_HIGHER])
+        )
+        untested = part.filter(pl.col("p").is_null()).height
+        a.text.append(
+            f"**Judged by {md_escape(judge)}**: {held.height} of {part.height} pairs differ in their distance to the "
+            f"humans (Holm over the pairs); {beh.height} behaviour differences hold "
+            f"({CORRECTION_WORDS[correction]} over the behaviours of each pair)"
+            + (f"; {untested} pairs untested (the note says why)" if untested else "")
+            + "."
+            + ("\n" + "\n".join(lines) if lines else "")
+        )
+    a.charts["paired"] = charts.paired_chart(table)
+    return a

@@ -425,8 +425,11 @@ def _write_report(
             "the per-behaviour paired differences in mean occurrences per conversation (estimated without the "
             "upward bias of squared noise; equal distances share a rank), with the floor (the same distance "
             "between two random halves of the human references: 0 on average), the Likert gap and the "
-            "judge-free turn-taking distances beside. Definitions: `cocoeval/analysis/leaderboard.py` and "
-            "docs/analysis.md (A leaderboard of simulators).\n",
+            "judge-free turn-taking distances beside. Beyond the paper: each rank's interval (rank_low–rank_high, "
+            "the ranks the data support; an interval of several ranks is unsettled) and every pair of setups "
+            "compared on the instances both have (paired, clustered by source conversation). Definitions: "
+            "`cocoeval/analysis/leaderboard.py`, `cocoeval/analysis/paired.py` and "
+            "docs/analysis.md (A leaderboard of simulators; Setup against setup).\n",
             *(f"{x}\n" for x in leaderboard.stopping_text(run)),
             *listing(board_outs),
         ]

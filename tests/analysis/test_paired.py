@@ -55,7 +55,12 @@ def test_a_pair_of_setups_gets_the_mean_difference_and_the_conversation_bootstra
     for draw in idx:  # every window of each drawn conversation comes along
         rows = [i for c in draw for i in range(len(ids)) if conv[i] == order[c]]
         boot.append(d[rows].mean(axis=0))
-    lo, hi = np.percentile(np.array(boot), [2.5, 97.5], axis=0)
+    from scipy.stats import norm
+    from scipy.stats import t as student
+
+    widen = np.sqrt(12 / 11) * student.ppf(0.975, 11) / norm.ppf(0.975)  # 12 conversations
+    boot = np.array(boot)
+    lo, hi = np.percentile(d.mean(axis=0) + (boot - boot.mean(axis=0)) * widen, [2.5, 97.5], axis=0)
     got = r.frame().filter((pl.col("a") == "a") & (pl.col("b") == "b") & (pl.col("behaviour") != paired.DISTANCE))
     assert got["diff"].to_numpy() == pytest.approx(d.mean(axis=0))
     assert got["ci_low"].to_numpy() == pytest.approx(lo)
@@ -107,30 +112,65 @@ def test_the_distance_square_uses_products_of_differences_from_different_convers
     )
 
 
-def test_the_distance_test_is_the_enumeration_of_every_swap_of_a_and_b_per_conversation():
-    df = _world(convs=7, windows=2)
-    r = paired.compare_setups(df, BEH, judge="j", resamples=50, min_n=5)
+def test_the_distance_test_is_the_difference_of_squares_over_its_resampled_spread_written_out():
+    df = _world(convs=9, windows=2)
+    r = paired.compare_setups(df, BEH, judge="j", resamples=60, min_n=5, seed=4)
     _, conv, xa = _matrix(df, "a")
     _, _, xb = _matrix(df, "b")
     _, _, h = _matrix(df, REFERENCE)
-    codes = np.array([list(dict.fromkeys(conv)).index(c) for c in conv])
+    order = list(dict.fromkeys(conv))
 
-    def square(x: np.ndarray) -> float:  # products across conversations, written out
+    def square(x: np.ndarray, rows: list[tuple[int, int]]) -> float:
+        """Products of differences of distinct drawn conversations (each drawn copy its own), written out."""
         d = x - h
-        num = sum(float(d[i] @ d[j]) for i in range(len(d)) for j in range(len(d)) if codes[i] != codes[j])
-        return num / sum(codes[i] != codes[j] for i in range(len(d)) for j in range(len(d))) / 3
+        num = den = 0.0
+        for c1, i in rows:
+            for c2, j in rows:
+                if c1 != c2:
+                    num += float(d[i] @ d[j]) / 3
+                    den += 1
+        return num / den
 
-    obs = square(xa) - square(xb)
-    hits = 0
-    for swap in itertools.product([False, True], repeat=7):
-        s = np.array([swap[c] for c in codes])[:, None]
-        hits += abs(square(np.where(s, xb, xa)) - square(np.where(s, xa, xb))) >= abs(obs) - 1e-9
+    def draw(cs: list[int]) -> list[tuple[int, int]]:  # (copy number, row) of every window of each drawn conversation
+        return [(k, i) for k, c in enumerate(cs) for i in range(len(conv)) if conv[i] == order[c]]
+
+    point = square(xa, draw(list(range(9)))) - square(xb, draw(list(range(9))))
+    boot = [square(xa, draw(list(cs))) - square(xb, draw(list(cs))) for cs in stats.boot_index(9, 60, 4)]
+    from scipy.stats import t as student
+
+    se = np.std(boot, ddof=1) * np.sqrt(9 / 8)
     row = r.frame().filter((pl.col("a") == "a") & (pl.col("b") == "b") & (pl.col("behaviour") == paired.DISTANCE))
-    assert row["p"][0] == pytest.approx(hits / 2**7)
-    assert row["diff"][0] == pytest.approx(np.sqrt(max(square(xa), 0)) - np.sqrt(max(square(xb), 0)))
+    assert row["square_diff"][0] == pytest.approx(point)
+    assert row["p"][0] == pytest.approx(2 * student.sf(abs(point) / se, 8))
+    assert row["diff"][0] == pytest.approx(
+        np.sqrt(max(square(xa, draw(list(range(9)))), 0)) - np.sqrt(max(square(xb, draw(list(range(9)))), 0))
+    )
 
 
 def test_the_rank_rule_counts_the_setups_confidently_closer_and_farther_and_ties_share_a_rank():
     # four setups: 0 confidently closer than 2 and 3; 1 confidently closer than 3; 1 and 2 tied in distance
     got = paired.rank_rule([0.1, 0.5, 0.5, 0.9], {(0, 2), (0, 3), (1, 3)})
     assert got == [(1, 1, 2), (2, 1, 3), (2, 2, 4), (4, 3, 4)]
+
+
+def test_the_leaderboard_resamples_conversations_and_is_the_instance_bootstrap_with_one_window_each():
+    from cocoeval.analysis import leaderboard
+
+    rng = np.random.default_rng(2)
+    s, h = rng.poisson(2.0, (30, 4)).astype(float), rng.poisson(1.5, (30, 4)).astype(float)
+    one = np.arange(30)  # one instance per conversation: the clusters change nothing
+    before = leaderboard.paired_profiles({"x": (s, h)}, 300, 7)["x"]
+    clustered = leaderboard.clustered_profile(s, h, one, 300, 7)
+    for key in ("diff", "lo", "hi"):
+        assert clustered[key] == pytest.approx(before[key])
+    assert clustered["square"] == pytest.approx(before["square"])
+    assert clustered["distance"] == pytest.approx(before["distance"])
+    assert clustered["D"] == pytest.approx(before["D"])
+    # ten conversations of three windows: each resample takes whole conversations (a plain loop)
+    conv = np.repeat(np.arange(10), 3)
+    got = leaderboard.paired_profiles({"x": (s, h)}, 300, 7, clusters={"x": conv})["x"]
+    d = s - h
+    boot = np.array([np.vstack([d[conv == c] for c in draw]).mean(axis=0) for draw in stats.boot_index(10, 300, 7)])
+    lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
+    assert got["lo"] == pytest.approx(lo) and got["hi"] == pytest.approx(hi)
+    assert got["clusters"] == 10
