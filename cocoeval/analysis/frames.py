@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import polars as pl
 
-from cocoeval.core.schema import Instance, Judgment, is_human_ai, unknown_speaker_turns
+from cocoeval.core.schema import Instance, Judgment, conversation_of, is_human_ai, unknown_speaker_turns
 from cocoeval.core.targets import (
     NO_TURNS,
     REFERENCE,
@@ -296,12 +296,6 @@ def _keep_frames(
         (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
 
     keep_folder(folder, fill, newest=KEPT_FRAMES, what="frames")
-
-
-def conversation_of(instance: Instance) -> str:
-    """The source conversation an instance was cut from, as ``dataset/conversation_id``
-    (conversation ids are only unique within a dataset)."""
-    return f"{instance.dataset}/{instance.provenance.conversation_id}"
 
 
 def _run_frames(run: Run, tax: Taxonomy) -> Frames:

@@ -247,6 +247,13 @@ class Instance(_Model):
         return list(seen)
 
 
+def conversation_of(instance: Instance) -> str:
+    """The source conversation an instance was cut from, as ``dataset/conversation_id``
+    (conversation ids are only unique within a dataset): the unit that clustered resampling and
+    the stopping rule's rounds draw, since the windows of one meeting are not independent."""
+    return f"{instance.dataset}/{instance.provenance.conversation_id}"
+
+
 def is_human_ai(item: Instance | Conversation) -> bool:
     """The one place that says whether an instance (or conversation) is a human–AI chat (the
     paper's D.1 setting): its ``kind``, set by the loader that read it; files written before

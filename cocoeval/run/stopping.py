@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cocoeval.core.schema import Instance, Judgment
+from cocoeval.core.schema import Instance, Judgment, conversation_of
 from cocoeval.core.targets import REFERENCE, behaviour_counts
 from cocoeval.core.taxonomy import Taxonomy
 
@@ -136,17 +136,11 @@ class StoppingRecord(BaseModel):
 # ---------------------------------------------------------------- order
 
 
-def conversation_key(instance: Instance) -> str:
-    """The source conversation an instance was cut from, as ``dataset/conversation_id`` (the same
-    key as ``analysis.frames.conversation_of``)."""
-    return f"{instance.dataset}/{instance.provenance.conversation_id}"
-
-
 def conversation_order(instances: Iterable[Instance], seed: int) -> list[str]:
     """The source conversations of ``instances`` in the seeded random order they are processed in:
     sorted by SHA-256 of (seed, conversation), so the order of two conversations never depends on
     which others are selected."""
-    convs = {conversation_key(i) for i in instances}
+    convs = {conversation_of(i) for i in instances}
     return sorted(convs, key=lambda c: (hashlib.sha256(f"cocoeval-stopping|{seed}|{c}".encode()).hexdigest(), c))
 
 
@@ -158,7 +152,7 @@ def rounds_of(instances: Sequence[Instance], section: StoppingSection) -> list[l
         [] for _ in range((len(order) + section.round_conversations - 1) // section.round_conversations)
     ]
     for i in instances:
-        out[at[conversation_key(i)]].append(i)
+        out[at[conversation_of(i)]].append(i)
     return out
 
 
@@ -166,7 +160,7 @@ def processed_instances(instances: Sequence[Instance], section: StoppingSection,
     """Ids of the instances of the first ``conversations`` conversations of the order (what a setup
     that stopped after them was run on)."""
     first = set(conversation_order(instances, section.seed)[:conversations])
-    return {i.id for i in instances if conversation_key(i) in first}
+    return {i.id for i in instances if conversation_of(i) in first}
 
 
 # ---------------------------------------------------------------- the confidence sequence
@@ -253,7 +247,7 @@ def observations(
     per: dict[str, list[list[float]]] = {}
     for i in instances:
         if i.id in ref and i.id in sim:
-            per.setdefault(conversation_key(i), []).append([sim[i.id][b] - ref[i.id][b] for b in tax.ids])
+            per.setdefault(conversation_of(i), []).append([sim[i.id][b] - ref[i.id][b] for b in tax.ids])
     return [[sum(col) / len(rows) for col in zip(*rows, strict=True)] for rows in per.values()]
 
 
@@ -268,7 +262,7 @@ def setup_stop(
     return SetupStop(
         status=status,
         round=rnd,
-        conversations=len({conversation_key(i) for i in done}),
+        conversations=len({conversation_of(i) for i in done}),
         instances=len(done),
         observations=len(obs),
         reason=reason,
@@ -350,7 +344,7 @@ def forecast_saving(
     order = conversation_order(instances, section.seed)
     turns: dict[str, list[int]] = {c: [] for c in order}
     for i in instances:
-        turns[conversation_key(i)].append(len(i.reference))
+        turns[conversation_of(i)].append(len(i.reference))
     k = len(tax.ids)
     if human_counts:
         base = np.array([human_counts.get(b, 0.0) for b in tax.ids])

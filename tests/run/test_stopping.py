@@ -10,11 +10,10 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from cocoeval.core.schema import Instance
+from cocoeval.core.schema import Instance, conversation_of
 from cocoeval.run.stopping import (
     StoppingSection,
     bounds_of,
-    conversation_key,
     conversation_order,
     cs_radius,
     decide,
@@ -94,7 +93,7 @@ def test_rounds_hold_whole_conversations_in_a_seeded_order_that_a_larger_selecti
     insts = [_inst(i, c) for c in range(9) for i in range(3)]
     sec = StoppingSection(round_conversations=2, seed=7)
     rounds = rounds_of(insts, sec)
-    assert [len({conversation_key(i) for i in r}) for r in rounds] == [2, 2, 2, 2, 1]
+    assert [len({conversation_of(i) for i in r}) for r in rounds] == [2, 2, 2, 2, 1]
     assert sorted(i.id for r in rounds for i in r) == sorted(i.id for i in insts)
     order = conversation_order(insts, 7)
     assert order != sorted(order) or conversation_order(insts, 8) != order  # seeded, not the id order
