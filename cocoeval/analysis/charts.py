@@ -624,7 +624,7 @@ def paired_chart(pairs: pl.DataFrame) -> alt.FacetChart:
         .then(
             pl.format(
                 "{} ({})",
-                pl.col("diff").round(2).cast(pl.Utf8),
+                pl.when(pl.col("diff").round(2) == 0).then(0.0).otherwise(pl.col("diff").round(2)).cast(pl.Utf8),
                 pl.col("behaviours_differing").fill_null(0).cast(pl.Utf8),
             )
         )

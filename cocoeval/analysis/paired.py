@@ -29,11 +29,12 @@ one meeting share its speakers, topic and style, so they are not independent dra
   human, n_c its windows; ``cluster_square``): unbiased when conversations are independent, however
   their windows are correlated, and ``leaderboard.unbiased_square`` when every conversation gives
   one instance. Interval: the conversation bootstrap of the difference of the distances, re-centred
-  on the estimate and widened for few conversations (``recentred``); beside it the same interval of
-  the difference of the squares (``square_diff``: smooth near 0, where a distance's estimate sits
-  above a true 0, so the distances' interval covers less there; benchmarks/paired.py). Test: of the
-  difference of the squares Q_a − Q_b, studentized by the standard deviation of its conversation
-  resamples, against Student's t with C − 1 degrees of freedom (``square_test``). Not a sign-flip
+  on the estimate and widened for few conversations (``recentred``). Test: of the difference of the
+  squares Q_a − Q_b (``square_diff``: smooth near 0, where a distance's estimate sits above a true
+  0), studentized by the standard deviation of its conversation resamples, against Student's t
+  with C − 1 degrees of freedom (``square_test``), with the matching interval of the difference of
+  the squares (it excludes 0 exactly when p < 0.05; the distances' interval, on another scale and
+  biased near 0, may not agree with the test: the verdict is the test's). Not a sign-flip
   test: swapping a and b within a conversation is exact only when they are exchangeable, and two
   setups can be equally far from the humans in different ways (one under-producing what the other
   over-produces), where a swap test rejects almost always; the studentized test holds its level
@@ -249,18 +250,20 @@ def cluster_weights(clusters: int, resamples: int, seed: int) -> np.ndarray:
     )
 
 
-def square_test(point: float, boot: np.ndarray, clusters: int) -> float:
-    """The two-sided p of the difference of two unbiased squares ``point`` (Q_a − Q_b) being 0:
-    studentized by the standard deviation of its conversation-bootstrap resamples ``boot``
-    (ddof 1, times √(C/(C − 1)): a resample's variance is the sample's with ddof 0), against
-    Student's t with C − 1 degrees of freedom. 1 when the resamples do not vary and the point is 0;
-    NaN when they do not vary and it is not (no spread to judge it by)."""
+def square_test(point: float, boot: np.ndarray, clusters: int) -> tuple[float, float | None, float | None]:
+    """The two-sided p of the difference of two unbiased squares ``point`` (Q_a − Q_b) being 0,
+    and its 95% interval: studentized by the standard deviation of its conversation-bootstrap
+    resamples ``boot`` (ddof 1, times √(C/(C − 1)): a resample's variance is the sample's with
+    ddof 0), against Student's t with C − 1 degrees of freedom; the interval point ± t·se, so that
+    it excludes 0 exactly when p < 0.05. p 1 when the resamples do not vary and the point is 0,
+    NaN when they do not vary and it is not (no spread to judge it by); no interval then."""
     from scipy.stats import t
 
     se = float(np.std(boot, ddof=1)) * np.sqrt(clusters / (clusters - 1)) if len(boot) > 1 else 0.0
     if not se > DEGENERATE_SE * max(1.0, abs(point)):
-        return 1.0 if point == 0 else float("nan")
-    return float(2 * t.sf(abs(point) / se, clusters - 1))
+        return (1.0 if point == 0 else float("nan")), None, None
+    half = float(t.ppf(0.975, clusters - 1)) * se
+    return float(2 * t.sf(abs(point) / se, clusters - 1)), point - half, point + half
 
 
 def _codes(conv: list[str]) -> np.ndarray:
@@ -326,14 +329,14 @@ def _distance_pair(
         return out
     w = cluster_weights(clusters, resamples, seed)
     qa_b, qb_b = cluster_square(da, sizes, w), cluster_square(db, sizes, w)
-    out["p"] = square_test(qa - qb, qa_b - qb_b, clusters)
+    out["p"], slo, shi = square_test(qa - qb, qa_b - qb_b, clusters)
     if not with_interval:
         return out
     boot = np.sqrt(np.maximum(qa_b, 0)) - np.sqrt(np.maximum(qb_b, 0))
     note = inference.ci_notes(n, boot[:, None], min_n)[0]
     lo, hi = recentred(out["diff"], boot, clusters)
-    slo, shi = recentred(qa - qb, qa_b - qb_b, clusters)
-    out["square_ci_low"], out["square_ci_high"] = inference.interval(float(slo), float(shi), note)
+    if slo is not None and shi is not None:
+        out["square_ci_low"], out["square_ci_high"] = inference.interval(slo, shi, note)
     out["ci_low"], out["ci_high"] = inference.interval(float(lo), float(hi), note)
     return out
 

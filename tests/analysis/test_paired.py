@@ -142,6 +142,8 @@ def test_the_distance_test_is_the_difference_of_squares_over_its_resampled_sprea
     row = r.frame().filter((pl.col("a") == "a") & (pl.col("b") == "b") & (pl.col("behaviour") == paired.DISTANCE))
     assert row["square_diff"][0] == pytest.approx(point)
     assert row["p"][0] == pytest.approx(2 * student.sf(abs(point) / se, 8))
+    half = student.ppf(0.975, 8) * se
+    assert (row["square_ci_low"][0], row["square_ci_high"][0]) == pytest.approx((point - half, point + half))
     assert row["diff"][0] == pytest.approx(
         np.sqrt(max(square(xa, draw(list(range(9)))), 0)) - np.sqrt(max(square(xb, draw(list(range(9)))), 0))
     )
@@ -174,3 +176,24 @@ def test_the_leaderboard_resamples_conversations_and_is_the_instance_bootstrap_w
     lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
     assert got["lo"] == pytest.approx(lo) and got["hi"] == pytest.approx(hi)
     assert got["clusters"] == 10
+
+
+def test_the_setup_by_setup_chart_shows_each_pair_both_ways_coloured_by_the_verdict():
+    from cocoeval.analysis import charts
+
+    world = _world(convs=30, rates={REFERENCE: 1.0, "a": 1.0, "b": 2.5, "c": 1.0})
+    table = paired.compare_setups(world, BEH, judge="j", resamples=300).frame()
+    spec = charts.paired_chart(table).to_dict()
+    rect, text = spec["spec"]["layer"]
+    assert rect["mark"]["type"] == "rect" and text["mark"]["type"] == "text"
+    assert rect["encoding"]["color"]["scale"]["domain"] == list(charts.PAIRED_COLOURS)
+    cells = {(v["row"], v["column"]): v for v in spec["data"]["values"]}
+    dist = table.filter(pl.col("behaviour") == paired.DISTANCE)
+    assert len(cells) == 2 * dist.height  # (a, b) and (b, a)
+    for r in dist.iter_rows(named=True):
+        there, back = cells[(r["a"], r["b"])], cells[(r["b"], r["a"])]
+        assert there["diff"] == pytest.approx(r["diff"]) and back["diff"] == pytest.approx(-r["diff"])
+        if r["verdict"] == paired.B_FARTHER:
+            assert (there["cell"], back["cell"]) == ("row closer", "row farther")
+    far = cells[("a", "b")]  # b is 2.5 times the humans' rates: a confidently closer
+    assert far["cell"] == "row closer" and far["behaviours_differing"] == 3
