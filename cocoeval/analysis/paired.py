@@ -557,8 +557,8 @@ def counts_of(counts: pl.DataFrame, instances: pl.DataFrame, judge: str) -> pl.D
     )
 
 
-def _fmt(x: float | None) -> str:
-    return "–" if x is None else f"{x:+.2f}"
+MAX_LINES = 20
+"""The answer lists at most this many pairs that differ per judge (the table has them all)."""
 
 
 def answer(
@@ -614,12 +614,16 @@ def answer(
         held = part.filter(pl.col("verdict").is_in([A_FARTHER, B_FARTHER]))
         lines = []
         for r in held.iter_rows(named=True):
-            far, near = (r["a"], r["b"]) if r["verdict"] == A_FARTHER else (r["b"], r["a"])
+            flip = r["verdict"] == B_FARTHER  # the gap as the farther one's distance minus the closer one's
+            far, near = (r["b"], r["a"]) if flip else (r["a"], r["b"])
+            gap, lo, hi = (-r["diff"], -r["ci_high"], -r["ci_low"]) if flip else (r["diff"], r["ci_low"], r["ci_high"])
+            interval = f" (95% CI {lo:.2f} to {hi:.2f})" if lo is not None and hi is not None else ""
             lines.append(
-                f"- **{md_escape(near)}** is closer to the humans than **{md_escape(far)}**: distance difference "
-                f"{_fmt(r['diff'])} (95% CI {_fmt(r['ci_low'])} to {_fmt(r['ci_high'])}), p_adj = {r['p_adj']:.3g}, "
-                f"n = {r['n']} instances of {r['clusters']} conversations"
+                f"- **{md_escape(near)}** is closer to the humans than **{md_escape(far)}** by {gap:.2f}{interval}, "
+                f"p_adj = {r['p_adj']:.3g}, n = {r['n']} instances of {r['clusters']} conversations"
             )
+        if len(lines) > MAX_LINES:
+            lines = [*lines[:MAX_LINES], f"- and {len(lines) - MAX_LINES} more pairs (table paired)"]
         beh = table.filter(
             (pl.col("judge") == judge)
             & (pl.col("behaviour") != DISTANCE)
