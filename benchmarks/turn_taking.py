@@ -31,7 +31,17 @@ clustering buys). A last row per G checks the run lengths (``turntaking.run_leng
 way: the humans' mean run length in r, whose truth is E[turns] / E[runs] = R / (1 + (R − 1)(1 − q))
 with q the probability that the speaker goes on (the "same as previous" truth).
 
-    python benchmarks/turn_taking.py [--seeds 500] [--resamples 1000]
+**Per-speaker fidelity** (``fidelity``; ``turntaking.speaker_fidelity`` on runs judged by a
+synthetic judge J): the same three participants (by name) in every conversation, the reference's
+30 turns spoken at random; J labels behaviour b on a turn of participant p with probability
+r_pb·g_c (r_pb: per-turn rates 2–12% times 1, 1.5 or 0.5 for the three participants; g_c ~
+Gamma(8, 1/8), a conversation's effect, mean 1). The setup's continuation has the reference's
+speakers, its turns labelled with probability r_pb·(1 + d_b)·g_c: d = 0 (a simulator that is each
+participant: distance 0) or d_b = 1 on three behaviours (twice as often). Known truth per
+participant: √(mean_b (r_pb·d_b)²). Printed per G and d: the mean truth and estimate over the
+three participants, and the coverage of the 95% interval (re-centred conversation bootstrap).
+
+    python benchmarks/turn_taking.py [--seeds 500] [--resamples 1000] [--fidelity-seeds 300] [--only accuracy]
 """
 
 from __future__ import annotations
@@ -158,14 +168,104 @@ def mc_truth(world: str, conversations: int) -> dict[str, float]:
     return {p: float(frame[p].mean()) for p in turntaking.POLICIES}  # type: ignore[arg-type]
 
 
+BEHAVIOUR_RATES = np.array([0.02, 0.03, 0.05, 0.08, 0.1, 0.04, 0.06, 0.12, 0.02, 0.07])
+SPEAKER_FACTORS = {"Alice": 1.0, "Bob": 1.5, "Carol": 0.5}
+
+
+def fidelity_run(g: int, d: np.ndarray, rng: np.random.Generator) -> Run:
+    """A run of G conversations × 3 windows: the reference, a setup 's' with its speakers, and a
+    fine-grained judgment of each by judge J drawn as the module's text says."""
+    from cocoeval.core.schema import Continuation, Judgment, TurnLabel
+    from cocoeval.core.taxonomy import load_taxonomy
+
+    tax = load_taxonomy()
+    ids = list(tax.ids)
+    names = list(SPEAKER_FACTORS)
+    meta = Metadata(goals=["Decide the budget"], participants=[Participant(name=n) for n in names])
+    insts, conts, js = [], [], []
+    for c in range(g):
+        gc = rng.gamma(8, 1 / 8)
+        for w in range(WINDOWS):
+            speakers = [names[k] for k in rng.integers(0, 3, size=X + R)]
+            turns = [Turn(speaker=sp, text="a point") for sp in speakers]
+            iid = f"f/c{c}/{w}"
+            insts.append(
+                Instance(
+                    id=iid,
+                    dataset="f",
+                    split="eval",
+                    metadata=meta,
+                    summary=Summary(text="", covers_turns=0),
+                    history=turns[:X],
+                    reference=turns[X:],
+                    provenance=Provenance(
+                        source_file="synthetic",
+                        source_format="synthetic",
+                        conversation_id=f"c{c}",
+                        start_index=w * (X + R),
+                        seed=0,
+                        builder_version="benchmark",
+                    ),
+                )
+            )
+            conts.append(Continuation(instance_id=iid, setup_id="s", turns=turns[X:]))
+            for target, lift in (("reference", 0 * d), ("s", d)):
+                labels = []
+                for k, t in enumerate(turns[X:]):
+                    prob = np.minimum(BEHAVIOUR_RATES * SPEAKER_FACTORS[t.speaker] * (1 + lift) * gc, 1.0)
+                    hit = rng.random(len(ids)) < prob
+                    labels.append(TurnLabel(turn=k, behaviours=[b for b, h in zip(ids, hit, strict=True) if h]))
+                js.append(
+                    Judgment(
+                        instance_id=iid,
+                        target=target,
+                        target_name=target,
+                        judge_id="J",
+                        judge_name="J",
+                        kind="fine_grained",
+                        taxonomy_hash=tax.hash,
+                        status="ok",
+                        labels=labels,
+                        judged_turns=list(range(R)),
+                    )
+                )
+    return Run.model_validate(
+        {"instances": insts, "continuations": {"s": conts}, "judgments": {"J": js}, "manifest": {"params": {}}}
+    )
+
+
+def fidelity(seeds: int, resamples: int) -> None:
+    from cocoeval.analysis.frames import run_frames
+
+    print(f"\nPer-speaker fidelity, 95% intervals ({seeds} seeds, {resamples} resamples; 3 participants each)")
+    print(f"{'G':>3} {'d':<14} {'truth':>7} {'mean est':>9} {'coverage':>9}")
+    for g in (12, 40):
+        for label, d in (("0 (the same)", np.zeros(10)), ("1 on three", np.array([1.0, 0, 0, 1, 0, 0, 0, 1, 0, 0]))):
+            truths, ests, cover, n = [], [], 0, 0
+            for seed in range(seeds):
+                run = fidelity_run(g, d, np.random.default_rng([seed, g, int(d.sum())]))
+                got = turntaking.speaker_fidelity(run, run_frames(run), ["J"], resamples=resamples, seed=seed, min_n=2)
+                for r in got.iter_rows(named=True):
+                    t = float(np.sqrt(np.mean((BEHAVIOUR_RATES * SPEAKER_FACTORS[r["speaker"]] * d) ** 2)))
+                    truths.append(t)
+                    ests.append(r["distance"])
+                    n += 1
+                    cover += r["ci_low"] is not None and r["ci_low"] - 1e-12 <= t <= r["ci_high"] + 1e-12
+            print(f"{g:>3} {label:<14} {np.mean(truths):>7.4f} {np.mean(ests):>9.4f} {cover / n:>9.3f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=500, help="worlds per G (each with its own conversations)")
     ap.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples per interval")
     ap.add_argument("--mc", type=int, default=4000, help="conversations behind a Monte Carlo truth")
+    ap.add_argument("--fidelity-seeds", type=int, default=300, help="worlds per row of the fidelity table")
+    ap.add_argument("--only", choices=["accuracy", "fidelity"], help="run one part only")
     a = ap.parse_args()
     t0 = time.perf_counter()
-    for world in WORLDS:
+    if a.only != "accuracy":
+        fidelity(a.fidelity_seeds, a.resamples)
+    for world in WORLDS if a.only != "fidelity" else ():
         truth = {**mc_truth(world, a.mc), **closed_truth(world)}
         print(f"\nWorld {world}: next-speaker accuracy, 95% intervals ({a.seeds} seeds, {a.resamples} resamples)")
         print(f"{'G':>3} {'rule':<17} {'truth':>7} {'':>3} {'mean acc':>9} {'coverage':>9} {'naive cov':>10}")
