@@ -802,7 +802,7 @@ def judge_check(run: Run, p: Params) -> Answer:
     ),
 )
 def compare_runs(run: Run, p: Params) -> Answer:
-    from .runcompare_report import notebook_answer
+    from .runcompare_view import notebook_answer
 
     split = [x.strip() for x in str(p.options.get("compare_with") or "").split(",") if x.strip()]
     setups = [x.strip() for x in str(p.options.get("compare_setups") or "").split(",") if x.strip()]

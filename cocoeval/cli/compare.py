@@ -93,7 +93,10 @@ def _cmd_compare(a: argparse.Namespace) -> int:
         print(f"  {row.a} vs {row.b}, {row.behaviour}: {row.verdict} (difference {diff}, p_adj {p_adj})")
     if len(held) > 8:
         print(f"  ... and {len(held) - 8} more in {rep.markdown}")
-    print(f"wrote {rep.markdown}, {len(rep.tables)} tables (CSV and Markdown) and {rep.html} in {rep.out}")
+    print(
+        f"wrote {rep.markdown}, {len(rep.tables)} tables (CSV and Markdown), {len(rep.figures)} figure{'s' if len(rep.figures) != 1 else ''} (PNG, SVG) "
+        f"and {rep.html} in {rep.out}: open it in a browser, no server needed"
+    )
     if ans.pipeline_check:
         print("note: a run compared is a pipeline check (a tiny model): not results")
     return 0
@@ -110,7 +113,8 @@ def add_commands(sub: Any) -> None:
         "Only the instances every run has with the same content (id and instance hash) are compared; what each "
         "run leaves out, and why, is named. A judge is compared only under the same judge id in every run (its "
         "model, prompt and taxonomy): a judge name whose id differs is refused. Writes compare.md (the answer "
-        "first), the tables (CSV and Markdown) and a self-contained index.html into --out. Beyond the paper.",
+        "first), the tables (CSV and Markdown), the setup x setup figure (PNG, SVG) and a self-contained index.html "
+        "into --out. Beyond the paper.",
     )
     p.add_argument("runs", nargs="+", type=Path, help="two or more run directories (RUN_A RUN_B ...)")
     p.add_argument(

@@ -153,6 +153,9 @@ def test_two_runs_are_compared_on_their_shared_instances_and_the_report_names_th
         "shared.csv",
         "left_out.csv",
         "index.html",
+        "paired.png",
+        "paired.svg",
+        "paired.vl.json",
     ):
         assert (world / "ab" / f).is_file(), f
     md = (world / "ab" / "compare.md").read_text()
@@ -384,6 +387,7 @@ def test_the_comparisons_page_opens_from_file_with_no_network_and_shows_each_run
             page.goto(url)
             page.wait_for_selector("body[data-charts=done]", state="attached", timeout=60_000)
             assert page.locator(".cc-tabledetails").count() == 5
+            assert page.locator('.cc-chart[data-figure="paired"][data-rendered] svg').count() == 1
             assert "Which differences hold" in page.locator("main").inner_text()
             for s in ("a/sim", "b/sim"):
                 box = page.locator(f'#cc-setups input[value="{s}"]')
