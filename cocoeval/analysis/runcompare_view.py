@@ -89,7 +89,7 @@ def answer_lines(ans: RunComparisonAnswer) -> list[str]:
     lines = [
         f"Judge `{md_escape(ans.judge.judge)}` (judge id `{md_escape(ans.judge.judge_id)}`, the same in every run), "
         f"on the {len(inter.instance_ids)} instances every run has with the same content, from "
-        f"{inter.conversations} source conversations; {len(ans.setups)} setups, {len(pairs)} pairs "
+        f"{inter.conversations} source conversations; {len(ans.setups)} setups, {len(pairs)} pair{'s' if len(pairs) != 1 else ''} "
         f"({cross_pairs} across runs), {len(tested)} of {len(ans.comparison.rows)} comparisons tested.\n",
     ]
     if not held:
