@@ -351,7 +351,8 @@ def compared_counts(
     ]
     differs = sum(1 for iid in taken if len({p[iid] for p in profiles if iid in p}) > 1)
     schema = {"target": pl.Utf8, "instance_id": pl.Utf8, "behaviour": pl.Utf8, "count": pl.Int64}
-    counts = pl.concat([p.cast(schema) for p in parts]) if parts else pl.DataFrame(schema=schema)  # type: ignore[arg-type]
+    cast = [p.cast(schema) for p in parts]  # type: ignore[arg-type]  # polars accepts dtype classes
+    counts = pl.concat(cast) if cast else pl.DataFrame(schema=schema)
     counts = counts.join(conv, on="instance_id", how="left").select(
         "target", "instance_id", "conversation", "behaviour", "count"
     )

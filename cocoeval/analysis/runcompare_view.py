@@ -42,6 +42,11 @@ BEYOND = (
 )
 
 
+def _s(n: int) -> str:
+    """The plural ending for ``n`` things."""
+    return "" if n == 1 else "s"
+
+
 def _num(v: float | None, digits: int = 3) -> str:
     return "–" if v is None else f"{v:.{digits}f}"
 
@@ -89,7 +94,7 @@ def answer_lines(ans: RunComparisonAnswer) -> list[str]:
     lines = [
         f"Judge `{md_escape(ans.judge.judge)}` (judge id `{md_escape(ans.judge.judge_id)}`, the same in every run), "
         f"on the {len(inter.instance_ids)} instances every run has with the same content, from "
-        f"{inter.conversations} source conversations; {len(ans.setups)} setups, {len(pairs)} pair{'s' if len(pairs) != 1 else ''} "
+        f"{inter.conversations} source conversations; {len(ans.setups)} setups, {len(pairs)} pair{_s(len(pairs))} "
         f"({cross_pairs} across runs), {len(tested)} of {len(ans.comparison.rows)} comparisons tested.\n",
     ]
     if not held:
@@ -111,9 +116,8 @@ def answer_lines(ans: RunComparisonAnswer) -> list[str]:
     if ans.comparison.ranks:
         ranks = sorted(ans.comparison.ranks, key=lambda x: (x.rank, x.setup))
         lines.append(
-            "Rank by distance to the humans (1 = closest; an interval such as 1–3 is a rank not settled by the data): "
-            + ", ".join(f"`{md_escape(x.setup)}` {x.text}" for x in ranks)
-            + ".\n"
+            "Rank by distance to the humans (1 = closest; an interval such as 1–3 is a rank not settled by the "
+            "data): " + ", ".join(f"`{md_escape(x.setup)}` {x.text}" for x in ranks) + ".\n"
         )
     lines.append(
         f"Method: {md_escape(ans.comparison.method)}; α = {inference.ALPHA:g}; intervals and tests need at least "
@@ -213,8 +217,8 @@ def comparison_tables(ans: RunComparisonAnswer) -> dict[str, tuple[pl.DataFrame,
     return {
         "pairs": (
             pairs,
-            f"Beyond the paper: every pair of setups (a − b) per behaviour (mean occurrences per conversation) and in "
-            f"the distance to the humans, on the shared instances, 95% CIs clustered by source conversation; p: "
+            "Beyond the paper: every pair of setups (a − b) per behaviour (mean occurrences per conversation) and "
+            "in the distance to the humans, on the shared instances, 95% CIs clustered by source conversation; p: "
             f"sign-flip test; p_adj: {corr} over the behaviours of each pair (distance: Holm over the pairs)",
         ),
         "ranks": (ranks, "Beyond the paper: rank by distance to the humans with its simultaneous rank interval"),

@@ -84,7 +84,8 @@ def _cmd_compare(a: argparse.Namespace) -> int:
             )
     held = ans.held()
     print(
-        f"{len(held)} difference{'s hold' if len(held) != 1 else ' holds'} ({ans.comparison.correction} over the behaviours "
+        f"{len(held)} difference{'s hold' if len(held) != 1 else ' holds'} ({ans.comparison.correction} over the "
+        "behaviours "
         f"of each pair, α = 0.05; {sum(ans.cross_run(r) for r in held)} across runs)"
     )
     for row in held[:8]:
@@ -94,7 +95,8 @@ def _cmd_compare(a: argparse.Namespace) -> int:
     if len(held) > 8:
         print(f"  ... and {len(held) - 8} more in {rep.markdown}")
     print(
-        f"wrote {rep.markdown}, {len(rep.tables)} tables (CSV and Markdown), {len(rep.figures)} figure{'s' if len(rep.figures) != 1 else ''} (PNG, SVG) "
+        f"wrote {rep.markdown}, {len(rep.tables)} tables (CSV and Markdown), {len(rep.figures)} "
+        f"figure{'s' if len(rep.figures) != 1 else ''} (PNG, SVG) "
         f"and {rep.html} in {rep.out}: open it in a browser, no server needed"
     )
     if ans.pipeline_check:
