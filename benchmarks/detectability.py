@@ -193,6 +193,7 @@ def scale(setups: int, permutations: int, resamples: int) -> None:
     conversations, windows = 100, 3
     w = World(0, conversations)
     refs = [[w.document(c) for _ in range(windows)] for c in range(conversations)]
+    seconds = [[w.document(c, "mild") for c in range(conversations) for _ in range(windows)] for _ in range(setups)]
     hashed = det.Hashed()
     c0 = time.process_time()
     t0 = time.perf_counter()
@@ -203,8 +204,7 @@ def scale(setups: int, permutations: int, resamples: int) -> None:
     det.two_sample_test(floor_a, floor_b, [f"c{c}" for c in range(conversations)], what=("floor",), hashed=hashed)
     t_floor = time.perf_counter() - t0
     times = []
-    for s in range(setups):
-        second = [w.document(c, "mild") for c in range(conversations) for _ in range(windows)]
+    for s, second in enumerate(seconds):
         t = time.perf_counter()
         d = det.two_sample_test(
             first, second, groups, what=(f"s{s}",), permutations=permutations, resamples=resamples, hashed=hashed
