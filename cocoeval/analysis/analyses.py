@@ -442,7 +442,9 @@ def agreement(run: Run, p: Params) -> Answer:
         "long are the turns, how evenly do the participants speak, how often does the speaker change, how much is "
         "repeated, how varied is the wording, are questions asked and answered, how many turns are backchannels, how "
         "close is the talk to the goals? The human reference against every setup, paired over instances; and a sanity "
-        "check of each judge against the closest statistic. Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md.",
+        "check of each judge against the closest statistic; and, beyond the paper, whether a classifier can tell each "
+        "setup's continuations from the humans' (its AUC, beside the humans against themselves). Definitions: "
+        "`cocoeval/analysis/convstats.py`, `cocoeval/analysis/detectability.py` and docs/analysis.md.",
         viewer="plain",
     ),
     report=ReportSpec(
