@@ -269,7 +269,7 @@ def paired_profiles(
     product. ``clusters``: per setup, the source conversation of each instance (codes 0..C−1 in
     order of first appearance); a setup with several instances of one conversation is resampled
     by conversation (``clustered_profile``: the windows of one meeting are not independent, and
-    resampling them one by one made the distance's interval cover the truth 0.66–0.68 of the time
+    resampling them one by one made the distance's interval cover the truth 0.68–0.69 of the time
     instead of 0.95 in benchmarks/paired.py's clustered worlds)."""
     out: dict[str, dict[str, Any]] = {}
     by_n: dict[int, list[str]] = {}
