@@ -197,3 +197,24 @@ def test_the_setup_by_setup_chart_shows_each_pair_both_ways_coloured_by_the_verd
             assert (there["cell"], back["cell"]) == ("row closer", "row farther")
     far = cells[("a", "b")]  # b is 2.5 times the humans' rates: a confidently closer
     assert far["cell"] == "row closer" and far["behaviours_differing"] == 3
+
+
+def test_a_pair_without_enough_instances_conversations_or_humans_is_untested_and_says_why():
+    from cocoeval.core.errors import ConfigError
+
+    df = _world(convs=12, windows=3)
+    r = paired.compare_setups(df, BEH, judge="j", setups=["a", "ghost"], resamples=50).frame()
+    assert r["n"].to_list() == [0] * 4 and r["p"].null_count() == 4
+    assert (
+        r.filter(pl.col("behaviour") == "b0")["note"][0] == "no instance where both a and ghost have a valid judgment"
+    )
+    few = df.filter(pl.col("conversation").is_in(["d/c0", "d/c1", "d/c2", "d/c3"]))  # 12 instances of 4 meetings
+    r = paired.compare_setups(few, BEH, judge="j", setups=["a", "b"], resamples=50).frame()
+    assert set(r["note"].to_list()) == {"too few source conversations (4 < 5)"} and r["p"].null_count() == 4
+    alone = df.filter(pl.col("target") != REFERENCE)
+    r = paired.compare_setups(alone, BEH, judge="j", setups=["a", "b"], resamples=50)
+    dist = r.frame().filter(pl.col("behaviour") == paired.DISTANCE).row(0, named=True)
+    assert dist["note"] == "no valid human reference judged by this judge" and dist["p"] is None
+    assert r.ranks == [] and r.frame().filter(pl.col("behaviour") == "b0")["p"][0] is not None
+    with pytest.raises(ConfigError):
+        paired.compare_setups(df, BEH, judge="j", correction="none")
