@@ -72,6 +72,7 @@ SLOW: tuple[str, ...] = (
     "tests/cli/test_hostile_plugins.py::test_a_rerun_keeps_what_a_nondeterministic_plugin_finished_and_pays_nothing_again",
     "tests/cli/test_hostile_plugins.py::test_an_agent_that_answers_as_someone_else_and_a_moderator_that_writes_the_turn_are_told_apart",
     "tests/cli/test_interrupt.py",
+    "tests/cli/test_paired_cli.py",
     "tests/cli/test_lazy_imports.py::test_the_iri_grammar_is_built_at_its_first_use_with_the_same_answers",
     "tests/cli/test_lazy_imports.py::test_the_analysis_modules_import_scipy_only_when_a_statistic_needs_it",
     "tests/cli/test_run_keeps_frames.py::test_the_first_report_after_a_run_reads_its_kept_frames_and_no_record",
