@@ -93,6 +93,10 @@ bench: install bytecode
 	$(PY) benchmarks/analysis_speed.py
 	$(PY) benchmarks/leaderboard.py
 	$(PY) benchmarks/known_truth.py
+	$(PY) benchmarks/paired.py
+	$(PY) benchmarks/stopping.py
+	$(PY) benchmarks/detectability.py
+	$(PY) benchmarks/turn_taking.py
 	$(PY) benchmarks/paper_scale.py
 	$(PY) benchmarks/cost.py
 	$(PY) benchmarks/hostile.py

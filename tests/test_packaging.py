@@ -84,7 +84,7 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
     assert "cocoeval/analysis/paper_elements.yaml" in names  # coverage reads the paper's elements from it
     shipped = sorted(n for n in names if n.startswith("cocoeval/notebooks/shipped/") and n.endswith(".ipynb"))
     assert [n.rsplit("/", 1)[1] for n in shipped] == sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
-    assert len(shipped) == 13
+    assert len(shipped) == 14
     assert {
         "cocoeval/cli/__init__.py",
         "cocoeval/cli/run.py",
