@@ -37,11 +37,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from cocoeval.core.schema import Turn
 from cocoeval.core.speakers import MALFORMED_NOTE, PASSED_NOTE, history_weights, named_participant, round_robin_next
 from cocoeval.llm import Call
-from cocoeval.prompts.files import load_prompt
+from cocoeval.prompts.files import Prompt, load_prompt
 from cocoeval.prompts.parse import REFUSAL, match_speaker
 from cocoeval.prompts.render import agent_messages, moderator_messages
 
-from .plugins import InvalidContinuation, PluginSetup, SimContext, Simulator, simulator
+from .plugins import InvalidContinuation, PluginSetup, Reply, SimContext, Simulator, simulator
 
 AGENT_PROMPT = "agent_participant"
 MODERATOR_PROMPT = "agent_moderator"
@@ -146,13 +146,7 @@ class Agents(Simulator):
         prompt = load_prompt(AGENT_PROMPT)
         why: str | None = None
         for attempt in range(opts.max_attempts):
-            req = ctx.llm.request(
-                agent_messages(prompt, ctx.instance, ctx.turns, speaker),
-                max_tokens=60 + opts.max_tokens_per_turn,
-                temperature=opts.temperature,
-                attempt=attempt,
-            )
-            reply = await ctx.llm.generate(req, tag=f"agent {speaker}")
+            reply = await self._ask(ctx, prompt, speaker, attempt, f"agent {speaker}")
             text, notes = own_turn(reply.text, speaker, ctx.participants)
             ctx.notes += notes
             why = unusable(reply.truncated, reply.text, text, notes)
@@ -166,6 +160,18 @@ class Agents(Simulator):
             f"no usable turn from the agent of {speaker} in {opts.max_attempts} attempts at "
             f"turn {len(ctx.turns) + 1} (last answer: {why})"
         )
+
+    @staticmethod
+    async def _ask(ctx: SimContext, prompt: Prompt, speaker: str, attempt: int, tag: str) -> Reply:
+        """One call of ``speaker``'s agent with ``prompt`` (its turn, or its turn or PASS)."""
+        opts: AgentOptions = ctx.options
+        req = ctx.llm.request(
+            agent_messages(prompt, ctx.instance, ctx.turns, speaker),
+            max_tokens=60 + opts.max_tokens_per_turn,
+            temperature=opts.temperature,
+            attempt=attempt,
+        )
+        return await ctx.llm.generate(req, tag=tag)
 
     async def next_speaker(self, ctx: SimContext) -> str:
         opts: AgentOptions = ctx.options
@@ -211,13 +217,7 @@ class Agents(Simulator):
         for speaker in order:
             why = ""
             for attempt in range(opts.max_attempts):
-                req = ctx.llm.request(
-                    agent_messages(prompt, ctx.instance, ctx.turns, speaker),
-                    max_tokens=60 + opts.max_tokens_per_turn,
-                    temperature=opts.temperature,
-                    attempt=attempt,
-                )
-                reply = await ctx.llm.generate(req, tag=f"{SELF_SELECTION_TAG} {speaker}")
+                reply = await self._ask(ctx, prompt, speaker, attempt, f"{SELF_SELECTION_TAG} {speaker}")
                 if _PASS.match(reply.text):
                     passed.append(speaker)
                     break
