@@ -25,7 +25,8 @@ def add_analysis_args(p: argparse.ArgumentParser) -> None:
         choices=CORRECTIONS,
         default="bh",
         help="multiple-comparison correction of the over/under-production verdicts over behaviours x "
-        "setups: bh (Benjamini-Hochberg, default), holm or none",
+        "setups: bh (Benjamini-Hochberg, default), holm or none (the setup-against-setup comparisons keep "
+        "Holm over each pair's behaviours: a familywise error rate)",
     )
 
 
