@@ -23,9 +23,11 @@ judge, by how far its behaviour profile is from the humans' on the same instance
   (``D``), with the percentile interval of its resamples. Ranks: by the distance's point estimate;
   equal distances (several at 0) share a rank ("min").
 - **The floor**: the same unbiased distance between two random halves of the judge's n valid human
-  references (each resample draws n with replacement and splits the draw into two halves of
-  ⌊n/2⌋), its mean over the resamples and its 2.5–97.5 percentile range: 0 on average, and the
-  range shows how far two sets of n/2 human conversations land from each other by chance.
+  references, drawn by source conversation (each resample draws the C conversations with
+  replacement and splits the draw into two halves of ⌊C/2⌋, every window of a drawn conversation
+  coming along; the square from products of different conversations only: ``floor``), its mean
+  over the resamples and its 2.5–97.5 percentile range: 0 on average, and the range shows how far
+  two independent sets of C/2 human conversations land from each other by chance.
 - Beside them: the Likert gap (consistency and collaborativeness, setup minus human on the
   instances both have a valid overall judgment, ``paper_stats.likert_vs_human``) and the
   judge-free turn-taking distances (``convcompare.turn_taking``: the same for every judge).
@@ -137,32 +139,42 @@ def recentred_interval(point: float, boot: np.ndarray, n: int) -> tuple[float, f
     return float(lo), float(hi)
 
 
-def half_means(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    """Means of the rows of ``x`` (n, k) drawn by each row of ``idx`` (B, m), m ≤ n, as (B, k):
-    ``stats.resample_means`` for draws of another size than n."""
-    b, m = idx.shape
-    n = len(x)
-    w = np.bincount((idx + np.arange(b)[:, None] * n).ravel(), minlength=b * n).reshape(b, n)
-    return (w.astype(np.float64) @ x) / m
-
-
-def floor(h: np.ndarray, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+def floor(h: np.ndarray, resamples: int = 1000, seed: int = 0, codes: np.ndarray | None = None) -> np.ndarray:
     """The distance between two random halves of the human references ``h`` (n, K), one per
-    resample (B,): each resample draws n references with replacement and splits the draw into its
-    first and second ⌊n/2⌋ = m; the distance is the unbiased one of two independent samples,
-    √max(mean_b((ā_b − b̄_b)² − s²_{a,b}/m − s²_{b,b}/m), 0), so that it is 0 on average when the
-    two halves come from the same humans. Empty below four references (a variance needs m ≥ 2)."""
-    n = len(h)
-    m = n // 2
+    resample (B,), drawn by **source conversation** (``codes``: each reference's conversation,
+    0..C−1; None: one per reference): each resample draws C conversations with replacement
+    (``paired.cluster_weights``) and splits the draw into its first and second ⌊C/2⌋ = m, every
+    window of a drawn conversation coming along. The windows of one meeting are correlated, so
+    halves that split them would be closer than two independent sets of humans. The distance is
+    unbiased for the square of the two halves' mean difference by using only products of
+    different conversations: Q_A + Q_B − 2·ā·b̄ per behaviour, Q_A the cross-conversation
+    square of half A (``paired.cluster_square``, each drawn copy a conversation of its own) and
+    ā, b̄ the halves' means, √max(mean_b(…), 0); 0 on average when the halves come from the
+    same humans. With one reference per conversation it is the two-sample
+    √max(mean_b((ā_b − b̄_b)² − s²_{a,b}/m − s²_{b,b}/m), 0) on the same draws as resampling the
+    references one by one (tested). Empty below four conversations (each half needs two)."""
+    from . import paired
+
+    if codes is None:
+        codes = np.arange(len(h), dtype=np.int64)
+    if not len(h):
+        return np.empty(0)
+    sums, sizes = paired.cluster_sums(h, codes)
+    c = len(sizes)
+    m = c // 2
     if m < 2:
         return np.empty(0)
-    idx = stats.boot_index(n, resamples, seed)
-    a, b = idx[:, :m], idx[:, m : 2 * m]
-    ma, mb = half_means(h, a), half_means(h, b)
-    sq = np.square(h)
-    va = (half_means(sq, a) - np.square(ma)) / (m - 1)  # s²/m with s² of ddof 1
-    vb = (half_means(sq, b) - np.square(mb)) / (m - 1)
-    return distance_of(np.mean(np.square(ma - mb) - va - vb, axis=-1))
+    idx = stats.boot_index(c, resamples, seed)
+    b = len(idx)
+    rows = np.arange(b)[:, None] * c
+
+    def weights(part: np.ndarray) -> np.ndarray:
+        return np.bincount((part + rows).ravel(), minlength=b * c).reshape(b, c).astype(np.float64)
+
+    wa, wb = weights(idx[:, :m]), weights(idx[:, m : 2 * m])
+    qa, qb = paired.cluster_square(sums, sizes, wa), paired.cluster_square(sums, sizes, wb)
+    ma, mb = (wa @ sums) / (wa @ sizes)[:, None], (wb @ sums) / (wb @ sizes)[:, None]
+    return distance_of(qa + qb - 2 * np.mean(ma * mb, axis=-1))
 
 
 def _interval(point: float, boot: np.ndarray, n: int, min_n: int) -> tuple[float | None, float | None, str | None]:
@@ -456,13 +468,18 @@ def leaderboard(
                     "likert_n": r["n"],
                 }
             )
-        fl = floor(ref, resamples, seed)
+        ref_codes = conversation_codes(ref_ids, conv_of)
+        ref_convs = int(ref_codes.max()) + 1 if len(ref_codes) else 0
+        fl = floor(ref, resamples, seed, ref_codes)
         ref_counts = _counts(rates, judge, REFERENCE)
         if len(fl):
             lo, hi, note = _interval(float(fl.mean()), fl, len(ref), min_n)
         else:
             lo = hi = None
-            note = f"fewer than four valid human references ({validity_note(f, judge, REFERENCE)})"
+            note = (
+                f"fewer than four source conversations with a valid human reference ({ref_convs}; "
+                f"{validity_note(f, judge, REFERENCE)})"
+            )
         board.append(
             {
                 "judge": judge,
@@ -478,7 +495,8 @@ def leaderboard(
                 "judgments": ref_counts["judgments"],
                 **turns.get(HISTORY, {}),
                 **aucs.get(HISTORY, {}),
-                "note": f"two halves of {len(ref) // 2} of the {len(ref)} valid human references per resample; "
+                "note": f"two halves of {ref_convs // 2} of the {ref_convs} source conversations of the {len(ref)} "
+                "valid human references per resample (every window of a drawn conversation); "
                 "0 on average for a simulator as human as the humans",
             }
         )
@@ -692,7 +710,8 @@ def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
         "conversation, Holm over all pairs; Mogstad, Romano, Shaikh & Wilhelm 2024): every setup's true rank lies "
         "in its interval at once with 95% confidence; a rank shown as 2–4 is unsettled; the pairs themselves: the "
         "paired table. The floor: the "
-        "distance between two random halves of the human references (bootstrapped, estimated the same way): 0 on "
+        "distance between two random halves of the human references (bootstrapped by source conversation, "
+        "estimated the same way): 0 on "
         "average, with the range chance gives. Beside: the Likert gap (setup − human, paired), the judge-free "
         "turn-taking distances and, beyond the paper, the judge-free classifier test (auc: how well a classifier "
         "tells the setup's continuations from the humans', 0.5 = indistinguishable by it, with its interval; the "

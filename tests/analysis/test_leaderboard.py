@@ -3,6 +3,7 @@ or simulator plugins, on tiny hand-made runs whose answers are worked out by han
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -303,6 +304,58 @@ def test_leaderboard_values_against_a_hand_computation():
     assert k.filter(pl.col("rank").is_not_null())["setup"].to_list() == ["b"]
     # b is 3 - 1 = +2 repetitions on each of the 4 instances, no spread: the unbiased square is exactly 4 / K
     assert k.filter(pl.col("setup") == "b")["distance"].item() == pytest.approx(2 / math.sqrt(len(TAX.ids)))
+
+
+def _instance_floor(h: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """The floor as it was (references resampled one by one), by a plain loop: two halves of
+    ⌊n/2⌋ of each draw, their squared mean difference minus each half's s²/m (ddof 1)."""
+    m = len(h) // 2
+    out = []
+    for r in stats.boot_index(len(h), resamples, seed):
+        x, y = h[r[:m]], h[r[m : 2 * m]]
+        sq = (x.mean(0) - y.mean(0)) ** 2 - x.var(0, ddof=1) / m - y.var(0, ddof=1) / m
+        out.append(math.sqrt(max(sq.mean(), 0.0)))
+    return np.array(out)
+
+
+def test_the_floor_by_conversation_is_the_instance_floor_when_each_conversation_gives_one_reference():
+    rng = np.random.default_rng(5)
+    h = rng.poisson(1.5, (11, 4)).astype(float)
+    old = _instance_floor(h, 300, 3)
+    assert leaderboard.floor(h, 300, 3) == pytest.approx(old)
+    assert leaderboard.floor(h, 300, 3, np.arange(11)) == pytest.approx(old)
+    assert len(leaderboard.floor(h[:3], 300, 3, np.arange(3))) == 0  # one reference per half: no variance
+
+
+def test_the_floor_draws_whole_conversations_into_the_halves_and_uses_products_of_different_ones():
+    """A plain loop: each half is the list of drawn conversations (a conversation drawn twice is two);
+    the square of half A's mean from the products of its sums over pairs of different draws, divided
+    by the products of their sizes; minus twice the product of the halves' means."""
+    rng = np.random.default_rng(6)
+    sizes = [3, 1, 2, 4, 2, 3]
+    codes = np.repeat(np.arange(len(sizes)), sizes)
+    h = rng.poisson(2.0, (len(codes), 3)).astype(float)
+    got = leaderboard.floor(h, 200, 9, codes)
+    c, m = len(sizes), len(sizes) // 2
+
+    def square(draw):
+        num = np.zeros(3)
+        den = 0.0
+        for i, j in itertools.permutations(range(len(draw)), 2):
+            num += h[codes == draw[i]].sum(0) * h[codes == draw[j]].sum(0)
+            den += sizes[draw[i]] * sizes[draw[j]]
+        return num / den
+
+    want = []
+    for r in stats.boot_index(c, 200, 9):
+        a, b = list(r[:m]), list(r[m : 2 * m])
+        mean_a = np.vstack([h[codes == k] for k in a]).mean(0)
+        mean_b = np.vstack([h[codes == k] for k in b]).mean(0)
+        want.append(math.sqrt(max(float(np.mean(square(a) + square(b) - 2 * mean_a * mean_b)), 0.0)))
+    assert got == pytest.approx(np.array(want))
+    assert len(leaderboard.floor(h[:5], 200, 9, codes[:5])) == 0  # three conversations: one per half
+    # the draws differ from resampling the references one by one
+    assert not np.allclose(got, leaderboard.floor(h, 200, 9))
 
 
 def test_leaderboard_ranks_closest_first_and_leaves_small_n_unranked():
