@@ -27,6 +27,15 @@ mean occurrences per conversation of t are 30·p_k·m_tk, the true difference a 
 - **The leaderboard's distance interval** (``leaderboard.paired_profiles``) for a setup with all
   m = 1, 1.3 and 1.5 against the humans, in both shapes: its coverage of the true distance when it
   resamples source conversations (the leaderboard now) and when it resamples instances (before).
+- **The leaderboard's floor** (``leaderboard.floor``, two halves of the humans) in both shapes,
+  drawn by source conversation (the leaderboard now) and by instance (before): the mean of its
+  unbiased squares (0 is the truth), the mean of its distances and its 2.5–97.5% range (means over
+  the worlds), against what it stands for, the same distance between two independent sets of C/2
+  human conversations (``fresh_halves`` on another world's humans; "fresh in": the share of worlds
+  whose fresh distance lies in the floor's range, 0.95 is the aim); and the leaderboard distance of
+  a setup drawn from the humans' own process on the same instances (``twin``: m = 1, no reaction of
+  its own) and of a setup at m = 1 with its own reaction e (``m=1``), with the share inside the
+  floor's range.
 - **Rank intervals**: K = 6 setups with all multipliers m = 1, 1, 1.15, 0.7, 1.3, 1.6 (true
   distances 0, 0, 0.15·s, 0.3·s, 0.3·s, 0.6·s with s = √mean_k (30·p_k)²; two ties, one of them
   between a setup under-producing and one over-producing), in both shapes: the joint coverage (every true rank, ties sharing the smallest, inside its interval) and
@@ -52,16 +61,19 @@ BEH = [f"b{k}" for k in range(len(RATES))]
 SHAPES = ((60, 5), (300, 1))
 
 
-def world(rng: np.random.Generator, convs: int, windows: int, mult: dict[str, np.ndarray]) -> pl.DataFrame:
+def world(
+    rng: np.random.Generator, convs: int, windows: int, mult: dict[str, np.ndarray], own: tuple[str, ...] = ()
+) -> pl.DataFrame:
     """One world's counts (the frame ``paired.compare_setups`` takes): the humans and each setup
-    of ``mult`` (name → its multipliers, one per behaviour) on convs × windows instances."""
+    of ``mult`` (name → its multipliers, one per behaviour) on convs × windows instances; a setup
+    named in ``own`` has no reaction of its own (e = 1: drawn from the humans' own process at m = 1)."""
     n = convs * windows
     conv = np.repeat(np.arange(convs), windows)
     g = rng.gamma(4, 1 / 4, convs)[conv] * rng.gamma(4, 1 / 4, n)  # conversation and window effects
     targets = [REFERENCE, *mult]
     x = np.empty((len(targets), n, len(RATES)))
     for j, t in enumerate(targets):
-        e = 1.0 if t == REFERENCE else rng.gamma(4, 1 / 4, convs)[conv]
+        e = 1.0 if t == REFERENCE or t in own else rng.gamma(4, 1 / 4, convs)[conv]
         m = np.ones(len(RATES)) if t == REFERENCE else mult[t]
         x[j] = rng.poisson(TURNS * RATES[None, :] * m[None, :] * (g * e)[:, None])
     ids = np.array([f"d/c{c}/{i % windows}" for i, c in enumerate(conv)])
@@ -165,6 +177,70 @@ def leaderboard_coverage(seeds: int, resamples: int) -> None:
             print(f"{m:>4} {convs:>4}x{windows:<2} {truth:>7.3f} {cover[0] / seeds:>15.3f} {cover[1] / seeds:>11.3f}")
 
 
+def fresh_halves(h: np.ndarray, codes: np.ndarray) -> float:
+    """The floor's distance between the first and the second half of the conversations of ``h``
+    themselves (no resampling): what two independent sets of C/2 human conversations give."""
+    sums, sizes = paired.cluster_sums(h, codes)
+    c = len(sizes)
+    wa = np.zeros((1, c))
+    wa[0, : c // 2] = 1
+    wb = np.zeros((1, c))
+    wb[0, c // 2 : 2 * (c // 2)] = 1
+    qa, qb = paired.cluster_square(sums, sizes, wa), paired.cluster_square(sums, sizes, wb)
+    ma, mb = (wa @ sums) / (wa @ sizes)[:, None], (wb @ sums) / (wb @ sizes)[:, None]
+    return float(leaderboard.distance_of(qa + qb - 2 * np.mean(ma * mb, axis=-1))[0])
+
+
+def floor_coverage(seeds: int, resamples: int) -> None:
+    print(f"\nThe leaderboard's floor (two halves of the humans) in the clustered worlds ({seeds} seeds each)")
+    print(
+        f"{'shape':>7} {'floor':>15} {'mean sq':>8} {'mean':>6} {'range':>11} {'fresh':>6} {'2.5-97.5%':>11} "
+        f"{'fresh in':>8} {'twin':>6} {'twin in':>7} {'m=1':>6} {'m=1 in':>6}"
+    )
+    for convs, windows in SHAPES:
+        cells: dict[str, dict[str, list[float]]] = {}
+        dists: dict[str, list[float]] = {"fresh": [], "twin": [], "m1": []}
+        for seed in range(seeds):
+            rng = np.random.default_rng([seed, convs, windows, 11])
+            ones = np.ones(len(RATES))
+            df = world(rng, convs, windows, {"twin": ones, "m1": ones}, own=("twin",))
+            mats, conv = paired._matrices(df, BEH)
+            h = mats[REFERENCE].x
+            groups = paired._codes([conv[i] for i in mats[REFERENCE].ids])
+            for name in ("twin", "m1"):
+                assert mats[name].ids == mats[REFERENCE].ids
+                p = leaderboard.paired_profiles(
+                    {name: (mats[name].x, h)}, resamples, seed, min_n=10, clusters={name: groups}
+                )[name]
+                dists[name].append(p["distance"][0])
+            other, conv2 = paired._matrices(world(rng, convs, windows, {}), BEH)  # another sample of humans
+            dists["fresh"].append(
+                fresh_halves(other[REFERENCE].x, paired._codes([conv2[i] for i in other[REFERENCE].ids]))
+            )
+            for label, codes in (("by conversation", groups), ("by instance", None)):
+                fl = leaderboard.floor(h, resamples, seed, codes)
+                sq = leaderboard.floor(h, resamples, seed, codes, squares=True)
+                lo, hi = np.percentile(fl, [2.5, 97.5])
+                c = cells.setdefault(
+                    label, {"sq": [], "mean": [], "lo": [], "hi": [], "fresh": [], "twin": [], "m1": []}
+                )
+                c["sq"].append(float(sq.mean()))
+                c["mean"].append(float(fl.mean()))
+                c["lo"].append(float(lo))
+                c["hi"].append(float(hi))
+                for name in dists:
+                    c[name].append(float(lo <= dists[name][-1] <= hi))
+        fr = np.array(dists["fresh"])
+        for label, c in cells.items():
+            print(
+                f"{convs:>4}x{windows:<2} {label:>15} {np.mean(c['sq']):>8.3f} {np.mean(c['mean']):>6.3f} "
+                f"{np.mean(c['lo']):>5.3f}-{np.mean(c['hi']):<5.3f} {fr.mean():>6.3f} "
+                f"{np.percentile(fr, 2.5):>5.3f}-{np.percentile(fr, 97.5):<5.3f} {np.mean(c['fresh']):>8.3f} "
+                f"{np.mean(dists['twin']):>6.3f} {np.mean(c['twin']):>7.3f} {np.mean(dists['m1']):>6.3f} "
+                f"{np.mean(c['m1']):>6.3f}"
+            )
+
+
 RANK_M = (1.0, 1.0, 1.15, 0.7, 1.3, 1.6)
 
 
@@ -204,6 +280,7 @@ def main() -> None:
     level_and_power(a.seeds, a.resamples, a.only)
     if not a.only:
         leaderboard_coverage(a.seeds, a.resamples)
+        floor_coverage(a.seeds, a.resamples)
         rank_coverage(a.rank_seeds, a.resamples)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 

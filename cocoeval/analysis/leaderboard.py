@@ -139,7 +139,9 @@ def recentred_interval(point: float, boot: np.ndarray, n: int) -> tuple[float, f
     return float(lo), float(hi)
 
 
-def floor(h: np.ndarray, resamples: int = 1000, seed: int = 0, codes: np.ndarray | None = None) -> np.ndarray:
+def floor(
+    h: np.ndarray, resamples: int = 1000, seed: int = 0, codes: np.ndarray | None = None, *, squares: bool = False
+) -> np.ndarray:
     """The distance between two random halves of the human references ``h`` (n, K), one per
     resample (B,), drawn by **source conversation** (``codes``: each reference's conversation,
     0..C−1; None: one per reference): each resample draws C conversations with replacement
@@ -152,7 +154,9 @@ def floor(h: np.ndarray, resamples: int = 1000, seed: int = 0, codes: np.ndarray
     ā, b̄ the halves' means, √max(mean_b(…), 0); 0 on average when the halves come from the
     same humans. With one reference per conversation it is the two-sample
     √max(mean_b((ā_b − b̄_b)² − s²_{a,b}/m − s²_{b,b}/m), 0) on the same draws as resampling the
-    references one by one (tested). Empty below four conversations (each half needs two)."""
+    references one by one (tested). Empty below four conversations (each half needs two). With
+    ``squares`` the unbiased squares themselves, unclipped (their mean is the one that is 0 on
+    average; benchmarks/paired.py)."""
     from . import paired
 
     if codes is None:
@@ -174,7 +178,8 @@ def floor(h: np.ndarray, resamples: int = 1000, seed: int = 0, codes: np.ndarray
     wa, wb = weights(idx[:, :m]), weights(idx[:, m : 2 * m])
     qa, qb = paired.cluster_square(sums, sizes, wa), paired.cluster_square(sums, sizes, wb)
     ma, mb = (wa @ sums) / (wa @ sizes)[:, None], (wb @ sums) / (wb @ sizes)[:, None]
-    return distance_of(qa + qb - 2 * np.mean(ma * mb, axis=-1))
+    sq = qa + qb - 2 * np.mean(ma * mb, axis=-1)
+    return sq if squares else distance_of(sq)
 
 
 def _interval(point: float, boot: np.ndarray, n: int, min_n: int) -> tuple[float | None, float | None, str | None]:
