@@ -70,6 +70,9 @@ class Answer:
     """Whether its figures rest on a judge (marked in a pipeline-check run) or not (judge-free)."""
     setups: list[str] | None = None
     """The setups it compares with the humans (a notebook's linked chart shows them); None: every setup."""
+    result: object | None = None
+    """The typed result its ``text`` is rendered from (e.g. ``rq_prose.HumanRates``), for a reader
+    that needs the numbers rather than the sentences; None where an analysis has none yet."""
 
     def markdown(self) -> str:
         return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])
