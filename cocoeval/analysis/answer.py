@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -14,6 +15,7 @@ from .frames import Frames
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
+    from cocoeval.run.recorded import RecordedSetup
 
 SETUP_FIELDS = ("name", "origin", "model", "prompt", "turns_per_call", "kind", "simulator", "continuations")
 SIMULATED, IMPORTED, PLUGIN = "simulated", "imported", "plugin"
@@ -22,34 +24,43 @@ LLM writes every turn, k per call), a file of imported continuations (``continua
 simulator plugin (``simulator:``)."""
 
 
-def setup_origin(s: dict[str, Any]) -> str:
+def recorded_setup(s: RecordedSetup | Mapping[str, Any]) -> RecordedSetup:
+    """``s`` as a recorded setup (a mapping, e.g. a test's or a notebook's, is read as one)."""
+    from cocoeval.run.recorded import RecordedSetup
+
+    return s if isinstance(s, RecordedSetup) else RecordedSetup.model_validate(s)
+
+
+def setup_origin(s: RecordedSetup | Mapping[str, Any]) -> str:
     """``IMPORTED`` for a setup of imported continuations, ``PLUGIN`` for a simulator plugin, else
     ``SIMULATED``: the setup's ``source`` when the manifest records it, else told by its keys
     (``continuations:``, ``simulator:``)."""
-    if s.get("source") in (SIMULATED, IMPORTED, PLUGIN):
-        return str(s["source"])
-    if s.get("continuations"):
+    s = recorded_setup(s)
+    if s.source in (SIMULATED, IMPORTED, PLUGIN):
+        return str(s.source)
+    if s.continuations:
         return IMPORTED
-    if s.get("simulator"):
+    if s.simulator:
         return PLUGIN
     return SIMULATED
 
 
-def setup_view(s: dict[str, Any]) -> dict[str, Any]:
+def setup_view(s: RecordedSetup | Mapping[str, Any]) -> dict[str, Any]:
     """A manifest setup as the analyses read it: every field of ``SETUP_FIELDS`` present (None
     where it does not apply) and ``origin`` added. Only a simulated setup has a prompt and a
-    turns per call (k): an imported or plugin setup has neither (even when its dict carries one),
+    turns per call (k): an imported or plugin setup has neither (even when its record carries one),
     so it never enters the RQ3 prompt or RQ5 turns-per-call comparisons; its model is the one it
     names (or None)."""
+    s = recorded_setup(s)
     origin = setup_origin(s)
-    out = {k: s.get(k) for k in SETUP_FIELDS}
-    out.update(origin=origin, kind=s.get("kind") or "multiparty")
+    out = {k: getattr(s, k, None) for k in SETUP_FIELDS}
+    out.update(origin=origin, kind=s.kind or "multiparty")
     if origin != SIMULATED:
         out.update(prompt=None, turns_per_call=None)
     return out
 
 
-def setup_label(s: dict[str, Any]) -> str:
+def setup_label(s: RecordedSetup | Mapping[str, Any]) -> str:
     """A setup's model/condition label: "imported: <name>", "plugin <simulator>" (· its model), or
     its model (a simulated setup)."""
     v = setup_view(s)
@@ -116,9 +127,9 @@ def pick_setups(run: Run, **where: Any) -> list[str]:
     through ``setup_view``: an imported or plugin setup has no prompt or turns per call."""
     out = []
     for s in run.manifest.setup_params:
-        s = {**s, **setup_view(s)}
-        if all((v(s.get(k)) if callable(v) else s.get(k) == v) for k, v in where.items()):
-            out.append(s["name"])
+        d = {**s.model_dump(mode="json"), **setup_view(s)}
+        if all((v(d.get(k)) if callable(v) else d.get(k) == v) for k, v in where.items()):
+            out.append(s.name)
     return out
 
 

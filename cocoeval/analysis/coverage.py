@@ -264,9 +264,9 @@ def _view(source: Run | ExperimentParams | Experiment) -> _View:
     if isinstance(source, Run):
         from .store import kept_facts  # polars: not for a params file (cocoeval check)
 
-        params = source.manifest.params if isinstance(source.manifest.params, dict) else {}
-        setups = [s for s in params.get("setups") or [] if isinstance(s, dict)]
-        judges = [j for j in params.get("judges") or [] if isinstance(j, dict)]
+        params = source.manifest.params
+        setups = [s.model_dump(mode="json") for s in params.setups or []]
+        judges = [j.model_dump(mode="json") for j in params.judges or []]
         facts: Any = (kept_facts(source) or {}).get("coverage")
         if not _facts_shape(facts):  # none kept (or not as run_facts writes them): from the records
             facts = run_facts(source)

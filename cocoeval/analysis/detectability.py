@@ -490,7 +490,7 @@ def _detectability(run: Run, *, resamples: int, seed: int, min_n: int, permutati
     fl = two_sample_test(first, second, groups, what=(FLOOR, comparison), **kw)
     rows = [_row(FLOOR, comparison, fl)]
     conts = run.current_continuations
-    named = [str(s["name"]) for s in run.manifest.setup_params if s.get("name") in conts]
+    named = [s.name for s in run.manifest.setup_params if s.name in conts]
     for name in [*named, *sorted(set(conts) - set(named))]:
         ok = [c for c in conts[name] if c.status == "ok" and c.instance_id in insts]
         ref_docs, sim_docs, convs = [], [], []

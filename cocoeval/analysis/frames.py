@@ -509,8 +509,8 @@ def _not_needed(run: Run, setups: list[Any]) -> dict[tuple[str, str], str]:
     from cocoeval.run.stopping import StoppingSection, processed_instances
 
     rec = run.manifest.stopping
-    sec = run.manifest.params.get("stopping")
-    if rec is None or not isinstance(sec, dict):
+    sec = run.manifest.params.stopping
+    if rec is None or sec is None:
         return {}
     section = StoppingSection.model_validate(sec)
     out: dict[tuple[str, str], str] = {}

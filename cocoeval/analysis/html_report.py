@@ -279,7 +279,7 @@ def _provenance(run: Run) -> dict[str, Any]:
         "cocoeval_version (report)": cocoeval.__version__,
         "git_revision": m.git_revision,
         "params_file": m.params_file,
-        "label": m.params.get("label"),
+        "label": m.params.label,
         "status": m.status,
         "started": m.started,
         "finished": m.finished,
@@ -291,7 +291,7 @@ def _provenance(run: Run) -> dict[str, Any]:
         "taxonomy": m.taxonomy or None,
         "prompts": m.prompts or None,
         "llm_mode": m.llm_mode,
-        "params": m.params,
+        "params": m.params.model_dump(mode="json"),
     }
 
 

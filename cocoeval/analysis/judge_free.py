@@ -18,6 +18,7 @@ from .frames import Frames
 
 if TYPE_CHECKING:
     from cocoeval.run import Manifest, Run
+    from cocoeval.run.recorded import RecordedSetup
 
 
 def pipeline_check(manifest: Manifest) -> bool:
@@ -26,23 +27,23 @@ def pipeline_check(manifest: Manifest) -> bool:
     return manifest.pipeline_check
 
 
-def _what_setup(s: dict[str, Any]) -> str:
+def _what_setup(s: RecordedSetup) -> str:
     """What wrote a setup's continuations: its model, its plugin, or "imported continuations"."""
     origin = setup_origin(s)
     if origin == IMPORTED:
         return "imported continuations"
-    return setup_label(s) if origin == PLUGIN else str(s.get("model"))
+    return setup_label(s) if origin == PLUGIN else str(s.model)
 
 
 def judge_free_note(manifest: Manifest) -> str:
     """What the judge-free statistics of a run are measured on, said truthfully."""
     params = manifest.params
-    models = ", ".join(f"{md_escape(s.get('name'))} = {md_escape(_what_setup(s))}" for s in params.get("setups") or [])
+    models = ", ".join(f"{md_escape(s.name)} = {md_escape(_what_setup(s))}" for s in manifest.setup_params)
     text = (
         "No model judges these: the human reference's values are measured on the benchmark's reference turns "
         f"(what the people said next), each setup's on its continuations ({models or 'no setups'})."
     )
-    if (params.get("build") or {}).get("demo_data"):
+    if params.build is not None and params.build.demo_data:
         text += (
             " This run's references include cocoeval's illustrative demo conversations, which are generated "
             "from templates, not human data."

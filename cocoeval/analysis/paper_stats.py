@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cocoeval.core.errors import ConfigError, InputError
+from cocoeval.core.errors import ConfigError
 from cocoeval.core.targets import REFERENCE
 
 from . import stats
 from .agreement import spearman_test
-from .answer import SIMULATED, setup_label, setup_origin, setup_view
+from .answer import SIMULATED, setup_label, setup_view
 from .frames import HUMAN, Frames, validity_note
 from .inference import (
     ALPHA,
@@ -86,21 +86,7 @@ def conditions(run: Run) -> pl.DataFrame:
     paper's figure grouping). An imported or plugin setup has no prompt and no k (null) and is a
     group of its own, ``answer.setup_label``: "imported: <name>", "plugin <simulator> · <model>";
     it is in every comparison with the humans, never in an RQ3 or RQ5 pair."""
-    params = run.manifest.params  # a Run built with Manifest.model_construct may hold anything
-    setups = (params.get("setups") if isinstance(params, dict) else params) or []
-    for i, s in enumerate(setups if isinstance(setups, list) else [setups]):
-        k = s.get("turns_per_call") if isinstance(s, dict) and setup_origin(s) == SIMULATED else None
-        if (
-            not isinstance(s, dict)
-            or not isinstance(s.get("name"), str)
-            or not (k is None or (isinstance(k, int) and not isinstance(k, bool)))
-        ):
-            raise InputError(
-                "params.setups must be a list of setups, each with a name and a whole turns_per_call",
-                file="manifest.json",
-                record=f"params.setups[{i}]",
-                hint="the manifest is written by cocoeval run; run the params file again",
-            )
+    setups = run.manifest.setup_params  # typed when the manifest is read: a malformed one never opens
     rows = []
     for s in setups:
         v = setup_view(s)
@@ -109,7 +95,7 @@ def conditions(run: Run) -> pl.DataFrame:
             g = setup_label(s)
             rows.append(
                 {
-                    "setup": s["name"],
+                    "setup": s.name,
                     "model": None if v["model"] is None else str(v["model"]),
                     "model_group": g,
                     "prompt": None,
@@ -120,15 +106,15 @@ def conditions(run: Run) -> pl.DataFrame:
                 }
             )
             continue
-        model, prompt = str(v["model"] or ""), str(s.get("prompt") or "vanilla")
+        model, prompt = str(v["model"] or ""), str(s.prompt or "vanilla")
         g = model_group(model)
         rows.append(
             {
-                "setup": s["name"],
+                "setup": s.name,
                 "model": model,
                 "model_group": g,
                 "prompt": prompt,
-                "turns_per_call": s.get("turns_per_call"),
+                "turns_per_call": s.turns_per_call,
                 "kind": kind,
                 "origin": SIMULATED,
                 "condition": f"{g} · {prompt}" + (" (human–AI)" if kind == "human_ai" else ""),

@@ -40,6 +40,7 @@ from .stats import PERCENTILES, boot_index, resample_means
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
+    from cocoeval.run.recorded import RecordedJudge, RecordedSetup
 
 NAMES_TOLERANCE = {"labels": 0.05, "likert": 0.5}
 """The most change the names probe accepts before flagging: 5% of turn labels, 0.5 Likert points."""
@@ -416,12 +417,8 @@ def _stability(
 
 
 def _models(run: Run, key: str) -> dict[str, str | None]:
-    items = run.manifest.params.get(key) if isinstance(run.manifest.params, dict) else None
-    return {
-        str(d["name"]): d.get("model") if isinstance(d.get("model"), str) else None
-        for d in items or []
-        if isinstance(d, dict) and "name" in d
-    }
+    items: list[RecordedSetup | RecordedJudge] | None = getattr(run.manifest.params, key)
+    return {d.name: d.model for d in items or []}
 
 
 def self_preference(

@@ -115,22 +115,22 @@ def setup_sources(run: Run) -> list[str]:
     lines = []
     imported = run.manifest.imported
     for s in run.manifest.setup_params:
-        name = md_escape(str(s.get("name")))
-        if s.get("continuations") is not None:
-            src = imported.get(str(s.get("name")), {})
-            desc = src.get("description") or s.get("description")
-            made = _imported_models(run, str(s.get("name")), src.get("model") or s.get("model"))
+        name = md_escape(s.name)
+        if s.continuations is not None:
+            src = imported.get(s.name, {})
+            desc = src.get("description") or s.description
+            made = _imported_models(run, s.name, src.get("model") or s.model)
             lines.append(
-                f"- `{name}`: imported from `{md_escape(str(src.get('file') or s['continuations']))}` "
+                f"- `{name}`: imported from `{md_escape(str(src.get('file') or s.continuations))}` "
                 f"(sha256 {src.get('sha256', 'not recorded')})"
                 + (f", {made}" if made else "")
                 + (f": {md_escape(str(desc))}" if desc else "")
             )
-        elif s.get("simulator") is not None:
-            opts = ", ".join(f"{k}: {v}" for k, v in (s.get("options") or {}).items() if v is not None)
+        elif s.simulator is not None:
+            opts = ", ".join(f"{k}: {v}" for k, v in (s.options or {}).items() if v is not None)
             lines.append(
-                f"- `{name}`: simulator plugin `{md_escape(str(s['simulator']))}`"
-                + (f" with model {md_escape(str(s['model']))}" if s.get("model") else "")
+                f"- `{name}`: simulator plugin `{md_escape(s.simulator)}`"
+                + (f" with model {md_escape(s.model)}" if s.model else "")
                 + (f" ({md_escape(opts)})" if opts else "")
             )
     if not lines:

@@ -363,9 +363,9 @@ def _bench_of(run: Run) -> str | None:
     """The benchmark a run's params name (``bench:``), or "built by its params" (``build:``); None
     when the manifest records neither."""
     params = run.manifest.params
-    if params.get("bench"):
-        return str(params["bench"])
-    return "built by its params (build:)" if params.get("build") else None
+    if params.bench:
+        return params.bench
+    return "built by its params (build:)" if params.build is not None else None
 
 
 def compare_runs(

@@ -191,7 +191,7 @@ def _provenance(run: Run) -> dict[str, object]:
         "cocoeval_version": m.cocoeval_version,
         "git_revision": m.git_revision,
         "params_file": m.params_file,
-        "label": m.params.get("label"),
+        "label": m.params.label,
         "status": m.status,
         "finished": m.finished,
         "instances": m.instances,

@@ -338,15 +338,15 @@ def setup_policies(run: Run) -> dict[str, str]:
     """{setup: what decides its speakers}: an agents setup's policy, else how it was made."""
     out = {}
     for s in run.manifest.setup_params:
-        name = str(s.get("name"))
-        if s.get("simulator") == "agents":
-            out[name] = f"agents, policy {(s.get('options') or {}).get('policy', 'oracle')}"
-        elif s.get("simulator"):
-            out[name] = f"plugin {s['simulator']}"
-        elif s.get("continuations"):
-            out[name] = "imported continuations"
+        if s.simulator == "agents":
+            out[s.name] = f"agents, policy {(s.options or {}).get('policy', 'oracle')}"
+        elif s.simulator:
+            out[s.name] = f"plugin {s.simulator}"
+        elif s.continuations:
+            out[s.name] = "imported continuations"
         else:
-            out[name] = f"one LLM writes every turn ({s.get('turns_per_call', 30)} per call)"
+            k = 30 if s.turns_per_call is None else s.turns_per_call
+            out[s.name] = f"one LLM writes every turn ({k} per call)"
     return out
 
 
@@ -657,9 +657,9 @@ def self_selection_counts(run: Run) -> pl.DataFrame:
     }
     rows = []
     for s in run.manifest.setup_params:
-        if s.get("simulator") != "agents" or (s.get("options") or {}).get("policy") != "self_selection":
+        if s.simulator != "agents" or (s.options or {}).get("policy") != "self_selection":
             continue
-        name = str(s.get("name"))
+        name = s.name
         cs = run.current_continuations.get(name, [])
         notes = [n for c in cs for n in c.notes]
         said = [(m, n) for n in notes if (m := _PASSES.search(n))]

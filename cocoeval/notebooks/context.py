@@ -137,7 +137,7 @@ class RunContext:
         rates = invalid_rates(self.frames)
         e = md_escape
         lines = [
-            f"Run **{e(m.params.get('name', self.run_dir.name))}** ({e(self.run_dir)}), status "
+            f"Run **{e(m.params.name or self.run_dir.name)}** ({e(self.run_dir)}), status "
             f"{e(m.status)}, cocoeval {e(m.cocoeval_version)}, taxonomy "
             f"{e(m.taxonomy.get('hash'))}.",
             f"{self.frames.instances.height} instances; setups: "  # the frames: one row per instance

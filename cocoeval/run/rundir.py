@@ -39,6 +39,7 @@ from cocoeval.simulate.setup import Setup
 from cocoeval.simulate.validity import MAX_TURN_CHARS
 
 from .humans import HUMAN_DIR, describe_judgment, judgment_key, read_human_stores
+from .recorded import RecordedJudge, RecordedParams, RecordedSetup
 from .stopping import StoppingRecord
 
 if TYPE_CHECKING:
@@ -84,8 +85,10 @@ class Manifest(BaseModel):
     cocoeval_version: str | None = None
     git_revision: str | None = None
     params_file: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    """The params as loaded (``ExperimentParams`` dumped to JSON)."""
+    params: RecordedParams = Field(default_factory=RecordedParams)
+    """The params as loaded (``ExperimentParams`` dumped to JSON), read back as recorded: the fields
+    cocoeval reads typed, every other key kept (``recorded.RecordedParams``: an old or a newer run's
+    params open whatever today's params schema says)."""
     params_files: list[ParamsFileRead] = Field(default_factory=list)
     """The params files read: the file named first, then each file it ``extends:`` (``params`` is
     them merged)."""
@@ -114,14 +117,14 @@ class Manifest(BaseModel):
     paper; ``cocoeval.run.stopping``)."""
 
     @property
-    def setup_params(self) -> list[dict[str, Any]]:
-        """The ``setups:`` of the params, as written into the manifest."""
-        return list(self.params.get("setups") or [])
+    def setup_params(self) -> list[RecordedSetup]:
+        """The ``setups:`` of the params, as written into the manifest (empty when they say none)."""
+        return list(self.params.setups or [])
 
     @property
     def pipeline_check(self) -> bool:
         """Whether the params say ``label: pipeline-check`` (a tiny model: not results)."""
-        return self.params.get("label") == PIPELINE_LABEL
+        return self.params.label == PIPELINE_LABEL
 
 
 class Run(BaseModel):
@@ -478,19 +481,17 @@ class Run(BaseModel):
 def _configs(run: Run, key: str, cls: type[BaseModel]) -> list[Any] | None:
     """The setups or judges of the manifest's params, read for what selects instances (name,
     kind, datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
-    params, file = run.manifest.params, str(run.path / "manifest.json") if run.path else "manifest.json"
-    items = params.get(key) if isinstance(params, dict) else None
+    file = str(run.path / "manifest.json") if run.path else "manifest.json"
+    items: list[RecordedSetup | RecordedJudge] | None = getattr(run.manifest.params, key)
     if items is None:
         return None
     out = []
-    for i, d in enumerate(items if isinstance(items, list) else [items]):
+    for i, d in enumerate(items):
         try:
-            if not isinstance(d, dict):
-                raise TypeError("not a mapping")
-            keep = {k: d[k] for k in ("name", "kind", "datasets", "max_per_dataset") if k in d}
-            out.append(cls.model_validate({"model": str(d.get("model", "?")), **keep}))
-        except (TypeError, ValidationError) as e:
-            why = e.errors()[0]["msg"] if isinstance(e, ValidationError) else str(e)
+            keep = d.model_dump(include={"name", "kind", "datasets", "max_per_dataset"}, exclude_unset=True)
+            out.append(cls.model_validate({"model": d.model or "?", **keep}))
+        except ValidationError as e:
+            why = e.errors()[0]["msg"]
             raise InputError(
                 f"cannot tell which instances it selects: {why}",
                 file=file,
@@ -635,17 +636,14 @@ def turn_char_limits(manifest: Manifest) -> dict[str, int]:
     answers to it. Setups the manifest's params do not describe are not limited."""
     from cocoeval.prompts.parse import CHARS_PER_TOKEN
 
-    params = manifest.params
-    items = params.get("setups") if isinstance(params, dict) else None
     out: dict[str, int] = {}
     defaults = Setup.model_fields
-    for d in items if isinstance(items, list) else []:
-        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
-            continue
-        vals = [d.get(k, defaults[k].default) for k in ("max_tokens_per_turn", "turns_per_call", "n_copy")]
-        if all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in vals):
+    for d in manifest.setup_params:
+        got = {k: getattr(d, k) for k in ("max_tokens_per_turn", "turns_per_call", "n_copy")}
+        vals = [defaults[k].default if v is None else v for k, v in got.items()]
+        if all(v > 0 for v in vals):
             per_turn, k, n_copy = vals
-            out[d["name"]] = CHARS_PER_TOKEN * (60 + per_turn * (max(k, 4) + n_copy))
+            out[d.name] = CHARS_PER_TOKEN * (60 + per_turn * (max(k, 4) + n_copy))
     return out
 
 

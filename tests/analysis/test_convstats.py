@@ -263,7 +263,7 @@ def test_demo_params_are_labelled_a_pipeline_check():
     from cocoeval.run import load_params
 
     exp = load_params(ROOT / "params" / "demo.yaml")
-    assert exp.params.label == "pipeline-check" and exp.manifest().params["label"] == "pipeline-check"
+    assert exp.params.label == "pipeline-check" and exp.manifest().params.label == "pipeline-check"
 
 
 @pytest.mark.timeout(3600)  # the first run simulates and judges on the local model (minutes on two cores)

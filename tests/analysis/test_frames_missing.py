@@ -24,6 +24,7 @@ from cocoeval.judge.config import JudgeConfig
 from cocoeval.judge.engine import judge
 from cocoeval.llm import LLMConfig, Runner
 from cocoeval.run import Run
+from cocoeval.run.recorded import RecordedParams
 
 from ..sim_helpers import instance, write_run_dir
 
@@ -87,7 +88,7 @@ def rates(run):
 
 
 def test_a_complete_run_directory_has_nothing_missing(tmp_path):
-    write_run_dir(tmp_path, complete_run(), {"params": complete_run().manifest.params})
+    write_run_dir(tmp_path, complete_run(), {"params": complete_run().manifest.params.model_dump(mode="json")})
     r = rates(Run.open(tmp_path))
     assert set(r) == {("simulate", None, "sim", None)} | {
         ("judge", "J", t, k) for t in ("reference", "sim") for k in KINDS
@@ -99,7 +100,7 @@ def test_a_complete_run_directory_has_nothing_missing(tmp_path):
 
 def test_a_judgment_absent_from_the_run_directory_counts_as_missing(tmp_path):
     run = complete_run()
-    write_run_dir(tmp_path, run, {"params": run.manifest.params})
+    write_run_dir(tmp_path, run, {"params": run.manifest.params.model_dump(mode="json")})
     path = tmp_path / "judgments" / "J.jsonl"
     lines = path.read_text().splitlines()
     gone = [x for x in lines if json.loads(x)["target_name"] == "sim" and json.loads(x)["kind"] == "fine_grained"][1]
@@ -123,7 +124,7 @@ def test_a_judge_file_absent_makes_every_expected_judgment_missing(tmp_path):
             {"name": "K", "model": "openai/k", "kind": ["overall"], "max_per_dataset": 2},
         ]
     )
-    write_run_dir(tmp_path, run, {"params": run.manifest.params})
+    write_run_dir(tmp_path, run, {"params": run.manifest.params.model_dump(mode="json")})
     r = rates(Run.open(tmp_path))
     # K judges the first 2 instances of the dataset, overall only: 2 per target, nothing judged
     assert {k: (x["n"], x["missing"]) for k, x in r.items() if k[1] == "K"} == {
@@ -172,7 +173,7 @@ def test_a_stale_judgment_leaves_the_current_continuation_missing():
 
 def test_without_params_missing_is_unknown_never_zero():
     run = complete_run()
-    run.manifest.params = {}
+    run.manifest.params = RecordedParams()
     r = rates(run)
     assert all(x["missing"] is None for x in r.values())
     # a judge the params do not name (an earlier params version): unknown as well
@@ -270,7 +271,7 @@ def test_the_report_shows_what_is_missing(tmp_path):
         for j in run.judgments["J"]
         if not (j.target == "sid" and j.kind == "overall" and j.instance_id == run.instances[0].id)
     ]
-    write_run_dir(tmp_path / "run", run, {"params": run.manifest.params})
+    write_run_dir(tmp_path / "run", run, {"params": run.manifest.params.model_dump(mode="json")})
     write_report(tmp_path / "run", tmp_path / "rep", resamples=50, min_n=2)
     inv = pl.read_csv(tmp_path / "rep" / "invalid_rates.csv")
     assert inv.filter((pl.col("target") == "sim") & (pl.col("kind") == "overall"))["missing"].to_list() == [1]

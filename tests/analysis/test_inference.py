@@ -28,6 +28,7 @@ from cocoeval.cli import main
 from cocoeval.core.errors import ConfigError
 from cocoeval.core.text import md_escape
 from cocoeval.run import Run
+from cocoeval.run.recorded import RecordedSetup
 
 from ..sim_helpers import instance, judged_continuations, with_reference_turns, write_run_dir
 from .test_stats import TAX, fine
@@ -188,9 +189,9 @@ def test_answer_text_prints_no_interval_and_no_verdict_from_one_instance():
 
 def test_turns_per_call_compares_only_setups_with_enough_instances():
     run = _counts_run({"k1": 12, "k5": 1}, 12)
-    run.manifest.params["setups"] = [
-        {"name": "k1", "kind": "multiparty", "turns_per_call": 1},
-        {"name": "k5", "kind": "multiparty", "turns_per_call": 5},
+    run.manifest.params.setups = [
+        RecordedSetup(name="k1", kind="multiparty", turns_per_call=1),
+        RecordedSetup(name="k5", kind="multiparty", turns_per_call=5),
     ]
     a = rq.by_turns_per_call(run_frames(run), run, "J", resamples=50)
     pairs = a.tables["k_pairs"]  # k = 1 vs 5 on the one instance both have: neither tested nor given an interval

@@ -73,7 +73,7 @@ def _mixed_run():
         simulated("v1"),
         simulated("t1", "taxonomy"),
         simulated("v5", k=5),
-        {**IMPORTED, "turns_per_call": "whatever"},
+        {**IMPORTED, "turns_per_call": 7},
         {**PLUGIN, "prompt": "vanilla", "turns_per_call": 1},
     ]
     return _run(js, setups, n=12)
@@ -81,7 +81,7 @@ def _mixed_run():
 
 def test_imported_and_plugin_setups_have_a_group_of_their_own_and_no_prompt_or_k():
     run = _mixed_run()
-    cond = paper_stats.conditions(run)  # a turns_per_call that is not a whole number: no error for them
+    cond = paper_stats.conditions(run)  # an imported setup's stray turns_per_call is not its k
     rows = {r["setup"]: r for r in cond.iter_rows(named=True)}
     assert rows["mine"]["model_group"] == rows["mine"]["condition"] == "imported: mine"
     assert rows["ag"]["model_group"] == "plugin agents · openai/gpt-4.1"

@@ -10,7 +10,7 @@ from scipy import stats as sps
 from cocoeval.analysis import charts, paper_stats, rq, studies
 from cocoeval.analysis.frames import run_frames
 from cocoeval.core.schema import Participant, Turn, is_human_ai
-from cocoeval.run import Manifest, Run
+from cocoeval.run import Run
 
 from ..sim_helpers import instance, judged_continuations
 from .test_stats import TAX, fine, overall
@@ -275,8 +275,14 @@ def test_compare_to_humans_with_the_run_draws_one_figure_per_condition():
 @pytest.mark.parametrize(
     "params", [{"setups": [1]}, {"setups": [{"model": "m"}]}, [1], {"setups": [{"name": "a", "turns_per_call": "5"}]}]
 )
-def test_a_malformed_manifest_is_a_clear_error(params):
+def test_a_malformed_manifest_is_a_clear_error(params, tmp_path):
+    # the recorded params are typed when the run is opened: a setup without a name or with a turns
+    # per call that is no whole number never reaches the analyses
     from cocoeval.core.errors import InputError
+    from cocoeval.core.jsonio import write_json
 
-    with pytest.raises(InputError, match=r"manifest\.json"):
-        paper_stats.conditions(Run(manifest=Manifest.model_construct(params=params)))
+    write_json(tmp_path / "manifest.json", {"status": "complete", "params": params})
+    (tmp_path / "instances.jsonl").write_text("")
+    with pytest.raises(InputError, match=r"manifest\.json") as e:
+        Run.open(tmp_path)
+    assert "params" in str(e.value)
