@@ -100,3 +100,29 @@ def test_the_reported_numbers_are_compare_setups_on_the_runs_frames(world):
     got = pl.read_csv(world / "rep" / "paired.csv", schema_overrides=paired.PAIR_SCHEMA)
     cols = ["a", "b", "behaviour", "n", "clusters", "diff", "ci_low", "ci_high", "p", "p_adj", "verdict"]
     assert got.select(cols).equals(direct.select(cols))
+
+
+def test_the_reports_floor_row_draws_whole_meetings_into_its_halves(world):
+    """The leaderboard's floor row through ``cocoeval report``: its mean and range are
+    ``leaderboard.floor`` of the run's human references resampled by source conversation (several
+    windows per meeting here), not by reference."""
+    import numpy as np
+
+    from cocoeval.analysis import leaderboard, stats
+    from cocoeval.core.targets import REFERENCE
+
+    f = run_frames(Run.open(world / "runs" / "p"))
+    ref = f.counts.filter((pl.col("judge") == "j") & (pl.col("target") == REFERENCE))
+    ids, h = stats.count_matrix(ref, f.taxonomy.ids)
+    codes = leaderboard.conversation_codes(ids, leaderboard.conversations(f))
+    assert 4 <= int(codes.max()) + 1 < len(ids)
+    fl = leaderboard.floor(h, 200, 0, codes)
+    row = (
+        pl.read_csv(world / "rep" / "leaderboard.csv")
+        .filter(pl.col("origin") == leaderboard.ORIGIN_FLOOR)
+        .row(0, named=True)
+    )
+    assert row["distance"] == pytest.approx(fl.mean())
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx(tuple(np.percentile(fl, [2.5, 97.5])))
+    assert row["distance"] != pytest.approx(leaderboard.floor(h, 200, 0).mean())  # not the floor by reference
+    assert f"of the {int(codes.max()) + 1} source conversations" in row["note"]
