@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
 from cocoeval.bench.config import BuildSection
@@ -77,6 +78,31 @@ def test_a_manifest_written_from_the_recorded_params_has_the_bytes_it_had_from_t
     again.mkdir()
     write_manifest(again, Manifest.model_validate_json(text))
     assert (again / "manifest.json").read_text(encoding="utf-8") == text
+
+
+def test_a_manifest_with_every_kind_of_setup_and_judge_has_the_bytes_it_had_from_the_params_dict(tmp_path):
+    params = yaml.safe_load((ROOT / "params" / "demo.yaml").read_text(encoding="utf-8"))
+    params["build"] = {"demo_data": True}
+    params["llm"] = {"cache": str(tmp_path / "cache.sqlite")}
+    params["setups"] += [
+        {"name": "ag", "simulator": "agents", "model": "local/smollm2", "options": {"policy": "round_robin"}},
+        {"name": "mine", "continuations": "mine.jsonl", "description": "my simulator, v1", "model": "me/mine"},
+    ]
+    judge = params["judges"][0]
+    params["judges"] += [
+        {**judge, "name": "j2"},
+        {"name": "ens", "ensemble": [judge["name"], "j2"], "kind": ["fine_grained"]},
+    ]
+    params["stopping"] = {"rule": "differs"}
+    (tmp_path / "mine.jsonl").write_text('{"instance_id": "x", "turns": []}\n', encoding="utf-8")
+    (tmp_path / "p.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
+    exp = load_params(tmp_path / "p.yaml")
+    m = exp.manifest(status="running")
+    assert {s.source for s in m.params.setups or []} == {"simulated", "plugin", "imported"}
+    assert m.params.setups[-2].options == exp.params.setups[-2].model_dump()["options"]
+    assert m.params.judges[-1].ensemble == [judge["name"], "j2"] and m.params.stopping is not None
+    write_manifest(tmp_path, m)
+    assert (tmp_path / "manifest.json").read_text(encoding="utf-8") == _old_bytes(m, exp.params.model_dump(mode="json"))
 
 
 def _setup(name: str) -> dict[str, Any]:
