@@ -2,10 +2,13 @@
 (``bench_summary``), the participants study (D.4, ``participants``), the paper's Figure 3 and
 Tables 4 and 11 (``paper_tables``) and judge–human agreement (§3.3, B.1: ``agreement_answer``).
 Setup metadata (model, prompt, k) comes from the run manifest; see ``paper_stats`` for the
-statistics. RQ1–RQ5 are in ``rq``."""
+statistics. RQ1–RQ5 are in ``rq``. Each study computes a typed result first (``studies_prose``:
+``ParticipantsStudy``, ``PaperTables``, ``Agreement``, ``BenchSummary``), kept as ``Answer.result``,
+and its text is rendered from that result alone."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import altair as alt
@@ -15,11 +18,27 @@ from cocoeval.core.targets import REFERENCE
 from cocoeval.core.text import md_escape
 
 from . import agreement, charts, inference, paper_stats, stats
-from .answer import Answer, chart_key, interval_method, setup_labels
-from .coverage import HOW, not_run
+from .answer import Answer, chart_key, setup_labels
+from .coverage import HOW
 from .frames import Frames
-from .inference import CORRECTION_NAMES
-from .paper_stats import COUNT_NAMES, multiparty_ids, participant_counts
+from .paper_stats import multiparty_ids, participant_counts
+from .rq_prose import Intervals, NotRun
+from .studies_prose import (
+    Agreement,
+    AgreementRho,
+    BenchSummary,
+    DatasetCorrelations,
+    DatasetVariance,
+    PaperTables,
+    ParticipantsStudy,
+    Rho,
+    SkippedConversation,
+    TaxonomyCoverage,
+    render_agreement,
+    render_bench_summary,
+    render_paper_tables,
+    render_participants,
+)
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
@@ -42,95 +61,75 @@ def participants(
     call (targets come from the judgments)."""
     inference.check_params(min_n=min_n, correction=correction)
     a = Answer("Do behaviour counts change with the number of participants (D.4, Table 12)?")
+    x = _participants(a, f, judge, datasets, top, count, min_n, correction)
+    a.text, a.result = render_participants(x), x
+    return a
+
+
+def _participants(
+    a: Answer,
+    f: Frames,
+    judge: str,
+    datasets: list[str] | None,
+    top: int,
+    count: str,
+    min_n: int,
+    correction: str,
+) -> ParticipantsStudy:
+    """The participants study's result; its tables and charts added to ``a``."""
     var = paper_stats.participant_variance(f, count)
     picked = datasets if datasets is not None else paper_stats.picked_datasets(var, top)
     var = var.with_columns(picked=pl.col("dataset").is_in(picked))
     a.tables["participant_variance"] = var
-    variances = (
-        "Variance of participant counts per dataset (table participant_variance), "
-        + ("the datasets given: " if datasets is not None else f"the {top} largest picked: ")
-        + "; ".join(
-            f"{md_escape(r['dataset'])} "
-            + (
-                f"{r['variance']:.3g}"
-                if r["variance"] is not None
-                else f"none ({r['instances']} instance(s) with a count)"
-            )
-            + (" (picked)" if r["picked"] else "")
-            for r in var.iter_rows(named=True)
-        )
-        + "."
+    variances = tuple(
+        DatasetVariance(r["dataset"], r["variance"], r["instances"], r["min"], r["max"], r["picked"])
+        for r in var.iter_rows(named=True)
     )
+    study = ParticipantsStudy(judge, count, datasets is not None, top, min_n, correction, variances)
     sp = paper_stats.participants_spearman(
         f, judge, None, datasets, top=top, count=count, min_n=min_n, correction=correction
     )
     if sp.is_empty():
         ranked = var.filter(pl.col("variance").is_not_null())
-        a.text.append(
-            not_run(
-                f"no multi-party conversation judged by {md_escape(judge)} in the datasets "
-                f"{', '.join(md_escape(d) for d in datasets)}"
-                if datasets is not None
-                else f"no multi-party conversation judged by {md_escape(judge)} in the {ranked.height} "
-                "dataset(s) with a participant-count variance (a dataset needs at least two multi-party "
-                "instances to have one)",
-                "build the benchmark with more instances per dataset (build.options.per_dataset; the "
-                f"paper: 50) and judge them: {HOW['judge']}",
-            )
+        why = (
+            f"no multi-party conversation judged by {md_escape(judge)} in the datasets "
+            f"{', '.join(md_escape(d) for d in datasets)}"
+            if datasets is not None
+            else f"no multi-party conversation judged by {md_escape(judge)} in the {ranked.height} "
+            "dataset(s) with a participant-count variance (a dataset needs at least two multi-party "
+            "instances to have one)"
         )
-        a.text.append(variances)
-        return a
+        how = (
+            "build the benchmark with more instances per dataset (build.options.per_dataset; the "
+            f"paper: 50) and judge them: {HOW['judge']}"
+        )
+        return replace(study, missing=NotRun(why, how))
     chosen = sp["dataset"].unique(maintain_order=True).to_list()
-    how = (
-        "given"
-        if datasets is not None
-        else f"the {top} with the largest variance of participant counts, as the paper picks them"
-    )
-    a.text.append(
-        f"Datasets ({how}): "
-        + "; ".join(
-            f"{md_escape(r['dataset'])} (variance {r['variance']:.2f}, {r['min']}–{r['max']} participants, "
-            f"{r['instances']} instances)"
-            for r in var.filter(pl.col("dataset").is_in(chosen)).iter_rows(named=True)
-        )
-        + ". "
-        + variances
-    )
-    a.text.append(
-        f'Method: participants counted as the {COUNT_NAMES[count]} (count = "{count}"); Spearman ρ per '
-        f"dataset, target and behaviour over the instances judged validly by {md_escape(judge)}; scipy's "
-        f"p, {CORRECTION_NAMES[correction]} over the {int(sp['p_adj'].is_not_null().sum())} "
-        f"correlations of the table (p_adj); no ρ below n = {min_n} or when a side is constant "
-        "(note says why). Human–AI chat instances are left out."
-    )
     names = {**setup_labels(f), "all": "all behaviours"}
+
+    def rho(r: dict[str, Any]) -> Rho:
+        return Rho(r["target"], names[r["behaviour"]], r["rho"], r["p_adj"], r["n"])
+
+    per_dataset = []
     for ds in chosen:
         d = sp.filter(pl.col("dataset") == ds)
         h = d.filter(pl.col("target") == REFERENCE)
-        line = f"- **{md_escape(ds)}**: "
         hv = h.filter(pl.col("rho").is_not_null())
+        sig = tuple(rho(r) for r in d.filter(pl.col("p_adj") <= inference.ALPHA).iter_rows(named=True))
         if hv.is_empty():
-            line += "human reference: no ρ (" + (h["note"][0] if h.height else "not judged") + ")"
-        else:
-            best = hv.filter(pl.col("behaviour") != "all").sort(pl.col("rho").abs(), descending=True)
-            al = hv.filter(pl.col("behaviour") == "all")
-            line += "human reference " + (f"ρ(all) = {al['rho'][0]:.2f} (n = {al['n'][0]})" if al.height else "")
-            if best.height:
-                r = best.row(0, named=True)
-                line += f"; strongest: {names[r['behaviour']]} ρ = {r['rho']:.2f} (p_adj {r['p_adj']:.3g})"
-        sig = d.filter(pl.col("p_adj") <= inference.ALPHA)
-        line += (
-            "; significant after the correction: "
-            + (
-                ", ".join(
-                    f"{md_escape(r['target'])}/{names[r['behaviour']]} ρ = {r['rho']:.2f}"
-                    for r in sig.iter_rows(named=True)
-                )
-                or "none"
+            per_dataset.append(DatasetCorrelations(ds, h["note"][0] if h.height else "not judged", significant=sig))
+            continue
+        best = hv.filter(pl.col("behaviour") != "all").sort(pl.col("rho").abs(), descending=True)
+        al = hv.filter(pl.col("behaviour") == "all")
+        per_dataset.append(
+            DatasetCorrelations(
+                ds,
+                None,
+                human_all=rho(al.row(0, named=True)) if al.height else None,
+                human_strongest=rho(best.row(0, named=True)) if best.height else None,
+                significant=sig,
             )
-            + "."
         )
-        a.text.append(line)
     a.tables["spearman"] = sp
     a.tables["table12"] = sp.pivot(on="target", index=["dataset", "behaviour"], values="rho")
     a.charts["table12"] = charts.participants_heatmap(sp, f.taxonomy)
@@ -143,7 +142,12 @@ def participants(
         .rename({"participants": "n_participants"})
     )
     a.charts["participants"] = charts.participants_chart(per_conv, x_title=f"participants ({count})")
-    return a
+    return replace(
+        study,
+        chosen=tuple(chosen),
+        n_tested=int(sp["p_adj"].is_not_null().sum()),
+        datasets=tuple(per_dataset),
+    )
 
 
 def paper_tables(
@@ -181,32 +185,14 @@ def paper_tables(
     t11 = paper_stats.table11(f, judge, cond)
     if not t11.is_empty():
         a.tables["table11"] = t11
+    iv = Intervals(resamples, seed, min_n)
     if not a.charts and "table4" not in a.tables and "table11" not in a.tables:
-        a.text.append(not_run(f"no multi-party instance has a valid judgment by {md_escape(judge)}", HOW["judge"]))
-        return a
-    a.text.append(
-        f"Judge **{md_escape(judge)}**, multi-party instances only (human–AI chats are the generalization "
-        f"study). Figure 3: {len(a.charts)} figure(s), one per model/condition, each panel a setup (k) "
-        "beside the human reference on the same instances. Table 4: consistency and collaborativeness "
-        f"(1–10), each row over its own valid judgments (n; not paired, as the paper lays it out: the "
-        f"paired scores are in the answers' likert tables), {interval_method(resamples, seed, min_n)}. Table 11: mean occurrences per "
-        "conversation per dataset, each row over its own valid judgments (n)."
-    )
+        why = f"no multi-party instance has a valid judgment by {md_escape(judge)}"
+        x = PaperTables(judge, iv, missing=NotRun(why, HOW["judge"]))
+    else:
+        x = PaperTables(judge, iv, figures=len(a.charts), table4="table4" in a.tables, table11="table11" in a.tables)
+    a.text, a.result = render_paper_tables(x), x
     return a
-
-
-def _paper_verdict(r: dict[str, Any]) -> str:
-    if r["rho"] is None:
-        return f"undefined: {r['note']}"
-    if r["significant"] is None:
-        return f"not tested: {r['ci_note'] or 'undefined'}"
-    p5 = f"5th percentile {r['p5']:.2f}" if r["p5"] is not None else f"no range: {r['ci_note']}"
-    return f"{p5}: {'significant' if r['significant'] else 'not significant'}"
-
-
-def _rho(r: dict[str, Any]) -> str:
-    rho = "undefined" if r["rho"] is None else f"{r['rho']:.2f}"
-    return f"ρ = {rho} (n = {r['n']}; {_paper_verdict(r)})"
 
 
 def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
@@ -216,47 +202,52 @@ def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     source and the B.3 coverage check."""
     inference.check_params(resamples=resamples, min_n=min_n)
     a = Answer("Do the LLM judges agree with human annotators?")
+    x = _agreement(a, f, resamples, seed, min_n)
+    a.text, a.result = render_agreement(x), x
+    return a
+
+
+def _agreement(a: Answer, f: Frames, resamples: int, seed: int, min_n: int) -> Agreement:
+    """The agreement study's result; its tables and chart added to ``a``."""
     humans = sorted(set(agreement.annotators(f, "counts")) | set(agreement.annotators(f, "likert")))
     judges = sorted(set(f.counts.filter(~pl.col("human"))["judge"]) | set(f.likert.filter(~pl.col("human"))["judge"]))
+    detections = None
     if not f.counts.is_empty():
         a.tables["detection_totals"] = agreement.detection_totals(f)
+        detections = agreement.detection_note(f, md_escape)
+    x = Agreement(resamples, seed, min_n, tuple(humans), len(judges), detections)
     if not humans:
-        a.text.append(
-            not_run(
-                f"this run has no human annotator ({len(judges)} LLM judge(s)), so there is no agreement to measure",
-                HOW["humans"],
-            )
-        )
-        if not f.counts.is_empty():
-            a.text.append(agreement.detection_note(f, md_escape))
-        return a
-    a.text.append(
-        f"Method ({agreement.PROCEDURE}); {resamples} resamples, seed {seed}; conversations that every rater "
-        f"of a comparison rated validly; not tested below n = {min_n}. {len(humans)} human annotators: "
-        + ", ".join(md_escape(h) for h in humans)
-        + "."
-    )
-    if not f.counts.is_empty():
-        a.text.append(agreement.detection_note(f, md_escape))
+        why = f"this run has no human annotator ({len(judges)} LLM judge(s)), so there is no agreement to measure"
+        return replace(x, missing=NotRun(why, HOW["humans"]))
     table = agreement.agreement_table(f, resamples, seed, min_n=min_n)
     if not table.is_empty():
         a.tables["agreement"] = table
         shown = table.filter(pl.col("item").is_in(["all", *agreement.LIKERT]))
         a.charts["agreement"] = charts.agreement_chart(shown)
-        for r in shown.iter_rows(named=True):
-            who = (
-                "inter-human"
-                if r["comparison"] == agreement.INTER_HUMAN
-                else f"{md_escape(r['comparison'])} vs {r['annotators']} annotator(s)"
-            )
-            what = "all behaviours (counts)" if r["item"] == "all" else r["item"]
-            a.text.append(f"- {who}, {what}: {_rho(r)}.")
+        x = replace(
+            x,
+            rhos=tuple(
+                AgreementRho(
+                    None if r["comparison"] == agreement.INTER_HUMAN else r["comparison"],
+                    r["annotators"],
+                    r["item"],
+                    r["rho"],
+                    r["n"],
+                    r["note"],
+                    r["significant"],
+                    r["p5"],
+                    r["ci_note"],
+                )
+                for r in shown.iter_rows(named=True)
+            ),
+        )
     else:
-        a.text.append(
-            not_run(
+        x = replace(
+            x,
+            no_comparison=NotRun(
                 "no comparison has at least two conversations rated by every rater",
                 "annotate more of the same conversations: " + HOW["humans"],
-            )
+            ),
         )
     per = [
         agreement.agreement(f, None, resamples, seed, item, min_n=min_n)
@@ -269,16 +260,14 @@ def agreement_answer(f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: 
     cov = agreement.taxonomy_coverage(f)
     if not cov.is_empty():
         a.tables["taxonomy_coverage"] = cov
-        a.text.append(
-            "Behaviours not in the taxonomy (Appendix B.3), share of labelled turns: "
-            + "; ".join(
-                f"{md_escape(r['annotator'])} {r['turns_not_in_taxonomy']} of {r['turns']} turns"
-                + (f" ({r['rate']:.1%})" if r["rate"] is not None else "")
+        x = replace(
+            x,
+            coverage=tuple(
+                TaxonomyCoverage(r["annotator"], r["turns_not_in_taxonomy"], r["turns"], r["rate"])
                 for r in cov.iter_rows(named=True)
-            )
-            + "."
+            ),
         )
-    return a
+    return x
 
 
 def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
@@ -314,25 +303,22 @@ def bench_summary(instances: list[Any], bench_dir: Any) -> Answer:
     )
     a.tables["per_dataset"] = per
     a.tables["instances"] = df
-    a.text.append(
-        f"{df.height} instances in {per.height} datasets; each has {df['history_turns'].min()!s}–"
-        f"{df['history_turns'].max()!s} history turns and {df['reference_turns'].min()!s}–"
-        f"{df['reference_turns'].max()!s} reference turns."
-    )
     report = Path(bench_dir) / "report.json"
+    skipped = None
     if report.exists():
         rep = json.loads(report.read_text())
-        skipped = rep.get("skipped_conversations", [])
-        a.text.append(
-            f"The builder skipped {len(skipped)} conversation(s)"
-            + (
-                ": " + "; ".join(f"{md_escape(s['conversation'])} ({md_escape(s['reason'])})" for s in skipped[:10])
-                if skipped
-                else "."
-            )
-        )
-        if skipped:
-            a.tables["skipped"] = pl.DataFrame(skipped)
+        found = rep.get("skipped_conversations", [])
+        skipped = tuple(SkippedConversation(s["conversation"], s["reason"]) for s in found)
+        if found:
+            a.tables["skipped"] = pl.DataFrame(found)
+    x = BenchSummary(
+        df.height,
+        per.height,
+        (df["history_turns"].min(), df["history_turns"].max()),  # type: ignore[arg-type]
+        (df["reference_turns"].min(), df["reference_turns"].max()),  # type: ignore[arg-type]
+        skipped,
+    )
+    a.text, a.result = render_bench_summary(x), x
     a.charts["speakers"] = (
         alt.Chart(alt.Data(values=df.to_dicts()))
         .mark_bar()
