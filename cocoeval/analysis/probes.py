@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import polars as pl
@@ -39,6 +39,8 @@ from .inference import MIN_N, check_params, ci_notes, interval
 from .stats import PERCENTILES, boot_index, resample_means
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from cocoeval.run import Run
     from cocoeval.run.recorded import RecordedJudge, RecordedSetup
 
@@ -416,8 +418,9 @@ def _stability(
     return _df(rows, STABILITY_SCHEMA)
 
 
-def _models(run: Run, key: str) -> dict[str, str | None]:
-    items: list[RecordedSetup | RecordedJudge] | None = getattr(run.manifest.params, key)
+def _models(run: Run, key: Literal["setups", "judges"]) -> dict[str, str | None]:
+    params = run.manifest.params
+    items: Sequence[RecordedSetup | RecordedJudge] | None = params.setups if key == "setups" else params.judges
     return {d.name: d.model for d in items or []}
 
 

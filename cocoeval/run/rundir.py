@@ -16,7 +16,7 @@ import logging
 import math
 import subprocess
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
@@ -43,6 +43,8 @@ from .recorded import RecordedJudge, RecordedParams, RecordedSetup
 from .stopping import StoppingRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from cocoeval.llm import Runner
 
 HUMAN_PREFIX = "human:"
@@ -478,11 +480,12 @@ class Run(BaseModel):
         return {**self.judgments, **{f"{HUMAN_PREFIX}{a}": js for a, js in self.human.items()}}
 
 
-def _configs(run: Run, key: str, cls: type[BaseModel]) -> list[Any] | None:
+def _configs(run: Run, key: Literal["setups", "judges"], cls: type[BaseModel]) -> list[Any] | None:
     """The setups or judges of the manifest's params, read for what selects instances (name,
     kind, datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
     file = str(run.path / "manifest.json") if run.path else "manifest.json"
-    items: list[RecordedSetup | RecordedJudge] | None = getattr(run.manifest.params, key)
+    params = run.manifest.params
+    items: Sequence[RecordedSetup | RecordedJudge] | None = params.setups if key == "setups" else params.judges
     if items is None:
         return None
     out = []
