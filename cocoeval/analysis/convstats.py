@@ -73,7 +73,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from cocoeval.core.schema import Turn
+from cocoeval.core.schema import Turn, conversation_of, is_human_ai
+from cocoeval.core.speakers import MALFORMED_NOTE, PASSED_NOTE
 from cocoeval.core.targets import REFERENCE, targets_for
 
 if TYPE_CHECKING:
@@ -509,3 +510,103 @@ def _turn_taking_frame(run: Run) -> pl.DataFrame:
             }
         )
     return pl.DataFrame(rows, schema=TURN_SCHEMA, orient="row") if rows else pl.DataFrame(schema=TURN_SCHEMA)
+
+
+SPEAKER_SCHEMA: dict[str, Any] = {
+    "target": pl.Utf8,
+    "instance_id": pl.Utf8,
+    "conversation": pl.Utf8,
+    "position": pl.Int64,
+    "speaker": pl.Utf8,
+    "judged": pl.Boolean,
+}
+"""The columns of ``speaker_frame``."""
+
+
+def speaker_frame(run: Run) -> pl.DataFrame:
+    """One row per turn of every target of a multi-party instance of ``run`` (the human reference,
+    then each current ok continuation, in ``targets_for``'s order; chats left out): target,
+    instance_id, conversation (``schema.conversation_of``), position (0-based in the target's
+    turns), speaker, and whether a judge labels the turn (``Target.judged``). What the turn-taking
+    analysis (``turntaking``: free-running agreement, run lengths, per-speaker fidelity) needs of
+    the continuations, so that it reads no record where ``frames.open_run_dir`` kept this frame.
+    Made once per run in a process (``store.per_run``), or read where it was kept."""
+    from .store import kept_frame, per_run
+
+    def make() -> pl.DataFrame:
+        kept = kept_frame(run, "speakers", SPEAKER_SCHEMA)
+        return kept if kept is not None else _speaker_frame(run)
+
+    return per_run(run, ("speakers",), make)
+
+
+def _speaker_frame(run: Run) -> pl.DataFrame:
+    rows: list[dict[str, Any]] = []
+    for t in targets_for(run.instances, run.current_continuations):
+        if is_human_ai(t.instance):
+            continue
+        conv, judged = conversation_of(t.instance), set(t.judged)
+        rows.extend(
+            {
+                "target": t.name,
+                "instance_id": t.instance.id,
+                "conversation": conv,
+                "position": i,
+                "speaker": turn.speaker,
+                "judged": i in judged,
+            }
+            for i, turn in enumerate(t.turns)
+        )
+    return pl.DataFrame(rows, schema=SPEAKER_SCHEMA, orient="row") if rows else pl.DataFrame(schema=SPEAKER_SCHEMA)
+
+
+SELF_SELECTION_SCHEMA: dict[str, Any] = {
+    "setup": pl.Utf8,
+    "continuations": pl.Int64,
+    "turns_chosen": pl.Int64,
+    "passes": pl.Int64,
+    "malformed": pl.Int64,
+    "all_passed": pl.Int64,
+}
+"""The columns of ``self_selection_frame``."""
+_PASSES = re.compile(re.escape(PASSED_NOTE) + r" (\d+) passed \(")
+"""The note ``self_selection`` writes once per turn: how many agents passed, then who spoke (or
+that every agent passed)."""
+
+
+def self_selection_frame(run: Run) -> pl.DataFrame:
+    """Per ``self_selection`` agents setup of ``run``: its current continuations (ok or invalid),
+    the turns an agent chose to take, the passes (every answer PASS, in those turns and in the
+    turns where every agent passed), the malformed answers (counted, never read as passes) and the
+    turns where every agent passed, from the notes the simulator keeps with each continuation.
+    Made once per run in a process (``store.per_run``), or read where ``frames.open_run_dir`` kept
+    it (no record read)."""
+    from .store import kept_frame, per_run
+
+    def make() -> pl.DataFrame:
+        kept = kept_frame(run, "self_selection", SELF_SELECTION_SCHEMA)
+        return kept if kept is not None else _self_selection_frame(run)
+
+    return per_run(run, ("self_selection",), make)
+
+
+def _self_selection_frame(run: Run) -> pl.DataFrame:
+    rows = []
+    for s in run.manifest.setup_params:
+        if s.simulator != "agents" or (s.options or {}).get("policy") != "self_selection":
+            continue
+        cs = run.current_continuations.get(s.name, [])
+        notes = [n for c in cs for n in c.notes]
+        said = [(m, n) for n in notes if (m := _PASSES.search(n))]
+        rows.append(
+            {
+                "setup": s.name,
+                "continuations": len(cs),
+                "turns_chosen": sum(n.endswith(" spoke") for _, n in said),
+                "passes": sum(int(m.group(1)) for m, _ in said),
+                "malformed": sum(MALFORMED_NOTE in n for n in notes),
+                "all_passed": sum(n.endswith("every agent passed") for _, n in said),
+            }
+        )
+    schema = SELF_SELECTION_SCHEMA
+    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)

@@ -23,7 +23,7 @@ from cocoeval.core.targets import (
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.rundir import UNKNOWN_INSTANCE
 
-from .convstats import conversation_frame, turn_taking_frame
+from .convstats import conversation_frame, self_selection_frame, speaker_frame, turn_taking_frame
 from .coverage import run_facts
 from .store import (
     CACHE_DIR,
@@ -208,7 +208,12 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
         run.load()  # read it all now: a bad file is an error here, as Run.open gives it
         if folder is not None:
             extra = {}
-            for name, make in (("convstats", conversation_frame), ("turn_taking", turn_taking_frame)):
+            for name, make in (
+                ("convstats", conversation_frame),
+                ("turn_taking", turn_taking_frame),
+                ("speakers", speaker_frame),
+                ("self_selection", self_selection_frame),
+            ):
                 try:
                     extra[name] = make(run)
                 except Exception as e:  # not kept: the analysis that needs it says why

@@ -52,7 +52,6 @@ only, is listed with the reason, not scored.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -62,17 +61,15 @@ import polars as pl
 
 from cocoeval.core.schema import Instance, Turn, is_human_ai, participant_names
 from cocoeval.core.speakers import (
-    MALFORMED_NOTE,
-    PASSED_NOTE,
     history_weights,
     most_frequent,
     named_participant,
     round_robin_next,
 )
-from cocoeval.core.targets import REFERENCE, targets_for
+from cocoeval.core.targets import REFERENCE
 
 from . import inference
-from .convstats import HISTORY
+from .convstats import HISTORY, self_selection_frame, speaker_frame
 from .frames import conversation_of
 
 if TYPE_CHECKING:
@@ -303,27 +300,43 @@ def accuracy(
 def speaker_match_frame(run: Run) -> pl.DataFrame:
     """One row per position of every current ok continuation of a multi-party instance (target
     the setup) and of the last |r| turns of x (target ``HISTORY``): whether its speaker at t is
-    the reference's speaker at t (free-running, not teacher-forced)."""
-    rows = []
-    for t in targets_for(run.instances, run.current_continuations):
-        inst = t.instance
+    the reference's speaker at t (free-running, not teacher-forced). The continuations' speakers
+    come from ``convstats.speaker_frame`` (kept with the run's frames: no record read)."""
+    rows: list[dict[str, Any]] = []
+    refs: dict[str, list[str]] = {}
+    for inst in run.instances:
         if is_human_ai(inst):
             continue
-        turns = list(inst.history[-len(inst.reference) :]) if t.name == REFERENCE else t.turns
-        name = HISTORY if t.name == REFERENCE else t.name
-        if t.name == REFERENCE and len(turns) < len(inst.reference):
+        refs[inst.id] = [t.speaker for t in inst.reference]
+        turns = list(inst.history[-len(inst.reference) :])
+        if len(turns) < len(inst.reference):
             continue  # x shorter than r: no yardstick for this instance
-        for k, ref in enumerate(inst.reference):
-            if k < len(turns):
-                rows.append(
-                    {
-                        "target": name,
-                        "instance_id": inst.id,
-                        "conversation": conversation_of(inst),
-                        "position": k,
-                        "match": float(turns[k].speaker == ref.speaker),
-                    }
-                )
+        conv = conversation_of(inst)
+        rows.extend(
+            {
+                "target": HISTORY,
+                "instance_id": inst.id,
+                "conversation": conv,
+                "position": k,
+                "match": float(x.speaker == r),
+            }
+            for k, (x, r) in enumerate(zip(turns, refs[inst.id], strict=False))
+        )
+    sims = speaker_frame(run).filter(pl.col("target") != REFERENCE)
+    for target, iid, conv, k, speaker in sims.select(
+        "target", "instance_id", "conversation", "position", "speaker"
+    ).iter_rows():
+        ref = refs.get(iid)
+        if ref is not None and k < len(ref):
+            rows.append(
+                {
+                    "target": target,
+                    "instance_id": iid,
+                    "conversation": conv,
+                    "position": k,
+                    "match": float(speaker == ref[k]),
+                }
+            )
     schema = {
         "target": pl.Utf8,
         "instance_id": pl.Utf8,
@@ -392,34 +405,44 @@ def free_running(
 # ---------------------------------------------------------------- run lengths
 
 
-def runs_of(turns: Sequence[Turn]) -> list[tuple[str, int]]:
-    """(speaker, length) of each maximal run of consecutive turns by one speaker, in order."""
+def runs_of(turns: Sequence[Turn] | Sequence[str]) -> list[tuple[str, int]]:
+    """(speaker, length) of each maximal run of consecutive turns (or their speakers) by one
+    speaker, in order."""
     out: list[tuple[str, int]] = []
     for t in turns:
-        if out and out[-1][0] == t.speaker:
-            out[-1] = (t.speaker, out[-1][1] + 1)
+        speaker = t if isinstance(t, str) else t.speaker
+        if out and out[-1][0] == speaker:
+            out[-1] = (speaker, out[-1][1] + 1)
         else:
-            out.append((t.speaker, 1))
+            out.append((speaker, 1))
     return out
 
 
 def run_length_frame(run: Run) -> pl.DataFrame:
     """One row per run of every target of a multi-party instance (the reference, each current ok
     continuation; chats alternate by construction and are left out): target, instance_id,
-    conversation, speaker, length."""
+    conversation, speaker, length. From ``convstats.speaker_frame`` (kept with the run's frames)."""
     rows = [
-        {
-            "target": t.name,
-            "instance_id": t.instance.id,
-            "conversation": conversation_of(t.instance),
-            "speaker": s,
-            "length": n,
-        }
-        for t in targets_for(run.instances, run.current_continuations)
-        if not is_human_ai(t.instance)
-        for s, n in runs_of(t.turns)
+        {"target": target, "instance_id": iid, "conversation": conv, "speaker": s, "length": n}
+        for (target, iid, conv), speakers in _speakers_by_target(speaker_frame(run))
+        for s, n in runs_of(speakers)
     ]
     return pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RUNS_SCHEMA)
+
+
+def _speakers_by_target(
+    speakers: pl.DataFrame, *, judged_only: bool = False
+) -> list[tuple[tuple[str, str, str], list[str]]]:
+    """((target, instance_id, conversation), the speakers of its turns in order) of each target of
+    ``convstats.speaker_frame``, in the frame's order (``judged_only``: of its judged turns)."""
+    out: dict[tuple[str, str, str], list[str]] = {}
+    for target, iid, conv, speaker, judged in speakers.select(
+        "target", "instance_id", "conversation", "speaker", "judged"
+    ).iter_rows():
+        got = out.setdefault((target, iid, conv), [])
+        if judged or not judged_only:
+            got.append(speaker)
+    return list(out.items())
 
 
 def _buckets(lengths: np.ndarray) -> dict[str, float | None]:
@@ -528,21 +551,18 @@ def speaker_rates(run: Run, f: Frames, judge: str) -> dict[tuple[str, str], list
     for r in f.labels.filter(pl.col("judge") == judge).select("target", "instance_id", "turn", "behaviour").iter_rows():
         labelled.setdefault((r[0], r[1]), set()).add((r[2], r[3]))
     out: dict[tuple[str, str], list[SpeakerTurns]] = {}
-    for t in targets_for(run.instances, run.current_continuations):
-        key = (t.name, t.instance.id)
-        if key not in ok or is_human_ai(t.instance):
-            continue
+    per_target: dict[tuple[str, str], tuple[str, dict[str, list[int]]]] = {}
+    speakers = speaker_frame(run).filter(pl.col("judged"))
+    for target, iid, conv, i, speaker in speakers.select(
+        "target", "instance_id", "conversation", "position", "speaker"
+    ).iter_rows():
+        if (target, iid) in ok:
+            per_target.setdefault((target, iid), (conv, {}))[1].setdefault(speaker, []).append(i)
+    for key, (conv, per) in per_target.items():
         marks = labelled.get(key, set())
-        per: dict[str, list[int]] = {}
-        for i in t.judged:
-            per.setdefault(t.turns[i].speaker, []).append(i)
         out[key] = [
             SpeakerTurns(
-                t.instance.id,
-                conversation_of(t.instance),
-                s,
-                len(idx),
-                tuple(sum((i, b) in marks for i in idx) / len(idx) for b in behaviours),
+                key[1], conv, s, len(idx), tuple(sum((i, b) in marks for i in idx) / len(idx) for b in behaviours)
             )
             for s, idx in per.items()
         ]
@@ -637,43 +657,11 @@ def speaker_fidelity(
     return pl.DataFrame(rows, schema=FIDELITY_SCHEMA, orient="row") if rows else pl.DataFrame(schema=FIDELITY_SCHEMA)
 
 
-_PASSES = re.compile(re.escape(PASSED_NOTE) + r" (\d+) passed \(")
-"""The note ``self_selection`` writes once per turn: how many agents passed, then who spoke (or
-that every agent passed)."""
-
-
 def self_selection_counts(run: Run) -> pl.DataFrame:
-    """Per ``self_selection`` agents setup: the turns an agent chose to take, the passes (every
-    answer PASS, in those turns and in the turns where every agent passed), the malformed
-    answers (counted, never read as passes) and the turns where every agent passed, from the notes
-    the simulator keeps with each continuation (ok or invalid)."""
-    schema = {
-        "setup": pl.Utf8,
-        "continuations": pl.Int64,
-        "turns_chosen": pl.Int64,
-        "passes": pl.Int64,
-        "malformed": pl.Int64,
-        "all_passed": pl.Int64,
-    }
-    rows = []
-    for s in run.manifest.setup_params:
-        if s.simulator != "agents" or (s.options or {}).get("policy") != "self_selection":
-            continue
-        name = s.name
-        cs = run.current_continuations.get(name, [])
-        notes = [n for c in cs for n in c.notes]
-        said = [(m, n) for n in notes if (m := _PASSES.search(n))]
-        rows.append(
-            {
-                "setup": name,
-                "continuations": len(cs),
-                "turns_chosen": sum(n.endswith(" spoke") for _, n in said),
-                "passes": sum(int(m.group(1)) for m, _ in said),
-                "malformed": sum(MALFORMED_NOTE in n for n in notes),
-                "all_passed": sum(n.endswith("every agent passed") for _, n in said),
-            }
-        )
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    """Per ``self_selection`` agents setup: the turns an agent chose to take, the passes, the
+    malformed answers (counted, never read as passes) and the turns where every agent passed
+    (``convstats.self_selection_frame``: from the simulator's notes, kept with the run's frames)."""
+    return self_selection_frame(run)
 
 
 # ---------------------------------------------------------------- charts and the answer
