@@ -72,8 +72,6 @@ scikit-learn and scipy are imported inside the functions (``cocoeval`` imports n
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -81,16 +79,19 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
-from cocoeval.core.targets import continuation_target, reference_target
+from cocoeval.core.targets import reference_target
 from cocoeval.core.text import md_escape
 
 from . import inference, stats
+from .documents import COMPARED, STALE, document_frame
+from .documents import document as _doc
+from .documents import plain_text as plain_text  # the documents are made there (kept with the frames)
 from .frames import conversation_of
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
-    from cocoeval.core.schema import Instance, Turn
+    from cocoeval.core.schema import Instance
     from cocoeval.run import Run
 
     from .answer import Answer
@@ -126,27 +127,6 @@ SCHEMA: dict[str, Any] = {
     "continuations": pl.Int64,
     "note": pl.Utf8,
 }
-
-_TAG = re.compile(r"\{\s*[A-Za-z_]+\s*\}")
-_MARKUP = re.compile(r"\*\*|__|(?m:^[ \t]*#+[ \t]*)|(?m:^[ \t]*[-*•][ \t]+)")
-_QUOTES = str.maketrans({"‘": "'", "’": "'", "‚": "'", "“": '"', "”": '"', "„": '"', "–": "-", "—": "-", "…": "..."})
-_WS = re.compile(r"[ \t\r\f\v]+")
-_EDGE = re.compile(r"(?m)^ | $")  # a line's one leading or trailing space once runs are one space
-
-
-def plain_text(turns: Sequence[Turn], speakers: Sequence[str] = ()) -> str:
-    """The document of a target: its turns' texts, one a line, without the typesetting that only
-    one side can have (see the module docstring): tags in braces, markdown emphasis, headings and
-    bullets, a speaker's name (one of ``speakers``) at the start of a turn (or of a line in it),
-    typographic quotes and dashes, runs of white space. Speakers' names are not part of it. Each
-    rule runs once over the whole document (a turn's own line breaks are kept)."""
-    x = unicodedata.normalize("NFKC", "\n".join(t.text for t in turns)).translate(_QUOTES)
-    x = _MARKUP.sub(" ", _TAG.sub(" ", x))
-    names = sorted({s for s in speakers if s}, key=len, reverse=True)
-    if names:
-        x = re.sub(r"(?m)^[ \t]*(?:" + "|".join(re.escape(s) for s in names) + r")[ \t]*:[ \t]*", "", x)
-    return _EDGE.sub("", _WS.sub(" ", x))
-
 
 TOKENS = r"\b\w+\b|[^\w\s]"
 """Words (one letter included) and each punctuation mark: a comma, a dash or an exclamation mark is
@@ -388,14 +368,6 @@ def two_sample_test(
     )
 
 
-def _speakers(inst: Instance) -> list[str]:
-    return [*(p.name for p in inst.metadata.participants), *(t.speaker for t in [*inst.history, *inst.reference])]
-
-
-def _doc(inst: Instance, turns: Sequence[Turn], judged: Sequence[int]) -> str:
-    return plain_text([turns[i] for i in judged], _speakers(inst))
-
-
 def _window_order(inst: Instance) -> tuple[int, str]:
     return (inst.provenance.start_index, inst.id)
 
@@ -489,26 +461,22 @@ def _detectability(run: Run, *, resamples: int, seed: int, min_n: int, permutati
     first, second, groups, comparison = floor_pairs(list(insts.values()), seed, refs=refs)
     fl = two_sample_test(first, second, groups, what=(FLOOR, comparison), **kw)
     rows = [_row(FLOOR, comparison, fl)]
-    conts = run.current_continuations
+    docs = document_frame(run)  # the continuations' documents, kept with the run's frames: no record read
+    conts = docs["setup"].unique(maintain_order=True).to_list()
     named = [s.name for s in run.manifest.setup_params if s.name in conts]
     for name in [*named, *sorted(set(conts) - set(named))]:
-        ok = [c for c in conts[name] if c.status == "ok" and c.instance_id in insts]
-        ref_docs, sim_docs, convs = [], [], []
-        for c in sorted(ok, key=lambda c: c.instance_id):
-            inst = insts[c.instance_id]
-            t = continuation_target(inst, name, c)
-            ref_docs.append(refs[inst.id])
-            sim_docs.append(_doc(inst, t.turns, t.judged))
-            convs.append(conversation_of(inst))
-        d = two_sample_test(ref_docs, sim_docs, convs, what=(name,), **kw)
-        invalid = len(conts[name]) - len(ok)
+        current = docs.filter((pl.col("setup") == name) & (pl.col("status") != STALE))
+        ok = current.filter(pl.col("status") == COMPARED).sort("instance_id", maintain_order=True)
+        ref_docs = [refs[i] for i in ok["instance_id"]]
+        d = two_sample_test(ref_docs, ok["document"].to_list(), ok["conversation"].to_list(), what=(name,), **kw)
+        invalid = current.height - ok.height
         rows.append(
             _row(
                 name,
                 VS_HUMANS,
                 d,
-                continuations_ok=len(ok),
-                continuations=len(conts[name]),
+                continuations_ok=ok.height,
+                continuations=current.height,
                 note=f"{invalid} invalid continuation(s) left out" if invalid else None,
             )
         )

@@ -25,6 +25,7 @@ from cocoeval.run.rundir import UNKNOWN_INSTANCE
 
 from .convstats import conversation_frame, self_selection_frame, speaker_frame, turn_taking_frame
 from .coverage import run_facts
+from .documents import document_frame
 from .store import (
     CACHE_DIR,
     KEPT_FRAMES,
@@ -213,6 +214,7 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
                 ("turn_taking", turn_taking_frame),
                 ("speakers", speaker_frame),
                 ("self_selection", self_selection_frame),
+                ("documents", document_frame),
             ):
                 try:
                     extra[name] = make(run)
