@@ -123,8 +123,10 @@ def hold(d: Path, sig: tuple[tuple[str, int, int], ...], run: Run, folder: Path 
 
 def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
     """The frame ``name`` that ``open_run_dir`` kept with the frames of ``run`` (the judge-free
-    statistics of every conversation, ``convstats``, and their turn-taking, ``turn_taking``: made
-    from the texts when the records were read, so that a later process needs no text for them),
+    statistics of every conversation, ``convstats``, and their turn-taking, ``turn_taking``, the
+    speakers of every turn, ``speakers``, the self-selection counts, ``self_selection``, and the
+    classifier test's documents, ``documents``: made from the records when they were read, so that
+    a later process needs no record for them),
     for the run object it holds while its records are as read; None otherwise (compute it), or
     when the kept file has other columns than ``schema`` (said)."""
     folder = _held_folder(run)
