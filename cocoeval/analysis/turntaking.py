@@ -48,6 +48,11 @@ squared noise from products of per-instance differences of *different* source co
 interval: the conversation bootstrap, re-centred (``leaderboard.recentred_interval``). A
 participant with fewer than ``MIN_SPEAKER_TURNS`` turns on either side, or in one conversation
 only, is listed with the reason, not scored.
+
+What the module needs of the continuations, the speaker of every turn and the self-selection
+notes' counts, it reads from ``convstats.speaker_frame`` and ``self_selection_frame``: frames kept
+with the run's frames (``frames.open_run_dir``), so a report on a run whose frames are kept reads
+no continuation record for it.
 """
 
 from __future__ import annotations
@@ -430,18 +435,12 @@ def run_length_frame(run: Run) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RUNS_SCHEMA)
 
 
-def _speakers_by_target(
-    speakers: pl.DataFrame, *, judged_only: bool = False
-) -> list[tuple[tuple[str, str, str], list[str]]]:
+def _speakers_by_target(speakers: pl.DataFrame) -> list[tuple[tuple[str, str, str], list[str]]]:
     """((target, instance_id, conversation), the speakers of its turns in order) of each target of
-    ``convstats.speaker_frame``, in the frame's order (``judged_only``: of its judged turns)."""
+    ``convstats.speaker_frame``, in the frame's order."""
     out: dict[tuple[str, str, str], list[str]] = {}
-    for target, iid, conv, speaker, judged in speakers.select(
-        "target", "instance_id", "conversation", "speaker", "judged"
-    ).iter_rows():
-        got = out.setdefault((target, iid, conv), [])
-        if judged or not judged_only:
-            got.append(speaker)
+    for target, iid, conv, speaker in speakers.select("target", "instance_id", "conversation", "speaker").iter_rows():
+        out.setdefault((target, iid, conv), []).append(speaker)
     return list(out.items())
 
 
