@@ -248,6 +248,13 @@ class ExperimentParams(BaseModel):
                     "stopping: the rule reads fine-grained judgments, and no LLM judge in judges makes them "
                     "(give a judge with kind: [fine_grained], or leave stopping: out)"
                 )
+            capped = [x.name for x in [*self.setups, *self.judges] if getattr(x, "max_per_dataset", None) is not None]
+            if capped:
+                problems.append(
+                    f"stopping: max_per_dataset is set on {', '.join(capped)}; under stopping: the rounds choose the "
+                    "instances (a cap per round would be another selection each round). Cap the selection with "
+                    "instances: per_dataset: instead, or leave stopping: out"
+                )
         if problems:
             raise ValueError("; ".join(problems))
         for e in self.ensembles:

@@ -162,13 +162,34 @@ class Experiment:
         and simulated again."""
         out: dict[str, list[Continuation]] = {}
         for s in self.params.setups:
-            p = paths[s.name]
-            if isinstance(s, PluginSetup) and p.exists():
+            if not isinstance(s, PluginSetup):
+                continue
+            for p in (paths[s.name], self._unused_path(paths[s.name])):
+                if not p.exists():
+                    continue
                 try:
-                    out[s.name] = read_continuations(p)
+                    got = read_continuations(p)
                 except CocoevalError as e:
                     warn(f"setup {s.name}: {e}; its continuations are simulated again")
+                    continue
+                have = {c.instance_id for c in out.get(s.name, [])}
+                out.setdefault(s.name, []).extend(c for c in got if c.instance_id not in have)
         return out
+
+    def _unused_path(self, path: Path) -> Path:
+        """Where a run with ``stopping:`` keeps a plugin setup's stored continuations of instances it
+        has not processed (again): out of ``continuations/`` (the report reads every file there), so
+        that a rule that stops earlier than last time never erases what a plugin was paid for."""
+        return self.run_dir / "cache" / "unused-continuations" / path.name
+
+    def _keep_unused(self, path: Path, stored: list[Continuation], done: set[str]) -> None:
+        unused = [c for c in stored if c.instance_id not in done]
+        side = self._unused_path(path)
+        if unused:
+            side.parent.mkdir(parents=True, exist_ok=True)
+            write_jsonl(side, unused)
+        else:
+            side.unlink(missing_ok=True)
 
     def _orphans(self, paths: dict[str, Path]) -> list[str]:
         """Continuation files in the run directory that no setup of the params names (an earlier
@@ -489,6 +510,8 @@ class Experiment:
                 conts[s.name] += fresh[s.name]
                 done[s.name] += [i for i in batch if i.id in chosen[s.name]]
                 _save(cpaths[s.name], conts[s.name], final=True)
+                if s.name in stored:
+                    self._keep_unused(cpaths[s.name], stored[s.name], {i.id for i in done[s.name]})
             processed += batch
             before_j = {n: list(js) for n, js in judged.items()}
 
@@ -521,7 +544,8 @@ class Experiment:
                     )
                 elif verdict is not None:
                     why = f"{why}; not stopped before round {sec.min_rounds} (min_rounds)"
-                rec.setups[name] = setup_stop(status, rnd, done[name], obs, bounds, why)
+                prefix = min(rnd * sec.round_conversations, rec.conversations_planned)
+                rec.setups[name] = setup_stop(status, rnd, done[name], obs, bounds, why, prefix)
             summary["simulate"] = {name: tally(cs) for name, cs in conts.items()}
             summary["judge"] = {name: tally(js) for name, js in out.items()}
             write_manifest(

@@ -258,11 +258,15 @@ def setup_stop(
     obs: Sequence[Sequence[float]],
     bounds: Sequence[BehaviourBound],
     reason: str,
+    conversations: int,
 ) -> SetupStop:
+    """A setup's record after round ``rnd``: ``conversations`` is the prefix of the order processed
+    (what ``processed_instances`` reads back), not the conversations among the setup's own
+    instances, which a ``datasets:`` filter makes fewer."""
     return SetupStop(
         status=status,
         round=rnd,
-        conversations=len({conversation_of(i) for i in done}),
+        conversations=conversations,
         instances=len(done),
         observations=len(obs),
         reason=reason,

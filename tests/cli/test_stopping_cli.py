@@ -152,6 +152,17 @@ def test_a_stopping_rule_without_what_it_needs_is_refused_naming_the_key_and_the
     pfile.write_text(yaml.safe_dump({"name": "p", "bench": "bench", "stopping": {"rule": "differs"}}))
     assert main(["run", str(pfile)]) == 2
     assert "no LLM judge in judges makes them" in capsys.readouterr().err
+    capped = {
+        "name": "p",
+        "bench": "bench",
+        "setups": [{"name": "s", "model": "mock/echo", "max_per_dataset": 3}],
+        "judges": [{"name": "j", "model": "mock/echo", "max_per_dataset": 2}],
+        "stopping": {"rule": "differs"},
+    }
+    pfile.write_text(yaml.safe_dump(capped))  # a cap per dataset would be applied to each round anew
+    assert main(["run", str(pfile)]) == 2
+    err = capsys.readouterr().err
+    assert "max_per_dataset is set on s, j" in err and "instances: per_dataset:" in err
 
 
 def test_an_imported_setup_stops_too_and_only_its_processed_instances_are_judged(tmp_path, monkeypatch, capsys):
