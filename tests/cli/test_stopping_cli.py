@@ -215,3 +215,47 @@ def test_an_imported_setup_stops_too_and_only_its_processed_instances_are_judged
     # the reference and the imported continuation of each processed instance: one fine-grained call each
     assert _usage(tmp_path / "runs" / "imp")["requests_sent"] == 2 * stop.instances
     assert run_frames(run).missing.is_empty()
+
+
+def test_a_setup_on_one_dataset_records_the_prefix_it_ran_through_and_no_instance_it_did_is_not_needed(
+    tmp_path, monkeypatch, capsys
+):
+    MockProvider.reset()
+    for i in range(MEETINGS):  # two datasets: the far setup simulates the product meetings only
+        folder = "product" if i % 2 == 0 else "academic"
+        meeting = qmsum_meeting(90 + i)
+        for t in meeting["meeting_transcripts"]:
+            t["content"] = f"Meeting {i}: {t['content']}"
+        write_json(tmp_path / "src" / folder / f"M{i}.json", meeting)
+    build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
+    far, _, judge = _scripts(tmp_path)
+    params = {
+        "name": "stop",
+        "out": "runs/stop",
+        "bench": "bench",
+        "setups": [{"name": "far", "model": far, "datasets": ["qmsum_product"]}],
+        "judges": [{"name": "j", "model": judge}],
+        "llm": {"cache": "cache.sqlite"},
+        "stopping": {"rule": "differs", "round_conversations": 2, "min_rounds": 2, "seed": 3},
+    }
+    pfile = tmp_path / "stop.yaml"
+    pfile.write_text(yaml.safe_dump(params))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(pfile), "--no-progress"]) == 0
+    run = Run.open(tmp_path / "runs" / "stop")
+    rec = run.manifest.stopping
+    stop = rec.setups["far"]
+    assert stop.status == "differs" and stop.conversations == min(stop.round * 2, rec.conversations_planned)
+    did = {c.instance_id for c in run.continuations["far"]}
+    assert did and all(i.dataset == "qmsum_product" for i in run.instances if i.id in did)
+    assert did == {
+        i.id
+        for i in run.instances
+        if i.dataset == "qmsum_product"
+        and i.id
+        in processed_instances(run.instances, StoppingSection.model_validate(params["stopping"]), stop.conversations)
+    }
+    f = run_frames(run)
+    unneeded = f.expected.filter(f.expected["reason"].str.starts_with(NOT_NEEDED) & (f.expected["target"] == "far"))
+    assert not set(unneeded["instance_id"]) & did  # what it simulated is never called "not needed"
+    assert f.missing.is_empty()
