@@ -412,6 +412,9 @@ class Experiment:
                     stored=self._stored_plugin_continuations(cpaths, warn),
                 )
                 save(-1, result)
+                for s in self.params.setups:  # every selected instance simulated: nothing is left unused
+                    if isinstance(s, PluginSetup):
+                        self._unused_path(cpaths[s.name]).unlink(missing_ok=True)
                 summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
             if stop is None and "judge" in stages and self.params.judges:
                 conts = self._continuations_to_judge(cpaths, insts, warn)

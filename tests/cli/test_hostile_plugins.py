@@ -349,3 +349,27 @@ def test_cocoeval_check_names_a_plugin_whose_init_raises(world):
     p = params(world, "chk", [{"name": "bad", "simulator": "init-raises"}])
     err = cocoeval(world, "check", p, code=1).stderr
     assert "setup bad" in err and "__init__ raised RuntimeError: no config file here" in err
+
+
+def test_a_stopping_rule_that_stops_sooner_keeps_what_a_nondeterministic_plugin_finished(world, srv):
+    srv.configure(answers=ANSWERS)
+    model = f"openai-compatible/fake@{srv.openai_base}"
+    p = params(world, "soon", [{"name": "r", "simulator": "random", "model": model}], judge=True, srv=srv)
+    cocoeval(world, "run", p, "--no-progress", code=0)  # no stopping: both instances simulated
+    before = {c["instance_id"]: c for c in continuations(world, "soon", "r")}
+    assert len(before) == 2
+    body = yaml.safe_load(p.read_text())
+    body["stopping"] = {"rule": "precise", "eps": 1000.0, "round_conversations": 1, "min_rounds": 1}
+    p.write_text(yaml.safe_dump(body, sort_keys=False))
+    cocoeval(world, "run", p, "--no-progress", code=0)  # stops after its first conversation
+    tmp, _ = world
+    kept = continuations(world, "soon", "r")
+    assert len(kept) == 1 and kept[0] == before[kept[0]["instance_id"]]
+    assert (tmp / "runs" / "soon" / "cache" / "unused-continuations" / "r.jsonl").is_file()
+    del body["stopping"]
+    p.write_text(yaml.safe_dump(body, sort_keys=False))
+    sent = srv.stats()["requests"]
+    cocoeval(world, "run", p, "--no-progress", code=0)  # every instance again: the other one is not paid twice
+    assert srv.stats()["requests"] == sent
+    assert {c["instance_id"]: c for c in continuations(world, "soon", "r")} == before
+    assert not (tmp / "runs" / "soon" / "cache" / "unused-continuations" / "r.jsonl").exists()
