@@ -93,6 +93,8 @@ def test_a_manifest_with_every_kind_of_setup_and_judge_has_the_bytes_it_had_from
         {**judge, "name": "j2"},
         {"name": "ens", "ensemble": [judge["name"], "j2"], "kind": ["fine_grained"]},
     ]
+    for x in [*params["setups"], *params["judges"]]:  # refused under stopping: (the rounds choose the instances)
+        x.pop("max_per_dataset", None)
     params["stopping"] = {"rule": "differs"}
     (tmp_path / "mine.jsonl").write_text('{"instance_id": "x", "turns": []}\n', encoding="utf-8")
     (tmp_path / "p.yaml").write_text(yaml.safe_dump(params), encoding="utf-8")
