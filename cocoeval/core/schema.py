@@ -445,3 +445,7 @@ class Judgment(_Model):
     instance_hash: str | None = None
     """``Instance.content_hash()`` of the instance the judge saw (None in files of cocoeval 0.1 and
     in human annotations): another hash than the run's instance has makes it stale."""
+    samples: list[Judgment] | None = None
+    """The k answers of a judge with ``samples: k > 1`` (beyond the paper), in sample order, each a
+    judgment of its own (an invalid one with its reason; their calls are in this judgment's
+    ``calls``); this judgment is their majority (``cocoeval.judge.samples.combine_samples``)."""

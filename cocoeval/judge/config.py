@@ -55,6 +55,17 @@ class JudgeConfig(BaseModel):
     max_behaviours_per_turn: int | None = Field(None, ge=1, le=1_000, strict=True)
     """Cap on behaviours listed per turn in the answer schema (None: the taxonomy's size; at most 1,000). For
     small local models that otherwise list everything and run out of tokens."""
+    samples: int = Field(1, ge=1, le=100, strict=True)
+    """Answers per target and kind (beyond the paper; 1 to 100). With k > 1 the same request is
+    sent k times, each a call of its own cached by its sample index (sample 0 is the one answer of
+    ``samples: 1``, so raising k pays only the new samples, and a resumed run sends none it has),
+    and the judgment is the majority of the valid samples: a behaviour on a turn where strictly
+    more than half of them label it (a tie is no label; an odd k avoids ties while every sample
+    is valid), the Likert scores their mean rounded halves up; invalid only when every sample
+    is. Each sample is kept in the judgment's ``samples`` (an invalid one with its reason); the
+    vote fractions are ``cocoeval.analysis.calibration.judge_votes``. Part of the judge id only
+    when k > 1: k = 1 labels as before (same id), while a majority of k answers is another
+    label than one answer, or than a majority of another k."""
     datasets: list[str] | None = None
     """Only judge instances of these datasets (their reference and every continuation; None: all).
     Chooses what is judged, so it is not part of the judge id."""
@@ -86,6 +97,8 @@ class JudgeConfig(BaseModel):
 
     def judge_id(self, kind: Kind, taxonomy: Taxonomy) -> str:
         data = self.model_dump(exclude={"name", "kind", "datasets", "max_per_dataset"})
+        if data["samples"] == 1:  # one answer, as before samples existed: the same id
+            del data["samples"]
         data.update(kind=kind, prompt=load_prompt(PROMPTS[kind]).ref, taxonomy=taxonomy.hash)
         return hashlib.sha256(canonical_json(data).encode()).hexdigest()[:12]
 

@@ -25,6 +25,7 @@ from cocoeval.prompts.render import judge_messages
 
 from .config import OVERALL_SCHEMA, PROMPTS, JudgeConfig, Kind, fine_schema
 from .parse import Verdict, validate_fine, validate_overall
+from .samples import combine_samples
 
 TRUNCATED = ("length", "max_tokens")
 """Finish reasons of an answer cut off at its output budget (OpenAI, Anthropic)."""
@@ -34,10 +35,13 @@ class JudgeTask:
     """One judgment's calls (one judge, kind and target): ``next_call`` renders the request,
     ``apply`` takes its answer (re-asking or doubling the budget where needed), ``result`` is the
     judgment once final. ``shared``: other targets of the instance are judged too, so the prompt
-    prefix before the target gets prompt-cache hints."""
+    prefix before the target gets prompt-cache hints. ``sample``: which of the judge's ``samples``
+    answers this is (the request's sample index: each is cached apart; 0 is a one-sample judge's)."""
 
-    def __init__(self, judge: JudgeConfig, kind: Kind, target: Target, tax: Taxonomy, *, shared: bool = True) -> None:
-        self.judge, self.kind, self.target, self.tax = judge, kind, target, tax
+    def __init__(
+        self, judge: JudgeConfig, kind: Kind, target: Target, tax: Taxonomy, *, shared: bool = True, sample: int = 0
+    ) -> None:
+        self.judge, self.kind, self.target, self.tax, self.sample = judge, kind, target, tax, sample
         self.judge_id = judge.judge_id(kind, tax)
         self.messages, at = judge_messages(
             load_prompt(PROMPTS[kind]), target.instance, target.turns, target.judged, tax
@@ -75,8 +79,11 @@ class JudgeTask:
             schema_name="judgment",
             cache_points=self.cache_points,
             cache_group=self.cache_group,
+            sample=self.sample,
         )
         tag = f"{self.target.instance.id}|{self.target.name}|{self.judge.name}|{self.kind}"
+        if self.sample:
+            tag += f"|sample {self.sample}"
         # a re-ask follows an invalid or cut-off answer: in batch mode it runs live unless batch
         # rounds are asked for
         return Call(model=self.judge.model, stage="judge", tag=tag, request=req, dependent=self.attempts > 0)
@@ -153,17 +160,19 @@ def plan_judgments(
     judges: Sequence[JudgeConfig],
     tax: Taxonomy,
 ) -> dict[str, list[JudgeTask]]:
-    """{judge name: one task per (target, kind) the judge judges}: the calls ``judge`` makes
-    (``send_order`` gives their sending order; the forecast plans with the same)."""
+    """{judge name: one task per (target, kind) the judge judges, and per sample of a judge with
+    ``samples: k > 1`` (one after another)}: the calls ``judge`` makes (``send_order`` gives their
+    sending order; the forecast plans with the same)."""
     targets = targets_for(instances, continuations)
     per_instance = collections.Counter(t.instance.id for t in targets)
     chosen = {j.name: {i.id for i in j.select(instances)} for j in judges}
     tasks = {
         j.name: [
-            JudgeTask(j, k, t, tax, shared=per_instance[t.instance.id] > 1)
+            JudgeTask(j, k, t, tax, shared=per_instance[t.instance.id] > 1, sample=s)
             for t in targets
             for k in j.kind
             if t.instance.id in chosen[j.name]
+            for s in range(j.samples)
         ]
         for j in judges
     }
@@ -180,11 +189,14 @@ def judge(
     on_round: Callable[[int, dict[str, list[Judgment]]], None] | None = None,
 ) -> dict[str, list[Judgment]]:
     """Judge every reference and ok continuation with every judge; {judge name: judgments}. A
-    target with no turn to judge is not sent: its judgments are invalid with reason ``NO_TURNS``."""
-    tasks = plan_judgments(instances, continuations, judges, taxonomy or load_taxonomy())
+    target with no turn to judge is not sent: its judgments are invalid with reason ``NO_TURNS``.
+    A judge with ``samples: k > 1`` gives one judgment per target and kind, the majority of its
+    samples (``samples.combine_samples``), once all k are final."""
+    tax = taxonomy or load_taxonomy()
+    tasks = plan_judgments(instances, continuations, judges, tax)
 
     def collect() -> dict[str, list[Judgment]]:
-        return {n: [t.result for t in ts if t.result is not None] for n, ts in tasks.items()}
+        return {n: _combined(ts, tax) for n, ts in tasks.items()}
 
     rnd = 0
     while pending := [t for ts in tasks.values() for t in ts if t.result is None]:
@@ -195,6 +207,21 @@ def judge(
         if on_round is not None:
             on_round(rnd, collect())
     return collect()
+
+
+def _combined(tasks: Sequence[JudgeTask], tax: Taxonomy) -> list[Judgment]:
+    """The final judgments of one judge's tasks, in task order: a one-sample task's result; the
+    samples of a (target, kind) combined once every one of them is final."""
+    groups: dict[tuple[str, str, str], list[JudgeTask]] = {}
+    for t in tasks:
+        groups.setdefault((t.target.instance.id, t.target.target_id, t.kind), []).append(t)
+    out = []
+    for g in groups.values():
+        done = [t.result for t in g if t.result is not None]
+        if len(done) < len(g):
+            continue
+        out.append(done[0] if g[0].judge.samples == 1 else combine_samples(done, tax.ids))
+    return out
 
 
 def send_order(tasks: list[JudgeTask], judges: Sequence[JudgeConfig]) -> list[JudgeTask]:
