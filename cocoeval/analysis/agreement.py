@@ -481,3 +481,16 @@ def taxonomy_coverage(f: Frames) -> pl.DataFrame:
         .with_columns(rate=pl.when(pl.col("turns") > 0).then(pl.col("turns_not_in_taxonomy") / pl.col("turns")))
         .sort("annotator")
     )
+
+
+def nominal_alpha(units_by_rater: np.ndarray) -> float:
+    """Krippendorff's nominal α (the ``krippendorff`` package, as ``judge_check``'s turn-level α)
+    of a (units, raters) matrix, NaN where a rater did not label a unit; NaN when undefined (one
+    value only, or no unit two raters labelled). Beyond the paper: ``cocoeval annotate-import``
+    reports it per behaviour among the annotators so far."""
+    import krippendorff
+
+    data = np.asarray(units_by_rater, dtype=float).T
+    if np.unique(data[np.isfinite(data)]).size < 2 or not (np.isfinite(data).sum(axis=0) >= 2).any():
+        return float("nan")
+    return float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal"))

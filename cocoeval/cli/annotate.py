@@ -97,6 +97,15 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
             taxonomy=tax,
         )
     print(format_export(rep))
+    if a.html:
+        from cocoeval.annotate.page import write_page
+
+        page = write_page(a.out, tax or load_taxonomy())
+        print(
+            f"{page}: the annotation page (open it in a browser from the folder, no server or network needed; "
+            "progress is kept in that browser; its Export button downloads a sheet for annotate-import --key "
+            f"{Path(a.out) / 'key.json'})"
+        )
     return 0
 
 
@@ -104,21 +113,30 @@ def _cmd_annotate_import(a: argparse.Namespace) -> int:
     import dataclasses
 
     from cocoeval.annotate.exchange import format_report, import_into_run
+    from cocoeval.annotate.progress import format_status
     from cocoeval.core.jsonio import write_json
     from cocoeval.core.taxonomy import load_taxonomy
 
-    rep = import_into_run(
-        a.file,
-        a.run_dir,
-        key=a.key,
-        taxonomy=load_taxonomy(a.taxonomy) if a.taxonomy else None,
-        replace=a.replace,
-        dry_run=a.dry_run,
-    )
+    tax = load_taxonomy(a.taxonomy) if a.taxonomy else load_taxonomy()
+    rep = import_into_run(a.file, a.run_dir, key=a.key, taxonomy=tax, replace=a.replace, dry_run=a.dry_run)
     print(format_report(rep))
+    status = _status(a, tax)
+    print(format_status(status, a.dry_run))
     if a.report:
-        write_json(a.report, dataclasses.asdict(rep))
+        write_json(a.report, {**dataclasses.asdict(rep), "status": dataclasses.asdict(status)})
     return 0
+
+
+def _status(a: argparse.Namespace, tax: Any) -> Any:
+    """Each annotator's progress through the export (--key) and α per behaviour so far: computed
+    here, in the cli layer, since annotate may not import analysis (where α is)."""
+    from cocoeval.analysis.agreement import nominal_alpha
+    from cocoeval.annotate.exchange import read_key
+    from cocoeval.annotate.progress import import_status
+    from cocoeval.run import Run
+
+    key = read_key(a.key) if a.key else None
+    return import_status(Run.open(a.run_dir), a.run_dir, tax, nominal_alpha, key=key, key_path=a.key)
 
 
 def add_commands(sub: Any) -> None:
@@ -186,6 +204,15 @@ def add_commands(sub: Any) -> None:
         "conversations left out are recorded with the draw, so the same command gives the same draw "
         "again (a round after that needs another --seed)",
     )
+    ae.add_argument(
+        "--html",
+        action="store_true",
+        help="also write OUT/annotate.html: a self-contained page (opened from file://, no network) that "
+        "shows the same blind, shuffled items and instructions, with a checkbox per behaviour for each "
+        "numbered turn (keys: 1-9 and 0 toggle behaviours, x no behaviour, n/p next/previous turn), the "
+        "overall scores, progress kept in the browser, and an Export button that downloads a sheet "
+        "annotate-import reads with --key OUT/key.json",
+    )
     ae.set_defaults(func=_cmd_annotate_export)
 
     ai = sub.add_parser(
@@ -197,7 +224,10 @@ def add_commands(sub: Any) -> None:
         "list of them, and nothing is written. Every repaired value (e.g. 'repetitions' read as Repetition) "
         "and duplicate row is reported. Write none in behaviours for a turn without behaviour (JSONL: []): a "
         "row left empty (behaviours, or both scores of an overall row) is not annotated, skipped and "
-        "reported, never counted as zero; a target with only some turns annotated is an invalid judgment.",
+        "reported, never counted as zero; a target with only some turns annotated is an invalid judgment. "
+        "Then reports each annotator's progress through the export (items labelled of those in --key) and, beyond "
+        "the paper, the agreement so far: Krippendorff's α (nominal) per behaviour among all annotators whose "
+        "labels the run holds, over the turns two or more of them labelled.",
     )
     ai.add_argument("file", type=Path, help="filled template.csv, or rows as CSV/JSONL")
     ai.add_argument("run_dir", type=Path, help="the run directory the items came from")
@@ -209,5 +239,7 @@ def add_commands(sub: Any) -> None:
     )
     ai.add_argument("--dry-run", action="store_true", help="check and report, write nothing")
     ai.add_argument("--taxonomy", type=Path, help="taxonomy YAML of the run (default: the default taxonomy)")
-    ai.add_argument("--report", type=Path, help="also write the report as JSON to this file")
+    ai.add_argument(
+        "--report", type=Path, help="also write the report as JSON to this file (progress and α under status)"
+    )
     ai.set_defaults(func=_cmd_annotate_import)
