@@ -94,6 +94,8 @@ def test_the_wheel_ships_the_notebooks_and_no_test_doubles(tmp_path):
         "cocoeval/judge/probe_templates.yaml",
         "cocoeval/analysis/html_assets/report.js",
         "cocoeval/analysis/html_assets/report.css",
+        "cocoeval/annotate/page_assets/annotate.js",
+        "cocoeval/annotate/page_assets/annotate.css",
     } <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "notebooks/", "benchmarks/", "params/"))]
     assert not [n for n in names if "fakeserver" in n]
