@@ -782,6 +782,47 @@ def judge_check(run: Run, p: Params) -> Answer:
 
 
 @analysis(
+    "judge_reliability",
+    "A judge's reliability, tracked (beyond the paper)",
+    notebook="12_judge_check",
+    report=ReportSpec(
+        "agreement",
+        tables={
+            "calibration": Out(
+                "judge_calibration",
+                "Beyond the paper: calibration of the judge's vote fractions (samples: k) against the annotators' "
+                "majority per behaviour and pooled: expected calibration error (10 bins) and Brier score",
+            ),
+            "reliability_bins": Out("reliability_bins", "Beyond the paper: the reliability diagram's bins"),
+            "judge_samples": Out(
+                "judge_samples",
+                "Beyond the paper: a judge's samples (samples: k), the invalid ones counted with their reasons",
+            ),
+            "judge_votes": Out(
+                "judge_votes",
+                "Beyond the paper: per judged turn and behaviour, the share of the judge's valid samples that label it",
+            ),
+            "judge_history": Out(
+                "judge_history",
+                "Beyond the paper: agreement (α, κ, F1) and calibration against the latest entry of the same judge "
+                "name under another judge id in judge_history.jsonl beside the run: rose or fell",
+            ),
+        },
+        figures={
+            "reliability": Out(
+                "reliability",
+                "Beyond the paper: reliability diagram, the judge's vote fraction against the annotators' majority",
+            )
+        },
+    ),
+)
+def judge_reliability(run: Run, p: Params) -> Answer:
+    from .calibration import answer as reliability_answer
+
+    return reliability_answer(run, p.frames_of(run), p.judge, p.options.get("judge_history"))
+
+
+@analysis(
     "compare_runs",
     "Comparing runs (beyond the paper)",
     notebook=Notebook(

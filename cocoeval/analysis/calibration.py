@@ -1,0 +1,556 @@
+"""A judge's reliability, tracked (beyond the paper): vote fractions of a judge's samples, their
+calibration against the annotators' majority, and a history of its agreement across runs.
+
+- **Votes** (``judge_votes``): for a judge with ``samples: k`` (``JudgeConfig.samples``), per
+  judged turn and behaviour the share of its valid samples that label it (``fraction``), beside
+  the judgment's own label (the samples' strict majority). A judge with one sample votes 0 or 1.
+- **Calibration** (``calibration``): over the turns of the conversations the judge and at least
+  one annotator labelled (``judge_check.turn_labels``, the same turns and the same annotators'
+  majority as the turn-level agreement: strictly more than half of those who labelled the turn),
+  the vote fraction p of each turn and behaviour against the majority's label y: the **Brier
+  score** mean((p − y)²) and the **expected calibration error** Σ_b n_b/N |mean(y_b) − mean(p_b)|
+  over ``BINS`` equal-width bins of p ([0, 0.1), …, [0.9, 1.0]), per behaviour and pooled over
+  the behaviours; the **reliability diagram** (``reliability_chart``) plots mean(y_b) against
+  mean(p_b) per bin. A calibrated judge's fraction 0.7 is a turn the annotators mark 70% of the
+  time; an overconfident one's fractions sit near 0 and 1 whatever the turn.
+- **History** (``record_history``, ``history_table``): each time agreement is computed for an LLM
+  judge, one line is appended to ``judge_history.jsonl`` *beside the run directory* (in its parent
+  folder, so runs kept side by side share one history; ``history_path``) unless its latest line of
+  the same judge id and run holds the same numbers: judge name and id, prompt version, samples,
+  run, date, annotators and conversations, and α (with the judge), κ and F1 per behaviour and for
+  any behaviour, with the pooled ECE and Brier score. ``history_table`` compares the current entry
+  with the latest one of the same judge name under another judge id: per measure, rose, fell or
+  unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from . import agreement
+from .frames import Frames
+
+if TYPE_CHECKING:
+    import altair as alt
+
+    from cocoeval.core.schema import Judgment
+
+    from .store import RunLike
+
+BEYOND = "beyond the paper"
+BINS = 10
+"""Equal-width bins of the vote fraction for the ECE and the reliability diagram."""
+POOLED = "all behaviours"
+ANY = "any behaviour"
+HISTORY_FILE = "judge_history.jsonl"
+VALID = ("ok", "repaired")
+MEASURES = ("alpha_with_judge", "kappa", "f1")
+"""The agreement measures of ``judge_check.turn_agreement`` a history entry keeps per behaviour."""
+
+VOTES_SCHEMA = {
+    "judge": pl.Utf8,
+    "judge_id": pl.Utf8,
+    "target": pl.Utf8,
+    "instance_id": pl.Utf8,
+    "turn": pl.Int64,
+    "behaviour": pl.Utf8,
+    "votes": pl.Int64,
+    "valid_samples": pl.Int64,
+    "samples": pl.Int64,
+    "fraction": pl.Float64,
+    "label": pl.Boolean,
+}
+SAMPLES_SCHEMA = {
+    "judge": pl.Utf8,
+    "samples_per_target": pl.Int64,
+    "judgments": pl.Int64,
+    "samples": pl.Int64,
+    "invalid_samples": pl.Int64,
+    "reasons": pl.Utf8,
+}
+CALIBRATION_SCHEMA = {
+    "judge": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "samples": pl.Int64,
+    "conversations": pl.Int64,
+    "turns": pl.Int64,
+    "positive_turns": pl.Int64,
+    "mean_fraction": pl.Float64,
+    "ece": pl.Float64,
+    "brier": pl.Float64,
+    "note": pl.Utf8,
+}
+BINS_SCHEMA = {
+    "judge": pl.Utf8,
+    "bin": pl.Int64,
+    "low": pl.Float64,
+    "high": pl.Float64,
+    "n": pl.Int64,
+    "mean_fraction": pl.Float64,
+    "observed": pl.Float64,
+}
+HISTORY_SCHEMA = {
+    "judge": pl.Utf8,
+    "behaviour": pl.Utf8,
+    "measure": pl.Utf8,
+    "previous_id": pl.Utf8,
+    "previous_prompt": pl.Utf8,
+    "previous_run": pl.Utf8,
+    "previous_date": pl.Utf8,
+    "previous": pl.Float64,
+    "current_id": pl.Utf8,
+    "current": pl.Float64,
+    "change": pl.Float64,
+    "direction": pl.Utf8,
+}
+
+
+# ----------------------------------------------------------------------------- the pure statistics
+
+
+def brier(p: np.ndarray, y: np.ndarray) -> float:
+    """Mean squared difference of the predicted probabilities ``p`` and the 0/1 outcomes ``y``."""
+    p, y = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
+    return float(np.mean((p - y) ** 2)) if len(p) else math.nan
+
+
+def bin_of(p: np.ndarray, bins: int = BINS) -> np.ndarray:
+    """The bin index of each fraction: [0, 1/bins), …, [(bins-1)/bins, 1] (1 in the last)."""
+    return np.minimum((np.asarray(p, dtype=float) * bins).astype(int), bins - 1)
+
+
+def ece(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> float:
+    """Expected calibration error: Σ over equal-width bins of p of n_b/N |mean(y_b) − mean(p_b)|."""
+    p, y = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
+    if not len(p):
+        return math.nan
+    b = bin_of(p, bins)
+    n = np.bincount(b, minlength=bins)
+    gap = np.abs(np.bincount(b, weights=y, minlength=bins) - np.bincount(b, weights=p, minlength=bins))
+    return float(gap.sum() / n.sum())
+
+
+def reliability_bins(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> list[tuple[int, int, float, float]]:
+    """(bin, n, mean fraction, observed frequency) of each non-empty bin: the reliability diagram."""
+    p, y = np.asarray(p, dtype=float), np.asarray(y, dtype=float)
+    b = bin_of(p, bins)
+    return [(k, int((b == k).sum()), float(p[b == k].mean()), float(y[b == k].mean())) for k in np.unique(b)]
+
+
+# ----------------------------------------------------------------------------- votes
+
+
+def _current(run: RunLike, judge: str) -> list[Judgment]:
+    """The judge's fine-grained judgments under its current id (the manifest's; stale ones never)."""
+    jid = (run.manifest.judges.get(judge) or {}).get("fine_grained")
+    return [j for j in run.judgments.get(judge, []) if j.kind == "fine_grained" and (jid is None or j.judge_id == jid)]
+
+
+def _votes_of(j: Judgment) -> tuple[dict[tuple[int, str], int], int, int]:
+    """({(turn, behaviour): votes}, valid samples, samples) of a valid judgment."""
+    parts = j.samples or [j]
+    valid = [p for p in parts if p.status in VALID]
+    votes: dict[tuple[int, str], int] = {}
+    for p in valid:
+        for lb in p.labels:
+            for b in set(lb.behaviours):
+                votes[(lb.turn, b)] = votes.get((lb.turn, b), 0) + 1
+    return votes, len(valid), len(parts)
+
+
+def judge_votes(run: RunLike, judge: str) -> pl.DataFrame:
+    """Per valid fine-grained judgment of ``judge``, each turn and behaviour at least one of its
+    valid samples labels: the votes, the valid samples, the samples asked, the fraction and whether
+    the judgment labels it (the majority). A turn and behaviour not listed has fraction 0."""
+    rows = []
+    for j in _current(run, judge):
+        if j.status not in VALID:
+            continue
+        votes, valid, k = _votes_of(j)
+        on = {(lb.turn, b) for lb in j.labels for b in lb.behaviours}
+        for (turn, b), v in sorted(votes.items()):
+            rows.append(
+                {
+                    "judge": judge,
+                    "judge_id": j.judge_id,
+                    "target": j.target_name or j.target,
+                    "instance_id": j.instance_id,
+                    "turn": turn,
+                    "behaviour": b,
+                    "votes": v,
+                    "valid_samples": valid,
+                    "samples": k,
+                    "fraction": v / valid,
+                    "label": (turn, b) in on,
+                }
+            )
+    return pl.DataFrame(rows, schema=VOTES_SCHEMA)
+
+
+@dataclass(frozen=True)
+class SampleAccount:
+    """How a judge's samples went: judgments (fine-grained, current id), samples asked in all, the
+    invalid ones, and their reasons counted."""
+
+    judge: str
+    samples_per_target: int
+    judgments: int
+    samples: int
+    invalid: int
+    reasons: dict[str, int]
+
+
+def sample_account(run: RunLike, judge: str) -> SampleAccount:
+    """The samples of ``judge``'s current fine-grained judgments, the invalid ones counted by reason."""
+    js = _current(run, judge)
+    parts = [p for j in js for p in (j.samples or [j])]
+    reasons: dict[str, int] = {}
+    for p in parts:
+        if p.status not in VALID:
+            reasons[p.reason or "invalid"] = reasons.get(p.reason or "invalid", 0) + 1
+    k = max((len(j.samples or [j]) for j in js), default=1)
+    return SampleAccount(judge, k, len(js), len(parts), sum(reasons.values()), reasons)
+
+
+# ----------------------------------------------------------------------------- calibration
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The calibration of one judge: ``table`` (CALIBRATION_SCHEMA) per behaviour and pooled,
+    ``bins`` (BINS_SCHEMA) the pooled reliability diagram, ``p``/``y`` the pooled fractions and
+    majority labels (turn × behaviour), ``notes`` what was left out."""
+
+    judge: str
+    table: pl.DataFrame
+    bins: pl.DataFrame
+    p: np.ndarray
+    y: np.ndarray
+    notes: list[str]
+
+
+def calibration(run: RunLike, f: Frames, judge: str) -> Calibration | None:
+    """The vote fractions of ``judge`` against the annotators' majority on the turns
+    ``judge_check.turn_labels`` gives (None: no annotator besides the judge)."""
+    from .judge_check import majority, turn_labels
+
+    humans = [h for h in agreement.annotators(f, "counts") if h != judge]
+    if not humans:
+        return None
+    tl = turn_labels(f, [judge, *humans])
+    by = {(j.target_name or j.target, j.instance_id): j for j in _current(run, judge) if j.status in VALID}
+    beh = tl.behaviours
+    p = np.zeros((len(tl.conv), len(beh)))
+    offset = 0
+    k = 1
+    missing = 0
+    for c, key in enumerate(tl.conversations):
+        n = int((tl.conv == c).sum())
+        j = by.get(key)
+        if j is None:
+            missing += 1
+        else:
+            votes, valid, ks = _votes_of(j)
+            k = max(k, ks)
+            for (turn, b), v in votes.items():
+                if 0 <= turn < n and b in beh:
+                    p[offset + turn, beh.index(b)] = v / valid
+        offset += n
+    xh = np.stack([tl.x[h] for h in humans])
+    mh = np.stack([tl.present[h] for h in humans])
+    y = majority(xh, mh).astype(float)
+    notes = list(tl.notes)
+    if missing:
+        notes.append(f"{missing} conversation(s) without the judge's judgment under its current id left out")
+    rows = []
+    base = {"judge": judge, "samples": k, "conversations": len(tl.conversations)}
+    for i, b in [*enumerate(beh), (None, POOLED)]:
+        pp = p.ravel() if i is None else p[:, i]
+        yy = y.ravel() if i is None else y[:, i]
+        note = None if len(pp) else "no annotated turn"
+        if k == 1 and len(pp):
+            note = "one sample per target: the fractions are 0 or 1"
+        rows.append(
+            {
+                **base,
+                "behaviour": b,
+                "turns": len(pp),
+                "positive_turns": int(yy.sum()),
+                "mean_fraction": float(pp.mean()) if len(pp) else None,
+                "ece": ece(pp, yy) if len(pp) else None,
+                "brier": brier(pp, yy) if len(pp) else None,
+                "note": note,
+            }
+        )
+    pooled_p, pooled_y = p.ravel(), y.ravel()
+    bins = pl.DataFrame(
+        [
+            {
+                "judge": judge,
+                "bin": b,
+                "low": b / BINS,
+                "high": (b + 1) / BINS,
+                "n": n,
+                "mean_fraction": m,
+                "observed": o,
+            }
+            for b, n, m, o in reliability_bins(pooled_p, pooled_y)
+        ],
+        schema=BINS_SCHEMA,
+    )
+    return Calibration(judge, pl.DataFrame(rows, schema=CALIBRATION_SCHEMA), bins, pooled_p, pooled_y, notes)
+
+
+def reliability_chart(bins: pl.DataFrame, title: str = "Reliability diagram (beyond the paper)") -> alt.TopLevelMixin:
+    """The reliability diagram of ``bins`` (BINS_SCHEMA; several judges coloured): per bin the
+    annotators' observed frequency against the judge's mean vote fraction, the point's size its
+    turns, the diagonal where a calibrated judge lies."""
+    import altair as alt
+
+    diag = (
+        alt.Chart(pl.DataFrame({"x": [0.0, 1.0], "y": [0.0, 1.0]}))
+        .mark_line(strokeDash=[4, 4], color="grey")
+        .encode(x="x:Q", y="y:Q")
+    )
+    pts = (
+        alt.Chart(bins)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("mean_fraction:Q", title="judge's vote fraction (mean in bin)", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("observed:Q", title="annotators' majority marks it (share)", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("judge:N"),
+            size=alt.Size("n:Q", title="turns × behaviours"),
+            tooltip=["judge", "low", "high", "n", "mean_fraction", "observed"],
+        )
+    )
+    return alt.layer(diag, pts).properties(title=title, width=320, height=320)
+
+
+# ----------------------------------------------------------------------------- history
+
+
+def history_path(run: RunLike, folder: str | Path | None = None) -> Path | None:
+    """``judge_history.jsonl`` in ``folder`` (None: the run directory's parent, beside the run);
+    None for a run with no directory."""
+    if folder is not None:
+        return Path(folder) / HISTORY_FILE
+    return None if run.path is None else Path(run.path).resolve().parent / HISTORY_FILE
+
+
+def read_history(path: Path) -> list[dict[str, Any]]:
+    """The entries of a history file in order (none when it is missing; a line that is no JSON
+    object, e.g. one cut off by a crash, is skipped)."""
+    if not path.is_file():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(e, dict) and isinstance(e.get("judge"), str) and isinstance(e.get("measures"), dict):
+            out.append(e)
+    return out
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 6)
+
+
+def history_entry(
+    run: RunLike, judge: str, turns: pl.DataFrame, cal: Calibration | None, date: str | None = None
+) -> dict[str, Any] | None:
+    """The history entry of ``judge`` from its turn-level agreement ``turns`` (``turn_agreement``)
+    and calibration; None when no conversation was labelled by the judge and an annotator."""
+    if turns.is_empty() or not turns["conversations"].fill_null(0).max():
+        return None
+    measures = {r["behaviour"]: {m: _num(r[m]) for m in MEASURES} for r in turns.iter_rows(named=True)}
+    if cal is not None:
+        pooled = cal.table.filter(pl.col("behaviour") == POOLED).row(0, named=True)
+        measures[POOLED] = {"ece": _num(pooled["ece"]), "brier": _num(pooled["brier"])}
+    first = turns.row(0, named=True)
+    return {
+        "judge": judge,
+        "judge_id": (run.manifest.judges.get(judge) or {}).get("fine_grained"),
+        "prompt": run.manifest.prompts.get("judge_fine_grained"),
+        "samples": cal.table["samples"][0] if cal is not None else 1,
+        "run": str(Path(run.path).resolve()) if run.path is not None else None,
+        "date": date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "annotators": int(first["annotators"]),
+        "conversations": int(first["conversations"]),
+        "measures": measures,
+    }
+
+
+def record_history(path: Path, entry: dict[str, Any]) -> bool:
+    """Append ``entry`` to the history at ``path`` unless the latest entry of its judge id and run
+    holds the same numbers (a report made again adds nothing). True when appended; False too when
+    the folder cannot be written (the history is then not kept, and nothing fails)."""
+    same = [e for e in read_history(path) if (e.get("judge_id"), e.get("run")) == (entry["judge_id"], entry["run"])]
+    keys = ("judge", "samples", "annotators", "conversations", "measures", "prompt")
+    if same and all(same[-1].get(k) == entry[k] for k in keys):
+        return False
+    try:
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+    except OSError:
+        return False
+    return True
+
+
+def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str | None) -> pl.DataFrame:
+    """Per behaviour and measure, the latest entry of ``judge`` under ``current_id`` against the
+    latest earlier entry of the same judge name under another id: rose, fell or unchanged (at 3
+    decimals). Empty when there is no such pair."""
+    mine = [e for e in entries if e.get("judge") == judge]
+    cur_at = max((n for n, e in enumerate(mine) if e.get("judge_id") == current_id), default=None)
+    if cur_at is None:
+        return pl.DataFrame(schema=HISTORY_SCHEMA)
+    cur = mine[cur_at]
+    prev = next((e for e in reversed(mine[:cur_at]) if e.get("judge_id") != current_id), None)
+    if prev is None:
+        return pl.DataFrame(schema=HISTORY_SCHEMA)
+    rows = []
+    for b, ms in cur["measures"].items():
+        for m, v in ms.items():
+            old = (prev["measures"].get(b) or {}).get(m)
+            change = None if v is None or old is None else round(v - old, 6)
+            lower_better = m in ("ece", "brier")
+            if change is None:
+                direction = "not comparable"
+            elif abs(change) < 0.0005:
+                direction = "unchanged"
+            else:
+                direction = "rose" if change > 0 else "fell"
+                if lower_better:
+                    direction += " (lower is better)"
+            rows.append(
+                {
+                    "judge": judge,
+                    "behaviour": b,
+                    "measure": m,
+                    "previous_id": prev.get("judge_id"),
+                    "previous_prompt": prev.get("prompt"),
+                    "previous_run": prev.get("run"),
+                    "previous_date": prev.get("date"),
+                    "previous": old,
+                    "current_id": current_id,
+                    "current": v,
+                    "change": change,
+                    "direction": direction,
+                }
+            )
+    return pl.DataFrame(rows, schema=HISTORY_SCHEMA)
+
+
+# ----------------------------------------------------------------------------- the analysis
+
+
+def answer(run: RunLike, f: Frames, judge: str | None, history_folder: str | Path | None = None) -> Any:
+    """The judge_reliability analysis (beyond the paper): per LLM judge its samples, the
+    calibration of its vote fractions against the annotators' majority (tables ``calibration``,
+    ``reliability_bins``, ``judge_votes``; chart ``reliability``) and its agreement history
+    (``judge_history``), appending the current agreement to the history file; ``judge_samples``
+    counts a sampled judge's invalid samples with their reasons."""
+    from .answer import Answer
+    from .coverage import not_run
+    from .judge_check import llm_judges, turn_agreement
+
+    a = Answer("How reliable is the judge, and is it getting better? (beyond the paper)")
+    judges = [judge] if judge is not None else llm_judges(f)
+    if not judges:
+        a.text.append(not_run("this run has no LLM judge with valid judgments", "add a judge and run it"))
+        return a
+    a.text.append(
+        "Beyond the paper. With `samples: k` a judge answers each target k times; its label is the strict "
+        "majority of the valid samples and its vote fraction per turn and behaviour the share of them that "
+        f"label it. Calibration: the fractions against the annotators' majority on the annotated turns, Brier "
+        f"score and expected calibration error ({BINS} equal-width bins; 0 is perfect). History: "
+        "judge_history.jsonl beside the run, compared with the latest entry of the same judge name under "
+        "another judge id. Definitions: `cocoeval/analysis/calibration.py`, docs/judging.md."
+    )
+    path = history_path(run, history_folder)
+    cals, binss, votes, hist = [], [], [], []
+    accounts: list[dict[str, Any]] = []
+    for j in judges:
+        acc = sample_account(run, j)
+        if acc.samples_per_target > 1:
+            why = "; ".join(f"{n}× {r}" for r, n in sorted(acc.reasons.items(), key=lambda kv: -kv[1])[:3])
+            a.text.append(
+                f"- **{j}**: {acc.samples_per_target} samples per target; {acc.invalid} of {acc.samples} samples "
+                f"invalid" + (f" ({why})" if why else "") + " (counted, never read as no behaviour)."
+            )
+            votes.append(judge_votes(run, j))
+            accounts.append(
+                {
+                    "judge": j,
+                    "samples_per_target": acc.samples_per_target,
+                    "judgments": acc.judgments,
+                    "samples": acc.samples,
+                    "invalid_samples": acc.invalid,
+                    "reasons": "; ".join(f"{n}× {r}" for r, n in sorted(acc.reasons.items(), key=lambda kv: -kv[1]))
+                    or None,
+                }
+            )
+        cal = calibration(run, f, j)
+        if cal is None:
+            continue
+        cals.append(cal.table)
+        binss.append(cal.bins)
+        pooled = cal.table.filter(pl.col("behaviour") == POOLED).row(0, named=True)
+        if pooled["turns"]:
+            a.text.append(
+                f"- **{j}** calibration over {pooled['turns']} turn × behaviour pairs of {pooled['conversations']} "
+                f"conversations: ECE {pooled['ece']:.3f}, Brier {pooled['brier']:.3f}"
+                + (f" ({'; '.join(cal.notes)})" if cal.notes else "")
+                + "."
+            )
+        turns = turn_agreement(f, j, resamples=1)  # the point estimates only (they do not depend on resamples)
+        entry = history_entry(run, j, turns, cal)
+        if entry is None:
+            continue
+        if path is not None:
+            record_history(path, entry)
+        t = history_table(read_history(path) if path is not None else [entry], j, entry["judge_id"])
+        if t.is_empty():
+            a.text.append(f"  History: no earlier entry of judge {j} under another judge id.")
+        else:
+            prev = t.row(0, named=True)
+            anyb = t.filter(pl.col("behaviour") == ANY)
+            moved = ", ".join(
+                f"{r['measure']} {r['direction']} ({r['change']:+.3f})" for r in anyb.iter_rows(named=True)
+            )
+            a.text.append(
+                f"  History: against judge id {prev['previous_id']} (prompt {prev['previous_prompt']}, "
+                f"{prev['previous_date']}), any behaviour: {moved or 'not comparable'}."
+            )
+            hist.append(t)
+    if not cals:
+        a.text.append(
+            not_run(
+                "this run has no human annotations, so the judge's calibration cannot be measured",
+                "annotate conversations (docs/judging.md: Validating a judge)",
+            )
+        )
+    if accounts:
+        a.tables["judge_samples"] = pl.DataFrame(accounts, schema=SAMPLES_SCHEMA)
+    for key, parts in (
+        ("calibration", cals),
+        ("reliability_bins", binss),
+        ("judge_votes", votes),
+        ("judge_history", hist),
+    ):
+        if parts:
+            a.tables[key] = pl.concat(parts)
+    if binss and not pl.concat(binss).is_empty():
+        a.charts["reliability"] = reliability_chart(pl.concat(binss))
+    return a
