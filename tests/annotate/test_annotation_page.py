@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from cocoeval.core.jsonio import write_json, write_jsonl
 from cocoeval.core.schema import Continuation, Turn
 from cocoeval.core.taxonomy import load_taxonomy
 
+from ..conftest import ROOT
 from ..sim_helpers import instance
 
 EVIL = '<script>alert(1)</script><img src=x onerror="alert(2);window.pwned=1">'
@@ -197,6 +199,9 @@ def test_the_page_in_the_browser_annotate_reload_export_import_and_alpha(exporte
             dl.value.save_as(sheet)
             assert "exported 10 turn(s) and 3 overall score(s)" in page.locator("#an-msg").inner_text()
             assert page.evaluate("window.pwned") is None and not dialogs
+            shots = Path(os.environ.get("COCOEVAL_ARTIFACTS") or ROOT / "out") / "browser"
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots / "annotation_page.png"))
         finally:
             browser.close()
     assert outside == [], f"requests outside the file: {outside}"

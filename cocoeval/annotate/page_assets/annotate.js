@@ -47,8 +47,11 @@
   }
   const annotated = (it) => it.turns.filter((t) => t.annotate);
   const isOverall = (it) => it.tasks.indexOf("overall") >= 0;
+  const known = new Set(behaviours.map((b) => b.id));
+  // the behaviours ticked on a turn (only the taxonomy's: storage is read back as it is)
+  const ticked = (t) => (t && Array.isArray(t.b) ? t.b.filter((id) => known.has(id)) : []);
   function turnDone(t) {
-    return !!t && (t.none || (Array.isArray(t.b) && t.b.length > 0));
+    return !!t && (t.none === true || ticked(t).length > 0);
   }
   function itemDone(it) {
     const s = state.items[it.item_id];
@@ -134,7 +137,7 @@
 
     function show() {
       const s = state.items[it.item_id] && state.items[it.item_id].turns[t.turn];
-      const b = (s && Array.isArray(s.b)) ? s.b : [];
+      const b = ticked(s);
       inputs.forEach((cb) => { cb.checked = b.indexOf(cb.value) >= 0; });
       none.checked = !!(s && s.none);
       other.value = (s && typeof s.other === "string") ? s.other : "";
@@ -151,7 +154,8 @@
       const s = st();
       if (i === "none") return set([], !s.none);
       const id = behaviours[i].id;
-      const b = s.b.indexOf(id) >= 0 ? s.b.filter((x) => x !== id) : s.b.concat([id]);
+      const now = ticked(s);
+      const b = now.indexOf(id) >= 0 ? now.filter((x) => x !== id) : now.concat([id]);
       set(b, false);
     }
     inputs.forEach((cb, i) => cb.addEventListener("change", () => { toggle(i); div.focus(); }));
@@ -296,7 +300,7 @@
       for (const t of annotated(it)) {
         const ts = s.turns && s.turns[t.turn];
         if (!turnDone(ts)) continue;
-        const b = ts.none ? D.none : ts.b.join(";");
+        const b = ticked(ts).length ? ticked(ts).join(";") : D.none;
         const r = { annotator: who, item_id: it.item_id, turn: t.turn, behaviours: b, not_in_taxonomy: (ts.other || "").trim() };
         rows.push(D.columns.map((c) => cell(r[c])).join(","));
         turns++;
