@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._args import add_set_option, int_range, out_file, params_sets, seconds
+from ._args import add_set_option, float_range, int_range, out_file, params_sets, seconds
 
 if TYPE_CHECKING:
     from cocoeval.run.params import ExperimentParams
@@ -21,8 +21,12 @@ RUN_FLAGS = {
     "batch_poll": "llm.batch_poll_s",
     "processes": "llm.processes",
     "stop_when": "stopping.rule",
+    "max_usd": "llm.max_usd",
 }
 """The options of ``cocoeval run`` that set one key of the params' ``llm:`` section (a ``--set``)."""
+
+COST_CAP_EXIT = 4
+"""``cocoeval run``'s exit status when the cost cap (``--max-usd``, ``llm.max_usd``) stopped it."""
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
@@ -51,6 +55,14 @@ def _cmd_check(a: argparse.Namespace) -> int:
             get_provider(m).check_ready()
         except ConfigError as e:
             problems.append(str(e))
+    prices, cap = exp.llm_config().price_table(), exp.params.llm.max_usd
+    for m in models:
+        if prices.price_for(m) is not None:
+            continue
+        if cap is not None:  # cocoeval run would refuse it before sending anything
+            problems.append(f"no price for {m}, and a cost cap (llm.max_usd ${cap:g}) is set: add llm.price for it")
+        else:
+            print(f"note: no price for {m}: its cost will show as unknown (add llm.price for it; docs/cost.md)")
     for s in exp.params.setups:  # an imported setup's file must be there to be hashed and read
         if isinstance(s, PluginSetup):  # a plugin must be made (its __init__ runs) before a run sends anything
             try:
@@ -185,11 +197,24 @@ def _stopping_forecast(exp: Any, insts: list[Any], rows: list[Any], run: Any) ->
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
+    from cocoeval.llm.errors import CostCapReached
     from cocoeval.run.stages import load_params
 
     exp = load_params(a.params, params_sets(a, RUN_FLAGS))
     stages = tuple(a.stage) if a.stage else ("simulate", "judge")
-    run_dir = exp.run(stages, progress=False if a.no_progress else None)
+    try:
+        run_dir = exp.run(stages, progress=False if a.no_progress else None)
+    except CostCapReached as e:  # stopped sending; what finished is kept (manifest: status stopped)
+        print(f"run directory: {exp.run_dir} (stopped: {e.reason})")
+        if (exp.run_dir / "usage.json").exists():
+            print(usage_summary(json.loads((exp.run_dir / "usage.json").read_text())))
+        print(
+            f"stopped: {e.reason}; {e.not_sent} call(s) not sent, the calls in flight finished and are kept. "
+            f"Run the same command with a larger --max-usd to go on (no completed call is sent again); "
+            f"exit status {COST_CAP_EXIT}",
+            file=sys.stderr,
+        )
+        return COST_CAP_EXIT
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage = json.loads((run_dir / "usage.json").read_text())
     summary = manifest.get("summary", {})
@@ -244,11 +269,18 @@ def _keep_frames(run_dir: Path) -> None:
         )
 
 
-def _money(usd: float, unknown: int) -> str:
+def _money(usd: float | None, unknown: int) -> str:
     """A cost with the calls whose price is unknown; "unknown" when nothing of it is known, never $0."""
+    if usd is None:
+        return f"unknown ({unknown} calls at unknown prices)" if unknown else "unknown"
     if unknown and not usd:
         return f"unknown ({unknown} calls at unknown prices)"
     return f"${usd:.4f}" + (f" (+{unknown} calls at unknown prices)" if unknown else "")
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    """Two costs of usage.json summed; unknown (None) when neither is known."""
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
 
 
 def usage_summary(usage: dict[str, Any]) -> str:
@@ -273,7 +305,7 @@ def usage_summary(usage: dict[str, Any]) -> str:
             f"\nre-used from the call cache, not paid again: {t['reused_calls']} answer(s), "
             f"{t['reused_input_tokens']}/{t['reused_output_tokens']} tokens in/out, "
             f"{_money(t['reused_cost_usd'], r_unknown)} when first paid; the answers this run used cost "
-            f"{_money(t['cost_usd'] + t['reused_cost_usd'], t['cost_unknown_calls'] + r_unknown)}"
+            f"{_money(_plus(t['cost_usd'], t['reused_cost_usd']), t['cost_unknown_calls'] + r_unknown)}"
         )
     every = usage.get("all_invocations") or {}
     if every.get("invocations", 1) > 1:
@@ -388,6 +420,9 @@ def add_commands(sub: Any) -> None:
         "  3  the run completed, but some continuations or judgments ended invalid or\n"
         "     failed; a summary on stderr gives the counts per setup and judge and the top\n"
         "     reasons (a re-run sends the failed calls again)\n"
+        "  4  the cost cap (--max-usd, llm.max_usd) was reached: no further request was\n"
+        "     sent, the calls in flight finished and are kept, the manifest says\n"
+        "     'stopped' and why; the same command with a larger --max-usd goes on\n"
         "  1  an unexpected error (a bug: please report it with the traceback)",
     )
     r.add_argument("params", type=Path, help="params YAML file")
@@ -437,6 +472,15 @@ def add_commands(sub: Any) -> None:
         help="stop each setup once its comparison with the humans is settled (beyond the paper): "
         "same as --set stopping.rule=RULE (precise needs --set stopping.eps=EPS); the other "
         "settings of the stopping: section keep their defaults (docs/experiments.md)",
+    )
+    r.add_argument(
+        "--max-usd",
+        type=float_range(0.0, 1e9),
+        metavar="USD",
+        help="stop sending once what this run directory's invocations paid together reaches USD (same as "
+        "--set llm.max_usd=USD): the calls in flight finish and are kept, exit status 4; the same command with "
+        "a larger cap resumes. Every model needs a known price (llm.price for one the table lacks); "
+        "not with --batch",
     )
     add_set_option(r)
     r.set_defaults(func=_cmd_run)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .base import GenerateRequest, GenerateResponse, Usage
+from .base import GenerateRequest, GenerateResponse, Usage, parse_model_spec
 from .cache import CachePolicy
+from .errors import ConfigError
+from .usage import Price, PriceTable
 
 
 class LLMConfig(BaseModel):
@@ -32,6 +34,17 @@ class LLMConfig(BaseModel):
     """read_write, read_only, refresh or off."""
     prices: str | None = None
     """A price table YAML replacing cocoeval/llm/prices.yaml."""
+    price: dict[str, Price] = Field(default_factory=dict)
+    """Prices of models the table does not name (an openai-compatible server, a self-hosted model,
+    an Azure deployment named otherwise): {model spec: {input, cached_input, output[, cache_write]}},
+    USD per 1M input / cached input / output tokens. A spec given here is priced by it, before the
+    table; the key is the spec as written in a setup or judge, or its PROVIDER/MODEL part alone
+    (without ``@URL`` and ``?key_env=``), which then prices that model at every URL."""
+    max_usd: float | None = Field(None, gt=0, le=1e9)
+    """A cap on what the run directory's invocations pay together (``cocoeval run --max-usd``): once
+    the spend reaches it, no further request is sent; the calls in flight finish and are kept, and
+    the run stops (``CostCapReached``). None: no cap. Refused with a model of unknown price, and
+    with ``batch`` (a submitted batch cannot be stopped part-way)."""
     progress: bool = True
     """Show a tqdm progress bar."""
     processes: int = Field(1, ge=1, le=64, strict=True)
@@ -52,6 +65,29 @@ class LLMConfig(BaseModel):
     """Seconds between polls of a running batch."""
     batch_max_requests: int | None = Field(None, ge=1, le=1_000_000, strict=True)
     """Most requests per batch (None: the provider's limit, 50,000 OpenAI / 100,000 Anthropic; at most 1,000,000)."""
+
+    @field_validator("price")
+    @classmethod
+    def _price_specs(cls, v: dict[str, Price]) -> dict[str, Price]:
+        for spec in v:
+            try:
+                parse_model_spec(spec)  # a key names a model as a setup would (PROVIDER/MODEL[@URL])
+            except ConfigError as e:
+                raise ValueError(f"price: {e}") from None
+        return v
+
+    @model_validator(mode="after")
+    def _cap_and_batch(self) -> LLMConfig:
+        if self.max_usd is not None and self.batch:
+            raise ValueError(
+                "max_usd (--max-usd) and batch (--batch) together: a submitted batch cannot be stopped part-way, "
+                "so its cost cannot be capped; run live with the cap, or through batches without it"
+            )
+        return self
+
+    def price_table(self) -> PriceTable:
+        """The price table of ``prices`` (the packaged one when None) with ``price`` on top."""
+        return PriceTable.load(self.prices).with_specs(self.price)
 
 
 class Call(BaseModel):

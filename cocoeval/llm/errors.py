@@ -56,6 +56,28 @@ class FatalLLMError(LLMError):
     The run stops; what completed is kept in the cache."""
 
 
+class CostCapReached(LLMError):
+    """The spend reached ``LLMConfig.max_usd``: no further request was sent, the calls in flight
+    finished and are kept (cached), and the run stops. ``reason`` is the one line a run's manifest
+    records ("cost cap reached: $x of $X"); the same command with a larger cap resumes."""
+
+    def __init__(self, *, spent_usd: float, max_usd: float, not_sent: int, unknown_calls: int = 0) -> None:
+        self.spent_usd = spent_usd
+        self.max_usd = max_usd
+        self.not_sent = not_sent
+        self.unknown_calls = unknown_calls
+        self.reason = (
+            f"cost cap reached: ${spent_usd:.4f} of ${max_usd:.4f}"
+            if not unknown_calls
+            else f"cost cap: the cost of {unknown_calls} call(s) is unknown (the server reported no usage), so the "
+            f"spend (${spent_usd:.4f} known) cannot be held to the cap of ${max_usd:.4f}"
+        )
+        super().__init__(
+            f"{self.reason}; {not_sent} call(s) not sent (the calls in flight finished and are kept in the call cache)",
+            hint="run the same command with a larger --max-usd (llm.max_usd) to go on: no completed call is sent again",
+        )
+
+
 class CacheError(ConfigError):
     """The call cache's file cannot be used: names the file, why, and the way forward."""
 

@@ -40,9 +40,9 @@ from .base import (
 )
 from .batch import BatchStore, Pending, run_batches
 from .cache import CallCache
-from .errors import FatalLLMError
+from .errors import ConfigError, CostCapReached, FatalLLMError
 from .secrets import install_log_redaction
-from .usage import Ledger, PriceTable, request_tokens
+from .usage import Ledger, journal_totals, request_tokens
 from .workers import WorkerPool, raise_reply, worker_module
 
 
@@ -57,10 +57,15 @@ class Runner:
         journal: str | os.PathLike[str] | None = None,
     ) -> None:
         """``journal``: a file each call that may have paid is appended to as it is counted
-        (``Ledger.journal``), so that what a killed process paid is known afterwards."""
+        (``Ledger.journal``), so that what a killed process paid is known afterwards; under a cost
+        cap (``max_usd``) what earlier invocations paid by that journal counts against it."""
         self.config = config or LLMConfig()
         self.cache = cache or CallCache(self.config.cache, self.config.cache_policy)
-        self.ledger = Ledger(PriceTable.load(self.config.prices), journal=journal)
+        self.ledger = Ledger(self.config.price_table(), journal=journal)
+        self.spent_before = 0.0
+        """What earlier invocations on ``journal`` paid (known prices): counted against ``max_usd``."""
+        if self.config.max_usd is not None and journal is not None:
+            self.spent_before = sum(float(v.get("cost_usd", 0.0)) for v in journal_totals(journal).values())
         self.sent = 0
         """Requests sent live."""
         self.batched = 0
@@ -89,6 +94,9 @@ class Runner:
 
     async def _arun(self, calls: Sequence[Call]) -> list[CallResult]:
         cfg = self.config
+        self._check_prices(calls)
+        not_sent: list[int] = []
+        """Calls a cost cap kept from being sent (``CostCapReached`` once those in flight end)."""
         pool = self.workers() if cfg.processes > 1 else None
         if pool is not None:
             await pool.enter()  # the processes start with the first live call
@@ -142,7 +150,7 @@ class Runner:
                 hits=counts["hits"],
                 failed=counts["failed"],
                 tok=f"{t['input_tokens'] - before['input_tokens']}/{t['output_tokens'] - before['output_tokens']}",
-                usd=f"{t['cost_usd'] - before['cost_usd']:.4f}",
+                usd=_usd_so_far(t["cost_usd"] - before["cost_usd"], t["cost_unknown_calls"] - before["cost_unknown_calls"]),
                 refresh=False,
             )
 
@@ -201,7 +209,11 @@ class Runner:
                 if key in parked:  # never block on a parked key: its call may be queued behind us
                     deferred.append((i, call, False))
                     return False
-                res = await asyncio.shield(inflight[key])
+                try:
+                    res = await asyncio.shield(inflight[key])
+                except _NotSent:  # its first was kept back by the cost cap
+                    not_sent.append(i)
+                    return True
                 done(i, res.model_copy(update={**base, "cache_hit": True, "cost_usd": 0.0}))
                 self.ledger.add(call.stage, call.model, None, cache_hit=True, failed=res.status == "failed")
                 return True
@@ -226,9 +238,17 @@ class Runner:
                         parked.discard(key)
                         make_ready(call, prov)
                         async with first_of_group(call.model, prepared.cache_group):
-                            res = await self._send(
+                            sent = await self._send(
                                 prov, prepared, dropped, base, identity, call, sem, rpm, tpm, pool, at_worker
                             )
+                        if sent is None:  # the cost cap: not sent; its claim is let go for a later run
+                            let_go(key, True)
+                            parked.discard(key)
+                            not_sent.append(i)
+                            fut.set_exception(_NotSent())
+                            fut.exception()  # retrieved: a duplicate waiting on it is told by the exception
+                            return True
+                        res = sent
                         let_go(key, res.status == "failed")
                         done(i, res)
                 parked.discard(key)
@@ -373,6 +393,14 @@ class Runner:
             for p in providers.values():
                 with contextlib.suppress(Exception):
                     await p.aclose()
+        if not_sent:  # the calls in flight have ended (answered, cached, counted): the run stops here
+            t = self.ledger.totals()
+            raise CostCapReached(
+                spent_usd=self.spent(),
+                max_usd=float(cfg.max_usd or 0.0),
+                not_sent=len(not_sent),
+                unknown_calls=t["cost_unknown_calls"],
+            )
         missing = [i for i, r in enumerate(results) if r is None]
         if missing:  # never hand back a shorter list: results are matched to calls by position
             raise RuntimeError(f"internal error: {len(missing)} call(s) got no result (first: {calls[missing[0]].tag})")
@@ -391,8 +419,12 @@ class Runner:
         tpm: AsyncLimiter | None,
         pool: WorkerPool | None,
         at_worker: set[str],
-    ) -> CallResult:
+    ) -> CallResult | None:
+        """Send one call and count it; None, sending nothing, when the cost cap (``max_usd``) has been
+        reached by the time it may go out (after the concurrency slot and the rate limits)."""
         async with sem:
+            if self._over_cap():
+                return None
             module = worker_module(prov) if pool is not None else None
             if pool is not None and module is not None:  # limits are taken when a call can go out
                 await pool.prepare(call.model, module)
@@ -403,6 +435,8 @@ class Runner:
             if tpm:
                 need = request_tokens(prepared) + (prepared.max_tokens or 0)
                 await tpm.acquire(min(need, tpm.max_rate))
+            if self._over_cap():
+                return None
             self.sent += 1
             if pool is not None and module is not None:
                 at_worker.add(base["key"])
@@ -447,6 +481,32 @@ class Runner:
             lost_input_tokens=lost * request_tokens(prepared),
         )
         return CallResult(**base, status="ok", response=resp, cost_usd=cost)
+
+    def spent(self) -> float:
+        """What counts against ``max_usd``: what earlier invocations on the journal paid and what
+        every run of this Runner paid (known prices; lost attempts included)."""
+        return self.spent_before + self.ledger.totals()["cost_usd"]
+
+    def _over_cap(self) -> bool:
+        """Whether ``max_usd`` forbids sending: the spend reached it, or a call's cost is unknown
+        (its usage was not reported), so the spend can no longer be held to it."""
+        cap = self.config.max_usd
+        if cap is None:
+            return False
+        return self.ledger.totals()["cost_unknown_calls"] > 0 or self.spent() >= cap
+
+    def _check_prices(self, calls: Sequence[Call]) -> None:
+        """Under a cost cap every model must have a known price: refused before anything is sent."""
+        if self.config.max_usd is None:
+            return
+        unknown = sorted({c.model for c in calls if self.ledger.prices.price_for(c.model) is None})
+        if unknown:
+            raise ConfigError(
+                f"a cost cap (max_usd ${self.config.max_usd:g}) is set and the price of {', '.join(unknown)} is "
+                "unknown: its spend could not be counted against the cap; nothing was sent",
+                hint="give its price, USD per 1M tokens, in the llm: section: price: {MODEL_SPEC: {input: X, "
+                "cached_input: Y, output: Z}} (docs/cost.md), or leave the cap out",
+            )
 
     def claims(self) -> Claims | None:
         """This Runner's claims in the cache (read_write only: see ``_claims.py``)."""
@@ -523,6 +583,17 @@ class Runner:
             self._claims.close(keep=bool(busy))
             self._claims = None
         self.cache.close()
+
+
+def _usd_so_far(usd: float, unknown: int) -> str:
+    """The progress bar's cost: "unknown" when no call's price is known, never 0.0000."""
+    if not unknown:
+        return f"{usd:.4f}"
+    return "unknown" if not usd else f"{usd:.4f}+unknown"
+
+
+class _NotSent(Exception):
+    """A call the cost cap kept back: told to the duplicates of its request waiting on it."""
 
 
 def _leaves(eg: BaseExceptionGroup) -> list[BaseException]:

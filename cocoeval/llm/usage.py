@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from .base import GenerateRequest, Usage, parse_model_spec, provider_class
 from .errors import InputError
@@ -28,14 +28,16 @@ from .yamlfile import safe_load as yaml_safe_load
 
 
 class Price(BaseModel):
-    """USD per 1M tokens."""
+    """USD per 1M tokens: input, cached input and output (a table entry, or a model's own
+    ``price:`` in ``llm.price``); never negative."""
 
-    input: float
-    cached_input: float
-    """Input read from the provider's prompt cache."""
-    output: float
+    input: float = Field(ge=0, le=1e6)
+    """Input not read from a prompt cache."""
+    cached_input: float = Field(ge=0, le=1e6)
+    """Input read from the provider's prompt cache (a server without one: the input price)."""
+    output: float = Field(ge=0, le=1e6)
     """Output, reasoning tokens included."""
-    cache_write: float | None = None
+    cache_write: float | None = Field(None, ge=0, le=1e6)
     """Input written to the prompt cache (Anthropic: 1.25x input); None: the input price."""
 
 
@@ -46,9 +48,25 @@ _SNAPSHOT = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8})?(:.*)?")
 often at another price: it is unknown until the table names it, never priced as its prefix."""
 
 
+def _bare_spec(spec: str) -> str:
+    """A model spec without its ``?key_env=`` tail (which variable holds the key is no other model)."""
+    return spec.partition("?key_env=")[0]
+
+
 class PriceTable(BaseModel):
     batch_discount: float = 0.5
     models: dict[str, Price]
+    specs: dict[str, Price] = Field(default_factory=dict)
+    """Prices given for model specs (``llm.price``): a spec named here, whole or by its
+    PROVIDER/MODEL part, is priced by it before ``models`` and before a free provider's 0."""
+
+    def with_specs(self, price: dict[str, Price]) -> PriceTable:
+        """This table with ``price`` (model spec: its price) on top; itself when there is none."""
+        if not price:
+            return self
+        new = self.model_copy(update={"specs": {**self.specs, **{_bare_spec(k): v for k, v in price.items()}}})
+        new.__dict__.pop("_memo", None)  # the copy's look-ups are its own
+        return new
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> PriceTable:
@@ -74,6 +92,10 @@ class PriceTable(BaseModel):
         return memo[model_spec]
 
     def _lookup(self, model_spec: str) -> Price | None:
+        bare = _bare_spec(model_spec)
+        for given in (bare, bare.partition("@http")[0]):
+            if given in self.specs:
+                return self.specs[given]
         spec = parse_model_spec(model_spec)
         cls = provider_class(spec.provider)
         if cls is not None and cls.billing == "free":
@@ -334,9 +356,10 @@ class Ledger:
         return cost
 
     def rows(self) -> list[dict[str, Any]]:
-        """The rows by stage and model; a key in a model's URL (refused by ``parse_model_spec``)
-        would be ``[REDACTED]`` here (they go into usage.json)."""
-        return [{"stage": s, "model": redact_urls(m), **v} for (s, m), v in sorted(self._rows.items())]
+        """The rows by stage and model, as usage.json shows them (``shown_costs``: a cost none of
+        whose calls has a known price is null); a key in a model's URL (refused by
+        ``parse_model_spec``) would be ``[REDACTED]`` here."""
+        return [shown_costs({"stage": s, "model": redact_urls(m), **v}) for (s, m), v in sorted(self._rows.items())]
 
     def totals(self) -> dict[str, Any]:
         out: dict[str, Any] = self._zero()
@@ -344,6 +367,19 @@ class Ledger:
             for k in out:
                 out[k] += v[k]
         return out
+
+
+def shown_costs(row: dict[str, Any]) -> dict[str, Any]:
+    """A ledger row or totals as a file shows them: ``cost_usd`` (and ``reused_cost_usd``) null when
+    every call it would sum has an unknown price (a model with no ``price:`` and none in the table),
+    so that an unknown cost never reads as $0; a partly known one keeps the known part, with
+    ``cost_unknown_calls`` saying how many calls it leaves out."""
+    out = dict(row)
+    if out.get("cost_unknown_calls") and not out.get("cost_usd"):
+        out["cost_usd"] = None
+    if out.get("reused_cost_unknown_calls") and not out.get("reused_cost_usd"):
+        out["reused_cost_usd"] = None
+    return out
 
 
 def _not_a_file(path: Path) -> str | None:

@@ -45,7 +45,7 @@ from cocoeval.judge.engine import plan_judgments, send_order
 from cocoeval.llm import CallResult
 from cocoeval.llm.base import GenerateRequest, GenerateResponse, Provider, get_provider
 from cocoeval.llm.promptcache import AnthropicBreakpointCache, OpenAIPrefixCache
-from cocoeval.llm.usage import PriceTable, Usage, count_tokens, token_method
+from cocoeval.llm.usage import Usage, count_tokens, token_method
 from cocoeval.simulate.engine import SimTask, plan_continuations
 from cocoeval.simulate.plugins import PluginTask
 from cocoeval.simulate.setup import Setup
@@ -255,7 +255,7 @@ def forecast(
     clean, metadata or summary; output ``clean_output``, ``BUILD_OUTPUT_METADATA``,
     ``BUILD_OUTPUT_SUMMARY``); a kind the benchmark already holds is a row of no calls whose
     ``note`` says why."""
-    prices = PriceTable.load(exp.llm_config().prices)
+    prices = exp.llm_config().price_table()  # the table with the params' own llm.price on top
     tax = exp.taxonomy
     biller = _Biller()
     rows: dict[tuple[str, str, str], _Tally] = defaultdict(_Tally)

@@ -829,7 +829,7 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
     totals are not in ``all_invocations``. A journal line that cannot be read (other than a last
     line a kill cut short) is warned of and listed in ``journal_unreadable_lines``, never dropped
     silently."""
-    from cocoeval.llm.usage import journal_totals
+    from cocoeval.llm.usage import journal_totals, shown_costs
 
     path = run_dir / "usage.json"
     earlier: list[dict[str, Any]] = []
@@ -878,7 +878,7 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
             )
     totals = runner.ledger.totals()
     paid = [e for e in earlier if isinstance(e.get("totals"), dict)]
-    everything = {k: totals[k] + sum(e["totals"].get(k, 0) for e in paid) for k in PAID_FIELDS}
+    everything = {k: totals[k] + sum(e["totals"].get(k) or 0 for e in paid) for k in PAID_FIELDS}
     everything.update(
         invocations=len(paid) + 1,
         requests_sent=runner.sent + sum(e.get("requests_sent") or 0 for e in paid),
@@ -887,15 +887,15 @@ def write_usage(run_dir: Path, runner: Runner) -> None:
     write_json(
         path,
         {
-            "rows": runner.ledger.rows(),
-            "totals": totals,
+            "rows": runner.ledger.rows(),  # a cost none of whose calls has a known price is null, never 0
+            "totals": shown_costs(totals),
             "cache": runner.cache.stats(),
             "requests_sent": runner.sent,
             "requests_batched": runner.batched,
             "written": now(),
             "invocation": runner.ledger.invocation,
             "earlier_invocations": earlier,
-            "all_invocations": everything,
+            "all_invocations": shown_costs(everything),
             **({"unreadable_kept_as": kept} if kept else {}),
             **({"journal_unreadable_lines": {"file": USAGE_JOURNAL, "lines": unreadable}} if unreadable else {}),
         },

@@ -27,6 +27,7 @@ from cocoeval.judge.config import judge_ids
 from cocoeval.judge.engine import judge
 from cocoeval.judge.ensemble import combine
 from cocoeval.llm import LLMConfig, Runner, parse_model_spec
+from cocoeval.llm.errors import CostCapReached
 from cocoeval.prompts.files import load_prompt
 from cocoeval.simulate.engine import simulate
 from cocoeval.simulate.exchange import import_continuations
@@ -330,12 +331,14 @@ class Experiment:
                 f"(asked for: {', '.join(stages)})",
                 hint="run both stages (leave --stage out), or leave stopping: out of the params",
             )
-        for m in sorted(
+        models = sorted(
             {m for s in self.params.setups for m in s.model_specs().values()}
             | {j.model for j in self.params.llm_judges}
             | self.build_models()
-        ):
+        )
+        for m in models:
             parse_model_spec(m)  # so is a model spec with a key in its URL (it would be in every file)
+        self._check_cap_prices(models)
         check_judge_names(self.run_dir, [j.name for j in self.params.judges])
         for s in self.params.setups:  # a plugin that cannot be made is refused before the manifest says "running"
             if isinstance(s, PluginSetup):
@@ -343,6 +346,23 @@ class Experiment:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with run_dir_lock(self.run_dir):
             return self._run(stages, progress)
+
+    def _check_cap_prices(self, models: list[str]) -> None:
+        """Under a cost cap (``llm.max_usd``, ``--max-usd``) every model the run calls has a known price
+        (``llm.price`` or the table): refused before the manifest says "running" and anything is sent."""
+        cap = self.params.llm.max_usd
+        if cap is None:
+            return
+        table = self.llm_config().price_table()
+        unknown = [m for m in models if table.price_for(m) is None]
+        if unknown:
+            raise ConfigError(
+                f"{self.source or 'params'}: a cost cap (--max-usd / llm.max_usd ${cap:g}) is set and the price of "
+                f"{', '.join(unknown)} is unknown (not in the price table): its spend could not be counted against "
+                "the cap; nothing was sent",
+                hint="give its price, USD per 1M tokens, in the llm: section: price: {MODEL_SPEC: {input: X, "
+                "cached_input: Y, output: Z}} (docs/cost.md), or leave the cap out",
+            )
 
     def _run(self, stages: tuple[str, ...], progress: bool | None) -> Path:
         cpaths, jpaths = self.output_paths()
@@ -353,6 +373,20 @@ class Experiment:
         runner = Runner(cfg, journal=self.run_dir / USAGE_JOURNAL)  # what it pays is known even if it is killed
         try:
             return self._stages(stages, runner, cpaths, jpaths, started, mode)
+        except CostCapReached as e:  # no further request sent: what finished is kept; resumable with a larger cap
+            write_manifest(
+                self.run_dir,
+                self.manifest(
+                    status="stopped",
+                    started=started,
+                    stopped=now(),
+                    stopped_reason=e.reason,
+                    cost_cap={"max_usd": e.max_usd, "spent_usd": round(e.spent_usd, 6), "not_sent": e.not_sent},
+                    llm_mode=mode,
+                    stages=list(stages),
+                ),
+            )
+            raise
         except KeyboardInterrupt:  # Ctrl-C: what finished is kept; the manifest says so, not "complete"
             write_manifest(
                 self.run_dir,

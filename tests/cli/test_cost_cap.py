@@ -1,0 +1,152 @@
+"""A cost you can cap (#47 item 5), through ``cocoeval run`` against the loopback OpenAI-wire fake
+server, which reports usage: ``llm.price`` prices a model the table does not name (an
+openai-compatible server); without it the cost is unknown everywhere, never $0; ``--max-usd``
+stops sending at the cap (the calls in flight finish and are kept), the manifest says why, and the
+same command with a larger cap finishes the run without sending a completed call again."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from cocoeval import build
+from cocoeval.cli import main
+from cocoeval.llm.usage import journal_totals
+
+from ..conftest import qmsum_meeting, write_json
+
+N_INST, N_TURNS = 2, 30
+TOTAL = N_INST * N_TURNS + N_INST * 2  # one call per simulated turn, then one judge call per target
+CONCURRENCY = 2
+PRICE = {"input": 100.0, "cached_input": 100.0, "output": 400.0}  # USD per 1M tokens: cents per call
+ANSWERS = [
+    {
+        "match": "Continuation to evaluate",
+        "text": json.dumps({"consistency": 7, "collaborativeness": 5, "rationale": "fine"}),
+    },
+    {"match": "", "text": "Marketing: one more point"},
+]
+
+
+@pytest.fixture
+def bench(tmp_path):
+    for i in range(4):
+        write_json(tmp_path / "src" / "product" / f"M{i}.json", qmsum_meeting(80 + i))
+    build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
+    return tmp_path
+
+
+def params(tmp: object, srv, *, price: bool) -> str:
+    model = f"openai-compatible/fake@{srv.openai_base}"
+    llm: dict = {"cache": "cache.sqlite", "concurrency": CONCURRENCY, "progress": False}
+    if price:
+        llm["price"] = {"openai-compatible/fake": PRICE}
+    path = tmp / "p.yaml"  # type: ignore[operator]
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "p",
+                "out": "runs/p",
+                "bench": "bench",
+                "instances": {"per_dataset": N_INST},
+                "setups": [{"name": "k1", "model": model, "turns_per_call": 1}],
+                "judges": [{"name": "j", "model": model, "kind": ["overall"], "max_attempts": 1}],
+                "llm": llm,
+            }
+        )
+    )
+    return str(path)
+
+
+def test_max_usd_stops_at_the_cap_and_a_larger_cap_resumes_without_repeating_a_request(bench, srv, capsys):
+    srv.configure(answers=ANSWERS)
+    p = params(bench, srv, price=True)
+    run = bench / "runs" / "p"
+    cap = 0.5
+    assert main(["run", p, "--no-progress", "--max-usd", str(cap)]) == 4
+    out, err = capsys.readouterr()
+    sent = srv.stats()["requests"]
+    assert 0 < sent < TOTAL
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "stopped" and manifest["stopped_reason"].startswith("cost cap reached: $")
+    assert manifest["stopped_reason"].endswith(f"of ${cap:.4f}") and manifest["cost_cap"]["not_sent"] > 0
+    usage = json.loads((run / "usage.json").read_text())
+    spent = usage["all_invocations"]["cost_usd"]
+    assert usage["requests_sent"] == sent and usage["totals"]["cost_unknown_calls"] == 0
+    # what each call paid, from the journal (a line per paid call): the cap is reached, and passed by
+    # at most the calls in flight when it was (the concurrency), each finished and kept
+    lines = [json.loads(x) for x in (run / "usage.journal.jsonl").read_text().splitlines()]
+    per_call = [x["cost_usd"] for x in lines]
+    assert len(per_call) == sent and sum(per_call) == pytest.approx(spent)
+    assert spent >= cap and spent - cap < CONCURRENCY * max(per_call)
+    assert "stopped: cost cap reached" in err and "exit status 4" in err and "larger --max-usd" in err
+    assert "0.0000" not in out and "unknown" not in out
+
+    # the same cap again: nothing is sent (the spend is the run directory's, across invocations)
+    srv.reset()
+    srv.configure(answers=ANSWERS)
+    assert main(["run", p, "--no-progress", "--max-usd", str(cap)]) == 4
+    assert srv.stats()["requests"] == 0
+    capsys.readouterr()
+
+    # a larger cap: the run completes, and no completed call is sent again
+    assert main(["run", p, "--no-progress", "--max-usd", "1000"]) == 0
+    assert srv.stats()["requests"] == TOTAL - sent
+    manifest = json.loads((run / "manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["summary"]["judge"]["j"]["ok"] == 2 * N_INST
+    every = json.loads((run / "usage.json").read_text())["all_invocations"]
+    assert every["requests_sent"] == TOTAL
+    assert sum(v["cost_usd"] for v in journal_totals(run / "usage.journal.jsonl").values()) == pytest.approx(
+        every["cost_usd"]
+    )
+
+
+def test_a_cap_with_a_model_of_unknown_price_is_refused_before_anything_is_sent(bench, srv, capsys):
+    srv.configure(answers=ANSWERS)
+    p = params(bench, srv, price=False)
+    assert main(["run", p, "--no-progress", "--max-usd", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "openai-compatible/fake@" in err and "price of" in err and "unknown" in err
+    assert "price: {MODEL_SPEC: {input:" in err and "docs/cost.md" in err
+    assert srv.stats()["requests"] == 0 and not (bench / "runs" / "p" / "manifest.json").exists()
+    # cocoeval check names it first: a problem under a cap, a note without one
+    assert main(["check", p, "--set", "llm.max_usd=1"]) == 1
+    assert "no price for openai-compatible/fake@" in capsys.readouterr().err
+    assert main(["check", p]) == 0
+    assert "note: no price for openai-compatible/fake@" in capsys.readouterr().out
+
+
+def test_a_model_without_a_price_costs_unknown_in_the_summary_usage_json_and_estimate_never_zero(bench, srv, capsys):
+    srv.configure(answers=ANSWERS)
+    p = params(bench, srv, price=False)
+    assert main(["run", p, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "paid by this run: unknown (" in out and "0.0000" not in out
+    usage = json.loads((bench / "runs" / "p" / "usage.json").read_text())
+    assert usage["totals"]["cost_usd"] is None and usage["totals"]["cost_unknown_calls"] == TOTAL
+    assert usage["all_invocations"]["cost_usd"] is None
+    assert all(r["cost_usd"] is None for r in usage["rows"])
+    assert main(["estimate", p]) == 0
+    est = capsys.readouterr().out
+    assert "unknown" in est and "$0.00" not in est
+    # a run again sends nothing (it paid $0, truly); what its re-used answers cost when first paid is unknown
+    assert main(["run", p, "--no-progress"]) == 0
+    again = capsys.readouterr().out
+    assert "paid by this run: $0.0000" in again and "0 sent live" in again
+    assert f"unknown ({TOTAL} calls at unknown prices) when first paid" in again
+    assert f"all 2 invocations of cocoeval run: paid unknown ({TOTAL} calls" in again
+
+
+def test_a_price_given_in_llm_price_is_what_the_run_and_the_estimate_charge(bench, srv, capsys):
+    srv.configure(answers=ANSWERS)
+    p = params(bench, srv, price=True)
+    assert main(["estimate", p]) == 0
+    est = capsys.readouterr().out
+    assert "unknown" not in est
+    assert main(["run", p, "--no-progress"]) == 0
+    usage = json.loads((bench / "runs" / "p" / "usage.json").read_text())
+    t = usage["totals"]
+    billed = (t["input_tokens"] * PRICE["input"] + t["output_tokens"] * PRICE["output"]) / 1e6
+    assert t["cost_unknown_calls"] == 0 and t["cost_usd"] == pytest.approx(billed) and billed > 0
