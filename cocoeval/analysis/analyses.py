@@ -819,7 +819,9 @@ def judge_check(run: Run, p: Params) -> Answer:
 def judge_reliability(run: Run, p: Params) -> Answer:
     from .calibration import answer as reliability_answer
 
-    return reliability_answer(run, p.frames_of(run), p.judge, p.options.get("judge_history"))
+    return reliability_answer(
+        run, p.frames_of(run), p.judge, p.resamples, p.seed, min_n=p.min_n, history_folder=p.options.get("judge_history")
+    )
 
 
 @analysis(

@@ -38,6 +38,7 @@ import polars as pl
 
 from . import agreement
 from .frames import Frames
+from .inference import MIN_N, rng_for, too_small
 
 if TYPE_CHECKING:
     import altair as alt
@@ -87,6 +88,8 @@ CALIBRATION_SCHEMA = {
     "mean_fraction": pl.Float64,
     "ece": pl.Float64,
     "brier": pl.Float64,
+    "brier_low": pl.Float64,
+    "brier_high": pl.Float64,
     "note": pl.Utf8,
 }
 BINS_SCHEMA = {
@@ -137,6 +140,21 @@ def ece(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> float:
     n = np.bincount(b, minlength=bins)
     gap = np.abs(np.bincount(b, weights=y, minlength=bins) - np.bincount(b, weights=p, minlength=bins))
     return float(gap.sum() / n.sum())
+
+
+def brier_interval(
+    p: np.ndarray, y: np.ndarray, conv: np.ndarray, resamples: int, rng: np.random.Generator, alpha: float = 0.05
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the Brier score over conversations: ``p``, ``y`` (T, ...)
+    per turn, ``conv`` (T,) the conversation of each turn; the conversations are resampled whole."""
+    n = int(conv.max()) + 1
+    sse = np.zeros(n)
+    np.add.at(sse, conv, ((p - y) ** 2).reshape(len(conv), -1).sum(axis=1))
+    cnt = np.bincount(conv, minlength=n) * (p.size // max(len(conv), 1))
+    w = np.stack([np.bincount(rng.integers(0, n, size=n), minlength=n) for _ in range(resamples)])
+    b = (w @ sse) / (w @ cnt)
+    lo, hi = np.quantile(b, [alpha / 2, 1 - alpha / 2])
+    return float(lo), float(hi)
 
 
 def reliability_bins(p: np.ndarray, y: np.ndarray, bins: int = BINS) -> list[tuple[int, int, float, float]]:
@@ -238,9 +256,14 @@ class Calibration:
     notes: list[str]
 
 
-def calibration(run: RunLike, f: Frames, judge: str) -> Calibration | None:
+def calibration(
+    run: RunLike, f: Frames, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+) -> Calibration | None:
     """The vote fractions of ``judge`` against the annotators' majority on the turns
-    ``judge_check.turn_labels`` gives (None: no annotator besides the judge)."""
+    ``judge_check.turn_labels`` gives (None: no annotator besides the judge). The Brier score has a
+    95% percentile bootstrap interval over conversations (``resamples``, from ``min_n``
+    conversations); the ECE has none (it is biased upward near 0, where a percentile interval
+    would not cover a calibrated judge's 0)."""
     from .judge_check import majority, turn_labels
 
     humans = [h for h in agreement.annotators(f, "counts") if h != judge]
@@ -279,6 +302,14 @@ def calibration(run: RunLike, f: Frames, judge: str) -> Calibration | None:
         note = None if len(pp) else "no annotated turn"
         if k == 1 and len(pp):
             note = "one sample per target: the fractions are 0 or 1"
+        lo = hi = None
+        small = too_small(len(tl.conversations), min_n)
+        if small and len(pp):
+            note = "; ".join(filter(None, [note, f"no interval: {small}"]))
+        elif len(pp):
+            pc = p if i is None else p[:, [i]]
+            yc = y if i is None else y[:, [i]]
+            lo, hi = brier_interval(pc, yc, tl.conv, resamples, rng_for(seed, "calibration", judge, b))
         rows.append(
             {
                 **base,
@@ -288,6 +319,8 @@ def calibration(run: RunLike, f: Frames, judge: str) -> Calibration | None:
                 "mean_fraction": float(pp.mean()) if len(pp) else None,
                 "ece": ece(pp, yy) if len(pp) else None,
                 "brier": brier(pp, yy) if len(pp) else None,
+                "brier_low": lo,
+                "brier_high": hi,
                 "note": note,
             }
         )
@@ -455,7 +488,16 @@ def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str
 # ----------------------------------------------------------------------------- the analysis
 
 
-def answer(run: RunLike, f: Frames, judge: str | None, history_folder: str | Path | None = None) -> Any:
+def answer(
+    run: RunLike,
+    f: Frames,
+    judge: str | None,
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+    history_folder: str | Path | None = None,
+) -> Any:
     """The judge_reliability analysis (beyond the paper): per LLM judge its samples, the
     calibration of its vote fractions against the annotators' majority (tables ``calibration``,
     ``reliability_bins``, ``judge_votes``; chart ``reliability``) and its agreement history
@@ -501,7 +543,7 @@ def answer(run: RunLike, f: Frames, judge: str | None, history_folder: str | Pat
                     or None,
                 }
             )
-        cal = calibration(run, f, j)
+        cal = calibration(run, f, j, resamples, seed, min_n=min_n)
         if cal is None:
             continue
         cals.append(cal.table)

@@ -147,6 +147,7 @@ def test_samples_calibration_and_history_through_the_cli(srv, tmp_path, capsys):
     assert pooled["turns"] == N_INST * N_REF * 10 and pooled["samples"] == 3
     assert pooled["ece"] == pytest.approx(ece_by_hand(p_, y_), abs=1e-9)
     assert pooled["brier"] == pytest.approx(brier_score_loss(y_, p_), abs=1e-9)
+    assert pooled["brier_low"] <= pooled["brier"] <= pooled["brier_high"]  # 12 conversations: an interval
     votes = pl.read_csv(out / "judge_votes.csv")
     assert votes.filter((pl.col("instance_id") == "d/c0/0") & (pl.col("turn") == 2))["valid_samples"].to_list() == [2]
     assert sorted(votes.filter(pl.col("instance_id") == "d/c1/0")["fraction"].round(4).to_list()) == [
