@@ -43,7 +43,7 @@ def test_every_domain_and_iq2_build_the_papers_counts(real_build):
 
 
 def test_instances_are_30_plus_30_contiguous_in_the_source(real_build):
-    _, out, report = real_build
+    shared, out, report = real_build
     instances = load_instances(out, None)
     raw_cache: dict[str, list] = {}
     canonical = {
@@ -57,13 +57,13 @@ def test_instances_are_30_plus_30_contiguous_in_the_source(real_build):
         turns = inst.history + inst.reference
         idx = [t.source_index for t in turns]
         assert idx == sorted(set(idx))
-        src = inst.provenance.source_file
+        src = inst.provenance.source_file  # relative to the folder holding the source (build.portable)
         if src not in raw_cache:
             if inst.provenance.source_format == "qmsum":
-                raw_cache[src] = [(t["speaker"], t["content"]) for t in read_json(src)["meeting_transcripts"]]
+                raw_cache[src] = [(t["speaker"], t["content"]) for t in read_json(shared / src)["meeting_transcripts"]]
             else:
                 by_conv = defaultdict(list)
-                for _, u in iter_jsonl(src):
+                for _, u in iter_jsonl(shared / src):
                     by_conv[u["conversation_id"]].append(u)
                 raw_cache[src] = {
                     k: [(u["speaker"], u["text"]) for u in sorted(v, key=lambda u: u["timestamp"])]

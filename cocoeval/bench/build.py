@@ -255,7 +255,10 @@ def build(
     from cocoeval.sources.fetch import fetched_data
 
     if fetched := fetched_data([s.path for s in specs]):  # what `cocoeval fetch` recorded of the data read
-        report["fetched_data"] = fetched
+        # the manifest by its folder's name and its own (the machine's folders stay out of the report)
+        report["fetched_data"] = [
+            {**e, "manifest": Path(e["manifest"]).parent.name + "/" + Path(e["manifest"]).name} for e in fetched
+        ]
     if failed_convs:
         report["skipped_conversations"] = result.report["skipped_conversations"] + failed_convs
     if llm is not None and (llm.metadata or llm.summary):
@@ -281,13 +284,34 @@ def build(
     return report
 
 
+def portable(path: str | Path, root: str | Path) -> str:
+    """``path`` as the benchmark records it: relative to the folder that holds the source ``root``
+    (so ``qmsum:/home/me/data/qmsum/data`` records ``data/Product/train/ES2002a.json``), never an
+    absolute path of the machine that built it (a card or report shared with it would show the
+    builder's folders, and two builds of the same data on two machines would differ). A path
+    outside that folder is recorded by its name."""
+    import os
+
+    for norm in (lambda p: Path(os.path.abspath(p)), lambda p: Path(p).resolve()):  # links as given, then followed
+        try:
+            return norm(path).relative_to(norm(root).parent).as_posix()
+        except ValueError:
+            continue
+    return Path(path).name
+
+
 def _load(specs: Sequence[SourceSpec], on_error: str) -> tuple[list[Conversation], list[dict]]:
     conversations: list[Conversation] = []
     source_reports = []
     for spec in specs:
         rep = SourceReport()
-        conversations += load_conversations(spec, rep, on_error=on_error)  # type: ignore[arg-type]
-        source_reports.append({"source": str(spec), **rep.to_dict()})
+        convs = load_conversations(spec, rep, on_error=on_error)  # type: ignore[arg-type]
+        conversations += [c.model_copy(update={"source_file": portable(c.source_file, spec.path)}) for c in convs]
+        d = rep.to_dict()
+        for key in ("skipped", "merged_speakers"):  # each names its file
+            d[key] = [{**x, "file": portable(x["file"], spec.path)} if x.get("file") else x for x in d[key]]
+        source = SourceSpec(spec.kind, Path(portable(spec.path, spec.path)), spec.dataset)
+        source_reports.append({"source": str(source), **d})
     return conversations, source_reports
 
 

@@ -1,8 +1,9 @@
 """The benchmark as a dataset other tools read: ``cocoeval bench-export BENCH --format parquet
 --out DIR`` writes ``DIR/eval.parquet`` and ``DIR/train.parquet`` (polars) with a ``README.md``
 dataset card in the Hugging Face format (YAML header: licence, configs, splits, features; body:
-how it was built, counts per dataset, provenance and hashes from the build report) and the build
-report itself (``report.json``).
+how it was built, counts per dataset, each dataset's licence and source, provenance and hashes from
+the build report), the build report itself (``report.json``) and Croissant 1.1 metadata with its
+responsible-AI fields (``croissant.json``, ``bench.croissant``; beyond the paper).
 
 ``store.load_instances`` reads such a folder as it reads ``cocoeval build``'s JSONL, and
 the round trip is exact: every instance read back serialises to the same bytes as the JSONL line
@@ -20,37 +21,96 @@ from typing import Any
 
 from cocoeval.core.errors import ConfigError, NotFoundError
 from cocoeval.core.files import MiB
-from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.jsonio import write_atomic, write_json
 from cocoeval.core.schema import Instance
 from cocoeval.core.text import md_escape
 
 from .store import load_instances
 
-__all__ = ["FORMATS", "LICENCE", "SPLITS", "BenchExport", "export_bench"]
+__all__ = ["FORMATS", "LICENCE", "SOURCE_LICENCES", "SPLITS", "BenchExport", "export_bench", "source_licence"]
 
 FORMATS = ("parquet",)
 SPLITS = ("eval", "train")
-LICENCE = "cc-by-sa-4.0"
-"""The licence of the benchmark as a whole (the paper's); each source keeps its own (``SOURCE_LICENCES``)."""
+LICENCE = "other"
+"""The card's ``license:``: the instances carry the terms of several sources (``SOURCE_LICENCES``),
+so no one licence id is true of the whole; ``license_name``/``license_details`` say which."""
+PAPER_LICENCE = "cc-by-sa-4.0"
+"""The licence the paper gives CoCoEvalBench as a whole (A.1), stated in the card beside the sources'."""
 MAX_CARD_BYTES = 16 * MiB
 """The largest dataset card read for the hashes it records (the cards written here are a few kB)."""
-SOURCE_LICENCES = {
-    "qmsum_product": "QMSum (MIT licence) over the AMI Meeting Corpus (CC BY 4.0)",
-    "qmsum_academic": "QMSum (MIT licence) over the ICSI Meeting Corpus (CC BY 4.0)",
-    "qmsum_committee": "QMSum (MIT licence) over Welsh Parliament and Parliament of Canada committee transcripts "
-    "(the parliaments' own terms; see cocoeval/sources/data/qmsum_sample/CREDITS.md)",
-    "iq2": "Intelligence Squared US debates, ConvoKit's iq2-corpus (its terms)",
-    "sim": "TCR dataset (Microsoft topic_conversation), SIM meetings (its licence)",
-    "ncpc": "TCR dataset (Microsoft topic_conversation), NCPC meetings (its licence)",
-    "sharechat": "ShareChat chat logs (their own terms)",
+UNKNOWN = "unknown: check the source"
+"""What the card says of a licence cocoeval does not know (never a guess)."""
+
+
+@dataclass(frozen=True)
+class SourceLicence:
+    """What is known of one dataset's source: its licence(s), where the text comes from, and who
+    says so (the paper's A.1, the shipped sample's CREDITS.md, or the source's own pages)."""
+
+    licence: str
+    source: str
+    url: str
+    according_to: str
+
+    def line(self) -> str:
+        return f"{self.licence} ({self.source}; {self.url}; according to {self.according_to})"
+
+
+_QMSUM = "QMSum annotations: MIT (Yale-LILY/QMSum LICENSE)"
+_CREDITS = "cocoeval/sources/data/qmsum_sample/CREDITS.md"
+SOURCE_LICENCES: dict[str, SourceLicence] = {
+    "qmsum_product": SourceLicence(
+        f"{_QMSUM}; transcripts: AMI Meeting Corpus, CC BY 4.0",
+        "QMSum Product over the AMI Meeting Corpus",
+        "https://groups.inf.ed.ac.uk/ami/corpus/",
+        _CREDITS,
+    ),
+    "qmsum_academic": SourceLicence(
+        f"{_QMSUM}; transcripts: ICSI Meeting Corpus, CC BY 4.0",
+        "QMSum Academic over the ICSI Meeting Corpus",
+        "https://groups.inf.ed.ac.uk/ami/icsi/",
+        _CREDITS,
+    ),
+    "qmsum_committee": SourceLicence(
+        f"{_QMSUM}; transcripts: Welsh Parliament (Senedd) committees, Open Government Licence to our "
+        "knowledge; Parliament of Canada committees, the House of Commons' terms of reproduction "
+        f"(non-commercial, with attribution); exact terms {UNKNOWN}",
+        "QMSum Committee over Welsh Parliament and Parliament of Canada committee transcripts",
+        "https://github.com/Yale-LILY/QMSum",
+        _CREDITS,
+    ),
+    "iq2": SourceLicence(
+        f"MIT (the paper, A.1; ConvoKit's iq2-corpus); the debates' transcripts: Intelligence Squared US, {UNKNOWN}",
+        "Intelligence Squared US debates, ConvoKit's iq2-corpus",
+        "https://convokit.cornell.edu/documentation/iq2.html",
+        "the CoCoEval paper, A.1",
+    ),
+    "sim": SourceLicence(
+        "CC BY-SA 4.0",
+        "TCR dataset (Microsoft topic_conversation), SIM meetings",
+        "https://github.com/microsoft/topic_conversation",
+        "the CoCoEval paper, A.1",
+    ),
+    "ncpc": SourceLicence(
+        "CC BY-SA 4.0",
+        "TCR dataset (Microsoft topic_conversation), NCPC meetings",
+        "https://github.com/microsoft/topic_conversation",
+        "the CoCoEval paper, A.1",
+    ),
+    "sharechat": SourceLicence(
+        UNKNOWN, "ShareChat chat logs (Yan et al., 2026)", "https://arxiv.org/abs/2512.17843", "no source cocoeval has"
+    ),
 }
-"""What is known of each dataset's source licence; a dataset not listed: its source's own terms."""
+"""What is known of each dataset's source licence, with who says so; a dataset not listed: ``UNKNOWN``."""
 
 
-def _licence(dataset: str) -> str:
+def source_licence(dataset: str) -> SourceLicence:
+    """The licence entry of ``dataset`` (generated and unknown datasets included)."""
     if dataset.startswith("generated_"):
-        return "generated by cocoeval from templates (not human data)"
-    return SOURCE_LICENCES.get(dataset, "the source's own terms (check them before sharing)")
+        return SourceLicence(
+            "generated by cocoeval from templates (not human data)", "cocoeval demo-data", "-", "cocoeval"
+        )
+    return SOURCE_LICENCES.get(dataset, SourceLicence(UNKNOWN, "a source cocoeval does not know", "-", "-"))
 
 
 def _schema() -> dict[str, Any]:
@@ -179,6 +239,13 @@ def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet
         shutil.copyfile(report_path, out / "report.json")
     if (out / "report.json").is_file():
         hashes["report.json"] = _sha256(out / "report.json")
+    from cocoeval import __version__
+
+    from .croissant import croissant
+
+    lic = {d: source_licence(d) for d in sorted(per_dataset)}
+    write_json(out / "croissant.json", croissant(counts, lic, report, hashes, __version__))
+    hashes["croissant.json"] = _sha256(out / "croissant.json")
     write_atomic(out / "README.md", dataset_card(counts, per_dataset, report, hashes))
     return BenchExport(eval=counts["eval"], train=counts["train"], files=hashes, out=str(out))
 
@@ -215,6 +282,8 @@ def dataset_card(
     head = [
         "---",
         f"license: {LICENCE}",
+        "license_name: mixed-per-source",
+        f"license_details: {_yaml_str('each dataset keeps its source licence (source_licenses); the paper gives the benchmark as a whole CC BY-SA 4.0')}",
         "language:",
         "- en",
         f"pretty_name: {_yaml_str('CoCoEval benchmark (cocoeval ' + __version__ + ')')}",
@@ -226,7 +295,7 @@ def dataset_card(
         "- evaluation",
         "task_categories:",
         "- text-generation",
-        *_yaml_block({"source_licenses": {d: _licence(d) for d in datasets}}),
+        *_yaml_block({"source_licenses": {d: source_licence(d).line() for d in datasets}}),
         "configs:",
         "- config_name: default",
         "  data_files:",
@@ -267,18 +336,29 @@ def dataset_card(
         "",
         "## Counts per dataset",
         "",
-        "| dataset | eval | train | source licence |",
-        "| --- | --- | --- | --- |",
-        *(
-            f"| {_cell(d)} | {per_dataset[d]['eval']} | {per_dataset[d]['train']} | {_cell(_licence(d))} |"
-            for d in datasets
-        ),
-        f"| **total** | {counts['eval']} | {counts['train']} | |",
+        "| dataset | eval | train |",
+        "| --- | --- | --- |",
+        *(f"| {_cell(d)} | {per_dataset[d]['eval']} | {per_dataset[d]['train']} |" for d in datasets),
+        f"| **total** | {counts['eval']} | {counts['train']} |",
         "",
         "## Licence",
         "",
-        "The benchmark as a whole: CC BY-SA 4.0. The conversations keep their sources' terms (the table above): "
-        "check them before redistributing.",
+        "Each instance's text (turns, names, the goals and summary made from them) keeps the terms of the "
+        "source it was cut from; no one licence covers every dataset, so the header says `license: other`. "
+        "The CoCoEval paper releases CoCoEvalBench as a whole under CC BY-SA 4.0 (its A.1), which it states is "
+        f"compatible with its sources' licences. Where cocoeval does not know a licence the card says "
+        f'"{UNKNOWN}": check it before redistributing.',
+        "",
+        "| dataset | licence | source | link | according to |",
+        "| --- | --- | --- | --- | --- |",
+        *(
+            "| "
+            + " | ".join(
+                _cell(x) for x in (d, source_licence(d).licence, source_licence(d).source, source_licence(d).url)
+            )
+            + f" | {_cell(source_licence(d).according_to)} |"
+            for d in datasets
+        ),
         "",
         "## Loading",
         "",

@@ -49,7 +49,13 @@ def test_export_round_trip_is_byte_identical(bench, tmp_path, capsys):
     out = tmp_path / "hf"
     assert main(["bench-export", str(bench), "--format", "parquet", "--out", str(out)]) == 0
     assert "eval.parquet" in capsys.readouterr().out
-    assert {p.name for p in out.iterdir()} == {"eval.parquet", "train.parquet", "README.md", "report.json"}
+    assert {p.name for p in out.iterdir()} == {
+        "eval.parquet",
+        "train.parquet",
+        "README.md",
+        "report.json",
+        "croissant.json",
+    }
     assert has_benchmark(out) and split_file(out, "eval").suffix == ".parquet"
     for split in ("eval", "train"):
         back = load_instances(out, split)
@@ -57,7 +63,7 @@ def test_export_round_trip_is_byte_identical(bench, tmp_path, capsys):
         write_jsonl(tmp_path / f"{split}.jsonl", back)
         assert (tmp_path / f"{split}.jsonl").read_bytes() == (bench / f"{split}.jsonl").read_bytes()
     meta, body = _card(out / "README.md")
-    assert meta["license"] == LICENCE == "cc-by-sa-4.0"
+    assert meta["license"] == LICENCE == "other"  # the parts carry several licences (source_licenses)
     assert meta["configs"][0]["data_files"] == [
         {"split": "eval", "path": "eval.parquet"},
         {"split": "train", "path": "train.parquet"},
@@ -66,8 +72,14 @@ def test_export_round_trip_is_byte_identical(bench, tmp_path, capsys):
     assert {s["name"]: s["num_examples"] for s in meta["dataset_info"]["splits"]} == n
     assert [f["name"] for f in meta["dataset_info"]["features"]] == pl.read_parquet(out / "eval.parquet").columns
     assert set(meta["source_licenses"]) == {"qmsum_product", "qmsum_academic"}
-    assert "AMI Meeting Corpus (CC BY 4.0)" in meta["source_licenses"]["qmsum_product"]
-    for name in ("eval.parquet", "train.parquet", "report.json"):  # provenance: the hashes of the files
+    assert "AMI Meeting Corpus, CC BY 4.0" in meta["source_licenses"]["qmsum_product"]
+    assert "ICSI Meeting Corpus, CC BY 4.0" in meta["source_licenses"]["qmsum_academic"]
+    for name in (
+        "eval.parquet",
+        "train.parquet",
+        "report.json",
+        "croissant.json",
+    ):  # provenance: the hashes of the files
         assert hashlib.sha256((out / name).read_bytes()).hexdigest() in body
     assert hashlib.sha256((bench / "eval.jsonl").read_bytes()).hexdigest() in body
     assert "| qmsum_product |" in body and "## How it was built" in body
