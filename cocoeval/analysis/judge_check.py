@@ -66,6 +66,10 @@ VALID = ("ok", "repaired")
 ASSUMPTION = (
     "assumes the annotated conversations of each target are a random draw from the conversations the judge labelled"
 )
+ASSUMPTION_ACTIVE = (
+    "assumes the annotated conversations of each target were drawn with the recorded probabilities "
+    "(annotate-export --random, annotate-next) from the conversations the judge labelled"
+)
 HOW_TO_ANNOTATE = (
     "annotate conversations to validate it: cocoeval annotate-export RUN --out DIR, annotate "
     "template.csv, cocoeval annotate-import FILE RUN --key DIR/key.json (docs/judging.md: "
@@ -669,7 +673,13 @@ def corrected_rates(
     humans = [h for h in agreement.annotators(f, "counts") if h != judge]
     if not humans:
         return pl.DataFrame(schema=PPI_SCHEMA)
+    from cocoeval.run.humans import recorded_draws
+
+    from .active import ACTIVE, METHOD, design_estimate, rounds_for
+
     draws = random_draws(run)
+    records = recorded_draws(run.path) if run is not None else None
+    cluster_of = dict(zip(f.instances["instance_id"], f.instances["conversation"], strict=True))
     c = f.counts
     jc = c.filter(pl.col("judge") == judge)
     hc = (
@@ -683,7 +693,20 @@ def corrected_rates(
         annotated = part.filter(pl.col("human_count").is_not_null())
         labelled = annotated
         notes = [ASSUMPTION]
-        draw = "random (recorded)" if draws is not None else "not recorded"
+        units = part["instance_id"].to_list()
+        rounds = rounds_for(
+            records,
+            str(target),
+            units,
+            dict(zip(units, part["dataset"].to_list(), strict=True)),
+            set(annotated["instance_id"].to_list()),
+        )
+        active = any(r.mode == ACTIVE for r in rounds)
+        clusters = [cluster_of.get(u, u) for u in units]
+        design = active or len(rounds) > 1 or len(set(clusters)) < len(units)
+        draw = ("active (recorded)" if active else "random (recorded)") if draws is not None else "not recorded"
+        if active:
+            notes = [ASSUMPTION_ACTIVE]
         if draws is not None:
             picked = draws.get(str(target), set())
             labelled = annotated.filter(pl.col("instance_id").is_in(list(picked)))
@@ -727,9 +750,25 @@ def corrected_rates(
         elif unl.is_empty():
             notes.append("every conversation of this target is labelled: the humans' mean is the answer")
             raw, lo, hi = h, hlo, hhi
+        elif design:
+            labels = dict(zip(annotated["instance_id"], annotated["human_count"].cast(pl.Float64), strict=True))
+            est = design_estimate(units, clusters, part["count"].to_numpy().astype(float), labels, rounds, alpha)
+            raw, lo, hi = est.estimate, est.low, est.high
+            notes += [f"estimator: {METHOD}, λ = {est.lam:.2f}, {est.clusters} source conversations", *est.notes]
+            if active:
+                notes.append("each label weighted by 1/π, its recorded inclusion probability (annotate-next)")
+                h0 = design_estimate(
+                    units, clusters, part["count"].to_numpy().astype(float), labels, rounds, alpha, 0.0
+                )
+                row.update(
+                    humans_only=h0.estimate,
+                    humans_only_low=None if small or h0.low is None else _clip(h0.low),
+                    humans_only_high=None if small else h0.high,
+                )
         else:
             y, yhat = labelled["human_count"].to_numpy().astype(float), labelled["count"].to_numpy().astype(float)
             raw, lo, hi = ppi_estimate(y, yhat, unl["count"].to_numpy().astype(float), alpha)
+            notes.append("estimator: PPI++ (ppi-python; one random draw, one window per source conversation)")
         if raw is not None:
             if small:
                 notes.append(f"labelled: {small}")

@@ -139,6 +139,7 @@ def export_items(
     plan: AnnotationSection | None = None,
     random_per_target: int | None = None,
     exclude_annotated: bool = False,
+    active: dict[str, Any] | None = None,
 ) -> ExportReport:
     """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
 
@@ -167,7 +168,10 @@ def export_items(
     anything is written. ``exclude_annotated`` (with ``random_per_target`` only) leaves out the
     conversations already annotated by a human (``annotated_conversations``), for a further round:
     the conversations it left out are recorded with the draw, and the same seed, count and targets
-    again give the same draw."""
+    again give the same draw. ``active`` (beyond the paper) is a draw made by ``cocoeval
+    annotate-next`` (``analysis.active.plan_next``'s record, mode "active", with each pool
+    conversation's inclusion probability): its conversations are exported for the fine-grained task
+    as a random draw's are, and it is recorded in the run the same way."""
     tax = taxonomy or load_taxonomy()
     run_tax = run.manifest.taxonomy
     if run_tax.get("hash") not in (None, tax.hash):
@@ -175,7 +179,7 @@ def export_items(
             f"the run uses taxonomy {run_tax.get('name')!r} ({run_tax['hash']}), the export {tax.name!r} ({tax.hash})",
             hint="pass the run's taxonomy file (--taxonomy FILE)",
         )
-    if random_per_target is not None:
+    if random_per_target is not None or active is not None:
         specs = []
     elif plan is not None:
         seed = plan.seed
@@ -245,6 +249,14 @@ def export_items(
             "conversations": len(d["targets"]),
             **({"excluded": excluded} if exclude_annotated else {}),
         }
+    elif active is not None:
+        for iid, name in active["targets"]:
+            tasks_of.setdefault((iid, name), []).append("fine_grained")
+        sample["fine_grained"] = {
+            **active,
+            "notes": list(active.get("notes", [])),
+            "conversations": len(active["targets"]),
+        }
     elif exclude_annotated:
         raise ConfigError(
             "leaving out the conversations already annotated (--exclude-annotated) is for a random draw",
@@ -293,7 +305,7 @@ def export_items(
         w.writerow(r)
     write_atomic(out / "template.csv", buf.getvalue())
     recorded = None
-    if random_per_target is not None and run.path is not None:
+    if (random_per_target is not None or active is not None) and run.path is not None:
         recorded = record_random_draw(run.path, sample["fine_grained"], out)
     return ExportReport(items=len(items), rows=len(rows), folder=str(out), sample=sample, recorded=recorded)
 
@@ -346,7 +358,7 @@ def format_export(rep: ExportReport) -> str:
     """What ``export_items`` drew, per task, with every note, and what to hand to whom."""
     lines = []
     for task, d in rep.sample.items():
-        if d.get("mode") == "random":
+        if d.get("mode") in ("random", "active"):
             lines += _format_random(task, d, rep.recorded)
             continue
         per = ", ".join(f"{k} {v}" for k, v in d["per_dataset"].items()) or "none"
@@ -371,12 +383,17 @@ def _format_random(task: str, d: dict[str, Any], recorded: RecordedDraw | None) 
     dataset, and whether the draw was recorded in the run or was already."""
     names = d["targets_drawn"]
     lines = [
-        f"{task}: {d['conversations']} conversations drawn at random (seed {d['seed']}), {d['per_target']} of "
-        f"each of {len(names)} target(s), stratified by dataset"
-        + (", leaving out those already annotated" if d.get("exclude_annotated") else "")
+        f"{task}: {d['conversations']} conversations drawn "
+        + (
+            f"with recorded inclusion probabilities (annotate-next, seed {d['seed']}), up to {d['per_target']} of "
+            f"each of {len(names)} target(s) not yet annotated"
+            if d.get("mode") == "active"
+            else f"at random (seed {d['seed']}), {d['per_target']} of each of {len(names)} target(s), stratified "
+            "by dataset" + (", leaving out those already annotated" if d.get("exclude_annotated") else "")
+        )
         + ":"
     ]
-    for name in names:
+    for name in names if d.get("mode") != "active" else []:
         strata = [(k.split("|", 1)[1], v) for k, v in d["per_stratum"].items() if k.split("|", 1)[0] == name]
         lines.append(f"  {name}: " + ", ".join(f"{ds} {drawn} of {of}" for ds, (drawn, of) in strata))
     lines += [f"  note: {note}" for note in d["notes"]]

@@ -1,6 +1,7 @@
 """The ``cocoeval`` command line: ``main`` and ``build_parser`` assemble one module per command
 group: ``bench`` (build, show, demo-data, fetch), ``run`` (run, estimate, check, batches), ``sft``
-(sft-export, finetune), ``annotate`` (annotate-export/-import), ``report`` (report, notebooks),
+(sft-export, finetune), ``annotate`` (annotate-export/-import), ``annotate_next`` (annotate-next),
+``report`` (report, notebooks),
 ``simulators`` (export-instances, import-continuations, simulators), ``probe`` (probe), ``compare``
 (compare), ``export`` (export).
 Option converters live in ``_args``."""
@@ -16,7 +17,7 @@ import traceback
 from cocoeval import __version__
 from cocoeval.core.errors import CocoevalError
 
-from . import annotate, bench, compare, export, probe, report, run, sft, simulators
+from . import annotate, annotate_next, bench, compare, export, probe, report, run, sft, simulators
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
-    for group in (bench, sft, annotate, report, export, run, simulators, probe, compare):
+    for group in (bench, sft, annotate, annotate_next, report, export, run, simulators, probe, compare):
         group.add_commands(sub)
     return p
 

@@ -326,6 +326,8 @@ def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> Record
         "targets": draw["targets"],
         "per_stratum": draw["per_stratum"],
         **({"excluded": draw["excluded"]} if draw.get("exclude_annotated") else {}),
+        # an active draw (annotate-next): what the corrected rates weight each label by, 1/π
+        **{str(k): draw[k] for k in ("mode", "method", "judge", "floor", "inclusion", "pool") if k in draw},
         "export": str(out),
         "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }

@@ -1,0 +1,210 @@
+"""Corrected rates that fit the draw (beyond the paper, issue #46 items 2-3): the design-based
+PPI++ estimator against a plain computation, the probabilities and the draw of annotate-next, and
+corrected_rates reading an active draw's recorded inclusion probabilities."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import polars as pl
+import pytest
+from scipy.stats import t as student
+
+from cocoeval.analysis import active
+from cocoeval.analysis import judge_check as jc
+from cocoeval.analysis.frames import run_frames
+from cocoeval.run import Run
+from cocoeval.run.humans import RANDOM_DRAWS
+
+from ..sim_helpers import instance
+from .test_judge_check import TURNS, B, fine
+
+
+def plain_estimate(units, clusters, f, labels, rounds, alpha=0.05):
+    """The estimator written out with loops: ψ per conversation, round by round; λ by a search
+    over [0, 1] for the smallest cluster variance (not the closed form); the t interval."""
+    total = sum(sum(1 for u in units if u in r.drawn and u in labels) for r in rounds)
+
+    sizes = []
+    for r in rounds:
+        drawn = [x for x in units if x in r.drawn]
+        sizes.append((len(drawn), set(x for x in drawn if x in labels)))
+
+    def psi(lam):
+        out = []
+        for i, u in enumerate(units):
+            v = 0.0
+            for r, (n_drawn, got) in zip(rounds, sizes, strict=True):
+                if not got:
+                    continue
+                w = len(got) / total
+                if u in r.pool:
+                    pi = r.probability[u] * len(got) / n_drawn
+                    v += w * (lam * f[i] + ((labels[u] - lam * f[i]) / pi if u in got else 0.0))
+                else:
+                    v += w * (labels[u] if u in labels else f[i])
+            out.append(v)
+        return out
+
+    def variance(lam):
+        p = psi(lam)
+        est = sum(p) / len(p)
+        sums: dict[str, float] = {}
+        for c, v in zip(clusters, p, strict=True):
+            sums[c] = sums.get(c, 0.0) + v - est
+        k = len(sums)
+        return sum(s * s for s in sums.values()) * k / (k - 1) / len(p) ** 2
+
+    lo_, hi_ = 0.0, 1.0  # the variance is convex in λ: ternary search over [0, 1]
+    for _ in range(60):
+        a, b = lo_ + (hi_ - lo_) / 3, hi_ - (hi_ - lo_) / 3
+        lo_, hi_ = (lo_, b) if variance(a) <= variance(b) else (a, hi_)
+    lam = (lo_ + hi_) / 2
+    p = psi(lam)
+    est = sum(p) / len(p)
+    se = variance(lam) ** 0.5
+    n_lab = len({u for r in rounds for u in r.drawn if u in labels and u in units})
+    q = student.ppf(1 - alpha / 2, min(n_lab, len(set(clusters))) - 1)
+    return est, est - q * se, est + q * se, lam
+
+
+def test_the_design_based_estimate_equals_a_plain_computation():
+    rng = np.random.default_rng(4)
+    n = 90
+    units = [f"u{i}" for i in range(n)]
+    clusters = [f"m{i // 3}" for i in range(n)]
+    y = rng.poisson(np.repeat(rng.gamma(2, 1, n // 3), 3)).astype(float)
+    f = y + rng.poisson(1.0, n) * (rng.random(n) < 0.3)
+    first = set(rng.choice(units, 20, replace=False))
+    r1 = active.Round(frozenset(units), dict.fromkeys(units, 20 / n), frozenset(first))
+    rest = [u for u in units if u not in first]
+    pi = active.inclusion_probabilities(rng.random(len(rest)) + 0.1, 15)
+    second = {rest[j] for j in active.systematic_draw(pi, random.Random(1))}
+    r2 = active.Round(frozenset(rest), dict(zip(rest, pi, strict=True)), frozenset(second), "active")
+    labels = {u: y[i] for i, u in enumerate(units) if u in first | second}
+    del labels[sorted(second)[0]]  # one drawn conversation not labelled yet: missing at random
+    got = active.design_estimate(units, clusters, f, labels, [r1, r2])
+    est, lo, hi, lam = plain_estimate(units, clusters, f, labels, [r1, r2])
+    assert got.lam == pytest.approx(lam, abs=1e-4)
+    assert (got.estimate, got.low, got.high) == pytest.approx((est, lo, hi), rel=1e-4)
+    assert any("not labelled yet" in x for x in got.notes)
+
+
+def test_one_uniform_round_is_the_ppi_point_estimate_and_lambda_0_the_humans_mean():
+    rng = np.random.default_rng(0)
+    n = 200
+    units = [f"u{i}" for i in range(n)]
+    y = rng.poisson(2, n).astype(float)
+    f = y + rng.poisson(1, n)
+    lab = sorted(rng.choice(n, 40, replace=False))
+    labels = {units[i]: y[i] for i in lab}
+    r = active.Round(frozenset(units), dict.fromkeys(units, 40 / n), frozenset(labels))
+    for lam in (0.0, 0.6, 1.0):
+        e = active.design_estimate(units, units, f, labels, [r], lam=lam)
+        assert e.estimate == pytest.approx(lam * f.mean() + (y[lab] - lam * f[lab]).mean())
+    assert active.design_estimate(units, units, f, labels, [r], lam=0.0).estimate == pytest.approx(y[lab].mean())
+
+
+def test_probabilities_sum_to_the_budget_stay_above_the_floor_and_the_draw_keeps_them():
+    rng = np.random.default_rng(1)
+    scores = np.concatenate([rng.random(40) * 0.1, [50.0, 30.0], rng.random(18) * 5])
+    pi = active.inclusion_probabilities(scores, 10)
+    assert pi.sum() == pytest.approx(10) and pi.max() <= 1 + 1e-12
+    assert pi.min() >= active.FLOOR * 10 / len(scores) - 1e-12
+    assert (pi == 1).sum() == 2  # the two large scores are certain, the rest spread again
+    counts = np.zeros(len(pi))
+    r = random.Random(0)
+    reps = 4000
+    for _ in range(reps):
+        d = active.systematic_draw(pi, r)
+        assert len(d) == 10 and len(set(d)) == 10
+        counts[d] += 1
+    assert np.abs(counts / reps - pi).max() < 0.03
+    assert np.allclose(active.inclusion_probabilities(np.zeros(5), 2), 0.4)  # no scores: uniform
+
+
+def test_active_draws_cover_the_true_rate_on_known_truth_worlds():
+    """As benchmarks/active_labels.py, fewer worlds: the interval of a uniform then an active
+    round covers the humans' true rate about 95% of the time."""
+    rng = np.random.default_rng(7)
+    n, rate, covered, worlds = 200, 2.0, 0, 200
+    units = [f"u{i}" for i in range(n)]
+    clusters = [f"m{i // 4}" for i in range(n)]
+    r = random.Random(3)
+    for _ in range(worlds):
+        y = rng.poisson(np.repeat(rate * rng.gamma(4, 1 / 4, n // 4), 4)).astype(float)
+        f = rng.binomial(y.astype(int), 0.9) + (rng.random(n) < 0.2) * rng.poisson(4 * rate, n)
+        first = r.sample(range(n), 30)
+        rest = [i for i in range(n) if i not in first]
+        scores, _ = active.error_scores(f[first], (y[first] - f[first]) ** 2, f[rest])
+        pi = active.inclusion_probabilities(scores, 30)
+        second = [rest[j] for j in active.systematic_draw(pi, r)]
+        rounds = [
+            active.Round(frozenset(units), dict.fromkeys(units, 30 / n), frozenset(units[i] for i in first)),
+            active.Round(
+                frozenset(units[i] for i in rest),
+                {units[i]: p for i, p in zip(rest, pi, strict=True)},
+                frozenset(units[i] for i in second),
+                "active",
+            ),
+        ]
+        labels = {units[i]: y[i] for i in first + second}
+        e = active.design_estimate(units, clusters, f, labels, rounds)
+        covered += e.low <= rate <= e.high
+    assert 0.9 <= covered / worlds <= 0.99
+
+
+def test_corrected_rates_weight_an_active_draw_by_its_recorded_probabilities(tmp_path):
+    rng = np.random.default_rng(2)
+    n = 120  # 40 meetings of 3 windows
+    insts = [instance(f"d/c{i // 3:03d}/{i % 3}", n_hist=2, n_ref=TURNS) for i in range(n)]
+    ids = [x.id for x in insts]
+    judge = rng.random((n * TURNS, len(B))) < 0.3
+    human = judge & (rng.random(judge.shape) < 0.6)
+    first = sorted(rng.choice(n, 40, replace=False).tolist())
+    rest = [i for i in range(n) if i not in first]
+    pi = active.inclusion_probabilities(np.linspace(0.1, 2, len(rest)), 20)
+    second = [rest[j] for j in active.systematic_draw(pi, random.Random(0))]
+    labelled = first + second
+    js = [fine(ids[i], "J", judge[i * TURNS : (i + 1) * TURNS]) for i in range(n)]
+    js += [fine(ids[i], "A", human[i * TURNS : (i + 1) * TURNS]) for i in labelled]
+    run = Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}, "path": tmp_path})
+    (tmp_path / "annotation").mkdir()
+    draws = [
+        {
+            "task": "fine_grained",
+            "targets": [[ids[i], "reference"] for i in first],
+            "per_stratum": {"reference|d": [40, n]},
+        },
+        {
+            "task": "fine_grained",
+            "mode": "active",
+            "targets": [[ids[i], "reference"] for i in second],
+            "inclusion": {"reference": {ids[i]: float(p) for i, p in zip(rest, pi, strict=True)}},
+        },
+    ]
+    (tmp_path / RANDOM_DRAWS).write_text(json.dumps({"draws": draws}))
+    f = run_frames(run)
+    row = (
+        jc.corrected_rates(f, "J", run, resamples=200)
+        .filter((pl.col("behaviour") == B[0]) & (pl.col("target") == "reference"))
+        .row(0, named=True)
+    )
+    assert row["draw"] == "active (recorded)" and row["n_labelled"] == 60
+    assert "weighted by 1/π" in row["note"] and "clustered by source conversation" in row["note"]
+    per = lambda x: np.array([x[i * TURNS : (i + 1) * TURNS, 0].sum() for i in range(n)], dtype=float)  # noqa: E731
+    yh, yj = per(human), per(judge)
+    rounds = [
+        active.Round(frozenset(ids), dict.fromkeys(ids, 40 / n), frozenset(ids[i] for i in first)),
+        active.Round(
+            frozenset(ids[i] for i in rest),
+            {ids[i]: float(p) for i, p in zip(rest, pi, strict=True)},
+            frozenset(ids[i] for i in second),
+            "active",
+        ),
+    ]
+    est, lo, hi, _ = plain_estimate(ids, [i.split("/")[1] for i in ids], yj, {ids[i]: yh[i] for i in labelled}, rounds)
+    assert (row["corrected_raw"], row["corrected_high"]) == pytest.approx((est, hi), rel=1e-3)
+    assert row["corrected_low"] == pytest.approx(max(0.0, lo), rel=1e-3, abs=1e-9)
