@@ -475,9 +475,14 @@ def parse_annotations(
     p = Path(path)
     keymap = read_key(key) if key else {}
     targets = {(t.instance.id, t.name): t for t in targets_for(run.instances, run.continuations)}
-    rows = read_rows(p)
-    cells: dict[CellKey, Cell] = {}
     notes: list[dict[str, str]] = []
+    if p.suffix == ".json":  # a Label Studio export of annotate-export --format labelstudio's tasks
+        from .labelstudio import read_labelstudio
+
+        rows, notes = read_labelstudio(p)
+    else:
+        rows = read_rows(p)
+    cells: dict[CellKey, Cell] = {}
     problems: list[dict[str, Any]] = []
     skipped = 0
     for where, r in rows:

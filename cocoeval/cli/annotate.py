@@ -106,6 +106,15 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
             "progress is kept in that browser; its Export button downloads a sheet for annotate-import --key "
             f"{Path(a.out) / 'key.json'})"
         )
+    if a.format == "labelstudio":
+        from cocoeval.annotate.labelstudio import write_labelstudio
+
+        tasks, config = write_labelstudio(a.out, tax or load_taxonomy())
+        print(
+            f"{tasks} and {config}: Label Studio tasks (one per conversation) and their labelling config; import "
+            f"the tasks into a project with that config, then give Label Studio's JSON export to annotate-import "
+            f"with --key {Path(a.out) / 'key.json'}"
+        )
     return 0
 
 
@@ -213,6 +222,15 @@ def add_commands(sub: Any) -> None:
         "overall scores, progress kept in the browser, and an Export button that downloads a sheet "
         "annotate-import reads with --key OUT/key.json",
     )
+    ae.add_argument(
+        "--format",
+        choices=["csv", "labelstudio"],
+        default="csv",
+        help="labelstudio: also write OUT/labelstudio/tasks.json (one Label Studio task per conversation, "
+        "blind) and OUT/labelstudio/config.xml (its labelling config: per turn to label a choice of "
+        "behaviours, 'none' and a text for one the taxonomy lacks; the overall scores 1-10); the JSON "
+        "Label Studio exports is read by annotate-import (default: csv, the sheet template.csv only)",
+    )
     ae.set_defaults(func=_cmd_annotate_export)
 
     ai = sub.add_parser(
@@ -229,7 +247,12 @@ def add_commands(sub: Any) -> None:
         "the paper, the agreement so far: Krippendorff's α (nominal) per behaviour among all annotators whose "
         "labels the run holds, over the turns two or more of them labelled.",
     )
-    ai.add_argument("file", type=Path, help="filled template.csv, or rows as CSV/JSONL")
+    ai.add_argument(
+        "file",
+        type=Path,
+        help="filled template.csv, rows as CSV/JSONL, or a Label Studio JSON export (.json) of the tasks of "
+        "annotate-export --format labelstudio",
+    )
     ai.add_argument("run_dir", type=Path, help="the run directory the items came from")
     ai.add_argument("--key", type=Path, help="key.json of a blind export (needed for item_id rows)")
     ai.add_argument(

@@ -60,7 +60,7 @@ def test_the_runner_stops_sending_at_the_cap_and_a_larger_cap_sends_only_the_res
 
 def test_a_cap_with_a_model_of_unknown_price_is_refused_by_the_runner_before_sending(srv, tmp_path):
     r = runner(tmp_path, 1.0, price=False)
-    with pytest.raises(ConfigError, match="price of openai-compatible/fake@.* is unknown"):
+    with pytest.raises(ConfigError, match=r"price of openai-compatible/fake@.* is unknown"):
         r.run(calls(f"openai-compatible/fake@{srv.openai_base}", 3))
     r.close()
     assert srv.stats()["requests"] == 0
