@@ -15,7 +15,7 @@ and a high count betrays them. The truth is the humans' true rate E[y] = rate. P
 design: coverage of the 95% interval and its mean width; "random, unclustered" is the random
 design with each window its own unit (what ignoring the meetings would give).
 
-    python benchmarks/active_labels.py [--worlds 1000] [--budget 40] [--meetings 60] [--windows 5]
+    python benchmarks/active_labels.py [--worlds 2000] [--budget 40] [--meetings 60] [--windows 5]
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def run(worlds: int, budget: int, meetings: int, windows: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--worlds", type=int, default=1000, help="worlds per target")
+    ap.add_argument("--worlds", type=int, default=2000, help="worlds per target")
     ap.add_argument("--budget", type=int, default=40, help="labels per round (two rounds)")
     ap.add_argument("--meetings", type=int, default=60, help="source conversations per target")
     ap.add_argument("--windows", type=int, default=5, help="windows (instances) per source conversation")
