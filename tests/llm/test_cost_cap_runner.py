@@ -27,22 +27,25 @@ def calls(model: str, n: int, twice: bool = False) -> list[Call]:
     ]
 
 
-def runner(tmp_path, cap: float | None, concurrency: int = 1, price: bool = True) -> Runner:
+def runner(tmp_path, cap: float | None, concurrency: int = 1, price: bool = True, processes: int = 1) -> Runner:
     return Runner(
         LLMConfig(
             cache=str(tmp_path / "c.sqlite"),
             progress=False,
             concurrency=concurrency,
+            processes=processes,
             max_usd=cap,
             price={"openai-compatible/fake": PRICE} if price else {},
         )
     )
 
 
-@pytest.mark.parametrize("concurrency", [1, 4])
-def test_the_runner_stops_sending_at_the_cap_and_a_larger_cap_sends_only_the_rest(srv, tmp_path, concurrency):
+@pytest.mark.parametrize(("concurrency", "processes"), [(1, 1), (4, 1), (4, 2)])
+def test_the_runner_stops_sending_at_the_cap_and_a_larger_cap_sends_only_the_rest(
+    srv, tmp_path, concurrency, processes
+):
     model = f"openai-compatible/fake@{srv.openai_base}"
-    r = runner(tmp_path, 0.3, concurrency)
+    r = runner(tmp_path, 0.3, concurrency, processes=processes)
     with pytest.raises(CostCapReached) as e:
         r.run(calls(model, 20, twice=True))
     t = r.ledger.totals()
@@ -52,7 +55,7 @@ def test_the_runner_stops_sending_at_the_cap_and_a_larger_cap_sends_only_the_res
     assert 0 < sent < 20 and r.sent == sent and e.value.not_sent > 0
     assert t["cost_usd"] >= 0.3 and t["cost_usd"] - 0.3 < concurrency * per_call * 1.5
     assert e.value.reason == f"cost cap reached: ${t['cost_usd']:.4f} of $0.3000"
-    r = runner(tmp_path, 100.0, concurrency)
+    r = runner(tmp_path, 100.0, concurrency, processes=processes)
     res = r.run(calls(model, 20, twice=True))
     r.close()
     assert all(x.status == "ok" for x in res) and srv.stats()["requests"] == 20  # none sent twice
