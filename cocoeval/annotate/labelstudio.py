@@ -206,7 +206,7 @@ def read_labelstudio(path: str | Path) -> tuple[list[tuple[str, Any]], list[dict
     rows: list[tuple[str, Any]] = []
     notes: list[dict[str, str]] = []
     for n, task in enumerate(tasks, start=1):
-        where = f"task {task.get('id', n)}" if isinstance(task, dict) else f"task {n}"
+        where = f"task {str(task.get('id', n))[:40]}" if isinstance(task, dict) else f"task {n}"
         if not isinstance(task, dict) or not isinstance(task.get("data"), dict):
             raise InputError("a task without a data object", file=str(p), record=where, hint=hint)
         data = task["data"]
@@ -222,7 +222,7 @@ def read_labelstudio(path: str | Path) -> tuple[list[tuple[str, Any]], list[dict
         if not isinstance(anns, list):
             raise InputError("annotations is not a list", file=str(p), record=where, hint=hint)
         for m, ann in enumerate(anns, start=1):
-            at = f"{where} annotation {ann.get('id', m) if isinstance(ann, dict) else m}"
+            at = f"{where} annotation {str(ann.get('id', m))[:40] if isinstance(ann, dict) else m}"
             if not isinstance(ann, dict) or not isinstance(ann.get("result", []), list):
                 raise InputError("an annotation without a result list", file=str(p), record=at, hint=hint)
             annotator = _annotator(ann.get("completed_by"), at, p)
