@@ -41,10 +41,7 @@ def _cmd_annotate_next(a: argparse.Namespace) -> int:
     judge = a.judge or judges[0]
     names = [REFERENCE, *check_setups(a.setup, sorted(run.continuations), "annotate-next")]
     pairs = [(t.instance.id, t.name) for t in targets_for(run.instances, run.continuations) if t.name in names]
-    from cocoeval.analysis.calibration import judge_votes
-
-    votes = judge_votes(run, judge)
-    plan = plan_next(f, judge, a.budget, a.seed, names, FLOOR, pairs, corrected_rates(f, judge, run), votes)
+    plan = plan_next(f, judge, a.budget, a.seed, names, FLOOR, pairs, corrected_rates(f, judge, run))
     if not plan.record["targets"]:
         raise ConfigError(
             "nothing left to draw: every judged conversation of these targets is labelled already",
@@ -65,8 +62,7 @@ def add_commands(sub: Any) -> None:
         "has labelled yet, with probabilities that follow how far the judge is expected to be from the "
         "humans on each (the square root of its squared error, predicted from its count on the conversations "
         "already labelled; uniform before any), mixed with a uniform share so none is near 0 (active "
-        "statistical inference, Zrnic and Candès 2024; a judge with samples: k uses its vote fractions instead: "
-        "√Σ p(1 − p) per conversation). The draw and every conversation's inclusion "
+        "statistical inference, Zrnic and Candès 2024). The draw and every conversation's inclusion "
         "probability are recorded in the run (annotation/random_draws.json), so the corrected rates weight "
         "each label by 1/π and stay unbiased; the chosen conversations are exported as annotate-export "
         "--random exports them. Prints per target the widest corrected interval now (±x) and about how many "

@@ -152,6 +152,8 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
             f"{'in rounds of batches' if exp.llm_config().batch_dependent == 'rounds' else 'live'}, "
             f"llm.batch_dependent) {usd(tot.with_batch)}{unknown}"
         )
+    if (cap := exp.params.llm.max_usd) is not None:  # what --max-usd / llm.max_usd would let through
+        print(_cap_line(cap, tot.planned, tot.unknown))
     print("instances assumed, per dataset:")
     for line in assumed_counts(insts, plan):
         print(f"  {line}")
@@ -171,6 +173,21 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
                 )
             )
     return 0
+
+
+def _cap_line(cap: float, planned: float | None, unknown: int) -> str:
+    """The forecast beside a cost cap (``llm.max_usd``): whether the planned cost fits under it."""
+    if unknown or planned is None:
+        return (
+            f"cost cap (llm.max_usd) ${cap:,.2f}: the price of some model is unknown, so cocoeval run refuses the cap "
+            "before sending anything: add llm.price for it (docs/cost.md)"
+        )
+    if planned <= cap:
+        return f"cost cap (llm.max_usd) ${cap:,.2f}: the planned ${planned:,.2f} fits under it"
+    return (
+        f"cost cap (llm.max_usd) ${cap:,.2f}: below the planned ${planned:,.2f}; the run would stop sending at about "
+        f"{cap / planned:.0%} of it (exit 4), to go on with a larger --max-usd"
+    )
 
 
 def _stopping_forecast(exp: Any, insts: list[Any], rows: list[Any], run: Any) -> None:

@@ -7,6 +7,7 @@ same command with a larger cap finishes the run without sending a completed call
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import yaml
@@ -131,6 +132,8 @@ def test_a_model_without_a_price_costs_unknown_in_the_summary_usage_json_and_est
     assert main(["estimate", p]) == 0
     est = capsys.readouterr().out
     assert "unknown" in est and "$0.00" not in est
+    assert main(["estimate", p, "--set", "llm.max_usd=1"]) == 0
+    assert "the price of some model is unknown, so cocoeval run refuses the cap" in capsys.readouterr().out
     # a run again sends nothing (it paid $0, truly); what its re-used answers cost when first paid is unknown
     assert main(["run", p, "--no-progress"]) == 0
     again = capsys.readouterr().out
@@ -144,7 +147,13 @@ def test_a_price_given_in_llm_price_is_what_the_run_and_the_estimate_charge(benc
     p = params(bench, srv, price=True)
     assert main(["estimate", p]) == 0
     est = capsys.readouterr().out
-    assert "unknown" not in est
+    assert "unknown" not in est and "cost cap" not in est
+    assert main(["estimate", p, "--set", "llm.max_usd=0.01"]) == 0
+    assert re.search(
+        r"cost cap \(llm.max_usd\) \$0\.01: below the planned \$[\d.]+; the run would stop", capsys.readouterr().out
+    )
+    assert main(["estimate", p, "--set", "llm.max_usd=100000"]) == 0
+    assert "cost cap (llm.max_usd) $100,000.00: the planned $" in capsys.readouterr().out
     assert main(["run", p, "--no-progress"]) == 0
     usage = json.loads((bench / "runs" / "p" / "usage.json").read_text())
     t = usage["totals"]
