@@ -757,14 +757,13 @@ def corrected_rates(
             notes += [f"estimator: {METHOD}, λ = {est.lam:.2f}, {est.clusters} source conversations", *est.notes]
             if active:
                 notes.append("each label weighted by 1/π, its recorded inclusion probability (annotate-next)")
-                h0 = design_estimate(
-                    units, clusters, part["count"].to_numpy().astype(float), labels, rounds, alpha, 0.0
-                )
-                row.update(
-                    humans_only=h0.estimate,
-                    humans_only_low=None if small or h0.low is None else _clip(h0.low),
-                    humans_only_high=None if small else h0.high,
-                )
+            # the humans' own mean under the same design: λ = 0, weighted by 1/π, clustered
+            h0 = design_estimate(units, clusters, part["count"].to_numpy().astype(float), labels, rounds, alpha, 0.0)
+            row.update(
+                humans_only=h0.estimate,
+                humans_only_low=None if small or h0.low is None else _clip(h0.low),
+                humans_only_high=None if small else h0.high,
+            )
         else:
             y, yhat = labelled["human_count"].to_numpy().astype(float), labelled["count"].to_numpy().astype(float)
             raw, lo, hi = ppi_estimate(y, yhat, unl["count"].to_numpy().astype(float), alpha)

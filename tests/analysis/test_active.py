@@ -22,7 +22,7 @@ from ..sim_helpers import instance
 from .test_judge_check import TURNS, B, fine
 
 
-def plain_estimate(units, clusters, f, labels, rounds, alpha=0.05):
+def plain_estimate(units, clusters, f, labels, rounds, alpha=0.05, fixed=None):
     """The estimator written out with loops: ψ per conversation, round by round; λ by a search
     over [0, 1] for the smallest cluster variance (not the closed form); the t interval."""
     total = sum(sum(1 for u in units if u in r.drawn and u in labels) for r in rounds)
@@ -61,7 +61,7 @@ def plain_estimate(units, clusters, f, labels, rounds, alpha=0.05):
     for _ in range(60):
         a, b = lo_ + (hi_ - lo_) / 3, hi_ - (hi_ - lo_) / 3
         lo_, hi_ = (lo_, b) if variance(a) <= variance(b) else (a, hi_)
-    lam = (lo_ + hi_) / 2
+    lam = (lo_ + hi_) / 2 if fixed is None else fixed
     p = psi(lam)
     est = sum(p) / len(p)
     se = variance(lam) ** 0.5
@@ -208,3 +208,42 @@ def test_corrected_rates_weight_an_active_draw_by_its_recorded_probabilities(tmp
     est, lo, hi, _ = plain_estimate(ids, [i.split("/")[1] for i in ids], yj, {ids[i]: yh[i] for i in labelled}, rounds)
     assert (row["corrected_raw"], row["corrected_high"]) == pytest.approx((est, hi), rel=1e-3)
     assert row["corrected_low"] == pytest.approx(max(0.0, lo), rel=1e-3, abs=1e-9)
+    # the humans' own mean under the same design: λ = 0, each label weighted by 1/π
+    h, hlo, hhi, _ = plain_estimate(
+        ids, [i.split("/")[1] for i in ids], yj, {ids[i]: yh[i] for i in labelled}, rounds, fixed=0.0
+    )
+    assert (row["humans_only"], row["humans_only_high"]) == pytest.approx((h, hhi), rel=1e-9)
+    assert row["humans_only_low"] == pytest.approx(max(0.0, hlo), rel=1e-9, abs=1e-12)
+
+
+def test_plan_next_follows_the_judges_vote_fractions_and_keeps_a_floor():
+    rng = np.random.default_rng(5)
+    n = 60
+    insts = [instance(f"d/c{i // 2:03d}/{i % 2}", n_hist=2, n_ref=TURNS) for i in range(n)]
+    ids = [x.id for x in insts]
+    judge = rng.random((n * TURNS, len(B))) < 0.3
+    js = [fine(ids[i], "J", judge[i * TURNS : (i + 1) * TURNS]) for i in range(n)]
+    js += [fine(ids[i], "A", judge[i * TURNS : (i + 1) * TURNS]) for i in range(10)]
+    f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
+    unsure = ids[50:]  # the judge's 3 samples split 2-1 on every turn of these
+    votes = pl.DataFrame(
+        [
+            {"target": "reference", "instance_id": i, "turn": t, "behaviour": B[0], "fraction": 2 / 3}
+            for i in unsure
+            for t in range(TURNS)
+        ]
+    )
+    plan = active.plan_next(f, "J", 10, seed=1, votes=votes)
+    [t] = plan.targets
+    assert t.pool == 50 and len(t.drawn) == 10 and "vote fractions" in t.scores
+    pi = plan.record["inclusion"]["reference"]
+    assert set(pi) == set(ids[10:]) and sum(pi.values()) == pytest.approx(10)
+    assert min(pi[i] for i in unsure) > 5 * max(pi[i] for i in ids[10:50])
+    assert min(pi.values()) == pytest.approx(active.FLOOR * 10 / 50)
+    assert plan.record["mode"] == "active" and sorted(plan.record["targets"]) == sorted(
+        [i, "reference"] for i in t.drawn
+    )
+    # the judge's samples agree everywhere: the error model (here every error 0: uniform)
+    same = votes.with_columns(pl.lit(1.0).alias("fraction"))
+    [t] = active.plan_next(f, "J", 10, seed=1, votes=same).targets
+    assert t.scores.startswith("uniform")
