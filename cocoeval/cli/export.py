@@ -48,6 +48,11 @@ def add_commands(sub: Any) -> None:
         "Python >= 3.12).",
     )
     x.add_argument("run_dir", type=Path, help="a run directory")
-    x.add_argument("--format", choices=["inspect", "eee"], required=True, help="inspect (Inspect AI eval logs) or eee")
+    x.add_argument(
+        "--format",
+        choices=["inspect", "eee"],
+        default="inspect",
+        help="inspect (Inspect AI eval logs; the default) or eee",
+    )
     x.add_argument("--out", type=out_dir, required=True, help="output folder")
     x.set_defaults(func=_cmd_export)
