@@ -18,8 +18,6 @@ from typing import Any
 
 import polars as pl
 
-from cocoeval.run import Run
-
 from . import agreement as _agreement
 from . import answer, rq, studies
 from . import detectability as _detectability
@@ -46,6 +44,7 @@ from .registry import (
     judge_free_outputs,
     notebooks,
 )
+from .store import RunLike
 
 __all__ = [
     "ANALYSES",
@@ -73,7 +72,7 @@ def _judge(p: Params) -> str:
 
 
 def _compared(
-    run: Run,
+    run: RunLike,
     p: Params,
     setups: list[str],
     question: str,
@@ -110,7 +109,7 @@ def _compared(
         run_summary=False,
     ),
 )
-def bench(run: Run, p: Params) -> Answer:
+def bench(run: RunLike, p: Params) -> Answer:
     return studies.bench_summary(run.instances, p.bench_dir or Path(run.path or ".") / "bench")
 
 
@@ -147,7 +146,7 @@ def bench(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def paper(run: Run, p: Params) -> Answer | None:
+def paper(run: RunLike, p: Params) -> Answer | None:
     if p.judge is None:
         return None
     return studies.paper_tables(p.frames_of(run), run, p.judge, p.resamples, p.seed, min_n=p.min_n)
@@ -174,7 +173,7 @@ def paper(run: Run, p: Params) -> Answer | None:
         },
     ),
 )
-def rq1(run: Run, p: Params) -> Answer:
+def rq1(run: RunLike, p: Params) -> Answer:
     return rq.human_rates(p.frames_of(run), _judge(p), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
 
 
@@ -188,7 +187,7 @@ def rq1(run: Run, p: Params) -> Answer:
         "behaviours as often as the humans did, on the same instances?",
     ),
 )
-def rq2(run: Run, p: Params) -> Answer:
+def rq2(run: RunLike, p: Params) -> Answer:
     return _compared(
         run,
         p,
@@ -223,12 +222,12 @@ def rq2(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def rq3(run: Run, p: Params) -> Answer:
+def rq3(run: RunLike, p: Params) -> Answer:
     return rq.prompting(p.frames_of(run), run, _judge(p), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
 
 
 @analysis("rq3_vs_humans", "RQ3: each prompt vs the humans", notebook="03_rq3_prompting")
-def rq3_vs_humans(run: Run, p: Params) -> Answer:
+def rq3_vs_humans(run: RunLike, p: Params) -> Answer:
     setups = answer.pick_setups(
         run,
         kind="multiparty",
@@ -276,7 +275,7 @@ sft-export PARAMS.yaml`` chooses it, and its examples per k."""
         prelude=SFT_PRELUDE,
     ),
 )
-def rq4(run: Run, p: Params) -> Answer:
+def rq4(run: RunLike, p: Params) -> Answer:
     a = _compared(
         run,
         p,
@@ -321,7 +320,7 @@ def rq4(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def rq5(run: Run, p: Params) -> Answer:
+def rq5(run: RunLike, p: Params) -> Answer:
     return rq.by_turns_per_call(
         p.frames_of(run), run, _judge(p), p.resamples, p.seed, min_n=p.min_n, correction=p.correction
     )
@@ -337,7 +336,7 @@ def rq5(run: Run, p: Params) -> Answer:
         "call), are its user turns as inconsistent/uncollaborative as real users'? Only user turns are judged.",
     ),
 )
-def generalization(run: Run, p: Params) -> Answer:
+def generalization(run: RunLike, p: Params) -> Answer:
     a = _compared(
         run,
         p,
@@ -384,7 +383,7 @@ def generalization(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def participants(run: Run, p: Params) -> Answer:
+def participants(run: RunLike, p: Params) -> Answer:
     """Options (the notebook's parameters): ``participants_datasets`` (comma-separated; empty: the
     ``participants_top`` datasets whose participant counts vary most), ``participants_count``."""
     o = p.options
@@ -428,7 +427,7 @@ def participants(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def agreement(run: Run, p: Params) -> Answer:
+def agreement(run: RunLike, p: Params) -> Answer:
     return studies.agreement_answer(p.frames_of(run), p.resamples, p.seed, min_n=p.min_n)
 
 
@@ -496,7 +495,7 @@ def agreement(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def judge_free(run: Run, p: Params) -> Answer:
+def judge_free(run: RunLike, p: Params) -> Answer:
     return judge_free_answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n, correction=p.correction)
 
 
@@ -526,7 +525,7 @@ def judge_free(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def detectability(run: Run, p: Params) -> Answer:
+def detectability(run: RunLike, p: Params) -> Answer:
     return _detectability.answer(run, p.resamples, p.seed, min_n=p.min_n)
 
 
@@ -575,7 +574,7 @@ def detectability(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def turn_taking_measured(run: Run, p: Params) -> Answer:
+def turn_taking_measured(run: RunLike, p: Params) -> Answer:
     """Next-speaker accuracy, run lengths, per-speaker fidelity (``turntaking``)."""
     from .leaderboard import judges_of
     from .turntaking import turn_taking_answer
@@ -638,7 +637,7 @@ def turn_taking_measured(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def leaderboard(run: Run, p: Params) -> Answer:
+def leaderboard(run: RunLike, p: Params) -> Answer:
     return _leaderboard.answer(run, p.frames_of(run), p.resamples, p.seed, min_n=p.min_n)
 
 
@@ -673,7 +672,7 @@ def leaderboard(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def paired(run: Run, p: Params) -> Answer:
+def paired(run: RunLike, p: Params) -> Answer:
     """Every pair of setups compared on the instances both have, clustered by source conversation
     (``paired.answer``); Holm over the behaviours of a pair unless the notebook's
     ``paired_correction`` says bh."""
@@ -691,7 +690,7 @@ def paired(run: Run, p: Params) -> Answer:
 
 
 @analysis("simulators_vs_humans", "Every setup vs the humans", notebook="11_simulators")
-def simulators_vs_humans(run: Run, p: Params) -> Answer:
+def simulators_vs_humans(run: RunLike, p: Params) -> Answer:
     """Every setup of the run (simulated, imported, plugin; multi-party and human–AI) against the
     human reference on the same instances, as RQ2 compares the vanilla ones."""
     return _compared(
@@ -765,7 +764,7 @@ def simulators_vs_humans(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def judge_check(run: Run, p: Params) -> Answer:
+def judge_check(run: RunLike, p: Params) -> Answer:
     from .probes import probe_tables, probe_text
 
     f = p.frames_of(run)
@@ -816,11 +815,17 @@ def judge_check(run: Run, p: Params) -> Answer:
         },
     ),
 )
-def judge_reliability(run: Run, p: Params) -> Answer:
+def judge_reliability(run: RunLike, p: Params) -> Answer:
     from .calibration import answer as reliability_answer
 
     return reliability_answer(
-        run, p.frames_of(run), p.judge, p.resamples, p.seed, min_n=p.min_n, history_folder=p.options.get("judge_history")
+        run,
+        p.frames_of(run),
+        p.judge,
+        p.resamples,
+        p.seed,
+        min_n=p.min_n,
+        history_folder=p.options.get("judge_history"),
     )
 
 
@@ -846,7 +851,7 @@ def judge_reliability(run: Run, p: Params) -> Answer:
         viewer="plain",
     ),
 )
-def compare_runs(run: Run, p: Params) -> Answer:
+def compare_runs(run: RunLike, p: Params) -> Answer:
     from .runcompare_view import notebook_answer
 
     split = [x.strip() for x in str(p.options.get("compare_with") or "").split(",") if x.strip()]

@@ -14,8 +14,9 @@ import polars as pl
 from .frames import Frames
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
     from cocoeval.run.recorded import RecordedSetup
+
+    from .store import RunLike
 
 SETUP_FIELDS = ("name", "origin", "model", "prompt", "turns_per_call", "kind", "simulator", "continuations")
 SIMULATED, IMPORTED, PLUGIN = "simulated", "imported", "plugin"
@@ -89,7 +90,7 @@ class Answer:
         return f"**{self.question}**\n\n" + "\n\n".join(self.text or ["_No data to answer this yet._"])
 
 
-def setups_table(run: Run) -> pl.DataFrame:
+def setups_table(run: RunLike) -> pl.DataFrame:
     schema = {k: pl.Int64 if k == "turns_per_call" else pl.Utf8 for k in SETUP_FIELDS}
     rows = [
         {k: v if k == "turns_per_call" or v is None else str(v) for k, v in setup_view(s).items()}
@@ -122,7 +123,7 @@ def interval_method(resamples: int, seed: int, min_n: int) -> str:
     )
 
 
-def pick_setups(run: Run, **where: Any) -> list[str]:
+def pick_setups(run: RunLike, **where: Any) -> list[str]:
     """Setup names whose params match every ``field=value`` (a callable value is a predicate), read
     through ``setup_view``: an imported or plugin setup has no prompt or turns per call."""
     out = []

@@ -69,7 +69,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from itertools import pairwise
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
@@ -77,8 +77,7 @@ from cocoeval.core.schema import Turn, conversation_of, is_human_ai
 from cocoeval.core.speakers import MALFORMED_NOTE, PASSED_NOTE
 from cocoeval.core.targets import REFERENCE, targets_for
 
-if TYPE_CHECKING:
-    from cocoeval.run import Run
+from .store import RunLike, derived_frame
 
 WORD = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
 NGRAM = 3
@@ -182,22 +181,13 @@ FRAME_SCHEMA: dict[str, Any] = {
 }
 
 
-def conversation_frame(run: Run) -> pl.DataFrame:
+@derived_frame("convstats", FRAME_SCHEMA)
+def conversation_frame(run: RunLike) -> pl.DataFrame:
     """One row per conversation of ``Run.open(run_dir)``: target ('reference' or the
     setup name), instance_id, dataset and every statistic (null where undefined); stale
     continuations (``Run.stale_reason``) are left out. The same values as ``conversation_stats``
-    on each target (the same code: ``_token_statistics``, for every conversation at once); made once
-    per run in a process (``store.per_run``), or read where ``frames.open_run_dir`` kept it."""
-    from .store import kept_frame, per_run
-
-    def make() -> pl.DataFrame:
-        kept = kept_frame(run, "convstats", FRAME_SCHEMA)
-        return kept if kept is not None else _conversation_frame(run)
-
-    return per_run(run, ("convstats",), make)
-
-
-def _conversation_frame(run: Run) -> pl.DataFrame:
+    on each target (the same code: ``_token_statistics``, for every conversation at once); made once per run
+    in a process and kept with the run's frames (``store.derived_frame``)."""
     targets = targets_for(run.instances, run.current_continuations)
     if not targets:
         return pl.DataFrame(schema=FRAME_SCHEMA)
@@ -474,22 +464,13 @@ def turn_taking(
     }  # equal spreads: 0
 
 
-def turn_taking_frame(run: Run) -> pl.DataFrame:
+@derived_frame("turn_taking", TURN_SCHEMA)
+def turn_taking_frame(run: RunLike) -> pl.DataFrame:
     """One row per current ok continuation of ``run`` (target = its setup) and per instance
     (target ``HISTORY``: the last |r| turns of x against r): the turn-taking measures against the
     human reference of the same instance (``TURN_TAKING``, null where undefined), with both
     entropies. Made once per run in a process (``store.per_run``), or read where
     ``frames.open_run_dir`` kept it."""
-    from .store import kept_frame, per_run
-
-    def make() -> pl.DataFrame:
-        kept = kept_frame(run, "turn_taking", TURN_SCHEMA)
-        return kept if kept is not None else _turn_taking_frame(run)
-
-    return per_run(run, ("turn_taking",), make)
-
-
-def _turn_taking_frame(run: Run) -> pl.DataFrame:
     rows = []
     for t in targets_for(run.instances, run.current_continuations):
         inst = t.instance
@@ -523,7 +504,8 @@ SPEAKER_SCHEMA: dict[str, Any] = {
 """The columns of ``speaker_frame``."""
 
 
-def speaker_frame(run: Run) -> pl.DataFrame:
+@derived_frame("speakers", SPEAKER_SCHEMA)
+def speaker_frame(run: RunLike) -> pl.DataFrame:
     """One row per turn of every target of a multi-party instance of ``run`` (the human reference,
     then each current ok continuation, in ``targets_for``'s order; chats left out): target,
     instance_id, conversation (``schema.conversation_of``), position (0-based in the target's
@@ -531,16 +513,6 @@ def speaker_frame(run: Run) -> pl.DataFrame:
     analysis (``turntaking``: free-running agreement, run lengths, per-speaker fidelity) needs of
     the continuations, so that it reads no record where ``frames.open_run_dir`` kept this frame.
     Made once per run in a process (``store.per_run``), or read where it was kept."""
-    from .store import kept_frame, per_run
-
-    def make() -> pl.DataFrame:
-        kept = kept_frame(run, "speakers", SPEAKER_SCHEMA)
-        return kept if kept is not None else _speaker_frame(run)
-
-    return per_run(run, ("speakers",), make)
-
-
-def _speaker_frame(run: Run) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
     for t in targets_for(run.instances, run.current_continuations):
         if is_human_ai(t.instance):
@@ -574,23 +546,14 @@ _PASSES = re.compile(re.escape(PASSED_NOTE) + r" (\d+) passed \(")
 that every agent passed)."""
 
 
-def self_selection_frame(run: Run) -> pl.DataFrame:
+@derived_frame("self_selection", SELF_SELECTION_SCHEMA)
+def self_selection_frame(run: RunLike) -> pl.DataFrame:
     """Per ``self_selection`` agents setup of ``run``: its current continuations (ok or invalid),
     the turns an agent chose to take, the passes (every answer PASS, in those turns and in the
     turns where every agent passed), the malformed answers (counted, never read as passes) and the
     turns where every agent passed, from the notes the simulator keeps with each continuation.
     Made once per run in a process (``store.per_run``), or read where ``frames.open_run_dir`` kept
     it (no record read)."""
-    from .store import kept_frame, per_run
-
-    def make() -> pl.DataFrame:
-        kept = kept_frame(run, "self_selection", SELF_SELECTION_SCHEMA)
-        return kept if kept is not None else _self_selection_frame(run)
-
-    return per_run(run, ("self_selection",), make)
-
-
-def _self_selection_frame(run: Run) -> pl.DataFrame:
     rows = []
     for s in run.manifest.setup_params:
         if s.simulator != "agents" or (s.options or {}).get("policy") != "self_selection":

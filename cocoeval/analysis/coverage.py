@@ -21,7 +21,9 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from cocoeval.run import Experiment, ExperimentParams, Run
+    from cocoeval.run import Experiment, ExperimentParams
+
+    from .store import RunLike
 
 __all__ = ["HOW", "Missing", "coverage_markdown", "coverage_text", "not_run", "paper_coverage"]
 
@@ -224,9 +226,9 @@ def _kinds(js: Iterable[Any]) -> set[str]:
     return {j.kind for j in js if j.status == "ok"}
 
 
-def run_facts(run: Run) -> dict[str, Any]:
+def run_facts(run: RunLike) -> dict[str, Any]:
     """What coverage needs of a run's records (JSON: ``frames.open_run_dir`` keeps it with the
-    frames, so a run opened lazily is not read for it): its datasets, the annotators with ok
+    frames, so a store, ``RunStore``, is not read for it): its datasets, the annotators with ok
     judgments by kind, the setups with a current ok continuation, the kinds each LLM judge has
     ok judgments of."""
     annotators: dict[str, set[str]] = {}
@@ -258,10 +260,10 @@ def _facts_shape(facts: Any) -> bool:
     )
 
 
-def _view(source: Run | ExperimentParams | Experiment) -> _View:
-    from cocoeval.run import ExperimentParams, Run
+def _view(source: RunLike | ExperimentParams | Experiment) -> _View:
+    from cocoeval.run import Experiment, ExperimentParams
 
-    if isinstance(source, Run):
+    if not isinstance(source, ExperimentParams | Experiment):  # a run (read whole or a store)
         from .store import kept_facts  # polars: not for a params file (cocoeval check)
 
         params = source.manifest.params
@@ -312,7 +314,7 @@ def _ks(ks: Iterable[int]) -> str:
     return ", ".join(str(k) for k in ks)
 
 
-def paper_coverage(source: Run | ExperimentParams | Experiment) -> list[Missing]:
+def paper_coverage(source: RunLike | ExperimentParams | Experiment) -> list[Missing]:
     """Every element of the paper that ``source`` lacks, in the paper's order: a ``Run`` (its
     manifest params, instances and human stores: a setup counts once it has an ok continuation, a
     judge once it has ok judgments of both kinds) or, before running, an ``ExperimentParams`` or an

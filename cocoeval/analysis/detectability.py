@@ -92,9 +92,9 @@ if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
 
     from cocoeval.core.schema import Instance
-    from cocoeval.run import Run
 
     from .answer import Answer
+    from .store import RunLike
 
 FOLDS = 5
 """Cross-validation folds (fewer when there are fewer conversations, never fewer than two)."""
@@ -428,7 +428,7 @@ def _row(target: str, comparison: str, d: Detection, **extra: Any) -> dict[str, 
 
 
 def detectability(
-    run: Run,
+    run: RunLike,
     *,
     resamples: int = 1000,
     seed: int = 0,
@@ -448,7 +448,7 @@ def detectability(
     )
 
 
-def _detectability(run: Run, *, resamples: int, seed: int, min_n: int, permutations: int) -> pl.DataFrame:
+def _detectability(run: RunLike, *, resamples: int, seed: int, min_n: int, permutations: int) -> pl.DataFrame:
     kw: dict[str, Any] = {
         "seed": seed,
         "resamples": resamples,
@@ -495,7 +495,7 @@ def _said(r: dict[str, Any]) -> str:
     )
 
 
-def answer(run: Run, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
+def answer(run: RunLike, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
     """The classifier test of every setup and the floor: table ``detectability``, its chart, the text."""
     from . import charts
     from .answer import Answer

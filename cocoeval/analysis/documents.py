@@ -17,9 +17,10 @@ import polars as pl
 from cocoeval.core.schema import conversation_of
 from cocoeval.core.targets import continuation_target
 
+from .store import RunLike, derived_frame
+
 if TYPE_CHECKING:
     from cocoeval.core.schema import Instance, Turn
-    from cocoeval.run import Run
 
 _TAG = re.compile(r"\{\s*[A-Za-z_]+\s*\}")
 _MARKUP = re.compile(r"\*\*|__|(?m:^[ \t]*#+[ \t]*)|(?m:^[ \t]*[-*•][ \t]+)")
@@ -66,22 +67,13 @@ current one that is invalid or of an instance not in instances.jsonl; one that i
 (``Run.stale_reason``)."""
 
 
-def document_frame(run: Run) -> pl.DataFrame:
+@derived_frame("documents", DOCUMENT_SCHEMA)
+def document_frame(run: RunLike) -> pl.DataFrame:
     """One row per continuation of ``run`` (setups in the order of ``run.continuations``): setup,
     instance_id, conversation (null for an instance not in instances.jsonl), status (``COMPARED``,
     ``NOT_COMPARED`` or ``STALE``) and, when compared, its ``document``. All the classifier test
     needs of the continuations. Made once per run in a process (``store.per_run``), or read where
     ``frames.open_run_dir`` kept it (no record read)."""
-    from .store import kept_frame, per_run
-
-    def make() -> pl.DataFrame:
-        kept = kept_frame(run, "documents", DOCUMENT_SCHEMA)
-        return kept if kept is not None else _document_frame(run)
-
-    return per_run(run, ("documents",), make)
-
-
-def _document_frame(run: Run) -> pl.DataFrame:
     insts = {i.id: i for i in run.instances}
     rows = []
     for name, cs in run.continuations.items():

@@ -8,7 +8,7 @@ import json
 import logging
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import polars as pl
 
@@ -23,12 +23,14 @@ from cocoeval.core.targets import (
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.rundir import UNKNOWN_INSTANCE
 
-from .convstats import conversation_frame, self_selection_frame, speaker_frame, turn_taking_frame
+from . import convstats, documents  # noqa: F401  (they register derived frames: store.DERIVED)
 from .coverage import run_facts
-from .documents import document_frame
 from .store import (
     CACHE_DIR,
+    DERIVED,
     KEPT_FRAMES,
+    RunLike,
+    RunStore,
     _held,
     _held_folder,
     _read_kept,
@@ -38,11 +40,9 @@ from .store import (
     make_room_for,
     opened_run,
     per_run,
+    read_digest,
     run_signature,
 )
-
-if TYPE_CHECKING:
-    from cocoeval.run import Run
 
 T = TypeVar("T")
 
@@ -183,54 +183,47 @@ FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
 """The columns of each frame (``Frames``), in order."""
 
 
-def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> Run:
-    """``Run.open(path)``, read once per process while the directory's files are unchanged
-    (``run_signature``); the same ``Run`` object is returned, so its frames are shared too. The
-    last ``OPEN_RUNS`` directories read are kept (a program reporting on many runs holds two).
+def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> RunStore:
+    """The run directory as a ``RunStore``, opened once per process while its files are unchanged
+    (``run_signature``): the same store is returned, so its frames and its memo are shared too.
+    The last ``OPEN_RUNS`` directories opened are kept (a program reporting on many runs holds two).
 
-    The run's frames for ``taxonomy`` (default: the shipped one) are kept in its ``CACHE_DIR``,
-    keyed by the SHA-256 of the files read (``Run.digest``), of this code and of the taxonomy:
-    made right after the records are read, before anything else holds them. When they are kept
-    already (this content was read whole and valid by this code), the run is opened lazily
-    (``Run.open(lazy=True)``): its records are read only if an analysis needs more than the
-    frames (the texts, for the viewer and the judge-free statistics), and ``run_frames`` reads
-    the kept frames. A run folder that cannot be written keeps nothing (read whole each time)."""
-    from cocoeval.run import Run
-
+    The run's frames for ``taxonomy`` (default: the shipped one) and its derived frames
+    (``store.DERIVED``) are kept in its ``CACHE_DIR``, keyed by the SHA-256 of the files read
+    (``RunStore.digest``), of this code and of the taxonomy: made right after the records are read
+    whole (a bad file is an error here, as ``Run.open`` gives it), before anything else holds them.
+    When they are kept already (this content was read whole and valid by this code), no record is
+    read: an analysis that needs more than the kept frames (the texts, for the viewer) reads the
+    record then, or one line of it. A run folder that cannot be written keeps nothing (read whole
+    each time)."""
     d = Path(path).resolve()
     sig = run_signature(d)
     if (hit := opened_run(d, sig)) is not None:
         return hit
     tax = taxonomy or load_taxonomy()
-    run = Run.open(path, lazy=True)
+    store = RunStore.open(path)
     make_room_for(d)
-    folder = _kept_folder(run, tax)
+    folder = _kept_folder(store, tax)
     if folder is None or not folder.is_dir():
-        run.load()  # read it all now: a bad file is an error here, as Run.open gives it
+        store.run()  # read it all now: a bad file is an error here
         if folder is not None:
             extra = {}
-            for name, make in (
-                ("convstats", conversation_frame),
-                ("turn_taking", turn_taking_frame),
-                ("speakers", speaker_frame),
-                ("self_selection", self_selection_frame),
-                ("documents", document_frame),
-            ):
+            for name, derived in DERIVED.items():
                 try:
-                    extra[name] = make(run)
+                    extra[name] = derived.make(store)
                 except Exception as e:  # not kept: the analysis that needs it says why
                     log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
             _keep_frames(
                 folder,
-                run_frames(run, tax),
-                {"coverage": run_facts(run), "integrity_warnings": run.integrity_warnings()},
+                run_frames(store, tax),
+                {"coverage": run_facts(store), "integrity_warnings": store.integrity_warnings()},
                 extra,
             )
-            again = Run.open(path, lazy=True)  # the records go: what follows needs the frames, rarely a text
+            again = RunStore.open(path)  # the records go: what follows needs the frames, rarely a text
             if folder.is_dir() and _kept_folder(again, tax) == folder:  # (unless a file changed meanwhile)
-                run = again
-    hold(d, sig, run, folder if folder is not None and folder.is_dir() else None)
-    return run
+                store = again
+    hold(d, sig, store, folder if folder is not None and folder.is_dir() else None)
+    return store
 
 
 def keep_frames(path: str | Path) -> Path | None:
@@ -242,10 +235,10 @@ def keep_frames(path: str | Path) -> Path | None:
     return _held_folder(run)
 
 
-def run_frames(run: Run, taxonomy: Taxonomy | None = None) -> Frames:
-    """Build the frames from ``Run.open(run_dir)``; made once per run and taxonomy in a process
-    (``per_run``: invalidated when the run's files change). For the run ``open_run_dir`` holds,
-    the frames it kept in the run folder are read instead, when they are there."""
+def run_frames(run: RunLike, taxonomy: Taxonomy | None = None) -> Frames:
+    """Build the frames of a run; made once per run and taxonomy in a process (``per_run``:
+    invalidated when the run's files change). For the store ``open_run_dir`` holds, the frames it
+    kept in the run folder are read instead, when they are there."""
     tax = taxonomy or load_taxonomy()
     return per_run(run, ("frames", tax.hash), lambda: _kept_frames(run, tax))
 
@@ -258,17 +251,17 @@ _FRAME_LIBS = ("polars", "pydantic")
 """The libraries whose version is part of kept frames' key (they read the records, make the frames)."""
 
 
-def _kept_folder(run: Run, tax: Taxonomy) -> Path | None:
-    """Where ``run``'s frames for ``tax`` are kept, or None when they are not: a run built from
-    parts, or whose records were changed in memory since they were read (``Run.as_read``)."""
-    digest = run.digest
-    if run.path is None or digest is None or not run.as_read:
+def _kept_folder(run: RunLike, tax: Taxonomy) -> Path | None:
+    """Where ``run``'s frames for ``tax`` are kept, or None when they are not: not a store, or a
+    store whose records were changed in memory since they were read (``read_digest``)."""
+    digest = read_digest(run)
+    if run.path is None or digest is None:
         return None
     what = hashlib.sha256(f"{digest} {code_digest(_FRAME_LIBS)} {tax.hash}".encode()).hexdigest()[:40]
     return run.path / CACHE_DIR / f"frames-{what}"
 
 
-def _kept_frames(run: Run, tax: Taxonomy) -> Frames:
+def _kept_frames(run: RunLike, tax: Taxonomy) -> Frames:
     """The frames ``open_run_dir`` kept for ``run`` (the object it holds: one opened otherwise
     may have been changed in place before its first frames), else made (``_run_frames``). A
     kept folder that cannot be read is made again (and said so)."""
@@ -305,7 +298,7 @@ def _keep_frames(
     keep_folder(folder, fill, newest=KEPT_FRAMES, what="frames")
 
 
-def _run_frames(run: Run, tax: Taxonomy) -> Frames:
+def _run_frames(run: RunLike, tax: Taxonomy) -> Frames:
     cat = {b.id: b.category for b in tax.behaviours}
     insts = {i.id: i for i in run.instances}
     inst_rows = [
@@ -460,7 +453,7 @@ def _nothing_judged(j: Judgment, inst: Instance) -> bool:
     return j.kind == "fine_grained" and j.status != "invalid" and not j.labels and not j.judged_turns
 
 
-def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _expected(run: RunLike, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``Frames.expected``: what the params say should exist, and whether it does (``ok``: the
     (setup, instance) pairs with a current ok continuation; ``judged``: the judgments frame's rows)."""
     setups = run.setup_configs() or []
@@ -509,7 +502,7 @@ def _expected(run: Run, ok: set[tuple[str, str]], judged: list[dict[str, Any]]) 
     return rows
 
 
-def _not_needed(run: Run, setups: list[Any]) -> dict[tuple[str, str], str]:
+def _not_needed(run: RunLike, setups: list[Any]) -> dict[tuple[str, str], str]:
     """{(setup or the reference, instance id): why it is not needed} for a run whose ``stopping:``
     rule stopped setups before some rounds (``NOT_NEEDED``): a setup's instances after its last
     round, and the reference of instances no setup reached."""

@@ -36,9 +36,9 @@ import polars as pl
 import cocoeval
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.targets import REFERENCE
-from cocoeval.run import Run
 
 from .frames import HUMAN, Frames
+from .store import RunLike
 from .verdicts import verdicts
 
 __all__ = [
@@ -120,7 +120,7 @@ def _turns(turns: Iterable[Any]) -> list[list[str]]:
     return [[t.speaker, t.text] for t in turns]
 
 
-def payload(run: Run, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def payload(run: RunLike, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The viewer's data: an index (instances, setups, judges, behaviours, each target's status
     and the labelled turns of every valid fine-grained judgment) and one block per instance
     (M, S, x, the reference, every continuation's turns, the evidence of each label)."""
@@ -272,7 +272,7 @@ def _table_data(df: pl.DataFrame) -> dict[str, Any]:
     return {"columns": df.columns, "rows": [[_clean(v) for v in row] for row in df.iter_rows()]}
 
 
-def _provenance(run: Run) -> dict[str, Any]:
+def _provenance(run: RunLike) -> dict[str, Any]:
     m = run.manifest
     return {
         "cocoeval_version (run)": m.cocoeval_version,
@@ -299,7 +299,7 @@ _LISTED = re.compile(r"^- \*\*([^*]+)\*\*: ")
 
 
 def from_report(
-    run: Run,
+    run: RunLike,
     f: Frames,
     out_dir: str | Path,
     index: Sequence[str],
@@ -343,7 +343,7 @@ def from_report(
 
 
 def write_html(
-    run: Run,
+    run: RunLike,
     f: Frames,
     out_dir: str | Path,
     *,

@@ -51,7 +51,7 @@ from .frames import Frames
 from .inference import ALPHA, MIN_N, adjust_pvalues, check_params, rng_for, too_small
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
+    from .store import RunLike
 
 BEYOND = "beyond the paper"
 ANY = "any behaviour"
@@ -426,7 +426,7 @@ def likert_agreement(
 # ---------------------------------------------------------------- the validation gate
 
 
-def judge_id(run: Run | None, judge: str) -> str | None:
+def judge_id(run: RunLike | None, judge: str) -> str | None:
     """The judge's current fine-grained id (model, prompt version, taxonomy), as the manifest gives it."""
     if run is None:
         return None
@@ -462,7 +462,7 @@ threshold over ten behaviours (0.005)."""
 def validation(
     f: Frames,
     judge: str,
-    run: Run | None = None,
+    run: RunLike | None = None,
     resamples: int = 1000,
     seed: int = 0,
     *,
@@ -593,7 +593,7 @@ def not_validated_line(gate: pl.DataFrame, name: dict[str, str] | None = None) -
 # ---------------------------------------------------------------- corrected rates
 
 
-def random_draws(run: Run | None) -> dict[str, set[str]] | None:
+def random_draws(run: RunLike | None) -> dict[str, set[str]] | None:
     """{target: instance ids} drawn at random for annotation (``annotate-export --random``), or
     None when the run records no such draw."""
     from cocoeval.run.humans import random_draws as recorded
@@ -654,7 +654,7 @@ def _clip(v: float | None) -> float | None:
 def corrected_rates(
     f: Frames,
     judge: str,
-    run: Run | None = None,
+    run: RunLike | None = None,
     resamples: int = 1000,
     seed: int = 0,
     *,
@@ -843,7 +843,7 @@ def _fmt(v: float | None, lo: float | None, hi: float | None) -> str:
 
 
 def answer(
-    run: Run,
+    run: RunLike,
     f: Frames,
     judge: str | None,
     resamples: int = 1000,
@@ -949,7 +949,7 @@ _GATES: dict[tuple[Any, ...], tuple[Frames, pl.DataFrame]] = {}
 
 
 def gate(
-    f: Frames, judge: str, run: Run | None = None, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+    f: Frames, judge: str, run: RunLike | None = None, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
 ) -> pl.DataFrame:
     """``validation``, computed once per frames, judge and settings (the report and every answer
     that shows the judge's rates ask for it)."""
@@ -965,7 +965,7 @@ def gate(
 
 
 def gate_note(
-    run: Run | None, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
+    run: RunLike | None, f: Frames, judge: str | None, resamples: int = 1000, seed: int = 0, *, min_n: int = MIN_N
 ) -> str | None:
     """ "Beyond the paper: not validated for this judge: …" for a behaviour rate shown of ``judge``
     (None: the run's only LLM judge; no mark for a human annotator or when the gate passes every

@@ -17,8 +17,10 @@ from .convstats import HISTORY, STATISTICS, TURN_TAKING, conversation_frame, tur
 from .frames import Frames
 
 if TYPE_CHECKING:
-    from cocoeval.run import Manifest, Run
+    from cocoeval.run import Manifest
     from cocoeval.run.recorded import RecordedSetup
+
+    from .store import RunLike
 
 
 def pipeline_check(manifest: Manifest) -> bool:
@@ -82,7 +84,7 @@ def turn_taking_text(turns: pl.DataFrame) -> str:
 
 
 def judge_free(
-    run: Run,
+    run: RunLike,
     f: Frames | None = None,
     resamples: int = 1000,
     seed: int = 0,

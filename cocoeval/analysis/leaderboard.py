@@ -58,7 +58,8 @@ from .coverage import HOW, not_run
 from .frames import Frames, invalid_rates, validity_note
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
+
+    from .store import RunLike
 
 FLOOR = "floor: two halves of the humans"
 """The floor row's setup (not a setup name: those are file names, with no space or colon)."""
@@ -594,7 +595,7 @@ def _of(r: dict[str, Any], what: str, ok: str, total: str) -> str | None:
     return None if r[total] is None else f"{r[ok]} of {r[total]} {what}"
 
 
-def stopping_table(run: Run) -> pl.DataFrame | None:
+def stopping_table(run: RunLike) -> pl.DataFrame | None:
     """Where each setup of a run with a ``stopping:`` section stopped and why (beyond the paper;
     ``cocoeval.run.stopping``): one row per setup; None for a run without one."""
     rec = run.manifest.stopping
@@ -619,7 +620,7 @@ def stopping_table(run: Run) -> pl.DataFrame | None:
     return pl.DataFrame(rows, schema=STOP_SCHEMA)
 
 
-def stopping_text(run: Run) -> list[str]:
+def stopping_text(run: RunLike) -> list[str]:
     """The report's paragraph on where each setup stopped and why, with the confidence sequence
     that decided it (the leaderboard's intervals are fixed-n ones, and said so); empty for a run
     without a ``stopping:`` section."""
@@ -648,7 +649,7 @@ def stopping_text(run: Run) -> list[str]:
     return ["\n".join(lines)]
 
 
-def answer(run: Run, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
+def answer(run: RunLike, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
     """The leaderboard answer: tables ``leaderboard`` and ``behaviours``, one chart, the text."""
     from .convcompare import turn_taking
     from .convstats import turn_taking_frame  # judge-free: the turns themselves

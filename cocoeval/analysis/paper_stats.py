@@ -48,7 +48,8 @@ from .inference import (
 from .inference import verdict as _verdict
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
+
+    from .store import RunLike
 
 HIGHER, LOWER = "higher", "lower"
 COUNTS = {"conversation": "n_participants_metadata", "window": "n_participants"}
@@ -80,7 +81,7 @@ def model_group(model: str) -> str:
     return f"{head}{rest.split(':')[0]} SFT"
 
 
-def conditions(run: Run) -> pl.DataFrame:
+def conditions(run: RunLike) -> pl.DataFrame:
     """One row per setup of the run's manifest: setup, model, model_group, prompt,
     turns_per_call, kind, origin (``answer.setup_origin``), condition (model group · prompt, the
     paper's figure grouping). An imported or plugin setup has no prompt and no k (null) and is a

@@ -41,8 +41,9 @@ from .stats import PERCENTILES, boot_index, resample_means
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from cocoeval.run import Run
     from cocoeval.run.recorded import RecordedJudge, RecordedSetup
+
+    from .store import RunLike
 
 NAMES_TOLERANCE = {"labels": 0.05, "likert": 0.5}
 """The most change the names probe accepts before flagging: 5% of turn labels, 0.5 Likert points."""
@@ -176,7 +177,7 @@ def _labels(j: Judgment) -> dict[int, set[str]]:
     return {lb.turn: set(lb.behaviours) for lb in j.labels}
 
 
-def _current(run: Run, judge: str) -> dict[tuple[str, str, str], Judgment]:
+def _current(run: RunLike, judge: str) -> dict[tuple[str, str, str], Judgment]:
     """The judge's valid current judgments by (instance, target name, kind)."""
     cur = {
         (name, c.instance_id): c.setup_id
@@ -196,7 +197,7 @@ def _current(run: Run, judge: str) -> dict[tuple[str, str, str], Judgment]:
     return out
 
 
-def _probe_records(run: Run, judge: str) -> list[ProbeRecord]:
+def _probe_records(run: RunLike, judge: str) -> list[ProbeRecord]:
     """The judge's probe records made with its current judge ids (others are stale: not read)."""
     if run.path is None:
         return []
@@ -205,7 +206,7 @@ def _probe_records(run: Run, judge: str) -> list[ProbeRecord]:
 
 
 def probe_tables(
-    run: Run, judge: str, *, resamples: int = 1000, seed: int = 0, taxonomy: Taxonomy | None = None
+    run: RunLike, judge: str, *, resamples: int = 1000, seed: int = 0, taxonomy: Taxonomy | None = None
 ) -> dict[str, pl.DataFrame]:
     """{names, planted, stability, self_preference}: the judge's probe tables (module docstring);
     an empty frame where the probe was not run (or nothing of it is valid)."""
@@ -418,14 +419,14 @@ def _stability(
     return _df(rows, STABILITY_SCHEMA)
 
 
-def _models(run: Run, key: Literal["setups", "judges"]) -> dict[str, str | None]:
+def _models(run: RunLike, key: Literal["setups", "judges"]) -> dict[str, str | None]:
     params = run.manifest.params
     items: Sequence[RecordedSetup | RecordedJudge] | None = params.setups if key == "setups" else params.judges
     return {d.name: d.model for d in items or []}
 
 
 def self_preference(
-    run: Run, judge: str, *, resamples: int = 1000, seed: int = 0, taxonomy: Taxonomy | None = None
+    run: RunLike, judge: str, *, resamples: int = 1000, seed: int = 0, taxonomy: Taxonomy | None = None
 ) -> pl.DataFrame:
     """The self-preference table (module docstring), from the run's current judgments as the
     statistics count them (the frames: valid, not stale, not skipped): no call.

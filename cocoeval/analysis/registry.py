@@ -15,10 +15,10 @@ from cocoeval.core.registry import Registry
 from . import inference
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
 
     from .answer import Answer
     from .frames import Frames
+    from .store import RunLike
 
 SECTIONS = ("judge-free", "leaderboard", "paper", "agreement")
 """Where the report writes an analysis: the judge-free statistics first; the leaderboard of
@@ -47,7 +47,7 @@ class Params:
         """``resamples``, ``seed`` and ``min_n`` as keyword arguments of the statistics."""
         return {"resamples": self.resamples, "seed": self.seed, "min_n": self.min_n}
 
-    def frames_of(self, run: Run) -> Frames:
+    def frames_of(self, run: RunLike) -> Frames:
         if self.frames is not None:
             return self.frames
         from .frames import run_frames
@@ -106,7 +106,7 @@ class ReportSpec:
     other_figures: str | None = None
 
 
-AnalysisFn = Callable[["Run", Params], "Answer | None"]
+AnalysisFn = Callable[["RunLike", Params], "Answer | None"]
 
 
 UNMARKED = frozenset({"agreement", "judge_check"})
@@ -122,7 +122,7 @@ class Analysis:
     notebook: str | None = None
     report: ReportSpec | None = None
 
-    def __call__(self, run: Run, params: Params | None = None) -> Answer | None:
+    def __call__(self, run: RunLike, params: Params | None = None) -> Answer | None:
         p = params or Params()
         if p.frames is None:
             p = replace(p, frames=p.frames_of(run))
@@ -186,7 +186,7 @@ def get(name: str) -> Analysis:
     return ANALYSES.get(name)
 
 
-def compute(name: str, run: Run, params: Params | None = None) -> Answer | None:
+def compute(name: str, run: RunLike, params: Params | None = None) -> Answer | None:
     """The answer of the registered analysis ``name`` on ``run``."""
     return get(name)(run, params)
 

@@ -13,7 +13,6 @@ from cocoeval.core import speed
 from cocoeval.core.errors import ConfigError
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
-from cocoeval.run import Run
 from cocoeval.run.rundir import PIPELINE_LABEL
 
 from . import agreement, analyses, charts, html_report, inference, judge_check, leaderboard, render, stats
@@ -23,7 +22,7 @@ from .frames import Frames, invalid_rates, open_run_dir, run_frames
 from .judge_free import judge_free_note, pipeline_check
 from .report_result import ReportResult
 from .speed import copy_kept, keep_report, kept_report_folder
-from .store import integrity_warnings
+from .store import RunLike, integrity_warnings
 
 
 def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
@@ -80,7 +79,7 @@ def _what(out: analyses.Out, p: analyses.Params, df: pl.DataFrame | None = None)
     return what
 
 
-def write_section(section: str, run: Run, p: analyses.Params, table: Any, figure: Any) -> dict[str, Answer]:
+def write_section(section: str, run: RunLike, p: analyses.Params, table: Any, figure: Any) -> dict[str, Answer]:
     """Compute the registered analyses of a report ``section`` (``analyses.in_report``) and write
     the tables and figures their ``ReportSpec`` names; returns their answers by analysis."""
     answers = {}
@@ -109,7 +108,7 @@ def write_section(section: str, run: Run, p: analyses.Params, table: Any, figure
     return answers
 
 
-def setup_sources(run: Run) -> list[str]:
+def setup_sources(run: RunLike) -> list[str]:
     """Report lines naming the setups cocoeval's own LLM simulator did not write: imported ones
     (their file, its sha256, the description) and plugins (the simulator and its options)."""
     lines = []
@@ -142,7 +141,7 @@ def setup_sources(run: Run) -> list[str]:
     ]
 
 
-def _imported_models(run: Run, name: str, setup_model: object) -> str:
+def _imported_models(run: RunLike, name: str, setup_model: object) -> str:
     """What wrote an imported setup's continuations, for its report line: the setup's ``model``
     and the ``model`` its records name (each record's own label, kept with the continuation), the
     latter said apart where they differ; "" when neither says."""
@@ -221,7 +220,7 @@ def write_report(
 
 
 def _write_report(
-    run: Run,
+    run: RunLike,
     f: Frames,
     title: str,
     out: Path,

@@ -43,7 +43,8 @@ from .rq_prose import (
 )
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
+
+    from .store import RunLike
 
 __all__ = [
     "HumanComparison",
@@ -133,7 +134,7 @@ def compare_to_humans(
     *,
     min_n: int = inference.MIN_N,
     correction: str = "bh",
-    run: Run | None = None,
+    run: RunLike | None = None,
     absent: tuple[str, str] | None = None,
 ) -> Answer:
     """RQ2-RQ5 and generalization: each setup against the human reference on the same instances.
@@ -154,7 +155,7 @@ def _compare_to_humans(
     setups: list[str],
     iv: Intervals,
     correction: str,
-    run: Run | None,
+    run: RunLike | None,
     absent: tuple[str, str] | None,
 ) -> HumanComparison:
     """RQ2/RQ4's result; its tables and charts added to ``a``."""
@@ -273,7 +274,7 @@ def _method(pr: pl.DataFrame, iv: Intervals, correction: str) -> ContrastMethod:
 
 def prompting(
     f: Frames,
-    run: Run,
+    run: RunLike,
     judge: str,
     resamples: int = 1000,
     seed: int = 0,
@@ -293,7 +294,7 @@ def prompting(
 
 
 def _prompting(
-    a: Answer, f: Frames, run: Run, judge: str, iv: Intervals, correction: str, baseline: str, treatment: str
+    a: Answer, f: Frames, run: RunLike, judge: str, iv: Intervals, correction: str, baseline: str, treatment: str
 ) -> PromptingEffect:
     """RQ3's result; its table and charts added to ``a``."""
     pairs = paper_stats.rq3_pairs(paper_stats.conditions(run), baseline, treatment)
@@ -327,7 +328,7 @@ def _prompting(
 
 def by_turns_per_call(
     f: Frames,
-    run: Run,
+    run: RunLike,
     judge: str,
     resamples: int = 1000,
     seed: int = 0,
@@ -346,7 +347,7 @@ def by_turns_per_call(
 
 
 def _by_turns_per_call(
-    a: Answer, f: Frames, run: Run, judge: str, iv: Intervals, correction: str
+    a: Answer, f: Frames, run: RunLike, judge: str, iv: Intervals, correction: str
 ) -> TurnsPerCallEffect:
     """RQ5's result; its tables and charts added to ``a``."""
     resamples, seed, min_n = iv.resamples, iv.seed, iv.min_n

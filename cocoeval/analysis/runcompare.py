@@ -37,9 +37,9 @@ from .frames import Frames, run_frames
 from .leaderboard import judges_of
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
 
     from .paired import PairedComparison, PairRow
+    from .store import RunLike
 
 __all__ = [
     "ComparedRun",
@@ -181,13 +181,13 @@ def run_labels(paths: Sequence[str | Path | None]) -> list[str]:
     return out
 
 
-def fine_judge_id(run: Run, judge: str) -> str | None:
+def fine_judge_id(run: RunLike, judge: str) -> str | None:
     """The fine-grained judge id the run's manifest records for ``judge`` (None: not recorded)."""
     return (run.manifest.judges.get(judge) or {}).get(KIND)
 
 
 def choose_judge(
-    runs: Sequence[Run], labels: Sequence[str], frames: Sequence[Frames], judge: str | None
+    runs: Sequence[RunLike], labels: Sequence[str], frames: Sequence[Frames], judge: str | None
 ) -> JudgeDecision:
     """The judge compared across ``runs``: ``judge`` when given, else the first LLM judge of the first
     run that every run has under the same fine-grained judge id. A judge name with another id in
@@ -237,7 +237,7 @@ def choose_judge(
     return JudgeDecision(chosen, str(ids[0][chosen]), reason, other)
 
 
-def intersection(runs: Sequence[Run], labels: Sequence[str]) -> Intersection:
+def intersection(runs: Sequence[RunLike], labels: Sequence[str]) -> Intersection:
     """The instances every run has with the same content (``Instance.content_hash``), and what
     each run leaves out and why."""
     hashes = [{i.id: i.content_hash() for i in r.instances} for r in runs]
@@ -265,7 +265,7 @@ def intersection(runs: Sequence[Run], labels: Sequence[str]) -> Intersection:
 
 
 def _pick_setups(
-    runs: Sequence[Run],
+    runs: Sequence[RunLike],
     labels: Sequence[str],
     frames: Sequence[Frames],
     judge: str,
@@ -359,7 +359,7 @@ def compared_counts(
     return counts.sort("target", "instance_id", "behaviour"), source, differs
 
 
-def _bench_of(run: Run) -> str | None:
+def _bench_of(run: RunLike) -> str | None:
     """The benchmark a run's params name (``bench:``), or "built by its params" (``build:``); None
     when the manifest records neither."""
     params = run.manifest.params
@@ -369,7 +369,7 @@ def _bench_of(run: Run) -> str | None:
 
 
 def compare_runs(
-    runs: Sequence[Run],
+    runs: Sequence[RunLike],
     labels: Sequence[str] | None = None,
     *,
     judge: str | None = None,

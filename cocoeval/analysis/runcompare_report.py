@@ -23,7 +23,8 @@ from .runcompare import KIND, RunComparisonAnswer
 from .runcompare_view import BEYOND, FIGURE, answer_lines, comparison_chart, comparison_tables, what_lines
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
+
+    from .store import RunLike
 
 __all__ = ["CompareReport", "default_out", "viewer_parts", "write_comparison"]
 
@@ -43,7 +44,7 @@ class CompareReport:
     """The figures, each as ``NAME.png``, ``NAME.svg`` and ``NAME.vl.json``."""
 
 
-def viewer_parts(ans: RunComparisonAnswer, runs: Sequence[Run]) -> tuple[Run, Frames]:
+def viewer_parts(ans: RunComparisonAnswer, runs: Sequence[RunLike]) -> tuple[RunLike, Frames]:
     """A run and frames for the HTML report's conversation viewer: the shared instances, each
     run's compared setups as ``RUNLABEL/setup`` side by side, the judge's labels of them, and the
     human reference with the judgment the distances used (from the first run with a valid one)."""
@@ -115,7 +116,7 @@ def default_out(labels: Sequence[str]) -> Path:
 
 
 def write_comparison(
-    ans: RunComparisonAnswer, runs: Sequence[Run], out_dir: str | Path, *, html: bool = True
+    ans: RunComparisonAnswer, runs: Sequence[RunLike], out_dir: str | Path, *, html: bool = True
 ) -> CompareReport:
     """Write ``compare.md`` (the answer first, with the setup × setup figure, then what was
     compared, then the files), each table as CSV and Markdown, the figure as PNG, SVG and its
@@ -184,7 +185,7 @@ def write_comparison(
     )
 
 
-def _provenance(run: Run) -> dict[str, object]:
+def _provenance(run: RunLike) -> dict[str, object]:
     m = run.manifest
     return {
         "path": str(run.path),

@@ -20,10 +20,9 @@ from .runcompare import RunComparisonAnswer
 if TYPE_CHECKING:
     import altair as alt
 
-    from cocoeval.run import Run
-
     from .answer import Answer
     from .paired import PairRow
+    from .store import RunLike
 
 __all__ = [
     "BEYOND",
@@ -243,7 +242,7 @@ def comparison_chart(ans: RunComparisonAnswer) -> alt.TopLevelMixin:
 
 
 def notebook_answer(
-    run: Run, *, others: Sequence[str], judge: str | None, setups: Sequence[str] | None, **kw: Any
+    run: RunLike, *, others: Sequence[str], judge: str | None, setups: Sequence[str] | None, **kw: Any
 ) -> Answer:
     """The answer of notebook 13 (``analyses.compare_runs``): ``run`` compared with the run
     directories ``others`` (none: with itself, which shows the machinery and that nothing differs)

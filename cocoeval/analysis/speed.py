@@ -21,10 +21,9 @@ from typing import Any
 
 from cocoeval.core.jsonio import write_atomic, write_atomic_bytes
 from cocoeval.core.speed import off
-from cocoeval.run import Run
 
 from .report_result import ReportResult
-from .store import CACHE_DIR, code_digest, keep_folder, run_signature
+from .store import CACHE_DIR, RunLike, code_digest, keep_folder, read_digest, run_signature
 
 log = logging.getLogger(__name__)
 KEPT_REPORTS = 2
@@ -34,18 +33,20 @@ REPORT_LIBS = ("altair", "vl-convert-python", "numpy", "scipy", "polars", "pydan
 """The libraries whose version is part of a kept report's key (they make its numbers or its figures)."""
 
 
-def kept_report_folder(run: Run, settings: dict[str, Any]) -> Path | None:
+def kept_report_folder(run: RunLike, settings: dict[str, Any]) -> Path | None:
     """Where the report of ``run`` with ``settings`` (``write_report``'s arguments but the output
-    folder) is kept: keyed by the SHA-256 of the records read (``Run.digest``), of every file of
-    the run directory with its size and mtime (``run_signature``: annotations, usage...), of every
-    file of cocoeval with the versions of ``REPORT_LIBS`` (``code_digest``) and of the settings.
-    None for a run built from parts or changed in memory since read (``Run.as_read``): nothing is
-    kept for those; None too where ``COCOEVAL_SPEED_OFF`` names ``report``."""
-    if off("report") or run.path is None or run.digest is None or not run.as_read:
+    folder) is kept: keyed by the SHA-256 of the records read (``RunStore.digest``), of every file
+    of the run directory with its size and mtime (``run_signature``: annotations, usage...), of
+    every file of cocoeval with the versions of ``REPORT_LIBS`` (``code_digest``) and of the
+    settings. None for a ``Run`` (built from parts, or read whole) or a store changed in memory
+    since read (``read_digest``): nothing is kept for those; None too where
+    ``COCOEVAL_SPEED_OFF`` names ``report``."""
+    digest = read_digest(run)
+    if off("report") or run.path is None or digest is None:
         return None
     files = [(os.path.relpath(p, run.path), mtime, size) for p, mtime, size in run_signature(run.path)]
     code = code_digest(REPORT_LIBS, every_file=True)
-    key = json.dumps({"run": run.digest, "files": files, "code": code, "settings": settings}, sort_keys=True)
+    key = json.dumps({"run": digest, "files": files, "code": code, "settings": settings}, sort_keys=True)
     return run.path / CACHE_DIR / f"report-{hashlib.sha256(key.encode()).hexdigest()[:40]}"
 
 

@@ -1,9 +1,17 @@
-"""Where a run's analysis results are kept: in this process (``per_run``: made once per run and
-question while the run's files are unchanged, ``run_signature``) and beside the run
-(``CACHE_DIR``: the frames ``frames.open_run_dir`` keeps after reading the records once, read back
-by ``kept_frame`` and ``kept_facts``; ``keep_folder`` writes such a folder whole or not at all).
-Every derived frame (``frames``, ``convstats``, ``coverage``) asks this module, which asks none
-of them: the analysis modules form no circle."""
+"""Where a run is opened for analysis and what is made of it is kept: ``RunStore``.
+
+A ``RunStore`` owns opening a run directory (the manifest at once, each record — instances,
+continuations, judgments, annotations — at its first use, every file checked against the SHA-256
+it had at opening), one line of a record when only that is wanted (the conversation viewer), the
+in-process memo (``per_run``: made once per run and question while the run's files are unchanged,
+``run_signature``) and the frames kept beside the run (``CACHE_DIR``: what ``frames.open_run_dir``
+keeps after reading the records once, read back by ``kept_frame`` and ``kept_facts``;
+``keep_folder`` writes such a folder whole or not at all). A ``Run`` (``cocoeval.run``) is the
+plain record read whole; the analyses take either (``RunLike``).
+
+Derived frames (``derived_frame``) register here as pure functions of the run: each is made once
+per run, kept with the run's frames and read back from there, so that adding one is one decorated
+function. Every analysis module asks this one, which asks none of them: no circle."""
 
 from __future__ import annotations
 
@@ -15,20 +23,46 @@ import os
 import shutil
 import weakref
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeAlias, TypeVar, cast
 
 import polars as pl
 
-if TYPE_CHECKING:
-    from cocoeval.run import Run
+from cocoeval.core.jsonio import parse_json_line, read_text, recorded_reads, validate
+from cocoeval.core.schema import Continuation, Instance, Judgment
+from cocoeval.run import Run
+from cocoeval.run.rundir import (
+    HUMAN_PREFIX,
+    RECORDS,
+    JudgeConfigs,
+    Manifest,
+    SetupConfigs,
+    changed_since_opening,
+    checked_part,
+    checked_turns,
+    configs,
+    file_digests,
+    instance_hashes,
+    parse_part,
+    part_of,
+    read_manifest,
+    run_folder,
+    stale_reason,
+    turn_char_limits,
+)
 
 __all__ = [
     "CACHE_DIR",
+    "DERIVED",
     "KEPT_FRAMES",
     "OPEN_RUNS",
     "OUTPUT_DIRS",
+    "DerivedFrame",
+    "RunLike",
+    "RunStore",
     "code_digest",
+    "derived_frame",
     "integrity_warnings",
     "keep_folder",
     "kept_facts",
@@ -48,9 +82,321 @@ OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench", CACHE_DIR})
 """Folders of a run directory that ``Run.open`` does not read (what the report and the notebooks
 write, the benchmark, the kept frames): changing them does not invalidate the cached frames."""
 _CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
-"""(what, run directory or id of an in-memory Run, ...) -> (signature when made, value)."""
+"""(what, run directory or id of an in-memory run, ...) -> (signature when made, value)."""
 OPEN_RUNS = 2
-"""How many run directories ``open_run_dir`` keeps read in a process (the most recently read)."""
+"""How many run directories ``open_run_dir`` keeps open in a process (the most recently opened)."""
+
+
+class RunStore:
+    """A run directory opened for analysis: ``manifest`` at once, each record (``instances``,
+    ``continuations``, ``judgments``, ``human``) read whole at its first use, ``instance`` and
+    ``continuation`` parsed from their own line while their record is unread, ``run()`` the whole
+    ``Run``. Every file is checked, when read, against the SHA-256 it had at opening: one changed
+    since is an InputError (open the run again), never a mix of two versions. It answers what a
+    ``Run`` answers (``stale_reason``, ``current_continuations``, ``setup_configs``...), so the
+    analyses take either (``RunLike``); ``memo`` and ``kept`` are the in-process memo and the
+    frames kept beside the run."""
+
+    def __init__(self, path: Path, manifest: Manifest, digests: dict[str, str]) -> None:
+        self.path: Path = path
+        self.manifest: Manifest = manifest
+        self._digests = digests
+        """{file in the run: SHA-256 of its bytes at opening} (``digest``)."""
+        self._parts: dict[str, Any] = {}
+        """The records read so far (until ``run()`` holds them all)."""
+        self._run: Run | None = None
+        self._lines: dict[str, dict[str, tuple[int, str]]] = {}
+        """{file in the run: {instance id: (line number, line)}} (``_lines_of``)."""
+        self._one: dict[tuple[str, str], Any] = {}
+        """{(file in the run, instance id): the record parsed from its line} (``_record``)."""
+        self._as_read: dict[str, Any] = {}
+        """{record: its shape when read} (``state``)."""
+
+    @classmethod
+    def open(cls, path: str | Path) -> RunStore:
+        """Open a run directory: read its manifest (a missing folder or a bad manifest is an error
+        naming it) and take the SHA-256 of every record's file; nothing else is read yet."""
+        d = run_folder(path)
+        digests = file_digests(d)
+        with recorded_reads() as seen:
+            manifest = read_manifest(d)
+        digests.update({Path(f).relative_to(d).as_posix(): h for f, h in seen.items()})  # the bytes parsed
+        return cls(d, manifest, digests)
+
+    # ------------------------------------------------------------------ the records
+    @property
+    def instances(self) -> list[Instance]:
+        return cast("list[Instance]", self._part("instances"))
+
+    @property
+    def continuations(self) -> dict[str, list[Continuation]]:
+        return cast("dict[str, list[Continuation]]", self._part("continuations"))
+
+    @property
+    def judgments(self) -> dict[str, list[Judgment]]:
+        """{LLM judge name: its judgments}."""
+        return cast("dict[str, list[Judgment]]", self._part("judgments"))
+
+    @property
+    def human(self) -> dict[str, list[Judgment]]:
+        """{annotator: their judgments}."""
+        return cast("dict[str, list[Judgment]]", self._part("human"))
+
+    @property
+    def unread(self) -> set[str]:
+        """The records not read yet."""
+        return set() if self._run is not None else set(RECORDS) - set(self._parts)
+
+    def run(self) -> Run:
+        """The whole run, every record read (once; in the order of ``RECORDS``: the first bad
+        file is the error), as ``Run.open`` reads it; the same object each time, holding the same
+        lists as this store's records."""
+        if self._run is None:
+            for part in RECORDS:
+                self._part(part)
+            self._run = Run.model_construct(path=self.path, manifest=self.manifest, **self._parts)
+            self._parts = {}
+        return self._run
+
+    def _part(self, part: str) -> Any:
+        if self._run is not None:
+            return getattr(self._run, part)
+        if part not in self._parts:
+            self._read(part)
+        return self._parts[part]
+
+    def _read(self, part: str) -> None:
+        d = self.path
+        refs = None if part == "instances" else {i.id: len(i.reference) for i in self.instances}
+        was = {k: v for k, v in self._digests.items() if part_of(k) == part}
+        with recorded_reads() as seen:  # the files of the part as they are now: one added or gone shows too
+            value = parse_part(d, part)
+        got = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
+        if got != was:
+            raise changed_since_opening(d, sorted(set(was.items()) ^ set(got.items()))[0][0])
+        if refs is not None:
+            value = checked_part(part, value, refs, self.manifest)
+        self._parts[part] = value
+        self._as_read[part] = _shape_of(value)
+
+    def instance(self, instance_id: str) -> Instance | None:
+        """The instance ``instance_id`` (None: the run has none), as ``instances`` holds it; while
+        the instances are unread, parsed from its own line alone."""
+        if "instances" not in self.unread:
+            return next((i for i in self.instances if i.id == instance_id), None)
+        return cast("Instance | None", self._record("instances.jsonl", instance_id))
+
+    def continuation(self, setup: str, instance_id: str) -> Continuation | None:
+        """Setup ``setup``'s continuation of instance ``instance_id`` (None: it has none), as
+        ``continuations`` holds it (read against its instance, ``checked_turns``); while the
+        continuations are unread, parsed from its own line alone: a viewer of one conversation
+        reads one line per setup, not the run."""
+        if "continuations" not in self.unread:
+            return next((c for c in self.continuations.get(setup, []) if c.instance_id == instance_id), None)
+        return cast("Continuation | None", self._record(f"continuations/{setup}.jsonl", instance_id))
+
+    def _record(self, rel: str, key: str) -> Any:
+        """One record of an unread part, from the line of ``key`` in file ``rel`` (``_lines_of``),
+        parsed and checked as reading the whole file would (its errors name the file and line)."""
+        if (rel, key) in self._one:
+            return self._one[rel, key]
+        lines = self._lines_of(rel)
+        if lines is None:  # the part was read whole instead
+            return self.instance(key) if rel == "instances.jsonl" else self.continuation(PurePosixPath(rel).stem, key)
+        if key not in lines:
+            return None
+        n, line = lines[key]
+        f = self.path / rel
+        if rel == "instances.jsonl":
+            record: Any = validate(Instance, parse_json_line(line, f, n), file=f, record=f"line {n}")
+        else:
+            c = validate(Continuation, parse_json_line(line, f, n), file=f, record=f"line {n}")
+            ref = self.instance(c.instance_id)
+            record = checked_turns(
+                c,
+                None if ref is None else len(ref.reference),
+                turn_char_limits(self.manifest).get(PurePosixPath(rel).stem),
+            )
+        self._one[rel, key] = record
+        return record
+
+    def _lines_of(self, rel: str) -> dict[str, tuple[int, str]] | None:
+        """{instance id: (line number, line)} of file ``rel``, its bytes checked against the
+        SHA-256 they had at opening (changed since: the InputError of ``_read``); {} for a file
+        the run did not have then. None where a line cannot be indexed by its id (not JSON, no id,
+        an id twice): the part is then read whole, which says what is wrong as ``Run.open``
+        would, and the caller looks in what it read."""
+        if rel in self._lines:
+            return self._lines[rel]
+        if rel not in self._digests:
+            return {}
+        f = self.path / rel
+        with recorded_reads() as seen:
+            text = read_text(f)
+        if seen.get(str(f)) != self._digests[rel]:
+            raise changed_since_opening(self.path, rel)
+        field = "id" if rel == "instances.jsonl" else "instance_id"
+        out: dict[str, tuple[int, str]] = {}
+        for n, line in enumerate(text.split("\n"), start=1):  # as ``iter_jsonl`` cuts lines
+            if not line.strip():
+                continue
+            try:
+                key = json.loads(line).get(field)
+            except (ValueError, AttributeError, RecursionError):
+                key = None
+            if not isinstance(key, str) or key in out:
+                self._part(part_of(rel))  # read whole: its error, or the records to look in
+                return None
+            out[key] = (n, line)
+        self._lines[rel] = out
+        return out
+
+    def names(self, part: str) -> list[str]:
+        """The names ``part`` is keyed by, in its order, without reading an unread record: the
+        setups (``"continuations"``), the LLM judges (``"judgments"``), the annotators
+        (``"human"``), or both as ``all_judgments`` names them (``"all_judgments"``)."""
+        if part == "all_judgments":
+            return [*self.names("judgments"), *(f"{HUMAN_PREFIX}{a}" for a in self.names("human"))]
+        if part not in RECORDS[1:]:
+            raise ValueError(f"part must be one of {', '.join(RECORDS[1:])} or all_judgments, not {part!r}")
+        if part in self.unread:
+            return [PurePosixPath(k).name[: -len(".jsonl")] for k in self._digests if part_of(k) == part]
+        return list(self._part(part))
+
+    # ------------------------------------------------------------------ what a Run answers
+    def stale_reason(self, name: str, item: Continuation | Judgment) -> str | None:
+        """``Run.stale_reason``; while the instances are unread, from the instance's own line."""
+        now = None
+        if item.instance_hash is not None:
+            if "instances" in self.unread:
+                inst = self.instance(item.instance_id)
+                now = None if inst is None else inst.content_hash()
+            else:
+                now = instance_hashes(self, self.instances).get(item.instance_id)
+        return stale_reason(self.manifest, name, item, now)
+
+    @property
+    def current_continuations(self) -> dict[str, list[Continuation]]:
+        """``continuations`` without the stale ones (``stale_reason``): what statistics count."""
+        return {name: [c for c in cs if self.stale_reason(name, c) is None] for name, cs in self.continuations.items()}
+
+    @property
+    def all_judgments(self) -> dict[str, list[Judgment]]:
+        """``Run.all_judgments``."""
+        return {**self.judgments, **{f"{HUMAN_PREFIX}{a}": js for a, js in self.human.items()}}
+
+    def setup_configs(self) -> SetupConfigs:
+        """``Run.setup_configs`` (the manifest alone)."""
+        return configs(self.manifest, self.path, "setups")
+
+    def judge_configs(self) -> JudgeConfigs:
+        """``Run.judge_configs`` (the manifest alone)."""
+        return configs(self.manifest, self.path, "judges")
+
+    def integrity_warnings(self) -> list[str]:
+        """``Run.integrity_warnings`` of the whole run (``integrity_warnings(store)`` reads them
+        where they were kept)."""
+        return self.run().integrity_warnings()
+
+    # ------------------------------------------------------------------ identity, memo, kept
+    @property
+    def digest(self) -> str:
+        """SHA-256 of what the records are read from (the manifest, instances, continuations and
+        judgments files: their paths in the run and their bytes at opening): the key of what is
+        computed from the files alone (``frames.run_frames`` keeps the frames under it)."""
+        return hashlib.sha256(json.dumps(sorted(self._digests.items())).encode()).hexdigest()
+
+    def state(self) -> tuple[Any, ...]:
+        """What of the records in memory changed since they were read: for each of ``RECORDS``,
+        ``"as read"`` while it is unread or still the lists read (the same list objects holding
+        the same items), else which lists and items it holds now (an item changed in place is not
+        seen: pydantic models are replaced with ``model_copy``). The memo (``per_run``) is keyed
+        by it."""
+        out: list[Any] = []
+        for part in RECORDS:
+            if part in self.unread:
+                out.append("as read")
+                continue
+            shape = _shape_of(self._part(part))
+            out.append("as read" if self._as_read.get(part) == shape else shape)
+        return tuple(out)
+
+    @property
+    def as_read(self) -> bool:
+        """Whether every record is as read from the files (``state``)."""
+        return all(s == "as read" for s in self.state())
+
+    def memo(self, what: tuple[Any, ...], make: Callable[[], T]) -> T:
+        """``per_run(self, what, make)``: ``make()`` once while the run is unchanged."""
+        return per_run(self, what, make)
+
+    def kept(self, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
+        """``kept_frame(self, name, schema)``: the frame ``name`` kept beside the run, or None."""
+        return kept_frame(self, name, schema)
+
+
+RunLike: TypeAlias = Run | RunStore
+"""What the analyses take: a run read whole (``Run``) or opened in parts (``RunStore``)."""
+
+
+def _shape_of(value: Any) -> tuple[Any, ...]:
+    """The identity of a record's lists and of their items (``RunStore.state``)."""
+    if isinstance(value, list):
+        return (id(value), hash(tuple(map(id, value))))
+    return (id(value), tuple((k, id(v), hash(tuple(map(id, v)))) for k, v in value.items()))
+
+
+def _state(run: RunLike) -> tuple[Any, ...]:
+    """``RunStore.state``; for a ``Run``, which lists and items its records hold."""
+    if isinstance(run, RunStore):
+        return run.state()
+    return tuple(_shape_of(getattr(run, part)) for part in RECORDS)
+
+
+def read_digest(run: RunLike) -> str | None:
+    """``RunStore.digest`` of a store whose records are as read (``as_read``); None otherwise (a
+    ``Run`` built from parts or read whole, a store changed in memory): nothing is kept for it."""
+    return run.digest if isinstance(run, RunStore) and run.as_read else None
+
+
+@dataclass(frozen=True)
+class DerivedFrame:
+    """A frame derived from a run alone (``derived_frame``): its name (the kept file
+    ``<name>.arrow``), its columns and the pure function that makes it from the run's records."""
+
+    name: str
+    schema: dict[str, Any]
+    make: Callable[[RunLike], pl.DataFrame]
+
+
+DERIVED: dict[str, DerivedFrame] = {}
+"""The derived frames registered (``derived_frame``), by name, in the order registered:
+``frames.open_run_dir`` makes and keeps each with the run's frames."""
+
+
+def derived_frame(
+    name: str, schema: dict[str, Any]
+) -> Callable[[Callable[[RunLike], pl.DataFrame]], Callable[[RunLike], pl.DataFrame]]:
+    """Register a frame derived from the run alone: ``make(run)`` (a pure function of the run's
+    records, columns ``schema``) is kept with the run's frames when they are (``DERIVED``), so a
+    later process needs no record for it. The decorated name becomes the frame of a run: the kept
+    one for the run ``frames.open_run_dir`` holds, else made; once per run in a process
+    (``per_run``)."""
+
+    def register(make: Callable[[RunLike], pl.DataFrame]) -> Callable[[RunLike], pl.DataFrame]:
+        DERIVED[name] = DerivedFrame(name, schema, make)
+
+        @functools.wraps(make)
+        def frame(run: RunLike) -> pl.DataFrame:
+            def get() -> pl.DataFrame:
+                kept = kept_frame(run, name, schema)
+                return kept if kept is not None else DERIVED[name].make(run)
+
+            return per_run(run, (name,), get)
+
+        return frame
+
+    return register
 
 
 def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int], ...]:
@@ -74,12 +420,13 @@ def run_signature(run_dir: str | Path) -> tuple[tuple[str, int, int], ...]:
     return tuple(sorted(out))
 
 
-def per_run(run: Run, what: tuple[Any, ...], make: Callable[[], T]) -> T:
-    """``make()`` once per run and ``what`` in this process: for the same ``Run`` object while it
-    lives and, for an opened run, while its directory's files (``run_signature``) are unchanged,
-    so that every analysis of a report or a notebook kernel shares one computation."""
+def per_run(run: RunLike, what: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """``make()`` once per run and ``what`` in this process: for the same ``Run`` or ``RunStore``
+    object while it lives and its records hold the same lists (``RunStore.state``) and, for an
+    opened run, while its directory's files (``run_signature``) are unchanged, so that every
+    analysis of a report or a notebook kernel shares one computation."""
     key = (id(run), *what)
-    sig = (run.state(), run_signature(run.path) if run.path is not None else None)
+    sig = (_state(run), run_signature(run.path) if run.path is not None else None)
     hit = _CACHE.get(key)
     if hit is not None and hit[0] == sig:
         return cast(T, hit[1])
@@ -95,11 +442,11 @@ def _forget(run_id: int) -> None:
         del _CACHE[k]
 
 
-def opened_run(d: Path, sig: tuple[tuple[str, int, int], ...]) -> Run | None:
-    """The ``Run`` this process opened from the run folder ``d`` (resolved), while its files are
-    still ``sig`` (``run_signature``); None otherwise."""
+def opened_run(d: Path, sig: tuple[tuple[str, int, int], ...]) -> RunStore | None:
+    """The ``RunStore`` this process opened from the run folder ``d`` (resolved), while its files
+    are still ``sig`` (``run_signature``); None otherwise."""
     hit = _CACHE.get(("open", str(d)))
-    return cast("Run", hit[1]) if hit is not None and hit[0] == sig else None
+    return cast(RunStore, hit[1]) if hit is not None and hit[0] == sig else None
 
 
 def make_room_for(d: Path) -> None:
@@ -113,7 +460,7 @@ def make_room_for(d: Path) -> None:
     _CACHE.pop(("kept", str(d)), None)
 
 
-def hold(d: Path, sig: tuple[tuple[str, int, int], ...], run: Run, folder: Path | None) -> None:
+def hold(d: Path, sig: tuple[tuple[str, int, int], ...], run: RunStore, folder: Path | None) -> None:
     """Hold ``run`` as the one opened from ``d`` while its files are ``sig``, with the folder its
     frames are kept in (None: none kept), which ``kept_frame`` and ``kept_facts`` then read."""
     _CACHE[("open", str(d))] = (sig, run)
@@ -121,14 +468,11 @@ def hold(d: Path, sig: tuple[tuple[str, int, int], ...], run: Run, folder: Path 
         _CACHE[("kept", str(d))] = (sig, folder)
 
 
-def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
-    """The frame ``name`` that ``open_run_dir`` kept with the frames of ``run`` (the judge-free
-    statistics of every conversation, ``convstats``, and their turn-taking, ``turn_taking``, the
-    speakers of every turn, ``speakers``, the self-selection counts, ``self_selection``, and the
-    classifier test's documents, ``documents``: made from the records when they were read, so that
-    a later process needs no record for them),
-    for the run object it holds while its records are as read; None otherwise (compute it), or
-    when the kept file has other columns than ``schema`` (said)."""
+def kept_frame(run: RunLike, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
+    """The frame ``name`` that ``open_run_dir`` kept with the frames of ``run`` (a derived frame,
+    ``DERIVED``: made from the records when they were read, so that a later process needs no
+    record for it), for the store it holds while its records are as read; None otherwise (compute
+    it), or when the kept file has other columns than ``schema`` (said)."""
     folder = _held_folder(run)
     if folder is None or not (folder / f"{name}.arrow").exists():  # not kept (its making failed): made here
         return None
@@ -139,16 +483,16 @@ def kept_frame(run: Run, name: str, schema: dict[str, Any]) -> pl.DataFrame | No
         return None
 
 
-def _held(run: Run) -> str | None:
-    """The run folder (resolved) of ``run`` when it is the run object ``open_run_dir`` holds for
-    it and its records are as read: only then is what was kept beside it this run's."""
-    if run.path is None or not run.as_read:
+def _held(run: RunLike) -> str | None:
+    """The run folder (resolved) of ``run`` when it is the store ``open_run_dir`` holds for it and
+    its records are as read: only then is what was kept beside it this run's."""
+    if not isinstance(run, RunStore) or not run.as_read:
         return None
     d = str(run.path.resolve())
     return d if _CACHE.get(("open", d), (None, None))[1] is run else None
 
 
-def _held_folder(run: Run) -> Path | None:
+def _held_folder(run: RunLike) -> Path | None:
     """Where ``open_run_dir`` kept what it made of ``run`` (``_held``), or None."""
     d = _held(run)
     return None if d is None or ("kept", d) not in _CACHE else cast(Path, _CACHE[("kept", d)][1])
@@ -162,7 +506,7 @@ def _read_kept(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
     return df
 
 
-def integrity_warnings(run: Run) -> list[str]:
+def integrity_warnings(run: RunLike) -> list[str]:
     """``run.integrity_warnings()``, as kept with its frames when they are (``kept_facts``: no
     record read)."""
     kept = (kept_facts(run) or {}).get("integrity_warnings")
@@ -171,7 +515,7 @@ def integrity_warnings(run: Run) -> list[str]:
     return run.integrity_warnings()
 
 
-def kept_facts(run: Run) -> dict[str, Any] | None:
+def kept_facts(run: RunLike) -> dict[str, Any] | None:
     """What ``open_run_dir`` kept with the frames of ``run`` besides them (``{"coverage":
     coverage.run_facts(run), "integrity_warnings": run.integrity_warnings()}``), for the run
     object it holds while its records are as read; None otherwise (compute them from the

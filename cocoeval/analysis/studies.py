@@ -41,13 +41,14 @@ from .studies_prose import (
 )
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
+
+    from .store import RunLike
 
 
 def participants(
     f: Frames,
     judge: str,
-    run: Run | None = None,
+    run: RunLike | None = None,
     *,
     datasets: list[str] | None = None,
     top: int = 2,
@@ -151,7 +152,7 @@ def _participants(
 
 
 def paper_tables(
-    f: Frames, run: Run, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N
+    f: Frames, run: RunLike, judge: str, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N
 ) -> Answer:
     """Figure 3 (one figure per model/condition with the human reference of the same instances,
     and the humans alone as 3(a)), Table 4 (Likert means with CIs) and Table 11 (behaviour means

@@ -78,9 +78,9 @@ from .convstats import HISTORY, self_selection_frame, speaker_frame
 from .frames import conversation_of
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
 
     from .frames import Frames
+    from .store import RunLike
 
 BEYOND = "beyond the paper"
 POLICIES: dict[str, str] = {
@@ -302,7 +302,7 @@ def accuracy(
     return pl.DataFrame(rows, schema=ACCURACY_SCHEMA, orient="row")
 
 
-def speaker_match_frame(run: Run) -> pl.DataFrame:
+def speaker_match_frame(run: RunLike) -> pl.DataFrame:
     """One row per position of every current ok continuation of a multi-party instance (target
     the setup) and of the last |r| turns of x (target ``HISTORY``): whether its speaker at t is
     the reference's speaker at t (free-running, not teacher-forced). The continuations' speakers
@@ -352,7 +352,7 @@ def speaker_match_frame(run: Run) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
 
 
-def setup_policies(run: Run) -> dict[str, str]:
+def setup_policies(run: RunLike) -> dict[str, str]:
     """{setup: what decides its speakers}: an agents setup's policy, else how it was made."""
     out = {}
     for s in run.manifest.setup_params:
@@ -423,7 +423,7 @@ def runs_of(turns: Sequence[Turn] | Sequence[str]) -> list[tuple[str, int]]:
     return out
 
 
-def run_length_frame(run: Run) -> pl.DataFrame:
+def run_length_frame(run: RunLike) -> pl.DataFrame:
     """One row per run of every target of a multi-party instance (the reference, each current ok
     continuation; chats alternate by construction and are left out): target, instance_id,
     conversation, speaker, length. From ``convstats.speaker_frame`` (kept with the run's frames)."""
@@ -540,7 +540,7 @@ class SpeakerTurns:
     """Per behaviour (the taxonomy's order): labelled turns of this speaker / its turns."""
 
 
-def speaker_rates(run: Run, f: Frames, judge: str) -> dict[tuple[str, str], list[SpeakerTurns]]:
+def speaker_rates(run: RunLike, f: Frames, judge: str) -> dict[tuple[str, str], list[SpeakerTurns]]:
     """{(target, instance_id): each speaker's turns and per-turn behaviour rates} of every target
     the LLM judge ``judge`` judged validly (fine-grained) whose judged turns have a speaker."""
     behaviours = list(f.taxonomy.ids)
@@ -569,7 +569,7 @@ def speaker_rates(run: Run, f: Frames, judge: str) -> dict[tuple[str, str], list
 
 
 def speaker_fidelity(
-    run: Run,
+    run: RunLike,
     f: Frames,
     judges: Sequence[str],
     *,
@@ -656,7 +656,7 @@ def speaker_fidelity(
     return pl.DataFrame(rows, schema=FIDELITY_SCHEMA, orient="row") if rows else pl.DataFrame(schema=FIDELITY_SCHEMA)
 
 
-def self_selection_counts(run: Run) -> pl.DataFrame:
+def self_selection_counts(run: RunLike) -> pl.DataFrame:
     """Per ``self_selection`` agents setup: the turns an agent chose to take, the passes, the
     malformed answers (counted, never read as passes) and the turns where every agent passed
     (``convstats.self_selection_frame``: from the simulator's notes, kept with the run's frames)."""
@@ -753,7 +753,7 @@ class TurnTakingTables:
 
 
 def turn_taking_tables(
-    run: Run,
+    run: RunLike,
     f: Frames | None,
     judges: Sequence[str] = (),
     *,
@@ -786,7 +786,7 @@ def _acc(r: dict[str, Any]) -> str:
 
 
 def turn_taking_answer(
-    run: Run,
+    run: RunLike,
     f: Frames | None,
     judges: Sequence[str] = (),
     *,

@@ -27,7 +27,7 @@ _READS: contextvars.ContextVar[tuple[dict[str, str], ...]] = contextvars.Context
 def recorded_reads() -> Iterator[dict[str, str]]:
     """Record the SHA-256 of the bytes of every file ``read_text`` reads in this block (and
     ``read_json``, ``iter_jsonl``... through it), by path as given: the digest of exactly what was
-    parsed, for a cache keyed by a file's content (``Run.digest``). Blocks nest: each records
+    parsed, for a cache keyed by a file's content (``RunStore.digest``). Blocks nest: each records
     what is read inside it."""
     seen: dict[str, str] = {}
     token = _READS.set((*_READS.get(), seen))

@@ -15,8 +15,9 @@ from cocoeval.analysis.coverage import coverage_markdown, paper_coverage
 from cocoeval.analysis.frames import Frames, invalid_rates, open_run_dir, run_frames
 from cocoeval.analysis.judge_free import pipeline_check
 from cocoeval.analysis.report import default_judge, markdown_table
+from cocoeval.analysis.store import RunLike
 from cocoeval.core.text import md_escape
-from cocoeval.run import Experiment, Run, load_params
+from cocoeval.run import Experiment, load_params
 
 EMBED_OPTIONS = {"renderer": "svg"}
 """vega-embed options of every chart in the notebooks: SVG (crisp, and each mark is an element)."""
@@ -126,7 +127,7 @@ def _in_kernel() -> bool:
 class RunContext:
     experiment: Experiment
     run_dir: Path
-    run: Run
+    run: RunLike
     frames: Frames
     judge: str | None
     _renderer: render.Renderer | None = field(default=None, init=False, repr=False, compare=False)
@@ -281,7 +282,7 @@ class RunContext:
         """An annotator over every target of the run (pick one in its menu): the reference of every
         instance, then every setup's current ok continuation (a stale one, simulated with other
         settings, counts nowhere and is not offered), listed from the frames and each read when it
-        is chosen (``Run.instance``, ``Run.continuation``: one line each, not the run's 5,000
+        is chosen (``RunStore.instance``, ``RunStore.continuation``: one line each, not the run's 5,000
         records). Save writes ``<run>/annotations.csv`` unless ``out_csv`` says otherwise. None
         when there is nothing."""
         import polars as pl

@@ -23,7 +23,7 @@ from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from .annotator import Annotator
 
 if TYPE_CHECKING:
-    from cocoeval.run import Run
+    from cocoeval.analysis.store import RunLike
 
 ALL = "(all)"
 WIDE = {"description_width": "initial"}
@@ -64,13 +64,13 @@ class ConversationViewer:
     (``convstats``). Filters: dataset, setup, behaviour, judge. Linked to a Figure-3 chart
     (``link``), a bar click lists the turns behind that bar and shows one of its conversations."""
 
-    def __init__(self, run: Run, *, judge: str | None = None, taxonomy: Taxonomy | None = None) -> None:
+    def __init__(self, run: RunLike, *, judge: str | None = None, taxonomy: Taxonomy | None = None) -> None:
         self.run = run
         self.tax = taxonomy or load_taxonomy()
         self.names = {b.id: b for b in self.tax.behaviours}
         # what the lists and filters need comes from the frames, and the texts of a conversation
-        # from its own lines when it is shown (``Run.instance``, ``Run.continuation``): a lazily
-        # opened run (``frames.open_run_dir``) reads no record whole, judgments included
+        # from its own lines when it is shown (``RunStore.instance``, ``RunStore.continuation``): a
+        # store (``frames.open_run_dir``) reads no record whole, judgments included
         frames = run_frames(run, self.tax)
         self.datasets: dict[str, str] = dict(frames.instances.select("instance_id", "dataset").iter_rows())
         """{instance id: its dataset}, every instance of the run."""

@@ -3,8 +3,10 @@
 A run directory holds ``manifest.json`` (``Manifest``: package version, git revision, params,
 taxonomy hash, prompt versions, setup and judge ids, status, summary), ``instances.jsonl``,
 ``continuations/<setup>.jsonl``, ``judgments/<judge>.jsonl``, the human annotators' stores
-``judgments/human/<annotator>.jsonl`` and ``usage.json``. Every consumer (analyses, report,
-notebooks, annotation, widgets) takes a ``Run``.
+``judgments/human/<annotator>.jsonl`` and ``usage.json``. ``Run`` is the plain record of all of
+it, read whole; the analysis layer opens a run in parts (``analysis.store.RunStore``: the manifest
+first, each record at its first use) with the readers here (``read_manifest``, ``parse_part``,
+``checked_part``), so both read a file alike.
 """
 
 from __future__ import annotations
@@ -15,20 +17,18 @@ import json
 import logging
 import math
 import subprocess
+import weakref
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cocoeval import __version__
 from cocoeval.core.errors import InputError, NotFoundError
 from cocoeval.core.jsonio import (
-    parse_json_line,
     read_json,
-    read_text,
     read_unique_models,
     recorded_reads,
-    validate,
     write_atomic,
     write_json,
 )
@@ -130,9 +130,11 @@ class Manifest(BaseModel):
 
 
 class Run(BaseModel):
-    """A run directory in memory: manifest, instances, continuations by setup, LLM judgments by
-    judge and human annotations by annotator. ``Run.open(path)`` reads one; tests and notebooks
-    may build one from parts (a ``judgments`` key ``human:<annotator>`` goes to ``human``)."""
+    """A run directory in memory, read whole: manifest, instances, continuations by setup, LLM
+    judgments by judge and human annotations by annotator. ``Run.open(path)`` reads one; tests and
+    notebooks may build one from parts (a ``judgments`` key ``human:<annotator>`` goes to
+    ``human``). A plain record: reading a run lazily, one line or one file at a time, and what is
+    kept of it, are ``analysis.store.RunStore``'s."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -144,19 +146,6 @@ class Run(BaseModel):
     """{LLM judge name: its judgments}."""
     human: dict[str, list[Judgment]] = Field(default_factory=dict)
     """{annotator: their judgments} (``judgments/human/<annotator>.jsonl``)."""
-    _instance_hashes: dict[str, str] | None = PrivateAttr(default=None)
-    """``Instance.content_hash()`` by instance id, computed on first use by ``stale_reason``."""
-    _digests: dict[str, str] | None = PrivateAttr(default=None)
-    """{file in the run: SHA-256 of the bytes read} of an opened run (``digest``)."""
-    _unread: set[str] = PrivateAttr(default_factory=set)
-    """The records of a lazily opened run not read yet."""
-    _lines: dict[str, dict[str, tuple[int, str]]] = PrivateAttr(default_factory=dict)
-    """{file in the run: {instance id: (line number, line)}}: the lines ``instance`` and
-    ``continuation`` parse one at a time while the part is unread (``_lines_of``)."""
-    _one: dict[tuple[str, str], Any] = PrivateAttr(default_factory=dict)
-    """{(file in the run, instance id): the record parsed from its line} (``_record``)."""
-    _as_read: dict[str, Any] = PrivateAttr(default_factory=dict)
-    """{record: its shape when read} (``state``)."""
 
     @model_validator(mode="before")
     @classmethod
@@ -173,213 +162,47 @@ class Run(BaseModel):
         return data
 
     @classmethod
-    def open(cls, path: str | Path, *, lazy: bool = False) -> Run:
-        """Read a run directory; a missing folder or a bad file is an error naming it.
+    def open(cls, path: str | Path) -> Run:
+        """Read a run directory whole; a missing folder or a bad file is an error naming it (and
+        the line)."""
+        return cls.read(path)[0]
 
-        ``lazy``: read only the manifest now, and the instances, continuations and judgments when
-        first used (``load`` reads them all), each file checked then against the SHA-256 it had at
-        opening: one changed since is an InputError (open the run again), never a mix of two
-        versions. For a reader that knows the files are valid (``analysis.open_run_dir``: this
-        content was read whole before); a bad file is otherwise found only when it is used."""
-        d = Path(path)
-        if not d.is_dir():
-            raise NotFoundError(
-                f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
-                hint="give a folder written by cocoeval run",
-            )
-        if lazy:
-            digests = file_digests(d)
-            with recorded_reads() as seen:
-                manifest = _read_manifest(d)
-            digests.update({Path(f).relative_to(d).as_posix(): h for f, h in seen.items()})  # the bytes parsed
-            run = cls.model_construct(path=d, manifest=manifest)
-            for part in RECORDS:
-                del run.__dict__[part]
-            run._digests, run._unread = digests, set(RECORDS)
-            return run
+    @classmethod
+    def read(cls, path: str | Path) -> tuple[Run, dict[str, str]]:
+        """``open``, with {file in the run: SHA-256 of the bytes parsed} (``record_files``): what
+        a store keyed by the files' content (``analysis.store.RunStore``) needs."""
+        d = run_folder(path)
         # in this order: the first bad file is the error
         with recorded_reads() as seen:
-            raw = {part: _parse(d, part) for part in ("continuations", "judgments", "human")}
-            manifest = _read_manifest(d)
-            instances = _read_instances(d)
+            raw = {part: parse_part(d, part) for part in ("continuations", "judgments", "human")}
+            manifest = read_manifest(d)
+            instances = parse_part(d, "instances")
             refs = {i.id: len(i.reference) for i in instances}
             run = cls(
                 path=d,
                 manifest=manifest,
                 instances=instances,
-                **{part: _checked(part, v, refs, manifest) for part, v in raw.items()},
+                **{part: checked_part(part, v, refs, manifest) for part, v in raw.items()},
             )
-        run._digests = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
-        run._as_read = {part: _shape_of(getattr(run, part)) for part in RECORDS}
-        return run
-
-    def __getattr__(self, name: str) -> Any:
-        # a record of a lazily opened run (``open(lazy=True)``), read at its first use
-        try:
-            unread = object.__getattribute__(self, "__pydantic_private__")["_unread"]
-        except (AttributeError, KeyError, TypeError):  # not made yet (a copy being built)
-            unread = None
-        if unread and name in unread:
-            self._read(name)
-            return self.__dict__[name]
-        return super().__getattr__(name)  # type: ignore[misc]
-
-    # what reads a lazily opened run whole reads its records first (never a run without them)
-    def model_dump(self, *args: Any, **kw: Any) -> dict[str, Any]:
-        return super(Run, self.load()).model_dump(*args, **kw)
-
-    def model_dump_json(self, *args: Any, **kw: Any) -> str:
-        return super(Run, self.load()).model_dump_json(*args, **kw)
-
-    def model_copy(self, *args: Any, **kw: Any) -> Run:
-        return super(Run, self.load()).model_copy(*args, **kw)
-
-    def __eq__(self, other: object) -> bool:  # the fields, not how they were read (private state)
-        if not isinstance(other, Run):
-            return NotImplemented
-        return type(self) is type(other) and self.load().__dict__ == other.load().__dict__
-
-    __hash__ = None  # type: ignore[assignment]  # as BaseModel: unhashable
-
-    def __iter__(self) -> Any:
-        return super(Run, self.load()).__iter__()
-
-    def load(self) -> Run:
-        """Read every record a lazily opened run has not read yet (``open(lazy=True)``); the run."""
-        for part in RECORDS:
-            getattr(self, part)
-        return self
-
-    def _read(self, part: str) -> None:
-        assert self.path is not None and self._digests is not None
-        d = self.path
-        refs = None if part == "instances" else {i.id: len(i.reference) for i in self.instances}
-        was = {k: v for k, v in self._digests.items() if _part_of(Path(k)) == part}
-        value: Any
-        with recorded_reads() as seen:  # the files of the part as they are now: one added or gone shows too
-            value = _read_instances(d) if part == "instances" else _parse(d, part)
-        got = {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
-        if got != was:
-            raise _changed_since_opening(d, sorted(set(was.items()) ^ set(got.items()))[0][0])
-        if refs is not None:
-            value = _checked(part, value, refs, self.manifest)
-        self.__dict__[part] = value
-        self._unread.discard(part)
-        self._as_read[part] = _shape_of(value)
+        return run, {Path(f).relative_to(d).as_posix(): h for f, h in seen.items()}
 
     def instance(self, instance_id: str) -> Instance | None:
-        """The instance ``instance_id`` (None: the run has none), as ``instances`` holds it; while a
-        lazily opened run has not read its instances, parsed from its own line alone."""
-        if "instances" not in self._unread:
-            return next((i for i in self.instances if i.id == instance_id), None)
-        return self._record("instances.jsonl", instance_id)
+        """The instance ``instance_id`` (None: the run has none)."""
+        return next((i for i in self.instances if i.id == instance_id), None)
 
     def continuation(self, setup: str, instance_id: str) -> Continuation | None:
-        """Setup ``setup``'s continuation of instance ``instance_id`` (None: it has none), as
-        ``continuations`` holds it (read against its instance, ``checked_turns``); while a lazily
-        opened run has not read its continuations, parsed from its own line alone: a viewer of
-        one conversation reads one line per setup, not the run."""
-        if "continuations" not in self._unread:
-            return next((c for c in self.continuations.get(setup, []) if c.instance_id == instance_id), None)
-        return self._record(f"continuations/{setup}.jsonl", instance_id)
-
-    def _record(self, rel: str, key: str) -> Any:
-        """One record of an unread part, from the line of ``key`` in file ``rel`` (``_lines_of``),
-        parsed and checked as reading the whole file would (its errors name the file and line)."""
-        if (rel, key) in self._one:
-            return self._one[rel, key]
-        lines = self._lines_of(rel)
-        if lines is None:  # the part was read whole instead
-            return self.instance(key) if rel == "instances.jsonl" else self.continuation(PurePosixPath(rel).stem, key)
-        if key not in lines:
-            return None
-        assert self.path is not None
-        n, line = lines[key]
-        f = self.path / rel
-        if rel == "instances.jsonl":
-            record: Any = validate(Instance, parse_json_line(line, f, n), file=f, record=f"line {n}")
-        else:
-            c = validate(Continuation, parse_json_line(line, f, n), file=f, record=f"line {n}")
-            ref = self.instance(c.instance_id)
-            record = checked_turns(
-                c,
-                None if ref is None else len(ref.reference),
-                turn_char_limits(self.manifest).get(PurePosixPath(rel).stem),
-            )
-        self._one[rel, key] = record
-        return record
-
-    def _lines_of(self, rel: str) -> dict[str, tuple[int, str]] | None:
-        """{instance id: (line number, line)} of file ``rel`` of a lazily opened run, its bytes
-        checked against the SHA-256 they had at opening (changed since: the InputError of a lazy
-        read); {} for a file the run did not have then. None where a line cannot be indexed by
-        its id (not JSON, no id, an id twice): the part is then read whole, which says what is
-        wrong as ``open`` would, and the caller looks in what it read."""
-        if rel in self._lines:
-            return self._lines[rel]
-        assert self.path is not None and self._digests is not None
-        if rel not in self._digests:
-            return {}
-        f = self.path / rel
-        with recorded_reads() as seen:
-            text = read_text(f)
-        if seen.get(str(f)) != self._digests[rel]:
-            raise _changed_since_opening(self.path, rel)
-        field = "id" if rel == "instances.jsonl" else "instance_id"
-        out: dict[str, tuple[int, str]] = {}
-        for n, line in enumerate(text.split("\n"), start=1):  # as ``iter_jsonl`` cuts lines
-            if not line.strip():
-                continue
-            try:
-                key = json.loads(line).get(field)
-            except (ValueError, AttributeError, RecursionError):
-                key = None
-            if not isinstance(key, str) or key in out:
-                getattr(self, _part_of(Path(rel)))  # read whole: its error, or the records to look in
-                return None
-            out[key] = (n, line)
-        self._lines[rel] = out
-        return out
+        """Setup ``setup``'s continuation of instance ``instance_id`` (None: it has none)."""
+        return next((c for c in self.continuations.get(setup, []) if c.instance_id == instance_id), None)
 
     def names(self, part: str) -> list[str]:
-        """The names ``part`` is keyed by, in its order, without reading an unread record: the
-        setups (``"continuations"``), the LLM judges (``"judgments"``), the annotators
-        (``"human"``), or both as ``all_judgments`` names them (``"all_judgments"``)."""
+        """The names ``part`` is keyed by, in its order: the setups (``"continuations"``), the LLM
+        judges (``"judgments"``), the annotators (``"human"``), or both as ``all_judgments``
+        names them (``"all_judgments"``)."""
         if part == "all_judgments":
-            return [*self.names("judgments"), *(f"{HUMAN_PREFIX}{a}" for a in self.names("human"))]
+            return list(self.all_judgments)
         if part not in RECORDS[1:]:
             raise ValueError(f"part must be one of {', '.join(RECORDS[1:])} or all_judgments, not {part!r}")
-        if part in self._unread and self._digests is not None:
-            return [PurePosixPath(k).name[: -len(".jsonl")] for k in self._digests if _part_of(Path(k)) == part]
         return list(getattr(self, part))
-
-    @property
-    def digest(self) -> str | None:
-        """SHA-256 of what an opened run's records were read from (the manifest, instances,
-        continuations and judgments files: their paths in the run and their bytes); None for a run
-        built from parts. The key of what is computed from the files alone (``analysis.run_frames``
-        keeps the frames under it)."""
-        if self._digests is None:
-            return None
-        return hashlib.sha256(json.dumps(sorted(self._digests.items())).encode()).hexdigest()
-
-    def state(self) -> tuple[Any, ...]:
-        """What of the records in memory changed since they were read: for each of instances,
-        continuations, judgments and human, ``"as read"`` while it is unread or still the lists
-        read (the same list objects holding the same items), else which lists and items it holds
-        now (an item changed in place is not seen: pydantic models are replaced with
-        ``model_copy``). The in-process caches of the analyses are keyed by it."""
-        return tuple(
-            "as read"
-            if part in self._unread or self._as_read.get(part) == (shape := _shape_of(self.__dict__[part]))
-            else shape
-            for part in RECORDS
-        )
-
-    @property
-    def as_read(self) -> bool:
-        """Whether every record of an opened run is as read from its files (``state``)."""
-        return self._digests is not None and all(s == "as read" for s in self.state())
 
     def integrity_warnings(self) -> list[str]:
         """What the run directory holds that its instances or manifest do not account for, one
@@ -433,40 +256,19 @@ class Run(BaseModel):
         return out
 
     def stale_reason(self, name: str, item: Continuation | Judgment) -> str | None:
-        """Why a continuation of setup ``name`` or a judgment of LLM judge ``name`` is stale: it
-        was made with other settings than the manifest's setup or judge id (the params changed
-        after its stage ran: only the other stage was run again, or the run stopped before it
-        rewrote the file), or made from another version of its instance (``instance_hash``: the
-        instance was edited since). None when it is current or the manifest does not say."""
-        if item.instance_hash is not None:
-            if "instances" in self._unread:  # a lazily opened run: that instance alone
-                inst = self.instance(item.instance_id)
-                now = None if inst is None else inst.content_hash()
-            else:
-                if self._instance_hashes is None:
-                    self._instance_hashes = {i.id: i.content_hash() for i in self.instances}
-                now = self._instance_hashes.get(item.instance_id)
-            if now is not None and now != item.instance_hash:
-                return (
-                    f"made from another version of instance {item.instance_id!r} (instance hash "
-                    f"{item.instance_hash}; instances.jsonl now gives {now}): the instance was edited "
-                    "after it was made; run the params file again"
-                )
-        if isinstance(item, Continuation):
-            have, want, what = item.setup_id, self.manifest.setups.get(name), "simulated with other setup settings"
-        else:
-            have, what = item.judge_id, "made with other judge settings"
-            want = (self.manifest.judges.get(name) or {}).get(item.kind)
-        return None if want is None or have == want else f"{what} (id {have}; the run's params give {want})"
+        """Why a continuation of setup ``name`` or a judgment of LLM judge ``name`` is stale
+        (``stale_reason``); None when it is current or the manifest does not say."""
+        now = None if item.instance_hash is None else instance_hashes(self, self.instances).get(item.instance_id)
+        return stale_reason(self.manifest, name, item, now)
 
     def setup_configs(self) -> list[Setup] | None:
         """The setups of the manifest's params, read for what selects instances (name, kind,
         datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
-        return _configs(self, "setups", Setup)
+        return configs(self.manifest, self.path, "setups")
 
     def judge_configs(self) -> list[JudgeConfig] | None:
         """The judges of the manifest's params, read as ``setup_configs`` reads the setups."""
-        return _configs(self, "judges", JudgeConfig)
+        return configs(self.manifest, self.path, "judges")
 
     @property
     def current_continuations(self) -> dict[str, list[Continuation]]:
@@ -480,11 +282,58 @@ class Run(BaseModel):
         return {**self.judgments, **{f"{HUMAN_PREFIX}{a}": js for a, js in self.human.items()}}
 
 
-def _configs(run: Run, key: Literal["setups", "judges"], cls: type[BaseModel]) -> list[Any] | None:
+SetupConfigs = list[Setup] | None
+"""What ``Run.setup_configs`` gives."""
+JudgeConfigs = list[JudgeConfig] | None
+"""What ``Run.judge_configs`` gives."""
+_HASHES: dict[int, tuple[list[Instance], dict[str, str]]] = {}
+"""{id of a run: (its instances, ``Instance.content_hash()`` by instance id)} (``instance_hashes``)."""
+
+
+def instance_hashes(owner: object, instances: list[Instance]) -> dict[str, str]:
+    """``Instance.content_hash()`` by instance id of ``instances``, the instances of ``owner`` (a
+    run): computed once while ``owner`` lives and holds that same list (what ``stale_reason`` asks
+    of every continuation and judgment), kept outside the record."""
+    hit = _HASHES.get(id(owner))
+    if hit is None or hit[0] is not instances:
+        if hit is None:
+            weakref.finalize(owner, _HASHES.pop, id(owner), None)
+        hit = _HASHES[id(owner)] = (instances, {i.id: i.content_hash() for i in instances})
+    return hit[1]
+
+
+def stale_reason(manifest: Manifest, name: str, item: Continuation | Judgment, now: str | None) -> str | None:
+    """Why a continuation of setup ``name`` or a judgment of LLM judge ``name`` is stale: it was
+    made with other settings than the manifest's setup or judge id (the params changed after its
+    stage ran: only the other stage was run again, or the run stopped before it rewrote the file),
+    or made from another version of its instance, whose ``Instance.content_hash()`` is ``now``
+    (None: not in the run) (``instance_hash``: the instance was edited since). None when it is
+    current or the manifest does not say."""
+    if item.instance_hash is not None and now is not None and now != item.instance_hash:
+        return (
+            f"made from another version of instance {item.instance_id!r} (instance hash "
+            f"{item.instance_hash}; instances.jsonl now gives {now}): the instance was edited "
+            "after it was made; run the params file again"
+        )
+    if isinstance(item, Continuation):
+        have, want, what = item.setup_id, manifest.setups.get(name), "simulated with other setup settings"
+    else:
+        have, what = item.judge_id, "made with other judge settings"
+        want = (manifest.judges.get(name) or {}).get(item.kind)
+    return None if want is None or have == want else f"{what} (id {have}; the run's params give {want})"
+
+
+@overload
+def configs(manifest: Manifest, path: Path | None, key: Literal["setups"]) -> list[Setup] | None: ...
+@overload
+def configs(manifest: Manifest, path: Path | None, key: Literal["judges"]) -> list[JudgeConfig] | None: ...
+def configs(manifest: Manifest, path: Path | None, key: Literal["setups", "judges"]) -> list[Any] | None:
     """The setups or judges of the manifest's params, read for what selects instances (name,
-    kind, datasets, max_per_dataset); None when the params do not say (a Run built from parts)."""
-    file = str(run.path / "manifest.json") if run.path else "manifest.json"
-    params = run.manifest.params
+    kind, datasets, max_per_dataset); None when the params do not say (a Run built from parts).
+    ``path``: the run folder, for the error."""
+    file = str(path / "manifest.json") if path else "manifest.json"
+    params = manifest.params
+    cls: type[BaseModel] = Setup if key == "setups" else JudgeConfig
     items: Sequence[RecordedSetup | RecordedJudge] | None = params.setups if key == "setups" else params.judges
     if items is None:
         return None
@@ -508,7 +357,20 @@ RECORDS = ("instances", "continuations", "judgments", "human")
 """The records of a run (``Run`` fields), read after the manifest."""
 
 
-def _read_manifest(d: Path) -> Manifest:
+def run_folder(path: str | Path) -> Path:
+    """``path`` as a run folder; NotFoundError where there is none."""
+    d = Path(path)
+    if not d.is_dir():
+        raise NotFoundError(
+            f"no run directory at {d}" + (" (it is a file)" if d.exists() else ""),
+            hint="give a folder written by cocoeval run",
+        )
+    return d
+
+
+def read_manifest(d: Path) -> Manifest:
+    """``d/manifest.json``; an InputError naming it when it is not one cocoeval (this or an older
+    version) wrote. A manifest without ``format`` is of format 1."""
     raw = read_json(d / "manifest.json")
     if not isinstance(raw, dict):
         raise InputError(
@@ -536,8 +398,8 @@ def _read_manifest(d: Path) -> Manifest:
     return manifest
 
 
-def _changed_since_opening(d: Path, rel: str) -> InputError:
-    """The error of a lazily opened run whose file ``rel`` changed after the opening."""
+def changed_since_opening(d: Path, rel: str) -> InputError:
+    """The error of a run read in parts whose file ``rel`` changed after the opening."""
     return InputError(
         f"{rel} changed after the run was opened: its records would mix two versions",
         file=str(d / rel),
@@ -545,20 +407,19 @@ def _changed_since_opening(d: Path, rel: str) -> InputError:
     )
 
 
-def _read_instances(d: Path) -> list[Instance]:
-    return read_unique_models(
-        d / "instances.jsonl",
-        Instance,
-        lambda i: i.id,
-        lambda i: f"instance {i.id!r}",
-        "cocoeval writes each instance of a run once: remove the extra line, or run "
-        "the params file again to rewrite instances.jsonl",
-    )
-
-
-def _parse(d: Path, part: str) -> dict[str, list[Any]]:
-    """The continuations, LLM judgments or annotators' judgments of a run folder, by name, as
-    their files hold them (``_checked`` then reads them against the instances)."""
+def parse_part(d: Path, part: str) -> Any:
+    """The instances (a list), or the continuations, LLM judgments or annotators' judgments (by
+    name) of a run folder as their files hold them (``checked_part`` then reads the latter
+    against the instances)."""
+    if part == "instances":
+        return read_unique_models(
+            d / "instances.jsonl",
+            Instance,
+            lambda i: i.id,
+            lambda i: f"instance {i.id!r}",
+            "cocoeval writes each instance of a run once: remove the extra line, or run "
+            "the params file again to rewrite instances.jsonl",
+        )
     if part == "continuations":
         return {p.stem: read_continuations(p) for p in sorted((d / "continuations").glob("*.jsonl"))}
     if part == "judgments":
@@ -569,9 +430,9 @@ def _parse(d: Path, part: str) -> dict[str, list[Any]]:
     return {k[len(HUMAN_PREFIX) :]: v for k, v in read_human_stores(d).items()}
 
 
-def _checked(part: str, value: dict[str, list[Any]], refs: dict[str, int], manifest: Manifest) -> dict[str, Any]:
-    """``_parse``'s records read against the instances' reference lengths (``refs``): what does
-    not fit is invalid (``checked_turns``, ``checked_judgment``)."""
+def checked_part(part: str, value: dict[str, list[Any]], refs: dict[str, int], manifest: Manifest) -> dict[str, Any]:
+    """``parse_part``'s records read against the instances' reference lengths (``refs``): what
+    does not fit is invalid (``checked_turns``, ``checked_judgment``)."""
     if part == "continuations":
         limits = turn_char_limits(manifest)
         return {
@@ -581,7 +442,7 @@ def _checked(part: str, value: dict[str, list[Any]], refs: dict[str, int], manif
     return {name: [checked_judgment(j, refs.get(j.instance_id)) for j in js] for name, js in value.items()}
 
 
-def _record_files(d: Path) -> list[Path]:
+def record_files(d: Path) -> list[Path]:
     """The files ``Run.open`` reads, in its order of reading."""
     return [
         *sorted((d / "continuations").glob("*.jsonl")),
@@ -592,31 +453,25 @@ def _record_files(d: Path) -> list[Path]:
     ]
 
 
-def _part_of(rel: Path) -> str:
-    """Which record a file of the run (relative path) holds: the manifest is ``manifest``."""
-    if rel.parts[0] == "continuations":
+def part_of(rel: str) -> str:
+    """Which record a file of the run (its path in the run) holds: the manifest is ``manifest``."""
+    parts = PurePosixPath(rel).parts
+    if parts[0] == "continuations":
         return "continuations"
-    if rel.parts[0] == "judgments":
-        return "human" if len(rel.parts) > 2 else "judgments"
-    return "instances" if rel.name == "instances.jsonl" else "manifest"
+    if parts[0] == "judgments":
+        return "human" if len(parts) > 2 else "judgments"
+    return "instances" if parts[-1] == "instances.jsonl" else "manifest"
 
 
 def file_digests(d: Path) -> dict[str, str]:
     """{path in the run: SHA-256 of its bytes} of every file ``Run.open`` reads (missing ones left out)."""
     out = {}
-    for f in _record_files(d):
+    for f in record_files(d):
         try:
             out[f.relative_to(d).as_posix()] = hashlib.sha256(f.read_bytes()).hexdigest()
         except OSError:
             continue
     return out
-
-
-def _shape_of(value: Any) -> tuple[Any, ...]:
-    """The identity of a record's lists and of their items (``Run.state``)."""
-    if isinstance(value, list):
-        return (id(value), hash(tuple(map(id, value))))
-    return (id(value), tuple((k, id(v), hash(tuple(map(id, v)))) for k, v in value.items()))
 
 
 def read_continuations(path: Path) -> list[Continuation]:

@@ -344,24 +344,24 @@ def test_a_report_in_a_process_that_read_the_run_does_not_read_it_again(tmp_path
     unchanged; a changed file is read anew."""
     from cocoeval.analysis.frames import open_run_dir
     from cocoeval.analysis.report import write_report
-    from cocoeval.run import Run
+    from cocoeval.analysis.store import RunStore
 
     _write_run(tmp_path / "run")
     first = open_run_dir(tmp_path / "run")
     reads = []
-    real = Run.open.__func__
+    real = RunStore.open.__func__
 
     def counted(cls, path, **kw):
         reads.append(path)
         return real(cls, path, **kw)
 
-    monkeypatch.setattr(Run, "open", classmethod(counted))
+    monkeypatch.setattr(RunStore, "open", classmethod(counted))
     a = write_report(tmp_path / "run", tmp_path / "a", resamples=50)
     assert reads == [] and open_run_dir(tmp_path / "run") is first
     manifest = tmp_path / "run" / "manifest.json"
     manifest.write_text(manifest.read_text().replace('"complete"', '"complete" '))  # changed: another size
     b = write_report(tmp_path / "run", tmp_path / "b", resamples=50)
-    # read anew (opened, read whole, its frames kept), then opened again lazily: the records go
+    # read anew (opened, read whole, its frames kept), then opened again: the records go
     assert len(reads) == 2 and open_run_dir(tmp_path / "run") is not first
     assert (tmp_path / "a" / "behaviour_means.csv").read_bytes() == (
         tmp_path / "b" / "behaviour_means.csv"

@@ -1,12 +1,13 @@
-"""Frames kept beside the run (``frames.open_run_dir``) and runs opened lazily (``Run.open(lazy=True)``):
+"""Frames kept beside the run (``frames.open_run_dir``) and runs opened in parts (``RunStore.open``):
 another process reads the frames without reading the run's records, never frames of other files,
-other code or another taxonomy, and a lazily read record is never a mix of two versions."""
+other code or another taxonomy, and a record read later is never a mix of two versions."""
 
 from __future__ import annotations
 
 import logging
 import os
 import stat
+from dataclasses import replace
 
 import polars as pl
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from cocoeval.analysis import frames as fr
 from cocoeval.analysis import store
 from cocoeval.analysis.frames import open_run_dir, run_frames
-from cocoeval.analysis.store import CACHE_DIR, KEPT_FRAMES
+from cocoeval.analysis.store import CACHE_DIR, KEPT_FRAMES, RunStore, read_digest
 from cocoeval.core.errors import InputError
 from cocoeval.core.jsonio import recorded_reads
 from cocoeval.core.taxonomy import load_taxonomy
@@ -70,7 +71,7 @@ def test_the_next_process_reads_the_kept_frames_and_no_record(tmp_path, monkeypa
     assert _read(third, d) == sorted(
         ["instances.jsonl", *(f"continuations/{p.name}" for p in (d / "continuations").iterdir())]
     )
-    assert texts == Run.open(d).continuations and run == Run.open(d)
+    assert texts == Run.open(d).continuations and run.run() == Run.open(d)
 
 
 def test_changed_files_code_or_taxonomy_are_never_given_old_frames(tmp_path, monkeypatch):
@@ -129,8 +130,8 @@ def test_frames_of_a_run_changed_in_memory_are_not_kept_nor_read(tmp_path, monke
     # a run opened otherwise may have been changed in place before its first frames: they are made
     other = Run.open(d)
     j = next(j for j in other.judgments["J"] if any(lb.behaviours for lb in j.labels))
-    j.labels.clear()  # in place: its state cannot see it
-    assert other.as_read
+    j.labels.clear()  # in place: no state could see it
+    assert read_digest(other) is None  # a plain Run: nothing kept is read for it
     assert run_frames(other).labels.height < run_frames(Run.open(d)).labels.height
 
 
@@ -163,11 +164,13 @@ def test_a_kept_frame_that_cannot_be_read_is_made_again_and_said(tmp_path, monke
     assert "cannot be read" in caplog.text
 
 
-def test_a_lazy_run_never_mixes_two_versions_of_a_file(tmp_path):
+def test_a_store_never_mixes_two_versions_of_a_file(tmp_path):
     d = _write(tmp_path / "run")
-    run = Run.open(d, lazy=True)
-    assert run.digest == Run.open(d).digest and run.state() == ("as read",) * 4
+    run = RunStore.open(d)
+    assert run.digest == RunStore.open(d).digest and run.state() == ("as read",) * 4
+    assert run.unread == {"instances", "continuations", "judgments", "human"}
     assert run.instances == Run.open(d).instances  # read at first use
+    assert run.unread == {"continuations", "judgments", "human"}
     js = d / "judgments" / "J.jsonl"
     js.write_text(js.read_text().replace('"repetition"', '"off_topic"', 1))
     with pytest.raises(InputError) as e:
@@ -176,11 +179,13 @@ def test_a_lazy_run_never_mixes_two_versions_of_a_file(tmp_path):
     (d / "continuations" / "new.jsonl").write_text((d / "continuations" / "sim.jsonl").read_text())
     with pytest.raises(InputError, match=r"continuations/new\.jsonl"):
         run.continuations  # noqa: B018
-    assert Run.open(d, lazy=True).model_dump()["judgments"]  # a dump reads the records first
+    (d / "continuations" / "new.jsonl").unlink()
+    whole = RunStore.open(d)
+    assert whole.run() == Run.open(d) and whole.run() is whole.run() and not whole.unread  # read once, whole
 
 
-def test_one_record_of_a_lazy_run_is_read_from_its_own_line_as_the_whole_read_gives_it(tmp_path):
-    """``Run.instance`` and ``Run.continuation`` of a lazy run parse one line (the part stays
+def test_one_record_of_a_store_is_read_from_its_own_line_as_the_whole_read_gives_it(tmp_path):
+    """``RunStore.instance`` and ``RunStore.continuation`` parse one line (the part stays
     unread) and give what ``Run.open`` gives: a continuation read against its instance
     (``checked_turns``: one with a turn too few is invalid), None where there is none."""
     from cocoeval.core.schema import Turn
@@ -190,7 +195,7 @@ def test_one_record_of_a_lazy_run_is_read_from_its_own_line_as_the_whole_read_gi
     run.continuations["sim"][1] = short.model_copy(update={"turns": [Turn(speaker="A", text="hi")]})
     d = tmp_path / "run"
     write_run_dir(d, run, {"status": "complete"})
-    eager, lazy = Run.open(d), Run.open(d, lazy=True)
+    eager, lazy = Run.open(d), RunStore.open(d)
     for inst in eager.instances:
         assert lazy.instance(inst.id) == inst == eager.instance(inst.id)
         for setup, cs in eager.continuations.items():
@@ -200,9 +205,9 @@ def test_one_record_of_a_lazy_run_is_read_from_its_own_line_as_the_whole_read_gi
     assert got is not None and got.status == "invalid" and got.reason.startswith("read as invalid")
     assert lazy.instance("nope") is None and lazy.continuation("nope", eager.instances[0].id) is None
     assert lazy.continuation("sim", "nope") is None
-    assert {"instances", "continuations"} <= lazy._unread  # nothing was read whole
+    assert {"instances", "continuations"} <= lazy.unread  # nothing was read whole
     # a file changed since the opening is refused, as a whole read refuses it
-    late = Run.open(d, lazy=True)
+    late = RunStore.open(d)
     f = d / "continuations" / "sim2.jsonl"
     f.write_text(f.read_text().replace('"ok"', '"invalid"', 1))
     with pytest.raises(InputError, match=r"continuations/sim2\.jsonl changed after the run was opened"):
@@ -210,24 +215,24 @@ def test_one_record_of_a_lazy_run_is_read_from_its_own_line_as_the_whole_read_gi
 
 
 def test_a_bad_line_found_by_one_record_read_is_the_whole_read_error(tmp_path):
-    """A file a lazy run cannot index by instance (an instance twice, a line that is no JSON) is
+    """A file a store cannot index by instance (an instance twice, a line that is no JSON) is
     read whole: its error names the file and both lines, as ``Run.open`` says it."""
     d = _write(tmp_path / "run")
     f = d / "continuations" / "sim.jsonl"
     lines = f.read_text().splitlines()
     f.write_text("\n".join([*lines, lines[0]]) + "\n")
     with pytest.raises(InputError) as lazy_error:
-        Run.open(d, lazy=True).continuation("sim", "x")
+        RunStore.open(d).continuation("sim", "x")
     with pytest.raises(InputError) as whole_error:
         Run.open(d)
     assert str(lazy_error.value) == str(whole_error.value) and "is here twice" in str(lazy_error.value)
     f.write_text("\n".join([*lines[:1], "{not json", *lines[1:]]) + "\n")
     with pytest.raises(InputError, match="invalid JSON") as e:
-        Run.open(d, lazy=True).continuation("sim", "x")
+        RunStore.open(d).continuation("sim", "x")
     assert "sim.jsonl" in str(e.value) and "line 2" in str(e.value)
 
 
-def test_names_and_coverage_of_a_lazy_run_are_those_of_its_records(tmp_path, monkeypatch):
+def test_names_and_coverage_of_a_store_are_those_of_its_records(tmp_path, monkeypatch):
     from cocoeval.analysis.coverage import paper_coverage, run_facts
     from cocoeval.analysis.store import kept_facts
 
@@ -318,7 +323,7 @@ def test_the_judge_free_frames_are_kept_and_a_report_then_reads_no_record(tmp_pa
 
     d = _write(tmp_path / "run")
     eager = Run.open(d)
-    conv, turns = convstats._conversation_frame(eager), convstats._turn_taking_frame(eager)
+    conv, turns = store.DERIVED["convstats"].make(eager), store.DERIVED["turn_taking"].make(eager)
     _fresh_process(monkeypatch)
     first = write_report(d, tmp_path / "a", resamples=50)  # reads the run whole and keeps its frames
     _fresh_process(monkeypatch)
@@ -347,7 +352,7 @@ def test_a_judge_free_frame_that_fails_is_not_kept_and_fails_where_it_is_asked_f
     def broken(run):
         raise RuntimeError("planted")
 
-    monkeypatch.setattr(convstats, "_conversation_frame", broken)
+    monkeypatch.setitem(store.DERIVED, "convstats", replace(store.DERIVED["convstats"], make=broken))
     _fresh_process(monkeypatch)
     run_frames(open_run_dir(d))  # the run opens: only the judge-free statistics cannot be made
     assert not (d / CACHE_DIR / _kept(d)[0] / "convstats.arrow").exists()
@@ -355,3 +360,27 @@ def test_a_judge_free_frame_that_fails_is_not_kept_and_fails_where_it_is_asked_f
     _fresh_process(monkeypatch)
     with pytest.raises(RuntimeError, match="planted"):
         convstats.conversation_frame(open_run_dir(d))
+
+
+def test_a_derived_frame_registered_with_one_decorator_is_kept_and_read_back_without_a_record(tmp_path, monkeypatch):
+    """Adding a derived frame is one decorated pure function of the run (``store.derived_frame``):
+    ``open_run_dir`` keeps it with the run's frames, the next process reads it back and no record,
+    and a run read whole has it made from its records."""
+    d = _write(tmp_path / "run")
+    schema = {"instance_id": pl.Utf8, "turns": pl.Int64}
+    monkeypatch.setitem(store.DERIVED, "turns_per_instance", None)  # removed again after the test
+
+    @store.derived_frame("turns_per_instance", schema)
+    def turns_per_instance(run):
+        return pl.DataFrame([(i.id, len(i.reference)) for i in run.instances], schema=schema, orient="row")
+
+    _fresh_process(monkeypatch)
+    made = turns_per_instance(open_run_dir(d))
+    assert (d / CACHE_DIR / _kept(d)[0] / "turns_per_instance.arrow").exists()
+    _fresh_process(monkeypatch)
+    with recorded_reads() as seen:
+        run = open_run_dir(d)
+        kept = turns_per_instance(run)
+    assert _read(seen, d) == ["manifest.json"] and kept.equals(made) and made.height == len(Run.open(d).instances)
+    assert turns_per_instance(run) is kept  # once per run (the memo)
+    assert turns_per_instance(Run.open(d)).equals(made)  # a Run read whole: made from its records

@@ -13,8 +13,9 @@ import contextlib
 import importlib.util
 import re
 import sys
+from dataclasses import replace
 
-from cocoeval.analysis import charts, convstats, frames, inference, render, report, stats, store
+from cocoeval.analysis import charts, frames, inference, render, report, stats, store
 from cocoeval.analysis.report import write_report
 from cocoeval.core import speed
 
@@ -48,7 +49,7 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
     write_report(run, tmp_path / "now", resamples=200)
     write_report(run, tmp_path / "again", resamples=200)  # served from the caches: the same
     with monkeypatch.context() as m:
-        m.setattr(convstats, "_conversation_frame", ref.conversation_frame)
+        m.setitem(store.DERIVED, "convstats", replace(store.DERIVED["convstats"], make=ref.conversation_frame))
         m.setattr(frames, "per_run", lambda run, what, make: make())
         m.setattr(store, "per_run", lambda run, what, make: make())
         m.setattr(stats, "sign_flip_pvalues", ref.sign_flip_pvalues)

@@ -470,7 +470,7 @@ def test_the_viewer_reads_no_judgment_record_and_shows_them_as_the_statistics_co
     for series in ("simulated", charts.HUMAN):
         assert lazy.bar("sim", series, "repetition") == eager.bar("sim", series, "repetition")
     # the texts came from the lines of the instances shown: no record was read whole
-    assert {"instances", "continuations", "judgments"} <= lazy.run._unread
+    assert {"instances", "continuations", "judgments"} <= lazy.run.unread
     lazy.instance.value = first.instance_id
     col = lazy.html.value.split('data-target="sim"')[1]
     assert "judgment stale: judges a continuation that is no longer the setup" in col
@@ -511,7 +511,7 @@ def test_the_run_annotator_lists_targets_from_the_frames_and_reads_only_the_one_
     assert stale and ("sim", first.instance_id) not in stale  # the other sim continuations are stale
     expected = [t for t in targets_for(eager.instances, eager.continuations) if (t.name, t.instance.id) not in stale]
     assert [(t.instance_id, t.name) for t in a.targets] == [(t.instance.id, t.name) for t in expected]
-    assert {"instances", "continuations"} <= lazy._unread  # listed without reading a record
+    assert {"instances", "continuations"} <= lazy.unread  # listed without reading a record
     for k in (0, len(a.targets) - 1, len(expected) // 2):
         a.pick(k)
         got, want = a.target, expected[k]
@@ -522,4 +522,4 @@ def test_the_run_annotator_lists_targets_from_the_frames_and_reads_only_the_one_
             want.turns,
             want.judged,
         )
-    assert {"instances", "continuations"} <= lazy._unread  # each read from its own lines
+    assert {"instances", "continuations"} <= lazy.unread  # each read from its own lines
