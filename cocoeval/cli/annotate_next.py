@@ -41,7 +41,10 @@ def _cmd_annotate_next(a: argparse.Namespace) -> int:
     judge = a.judge or judges[0]
     names = [REFERENCE, *check_setups(a.setup, sorted(run.continuations), "annotate-next")]
     pairs = [(t.instance.id, t.name) for t in targets_for(run.instances, run.continuations) if t.name in names]
-    plan = plan_next(f, judge, a.budget, a.seed, names, FLOOR, pairs, corrected_rates(f, judge, run))
+    from cocoeval.analysis.calibration import judge_votes
+
+    votes = judge_votes(run, judge)
+    plan = plan_next(f, judge, a.budget, a.seed, names, FLOOR, pairs, corrected_rates(f, judge, run), votes)
     if not plan.record["targets"]:
         raise ConfigError(
             "nothing left to draw: every judged conversation of these targets is labelled already",
@@ -51,6 +54,14 @@ def _cmd_annotate_next(a: argparse.Namespace) -> int:
     rep = export_items(run, out, seed=a.seed, taxonomy=tax, active=plan.record)
     print(format_plan(plan))
     print(format_export(rep))
+    if a.html:  # the annotation page of annotate-export --html, for the same items
+        from cocoeval.annotate.page import write_page
+
+        page = write_page(out, tax or load_taxonomy())
+        print(
+            f"{page}: the annotation page (open it in a browser from the folder; its Export button downloads a "
+            f"sheet for annotate-import --key {Path(out) / 'key.json'})"
+        )
     return 0
 
 
@@ -62,7 +73,8 @@ def add_commands(sub: Any) -> None:
         "has labelled yet, with probabilities that follow how far the judge is expected to be from the "
         "humans on each (the square root of its squared error, predicted from its count on the conversations "
         "already labelled; uniform before any), mixed with a uniform share so none is near 0 (active "
-        "statistical inference, Zrnic and Candès 2024). The draw and every conversation's inclusion "
+        "statistical inference, Zrnic and Candès 2024; a judge with samples: k uses its vote fractions instead: "
+        "√Σ p(1 − p) per conversation). The draw and every conversation's inclusion "
         "probability are recorded in the run (annotation/random_draws.json), so the corrected rates weight "
         "each label by 1/π and stay unbiased; the chosen conversations are exported as annotate-export "
         "--random exports them. Prints per target the widest corrected interval now (±x) and about how many "
@@ -77,6 +89,11 @@ def add_commands(sub: Any) -> None:
     an.add_argument("--judge", help="the LLM judge whose errors guide the draw (default the first by name)")
     an.add_argument(
         "--setup", action="append", help="setups drawn beside the reference (repeatable; default every setup)"
+    )
+    an.add_argument(
+        "--html",
+        action="store_true",
+        help="also write OUT/annotate.html, the annotation page of annotate-export --html for these items",
     )
     an.add_argument("--taxonomy", type=Path, help="taxonomy YAML of the run (default: the default taxonomy)")
     an.set_defaults(func=_cmd_annotate_next)

@@ -72,7 +72,8 @@ def test_the_annotate_next_loop_runs_step_by_step_and_the_corrected_rates_use_it
     cocoeval(cwd, "annotate-import", "filled1.csv", run, "--key", "annotate/key.json")
 
     # 2. annotate-next: the next 20 of each target, drawn with recorded inclusion probabilities
-    out = cocoeval(cwd, "annotate-next", run, "--budget", 20, "--out", "next/").stdout
+    out = cocoeval(cwd, "annotate-next", run, "--budget", 20, "--out", "next/", "--html").stdout
+    assert (cwd / "next" / "annotate.html").is_file() and "next/annotate.html: the annotation page" in out
     assert "annotate-next (beyond the paper): 20 conversation(s) of each target for judge j" in out
     for target in ("reference", "k30"):
         assert f"  {target}: 20 of {n - 20} not yet labelled" in out
