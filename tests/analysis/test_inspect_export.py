@@ -138,3 +138,45 @@ def test_eee_says_why_no_records_are_written_and_how_to_convert_the_inspect_logs
     assert main(["export", str(tmp_path), "--format", "eee", "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert "Python >= 3.12" in err and "every_eval_ever convert inspect" in err
+
+
+@pytest.mark.slow
+def test_inspect_view_lists_the_logs_and_serves_their_headers(exported):
+    """``inspect view`` (Inspect's own viewer, a web server on the loopback) lists both logs and
+    serves each one's header: the logs open there as Inspect's own do."""
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.parse
+    import urllib.request
+
+    _, out, _ = exported
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    inspect = Path(sys.executable).parent / "inspect"
+    proc = subprocess.Popen(
+        [str(inspect), "view", "--log-dir", str(out), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        base, listed = f"http://127.0.0.1:{port}", None
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(base + "/api/logs", timeout=2) as r:
+                    listed = json.loads(r.read())
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert listed is not None, "inspect view did not answer"
+        names = sorted(Path(urllib.parse.urlparse(f["name"]).path).name for f in listed["files"])
+        assert names == ["human-reference__j.eval", "s__j.eval"]
+        uri = (out / "s__j.eval").resolve().as_uri()
+        with urllib.request.urlopen(base + "/api/log-headers?file=" + urllib.parse.quote(uri), timeout=10) as r:
+            [header] = json.loads(r.read())
+        assert header["status"] == "success" and header["eval"]["task_display_name"] == "s judged by j"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
