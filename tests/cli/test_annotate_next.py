@@ -135,5 +135,7 @@ def test_the_annotate_next_loop_runs_step_by_step_and_the_corrected_rates_use_it
     out = cocoeval(cwd, "annotate-next", run, "--budget", 10, "--out", "next2/").stdout
     assert "now (widest: " in out and "40 labelled); about ±" in out and "more labels for ±" in out
     assert "recorded as draw 3" in out
+    err = cocoeval(cwd, "annotate-next", run, "--budget", 5, "--judge", "nope", code=2).stderr
+    assert "no valid judgments of the judge 'nope'" in err and "judges with valid judgments: j" in err
     help_text = cocoeval(cwd, "annotate-next", "--help").stdout
     assert "--budget" in help_text and "1/π" in help_text
