@@ -254,6 +254,21 @@ def error_scores(f_labelled: np.ndarray, e2_labelled: np.ndarray, f_pool: np.nda
     return scores, "the judge's predicted error (sqrt of the squared residual fitted on its count)"
 
 
+def vote_scores(votes: pl.DataFrame, ids: Sequence[str]) -> np.ndarray | None:
+    """√Σ p(1 − p) per conversation of ``ids`` over the turns and behaviours of its vote fractions
+    (``calibration.judge_votes``: a turn and behaviour not listed has p = 0); None when the
+    judge's samples agree everywhere (one sample, or k that never differ): nothing to tell apart."""
+    import polars as pl
+
+    if votes.is_empty():
+        return None
+    per = dict(
+        votes.group_by("instance_id").agg((pl.col("fraction") * (1 - pl.col("fraction"))).sum().alias("v")).iter_rows()
+    )
+    v = np.array([float(per.get(i, 0.0)) for i in ids])
+    return np.sqrt(v) if v.max() > 0 else None
+
+
 @dataclass(frozen=True)
 class TargetPlan:
     """What ``plan_next`` chose for one target, and how wide its corrected rates are."""
@@ -295,11 +310,15 @@ def plan_next(
     floor: float = FLOOR,
     conversations: Sequence[tuple[str, str]] | None = None,
     rates: pl.DataFrame | None = None,
+    votes: pl.DataFrame | None = None,
 ) -> NextDraw:
     """Per target, ``budget`` conversations to label next with the probabilities of the module
     docstring, among ``conversations`` ((instance id, target) pairs that can be exported; default
     every judged one) not yet labelled by a human; ``rates``, the current corrected rates
-    (``judge_check.corrected_rates``), give the widths printed."""
+    (``judge_check.corrected_rates``), give the widths printed. ``votes`` (``calibration.judge_votes``
+    of a judge with ``samples: k``) replaces the error model where its samples disagree somewhere:
+    a conversation's score is then √Σ p(1 − p) over its turns and behaviours (the variance of its
+    count over the judge's samples; ``vote_scores``)."""
     import polars as pl
 
     from . import agreement
@@ -337,6 +356,10 @@ def plan_next(
         if r.height < 2:
             r = resid  # too few of this target labelled: the error model of every target
         scores, how = error_scores(r["f"].to_numpy(), r["e2"].to_numpy(), fx)
+        if votes is not None and ids:
+            from_votes = vote_scores(votes.filter(pl.col("target") == target), ids)
+            if from_votes is not None:
+                scores, how = from_votes, "the judge's vote fractions (√Σ p(1 − p) over its samples)"
         pi = inclusion_probabilities(scores, min(budget, len(ids)), floor) if ids else np.zeros(0)
         picked = [ids[i] for i in systematic_draw(pi, rng)] if ids else []
         drawn_pairs += [[i, target] for i in picked]
