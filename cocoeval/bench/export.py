@@ -368,6 +368,9 @@ def dataset_card(
         '"eval": "DIR/eval.parquet", "train": "DIR/train.parquet"})  # or load_dataset("DIR")',
         "```",
         "",
+        "`croissant.json` describes the splits in Croissant 1.1 with its responsible-AI fields (beyond the paper): "
+        '`mlcroissant.Dataset(jsonld="DIR/croissant.json")` validates it and reads the records of each split.',
+        "",
         "`cocoeval` reads the folder as a benchmark (`bench: DIR` in a params file, or any command that "
         "takes a benchmark folder). `metadata.extra` is a JSON string; a null field is one the instance does "
         "not have.",

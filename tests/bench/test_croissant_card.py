@@ -97,6 +97,7 @@ def test_the_card_gives_each_dataset_its_own_licence_and_source(exported):
     assert "Open Government Licence" in lic["qmsum_committee"] and UNKNOWN in lic["qmsum_committee"]
     assert "CC BY-SA 4.0" not in lic["qmsum_product"]  # the paper's licence of the whole is said apart
     assert "CC BY-SA 4.0 (its A.1)" in body
+    assert "`croissant.json` describes the splits in Croissant 1.1" in body and "(beyond the paper)" in body
     for d in lic:
         assert f"| {d} | {source_licence(d).licence} |" in body
 
