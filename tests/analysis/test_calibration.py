@@ -1,7 +1,7 @@
 """A judge's reliability, tracked (beyond the paper): ECE and Brier score equal independent
 computations, and through the CLI a judge with samples: 3 (a run made again sends no request),
 annotated, reported with its calibration, reliability diagram and vote fractions; the history beside
-the run grows by one entry per judge id, and a changed judge shows whether agreement rose or fell."""
+the run grows by one entry per judge id (the forecast counts k calls per target), and a changed judge shows whether agreement rose or fell."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from sklearn.metrics import brier_score_loss
 from cocoeval import cli
 from cocoeval.analysis.calibration import brier, ece, history_table, read_history, reliability_bins, reliability_chart
 from cocoeval.core.jsonio import write_jsonl
+from cocoeval.run import load_params
+from cocoeval.run.estimate import forecast
 from tests.sim_helpers import instance
 
 N_INST = 12
@@ -115,6 +117,8 @@ def test_samples_calibration_and_history_through_the_cli(srv, tmp_path, capsys):
     p.write_text(yaml.safe_dump(params))
     run_dir = tmp_path / "runs" / "cal"
 
+    exp = load_params(p)
+    assert sum(r.calls for r in forecast(exp, exp.prepare_instances(write=False)) if r.stage == "judge") == 3 * N_INST
     assert cli.main(["run", str(p), "--no-progress"]) == 0
     assert srv.stats()["requests"] == 3 * N_INST
     assert cli.main(["run", str(p), "--no-progress"]) == 0
