@@ -1,7 +1,8 @@
 """A judge's reliability, tracked (beyond the paper): ECE and Brier score equal independent
-computations, and through the CLI a judge with samples: 3 (a run made again sends no request),
-annotated, reported with its calibration, reliability diagram and vote fractions; the history beside
-the run grows by one entry per judge id (the forecast counts k calls per target), and a changed judge shows whether agreement rose or fell."""
+computations, and through the CLI a judge with samples: 3 (forecast as k calls per target; a run
+made again sends no request), annotated, reported with its calibration, reliability diagram and
+vote fractions; the history beside the run grows by one entry per judge id, and a changed judge
+shows whether agreement rose or fell."""
 
 from __future__ import annotations
 
