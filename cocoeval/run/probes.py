@@ -185,7 +185,8 @@ def _plan_judge(
                 add("names", t, probed, j.kind, changed={"names": mapping})
     if "stability" in sec.kinds:
         for t in _draw(pool, sec.targets, sec.seed, f"stability|{j.name}"):
-            add("stability", t, t, j.kind, sample=sec.sample, changed={"sample": sec.sample})
+            n = sec.sample + j.samples - 1  # past the run's own samples (samples: k asks 0 to k - 1)
+            add("stability", t, t, j.kind, sample=n, changed={"sample": n})
     if "planted" in sec.kinds:
         if "fine_grained" not in j.kind:
             warn(f"judge {j.name}: makes no fine-grained judgment, so no planted behaviour is probed")

@@ -147,3 +147,17 @@ def test_k_samples_are_k_calls_cached_apart_and_raising_k_pays_only_the_new_ones
     assert again.labels == three.labels and again.samples == three.samples
     plan = plan_judgments(insts, conts, [JudgeConfig(name="j", model="openai/o4-mini", samples=4)], TAX)["j"]
     assert sorted(t.sample for t in plan) == [0, 0, 1, 1, 2, 2, 3, 3]  # overall and fine-grained, 4 each
+
+
+def test_the_stability_probe_of_a_sampled_judge_asks_a_sample_the_run_did_not():
+    from cocoeval.core.targets import targets_for
+    from cocoeval.judge.probes import ProbeSection
+    from cocoeval.run.probes import plan_probes
+
+    insts = [instance(f"d/c{k}/0", n_hist=3, n_ref=3) for k in range(3)]
+    sec = ProbeSection(kinds=["stability"], targets=3)
+    for k, expected in ((1, 1), (3, 3)):
+        j = JudgeConfig(name="j", model="openai/o4-mini", kind=["fine_grained"], samples=k)
+        items = plan_probes(sec, [j], targets_for(insts, {}), TAX)["j"]
+        assert {it.sample for it in items} == {expected}  # samples: 3 asks 0, 1, 2: the probe asks 3
+        assert {it.next_call().request.sample for it in items} == {expected}
