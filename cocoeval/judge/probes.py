@@ -64,7 +64,8 @@ class ProbeSection(BaseModel):
     seed: int = Field(0, strict=True)
     """Seed of the draws (targets, planted turns, templates)."""
     sample: int = Field(1, ge=1, le=1_000, strict=True)
-    """The sample index of the stability probe's second judgment (the run's judgments are sample 0)."""
+    """The sample index of the stability probe's second judgment (the run's judgments are sample 0;
+    a judge with ``samples: k`` asks this plus k − 1, past the run's samples 0 to k − 1)."""
 
     @field_validator("kinds", "behaviours")
     @classmethod
