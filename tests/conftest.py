@@ -52,6 +52,7 @@ SLOW: tuple[str, ...] = (
     "tests/analysis/test_frames_missing.py::test_the_report_shows_what_is_missing",
     "tests/analysis/test_html_report.py::test_the_file_is_self_contained_and_escapes_every_text",
     "tests/analysis/test_html_report.py::test_in_the_browser_from_file",
+    "tests/analysis/test_html_viewer.py",
     "tests/analysis/test_inference.py::test_report_on_a_run_without_setups_and_its_parameter_errors",
     "tests/analysis/test_kept_frames.py::test_the_judge_free_frames_are_kept_and_a_report_then_reads_no_record",
     "tests/analysis/test_kept_report.py::test_a_kept_report_is_copied_and_is_the_report_written_anew",

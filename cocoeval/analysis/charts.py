@@ -113,6 +113,41 @@ def _field(t: Any) -> str | None:
     return t.shorthand.split(":")[0] if isinstance(t.shorthand, str) else None
 
 
+UNDEFINED_TIP = "–"
+"""What a tooltip shows for a value that is not there (never ``null``)."""
+
+
+def cell_text(values: pl.Series, fmt: str) -> pl.Series:
+    """A heatmap cell's text: the value in ``fmt``, empty where it is undefined (never "null")."""
+    return pl.Series([format(v, fmt) if v is not None and v == v else "" for v in values.to_list()], dtype=pl.String)
+
+
+def null_free(d: pl.DataFrame, tip: list[Any]) -> tuple[pl.DataFrame, list[Any]]:
+    """``d`` and ``tip`` such that no tooltip shows ``null``: each tooltip field with a missing
+    value (null or NaN) in some row is shown from a text column beside it (``<field>_tip``: the
+    value in the tooltip's format, "–" where it is missing); the field itself is left as it is for
+    the marks that encode it."""
+    out, cols = [], {}
+    for t in tip:
+        f = _field(t)
+        values = d[f].to_list() if f is not None and f in d.columns else []
+        if not any(v is None or (isinstance(v, float) and v != v) for v in values):
+            out.append(t)
+            continue
+        fmt = t.format if isinstance(t.format, str) else None
+
+        def shown(v: Any, fmt: str | None = fmt) -> str:
+            if v is None or (isinstance(v, float) and v != v):
+                return UNDEFINED_TIP
+            if isinstance(v, float):
+                return format(v, fmt) if fmt else f"{v:g}"
+            return str(v)
+
+        cols[f"{f}_tip"] = pl.Series(f"{f}_tip", [shown(v) for v in values], dtype=pl.String)
+        out.append(alt.Tooltip(f"{f}_tip:N", title=t.title if isinstance(t.title, str) else f))
+    return (d.with_columns(**cols) if cols else d), out
+
+
 def _undefined(
     base: alt.Chart, axis: str, value: str, lo: str = "ci_low", hi: str = "ci_high", tooltip: list | None = None
 ) -> alt.Chart:
@@ -195,6 +230,7 @@ def behaviour_bars(
         alt.Tooltip("mean:Q", format=".2f", title="mean per conversation"),
         alt.Tooltip("interval:N", title="interval"),
     ]
+    data, tip = null_free(data, tip)
     base = alt.Chart(_records(data)).encode(
         x=alt.X("name:N", sort=order, title=None, axis=alt.Axis(labelAngle=-40)),
         xOffset=alt.XOffset("series:N", sort=["simulated", HUMAN]),
@@ -267,14 +303,17 @@ def contrast_chart(pairs: pl.DataFrame, tax: Taxonomy, *, title: str | None = No
         "diff_ci_low",
         "diff_ci_high",
     )
+    d, tip = null_free(
+        d,
+        [
+            alt.Tooltip("comparison:N"),
+            alt.Tooltip("name:N", title="behaviour"),
+            alt.Tooltip("diff:Q", format=".2f", title="difference"),
+            alt.Tooltip("interval:N", title="interval"),
+            alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
+        ],
+    )
     base = alt.Chart(_records(d)).encode(y=alt.Y("name:N", sort=[names[b] for b in tax.ids], title=None))
-    tip = [
-        alt.Tooltip("comparison:N"),
-        alt.Tooltip("name:N", title="behaviour"),
-        alt.Tooltip("diff:Q", format=".2f", title="difference"),
-        alt.Tooltip("interval:N", title="interval"),
-        alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
-    ]
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("diff:Q", title=_titled(["difference in mean occurrences", "per conversation (b − a), 95% CI"], d)),
         color=alt.Color(
@@ -299,16 +338,13 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
     """Table 12 as a heatmap: Spearman ρ per behaviour (rows) and target (columns), one panel per
     dataset; cells without a ρ (too few instances, constant counts) are blank with the reason."""
     names = {**_names(tax), "all": "all behaviours"}
-    d = spearman.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
-    base = alt.Chart(_records(d)).encode(
-        y=alt.Y("name:N", sort=[names["all"], *[names[b] for b in tax.ids]], title=None),
-        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-40)),
+    d = spearman.with_columns(
+        name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
+        rho_text=cell_text(spearman["rho"], ".2f"),
     )
-    rect = base.mark_rect().encode(
-        color=alt.Color(
-            "rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title=_titled("Spearman ρ", d)
-        ),
-        tooltip=[
+    d, tip = null_free(
+        d,
+        [
             alt.Tooltip("dataset:N"),
             alt.Tooltip("target:N"),
             alt.Tooltip("name:N"),
@@ -318,7 +354,17 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
             alt.Tooltip("n:Q"),
         ],
     )
-    text = base.mark_text(fontSize=9).encode(text=alt.Text("rho:Q", format=".2f"))
+    base = alt.Chart(_records(d)).encode(
+        y=alt.Y("name:N", sort=[names["all"], *[names[b] for b in tax.ids]], title=None),
+        x=alt.X("target:N", title=None, axis=alt.Axis(labelAngle=-40)),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color(
+            "rho:Q", scale=alt.Scale(scheme="redblue", domain=[-1, 1], reverse=True), title=_titled("Spearman ρ", d)
+        ),
+        tooltip=tip,
+    )
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("rho_text:N", title="rho"))
     return alt.layer(rect, text, width=24 * max(1, d["target"].n_unique()), height=220).facet(
         facet=alt.Facet("dataset:N", title=None), columns=2
     )
@@ -327,13 +373,16 @@ def participants_heatmap(spearman: pl.DataFrame, tax: Taxonomy) -> alt.FacetChar
 def likert_chart(likert: pl.DataFrame, *, judge: str | None = None) -> alt.FacetChart:
     """Mean consistency and collaborativeness per target with 95% CIs (Table 4)."""
     d = with_words(likert if judge is None else likert.filter(pl.col("judge") == judge))
+    d, tip = null_free(
+        d,
+        [
+            alt.Tooltip("target:N"),
+            alt.Tooltip("score:N"),
+            alt.Tooltip("mean:Q", format=".2f", title="mean score"),
+            alt.Tooltip("interval:N", title="interval"),
+        ],
+    )
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
-    tip = [
-        alt.Tooltip("target:N"),
-        alt.Tooltip("score:N"),
-        alt.Tooltip("mean:Q", format=".2f", title="mean score"),
-        alt.Tooltip("interval:N", title="interval"),
-    ]
     human = (alt.datum.target == REFERENCE) | (alt.datum.series == HUMAN)  # likert_vs_human rows carry a series
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("mean:Q", scale=alt.Scale(domain=[1, 10]), title=_titled("mean score (1-10), 95% CI", d)),
@@ -349,14 +398,13 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
     """Mean occurrences per behaviour and dataset, one panel per target (Table 11)."""
     d = means_by_dataset if judge is None else means_by_dataset.filter(pl.col("judge") == judge)
     names = _names(tax)
-    d = d.with_columns(name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")))
-    base = alt.Chart(_records(d)).encode(
-        x=alt.X("name:N", sort=[names[b] for b in tax.ids], title=None, axis=alt.Axis(labelAngle=-40)),
-        y=alt.Y("dataset:N", title=None),
+    d = d.with_columns(
+        name=pl.col("behaviour").replace_strict(names, default=pl.col("behaviour")),
+        mean_text=cell_text(d["mean"], ".1f"),
     )
-    rect = base.mark_rect().encode(
-        color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"), title=_titled(["mean per", "conversation"], d)),
-        tooltip=[
+    d, tip = null_free(
+        d,
+        [
             alt.Tooltip("target:N"),
             alt.Tooltip("dataset:N"),
             alt.Tooltip("name:N"),
@@ -364,7 +412,15 @@ def dataset_heatmap(means_by_dataset: pl.DataFrame, tax: Taxonomy, *, judge: str
             alt.Tooltip("n:Q"),
         ],
     )
-    text = base.mark_text(fontSize=9).encode(text=alt.Text("mean:Q", format=".1f"))
+    base = alt.Chart(_records(d)).encode(
+        x=alt.X("name:N", sort=[names[b] for b in tax.ids], title=None, axis=alt.Axis(labelAngle=-40)),
+        y=alt.Y("dataset:N", title=None),
+    )
+    rect = base.mark_rect().encode(
+        color=alt.Color("mean:Q", scale=alt.Scale(scheme="orangered"), title=_titled(["mean per", "conversation"], d)),
+        tooltip=tip,
+    )
+    text = base.mark_text(fontSize=9).encode(text=alt.Text("mean_text:N", title="mean"))
     return alt.layer(rect, text, width=300, height=140).facet(facet=alt.Facet("target:N", title=None), columns=2)
 
 
@@ -394,14 +450,17 @@ def agreement_chart(agree: pl.DataFrame) -> alt.FacetChart:
     range of the paper's one-sided test (a cross instead where the range is undefined; no mark
     where ρ itself is undefined)."""
     agree = with_words(agree, "p5", "p95", what="bootstrap 5th–95th percentile")
+    agree, tip = null_free(
+        agree,
+        [
+            alt.Tooltip("comparison:N"),
+            alt.Tooltip("item:N"),
+            alt.Tooltip("rho:Q", format=".2f", title="Spearman ρ"),
+            alt.Tooltip("interval:N", title="interval"),
+            *([alt.Tooltip("note:N")] if "note" in agree.columns else []),
+        ],
+    )
     base = alt.Chart(_records(agree)).encode(y=alt.Y("comparison:N", title=None))
-    tip = [
-        alt.Tooltip("comparison:N"),
-        alt.Tooltip("item:N"),
-        alt.Tooltip("rho:Q", format=".2f", title="Spearman ρ"),
-        alt.Tooltip("interval:N", title="interval"),
-        *([alt.Tooltip("note:N")] if "note" in agree.columns else []),
-    ]
     bars = base.mark_bar().encode(
         x=alt.X(
             "rho:Q",
@@ -482,15 +541,18 @@ def convstats_diff_chart(
         "diff_ci_high",
         digits=3,
     )
+    d, tip = null_free(
+        d,
+        [
+            alt.Tooltip("target:N"),
+            alt.Tooltip("label:N", title="statistic"),
+            alt.Tooltip("diff:Q", format=".3f", title="setup − human"),
+            alt.Tooltip("interval:N", title="interval"),
+            alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
+            alt.Tooltip("verdict:N"),
+        ],
+    )
     base = alt.Chart(_records(d)).encode(y=alt.Y("target:N", title=None))
-    tip = [
-        alt.Tooltip("target:N"),
-        alt.Tooltip("label:N", title="statistic"),
-        alt.Tooltip("diff:Q", format=".3f", title="setup − human"),
-        alt.Tooltip("interval:N", title="interval"),
-        alt.Tooltip("p_adj:Q", format=".3g", title="corrected p"),
-        alt.Tooltip("verdict:N"),
-    ]
     pts = base.mark_point(filled=True, size=50).encode(
         x=alt.X("diff:Q", title=None),
         tooltip=tip,
@@ -525,19 +587,21 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
         .otherwise(pl.format("({})", "setup")),
         order=pl.col("rank").fill_null(10**6) + pl.col("distance").fill_null(0) / 10**6,
     )
-    d = with_words(d, digits=3)
+    d, tip = null_free(
+        with_words(d, digits=3),
+        [
+            alt.Tooltip("setup:N"),
+            alt.Tooltip("group:N"),
+            alt.Tooltip("distance:Q", format=".3f"),
+            alt.Tooltip("interval:N", title="interval"),
+            alt.Tooltip("rank:Q"),
+            alt.Tooltip("rank_low:Q", title="rank interval from"),
+            alt.Tooltip("rank_high:Q", title="rank interval to"),
+            alt.Tooltip("note:N"),
+        ],
+    )
     base = alt.Chart(_records(d))
     is_floor = "datum.origin === 'floor'"
-    tip = [
-        alt.Tooltip("setup:N"),
-        alt.Tooltip("group:N"),
-        alt.Tooltip("distance:Q", format=".3f"),
-        alt.Tooltip("interval:N", title="interval"),
-        alt.Tooltip("rank:Q"),
-        alt.Tooltip("rank_low:Q", title="rank interval from"),
-        alt.Tooltip("rank_high:Q", title="rank interval to"),
-        alt.Tooltip("note:N"),
-    ]
     sims = base.transform_filter(f"!({is_floor})").encode(
         y=alt.Y("label:N", title=None, sort=alt.EncodingSortField("order", order="ascending"))
     )
@@ -633,19 +697,22 @@ def paired_chart(pairs: pl.DataFrame) -> alt.FacetChart:
         column=pl.col("b"),
     )
     order = list(dict.fromkeys([*dist["a"].to_list(), *dist["b"].to_list()]))
+    both, tip = null_free(
+        both,
+        [
+            alt.Tooltip("row:N", title="setup"),
+            alt.Tooltip("column:N", title="compared with"),
+            alt.Tooltip("diff:Q", format=".3f", title="distance(row) − distance(column)"),
+            alt.Tooltip("interval:N", title="interval"),
+            alt.Tooltip("p_adj:Q", format=".3g", title="p (Holm over the pairs)"),
+            alt.Tooltip("behaviours_differing:Q", title="behaviours differing (corrected)"),
+            alt.Tooltip("note:N"),
+        ],
+    )
     base = alt.Chart(_records(both)).encode(
         x=alt.X("column:N", title="compared with (column)", sort=order),
         y=alt.Y("row:N", title="setup (row)", sort=order),
     )
-    tip = [
-        alt.Tooltip("row:N", title="setup"),
-        alt.Tooltip("column:N", title="compared with"),
-        alt.Tooltip("diff:Q", format=".3f", title="distance(row) − distance(column)"),
-        alt.Tooltip("interval:N", title="interval"),
-        alt.Tooltip("p_adj:Q", format=".3g", title="p (Holm over the pairs)"),
-        alt.Tooltip("behaviours_differing:Q", title="behaviours differing (corrected)"),
-        alt.Tooltip("note:N"),
-    ]
     cells = base.mark_rect(stroke="#888", strokeWidth=0.5).encode(
         color=alt.Color(
             "cell:N",
@@ -670,15 +737,18 @@ def detectability_chart(table: pl.DataFrame) -> alt.TopLevelMixin:
     d = with_words(table.filter(pl.col("auc").is_not_null()), digits=3)
     is_floor = "datum.comparison !== 'setup vs the human reference of the same instances'"
     order = d.filter(pl.col("comparison") == "setup vs the human reference of the same instances")["target"].to_list()
+    d, tip = null_free(
+        d,
+        [
+            alt.Tooltip("target:N"),
+            alt.Tooltip("comparison:N"),
+            alt.Tooltip("auc:Q", format=".3f", title="AUC"),
+            alt.Tooltip("interval:N", title="interval"),
+            alt.Tooltip("p:Q", format=".3g", title="p (AUC > 0.5)"),
+            alt.Tooltip("conversations:Q", title="source conversations"),
+        ],
+    )
     base = alt.Chart(_records(d))
-    tip = [
-        alt.Tooltip("target:N"),
-        alt.Tooltip("comparison:N"),
-        alt.Tooltip("auc:Q", format=".3f", title="AUC"),
-        alt.Tooltip("interval:N", title="interval"),
-        alt.Tooltip("p:Q", format=".3g", title="p (AUC > 0.5)"),
-        alt.Tooltip("conversations:Q", title="source conversations"),
-    ]
     x = alt.X(
         "auc:Q",
         scale=alt.Scale(domain=[0, 1]),

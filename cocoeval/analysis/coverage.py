@@ -6,8 +6,9 @@ with what it is, where the paper shows it and the step that adds it. Everything 
 the run's manifest params, its instances and its human annotation stores (or from the params, the
 benchmark folder and the run directory's annotation stores), never assumed.
 
-``coverage_markdown`` (the report's index and every notebook's run summary) and ``coverage_text``
-(``cocoeval check``) render the list; ``not_run`` is the one wording of an answer that has nothing
+``coverage_markdown`` (the report's index, collapsed in its HTML page, and every notebook's run
+summary), ``coverage_summary`` (``cocoeval check``: one line) and ``coverage_text`` (``cocoeval
+check --paper``) render the list; ``not_run`` is the one wording of an answer that has nothing
 to answer from. Light on purpose: no polars, so ``cocoeval check`` stays fast."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -25,7 +27,7 @@ if TYPE_CHECKING:
 
     from .store import RunLike
 
-__all__ = ["HOW", "Missing", "coverage_markdown", "coverage_text", "not_run", "paper_coverage"]
+__all__ = ["HOW", "Missing", "coverage_markdown", "coverage_summary", "coverage_text", "not_run", "paper_coverage"]
 
 TITLE = "What this run does not contain of the paper"
 
@@ -535,8 +537,20 @@ def coverage_markdown(missing: list[Missing], *, heading: str = "##") -> str:
     )
 
 
+def coverage_summary(missing: list[Missing], *, what: str = "this params file", more: str = "--paper") -> str:
+    """The list as one line (``cocoeval check`` by default): how many elements are missing, per
+    group, and the option (``more``) that lists them with the steps that add them."""
+    if not missing:
+        return coverage_text(missing, what=what)
+    groups = ", ".join(f"{g} {n}" for g, n in Counter(m.group for m in missing).items())
+    return (
+        f"paper coverage: {len(missing)} element(s) of the paper are not in {what} ({groups}); "
+        f"{more} lists them and the steps that add them"
+    )
+
+
 def coverage_text(missing: list[Missing], *, what: str = "this params file") -> str:
-    """The list as plain lines (``cocoeval check``): one per element, then the steps."""
+    """The list as plain lines (``cocoeval check --paper``): one per element, then the steps."""
     if not missing:
         return f"paper coverage: {what} has every element of the paper that cocoeval lists"
     steps, num = _steps(missing)

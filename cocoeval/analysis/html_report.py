@@ -35,8 +35,11 @@ import polars as pl
 
 import cocoeval
 from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.schema import unknown_speaker_turns
 from cocoeval.core.targets import REFERENCE
 
+from . import headline as hl
+from .coverage import TITLE as COVERAGE_TITLE
 from .frames import HUMAN, Frames
 from .store import RunLike
 from .verdicts import verdicts
@@ -46,6 +49,7 @@ __all__ = [
     "NOT_SIMULATED",
     "continuation_note",
     "from_report",
+    "headline_html",
     "judgment_note",
     "not_simulated_line",
     "pack",
@@ -146,11 +150,19 @@ def payload(run: RunLike, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any
             if ev := {str(turn): dict(said) for turn, (_, said) in v.labels.items() if said}:
                 evidence.setdefault(iid, {})[f"{judge}\u0000{target}"] = ev
         judg.setdefault(judge, {}).setdefault(target, {})[str(order[iid])] = e
+    # each valid overall judgment's scores (the viewer's judge-score filter)
+    scores: dict[str, dict[str, dict[str, list[int | None]]]] = {}  # judge -> target -> instance index -> [c, k]
+    for judge, target, iid, cons, coll in f.likert.select(
+        "judge", "target", "instance_id", "consistency", "collaborativeness"
+    ).iter_rows():
+        if iid in order:
+            scores.setdefault(judge, {}).setdefault(target, {})[str(order[iid])] = [cons, coll]
     index: dict[str, Any] = {
         "human": HUMAN,
         "reference": REFERENCE,
         "setups": setups,
-        "judges": sorted(judg),
+        "judges": sorted(set(judg) | set(scores)),
+        "scores": scores,
         "datasets": sorted({i.dataset for i in insts}),
         "behaviours": [{"id": b.id, "name": b.name, "category": b.category} for b in tax.behaviours],
         "instances": [],
@@ -170,6 +182,8 @@ def payload(run: RunLike, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any
                 col["r"] = reason
             if c.status == "ok":
                 col["t"] = _turns(c.turns)
+                if unknown := unknown_speaker_turns(inst, c.turns):
+                    col["u"] = unknown  # turns by speakers who are not participants
                 if status == "ok":
                     ok[s] = len(c.turns)
             conts[s] = col
@@ -185,6 +199,7 @@ def payload(run: RunLike, f: Frames) -> tuple[dict[str, Any], list[dict[str, Any
                 "methods": [m.method, inst.summary.method, inst.provenance.text_method],
                 "history": _turns(inst.history),
                 "reference": _turns(inst.reference),
+                "reference_unknown": unknown_speaker_turns(inst, inst.reference),
                 "continuations": conts,
                 "evidence": evidence.get(inst.id, {}),
             }
@@ -295,6 +310,46 @@ def _provenance(run: RunLike) -> dict[str, Any]:
     }
 
 
+def headline_html(h: hl.Headline) -> str:
+    """The headline (``headline.Headline``) as the page's first screen: what was compared, the
+    leaderboard's top rows (each leads to its conversations in the viewer), the judge's
+    validation, the invalid share and a link to the viewer; every text escaped."""
+    e = html.escape
+    rows = ""
+    if h.leaders:
+        body = "".join(
+            f'<tr data-setup="{e(r.setup)}"><td class="num">{r.rank}</td><td>{e(r.setup)}</td>'
+            f'<td class="num">{hl.number(r.distance)}</td><td class="num">{hl.interval(r.ci_low, r.ci_high)}</td>'
+            f'<td class="num">{hl.ranks(r)}</td><td class="num">{r.n}</td>'
+            f'<td><a href="#cc-viewer" class="cc-goto" data-setup="{e(r.setup)}" data-judge="{e(h.judge or "")}">'
+            "conversations</a></td></tr>"
+            for r in h.leaders
+        )
+        if h.floor is not None:
+            body += (
+                f'<tr class="cc-floor"><td>–</td><td>floor (two halves of the humans)</td><td class="num">'
+                f'{hl.number(h.floor[0])}</td><td class="num">{hl.interval(h.floor[1], h.floor[2])}</td>'
+                "<td>–</td><td>–</td><td></td></tr>"
+            )
+        rows = (
+            f"<p><b>Closest to the humans</b> (judge {e(h.judge or '')}; the {len(h.leaders)} best of {h.ranked} "
+            "ranked; distance to the humans with its 95% CI; rank interval: the ranks the data support; beyond the paper: the leaderboard):</p>"
+            '<table class="cc-table" id="cc-leaders"><thead><tr><th>rank</th><th>setup</th><th>distance</th>'
+            "<th>95% CI</th><th>rank interval</th><th>n</th><th></th></tr></thead><tbody>" + body + "</tbody></table>"
+        )
+    else:
+        rows = f"<p><b>Leaderboard</b>: {_inline(h.not_ranked or 'no setup is ranked.')}</p>"
+    return (
+        f'<section id="cc-headline"><h2>{e(hl.TITLE)}</h2>'
+        f"<p><b>Compared</b>: {e(hl.compared(h))}</p>{rows}"
+        f"<p><b>Judge</b>: {e(hl.validation_words(h))}</p>"
+        f"<p><b>Invalid</b>: {e(hl.invalid_words(h))}</p>"
+        '<p><b>Conversations</b>: <a href="#cc-viewer" id="cc-to-viewer">the conversation viewer</a> below: every '
+        "instance's human reference beside the setups' continuations, aligned by turn; search by text and speaker, "
+        "filters by behaviour, judge score and dataset.</p></section>"
+    )
+
+
 _LISTED = re.compile(r"^- \*\*([^*]+)\*\*: ")
 
 
@@ -309,11 +364,13 @@ def from_report(
     judge: str | None,
     provenance: dict[str, Any] | None = None,
     pipeline_check: bool | None = None,
+    headline: hl.Headline | None = None,
 ) -> Path:
     """``index.html`` beside what ``report.write_report`` wrote, laid out as its ``index`` (the
-    lines of index.md): the opening notes first, then each ``## `` section with its text and the
-    figures and tables it lists. ``provenance`` and ``pipeline_check``: instead of the run's own
-    (``cocoeval compare`` shows several runs through one merged viewer run)."""
+    lines of index.md): the opening notes first, then ``headline`` (rendered from it, in place of
+    index.md's section of it), then each ``## `` section with its text and the figures and tables
+    it lists; the paper-coverage section collapsed. ``provenance`` and ``pipeline_check``: instead
+    of the run's own (``cocoeval compare`` shows several runs through one merged viewer run)."""
     lines = "\n".join(index).split("\n")
     title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else "Report"
     chunks: list[tuple[str, list[str]]] = [("", [])]
@@ -324,6 +381,8 @@ def from_report(
             chunks[-1][1].append(line)
     sections = []
     for head, body in chunks[1:]:
+        if headline is not None and head == hl.TITLE:
+            continue  # rendered from the Headline itself, above the sections
         names = [m.group(1) for x in body if (m := _LISTED.match(x))]
         text = [x for x in body if not _LISTED.match(x) and x.strip() not in ("Figures:", "Tables:")]
         sections.append((head, markdown_html(text), names))
@@ -339,6 +398,7 @@ def from_report(
         judge=judge,
         pipeline_check=run.manifest.pipeline_check if pipeline_check is None else pipeline_check,
         provenance=provenance,
+        headline=headline,
     )
 
 
@@ -355,12 +415,13 @@ def write_html(
     judge: str | None,
     pipeline_check: bool,
     provenance: dict[str, Any] | None = None,
+    headline: hl.Headline | None = None,
 ) -> Path:
     """Write ``out_dir/index.html`` from what ``report.write_report`` wrote: its figures (the
     Vega-Lite spec beside each, ``charts.save``), its tables and their captions, grouped into
     ``sections`` (title, their text as HTML, the names they list) as index.md groups them, with
-    ``intro`` (index.md's opening lines, Markdown) above; ``provenance``: shown instead of the
-    run's manifest. Returns the path."""
+    ``intro`` (index.md's opening lines, Markdown) and ``headline`` (``headline_html``) above;
+    ``provenance``: shown instead of the run's manifest. Returns the path."""
     out = Path(out_dir)
     figs = []
     for name, (paths, what) in figures.items():
@@ -375,7 +436,7 @@ def write_html(
         "pipeline_check": pipeline_check,
         "figures": figs,
         "tables": [{"name": k, "what": w, **_table_data(df)} for k, (df, w) in tables.items()],
-        "sections": [{"title": t, "names": list(ns)} for t, _, ns in sections],
+        "sections": [{"title": t, "names": list(ns), "collapsed": t == COVERAGE_TITLE} for t, _, ns in sections],
         "provenance": _provenance(run) if provenance is None else provenance,
         "viewer": index,
     }
@@ -390,7 +451,8 @@ def write_html(
         f"<title>{html.escape(title)}</title>\n<style>{_asset('report.css')}</style>\n</head>\n<body>\n"
         f"<header><h1>{html.escape(title)}</h1></header>\n"
         f'<section id="cc-intro">{markdown_html(intro)}</section>\n'
-        '<nav id="cc-nav"></nav><main id="cc-main"></main>\n'
+        + (headline_html(headline) + "\n" if headline is not None else "")
+        + '<nav id="cc-nav"></nav><main id="cc-main"></main>\n'
         + "".join(f'<template class="cc-sectext">{t}</template>\n' for _, t, _ in sections)
         + f'<script type="application/json" id="cc-data">{_json(data)}</script>\n{conv}\n'
         f"<script>{javascript_bundle()}</script>\n<script>{_asset('report.js')}</script>\n</body></html>\n"

@@ -19,6 +19,7 @@ from . import agreement, analyses, charts, html_report, inference, judge_check, 
 from .answer import Answer
 from .coverage import coverage_markdown, paper_coverage
 from .frames import Frames, invalid_rates, open_run_dir, run_frames
+from .headline import Headline, headline, headline_markdown
 from .judge_free import judge_free_note, pipeline_check
 from .report_result import ReportResult
 from .speed import copy_kept, keep_report, kept_report_folder
@@ -153,6 +154,51 @@ def _imported_models(run: RunLike, name: str, setup_model: object) -> str:
     if not named or named == [str(setup_model)]:
         return f"written by {md_escape(str(setup_model))}"
     return f"written by {md_escape(str(setup_model))} (the records name {shown})"
+
+
+SETTINGS = "Settings and sources"
+"""The report's section after the headline: the bootstrap's settings, the setups' sources."""
+VIEWER_HTML = (
+    "[the conversation viewer of index.html](index.html#cc-viewer): every instance's human reference beside the "
+    "setups' continuations, aligned by turn; search by text and speaker, filters by behaviour, judge score and "
+    "dataset."
+)
+VIEWER_MD = (
+    "in the conversation viewer of the HTML report (`cocoeval report RUN --out DIR --html` writes index.html) "
+    "and of notebook 09_explore."
+)
+
+
+def _headline(
+    run: RunLike,
+    f: Frames,
+    judge: str | None,
+    board: Answer | None,
+    rates: pl.DataFrame,
+    check: bool,
+    *,
+    resamples: int,
+    seed: int,
+    min_n: int,
+) -> Headline:
+    """The report's first lines from what it computed: the leaderboard, the judge's validation
+    gate (computed once: the marks asked for it already) and the invalid accounting."""
+    setups = list(dict.fromkeys([*run.manifest.setups, *sorted(set(f.continuations["setup"].to_list()))]))
+    llm = judge_check.llm_judges(f)
+    gate = judge_check.gate(f, judge, run, resamples, seed, min_n=min_n) if judge is not None and judge in llm else None
+    not_ranked = next((x for x in (board.text if board is not None else []) if x.startswith("**Not run**")), None)
+    return headline(
+        setups=setups,
+        judges=llm,
+        judge=judge,
+        instances=f.instances,
+        board=board.tables.get("leaderboard") if board is not None else None,
+        not_ranked=not_ranked,
+        gate=gate,
+        rates=rates,
+        behaviours=len(f.taxonomy.ids),
+        pipeline_check=check,
+    )
 
 
 def _tested(answers: dict[str, Answer], correction: str) -> str | None:
@@ -398,13 +444,16 @@ def _write_report(
             f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
             "show that every path of the workbench runs end to end; they are not findings.\n"
         )
+    head = _headline(run, f, judge, board, rates, check, resamples=resamples, seed=seed, min_n=min_n)
+    index += headline_markdown(head, VIEWER_HTML if html else VIEWER_MD)  # the answer first
+    index.append(f"## {SETTINGS}\n")
     index.append(
         f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
         "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
         "whisker in the figures; ci_note says why).\n"
     )
-    index.append(coverage_markdown(paper_coverage(run)))  # what of the paper this run lacks, and how to add it
     index += setup_sources(run)
+    index.append(coverage_markdown(paper_coverage(run)))  # what of the paper this run lacks, and how to add it
     index.append("## Judge-free statistics (no model needed)\n")
     if free is None:
         index.append("_No conversation in this run._\n")
@@ -445,7 +494,9 @@ def _write_report(
     ]
     renderer.close()  # every figure written (html_report reads them); a failed one fails the report
     write_atomic(out / "index.md", "\n".join(index) + "\n")
-    page = str(html_report.from_report(run, f, out, index, figures, tables, judge=judge)) if html else None
+    page = (
+        str(html_report.from_report(run, f, out, index, figures, tables, judge=judge, headline=head)) if html else None
+    )
     return ReportResult(
         judge=judge,
         figures=tuple(sorted(figures)),

@@ -30,7 +30,7 @@ COST_CAP_EXIT = 4
 
 
 def _cmd_check(a: argparse.Namespace) -> int:
-    from cocoeval.analysis.coverage import coverage_text, paper_coverage
+    from cocoeval.analysis.coverage import coverage_summary, coverage_text, paper_coverage
     from cocoeval.core.errors import ConfigError, InputError
     from cocoeval.llm import get_provider
     from cocoeval.run.stages import load_params
@@ -41,7 +41,8 @@ def _cmd_check(a: argparse.Namespace) -> int:
     if a.print_params:
         print(_effective(exp.params), end="")
         return 0
-    print(coverage_text(paper_coverage(exp)))  # from the params alone: what of the paper the run will lack
+    missing = paper_coverage(exp)  # from the params alone: what of the paper the run will lack
+    print(coverage_text(missing) if a.paper else coverage_summary(missing, more=f"cocoeval check {a.params} --paper"))
     models = sorted(
         {m for s in exp.params.setups for m in s.model_specs().values()}
         | {j.model for j in exp.params.llm_judges}
@@ -534,6 +535,12 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="print the params as read (the files it extends merged, --set applied, defaults "
         "filled in) as YAML, and check nothing else",
+    )
+    ck.add_argument(
+        "--paper",
+        action="store_true",
+        help="list every element of the paper the run will lack (the simulators, judges, human annotations and "
+        "data), each with the step that adds it (by default: one line counting them)",
     )
     ck.set_defaults(func=_cmd_check)
 

@@ -157,7 +157,7 @@ def test_in_the_browser_from_file(report):
             assert (
                 page.locator(".cc-fold").inner_text() == "not simulated here: sim2, sim3"
             )  # sim2: instances 0 and 1 only
-            assert page.locator('.cc-col[data-target="sim3"]').count() == 0
+            assert page.locator('.cc-head[data-target="sim3"]').count() == 0
             # invalid and stale read as in the notebooks' viewer (the same words, from html_report)
             nb = ConversationViewer(Run.open(page_path.parent.parent / "run"), judge="J")
             nb.setups.value = ("sim", "sim2", "sim3")
@@ -168,7 +168,7 @@ def test_in_the_browser_from_file(report):
             ):
                 page.select_option("#cc-instance", label=run.instances[k].id)
                 shown(page, run.instances[k].id)
-                note = page.locator(f'.cc-col[data-target="{target}"] .cc-note').first.inner_text()
+                note = page.locator(f'.cc-head[data-target="{target}"] .cc-note').first.inner_text()
                 assert note.startswith(words), note
                 nb.instance.value = run.instances[k].id
                 assert f'<div class="cc-note"><i>{html.escape(note)}</i></div>' in nb.html.value
@@ -197,12 +197,12 @@ def test_in_the_browser_from_file(report):
             page.wait_for_function(f"document.querySelectorAll('#cc-behind li').length === {len(human.rows)}")
             assert items.count() == len(human.rows)
             # the evidence is on hover, as text
-            sim1 = page.locator('.cc-col[data-target="sim"] .cc-tag')
+            sim1 = page.locator('.cc-turn[data-target="sim"] .cc-tag')
             page.select_option("#cc-instance", label=run.instances[1].id)
             shown(page, run.instances[1].id)
             assert page.locator("#cc-behind li").count() == 0  # another instance: the list is cleared
             assert sim1.first.get_attribute("title") == EVIL_EVIDENCE
-            assert EVIL in page.locator('.cc-col[data-target="sim"]').inner_text()
+            assert EVIL in "".join(page.locator('.cc-turn[data-target="sim"]').all_inner_texts())
             # a filter updates the viewer (and clears the list)
             bar.click()
             page.wait_for_function(f"document.querySelectorAll('#cc-behind li').length === {len(want.rows)}")

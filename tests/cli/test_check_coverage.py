@@ -1,5 +1,6 @@
-"""``cocoeval check PARAMS`` says, from the params alone and before anything runs, which of the
-paper's elements the run will lack and the step that adds each (``cocoeval.analysis.coverage``)."""
+"""``cocoeval check PARAMS`` says, from the params alone and before anything runs, how many of the
+paper's elements the run will lack in one line; ``--paper`` lists each with the step that adds it
+(``cocoeval.analysis.coverage``)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def test_check_lists_what_of_the_paper_the_params_lack(tmp_path, monkeypatch, ca
     store = tmp_path / "run" / "judgments" / "human" / "ann1.jsonl"  # one annotator's store in the run directory
     store.parent.mkdir(parents=True)
     store.write_text(json.dumps({"kind": "overall"}) + "\n", encoding="utf-8")
-    assert main(["check", str(path)]) == 0  # what the paper has more of is said, not a problem
+    assert main(["check", str(path), "--paper"]) == 0  # what the paper has more of is said, not a problem
     out = capsys.readouterr().out
     assert out.index("paper coverage: ") < out.index("model(s) checked; ready")
     assert "gpt-4.1 · vanilla setups [RQ2 (§5.2), RQ5; Table 4; Figures 3, 5]: no setup with k = 5, 30" in out
@@ -89,7 +90,7 @@ def test_check_of_a_params_file_with_the_whole_paper_says_so(tmp_path, monkeypat
             ],
         },
     )
-    main(["check", str(path)])  # the sources are not fetched: check fails on them, after the coverage
+    main(["check", str(path), "--paper"])  # the sources are not fetched: check fails on them, after the coverage
     out = capsys.readouterr().out
     lines = [x for x in out.splitlines() if x.startswith("paper coverage:") or x.startswith("  - ")]
     assert lines == [
@@ -100,3 +101,18 @@ def test_check_of_a_params_file_with_the_whole_paper_says_so(tmp_path, monkeypat
         "  - human annotations, overall (1–10 scores) [Table 9 (5 annotators, 54 conversations)]: no "
         "human annotation in the run directory yet (step 1)",
     ]
+
+
+def test_check_counts_what_of_the_paper_the_params_lack_in_one_line_by_default(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    path = _params(tmp_path)
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    lines = [x for x in out.splitlines() if x.startswith("paper coverage:")]
+    assert len(lines) == 1 and "  - " not in out and "steps that add them:" not in out
+    assert (
+        lines[0].startswith("paper coverage: ") and "element(s) of the paper are not in this params file (" in lines[0]
+    )
+    assert "simulators " in lines[0] and "judges " in lines[0] and "data " in lines[0]
+    assert lines[0].endswith(f"cocoeval check {path} --paper lists them and the steps that add them")
+    assert out.index("paper coverage: ") < out.index("model(s) checked; ready")

@@ -395,11 +395,11 @@ def test_the_comparisons_page_opens_from_file_with_no_network_and_shows_each_run
                     box.check()
             page.select_option("#cc-instance", label=iid)
             page.wait_for_selector(f'#cc-view[data-instance="{iid}"]', state="attached", timeout=10_000)
-            for target in ("reference", "a/sim", "b/sim"):
-                col = page.locator(f'.cc-col[data-target="{target}"]')
-                assert col.count() == 1 and col.locator(".cc-tag").count() > 0, target
-            assert "idea" in page.locator('.cc-col[data-target="b/sim"]').inner_text()
-            assert "point" in page.locator('.cc-col[data-target="a/sim"]').inner_text()
+            for target in ("reference", "a/sim", "b/sim"):  # a column per target: its head and its turns
+                assert page.locator(f'.cc-head[data-target="{target}"]').count() == 1, target
+                assert page.locator(f'.cc-turn[data-target="{target}"] .cc-tag').count() > 0, target
+            assert "idea" in "".join(page.locator('.cc-turn[data-target="b/sim"]').all_inner_texts())
+            assert "point" in "".join(page.locator('.cc-turn[data-target="a/sim"]').all_inner_texts())
             assert page.evaluate("window.ccErrors") == []
         finally:
             browser.close()

@@ -65,12 +65,31 @@
     return s;
   }
 
+  /* the column of a table that names a setup: its rows lead to that setup's conversations */
+  var SETUP_COLUMNS = ["setup", "target", "panel"];
+  function setupColumn(t) {
+    for (var k = 0; k < SETUP_COLUMNS.length; k++) {
+      var c = t.columns.indexOf(SETUP_COLUMNS[k]);
+      if (c >= 0 && t.rows.some(function (r) { return V.setups.indexOf(r[c]) >= 0; })) { return c; }
+    }
+    return -1;
+  }
+  function gotoLink(setup, judge) {
+    return el("a", {href: "#cc-viewer", cls: "cc-goto", "data-setup": setup, "data-judge": judge || "", text: "conversations"});
+  }
+
   function tableElement(t) {
-    var head = el("tr", {}, t.columns.map(function (c) { return el("th", {text: c}); }));
+    var sc = setupColumn(t), jc = t.columns.indexOf("judge");
+    var head = el("tr", {}, t.columns.map(function (c) { return el("th", {text: c}); })
+      .concat(sc >= 0 ? [el("th", {text: ""})] : []));
     var body = t.rows.map(function (r) {
-      return el("tr", {}, r.map(function (v) {
+      var cells = r.map(function (v) {
         return el("td", {cls: typeof v === "number" ? "num" : "", text: fmt(v)});
-      }));
+      });
+      if (sc >= 0) {
+        cells.push(el("td", {}, [V.setups.indexOf(r[sc]) >= 0 ? gotoLink(r[sc], jc >= 0 ? r[jc] : null) : null]));
+      }
+      return el("tr", {}, cells);
     });
     return el("table", {cls: "cc-table", "data-table": t.name}, [el("thead", {}, [head]), el("tbody", {}, body)]);
   }
@@ -98,7 +117,12 @@
         if (d && d.behaviour && d.series && d.panel) {
           viewer.showBar(d.panel, d.series, d.behaviour, meta.reference_scope || "panel", d.judge);
           document.getElementById("cc-viewer").scrollIntoView();
+          return;
         }
+        // a point of a setup (the leaderboard, the judge-free statistics, detectability): its conversations
+        var setup = d && SETUP_COLUMNS.map(function (c) { return d[c]; })
+          .filter(function (v) { return V.setups.indexOf(v) >= 0; })[0];
+        if (setup) { viewer.showSetup(setup, d.judge); }
       });
       views.push(res.view);
     }).catch(function (err) { window.ccErrors.push(String(err)); console.error(err); });
@@ -110,6 +134,12 @@
   var texts = document.querySelectorAll("template.cc-sectext");
   DATA.sections.forEach(function (sec, k) {
     var s = section("cc-sec-" + k, sec.title);
+    if (sec.collapsed) {  // the paper-coverage table: after the answer, folded
+      var fold = el("details", {cls: "cc-collapsed"}, [el("summary", {text: "show what of the paper this run lacks, " +
+        "and the steps that add it"})]);
+      s.appendChild(fold);
+      s = fold;
+    }
     if (texts[k]) { s.appendChild(texts[k].content.cloneNode(true)); }  // the report's own text, escaped
     sec.names.forEach(function (name) {
       if (FIGS[name] && !shown["f" + name]) { shown["f" + name] = 1; rendering.push(addFigure(s, FIGS[name])); }
@@ -130,18 +160,28 @@
   // ------------------------------------------------------------------ the conversation viewer
   var vs = section("cc-viewer", "Conversation viewer");
   vs.appendChild(el("p", {text: "Pick an instance: the human reference beside the chosen setups' continuations, " +
-    "turn by turn, each turn tagged with the behaviours the judge found (red: inconsistent, blue: uncollaborative; " +
-    "the evidence on hover). Click a bar of a Figure-3 chart to list the turns behind it."}));
+    "aligned by turn number (a row per turn, a column per target), each turn tagged with the behaviours the judge " +
+    "found (red: inconsistent, blue: uncollaborative; the evidence on hover); a speaker who is not a participant " +
+    "is marked. Search the turns by text and speaker; filter by dataset, behaviour and judge score (1–10, the " +
+    "chosen setups' overall judgments). Click a bar of a Figure-3 chart to list the turns behind it, a setup's " +
+    "point or a row of the leaderboard to see its conversations."}));
 
   function select(id, label, options) {
     var s = el("select", {id: id});
     options.forEach(function (o) { s.appendChild(el("option", {value: o[0], text: o[1]})); });
     return [s, el("span", {}, [el("label", {"for": id, text: label}), s])];
   }
+  function input(id, label, attrs) {
+    var i = el("input", Object.assign({id: id}, attrs));
+    return [i, el("span", {}, [el("label", {"for": id, text: label}), i])];
+  }
   var dsSel = select("cc-dataset", "dataset", [[ALL, ALL]].concat(V.datasets.map(function (d) { return [d, d]; })));
   var bSel = select("cc-behaviour", "behaviour", [[ALL, ALL]].concat(V.behaviours.map(function (b) { return [b.id, b.name]; })));
   var jSel = select("cc-judge", "judge", (V.judges.length ? V.judges : ["(none)"]).map(function (j) { return [j, j]; }));
   if (DATA.judge && V.judges.indexOf(DATA.judge) >= 0) { jSel[0].value = DATA.judge; }
+  var sSel = select("cc-score", "judge score", [[ALL, ALL], ["0", "consistency"], ["1", "collaborativeness"]]);
+  var sMin = input("cc-score-min", "from", {type: "number", min: "1", max: "10", value: "1", size: "3"});
+  var sMax = input("cc-score-max", "to", {type: "number", min: "1", max: "10", value: "10", size: "3"});
   var setupBox = el("div", {cls: "cc-setups", id: "cc-setups"});
   V.setups.forEach(function (s, k) {
     var cb = el("input", {type: "checkbox", value: s});
@@ -150,10 +190,17 @@
   });
   var iSel = el("select", {id: "cc-instance"});
   vs.appendChild(el("div", {cls: "cc-controls"}, [dsSel[1], bSel[1], jSel[1],
+    el("span", {}, [sSel[1], sMin[1], sMax[1]]),
     el("span", {}, [el("label", {text: "setups"}), setupBox]),
     el("span", {}, [el("label", {"for": "cc-instance", text: "instance"}), iSel])]));
+  var qText = input("cc-search", "search", {type: "search", placeholder: "words in a turn", size: "28"});
+  var qSpeaker = input("cc-speaker", "speaker", {type: "search", placeholder: "a speaker's name", size: "18"});
+  var qGo = el("button", {id: "cc-search-go", type: "button", text: "search"});
+  vs.appendChild(el("div", {cls: "cc-controls cc-searchbar"}, [qText[1], qSpeaker[1], qGo]));
+  var found = el("div", {id: "cc-found"});
   var behind = el("div", {id: "cc-behind"});
   var view = el("div", {id: "cc-view"});
+  vs.appendChild(found);
   vs.appendChild(behind);
   vs.appendChild(view);
 
@@ -173,9 +220,24 @@
     if (!j || !j.l) { return false; }
     return Object.keys(j.l).some(function (t) { return j.l[t].indexOf(b) >= 0; });
   }
+  /* the judge's score (consistency 0 or collaborativeness 1) of a target on instance n, or null */
+  function score(judge, target, n, which) {
+    var s = (((V.scores || {})[judge] || {})[target] || {})[String(n)];
+    return s && s[which] !== null && s[which] !== undefined ? s[which] : null;
+  }
+  function scoreMatches(n) {
+    if (sSel[0].value === ALL) { return true; }
+    var lo = Number(sMin[0].value || 1), hi = Number(sMax[0].value || 10), which = Number(sSel[0].value);
+    var targets = chosen().length ? chosen() : [REFERENCE];
+    return targets.some(function (t) {
+      var v = score(jSel[0].value, t, n, which);
+      return v !== null && v >= lo && v <= hi;
+    });
+  }
   function matches(n) {
     var inst = V.instances[n];
     if (dsSel[0].value !== ALL && inst.dataset !== dsSel[0].value) { return false; }
+    if (!scoreMatches(n)) { return false; }
     var b = bSel[0].value;
     if (b === ALL) { return true; }
     return [REFERENCE].concat(chosen()).some(function (t) { return hasBehaviour(judgment(jSel[0].value, t, n), b); });
@@ -185,7 +247,6 @@
     return chosen().filter(function (s) { return s in ok; }).length;
   }
 
-  var quiet = false;
   function refilter(want) {
     var ids = [];
     V.instances.forEach(function (inst, n) { if (matches(n)) { ids.push(n); } });
@@ -205,8 +266,22 @@
     if (!j || j.s === "ok" || j.s === "repaired") { return null; }
     return "judgment " + j.s + (j.r ? ": " + j.r : "");
   }
-  function turnElement(turn, i, j, ev) {
-    var d = el("div", {cls: "cc-turn", "data-turn": String(i)}, [el("b", {text: turn[0]}), ": " + turn[1]]);
+  function needle() { return qText[0].value.trim().toLowerCase(); }
+  function speakerNeedle() { return qSpeaker[0].value.trim().toLowerCase(); }
+  function turnMatches(turn) {
+    var q = needle(), sp = speakerNeedle();
+    if (!q && !sp) { return false; }
+    return (!q || turn[1].toLowerCase().indexOf(q) >= 0) && (!sp || turn[0].toLowerCase().indexOf(sp) >= 0);
+  }
+  function turnElement(turn, i, target, j, ev, unknown) {
+    var d = el("div", {cls: "cc-turn", "data-turn": String(i), "data-target": target, id: "cc-t-" + target + "-" + i});
+    d.appendChild(el("b", {cls: "cc-speaker", text: turn[0]}));
+    if (unknown) {
+      d.classList.add("cc-unknown");
+      d.appendChild(el("span", {cls: "cc-unknown-tag", title: "this speaker is not a participant of the conversation",
+        text: "unknown speaker"}));
+    }
+    d.appendChild(document.createTextNode(": " + turn[1]));
     var labels = j && (j.s === "ok" || j.s === "repaired") && j.l ? (j.l[String(i)] || []) : [];
     labels.forEach(function (b) {
       var beh = BEHAVIOURS[b];
@@ -216,6 +291,7 @@
       d.appendChild(tag);
     });
     if (bSel[0].value !== ALL && labels.indexOf(bSel[0].value) >= 0) { d.classList.add("cc-hit"); }
+    if (turnMatches(turn)) { d.classList.add("cc-found-hit"); }
     return d;
   }
 
@@ -249,27 +325,46 @@
       b.history.map(function (t) { return el("div", {}, [el("b", {text: t[0]}), ": " + t[1]]); }))));
     var cols = [], missing = [];
     [REFERENCE].concat(chosen()).forEach(function (target) {
-      var turns = null, notes = [];
-      if (target === REFERENCE) { turns = b.reference; }
+      var turns = null, notes = [], unknown = [];
+      if (target === REFERENCE) { turns = b.reference; unknown = b.reference_unknown || []; }
       else {
         var c = b.continuations[target];
         if (!c) { missing.push(target); return; }
         if (c.s !== "ok") { notes.push(c.s + (c.r ? ": " + c.r : "")); }
-        if (c.t) { turns = c.t; }  // a stale ok continuation keeps its turns, under its note
+        if (c.t) { turns = c.t; unknown = c.u || []; }  // a stale ok continuation keeps its turns, under its note
       }
       var j = judgment(judge, target, n);
-      var col = el("div", {cls: "cc-col", "data-target": target},
-        [el("div", {cls: "cc-title", text: target === REFERENCE ? HUMAN : target})]);
-      notes.forEach(function (t) { col.appendChild(note(t)); });
       if (turns) {
         var jn = judgmentNote(j);
-        if (jn) { col.appendChild(note(jn)); }
-        var ev = b.evidence[judge + "\u0000" + target] || {};
-        turns.forEach(function (t, i) { col.appendChild(turnElement(t, i, j, ev)); });
+        if (jn) { notes.push(jn); }
       }
-      cols.push(col);
+      var sc = [0, 1].map(function (w) { return score(judge, target, n, w); });
+      cols.push({target: target, turns: turns || [], notes: notes, j: j, unknown: unknown, scores: sc,
+        ev: b.evidence[judge + "\u0000" + target] || {}});
     });
-    view.appendChild(el("div", {cls: "cc-cols"}, cols));
+    /* one grid: the turn number, then a column per target; row i holds turn i of every target */
+    var grid = el("div", {cls: "cc-grid"});
+    grid.style.gridTemplateColumns = "3.2em repeat(" + cols.length + ", minmax(0, 1fr))";
+    grid.appendChild(el("div", {cls: "cc-num cc-headcell", text: "turn"}));
+    cols.forEach(function (c) {
+      var head = el("div", {cls: "cc-head cc-headcell", "data-target": c.target},
+        [el("div", {cls: "cc-title", text: c.target === REFERENCE ? HUMAN : c.target})]);
+      if (c.scores[0] !== null || c.scores[1] !== null) {
+        head.appendChild(el("div", {cls: "cc-scores", text: "consistency " + fmt(c.scores[0]) + ", collaborativeness " +
+          fmt(c.scores[1]) + " (" + judge + ")"}));
+      }
+      c.notes.forEach(function (t) { head.appendChild(note(t)); });
+      grid.appendChild(head);
+    });
+    var rows = Math.max.apply(null, [0].concat(cols.map(function (c) { return c.turns.length; })));
+    for (var i = 0; i < rows; i++) {
+      grid.appendChild(el("div", {cls: "cc-num", "data-turn": String(i), text: "#" + (i + 1)}));
+      cols.forEach(function (c) {
+        grid.appendChild(i < c.turns.length ? turnElement(c.turns[i], i, c.target, c.j, c.ev, c.unknown.indexOf(i) >= 0)
+          : el("div", {cls: "cc-empty", "data-target": c.target}));
+      });
+    }
+    view.appendChild(grid);
     if (missing.length) { view.appendChild(el("div", {cls: "cc-fold", text: "not simulated here: " + missing.join(", ")})); }
     view.setAttribute("data-instance", b.id);
   }
@@ -294,6 +389,19 @@
       });
     });
     return out;
+  }
+
+  /* open instance n and bring its turn t of target into view (a search result, a turn behind a bar) */
+  function openTurn(n, target, t) {
+    if (target !== REFERENCE && chosen().indexOf(target) < 0) {
+      var box = setupBox.querySelector('input[value="' + CSS.escape(target) + '"]');
+      if (box) { box.checked = true; }
+    }
+    if (!matches(n)) { dsSel[0].value = ALL; bSel[0].value = ALL; sSel[0].value = ALL; }
+    return refilter(n).then(function () {
+      var e = document.getElementById("cc-t-" + target + "-" + t);
+      if (e) { e.classList.add("cc-focus"); e.scrollIntoView({block: "center"}); }
+    });
   }
 
   var showing = false, shows = 0;
@@ -322,11 +430,71 @@
         if (V.setups.indexOf(panel) >= 0) {
           setupBox.querySelectorAll("input").forEach(function (c) { c.checked = c.value === panel; });
         }
+        sSel[0].value = ALL;
         var pick = br.instances.length ? br.instances[0] : null;
         if (pick !== null && dsSel[0].value !== ALL && dsSel[0].value !== V.instances[pick].dataset) { dsSel[0].value = ALL; }
         refilter(pick);
       } finally { showing = false; }
       return br;
+    }).catch(failed);
+  }
+
+  /* a setup's conversations (a leaderboard row, a setup's point in a chart): that setup alone beside
+     the humans, every filter cleared, on the first instance it simulated */
+  function showSetup(setup, judge) {
+    if (V.setups.indexOf(setup) < 0) { return Promise.resolve(); }
+    if (judge && V.judges.indexOf(judge) >= 0) { jSel[0].value = judge; }
+    showing = true;
+    try {
+      setupBox.querySelectorAll("input").forEach(function (c) { c.checked = c.value === setup; });
+      dsSel[0].value = ALL; bSel[0].value = ALL; sSel[0].value = ALL;
+      var ok = V.instances.filter(function (inst) { return setup in inst.ok; }).length;
+      var all = V.instances.length;
+      behind.textContent = "";
+      behind.appendChild(el("div", {cls: "cc-behind", "data-setup": setup}, [el("b", {text: setup}),
+        ": " + ok + " of " + all + " instance(s) with an ok continuation, beside the human reference; " +
+        "pick an instance below."]));
+      var first = null;
+      V.instances.forEach(function (inst, n) { if (first === null && setup in inst.ok) { first = n; } });
+      var p = refilter(first);
+    } finally { showing = false; }
+    vs.scrollIntoView();
+    return p;
+  }
+
+  /* every turn (the reference and the chosen setups' continuations) of the instances the dataset
+     filter keeps whose text holds the search words and whose speaker holds the speaker's */
+  var MAX_FOUND = 200, searches = 0;
+  function search() {
+    var token = ++searches;
+    found.textContent = "";
+    found.removeAttribute("data-found");
+    if (!needle() && !speakerNeedle()) { return render(); }
+    var ns = [];
+    V.instances.forEach(function (inst, n) { if (dsSel[0].value === ALL || inst.dataset === dsSel[0].value) { ns.push(n); } });
+    return Promise.all(ns.map(block)).then(function (bs) {
+      if (token !== searches) { return; }
+      var hits = [];
+      bs.forEach(function (b, k) {
+        [REFERENCE].concat(chosen()).forEach(function (target) {
+          var c = target === REFERENCE ? null : b.continuations[target];
+          var turns = target === REFERENCE ? b.reference : c && c.t ? c.t : [];
+          turns.forEach(function (t, i) { if (turnMatches(t)) { hits.push([ns[k], target, i, t, b.id]); } });
+        });
+      });
+      var shown = hits.slice(0, MAX_FOUND);
+      var list = el("ol", {}, shown.map(function (h) {
+        var a = el("a", {href: "#cc-t-" + h[1] + "-" + h[2], text: h[4] + " · " + (h[1] === REFERENCE ? HUMAN : h[1]) +
+          " #" + (h[2] + 1)});
+        a.addEventListener("click", function (ev) { ev.preventDefault(); openTurn(h[0], h[1], h[2]); });
+        return el("li", {"data-instance": h[4], "data-target": h[1], "data-turn": String(h[2])},
+          [a, " ", el("b", {text: h[3][0]}), ": " + h[3][1]]);
+      }));
+      found.appendChild(el("div", {cls: "cc-behind"}, [el("b", {text: hits.length + " turn(s) found" +
+        (hits.length > MAX_FOUND ? " (the first " + MAX_FOUND + " listed)" : "")}),
+        " in the human references and the chosen setups' continuations", list]));
+      found.setAttribute("data-found", String(hits.length));
+      return render();
     }).catch(failed);
   }
 
@@ -336,10 +504,22 @@
     return function () { if (!showing) { behind.textContent = ""; } fn(); };
   }
   function again() { return refilter(); }
-  [dsSel[0], bSel[0], jSel[0]].forEach(function (s) { s.addEventListener("change", changed(again)); });
+  [dsSel[0], bSel[0], jSel[0], sSel[0], sMin[0], sMax[0]].forEach(function (s) { s.addEventListener("change", changed(again)); });
   setupBox.addEventListener("change", changed(again));
   iSel.addEventListener("change", changed(render));
-  var viewer = {showBar: showBar, bar: bar, refilter: refilter};
+  qGo.addEventListener("click", search);
+  [qText[0], qSpeaker[0]].forEach(function (q) {
+    q.addEventListener("keydown", function (ev) { if (ev.key === "Enter") { search(); } });
+    q.addEventListener("search", search);  // the clear button of a search field
+  });
+  /* every "conversations" link (the headline's leaders, a table's rows) opens that setup's conversations */
+  document.addEventListener("click", function (ev) {
+    var a = ev.target && ev.target.closest ? ev.target.closest("a.cc-goto") : null;
+    if (!a) { return; }
+    ev.preventDefault();
+    showSetup(a.getAttribute("data-setup"), a.getAttribute("data-judge"));
+  });
+  var viewer = {showBar: showBar, showSetup: showSetup, search: search, bar: bar, refilter: refilter};
   window.ccViewer = viewer;
   refilter();
 
@@ -348,5 +528,9 @@
   prov.appendChild(el("p", {text: "What made this run (its manifest.json): the params, the setup and judge ids, " +
     "the versions." + (DATA.pipeline_check ? " Labelled pipeline check: a tiny model, not results." : "")}));
   prov.appendChild(el("pre", {cls: "cc-json", text: JSON.stringify(DATA.provenance, null, 2)}));
+  /* the sticky navigation's height (it wraps on a narrow window): what a heading jumped to keeps clear of */
+  function navHeight() { document.documentElement.style.setProperty("--cc-nav-h", (nav.offsetHeight + 8) + "px"); }
+  navHeight();
+  window.addEventListener("resize", navHeight);
   document.body.setAttribute("data-ready", "1");
 })();
