@@ -1,4 +1,6 @@
-"""Analysis: reads a run, never calls a model. ``frames`` (polars frames of a run) →
+"""Analysis: reads a run, never calls a model. ``store`` (``RunStore``: a run directory opened for
+analysis, its records read at first use, the memo and the frames kept beside it;
+``frames.open_run_dir`` opens one) → ``frames`` (polars frames of a run) →
 ``stats``, ``inference``, ``agreement``, ``paper_stats`` (statistics with honest uncertainty) and
 ``convstats``/``convcompare`` (judge-free statistics) → the answers (``rq``: RQ1–RQ5; ``studies``:
 the benchmark, participants, the paper's tables, agreement; ``judge_free``; ``leaderboard``: the
@@ -19,6 +21,8 @@ defer_iri_grammar()
 _WHERE = {
     "Answer": "cocoeval.analysis.answer",
     "Frames": "cocoeval.analysis.frames",
+    "RunStore": "cocoeval.analysis.store",
+    "open_run_dir": "cocoeval.analysis.frames",
     "run_frames": "cocoeval.analysis.frames",
     "invalid_rates": "cocoeval.analysis.frames",
     "Params": "cocoeval.analysis.registry",
