@@ -21,6 +21,7 @@ from cocoeval.core.jsonio import recorded_reads
 from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.run import Run
 
+from ..conftest import ROOT
 from ..sim_helpers import write_run_dir
 from .test_stats import make_run
 
@@ -367,12 +368,12 @@ def test_a_derived_frame_registered_with_one_decorator_is_kept_and_read_back_wit
     ``open_run_dir`` keeps it with the run's frames, the next process reads it back and no record,
     and a run read whole has it made from its records."""
     d = _write(tmp_path / "run")
-    schema = {"instance_id": pl.Utf8, "turns": pl.Int64}
     monkeypatch.setitem(store.DERIVED, "turns_per_instance", None)  # removed again after the test
-
-    @store.derived_frame("turns_per_instance", schema)
-    def turns_per_instance(run):
-        return pl.DataFrame([(i.id, len(i.reference)) for i in run.instances], schema=schema, orient="row")
+    page = (ROOT / "docs" / "extending.md").read_text(encoding="utf-8")
+    code = page.split("<!-- walkthrough: derived-frame -->", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    namespace: dict = {}
+    exec(compile(code, "docs/extending.md (derived frame)", "exec"), namespace)  # the example as written
+    turns_per_instance = namespace["turns_per_instance"]
 
     _fresh_process(monkeypatch)
     made = turns_per_instance(open_run_dir(d))
