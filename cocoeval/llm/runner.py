@@ -16,6 +16,7 @@ import logging
 import os
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from aiolimiter import AsyncLimiter
@@ -65,7 +66,7 @@ class Runner:
         self.spent_before = 0.0
         """What earlier invocations on ``journal`` paid (known prices): counted against ``max_usd``."""
         if self.config.max_usd is not None and journal is not None:
-            self.spent_before = sum(float(v.get("cost_usd", 0.0)) for v in journal_totals(journal).values())
+            self.spent_before = sum(float(v.get("cost_usd") or 0.0) for v in journal_totals(Path(journal)).values())
         self.sent = 0
         """Requests sent live."""
         self.batched = 0
