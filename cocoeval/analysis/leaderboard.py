@@ -58,7 +58,6 @@ from .coverage import HOW, not_run
 from .frames import Frames, invalid_rates, validity_note
 
 if TYPE_CHECKING:
-
     from .store import RunLike
 
 FLOOR = "floor: two halves of the humans"

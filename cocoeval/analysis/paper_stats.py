@@ -48,7 +48,6 @@ from .inference import (
 from .inference import verdict as _verdict
 
 if TYPE_CHECKING:
-
     from .store import RunLike
 
 HIGHER, LOWER = "higher", "lower"

@@ -15,7 +15,6 @@ from cocoeval.core.registry import Registry
 from . import inference
 
 if TYPE_CHECKING:
-
     from .answer import Answer
     from .frames import Frames
     from .store import RunLike

@@ -43,7 +43,6 @@ from .rq_prose import (
 )
 
 if TYPE_CHECKING:
-
     from .store import RunLike
 
 __all__ = [

@@ -37,7 +37,6 @@ from .frames import Frames, run_frames
 from .leaderboard import judges_of
 
 if TYPE_CHECKING:
-
     from .paired import PairedComparison, PairRow
     from .store import RunLike
 

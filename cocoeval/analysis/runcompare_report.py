@@ -23,7 +23,6 @@ from .runcompare import KIND, RunComparisonAnswer
 from .runcompare_view import BEYOND, FIGURE, answer_lines, comparison_chart, comparison_tables, what_lines
 
 if TYPE_CHECKING:
-
     from .store import RunLike
 
 __all__ = ["CompareReport", "default_out", "viewer_parts", "write_comparison"]

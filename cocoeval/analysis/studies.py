@@ -41,7 +41,6 @@ from .studies_prose import (
 )
 
 if TYPE_CHECKING:
-
     from .store import RunLike
 
 

@@ -78,7 +78,6 @@ from .convstats import HISTORY, self_selection_frame, speaker_frame
 from .frames import conversation_of
 
 if TYPE_CHECKING:
-
     from .frames import Frames
     from .store import RunLike
 

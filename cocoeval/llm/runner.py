@@ -151,7 +151,9 @@ class Runner:
                 hits=counts["hits"],
                 failed=counts["failed"],
                 tok=f"{t['input_tokens'] - before['input_tokens']}/{t['output_tokens'] - before['output_tokens']}",
-                usd=_usd_so_far(t["cost_usd"] - before["cost_usd"], t["cost_unknown_calls"] - before["cost_unknown_calls"]),
+                usd=_usd_so_far(
+                    t["cost_usd"] - before["cost_usd"], t["cost_unknown_calls"] - before["cost_unknown_calls"]
+                ),
                 refresh=False,
             )
 
