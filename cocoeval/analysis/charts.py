@@ -626,7 +626,7 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
                         "distance to the humans (RMS of the per-behaviour",
                         "paired differences, occurrences per conversation), 95% CI",
                     ],
-                    d.filter((pl.col("origin") != "floor") & pl.col("distance").is_not_null()),
+                    d.filter(pl.col("origin").ne_missing("floor") & pl.col("distance").is_not_null()),
                 ),
             ),
             color=alt.Color("origin:N", title="origin"),
@@ -635,7 +635,7 @@ def leaderboard_chart(board: pl.DataFrame) -> alt.FacetChart:
     )
     err = _whiskers(sims.transform_filter("isValid(datum.distance)"), "x")
     mark = _undefined(sims.transform_filter("isValid(datum.distance)"), "x", "distance", tooltip=tip)
-    per_judge = d.filter(pl.col("origin") != "floor").group_by("judge").len()["len"].to_list()
+    per_judge = d.filter(pl.col("origin").ne_missing("floor")).group_by("judge").len()["len"].to_list()
     n_rows = max([1, *per_judge])
     return alt.layer(band, rule, err, pts, mark, width=360, height=20 * n_rows).facet(
         row=alt.Row("judge:N", title="judge"), resolve=_independent("y")

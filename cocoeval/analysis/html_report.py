@@ -34,6 +34,7 @@ from typing import Any
 import polars as pl
 
 import cocoeval
+from cocoeval.core.files import portable_path
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.schema import unknown_speaker_turns
 from cocoeval.core.targets import REFERENCE
@@ -293,7 +294,7 @@ def _provenance(run: RunLike) -> dict[str, Any]:
         "cocoeval_version (run)": m.cocoeval_version,
         "cocoeval_version (report)": cocoeval.__version__,
         "git_revision": m.git_revision,
-        "params_file": m.params_file,
+        "params_file": None if m.params_file is None else portable_path(m.params_file, Path.cwd()),
         "label": m.params.label,
         "status": m.status,
         "started": m.started,

@@ -674,7 +674,7 @@ def answer(run: RunLike, f: Frames, resamples: int = 1000, seed: int = 0, *, min
     if (stops := stopping_table(run)) is not None:  # beyond the paper: where each setup stopped, and why
         a.tables["stopping"] = stops
         a.text += stopping_text(run)
-    if not judges or board.filter(pl.col("origin") != ORIGIN_FLOOR)["distance"].is_null().all():
+    if not judges or board.filter(pl.col("origin").ne_missing(ORIGIN_FLOOR))["distance"].is_null().all():
         paired = board.filter((pl.col("setup") != FLOOR) & (pl.col("n") > 0)) if not board.is_empty() else board
         why = (
             "this run has no LLM judge with fine-grained judgments"
@@ -739,7 +739,7 @@ def answer(run: RunLike, f: Frames, resamples: int = 1000, seed: int = 0, *, min
             + "."
         )
         lines = []
-        for r in part.filter(pl.col("origin") != ORIGIN_FLOOR).iter_rows(named=True):
+        for r in part.filter(pl.col("origin").ne_missing(ORIGIN_FLOOR)).iter_rows(named=True):
             share = r["unknown_speaker_share"]
             counts = "; ".join(
                 x

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from cocoeval.core.files import portable_path
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.targets import REFERENCE
 from cocoeval.core.text import md_escape
@@ -187,10 +188,10 @@ def write_comparison(
 def _provenance(run: RunLike) -> dict[str, object]:
     m = run.manifest
     return {
-        "path": str(run.path),
+        "path": None if run.path is None else portable_path(run.path, Path.cwd()),
         "cocoeval_version": m.cocoeval_version,
         "git_revision": m.git_revision,
-        "params_file": m.params_file,
+        "params_file": None if m.params_file is None else portable_path(m.params_file, Path.cwd()),
         "label": m.params.label,
         "status": m.status,
         "finished": m.finished,

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pydantic import BaseModel
 
 from cocoeval import __version__
+from cocoeval.core.files import portable_path
 from cocoeval.core.jsonio import write_json, write_jsonl
 from cocoeval.core.schema import Conversation, Instance, Provenance, Turn, is_human_ai
 from cocoeval.sources import SourceReport, SourceSpec, load_conversations, parse_source_spec
@@ -290,14 +291,7 @@ def portable(path: str | Path, root: str | Path) -> str:
     absolute path of the machine that built it (a card or report shared with it would show the
     builder's folders, and two builds of the same data on two machines would differ). A path
     outside that folder is recorded by its name."""
-    import os
-
-    for norm in (lambda p: Path(os.path.abspath(p)), lambda p: Path(p).resolve()):  # links as given, then followed
-        try:
-            return norm(path).relative_to(norm(root).parent).as_posix()
-        except ValueError:
-            continue
-    return Path(path).name
+    return portable_path(path, root, base_parent=True)
 
 
 def _load(specs: Sequence[SourceSpec], on_error: str) -> tuple[list[Conversation], list[dict]]:

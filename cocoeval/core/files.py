@@ -145,3 +145,17 @@ def decoded(data: bytes, path: str | Path, *, empty_hint: str) -> str:
             file=str(path),
             hint="re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8)",
         ) from None
+
+
+def portable_path(path: str | Path, base: str | Path, *, base_parent: bool = False) -> str:
+    """``path`` as a record shared beyond this machine shows it (a manifest, a card, a report):
+    relative to ``base`` (``base_parent``: to the folder holding ``base``) when it lies inside it
+    (as given, then with links followed), else its file name alone, never an absolute path of the
+    machine that wrote it (the record's SHA-256 says which file it was)."""
+    for norm in (lambda p: Path(os.path.abspath(p)), lambda p: Path(p).resolve()):
+        b = norm(base).parent if base_parent else norm(base)
+        try:
+            return norm(path).relative_to(b).as_posix()
+        except ValueError:
+            continue
+    return Path(path).name

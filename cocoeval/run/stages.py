@@ -18,6 +18,7 @@ from cocoeval.bench.build import ContextPlan
 from cocoeval.bench.step import plan_build, run_build
 from cocoeval.bench.store import has_benchmark, load_instances, split_file
 from cocoeval.core.errors import CocoevalError, ConfigError, InputError, Interrupted
+from cocoeval.core.files import portable_path
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path
 from cocoeval.core.schema import Continuation, Instance, Judgment
@@ -297,16 +298,16 @@ class Experiment:
                 "format": RUN_FORMAT,
                 "cocoeval_version": __version__,
                 "git_revision": git_revision(),
-                "params_file": self.source,
+                "params_file": None if self.source is None else portable_path(self.source, Path.cwd()),
                 "params": self.params.model_dump(mode="json"),
-                "params_files": [{"path": str(f.path), "sha256": f.sha256} for f in self.files],
+                "params_files": [{"path": portable_path(f.path, Path.cwd()), "sha256": f.sha256} for f in self.files],
                 "params_set": list(self.sets),
                 "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
                 "prompts": {p: load_prompt(p).ref for p in sorted(prompts)},
                 "setups": {s.name: s.setup_id(self.taxonomy) for s in self.params.setups},
                 "imported": {
                     s.name: {
-                        "file": s.continuations,
+                        "file": portable_path(s.continuations, Path.cwd()),
                         "sha256": s.file_sha256(),
                         "description": s.description,
                         **({"model": s.model} if s.model else {}),

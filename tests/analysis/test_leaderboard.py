@@ -392,6 +392,18 @@ def test_an_empty_leaderboard_says_not_run_and_how_to_add_it():
     assert b.text[0].startswith("**Not run**: this run has no setup to rank") and not b.tables
 
 
+def test_a_run_whose_manifest_names_no_setups_still_ranks_the_setups_it_has():
+    # the setups' origin is unknown (null) there: the floor test must not drop them as if they were the floor
+    run = _board_run()
+    bare = Run.model_validate(
+        {"instances": run.instances, "continuations": run.continuations, "judgments": run.judgments}
+    )
+    a = analyses.compute("leaderboard", bare, Params(judge="J", resamples=50, min_n=2))
+    board = a.tables["leaderboard"]
+    assert board.filter((pl.col("setup") == "a") & (pl.col("judge") == "J"))["origin"].to_list() == [None]
+    assert not a.text[0].startswith("**Not run**")
+
+
 def test_the_report_has_a_leaderboard_section(tmp_path):
     run = _board_run()
     write_run_dir(
