@@ -581,8 +581,7 @@ def turn_taking_measured(run: RunLike, p: Params) -> Answer:
 
     f = p.frames_of(run)
     judges = [p.judge] if p.judge is not None else judges_of(f)
-    ans: Answer = turn_taking_answer(run, f, judges, resamples=p.resamples, seed=p.seed, min_n=p.min_n)
-    return ans
+    return turn_taking_answer(run, f, judges, resamples=p.resamples, seed=p.seed, min_n=p.min_n)
 
 
 @analysis(

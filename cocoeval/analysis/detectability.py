@@ -73,14 +73,13 @@ scikit-learn and scipy are imported inside the functions (``cocoeval`` imports n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from cocoeval.core.targets import reference_target
-from cocoeval.core.text import md_escape
 
 from . import inference, stats
 from .documents import COMPARED, STALE, document_frame
@@ -94,6 +93,7 @@ if TYPE_CHECKING:
     from cocoeval.core.schema import Instance
 
     from .answer import Answer
+    from .judge_free_prose import ClassifierTest
     from .store import RunLike
 
 FOLDS = 5
@@ -483,53 +483,45 @@ def _detectability(run: RunLike, *, resamples: int, seed: int, min_n: int, permu
     return pl.DataFrame(rows, schema=SCHEMA)
 
 
-def _said(r: dict[str, Any]) -> str:
-    """A row in words: its AUC with interval, p and sizes, or why it has none."""
-    if r["auc"] is None:
-        return f"no AUC ({r['ci_note']})"
-    return (
-        f"AUC {r['auc']:.2f} (95% interval {r['ci_low']:.2f}–{r['ci_high']:.2f}; p = {r['p']:.3g} for AUC > 0.5; "
-        f"n = {r['n']} from {r['conversations']} conversations)"
-        if r["p"] is not None
-        else f"AUC {r['auc']:.2f} (95% interval {r['ci_low']:.2f}–{r['ci_high']:.2f}; n = {r['n']})"
+def _tested(r: dict[str, Any]) -> ClassifierTest:
+    """A row of the table (``SCHEMA``) as a result."""
+    from .judge_free_prose import ClassifierTest
+
+    return ClassifierTest(
+        r["target"],
+        r["comparison"],
+        r["auc"],
+        r["ci_low"],
+        r["ci_high"],
+        r["p"],
+        r["n"],
+        r["conversations"],
+        r["ci_note"],
+        continuations_ok=r["continuations_ok"],
+        continuations=r["continuations"],
     )
 
 
 def answer(run: RunLike, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
-    """The classifier test of every setup and the floor: table ``detectability``, its chart, the text."""
+    """The classifier test of every setup and the floor: table ``detectability``, its chart, the text
+    (rendered from ``judge_free_prose.DetectabilityResult``)."""
     from . import charts
     from .answer import Answer
+    from .judge_free_prose import DetectabilityResult, render_detectability
+    from .rq_prose import Intervals
 
     a = Answer(
         "Can a classifier tell each setup's continuations from the humans' on the same instances, with no judge? "
         "(beyond the paper)",
         judge_based=False,
     )
-    if not run.instances:
-        return a
-    t = detectability(run, resamples=resamples, seed=seed, min_n=min_n)
-    a.tables["detectability"] = t
-    a.text.append(
-        "Beyond the paper. Method: each instance with an ok continuation gives two documents, the human reference "
-        "and the continuation (the words and punctuation of their turns, no speaker names, typesetting only one "
-        "side can have removed); hashed TF-IDF word uni- and bigrams; a ridge classifier cross-validated in "
-        f"{FOLDS} folds grouped by source conversation; the AUC of the out-of-fold scores (0.5 = this classifier "
-        "cannot tell them apart: a lower bound on how distinguishable a setup is, never a proof that it is human); "
-        f"its 95% interval: a cluster bootstrap over conversations ({resamples} resamples, seed {seed}) widened by "
-        "the refitted models' variance; p: a permutation test swapping the labels within instances and refitting "
-        f"({PERMUTATIONS} permutations). No AUC below {min_n} instances or {MIN_CONVERSATIONS} source conversations. "
-        "Definitions: `cocoeval/analysis/detectability.py` and docs/analysis.md."
-    )
-    rows = list(t.iter_rows(named=True))
-    fl = rows[0]
-    a.text.append(f"Floor, {fl['comparison']}: {_said(fl)}.")
-    lines = []
-    for r in rows[1:]:
-        counts = f"{r['continuations_ok']} of {r['continuations']} continuations ok"
-        lines.append(
-            f"- **{md_escape(r['target'])}**: {_said(r)} [{counts}]" + (f"; {r['note']}" if r["note"] else "") + "."
-        )
-    a.text.append("\n".join(lines) or "No setup has continuations.")
-    if t["auc"].is_not_null().any():
-        a.charts["detectability"] = charts.detectability_chart(t)
+    x = DetectabilityResult(Intervals(resamples, seed, min_n), FOLDS, PERMUTATIONS, MIN_CONVERSATIONS)
+    if run.instances:
+        t = detectability(run, resamples=resamples, seed=seed, min_n=min_n)
+        a.tables["detectability"] = t
+        rows = [_tested(r) for r in t.iter_rows(named=True)]
+        x = replace(x, floor=rows[0], setups=tuple(rows[1:]))
+        if t["auc"].is_not_null().any():
+            a.charts["detectability"] = charts.detectability_chart(t)
+    a.text, a.result = render_detectability(x), x
     return a

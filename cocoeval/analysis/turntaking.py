@@ -78,7 +78,9 @@ from .convstats import HISTORY, self_selection_frame, speaker_frame
 from .frames import conversation_of
 
 if TYPE_CHECKING:
+    from .answer import Answer
     from .frames import Frames
+    from .judge_free_prose import SpeakerAccuracy, TurnTakingMeasured
     from .store import RunLike
 
 BEYOND = "beyond the paper"
@@ -776,11 +778,40 @@ def turn_taking_tables(
     )
 
 
-def _acc(r: dict[str, Any]) -> str:
-    from .answer import fmt_ci
+def _accuracy(r: dict[str, Any], label: str) -> SpeakerAccuracy:
+    """A row of the next-speaker table (``ACCURACY_SCHEMA``) as a result."""
+    from .judge_free_prose import SpeakerAccuracy
 
-    return fmt_ci(r["accuracy"], r["ci_low"], r["ci_high"], r["conversations"], r["ci_note"]).replace(
-        "n = ", "conversations = "
+    return SpeakerAccuracy(
+        r["predictor"], label, r["what"], r["accuracy"], r["ci_low"], r["ci_high"], r["conversations"], r["ci_note"]
+    )
+
+
+def turn_taking_measured(t: TurnTakingTables, resamples: int, seed: int, min_n: int) -> TurnTakingMeasured:
+    """The tables' result: each rule's and setup's accuracy, run lengths, self-selection counts and
+    how many fidelity distances were scored."""
+    from .judge_free_prose import RunLength, SelfSelectionCounts, TurnTakingMeasured
+    from .rq_prose import Intervals
+
+    forced = t.next_speaker.filter(pl.col("kind") == TEACHER_FORCED)
+    free = t.next_speaker.filter(pl.col("kind") == FREE_RUNNING)
+    scored = t.speaker_fidelity.filter(pl.col("scored")).height if not t.speaker_fidelity.is_empty() else 0
+    return TurnTakingMeasured(
+        Intervals(resamples, seed, min_n),
+        TEACHER_FORCED,
+        FREE_RUNNING,
+        MIN_SPEAKER_TURNS,
+        rules=tuple(_accuracy(r, POLICIES[r["predictor"]]) for r in forced.iter_rows(named=True)),
+        setups=tuple(_accuracy(r, r["predictor"]) for r in free.iter_rows(named=True)),
+        run_lengths=tuple(
+            RunLength(r["target"], r["mean_run"], r["runs"], r["longest"]) for r in t.run_lengths.iter_rows(named=True)
+        ),
+        self_selection=tuple(
+            SelfSelectionCounts(r["setup"], r["turns_chosen"], r["passes"], r["malformed"], r["all_passed"])
+            for r in t.self_selection.iter_rows(named=True)
+        ),
+        fidelity_scored=scored,
+        fidelity_unscored=t.speaker_fidelity.height - scored,
     )
 
 
@@ -792,9 +823,12 @@ def turn_taking_answer(
     resamples: int = 1000,
     seed: int = 0,
     min_n: int = inference.MIN_N,
-) -> Any:
-    """The ``turn_taking_measured`` analysis: ``turn_taking_tables`` with their text and charts."""
+) -> Answer:
+    """The ``turn_taking_measured`` analysis: ``turn_taking_tables`` with their charts and the text
+    rendered from ``judge_free_prose.TurnTakingMeasured``."""
     from .answer import Answer
+    from .judge_free_prose import TurnTakingMeasured, render_turn_taking_measured
+    from .rq_prose import Intervals
 
     a = Answer(
         "Who speaks next, and for how long? Turn-taking measured against the humans (beyond the paper)",
@@ -802,6 +836,10 @@ def turn_taking_answer(
     )
     t = turn_taking_tables(run, f, judges, resamples=resamples, seed=seed, min_n=min_n)
     if t.next_speaker["n"].sum() == 0 and t.run_lengths.is_empty():
+        x = TurnTakingMeasured(
+            Intervals(resamples, seed, min_n), TEACHER_FORCED, FREE_RUNNING, MIN_SPEAKER_TURNS, empty=True
+        )
+        a.text, a.result = render_turn_taking_measured(x), x
         return a
     a.tables.update(
         next_speaker=t.next_speaker,
@@ -810,50 +848,8 @@ def turn_taking_answer(
         speaker_fidelity=t.speaker_fidelity,
         self_selection=t.self_selection,
     )
-    forced = t.next_speaker.filter(pl.col("kind") == TEACHER_FORCED)
-    free = t.next_speaker.filter(pl.col("kind") == FREE_RUNNING)
-    a.text.append(
-        f"Beyond the paper. Next-speaker accuracy, {TEACHER_FORCED}: at every position of the human reference each "
-        "rule is given the true conversation so far and names the next speaker (the history draw is scored by the "
-        "probability it names the right one); 95% intervals resample source conversations "
-        f"({resamples} resamples, seed {seed}; none below {min_n} conversations). "
-        + "; ".join(f"{POLICIES[r['predictor']]}: {_acc(r)}" for r in forced.iter_rows(named=True))
-        + "."
-    )
-    if not free.is_empty():
-        a.text.append(
-            f"Speaker agreement, {FREE_RUNNING}: the share of positions where a continuation's speaker is the "
-            "humans' (each continuation follows its own turns, so this measures the sequence, not the rule): "
-            + "; ".join(f"**{r['predictor']}** ({r['what']}) {_acc(r)}" for r in free.iter_rows(named=True))
-            + "."
-        )
-    if not t.run_lengths.is_empty():
-        a.text.append(
-            "Run lengths (consecutive turns by one speaker), mean per target: "
-            + "; ".join(
-                f"{r['target']} {r['mean_run']:.2f} turns ({r['runs']} runs, longest {r['longest']})"
-                for r in t.run_lengths.iter_rows(named=True)
-            )
-            + "."
-        )
-    if not t.self_selection.is_empty():
-        a.text.append(
-            "Self-selection: "
-            + "; ".join(
-                f"{r['setup']}: {r['turns_chosen']} turns taken by an agent that chose to, {r['passes']} passes, {r['malformed']} "
-                f"malformed answers (asked again, never read as a pass), {r['all_passed']} turns where every "
-                "agent passed (history policy)"
-                for r in t.self_selection.iter_rows(named=True)
-            )
-            + "."
-        )
-    if not t.speaker_fidelity.is_empty():
-        scored = t.speaker_fidelity.filter(pl.col("scored"))
-        a.text.append(
-            f"Per-speaker fidelity (judge-based): {scored.height} participant × setup × judge distances scored, "
-            f"{t.speaker_fidelity.height - scored.height} listed with the reason they are not (fewer than "
-            f"{MIN_SPEAKER_TURNS} turns on a side, or one source conversation)."
-        )
+    x = turn_taking_measured(t, resamples, seed, min_n)
+    a.text, a.result = render_turn_taking_measured(x), x
     a.charts["next_speaker"] = next_speaker_chart(t.next_speaker)
     if not t.run_lengths.is_empty():
         a.charts["run_lengths"] = run_length_chart(t.run_lengths)
