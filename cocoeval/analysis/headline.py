@@ -45,6 +45,8 @@ class Share:
 
     invalid: int
     total: int
+    missing: int = 0
+    """Expected by the run's params but absent (never counted in ``total``)."""
 
     @property
     def rate(self) -> float | None:
@@ -149,9 +151,12 @@ def headline(
 
     def share(stage: str) -> Share:
         r = rates.filter(pl.col("stage") == stage)
+        if stage == "judge":  # the LLM judges' judgments, not the annotators'
+            r = r.filter(pl.col("judge").is_in(judges))
         if r.is_empty():
             return Share(0, 0)
-        return Share(int(r["invalid"].sum()), int((r["n"] - r["skipped"]).sum()))
+        missing = int(r["missing"].fill_null(0).sum()) if "missing" in r.columns else 0
+        return Share(int(r["invalid"].sum()), int((r["n"] - r["skipped"]).sum()), missing)
 
     return Headline(
         setups=tuple(setups),
@@ -222,7 +227,8 @@ def invalid_words(h: Headline) -> str:
 
     def one(s: Share, what: str) -> str:
         rate = s.rate
-        return f"{s.invalid:,} of {s.total:,} {what}" + ("" if rate is None else f" ({100 * rate:.1f}%)")
+        out = f"{s.invalid:,} of {s.total:,} {what}" + ("" if rate is None else f" ({100 * rate:.1f}%)")
+        return out + (f" ({s.missing:,} more expected but missing)" if s.missing else "")
 
     return f"{one(h.continuations, 'continuations')} and {one(h.judgments, 'judgments')} invalid (invalid_rates)."
 

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cocoeval.core.errors import ConfigError
+from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.targets import REFERENCE
 from cocoeval.run import Run
 
@@ -173,6 +173,7 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path) -> InspectExport:
 
     out.mkdir(parents=True, exist_ok=True)
     written: list[InspectLogFile] = []
+    taken: dict[str, str] = {}  # a log's file name, lower case (case-insensitive file systems): what it holds
     for key, label, conts in targets:
         for judge in judges or [None]:
             samples = []
@@ -222,6 +223,13 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path) -> InspectExport:
                 if n in values
             ]
             file = f"{_file_part(REFERENCE_FILE if key == REFERENCE else key)}__{_file_part(judge or 'unjudged')}.eval"
+            if file.lower() in taken:  # a setup named like the reference's file, or two names one file name
+                raise InputError(
+                    f"two logs of {src} would be written to one file, {out / file} ({taken[file.lower()]} and "
+                    f"{label} judged by {judge})",
+                    hint="rename one of the setups (a setup may not be called human-reference in an Inspect export)",
+                )
+            taken[file.lower()] = f"{label} judged by {judge}"
             spec = EvalSpec(
                 eval_id=_short_id(digest, key, judge or ""),
                 run_id=_short_id(digest),

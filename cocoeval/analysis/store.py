@@ -78,9 +78,10 @@ CACHE_DIR = "cache"
 """The folder of a run directory where its frames are kept (``run_frames``)."""
 KEPT_FRAMES = 4
 """How many versions of a run's frames its ``CACHE_DIR`` keeps (the most recently written)."""
-OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench", CACHE_DIR})
-"""Folders of a run directory that ``Run.open`` does not read (what the report and the notebooks
-write, the benchmark, the kept frames): changing them does not invalidate the cached frames."""
+OUTPUT_DIRS = frozenset({"report", "notebooks", "figures", "bench", "inspect", CACHE_DIR})
+"""Folders of a run directory that ``Run.open`` does not read (what the report, the notebooks and
+``cocoeval export`` write, the benchmark, the kept frames): changing them does not invalidate the
+cached frames."""
 _CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 """(what, run directory or id of an in-memory run, ...) -> (signature when made, value)."""
 OPEN_RUNS = 2
@@ -384,6 +385,12 @@ def derived_frame(
     (``per_run``)."""
 
     def register(make: Callable[[RunLike], pl.DataFrame]) -> Callable[[RunLike], pl.DataFrame]:
+        was = DERIVED.get(name)
+        if was is not None and (was.make.__module__, was.make.__qualname__) != (make.__module__, make.__qualname__):
+            raise ValueError(
+                f"a derived frame named {name!r} is registered already (by {was.make.__module__}."
+                f"{was.make.__qualname__}); give {make.__module__}.{make.__qualname__} another name"
+            )
         DERIVED[name] = DerivedFrame(name, schema, make)
 
         @functools.wraps(make)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -42,7 +43,14 @@ def _cmd_check(a: argparse.Namespace) -> int:
         print(_effective(exp.params), end="")
         return 0
     missing = paper_coverage(exp)  # from the params alone: what of the paper the run will lack
-    print(coverage_text(missing) if a.paper else coverage_summary(missing, more=f"cocoeval check {a.params} --paper"))
+    print(
+        coverage_text(missing)
+        if a.paper
+        else coverage_summary(
+            missing,
+            more=shlex.join(["cocoeval", "check", str(a.params), *(f"--set={x}" for x in a.sets or ()), "--paper"]),
+        )
+    )
     models = sorted(
         {m for s in exp.params.setups for m in s.model_specs().values()}
         | {j.model for j in exp.params.llm_judges}

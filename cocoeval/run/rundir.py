@@ -106,7 +106,8 @@ class Manifest(BaseModel):
     imported: dict[str, dict[str, str]] = Field(default_factory=dict)
     """{imported setup name: {file, sha256, description[, model]}}: where its continuations came from."""
     status: str | None = None
-    """``running``, ``complete``, or ``interrupted`` (a Ctrl-C: what finished is kept; run it again to resume)."""
+    """``running``, ``complete``, ``interrupted`` (a Ctrl-C: what finished is kept; run it again to
+    resume), or ``stopped`` (the cost cap was reached, ``stopped_reason``: run it again with a larger cap)."""
     started: str | None = None
     finished: str | None = None
     llm_mode: dict[str, Any] | None = None
@@ -286,20 +287,23 @@ SetupConfigs = list[Setup] | None
 """What ``Run.setup_configs`` gives."""
 JudgeConfigs = list[JudgeConfig] | None
 """What ``Run.judge_configs`` gives."""
-_HASHES: dict[int, tuple[list[Instance], dict[str, str]]] = {}
-"""{id of a run: (its instances, ``Instance.content_hash()`` by instance id)} (``instance_hashes``)."""
+_HASHES: dict[int, tuple[list[Instance], tuple[int, ...], dict[str, str]]] = {}
+"""{id of a run: (its instances, the ids of their items, ``Instance.content_hash()`` by instance
+id)} (``instance_hashes``)."""
 
 
 def instance_hashes(owner: object, instances: list[Instance]) -> dict[str, str]:
     """``Instance.content_hash()`` by instance id of ``instances``, the instances of ``owner`` (a
-    run): computed once while ``owner`` lives and holds that same list (what ``stale_reason`` asks
-    of every continuation and judgment), kept outside the record."""
+    run): computed once while ``owner`` lives and holds that same list with the same items (what
+    ``stale_reason`` asks of every continuation and judgment; an instance replaced in the list, a
+    notebook's edit, is hashed again), kept outside the record."""
+    items = tuple(map(id, instances))
     hit = _HASHES.get(id(owner))
-    if hit is None or hit[0] is not instances:
+    if hit is None or hit[0] is not instances or hit[1] != items:
         if hit is None:
             weakref.finalize(owner, _HASHES.pop, id(owner), None)
-        hit = _HASHES[id(owner)] = (instances, {i.id: i.content_hash() for i in instances})
-    return hit[1]
+        hit = _HASHES[id(owner)] = (instances, items, {i.id: i.content_hash() for i in instances})
+    return hit[2]
 
 
 def stale_reason(manifest: Manifest, name: str, item: Continuation | Judgment, now: str | None) -> str | None:

@@ -180,3 +180,23 @@ def test_inspect_view_lists_the_logs_and_serves_their_headers(exported):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_setup_named_like_the_reference_s_log_is_refused_rather_than_overwriting_it(
+    server, tmp_path, monkeypatch, capsys
+):
+    from ..conftest import TEST_KEY
+
+    server.reset()
+    server.configure(answers=_answers())
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.chdir(tmp_path)
+    p = _params(tmp_path, server.openai_base)
+    p.write_text(p.read_text().replace("name: s\n", "name: human-reference\n"))
+    assert main(["run", str(p), "--no-progress"]) == 3
+    capsys.readouterr()
+    assert main(["export", "runs/exp", "--format", "inspect", "--out", "logs"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "would be written to one file" in err and "human-reference__j.eval" in err and "rename one of the setups" in err
+    )

@@ -385,3 +385,20 @@ def test_a_derived_frame_registered_with_one_decorator_is_kept_and_read_back_wit
     assert _read(seen, d) == ["manifest.json"] and kept.equals(made) and made.height == len(Run.open(d).instances)
     assert turns_per_instance(run) is kept  # once per run (the memo)
     assert turns_per_instance(Run.open(d)).equals(made)  # a Run read whole: made from its records
+
+
+def test_a_second_derived_frame_of_a_taken_name_is_refused_and_the_first_kept():
+    """A plugin's or notebook's frame named like a built-in one would silently replace what every
+    analysis reads: it is refused, naming both functions."""
+    import pytest
+
+    from cocoeval.analysis import convstats
+
+    before = store.DERIVED["speakers"]
+    with pytest.raises(ValueError, match=r"'speakers' is registered already.*give .* another name"):
+
+        @store.derived_frame("speakers", convstats.SPEAKER_SCHEMA)
+        def speakers(run):  # pragma: no cover - never registered
+            raise AssertionError
+
+    assert store.DERIVED["speakers"] is before

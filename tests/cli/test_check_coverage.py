@@ -115,4 +115,11 @@ def test_check_counts_what_of_the_paper_the_params_lack_in_one_line_by_default(t
     )
     assert "simulators " in lines[0] and "judges " in lines[0] and "data " in lines[0]
     assert lines[0].endswith(f"cocoeval check {path} --paper lists them and the steps that add them")
+    assert (
+        main(["check", str(path), "--set", "llm.concurrency=3"]) == 0
+    )  # the flags that made the count are in the hint
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("paper coverage:"))
+    assert line.endswith(
+        f"cocoeval check {path} --set=llm.concurrency=3 --paper lists them and the steps that add them"
+    )
     assert out.index("paper coverage: ") < out.index("model(s) checked; ready")

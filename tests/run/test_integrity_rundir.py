@@ -268,6 +268,8 @@ def test_a_continuation_or_judgment_of_an_instance_edited_since_is_stale(tmp_pat
 
     edited = inst.model_copy(update={"summary": inst.summary.model_copy(update={"text": "another summary"})})
     assert edited.content_hash() != made
+    run.instances[0] = edited  # edited in memory (a notebook), in the same list: hashed again
+    assert "edited after it was made" in (run.stale_reason("s", run.continuations["s"][0]) or "")
     write_jsonl(d / "instances.jsonl", [edited])
     run = Run.open(d)
     why = run.stale_reason("s", run.continuations["s"][0])

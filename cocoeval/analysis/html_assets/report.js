@@ -244,7 +244,7 @@
   }
   function simulatedCount(n) {
     var ok = V.instances[n].ok;
-    return chosen().filter(function (s) { return s in ok; }).length;
+    return chosen().filter(function (s) { return Object.prototype.hasOwnProperty.call(ok, s); }).length;
   }
 
   function refilter(want) {
@@ -448,14 +448,14 @@
     try {
       setupBox.querySelectorAll("input").forEach(function (c) { c.checked = c.value === setup; });
       dsSel[0].value = ALL; bSel[0].value = ALL; sSel[0].value = ALL;
-      var ok = V.instances.filter(function (inst) { return setup in inst.ok; }).length;
+      var ok = V.instances.filter(function (inst) { return Object.prototype.hasOwnProperty.call(inst.ok, setup); }).length;
       var all = V.instances.length;
       behind.textContent = "";
       behind.appendChild(el("div", {cls: "cc-behind", "data-setup": setup}, [el("b", {text: setup}),
         ": " + ok + " of " + all + " instance(s) with an ok continuation, beside the human reference; " +
         "pick an instance below."]));
       var first = null;
-      V.instances.forEach(function (inst, n) { if (first === null && setup in inst.ok) { first = n; } });
+      V.instances.forEach(function (inst, n) { if (first === null && Object.prototype.hasOwnProperty.call(inst.ok, setup)) { first = n; } });
       var p = refilter(first);
     } finally { showing = false; }
     vs.scrollIntoView();
