@@ -49,13 +49,22 @@ import numpy as np
 import polars as pl
 
 from cocoeval.core.targets import REFERENCE
-from cocoeval.core.text import md_escape
 
 from . import charts, inference, paper_stats, stats
-from .answer import Answer, ci_text, interval_method, setup_labels
+from .answer import Answer, setup_labels
 from .convstats import HISTORY
-from .coverage import HOW, not_run
+from .coverage import HOW
 from .frames import Frames, invalid_rates, validity_note
+from .leaderboard_prose import (
+    BoardEntry,
+    Counted,
+    FloorDistance,
+    JudgeBoard,
+    Leaderboard,
+    render_leaderboard,
+    render_stopping,
+)
+from .rq_prose import Estimate, Intervals, NotRun
 
 if TYPE_CHECKING:
     from .store import RunLike
@@ -590,10 +599,6 @@ def leaderboard(
     )
 
 
-def _of(r: dict[str, Any], what: str, ok: str, total: str) -> str | None:
-    return None if r[total] is None else f"{r[ok]} of {r[total]} {what}"
-
-
 def stopping_table(run: RunLike) -> pl.DataFrame | None:
     """Where each setup of a run with a ``stopping:`` section stopped and why (beyond the paper;
     ``cocoeval.run.stopping``): one row per setup; None for a run without one."""
@@ -620,60 +625,45 @@ def stopping_table(run: RunLike) -> pl.DataFrame | None:
 
 
 def stopping_text(run: RunLike) -> list[str]:
-    """The report's paragraph on where each setup stopped and why, with the confidence sequence
-    that decided it (the leaderboard's intervals are fixed-n ones, and said so); empty for a run
-    without a ``stopping:`` section."""
-    rec = run.manifest.stopping
-    if rec is None:
-        return []
-    rule = f"{rec.rule}" + (f" (eps {rec.eps:g})" if rec.eps is not None else "")
-    lines = [
-        f"**Stopped when the answer was known** (beyond the paper): rule `{rule}`, alpha {rec.alpha:g} over all "
-        f"rounds, rounds of {rec.round_conversations} source conversations in a seeded random order (seed "
-        f"{rec.seed}), at least {rec.min_rounds} round(s), judge {md_escape(rec.judge)}; method: {rec.method}. "
-        "The leaderboard's intervals above are ordinary fixed-n bootstrap intervals on the instances each setup "
-        "used; the stop was decided by the confidence sequences below, which hold at every round at once."
-    ]
-    for name, st in rec.setups.items():
-        apart = [b for b in st.bounds if b.low > 0 or b.high < 0]
-        shown = apart or sorted(st.bounds, key=lambda b: -b.radius)
-        cs = "; ".join(f"{b.behaviour} {b.mean:+.2f} [{b.low:+.2f}, {b.high:+.2f}]" for b in shown[:3])
-        lines.append(
-            f"- **{md_escape(name)}**: {st.status} — round {st.round} of {rec.rounds_planned}, {st.conversations} of "
-            f"{rec.conversations_planned} conversations, {st.instances} of {rec.instances_planned} instances "
-            f"({st.observations} with a valid pair); {md_escape(st.reason)}"
-            + (f". Confidence sequence at the stop: {cs}" if cs else "")
-            + "."
-        )
-    return ["\n".join(lines)]
+    """The report's paragraph on where each setup stopped and why (``render_stopping``); empty for
+    a run without a ``stopping:`` section."""
+    return render_stopping(run.manifest.stopping)
 
 
 def answer(run: RunLike, f: Frames, resamples: int = 1000, seed: int = 0, *, min_n: int = inference.MIN_N) -> Answer:
-    """The leaderboard answer: tables ``leaderboard`` and ``behaviours``, one chart, the text."""
+    """The leaderboard answer: tables ``leaderboard`` and ``behaviours``, one chart, and the text
+    rendered (``render_leaderboard``) from its result, a ``Leaderboard`` in ``Answer.result``."""
+    a = Answer("Which simulator behaves most like the humans, on the same instances?")
+    x = _answer(a, run, f, Intervals(resamples, seed, min_n))
+    a.text, a.result = render_leaderboard(x), x
+    return a
+
+
+def _answer(a: Answer, run: RunLike, f: Frames, iv: Intervals) -> Leaderboard:
+    """The leaderboard's result; its tables and chart added to ``a``."""
     from .convcompare import turn_taking
     from .convstats import turn_taking_frame  # judge-free: the turns themselves
     from .detectability import detectability
 
-    a = Answer("Which simulator behaves most like the humans, on the same instances?")
+    resamples, seed, min_n = iv.resamples, iv.seed, iv.min_n
+    k = len(f.taxonomy.ids)
     cond = paper_stats.conditions(run)
     setups = setups_of(f, cond)
     if not setups:
-        a.text.append(
-            not_run(
-                "this run has no setup to rank",
-                HOW["setup"].format(s="s", example="gpt41-vanilla-30, or a setup of imported continuations"),
-            )
+        none = NotRun(
+            "this run has no setup to rank",
+            HOW["setup"].format(s="s", example="gpt41-vanilla-30, or a setup of imported continuations"),
         )
-        return a
+        return Leaderboard(None, none, k, iv)
     judges = judges_of(f)
     tt = turn_taking(turn_taking_frame(run), resamples=resamples, seed=seed, min_n=min_n)
     det = detectability(run, resamples=resamples, seed=seed, min_n=min_n)  # beyond the paper, judge-free
     board, per_b = leaderboard(
         f, cond, tt, resamples=resamples, seed=seed, min_n=min_n, judges=judges, detectability=det
     )
+    stopping = run.manifest.stopping
     if (stops := stopping_table(run)) is not None:  # beyond the paper: where each setup stopped, and why
         a.tables["stopping"] = stops
-        a.text += stopping_text(run)
     if not judges or board.filter(pl.col("origin").ne_missing(ORIGIN_FLOOR))["distance"].is_null().all():
         paired = board.filter((pl.col("setup") != FLOOR) & (pl.col("n") > 0)) if not board.is_empty() else board
         why = (
@@ -690,104 +680,54 @@ def answer(run: RunLike, f: Frames, resamples: int = 1000, seed: int = 0, *, min
             else "judge at least two instances of each setup and their human references (the judge's max_per_dataset "
             "or datasets in the params), then `cocoeval run PARAMS --stage judge`"
         )
-        a.text.append(not_run(f"the leaderboard of simulators: {why}", how))
         if not tt.is_empty():  # the judge-free part stands without a judge
             a.tables["turn_taking"] = tt
         if not board.is_empty():
             a.tables["leaderboard"] = board
-        return a
+        return Leaderboard(stopping, NotRun(f"the leaderboard of simulators: {why}", how), k, iv)
     a.tables["leaderboard"] = board
     a.tables["behaviours"] = per_b
-    a.text.append(
-        f"Method: per judge, each setup against the human reference on the instances both have a valid fine-grained "
-        f"judgment for (n); per behaviour the paired difference in mean occurrences per conversation (setup − human); "
-        f"the distance: the root mean square of the {len(f.taxonomy.ids)} true differences (occurrences per "
-        "conversation), estimated without the upward bias of squared noise (each squared mean difference minus its "
-        "sampling variance, clipped at 0 after averaging; with several windows of one source conversation, only "
-        "products of differences from different conversations) and its interval from the resamples of that estimate "
-        "re-centred on it (D = the absolute sum of the observed differences beside it, plug-in); "
-        f"{interval_method(resamples, seed, min_n)}, resampling source conversations where a conversation gives "
-        "several instances; equal distances share a rank; ranked by the distance's point "
-        f"estimate among setups with n ≥ {min_n}. Beyond the paper, rank_low–rank_high: the ranks the data support "
-        "(simultaneous pairwise tests of the distances, a sign-flip test swapping two setups within each source "
-        "conversation, Holm over all pairs; Mogstad, Romano, Shaikh & Wilhelm 2024): every setup's true rank lies "
-        "in its interval at once with 95% confidence; a rank shown as 2–4 is unsettled; the pairs themselves: the "
-        "paired table. The floor: the "
-        "distance between two random halves of the human references (bootstrapped by source conversation, "
-        "estimated the same way): 0 on "
-        "average, with the range chance gives. Beside: the Likert gap (setup − human, paired), the judge-free "
-        "turn-taking distances and, beyond the paper, the judge-free classifier test (auc: how well a classifier "
-        "tells the setup's continuations from the humans', 0.5 = indistinguishable by it, with its interval; the "
-        "floor row's: humans against humans; `cocoeval/analysis/detectability.py`)."
-    )
     names = setup_labels(f)
+    boards = []
     for judge in board["judge"].unique(maintain_order=True).to_list():
         part = board.filter(pl.col("judge") == judge)
         fl = part.filter(pl.col("origin") == ORIGIN_FLOOR).row(0, named=True)
-        a.text.append(
-            f"**Judged by {md_escape(judge)}** — floor (two halves of the {fl['n']} valid human references): "
-            + (
-                f"{fl['distance']:.2f}"
-                + (
-                    f" (95% range {fl['ci_low']:.2f}–{fl['ci_high']:.2f})"
-                    if fl["ci_low"] is not None
-                    else f" (no range: {fl['ci_note']})"
-                )
-                if fl["distance"] is not None
-                else f"none ({fl['ci_note']})"
-            )
-            + "."
-        )
-        lines = []
+        entries = []
         for r in part.filter(pl.col("origin").ne_missing(ORIGIN_FLOOR)).iter_rows(named=True):
-            share = r["unknown_speaker_share"]
-            counts = "; ".join(
-                x
-                for x in (
-                    _of(r, "continuations ok", "continuations_ok", "continuations"),
-                    f"{share:.0%} of their turns by non-participants" if share else None,
-                    _of(r, "judgments valid", "judgments_valid", "judgments"),
+            farthest = None
+            if r["distance"] is not None:
+                b = per_b.filter((pl.col("judge") == judge) & (pl.col("setup") == r["setup"])).sort(
+                    pl.col("diff").abs(), descending=True
                 )
-                if x
-            )
-            head = (
-                "- (unranked) "
-                if r["rank"] is None
-                else f"{r['rank']}. "
-                if r["rank_low"] is None or r["rank_low"] == r["rank_high"]
-                else f"{r['rank']}. (rank {r['rank_low']}–{r['rank_high']}, unsettled) "
-            )
-            if r["distance"] is None:
-                lines.append(f"{head}**{md_escape(r['setup'])}**: n = 0 ({counts or 'nothing judged'}); {r['note']}.")
-                continue
-            b = per_b.filter((pl.col("judge") == judge) & (pl.col("setup") == r["setup"])).sort(
-                pl.col("diff").abs(), descending=True
-            )
-            worst = b.row(0, named=True) if b.height else None
-            gap = (
-                f"; consistency gap {r['consistency_gap']:+.2f}, collaborativeness gap "
-                f"{r['collaborativeness_gap']:+.2f} (n = {r['likert_n']})"
-                if r["consistency_gap"] is not None and r["collaborativeness_gap"] is not None
-                else ""
-            )
-            lines.append(
-                f"{head}**{md_escape(r['setup'])}** ({md_escape(r['group'] or '?')}): distance "
-                f"{ci_text(r, 'distance')}"
-                + (
-                    f"; farthest: {names.get(worst['behaviour'], worst['behaviour'])} {worst['diff']:+.2f}"
-                    if worst
-                    else ""
+                if b.height:
+                    worst = b.row(0, named=True)
+                    farthest = (names.get(worst["behaviour"], worst["behaviour"]), worst["diff"])
+            entries.append(
+                BoardEntry(
+                    setup=r["setup"],
+                    group=r["group"],
+                    rank=r["rank"],
+                    rank_low=r["rank_low"],
+                    rank_high=r["rank_high"],
+                    distance=Estimate.of(r, "distance"),
+                    farthest=farthest,
+                    consistency_gap=r["consistency_gap"],
+                    collaborativeness_gap=r["collaborativeness_gap"],
+                    likert_n=r["likert_n"],
+                    auc=None
+                    if r["auc"] is None
+                    else Estimate(r["auc"], r["auc_ci_low"], r["auc_ci_high"], r["auc_n"] or 0),
+                    counts=Counted(
+                        r["continuations_ok"],
+                        r["continuations"],
+                        r["unknown_speaker_share"],
+                        r["judgments_valid"],
+                        r["judgments"],
+                    ),
+                    note=r["note"],
                 )
-                + gap
-                + (
-                    f"; judge-free AUC {r['auc']:.2f} ({r['auc_ci_low']:.2f}–{r['auc_ci_high']:.2f})"
-                    if r["auc"] is not None and r["auc_ci_low"] is not None
-                    else ""
-                )
-                + f" [{counts}]"
-                + (f"; {r['note']}" if r["note"] else "")
-                + "."
             )
-        a.text.append("\n".join(lines))
+        floor_of = FloorDistance(fl["n"], fl["distance"], fl["ci_low"], fl["ci_high"], fl["ci_note"])
+        boards.append(JudgeBoard(judge, floor_of, tuple(entries)))
     a.charts["leaderboard"] = charts.leaderboard_chart(board)
-    return a
+    return Leaderboard(stopping, None, k, iv, tuple(boards))

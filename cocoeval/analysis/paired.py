@@ -61,15 +61,15 @@ import numpy as np
 import polars as pl
 
 from cocoeval.core.targets import REFERENCE
-from cocoeval.core.text import md_escape
 
 from . import inference, stats
+from .paired_prose import CloserPair, JudgePairs, SetupPairs, render_setup_pairs
+from .rq_prose import NotRun
 
 if TYPE_CHECKING:
     from .answer import Answer
     from .frames import Frames
 
-CORRECTION_WORDS = {"holm": "Holm", "bh": "Benjamini–Hochberg"}
 DISTANCE = "distance"
 """The ``behaviour`` of a pair's row for the profile distance to the humans."""
 A_HIGHER, B_HIGHER, NO_DIFF = "a higher", "b higher", "no significant difference"
@@ -557,10 +557,6 @@ def counts_of(counts: pl.DataFrame, instances: pl.DataFrame, judge: str) -> pl.D
     )
 
 
-MAX_LINES = 20
-"""The answer lists at most this many pairs that differ per judge (the table has them all)."""
-
-
 def answer(
     f: Frames,
     judges: list[str],
@@ -573,22 +569,40 @@ def answer(
 ) -> Answer:
     """The paired answer: per LLM judge, every pair of ``setups`` compared (``compare_setups``):
     tables ``paired`` (every row, with the correction named) and ``rank_intervals``, the chart
-    ``paired`` (``charts.paired_chart``) and the pairs that hold, in words."""
-    from . import charts
+    ``paired`` (``charts.paired_chart``) and the pairs that hold, in words, rendered
+    (``render_setup_pairs``) from its result, a ``SetupPairs`` in ``Answer.result``."""
     from .answer import Answer
-    from .coverage import HOW, not_run
 
     a = Answer("Which simulator differs from which, on the same instances, and which ranks are settled?")
+    x = _answer(a, f, judges, setups, resamples=resamples, seed=seed, min_n=min_n, correction=correction)
+    a.text, a.result = render_setup_pairs(x), x
+    return a
+
+
+def _answer(
+    a: Answer,
+    f: Frames,
+    judges: list[str],
+    setups: list[str],
+    *,
+    resamples: int,
+    seed: int,
+    min_n: int,
+    correction: str,
+) -> SetupPairs:
+    """The paired answer's result; its tables and chart added to ``a``."""
+    from . import charts
+    from .coverage import HOW
+
     if len(setups) < 2 or not judges:
-        a.text.append(
-            not_run(
+        return SetupPairs(
+            NotRun(
                 "the paired comparison of setups needs two setups judged by an LLM judge"
                 if judges
                 else "this run has no LLM judge with fine-grained judgments",
                 HOW["setup"].format(s="s", example="gpt41-vanilla-30 and gpt41-vanilla-1") if judges else HOW["judge"],
             )
         )
-        return a
     frames, ranks = [], []
     method = ""
     for judge in judges:
@@ -608,35 +622,25 @@ def answer(
     table = pl.concat(frames)
     a.tables["paired"] = table
     a.tables["rank_intervals"] = pl.concat(ranks)
-    a.text.append(f"Method (beyond the paper): {method}.")
+    out = []
     for judge in judges:
         part = table.filter((pl.col("judge") == judge) & (pl.col("behaviour") == DISTANCE))
-        held = part.filter(pl.col("verdict").is_in([A_FARTHER, B_FARTHER]))
-        lines = []
-        for r in held.iter_rows(named=True):
+        held = []
+        for r in part.filter(pl.col("verdict").is_in([A_FARTHER, B_FARTHER])).iter_rows(named=True):
             flip = r["verdict"] == B_FARTHER  # the gap as the farther one's distance minus the closer one's
             far, near = (r["b"], r["a"]) if flip else (r["a"], r["b"])
-            gap, lo, hi = (-r["diff"], -r["ci_high"], -r["ci_low"]) if flip else (r["diff"], r["ci_low"], r["ci_high"])
-            interval = f" (95% CI {lo:.2f} to {hi:.2f})" if lo is not None and hi is not None else ""
-            lines.append(
-                f"- **{md_escape(near)}** is closer to the humans than **{md_escape(far)}** by {gap:.2f}{interval}, "
-                f"p_adj = {r['p_adj']:.3g}, n = {r['n']} instances of {r['clusters']} conversations"
+            lo, hi = r["ci_low"], r["ci_high"]
+            if flip:
+                lo, hi = (None if hi is None else -hi), (None if lo is None else -lo)
+            held.append(
+                CloserPair(near, far, -r["diff"] if flip else r["diff"], lo, hi, r["p_adj"], r["n"], r["clusters"])
             )
-        if len(lines) > MAX_LINES:
-            lines = [*lines[:MAX_LINES], f"- and {len(lines) - MAX_LINES} more pairs (table paired)"]
         beh = table.filter(
             (pl.col("judge") == judge)
             & (pl.col("behaviour") != DISTANCE)
             & pl.col("verdict").is_in([A_HIGHER, B_HIGHER])
         )
         untested = part.filter(pl.col("p").is_null()).height
-        a.text.append(
-            f"**Judged by {md_escape(judge)}**: {held.height} of {part.height} pairs differ in their distance to the "
-            f"humans (Holm over the pairs); {beh.height} behaviour differences hold "
-            f"({CORRECTION_WORDS[correction]} over the behaviours of each pair)"
-            + (f"; {untested} pairs untested (the note says why)" if untested else "")
-            + "."
-            + ("\n" + "\n".join(lines) if lines else "")
-        )
+        out.append(JudgePairs(judge, part.height, tuple(held), beh.height, untested))
     a.charts["paired"] = charts.paired_chart(table)
-    return a
+    return SetupPairs(None, method, correction, tuple(out))
