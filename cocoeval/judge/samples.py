@@ -1,7 +1,11 @@
 """A judge's k samples (beyond the paper): ``samples: k`` on a judge asks each target k times, and
 its judgment is the majority of the valid samples (``combine_samples``).
 
-A sample is *valid* when its judgment is ok or repaired. With none valid the judgment is invalid
+A sample whose call failed (network, rate limit, ...) makes the judgment failed: its reason starts
+"call failed" (so the run counts it failed and exits with ``outcome.INVALID_EXIT``), and since a
+failed call is not cached, a re-run sends that sample again while the others come from the cache;
+a majority of the samples that did answer would quietly be a weaker judgment (a tie is no label).
+Otherwise a sample is *valid* when its judgment is ok or repaired. With none valid the judgment is invalid
 with every sample's reason (``NO_TURNS`` when there was nothing to judge, so it is counted as
 skipped). Otherwise: a behaviour is on a turn where strictly more than half of the valid samples
 label it (a tie is no label), with the votes as its evidence; the Likert scores are the mean of
@@ -42,6 +46,12 @@ def combine_samples(parts: Sequence[Judgment], order: Sequence[str]) -> Judgment
             "status": "ok",
         }
     )
+    failed = [(n, p) for n, p in enumerate(parts) if (p.reason or "").startswith("call failed")]
+    if failed:
+        reason = f"call failed in {len(failed)} of {len(parts)} samples: " + "; ".join(
+            f"sample {n}: {p.reason}" for n, p in failed
+        )
+        return base.model_copy(update={"status": "invalid", "reason": reason})
     valid = [(n, p) for n, p in enumerate(parts) if p.status in VALID]
     if not valid:
         reasons = {p.reason or "invalid" for p in parts}

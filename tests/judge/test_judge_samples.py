@@ -161,3 +161,65 @@ def test_the_stability_probe_of_a_sampled_judge_asks_a_sample_the_run_did_not():
         items = plan_probes(sec, [j], targets_for(insts, {}), TAX)["j"]
         assert {it.sample for it in items} == {expected}  # samples: 3 asks 0, 1, 2: the probe asks 3
         assert {it.next_call().request.sample for it in items} == {expected}
+
+
+def test_a_sample_whose_call_failed_makes_the_judgment_failed_and_a_rerun_sends_only_that_sample(tmp_path, srv):
+    import subprocess
+    import sys
+
+    import yaml
+
+    from cocoeval import build
+    from cocoeval.run import Run
+
+    from ..conftest import qmsum_meeting, write_json
+
+    write_json(tmp_path / "src" / "product" / "M0.json", qmsum_meeting(80))
+    build([f"qmsum:{tmp_path / 'src'}"], tmp_path / "bench")
+    model = f"openai-compatible/fake@{srv.openai_base}"
+    fine = json.dumps({"turns": [{"turn": i, "behaviours": []} for i in range(1, 31)]})
+    answers = [{"match": "Continuation to annotate", "text": fine}]
+    srv.configure(faults=[{"match": "Continuation to annotate", "kind": "500", "times": 1}], answers=answers)
+    judge_doc = {"name": "j", "model": model, "kind": ["fine_grained"], "samples": 3, "temperature": 1.0}
+    p = tmp_path / "p.yaml"
+    p.write_text(
+        yaml.safe_dump(
+            {
+                "name": "p",
+                "out": "runs/p",
+                "bench": "bench",
+                "llm": {"cache": "cache.sqlite", "max_retries": 0},
+                "judges": [judge_doc],
+            }
+        )
+    )
+
+    def cli() -> subprocess.CompletedProcess[str]:
+        cmd = [sys.executable, "-m", "cocoeval", "run", str(p), "--no-progress"]
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+
+    out = cli()
+    n = len(Run.open(tmp_path / "runs" / "p").instances)
+    assert out.returncode == 3, out.stderr
+    assert f"judge j: {n - 1} ok, 0 invalid, 1 failed of {n}" in out.stderr
+    assert "call failed in N of N samples" in out.stderr and "a re-run sends them again" in out.stderr
+    assert srv.stats()["requests"] == 3 * n
+    [bad] = [x for x in Run.open(tmp_path / "runs" / "p").judgments["j"] if x.status != "ok"]
+    assert bad.reason and bad.reason.startswith("call failed in 1 of 3 samples: sample ")
+    assert bad.labels == [] and bad.samples and sum(s.status == "ok" for s in bad.samples) == 2
+
+    srv.reset()
+    srv.configure(answers=answers)
+    again = cli()
+    assert again.returncode == 0, again.stderr
+    assert srv.stats()["requests"] == 1  # only the failed sample is sent again; the other two are cached
+    assert all(x.status == "ok" for x in Run.open(tmp_path / "runs" / "p").judgments["j"])
+
+
+def test_every_sample_failed_is_a_failed_judgment_not_an_invalid_one():
+    parts = [sample({}, "invalid", "call failed: server_error") for _ in range(3)]
+    out = combine_samples(parts, TAX.ids)
+    assert out.status == "invalid" and out.reason and out.reason.startswith("call failed in 3 of 3 samples")
+    from cocoeval.run.outcome import tally
+
+    assert tally([out])["failed"] == 1 and tally([out])["invalid"] == 0
