@@ -19,8 +19,9 @@ result of a control the config does not have, a slot the task has no turn for, a
 wrong shape) is rejected with the file, task and annotation named. The file is bounded
 (``MAX_SHEET_BYTES``) and a cancelled (skipped) annotation is left out, with a note.
 
-An annotator is named by the export's ``completed_by``: an e-mail's part before ``@`` (when it
-is a plain name), else ``ls-<user id>``.
+An annotator is named ``ls-<user id>`` from the export's ``completed_by`` (a user id, or a user
+object's ``id``), always: two users' e-mails may share the part before ``@`` (one rater would
+silently absorb the other), and no part of an e-mail is stored in the run.
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ from cocoeval.core.errors import InputError
 from cocoeval.core.files import MAX_SHEET_BYTES, read_bounded_text
 from cocoeval.core.jsonio import iter_jsonl, write_atomic, write_json
 from cocoeval.core.taxonomy import Taxonomy
-from cocoeval.run.humans import name_problem
 
 from .rows import NONE
 
@@ -60,15 +60,19 @@ def _slot(name: str) -> tuple[str, int] | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
+def _person(p: dict[str, Any]) -> str:
+    """A participant as the page shows one: the name, then role and stance when given."""
+    more = ", ".join(str(p[k]) for k in ("role", "stance") if p.get(k))
+    return f"{p.get('name', '')}" + (f" ({more})" if more else "")
+
+
 def _context(item: dict[str, Any]) -> str:
     """What an annotator reads before the turns: goals, participants, summary, history, and every
     turn of the continuation numbered (those to label marked)."""
-    people = "; ".join(
-        p.get("name", "") + (f" ({p['role']})" if p.get("role") else "") for p in item.get("participants", [])
-    )
+    goals = item.get("goals") or []
     lines = [
-        f"Goals: {item.get('goals') or '-'}",
-        f"Participants: {people or '-'}",
+        f"Goals: {'; '.join(map(str, goals if isinstance(goals, list) else [goals])) or '-'}",
+        f"Participants: {'; '.join(_person(p) for p in item.get('participants', [])) or '-'}",
         f"Summary: {item.get('summary') or '-'}",
         "",
         "History:",
@@ -144,18 +148,14 @@ def write_labelstudio(folder: str | Path, tax: Taxonomy) -> tuple[Path, Path]:
 
 
 def _annotator(who: Any, where: str, path: Path) -> str:
-    """The annotator's name from ``completed_by`` (a user id, or an object with ``email``/``id``)."""
+    """The annotator's name, ``ls-<user id>``, from ``completed_by`` (a user id, or a user object
+    with ``id``); the user's e-mail is never used, so distinct users stay distinct."""
     if isinstance(who, dict):
-        email = who.get("email")
-        if isinstance(email, str) and "@" in email:
-            local = email.split("@", 1)[0]
-            if local and name_problem(local) is None:
-                return local
         who = who.get("id")
-    if isinstance(who, int) and not isinstance(who, bool):
+    if isinstance(who, int) and not isinstance(who, bool) and 0 <= who < 10**18:
         return f"ls-{who}"
     raise InputError(
-        f"the annotation's completed_by is {json.dumps(who)[:60]}, not a user id or a user object",
+        f"the annotation's completed_by is {json.dumps(who)[:60]}, not a user id or a user object with an id",
         file=str(path),
         record=where,
         hint="give the file Label Studio exported (Export > JSON), unedited",
@@ -197,6 +197,8 @@ def read_labelstudio(path: str | Path) -> tuple[list[tuple[str, Any]], list[dict
         raise InputError(f"not JSON ({e.msg} at line {e.lineno})", file=str(p), hint=hint) from None
     except RecursionError:
         raise InputError("JSON nested too deeply", file=str(p), hint=hint) from None
+    except ValueError as e:  # an integer past Python's digit limit
+        raise InputError(f"not readable as JSON ({str(e)[:100]})", file=str(p), hint=hint) from None
     if isinstance(tasks, dict) and "annotations" in tasks:
         tasks = [tasks]
     if not isinstance(tasks, list):

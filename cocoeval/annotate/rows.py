@@ -133,7 +133,10 @@ def _int(r: dict[str, Any], f: str, repairs: list[str]) -> int | None:
         repairs.append(f"{f} {v!r} read as {int(v)}")
         return int(v)
     s = _text(r, f)
-    return int(s) if s and s.isascii() and s.isdigit() else None if not s else -1
+    if not s:
+        return None
+    # past 18 digits no turn or score: -1 is out of range (and int() of thousands of digits raises)
+    return int(s) if s.isascii() and s.isdigit() and len(s) <= 18 else -1
 
 
 def _blank(r: dict[str, Any], f: str) -> bool:

@@ -99,6 +99,10 @@ def read_json(path: str | Path) -> Any:
             file=str(path),
             hint="no cocoeval file nests more than a few levels: repair or re-export the file",
         ) from None
+    except ValueError as e:  # an integer past Python's digit limit
+        raise InputError(
+            f"not readable as JSON ({str(e)[:100]})", file=str(path), hint="repair or re-export the file"
+        ) from None
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -128,6 +132,13 @@ def parse_json_line(line: str, path: str | Path, n: int) -> Any:
         ) from None
     except RecursionError:
         raise InputError(_TOO_DEEP, file=str(path), record=f"line {n}", hint="repair or remove that line") from None
+    except ValueError as e:  # an integer past Python's digit limit
+        raise InputError(
+            f"not readable as JSON ({str(e)[:100]})",
+            file=str(path),
+            record=f"line {n}",
+            hint="repair or remove that line",
+        ) from None
 
 
 def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) -> M:

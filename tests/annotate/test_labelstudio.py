@@ -70,6 +70,9 @@ def test_the_tasks_and_the_labelling_config_fit_each_other_and_carry_no_hint_or_
     assert "simA" not in text and "reference" not in text and "idA" not in text
     assert "evil" not in (out / "labelstudio" / "config.xml").read_text()
     assert any(HOSTILE in t["data"]["context"] for t in tasks)
+    # the context reads as the page's: goals joined, each participant with role and stance
+    ctx = tasks[0]["data"]["context"]
+    assert "Goals: " in ctx and "['" not in ctx and "Participants: " in ctx
 
 
 def _annotation(task: dict, who, pick, scores=(7, 5), cancelled: bool = False) -> dict:
@@ -123,7 +126,7 @@ def test_export_fill_import_and_the_agreement_is_printed(exported, tmp_path, cap
     _export(out, ls, [(1, ann), ({"id": 2, "email": "bea@lab.example"}, bea)])
     assert main(["annotate-import", str(ls), str(d), "--key", str(out / "key.json")]) == 0
     printed = capsys.readouterr().out
-    assert "annotator ls-1:" in printed and "annotator bea:" in printed
+    assert "annotator ls-1:" in printed and "annotator ls-2:" in printed and "bea" not in printed
     assert "repaired: 'off topic'" in printed  # repaired as in the CSV import, and said
     assert "Krippendorff's α (nominal) per behaviour among 2 annotator(s)" in printed
     assert re.search(r"Repetition: α 1\.00", printed)
@@ -131,7 +134,7 @@ def test_export_fill_import_and_the_agreement_is_printed(exported, tmp_path, cap
     fine = [j for j in run.human["ls-1"] if j.kind == "fine_grained"]
     assert len(fine) == 4 and all(j.status == "repaired" for j in fine)  # "off topic" read as Off topic
     assert all([lb.behaviours for lb in j.labels] == [[], ["repetition", "off_topic"], []] for j in fine)
-    over = [j for j in run.human["bea"] if j.kind == "overall"]
+    over = [j for j in run.human["ls-2"] if j.kind == "overall"]
     assert len(over) == 4 and all((j.consistency, j.collaborativeness) == (7, 5) for j in over)
     # the same export again changes nothing
     assert main(["annotate-import", str(ls), str(d), "--key", str(out / "key.json")]) == 0
@@ -205,3 +208,49 @@ def test_a_cancelled_annotation_is_left_out_with_a_note_and_an_oversize_file_is_
     (tmp_path / "tasks-only.json").write_text((out / "labelstudio" / "tasks.json").read_text())
     assert main(["annotate-import", str(tmp_path / "tasks-only.json"), str(d), "--key", str(out / "key.json")]) == 2
     assert "no annotation in the export" in capsys.readouterr().err
+
+
+def test_two_users_whose_emails_share_the_part_before_the_at_stay_two_annotators_and_no_email_is_stored(
+    exported, tmp_path, capsys
+):
+    d, out = exported
+    ls = tmp_path / "two-als.json"
+    _export(
+        out,
+        ls,
+        [
+            ({"id": 7, "email": "al@a.org"}, lambda k, t: ["none"]),
+            ({"id": 8, "email": "al@b.org"}, lambda k, t: ["none"]),
+        ],
+    )
+    assert main(["annotate-import", str(ls), str(d), "--key", str(out / "key.json")]) == 0
+    printed = capsys.readouterr().out
+    assert "annotator ls-7:" in printed and "annotator ls-8:" in printed
+    assert "among 2 annotator(s)" in printed and "duplicate" not in printed
+    assert set(Run.open(d).human) == {"ls-7", "ls-8"}
+    stored = "".join(f.read_text() for f in (d / "judgments" / "human").rglob("*") if f.is_file())
+    assert "al@" not in stored and '"al"' not in stored
+
+
+def test_a_huge_integer_in_a_label_studio_export_or_a_jsonl_sheet_is_refused_naming_the_file(
+    exported, tmp_path, capsys
+):
+    d, out = exported
+    ls = tmp_path / "huge.json"
+    _export(out, ls, [(1, lambda k, t: ["none"])])
+    ls.write_text(ls.read_text().replace('"id": 1,', '"id": ' + "9" * 5000 + ",", 1))
+    assert main(["annotate-import", str(ls), str(d), "--key", str(out / "key.json")]) == 2
+    err = capsys.readouterr().err
+    assert str(ls) in err and "please report" not in err
+    sheet = tmp_path / "huge.jsonl"
+    sheet.write_text('{"annotator": "al", "item_id": "x", "turn": ' + "9" * 5000 + "}\n")
+    assert main(["annotate-import", str(sheet), str(d), "--key", str(out / "key.json")]) == 2
+    err = capsys.readouterr().err
+    assert str(sheet) in err and "line 1" in err and "please report" not in err
+    csv = tmp_path / "huge.csv"
+    key = json.loads((out / "key.json").read_text())
+    csv.write_text("annotator,item_id,turn,behaviours\nal," + next(iter(key)) + "," + "9" * 5000 + ",none\n")
+    code = main(["annotate-import", str(csv), str(d), "--key", str(out / "key.json")])
+    captured = capsys.readouterr()
+    assert code in (0, 2) and "please report" not in captured.err
+    assert "turn must be" in captured.out + captured.err
