@@ -404,3 +404,26 @@ def test_the_comparisons_page_opens_from_file_with_no_network_and_shows_each_run
         finally:
             browser.close()
     assert not errors and not outside, (errors, outside)
+
+
+def test_the_notebook_answers_result_is_the_comparison_its_text_is_rendered_from(world):
+    """Notebook 13's answer (``analyses.compare_runs``) keeps the comparison in ``Answer.result``
+    (``RunsCompared``): its text is rendered from it, one line per difference that holds, and a
+    correction the paired comparisons do not offer is said and replaced by Holm."""
+    from cocoeval.analysis import analyses
+    from cocoeval.analysis.frames import open_run_dir
+    from cocoeval.analysis.runcompare_prose import RunsCompared, render_runs_compared
+
+    runs = world / "runs"
+    p = analyses.Params(resamples=200, correction="none", options={"compare_with": str(runs / "b")})
+    a = analyses.compute("compare_runs", open_run_dir(runs / "a"), p)
+    x = a.result
+    assert isinstance(x, RunsCompared) and x.comparison is not None
+    text = render_runs_compared(x)
+    assert a.text[: len(text)] == text and all(
+        t.startswith("Beyond the paper: not validated") for t in a.text[len(text) :]
+    )
+    assert (x.asked_correction, x.correction_offered, x.comparison.comparison.correction) == ("none", False, "holm")
+    assert text[1] == "Correction 'none' is not offered for paired comparisons: Holm is used."
+    held = [t for t in "\n".join(text).splitlines() if t.startswith("- `")]
+    assert held and len(held) == len(x.comparison.held())
