@@ -7,14 +7,19 @@ ids (blind: the key stays in ``key.json``), the instructions of ``instructions.m
 own), and per item the metadata M, the summary S, the history (folded) and the numbered turns. Per
 numbered turn a checkbox for each behaviour of the taxonomy, one for "no behaviour" and a "not in
 the taxonomy" text; per overall item the two Likert scores. Keys: digits 1-9 and 0 toggle the first
-ten behaviours of the focused turn, ``x`` toggles "no behaviour", ``n``/``p`` move to the next or
-previous turn.
+ten behaviours of the focused turn (only while the focus is on it: after a click elsewhere a key
+labels nothing), ``x`` toggles "no behaviour", ``n``/``p`` move to the next or previous turn.
 
-Progress is kept in the browser (``localStorage``, keyed by the export's id, a hash of its items),
-so a reload or a later visit goes on where the annotator stopped. The Export button downloads the
-labels as a CSV sheet in the template's columns, which ``cocoeval annotate-import FILE RUN --key
-DIR/key.json`` reads as it is: only turns labelled (a behaviour or "no behaviour" ticked) and
-overall items with both scores are written, so nothing unlabelled is read as zero behaviours.
+The page asks for the annotator's name first and shows the items after Start. Progress is kept in
+the browser (``localStorage``, keyed by the export's id, a hash of its items, and that name): every
+``file://`` page of a browser profile shares one storage, so keyed by the export alone a second
+annotator on the same browser would inherit, and export as theirs, the first's labels. A reload or
+a later visit with the same name goes on where the annotator stopped. The Export button downloads
+the labels as a CSV sheet in the template's columns, which ``cocoeval annotate-import FILE RUN
+--key DIR/key.json`` reads as it is: only turns labelled (a behaviour or "no behaviour" ticked) and
+overall items with both scores are written, so nothing unlabelled is read as zero behaviours; a
+turn with only a "not in the taxonomy" note is left out too, and the export's message counts such
+turns.
 
 Every text of the export (turns, names, summaries) reaches the page as JSON data and is put into
 the page with ``textContent``, never as markup; the JSON block escapes ``<``, ``>`` and ``&`` so no
@@ -50,12 +55,14 @@ CSP = (
 """Nothing may load from outside the page: no network, no other file."""
 
 HOW_TO_PAGE = (
+    "Put your name or id in and press Start first: your work is kept in this browser under that name "
+    "(another annotator on this browser reloads the page and starts under theirs). "
     "On this page: tick every behaviour a numbered turn shows, or 'no behaviour' when it shows none "
     "(a turn with nothing ticked is not annotated, never counted as no behaviour). Keys, on a turn "
-    "(click it first): 1-9 and 0 toggle the first ten behaviours, x toggles 'no behaviour', n and p "
-    "move to the next and previous turn. Describe a behaviour the list lacks in 'not in the taxonomy'. "
-    "Give both scores of an item marked overall. Your work is kept in this browser; when done (or "
-    "whenever you like), put your name in and press Export, and send the file it downloads."
+    "(click it first; a click elsewhere leaves it): 1-9 and 0 toggle the first ten behaviours, "
+    "x toggles 'no behaviour', n and p move to the next and previous turn. Describe a behaviour the "
+    "list lacks in 'not in the taxonomy' (and tick what the turn shows). Give both scores of an item "
+    "marked overall. When done (or whenever you like), press Export and send the file it downloads."
 )
 
 

@@ -94,6 +94,13 @@ def _second_annotator(exp: Path, out: Path) -> Path:
     return out
 
 
+def start(page, who: str) -> None:
+    """Name the annotator and press Start (the items then show, with their work in this browser)."""
+    page.locator("#an-annotator").fill(who)
+    page.locator("#an-start").click()
+    page.wait_for_selector("body[data-started]", state="attached")
+
+
 def _browser():
     from tests.notebooks.test_browser import CHROMIUM_ARGS, _chromium
 
@@ -132,6 +139,11 @@ def test_the_page_in_the_browser_annotate_reload_export_import_and_alpha(exporte
             page.wait_for_selector("body[data-ready]", state="attached")
             progress = page.locator("#an-progress")
             assert progress.inner_text() == "0 of 4 items labelled"
+            # the name first: the items show after Start, and the work is kept under the name
+            assert page.locator("section.an-item").count() == 0 and page.locator("#an-export").is_hidden()
+            page.locator("#an-start").click()
+            assert "name" in page.locator("#an-msg").inner_text()
+            start(page, "alice")
             # the hostile turn is text on the page
             assert EVIL in page.locator("#an-main").inner_text()
             assert page.locator("#an-main img, #an-main script").count() == 0
@@ -177,6 +189,7 @@ def test_the_page_in_the_browser_annotate_reload_export_import_and_alpha(exporte
 
             page.reload()
             page.wait_for_selector("body[data-ready]", state="attached")
+            start(page, "alice")
             assert progress.inner_text() == "3 of 4 items labelled"
             assert sec(1).locator("input[data-field=not_in_taxonomy]").nth(1).input_value() == (
                 'talks over, "rudely", twice'
@@ -189,10 +202,7 @@ def test_the_page_in_the_browser_annotate_reload_export_import_and_alpha(exporte
             assert sec(2).locator(".an-turn.an-ann").nth(2).locator("input:checked").count() == 1
             assert sec(2).locator("select[data-score=consistency]").input_value() == "3"
 
-            # Export needs a name; then the download is the sheet annotate-import reads
-            page.locator("#an-export").click()
-            assert "name" in page.locator("#an-msg").inner_text()
-            page.locator("#an-annotator").fill("alice")
+            # the download is the sheet annotate-import reads
             with page.expect_download() as dl:
                 page.locator("#an-export").click()
             sheet = tmp_path / "alice.csv"
@@ -228,3 +238,68 @@ def test_the_page_in_the_browser_annotate_reload_export_import_and_alpha(exporte
         "alice": (3, 1, 4),
         "bob": (4, 0, 4),
     }
+
+
+@pytest.mark.timeout(300)
+def test_a_key_after_focus_left_the_turn_labels_nothing_and_a_second_annotator_starts_with_nothing_of_the_first(
+    exported, tmp_path
+):
+    from playwright.sync_api import sync_playwright
+
+    _, exp = exported
+    chromium, args = _browser()
+    url = (exp / PAGE).resolve().as_uri()
+    errors: list[str] = []
+    item = json.loads((exp / "items.jsonl").read_text(encoding="utf-8").splitlines()[0])["item_id"]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=args)
+        try:
+            page = browser.new_page(accept_downloads=True)
+            page.on("pageerror", lambda e: errors.append(str(e)))
+            page.route("**/*", lambda r: r.continue_() if r.request.url == url else r.abort())
+            page.goto(url)
+            page.wait_for_selector("body[data-ready]", state="attached")
+            start(page, "alice")
+            turns = page.locator(f'section[data-item="{item}"] .an-turn.an-ann')
+            first = turns.nth(0)
+            first.click()
+            page.keyboard.press("1")
+            assert first.locator("input:checked").count() == 1
+            # a click elsewhere: the focus is on the body, the turn no longer current, keys label nothing
+            page.locator("#an-head h1").click()
+            assert page.evaluate("document.activeElement.tagName") == "BODY"
+            assert "an-focus" not in (first.get_attribute("class") or "")
+            for key in ("2", "x", "1"):
+                page.keyboard.press(key)
+            assert page.locator("input:checked").count() == 1
+            # a note on a turn with nothing ticked is left out of the export, and counted in its message
+            turns.nth(1).locator("input[data-field=not_in_taxonomy]").fill("hums")
+            with page.expect_download() as dl:
+                page.locator("#an-export").click()
+            sheet = tmp_path / "alice.csv"
+            dl.value.save_as(sheet)
+            msg = page.locator("#an-msg").inner_text()
+            assert "exported 1 turn(s)" in msg
+            assert "1 turn(s) with a 'not in the taxonomy' note but nothing ticked left out" in msg
+            # bob on the same browser profile: nothing of alice's work, nothing to export
+            page.reload()
+            page.wait_for_selector("body[data-ready]", state="attached")
+            start(page, "bob")
+            assert page.locator("#an-progress").inner_text() == "0 of 4 items labelled"
+            assert page.locator("input:checked").count() == 0
+            assert turns.nth(1).locator("input[data-field=not_in_taxonomy]").input_value() == ""
+            page.locator("#an-export").click()
+            assert "nothing labelled yet" in page.locator("#an-msg").inner_text()
+            # alice again: her work is back
+            page.reload()
+            page.wait_for_selector("body[data-ready]", state="attached")
+            start(page, "alice")
+            assert first.locator("input:checked").count() == 1
+            assert turns.nth(1).locator("input[data-field=not_in_taxonomy]").input_value() == "hums"
+        finally:
+            browser.close()
+    assert errors == [], errors
+    rows = list(csv.DictReader(sheet.open(encoding="utf-8")))
+    assert [(r["annotator"], r["item_id"], r["turn"], r["behaviours"]) for r in rows] == [
+        ("alice", item, "1", "repetition")
+    ]

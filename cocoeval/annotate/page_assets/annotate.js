@@ -1,30 +1,35 @@
 // cocoeval's annotation page (cocoeval/annotate/page.py). Every text of the export is put into the
-// page with textContent, never as markup. Progress is kept in localStorage under the export's id.
+// page with textContent, never as markup. Progress is kept in localStorage under the export's id and
+// the annotator's name, asked for first: every file:// page of a browser profile shares one storage,
+// so a second annotator on the same browser starts with nothing of the first's.
 "use strict";
 (function () {
   const D = JSON.parse(document.getElementById("an-data").textContent);
-  const KEY = "cocoeval-annotate:" + D.export_id;
+  const KEY = "cocoeval-annotate:" + D.export_id + ":";
   const KEYS = "1234567890";
   const items = D.items;
   const behaviours = D.behaviours;
 
-  function load() {
+  // the work of one annotator (named at the start) on this export
+  function load(who) {
     try {
-      const s = JSON.parse(window.localStorage.getItem(KEY) || "null");
-      if (s && typeof s === "object" && s.items && typeof s.items === "object") return s;
+      const s = JSON.parse(window.localStorage.getItem(KEY + who) || "null");
+      if (s && typeof s === "object" && s.items && typeof s.items === "object") return { annotator: who, items: s.items };
     } catch (e) { /* storage unreadable or refused: start afresh */ }
-    return { annotator: "", items: {} };
+    return { annotator: who, items: {} };
   }
-  const state = load();
+  let state = { annotator: "", items: {} };
   let storageOk = true;
-  function save() {
+  // save the work; ``it``: the item changed (only its mark is updated)
+  function save(it) {
+    if (!state.annotator) return;
     try {
-      window.localStorage.setItem(KEY, JSON.stringify(state));
+      window.localStorage.setItem(KEY + state.annotator, JSON.stringify(state));
       storageOk = true;
     } catch (e) {
       storageOk = false;
     }
-    progress();
+    progress(it);
   }
 
   function el(tag, cls, text) {
@@ -71,27 +76,32 @@
   name.type = "text";
   name.placeholder = "your name or id";
   name.maxLength = 64;
-  name.value = state.annotator || "";
   nameLab.htmlFor = "an-annotator";
-  name.addEventListener("input", () => {
-    state.annotator = name.value;
-    save();
-  });
+  const start = el("button", null, "Start");
+  start.id = "an-start";
+  start.type = "button";
   const exp = el("button", null, "Export");
   exp.id = "an-export";
   exp.type = "button";
+  exp.hidden = true;
   const msg = el("span", null);
   msg.id = "an-msg";
-  bar.append(prog, nameLab, name, exp, msg);
+  bar.append(prog, nameLab, name, start, exp, msg);
 
-  function progress() {
-    const done = items.filter(itemDone).length;
-    prog.textContent = done + " of " + items.length + " items labelled";
-    prog.dataset.done = String(done);
-    for (const it of items) {
-      const sec = document.querySelector('section[data-item="' + it.item_id + '"]');
-      if (sec) sec.classList.toggle("an-done", itemDone(it));
-    }
+  // the items labelled completely; each item's section (a mark is updated only where it changed)
+  const doneSet = new Set();
+  const secOf = new Map();
+  function mark(it) {
+    const d = itemDone(it);
+    if (d) doneSet.add(it.item_id);
+    else doneSet.delete(it.item_id);
+    const sec = secOf.get(it.item_id);
+    if (sec) sec.classList.toggle("an-done", d);
+  }
+  function progress(it) {
+    if (it) mark(it);
+    prog.textContent = doneSet.size + " of " + items.length + " items labelled";
+    prog.dataset.done = String(doneSet.size);
     if (!storageOk) {
       msg.className = "";
       msg.textContent = "this browser does not keep the work (storage refused): export before closing";
@@ -148,7 +158,7 @@
       s.b = behaviours.map((b) => b.id).filter((id) => ids.indexOf(id) >= 0);
       s.none = !!isNone && s.b.length === 0;
       show();
-      save();
+      save(it);
     }
     function toggle(i) {
       const s = st();
@@ -162,7 +172,7 @@
     none.addEventListener("change", () => { toggle("none"); div.focus(); });
     other.addEventListener("input", () => {
       st().other = other.value;
-      save();
+      save(it);
     });
     div.annToggle = toggle;
     show();
@@ -170,70 +180,86 @@
   }
 
   const turnDivs = [];
-  items.forEach((it, k) => {
-    const sec = el("section", "an-item");
-    sec.dataset.item = it.item_id;
-    sec.append(el("h2", null, "Item " + (k + 1) + " of " + items.length + " (" + it.item_id + "; " +
-      it.tasks.map((x) => x === "fine_grained" ? "fine-grained" : x).join(", ") + ")"));
-    const goals = el("div", "an-meta");
-    goals.append(el("span", "an-label", "Goals:"), document.createTextNode((it.goals || []).join("; ") || "(none)"));
-    const parts = el("div", "an-meta");
-    parts.append(el("span", "an-label", "Participants:"), document.createTextNode((it.participants || []).map((p) =>
-      p.name + ([p.role, p.stance].filter(Boolean).length ? " (" + [p.role, p.stance].filter(Boolean).join(", ") + ")" : "")
-    ).join("; ") || "(none)"));
-    const summ = el("div", "an-summary");
-    summ.append(el("span", "an-label", "Summary:"), document.createTextNode(it.summary || "(none)"));
-    const hist = el("details", "an-hist");
-    hist.append(el("summary", null, "History (" + (it.history || []).length + " turns)"));
-    for (const h of it.history || []) {
-      const d = el("div");
-      d.append(el("span", "an-speaker", h.speaker + ":"), document.createTextNode(h.text));
-      hist.append(d);
-    }
-    sec.append(goals, parts, summ, hist, el("div", "an-label", "Continuation:"));
-    for (const t of it.turns) {
-      const div = el("div", "an-turn" + (t.annotate ? "" : " an-ctx"));
-      div.dataset.turn = String(t.turn);
-      const head = el("div");
-      head.append(el("span", "an-num", t.annotate ? String(t.turn) : ""), el("span", "an-speaker", t.speaker + ":"),
-        document.createTextNode(t.text));
-      div.append(head);
-      if (t.annotate) {
-        div.tabIndex = 0;
-        div.classList.add("an-ann");
-        div.append(...turnBox(it, t, div));
-        turnDivs.push(div);
+  // the items, built once the annotator is named (their work read back from storage)
+  function render() {
+    items.forEach((it, k) => {
+      const sec = el("section", "an-item");
+      sec.dataset.item = it.item_id;
+      secOf.set(it.item_id, sec);
+      sec.append(el("h2", null, "Item " + (k + 1) + " of " + items.length + " (" + it.item_id + "; " +
+        it.tasks.map((x) => x === "fine_grained" ? "fine-grained" : x).join(", ") + ")"));
+      const goals = el("div", "an-meta");
+      goals.append(el("span", "an-label", "Goals:"), document.createTextNode((it.goals || []).join("; ") || "(none)"));
+      const parts = el("div", "an-meta");
+      parts.append(el("span", "an-label", "Participants:"), document.createTextNode((it.participants || []).map((p) =>
+        p.name + ([p.role, p.stance].filter(Boolean).length ? " (" + [p.role, p.stance].filter(Boolean).join(", ") + ")" : "")
+      ).join("; ") || "(none)"));
+      const summ = el("div", "an-summary");
+      summ.append(el("span", "an-label", "Summary:"), document.createTextNode(it.summary || "(none)"));
+      const hist = el("details", "an-hist");
+      hist.append(el("summary", null, "History (" + (it.history || []).length + " turns)"));
+      for (const h of it.history || []) {
+        const d = el("div");
+        d.append(el("span", "an-speaker", h.speaker + ":"), document.createTextNode(h.text));
+        hist.append(d);
       }
-      sec.append(div);
-    }
-    if (isOverall(it)) {
-      const ov = el("div", "an-overall");
-      for (const f of D.likert) {
-        const lab = el("label", null);
-        const sel = el("select");
-        sel.dataset.score = f;
-        sel.append(el("option", null, "-"));
-        sel.options[0].value = "";
-        for (let v = 1; v <= 10; v++) {
-          const o = el("option", null, String(v));
-          o.value = String(v);
-          sel.append(o);
+      sec.append(goals, parts, summ, hist, el("div", "an-label", "Continuation:"));
+      for (const t of it.turns) {
+        const div = el("div", "an-turn" + (t.annotate ? "" : " an-ctx"));
+        div.dataset.turn = String(t.turn);
+        const head = el("div");
+        head.append(el("span", "an-num", t.annotate ? String(t.turn) : ""), el("span", "an-speaker", t.speaker + ":"),
+          document.createTextNode(t.text));
+        div.append(head);
+        if (t.annotate) {
+          div.tabIndex = 0;
+          div.classList.add("an-ann");
+          div.append(...turnBox(it, t, div));
+          turnDivs.push(div);
         }
-        const s = state.items[it.item_id];
-        sel.value = s && s.scores && s.scores[f] ? String(s.scores[f]) : "";
-        sel.addEventListener("change", () => {
-          const sc = itemState(it.item_id).scores;
-          if (sel.value) sc[f] = parseInt(sel.value, 10);
-          else delete sc[f];
-          save();
-        });
-        lab.append(el("span", "an-label", f + " (1-10)"), sel);
-        ov.append(lab);
+        sec.append(div);
       }
-      sec.append(ov);
+      if (isOverall(it)) {
+        const ov = el("div", "an-overall");
+        for (const f of D.likert) {
+          const lab = el("label", null);
+          const sel = el("select");
+          sel.dataset.score = f;
+          sel.append(el("option", null, "-"));
+          sel.options[0].value = "";
+          for (let v = 1; v <= 10; v++) {
+            const o = el("option", null, String(v));
+            o.value = String(v);
+            sel.append(o);
+          }
+          const s = state.items[it.item_id];
+          sel.value = s && s.scores && s.scores[f] ? String(s.scores[f]) : "";
+          sel.addEventListener("change", () => {
+            const sc = itemState(it.item_id).scores;
+            if (sel.value) sc[f] = parseInt(sel.value, 10);
+            else delete sc[f];
+            save(it);
+          });
+          lab.append(el("span", "an-label", f + " (1-10)"), sel);
+          ov.append(lab);
+        }
+        sec.append(ov);
+      }
+      main.append(sec);
+      mark(it);
+    });
+    for (const d of turnDivs) {
+      d.addEventListener("focus", () => {
+        if (current && current !== d) current.classList.remove("an-focus");
+        current = d;
+        d.classList.add("an-focus");
+      });
+      // focus gone elsewhere (not to a box or the note of this turn): no turn is shown as current
+      d.addEventListener("focusout", (e) => {
+        if (!d.contains(e.relatedTarget)) d.classList.remove("an-focus");
+      });
     }
-    main.append(sec);
-  });
+  }
 
   // ------------------------------------------------------------------------------ keys
   let current = null;
@@ -245,11 +271,6 @@
     div.focus({ preventScroll: true });
     div.scrollIntoView({ block: "center" });
   }
-  for (const d of turnDivs) d.addEventListener("focus", () => {
-    if (current && current !== d) current.classList.remove("an-focus");
-    current = d;
-    d.classList.add("an-focus");
-  });
   document.addEventListener("keydown", (e) => {
     const tag = e.target && e.target.tagName;
     if (e.ctrlKey || e.metaKey || e.altKey) return;
@@ -262,7 +283,8 @@
       e.preventDefault();
       return;
     }
-    if (!current) return;
+    // a key labels the current turn only while the focus is on it (a click elsewhere leaves it)
+    if (!current || !current.contains(document.activeElement)) return;
     const i = KEYS.indexOf(k);
     if (i >= 0 && i < behaviours.length) {
       current.annToggle(i);
@@ -273,33 +295,57 @@
     }
   });
 
+  // ------------------------------------------------------------------------------ start
+  function badName(who) {
+    if (!who) return "put your name or id in first (your work is kept under it, and it names your labels in the run)";
+    if (/[\/\\:\u0000-\u001f\u007f]/.test(who)) return "a name without / \\ : or control characters, please";
+    return "";
+  }
+  function begin() {
+    const who = (name.value || "").trim();
+    const bad = badName(who);
+    msg.className = "";
+    msg.textContent = bad;
+    if (bad) {
+      name.focus();
+      return;
+    }
+    state = load(who);
+    name.value = who;
+    name.readOnly = true;
+    start.hidden = true;
+    exp.hidden = false;
+    render();
+    progress();
+    document.body.dataset.started = "1";
+  }
+  start.addEventListener("click", begin);
+  name.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !state.annotator) begin();
+  });
+
   // ------------------------------------------------------------------------------ export
   function cell(v) {
     const s = v === undefined || v === null ? "" : String(v);
     return /[",\r\n]/.test(s) || /^\s|\s$/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s;
   }
   exp.addEventListener("click", () => {
-    const who = (name.value || "").trim();
+    const who = state.annotator;
     msg.className = "";
-    if (!who) {
-      msg.textContent = "put your name or id in first (it names your labels in the run)";
-      name.focus();
-      return;
-    }
-    if (/[\/\\:\u0000-\u001f\u007f]/.test(who)) {
-      msg.textContent = "a name without / \\ : or control characters, please";
-      name.focus();
-      return;
-    }
+    if (!who) return;
     const rows = [D.columns.join(",")];
     let turns = 0;
     let overall = 0;
+    let noteOnly = 0;
     for (const it of items) {
       const s = state.items[it.item_id];
       if (!s) continue;
       for (const t of annotated(it)) {
         const ts = s.turns && s.turns[t.turn];
-        if (!turnDone(ts)) continue;
+        if (!turnDone(ts)) {
+          if (ts && typeof ts.other === "string" && ts.other.trim()) noteOnly++;
+          continue;
+        }
         const b = ticked(ts).length ? ticked(ts).join(";") : D.none;
         const r = { annotator: who, item_id: it.item_id, turn: t.turn, behaviours: b, not_in_taxonomy: (ts.other || "").trim() };
         rows.push(D.columns.map((c) => cell(r[c])).join(","));
@@ -312,8 +358,10 @@
         overall++;
       }
     }
+    const left = noteOnly ? "; " + noteOnly + " turn(s) with a 'not in the taxonomy' note but nothing ticked " +
+      "left out (not annotated): tick what the turn shows, or 'no behaviour', to export them" : "";
     if (!turns && !overall) {
-      msg.textContent = "nothing labelled yet: tick the behaviours of a turn (or no behaviour) first";
+      msg.textContent = "nothing labelled yet: tick the behaviours of a turn (or no behaviour) first" + left;
       return;
     }
     const a = el("a");
@@ -324,7 +372,7 @@
     a.remove();
     msg.className = "ok";
     msg.textContent = "exported " + turns + " turn(s) and " + overall + " overall score(s): " +
-      "import with cocoeval annotate-import FILE RUN --key key.json";
+      "import with cocoeval annotate-import FILE RUN --key key.json" + left;
   });
 
   progress();
