@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -12,12 +13,24 @@ from ._args import add_set_option, int_range, params_sets
 
 def _cmd_probe(a: argparse.Namespace) -> int:
     from cocoeval.analysis.probes import probe_tables, probe_text
+    from cocoeval.llm.errors import CostCapReached
     from cocoeval.run.probes import run_probes
     from cocoeval.run.rundir import Run
     from cocoeval.run.stages import load_params
 
+    from .run import COST_CAP_EXIT
+
     exp = load_params(a.params, params_sets(a, {"processes": "llm.processes"}))
-    done = run_probes(exp, progress=False if a.no_progress else None)
+    try:
+        done = run_probes(exp, progress=False if a.no_progress else None)
+    except CostCapReached as e:  # stopped sending; the probe items judged and every answer are kept
+        print(
+            f"stopped: {e.reason}; {e.not_sent} call(s) not sent, the calls in flight finished and are kept in the "
+            f"call cache (usage: {exp.run_dir / 'usage.json'}). Run the same command with a larger cap, "
+            f"--set llm.max_usd=USD, to go on (no completed call is sent again); exit status {COST_CAP_EXIT}",
+            file=sys.stderr,
+        )
+        return COST_CAP_EXIT
     print(f"run directory: {exp.run_dir}")
     run = Run.open(exp.run_dir)
     for judge, counts in done.items():
@@ -40,7 +53,9 @@ def add_commands(sub: Any) -> None:
             "behaviour each, and the same targets judged again as a new sample. Calls go "
             "through the run's call cache (a killed probe run resumes; cocoeval estimate "
             "forecasts them); records go to <run>/probes/<judge>.jsonl; the tables are "
-            "printed (and are in the report's judge check).",
+            "printed (and are in the report's judge check). Under a cost cap (--set "
+            "llm.max_usd=USD, counted with the run's invocations) it stops sending at the "
+            "cap and exits 4; the same command with a larger cap goes on.",
             79,
         ),
     )

@@ -228,6 +228,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
     exp = load_params(a.params, params_sets(a, RUN_FLAGS))
     stages = tuple(a.stage) if a.stage else ("simulate", "judge")
+    _refuse_cap_on_unknown_spend(exp.params.llm.max_usd, exp.run_dir)
     try:
         run_dir = exp.run(stages, progress=False if a.no_progress else None)
     except CostCapReached as e:  # stopped sending; what finished is kept (manifest: status stopped)
@@ -263,6 +264,20 @@ def _cmd_run(a: argparse.Namespace) -> int:
     print(usage_summary(usage))
     _keep_frames(run_dir)
     return _run_outcome(summary, a.allow_invalid)
+
+
+def _refuse_cap_on_unknown_spend(cap: float | None, run_dir: Path) -> None:
+    """A cost cap on a run directory whose usage journal counts calls of unknown cost is refused
+    before the manifest says "running" (the runner refuses it too): they cannot count against it."""
+    if cap is None:
+        return
+    from cocoeval.llm.runner import unknown_spend_refusal
+    from cocoeval.llm.usage import journal_totals
+    from cocoeval.run.rundir import USAGE_JOURNAL
+
+    journal = run_dir / USAGE_JOURNAL
+    if unknown := sum(int(v.get("cost_unknown_calls") or 0) for v in journal_totals(journal).values()):
+        raise unknown_spend_refusal(cap, journal, unknown)
 
 
 def _effective(params: ExperimentParams) -> str:
@@ -320,7 +335,7 @@ def usage_summary(usage: dict[str, Any]) -> str:
         f"paid by this run: {_money(t['cost_usd'], t['cost_unknown_calls'])}"
         + (
             f"; paid, answer lost or unreadable: {t['lost_attempts']} attempt(s), {t['lost_input_tokens']} input "
-            f"tokens, ${t['lost_cost_usd']:.4f} (in the cost)"
+            f"tokens, {_money(t['lost_cost_usd'], t.get('lost_cost_unknown_calls', 0))} (in the cost)"
             if t.get("lost_attempts")
             else ""
         )

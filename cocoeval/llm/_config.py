@@ -43,8 +43,10 @@ class LLMConfig(BaseModel):
     max_usd: float | None = Field(None, gt=0, le=1e9)
     """A cap on what the run directory's invocations pay together (``cocoeval run --max-usd``): once
     the spend reaches it, no further request is sent; the calls in flight finish and are kept, and
-    the run stops (``CostCapReached``). None: no cap. Refused with a model of unknown price, and
-    with ``batch`` (a submitted batch cannot be stopped part-way)."""
+    the run stops (``CostCapReached``). None: no cap. Refused with a model of unknown price, with
+    ``batch`` (a submitted batch cannot be stopped part-way), and without a call cache that is read
+    and written (``cache`` None, ``cache_policy`` other than read_write): going on after the cap
+    takes every completed answer from the cache, so without one they would all be paid again."""
     progress: bool = True
     """Show a tqdm progress bar."""
     processes: int = Field(1, ge=1, le=64, strict=True)
@@ -82,6 +84,13 @@ class LLMConfig(BaseModel):
             raise ValueError(
                 "max_usd (--max-usd) and batch (--batch) together: a submitted batch cannot be stopped part-way, "
                 "so its cost cannot be capped; run live with the cap, or through batches without it"
+            )
+        if self.max_usd is not None and (self.cache is None or self.cache_policy != "read_write"):
+            what = "no call cache (cache: null)" if self.cache is None else f"cache_policy {self.cache_policy}"
+            raise ValueError(
+                f"max_usd (--max-usd) with {what}: going on after the cap stops a run takes every completed answer "
+                "from the call cache, so without a cache that is read and written they would all be paid again; "
+                "use cache_policy read_write (the default) with the cap, or leave the cap out"
             )
         return self
 

@@ -74,7 +74,9 @@ class CostCapReached(LLMError):
         )
         super().__init__(
             f"{self.reason}; {not_sent} call(s) not sent (the calls in flight finished and are kept in the call cache)",
-            hint="run the same command with a larger --max-usd (llm.max_usd) to go on: no completed call is sent again",
+            hint="run the same command with a larger cap (cocoeval run --max-usd, or --set llm.max_usd=USD) to go "
+            "on: no completed call is sent again (the cap needs the call cache read and written, cache_policy "
+            "read_write)",
         )
 
 

@@ -65,8 +65,14 @@ class Runner:
         self.ledger = Ledger(self.config.price_table(), journal=journal)
         self.spent_before = 0.0
         """What earlier invocations on ``journal`` paid (known prices): counted against ``max_usd``."""
+        self.unknown_before = 0
+        """Calls of unknown cost the earlier invocations on ``journal`` made: a cap is then refused
+        (``_check_prices``), since what they paid cannot be counted against it."""
         if self.config.max_usd is not None and journal is not None:
-            self.spent_before = sum(float(v.get("cost_usd") or 0.0) for v in journal_totals(Path(journal)).values())
+            earlier = journal_totals(Path(journal)).values()
+            self.spent_before = sum(float(v.get("cost_usd") or 0.0) for v in earlier)
+            self.unknown_before = sum(int(v.get("cost_unknown_calls") or 0) for v in earlier)
+        self.journal = Path(journal) if journal is not None else None
         self.sent = 0
         """Requests sent live."""
         self.batched = 0
@@ -502,6 +508,8 @@ class Runner:
         """Under a cost cap every model must have a known price: refused before anything is sent."""
         if self.config.max_usd is None:
             return
+        if self.unknown_before:
+            raise unknown_spend_refusal(self.config.max_usd, self.journal, self.unknown_before)
         unknown = sorted({c.model for c in calls if self.ledger.prices.price_for(c.model) is None})
         if unknown:
             raise ConfigError(
@@ -586,6 +594,19 @@ class Runner:
             self._claims.close(keep=bool(busy))
             self._claims = None
         self.cache.close()
+
+
+def unknown_spend_refusal(max_usd: float, journal: Path | None, unknown: int) -> ConfigError:
+    """The refusal of a cost cap on a usage journal that counts ``unknown`` calls of unknown cost:
+    what they paid cannot be counted against the cap (never as $0)."""
+    return ConfigError(
+        f"a cost cap (max_usd ${max_usd:g}) is set and the usage journal {journal} counts {unknown} call(s) of "
+        "unknown cost (sent to a model without a price): what they paid cannot be counted against the cap; "
+        "nothing was sent",
+        hint="give every model a price in the llm: section (price: {MODEL_SPEC: {input: X, cached_input: Y, "
+        "output: Z}}, docs/cost.md) and use the cap on a new run directory (another out:), or leave the cap out "
+        "for this one",
+    )
 
 
 def _usd_so_far(usd: float, unknown: int) -> str:

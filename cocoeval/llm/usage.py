@@ -175,7 +175,8 @@ class Ledger:
     attempts that were sent and got no answer (a client-side timeout the SDK retried, or a call
     that timed out for good), or an answer whose body could not be read; the provider may have
     billed them, so their input tokens, estimated from the request, are counted as paid.
-    ``cost_usd`` includes ``lost_cost_usd``.
+    ``cost_usd`` includes ``lost_cost_usd``; ``lost_cost_unknown_calls``: the calls whose lost
+    attempts have no price (their cost is unknown, never $0; they count in ``cost_unknown_calls`` too).
 
     The token and cost fields count what this ledger's calls paid, never a cache hit.
     ``reused_*`` ("re-used, not paid again"): the answers taken from the call cache that were
@@ -270,6 +271,7 @@ class Ledger:
             **dict.fromkeys(self.FIELDS, 0),
             "cost_usd": 0.0,
             "lost_cost_usd": 0.0,
+            "lost_cost_unknown_calls": 0,
             "cost_unknown_calls": 0,
             "reused_cost_usd": 0.0,
         }
@@ -323,6 +325,7 @@ class Ledger:
             lost = self.prices.cost(model, Usage(input_tokens=lost_input_tokens))
             if lost is None:
                 unknown = True
+                row["lost_cost_unknown_calls"] += 1
             else:
                 row["lost_cost_usd"] += lost
                 row["cost_usd"] += lost
@@ -377,6 +380,8 @@ def shown_costs(row: dict[str, Any]) -> dict[str, Any]:
     out = dict(row)
     if out.get("cost_unknown_calls") and not out.get("cost_usd"):
         out["cost_usd"] = None
+    if out.get("lost_cost_unknown_calls") and not out.get("lost_cost_usd"):
+        out["lost_cost_usd"] = None
     if out.get("reused_cost_unknown_calls") and not out.get("reused_cost_usd"):
         out["reused_cost_usd"] = None
     return out

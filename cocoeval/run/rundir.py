@@ -626,6 +626,7 @@ def write_manifest(run_dir: Path, manifest: Manifest) -> None:
 PAID_FIELDS = (
     "cost_usd",
     "lost_cost_usd",
+    "lost_cost_unknown_calls",
     "cost_unknown_calls",
     "failed",
     "input_tokens",

@@ -159,3 +159,94 @@ def test_a_price_given_in_llm_price_is_what_the_run_and_the_estimate_charge(benc
     t = usage["totals"]
     billed = (t["input_tokens"] * PRICE["input"] + t["output_tokens"] * PRICE["output"]) / 1e6
     assert t["cost_unknown_calls"] == 0 and t["cost_usd"] == pytest.approx(billed) and billed > 0
+
+
+@pytest.mark.parametrize(
+    "setting", ["llm.cache_policy='off'", "llm.cache_policy=read_only", "llm.cache_policy=refresh"]
+)
+def test_a_cap_without_a_read_write_call_cache_is_refused_before_anything_is_sent(bench, srv, capsys, setting):
+    # going on after the cap takes every completed answer from the cache: without one it would pay them again
+    srv.configure(answers=ANSWERS)
+    p = params(bench, srv, price=True)
+    assert main(["run", p, "--no-progress", "--max-usd", "0.5", "--set", setting]) == 2
+    err = capsys.readouterr().err
+    assert "max_usd" in err and setting.split("=")[1].strip("'") in err and "paid again" in err and "read_write" in err
+    assert srv.stats()["requests"] == 0 and not (bench / "runs" / "p" / "manifest.json").exists()
+
+
+def test_the_answers_of_the_round_that_reached_the_cap_are_cached_and_not_paid_again(bench, srv, capsys):
+    from ..conftest import cached_keys
+
+    srv.configure(answers=ANSWERS)
+    p = params(bench, srv, price=True)
+    assert main(["run", p, "--no-progress", "--max-usd", "0.5"]) == 4
+    sent = srv.stats()["requests"]
+    journal = (bench / "runs" / "p" / "usage.journal.jsonl").read_text().splitlines()
+    assert len(cached_keys(bench / "cache.sqlite")) == sent == len(journal)  # every answer paid is cached
+    srv.reset()
+    srv.configure(answers=ANSWERS)
+    assert main(["run", p, "--no-progress", "--max-usd", "1000"]) == 0
+    assert srv.stats()["requests"] == TOTAL - sent
+    capsys.readouterr()
+
+
+def test_lost_attempts_at_an_unknown_price_cost_unknown_never_zero(bench, srv, capsys):
+    # a judge answer whose body cannot be read: one attempt paid and lost, on a model with no price
+    srv.configure(answers=ANSWERS, faults=[{"match": "Continuation to evaluate", "kind": "malformed", "times": 1}])
+    p = params(bench, srv, price=False)
+    assert main(["run", p, "--no-progress", "--allow-invalid"]) == 0
+    out = capsys.readouterr().out
+    assert "paid, answer lost or unreadable: 1 attempt(s)" in out
+    assert "0.0000" not in out and re.search(
+        r"input tokens, unknown \(\d+ calls at unknown prices\) \(in the cost\)", out
+    )
+    usage = json.loads((bench / "runs" / "p" / "usage.json").read_text())
+    assert usage["totals"]["lost_attempts"] == 1 and usage["totals"]["lost_cost_usd"] is None
+    assert usage["totals"]["lost_cost_unknown_calls"] == 1 and usage["all_invocations"]["lost_cost_usd"] is None
+
+
+def test_a_cap_on_a_run_directory_that_paid_calls_of_unknown_cost_is_refused(bench, srv, capsys):
+    # an earlier invocation without a price paid an unknown amount: never counted as $0 against a cap
+    srv.configure(answers=ANSWERS)
+    assert main(["run", params(bench, srv, price=False), "--no-progress", "--stage", "simulate"]) == 0
+    before = srv.stats()["requests"]
+    capsys.readouterr()
+    p = params(bench, srv, price=True)
+    assert main(["run", p, "--no-progress", "--max-usd", "1000"]) == 2
+    err = capsys.readouterr().err
+    assert "usage journal" in err and "of unknown cost" in err and "price: {MODEL_SPEC" in err
+    assert srv.stats()["requests"] == before
+    assert json.loads((bench / "runs" / "p" / "manifest.json").read_text())["status"] == "complete"
+    # the runner refuses it too (cocoeval probe and library use go through it)
+    from cocoeval.core.errors import ConfigError
+    from cocoeval.llm import Runner
+    from cocoeval.llm._config import LLMConfig
+
+    r = Runner(
+        LLMConfig(max_usd=1000, cache=str(bench / "c2.sqlite"), progress=False),
+        journal=bench / "runs" / "p" / "usage.journal.jsonl",
+    )
+    with pytest.raises(ConfigError, match="of unknown cost"):
+        r.run([])
+    r.close()
+
+
+def test_probe_stopped_by_the_cap_exits_4_naming_the_flag_it_has(srv, tmp_path, capsys, monkeypatch):
+    from ..run.test_probes import FINE_MARK, _params, fine
+
+    srv.configure(answers=[{"match": FINE_MARK, "text": fine()}])
+    p = _params(tmp_path, srv.openai_base, {"kinds": ["names", "stability"], "targets": 3})
+    data = yaml.safe_load(p.read_text())
+    data["llm"]["price"] = {"openai-compatible/fake": PRICE}
+    data["llm"]["concurrency"] = 1
+    p.write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(p), "--stage", "judge", "--no-progress"]) == 0
+    spent = json.loads((tmp_path / "runs" / "exp" / "usage.json").read_text())["all_invocations"]["cost_usd"]
+    capsys.readouterr()
+    before = srv.stats()["requests"]
+    assert main(["probe", str(p), "--no-progress", "--set", f"llm.max_usd={spent * 1.0001}"]) == 4
+    err = capsys.readouterr().err
+    assert "stopped: cost cap reached" in err and "--set llm.max_usd=USD" in err and "exit status 4" in err
+    assert "--max-usd" not in err
+    assert 0 < srv.stats()["requests"] - before < 6  # the probe calls: 3 names + 3 stability
