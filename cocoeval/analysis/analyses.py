@@ -825,6 +825,7 @@ def judge_reliability(run: RunLike, p: Params) -> Answer:
         p.seed,
         min_n=p.min_n,
         history_folder=p.options.get("judge_history"),
+        record=bool(p.options.get("record_history", True)),
     )
 
 

@@ -18,16 +18,22 @@ calibration against the annotators' majority, and a history of its agreement acr
   folder, so runs kept side by side share one history; ``history_path``) unless its latest line of
   the same judge id and run holds the same numbers: judge name and id, prompt version, samples,
   run, date, annotators and conversations, and α (with the judge), κ and F1 per behaviour and for
-  any behaviour, with the pooled ECE and Brier score. ``history_table`` compares the current entry
-  with the latest one of the same judge name under another judge id: per measure, rose, fell or
-  unchanged.
+  any behaviour, with the pooled ECE and Brier score, and a digest of the labelled conversations
+  and annotators (``design``); the run is named relative to the history's folder. The file is
+  written only when it is a regular file (never through a link or into a pipe).
+  ``history_table`` compares the current entry with the latest earlier-dated one of the same judge
+  name under another judge id: per measure, rose or fell by at least ``CHANGE``, within it, or not
+  comparable when the labelled conversations or annotators differ.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -254,6 +260,15 @@ class Calibration:
     p: np.ndarray
     y: np.ndarray
     notes: list[str]
+    design: str | None = None
+    """A digest of the labelled conversations (target, instance) and the annotators the numbers
+    come from (``design_digest``): two history entries with other digests measured other things."""
+
+
+def design_digest(conversations: Sequence[tuple[str, str]], annotators: Sequence[str]) -> str:
+    """SHA-256 (16 hex digits) of the sorted labelled conversations and annotators."""
+    text = json.dumps([sorted(map(list, conversations)), sorted(annotators)], ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def calibration(
@@ -261,8 +276,8 @@ def calibration(
 ) -> Calibration | None:
     """The vote fractions of ``judge`` against the annotators' majority on the turns
     ``judge_check.turn_labels`` gives (None: no annotator besides the judge). The Brier score has a
-    95% percentile bootstrap interval over conversations (``resamples``, from ``min_n``
-    conversations); the ECE has none (it is biased upward near 0, where a percentile interval
+    95% percentile bootstrap interval over source conversations (``resamples``, from ``min_n`` of
+    them; the windows and targets cut from one meeting are resampled together); the ECE has none (it is biased upward near 0, where a percentile interval
     would not cover a calibrated judge's 0)."""
     from .judge_check import majority, turn_labels
 
@@ -273,29 +288,46 @@ def calibration(
     by = {(j.target_name or j.target, j.instance_id): j for j in _current(run, judge) if j.status in VALID}
     beh = tl.behaviours
     p = np.zeros((len(tl.conv), len(beh)))
+    keep = np.ones(len(tl.conv), dtype=bool)
     offset = 0
     k = 1
     missing = 0
     for c, key in enumerate(tl.conversations):
         n = int((tl.conv == c).sum())
         j = by.get(key)
-        if j is None:
+        if j is None:  # no judgment under the current id: left out, never read as fraction 0
             missing += 1
+            keep[offset : offset + n] = False
         else:
             votes, valid, ks = _votes_of(j)
             k = max(k, ks)
+            # rows are the judged turns in order (a chat judges only its user turns 0, 2, 4, ...)
+            place = {lb.turn: i for i, lb in enumerate(j.labels)}
             for (turn, b), v in votes.items():
-                if 0 <= turn < n and b in beh:
-                    p[offset + turn, beh.index(b)] = v / valid
+                at = place.get(turn)
+                if at is not None and at < n and b in beh:
+                    p[offset + at, beh.index(b)] = v / valid
         offset += n
     xh = np.stack([tl.x[h] for h in humans])
     mh = np.stack([tl.present[h] for h in humans])
     y = majority(xh, mh).astype(float)
+    p, y = p[keep], y[keep]
+    # the bootstrap's unit: the source conversation (``core.schema.conversation_of``), as for the
+    # corrected rates: the windows and targets cut from one meeting are not independent
+    source = dict(zip(f.instances["instance_id"].to_list(), f.instances["conversation"].to_list(), strict=True))
+    units: dict[str, int] = {}
+    unit = np.array(
+        [units.setdefault(source.get(iid) or iid, len(units)) for _, iid in tl.conversations], dtype=np.int64
+    )
+    conv = unit[tl.conv][keep] if len(tl.conv) else np.zeros(0, dtype=np.int64)
+    conv = np.unique(conv, return_inverse=True)[1].astype(np.int64) if len(conv) else conv
+    n_units = int(conv.max()) + 1 if len(conv) else 0
+    n_conv = len(tl.conversations) - missing
     notes = list(tl.notes)
     if missing:
         notes.append(f"{missing} conversation(s) without the judge's judgment under its current id left out")
     rows = []
-    base = {"judge": judge, "samples": k, "conversations": len(tl.conversations)}
+    base = {"judge": judge, "samples": k, "conversations": n_conv}
     for i, b in [*enumerate(beh), (None, POOLED)]:
         pp = p.ravel() if i is None else p[:, i]
         yy = y.ravel() if i is None else y[:, i]
@@ -303,13 +335,13 @@ def calibration(
         if k == 1 and len(pp):
             note = "one sample per target: the fractions are 0 or 1"
         lo = hi = None
-        small = too_small(len(tl.conversations), min_n)
+        small = too_small(n_units, min_n)
         if small and len(pp):
             note = "; ".join(filter(None, [note, f"no interval: {small}"]))
         elif len(pp):
             pc = p if i is None else p[:, [i]]
             yc = y if i is None else y[:, [i]]
-            lo, hi = brier_interval(pc, yc, tl.conv, resamples, rng_for(seed, "calibration", judge, b))
+            lo, hi = brier_interval(pc, yc, conv, resamples, rng_for(seed, "calibration", judge, b))
         rows.append(
             {
                 **base,
@@ -340,7 +372,9 @@ def calibration(
         ],
         schema=BINS_SCHEMA,
     )
-    return Calibration(judge, pl.DataFrame(rows, schema=CALIBRATION_SCHEMA), bins, pooled_p, pooled_y, notes)
+    design = design_digest([key for key in tl.conversations if key in by], humans)
+    table = pl.DataFrame(rows, schema=CALIBRATION_SCHEMA)
+    return Calibration(judge, table, bins, pooled_p, pooled_y, notes, design)
 
 
 def reliability_chart(bins: pl.DataFrame, title: str = "Reliability diagram (beyond the paper)") -> alt.TopLevelMixin:
@@ -382,8 +416,10 @@ def history_path(run: RunLike, folder: str | Path | None = None) -> Path | None:
 def read_history(path: Path) -> list[dict[str, Any]]:
     """The entries of a history file in order (none when it is missing; a line that is no JSON
     object, e.g. one cut off by a crash, is skipped)."""
-    if not path.is_file():
-        return []
+    from cocoeval.core.files import special_file
+
+    if path.is_symlink() or special_file(path) is not None or not path.is_file():
+        return []  # a link or a pipe at that path is neither read nor followed
     out = []
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
@@ -400,10 +436,21 @@ def _num(v: Any) -> float | None:
 
 
 def history_entry(
-    run: RunLike, judge: str, turns: pl.DataFrame, cal: Calibration | None, date: str | None = None
+    run: RunLike,
+    judge: str,
+    turns: pl.DataFrame,
+    cal: Calibration | None,
+    date: str | None = None,
+    *,
+    folder: Path | None = None,
 ) -> dict[str, Any] | None:
     """The history entry of ``judge`` from its turn-level agreement ``turns`` (``turn_agreement``)
-    and calibration; None when no conversation was labelled by the judge and an annotator."""
+    and calibration; None when no conversation was labelled by the judge and an annotator. The
+    run is recorded relative to the history's ``folder`` (``core.files.portable_path``: never an
+    absolute path of this machine; its name alone when it lies elsewhere); ``design`` is the
+    calibration's digest of the labelled conversations and annotators."""
+    from cocoeval.core.files import portable_path
+
     if turns.is_empty() or not turns["conversations"].fill_null(0).max():
         return None
     measures = {r["behaviour"]: {m: _num(r[m]) for m in MEASURES} for r in turns.iter_rows(named=True)}
@@ -416,7 +463,8 @@ def history_entry(
         "judge_id": (run.manifest.judges.get(judge) or {}).get("fine_grained"),
         "prompt": run.manifest.prompts.get("judge_fine_grained"),
         "samples": cal.table["samples"][0] if cal is not None else 1,
-        "run": str(Path(run.path).resolve()) if run.path is not None else None,
+        "run": None if run.path is None else portable_path(run.path, folder or Path(run.path).parent),
+        "design": cal.design if cal is not None else None,
         "date": date or _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "annotators": int(first["annotators"]),
         "conversations": int(first["conversations"]),
@@ -427,24 +475,50 @@ def history_entry(
 def record_history(path: Path, entry: dict[str, Any]) -> bool:
     """Append ``entry`` to the history at ``path`` unless the latest entry of its judge id and run
     holds the same numbers (a report made again adds nothing). True when appended; False too when
-    the folder cannot be written (the history is then not kept, and nothing fails)."""
-    same = [e for e in read_history(path) if (e.get("judge_id"), e.get("run")) == (entry["judge_id"], entry["run"])]
-    keys = ("judge", "samples", "annotators", "conversations", "measures", "prompt")
-    if same and all(same[-1].get(k) == entry[k] for k in keys):
+    the folder cannot be written, or ``path`` is a link, a named pipe, a device or a socket (the
+    history is then not kept, and nothing fails or waits). The line is written by one ``os.write``
+    on a file opened for appending, so two reports at once do not interleave their lines."""
+    from cocoeval.core.files import special_file
+
+    if path.is_symlink() or special_file(path) is not None or (path.exists() and not path.is_file()):
         return False
+    same = [e for e in read_history(path) if (e.get("judge_id"), e.get("run")) == (entry["judge_id"], entry["run"])]
+    keys = ("judge", "samples", "annotators", "conversations", "measures", "prompt", "design")
+    if same and all(same[-1].get(k) == entry.get(k) for k in keys):
+        return False
+    line = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        with path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
+        fd = os.open(path, flags, 0o644)
     except OSError:
         return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # put in place between the check and the open
+            return False
+        os.write(fd, line)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
     return True
+
+
+CHANGE = 0.05
+"""The least change of a history measure (α, κ, F1, ECE, Brier; all on a 0–1 scale) called a rise
+or a fall: a fixed rule, not a test. A smaller one is "within ±0.05": on a few dozen annotated
+conversations the bootstrap interval of κ or F1 is about ±0.1 wide, so a change under 0.05 is
+well inside the noise of one measurement."""
+NOT_COMPARABLE = "not comparable: other conversations/annotators"
 
 
 def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str | None) -> pl.DataFrame:
     """Per behaviour and measure, the latest entry of ``judge`` under ``current_id`` against the
-    latest earlier entry of the same judge name under another id: rose, fell or unchanged (at 3
-    decimals). Empty when there is no such pair."""
-    mine = [e for e in entries if e.get("judge") == judge]
+    latest entry of the same judge name under another id dated no later (entries ordered by their
+    date, not their place in the file): rose or fell when the change is at least ``CHANGE``, else
+    "within ±0.05"; ``NOT_COMPARABLE`` when the two were measured on other labelled conversations
+    or annotators (their ``design`` digests differ, or one has none). Empty when there is no such
+    pair."""
+    mine = sorted((e for e in entries if e.get("judge") == judge), key=lambda e: str(e.get("date") or ""))
     cur_at = max((n for n, e in enumerate(mine) if e.get("judge_id") == current_id), default=None)
     if cur_at is None:
         return pl.DataFrame(schema=HISTORY_SCHEMA)
@@ -452,6 +526,7 @@ def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str
     prev = next((e for e in reversed(mine[:cur_at]) if e.get("judge_id") != current_id), None)
     if prev is None:
         return pl.DataFrame(schema=HISTORY_SCHEMA)
+    same_design = cur.get("design") is not None and cur.get("design") == prev.get("design")
     rows = []
     for b, ms in cur["measures"].items():
         for m, v in ms.items():
@@ -460,8 +535,10 @@ def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str
             lower_better = m in ("ece", "brier")
             if change is None:
                 direction = "not comparable"
-            elif abs(change) < 0.0005:
-                direction = "unchanged"
+            elif not same_design:
+                direction = NOT_COMPARABLE
+            elif abs(change) < CHANGE:
+                direction = f"within ±{CHANGE:g}"
             else:
                 direction = "rose" if change > 0 else "fell"
                 if lower_better:
@@ -497,11 +574,13 @@ def answer(
     *,
     min_n: int = MIN_N,
     history_folder: str | Path | None = None,
+    record: bool = True,
 ) -> Any:
     """The judge_reliability analysis (beyond the paper): per LLM judge its samples, the
     calibration of its vote fractions against the annotators' majority (tables ``calibration``,
     ``reliability_bins``, ``judge_votes``; chart ``reliability``) and its agreement history
-    (``judge_history``), appending the current agreement to the history file; ``judge_samples``
+    (``judge_history``), appending the current agreement to the history file unless ``record`` is
+    False (``cocoeval report --no-history``: compared, nothing written); ``judge_samples``
     counts a sampled judge's invalid samples with their reasons."""
     from .answer import Answer
     from .coverage import not_run
@@ -517,8 +596,9 @@ def answer(
         "majority of the valid samples and its vote fraction per turn and behaviour the share of them that "
         f"label it. Calibration: the fractions against the annotators' majority on the annotated turns, Brier "
         f"score and expected calibration error ({BINS} equal-width bins; 0 is perfect). History: "
-        "judge_history.jsonl beside the run, compared with the latest entry of the same judge name under "
-        "another judge id. Definitions: `cocoeval/analysis/calibration.py`, docs/judging.md."
+        "judge_history.jsonl beside the run, compared with the latest earlier-dated entry of the same judge "
+        f"name under another judge id: a rise or fall only from {CHANGE:g}, and only when both were measured on "
+        "the same labelled conversations and annotators. Definitions: `cocoeval/analysis/calibration.py`, docs/judging.md."
     )
     path = history_path(run, history_folder)
     cals, binss, votes, hist = [], [], [], []
@@ -557,12 +637,15 @@ def answer(
                 + "."
             )
         turns = turn_agreement(f, j, resamples=1)  # the point estimates only (they do not depend on resamples)
-        entry = history_entry(run, j, turns, cal)
+        entry = history_entry(run, j, turns, cal, folder=None if path is None else path.parent)
         if entry is None:
             continue
-        if path is not None:
+        if path is not None and record:
             record_history(path, entry)
-        t = history_table(read_history(path) if path is not None else [entry], j, entry["judge_id"])
+        past = read_history(path) if path is not None else []
+        if not record:  # compared as if recorded, nothing written
+            past.append(entry)
+        t = history_table(past or [entry], j, entry["judge_id"])
         if t.is_empty():
             a.text.append(f"  History: no earlier entry of judge {j} under another judge id.")
         else:

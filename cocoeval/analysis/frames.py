@@ -89,7 +89,9 @@ class Frames:
     likert: pl.DataFrame
     """judge, human, target, instance_id, dataset, consistency, collaborativeness (valid only)."""
     labels: pl.DataFrame
-    """judge, target, instance_id, turn, behaviour, evidence: one row per detected behaviour."""
+    """judge, target, instance_id, turn (the target's turn index), position (its place among the
+    judged turns: in a human–AI chat only the user turns are judged, so turn 4 is position 2),
+    behaviour, evidence: one row per detected behaviour."""
     judgments: pl.DataFrame
     """judge, human, target, instance_id, kind, status (ok, repaired, invalid, skipped: its target
     has no turn to judge, reason ``NO_TURNS`` — or stale: of a continuation that is not the setup's
@@ -157,7 +159,15 @@ FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
         "consistency": _i64,
         "collaborativeness": _i64,
     },
-    "labels": {"judge": _s, "target": _s, "instance_id": _s, "turn": _i64, "behaviour": _s, "evidence": _s},
+    "labels": {
+        "judge": _s,
+        "target": _s,
+        "instance_id": _s,
+        "turn": _i64,
+        "position": _i64,
+        "behaviour": _s,
+        "evidence": _s,
+    },
     "judgments": {
         "judge": _s,
         "human": _b,
@@ -397,7 +407,7 @@ def _run_frames(run: RunLike, tax: Taxonomy) -> Frames:
                         "count": c,
                     }
                 )
-            for lb in j.labels:
+            for pos, lb in enumerate(j.labels):
                 for bid in lb.behaviours:
                     labels.append(
                         {
@@ -405,6 +415,7 @@ def _run_frames(run: RunLike, tax: Taxonomy) -> Frames:
                             "target": target,
                             "instance_id": j.instance_id,
                             "turn": lb.turn,
+                            "position": pos,
                             "behaviour": bid,
                             "evidence": lb.evidence.get(bid, ""),
                         }

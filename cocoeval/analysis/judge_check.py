@@ -218,9 +218,12 @@ def turn_labels(f: Frames, raters: Sequence[str]) -> TurnLabels:
     for r in lab.iter_rows(named=True):
         key = (r["target"], r["instance_id"])
         at = start.get(key)
-        if at is None or not has[r["judge"]][index[key]] or r["behaviour"] not in col or r["turn"] >= turns[key][first]:
+        pos = r["position"]
+        if at is None or not has[r["judge"]][index[key]] or r["behaviour"] not in col or pos >= turns[key][first]:
             continue
-        x[r["judge"]][at + r["turn"], col[r["behaviour"]]] = True
+        # by the place among the judged turns, not the turn index: in a chat only the user turns
+        # 0, 2, 4, ... are judged, and the conversation has as many rows as judged turns
+        x[r["judge"]][at + pos, col[r["behaviour"]]] = True
     return TurnLabels(list(raters), beh, convs, conv, x, present, sum(len(v) for v in who.values()), notes)
 
 

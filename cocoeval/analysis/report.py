@@ -219,11 +219,13 @@ def write_report(
     min_n: int = inference.MIN_N,
     correction: str = "bh",
     html: bool = False,
+    history: bool = True,
 ) -> ReportResult:
     """Every figure and table of a run (``html``: also the self-contained ``index.html``,
     ``html_report``). Intervals over fewer than ``min_n`` instances (or with every resample equal) are undefined; verdicts of ``paired_vs_human`` are corrected over
-    behaviours x setups with ``correction`` (bh, holm or none). Returns what was written
-    (``ReportResult``)."""
+    behaviours x setups with ``correction`` (bh, holm or none). ``history``: False to
+    leave the judge history beside the run unwritten (``calibration.answer``'s ``record``).
+    Returns what was written (``ReportResult``)."""
     inference.check_params(resamples=resamples, min_n=min_n, correction=correction)
     # its workers start while the run is read; the charts are written unvalidated (validated by the
     # tests), so none is checked at each part either (``charts.checked_once``: the same specs)
@@ -241,6 +243,7 @@ def write_report(
                 "seed": seed,
                 "min_n": min_n,
                 "correction": correction,
+                "history": history,
             },
         )
         rep = copy_kept(kept, out, html) if kept is not None else None
@@ -259,6 +262,7 @@ def write_report(
             min_n=min_n,
             correction=correction,
             html=html,
+            history=history,
         )
     if kept is not None:
         keep_report(kept, out, rep)
@@ -278,6 +282,7 @@ def _write_report(
     min_n: int,
     correction: str,
     html: bool,
+    history: bool = True,
 ) -> ReportResult:
     check = pipeline_check(run.manifest)
     mark = f" — {charts.PIPELINE_CHECK}" if check else ""
@@ -315,7 +320,7 @@ def _write_report(
         figures[name] = (charts.figure_paths(base), what)
         renderer.submit(charts.unchecked_json(chart), base)  # validated by the tests
 
-    params = analyses.Params(judge=judge, frames=f, correction=correction, **kw)
+    params = analyses.Params(judge=judge, frames=f, correction=correction, options={"record_history": history}, **kw)
     rates = invalid_rates(f)
     judged = rates.filter(pl.col("stage") == "judge")
     simulated = rates.filter(pl.col("stage") == "simulate").select("target", continuations_invalid_rate="invalid_rate")

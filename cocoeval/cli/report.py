@@ -42,6 +42,7 @@ def _cmd_report(a: argparse.Namespace) -> int:
         min_n=a.min_n,
         correction=a.correction,
         html=a.html,
+        history=not a.no_history,
     )
     print(
         f"judge: {rep.judge}; {len(rep.figures)} figures, {len(rep.tables)} tables in {rep.out} "
@@ -103,6 +104,12 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="also write OUT/index.html: one self-contained file (no network, no server; opens from "
         "file://) with every figure (interactive), every table, the provenance and the conversation viewer",
+    )
+    rp.add_argument(
+        "--no-history",
+        action="store_true",
+        help="do not append the judges' agreement to judge_history.jsonl beside the run (beyond the paper; "
+        "the report still compares with the entries already there)",
     )
     rp.set_defaults(func=_cmd_report)
 

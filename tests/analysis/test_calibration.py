@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import polars as pl
@@ -64,7 +67,7 @@ def test_the_reliability_chart_is_a_chart_of_the_bins():
 
 def test_the_history_compares_with_the_latest_entry_of_another_judge_id():
     def e(jid, f1, date):
-        return {"judge": "j", "judge_id": jid, "prompt": f"p@{jid}", "date": date, "run": "r",
+        return {"judge": "j", "judge_id": jid, "prompt": f"p@{jid}", "date": date, "run": "r", "design": "d",
                 "measures": {"any behaviour": {"alpha_with_judge": None, "kappa": f1, "f1": f1}}}  # fmt: skip
 
     t = history_table([e("a", 0.5, "1"), e("b", 0.7, "2"), e("c", 0.6, "3"), e("c", 0.6, "4")], "j", "c")
@@ -167,6 +170,7 @@ def test_samples_calibration_and_history_through_the_cli(srv, tmp_path, capsys):
     history = tmp_path / "runs" / "judge_history.jsonl"
     [entry] = read_history(history)
     assert entry["judge"] == "j" and entry["samples"] == 3 and entry["conversations"] == N_INST
+    assert entry["run"] == "cal" and entry["design"]  # relative to the history's folder, never absolute
     assert not (out / "judge_history.csv").exists()  # no earlier entry of another judge id
 
     assert cli.main(["report", str(run_dir), "--out", str(out), "--resamples", "50"]) == 0
@@ -183,3 +187,18 @@ def test_samples_calibration_and_history_through_the_cli(srv, tmp_path, capsys):
     assert f1["previous_id"] == first["judge_id"] and f1["current_id"] == second["judge_id"]
     assert f1["direction"] == "fell" and f1["current"] < f1["previous"]
     assert "judge_history" in (out / "index.md").read_text()
+    assert str(tmp_path) not in (out / "judge_history.csv").read_text() + (out / "judge_history.md").read_text()
+
+    params["judges"][0]["temperature"] = 0.7  # a third judge id, reported without writing the history
+    p.write_text(yaml.safe_dump(params))
+    assert cli.main(["run", str(p), "--stage", "judge", "--no-progress"]) == 0
+    before = history.read_bytes()
+    assert cli.main(["report", str(run_dir), "--out", str(out), "--resamples", "50", "--no-history"]) == 0
+    assert history.read_bytes() == before and (out / "judge_history.csv").exists()  # compared, not written
+    history.unlink()
+    os.mkfifo(history)  # a named pipe at the history's path: the report neither waits nor fails
+    done = subprocess.run(
+        [sys.executable, "-m", "cocoeval", "report", str(run_dir), "--out", str(tmp_path / "r2"), "--resamples", "50"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
