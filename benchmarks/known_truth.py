@@ -57,11 +57,12 @@ def distance_coverage(seeds: int, resamples: int) -> None:
                 rng = np.random.default_rng([seed, n, int(c * 10)])
                 s, h = distance_world(n, c, rng)
                 p = leaderboard.paired_profiles({"x": (s, h)}, resamples, seed, min_n=10)["x"]
-                d, lo, hi, _ = p["distance"]
+                d, lo, hi, _ = p.distance
+                assert d is not None and lo is not None and hi is not None  # n ≥ 10: every interval defined
                 cover += lo <= truth <= hi
                 holds += lo <= d <= hi
                 est.append(d)
-                plug.append(float(np.sqrt(np.mean(np.square(p["diff"])))))  # the plug-in RMS used before
+                plug.append(float(np.sqrt(np.mean(np.square(p.diff)))))  # the plug-in RMS used before
             print(
                 f"{n:>4} {c:>4} {truth:>7.3f} {cover / seeds:>9.3f} {holds / seeds:>9.3f} {np.mean(est):>9.3f} "
                 f"{np.mean(plug):>8.3f}"

@@ -172,8 +172,8 @@ def leaderboard_coverage(seeds: int, resamples: int) -> None:
                 groups = paired._codes([conv[i] for i in mats["s"].ids])
                 for j, clusters in enumerate(({"s": groups}, None)):  # the leaderboard now; as it was before
                     p = leaderboard.paired_profiles({"s": (s, h)}, resamples, seed, min_n=10, clusters=clusters)["s"]
-                    _, lo, hi, _ = p["distance"]
-                    cover[j] += lo is not None and lo <= truth <= hi
+                    _, lo, hi, _ = p.distance
+                    cover[j] += lo is not None and hi is not None and lo <= truth <= hi
             print(f"{m:>4} {convs:>4}x{windows:<2} {truth:>7.3f} {cover[0] / seeds:>15.3f} {cover[1] / seeds:>11.3f}")
 
 
@@ -212,7 +212,9 @@ def floor_coverage(seeds: int, resamples: int) -> None:
                 p = leaderboard.paired_profiles(
                     {name: (mats[name].x, h)}, resamples, seed, min_n=10, clusters={name: groups}
                 )[name]
-                dists[name].append(p["distance"][0])
+                d = p.distance[0]
+                assert d is not None  # two conversations or more: a distance
+                dists[name].append(d)
             other, conv2 = paired._matrices(world(rng, convs, windows, {}), BEH)  # another sample of humans
             dists["fresh"].append(
                 fresh_halves(other[REFERENCE].x, paired._codes([conv2[i] for i in other[REFERENCE].ids]))

@@ -43,6 +43,7 @@ judge, by how far its behaviour profile is from the humans' on the same instance
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -116,6 +117,31 @@ BEHAVIOUR_SCHEMA: dict[str, Any] = {
     "ci_note": _S,
     "n": _I,
 }
+
+
+Interval = tuple[float | None, float | None, float | None, str | None]
+"""(estimate, its 95% interval's ends, why the interval or the estimate is undefined)."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One setup against the human reference on the instances both have (``paired_profiles``): per
+    behaviour (arrays over the K behaviours) the paired difference in mean occurrences per
+    conversation with its interval's ends and why undefined; over them the distance (unbiased for
+    its square, ``square``; None below two instances or source conversations) and D (L1, plug-in),
+    each an ``Interval`` (D: ``l1``)."""
+
+    diff: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    notes: list[str | None]
+    n: int
+    square: float | None
+    distance: Interval
+    l1: Interval
+    """D, the absolute sum of the per-behaviour differences (L1, plug-in), with its interval."""
+    clusters: int | None = None
+    """The source conversations resampled (None: the instances were resampled one by one)."""
 
 
 def unbiased_square(m1: np.ndarray, m2: np.ndarray, n: int) -> np.ndarray:
@@ -227,7 +253,7 @@ def clustered_profile(
     seed: int = 0,
     *,
     min_n: int = inference.MIN_N,
-) -> dict[str, Any]:
+) -> Profile:
     """``paired_profiles``'s entry for one setup whose instances (rows of ``s`` and ``h``) come
     from the source conversations ``codes`` (0..C−1, in order of first appearance), some with
     several windows: every resample draws C conversations with all their windows
@@ -249,32 +275,21 @@ def clustered_profile(
     lo, hi = np.percentile(boot, stats.PERCENTILES, axis=0)
     notes = inference.ci_notes(n, boot, min_n)
     d_point = float(np.abs(point).sum())
-    out: dict[str, Any] = {
-        "diff": point,
-        "lo": lo,
-        "hi": hi,
-        "notes": notes,
-        "n": n,
-        "clusters": c,
-        "D": (d_point, *_interval(d_point, np.abs(boot).sum(axis=1), n, min_n)),
-    }
+    d1 = (d_point, *_interval(d_point, np.abs(boot).sum(axis=1), n, min_n))
     if c < 2:
-        out["square"] = None
-        out["distance"] = (
+        none: Interval = (
             None,
             None,
             None,
             "one source conversation: no distance (its square's estimate needs two conversations)",
         )
-        return out
+        return Profile(point, lo, hi, notes, n, None, none, d1, c)
     square = float(paired.cluster_square(sums, sizes))
     qb = paired.cluster_square(sums, sizes, w)
     note = inference.ci_notes(n, qb[:, None], min_n)[0]
     qlo, qhi = recentred_interval(square, qb, c)
     a, b = inference.interval(float(distance_of(qlo)), float(distance_of(qhi)), note)
-    out["square"] = square
-    out["distance"] = (float(distance_of(square)), a, b, note)
-    return out
+    return Profile(point, lo, hi, notes, n, square, (float(distance_of(square)), a, b, note), d1, c)
 
 
 def paired_profiles(
@@ -284,7 +299,7 @@ def paired_profiles(
     *,
     min_n: int = inference.MIN_N,
     clusters: dict[str, np.ndarray] | None = None,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Profile]:
     """For each setup's (setup counts, human counts) on the same instances, both (n, K): the
     per-behaviour paired differences with their intervals, the distance (unbiased for its square,
     ``unbiased_square``; interval: ``recentred_interval`` of the resamples' unbiased squares) and
@@ -295,7 +310,7 @@ def paired_profiles(
     by conversation (``clustered_profile``: the windows of one meeting are not independent, and
     resampling them one by one made the distance's interval cover the truth 0.68–0.69 of the time
     instead of 0.95 in benchmarks/paired.py's clustered worlds)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Profile] = {}
     by_n: dict[int, list[str]] = {}
     for name, (s, h) in pairs.items():
         codes = (clusters or {}).get(name)
@@ -317,7 +332,7 @@ def paired_profiles(
             notes = inference.ci_notes(n, bj, min_n)
             d_point = float(np.abs(point[j]).sum())
             if boot2 is None:
-                distance: tuple[Any, ...] = (
+                distance: Interval = (
                     None,
                     None,
                     None,
@@ -327,16 +342,8 @@ def paired_profiles(
             else:
                 square = float(unbiased_square(point[j], point2[j], n))
                 distance = _distance(square, unbiased_square(bj, boot2[:, j, :], n), n, min_n)
-            out[name] = {
-                "diff": point[j],
-                "lo": lo,
-                "hi": hi,
-                "notes": notes,
-                "n": n,
-                "square": square,
-                "distance": distance,
-                "D": (d_point, *_interval(d_point, np.abs(bj).sum(axis=1), n, min_n)),
-            }
+            d1 = (d_point, *_interval(d_point, np.abs(bj).sum(axis=1), n, min_n))
+            out[name] = Profile(point[j], lo, hi, notes, n, square, distance, d1)
     return out
 
 
@@ -533,25 +540,25 @@ def leaderboard(
                 per_b += [{"judge": judge, "setup": s, "behaviour": b, "ci_note": why, "n": 0} for b in beh]
                 continue
             p = prof[s]
-            (dist, lo, hi, note), (d1, d1_lo, d1_hi, _) = p["distance"], p["D"]
+            (dist, lo, hi, note), (d1, d1_lo, d1_hi, _) = p.distance, p.l1
             rows.append(
                 {
                     **row,
-                    "n": p["n"],
+                    "n": p.n,
                     "distance": dist,
-                    "distance_square": p["square"],
+                    "distance_square": p.square,
                     "ci_low": lo,
                     "ci_high": hi,
                     "ci_note": note,
                     "D": d1,
                     "D_ci_low": d1_lo,
                     "D_ci_high": d1_hi,
-                    "note": f"not ranked: {inference.too_small(p['n'], min_n)}" if p["n"] < min_n else None,
+                    "note": f"not ranked: {inference.too_small(p.n, min_n)}" if p.n < min_n else None,
                 }
             )
             s_mat, h_mat = pairs[s]
             for k, b in enumerate(beh):
-                a, z = inference.interval(p["lo"][k], p["hi"][k], p["notes"][k])
+                a, z = inference.interval(p.lo[k], p.hi[k], p.notes[k])
                 per_b.append(
                     {
                         "judge": judge,
@@ -559,11 +566,11 @@ def leaderboard(
                         "behaviour": b,
                         "mean_sim": float(s_mat[:, k].mean()),
                         "mean_human": float(h_mat[:, k].mean()),
-                        "diff": float(p["diff"][k]),
+                        "diff": float(p.diff[k]),
                         "diff_ci_low": a,
                         "diff_ci_high": z,
-                        "ci_note": p["notes"][k],
-                        "n": p["n"],
+                        "ci_note": p.notes[k],
+                        "n": p.n,
                     }
                 )
         ranked = sorted(

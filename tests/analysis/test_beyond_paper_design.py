@@ -316,8 +316,8 @@ def test_d_has_the_percentile_interval_of_the_resampled_absolute_sums():
     p = leaderboard.paired_profiles({"a": (s, h)}, 200, 3)["a"]
     d = s - h
     loop = [np.abs(d[r].mean(axis=0)).sum() for r in stats.boot_index(15, 200, 3)]
-    assert p["D"][0] == pytest.approx(np.abs(d.mean(axis=0)).sum())
-    assert (p["D"][1], p["D"][2]) == pytest.approx(tuple(np.percentile(loop, [2.5, 97.5])))
+    assert p.l1[0] == pytest.approx(np.abs(d.mean(axis=0)).sum())
+    assert (p.l1[1], p.l1[2]) == pytest.approx(tuple(np.percentile(loop, [2.5, 97.5])))
 
 
 def test_a_judge_that_sees_twice_what_the_humans_see_disagrees_with_the_corrected_rate():

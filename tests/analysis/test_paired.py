@@ -164,18 +164,18 @@ def test_the_leaderboard_resamples_conversations_and_is_the_instance_bootstrap_w
     before = leaderboard.paired_profiles({"x": (s, h)}, 300, 7)["x"]
     clustered = leaderboard.clustered_profile(s, h, one, 300, 7)
     for key in ("diff", "lo", "hi"):
-        assert clustered[key] == pytest.approx(before[key])
-    assert clustered["square"] == pytest.approx(before["square"])
-    assert clustered["distance"] == pytest.approx(before["distance"])
-    assert clustered["D"] == pytest.approx(before["D"])
+        assert getattr(clustered, key) == pytest.approx(getattr(before, key))
+    assert clustered.square == pytest.approx(before.square)
+    assert clustered.distance == pytest.approx(before.distance)
+    assert clustered.l1 == pytest.approx(before.l1)
     # ten conversations of three windows: each resample takes whole conversations (a plain loop)
     conv = np.repeat(np.arange(10), 3)
     got = leaderboard.paired_profiles({"x": (s, h)}, 300, 7, clusters={"x": conv})["x"]
     d = s - h
     boot = np.array([np.vstack([d[conv == c] for c in draw]).mean(axis=0) for draw in stats.boot_index(10, 300, 7)])
     lo, hi = np.percentile(boot, [2.5, 97.5], axis=0)
-    assert got["lo"] == pytest.approx(lo) and got["hi"] == pytest.approx(hi)
-    assert got["clusters"] == 10
+    assert got.lo == pytest.approx(lo) and got.hi == pytest.approx(hi)
+    assert got.clusters == 10
 
 
 def test_the_setup_by_setup_chart_shows_each_pair_both_ways_coloured_by_the_verdict():
