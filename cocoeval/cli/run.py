@@ -273,10 +273,12 @@ def _refuse_cap_on_unknown_spend(cap: float | None, run_dir: Path) -> None:
         return
     from cocoeval.llm.runner import unknown_spend_refusal
     from cocoeval.llm.usage import journal_totals
-    from cocoeval.run.rundir import USAGE_JOURNAL
+    from cocoeval.run.rundir import USAGE_JOURNAL, spent_outside_journal
 
     journal = run_dir / USAGE_JOURNAL
-    if unknown := sum(int(v.get("cost_unknown_calls") or 0) for v in journal_totals(journal).values()):
+    unknown = spent_outside_journal(run_dir)[1]
+    unknown += sum(int(v.get("cost_unknown_calls") or 0) for v in journal_totals(journal).values())
+    if unknown:
         raise unknown_spend_refusal(cap, journal, unknown)
 
 

@@ -56,10 +56,13 @@ class Runner:
         *,
         cache: CallCache | None = None,
         journal: str | os.PathLike[str] | None = None,
+        earlier: tuple[float, int] = (0.0, 0),
     ) -> None:
         """``journal``: a file each call that may have paid is appended to as it is counted
         (``Ledger.journal``), so that what a killed process paid is known afterwards; under a cost
-        cap (``max_usd``) what earlier invocations paid by that journal counts against it."""
+        cap (``max_usd``) what earlier invocations paid by that journal counts against it.
+        ``earlier``: what earlier invocations the journal does not count paid (USD at known prices,
+        calls of unknown cost; a run directory's from before its journal was kept): counted too."""
         self.config = config or LLMConfig()
         self.cache = cache or CallCache(self.config.cache, self.config.cache_policy)
         self.ledger = Ledger(self.config.price_table(), journal=journal)
@@ -69,9 +72,9 @@ class Runner:
         """Calls of unknown cost the earlier invocations on ``journal`` made: a cap is then refused
         (``_check_prices``), since what they paid cannot be counted against it."""
         if self.config.max_usd is not None and journal is not None:
-            earlier = journal_totals(Path(journal)).values()
-            self.spent_before = sum(float(v.get("cost_usd") or 0.0) for v in earlier)
-            self.unknown_before = sum(int(v.get("cost_unknown_calls") or 0) for v in earlier)
+            journaled = journal_totals(Path(journal)).values()
+            self.spent_before = earlier[0] + sum(float(v.get("cost_usd") or 0.0) for v in journaled)
+            self.unknown_before = earlier[1] + sum(int(v.get("cost_unknown_calls") or 0) for v in journaled)
         self.journal = Path(journal) if journal is not None else None
         self.sent = 0
         """Requests sent live."""
@@ -600,9 +603,9 @@ def unknown_spend_refusal(max_usd: float, journal: Path | None, unknown: int) ->
     """The refusal of a cost cap on a usage journal that counts ``unknown`` calls of unknown cost:
     what they paid cannot be counted against the cap (never as $0)."""
     return ConfigError(
-        f"a cost cap (max_usd ${max_usd:g}) is set and the usage journal {journal} counts {unknown} call(s) of "
-        "unknown cost (sent to a model without a price): what they paid cannot be counted against the cap; "
-        "nothing was sent",
+        f"a cost cap (max_usd ${max_usd:g}) is set and the earlier invocations on this run directory (its usage "
+        f"journal {journal}, its usage.json) made {unknown} call(s) of unknown cost (sent to a model without a "
+        "price): what they paid cannot be counted against the cap; nothing was sent",
         hint="give every model a price in the llm: section (price: {MODEL_SPEC: {input: X, cached_input: Y, "
         "output: Z}}, docs/cost.md) and use the cap on a new run directory (another out:), or leave the cap out "
         "for this one",

@@ -329,7 +329,7 @@ def run_probes(
     from cocoeval.core.errors import ConfigError, Interrupted, NotFoundError
 
     from .lock import run_dir_lock
-    from .rundir import USAGE_JOURNAL, Run, write_usage
+    from .rundir import USAGE_JOURNAL, Run, spent_outside_journal, write_usage
 
     sec = exp.params.probes
     if sec is None:
@@ -356,7 +356,7 @@ def run_probes(
             )
         targets = probe_targets(run.instances, run)
         tasks = plan_probes(sec, judges, targets, exp.taxonomy, valid_judgments(run, [j.name for j in judges]), say)
-        runner = Runner(cfg, journal=exp.run_dir / USAGE_JOURNAL)
+        runner = Runner(cfg, journal=exp.run_dir / USAGE_JOURNAL, earlier=spent_outside_journal(exp.run_dir))
 
         def save(records: dict[str, list[ProbeRecord]], final: bool = False) -> None:
             for name, rs in records.items():

@@ -676,6 +676,31 @@ def _usage_problem(prev: Any) -> str | None:
     return None
 
 
+def spent_outside_journal(run_dir: Path) -> tuple[float, int]:
+    """What the invocations that ``usage.json`` counts and the usage journal does not (those from
+    before the journal was kept) paid: (USD at known prices, calls of unknown cost). ``write_usage``
+    counts them in ``all_invocations`` beside the journal's, and so does a cost cap (``Runner``'s
+    ``earlier``). (0.0, 0) without a readable usage.json (``write_usage`` keeps one aside and warns)."""
+    from cocoeval.llm.usage import journal_totals
+
+    path = run_dir / "usage.json"
+    try:
+        prev = read_json(path) if path.is_file() else None
+    except Exception:  # unreadable: write_usage names it and keeps it aside
+        return 0.0, 0
+    if prev is None or _usage_problem(prev) is not None:
+        return 0.0, 0
+    in_journal = set(journal_totals(run_dir / USAGE_JOURNAL))
+    entries = [e for e in prev.get("earlier_invocations") or [] if isinstance(e, dict)] + [prev]
+    usd, unknown = 0.0, 0
+    for e in entries:
+        t = e.get("totals")
+        if isinstance(t, dict) and e.get("invocation") not in in_journal:
+            usd += float(t.get("cost_usd") or 0.0)
+            unknown += int(t.get("cost_unknown_calls") or 0)
+    return usd, unknown
+
+
 def write_usage(run_dir: Path, runner: Runner) -> None:
     """``usage.json``: this invocation's ledger rows and totals (what it paid; cached answers it
     re-used in ``reused_*``, not paid again), cache statistics and request counts, the totals of

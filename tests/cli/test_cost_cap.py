@@ -214,7 +214,11 @@ def test_a_cap_on_a_run_directory_that_paid_calls_of_unknown_cost_is_refused(ben
     p = params(bench, srv, price=True)
     assert main(["run", p, "--no-progress", "--max-usd", "1000"]) == 2
     err = capsys.readouterr().err
-    assert "usage journal" in err and "of unknown cost" in err and "price: {MODEL_SPEC" in err
+    assert (
+        "usage journal" in err
+        and f"made {N_INST * N_TURNS} call(s) of unknown cost" in err
+        and "price: {MODEL_SPEC" in err
+    )
     assert srv.stats()["requests"] == before
     assert json.loads((bench / "runs" / "p" / "manifest.json").read_text())["status"] == "complete"
     # the runner refuses it too (cocoeval probe and library use go through it)
@@ -250,3 +254,29 @@ def test_probe_stopped_by_the_cap_exits_4_naming_the_flag_it_has(srv, tmp_path, 
     assert "stopped: cost cap reached" in err and "--set llm.max_usd=USD" in err and "exit status 4" in err
     assert "--max-usd" not in err
     assert 0 < srv.stats()["requests"] - before < 6  # the probe calls: 3 names + 3 stability
+
+
+def test_invocations_counted_only_in_usage_json_count_against_the_cap(srv, tmp_path, capsys, monkeypatch):
+    # a run directory from before the usage journal was kept: what usage.json says it paid counts,
+    # as in all_invocations (cocoeval probe here; cocoeval run builds its Runner in run/stages.py)
+    from cocoeval.run.rundir import spent_outside_journal
+
+    from ..run.test_probes import FINE_MARK, _params, fine
+
+    srv.configure(answers=[{"match": FINE_MARK, "text": fine()}])
+    p = _params(tmp_path, srv.openai_base, {"kinds": ["names", "stability"], "targets": 3})
+    data = yaml.safe_load(p.read_text())
+    data["llm"]["price"] = {"openai-compatible/fake": PRICE}
+    p.write_text(yaml.safe_dump(data))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", str(p), "--stage", "judge", "--no-progress"]) == 0
+    run = tmp_path / "runs" / "exp"
+    spent = json.loads((run / "usage.json").read_text())["all_invocations"]["cost_usd"]
+    assert spent_outside_journal(run) == (0.0, 0)  # all of it is in the journal
+    (run / "usage.journal.jsonl").unlink()
+    assert spent_outside_journal(run) == (pytest.approx(spent), 0)
+    capsys.readouterr()
+    before = srv.stats()["requests"]
+    assert main(["probe", str(p), "--no-progress", "--set", f"llm.max_usd={spent / 2}"]) == 4
+    assert srv.stats()["requests"] == before
+    assert "stopped: cost cap reached" in capsys.readouterr().err
