@@ -13,9 +13,12 @@ finds 90% of them and, on a share ``hard`` of the windows (hard ones, the same f
 of a meeting with probability 1/2), adds Poisson(k·μ) false ones — its errors concentrate there,
 and a high count betrays them. The truth is the humans' true rate E[y] = rate. Printed per
 design: coverage of the 95% interval and its mean width; "random, unclustered" is the random
-design with each window its own unit (what ignoring the meetings would give).
+design with each window its own unit (what ignoring the meetings would give); "no interval": the
+share of worlds whose labels came from fewer than ``MIN_CLUSTERS`` source conversations (no
+interval given; coverage and width are over the rest). ``--few-meetings`` adds the same 300
+windows as fewer meetings of more windows each.
 
-    python benchmarks/active_labels.py [--worlds 2000] [--budget 40] [--meetings 60] [--windows 5]
+    python benchmarks/active_labels.py [--worlds 2000] [--budget 40] [--meetings 60] [--windows 5] [--few-meetings]
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from cocoeval.analysis.active import Round, design_estimate, error_scores, inclu
 
 TARGETS = {"reference": (2.0, 0.2, 4.0), "setup": (1.0, 0.1, 8.0)}
 """target: (true rate, share of hard windows, k: the judge's false ones on a hard window, Poisson(k·μ))."""
+FEW = ((20, 15), (10, 30), (6, 50), (2, 150))
+"""Shapes of ``--few-meetings``: meetings x windows, 300 windows each as in the default 60 x 5."""
 
 
 def world(rng: np.random.Generator, meetings: int, windows: int, rate: float, hard: float, k: float):
@@ -75,17 +80,21 @@ def run(worlds: int, budget: int, meetings: int, windows: int) -> None:
                 drawn = set().union(*(r.drawn for r in rounds))
                 labels = {units[i]: y[i] for i in range(n) if units[i] in drawn}
                 e = design_estimate(units, cls, f, labels, rounds)
-                assert e.low is not None and e.high is not None
+                if e.low is None or e.high is None:  # too few source conversations hold a label
+                    continue
                 cover[target, d] += e.low <= rate <= e.high
                 width[target, d].append(e.high - e.low)
     print(
         f"Corrected rates: {meetings} meetings x {windows} windows per target, {budget} uniform labels then "
         f"{budget} more (random or active), {worlds} worlds"
     )
-    print(f"{'target':>10} {'design':>20} {'coverage':>9} {'mean width':>11}")
+    print(f"{'target':>10} {'design':>20} {'coverage':>9} {'mean width':>11} {'no interval':>12}")
     for t in TARGETS:
         for d in designs:
-            print(f"{t:>10} {d:>20} {cover[t, d] / worlds:>9.3f} {np.mean(width[t, d]):>11.3f}")
+            got = len(width[t, d])
+            cov = f"{cover[t, d] / got:>9.3f}" if got else f"{'-':>9}"
+            wid = f"{np.mean(width[t, d]):>11.3f}" if got else f"{'-':>11}"
+            print(f"{t:>10} {d:>20} {cov} {wid} {(worlds - got) / worlds:>12.3f}")
 
 
 def main() -> None:
@@ -94,9 +103,18 @@ def main() -> None:
     ap.add_argument("--budget", type=int, default=40, help="labels per round (two rounds)")
     ap.add_argument("--meetings", type=int, default=60, help="source conversations per target")
     ap.add_argument("--windows", type=int, default=5, help="windows (instances) per source conversation")
+    ap.add_argument(
+        "--few-meetings",
+        action="store_true",
+        help="also the same 300 windows as 20 x 15, 10 x 30, 6 x 50 and 2 x 150 (few meetings, many windows)",
+    )
     a = ap.parse_args()
     t0 = time.perf_counter()
     run(a.worlds, a.budget, a.meetings, a.windows)
+    if a.few_meetings:
+        for meetings, windows in FEW:
+            print()
+            run(a.worlds, a.budget, meetings, windows)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
 
 

@@ -18,9 +18,12 @@ inclusion probability times the share of the round's draw labelled so far, w_r: 
 of the labels), and the estimate is the mean of ψ. Each round is unbiased given the rounds before
 it, so their weighted mean is too. The variance is the cluster-robust (sandwich) variance of that
 mean over **source conversations** (``schema.conversation_of``: the windows of one meeting are not
-independent), and λ minimises it (clipped to [0, 1]: λ = 0 is the humans' own inverse-probability
-mean). The interval uses Student's t with min(labelled, clusters) − 1 degrees of freedom, as
-``judge_check.small_sample_factor`` does for skewed counts.
+independent). λ is PPI++'s plug-in: it minimises the variance of ψ over conversations (clipped to
+[0, 1]: λ = 0 is the humans' own inverse-probability mean), not the clustered estimate the interval
+uses, whose in-sample minimum can be 0 with 2 source conversations. The interval uses Student's t
+with (source conversations holding a label) − 1 degrees of freedom, as
+``judge_check.small_sample_factor`` does for skewed counts, and none is given below
+``MIN_CLUSTERS`` such source conversations.
 
 ``ppi-python`` (0.2.3) has ``ppi_mean_ci`` with importance weights for covariate shift, but no
 inclusion probabilities over one population and no clusters, hence this short implementation;
@@ -34,6 +37,9 @@ error on each conversation not yet labelled — the square root of the predicted
 count by least squares on the conversations already labelled, else uniform — mixed with a uniform
 floor so that no probability is near 0 (``FLOOR``), drawn with exactly ``budget`` conversations
 by systematic sampling in random order (which keeps each conversation's probability as given).
+The error model is fitted on the judge's total count over behaviours, so a draw favours the
+conversations where that total errs: a behaviour whose errors are spread evenly gets no gain and
+can get a slightly wider interval than a random draw of the same size.
 """
 
 from __future__ import annotations
@@ -59,6 +65,12 @@ FLOOR = 0.3
 """Share of each target's budget spread uniformly over its pool in an active draw: every
 probability is at least FLOOR · budget / pool, so no weight 1/π is extreme."""
 ACTIVE = "active"
+MIN_CLUSTERS = 5
+"""Source conversations that must hold a label before a design-based interval is given: with 1
+the clustered variance is 0 and with 2 the residuals of the two cluster totals mirror each other;
+in ``benchmarks/active_labels.py --few-meetings`` coverage is about 0.93 from 3 to 20 meetings,
+and 5 leaves a margin, since a variance from a handful of cluster totals leans on their being
+near normal. The ppi path's ``judge_check.MIN_LABELLED`` (labelled windows) applies as well."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,8 @@ class DesignEstimate:
     n_labelled: int
     clusters: int
     notes: tuple[str, ...] = field(default_factory=tuple)
+    labelled_clusters: int = 0
+    """Source conversations holding at least one label."""
 
 
 def design_estimate(
@@ -149,16 +163,28 @@ def design_estimate(
     # residuals of the cluster totals around the mean: linear in λ
     ra, rb = ac - a.mean() * m, bc - b.mean() * m
     if lam is None:
-        lam = float(np.clip(-(ra @ rb) / (rb @ rb), 0.0, 1.0)) if rb @ rb > 0 else 0.0
+        # the plug-in λ of PPI++: it minimises the variance of ψ over conversations, not the
+        # clustered estimate the interval uses (minimising that one in-sample can drive it to 0
+        # with 2 source conversations, whose residuals sum to 0)
+        ua, ub = a - a.mean(), b - b.mean()
+        lam = float(np.clip(-(ua @ ub) / (ub @ ub), 0.0, 1.0)) if ub @ ub > 0 else 0.0
     psi = a + lam * b
     est = float(psi.mean())
     var = float(((ra + lam * rb) ** 2).sum() * k / max(k - 1, 1) / n**2) if n else math.nan
     se = math.sqrt(max(var, 0.0))
-    dof = max(1, min(len(used), k) - 1)
+    held = len({int(cl[i]) for i, u in enumerate(units) if u in used})
+    """source conversations that hold a label: the interval's degrees of freedom rest on them"""
+    dof = max(1, held - 1)
     if not used:
-        return DesignEstimate(est, None, None, se, lam, 0, k, (*notes, "no labelled conversation"))
+        return DesignEstimate(est, None, None, se, lam, 0, k, (*notes, "no labelled conversation"), 0)
+    if held < MIN_CLUSTERS:
+        notes.append(
+            f"no interval: the labels come from {held} source conversation(s), and a variance clustered by "
+            f"source conversation needs at least {MIN_CLUSTERS} (label windows of more meetings)"
+        )
+        return DesignEstimate(est, None, None, se, lam, len(used), k, tuple(notes), held)
     q = float(student.ppf(1 - alpha / 2, dof))
-    return DesignEstimate(est, est - q * se, est + q * se, se, lam, len(used), k, tuple(notes))
+    return DesignEstimate(est, est - q * se, est + q * se, se, lam, len(used), k, tuple(notes), held)
 
 
 def rounds_for(
@@ -285,7 +311,8 @@ class TargetPlan:
     half_width: float | None
     """Half the width of that interval now."""
     after: float | None
-    """Its half-width expected after this draw is labelled (the labelled share of the variance scales as 1/n)."""
+    """Its half-width expected after this draw is labelled, approximately: the variance scales as
+    1/n, with this draw's labels counted by Kish's effective number (Σw)²/Σw² of their weights 1/π."""
     min_probability: float
     max_probability: float
 
@@ -311,6 +338,7 @@ def plan_next(
     conversations: Sequence[tuple[str, str]] | None = None,
     rates: pl.DataFrame | None = None,
     votes: pl.DataFrame | None = None,
+    draw_number: int = 1,
 ) -> NextDraw:
     """Per target, ``budget`` conversations to label next with the probabilities of the module
     docstring, among ``conversations`` ((instance id, target) pairs that can be exported; default
@@ -318,12 +346,13 @@ def plan_next(
     (``judge_check.corrected_rates``), give the widths printed. ``votes`` (``calibration.judge_votes``
     of a judge with ``samples: k``) replaces the error model where its samples disagree somewhere:
     a conversation's score is then √Σ p(1 − p) over its turns and behaviours (the variance of its
-    count over the judge's samples; ``vote_scores``)."""
+    count over the judge's samples; ``vote_scores``). ``draw_number`` (the draw's number in the
+    run's record) joins the seed, so that rounds drawn with one --seed do not repeat one stream."""
     import polars as pl
 
     from . import agreement
 
-    rng = random.Random(f"{seed}|active")
+    rng = random.Random(f"{seed}|active|{draw_number}")
     humans = [h for h in agreement.annotators(f, "counts") if h != judge]
     c = f.counts
     jc = c.filter(pl.col("judge") == judge)
@@ -378,7 +407,7 @@ def plan_next(
                 top = rt.sort("hw", descending=True).row(0, named=True)
                 widest, half = top["behaviour"], float(top["hw"])
                 n_lab = n_now = int(top["n_labelled"])
-                after = half * math.sqrt(n_now / (n_now + len(picked)))
+                after = half * math.sqrt(n_now / (n_now + kish_n(pi[[ids.index(i) for i in picked]])))
         plans.append(
             TargetPlan(
                 target=target,
@@ -409,6 +438,13 @@ def plan_next(
     return NextDraw(judge=judge, budget=budget, seed=seed, targets=plans, record=record)
 
 
+def kish_n(pi: np.ndarray) -> float:
+    """Kish's effective number of labels drawn with inclusion probabilities ``pi``: (Σw)²/Σw²
+    with w = 1/π (the count itself when every probability is equal)."""
+    w = 1 / np.asarray(pi, dtype=float)
+    return float(w.sum() ** 2 / (w**2).sum()) if len(w) else 0.0
+
+
 def more_labels_for(half_width: float, n_now: int, goal: float) -> int:
     """Labels to add to ``n_now`` for a half-width of ``goal`` when the width scales as 1/√n."""
     return max(0, math.ceil(n_now * (half_width / goal) ** 2) - n_now)
@@ -434,6 +470,7 @@ def format_plan(p: NextDraw) -> str:
             more = more_labels_for(t.half_width, t.labelled, goal)
             lines.append(
                 f"{head}; ±{t.half_width:.2f} now (widest: {t.widest}, {t.labelled} labelled); "
-                f"about ±{t.after:.2f} after these {len(t.drawn)}; about {more} more labels for ±{goal:.2f}"
+                f"about ±{t.after:.2f} after these {len(t.drawn)} (approximate: Kish's effective n of their "
+                f"weights); about {more} more labels for ±{goal:.2f} (if drawn uniformly)"
             )
     return "\n".join(lines)

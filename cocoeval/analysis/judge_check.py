@@ -690,12 +690,20 @@ def corrected_rates(
         .group_by("target", "instance_id", "behaviour")
         .agg(pl.col("count").mean().alias("human_count"), pl.len().alias("raters"))
     )
+    human_ids = {str(t): set(p["instance_id"].to_list()) for (t,), p in hc.group_by("target", maintain_order=True)}
     rows = []
     for (target, b), part in jc.group_by("target", "behaviour", maintain_order=True):
         part = part.join(hc, on=["target", "instance_id", "behaviour"], how="left")
         annotated = part.filter(pl.col("human_count").is_not_null())
         labelled = annotated
         notes = [ASSUMPTION]
+        unjudged = len(human_ids.get(str(target), set()) - set(part["instance_id"].to_list()))
+        if unjudged:  # never silent: the estimand is the conversations the judge judged validly
+            notes.append(
+                f"{unjudged} labelled conversation(s) of this target have no valid judgment of this judge "
+                "(invalid, stale or skipped) and are left out of every estimate here: judge-only, humans-only "
+                "and corrected are rates over the conversations the judge judged validly"
+            )
         units = part["instance_id"].to_list()
         rounds = rounds_for(
             records,
@@ -713,7 +721,14 @@ def corrected_rates(
         if draws is not None:
             picked = draws.get(str(target), set())
             labelled = annotated.filter(pl.col("instance_id").is_in(list(picked)))
-            if labelled.height < annotated.height:
+            if labelled.height < annotated.height and design:
+                notes.append(
+                    f"{annotated.height - labelled.height} annotated conversation(s) outside the recorded draws: "
+                    "each counts with its label as a known value in a round that excluded it as labelled before, "
+                    "and by λ times the judge's count in a round that could have drawn it (a draw that is not random "
+                    "would bias the correction)"
+                )
+            elif labelled.height < annotated.height:
                 notes.append(
                     f"{annotated.height - labelled.height} annotated conversation(s) outside the recorded "
                     "random draw left out (a draw that is not random would bias the correction)"

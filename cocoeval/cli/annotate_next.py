@@ -44,13 +44,16 @@ def _cmd_annotate_next(a: argparse.Namespace) -> int:
     from cocoeval.analysis.calibration import judge_votes
 
     votes = judge_votes(run, judge)
-    plan = plan_next(f, judge, a.budget, a.seed, names, FLOOR, pairs, corrected_rates(f, judge, run), votes)
+    number = len(recorded_draws(run.path) or []) + 1
+    plan = plan_next(
+        f, judge, a.budget, a.seed, names, FLOOR, pairs, corrected_rates(f, judge, run), votes, draw_number=number
+    )
     if not plan.record["targets"]:
         raise ConfigError(
             "nothing left to draw: every judged conversation of these targets is labelled already",
             hint="the corrected rates are the humans' own means now (cocoeval report)",
         )
-    out = a.out or Path(a.run_dir) / "annotation" / f"next-{len(recorded_draws(run.path) or []) + 1}"
+    out = a.out or Path(a.run_dir) / "annotation" / f"next-{number}"
     rep = export_items(run, out, seed=a.seed, taxonomy=tax, active=plan.record)
     print(format_plan(plan))
     print(format_export(rep))
@@ -77,14 +80,21 @@ def add_commands(sub: Any) -> None:
         "√Σ p(1 − p) per conversation). The draw and every conversation's inclusion "
         "probability are recorded in the run (annotation/random_draws.json), so the corrected rates weight "
         "each label by 1/π and stay unbiased; the chosen conversations are exported as annotate-export "
-        "--random exports them. Prints per target the widest corrected interval now (±x) and about how many "
-        "more labels would halve it.",
+        "--random exports them. The error model follows the judge's total count over behaviours, so the "
+        "intervals shrink most for the behaviours that drive its errors; a behaviour whose errors are spread "
+        "evenly gains nothing and can come out slightly wider than after a random draw. Prints per target the "
+        "widest corrected interval now (±x), about how wide after this draw (approximate: Kish's effective n of "
+        "the draw's weights 1/π) and about how many more labels would halve it. The draw's number in the record "
+        "joins --seed, so each round draws afresh.",
     )
     an.add_argument("run_dir", type=Path, help="the run directory")
     an.add_argument("--budget", type=positive_int, required=True, help="conversations of each target to draw")
     an.add_argument("--seed", type=int, default=0, help="seed of the draw and of the item order (default 0)")
     an.add_argument(
-        "--out", type=out_dir, help="output folder (default RUN/annotation/next-K, K the draw's number in the record)"
+        "--out",
+        type=out_dir,
+        help="output folder (default RUN/annotation/next-K, K the draw's number in the record; give each "
+        "round its own folder: key.json is written there)",
     )
     an.add_argument("--judge", help="the LLM judge whose errors guide the draw (default the first by name)")
     an.add_argument(

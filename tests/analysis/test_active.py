@@ -24,7 +24,9 @@ from .test_judge_check import TURNS, B, fine
 
 def plain_estimate(units, clusters, f, labels, rounds, alpha=0.05, fixed=None):
     """The estimator written out with loops: ψ per conversation, round by round; λ by a search
-    over [0, 1] for the smallest cluster variance (not the closed form); the t interval."""
+    over [0, 1] for the smallest variance of ψ over conversations (PPI++'s plug-in, not the closed
+    form); the clustered variance; the t interval with (source conversations holding a label) − 1
+    degrees of freedom."""
     total = sum(sum(1 for u in units if u in r.drawn and u in labels) for r in rounds)
 
     sizes = []
@@ -57,16 +59,21 @@ def plain_estimate(units, clusters, f, labels, rounds, alpha=0.05, fixed=None):
         k = len(sums)
         return sum(s * s for s in sums.values()) * k / (k - 1) / len(p) ** 2
 
-    lo_, hi_ = 0.0, 1.0  # the variance is convex in λ: ternary search over [0, 1]
+    def spread(lam):
+        p = psi(lam)
+        est = sum(p) / len(p)
+        return sum((v - est) ** 2 for v in p)
+
+    lo_, hi_ = 0.0, 1.0  # the spread is convex in λ: ternary search over [0, 1]
     for _ in range(60):
         a, b = lo_ + (hi_ - lo_) / 3, hi_ - (hi_ - lo_) / 3
-        lo_, hi_ = (lo_, b) if variance(a) <= variance(b) else (a, hi_)
+        lo_, hi_ = (lo_, b) if spread(a) <= spread(b) else (a, hi_)
     lam = (lo_ + hi_) / 2 if fixed is None else fixed
     p = psi(lam)
     est = sum(p) / len(p)
     se = variance(lam) ** 0.5
-    n_lab = len({u for r in rounds for u in r.drawn if u in labels and u in units})
-    q = student.ppf(1 - alpha / 2, min(n_lab, len(set(clusters))) - 1)
+    held = {c for u, c in zip(units, clusters, strict=True) if u in labels and any(u in r.drawn for r in rounds)}
+    q = student.ppf(1 - alpha / 2, len(held) - 1)
     return est, est - q * se, est + q * se, lam
 
 
@@ -247,3 +254,82 @@ def test_plan_next_follows_the_judges_vote_fractions_and_keeps_a_floor():
     same = votes.with_columns(pl.lit(1.0).alias("fraction"))
     [t] = active.plan_next(f, "J", 10, seed=1, votes=same).targets
     assert t.scores.startswith("uniform")
+    # the draw's number joins the seed: two rounds with one --seed do not repeat one stream
+    again = active.plan_next(f, "J", 10, seed=1, votes=same, draw_number=1).targets[0].drawn
+    assert active.plan_next(f, "J", 10, seed=1, votes=same, draw_number=2).targets[0].drawn != again
+
+
+def test_labelled_conversations_the_judge_did_not_judge_validly_are_counted_in_a_note():
+    rng = np.random.default_rng(9)
+    n = 60
+    insts = [instance(f"d/c{i:03d}/0", n_hist=2, n_ref=TURNS) for i in range(n)]
+    ids = [x.id for x in insts]
+    marks = rng.random((n * TURNS, len(B))) < 0.3
+    js = [fine(ids[i], "J", marks[i * TURNS : (i + 1) * TURNS]) for i in range(n)]
+    for i in (0, 1, 2):  # the judge's answer on 3 labelled conversations was invalid
+        js[i] = js[i].model_copy(update={"status": "invalid", "reason": "malformed", "labels": []})
+    js += [fine(ids[i], "A", marks[i * TURNS : (i + 1) * TURNS]) for i in range(45)]
+    f = run_frames(Run.model_validate({"instances": insts, "continuations": {}, "judgments": {"x": js}}))
+    rows = jc.corrected_rates(f, "J", resamples=50)
+    assert rows.height and (rows["n_labelled"] == 42).all()
+    assert all(
+        "3 labelled conversation(s) of this target have no valid judgment of this judge" in x for x in rows["note"]
+    )
+
+
+def test_labels_from_too_few_source_conversations_give_no_interval_and_say_why():
+    """The reviewer's case: 120 windows of 2 meetings, 60 drawn at random. The clustered variance
+    of 2 cluster totals can be 0; no interval is given, and the note names how many are needed."""
+    rng = np.random.default_rng(5)
+    n = 120
+    units = [f"u{i}" for i in range(n)]
+    clusters = [f"m{i // 60}" for i in range(n)]
+    y = rng.poisson(np.repeat([1.0, 3.0], 60)).astype(float)
+    f = y + rng.poisson(0.5, n)
+    lab = sorted(random.Random(0).sample(range(n), 60))
+    labels = {units[i]: y[i] for i in lab}
+    r = active.Round(frozenset(units), dict.fromkeys(units, 0.5), frozenset(labels))
+    e = active.design_estimate(units, clusters, f, labels, [r])
+    assert e.low is None and e.high is None and e.labelled_clusters == 2
+    assert any(f"at least {active.MIN_CLUSTERS}" in x and "2 source conversation" in x for x in e.notes)
+    assert active.MIN_CLUSTERS >= 3
+
+
+def test_the_degrees_of_freedom_count_only_source_conversations_that_hold_a_label():
+    rng = np.random.default_rng(6)
+    n = 120
+    units = [f"u{i}" for i in range(n)]
+    clusters = [f"m{i // 10}" for i in range(n)]  # 12 meetings; labels in the first 7 only
+    y = rng.poisson(2, n).astype(float)
+    f = y + rng.poisson(1, n)
+    lab = [i for i in range(70) if i % 2 == 0]
+    labels = {units[i]: y[i] for i in lab}
+    r = active.Round(frozenset(units), dict.fromkeys(units, len(lab) / n), frozenset(labels))
+    e = active.design_estimate(units, clusters, f, labels, [r])
+    assert e.labelled_clusters == 7 and e.clusters == 12
+    assert e.high is not None
+    assert (e.high - e.estimate) / e.se == pytest.approx(student.ppf(0.975, 6))
+
+
+def test_lambda_is_the_plug_in_over_conversations_not_the_minimum_of_the_clustered_variance():
+    rng = np.random.default_rng(8)
+    n = 150
+    units = [f"u{i}" for i in range(n)]
+    clusters = [f"m{i // 25}" for i in range(n)]
+    y = rng.poisson(np.repeat(rng.gamma(2, 1, 6), 25)).astype(float)
+    f = y + rng.poisson(1.0, n)
+    lab = sorted(random.Random(2).sample(range(n), 50))
+    labels = {units[i]: y[i] for i in lab}
+    r = active.Round(frozenset(units), dict.fromkeys(units, 50 / n), frozenset(labels))
+    e = active.design_estimate(units, clusters, f, labels, [r])
+    # one uniform round: ψ_i = λ f_i + ξ_i (y_i − λ f_i)/π, so λ = −Cov(a, b)/Var(b) over conversations
+    xi = np.isin(np.arange(n), lab)
+    a = np.where(xi, y / (50 / n), 0.0)
+    b = f - np.where(xi, f / (50 / n), 0.0)
+    want = -np.cov(a, b)[0, 1] / np.var(b, ddof=1)
+    assert e.lam == pytest.approx(min(1.0, max(0.0, want)))
+
+
+def test_kish_effective_n_is_the_count_for_equal_weights_and_less_for_unequal_ones():
+    assert active.kish_n(np.full(8, 0.25)) == pytest.approx(8)
+    assert active.kish_n(np.array([1.0, 0.1])) == pytest.approx((1 + 10) ** 2 / (1 + 100))

@@ -72,8 +72,8 @@ def test_the_annotate_next_loop_runs_step_by_step_and_the_corrected_rates_use_it
     cocoeval(cwd, "annotate-import", "filled1.csv", run, "--key", "annotate/key.json")
 
     # 2. annotate-next: the next 20 of each target, drawn with recorded inclusion probabilities
-    out = cocoeval(cwd, "annotate-next", run, "--budget", 20, "--out", "next/", "--html").stdout
-    assert (cwd / "next" / "annotate.html").is_file() and "next/annotate.html: the annotation page" in out
+    out = cocoeval(cwd, "annotate-next", run, "--budget", 20, "--out", "next-1/", "--html").stdout
+    assert (cwd / "next-1" / "annotate.html").is_file() and "next-1/annotate.html: the annotation page" in out
     assert "annotate-next (beyond the paper): 20 conversation(s) of each target for judge j" in out
     for target in ("reference", "k30"):
         assert f"  {target}: 20 of {n - 20} not yet labelled" in out
@@ -88,12 +88,12 @@ def test_the_annotate_next_loop_runs_step_by_step_and_the_corrected_rates_use_it
         assert len(pi) == n - 20 and abs(sum(pi.values()) - 20) < 1e-6
         assert min(pi.values()) >= FLOOR * 20 / (n - 20) - 1e-9 and max(pi.values()) <= 1
         assert all(i in pi for i, t in drawn if t == target)
-    key = json.loads((cwd / "next" / "key.json").read_text())
+    key = json.loads((cwd / "next-1" / "key.json").read_text())
     assert sorted((k["instance_id"], k["target"]) for k in key.values()) == sorted(drawn)
 
     # 3. that round annotated and imported
-    _fill(cwd / "next" / "template.csv", cwd / "filled2.csv", "ann1")
-    cocoeval(cwd, "annotate-import", "filled2.csv", run, "--key", "next/key.json")
+    _fill(cwd / "next-1" / "template.csv", cwd / "filled2.csv", "ann1")
+    cocoeval(cwd, "annotate-import", "filled2.csv", run, "--key", "next-1/key.json")
 
     # 4. the report's corrected rates: both rounds, each label weighted by 1/π, with intervals
     cocoeval(cwd, "report", run, "--out", "report")
@@ -132,8 +132,10 @@ def test_the_annotate_next_loop_runs_step_by_step_and_the_corrected_rates_use_it
     assert abs(float(ref["corrected_high"]) - want.high) < 1e-6
 
     # 5. the next round: the widths now and the labels a halved width would take
-    out = cocoeval(cwd, "annotate-next", run, "--budget", 10, "--out", "next2/").stdout
+    out = cocoeval(cwd, "annotate-next", run, "--budget", 10, "--out", "next-2/").stdout
     assert "now (widest: " in out and "40 labelled); about ±" in out and "more labels for ±" in out
+    assert "(approximate: Kish's effective n of their weights)" in out
+    assert json.loads((cwd / "next-1" / "key.json").read_text()) == key  # a folder per round: round 1's key kept
     assert "recorded as draw 3" in out
     err = cocoeval(cwd, "annotate-next", run, "--budget", 5, "--judge", "nope", code=2).stderr
     assert "no valid judgments of the judge 'nope'" in err and "judges with valid judgments: j" in err
