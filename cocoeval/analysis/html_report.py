@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 import cocoeval
-from cocoeval.core.files import portable_path
+from cocoeval.core.files import portable_path, portable_record
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.schema import unknown_speaker_turns
 from cocoeval.core.targets import REFERENCE
@@ -303,11 +303,11 @@ def _provenance(run: RunLike) -> dict[str, Any]:
         "stages": m.stages,
         "setups (name: id)": m.setups,
         "judges (name: kind: id)": m.judges,
-        "imported": m.imported or None,
+        "imported": portable_record(m.imported, Path.cwd()) or None,
         "taxonomy": m.taxonomy or None,
         "prompts": m.prompts or None,
         "llm_mode": m.llm_mode,
-        "params": m.params.model_dump(mode="json"),
+        "params": portable_record(m.params.model_dump(mode="json"), Path.cwd()),  # an older manifest's too
     }
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cocoeval.core.errors import ConfigError, InputError
+from cocoeval.core.files import portable_spec
 from cocoeval.core.targets import REFERENCE
 from cocoeval.run import Run
 
@@ -142,8 +143,9 @@ def export_inspect(run_dir: str | Path, out_dir: str | Path) -> InspectExport:
     insts = {i.id: i for i in run.instances}
     order = [i.id for i in run.instances]
     man = run.manifest
-    models = {s.name: s.model for s in man.params.setups or []}
-    judge_models = {j.name: j.model for j in man.params.judges or []}
+    # model specs as shared: local/<file name>, not a path of this machine (an older manifest's too)
+    models = {s.name: s.model and portable_spec(s.model) for s in man.params.setups or []}
+    judge_models = {j.name: j.model and portable_spec(j.model) for j in man.params.judges or []}
     digest = _run_digest(src)
     created = man.finished or man.started or datetime.now(UTC).isoformat(timespec="seconds")
     judges = sorted(set(f.judgments.filter(~f.judgments["human"])["judge"].to_list()))

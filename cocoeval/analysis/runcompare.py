@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import polars as pl
 
 from cocoeval.core.errors import ConfigError
+from cocoeval.core.files import portable_path, portable_text
 from cocoeval.core.targets import REFERENCE
 
 from . import inference
@@ -66,9 +67,10 @@ class ComparedRun:
     label: str
     """Its name in the outputs (``run_labels``): setups are labelled ``label/setup``."""
     path: str
+    """Its folder, relative to the working folder, else its name (``core.files.portable_path``)."""
     bench: str | None
-    """The benchmark its params name (``bench:``, as written there), or "built by its params";
-    None: not recorded."""
+    """The benchmark its params name (``bench:``, as the manifest records it: never an absolute
+    path), or "built by its params"; None: not recorded."""
     instances: int
     """Instances the run holds (instances.jsonl)."""
     setups: tuple[str, ...]
@@ -363,7 +365,7 @@ def _bench_of(run: RunLike) -> str | None:
     when the manifest records neither."""
     params = run.manifest.params
     if params.bench:
-        return params.bench
+        return portable_text(params.bench, Path.cwd())  # an older manifest's absolute path: its name
     return "built by its params (build:)" if params.build is not None else None
 
 
@@ -432,7 +434,7 @@ def compare_runs(
     compared = tuple(
         ComparedRun(
             label=lab,
-            path=str(r.path) if r.path is not None else "",
+            path=portable_path(r.path, Path.cwd()) if r.path is not None else "",  # as shared: no local folders
             bench=_bench_of(r),
             instances=len(r.instances),
             setups=tuple(s for k2, s in chosen if k2 == k),

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cocoeval.core.errors import ConfigError, NotFoundError
-from cocoeval.core.files import MiB
+from cocoeval.core.files import MiB, portable_record
 from cocoeval.core.jsonio import write_atomic, write_json
 from cocoeval.core.schema import Instance
 from cocoeval.core.text import md_escape
@@ -173,8 +172,9 @@ def features_yaml() -> str:
     return "\n".join(["  features:", *(x for k, v in _schema().items() for x in _feature(k, v, "  "))]) + "\n"
 
 
-def _row(inst: Instance) -> dict[str, Any]:
+def _row(inst: Instance, base: Path) -> dict[str, Any]:
     d = inst.model_dump(mode="json")
+    d["provenance"] = portable_record(d["provenance"], base)  # an older build's absolute source_file too
     d["metadata"]["extra"] = json.dumps(d["metadata"]["extra"], ensure_ascii=False)
     return d
 
@@ -214,6 +214,9 @@ def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet
         raise ConfigError(f"--out {out} is the benchmark folder itself", hint="give another folder")
     report_path = src / "report.json"
     report = json.loads(report_path.read_text(encoding="utf-8")) if report_path.is_file() else {}
+    # as shared: no absolute path of the machine that built it (an older build recorded its sources'
+    # and local models' paths as given), the same in report.json, croissant.json and the card
+    report = portable_record(report, src)
     out.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     per_dataset: dict[str, dict[str, int]] = {}
@@ -228,15 +231,15 @@ def export_bench(bench_dir: str | Path, out_dir: str | Path, fmt: str = "parquet
         counts[split] = len(insts)
         for i in insts:
             per_dataset.setdefault(i.dataset, dict.fromkeys(SPLITS, 0))[split] += 1
-        df = pl.DataFrame([_row(i) for i in insts], schema=_schema()) if insts else pl.DataFrame(schema=_schema())
+        df = pl.DataFrame([_row(i, src) for i in insts], schema=_schema()) if insts else pl.DataFrame(schema=_schema())
         tmp = out / f".{split}.parquet.tmp"
         df.write_parquet(tmp, compression="zstd", statistics=False)
         tmp.replace(out / f"{split}.parquet")
         if (src / f"{split}.jsonl").is_file():
             hashes[f"{split}.jsonl (source)"] = _sha256(src / f"{split}.jsonl")
         hashes[f"{split}.parquet"] = _sha256(out / f"{split}.parquet")
-    if report_path.is_file() and report_path.resolve() != (out / "report.json").resolve():
-        shutil.copyfile(report_path, out / "report.json")
+    if report_path.is_file():
+        write_json(out / "report.json", report)
     if (out / "report.json").is_file():
         hashes["report.json"] = _sha256(out / "report.json")
     from cocoeval import __version__

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
 
 from .errors import InputError
 
@@ -159,3 +161,58 @@ def portable_path(path: str | Path, base: str | Path, *, base_parent: bool = Fal
         except ValueError:
             continue
     return Path(path).name
+
+
+def _absolute(text: str) -> bool:
+    return "\n" not in text and (PurePosixPath(text).is_absolute() or PureWindowsPath(text).is_absolute())
+
+
+def _name(text: str) -> str:
+    return (PureWindowsPath(text) if PureWindowsPath(text).is_absolute() else PurePosixPath(text)).name
+
+
+_LOCAL_ABSOLUTE = re.compile(r"\blocal/((?:/|~[/\\]|[A-Za-z]:[\\/]|\\\\)[^\s\"'()\[\]{},;]*)")
+"""A ``local/<path.gguf>`` model spec whose path is absolute (``local//home/me/m.gguf``) or in
+the home folder (``local/~/models/m.gguf``)."""
+
+_SOURCE_ABSOLUTE = re.compile(r"^([A-Za-z][\w.-]*):((?:/(?!/)|[A-Za-z]:[\\/])[^#]*)(#.*)?$")
+"""A ``KIND:PATH[#DATASET]`` source (``build.sources``) whose path is absolute."""
+
+
+def _portable(path: str, base: str | Path) -> str:
+    if not PurePosixPath(path).is_absolute():  # a Windows path read on another system: its name
+        return _name(path) or path
+    return portable_path(path, base) or path
+
+
+def portable_spec(text: str) -> str:
+    """``text`` with each ``local/<absolute path>`` model spec in it reduced to ``local/<file name>``
+    (``llm (local//home/me/m.gguf)`` reads ``llm (local/m.gguf)``): a shared record names the
+    model file, not the folders of the machine that ran it."""
+    return _LOCAL_ABSOLUTE.sub(lambda m: "local/" + (_name(m[1]) or m[1].strip("/\\")), text)
+
+
+def portable_text(text: str, base: str | Path) -> str:
+    """One recorded string as a shared record shows it: an absolute path as ``portable_path``
+    gives it (relative to ``base``, else its name), a ``KIND:/absolute/path[#DATASET]`` source
+    with its path made portable the same way, any ``local/<absolute path>`` model spec in it
+    reduced to ``local/<file name>``; any other string as it is (URLs included)."""
+    if _absolute(text):
+        return _portable(text, base)
+    if m := _SOURCE_ABSOLUTE.match(text):
+        return f"{m[1]}:{_portable(m[2], base)}{m[3] or ''}"
+    return portable_spec(text)
+
+
+def portable_record(value: Any, base: str | Path) -> Any:
+    """A JSON value (recorded params, a build report, an instance's provenance) with every string
+    in it made portable (``portable_text``): what a run or a benchmark shares (its manifest, report,
+    HTML page, Inspect logs, exported benchmark) names no absolute path of the machine that wrote
+    it. Only strings change; keys, numbers and the structure are kept."""
+    if isinstance(value, str):
+        return portable_text(value, base)
+    if isinstance(value, dict):
+        return {k: portable_record(v, base) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [portable_record(v, base) for v in value]
+    return value

@@ -18,7 +18,7 @@ from cocoeval.bench.build import ContextPlan
 from cocoeval.bench.step import plan_build, run_build
 from cocoeval.bench.store import has_benchmark, load_instances, split_file
 from cocoeval.core.errors import CocoevalError, ConfigError, InputError, Interrupted
-from cocoeval.core.files import portable_path
+from cocoeval.core.files import portable_path, portable_record
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.core.names import child_path
 from cocoeval.core.schema import Continuation, Instance, Judgment
@@ -290,6 +290,11 @@ class Experiment:
         path, sep, ds = rest.partition("#")
         return f"{kind}:{self.resolve(path)}{sep}{ds}"
 
+    def _params_folder(self) -> Path:
+        """What a recorded absolute path of the params is made relative to: the params file's folder,
+        against which its relative paths are read (the working folder for params given in code)."""
+        return Path.cwd() if self.source is None else Path(self.source).parent
+
     def manifest(self, **extra: Any) -> Manifest:
         prompts = {p for s in self.params.setups for p in s.prompt_names()}
         prompts |= {JUDGE_PROMPTS[k] for j in self.params.llm_judges for k in j.kind}
@@ -299,7 +304,7 @@ class Experiment:
                 "cocoeval_version": __version__,
                 "git_revision": git_revision(),
                 "params_file": None if self.source is None else portable_path(self.source, Path.cwd()),
-                "params": self.params.model_dump(mode="json"),
+                "params": portable_record(self.params.model_dump(mode="json"), self._params_folder()),
                 "params_files": [{"path": portable_path(f.path, Path.cwd()), "sha256": f.sha256} for f in self.files],
                 "params_set": list(self.sets),
                 "taxonomy": {"name": self.taxonomy.name, "hash": self.taxonomy.hash},
@@ -310,7 +315,7 @@ class Experiment:
                         "file": portable_path(s.continuations, Path.cwd()),
                         "sha256": s.file_sha256(),
                         "description": s.description,
-                        **({"model": s.model} if s.model else {}),
+                        **({"model": portable_record(s.model, Path.cwd())} if s.model else {}),
                     }
                     for s in self.params.setups
                     if isinstance(s, ImportedSetup)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from cocoeval.bench.config import BuildSection
 from cocoeval.cli import main
+from cocoeval.core.files import portable_record
 from cocoeval.judge.config import EnsembleConfig, JudgeConfig
 from cocoeval.llm.secrets import redact_urls
 from cocoeval.run import Manifest, Run, load_params
@@ -104,7 +105,9 @@ def test_a_manifest_with_every_kind_of_setup_and_judge_has_the_bytes_it_had_from
     assert m.params.setups[-2].options == exp.params.setups[-2].model_dump()["options"]
     assert m.params.judges[-1].ensemble == [judge["name"], "j2"] and m.params.stopping is not None
     write_manifest(tmp_path, m)
-    assert (tmp_path / "manifest.json").read_text(encoding="utf-8") == _old_bytes(m, exp.params.model_dump(mode="json"))
+    recorded = portable_record(exp.params.model_dump(mode="json"), tmp_path)  # no absolute path (#47 item 4)
+    assert recorded["llm"]["cache"] == "cache.sqlite"
+    assert (tmp_path / "manifest.json").read_text(encoding="utf-8") == _old_bytes(m, recorded)
 
 
 def _setup(name: str) -> dict[str, Any]:
