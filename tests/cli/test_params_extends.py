@@ -143,7 +143,7 @@ def test_the_manifest_records_the_merged_params_the_files_read_and_the_overrides
     m = json.loads((tmp_path / "runs" / "b" / "manifest.json").read_text())
     assert m["params"]["name"] == "b" and m["params"]["bench"] == "bench"
     assert (m["params"]["llm"]["concurrency"], m["params"]["llm"]["processes"]) == (3, 2)
-    assert [f["path"] for f in m["params_files"]] == [str(child), str(tmp_path / "a.yaml")]
+    assert [f["path"] for f in m["params_files"]] == ["b.yaml", "a.yaml"]  # relative to the working folder
     assert all(len(f["sha256"]) == 64 for f in m["params_files"])
     assert m["params_set"] == ["llm.concurrency=3", "llm.processes=2"]  # --processes is llm.processes
     assert m["llm_mode"]["processes"] == 2
