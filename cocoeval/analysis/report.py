@@ -11,6 +11,7 @@ import polars as pl
 
 from cocoeval.core import speed
 from cocoeval.core.errors import ConfigError
+from cocoeval.core.files import portable_spec
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
 from cocoeval.run.rundir import PIPELINE_LABEL
@@ -147,7 +148,9 @@ def _imported_models(run: RunLike, name: str, setup_model: object) -> str:
     and the ``model`` its records name (each record's own label, kept with the continuation), the
     latter said apart where they differ; "" when neither says."""
     cs = run.continuations.get(name, []) if name in run.names("continuations") else []
-    named = list(dict.fromkeys(str(m) for c in cs if c.imported and (m := c.imported.get("model")) is not None))
+    named = list(  # local/<absolute path> read local/<file name>, as the manifest records the setup's
+        dict.fromkeys(portable_spec(str(m)) for c in cs if c.imported and (m := c.imported.get("model")) is not None)
+    )
     shown = ", ".join(md_escape(m) for m in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
     if setup_model is None:
         return f"written by {shown} (the records' model)" if named else ""

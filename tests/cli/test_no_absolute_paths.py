@@ -11,7 +11,11 @@ from ..sim_helpers import fake_params_file
 
 
 def _files_naming(folder, text):
-    return sorted(str(p) for p in folder.rglob("*") if p.is_file() and text in p.read_text(errors="replace"))
+    """The files under ``folder`` naming ``text``, as written or as Markdown escapes it (``\\_``)."""
+    forms = {text, text.replace("_", "\\_")}
+    return sorted(
+        str(p) for p in folder.rglob("*") if p.is_file() and any(f in p.read_text(errors="replace") for f in forms)
+    )
 
 
 def test_a_run_given_an_absolute_params_path_leaves_no_absolute_path_in_manifest_or_reports(
