@@ -16,6 +16,7 @@ from cocoeval.analysis.frames import Frames, invalid_rates, open_run_dir, run_fr
 from cocoeval.analysis.judge_free import pipeline_check
 from cocoeval.analysis.report import default_judge, markdown_table
 from cocoeval.analysis.store import RunLike
+from cocoeval.core.files import portable_path
 from cocoeval.core.text import md_escape
 from cocoeval.run import Experiment, load_params
 
@@ -138,7 +139,7 @@ class RunContext:
         rates = invalid_rates(self.frames)
         e = md_escape
         lines = [
-            f"Run **{e(m.params.name or self.run_dir.name)}** ({e(self.run_dir)}), status "
+            f"Run **{e(m.params.name or self.run_dir.name)}** ({e(portable_path(self.run_dir, Path.cwd()))}), status "
             f"{e(m.status)}, cocoeval {e(m.cocoeval_version)}, taxonomy "
             f"{e(m.taxonomy.get('hash'))}.",
             f"{self.frames.instances.height} instances; setups: "  # the frames: one row per instance
