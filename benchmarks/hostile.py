@@ -392,7 +392,11 @@ def sane_usage(tree: Path, res: dict[str, Result]) -> str | None:
         usage = json.loads((tree / RUN / "usage.json").read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         return f"run exited {r.rc} but usage.json is unreadable after it ({e})"
-    for k, v in usage.get("all_invocations", {}).items():
+    every = usage.get("all_invocations", {})
+    for k, v in every.items():
+        unknown = k.endswith("cost_usd") and (every.get(k.removesuffix("usd") + "unknown_calls") or 0) > 0
+        if v is None and unknown:  # a cost at unknown prices is unknown (null), never $0
+            continue
         if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v > 10**15:
             return f"all_invocations.{k} = {v!r}"
     return None

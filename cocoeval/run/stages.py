@@ -48,6 +48,7 @@ from .rundir import (
     git_revision,
     now,
     read_continuations,
+    spent_outside_journal,
     write_manifest,
     write_usage,
 )
@@ -376,7 +377,9 @@ class Experiment:
         cfg = self.llm_config(progress=progress)
         mode = {"batch": cfg.batch, "batch_dependent": cfg.batch_dependent, "processes": cfg.processes}
         write_manifest(self.run_dir, self.manifest(status="running", started=started, llm_mode=mode))
-        runner = Runner(cfg, journal=self.run_dir / USAGE_JOURNAL)  # what it pays is known even if it is killed
+        runner = Runner(  # what it pays is known even if it is killed; a cost cap counts what earlier runs paid
+            cfg, journal=self.run_dir / USAGE_JOURNAL, earlier=spent_outside_journal(self.run_dir)
+        )
         try:
             return self._stages(stages, runner, cpaths, jpaths, started, mode)
         except CostCapReached as e:  # no further request sent: what finished is kept; resumable with a larger cap

@@ -222,7 +222,8 @@ def test_malformed_files_give_a_clear_error(command, data):
             if _is_output(a) and a not in inputs:
                 argv += [a.option_strings[-1], str(root / f"out-{a.dest}")]
             elif a.required and a.option_strings and a.dest != "source" and a.type is not Path:
-                argv += [a.option_strings[-1], "x"]
+                # a valid number where one is required (annotate-next --budget): the file is what is fuzzed here
+                argv += [a.option_strings[-1], "1" if getattr(a.type, "kind", None) in ("int", "float") else "x"]
         if command == "finetune":
             argv += ["--model", "gpt-4.1-mini"]
         code, output = invoke(argv)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 import yaml
@@ -280,3 +281,12 @@ def test_invocations_counted_only_in_usage_json_count_against_the_cap(srv, tmp_p
     assert main(["probe", str(p), "--no-progress", "--set", f"llm.max_usd={spent / 2}"]) == 4
     assert srv.stats()["requests"] == before
     assert "stopped: cost cap reached" in capsys.readouterr().err
+    # and cocoeval run: with the call cache gone, its first request is refused by what usage.json says was paid
+    cache = Path(data["llm"]["cache"])
+    (cache if cache.is_absolute() else p.parent / cache).unlink()
+    before = srv.stats()["requests"]
+    code = main(["run", str(p), "--no-progress", "--set", f"llm.max_usd={spent / 2}"])
+    out = capsys.readouterr()
+    assert code == 4, out
+    assert srv.stats()["requests"] == before
+    assert "cost cap reached" in out.out + out.err
