@@ -52,7 +52,7 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
     from cocoeval.annotate.exchange import export_items, format_export
     from cocoeval.annotate.sample import PAPER_CONVERSATIONS
     from cocoeval.core.taxonomy import load_taxonomy
-    from cocoeval.run.rundir import read_run
+    from cocoeval.run.rundir import Run
 
     run_dir, plan, tax = a.run_dir, None, load_taxonomy(a.taxonomy) if a.taxonomy else None
     if a.run_dir.suffix in (".yaml", ".yml"):  # a params file: its run directory and its annotation: section
@@ -67,7 +67,7 @@ def _cmd_annotate_export(a: argparse.Namespace) -> int:
             "--exclude-annotated leaves annotated conversations out of a random draw",
             hint="add --random N (the conversations of each target to draw)",
         )
-    run = read_run(run_dir)
+    run = Run.open(run_dir)
     if a.random is not None:  # beyond the paper: a random draw for the corrected rates, recorded in the run
         rep = export_items(
             run,

@@ -21,10 +21,10 @@ def _cmd_annotate_next(a: argparse.Namespace) -> int:
     from cocoeval.core.targets import REFERENCE, targets_for
     from cocoeval.core.taxonomy import load_taxonomy
     from cocoeval.run.humans import recorded_draws
-    from cocoeval.run.rundir import read_run
+    from cocoeval.run.rundir import Run
 
     tax = load_taxonomy(a.taxonomy) if a.taxonomy else None
-    run = read_run(a.run_dir)
+    run = Run.open(a.run_dir)
     f = run_frames(run, tax)
     judges = llm_judges(f)
     if a.judge is not None and a.judge not in judges:

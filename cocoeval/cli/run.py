@@ -115,11 +115,11 @@ def _cmd_estimate(a: argparse.Namespace) -> int:
         observed_reasoning,
         plan_totals,
     )
-    from cocoeval.run.rundir import read_run
+    from cocoeval.run.rundir import Run
     from cocoeval.run.stages import load_params
 
     exp = load_params(a.params, params_sets(a, {"stop_when": "stopping.rule"}))
-    run = read_run(a.run) if a.run else None
+    run = Run.open(a.run) if a.run else None
     observed = observed_reasoning(run) if run is not None else None
     observed_out = observed_output(run) if run is not None else None
     insts = exp.prepare_instances(write=False)

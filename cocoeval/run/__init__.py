@@ -5,7 +5,7 @@ forecast of calls and cost (``estimate``: it drives the very task objects that s
 what a run ended with (``outcome``) and the one-run-at-a-time lock (``lock``)."""
 
 from .params import BuildSection, ExperimentParams, InstanceSelection, read_params
-from .rundir import Manifest, Run, git_revision, read_run
+from .rundir import Manifest, Run, git_revision
 from .stages import Experiment, load_params
 
 __all__ = [
@@ -18,5 +18,4 @@ __all__ = [
     "git_revision",
     "load_params",
     "read_params",
-    "read_run",
 ]

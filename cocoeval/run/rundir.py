@@ -589,11 +589,6 @@ def checked_judgment(j: Judgment, n_turns: int | None) -> Judgment:
     )
 
 
-def read_run(run_dir: str | Path) -> Run:
-    """Deprecated name of ``Run.open``."""
-    return Run.open(run_dir)
-
-
 # ----------------------------------------------------------------------------- writing
 def now() -> str:
     """The time stamps of the manifest: UTC, seconds."""

@@ -27,7 +27,7 @@ from cocoeval.core.jsonio import write_json, write_jsonl
 from cocoeval.core.schema import Continuation, Judgment
 from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.judge.parse import map_behaviour
-from cocoeval.run import Run, load_params, read_run
+from cocoeval.run import Run, load_params
 
 from ..sim_helpers import instance
 
@@ -299,7 +299,7 @@ def test_each_annotator_has_a_store_and_a_second_import_adds(tmp_path):
     assert js["human:ann2"][0].labels[2].behaviours == ["off_topic"]
     run = Run.open(d)  # LLM judges by judge, human annotations by annotator
     assert run.judgments == {} and sorted(run.human) == ["ann1", "ann2"] and run.human["ann1"] == js["human:ann1"]
-    assert not hasattr(read_run(d), "__getitem__")  # the deprecated run["judgments"] is gone: all_judgments
+    assert not hasattr(Run.open(d), "__getitem__")  # the deprecated run["judgments"] is gone: all_judgments
     # ann1 labels a second item: added beside the first
     rep = import_into_run(_rows_file(tmp_path / "a3.csv", "ann1", {"d/c1/0": {1: "none", 2: "none"}}), d)
     assert rep.annotators["ann1"].added == 2
@@ -812,7 +812,7 @@ def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
     exp = json.loads((tmp_path / "a" / "export.json").read_text())
     assert exp["sample"]["overall"]["notes"] == [] and exp["sample"]["overall"]["even_over_datasets"] is True
     # the same draw as the options would make; without the section, every setup of the run is annotated
-    run = read_run(d)
+    run = Run.open(d)
     export_items(run, tmp_path / "b", overall_setups=list(names[:2]), fine_setups=list(names[:1]))
     assert (tmp_path / "a" / "key.json").read_text() == (tmp_path / "b" / "key.json").read_text()
     assert main(["annotate-export", str(d), "--out", str(tmp_path / "c")]) == 0
@@ -849,7 +849,7 @@ def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
             "overall": {"setups": ["gpt41-vanilla-1"], "conversations": 20, "even_over_datasets": False, "seed": 9},
         }
     )
-    rep = export_items(read_run(d), tmp_path / "r", plan=plan)
+    rep = export_items(Run.open(d), tmp_path / "r", plan=plan)
     s = rep.sample["overall"]
     assert len(s["instances"]) == 10 and s["seed"] == 9 and "fine_grained" not in rep.sample
     assert "drawn at random over every dataset, not evenly (even_over_datasets: false)" in s["notes"]
