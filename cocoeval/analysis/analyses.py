@@ -7,7 +7,7 @@ charts), registered with ``@analysis(name, title, notebook=..., report=...)``:
   the analyses registered to it (``ctx.analysis(name, ...)`` in ``cocoeval.notebooks.context``);
 - ``compute(name, run, params)`` answers it anywhere else.
 
-The answers live in ``rq`` (RQ1–RQ5), ``studies``, ``judge_free`` and ``leaderboard``; the statistics in ``stats`` and ``convcompare``; the
+The answers live in ``rq`` (RQ1–RQ5), ``studies``, ``judge_free``, ``leaderboard``, ``judge_check`` and ``calibration``; the statistics in ``stats`` and ``convcompare``; the
 charts in ``charts``. Adding an analysis is one function here with its ``@analysis`` entry, then
 ``python -m cocoeval.notebooks.generate`` (docs/extending.md, "An analysis with its notebook")."""
 
@@ -764,19 +764,20 @@ def simulators_vs_humans(run: RunLike, p: Params) -> Answer:
     ),
 )
 def judge_check(run: RunLike, p: Params) -> Answer:
-    from .probes import probe_tables, probe_text
+    from .judge_check_prose import JudgeProbes
+    from .probes import probe_findings, probe_tables
 
     f = p.frames_of(run)
     judges = [p.judge] if p.judge is not None else _judge_check.llm_judges(f)
     parts: dict[str, list[Any]] = {}
-    lines: list[str] = []
+    found: list[JudgeProbes] = []
     for j in judges:
         t = probe_tables(run, j, resamples=p.resamples, seed=p.seed)
-        lines += [f"{j}: {x}" if len(judges) > 1 else x for x in probe_text(t)]
+        found.append(JudgeProbes(j if len(judges) > 1 else None, probe_findings(t)))
         for k, v in t.items():
             parts.setdefault(k, []).append(v if "judge" in v.columns else v.with_columns(judge=pl.lit(j)))
     tables = {k: pl.concat(v, how="diagonal_relaxed") for k, v in parts.items()}
-    return _judge_check.answer(run, f, p.judge, p.resamples, p.seed, min_n=p.min_n, probes=tables, probe_lines=lines)
+    return _judge_check.answer(run, f, p.judge, p.resamples, p.seed, min_n=p.min_n, probes=tables, probe_findings=found)
 
 
 @analysis(

@@ -581,36 +581,37 @@ def answer(
     ``reliability_bins``, ``judge_votes``; chart ``reliability``) and its agreement history
     (``judge_history``), appending the current agreement to the history file unless ``record`` is
     False (``cocoeval report --no-history``: compared, nothing written); ``judge_samples``
-    counts a sampled judge's invalid samples with their reasons."""
+    counts a sampled judge's invalid samples with their reasons. Its text is rendered
+    (``render_reliability``) from its result, a ``Reliability`` in ``Answer.result``."""
     from .answer import Answer
-    from .coverage import not_run
+    from .calibration_prose import (
+        History,
+        JudgeReliability,
+        Move,
+        PooledCalibration,
+        Reliability,
+        Samples,
+        render_reliability,
+    )
     from .judge_check import llm_judges, turn_agreement
 
     a = Answer("How reliable is the judge, and is it getting better? (beyond the paper)")
     judges = [judge] if judge is not None else llm_judges(f)
     if not judges:
-        a.text.append(not_run("this run has no LLM judge with valid judgments", "add a judge and run it"))
+        a.text, a.result = render_reliability(x := Reliability(BINS, CHANGE, (), False)), x
         return a
-    a.text.append(
-        "Beyond the paper. With `samples: k` a judge answers each target k times; its label is the strict "
-        "majority of the valid samples and its vote fraction per turn and behaviour the share of them that "
-        f"label it. Calibration: the fractions against the annotators' majority on the annotated turns, Brier "
-        f"score and expected calibration error ({BINS} equal-width bins; 0 is perfect). History: "
-        "judge_history.jsonl beside the run, compared with the latest earlier-dated entry of the same judge "
-        f"name under another judge id: a rise or fall only from {CHANGE:g}, and only when both were measured on "
-        "the same labelled conversations and annotators. Definitions: `cocoeval/analysis/calibration.py`, docs/judging.md."
-    )
     path = history_path(run, history_folder)
     cals, binss, votes, hist = [], [], [], []
     accounts: list[dict[str, Any]] = []
+    found: list[JudgeReliability] = []
     for j in judges:
         acc = sample_account(run, j)
+        samples: Samples | None = None
+        pooled_cal: PooledCalibration | None = None
+        history: History | None = None
         if acc.samples_per_target > 1:
-            why = "; ".join(f"{n}× {r}" for r, n in sorted(acc.reasons.items(), key=lambda kv: -kv[1])[:3])
-            a.text.append(
-                f"- **{j}**: {acc.samples_per_target} samples per target; {acc.invalid} of {acc.samples} samples "
-                f"invalid" + (f" ({why})" if why else "") + " (counted, never read as no behaviour)."
-            )
+            ranked = sorted(acc.reasons.items(), key=lambda kv: -kv[1])
+            samples = Samples(acc.samples_per_target, acc.samples, acc.invalid, tuple(ranked[:3]))
             votes.append(judge_votes(run, j))
             accounts.append(
                 {
@@ -619,53 +620,40 @@ def answer(
                     "judgments": acc.judgments,
                     "samples": acc.samples,
                     "invalid_samples": acc.invalid,
-                    "reasons": "; ".join(f"{n}× {r}" for r, n in sorted(acc.reasons.items(), key=lambda kv: -kv[1]))
-                    or None,
+                    "reasons": "; ".join(f"{n}× {r}" for r, n in ranked) or None,
                 }
             )
         cal = calibration(run, f, j, resamples, seed, min_n=min_n)
-        if cal is None:
-            continue
-        cals.append(cal.table)
-        binss.append(cal.bins)
-        pooled = cal.table.filter(pl.col("behaviour") == POOLED).row(0, named=True)
-        if pooled["turns"]:
-            a.text.append(
-                f"- **{j}** calibration over {pooled['turns']} turn × behaviour pairs of {pooled['conversations']} "
-                f"conversations: ECE {pooled['ece']:.3f}, Brier {pooled['brier']:.3f}"
-                + (f" ({'; '.join(cal.notes)})" if cal.notes else "")
-                + "."
-            )
-        turns = turn_agreement(f, j, resamples=1)  # the point estimates only (they do not depend on resamples)
-        entry = history_entry(run, j, turns, cal, folder=None if path is None else path.parent)
-        if entry is None:
-            continue
-        if path is not None and record:
-            record_history(path, entry)
-        past = read_history(path) if path is not None else []
-        if not record:  # compared as if recorded, nothing written
-            past.append(entry)
-        t = history_table(past or [entry], j, entry["judge_id"])
-        if t.is_empty():
-            a.text.append(f"  History: no earlier entry of judge {j} under another judge id.")
-        else:
-            prev = t.row(0, named=True)
-            anyb = t.filter(pl.col("behaviour") == ANY)
-            moved = ", ".join(
-                f"{r['measure']} {r['direction']} ({r['change']:+.3f})" for r in anyb.iter_rows(named=True)
-            )
-            a.text.append(
-                f"  History: against judge id {prev['previous_id']} (prompt {prev['previous_prompt']}, "
-                f"{prev['previous_date']}), any behaviour: {moved or 'not comparable'}."
-            )
-            hist.append(t)
-    if not cals:
-        a.text.append(
-            not_run(
-                "this run has no human annotations, so the judge's calibration cannot be measured",
-                "annotate conversations (docs/judging.md: Validating a judge)",
-            )
-        )
+        if cal is not None:
+            cals.append(cal.table)
+            binss.append(cal.bins)
+            pooled = cal.table.filter(pl.col("behaviour") == POOLED).row(0, named=True)
+            if pooled["turns"]:
+                pooled_cal = PooledCalibration(
+                    pooled["turns"], pooled["conversations"], pooled["ece"], pooled["brier"], tuple(cal.notes)
+                )
+            turns = turn_agreement(f, j, resamples=1)  # the point estimates only (they do not depend on resamples)
+            entry = history_entry(run, j, turns, cal, folder=None if path is None else path.parent)
+            if entry is not None:
+                if path is not None and record:
+                    record_history(path, entry)
+                past = read_history(path) if path is not None else []
+                if not record:  # compared as if recorded, nothing written
+                    past.append(entry)
+                t = history_table(past or [entry], j, entry["judge_id"])
+                if t.is_empty():
+                    history = History(False, None, None, None, ())
+                else:
+                    prev = t.row(0, named=True)
+                    moves = tuple(
+                        Move(r["measure"], r["direction"], r["change"])
+                        for r in t.filter(pl.col("behaviour") == ANY).iter_rows(named=True)
+                    )
+                    history = History(True, prev["previous_id"], prev["previous_prompt"], prev["previous_date"], moves)
+                    hist.append(t)
+        found.append(JudgeReliability(j, samples, pooled_cal, history))
+    x = Reliability(BINS, CHANGE, tuple(found), bool(cals))
+    a.text, a.result = render_reliability(x), x
     if accounts:
         a.tables["judge_samples"] = pl.DataFrame(accounts, schema=SAMPLES_SCHEMA)
     for key, parts in (

@@ -51,6 +51,7 @@ from .frames import Frames
 from .inference import ALPHA, MIN_N, adjust_pvalues, check_params, rng_for, too_small
 
 if TYPE_CHECKING:
+    from .judge_check_prose import CorrectedSummary, Estimate, GateSummary, JudgeProbes, StaleJudge
     from .store import RunLike
 
 BEYOND = "beyond the paper"
@@ -571,26 +572,32 @@ def gate_rows(
     return rows
 
 
+def gate_summary(gate: pl.DataFrame, name: dict[str, str] | None = None) -> GateSummary:
+    """The gate table as what its sentence says: the behaviours (named by ``name``) validated, not
+    validated, too rare to validate here; whether any rests on an annotated conversation."""
+    from .judge_check_prose import GateSummary
+
+    def names(rows: pl.DataFrame) -> tuple[str, ...]:
+        return tuple(name.get(b, b) if name else b for b in rows["behaviour"].to_list())
+
+    bad = gate.filter(~pl.col("validated"))
+    return GateSummary(
+        judge=gate["judge"][0],
+        judge_id=gate["judge_id"][0],
+        validated=names(gate.filter(pl.col("validated"))),
+        not_validated=names(bad.filter(pl.col("status") != TOO_RARE)),
+        too_rare=names(bad.filter(pl.col("status") == TOO_RARE)),
+        annotated=bool(gate.filter(pl.col("conversations") > 0).height),
+    )
+
+
 def not_validated_line(gate: pl.DataFrame, name: dict[str, str] | None = None) -> str | None:
     """ "not validated for this judge: …" naming the behaviours the gate does not pass, those too
     rare to validate here apart (None when it passes them all); with no annotations at all it says
-    how to annotate."""
-    bad = gate.filter(~pl.col("validated"))
-    if bad.is_empty():
-        return None
-    judge = gate["judge"][0]
-    if not gate.filter(pl.col("conversations") > 0).height:
-        return f"not validated for this judge ({judge}): every behaviour, no human annotations; {HOW_TO_ANNOTATE}"
+    how to annotate (``render_not_validated`` of its ``gate_summary``)."""
+    from .judge_check_prose import render_not_validated
 
-    def names(rows: pl.DataFrame) -> str:
-        return ", ".join(name.get(b, b) if name else b for b in rows["behaviour"].to_list())
-
-    rare = bad.filter(pl.col("status") == TOO_RARE)
-    other = bad.filter(pl.col("status") != TOO_RARE)
-    parts = ([names(other)] if other.height else []) + (
-        [f"too rare to validate here: {names(rare)}"] if rare.height else []
-    )
-    return f"not validated for this judge ({judge}): {'; '.join(parts)} (see the judge_check validation table)"
+    return render_not_validated(gate_summary(gate, name), HOW_TO_ANNOTATE)
 
 
 # ---------------------------------------------------------------- corrected rates
@@ -811,24 +818,30 @@ def corrected_rates(
 # ---------------------------------------------------------------- the answer, and the marks elsewhere
 
 
-def corrected_line(r: pl.DataFrame, names: dict[str, str]) -> str:
-    """What the corrected rates say, in one clause: where the judge-only mean lies outside the
-    corrected interval, that none does among those with an interval, or that none has one."""
+def corrected_summary(r: pl.DataFrame, names: dict[str, str]) -> CorrectedSummary:
+    """The corrected rates as what their clause says: how many have an interval, and those whose
+    judge-only mean lies outside it."""
+    from .judge_check_prose import CorrectedSummary, Disagreement
+
     with_ci = r.filter(pl.col("corrected_low").is_not_null() & pl.col("corrected_high").is_not_null())
-    if with_ci.is_empty():
-        return (
-            "no corrected interval: no target has enough labelled conversations (see the corrected_rates table's notes)"
-        )
     off = with_ci.filter(pl.col("disagree").fill_null(False))
-    if off.is_empty():
-        return (
-            f"the judge-only mean lies inside the corrected 95% interval for all {with_ci.height} behaviour rates "
-            f"with an interval ({r.height - with_ci.height} without one)"
-        )
-    return "the judge-only mean lies outside the corrected 95% interval for " + "; ".join(
-        f"{names.get(x['behaviour'], x['behaviour'])} of {x['target']} ({x['judge_only']:.2f} vs {x['corrected']:.2f})"
-        for x in off.iter_rows(named=True)
+    return CorrectedSummary(
+        rates=r.height,
+        with_interval=with_ci.height,
+        disagree=tuple(
+            Disagreement(names.get(x["behaviour"], x["behaviour"]), x["target"], x["judge_only"], x["corrected"])
+            for x in off.iter_rows(named=True)
+        ),
     )
+
+
+def corrected_line(r: pl.DataFrame, names: dict[str, str]) -> str:
+    """What the corrected rates say, in one clause (``render_corrected`` of their
+    ``corrected_summary``): where the judge-only mean lies outside the corrected interval, that
+    none does among those with an interval, or that none has one."""
+    from .judge_check_prose import render_corrected
+
+    return render_corrected(corrected_summary(r, names))
 
 
 def llm_judges(f: Frames) -> list[str]:
@@ -836,28 +849,32 @@ def llm_judges(f: Frames) -> list[str]:
     return sorted(set(f.judgments.filter(~pl.col("human") & pl.col("status").is_in(VALID))["judge"]))
 
 
-def stale_judges(f: Frames) -> list[str]:
-    """ "judge J: all N judgments stale (why); …" for each LLM judge whose every judgment is stale
-    (made with other settings than the params give now), with how to refresh them."""
+def stale(f: Frames) -> list[StaleJudge]:
+    """Each LLM judge whose every judgment is stale (made with other settings than the params give
+    now), with the first reason recorded."""
+    from .judge_check_prose import StaleJudge
+
     j = f.judgments.filter(~pl.col("human"))
     out = []
     for (name,), part in j.group_by("judge", maintain_order=True):
         if part.height and (part["status"] == "stale").all():
             why = part["reason"].drop_nulls().unique(maintain_order=True).to_list()
-            out.append(
-                f"every one of the {part.height} judgments of the LLM judge {name} is stale"
-                + (f" ({why[0]})" if why else "")
-                + "; nothing of it is counted and no annotator takes its place."
-                " Run `cocoeval run PARAMS` again to judge with the current settings (calls already made "
-                "with them are served from the cache)"
-            )
+            out.append(StaleJudge(name, part.height, why[0] if why else None))
     return out
 
 
-def _fmt(v: float | None, lo: float | None, hi: float | None) -> str:
-    if v is None:
-        return "undefined"
-    return f"{v:.2f}" + (f" ({lo:.2f}–{hi:.2f})" if lo is not None and hi is not None else " (no interval)")
+def stale_judges(f: Frames) -> list[str]:
+    """ "judge J: all N judgments stale (why); …" for each LLM judge whose every judgment is stale
+    (made with other settings than the params give now), with how to refresh them."""
+    from .judge_check_prose import render_stale
+
+    return [render_stale(s) for s in stale(f)]
+
+
+def _estimate(row: dict[str, Any], key: str) -> Estimate:
+    from .judge_check_prose import Estimate
+
+    return Estimate(row[key], row[f"{key}_low"], row[f"{key}_high"])
 
 
 def answer(
@@ -869,79 +886,66 @@ def answer(
     *,
     min_n: int = MIN_N,
     probes: dict[str, pl.DataFrame] | None = None,
-    probe_lines: Sequence[str] = (),
+    probe_findings: Sequence[JudgeProbes] = (),
 ) -> Any:
     """The judge_check analysis (beyond the paper): per LLM judge (``judge``: only that one) the
     validation gate, turn-level agreement, ordinal α of the Likert scores and corrected rates;
-    ``probes``/``probe_lines``: the probes' tables and text (``analysis.probes``) when given."""
+    ``probes``/``probe_findings``: the probes' tables and findings (``analysis.probes``) when
+    given. Its text is rendered (``render_judge_check``) from its result, a ``JudgeCheck`` in
+    ``Answer.result``."""
     from .answer import Answer
-    from .coverage import not_run
+    from .judge_check_prose import AnyAgreement, JudgeAssessment, JudgeCheck, render_judge_check
 
     a = Answer("Can this judge be trusted, behaviour by behaviour? (beyond the paper)")
     judges = [judge] if judge is not None else llm_judges(f)
-    if not judges:
-        stale = stale_judges(f)
-        a.text.append(
-            not_run(
-                "this run has no LLM judge with valid judgments" + (f" ({'; '.join(stale)})" if stale else ""),
-                "add a judge to the params' judges: and run them",
-            )
-        )
-        return a
-    humans = sorted(set(agreement.annotators(f, "counts")) | set(agreement.annotators(f, "likert")))
-    a.text.append(
-        f"Beyond the paper. Turn-level agreement over the judged turns of the conversations the judge and at "
-        f"least one annotator labelled validly, each with the annotators who did (Krippendorff's α, Cohen's "
-        f"κ, precision/recall/F1 against the annotators' majority), 95% percentile bootstrap intervals over "
-        f"conversations ({resamples} resamples, seed {seed}); the gate: a one-sided permutation test of ρ "
-        f"between the judge's and the annotators' counts per conversation, Holm-corrected over the behaviours "
-        f"tested, each resting on at least {MIN_CONVERSATIONS} conversations and {MIN_POSITIVE_TURNS} "
-        "positive turns (fewer: too rare to validate here). Definitions: `cocoeval/analysis/judge_check.py`, "
-        "docs/judging.md."
-    )
+    humans = sorted(set(agreement.annotators(f, "counts")) | set(agreement.annotators(f, "likert"))) if judges else []
     names = {b.id: b.name for b in f.taxonomy.behaviours}
     gates, turns, likerts, rates = [], [], [], []
+    assessed: list[JudgeAssessment] = []
     for j in judges:
         table = gate(f, j, run, resamples, seed, min_n=min_n)
         gates.append(table)
-        ok = [names[b] for b in table.filter(pl.col("validated"))["behaviour"]]
-        a.text.append(
-            f"- **{j}** (judge id {table['judge_id'][0] or 'not recorded'}): validated for "
-            + (", ".join(ok) if ok else "no behaviour")
-            + ". "
-            + (not_validated_line(table, names) or "Validated for every behaviour.")
-        )
-        if not humans:
-            continue
-        t = turn_agreement(f, j, resamples, seed, min_n=min_n)
-        turns.append(t)
-        row = t.filter(pl.col("behaviour") == ANY).row(0, named=True) if not t.is_empty() else None
-        if row is not None and row["conversations"]:
-            a.text.append(
-                f"  Any behaviour, over {row['turns']} turns of {row['conversations']} conversations "
-                f"({row['positive_turns_humans']} positive by the annotators' majority, "
-                f"{row['positive_turns_judge']} by the judge): α with the judge "
-                f"{_fmt(row['alpha_with_judge'], row['alpha_with_judge_low'], row['alpha_with_judge_high'])}, "
-                f"κ {_fmt(row['kappa'], row['kappa_low'], row['kappa_high'])}, "
-                f"F1 {_fmt(row['f1'], row['f1_low'], row['f1_high'])}."
-            )
-        likerts.append(likert_agreement(f, j, resamples, seed, min_n=min_n))
-        r = corrected_rates(f, j, run, resamples, seed, min_n=min_n)
-        rates.append(r)
-        if not r.is_empty():
-            a.text.append(f"  Corrected rates ({ASSUMPTION}): {corrected_line(r, names)}.")
-    if not humans:
-        a.text.append(
-            not_run(
-                "this run has no human annotations, so no agreement can be measured and no judge is validated",
-                HOW_TO_ANNOTATE,
-            )
-        )
+        agree: AnyAgreement | None = None
+        corrected = None
+        if humans:
+            t = turn_agreement(f, j, resamples, seed, min_n=min_n)
+            turns.append(t)
+            row = t.filter(pl.col("behaviour") == ANY).row(0, named=True) if not t.is_empty() else None
+            if row is not None and row["conversations"]:
+                agree = AnyAgreement(
+                    row["turns"],
+                    row["conversations"],
+                    row["positive_turns_humans"],
+                    row["positive_turns_judge"],
+                    _estimate(row, "alpha_with_judge"),
+                    _estimate(row, "kappa"),
+                    _estimate(row, "f1"),
+                )
+            likerts.append(likert_agreement(f, j, resamples, seed, min_n=min_n))
+            r = corrected_rates(f, j, run, resamples, seed, min_n=min_n)
+            rates.append(r)
+            if not r.is_empty():
+                corrected = corrected_summary(r, names)
+        assessed.append(JudgeAssessment(gate_summary(table, names), agree, corrected))
+    x = JudgeCheck(
+        resamples=resamples,
+        seed=seed,
+        min_conversations=MIN_CONVERSATIONS,
+        min_positive_turns=MIN_POSITIVE_TURNS,
+        judges=tuple(assessed),
+        stale=tuple(stale(f)) if not judges else (),
+        humans=bool(humans),
+        probes=tuple(probe_findings) if judges else (),
+        assumption=ASSUMPTION,
+        how_to_annotate=HOW_TO_ANNOTATE,
+    )
+    a.text, a.result = render_judge_check(x), x
+    if not judges:
+        return a
     a.tables["validation"] = pl.concat(gates)
     for key, parts in (("turn_agreement", turns), ("likert_agreement", likerts), ("corrected_rates", rates)):
         if parts and not all(p.is_empty() for p in parts):
             a.tables[key] = pl.concat(parts)
-    a.text += list(probe_lines)
     for k, v in (probes or {}).items():
         if not v.is_empty():
             a.tables[f"probe_{k}"] = v

@@ -36,6 +36,15 @@ from cocoeval.run.probes import ProbeRecord, read_probes
 
 from .frames import run_frames
 from .inference import MIN_N, check_params, ci_notes, interval
+from .probes_prose import (
+    NamesFinding,
+    PlantedFinding,
+    ProbeCI,
+    ProbeFindings,
+    SelfPreferenceFinding,
+    StabilityFinding,
+    render_probes,
+)
 from .stats import PERCENTILES, boot_index, resample_means
 
 if TYPE_CHECKING:
@@ -50,7 +59,6 @@ NAMES_TOLERANCE = {"labels": 0.05, "likert": 0.5}
 ANY = "any"
 LIKERT = ("consistency", "collaborativeness")
 VALID = ("ok", "repaired")
-NOT_RUN = "not run: cocoeval probe PARAMS"
 
 f64, i64, s_ = pl.Float64, pl.Int64, pl.Utf8
 NAMES_SCHEMA = {
@@ -487,74 +495,80 @@ def self_preference(
     return _df(rows, SELF_SCHEMA)
 
 
-def _ci(lo: Any, hi: Any, note: Any, fmt: str = ".2f") -> str:
-    return f"95% CI {lo:{fmt}} to {hi:{fmt}}" if lo is not None else f"no interval: {note}"
+def _probe_ci(lo: Any, hi: Any, note: Any) -> ProbeCI:
+    return ProbeCI(lo, hi, note)
 
 
-def probe_text(tables: dict[str, pl.DataFrame]) -> list[str]:
-    """The probe tables in words, one line each (beyond the paper); "not run: cocoeval probe
-    PARAMS" when no probe was run."""
-    out = ["Judge probes (beyond the paper):"]
+def probe_findings(tables: dict[str, pl.DataFrame]) -> ProbeFindings:
+    """The probe tables as the findings their text says (``render_probes``): the rows a line is
+    written of, typed; which probes ran."""
     names, planted, stab, selfp = (
         tables.get(k, pl.DataFrame()) for k in ("names", "planted", "stability", "self_preference")
     )
-    if names.is_empty() and planted.is_empty() and stab.is_empty():
-        out.append(f"names, planted behaviours, stability: {NOT_RUN}")
-    else:
-        if names.is_empty():
-            out.append(f"names: {NOT_RUN} (with names in probes.kinds)")
-        for r in names.iter_rows(named=True):
-            if (r["kind"] == "fine_grained" and r["measure"] != ANY and not r["flag"]) or r["value"] is None:
-                continue
-            what = (
-                f"{r['changed']} of {r['n']} turn labels ({r['value']:.1%})"
-                if r["kind"] == "fine_grained"
-                else f"{r['value']:.2f} Likert points on average ({r['changed']} of {r['n']} targets)"
+    return ProbeFindings(
+        names_run=not names.is_empty(),
+        planted_run=not planted.is_empty(),
+        stability_run=not stab.is_empty(),
+        names=tuple(
+            NamesFinding(
+                r["kind"],
+                r["measure"],
+                r["n_targets"],
+                r["changed"],
+                r["n"],
+                r["value"],
+                _probe_ci(r["ci_low"], r["ci_high"], r["ci_note"]),
+                bool(r["flag"]),
             )
-            out.append(
-                f"names → letters, {r['measure']} ({r['n_targets']} targets): {what} change; "
-                f"{_ci(r['ci_low'], r['ci_high'], r['ci_note'])}"
-                + ("; FLAGGED: the judge's labels depend on the names" if r["flag"] else "; few, as expected")
+            for r in names.iter_rows(named=True)
+            if not ((r["kind"] == "fine_grained" and r["measure"] != ANY and not r["flag"]) or r["value"] is None)
+        ),
+        planted=tuple(
+            PlantedFinding(
+                r["behaviour"],
+                r["expects"],
+                r["detected"],
+                r["n"],
+                r["rate"],
+                _probe_ci(r["ci_low"], r["ci_high"], r["ci_note"]),
+                r["other_label"],
+                r["false_alarms"],
+                _probe_ci(r["fa_ci_low"], r["fa_ci_high"], r["fa_ci_note"]),
             )
-        if planted.is_empty():
-            out.append(f"planted behaviours: {NOT_RUN} (with planted in probes.kinds)")
-        for r in planted.iter_rows(named=True):
-            fa = (
-                f"{r['false_alarms']:+.2f} labels per other turn ({_ci(r['fa_ci_low'], r['fa_ci_high'], r['fa_ci_note'])})"
-                if r["false_alarms"] is not None
-                else f"unknown ({r['fa_ci_note']})"
+            for r in planted.iter_rows(named=True)
+        ),
+        stability=tuple(
+            StabilityFinding(
+                r["kind"],
+                r["measure"],
+                r["n_targets"],
+                r["n"],
+                r["kappa"],
+                r["agree"],
+                _probe_ci(r["ci_low"], r["ci_high"], r["ci_note"]),
+                r["mean_abs_diff"],
             )
-            out.append(
-                f"planted {r['behaviour']} (expected {r['expects']}): detected {r['detected']} of {r['n']} "
-                f"({r['rate']:.0%}; {_ci(r['ci_low'], r['ci_high'], r['ci_note'])}); other labels only on "
-                f"{r['other_label']}; false alarms added elsewhere {fa}"
+            for r in stab.iter_rows(named=True)
+            if not ((r["kind"] == "fine_grained" and r["measure"] != ANY) or r["agree"] is None)
+        ),
+        self_preference=tuple(
+            SelfPreferenceFinding(
+                r["judge_family"],
+                r["same_setups"],
+                r["other_setups"],
+                r["measure"],
+                r["gap"],
+                r["n"],
+                _probe_ci(r["ci_low"], r["ci_high"], r["ci_note"]),
             )
-        if stab.is_empty():
-            out.append(f"stability: {NOT_RUN} (with stability in probes.kinds)")
-        for r in stab.iter_rows(named=True):
-            if (r["kind"] == "fine_grained" and r["measure"] != ANY) or r["agree"] is None:
-                continue
-            if r["kind"] == "fine_grained":
-                k = f"κ {r['kappa']:.2f}" if r["kappa"] is not None else "κ undefined"
-                out.append(
-                    f"stability, any behaviour ({r['n_targets']} targets, {r['n']} turns): {k}, "
-                    f"{r['agree']:.0%} of turns agree; {_ci(r['ci_low'], r['ci_high'], r['ci_note'])}"
-                )
-            else:
-                out.append(
-                    f"stability, {r['measure']}: {r['agree']:.0%} equal, mean |difference| "
-                    f"{r['mean_abs_diff']:.2f} points ({r['n']} targets)"
-                )
-    if selfp.is_empty():
-        out.append(
-            "self-preference: not computed (needs setups of the judge's model family and of another family, "
-            "judged validly beside the human reference)"
-        )
-    for r in selfp.iter_rows(named=True):
-        if r["measure"] in (ANY, *LIKERT):
-            out.append(
-                f"self-preference ({r['judge_family']}: {r['same_setups']} vs {r['other_setups']}), "
-                f"{r['measure']}: gap {r['gap']:+.2f} ({r['n']} instances; "
-                f"{_ci(r['ci_low'], r['ci_high'], r['ci_note'])})"
-            )
-    return out
+            for r in selfp.iter_rows(named=True)
+            if r["measure"] in (ANY, *LIKERT)
+        ),
+        self_preference_run=not selfp.is_empty(),
+    )
+
+
+def probe_text(tables: dict[str, pl.DataFrame]) -> list[str]:
+    """The probe tables in words, one line each (beyond the paper): ``render_probes`` of their
+    findings; "not run: cocoeval probe PARAMS" when no probe was run."""
+    return render_probes(probe_findings(tables))
