@@ -245,6 +245,16 @@ def sample_account(run: RunLike, judge: str) -> SampleAccount:
     return SampleAccount(judge, k, len(js), len(parts), sum(reasons.values()), reasons)
 
 
+def _account(run: RunLike, judge: str) -> SampleAccount:
+    """``sample_account``, without reading the judgments of a judge the manifest records as asking
+    one answer per target (there is nothing to count: its invalid answers are its invalid
+    judgments, ``invalid_rates``), so that a report from the kept frames reads no record."""
+    recorded = [rj for rj in run.manifest.params.judges or [] if rj.name == judge]
+    if recorded and all((rj.samples or 1) == 1 for rj in recorded):
+        return SampleAccount(judge, 1, 0, 0, 0, {})
+    return sample_account(run, judge)
+
+
 # ----------------------------------------------------------------------------- calibration
 
 
@@ -605,7 +615,7 @@ def answer(
     accounts: list[dict[str, Any]] = []
     found: list[JudgeReliability] = []
     for j in judges:
-        acc = sample_account(run, j)
+        acc = _account(run, j)
         samples: Samples | None = None
         pooled_cal: PooledCalibration | None = None
         history: History | None = None

@@ -112,6 +112,8 @@ class RecordedJudge(_Recorded):
     """Only instances of these datasets were judged (None: every instance)."""
     max_per_dataset: int | None = Field(None, strict=True)
     """Only the first N instances of each dataset were judged (None: all)."""
+    samples: int | None = Field(None, strict=True)
+    """Answers asked per target (``JudgeConfig.samples``; None: one)."""
 
 
 class RecordedBuild(_Recorded):

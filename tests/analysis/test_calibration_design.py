@@ -158,3 +158,25 @@ def test_the_history_is_written_once_by_one_append_and_never_through_a_link_or_i
     os.mkfifo(fifo)
     assert not record_history(fifo, e) and read_history(fifo) == []  # returns at once, nothing waits
     assert json.loads(path.read_text().splitlines()[0])["design"] == "d1"
+
+
+def test_the_reliability_of_a_one_answer_judge_reads_no_judgment_record(tmp_path):
+    """A judge the manifest records as asking one answer per target has no samples to count: the
+    analysis answers from the kept frames, so the first report after a run reads no judgment file."""
+    from cocoeval.analysis import analyses, store
+    from cocoeval.analysis.analyses import Params
+    from cocoeval.analysis.frames import open_run_dir, run_frames
+    from cocoeval.core.jsonio import recorded_reads
+
+    from ..sim_helpers import write_run_dir
+    from .test_leaderboard import _board_run, simulated
+
+    d = tmp_path / "run"
+    judges = [{"name": "J", "model": "openai/gpt-4.1", "kind": ["fine_grained", "overall"]}]
+    write_run_dir(d, _board_run(), {"status": "complete", "params": {"setups": [simulated("a")], "judges": judges}})
+    run_frames(open_run_dir(d))  # the frames kept, as cocoeval run leaves them
+    store._CACHE.clear()
+    with recorded_reads() as seen:
+        a = analyses.compute("judge_reliability", open_run_dir(d), Params(judge="J", resamples=20))
+    assert a.result is not None
+    assert [p for p in seen if "/judgments/" in p] == []
