@@ -35,7 +35,7 @@ import polars as pl
 
 import cocoeval
 from cocoeval.core.files import portable_path, portable_record
-from cocoeval.core.jsonio import write_atomic
+from cocoeval.core.jsonio import script_json, write_atomic
 from cocoeval.core.schema import unknown_speaker_turns
 from cocoeval.core.targets import REFERENCE
 
@@ -87,18 +87,6 @@ def not_simulated_line(setups: Sequence[str]) -> str | None:
 # ---------------------------------------------------------------------------------------- data
 
 
-def _json(obj: Any) -> str:
-    """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` survives as such."""
-    s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (
-        s.replace("&", "\\u0026")
-        .replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
-
-
 BLOCK_TYPE = "application/gzip+base64"
 """The type of an instance's conversations block: its JSON, gzip-compressed, in base64 (about a
 third of the JSON's size for meeting text; the page inflates a block with the browser's
@@ -108,7 +96,7 @@ third of the JSON's size for meeting text; the page inflates a block with the br
 def pack(obj: Any) -> str:
     """``obj`` as an instance block: JSON, gzip (no timestamp: the same run gives the same
     file), base64."""
-    return base64.b64encode(gzip.compress(_json(obj).encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    return base64.b64encode(gzip.compress(script_json(obj).encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
 
 
 def unpack(text: str) -> Any:
@@ -455,7 +443,7 @@ def write_html(
         + (headline_html(headline) + "\n" if headline is not None else "")
         + '<nav id="cc-nav"></nav><main id="cc-main"></main>\n'
         + "".join(f'<template class="cc-sectext">{t}</template>\n' for _, t, _ in sections)
-        + f'<script type="application/json" id="cc-data">{_json(data)}</script>\n{conv}\n'
+        + f'<script type="application/json" id="cc-data">{script_json(data)}</script>\n{conv}\n'
         f"<script>{javascript_bundle()}</script>\n<script>{_asset('report.js')}</script>\n</body></html>\n"
     )
     path = out / "index.html"

@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import hashlib
 import html
-import json
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from cocoeval.core.errors import InputError
-from cocoeval.core.jsonio import iter_jsonl, write_atomic
+from cocoeval.core.jsonio import iter_jsonl, script_json, write_atomic
 from cocoeval.core.taxonomy import Taxonomy
 
 from .rows import NONE
@@ -64,18 +63,6 @@ HOW_TO_PAGE = (
     "list lacks in 'not in the taxonomy' (and tick what the turn shows). Give both scores of an item "
     "marked overall. When done (or whenever you like), press Export and send the file it downloads."
 )
-
-
-def _json(obj: Any) -> str:
-    """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` survives as such."""
-    s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (
-        s.replace("&", "\\u0026")
-        .replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
 
 
 def _asset(name: str) -> str:
@@ -126,7 +113,7 @@ def write_page(folder: str | Path, taxonomy: Taxonomy) -> Path:
         f"<title>{html.escape(title)}</title>\n<style>{_asset('annotate.css')}</style>\n</head>\n<body>\n"
         f'<header id="an-head"><h1>{html.escape(title)}</h1><div id="an-bar"></div></header>\n'
         '<main id="an-main"></main>\n'
-        f'<script type="application/json" id="an-data">{_json(data)}</script>\n'
+        f'<script type="application/json" id="an-data">{script_json(data)}</script>\n'
         f"<script>{_asset('annotate.js')}</script>\n</body></html>\n"
     )
     path = out / PAGE

@@ -157,6 +157,19 @@ def validate(model: type[M], data: Any, *, file: str | Path, record: str | int) 
         ) from None
 
 
+def script_json(obj: Any) -> str:
+    """JSON safe inside a ``<script>`` element of a page (the HTML report, the annotation page): no
+    ``<``, ``>`` or ``&`` survives as such, nor a line or paragraph separator."""
+    s = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return (
+        s.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
 def temp_beside(path: Path, mode: int = 0o666) -> tuple[int, str]:
     """A new, empty temporary file in ``path``'s folder, open for writing: (descriptor, its path),
     for a write that ends in ``os.replace(tmp, path)``. Created with ``mode`` filtered by the
