@@ -34,7 +34,7 @@ from xml.sax.saxutils import quoteattr
 
 from cocoeval.core.errors import InputError
 from cocoeval.core.files import MAX_SHEET_BYTES, read_bounded_text
-from cocoeval.core.jsonio import iter_jsonl, write_atomic, write_json
+from cocoeval.core.jsonio import iter_jsonl, parse_json_text, write_atomic, write_json
 from cocoeval.core.taxonomy import Taxonomy
 
 from .rows import NONE
@@ -191,14 +191,7 @@ def read_labelstudio(path: str | Path) -> tuple[list[tuple[str, Any]], list[dict
     out. A file that is not such an export is an InputError naming the file and the task."""
     p = Path(path)
     hint = "give the JSON Label Studio exported for the tasks of annotate-export --format labelstudio (Export > JSON)"
-    try:
-        tasks = json.loads(read_bounded_text(p, MAX_SHEET_BYTES, hint=hint))
-    except json.JSONDecodeError as e:
-        raise InputError(f"not JSON ({e.msg} at line {e.lineno})", file=str(p), hint=hint) from None
-    except RecursionError:
-        raise InputError("JSON nested too deeply", file=str(p), hint=hint) from None
-    except ValueError as e:  # an integer past Python's digit limit
-        raise InputError(f"not readable as JSON ({str(e)[:100]})", file=str(p), hint=hint) from None
+    tasks = parse_json_text(read_bounded_text(p, MAX_SHEET_BYTES, hint=hint), p, hint=hint)
     if isinstance(tasks, dict) and "annotations" in tasks:
         tasks = [tasks]
     if not isinstance(tasks, list):

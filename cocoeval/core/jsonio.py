@@ -80,29 +80,30 @@ def _duplicate(e: _DuplicateKey) -> str:
 
 def read_json(path: str | Path) -> Any:
     """Parse a JSON file; errors say where the JSON breaks."""
-    text = read_text(path)
+    return parse_json_text(read_text(path), path)
+
+
+_REPAIR = "repair or re-export the file"
+
+
+def parse_json_text(text: str, path: str | Path, *, hint: str = _REPAIR) -> Any:
+    """``text``, the whole of the file ``path``, parsed as ``read_json`` parses a file: a key given
+    twice in one object, a nesting too deep for Python's stack, an integer past Python's digit
+    limit and broken JSON are each an InputError naming ``path``, with ``hint`` saying the fix
+    (for a file that comes from another tool, its own export step)."""
     try:
         return _DECODER.decode(text)
     except json.JSONDecodeError as e:
         raise InputError(
-            f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}",
-            file=str(path),
-            hint="repair or re-export the file",
+            f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}", file=str(path), hint=hint
         ) from None
     except _DuplicateKey as e:
-        raise InputError(
-            _duplicate(e), file=str(path), hint="give each key once: repair or re-export the file"
-        ) from None
+        raise InputError(_duplicate(e), file=str(path), hint=f"give each key once: {hint}") from None
     except RecursionError:
-        raise InputError(
-            _TOO_DEEP,
-            file=str(path),
-            hint="no cocoeval file nests more than a few levels: repair or re-export the file",
-        ) from None
+        deep = "no cocoeval file nests more than a few levels: " if hint == _REPAIR else ""
+        raise InputError(_TOO_DEEP, file=str(path), hint=deep + hint) from None
     except ValueError as e:  # an integer past Python's digit limit
-        raise InputError(
-            f"not readable as JSON ({str(e)[:100]})", file=str(path), hint="repair or re-export the file"
-        ) from None
+        raise InputError(f"not readable as JSON ({str(e)[:100]})", file=str(path), hint=hint) from None
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

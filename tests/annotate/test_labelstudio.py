@@ -254,3 +254,26 @@ def test_a_huge_integer_in_a_label_studio_export_or_a_jsonl_sheet_is_refused_nam
     captured = capsys.readouterr()
     assert code in (0, 2) and "please report" not in captured.err
     assert "turn must be" in captured.out + captured.err
+
+
+@pytest.mark.parametrize(
+    ("damage", "needle"),
+    [
+        (lambda text: text.replace('"id": 1,', '"id": 1, "id": 2,', 1), "key 'id' given twice"),
+        (lambda text: "[" * 100_000 + text + "]" * 100_000, "nested too deeply"),
+        (lambda text: text.replace('"id": 1,', '"id": ' + "9" * 5000 + ",", 1), "not readable as JSON"),
+    ],
+    ids=["duplicate key", "too deep", "5000 digits"],
+)
+def test_a_label_studio_export_with_a_duplicate_key_a_too_deep_nesting_or_a_huge_number_is_refused_naming_file_and_fix(
+    exported, tmp_path, capsys, damage, needle
+):
+    d, out = exported
+    ls = tmp_path / "damaged.json"
+    _export(out, ls, [(1, lambda k, t: ["none"])])
+    ls.write_text(damage(ls.read_text()))
+    assert main(["annotate-import", str(ls), str(d), "--key", str(out / "key.json")]) == 2
+    err = capsys.readouterr().err
+    assert needle in err and str(ls) in err and "please report" not in err
+    assert "Label Studio exported" in err  # the fix: the export step of Label Studio
+    assert not (d / "judgments" / "human").exists()

@@ -11,7 +11,7 @@ import yaml
 
 from cocoeval.core import yamlio
 from cocoeval.core.errors import InputError
-from cocoeval.core.jsonio import iter_jsonl, read_json, read_models
+from cocoeval.core.jsonio import iter_jsonl, parse_json_text, read_json, read_models
 from cocoeval.core.schema import Judgment
 from cocoeval.core.taxonomy import default_taxonomy_path, load_taxonomy
 from cocoeval.llm.usage import PriceTable
@@ -69,6 +69,20 @@ def test_read_json_refuses_duplicate_keys(tmp_path):
     with pytest.raises(InputError, match="key 'status' given twice") as e:
         read_json(p)
     assert "manifest.json" in str(e.value)
+
+
+def test_parse_json_text_refuses_what_read_json_refuses_with_the_hint_it_is_given():
+    hint = "export it again from the other tool"
+    for text, needle in [
+        ('{"a": 1, "a": 2}', "key 'a' given twice"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ('{"a": ' + "9" * 5000 + "}", "not readable as JSON"),
+        ('{"a": ', "invalid JSON at line 1"),
+    ]:
+        with pytest.raises(InputError, match=needle) as e:
+            parse_json_text(text, "export.json", hint=hint)
+        assert e.value.file == "export.json" and hint in (e.value.hint or "")
+    assert parse_json_text('{"a": [1, {"b": null}]}', "x.json") == {"a": [1, {"b": None}]}
 
 
 def test_iter_jsonl_refuses_duplicate_keys_naming_the_line(tmp_path):
