@@ -38,10 +38,12 @@ from cocoeval.core.files import portable_path, portable_record
 from cocoeval.core.jsonio import script_json, write_atomic
 from cocoeval.core.schema import unknown_speaker_turns
 from cocoeval.core.targets import REFERENCE
+from cocoeval.core.text import md_escape
 
 from . import headline as hl
 from .coverage import TITLE as COVERAGE_TITLE
 from .frames import HUMAN, Frames
+from .report_doc import ReportDoc, intro_lines, section_lines
 from .store import RunLike
 from .verdicts import verdicts
 
@@ -55,6 +57,7 @@ __all__ = [
     "not_simulated_line",
     "pack",
     "payload",
+    "render_html",
     "unpack",
     "write_html",
 ]
@@ -336,6 +339,36 @@ def headline_html(h: hl.Headline) -> str:
         '<p><b>Conversations</b>: <a href="#cc-viewer" id="cc-to-viewer">the conversation viewer</a> below: every '
         "instance's human reference beside the setups' continuations, aligned by turn; search by text and speaker, "
         "filters by behaviour, judge score and dataset.</p></section>"
+    )
+
+
+def render_html(
+    run: RunLike,
+    f: Frames,
+    out_dir: str | Path,
+    doc: ReportDoc,
+    figures: dict[str, tuple[list[Path], str]],
+    tables: dict[str, tuple[pl.DataFrame, str]],
+    *,
+    judge: str | None,
+) -> Path:
+    """``index.html`` beside what ``report.write_report`` wrote, laid out from the report's document
+    ``doc`` as ``index.md`` is (``report_doc.render_markdown``): the notices first, then the
+    headline (``headline_html``), then each section with its text (the same lines as index.md's,
+    their Markdown converted) and the figures and tables it lists; the paper-coverage section
+    collapsed. ``figures`` and ``tables``: the data the page embeds, by name."""
+    return write_html(
+        run,
+        f,
+        out_dir,
+        title=f"Report for {md_escape(doc.title)}",  # as index.md's first line says it
+        figures=figures,
+        tables=tables,
+        sections=[(s.title, markdown_html(section_lines(s)), [x.name for x in s.listed]) for s in doc.sections],
+        intro=intro_lines(doc),
+        judge=judge,
+        pipeline_check=doc.pipeline_check,
+        headline=doc.headline,
     )
 
 

@@ -14,14 +14,25 @@ from cocoeval.core.errors import ConfigError
 from cocoeval.core.files import portable_spec
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
-from cocoeval.run.rundir import PIPELINE_LABEL
 
-from . import agreement, analyses, charts, html_report, inference, judge_check, leaderboard, render, stats
+from . import agreement, analyses, charts, html_report, inference, judge_check, render, stats
 from .answer import Answer
-from .coverage import coverage_markdown, paper_coverage
+from .coverage import paper_coverage
 from .frames import Frames, invalid_rates, open_run_dir, run_frames
-from .headline import Headline, headline, headline_markdown
-from .judge_free import judge_free_note, pipeline_check
+from .headline import Headline, headline
+from .judge_free import measured_on, pipeline_check
+from .report_doc import (
+    Board,
+    Coverage,
+    JudgeBased,
+    JudgeFree,
+    Listed,
+    ReportDoc,
+    Section,
+    Settings,
+    SetupSource,
+    render_markdown,
+)
 from .report_result import ReportResult
 from .speed import copy_kept, keep_report, kept_report_folder
 from .store import RunLike, integrity_warnings
@@ -110,66 +121,48 @@ def write_section(section: str, run: RunLike, p: analyses.Params, table: Any, fi
     return answers
 
 
-def setup_sources(run: RunLike) -> list[str]:
-    """Report lines naming the setups cocoeval's own LLM simulator did not write: imported ones
-    (their file, its sha256, the description) and plugins (the simulator and its options)."""
-    lines = []
+def setup_sources(run: RunLike) -> tuple[SetupSource, ...]:
+    """The setups cocoeval's own LLM simulator did not write: imported ones (their file, its
+    sha256, the models that wrote them, the description) and plugins (the simulator, its model and
+    options)."""
+    out = []
     imported = run.manifest.imported
     for s in run.manifest.setup_params:
-        name = md_escape(s.name)
         if s.continuations is not None:
             src = imported.get(s.name, {})
             desc = src.get("description") or s.description
-            made = _imported_models(run, s.name, src.get("model") or s.model)
-            lines.append(
-                f"- `{name}`: imported from `{md_escape(str(src.get('file') or s.continuations))}` "
-                f"(sha256 {src.get('sha256', 'not recorded')})"
-                + (f", {made}" if made else "")
-                + (f": {md_escape(str(desc))}" if desc else "")
+            model = src.get("model") or s.model
+            out.append(
+                SetupSource(
+                    s.name,
+                    "imported",
+                    file=str(src.get("file") or s.continuations),
+                    sha256=str(src.get("sha256", "not recorded")),
+                    model=None if model is None else str(model),
+                    record_models=_record_models(run, s.name),
+                    description=str(desc) if desc else None,
+                )
             )
         elif s.simulator is not None:
-            opts = ", ".join(f"{k}: {v}" for k, v in (s.options or {}).items() if v is not None)
-            lines.append(
-                f"- `{name}`: simulator plugin `{md_escape(s.simulator)}`"
-                + (f" with model {md_escape(s.model)}" if s.model else "")
-                + (f" ({md_escape(opts)})" if opts else "")
+            out.append(
+                SetupSource(
+                    s.name,
+                    "plugin",
+                    model=s.model or None,
+                    simulator=s.simulator,
+                    options=tuple((k, f"{v}") for k, v in (s.options or {}).items() if v is not None),
+                )
             )
-    if not lines:
-        return []
-    return [
-        "Setups not written by cocoeval's own LLM simulator (they are judged and analysed like the others):\n",
-        *lines,
-        "",
-    ]
+    return tuple(out)
 
 
-def _imported_models(run: RunLike, name: str, setup_model: object) -> str:
-    """What wrote an imported setup's continuations, for its report line: the setup's ``model``
-    and the ``model`` its records name (each record's own label, kept with the continuation), the
-    latter said apart where they differ; "" when neither says."""
+def _record_models(run: RunLike, name: str) -> tuple[str, ...]:
+    """The ``model`` an imported setup's records name (each record's own label, kept with the
+    continuation), distinct, in the order met."""
     cs = run.continuations.get(name, []) if name in run.names("continuations") else []
-    named = list(  # local/<absolute path> read local/<file name>, as the manifest records the setup's
+    return tuple(  # local/<absolute path> read local/<file name>, as the manifest records the setup's
         dict.fromkeys(portable_spec(str(m)) for c in cs if c.imported and (m := c.imported.get("model")) is not None)
     )
-    shown = ", ".join(md_escape(m) for m in named[:5]) + (f" and {len(named) - 5} more" if len(named) > 5 else "")
-    if setup_model is None:
-        return f"written by {shown} (the records' model)" if named else ""
-    if not named or named == [str(setup_model)]:
-        return f"written by {md_escape(str(setup_model))}"
-    return f"written by {md_escape(str(setup_model))} (the records name {shown})"
-
-
-SETTINGS = "Settings and sources"
-"""The report's section after the headline: the bootstrap's settings, the setups' sources."""
-VIEWER_HTML = (
-    "[the conversation viewer of index.html](index.html#cc-viewer): every instance's human reference beside the "
-    "setups' continuations, aligned by turn; search by text and speaker, filters by behaviour, judge score and "
-    "dataset."
-)
-VIEWER_MD = (
-    "in the conversation viewer of the HTML report (`cocoeval report RUN --out DIR --html` writes index.html) "
-    "and of notebook 09_explore."
-)
 
 
 def _headline(
@@ -204,12 +197,13 @@ def _headline(
     )
 
 
-def _tested(answers: dict[str, Answer], correction: str) -> str | None:
-    """The judge-free paired test as the index states it; None when the run has no conversation."""
+def _tests(answers: dict[str, Answer]) -> int | None:
+    """How many setup-vs-human tests of the judge-free statistics the family has; None when the run
+    has no conversation."""
     vs = answers["judge_free"].tables.get("vs_human") if "judge_free" in answers else None
     if vs is None:
         return None
-    return inference.describe_test(correction, int(vs["p"].is_not_null().sum()) if not vs.is_empty() else 0)
+    return int(vs["p"].is_not_null().sum()) if not vs.is_empty() else 0
 
 
 def write_report(
@@ -370,7 +364,7 @@ def _write_report(
             judged=True,
         )
     early = [*tables, *figures]  # all written so far
-    free = _tested(write_section("judge-free", run, params, table, figure), correction)
+    free = _tests(write_section("judge-free", run, params, table, figure))
     board = write_section("leaderboard", run, params, table, figure).get("leaderboard")
     board_outs = list(
         dict.fromkeys(
@@ -416,101 +410,57 @@ def _write_report(
         figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
     write_section("agreement", run, params, table, figure)
     paired = tables.get("paired_vs_human")
-    tested = (
-        "Over/under-production (paired_vs_human): "
-        f"{inference.describe_test(correction, int(paired[0]['p'].is_not_null().sum()))}."
-        if paired
-        else ""
-    )
 
-    def listing(names: list[str]) -> list[str]:
+    def listed(names: list[str]) -> tuple[Listed, ...]:
+        """The figures, then the tables, of ``names`` that were written, as a section lists them."""
         figs = [
-            f"- **{k}**: {figures[k][1]} — [{figures[k][0][0].name}]({figures[k][0][0].name}), "
-            f"[{figures[k][0][1].name}]({figures[k][0][1].name})"
-            for k in names
-            if k in figures
+            Listed(k, "figure", figures[k][1], tuple(p.name for p in figures[k][0][:2])) for k in names if k in figures
         ]
         tabs = [
-            f"- **{k}**: {tables[k][1]} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({tables[k][0].height} rows)"
-            for k in names
-            if k in tables
+            Listed(k, "table", tables[k][1], (f"{k}.csv", f"{k}.md"), tables[k][0].height) for k in names if k in tables
         ]
-        return (["Figures:\n", *figs, ""] if figs else []) + (["Tables:\n", *tabs, ""] if tabs else [])
+        return (*figs, *tabs)
 
-    index = [f"# Report for {md_escape(title)}\n"]
-    notices = integrity_warnings(run)  # none for a run as cocoeval run wrote it
-    if notices:
-        index += [
-            "**Warnings about this run directory** (what it holds that its instances or manifest do not "
-            "account for):\n",
-            *(f"- {md_escape(w)}" for w in notices),
-            "",
-        ]
-    if check:
-        index.append(
-            f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** This run is labelled "
-            f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
-            "show that every path of the workbench runs end to end; they are not findings.\n"
-        )
-    head = _headline(run, f, judge, board, rates, check, resamples=resamples, seed=seed, min_n=min_n)
-    index += headline_markdown(head, VIEWER_HTML if html else VIEWER_MD)  # the answer first
-    index.append(f"## {SETTINGS}\n")
-    index.append(
-        f"Bootstrap: {resamples} resamples over instances, seed {seed}; an interval over fewer than {min_n} "
-        "instances, or with every resample equal, is undefined (– in the tables, a cross instead of a "
-        "whisker in the figures; ci_note says why).\n"
-    )
-    index += setup_sources(run)
-    index.append(coverage_markdown(paper_coverage(run)))  # what of the paper this run lacks, and how to add it
-    index.append("## Judge-free statistics (no model needed)\n")
-    if free is None:
-        index.append("_No conversation in this run._\n")
-    else:
-        index += [
-            f"{judge_free_note(run.manifest)} Definitions: `cocoeval/analysis/convstats.py` and docs/analysis.md "
-            f"(Judge-free statistics). Setup vs human: {free} (the family: statistics × setups).\n",
-            *listing(judge_free),
-        ]
-    index.append(f"## Leaderboard of simulators{mark}\n")
-    if board is None or "behaviours" not in board.tables:  # nothing ranked: the answer says why and how
-        index += [*(board.text if board is not None else []), "", *listing(board_outs)]
-    else:
-        index += [
-            "Every setup ranked per judge (setups judged by different judges are never ranked together) by the "
-            "distance of its behaviour profile from the humans' on the same instances: the root mean square of "
-            "the per-behaviour paired differences in mean occurrences per conversation (estimated without the "
-            "upward bias of squared noise; equal distances share a rank), with the floor (the same distance "
-            "between two random halves of the human references: 0 on average), the Likert gap and the "
-            "judge-free turn-taking distances beside. Beyond the paper: each rank's interval (rank_low–rank_high, "
-            "the ranks the data support; an interval of several ranks is unsettled) and every pair of setups "
-            "compared on the instances both have (paired, clustered by source conversation). Definitions: "
-            "`cocoeval/analysis/leaderboard.py`, `cocoeval/analysis/paired.py` and "
-            "docs/analysis.md (A leaderboard of simulators; Setup against setup).\n",
-            *(f"{x}\n" for x in leaderboard.stopping_text(run)),
-            *listing(board_outs),
-        ]
-    index += [
-        f"## Judge-based statistics{mark}\n",
-        *(f"**Stale judge:** {md_escape(x)}.\n" for x in judge_check.stale_judges(f)),
-        (
-            f"Judge shown in the figures: {jn}. {tested}"
-            if judge is not None
-            else "No LLM judge with valid judgments: the figures show no judge's rates."
+    ranked = board is not None and "behaviours" in board.tables
+    doc = ReportDoc(
+        title=title,
+        notices=tuple(integrity_warnings(run)),  # none for a run as cocoeval run wrote it
+        pipeline_check=check,
+        headline=_headline(run, f, judge, board, rates, check, resamples=resamples, seed=seed, min_n=min_n),
+        with_html=html,
+        sections=(
+            Section(Settings(resamples, seed, min_n, setup_sources(run))),
+            Section(Coverage(tuple(paper_coverage(run)))),  # what of the paper this run lacks, and how to add it
+            Section(
+                JudgeFree(measured_on(run.manifest), correction, free),
+                listed(judge_free) if free is not None else (),
+            ),
+            Section(
+                Board(ranked, tuple(board.text) if board is not None else (), run.manifest.stopping),
+                listed(board_outs),
+                marked=check,
+            ),
+            Section(
+                JudgeBased(
+                    judge,
+                    tuple(judge_check.stale(f)),
+                    correction,
+                    int(paired[0]["p"].is_not_null().sum()) if paired else None,
+                ),
+                listed([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs]),
+                marked=check,
+            ),
         ),
-        "Invalid judgments are excluded and counted in invalid_rates.\n",
-        *listing([k for k in dict.fromkeys([*figures, *tables]) if k not in judge_free and k not in board_outs]),
-    ]
-    renderer.close()  # every figure written (html_report reads them); a failed one fails the report
-    write_atomic(out / "index.md", "\n".join(index) + "\n")
-    page = (
-        str(html_report.from_report(run, f, out, index, figures, tables, judge=judge, headline=head)) if html else None
     )
+    renderer.close()  # every figure written (html_report reads them); a failed one fails the report
+    write_atomic(out / "index.md", render_markdown(doc))
+    page = str(html_report.render_html(run, f, out, doc, figures, tables, judge=judge)) if html else None
     return ReportResult(
         judge=judge,
         figures=tuple(sorted(figures)),
         tables=tuple(sorted(tables)),
         out=str(out),
         pipeline_check=check,
-        warnings=tuple(notices),
+        warnings=doc.notices,
         html=page,
     )
