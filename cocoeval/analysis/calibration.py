@@ -21,9 +21,16 @@ calibration against the annotators' majority, and a history of its agreement acr
   any behaviour, with the pooled ECE and Brier score, and a digest of the labelled conversations
   and annotators (``design``); the run is named relative to the history's folder. The file is
   written only when it is a regular file (never through a link or into a pipe).
+  Each entry also keeps, per labelled conversation, the additive sufficient statistics of its
+  measures (``conversation_stats``, ``per_conversation``: α's binary coincidence counts, κ's 2×2
+  counts per annotator, F1's TP/FP/FN against the majority, the ECE's bins and the Brier score's
+  squared error), so that any resample of the conversations gives its measures by sums.
   ``history_table`` compares the current entry with the latest earlier-dated one of the same judge
-  name under another judge id: per measure, rose or fell by at least ``CHANGE``, within it, or not
-  comparable when the labelled conversations or annotators differ.
+  name under another judge id: on the same labelled conversations and annotators, per measure the
+  change with a 95% paired cluster-bootstrap interval (the same source conversations drawn for both
+  entries), "rose"/"fell" when it excludes 0, else "no clear change"; an earlier entry without the
+  statistics gets the threshold rule ``CHANGE``, labelled so; not comparable when the labelled
+  conversations or annotators differ. The interval and the statistics are beyond the paper.
 """
 
 from __future__ import annotations
@@ -119,7 +126,11 @@ HISTORY_SCHEMA = {
     "current_id": pl.Utf8,
     "current": pl.Float64,
     "change": pl.Float64,
+    "ci_low": pl.Float64,
+    "ci_high": pl.Float64,
+    "n_conversations": pl.Int64,
     "direction": pl.Utf8,
+    "rule": pl.Utf8,
 }
 
 
@@ -273,6 +284,9 @@ class Calibration:
     design: str | None = None
     """A digest of the labelled conversations (target, instance) and the annotators the numbers
     come from (``design_digest``): two history entries with other digests measured other things."""
+    row_conversation: tuple[tuple[str, str], ...] = ()
+    """The labelled conversation (target, instance) of each judged turn: ``p`` and ``y`` hold one
+    such turn's behaviours after another."""
 
 
 def design_digest(conversations: Sequence[tuple[str, str]], annotators: Sequence[str]) -> str:
@@ -384,7 +398,8 @@ def calibration(
     )
     design = design_digest([key for key in tl.conversations if key in by], humans)
     table = pl.DataFrame(rows, schema=CALIBRATION_SCHEMA)
-    return Calibration(judge, table, bins, pooled_p, pooled_y, notes, design)
+    row_keys = tuple(tl.conversations[c] for c in tl.conv[keep]) if len(tl.conv) else ()
+    return Calibration(judge, table, bins, pooled_p, pooled_y, notes, design, row_keys)
 
 
 def reliability_chart(bins: pl.DataFrame, title: str = "Reliability diagram (beyond the paper)") -> alt.TopLevelMixin:
@@ -453,12 +468,15 @@ def history_entry(
     date: str | None = None,
     *,
     folder: Path | None = None,
+    stats: ConversationStats | None = None,
 ) -> dict[str, Any] | None:
     """The history entry of ``judge`` from its turn-level agreement ``turns`` (``turn_agreement``)
     and calibration; None when no conversation was labelled by the judge and an annotator. The
     run is recorded relative to the history's ``folder`` (``core.files.portable_path``: never an
     absolute path of this machine; its name alone when it lies elsewhere); ``design`` is the
-    calibration's digest of the labelled conversations and annotators."""
+    calibration's digest of the labelled conversations and annotators; ``per_conversation`` the
+    additive statistics ``stats`` (``conversation_stats``) the next judge id's change is
+    bootstrapped from (beyond the paper)."""
     from cocoeval.core.files import portable_path
 
     if turns.is_empty() or not turns["conversations"].fill_null(0).max():
@@ -479,6 +497,7 @@ def history_entry(
         "annotators": int(first["annotators"]),
         "conversations": int(first["conversations"]),
         "measures": measures,
+        **({"per_conversation": stats.to_json()} if stats is not None else {}),
     }
 
 
@@ -493,7 +512,7 @@ def record_history(path: Path, entry: dict[str, Any]) -> bool:
     if path.is_symlink() or special_file(path) is not None or (path.exists() and not path.is_file()):
         return False
     same = [e for e in read_history(path) if (e.get("judge_id"), e.get("run")) == (entry["judge_id"], entry["run"])]
-    keys = ("judge", "samples", "annotators", "conversations", "measures", "prompt", "design")
+    keys = ("judge", "samples", "annotators", "conversations", "measures", "prompt", "design", "per_conversation")
     if same and all(same[-1].get(k) == entry.get(k) for k in keys):
         return False
     line = (json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
@@ -513,21 +532,279 @@ def record_history(path: Path, entry: dict[str, Any]) -> bool:
     return True
 
 
+# ----------------------------------------------------------------------------- per-conversation statistics
+
+AGREEMENT_LAYOUT = ("o01", "n0", "n1", "tp", "fp", "fn")
+"""The first numbers of a conversation's statistics per behaviour: α's binary coincidence counts
+(the disagreeing pairs o01 and the pairable values n0, n1 of the annotators with the judge, the
+sums ``judge_check.binary_alpha`` takes), then F1's counts of the judge against the annotators'
+majority (both mark it, the judge only, the majority only); then per annotator (``annotators``
+order) the 2×2 counts of κ in ``KAPPA_CELLS`` order, over the turns that annotator labelled."""
+KAPPA_CELLS = ("both", "judge_only", "annotator_only", "neither")
+CALIBRATION_LAYOUT = ("squared_error", "cells")
+"""A conversation's calibration statistics, pooled over the behaviours: the summed squared error
+of the vote fractions, the turn × behaviour cells, then per fraction bin (``BINS``) its cells, its
+summed fractions and its majority-marked cells: the ECE and the Brier score of any set of
+conversations are functions of their sums."""
+MAX_STATS = 1_000_000
+"""The most numbers an entry's per-conversation statistics may hold to be read (a bound on what a
+hand-edited or damaged history can make the comparison allocate)."""
+
+
+@dataclass(frozen=True)
+class ConversationStats:
+    """The additive sufficient statistics of a history entry's measures, per labelled conversation
+    (``conversations``, the (target, instance) pairs of ``design_digest``) and behaviour (the
+    taxonomy's and ``ANY``): ``agreement`` (n, B, 6 + 4·annotators) in ``AGREEMENT_LAYOUT`` order;
+    ``calibration`` (n, 2 + 3·BINS) in ``CALIBRATION_LAYOUT`` order, or None (no calibration).
+    ``units`` names each conversation's source conversation, the unit a bootstrap draws (the
+    windows cut from one meeting are drawn together)."""
+
+    behaviours: tuple[str, ...]
+    annotators: tuple[str, ...]
+    conversations: tuple[tuple[str, str], ...]
+    units: tuple[str, ...]
+    agreement: np.ndarray
+    calibration: np.ndarray | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The entry's ``per_conversation`` field: one row per conversation, exact integers kept
+        integers, the rest rounded to 6 decimals."""
+
+        def num(v: float) -> float | int:
+            return int(v) if float(v).is_integer() else round(float(v), 6)
+
+        rows = []
+        for k, (target, iid) in enumerate(self.conversations):
+            row: dict[str, Any] = {
+                "target": target,
+                "instance_id": iid,
+                "unit": self.units[k],
+                "agreement": [[num(v) for v in b] for b in self.agreement[k]],
+            }
+            if self.calibration is not None:
+                row["calibration"] = [num(v) for v in self.calibration[k]]
+            rows.append(row)
+        return {
+            "layout": [*AGREEMENT_LAYOUT, *(f"kappa {c}" for c in KAPPA_CELLS)],
+            "calibration_layout": [*CALIBRATION_LAYOUT, f"{BINS} bins × (cells, fractions, marked)"],
+            "behaviours": list(self.behaviours),
+            "annotators": list(self.annotators),
+            "conversations": rows,
+        }
+
+    @classmethod
+    def from_json(cls, d: Any) -> ConversationStats | None:
+        """The statistics of an entry's ``per_conversation`` field; None when it is absent or not
+        of that shape (an earlier entry, or a damaged line: the comparison then says so)."""
+        try:
+            beh = tuple(str(b) for b in d["behaviours"])
+            ann = tuple(str(a) for a in d["annotators"])
+            rows = list(d["conversations"])
+            width = len(AGREEMENT_LAYOUT) + len(KAPPA_CELLS) * len(ann)
+            if len(rows) * len(beh) * width > MAX_STATS or not rows or not beh:
+                return None
+            agree = np.array([r["agreement"] for r in rows], dtype=float)
+            if agree.shape != (len(rows), len(beh), width) or not np.isfinite(agree).all():
+                return None
+            cal = None
+            if all("calibration" in r for r in rows):
+                cal = np.array([r["calibration"] for r in rows], dtype=float)
+                if cal.shape != (len(rows), 2 + 3 * BINS) or not np.isfinite(cal).all():
+                    cal = None
+            keys = tuple((str(r["target"]), str(r["instance_id"])) for r in rows)
+            units = tuple(str(r["unit"]) for r in rows)
+        except (KeyError, TypeError, ValueError):
+            return None
+        return cls(beh, ann, keys, units, agree, cal)
+
+
+def conversation_stats(f: Frames, judge: str, cal: Calibration | None = None) -> ConversationStats | None:
+    """The per-conversation statistics of ``judge``'s turn-level agreement with the annotators on
+    the turns ``judge_check.turn_labels`` gives (the same turns, annotators and majority as
+    ``judge_check.turn_agreement``: summed over all conversations they give its α, κ and F1), and
+    of its calibration ``cal`` (the same conversations); None when no conversation was labelled by
+    the judge and an annotator."""
+    from .judge_check import _alpha_stats, _per_conv, majority, turn_labels
+
+    humans = [h for h in agreement.annotators(f, "counts") if h != judge]
+    if not humans:
+        return None
+    tl = turn_labels(f, [judge, *humans])
+    n, t = len(tl.conversations), len(tl.conv)
+    if n == 0:
+        return None
+
+    def with_any(a: np.ndarray) -> np.ndarray:
+        return np.concatenate([a, a.any(axis=1, keepdims=True)], axis=1)
+
+    xj = with_any(tl.x[judge])
+    xh = np.stack([with_any(tl.x[h]) for h in humans])  # (m, T, B + 1)
+    mh = np.stack([tl.present[h] for h in humans])  # (m, T)
+    both, mboth = np.concatenate([xh, xj[None]]), np.concatenate([mh, np.ones((1, t), dtype=bool)])
+    major = majority(xh, mh)
+    parts = [_alpha_stats(both, mboth), np.stack([xj & major, xj & ~major, ~xj & major], axis=-1).astype(float)]
+    for h in range(len(humans)):
+        a, b, on = xj, xh[h], mh[h][:, None, None]
+        parts.append((np.stack([a & b, a & ~b, ~a & b, ~a & ~b], axis=-1) & on).astype(float))
+    cells = np.concatenate(parts, axis=-1)  # (T, B + 1, K)
+    agree = _per_conv(cells.reshape(t, -1), tl.conv, n).reshape(n, cells.shape[1], cells.shape[2])
+    source = dict(zip(f.instances["instance_id"].to_list(), f.instances["conversation"].to_list(), strict=True))
+    units = tuple(source.get(iid) or iid for _, iid in tl.conversations)
+    calib = None
+    if cal is not None and len(cal.row_conversation) * max(len(tl.behaviours), 1) == len(cal.p):
+        index = {key: k for k, key in enumerate(tl.conversations)}
+        b = len(tl.behaviours)
+        rows = np.array([index.get(key, -1) for key in cal.row_conversation], dtype=np.int64)
+        if len(rows) and b and (rows >= 0).all():
+            p, y = cal.p.reshape(-1, b), cal.y.reshape(-1, b)
+            bins = bin_of(p)  # (T', B)
+            per_turn = [((p - y) ** 2).sum(axis=1), np.full(len(p), float(b))]
+            for stat in (np.ones_like(p), p, y):
+                per_turn.extend((np.where(bins == k, stat, 0.0)).sum(axis=1) for k in range(BINS))
+            calib = _per_conv(np.stack(per_turn, axis=1), rows, n)
+        elif not len(rows):
+            calib = np.zeros((n, 2 + 3 * BINS))
+    return ConversationStats((*tl.behaviours, ANY), tuple(humans), tuple(tl.conversations), units, agree, calib)
+
+
+def agreement_measures(s: np.ndarray, annotators: int) -> dict[str, np.ndarray]:
+    """α (with the judge), κ (the mean over the annotators of each one's κ with the judge, over
+    the turns it labelled) and F1 from summed agreement statistics ``s`` (..., B, K) in
+    ``AGREEMENT_LAYOUT`` order: (..., B) each, NaN where undefined (as ``turn_agreement``)."""
+    import warnings
+
+    from .judge_check import binary_alpha
+
+    out = {"alpha_with_judge": binary_alpha(s[..., 0], s[..., 1], s[..., 2])}
+    tp, fp, fn = s[..., 3], s[..., 4], s[..., 5]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["f1"] = np.where(2 * tp + fp + fn > 0, 2 * tp / (2 * tp + fp + fn), np.nan)
+        kappas = []
+        for h in range(annotators):
+            c = s[..., 6 + 4 * h : 10 + 4 * h]
+            tot = c.sum(axis=-1)
+            po = (c[..., 0] + c[..., 3]) / tot
+            pe = (
+                (c[..., 0] + c[..., 1]) * (c[..., 0] + c[..., 2]) + (c[..., 2] + c[..., 3]) * (c[..., 1] + c[..., 3])
+            ) / tot**2
+            kappas.append(np.where((tot > 0) & (pe < 1), (po - pe) / (1 - pe), np.nan))
+    with warnings.catch_warnings():  # no annotator's κ defined: NaN
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out["kappa"] = np.nanmean(kappas, axis=0) if kappas else np.full(s.shape[:-1], np.nan)
+    return out
+
+
+def calibration_measures(s: np.ndarray) -> dict[str, np.ndarray]:
+    """The ECE and the Brier score from summed calibration statistics ``s`` (..., 2 + 3·BINS) in
+    ``CALIBRATION_LAYOUT`` order: (...) each, NaN with no cell."""
+    cells = s[..., 1]
+    fp, fy = s[..., 2 + BINS : 2 + 2 * BINS], s[..., 2 + 2 * BINS :]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {
+            "ece": np.where(cells > 0, np.abs(fy - fp).sum(axis=-1) / cells, np.nan),
+            "brier": np.where(cells > 0, s[..., 0] / cells, np.nan),
+        }
+
+
 CHANGE = 0.05
-"""The least change of a history measure (α, κ, F1, ECE, Brier; all on a 0–1 scale) called a rise
-or a fall: a fixed rule, not a test. A smaller one is "within ±0.05": on a few dozen annotated
-conversations the bootstrap interval of κ or F1 is about ±0.1 wide, so a change under 0.05 is
-well inside the noise of one measurement."""
+"""The threshold rule, kept for an earlier entry without per-conversation statistics: a change of
+a history measure (α, κ, F1, ECE, Brier; all on a 0–1 scale) of at least this is called a rise or
+a fall, a smaller one "within ±0.05". It is no test: on 5 conversations noise crosses it often, on
+300 a real change of 0.03 stays under it (``benchmarks/judge_history.py``)."""
 NOT_COMPARABLE = "not comparable: other conversations/annotators"
+NO_CLEAR_CHANGE = "no clear change"
+TIE = 1e-9
+"""An interval end within this of 0 does not exclude it (float noise of two equal measures)."""
+BOOTSTRAP_RULE = "95% paired cluster bootstrap over conversations"
+THRESHOLD_RULE = "threshold rule: no per-conversation statistics in the {} entry"
 
 
-def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str | None) -> pl.DataFrame:
+@dataclass(frozen=True)
+class _Change:
+    """The bootstrap of one measure's change: the interval (None: none, ``reason`` says why)."""
+
+    low: float | None
+    high: float | None
+    reason: str | None
+
+
+def _change_interval(d: np.ndarray, note: str | None) -> _Change:
+    """The 2.5th and 97.5th percentiles of the resampled changes ``d[1:]`` (row 0: the sample's);
+    none when ``note`` says the sample is too small, the change is undefined, or it is undefined in
+    more than half of the resamples (a measure with no positive turn in most draws)."""
+    if note:
+        return _Change(None, None, note)
+    if not np.isfinite(d[0]):
+        return _Change(None, None, "the change is undefined")
+    boot = d[1:][np.isfinite(d[1:])]
+    if boot.size < max(2, (len(d) - 1) // 2):
+        return _Change(None, None, f"undefined in {len(d) - 1 - boot.size} of {len(d) - 1} resamples")
+    lo, hi = np.percentile(boot, [2.5, 97.5])
+    return _Change(float(lo), float(hi), None)
+
+
+def paired_changes(
+    cur: ConversationStats, prev: ConversationStats, resamples: int, rng: np.random.Generator, min_n: int = MIN_N
+) -> tuple[dict[tuple[str, str], _Change], int] | str:
+    """Per (behaviour, measure) the 95% percentile interval of the change from ``prev`` to ``cur``
+    over ``resamples`` draws of the source conversations with replacement, the same draw for both
+    entries (paired: the conversations are the same, so their shared difficulty cancels), and the
+    number of source conversations drawn from; a string saying why not when the two hold other
+    conversations or annotators. No interval under ``min_n`` source conversations."""
+    from .judge_check import _weights
+
+    if cur.annotators != prev.annotators or set(cur.conversations) != set(prev.conversations):
+        return "the per-conversation statistics cover other conversations or annotators"
+    at = {key: k for k, key in enumerate(prev.conversations)}
+    order = np.array([at[key] for key in cur.conversations], dtype=np.int64)
+    names = [b for b in cur.behaviours if b in prev.behaviours]
+    ci = [cur.behaviours.index(b) for b in names]
+    pi = [prev.behaviours.index(b) for b in names]
+    units, unit = np.unique(np.array(cur.units, dtype=object).astype(str), return_inverse=True)
+    n = len(units)
+
+    def per_unit(x: np.ndarray) -> np.ndarray:
+        out = np.zeros((n, *x.shape[1:]))
+        np.add.at(out, unit, x)
+        return out
+
+    w = _weights(n, resamples, rng)  # row 0: the sample itself
+    note = too_small(n, min_n)
+    out: dict[tuple[str, str], _Change] = {}
+    a = np.einsum("ru,ubk->rbk", w, per_unit(cur.agreement[:, ci]))
+    b = np.einsum("ru,ubk->rbk", w, per_unit(prev.agreement[order][:, pi]))
+    ma, mb = agreement_measures(a, len(cur.annotators)), agreement_measures(b, len(prev.annotators))
+    for m in ma:
+        for i, beh in enumerate(names):
+            out[(beh, m)] = _change_interval(ma[m][:, i] - mb[m][:, i], note)
+    if cur.calibration is not None and prev.calibration is not None:
+        ca = calibration_measures(w @ per_unit(cur.calibration))
+        cb = calibration_measures(w @ per_unit(prev.calibration[order]))
+        for m in ca:
+            out[(POOLED, m)] = _change_interval(ca[m] - cb[m], note)
+    return out, n
+
+
+def history_table(
+    entries: Sequence[dict[str, Any]],
+    judge: str,
+    current_id: str | None,
+    resamples: int = 1000,
+    seed: int = 0,
+    *,
+    min_n: int = MIN_N,
+) -> pl.DataFrame:
     """Per behaviour and measure, the latest entry of ``judge`` under ``current_id`` against the
     latest entry of the same judge name under another id dated no later (entries ordered by their
-    date, not their place in the file): rose or fell when the change is at least ``CHANGE``, else
-    "within ±0.05"; ``NOT_COMPARABLE`` when the two were measured on other labelled conversations
-    or annotators (their ``design`` digests differ, or one has none). Empty when there is no such
-    pair."""
+    date, not their place in the file) (beyond the paper). On the same labelled conversations and
+    annotators (the same ``design`` digest) the change has a 95% paired cluster-bootstrap interval
+    (``paired_changes``, ``resamples`` draws seeded by ``seed`` and the judge): "rose" or "fell"
+    when it excludes 0, else "no clear change"; no interval (and no call) under ``min_n`` source
+    conversations, the reason given. When either entry predates the per-conversation statistics
+    the threshold rule calls it (``CHANGE``), its ``rule`` saying so. ``NOT_COMPARABLE`` when the
+    two were measured on other labelled conversations or annotators (their digests differ, or one
+    has none). Empty when there is no such pair."""
     mine = sorted((e for e in entries if e.get("judge") == judge), key=lambda e: str(e.get("date") or ""))
     cur_at = max((n for n, e in enumerate(mine) if e.get("judge_id") == current_id), default=None)
     if cur_at is None:
@@ -537,22 +814,45 @@ def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str
     if prev is None:
         return pl.DataFrame(schema=HISTORY_SCHEMA)
     same_design = cur.get("design") is not None and cur.get("design") == prev.get("design")
+    changes: dict[tuple[str, str], _Change] = {}
+    n_units: int | None = None
+    rule: str | None = None
+    if same_design:
+        sc = ConversationStats.from_json(cur.get("per_conversation"))
+        sp = ConversationStats.from_json(prev.get("per_conversation"))
+        if sp is None or sc is None:
+            rule = THRESHOLD_RULE.format("earlier" if sp is None else "current")
+        else:
+            got = paired_changes(sc, sp, resamples, rng_for(seed, "judge_history", judge), min_n)
+            if isinstance(got, str):
+                rule = f"threshold rule: {got}"
+            else:
+                changes, n_units = got
     rows = []
     for b, ms in cur["measures"].items():
         for m, v in ms.items():
             old = (prev["measures"].get(b) or {}).get(m)
             change = None if v is None or old is None else round(v - old, 6)
             lower_better = m in ("ece", "brier")
+            c = changes.get((b, m))
+            row_rule = rule
             if change is None:
                 direction = "not comparable"
             elif not same_design:
                 direction = NOT_COMPARABLE
-            elif abs(change) < CHANGE:
-                direction = f"within ±{CHANGE:g}"
+            elif c is not None:
+                row_rule = BOOTSTRAP_RULE
+                if c.low is None or c.high is None:
+                    direction = f"no interval: {c.reason}"
+                elif c.low > TIE or c.high < -TIE:
+                    direction = "rose" if c.low > TIE else "fell"
+                else:
+                    direction = NO_CLEAR_CHANGE
             else:
-                direction = "rose" if change > 0 else "fell"
-                if lower_better:
-                    direction += " (lower is better)"
+                row_rule = row_rule or THRESHOLD_RULE.format("earlier")
+                direction = f"within ±{CHANGE:g}" if abs(change) < CHANGE else ("rose" if change > 0 else "fell")
+            if lower_better and direction in ("rose", "fell"):
+                direction += " (lower is better)"
             rows.append(
                 {
                     "judge": judge,
@@ -566,7 +866,11 @@ def history_table(entries: Sequence[dict[str, Any]], judge: str, current_id: str
                     "current_id": current_id,
                     "current": v,
                     "change": change,
+                    "ci_low": None if c is None or c.low is None else round(c.low, 6),
+                    "ci_high": None if c is None or c.high is None else round(c.high, 6),
+                    "n_conversations": n_units if c is not None else None,
                     "direction": direction,
+                    "rule": row_rule if change is not None and same_design else None,
                 }
             )
     return pl.DataFrame(rows, schema=HISTORY_SCHEMA)
@@ -643,26 +947,27 @@ def answer(
                     pooled["turns"], pooled["conversations"], pooled["ece"], pooled["brier"], tuple(cal.notes)
                 )
             turns = turn_agreement(f, j, resamples=1)  # the point estimates only (they do not depend on resamples)
-            entry = history_entry(run, j, turns, cal, folder=None if path is None else path.parent)
+            stats = conversation_stats(f, j, cal)
+            entry = history_entry(run, j, turns, cal, folder=None if path is None else path.parent, stats=stats)
             if entry is not None:
                 if path is not None and record:
                     record_history(path, entry)
                 past = read_history(path) if path is not None else []
                 if not record:  # compared as if recorded, nothing written
                     past.append(entry)
-                t = history_table(past or [entry], j, entry["judge_id"])
+                t = history_table(past or [entry], j, entry["judge_id"], resamples, seed, min_n=min_n)
                 if t.is_empty():
                     history = History(False, None, None, None, ())
                 else:
                     prev = t.row(0, named=True)
                     moves = tuple(
-                        Move(r["measure"], r["direction"], r["change"])
+                        Move(r["measure"], r["direction"], r["change"], r["ci_low"], r["ci_high"], r["rule"])
                         for r in t.filter(pl.col("behaviour") == ANY).iter_rows(named=True)
                     )
                     history = History(True, prev["previous_id"], prev["previous_prompt"], prev["previous_date"], moves)
                     hist.append(t)
         found.append(JudgeReliability(j, samples, pooled_cal, history))
-    x = Reliability(BINS, CHANGE, tuple(found), bool(cals))
+    x = Reliability(BINS, CHANGE, tuple(found), bool(cals), min_n)
     a.text, a.result = render_reliability(x), x
     if accounts:
         a.tables["judge_samples"] = pl.DataFrame(accounts, schema=SAMPLES_SCHEMA)

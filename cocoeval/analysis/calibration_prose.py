@@ -35,11 +35,16 @@ class PooledCalibration:
 
 @dataclass(frozen=True)
 class Move:
-    """How one measure of any behaviour moved against the previous judge id."""
+    """How one measure of any behaviour moved against the previous judge id: the verdict
+    (``direction``), the change, its 95% paired bootstrap interval (None: none) and the rule that
+    called it (``calibration.BOOTSTRAP_RULE`` or the threshold rule, with why)."""
 
     measure: str
     direction: str
     change: float
+    low: float | None = None
+    high: float | None = None
+    rule: str | None = None
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,15 @@ class Reliability:
     change: float
     judges: tuple[JudgeReliability, ...]
     calibrated: bool
+    min_n: int = 10
+    """The fewest source conversations a change's interval is given from."""
+
+
+def _move(m: Move) -> str:
+    """One measure's verdict, its change and its interval where it has one."""
+    ci = f"; 95% CI {m.low:+.3f} to {m.high:+.3f}" if m.low is not None and m.high is not None else ""
+    change = "" if m.change is None else f" ({m.change:+.3f}{ci})"
+    return f"{m.measure} {m.direction}{change}"
 
 
 def render_reliability(x: Reliability) -> list[str]:
@@ -88,8 +102,12 @@ def render_reliability(x: Reliability) -> list[str]:
         f"label it. Calibration: the fractions against the annotators' majority on the annotated turns, Brier "
         f"score and expected calibration error ({x.bins} equal-width bins; 0 is perfect). History: "
         "judge_history.jsonl beside the run, compared with the latest earlier-dated entry of the same judge "
-        f"name under another judge id: a rise or fall only from {x.change:g}, and only when both were measured on "
-        "the same labelled conversations and annotators. Definitions: `cocoeval/analysis/calibration.py`, docs/judging.md."
+        "name under another judge id, only when both were measured on the same labelled conversations and "
+        "annotators: a measure **rose** or **fell** when the 95% paired cluster-bootstrap interval of its change "
+        "(the same conversations drawn for both judge ids) excludes 0, else it shows **no clear change** (the "
+        f"difference is within what re-drawing the conversations gives; no interval under {x.min_n} conversations); "
+        f"an earlier entry without per-conversation statistics gets the threshold rule (a rise or fall from "
+        f"{x.change:g}, no test). Definitions: `cocoeval/analysis/calibration.py`, docs/judging.md."
     ]
     for j in x.judges:
         s = j.samples
@@ -113,10 +131,13 @@ def render_reliability(x: Reliability) -> list[str]:
         if not h.earlier:
             out.append(f"  History: no earlier entry of judge {j.judge} under another judge id.")
         else:
-            moved = ", ".join(f"{m.measure} {m.direction} ({m.change:+.3f})" for m in h.moves)
+            moved = ", ".join(_move(m) for m in h.moves)
+            rules = sorted({m.rule for m in h.moves if m.rule and m.low is None and m.rule.startswith("threshold")})
             out.append(
                 f"  History: against judge id {h.previous_id} (prompt {h.previous_prompt}, "
-                f"{h.previous_date}), any behaviour: {moved or 'not comparable'}."
+                f"{h.previous_date}), any behaviour: {moved or 'not comparable'}"
+                + (f" ({'; '.join(rules)})" if rules else "")
+                + "."
             )
     if not x.calibrated:
         out.append(

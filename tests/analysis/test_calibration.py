@@ -2,7 +2,7 @@
 computations, and through the CLI a judge with samples: 3 (forecast as k calls per target; a run
 made again sends no request), annotated, reported with its calibration, reliability diagram and
 vote fractions; the history beside the run grows by one entry per judge id, and a changed judge
-shows whether agreement rose or fell."""
+shows whether agreement rose or fell, with the change's bootstrap interval."""
 
 from __future__ import annotations
 
@@ -19,7 +19,15 @@ import yaml
 from sklearn.metrics import brier_score_loss
 
 from cocoeval import cli
-from cocoeval.analysis.calibration import brier, ece, history_table, read_history, reliability_bins, reliability_chart
+from cocoeval.analysis.calibration import (
+    BOOTSTRAP_RULE,
+    brier,
+    ece,
+    history_table,
+    read_history,
+    reliability_bins,
+    reliability_chart,
+)
 from cocoeval.core.jsonio import write_jsonl
 from cocoeval.run import load_params
 from cocoeval.run.estimate import forecast
@@ -186,6 +194,10 @@ def test_samples_calibration_and_history_through_the_cli(srv, tmp_path, capsys):
     f1 = hist.filter((pl.col("behaviour") == "any behaviour") & (pl.col("measure") == "f1")).row(0, named=True)
     assert f1["previous_id"] == first["judge_id"] and f1["current_id"] == second["judge_id"]
     assert f1["direction"] == "fell" and f1["current"] < f1["previous"]
+    # the change's paired bootstrap interval over the 12 conversations both judge ids labelled
+    assert f1["rule"] == BOOTSTRAP_RULE and f1["n_conversations"] == N_INST and f1["ci_low"] <= f1["ci_high"] < 0
+    assert len(second["per_conversation"]["conversations"]) == N_INST
+    assert "ci_low" in (out / "judge_history.md").read_text()
     assert "judge_history" in (out / "index.md").read_text()
     assert str(tmp_path) not in (out / "judge_history.csv").read_text() + (out / "judge_history.md").read_text()
 

@@ -3,7 +3,8 @@ is calibrated by the place of a turn among its judged (user) turns, the Brier in
 source conversations, a conversation without the judge's current judgment is left out (not read
 as fraction 0), and the history names the run relative to its folder, never follows a link or
 waits on a pipe, orders entries by date, and calls a change only between entries measured on
-the same labelled conversations and annotators and only from ``CHANGE``."""
+the same labelled conversations and annotators and, between entries without per-conversation
+statistics (written before them), only from ``CHANGE``, saying that rule was used."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from cocoeval.analysis.calibration import (
     CHANGE,
     NOT_COMPARABLE,
     POOLED,
+    THRESHOLD_RULE,
     calibration,
     history_table,
     read_history,
@@ -129,8 +131,9 @@ def f1_row(t: pl.DataFrame) -> dict:
     return t.filter(pl.col("measure") == "f1").row(0, named=True)
 
 
-def test_the_history_calls_a_change_only_beyond_the_threshold_on_the_same_labelled_design():
-    assert f1_row(history_table([entry("a", 0.5, "1"), entry("b", 0.6, "2")], "j", "b"))["direction"] == "rose"
+def test_entries_without_statistics_call_a_change_only_beyond_the_threshold_on_the_same_labelled_design():
+    rose = f1_row(history_table([entry("a", 0.5, "1"), entry("b", 0.6, "2")], "j", "b"))
+    assert (rose["direction"], rose["rule"], rose["ci_low"]) == ("rose", THRESHOLD_RULE.format("earlier"), None)
     small = f1_row(history_table([entry("a", 0.5, "1"), entry("b", 0.5 + CHANGE / 2, "2")], "j", "b"))
     assert small["direction"] == f"within ±{CHANGE:g}"
     other = f1_row(history_table([entry("a", 0.5, "1"), entry("b", 0.9, "2", "d2")], "j", "b"))
