@@ -55,6 +55,8 @@ import numpy as np
 if TYPE_CHECKING:
     import polars as pl
 
+    from cocoeval.run.humans import DrawRecord
+
     from .frames import Frames
 
 METHOD = (
@@ -188,7 +190,7 @@ def design_estimate(
 
 
 def rounds_for(
-    records: Sequence[Mapping[str, Any]] | None,
+    records: Sequence[DrawRecord] | None,
     target: str,
     units: Sequence[str],
     dataset: Mapping[str, str],
@@ -203,18 +205,16 @@ def rounds_for(
         return [Round(frozenset(us), dict.fromkeys(us, len(labelled & us) / len(us)), frozenset(labelled & us))]
     out = []
     for d in records:
-        drawn = frozenset(str(i) for i, t in d["targets"] if t == target)
+        drawn = frozenset(i for i, t in d.targets if t == target)
         if not drawn:
             continue
-        excluded = {str(i) for i, t in d.get("excluded", []) if t == target}
-        if d.get("mode") == ACTIVE:
-            probs = {str(i): float(p) for i, p in (d.get("inclusion", {}).get(target) or {}).items()}
+        excluded = {i for i, t in d.excluded or [] if t == target}
+        if d.mode == ACTIVE:
+            probs = dict(d.inclusion.get(target) or {})
             out.append(Round(frozenset(us & set(probs)), probs, drawn, ACTIVE))
             continue
         pool = frozenset(us - excluded)
-        strata = {
-            k.split("|", 1)[1]: v for k, v in (d.get("per_stratum") or {}).items() if k.split("|", 1)[0] == target
-        }
+        strata = {k.split("|", 1)[1]: v for k, v in d.per_stratum.items() if k.split("|", 1)[0] == target}
         if strata:
             probs = {u: strata[dataset[u]][0] / strata[dataset[u]][1] for u in pool if dataset[u] in strata}
             pool = frozenset(probs)

@@ -27,7 +27,16 @@ if TYPE_CHECKING:
 
     from .store import RunLike
 
-__all__ = ["HOW", "Missing", "coverage_markdown", "coverage_summary", "coverage_text", "not_run", "paper_coverage"]
+__all__ = [
+    "HOW",
+    "Missing",
+    "RunFacts",
+    "coverage_markdown",
+    "coverage_summary",
+    "coverage_text",
+    "not_run",
+    "paper_coverage",
+]
 
 TITLE = "What this run does not contain of the paper"
 
@@ -228,38 +237,77 @@ def _kinds(js: Iterable[Any]) -> set[str]:
     return {j.kind for j in js if j.status == "ok"}
 
 
-def run_facts(run: RunLike) -> dict[str, Any]:
-    """What coverage needs of a run's records (JSON: ``frames.open_run_dir`` keeps it with the
-    frames, so a store, ``RunStore``, is not read for it): its datasets, the annotators with ok
-    judgments by kind, the setups with a current ok continuation, the kinds each LLM judge has
-    ok judgments of."""
-    annotators: dict[str, set[str]] = {}
-    for who, js in run.human.items():
-        for kind in _kinds(js):
-            annotators.setdefault(kind, set()).add(who)
-    return {
-        "datasets": sorted({i.dataset for i in run.instances}),
-        "annotators": {k: sorted(v) for k, v in sorted(annotators.items())},
-        "simulated": sorted(n for n, cs in run.current_continuations.items() if any(c.status == "ok" for c in cs)),
-        "judged": {n: sorted(_kinds(js)) for n, js in run.judgments.items()},
-    }
+@dataclass(frozen=True)
+class RunFacts:
+    """What coverage needs of a run's records, kept as JSON with the frames (``to_json``, in
+    ``facts.json`` under ``coverage``) so that a store (``RunStore``) is not read for it."""
 
+    datasets: tuple[str, ...]
+    """The datasets of the run's instances, sorted: which of the paper's datasets it has."""
+    annotators: dict[str, tuple[str, ...]]
+    """{kind of judgment: the annotators with ok human judgments of that kind, sorted}: whether the
+    paper's human annotations are there."""
+    simulated: tuple[str, ...]
+    """The setups with a current ok continuation, sorted: a setup of the paper counts once it has one."""
+    judged: dict[str, tuple[str, ...]]
+    """{LLM judge: the kinds it has ok judgments of, sorted}: a judge counts once it has both."""
 
-def _facts_shape(facts: Any) -> bool:
-    """Whether ``facts`` has the layout ``run_facts`` gives."""
-
-    def names(x: Any) -> bool:
-        return isinstance(x, list) and all(isinstance(v, str) for v in x)
-
-    return (
-        isinstance(facts, dict)
-        and set(facts) == {"datasets", "annotators", "simulated", "judged"}
-        and names(facts["datasets"])
-        and names(facts["simulated"])
-        and all(
-            isinstance(v, dict) and all(names(x) for x in v.values()) for v in (facts["annotators"], facts["judged"])
+    @classmethod
+    def of(cls, run: RunLike) -> RunFacts:
+        """The facts of ``run``, from its records."""
+        annotators: dict[str, set[str]] = {}
+        for who, js in run.human.items():
+            for kind in _kinds(js):
+                annotators.setdefault(kind, set()).add(who)
+        return cls(
+            datasets=tuple(sorted({i.dataset for i in run.instances})),
+            annotators={k: tuple(sorted(v)) for k, v in sorted(annotators.items())},
+            simulated=tuple(
+                sorted(n for n, cs in run.current_continuations.items() if any(c.status == "ok" for c in cs))
+            ),
+            judged={n: tuple(sorted(_kinds(js))) for n, js in run.judgments.items()},
         )
-    )
+
+    def to_json(self) -> dict[str, Any]:
+        """The form kept in ``facts.json``: ``{datasets, annotators, simulated, judged}`` with lists."""
+        return {
+            "datasets": list(self.datasets),
+            "annotators": {k: list(v) for k, v in self.annotators.items()},
+            "simulated": list(self.simulated),
+            "judged": {k: list(v) for k, v in self.judged.items()},
+        }
+
+    @classmethod
+    def from_json(cls, facts: Any) -> RunFacts | None:
+        """The facts ``to_json`` wrote, read back; None when ``facts`` has not that layout (kept by
+        another version, or damaged: the caller makes them again from the records)."""
+
+        def names(x: Any) -> bool:
+            return isinstance(x, list) and all(isinstance(v, str) for v in x)
+
+        if not (
+            isinstance(facts, dict)
+            and set(facts) == {"datasets", "annotators", "simulated", "judged"}
+            and names(facts["datasets"])
+            and names(facts["simulated"])
+            and all(
+                isinstance(v, dict) and all(isinstance(k, str) and names(x) for k, x in v.items())
+                for v in (facts["annotators"], facts["judged"])
+            )
+        ):
+            return None
+        return cls(
+            datasets=tuple(facts["datasets"]),
+            annotators={k: tuple(v) for k, v in facts["annotators"].items()},
+            simulated=tuple(facts["simulated"]),
+            judged={k: tuple(v) for k, v in facts["judged"].items()},
+        )
+
+
+def run_facts(run: RunLike) -> dict[str, Any]:
+    """``RunFacts.of(run)`` as JSON (``RunFacts.to_json``): what ``frames.open_run_dir`` keeps in
+    the run's ``facts.json``, the file it is written to."""
+    return RunFacts.of(run).to_json()
 
 
 def _view(source: RunLike | ExperimentParams | Experiment) -> _View:
@@ -271,16 +319,16 @@ def _view(source: RunLike | ExperimentParams | Experiment) -> _View:
         params = source.manifest.params
         setups = [s.model_dump(mode="json") for s in params.setups or []]
         judges = [j.model_dump(mode="json") for j in params.judges or []]
-        facts: Any = (kept_facts(source) or {}).get("coverage")
-        if not _facts_shape(facts):  # none kept (or not as run_facts writes them): from the records
-            facts = run_facts(source)
+        facts = RunFacts.from_json((kept_facts(source) or {}).get("coverage"))
+        if facts is None:  # none kept (or not as RunFacts.to_json writes them): from the records
+            facts = RunFacts.of(source)
         return _View(
             setups,
             judges,
-            set(facts["datasets"]),
-            {k: set(v) for k, v in facts["annotators"].items()},
-            set(facts["simulated"]),
-            {k: set(v) for k, v in facts["judged"].items()},
+            set(facts.datasets),
+            {k: set(v) for k, v in facts.annotators.items()},
+            set(facts.simulated),
+            {k: set(v) for k, v in facts.judged.items()},
         )
     exp = None if isinstance(source, ExperimentParams) else source
     p = source if isinstance(source, ExperimentParams) else source.params

@@ -38,7 +38,6 @@ from cocoeval.core.targets import REFERENCE, Target, behaviour_counts, targets_f
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run.humans import (
     LEGACY_STORE,
-    RANDOM_DRAWS,
     Cell,
     CellKey,
     RecordedDraw,
@@ -329,21 +328,13 @@ def _excluded(run: Run, targets: list[Target], names: list[str], seed: int, per_
     gives the same draw after its conversations were annotated), else the ones annotated now."""
     for d in recorded_draws(run.path) or []:
         if (
-            d.get("exclude_annotated")
-            and d.get("seed") == seed
-            and d.get("per_target") == per_target
-            and d.get("targets_drawn") == names
-            and isinstance(d.get("excluded"), list)
+            d.exclude_annotated
+            and d.seed == seed
+            and d.per_target == per_target
+            and d.targets_drawn == names
+            and d.excluded is not None
         ):
-            try:
-                return [[str(i), str(n)] for i, n in d["excluded"]]
-            except (TypeError, ValueError):
-                raise InputError(
-                    "a draw's excluded conversations are not [instance id, target] pairs",
-                    file=str(Path(run.path or ".") / RANDOM_DRAWS),
-                    hint="it is written by cocoeval annotate-export --random; remove that draw or "
-                    "export with another --seed",
-                ) from None
+            return [[i, n] for i, n in d.excluded]
     done = annotated_conversations(run)
     return sorted([t.instance.id, t.name] for t in targets if t.name in names and (t.instance.id, t.name) in done)
 

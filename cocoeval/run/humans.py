@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from cocoeval.core.errors import ConfigError, InputError
 from cocoeval.core.jsonio import read_json, read_unique_models, write_json
 from cocoeval.core.schema import Judgment, TurnLabel
@@ -266,23 +268,82 @@ RANDOM_DRAWS = Path("annotation") / "random_draws.json"
 the corrected rates of ``analysis.judge_check`` read it)."""
 
 
-def recorded_draws(run_dir: Path | None) -> list[dict[str, Any]] | None:
-    """The draws recorded in the run's ``annotation/random_draws.json``, oldest first, or None when
-    the run records none. An unreadable record is an InputError naming the file."""
+class DrawRecord(BaseModel):
+    """One draw of the run's ``annotation/random_draws.json``, as ``record_random_draw`` wrote it: a
+    random draw of ``annotate-export --random`` or an active one of ``annotate-next``; what the
+    corrected rates (``analysis.judge_check``) weight each labelled conversation by. Keys a newer
+    cocoeval writes are kept (``model_extra``)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, coerce_numbers_to_str=True)
+
+    targets: list[tuple[str, str]]
+    """The conversations drawn, as (instance id, target) pairs."""
+    task: str | None = None
+    """The annotation task the draw is for (``fine_grained``)."""
+    seed: int | None = None
+    """The seed of the draw: the same seed and options on the same run give the same draw."""
+    per_target: int | None = None
+    """How many conversations were asked for per target (``--random N``, ``--budget N``)."""
+    targets_drawn: list[str] | None = None
+    """The targets drawn from (the reference and the setups chosen)."""
+    exclude_annotated: bool = False
+    """Whether conversations already annotated were left out of the pool (``--exclude-annotated``)."""
+    excluded: list[tuple[str, str]] | None = None
+    """The (instance id, target) pairs left out when ``exclude_annotated``: the same command then
+    draws the same conversations after they were annotated."""
+    per_stratum: dict[str, tuple[int, int]] = Field(default_factory=dict)
+    """``{"target|dataset": (drawn, of)}``: a random draw's probability per dataset stratum."""
+    mode: str | None = None
+    """``active`` for a draw of ``annotate-next`` (``analysis.active.ACTIVE``); None for a random one."""
+    method: str | None = None
+    """How an active draw chose its probabilities (``analysis.active.METHOD``)."""
+    judge: str | None = None
+    """The LLM judge whose expected error an active draw followed."""
+    floor: float | None = None
+    """The uniform share of an active draw's probabilities (none is near 0)."""
+    inclusion: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """An active draw's inclusion probability π of each conversation of its pool, by target and
+    instance id: the corrected rates weight each label by 1/π."""
+    pool: dict[str, int] = Field(default_factory=dict)
+    """An active draw's pool size per target."""
+    export: str | None = None
+    """The folder the draw was exported to."""
+    made: str | None = None
+    """When the draw was made (ISO 8601, UTC)."""
+
+    @property
+    def conversations(self) -> set[tuple[str, str]]:
+        """The (instance id, target) pairs drawn, as a set: two draws with the same are the same draw."""
+        return set(self.targets)
+
+
+class _DrawsFile(BaseModel):
+    draws: list[DrawRecord]
+
+
+def _read_draws(run_dir: Path | None) -> tuple[list[DrawRecord], list[Any]] | None:
+    """The run's recorded draws, typed and as read (JSON, to be written back unchanged), or None
+    when the run records none. An unreadable record is an InputError naming the file."""
     if run_dir is None or not (run_dir / RANDOM_DRAWS).is_file():
         return None
     rec = read_json(run_dir / RANDOM_DRAWS)
     try:
-        draws = list(rec["draws"])
-        for d in draws:
-            _conversations(d)
-    except (KeyError, TypeError, ValueError):
+        return _DrawsFile.model_validate(rec).draws, list(rec["draws"])
+    except ValidationError as e:
+        first = e.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"]) or "(top level)"
         raise InputError(
-            "not a record of random draws",
+            f"not a record of random draws (field {loc}: {first['msg']})",
             file=str(run_dir / RANDOM_DRAWS),
             hint="it is written by cocoeval annotate-export --random; remove it or export again",
         ) from None
-    return draws
+
+
+def recorded_draws(run_dir: Path | None) -> list[DrawRecord] | None:
+    """The draws recorded in the run's ``annotation/random_draws.json``, oldest first, or None when
+    the run records none. An unreadable record is an InputError naming the file."""
+    read = _read_draws(run_dir)
+    return None if read is None else read[0]
 
 
 def _conversations(draw: dict[str, Any]) -> set[tuple[str, str]]:
@@ -312,11 +373,11 @@ def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> Record
     import datetime as dt
 
     path = run_dir / RANDOM_DRAWS
-    draws = recorded_draws(run_dir) or []
+    draws, raw = _read_draws(run_dir) or ([], [])
     same = _conversations(draw)
     for n, d in enumerate(draws, start=1):
-        if _conversations(d) == same:
-            return RecordedDraw(path=str(path), draw=n, added=False, made=d.get("made"), export=d.get("export"))
+        if d.conversations == same:
+            return RecordedDraw(path=str(path), draw=n, added=False, made=d.made, export=d.export)
     rec = {
         "task": "fine_grained",
         "seed": draw["seed"],
@@ -331,7 +392,7 @@ def record_random_draw(run_dir: Path, draw: dict[str, Any], out: Path) -> Record
         "export": str(out),
         "made": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
-    write_json(path, {"draws": [*draws, rec]})
+    write_json(path, {"draws": [*raw, rec]})  # the earlier draws as read
     return RecordedDraw(path=str(path), draw=len(draws) + 1, added=True, made=rec["made"], export=rec["export"])
 
 
@@ -343,6 +404,6 @@ def random_draws(run_dir: Path | None) -> dict[str, set[str]] | None:
         return None
     out: dict[str, set[str]] = {}
     for d in draws:
-        for iid, target in _conversations(d):
+        for iid, target in d.conversations:
             out.setdefault(target, set()).add(iid)
     return out

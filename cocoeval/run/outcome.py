@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from cocoeval.core.schema import Continuation, Judgment
@@ -24,9 +25,43 @@ INVALID_EXIT = 3
 STAGES = {"simulate": "setup", "judge": "judge"}
 
 
-def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> dict[str, Any]:
-    """{total, ok, repaired, invalid, failed, skipped, reasons: {reason: count}} of continuations or
-    judgments; reasons are grouped without their details in brackets and with numbers as N."""
+@dataclass(frozen=True)
+class Tally:
+    """How the continuations of one setup or the judgments of one judge ended (``tally``); kept in
+    the manifest's ``summary`` as ``to_json`` writes it, which ``bad_count`` and ``describe`` read."""
+
+    total: int
+    """Every continuation or judgment counted."""
+    ok: int
+    """Those that ended ok."""
+    repaired: int
+    """Those that ended usable after a repair (they count as ok in the statistics)."""
+    invalid: int
+    """Those whose answer came back but could not be used (cached: a re-run gives the same)."""
+    failed: int
+    """Those whose call failed (not cached: a re-run sends it again)."""
+    skipped: int
+    """Targets with no turn to judge (``NO_TURNS``): in no statistic, and not a failure of the run."""
+    reasons: dict[str, int]
+    """The ``top`` most frequent reasons of the invalid and failed ones, grouped (``reason_group``),
+    with their counts, most frequent first: what to fix first."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The manifest's form: ``{total, ok, repaired, invalid, failed, skipped, reasons}``."""
+        return {
+            "total": self.total,
+            "ok": self.ok,
+            "repaired": self.repaired,
+            "invalid": self.invalid,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "reasons": dict(self.reasons),
+        }
+
+
+def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> Tally:
+    """How ``items`` (continuations or judgments) ended: counts per outcome and the ``top`` reasons;
+    reasons are grouped without their details in brackets and with numbers as N."""
     n: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     for x in items:
@@ -40,15 +75,15 @@ def tally(items: Iterable[Continuation | Judgment], top: int = 3) -> dict[str, A
             continue
         n["failed" if why.startswith("call failed") else "invalid"] += 1
         reasons[reason_group(why)] += 1
-    return {
-        "total": n["total"],
-        "ok": n["ok"],
-        "repaired": n["repaired"],
-        "invalid": n["invalid"],
-        "failed": n["failed"],
-        "skipped": n["skipped"],
-        "reasons": dict(reasons.most_common(top)),
-    }
+    return Tally(
+        total=n["total"],
+        ok=n["ok"],
+        repaired=n["repaired"],
+        invalid=n["invalid"],
+        failed=n["failed"],
+        skipped=n["skipped"],
+        reasons=dict(reasons.most_common(top)),
+    )
 
 
 def reason_group(why: str) -> str:
@@ -62,7 +97,8 @@ def reason_group(why: str) -> str:
 
 
 def bad_count(summary: dict[str, Any]) -> int:
-    """Continuations and judgments of a run summary that ended invalid or failed."""
+    """Continuations and judgments of a run summary (the manifest's ``summary``, its tallies as
+    ``Tally.to_json`` writes them) that ended invalid or failed."""
     return sum(s["invalid"] + s["failed"] for stage in STAGES for s in summary.get(stage, {}).values())
 
 

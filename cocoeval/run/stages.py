@@ -458,11 +458,11 @@ class Experiment:
                 for s in self.params.setups:  # every selected instance simulated: nothing is left unused
                     if isinstance(s, PluginSetup):
                         self._unused_path(cpaths[s.name]).unlink(missing_ok=True)
-                summary["simulate"] = {name: tally(cs) for name, cs in result.items()}
+                summary["simulate"] = {name: tally(cs).to_json() for name, cs in result.items()}
             if stop is None and "judge" in stages and self.params.judges:
                 conts = self._continuations_to_judge(cpaths, insts, warn)
                 if "simulate" not in summary and conts:
-                    summary["simulate"] = {name: tally(cs) for name, cs in conts.items()}
+                    summary["simulate"] = {name: tally(cs).to_json() for name, cs in conts.items()}
                     summary["simulate_from_files"] = True
 
                 def save_j(_round: int, partial: dict[str, list[Judgment]]) -> None:
@@ -476,7 +476,7 @@ class Experiment:
                         ens, {m: jres.get(m, []) for m in ens.ensemble}, ids[ens.name], self.taxonomy, insts
                     )
                 save_j(-1, jres)
-                summary["judge"] = {name: tally(js) for name, js in jres.items()}
+                summary["judge"] = {name: tally(js).to_json() for name, js in jres.items()}
             for msg in self._orphans(cpaths):
                 warn(msg)
             summary["warnings"] = warnings
@@ -592,8 +592,8 @@ class Experiment:
                     why = f"{why}; not stopped before round {sec.min_rounds} (min_rounds)"
                 prefix = min(rnd * sec.round_conversations, rec.conversations_planned)
                 rec.setups[name] = setup_stop(status, rnd, done[name], obs, bounds, why, prefix)
-            summary["simulate"] = {name: tally(cs) for name, cs in conts.items()}
-            summary["judge"] = {name: tally(js) for name, js in out.items()}
+            summary["simulate"] = {name: tally(cs).to_json() for name, cs in conts.items()}
+            summary["judge"] = {name: tally(js).to_json() for name, js in out.items()}
             write_manifest(
                 self.run_dir,
                 self.manifest(status="running", started=started, llm_mode=mode, stopping=rec),

@@ -296,3 +296,22 @@ def test_the_papers_elements_are_read_from_their_data_file():
     instant, high = el.judges["GPT-5.1 Instant judge"][0], el.judges["GPT-5.1 High judge"][0]
     assert instant("gpt-5.1-chat-latest", None) and not instant("gpt-5.1", "high")
     assert high("gpt-5.1-20251113", "high") and not high("gpt-5.1", "medium")
+
+
+def test_the_run_facts_are_typed_and_their_kept_json_reads_back_the_same_or_not_at_all():
+    run = run_of(
+        setups=[setup("a", "openai/gpt-4.1"), setup("b", "openai/gpt-4.1")],
+        judges=[{"name": "J", "model": "openai/o4-mini", "kind": ["overall"]}],
+        datasets=("iq2", "d"),
+        simulated=["b"],
+        human={"ann2": ["fine_grained"], "ann1": ["fine_grained", "overall"]},
+    )
+    facts = coverage.RunFacts.of(run)
+    assert facts.datasets == ("d", "iq2") and facts.simulated == ("b",)
+    assert facts.annotators == {"fine_grained": ("ann1", "ann2"), "overall": ("ann1",)}
+    assert facts.judged["J"] == ("overall",)
+    kept = facts.to_json()  # the form facts.json keeps, which run_facts gives
+    assert kept == coverage.run_facts(run) and kept["datasets"] == ["d", "iq2"]
+    assert coverage.RunFacts.from_json(kept) == facts
+    for damaged in (None, [], {**kept, "datasets": "d"}, {**kept, "more": []}, {**kept, "judged": {"J": [1]}}):
+        assert coverage.RunFacts.from_json(damaged) is None

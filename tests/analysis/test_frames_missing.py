@@ -307,8 +307,8 @@ def test_a_target_without_a_turn_to_judge_is_reported_as_skipped_and_does_not_fa
         ),
     ]
     t = tally(js)
-    assert (t["total"], t["invalid"], t["skipped"]) == (2, 1, 1) and NO_TURNS not in t["reasons"]
-    summary = {"judge": {"J": t}}
+    assert (t.total, t.invalid, t.skipped) == (2, 1, 1) and NO_TURNS not in t.reasons
+    summary = {"judge": {"J": t.to_json()}}
     assert bad_count(summary) == 1
     assert f"  judge J: 1 skipped ({NO_TURNS}; in no statistic)" in describe(summary)
-    assert bad_count({"judge": {"J": tally(js[:1])}}) == 0
+    assert bad_count({"judge": {"J": tally(js[:1]).to_json()}}) == 0

@@ -861,7 +861,7 @@ def test_params_annotation_section_draws_the_papers_b1_sets(tmp_path, capsys):
 def test_random_draw_is_stratified_seeded_and_recorded_in_the_run(tmp_path):
     """Beyond the paper: --random N draws N conversations of each target at random, in proportion
     over the datasets, for the fine-grained task, and records them in the run for judge_check."""
-    from cocoeval.run.humans import RANDOM_DRAWS, random_draws
+    from cocoeval.run.humans import RANDOM_DRAWS, random_draws, recorded_draws
 
     insts = [instance(f"{'d' if i < 6 else 'e'}/c{i}/0", n_hist=3, n_ref=3) for i in range(9)]
     for i in insts[6:]:
@@ -889,10 +889,15 @@ def test_random_draw_is_stratified_seeded_and_recorded_in_the_run(tmp_path):
     drawn = random_draws(tmp_path / "run")
     assert len(json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"]) == 2  # every other draw kept
     assert drawn["simA"] == {i for i, t in d["targets"] + other["targets"] if t == "simA"}
+    first, second = recorded_draws(tmp_path / "run") or []  # typed records, oldest first
+    assert (first.seed, second.seed, first.per_target, first.export) == (4, 5, 3, str(tmp_path / "x"))
+    assert first.per_stratum["simA|d"] == (2, 6) and first.conversations == {tuple(p) for p in d["targets"]}
+    kept = json.loads((tmp_path / "run" / RANDOM_DRAWS).read_text())["draws"][0]
+    assert kept == json.loads(record)["draws"][0]  # the earlier draw written back as it was read
     with pytest.raises(ConfigError, match="at least 1"):
         export_items(run, tmp_path / "w", random_per_target=0)
     (tmp_path / "run" / RANDOM_DRAWS).write_text('{"draws": [{"targets": 3}]}')
-    with pytest.raises(InputError, match="not a record of random draws"):
+    with pytest.raises(InputError, match=r"not a record of random draws \(field draws\.0\.targets"):
         random_draws(tmp_path / "run")
 
 

@@ -222,4 +222,4 @@ def test_every_sample_failed_is_a_failed_judgment_not_an_invalid_one():
     assert out.status == "invalid" and out.reason and out.reason.startswith("call failed in 3 of 3 samples")
     from cocoeval.run.outcome import tally
 
-    assert tally([out])["failed"] == 1 and tally([out])["invalid"] == 0
+    assert tally([out]).failed == 1 and tally([out]).invalid == 0
