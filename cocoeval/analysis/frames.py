@@ -3,12 +3,10 @@ labels, and validity (invalid continuations and judgments). Analysis reads only 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import polars as pl
 
@@ -26,22 +24,14 @@ from cocoeval.run.rundir import UNKNOWN_INSTANCE
 from . import convstats, documents  # noqa: F401  (they register derived frames: store.DERIVED)
 from .coverage import run_facts
 from .store import (
-    CACHE_DIR,
-    DERIVED,
-    KEPT_FRAMES,
+    DerivedFrame,
     RunLike,
     RunStore,
-    _held,
-    _held_folder,
-    _read_kept,
-    code_digest,
-    hold,
-    keep_folder,
-    make_room_for,
-    opened_run,
+    derived_facts,
+    held_folder,
+    kept_frame,
     per_run,
-    read_digest,
-    run_signature,
+    register_frame,
 )
 
 T = TypeVar("T")
@@ -194,61 +184,28 @@ FRAME_SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> RunStore:
-    """The run directory as a ``RunStore``, opened once per process while its files are unchanged
-    (``run_signature``): the same store is returned, so its frames and its memo are shared too.
-    The last ``OPEN_RUNS`` directories opened are kept (a program reporting on many runs holds two).
-
-    The run's frames for ``taxonomy`` (default: the shipped one) and its derived frames
-    (``store.DERIVED``) are kept in its ``CACHE_DIR``, keyed by the SHA-256 of the files read
-    (``RunStore.digest``), of this code and of the taxonomy: made right after the records are read
-    whole (a bad file is an error here, as ``Run.open`` gives it), before anything else holds them.
-    When they are kept already (this content was read whole and valid by this code), no record is
-    read: an analysis that needs more than the kept frames (the texts, for the viewer) reads the
-    record then, or one line of it. A run folder that cannot be written keeps nothing (read whole
-    each time)."""
-    d = Path(path).resolve()
-    sig = run_signature(d)
-    if (hit := opened_run(d, sig)) is not None:
-        return hit
-    tax = taxonomy or load_taxonomy()
-    store = RunStore.open(path)
-    make_room_for(d)
-    folder = _kept_folder(store, tax)
-    if folder is None or not folder.is_dir():
-        store.run()  # read it all now: a bad file is an error here
-        if folder is not None:
-            extra = {}
-            for name, derived in DERIVED.items():
-                try:
-                    extra[name] = derived.make(store)
-                except Exception as e:  # not kept: the analysis that needs it says why
-                    log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
-            _keep_frames(
-                folder,
-                run_frames(store, tax),
-                {"coverage": run_facts(store), "integrity_warnings": store.integrity_warnings()},
-                extra,
-            )
-            again = RunStore.open(path)  # the records go: what follows needs the frames, rarely a text
-            if folder.is_dir() and _kept_folder(again, tax) == folder:  # (unless a file changed meanwhile)
-                store = again
-    hold(d, sig, store, folder if folder is not None and folder.is_dir() else None)
-    return store
+    """The run directory as a ``RunStore`` (``RunStore.open_kept``): opened once per process
+    while its files are unchanged, its frames for ``taxonomy`` (default: the shipped one) and its
+    derived frames and facts kept beside it in its ``CACHE_DIR`` on the first opening of its
+    content, read from there afterwards (no record read). This module and those it imports
+    register what is kept (``Frames``' frames here, the derived frames of ``convstats`` and
+    ``documents``, the coverage facts): open runs through here, so that every registration is
+    made first."""
+    return RunStore.open_kept(path, taxonomy or load_taxonomy())
 
 
 def keep_frames(path: str | Path) -> Path | None:
     """What ``cocoeval run`` does last: read the run directory it wrote and keep its frames
     (``open_run_dir``), so that the first report or notebook after the run reads them instead of
-    every record (on the paper's shape ~6 s of the first report). The folder they are kept in;
-    None where nothing could be kept (a run folder that cannot be written)."""
-    run = open_run_dir(path)
-    return _held_folder(run)
+    every record. The folder they are kept in; None where nothing could be kept (a run folder
+    that cannot be written)."""
+    return held_folder(open_run_dir(path))
 
 
 def run_frames(run: RunLike, taxonomy: Taxonomy | None = None) -> Frames:
-    """Build the frames of a run; made once per run and taxonomy in a process (``per_run``:
-    invalidated when the run's files change). For the store ``open_run_dir`` holds, the frames it
-    kept in the run folder are read instead, when they are there."""
+    """The frames of a run, made once per run and taxonomy in a process (``per_run``: invalidated
+    when the run's files change). For the store ``open_run_dir`` holds, the frames kept beside
+    the run are read instead, when they are there (one that cannot be read: all made again)."""
     tax = taxonomy or load_taxonomy()
     return per_run(run, ("frames", tax.hash), lambda: _kept_frames(run, tax))
 
@@ -257,55 +214,29 @@ log = logging.getLogger(__name__)
 _FRAME_NAMES = [f.name for f in fields(Frames) if f.name != "taxonomy"]
 
 
-_FRAME_LIBS = ("polars", "pydantic")
-"""The libraries whose version is part of kept frames' key (they read the records, make the frames)."""
-
-
-def _kept_folder(run: RunLike, tax: Taxonomy) -> Path | None:
-    """Where ``run``'s frames for ``tax`` are kept, or None when they are not: not a store, or a
-    store whose records were changed in memory since they were read (``read_digest``)."""
-    digest = read_digest(run)
-    if run.path is None or digest is None:
-        return None
-    what = hashlib.sha256(f"{digest} {code_digest(_FRAME_LIBS)} {tax.hash}".encode()).hexdigest()[:40]
-    return run.path / CACHE_DIR / f"frames-{what}"
-
-
 def _kept_frames(run: RunLike, tax: Taxonomy) -> Frames:
     """The frames ``open_run_dir`` kept for ``run`` (the object it holds: one opened otherwise
-    may have been changed in place before its first frames), else made (``_run_frames``). A
-    kept folder that cannot be read is made again (and said so)."""
-    folder = _kept_folder(run, tax) if _held(run) is not None else None
-    if folder is not None and folder.is_dir():
-        try:
-            return Frames(
-                taxonomy=tax, **{n: _read_kept(folder / f"{n}.arrow", FRAME_SCHEMAS[n]) for n in _FRAME_NAMES}
-            )
-        except (OSError, ValueError, pl.exceptions.PolarsError) as e:
-            log.warning(
-                "the kept frames in %s cannot be read (%s): made again from the run's files (delete "
-                "that folder to have them kept anew)",
-                folder,
-                e,
-            )
+    may have been changed in place before its first frames), else made (``_run_frames``)."""
+    kept = {n: kept_frame(run, n, FRAME_SCHEMAS[n], tax) for n in _FRAME_NAMES}
+    if all(df is not None for df in kept.values()):
+        return Frames(taxonomy=tax, **cast("dict[str, pl.DataFrame]", kept))
     return _run_frames(run, tax)
 
 
-def _keep_frames(
-    folder: Path, frames: Frames, facts: dict[str, Any], extra: dict[str, pl.DataFrame] | None = None
-) -> None:
-    """Write ``frames`` and the ``extra`` frames as ``folder`` (Arrow IPC, one file per frame)
-    with ``facts`` (``facts.json``), whole or not at all, and remove all but the ``KEPT_FRAMES``
-    newest kept folders of the run."""
+def _frame_of(name: str) -> DerivedFrame:
+    """The run's frame ``name`` (a field of ``Frames``) as the store keeps it: taken from
+    ``run_frames`` (made once for all of them)."""
 
-    def fill(tmp: Path) -> None:
-        for n in _FRAME_NAMES:
-            getattr(frames, n).write_ipc(tmp / f"{n}.arrow")
-        for n, df in (extra or {}).items():  # zstd: the speakers of 5,425 continuations 18 MB -> 0.5 MB
-            df.write_ipc(tmp / f"{n}.arrow", compression="zstd")
-        (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+    def make(run: RunLike, tax: Taxonomy | None) -> pl.DataFrame:
+        return cast(pl.DataFrame, getattr(run_frames(run, tax), name))
 
-    keep_folder(folder, fill, newest=KEPT_FRAMES, what="frames")
+    make.__qualname__ = f"run_frames.{name}"
+    return DerivedFrame(name, FRAME_SCHEMAS[name], make, required=True)
+
+
+for _name in _FRAME_NAMES:
+    register_frame(_frame_of(_name))
+derived_facts("coverage")(run_facts)
 
 
 def _run_frames(run: RunLike, tax: Taxonomy) -> Frames:

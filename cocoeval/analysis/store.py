@@ -4,14 +4,17 @@ A ``RunStore`` owns opening a run directory (the manifest at once, each record â
 continuations, judgments, annotations â€” at its first use, every file checked against the SHA-256
 it had at opening), one line of a record when only that is wanted (the conversation viewer), the
 in-process memo (``per_run``: made once per run and question while the run's files are unchanged,
-``run_signature``) and the frames kept beside the run (``CACHE_DIR``: what ``frames.open_run_dir``
-keeps after reading the records once, read back by ``kept_frame`` and ``kept_facts``;
-``keep_folder`` writes such a folder whole or not at all). A ``Run`` (``cocoeval.run``) is the
-plain record read whole; the analyses take either (``RunLike``).
+``run_signature``) and what is kept beside the run on disk (``RunStore.open_kept``: the first
+opening of a run's content reads its records once and keeps every registered frame in its
+``CACHE_DIR``, keyed by the content, this code and the taxonomy; later ones read no record, only
+``kept_frame`` and ``kept_facts``; ``keep_folder`` writes such a folder whole or not at all). A
+``Run`` (``cocoeval.run``) is the plain record read whole; the analyses take either (``RunLike``).
 
-Derived frames (``derived_frame``) register here as pure functions of the run: each is made once
-per run, kept with the run's frames and read back from there, so that adding one is one decorated
-function. Every analysis module asks this one, which asks none of them: no circle."""
+Frames register here as pure functions of the run (``DERIVED``): the run's own frames
+(``frames.Frames``, registered by ``frames``) and derived ones (``derived_frame``); JSON facts
+likewise (``FACTS``). Each is made once per run, kept and read back from there, so that adding
+one is one decorated function. Every analysis module asks this one, which asks none of them: no
+circle (``frames.open_run_dir``, the public door, imports the modules that register)."""
 
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ import polars as pl
 
 from cocoeval.core.jsonio import parse_json_line, read_text, recorded_reads, validate
 from cocoeval.core.schema import Continuation, Instance, Judgment
+from cocoeval.core.taxonomy import Taxonomy
 from cocoeval.run import Run
 from cocoeval.run.rundir import (
     HUMAN_PREFIX,
@@ -55,19 +59,25 @@ from cocoeval.run.rundir import (
 __all__ = [
     "CACHE_DIR",
     "DERIVED",
+    "FACTS",
     "KEPT_FRAMES",
+    "KEY_LIBS",
     "OPEN_RUNS",
     "OUTPUT_DIRS",
     "DerivedFrame",
     "RunLike",
     "RunStore",
     "code_digest",
+    "derived_facts",
     "derived_frame",
+    "held_folder",
     "integrity_warnings",
     "keep_folder",
     "kept_facts",
+    "kept_folder",
     "kept_frame",
     "per_run",
+    "register_frame",
     "run_signature",
 ]
 
@@ -85,7 +95,10 @@ cached frames."""
 _CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 """(what, run directory or id of an in-memory run, ...) -> (signature when made, value)."""
 OPEN_RUNS = 2
-"""How many run directories ``open_run_dir`` keeps open in a process (the most recently opened)."""
+"""How many run directories ``RunStore.open_kept`` keeps open in a process (the most recently opened)."""
+KEY_LIBS = ("polars", "pydantic", "numpy", "scipy", "scikit-learn")
+"""The libraries whose versions are part of the key of what is kept beside a run (they read the
+records and compute the kept frames)."""
 
 
 class RunStore:
@@ -123,6 +136,46 @@ class RunStore:
             manifest = read_manifest(d)
         digests.update({Path(f).relative_to(d).as_posix(): h for f, h in seen.items()})  # the bytes parsed
         return cls(d, manifest, digests)
+
+    @classmethod
+    def open_kept(cls, path: str | Path, taxonomy: Taxonomy) -> RunStore:
+        """The run directory opened once per process while its files are unchanged
+        (``run_signature``: the same store is returned, so its frames and its memo are shared too;
+        the last ``OPEN_RUNS`` directories opened are held), with what is kept beside it.
+
+        Every registered frame (``DERIVED``) and fact (``FACTS``) of the run for ``taxonomy`` is
+        kept in its ``CACHE_DIR`` under ``kept_folder``: made right after the records are read
+        whole (a bad file is an error here, as ``Run.open`` gives it; a derived frame that cannot
+        be made is not kept and its analysis says why), before anything else holds them. When they
+        are kept already (this content was read whole and valid by this code), no record is read:
+        an analysis that needs more than the kept frames (the texts, for the viewer) reads the
+        record then, or one line of it. A run folder that cannot be written keeps nothing (read
+        whole each time)."""
+        d = Path(path).resolve()
+        sig = run_signature(d)
+        if (hit := opened_run(d, sig)) is not None:
+            return hit
+        store = cls.open(path)
+        make_room_for(d)
+        folder = kept_folder(store, taxonomy)
+        if folder is not None and not folder.is_dir():
+            store.run()  # read it all now: a bad file is an error here
+            made: dict[str, pl.DataFrame] = {}
+            for name, part in DERIVED.items():
+                try:
+                    made[name] = part.make(store, taxonomy)
+                except Exception as e:
+                    if part.required:
+                        raise
+                    log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
+            _keep(folder, made, {name: fact(store) for name, fact in FACTS.items()})
+            again = cls.open(path)  # the records go: what follows needs the frames, rarely a text
+            if folder.is_dir() and kept_folder(again, taxonomy) == folder:  # (unless a file changed meanwhile)
+                store = again
+        elif folder is None:
+            store.run()
+        hold(d, sig, store, folder if folder is not None and folder.is_dir() else None, taxonomy.hash)
+        return store
 
     # ------------------------------------------------------------------ the records
     @property
@@ -331,9 +384,9 @@ class RunStore:
         """``per_run(self, what, make)``: ``make()`` once while the run is unchanged."""
         return per_run(self, what, make)
 
-    def kept(self, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
-        """``kept_frame(self, name, schema)``: the frame ``name`` kept beside the run, or None."""
-        return kept_frame(self, name, schema)
+    def kept(self, name: str, schema: dict[str, Any], taxonomy: Taxonomy | None = None) -> pl.DataFrame | None:
+        """``kept_frame(self, name, schema, taxonomy)``: the frame ``name`` kept beside the run, or None."""
+        return kept_frame(self, name, schema, taxonomy)
 
 
 RunLike: TypeAlias = Run | RunStore
@@ -362,17 +415,59 @@ def read_digest(run: RunLike) -> str | None:
 
 @dataclass(frozen=True)
 class DerivedFrame:
-    """A frame derived from a run alone (``derived_frame``): its name (the kept file
-    ``<name>.arrow``), its columns and the pure function that makes it from the run's records."""
+    """A frame made from a run alone and kept beside it (``RunStore.open_kept``)."""
 
     name: str
+    """The kept file: ``<name>.arrow``."""
     schema: dict[str, Any]
-    make: Callable[[RunLike], pl.DataFrame]
+    """Its columns; a kept file with other columns is not read (made again)."""
+    make: Callable[[RunLike, Taxonomy | None], pl.DataFrame]
+    """The pure function that makes it from the run's records (and the taxonomy the run is
+    analysed with, None for the shipped one: part of the kept folder's key)."""
+    required: bool = False
+    """One of the run's own frames (``frames.Frames``): an error making it is the run's error
+    (a bad file), and it is kept uncompressed; a derived frame that cannot be made is not kept
+    (its analysis says why) and is kept zstd-compressed (the speakers of 5,425 continuations
+    18 MB -> 0.5 MB, read as fast)."""
 
 
 DERIVED: dict[str, DerivedFrame] = {}
-"""The derived frames registered (``derived_frame``), by name, in the order registered:
-``frames.open_run_dir`` makes and keeps each with the run's frames."""
+"""The frames registered (``register_frame``, ``derived_frame``), by name, in the order
+registered: ``RunStore.open_kept`` makes and keeps each."""
+FACTS: dict[str, Callable[[RunLike], Any]] = {}
+"""JSON facts of a run kept beside it in ``facts.json`` (``derived_facts``), by name: what an
+analysis needs of the records that is not a frame (read back by ``kept_facts``)."""
+
+
+def register_frame(part: DerivedFrame) -> None:
+    """Register ``part`` to be kept with the run's frames; a second frame of a taken name (by
+    another function) is refused, so that no registration silently replaces another."""
+    was = DERIVED.get(part.name)
+    if was is not None and _origin(was.make) != _origin(part.make):
+        raise ValueError(
+            f"a derived frame named {part.name!r} is registered already (by {_origin(was.make)}); "
+            f"give {_origin(part.make)} another name"
+        )
+    DERIVED[part.name] = part
+
+
+def _origin(f: Callable[..., Any]) -> str:
+    wrapped = getattr(f, "__wrapped__", f)
+    return f"{wrapped.__module__}.{wrapped.__qualname__}"
+
+
+def derived_facts(name: str) -> Callable[[Callable[[RunLike], Any]], Callable[[RunLike], Any]]:
+    """Register ``make(run)`` (a pure function of the run's records returning JSON) to be kept in
+    the run's ``facts.json`` under ``name`` (``kept_facts`` reads it back)."""
+
+    def register(make: Callable[[RunLike], Any]) -> Callable[[RunLike], Any]:
+        was = FACTS.get(name)
+        if was is not None and _origin(was) != _origin(make):
+            raise ValueError(f"facts named {name!r} are registered already (by {_origin(was)})")
+        FACTS[name] = make
+        return make
+
+    return register
 
 
 def derived_frame(
@@ -381,23 +476,18 @@ def derived_frame(
     """Register a frame derived from the run alone: ``make(run)`` (a pure function of the run's
     records, columns ``schema``) is kept with the run's frames when they are (``DERIVED``), so a
     later process needs no record for it. The decorated name becomes the frame of a run: the kept
-    one for the run ``frames.open_run_dir`` holds, else made; once per run in a process
+    one for the run ``RunStore.open_kept`` holds, else made; once per run in a process
     (``per_run``)."""
 
     def register(make: Callable[[RunLike], pl.DataFrame]) -> Callable[[RunLike], pl.DataFrame]:
-        was = DERIVED.get(name)
-        if was is not None and (was.make.__module__, was.make.__qualname__) != (make.__module__, make.__qualname__):
-            raise ValueError(
-                f"a derived frame named {name!r} is registered already (by {was.make.__module__}."
-                f"{was.make.__qualname__}); give {make.__module__}.{make.__qualname__} another name"
-            )
-        DERIVED[name] = DerivedFrame(name, schema, make)
+        made = functools.wraps(make)(lambda run, _tax: make(run))
+        register_frame(DerivedFrame(name, schema, made))
 
         @functools.wraps(make)
         def frame(run: RunLike) -> pl.DataFrame:
             def get() -> pl.DataFrame:
                 kept = kept_frame(run, name, schema)
-                return kept if kept is not None else DERIVED[name].make(run)
+                return kept if kept is not None else DERIVED[name].make(run, None)
 
             return per_run(run, (name,), get)
 
@@ -467,21 +557,53 @@ def make_room_for(d: Path) -> None:
     _CACHE.pop(("kept", str(d)), None)
 
 
-def hold(d: Path, sig: tuple[tuple[str, int, int], ...], run: RunStore, folder: Path | None) -> None:
+def hold(d: Path, sig: tuple[tuple[str, int, int], ...], run: RunStore, folder: Path | None, taxonomy: str) -> None:
     """Hold ``run`` as the one opened from ``d`` while its files are ``sig``, with the folder its
-    frames are kept in (None: none kept), which ``kept_frame`` and ``kept_facts`` then read."""
+    frames are kept in for the taxonomy of hash ``taxonomy`` (None: none kept), which
+    ``kept_frame`` and ``kept_facts`` then read."""
     _CACHE[("open", str(d))] = (sig, run)
     if folder is not None:
-        _CACHE[("kept", str(d))] = (sig, folder)
+        _CACHE[("kept", str(d))] = (sig, (folder, taxonomy))
 
 
-def kept_frame(run: RunLike, name: str, schema: dict[str, Any]) -> pl.DataFrame | None:
-    """The frame ``name`` that ``open_run_dir`` kept with the frames of ``run`` (a derived frame,
-    ``DERIVED``: made from the records when they were read, so that a later process needs no
-    record for it), for the store it holds while its records are as read; None otherwise (compute
-    it), or when the kept file has other columns than ``schema`` (said)."""
-    folder = _held_folder(run)
-    if folder is None or not (folder / f"{name}.arrow").exists():  # not kept (its making failed): made here
+def kept_folder(run: RunLike, taxonomy: Taxonomy) -> Path | None:
+    """Where what is made of ``run`` for ``taxonomy`` is kept (``open_kept``): ``CACHE_DIR``/
+    ``frames-<key>``, the key the SHA-256 of the files read (``RunStore.digest``), of this code and
+    ``KEY_LIBS`` (``code_digest``) and of the taxonomy. None for what nothing is kept for: a
+    ``Run``, or a store whose records were changed in memory since they were read
+    (``read_digest``)."""
+    digest = read_digest(run)
+    if run.path is None or digest is None:
+        return None
+    what = hashlib.sha256(f"{digest} {code_digest(KEY_LIBS)} {taxonomy.hash}".encode()).hexdigest()[:40]
+    return run.path / CACHE_DIR / f"frames-{what}"
+
+
+def _keep(folder: Path, frames: dict[str, pl.DataFrame], facts: dict[str, Any]) -> None:
+    """Write ``frames`` (Arrow IPC, one file each) and ``facts`` (``facts.json``) as ``folder``,
+    whole or not at all, and remove all but the ``KEPT_FRAMES`` newest kept folders of the run."""
+
+    def fill(tmp: Path) -> None:
+        for n, df in frames.items():
+            df.write_ipc(tmp / f"{n}.arrow", compression="uncompressed" if DERIVED[n].required else "zstd")
+        (tmp / "facts.json").write_text(json.dumps(facts, ensure_ascii=False, sort_keys=True), encoding="utf-8")
+
+    keep_folder(folder, fill, newest=KEPT_FRAMES, what="frames")
+
+
+def kept_frame(
+    run: RunLike, name: str, schema: dict[str, Any], taxonomy: Taxonomy | None = None
+) -> pl.DataFrame | None:
+    """The frame ``name`` that ``RunStore.open_kept`` kept beside ``run`` (``DERIVED``: made from
+    the records when they were read, so that a later process needs no record for it), for the
+    store it holds while its records are as read (and, given ``taxonomy``, opened with that
+    taxonomy); None otherwise (compute it), or when the kept file has other columns than
+    ``schema`` (said)."""
+    held = _held_kept(run)
+    if held is None or (taxonomy is not None and taxonomy.hash != held[1]):
+        return None
+    folder = held[0]
+    if not (folder / f"{name}.arrow").exists():  # not kept (its making failed): made here
         return None
     try:
         return _read_kept(folder / f"{name}.arrow", schema)
@@ -491,7 +613,7 @@ def kept_frame(run: RunLike, name: str, schema: dict[str, Any]) -> pl.DataFrame 
 
 
 def _held(run: RunLike) -> str | None:
-    """The run folder (resolved) of ``run`` when it is the store ``open_run_dir`` holds for it and
+    """The run folder (resolved) of ``run`` when it is the store ``open_kept`` holds for it and
     its records are as read: only then is what was kept beside it this run's."""
     if not isinstance(run, RunStore) or not run.as_read:
         return None
@@ -499,10 +621,17 @@ def _held(run: RunLike) -> str | None:
     return d if _CACHE.get(("open", d), (None, None))[1] is run else None
 
 
-def _held_folder(run: RunLike) -> Path | None:
-    """Where ``open_run_dir`` kept what it made of ``run`` (``_held``), or None."""
+def _held_kept(run: RunLike) -> tuple[Path, str] | None:
+    """Where ``open_kept`` kept what it made of ``run`` (``_held``) and the hash of the taxonomy it
+    was made for, or None."""
     d = _held(run)
-    return None if d is None or ("kept", d) not in _CACHE else cast(Path, _CACHE[("kept", d)][1])
+    return None if d is None or ("kept", d) not in _CACHE else cast("tuple[Path, str]", _CACHE[("kept", d)][1])
+
+
+def held_folder(run: RunLike) -> Path | None:
+    """Where ``open_kept`` kept what it made of ``run``, or None (nothing kept for it)."""
+    held = _held_kept(run)
+    return None if held is None else held[0]
 
 
 def _read_kept(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
@@ -511,6 +640,11 @@ def _read_kept(path: Path, schema: dict[str, Any]) -> pl.DataFrame:
     if dict(df.schema) != schema:
         raise ValueError(f"{path.name} has other columns than the frame")
     return df
+
+
+@derived_facts("integrity_warnings")
+def _integrity_warnings(run: RunLike) -> list[str]:
+    return run.integrity_warnings()
 
 
 def integrity_warnings(run: RunLike) -> list[str]:
@@ -523,11 +657,11 @@ def integrity_warnings(run: RunLike) -> list[str]:
 
 
 def kept_facts(run: RunLike) -> dict[str, Any] | None:
-    """What ``open_run_dir`` kept with the frames of ``run`` besides them (``{"coverage":
-    coverage.run_facts(run), "integrity_warnings": run.integrity_warnings()}``), for the run
-    object it holds while its records are as read; None otherwise (compute them from the
-    records)."""
-    folder = _held_folder(run)
+    """What ``open_kept`` kept with the frames of ``run`` besides them: the ``FACTS`` registered
+    by name (``{"coverage": coverage.run_facts(run), "integrity_warnings":
+    run.integrity_warnings()}``), for the run object it holds while its records are as read; None
+    otherwise (compute them from the records)."""
+    folder = held_folder(run)
     if folder is None:
         return None
     try:

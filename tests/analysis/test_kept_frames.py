@@ -92,7 +92,7 @@ def test_changed_files_code_or_taxonomy_are_never_given_old_frames(tmp_path, mon
     assert len(_kept(d)) == 2 and set(before) < set(_kept(d))
     # other code: not read
     _fresh_process(monkeypatch)
-    monkeypatch.setattr(fr, "code_digest", lambda *a, **k: "other code")
+    monkeypatch.setattr(store, "code_digest", lambda *a, **k: "other code")
     with recorded_reads() as seen:
         open_run_dir(d)
     assert "judgments/J.jsonl" in _read(seen, d) and len(_kept(d)) == 3
@@ -294,7 +294,8 @@ def test_two_processes_keeping_the_same_frames_leave_one_whole_copy(tmp_path, mo
     made = run_frames(open_run_dir(d))
     folder = d / CACHE_DIR / _kept(d)[0]
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
-    fr._keep_frames(folder, made, {"coverage": None})  # a second writer, after the first: nothing replaced
+    frames = {n: getattr(made, n) for n in fr._FRAME_NAMES}
+    store._keep(folder, frames, {"coverage": None})  # a second writer, after the first: nothing replaced
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before and _kept(d) == [folder.name]
     assert not [p for p in (d / CACHE_DIR).iterdir() if p.name.endswith(".tmp")]
 
@@ -324,7 +325,7 @@ def test_the_judge_free_frames_are_kept_and_a_report_then_reads_no_record(tmp_pa
 
     d = _write(tmp_path / "run")
     eager = Run.open(d)
-    conv, turns = store.DERIVED["convstats"].make(eager), store.DERIVED["turn_taking"].make(eager)
+    conv, turns = store.DERIVED["convstats"].make(eager, None), store.DERIVED["turn_taking"].make(eager, None)
     _fresh_process(monkeypatch)
     first = write_report(d, tmp_path / "a", resamples=50)  # reads the run whole and keeps its frames
     _fresh_process(monkeypatch)
@@ -350,7 +351,7 @@ def test_a_judge_free_frame_that_fails_is_not_kept_and_fails_where_it_is_asked_f
 
     d = _write(tmp_path / "run")
 
-    def broken(run):
+    def broken(run, taxonomy):
         raise RuntimeError("planted")
 
     monkeypatch.setitem(store.DERIVED, "convstats", replace(store.DERIVED["convstats"], make=broken))

@@ -49,7 +49,11 @@ def test_report_is_the_same_as_before(tmp_path, monkeypatch):
     write_report(run, tmp_path / "now", resamples=200)
     write_report(run, tmp_path / "again", resamples=200)  # served from the caches: the same
     with monkeypatch.context() as m:
-        m.setitem(store.DERIVED, "convstats", replace(store.DERIVED["convstats"], make=ref.conversation_frame))
+        m.setitem(
+            store.DERIVED,
+            "convstats",
+            replace(store.DERIVED["convstats"], make=lambda run, _tax: ref.conversation_frame(run)),
+        )
         m.setattr(frames, "per_run", lambda run, what, make: make())
         m.setattr(store, "per_run", lambda run, what, make: make())
         m.setattr(stats, "sign_flip_pvalues", ref.sign_flip_pvalues)

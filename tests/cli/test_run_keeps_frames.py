@@ -4,8 +4,8 @@ paper's shape)."""
 
 from __future__ import annotations
 
-from cocoeval.analysis import frames as fr
 from cocoeval.analysis import store
+from cocoeval.analysis.store import CACHE_DIR
 from cocoeval.core.jsonio import recorded_reads
 
 from ..sim_helpers import fake_params_file
@@ -19,8 +19,8 @@ def test_the_first_report_after_a_run_reads_its_kept_frames_and_no_record(srv, t
     assert main(["run", str(fake_params_file(tmp_path, srv)), "--no-progress"]) in (0, 3)
     out = capsys.readouterr().out
     d = tmp_path / "runs" / "exp"
-    kept = sorted(p.name for p in (d / fr.CACHE_DIR).glob("frames-*"))
-    assert len(kept) == 1 and f"analysis frames kept in {fr.CACHE_DIR}/{kept[0]}" in out
+    kept = sorted(p.name for p in (d / CACHE_DIR).glob("frames-*"))
+    assert len(kept) == 1 and f"analysis frames kept in {CACHE_DIR}/{kept[0]}" in out
 
     monkeypatch.setattr(store, "_CACHE", {})  # what the next process sees: nothing opened
     with recorded_reads() as seen:
