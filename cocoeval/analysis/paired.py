@@ -299,6 +299,39 @@ def _note(n: int, clusters: int, min_n: int) -> str | None:
     return None
 
 
+class _Shared:
+    """What the pairs of one judge share, computed once (the same operations on the same arrays as
+    one pair alone, so the same numbers): the conversation weights of each number of
+    conversations, each setup's per-conversation sums of differences from the humans (and their
+    squares, resampled) on a set of instances, and each pair's distance comparison (the rank
+    intervals test the pairs the table has already tested)."""
+
+    def __init__(self, resamples: int, seed: int) -> None:
+        self.resamples, self.seed = resamples, seed
+        self.weights: dict[int, np.ndarray] = {}
+        self.squares: dict[tuple[int, int, tuple[str, ...]], list[Any]] = {}
+        self.pairs: dict[tuple[str, str], dict[str, Any]] = {}
+
+    def w(self, clusters: int) -> np.ndarray:
+        if clusters not in self.weights:
+            self.weights[clusters] = cluster_weights(clusters, self.resamples, self.seed)
+        return self.weights[clusters]
+
+    def square(self, t: _Target, h: _Target, ids: list[str], codes: np.ndarray) -> list[Any]:
+        """[sums, sizes, Q, resampled Q (None until asked)] of ``t`` − the humans on ``ids``."""
+        key = (id(t), id(h), tuple(ids))
+        hit = self.squares.get(key)
+        if hit is None:
+            d, sizes = cluster_sums(t.x[[t.pos[i] for i in ids]] - h.x[[h.pos[i] for i in ids]], codes)
+            hit = self.squares[key] = [d, sizes, float(cluster_square(d, sizes)), None]
+        return hit
+
+    def square_boot(self, hit: list[Any], clusters: int) -> np.ndarray:
+        if hit[3] is None:
+            hit[3] = cluster_square(hit[0], hit[1], self.w(clusters))
+        return hit[3]
+
+
 def _distance_pair(
     ta: _Target,
     tb: _Target,
@@ -309,9 +342,12 @@ def _distance_pair(
     min_n: int,
     *,
     with_interval: bool = True,
+    shared: _Shared | None = None,
 ) -> dict[str, Any]:
     """The distance comparison of a and b on the instances a, b and the humans share (without
-    ``with_interval``: the estimate and the test only, as the rank intervals need)."""
+    ``with_interval``: the estimate and the test only, as the rank intervals need); ``shared``:
+    what the pairs of one judge share (``_Shared``)."""
+    sh = shared if shared is not None else _Shared(resamples, seed)
     ids = [i for i in ta.ids if i in tb.pos and i in th.pos]
     codes = _codes([conv[i] for i in ids])
     n, clusters = len(ids), (int(codes.max()) + 1 if ids else 0)
@@ -319,16 +355,13 @@ def _distance_pair(
     if n == 0 or clusters < 2:
         out["note"] = out["note"] or "one source conversation: no distance (its square needs two)"
         return out
-    h = th.x[[th.pos[i] for i in ids]]
-    da, _ = cluster_sums(ta.x[[ta.pos[i] for i in ids]] - h, codes)
-    db, sizes = cluster_sums(tb.x[[tb.pos[i] for i in ids]] - h, codes)
-    qa, qb = float(cluster_square(da, sizes)), float(cluster_square(db, sizes))
+    sa, sb = sh.square(ta, th, ids, codes), sh.square(tb, th, ids, codes)
+    qa, qb = sa[2], sb[2]
     dist_a, dist_b = float(np.sqrt(max(qa, 0.0))), float(np.sqrt(max(qb, 0.0)))
     out.update(diff=dist_a - dist_b, mean_a=dist_a, mean_b=dist_b, square_diff=qa - qb)
     if out["note"]:
         return out
-    w = cluster_weights(clusters, resamples, seed)
-    qa_b, qb_b = cluster_square(da, sizes, w), cluster_square(db, sizes, w)
+    qa_b, qb_b = sh.square_boot(sa, clusters), sh.square_boot(sb, clusters)
     out["p"], slo, shi = square_test(qa - qb, qa_b - qb_b, clusters)
     if not with_interval:
         return out
@@ -383,9 +416,9 @@ def compare_setups(
     names = setups if setups is not None else [t for t in mats if t != REFERENCE]
     human = mats.get(REFERENCE)
     empty = _Target([], np.empty((0, len(behaviours))), {})
-    rows: list[PairRow] = []
-    dist_rows: list[dict[str, Any]] = []
-    for a, b in combinations(names, 2):
+    shared = _Shared(resamples, seed)
+    pairs: list[dict[str, Any]] = []
+    for a, b in combinations(names, 2):  # the estimates and intervals, pair by pair
         ta, tb = mats.get(a, empty), mats.get(b, empty)
         ids = [i for i in ta.ids if i in tb.pos]
         codes = _codes([conv[i] for i in ids])
@@ -394,17 +427,33 @@ def compare_setups(
         xa = ta.x[[ta.pos[i] for i in ids]] if n else np.empty((0, len(behaviours)))
         xb = tb.x[[tb.pos[i] for i in ids]] if n else np.empty((0, len(behaviours)))
         d = xa - xb
-        diff = d.mean(axis=0) if n else np.full(len(behaviours), np.nan)
-        lo = hi = p = np.full(len(behaviours), np.nan)
-        notes: list[str | None] = [note] * len(behaviours)
+        pair: dict[str, Any] = {"a": a, "b": b, "n": n, "clusters": clusters, "xa": xa, "xb": xb, "sums": None}
+        pair["diff"] = d.mean(axis=0) if n else np.full(len(behaviours), np.nan)
+        pair["lo"] = pair["hi"] = np.full(len(behaviours), np.nan)
+        pair["notes"] = [note] * len(behaviours)
         if note is None:
             s, sizes = cluster_sums(d, codes)
-            w = cluster_weights(clusters, resamples, seed)
+            w = shared.w(clusters)
             boot = (w @ s) / (w @ sizes)[:, None]
-            lo, hi = recentred(diff, boot, clusters)
-            notes = inference.ci_notes(n, boot, min_n)
-            p = inference.sign_flip_pvalues(s, seed=seed)
-            p = np.where([x is None for x in notes], p, np.nan)  # a degenerate difference is not tested
+            pair["lo"], pair["hi"] = recentred(pair["diff"], boot, clusters)
+            pair["notes"] = inference.ci_notes(n, boot, min_n)
+            pair["sums"] = s
+        pairs.append(pair)
+    tested = [x for x in pairs if x["sums"] is not None]
+    # the sign-flip tests of every pair at once, those with as many conversations together: the
+    # same sign vectors as one pair alone (differences of counts: their sums are exact)
+    for x, p in zip(tested, inference.sign_flip_blocks([x["sums"] for x in tested], seed=seed), strict=True):
+        x["p"] = p
+    rows: list[PairRow] = []
+    dist_rows: list[dict[str, Any]] = []
+    for x in pairs:
+        a, b, n, clusters, xa, xb, diff, lo, hi = (
+            x[k] for k in ("a", "b", "n", "clusters", "xa", "xb", "diff", "lo", "hi")
+        )
+        notes: list[str | None] = x["notes"]
+        p = np.full(len(behaviours), np.nan)
+        if x["sums"] is not None:
+            p = np.where([v is None for v in notes], x["p"], np.nan)  # a degenerate difference is not tested
         p_adj = inference.adjust_pvalues(p, correction)
         for k, beh in enumerate(behaviours):
             ci = inference.interval(lo[k], hi[k], notes[k]) if np.isfinite(lo[k]) else (None, None)
@@ -428,10 +477,11 @@ def compare_setups(
                 )
             )
         dist = (
-            _distance_pair(ta, tb, human, conv, resamples, seed, min_n)
+            _distance_pair(mats.get(a, empty), mats.get(b, empty), human, conv, resamples, seed, min_n, shared=shared)
             if human is not None
             else {"n": 0, "clusters": 0, "note": "no valid human reference judged by this judge"}
         )
+        shared.pairs[(a, b)] = dist
         dist_rows.append({"a": a, "b": b, **dist})
     p_all = inference.adjust_pvalues(np.array([r.get("p", np.nan) for r in dist_rows], dtype=float), "holm")
     for r, q in zip(dist_rows, p_all, strict=True):
@@ -457,7 +507,7 @@ def compare_setups(
                 square_ci_high=r.get("square_ci_high"),
             )
         )
-    ranks = rank_intervals(mats, conv, names, judge=judge, resamples=resamples, seed=seed, min_n=min_n)
+    ranks = rank_intervals(mats, conv, names, judge=judge, resamples=resamples, seed=seed, min_n=min_n, shared=shared)
     return PairedComparison(
         rows=rows,
         ranks=ranks,
@@ -501,9 +551,11 @@ def rank_intervals(
     seed: int = 0,
     min_n: int = inference.MIN_N,
     alpha: float = inference.ALPHA,
+    shared: _Shared | None = None,
 ) -> list[RankInterval]:
     """The rank interval of every setup whose distance to the humans rests on at least ``min_n``
-    instances (module docstring): pairwise distance tests, Holm over all pairs."""
+    instances (module docstring): pairwise distance tests, Holm over all pairs (a pair that
+    ``shared`` has tested already is not tested again)."""
     human = mats.get(REFERENCE)
     if human is None:
         return []
@@ -515,9 +567,10 @@ def rank_intervals(
                 ranked.append((s, d, n))
     pairs = list(combinations(range(len(ranked)), 2))
     ps, signs = np.full(len(pairs), np.nan), []
+    sh = shared if shared is not None else _Shared(resamples, seed)
     for m, (i, j) in enumerate(pairs):
-        r = _distance_pair(
-            mats[ranked[i][0]], mats[ranked[j][0]], human, conv, resamples, seed, min_n, with_interval=False
+        r = sh.pairs.get((ranked[i][0], ranked[j][0])) or _distance_pair(
+            mats[ranked[i][0]], mats[ranked[j][0]], human, conv, resamples, seed, min_n, with_interval=False, shared=sh
         )
         signs.append(r.get("square_diff", 0.0))
         ps[m] = r.get("p", np.nan)

@@ -219,9 +219,8 @@ def cluster_draws(conversations: Sequence[str], resamples: int, seed: int, *what
     if c == 0:
         return codes, np.zeros((resamples, 0))
     idx = inference.rng_for(seed, "cluster-bootstrap", *what).integers(0, c, size=(resamples, c))
-    w = np.zeros((resamples, c))
-    np.add.at(w, (np.repeat(np.arange(resamples), c), idx.ravel()), 1.0)
-    return codes, w
+    flat = (idx + np.arange(resamples)[:, None] * c).ravel()  # resample b's draws counted in row b
+    return codes, np.bincount(flat, minlength=resamples * c).reshape(resamples, c).astype(np.float64)
 
 
 def _per_conversation(note: str | None, clusters: int, min_n: int) -> str | None:
@@ -543,29 +542,54 @@ class SpeakerTurns:
 
 def speaker_rates(run: RunLike, f: Frames, judge: str) -> dict[tuple[str, str], list[SpeakerTurns]]:
     """{(target, instance_id): each speaker's turns and per-turn behaviour rates} of every target
-    the LLM judge ``judge`` judged validly (fine-grained) whose judged turns have a speaker."""
+    the LLM judge ``judge`` judged validly (fine-grained) whose judged turns have a speaker: the
+    targets in the order of ``convstats.speaker_frame``, each one's speakers in the order they
+    first speak. One query over every target: the labelled (turn, behaviour) pairs of the judge
+    (each pair once) counted per speaker, over its judged turns."""
     behaviours = list(f.taxonomy.ids)
-    valid = f.counts.filter((pl.col("judge") == judge) & ~pl.col("human")).select("target", "instance_id").unique()
-    ok = {(r[0], r[1]) for r in valid.iter_rows()}
-    labelled: dict[tuple[str, str], set[tuple[int, str]]] = {}
-    for r in f.labels.filter(pl.col("judge") == judge).select("target", "instance_id", "turn", "behaviour").iter_rows():
-        labelled.setdefault((r[0], r[1]), set()).add((r[2], r[3]))
+    key = ["target", "instance_id"]
+    valid = f.counts.filter((pl.col("judge") == judge) & ~pl.col("human")).select(key).unique()
+    turns = (
+        speaker_frame(run)
+        .filter(pl.col("judged"))
+        .select(*key, "conversation", "position", "speaker")
+        .with_row_index("row")
+        .join(valid, on=key, how="semi")
+        .sort("row")
+    )
+    if turns.is_empty():
+        return {}
+    groups = (
+        turns.group_by(*key, "speaker")
+        .agg(first=pl.col("row").min(), turns=pl.len())
+        .join(
+            turns.group_by(key).agg(target_first=pl.col("row").min(), conversation=pl.col("conversation").first()),
+            on=key,
+        )
+        .sort("target_first", "first")
+        .with_row_index("g")
+    )
+    marks = (
+        f.labels.filter((pl.col("judge") == judge) & pl.col("behaviour").is_in(behaviours))
+        .select(*key, pl.col("turn").alias("position"), "behaviour")
+        .unique()
+    )
+    counts = (
+        turns.join(marks, on=[*key, "position"])
+        .join(groups.select(*key, "speaker", "g"), on=[*key, "speaker"])
+        .group_by("g", "behaviour")
+        .len()
+    )
+    hits = np.zeros((groups.height, len(behaviours)))
+    col = {b: k for k, b in enumerate(behaviours)}
+    hits[counts["g"].to_numpy(), [col[b] for b in counts["behaviour"].to_list()]] = counts["len"].to_numpy()
+    n = groups["turns"].to_numpy().astype(np.float64)
+    rates = (hits / n[:, None]).tolist()  # labelled turns / turns, as Python's int / int rounds it
     out: dict[tuple[str, str], list[SpeakerTurns]] = {}
-    per_target: dict[tuple[str, str], tuple[str, dict[str, list[int]]]] = {}
-    speakers = speaker_frame(run).filter(pl.col("judged"))
-    for target, iid, conv, i, speaker in speakers.select(
-        "target", "instance_id", "conversation", "position", "speaker"
-    ).iter_rows():
-        if (target, iid) in ok:
-            per_target.setdefault((target, iid), (conv, {}))[1].setdefault(speaker, []).append(i)
-    for key, (conv, per) in per_target.items():
-        marks = labelled.get(key, set())
-        out[key] = [
-            SpeakerTurns(
-                key[1], conv, s, len(idx), tuple(sum((i, b) in marks for i in idx) / len(idx) for b in behaviours)
-            )
-            for s, idx in per.items()
-        ]
+    for (target, iid, speaker, conv, k), r in zip(
+        groups.select(*key, "speaker", "conversation", "turns").iter_rows(), rates, strict=True
+    ):
+        out.setdefault((target, iid), []).append(SpeakerTurns(iid, conv, speaker, k, tuple(r)))
     return out
 
 
