@@ -228,8 +228,9 @@ def _inline(text: str) -> str:
 
 
 def markdown_html(lines: Iterable[str]) -> str:
-    """A small Markdown subset (headings, lists, tables, paragraphs) of the report's own text;
-    every character of the text is escaped first."""
+    """A small Markdown subset (headings, lists, tables, paragraphs) of the report's own text (a
+    section's lines as ``report_doc`` renders them, ``compare.md``); every character of the text is
+    escaped first."""
     out: list[str] = []
     table: list[list[str]] = []
     items: list[str] = []
@@ -386,13 +387,12 @@ def from_report(
     judge: str | None,
     provenance: dict[str, Any] | None = None,
     pipeline_check: bool | None = None,
-    headline: hl.Headline | None = None,
 ) -> Path:
-    """``index.html`` beside what ``report.write_report`` wrote, laid out as its ``index`` (the
-    lines of index.md): the opening notes first, then ``headline`` (rendered from it, in place of
-    index.md's section of it), then each ``## `` section with its text and the figures and tables
-    it lists; the paper-coverage section collapsed. ``provenance`` and ``pipeline_check``: instead
-    of the run's own (``cocoeval compare`` shows several runs through one merged viewer run)."""
+    """``index.html`` of ``cocoeval compare`` (``runcompare_report``), laid out as the lines of its
+    ``compare.md`` (``index``): the opening notes first, then each ``## `` section with its text and
+    the figures and tables it lists. ``provenance`` and ``pipeline_check``: instead of the run's own
+    (the comparison shows several runs through one merged viewer run). A run's report is laid out
+    from its document instead (``render_html``)."""
     lines = "\n".join(index).split("\n")
     title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else "Report"
     chunks: list[tuple[str, list[str]]] = [("", [])]
@@ -403,8 +403,6 @@ def from_report(
             chunks[-1][1].append(line)
     sections = []
     for head, body in chunks[1:]:
-        if headline is not None and head == hl.TITLE:
-            continue  # rendered from the Headline itself, above the sections
         names = [m.group(1) for x in body if (m := _LISTED.match(x))]
         text = [x for x in body if not _LISTED.match(x) and x.strip() not in ("Figures:", "Tables:")]
         sections.append((head, markdown_html(text), names))
@@ -420,7 +418,6 @@ def from_report(
         judge=judge,
         pipeline_check=run.manifest.pipeline_check if pipeline_check is None else pipeline_check,
         provenance=provenance,
-        headline=headline,
     )
 
 

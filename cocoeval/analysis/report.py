@@ -1,5 +1,7 @@
 """``cocoeval report RUN_DIR --out DIR``: every figure (PNG + SVG), every table (CSV +
-Markdown) and an index listing them, with the invalid rates beside the statistics."""
+Markdown) and an index listing them, with the invalid rates beside the statistics. The index is a
+typed document (``report_doc.ReportDoc``) filled here from what the analyses computed, rendered as
+``index.md`` (``report_doc.render_markdown``) and ``index.html`` (``html_report.render_html``)."""
 
 from __future__ import annotations
 
