@@ -2,7 +2,8 @@
 statistics a history entry keeps give, summed, the same α, κ, F1, ECE and Brier score as the
 turn-level agreement, the calibration and independent computations (the krippendorff package,
 scikit-learn's κ, F1 counted by hand); the paired cluster-bootstrap interval of a change equals a
-plain-Python bootstrap drawing the same source conversations; too few conversations give no
+plain-Python bootstrap drawing the same source conversations, recentred and widened for few
+conversations; too few conversations give no
 interval and say why; an earlier entry without the statistics gets the threshold rule, labelled so."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import krippendorff
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 
 from cocoeval.analysis import judge_check as jc
@@ -153,9 +155,11 @@ def test_the_interval_of_a_change_equals_a_plain_bootstrap_of_the_same_source_co
     for d in draws:
         chosen = [i for u in d for i in iids if source[i] == units[u]]
         diffs.append(f1_by_hand(labels, "J2", chosen, None) - f1_by_hand(labels, "J1", chosen, None))
-    lo, hi = np.percentile(diffs, [2.5, 97.5])
-    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(lo, abs=1e-6), pytest.approx(hi, abs=1e-6))
     point = f1_by_hand(labels, "J2", iids, None) - f1_by_hand(labels, "J1", iids, None)
+    # centred on the sample's change, widened for 12 conversations by √(12/11)·t₁₁/z
+    widen = np.sqrt(12 / 11) * stats.t.ppf(0.975, 11) / stats.norm.ppf(0.975)
+    lo, hi = np.percentile([point + (d - np.mean(diffs)) * widen for d in diffs], [2.5, 97.5])
+    assert (row["ci_low"], row["ci_high"]) == (pytest.approx(lo, abs=1e-6), pytest.approx(hi, abs=1e-6))
     assert row["change"] == pytest.approx(point, abs=2e-6)  # the entries keep 6 decimals
     want = "rose" if lo > 0 else ("fell" if hi < 0 else NO_CLEAR_CHANGE)
     assert row["direction"] == want == "rose"  # J2 flips 10% of the labels, J1 25%
