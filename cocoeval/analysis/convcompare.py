@@ -196,6 +196,7 @@ def judge_sanity(
     inference.check_params(resamples=resamples, min_n=min_n)
     known = set(f.taxonomy.ids)
     rows = []
+    draws: dict[int, np.ndarray] = {}  # ``stats.with_sample`` per number of conversations, drawn once
     for judge in f.counts["judge"].unique(maintain_order=True).to_list():
         c = f.counts.filter(pl.col("judge") == judge)
         for beh, s, sign in SANITY_PAIRS:
@@ -227,7 +228,9 @@ def judge_sanity(
                 )
                 continue
             x, y = d["count"].to_numpy().astype(float), d[s].to_numpy().astype(float)
-            idx = stats.with_sample(len(x), resamples, seed)
+            idx = draws.get(len(x))
+            if idx is None:
+                idx = draws[len(x)] = stats.with_sample(len(x), resamples, seed)
             rho = agreement.spearman_boot(x, y, idx)  # = spearman_rows(x[idx], y[idx]), bit for bit
             boot = rho[1:][np.isfinite(rho[1:])]
             point = float(rho[0]) if np.isfinite(rho[0]) else None

@@ -298,11 +298,12 @@ def test_a_constant_has_no_interval_whatever_its_bits():
 def test_sign_flip_float_signs_kept_or_not_give_the_same_p(monkeypatch):
     """The float64 sign vectors kept for the last lengths (``_float_chunks``) give the p values
     that converting the int8 draws on each call gave: kept, taken from the cache, dropped for
-    another length, and for a length too big to keep (converted one chunk at a time)."""
+    another length, and for a length too big to keep (converted one chunk at a time). Thirds, not
+    whole numbers: whole numbers take the float32 product (the next test)."""
     from cocoeval.analysis import inference
 
     rng = np.random.default_rng(3)
-    ds = {n: rng.poisson(0.4, size=(n, 4)) - rng.poisson(0.4, size=(n, 4)) for n in (40, 57)}
+    ds = {n: (rng.poisson(0.4, size=(n, 4)) - rng.poisson(0.4, size=(n, 4))) / 3.0 for n in (40, 57)}
 
     def by_hand(d):
         obs = np.abs(d.sum(axis=0))
@@ -326,6 +327,35 @@ def test_sign_flip_float_signs_kept_or_not_give_the_same_p(monkeypatch):
     monkeypatch.setattr(inference, "_FLOAT_SIGNS_MAX_BYTES", 1000)  # too big to keep
     monkeypatch.setattr(inference, "_FLOAT_SIGNS", {})
     assert np.array_equal(sign_flip_pvalues(ds[57], 2000, 0), want[57]) and not inference._FLOAT_SIGNS
+
+
+def test_sign_flip_of_whole_numbers_in_float32_gives_the_float64_p_bit_for_bit(monkeypatch):
+    """Whole-number differences (counts) are tested with the float32 product: every flipped sum
+    is a whole number below 2**24, exact in either type, so the p values are those of the float64
+    product of the same sign vectors, bit for bit, ties at the observed sum included; past 2**24
+    (or with a fraction) the float64 product is used."""
+    from cocoeval.analysis import inference
+
+    rng = np.random.default_rng(5)
+
+    def by_hand(d, flips):
+        obs = np.abs(d.sum(axis=0))
+        hits = sum(
+            (np.abs(c.astype(np.float64) @ d) >= obs - 1e-9 * np.maximum(1.0, obs)).sum(axis=0)
+            for c in inference._sign_chunks(len(d), flips, 0)
+        )
+        return (1.0 + hits) / (flips + 1.0)
+
+    monkeypatch.setattr(inference, "_FLOAT_SIGNS", {})
+    for n, scale in ((25, 1), (60, 9), (300, 1000)):
+        d = rng.integers(-scale, scale + 1, size=(n, 12)).astype(float)
+        d[:, 0], d[:, 1] = 0.0, d[:, 2]  # every flip ties; two equal columns
+        assert inference._exact_in_float32(d)
+        assert np.array_equal(sign_flip_pvalues(d, 3000, 0), by_hand(d, 3000))
+    assert not inference._FLOAT_SIGNS  # the float64 signs were never made
+    big = rng.integers(-(2**20), 2**20, size=(40, 3)).astype(float)
+    assert not inference._exact_in_float32(big) and not inference._exact_in_float32(big[:, :1] / 3)
+    assert np.array_equal(sign_flip_pvalues(big, 3000, 0), by_hand(big, 3000))
 
 
 def test_blocks_tested_together_give_each_blocks_own_p_values():
