@@ -48,7 +48,7 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -325,7 +325,9 @@ class NextDraw:
     budget: int
     seed: int
     targets: list[TargetPlan]
-    record: dict[str, Any]
+    record: DrawRecord
+    """The draw as the run records it (``annotate.exchange.export_items(active=...)`` exports and
+    records it): each pool conversation's inclusion probability, which the corrected rates weight by."""
 
 
 def plan_next(
@@ -391,7 +393,7 @@ def plan_next(
                 scores, how = from_votes, "the judge's vote fractions (√Σ p(1 − p) over its samples)"
         pi = inclusion_probabilities(scores, min(budget, len(ids)), floor) if ids else np.zeros(0)
         picked = [ids[i] for i in systematic_draw(pi, rng)] if ids else []
-        drawn_pairs += [[i, target] for i in picked]
+        drawn_pairs += [(str(i), str(target)) for i in picked]
         inclusion[target] = {i: round(float(p), 12) for i, p in zip(ids, pi, strict=True)}
         pools[target] = len(ids)
         widest = half = after = None
@@ -422,19 +424,21 @@ def plan_next(
                 max_probability=float(pi.max()) if len(pi) else 0.0,
             )
         )
-    record = {
-        "mode": ACTIVE,
-        "method": METHOD,
-        "judge": judge,
-        "seed": seed,
-        "per_target": budget,
-        "targets_drawn": names,
-        "floor": floor,
-        "targets": sorted(drawn_pairs, key=lambda p: (p[1], p[0])),
-        "inclusion": inclusion,
-        "per_stratum": {},
-        "pool": pools,
-    }
+    from cocoeval.run.humans import DrawRecord
+
+    record = DrawRecord(
+        mode=ACTIVE,
+        method=METHOD,
+        judge=judge,
+        seed=seed,
+        per_target=budget,
+        targets_drawn=names,
+        floor=floor,
+        targets=sorted(drawn_pairs, key=lambda p: (p[1], p[0])),
+        inclusion=inclusion,
+        per_stratum={},
+        pool=pools,
+    )
     return NextDraw(judge=judge, budget=budget, seed=seed, targets=plans, record=record)
 
 

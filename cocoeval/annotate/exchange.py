@@ -40,6 +40,7 @@ from cocoeval.run.humans import (
     LEGACY_STORE,
     Cell,
     CellKey,
+    DrawRecord,
     RecordedDraw,
     build_judgments,
     cells_of,
@@ -138,7 +139,7 @@ def export_items(
     plan: AnnotationSection | None = None,
     random_per_target: int | None = None,
     exclude_annotated: bool = False,
-    active: dict[str, Any] | None = None,
+    active: DrawRecord | None = None,
 ) -> ExportReport:
     """Draw the conversations to annotate as in the paper's Appendix B.1 and write them blind.
 
@@ -207,7 +208,7 @@ def export_items(
             continue
         names = [REFERENCE, *check_setups(own, available, f"{task} task")]
         d = draw(all_targets, names, n, random.Random(f"{draw_seed}|{task}"), even=even)
-        chosen = set(d["instances"])
+        chosen = set(d.instances)
         for t in all_targets:
             if t.instance.id in chosen and t.name in names:
                 tasks_of.setdefault((t.instance.id, t.name), []).append(task)
@@ -216,15 +217,15 @@ def export_items(
             "targets": names,
             "seed": draw_seed,
             "even_over_datasets": even,
-            **d,
-            "conversations": len(d["instances"]) * len(names),
+            **d.to_json(),
+            "conversations": len(d.instances) * len(names),
         }
     if random_per_target is not None:
         if random_per_target < 1:
             raise ConfigError(f"--random {random_per_target}: draw at least 1 conversation per target")
         names = [REFERENCE, *check_setups(setups, available, "random draw")]
         excluded = _excluded(run, all_targets, names, seed, random_per_target) if exclude_annotated else []
-        d = draw_random(
+        rd = draw_random(
             all_targets,
             names,
             random_per_target,
@@ -232,11 +233,11 @@ def export_items(
             exclude={(i, n) for i, n in excluded},
         )
         if excluded and (outside := _outside_random_draws(run, excluded)):
-            d["notes"].append(
+            rd.notes.append(
                 f"{outside} of the conversations left out were annotated outside a recorded random "
                 "draw (e.g. B.1's): this draw is random over the rest of the conversations only"
             )
-        for iid, name in d["targets"]:
+        for iid, name in rd.targets:
             tasks_of.setdefault((iid, name), []).append("fine_grained")
         sample["fine_grained"] = {
             "mode": "random",
@@ -244,17 +245,17 @@ def export_items(
             "targets_drawn": names,
             "seed": seed,
             "exclude_annotated": exclude_annotated,
-            **d,
-            "conversations": len(d["targets"]),
+            **rd.to_json(),
+            "conversations": len(rd.targets),
             **({"excluded": excluded} if exclude_annotated else {}),
         }
     elif active is not None:
-        for iid, name in active["targets"]:
+        for iid, name in active.targets:
             tasks_of.setdefault((iid, name), []).append("fine_grained")
         sample["fine_grained"] = {
-            **active,
-            "notes": list(active.get("notes", [])),
-            "conversations": len(active["targets"]),
+            **active.model_dump(mode="json", exclude_unset=True),
+            "notes": [],
+            "conversations": len(active.targets),
         }
     elif exclude_annotated:
         raise ConfigError(

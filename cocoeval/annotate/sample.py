@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cocoeval.core.errors import ConfigError
@@ -33,10 +34,50 @@ PAPER_DATASETS = 6
 PAPER_CONVERSATIONS = {"overall": 54, "fine_grained": 36}
 
 
+@dataclass(frozen=True)
+class Draw:
+    """The instances ``draw`` chose for one task of Appendix B.1's export."""
+
+    instances: list[str]
+    """The instance ids drawn, each annotated with every target."""
+    per_dataset: dict[str, int]
+    """{dataset: instances drawn from it} (datasets with none left out): how even the draw is."""
+    notes: list[str]
+    """Where the draw departs from the paper's (a count that does not divide, a short dataset)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The form ``export.json`` keeps in its ``sample``: ``{instances, per_dataset, notes}``."""
+        return {"instances": self.instances, "per_dataset": self.per_dataset, "notes": self.notes}
+
+
+@dataclass(frozen=True)
+class RandomDraw:
+    """The conversations ``draw_random`` chose (beyond the paper), stratified by dataset."""
+
+    targets: list[list[str]]
+    """The conversations drawn, as [instance id, target] pairs."""
+    per_stratum: dict[str, list[int]]
+    """{"target|dataset": [drawn, of]}: each conversation's probability of being drawn, which the
+    corrected rates weight by."""
+    left_out: dict[str, int]
+    """{target: conversations left out of its pool} (``exclude``: already annotated)."""
+    notes: list[str]
+    """What the export should say about the draw."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The form ``export.json`` and the run's draw record keep: ``{targets, per_stratum, left_out, notes}``."""
+        return {
+            "targets": self.targets,
+            "per_stratum": self.per_stratum,
+            "left_out": self.left_out,
+            "notes": self.notes,
+        }
+
+
 def draw(
     targets: Sequence[Target], names: list[str], conversations: int, rng: random.Random, *, even: bool = True
-) -> dict[str, Any]:
-    """Instances for one task: ``{"instances": [...ids], "per_dataset": {...}, "notes": [...]}``;
+) -> Draw:
+    """Instances for one task, ``conversations // len(names)`` of them, each with every target;
     ``even=False`` draws at random over every instance with every target, datasets ignored."""
     by_inst: dict[str, dict[str, Target]] = {}
     dataset: dict[str, str] = {}
@@ -58,7 +99,7 @@ def draw(
     if not datasets or k == 0:
         if k and not datasets:
             notes.append("no instance has every target (" + ", ".join(names) + "): nothing to draw")
-        return {"instances": [], "per_dataset": {}, "notes": notes}
+        return Draw(instances=[], per_dataset={}, notes=notes)
     if not even:
         pool = [i for d in datasets for i in eligible[d]]
         if len(pool) < k:
@@ -66,7 +107,7 @@ def draw(
         chosen = sorted(rng.sample(pool, min(k, len(pool))))
         per = {d: sum(dataset[i] == d for i in chosen) for d in datasets}
         notes.append("drawn at random over every dataset, not evenly (even_over_datasets: false)")
-        return {"instances": chosen, "per_dataset": {d: n for d, n in per.items() if n}, "notes": notes}
+        return Draw(instances=chosen, per_dataset={d: n for d, n in per.items() if n}, notes=notes)
     if len(datasets) != PAPER_DATASETS:
         notes.append(
             f"the paper drew evenly over {PAPER_DATASETS} datasets; this run has {len(datasets)} with "
@@ -104,7 +145,7 @@ def draw(
     if missing:
         notes.append(f"the run has {k - missing} instances with every target, not {k}: all of them are used")
     chosen = [i for d in datasets for i in sorted(rng.sample(eligible[d], quota[d]))]
-    return {"instances": chosen, "per_dataset": {d: quota[d] for d in datasets if quota[d]}, "notes": notes}
+    return Draw(instances=chosen, per_dataset={d: quota[d] for d in datasets if quota[d]}, notes=notes)
 
 
 def draw_random(
@@ -114,13 +155,12 @@ def draw_random(
     rng: random.Random,
     *,
     exclude: Collection[tuple[str, str]] = (),
-) -> dict[str, Any]:
+) -> RandomDraw:
     """Conversations for corrected rates (beyond the paper; ``analysis.judge_check``): for each
     target name (the reference and each setup), ``per_target`` of its conversations drawn at random,
     allocated over the datasets in proportion to how many it has there (largest remainder), so the
-    draw is a random sample of that target's conversations stratified by dataset:
-    ``{"targets": [[instance id, target], ...], "per_stratum": {"target|dataset": [drawn, of]},
-    "left_out": {target: n}, "notes"}``. ``exclude`` ((instance id, target) pairs, e.g. the
+    draw is a random sample of that target's conversations stratified by dataset (``RandomDraw``).
+    ``exclude`` ((instance id, target) pairs, e.g. the
     conversations already annotated) are left out of the pools (``left_out`` counts them).
 
     A target with fewer than ``per_target`` conversations to draw from is a ConfigError naming
@@ -173,7 +213,7 @@ def draw_random(
         notes.append(
             "left out as already annotated by a human: " + ", ".join(f"{name} {n}" for name, n in left_out.items())
         )
-    return {"targets": out, "per_stratum": per_stratum, "left_out": left_out, "notes": notes}
+    return RandomDraw(targets=out, per_stratum=per_stratum, left_out=left_out, notes=notes)
 
 
 def check_setups(requested: list[str] | None, available: list[str], what: str) -> list[str]:

@@ -48,7 +48,7 @@ def _cmd_annotate_next(a: argparse.Namespace) -> int:
     plan = plan_next(
         f, judge, a.budget, a.seed, names, FLOOR, pairs, corrected_rates(f, judge, run), votes, draw_number=number
     )
-    if not plan.record["targets"]:
+    if not plan.record.targets:
         raise ConfigError(
             "nothing left to draw: every judged conversation of these targets is labelled already",
             hint="the corrected rates are the humans' own means now (cocoeval report)",

@@ -243,13 +243,11 @@ def test_plan_next_follows_the_judges_vote_fractions_and_keeps_a_floor():
     plan = active.plan_next(f, "J", 10, seed=1, votes=votes)
     [t] = plan.targets
     assert t.pool == 50 and len(t.drawn) == 10 and "vote fractions" in t.scores
-    pi = plan.record["inclusion"]["reference"]
+    pi = plan.record.inclusion["reference"]
     assert set(pi) == set(ids[10:]) and sum(pi.values()) == pytest.approx(10)
     assert min(pi[i] for i in unsure) > 5 * max(pi[i] for i in ids[10:50])
     assert min(pi.values()) == pytest.approx(active.FLOOR * 10 / 50)
-    assert plan.record["mode"] == "active" and sorted(plan.record["targets"]) == sorted(
-        [i, "reference"] for i in t.drawn
-    )
+    assert plan.record.mode == "active" and sorted(plan.record.targets) == sorted((i, "reference") for i in t.drawn)
     # the judge's samples agree everywhere: the error model (here every error 0: uniform)
     same = votes.with_columns(pl.lit(1.0).alias("fraction"))
     [t] = active.plan_next(f, "J", 10, seed=1, votes=same).targets
