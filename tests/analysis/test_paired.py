@@ -218,3 +218,27 @@ def test_a_pair_without_enough_instances_conversations_or_humans_is_untested_and
     assert r.ranks == [] and r.frame().filter(pl.col("behaviour") == "b0")["p"][0] is not None
     with pytest.raises(ConfigError):
         paired.compare_setups(df, BEH, judge="j", correction="none")
+
+
+def test_every_pair_at_once_gives_each_pair_alone_bit_for_bit_and_the_ranks_of_their_own_tests():
+    """What the pairs of one judge share (the weights, each setup's sums and squares on a set of
+    instances, the sign-flip passes of one number of conversations, the distance tests the rank
+    intervals reuse) changes no number: each pair compared alone gives its rows exactly (the
+    distance's p_adj aside, Holm over the other pairs), on setups with different instances and
+    numbers of conversations; the rank intervals are those of ``rank_table`` on their own."""
+    df = _world(seed=5, convs=14, windows=3, rates={REFERENCE: 1.0, "a": 1.0, "b": 1.4, "c": 0.8, "d": 1.0})
+    drop = (pl.col("target") == "c") & pl.col("conversation").is_in(["d/c0", "d/c1"])
+    df = df.filter(~drop & ~((pl.col("target") == "d") & (pl.col("instance_id") == "d/c5/1")))
+    setups = ["a", "b", "c", "d"]
+    together = paired.compare_setups(df, BEH, judge="j", setups=setups, resamples=300, seed=2)
+    rows = together.frame()
+    assert rows["clusters"].n_unique() > 1 and rows["p"].null_count() == 0
+    for a, b in itertools.combinations(setups, 2):
+        alone = paired.compare_setups(df, BEH, judge="j", setups=[a, b], resamples=300, seed=2).frame()
+        mine = rows.filter((pl.col("a") == a) & (pl.col("b") == b))
+        assert mine.drop("p_adj", "verdict").equals(alone.drop("p_adj", "verdict"))
+        assert mine.filter(pl.col("behaviour") != paired.DISTANCE).equals(
+            alone.filter(pl.col("behaviour") != paired.DISTANCE)
+        )
+    ranks = paired.rank_table(df, BEH, judge="j", setups=setups, resamples=300, seed=2)
+    assert ranks == together.ranks and len(ranks) == 4

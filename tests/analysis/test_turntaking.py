@@ -385,3 +385,55 @@ def test_self_selection_counts_read_the_notes_the_simulator_writes(tmp_path):
     n_calls = len(c.calls)
     # every self-selection call is a pass, the malformed answer, or Bob's turn; the fallback turns' agent calls aside
     assert row["passes"] == n_calls - row["malformed"] - turns_by_bob - fallback
+
+
+def test_speaker_rates_agree_with_a_plain_count_of_each_speakers_labelled_turns():
+    """Per judge, target and instance judged validly: each speaker (in the order they first speak)
+    with its judged turns and, per behaviour, the share of them the judge labelled, counted turn
+    by turn from the judgments themselves; invalid judgments and other judges left out."""
+    from cocoeval.analysis.convstats import speaker_frame
+
+    rng = random.Random(4)
+    insts = [_random_instance(k, c, rng, n_ref=8) for c in range(4) for k in range(2)]
+    ids = list(TAX.ids)
+    conts, js = {}, {"J": [], "K": []}
+    for name in ("s", "t"):
+        conts[name] = [
+            Continuation(
+                instance_id=i.id,
+                setup_id=name,
+                turns=[Turn(speaker=rng.choice(PEOPLE[:3]), text=_text(rng)) for _ in i.reference],
+            )
+            for i in insts
+        ]
+    for judge in js:
+        for i in insts:
+            for target in ("reference", "s", "t"):
+                per_turn = [rng.sample(ids, rng.choice([0, 0, 1, 2])) for _ in i.reference]
+                status = "invalid" if rng.random() < 0.2 else "ok"
+                js[judge].append(fine(i.id, target, judge, per_turn, status=status))
+    run = Run.model_validate(
+        {"instances": insts, "continuations": conts, "judgments": js, "manifest": {"params": {"setups": []}}}
+    )
+    f = run_frames(run)
+    frame = speaker_frame(run).filter(pl.col("judged"))
+    for judge in js:
+        want: dict[tuple[str, str], list[tuple]] = {}
+        for j in js[judge]:
+            if j.status == "invalid":
+                continue
+            marks = {(lb.turn, b) for lb in j.labels for b in lb.behaviours}
+            rows = frame.filter((pl.col("target") == j.target) & (pl.col("instance_id") == j.instance_id))
+            per: dict[str, list[int]] = {}
+            for pos, speaker in rows.select("position", "speaker").iter_rows():
+                per.setdefault(speaker, []).append(pos)
+            conv = rows["conversation"][0]
+            want[(j.target, j.instance_id)] = [
+                (j.instance_id, conv, s, len(p), tuple(sum((i, b) in marks for i in p) / len(p) for b in ids))
+                for s, p in per.items()
+            ]
+        got = turntaking.speaker_rates(run, f, judge)
+        assert sorted(got) == sorted(want) and len(got) < 3 * len(insts)  # some invalid judgments left out
+        for key, speakers in got.items():
+            assert [(s.instance_id, s.conversation, s.speaker, s.turns, s.rates) for s in speakers] == want[key]
+        assert any(r for v in got.values() for s in v for r in s.rates)
