@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ._args import add_set_option, float_range, int_range, out_file, params_sets, seconds
 
 if TYPE_CHECKING:
+    from cocoeval.run.outcome import RunSummary
     from cocoeval.run.params import ExperimentParams
 
 RUN_FLAGS = {
@@ -244,16 +245,16 @@ def _cmd_run(a: argparse.Namespace) -> int:
         return COST_CAP_EXIT
     manifest = json.loads((run_dir / "manifest.json").read_text())
     usage = json.loads((run_dir / "usage.json").read_text())
-    summary = manifest.get("summary", {})
+    from cocoeval.run.outcome import RunSummary
+
+    summary = RunSummary.model_validate(manifest.get("summary", {}))  # written by this run just now
     print(f"run directory: {run_dir}")
-    for name, s in summary.get("simulate", {}).items():
+    for name, s in summary.simulate.items():
+        print(f"  setup {name:<28} {s.ok:>4} ok  {s.invalid:>4} invalid  {s.failed:>4} failed  of {s.total}")
+    for name, s in summary.judge.items():
         print(
-            f"  setup {name:<28} {s['ok']:>4} ok  {s['invalid']:>4} invalid  {s['failed']:>4} failed  of {s['total']}"
-        )
-    for name, s in summary.get("judge", {}).items():
-        print(
-            f"  judge {name:<28} {s['ok']:>4} ok  {s['repaired']:>4} repaired  {s['invalid']:>4} invalid  "
-            f"{s['failed']:>4} failed  of {s['total']}"
+            f"  judge {name:<28} {s.ok:>4} ok  {s.repaired:>4} repaired  {s.invalid:>4} invalid  "
+            f"{s.failed:>4} failed  of {s.total}"
         )
     if stop := manifest.get("stopping"):  # beyond the paper: where each setup stopped (the report says why)
         for name, st in stop["setups"].items():
@@ -359,14 +360,12 @@ def usage_summary(usage: dict[str, Any]) -> str:
     return out
 
 
-def _run_outcome(summary: dict[str, Any], allow_invalid: bool) -> int:
+def _run_outcome(summary: RunSummary, allow_invalid: bool) -> int:
     """The end summary on stderr when something ended invalid or failed; the exit status."""
     from cocoeval.run.outcome import INVALID_EXIT, bad_count, describe
 
-    if summary.get("warnings"):
-        print(
-            f"{len(summary['warnings'])} warning(s), printed above (manifest.json: summary.warnings)", file=sys.stderr
-        )
+    if summary.warnings:
+        print(f"{len(summary.warnings)} warning(s), printed above (manifest.json: summary.warnings)", file=sys.stderr)
     bad = bad_count(summary)
     if not bad:
         return 0

@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from cocoeval.core.schema import Continuation, Judgment
 from cocoeval.core.targets import NO_TURNS
@@ -28,7 +30,7 @@ STAGES = {"simulate": "setup", "judge": "judge"}
 @dataclass(frozen=True)
 class Tally:
     """How the continuations of one setup or the judgments of one judge ended (``tally``); kept in
-    the manifest's ``summary`` as ``to_json`` writes it, which ``bad_count`` and ``describe`` read."""
+    the manifest's ``summary`` as ``to_json`` writes it (``RunSummary`` reads it back)."""
 
     total: int
     """Every continuation or judgment counted."""
@@ -40,9 +42,9 @@ class Tally:
     """Those whose answer came back but could not be used (cached: a re-run gives the same)."""
     failed: int
     """Those whose call failed (not cached: a re-run sends it again)."""
-    skipped: int
+    skipped: int = 0
     """Targets with no turn to judge (``NO_TURNS``): in no statistic, and not a failure of the run."""
-    reasons: dict[str, int]
+    reasons: dict[str, int] = field(default_factory=dict)
     """The ``top`` most frequent reasons of the invalid and failed ones, grouped (``reason_group``),
     with their counts, most frequent first: what to fix first."""
 
@@ -96,36 +98,54 @@ def reason_group(why: str) -> str:
     return re.sub(r"\d+", "N", why).strip()[:160]
 
 
-def bad_count(summary: dict[str, Any]) -> int:
-    """Continuations and judgments of a run summary (the manifest's ``summary``, its tallies as
-    ``Tally.to_json`` writes them) that ended invalid or failed."""
-    return sum(s["invalid"] + s["failed"] for stage in STAGES for s in summary.get(stage, {}).values())
+class RunSummary(BaseModel):
+    """The manifest's ``summary``, read back: what ``cocoeval run`` prints at its end and whether
+    it exits with ``INVALID_EXIT``. Keys a newer cocoeval writes are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    simulate: dict[str, Tally] = Field(default_factory=dict)
+    """{setup: how its continuations ended}."""
+    simulate_from_files: bool = False
+    """True when the continuations were read from the run directory, not simulated by this run."""
+    judge: dict[str, Tally] = Field(default_factory=dict)
+    """{judge: how its judgments ended}."""
+    warnings: list[str] = Field(default_factory=list)
+    """The warnings of the run, as printed when they happened."""
+
+    def stages(self) -> dict[str, dict[str, Tally]]:
+        """{stage: its tallies by name}, in ``STAGES`` order."""
+        return {"simulate": self.simulate, "judge": self.judge}
 
 
-def describe(summary: dict[str, Any]) -> list[str]:
+def bad_count(summary: RunSummary) -> int:
+    """Continuations and judgments of a run summary that ended invalid or failed."""
+    return sum(s.invalid + s.failed for rows in summary.stages().values() for s in rows.values())
+
+
+def describe(summary: RunSummary) -> list[str]:
     """Lines for the end of ``cocoeval run``: per stage and name the counts and top reasons."""
     out = []
-    for stage, what in STAGES.items():
-        rows = summary.get(stage, {})
+    for stage, rows in summary.stages().items():
+        what = STAGES[stage]
         if not rows:
             continue
-        bad = sum(s["invalid"] + s["failed"] for s in rows.values())
+        bad = sum(s.invalid + s.failed for s in rows.values())
         src = (
             " (read from the run directory; not simulated by this run)"
-            if stage == "simulate" and summary.get("simulate_from_files")
+            if stage == "simulate" and summary.simulate_from_files
             else ""
         )
         out.append(
-            f"{stage}: {sum(s['total'] for s in rows.values())} "
+            f"{stage}: {sum(s.total for s in rows.values())} "
             f"{'continuations' if stage == 'simulate' else 'judgments'}, {bad} invalid or failed{src}"
         )
         for name, s in rows.items():
-            if s.get("skipped"):
-                out.append(f"  {what} {name}: {s['skipped']} skipped ({NO_TURNS}; in no statistic)")
-            if s["invalid"] or s["failed"]:
+            if s.skipped:
+                out.append(f"  {what} {name}: {s.skipped} skipped ({NO_TURNS}; in no statistic)")
+            if s.invalid or s.failed:
                 out.append(
-                    f"  {what} {name}: {s['ok'] + s['repaired']} ok, {s['invalid']} invalid, "
-                    f"{s['failed']} failed of {s['total']}"
+                    f"  {what} {name}: {s.ok + s.repaired} ok, {s.invalid} invalid, {s.failed} failed of {s.total}"
                 )
-                out += [f"    {c} x {r}" for r, c in s["reasons"].items()]
+                out += [f"    {c} x {r}" for r, c in s.reasons.items()]
     return out

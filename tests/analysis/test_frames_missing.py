@@ -281,7 +281,7 @@ def test_the_report_shows_what_is_missing(tmp_path):
 
 
 def test_a_target_without_a_turn_to_judge_is_reported_as_skipped_and_does_not_fail_the_run():
-    from cocoeval.run.outcome import bad_count, describe, tally
+    from cocoeval.run.outcome import RunSummary, bad_count, describe, tally
 
     empty, full = chat_without_user_turn(), instance("chat/c/1", n_hist=4, n_ref=2, chat=True)
     js = [
@@ -308,7 +308,7 @@ def test_a_target_without_a_turn_to_judge_is_reported_as_skipped_and_does_not_fa
     ]
     t = tally(js)
     assert (t.total, t.invalid, t.skipped) == (2, 1, 1) and NO_TURNS not in t.reasons
-    summary = {"judge": {"J": t.to_json()}}
+    summary = RunSummary.model_validate({"judge": {"J": t.to_json()}})  # as the manifest keeps it
     assert bad_count(summary) == 1
     assert f"  judge J: 1 skipped ({NO_TURNS}; in no statistic)" in describe(summary)
-    assert bad_count({"judge": {"J": tally(js[:1]).to_json()}}) == 0
+    assert bad_count(RunSummary(judge={"J": tally(js[:1])})) == 0
