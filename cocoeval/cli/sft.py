@@ -56,7 +56,7 @@ def _cmd_sft_export(a: argparse.Namespace) -> int:
     )
     for line in export_summary(report, cfg):
         print(line, file=sys.stderr if line.startswith("warning") else sys.stdout)
-    return 0 if all(f["valid"] for f in report["files"].values()) else 1
+    return 0 if all(f.valid for f in report.files.values()) else 1
 
 
 def _cmd_finetune(a: argparse.Namespace) -> int:
@@ -67,9 +67,9 @@ def _cmd_finetune(a: argparse.Namespace) -> int:
         from cocoeval.simulate.sft import validate_sft_file
 
         rep = validate_sft_file(a.file)
-        if not rep["valid"]:
+        if not rep.valid:
             raise InputError(
-                f"not a valid fine-tuning file: {'; '.join(rep['problems'][:3])}",
+                f"not a valid fine-tuning file: {'; '.join(rep.problems[:3])}",
                 file=str(a.file),
                 hint="re-export it with cocoeval sft-export",
             )

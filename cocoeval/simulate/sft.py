@@ -17,10 +17,12 @@ then just another simulator model spec (``openai/ft:gpt-4.1-...``).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import random
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -70,15 +72,112 @@ class SFTConfig(BaseModel):
     """The model fine-tuned (C.1: gpt-4.1 2025-04-14)."""
 
 
-def training_set(
+@dataclass(frozen=True)
+class DatasetTake:
+    """One dataset of the SFT training set: what it has and what was taken."""
+
+    conversations: int
+    """Its train conversations (what the datasets are ranked by)."""
+    available: int
+    """Its train instances (what the total is split in proportion to)."""
+    taken: int
+    """Its instances in the training set."""
+
+
+@dataclass(frozen=True)
+class SftSelection:
+    """How ``training_set`` chose the SFT training instances (``sft_report.json``'s ``selection``)."""
+
+    rule: str
+    """How the datasets were chosen (the most train conversations, or given)."""
+    datasets: list[str]
+    """The datasets chosen, in order."""
+    total_asked: int | None
+    """Instances asked for (None: every instance of the chosen datasets)."""
+    total: int
+    """Instances chosen."""
+    split: str
+    """How the total was split over the datasets."""
+    per_dataset: dict[str, DatasetTake]
+    """{dataset: conversations, instances available, instances taken}, the chosen datasets."""
+    left_out: dict[str, int]
+    """{dataset not chosen: its train instances}."""
+    shortfall: str | None = None
+    """Why fewer instances were chosen than asked for (a warning); None when none are missing."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The form ``sft_report.json`` keeps (``shortfall`` only when there is one)."""
+        return {
+            "rule": self.rule,
+            "datasets": self.datasets,
+            "total_asked": self.total_asked,
+            "total": self.total,
+            "split": self.split,
+            "per_dataset": {d: dataclasses.asdict(t) for d, t in self.per_dataset.items()},
+            "left_out": self.left_out,
+            **({"shortfall": self.shortfall} if self.shortfall is not None else {}),
+        }
+
+
+@dataclass(frozen=True)
+class SftFileCheck:
+    """What ``validate_sft_file`` found in a chat fine-tuning file."""
+
+    file: str
+    """The file checked."""
+    examples: int
+    """Its examples with a well-formed message list."""
+    tokens: int
+    """Their tokens in all (``token_method``): what training is billed by."""
+    max_example_tokens: int
+    """The tokens of the largest example (the fine-tuning API refuses one over its limit)."""
+    token_method: str
+    """How tokens were counted (a tokenizer, or an estimate)."""
+    problems: list[str]
+    """Every problem found, each naming the file and line."""
+    valid: bool
+    """No problem and at least one example: the file can be uploaded."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The form ``sft_report.json`` keeps under ``files``."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class SftExport:
+    """What ``export_sft`` wrote (``sft_report.json``)."""
+
+    instances: int
+    """The training instances, the same for every k."""
+    selection: SftSelection
+    """How they were chosen."""
+    prompt: str
+    """The simulation prompt of the examples (its name and version)."""
+    seed: int
+    """The seed of the draw and of each example's starting turn."""
+    files: dict[str, SftFileCheck]
+    """{k: the check of ``sft_k{k}.jsonl``}."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The form ``sft_report.json`` keeps."""
+        return {
+            "instances": self.instances,
+            "selection": self.selection.to_json(),
+            "prompt": self.prompt,
+            "seed": self.seed,
+            "files": {k: f.to_json() for k, f in self.files.items()},
+        }
+
+
+def select_training_set(
     instances: Sequence[Instance],
     *,
     total: int | None = PAPER_TOTAL,
     datasets: Sequence[str] | None = None,
     n_datasets: int = PAPER_N_DATASETS,
     seed: int = 0,
-) -> tuple[list[Instance], dict[str, Any]]:
-    """The SFT training instances and a report of how they were chosen: datasets (given, or the
+) -> tuple[list[Instance], SftSelection]:
+    """The SFT training instances and how they were chosen: datasets (given, or the
     ``n_datasets`` with the most train conversations: ties by instances, then name), and per
     dataset the conversations, instances available and instances taken (in proportion to the
     instances available, largest remainder). ``total=None`` takes every instance. Human–AI chats
@@ -106,21 +205,37 @@ def training_set(
         quota[d] += 1
     rng = random.Random(f"{seed}/sft/instances")
     out = [x for d in chosen for x in rng.sample(by_ds[d], quota[d])]
-    report = {
-        "rule": rule,
-        "datasets": chosen,
-        "total_asked": total,
-        "total": len(out),
-        "split": "proportional to the train instances of each dataset (largest remainder)",
-        "per_dataset": {d: {"conversations": convs[d], "available": len(by_ds[d]), "taken": quota[d]} for d in chosen},
-        "left_out": {d: len(by_ds[d]) for d in sorted(by_ds) if d not in chosen},
-    }
-    if total is not None and len(out) < total:
-        report["shortfall"] = (
-            f"only {len(out)} train instances in {', '.join(chosen)}, fewer than the "
-            f"{total} asked for (the paper trained on {PAPER_TOTAL})"
-        )
+    shortfall = (
+        f"only {len(out)} train instances in {', '.join(chosen)}, fewer than the "
+        f"{total} asked for (the paper trained on {PAPER_TOTAL})"
+        if total is not None and len(out) < total
+        else None
+    )
+    report = SftSelection(
+        rule=rule,
+        datasets=chosen,
+        total_asked=total,
+        total=len(out),
+        split="proportional to the train instances of each dataset (largest remainder)",
+        per_dataset={d: DatasetTake(convs[d], len(by_ds[d]), quota[d]) for d in chosen},
+        left_out={d: len(by_ds[d]) for d in sorted(by_ds) if d not in chosen},
+        shortfall=shortfall,
+    )
     return sorted(out, key=lambda i: i.id), report
+
+
+def training_set(
+    instances: Sequence[Instance],
+    *,
+    total: int | None = PAPER_TOTAL,
+    datasets: Sequence[str] | None = None,
+    n_datasets: int = PAPER_N_DATASETS,
+    seed: int = 0,
+) -> tuple[list[Instance], dict[str, Any]]:
+    """``select_training_set`` with the selection in its JSON form (``SftSelection.to_json``), as
+    the RQ4 notebook's first cell (``analysis.analyses.SFT_PRELUDE``) reads it."""
+    chosen, selection = select_training_set(instances, total=total, datasets=datasets, n_datasets=n_datasets, seed=seed)
+    return chosen, selection.to_json()
 
 
 def sft_examples(
@@ -140,9 +255,9 @@ def sft_examples(
     return out
 
 
-def validate_sft_file(path: str | Path, max_example_tokens: int = DEFAULT_MAX_EXAMPLE_TOKENS) -> dict[str, Any]:
-    """Check a chat fine-tuning file: roles, shape, token counts per example. Returns a report
-    with every problem found (file, line, what)."""
+def validate_sft_file(path: str | Path, max_example_tokens: int = DEFAULT_MAX_EXAMPLE_TOKENS) -> SftFileCheck:
+    """Check a chat fine-tuning file: roles, shape, token counts per example, with every problem
+    found (file, line, what)."""
     problems: list[str] = []
     tokens: list[int] = []
     for n, obj in iter_jsonl(path):
@@ -169,15 +284,15 @@ def validate_sft_file(path: str | Path, max_example_tokens: int = DEFAULT_MAX_EX
         tokens.append(t)
         if t > max_example_tokens:
             problems.append(f"{where}: {t} tokens, over the {max_example_tokens}-token limit")
-    return {
-        "file": str(path),
-        "examples": len(tokens),
-        "tokens": sum(tokens),
-        "max_example_tokens": max(tokens, default=0),
-        "token_method": token_method(),
-        "problems": problems,
-        "valid": not problems and bool(tokens),
-    }
+    return SftFileCheck(
+        file=str(path),
+        examples=len(tokens),
+        tokens=sum(tokens),
+        max_example_tokens=max(tokens, default=0),
+        token_method=token_method(),
+        problems=problems,
+        valid=not problems and bool(tokens),
+    )
 
 
 def export_sft(
@@ -192,11 +307,11 @@ def export_sft(
     total: int | None = PAPER_TOTAL,
     datasets: Sequence[str] | None = None,
     n_datasets: int = PAPER_N_DATASETS,
-) -> dict[str, Any]:
-    """Choose the training set (``training_set``), write ``sft_k{k}.jsonl`` for each k from the
-    same instances, validate them, and return the report (``sft_report.json``)."""
+) -> SftExport:
+    """Choose the training set (``select_training_set``), write ``sft_k{k}.jsonl`` for each k from the
+    same instances, validate them, and return the report (written as ``sft_report.json``)."""
     out = Path(out_dir)
-    chosen, selection = training_set(instances, total=total, datasets=datasets, n_datasets=n_datasets, seed=seed)
+    chosen, selection = select_training_set(instances, total=total, datasets=datasets, n_datasets=n_datasets, seed=seed)
     if not chosen:
         raise InputError(
             "no multi-party train instances to export",
@@ -209,38 +324,32 @@ def export_sft(
         path = out / f"sft_k{k}.jsonl"
         write_jsonl(path, sft_examples(chosen, k, prompt=prompt, seed=seed, taxonomy=taxonomy))
         files[str(k)] = validate_sft_file(path, max_example_tokens)
-    report = {
-        "instances": len(chosen),
-        "selection": selection,
-        "prompt": load_prompt(prompt).ref,
-        "seed": seed,
-        "files": files,
-    }
-    (out / "sft_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    report = SftExport(
+        instances=len(chosen), selection=selection, prompt=load_prompt(prompt).ref, seed=seed, files=files
+    )
+    (out / "sft_report.json").write_text(json.dumps(report.to_json(), indent=2) + "\n")
     return report
 
 
-def export_summary(report: dict[str, Any], cfg: SFTConfig) -> list[str]:
+def export_summary(report: SftExport, cfg: SFTConfig) -> list[str]:
     """What ``cocoeval sft-export`` prints: the training set chosen (datasets, rule, split), each
     file, and how to train (a line starting with "warning" when instances are short)."""
-    sel = report["selection"]
+    sel = report.selection
     out = [
-        f"training set: {sel['total']} instances from {', '.join(sel['datasets'])} ({sel['rule']}; "
-        f"{sel['split']}): "
+        f"training set: {sel.total} instances from {', '.join(sel.datasets)} ({sel.rule}; {sel.split}): "
         + ", ".join(
-            f"{d} {v['taken']} of {v['available']} ({v['conversations']} conversations)"
-            for d, v in sel["per_dataset"].items()
+            f"{d} {v.taken} of {v.available} ({v.conversations} conversations)" for d, v in sel.per_dataset.items()
         )
     ]
-    if sel["left_out"]:
-        out.append("left out: " + ", ".join(f"{d} ({n} instances)" for d, n in sel["left_out"].items()))
-    if "shortfall" in sel:
-        out.append(f"warning: {sel['shortfall']}")
-    for k, f in report["files"].items():
-        state = "valid" if f["valid"] else f"INVALID: {'; '.join(f['problems'][:3])}"
+    if sel.left_out:
+        out.append("left out: " + ", ".join(f"{d} ({n} instances)" for d, n in sel.left_out.items()))
+    if sel.shortfall is not None:
+        out.append(f"warning: {sel.shortfall}")
+    for k, f in report.files.items():
+        state = "valid" if f.valid else f"INVALID: {'; '.join(f.problems[:3])}"
         out.append(
-            f"k={k:>2}: {f['file']}: {f['examples']} examples, {f['tokens']} tokens "
-            f"(largest {f['max_example_tokens']}; {f['token_method']}) — {state}"
+            f"k={k:>2}: {f.file}: {f.examples} examples, {f.tokens} tokens "
+            f"(largest {f.max_example_tokens}; {f.token_method}) — {state}"
         )
     out.append(
         f"train each with: cocoeval finetune FILE --model {cfg.base_model} --n-epochs {cfg.n_epochs} "
@@ -266,9 +375,9 @@ def start_finetune(
     if n_epochs is not None and n_epochs < 1:
         raise ConfigError(f"n_epochs must be at least 1, got {n_epochs}")
     report = validate_sft_file(path)
-    if not report["valid"]:
+    if not report.valid:
         raise ConfigError(
-            f"{path} is not a valid fine-tuning file: {'; '.join(report['problems'][:3])}",
+            f"{path} is not a valid fine-tuning file: {'; '.join(report.problems[:3])}",
             hint="re-export it with cocoeval sft-export",
         )
     client = _client(base_url, max_retries)

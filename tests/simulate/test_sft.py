@@ -7,7 +7,9 @@ import pytest
 from cocoeval.core.errors import InputError
 from cocoeval.simulate.sft import (
     PAPER_TOTAL,
+    DatasetTake,
     export_sft,
+    select_training_set,
     sft_examples,
     training_set,
     validate_sft_file,
@@ -42,51 +44,54 @@ SPLIT = {"a": (30, 900), "b": (25, 300), "c": (20, 600), "d": (10, 200), "e": (5
 
 def test_training_set_is_1450_from_the_four_datasets_with_most_train_conversations():
     insts = train_split(SPLIT, chats=3)
-    chosen, rep = training_set(insts, seed=0)
-    assert PAPER_TOTAL == 1450 and len(chosen) == rep["total"] == 1450 and len({i.id for i in chosen}) == 1450
+    chosen, rep = select_training_set(insts, seed=0)
+    assert PAPER_TOTAL == 1450 and len(chosen) == rep.total == 1450 and len({i.id for i in chosen}) == 1450
     # ranked by conversations (e has the most instances but the fewest conversations); chats left out
-    assert rep["datasets"] == ["a", "b", "c", "d"] and rep["left_out"] == {"e": 1000}
-    assert all(i.dataset in "abcd" for i in chosen) and "shortfall" not in rep
+    assert rep.datasets == ["a", "b", "c", "d"] and rep.left_out == {"e": 1000}
+    assert all(i.dataset in "abcd" for i in chosen) and rep.shortfall is None
     avail = sum(SPLIT[d][1] for d in "abcd")
     for d in "abcd":
         taken = sum(i.dataset == d for i in chosen)
         share = 1450 * SPLIT[d][1] / avail  # in proportion to the train instances
-        assert rep["per_dataset"][d] == {"conversations": SPLIT[d][0], "available": SPLIT[d][1], "taken": taken}
+        assert rep.per_dataset[d] == DatasetTake(conversations=SPLIT[d][0], available=SPLIT[d][1], taken=taken)
         assert int(share) <= taken <= int(share) + 1
-    assert [i.id for i in training_set(insts, seed=0)[0]] == [i.id for i in chosen]  # seeded
-    assert {i.id for i in training_set(insts, seed=1)[0]} != {i.id for i in chosen}
+    assert [i.id for i in select_training_set(insts, seed=0)[0]] == [i.id for i in chosen]  # seeded
+    assert {i.id for i in select_training_set(insts, seed=1)[0]} != {i.id for i in chosen}
+    assert training_set(insts, seed=0)[1] == rep.to_json()  # the JSON form the RQ4 notebook reads
 
 
 def test_training_set_datasets_given_short_or_unknown():
     insts = train_split(SPLIT)
-    chosen, rep = training_set(insts, datasets=["e", "d"])
-    assert len(chosen) == 1200 and rep["datasets"] == ["e", "d"] and rep["rule"] == "given (sft.datasets)"
-    assert "only 1200 train instances in e, d, fewer than the 1450" in rep["shortfall"]
-    assert len(training_set(insts, n_datasets=2, total=None)[0]) == 1200  # a and b, all of them
+    chosen, rep = select_training_set(insts, datasets=["e", "d"])
+    assert len(chosen) == 1200 and rep.datasets == ["e", "d"] and rep.rule == "given (sft.datasets)"
+    assert "only 1200 train instances in e, d, fewer than the 1450" in (rep.shortfall or "")
+    assert len(select_training_set(insts, n_datasets=2, total=None)[0]) == 1200  # a and b, all of them
     with pytest.raises(InputError, match="no train instances of dataset\\(s\\) zz") as e:
-        training_set(insts, datasets=["a", "zz"])
+        select_training_set(insts, datasets=["a", "zz"])
     assert "a, b, c, d, e" in e.value.hint
 
 
 def test_export_uses_the_same_instances_for_every_k(tmp_path):
     insts = train_split({"a": (5, 12), "b": (4, 9), "c": (3, 6), "d": (2, 3), "e": (1, 30)})
     report = export_sft(insts, tmp_path, ks=(1, 5, 30), total=20)
-    assert report["selection"]["datasets"] == ["a", "b", "c", "d"] and report["instances"] == 20
+    assert report.selection.datasets == ["a", "b", "c", "d"] and report.instances == 20
     ids = {}
     for k in ("1", "5", "30"):
-        assert report["files"][k]["examples"] == 20
+        assert report.files[k].examples == 20
         lines = (tmp_path / f"sft_k{k}.jsonl").read_text().splitlines()
         ids[k] = sorted(json.loads(ln)["messages"][1]["content"].split(" of ")[-1].split(" ")[0] for ln in lines)
     assert ids["1"] == ids["5"] == ids["30"] and not any(i.startswith("e/") for i in ids["1"])
-    assert json.loads((tmp_path / "sft_report.json").read_text())["selection"]["total"] == 20
+    assert json.loads((tmp_path / "sft_report.json").read_text()) == report.to_json()
+    assert list(report.to_json()) == ["instances", "selection", "prompt", "seed", "files"]
+    assert report.to_json()["selection"]["total"] == 20 and "shortfall" not in report.to_json()["selection"]
 
 
 def test_example_shapes_for_k_1_5_30(tmp_path):
     insts = [instance(f"d/c{i}/0") for i in range(12)]
     report = export_sft(insts, tmp_path, ks=(1, 5, 30), seed=4)
     for k in (1, 5, 30):
-        f = report["files"][str(k)]
-        assert f["valid"] and f["examples"] == 12 and f["tokens"] > 0
+        f = report.files[str(k)]
+        assert f.valid and f.examples == 12 and f.tokens > 0
         starts = set()
         for line in (tmp_path / f"sft_k{k}.jsonl").read_text().splitlines():
             msgs = json.loads(line)["messages"]
@@ -123,7 +128,7 @@ def test_validation_finds_each_problem(tmp_path, line, needle):
     p = tmp_path / "bad.jsonl"
     p.write_text(line + "\n")
     rep = validate_sft_file(p, max_example_tokens=50)
-    assert not rep["valid"] and any(needle in x and "line 1" in x for x in rep["problems"]), rep["problems"]
+    assert not rep.valid and any(needle in x and "line 1" in x for x in rep.problems), rep.problems
 
 
 def test_finetune_helper_against_the_fake_server(tmp_path, monkeypatch):
