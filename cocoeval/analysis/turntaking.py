@@ -327,21 +327,6 @@ def speaker_match_frame(run: RunLike) -> pl.DataFrame:
             }
             for k, (x, r) in enumerate(zip(turns, refs[inst.id], strict=False))
         )
-    sims = speaker_frame(run).filter(pl.col("target") != REFERENCE)
-    for target, iid, conv, k, speaker in sims.select(
-        "target", "instance_id", "conversation", "position", "speaker"
-    ).iter_rows():
-        ref = refs.get(iid)
-        if ref is not None and k < len(ref):
-            rows.append(
-                {
-                    "target": target,
-                    "instance_id": iid,
-                    "conversation": conv,
-                    "position": k,
-                    "match": float(speaker == ref[k]),
-                }
-            )
     schema = {
         "target": pl.Utf8,
         "instance_id": pl.Utf8,
@@ -349,7 +334,28 @@ def speaker_match_frame(run: RunLike) -> pl.DataFrame:
         "position": pl.Int64,
         "match": pl.Float64,
     }
-    return pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    yardstick = pl.DataFrame(rows, schema=schema, orient="row") if rows else pl.DataFrame(schema=schema)
+    ref = pl.DataFrame(
+        [(iid, k, r) for iid, speakers in refs.items() for k, r in enumerate(speakers)],
+        schema={"instance_id": pl.Utf8, "position": pl.Int64, "reference": pl.Utf8},
+        orient="row",
+    )
+    sims = (  # each setup's position against the reference's, in the frame's order
+        speaker_frame(run)
+        .filter(pl.col("target") != REFERENCE)
+        .select("target", "instance_id", "conversation", "position", "speaker")
+        .with_row_index("row")
+        .join(ref, on=["instance_id", "position"])
+        .sort("row")
+        .select(
+            "target",
+            "instance_id",
+            "conversation",
+            "position",
+            match=pl.col("speaker").eq_missing(pl.col("reference")).cast(pl.Float64),
+        )
+    )
+    return pl.concat([yardstick, sims.cast(pl.Schema(schema))])
 
 
 def setup_policies(run: RunLike) -> dict[str, str]:
@@ -426,22 +432,27 @@ def runs_of(turns: Sequence[Turn] | Sequence[str]) -> list[tuple[str, int]]:
 def run_length_frame(run: RunLike) -> pl.DataFrame:
     """One row per run of every target of a multi-party instance (the reference, each current ok
     continuation; chats alternate by construction and are left out): target, instance_id,
-    conversation, speaker, length. From ``convstats.speaker_frame`` (kept with the run's frames)."""
-    rows = [
-        {"target": target, "instance_id": iid, "conversation": conv, "speaker": s, "length": n}
-        for (target, iid, conv), speakers in _speakers_by_target(speaker_frame(run))
-        for s, n in runs_of(speakers)
-    ]
-    return pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row") if rows else pl.DataFrame(schema=RUNS_SCHEMA)
-
-
-def _speakers_by_target(speakers: pl.DataFrame) -> list[tuple[tuple[str, str, str], list[str]]]:
-    """((target, instance_id, conversation), the speakers of its turns in order) of each target of
-    ``convstats.speaker_frame``, in the frame's order."""
-    out: dict[tuple[str, str, str], list[str]] = {}
-    for target, iid, conv, speaker in speakers.select("target", "instance_id", "conversation", "speaker").iter_rows():
-        out.setdefault((target, iid, conv), []).append(speaker)
-    return list(out.items())
+    conversation, speaker, length. From ``convstats.speaker_frame`` (kept with the run's frames):
+    the turns of each target in the frame's order, a run starting at each change of speaker
+    (``runs_of``), in one query over every target."""
+    key = ["target", "instance_id", "conversation"]
+    turns = (
+        speaker_frame(run)
+        .select(*key, "speaker")
+        .with_row_index("row")
+        .with_columns(first=pl.col("row").min().over(key))
+        .sort("first", "row")  # a target's turns together, the targets in order of first appearance
+    )
+    new = pl.col("speaker").ne_missing(pl.col("speaker").shift(1)) | pl.col("first").ne_missing(
+        pl.col("first").shift(1)
+    )
+    return (
+        turns.with_columns(run=new.cum_sum())
+        .group_by("run", maintain_order=True)
+        .agg(*(pl.col(c).first() for c in (*key, "speaker")), length=pl.len())
+        .select(list(RUNS_SCHEMA))
+        .cast(pl.Schema(RUNS_SCHEMA))
+    )
 
 
 def _buckets(lengths: np.ndarray) -> dict[str, float | None]:
