@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'±0.05 rule: rose':>16} {'fell':>6} {'within':>6}")  # fmt: skip
     for delta in (0.0, 0.03, 0.08):
         s2 = SENS if delta == 0 else solve_sens(base + delta, a.seed + 1)
-        for n in (10, 30, 100):
+        for n in (10, 30, 100, 300):
             got = [verdicts(n, (SENS, s2), rng, a.resamples, w) for w in range(a.worlds)]
             ci = [g[0] for g in got]
             th = [g[1] for g in got]

@@ -804,7 +804,8 @@ def judge_check(run: RunLike, p: Params) -> Answer:
             "judge_history": Out(
                 "judge_history",
                 "Beyond the paper: agreement (α, κ, F1) and calibration against the latest entry of the same judge "
-                "name under another judge id in judge_history.jsonl beside the run: rose or fell",
+                "name under another judge id in judge_history.jsonl beside the run: the change with its 95% paired "
+                "bootstrap interval over conversations, rose or fell when it excludes 0, else no clear change",
             ),
         },
         figures={
