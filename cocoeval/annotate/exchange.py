@@ -52,7 +52,7 @@ from cocoeval.run.humans import (
     store_path,
 )
 
-from .rows import FIELDS, NONE, NotAnnotated, Reject, describe, parse_row, read_rows, rejected
+from .rows import FIELDS, NONE, KeyEntry, NotAnnotated, Reject, describe, parse_row, read_rows, rejected
 from .sample import PAPER_CONVERSATIONS, check_setups, draw, draw_random, instructions
 
 if TYPE_CHECKING:
@@ -418,9 +418,9 @@ class Parsed:
     """Rows left empty (skipped, each with a note)."""
 
 
-def read_key(path: str | Path) -> dict[str, dict[str, Any]]:
-    """An export's ``key.json``: {item id: {"instance_id", "target", ...}}; an entry without a
-    non-empty ``instance_id`` or ``target`` is an InputError naming the file and the item."""
+def read_key(path: str | Path) -> dict[str, KeyEntry]:
+    """An export's ``key.json``: {item id: its entry}; an entry without a non-empty ``instance_id``
+    or ``target``, or with ``tasks`` not a list of texts, is an InputError naming the file and the item."""
     keymap = read_json(path)
     hint = "pass the key.json that annotate-export wrote with these items, unedited"
     if not isinstance(keymap, dict):
@@ -452,7 +452,18 @@ def read_key(path: str | Path) -> dict[str, dict[str, Any]]:
                     record=f"item {item!r}",
                     hint=hint,
                 )
-    return keymap
+        tasks = k.get("tasks") or []
+        if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+            raise InputError("its tasks are not a list of texts", file=str(path), record=f"item {item!r}", hint=hint)
+    return {
+        item: KeyEntry(
+            instance_id=k["instance_id"],
+            target=k["target"],
+            target_id=k["target_id"] if isinstance(k.get("target_id"), str) else None,
+            tasks=tuple(k.get("tasks") or ()),
+        )
+        for item, k in keymap.items()
+    }
 
 
 def parse_annotations(

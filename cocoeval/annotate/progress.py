@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +26,8 @@ from cocoeval.run.humans import read_human_stores
 
 if TYPE_CHECKING:
     from cocoeval.run import Run
+
+    from .rows import KeyEntry
 
 BEYOND = "beyond the paper"
 ANY = "any behaviour"
@@ -84,7 +86,7 @@ def import_status(
     run_dir: str | Path,
     taxonomy: Taxonomy,
     alpha: Callable[[np.ndarray], float],
-    key: dict[str, dict[str, Any]] | None = None,
+    key: dict[str, KeyEntry] | None = None,
     key_path: str | Path | None = None,
 ) -> ImportStatus:
     """Each annotator's progress through the export of ``key`` (``exchange.read_key``) and α per
@@ -111,9 +113,9 @@ def import_status(
         for ann in names:
             full = part = 0
             for k in key.values():
-                tasks = k.get("tasks") or ["fine_grained", "overall"]
-                cell = (str(k["instance_id"]), str(k["target"]))
-                got = [done[ann].get((*cell, str(task))) for task in tasks]
+                tasks = k.tasks or ("fine_grained", "overall")
+                cell = (k.instance_id, k.target)
+                got = [done[ann].get((*cell, task)) for task in tasks]
                 if all(got):
                     full += 1
                 elif any(g is not None for g in got) or fine[ann].get(cell):

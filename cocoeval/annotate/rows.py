@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -170,8 +171,24 @@ def _not_annotated(r: dict[str, Any]) -> None:
             raise NotAnnotated(f"{_where(r)}: consistency and collaborativeness empty", "")
 
 
+@dataclass(frozen=True)
+class KeyEntry:
+    """One item of an export's ``key.json`` (``exchange.read_key``): which conversation an item id
+    stands for, kept by the organiser only (the annotators see the item id alone)."""
+
+    instance_id: str
+    """The instance of the conversation."""
+    target: str
+    """Its target: ``reference`` (the human continuation) or a setup name."""
+    target_id: str | None = None
+    """The id of the continuation exported (a later continuation of the setup is another one)."""
+    tasks: tuple[str, ...] = ()
+    """The tasks the item is exported for (``overall``, ``fine_grained``); empty in a key written
+    before they were recorded (then both count)."""
+
+
 def parse_row(
-    r: Any, jsonl: bool, keymap: dict[str, Any], targets: dict[tuple[str, str], Target], tax: Taxonomy
+    r: Any, jsonl: bool, keymap: dict[str, KeyEntry], targets: dict[tuple[str, str], Target], tax: Taxonomy
 ) -> tuple[CellKey, Cell]:
     if not isinstance(r, dict):
         raise Reject(f"expected an object with the columns {', '.join(FIELDS)}, got {type(r).__name__}", r)
@@ -193,14 +210,13 @@ def parse_row(
         if item not in keymap:
             raise Reject(f"unknown item_id {item!r}", item, "pass the key.json of the export these items came from")
         k = keymap[item]
-        if (inst_id and inst_id != k["instance_id"]) or (target and target != k["target"]):
+        if (inst_id and inst_id != k.instance_id) or (target and target != k.target):
             raise Reject(
-                f"item_id {item!r} is {k['instance_id']} {k['target']}, but the row names "
-                f"{inst_id or '-'} {target or '-'}",
+                f"item_id {item!r} is {k.instance_id} {k.target}, but the row names {inst_id or '-'} {target or '-'}",
                 item,
                 "give item_id or instance_id and target",
             )
-        inst_id, target = k["instance_id"], k["target"]
+        inst_id, target = k.instance_id, k.target
     t = targets.get((inst_id, target))
     if t is None:
         raise Reject(

@@ -92,7 +92,15 @@ def test_a_key_entry_missing_a_field_is_an_input_error_naming_file_and_item(tmp_
     assert not (d / "judgments" / "human").exists()
 
 
-@pytest.mark.parametrize("bad", [[], {"x": "reference"}, {"x": {"instance_id": 3, "target": "reference"}}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [],
+        {"x": "reference"},
+        {"x": {"instance_id": 3, "target": "reference"}},
+        {"x": {"instance_id": "i", "target": "reference", "tasks": "overall"}},
+    ],
+)
 def test_a_key_file_of_another_shape_is_an_input_error(tmp_path, bad):
     write_json(tmp_path / "key.json", bad)
     with pytest.raises(InputError, match=r"key\.json"):
@@ -103,3 +111,8 @@ def test_an_intact_key_still_imports(tmp_path):
     d, done, key = _filled_export(tmp_path)
     rep = import_into_run(done, d, key=key)
     assert rep.annotators["ann1"].added > 0
+    entries = read_key(key)  # typed entries, as written
+    written = json.loads(key.read_text())
+    assert {i: (e.instance_id, e.target, e.target_id, list(e.tasks)) for i, e in entries.items()} == {
+        i: (k["instance_id"], k["target"], k["target_id"], k["tasks"]) for i, k in written.items()
+    }
