@@ -856,7 +856,7 @@ def history_table(
                 else:
                     direction = NO_CLEAR_CHANGE
             else:
-                row_rule = row_rule or THRESHOLD_RULE.format("earlier")
+                row_rule = row_rule or "threshold rule: no per-conversation statistics of this measure"
                 direction = f"within ±{CHANGE:g}" if abs(change) < CHANGE else ("rose" if change > 0 else "fell")
             if lower_better and direction in ("rose", "fell"):
                 direction += " (lower is better)"
