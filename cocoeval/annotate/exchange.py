@@ -52,7 +52,18 @@ from cocoeval.run.humans import (
     store_path,
 )
 
-from .rows import FIELDS, NONE, KeyEntry, NotAnnotated, Reject, describe, parse_row, read_rows, rejected
+from .rows import (
+    FIELDS,
+    NONE,
+    KeyEntry,
+    NotAnnotated,
+    Reject,
+    RowProblem,
+    describe,
+    parse_row,
+    read_rows,
+    rejected,
+)
 from .sample import PAPER_CONVERSATIONS, check_setups, draw, draw_random, instructions
 
 if TYPE_CHECKING:
@@ -486,13 +497,13 @@ def parse_annotations(
     else:
         rows = read_rows(p)
     cells: dict[CellKey, Cell] = {}
-    problems: list[dict[str, Any]] = []
+    problems: list[RowProblem] = []
     skipped = 0
     for where, r in rows:
         try:
             k, cell = parse_row(r, p.suffix == ".jsonl", keymap, targets, tax)
         except Reject as e:
-            problems.append({"row": where, "reason": e.reason, "value": e.value, "hint": e.hint})
+            problems.append(RowProblem(row=where, reason=e.reason, value=e.value, hint=e.hint))
             continue
         except NotAnnotated as e:
             skipped += 1
@@ -516,12 +527,11 @@ def parse_annotations(
             )
         else:
             problems.append(
-                {
-                    "row": where,
-                    "value": cell.raw,
-                    "reason": f"conflict for {describe(k)}: {first.where} gives {first.raw!r}, "
-                    f"{where} gives {cell.raw!r}",
-                }
+                RowProblem(
+                    row=where,
+                    value=cell.raw,
+                    reason=f"conflict for {describe(k)}: {first.where} gives {first.raw!r}, {where} gives {cell.raw!r}",
+                )
             )
     if problems:
         raise rejected(p, problems, "rows rejected", "fix or remove these rows and import again")
@@ -610,11 +620,11 @@ def import_into_run(
                 continue
             if old is not None and not replace:
                 conflicts.append(
-                    {
-                        "row": cell.where,
-                        "value": cell.raw,
-                        "reason": f"{describe(k)}: stored {old.raw!r}, the file gives {cell.raw!r}",
-                    }
+                    RowProblem(
+                        row=cell.where,
+                        value=cell.raw,
+                        reason=f"{describe(k)}: stored {old.raw!r}, the file gives {cell.raw!r}",
+                    )
                 )
                 continue
             if old is not None:

@@ -304,25 +304,35 @@ def parse_row(
     return (annotator, inst_id, target, n - 1), Cell(value, "", shown, repairs, other)
 
 
-def rejected(path: Path, problems: list[dict[str, Any]], what: str, hint: str) -> InputError:
+@dataclass(frozen=True)
+class RowProblem:
+    """Why a row of an annotation file cannot be imported (``rejected`` names them all)."""
+
+    row: str
+    """Where the row is (``row 5``, ``line 5``, ``task 3 annotation 1``)."""
+    reason: str
+    """What is wrong with it."""
+    value: Any = ""
+    """The value at fault, as the file gives it."""
+    hint: str | None = None
+    """How to fix this row, when it has its own fix."""
+
+
+def rejected(path: Path, problems: list[RowProblem], what: str, hint: str) -> InputError:
+    """One InputError naming every problem row of ``path`` (nothing is imported), with the rows as
+    notes in ``.rejected`` (file, row, value, action) for the import report."""
     if len(problems) == 1:
         p = problems[0]
-        e = InputError(p["reason"], file=str(path), record=p["row"], hint=p.get("hint") or hint)
+        e = InputError(p.reason, file=str(path), record=p.row, hint=p.hint or hint)
     else:
-        hints = list(dict.fromkeys(p["hint"] for p in problems if p.get("hint")))
+        hints = list(dict.fromkeys(p.hint for p in problems if p.hint))
         e = InputError(
-            f"{len(problems)} {what}; nothing was imported:\n"
-            + "\n".join(f"  {p['row']}: {p['reason']}" for p in problems),
+            f"{len(problems)} {what}; nothing was imported:\n" + "\n".join(f"  {p.row}: {p.reason}" for p in problems),
             file=str(path),
             hint="; ".join([hint, *hints]),
         )
     e.rejected = [  # type: ignore[attr-defined]
-        {
-            "file": str(path),
-            "row": p["row"],
-            "value": str(p.get("value", ""))[:200],
-            "action": f"rejected: {p['reason']}",
-        }
+        {"file": str(path), "row": p.row, "value": str(p.value)[:200], "action": f"rejected: {p.reason}"}
         for p in problems
     ]
     return e
