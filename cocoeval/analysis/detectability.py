@@ -21,10 +21,10 @@ Character n-grams are left out for cost (sklearn hashes them in about 4 s per 1,
 25 s for a paper-scale run's 6,000).
 
 **The classifier and its AUC.** A ridge classifier (least squares on −1/+1 labels, L2 penalty
-``ALPHA``, no intercept: sklearn's ``RidgeClassifier``), cross-validated with ``FOLDS`` folds
-grouped by source conversation (``GroupKFold`` on ``frames.conversation_of``: every window of a
-meeting, and both documents of an instance, in the same fold; so each training fold holds as many
-references as continuations). Not logistic regression: its fitted scores are linear in the
+``ALPHA``, no intercept: what sklearn's ``RidgeClassifier`` fits), cross-validated with ``FOLDS``
+folds grouped by source conversation (``group_folds``, sklearn's ``GroupKFold`` assignment, on
+``frames.conversation_of``: every window of a meeting, and both documents of an instance, in the
+same fold; so each training fold holds as many references as continuations). Not logistic regression: its fitted scores are linear in the
 labels, so one Cholesky factor per fold refits the observed labels and every permutation's at
 once (``out_of_fold``), where a logistic regression refitted per permutation costs about 0.1 s a
 fit on 480 documents, 100 s per setup at the paper's scale; on TF-IDF text the two rank
@@ -67,13 +67,18 @@ and the row says so.
 a row has no AUC, only the reason: with fewer conversations the folds and the cluster bootstrap
 rest on too few independent units to mean anything.
 
-scikit-learn and scipy are imported inside the functions (``cocoeval`` imports neither at start).
+**Implementation.** numpy, polars and scipy (scipy imported inside the functions: ``cocoeval``
+does not import it at start). The TF-IDF, the folds and the ridge fit are written here with
+scikit-learn's arithmetic and assignment (``TfidfTransformer`` then ``normalize``, ``GroupKFold``,
+``RidgeClassifier``), the same numbers to the bit, so that a report need not import scikit-learn;
+the tests hold scikit-learn as their oracle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -139,60 +144,110 @@ class Hashed:
     consecutive tokens of a document), hashed into ``HASH_FEATURES`` columns by polars' string hash:
     a document's row depends on its text alone, so each text is counted once however many
     comparisons it is in (a run's references are in every setup's). Tokenised, paired and hashed
-    in polars for all new texts at once (sklearn's HashingVectorizer took 15 times longer)."""
+    in polars for all new texts at once (sklearn's HashingVectorizer took 15 times longer). Each
+    text's row is kept as two arrays (its columns in increasing order, their counts), so that the
+    matrix of a comparison is their concatenation."""
 
     def __init__(self) -> None:
-        self._rows: dict[str, Any] = {}
+        self._rows: dict[str, tuple[np.ndarray, np.ndarray]] = {}
 
     def counts(self, docs: Sequence[str]) -> csr_matrix:
-        from scipy.sparse import csr_matrix, vstack
+        """The counts of ``docs``, one row each (columns in increasing order within a row)."""
+        from scipy.sparse import csr_matrix
 
         new = [d for d in dict.fromkeys(docs) if d not in self._rows]
         if new:
             toks = pl.Series("tok", new, dtype=pl.Utf8).str.to_lowercase().str.extract_all(TOKENS)
             t = pl.DataFrame({"doc": np.arange(len(new)), "tok": toks}).explode("tok").drop_nulls("tok")
-            t = t.with_columns(nxt=pl.col("tok").shift(-1).over("doc"))
-            grams = pl.concat(
-                [
-                    t.select("doc", gram=pl.col("tok")),
-                    t.drop_nulls("nxt").select("doc", gram=pl.col("tok") + " " + pl.col("nxt")),
-                ]
-            )
-            c = grams.group_by("doc", col=(pl.col("gram").hash(0) % HASH_FEATURES).cast(pl.Int64)).len()
-            m = csr_matrix(
-                (c["len"].to_numpy().astype(np.float64), (c["doc"].to_numpy(), c["col"].to_numpy())),
-                shape=(len(new), HASH_FEATURES),
-            )
-            for i, d in enumerate(new):
-                self._rows[d] = m[i]
-        return vstack([self._rows[d] for d in docs]).tocsr()
+            # the next token of the same text (none after a text's last), then the bigrams
+            pairs = t.with_columns(nxt=pl.when(pl.col("doc").shift(-1) == pl.col("doc")).then(pl.col("tok").shift(-1)))
+            bigrams = pairs.drop_nulls("nxt").select("doc", tok=pl.col("tok") + " " + pl.col("nxt"))
+
+            def key(grams: pl.DataFrame) -> pl.DataFrame:  # the text's number and the gram's column, one integer
+                return grams.select(
+                    key=pl.col("doc") * HASH_FEATURES + (pl.col("tok").hash(0) % HASH_FEATURES).cast(pl.Int64)
+                )
+
+            keys = pl.concat([key(t), key(bigrams)])
+            k = keys["key"].sort().to_numpy()
+            starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))  # one run of equal keys per gram
+            doc, col = np.divmod(k[starts], HASH_FEATURES)
+            cut = np.searchsorted(doc, np.arange(1, len(new)))
+            cols = np.split(col.astype(np.int32), cut)
+            counts = np.split(np.diff(starts, append=len(k)).astype(np.float64), cut)
+            self._rows.update(zip(new, zip(cols, counts, strict=True), strict=True))
+        rows = [self._rows[d] for d in docs]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(i) for i, _ in rows], out=indptr[1:])
+        indices = np.concatenate([i for i, _ in rows]) if rows else np.zeros(0, np.int32)
+        data = np.concatenate([v for _, v in rows]) if rows else np.zeros(0)
+        return csr_matrix((data, indices, indptr), shape=(len(rows), HASH_FEATURES))
 
 
 def features(docs: Sequence[str], hashed: Hashed | None = None) -> csr_matrix:
     """TF-IDF (sublinear tf, smoothed idf) of the hashed word uni- and bigrams of ``docs``, its IDF
     from these documents alone (no labels), terms in a single document dropped (they cannot help to
-    score another), rows l2-normalised. A row of zeros for a document with no term left."""
-    from sklearn.feature_extraction.text import TfidfTransformer  # type: ignore[import-untyped]
-    from sklearn.preprocessing import normalize  # type: ignore[import-untyped]
+    score another), rows l2-normalised. A row of zeros for a document with no term left. The
+    arithmetic is sklearn's ``TfidfTransformer(sublinear_tf=True)`` then ``normalize``, operation
+    for operation (tf = 1 + log count, idf = 1 + log((n + 1)/(df + 1)), each row divided by the
+    square root of its squares summed in column order), so the values are the same to the bit; the
+    tests hold sklearn as the oracle."""
+    from scipy.sparse import csr_matrix
 
     c = (hashed or Hashed()).counts(docs)
-    df = np.bincount(c.indices, minlength=c.shape[1])
-    c.data[df[c.indices] < 2] = 0.0
-    c.eliminate_zeros()
-    c = c[:, np.flatnonzero(df >= 2)]  # the columns left, so that XXᵀ does not walk a million empty ones
-    return normalize(TfidfTransformer(sublinear_tf=True, norm=None).fit_transform(c), copy=False).tocsr()
+    n = c.shape[0]
+    df = np.bincount(c.indices, minlength=HASH_FEATURES)
+    kept = df >= 2
+    keep = kept[c.indices]
+    row = np.repeat(np.arange(n), np.diff(c.indptr))[keep]
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(row, minlength=n), out=indptr[1:])
+    # the columns left, renumbered in order, so that XXᵀ does not walk a million empty ones
+    indices = (np.cumsum(kept) - 1)[c.indices[keep]]
+    idf = np.full(int(kept.sum()), n + 1, dtype=np.float64)
+    idf /= df[kept] + 1.0
+    np.log(idf, out=idf)
+    idf += 1.0
+    data = np.log(c.data[keep])
+    data += 1.0
+    data *= idf[indices]
+    norm = np.sqrt(np.bincount(row, weights=data * data, minlength=n))  # summed in order, row by row
+    data /= norm[row]
+    return csr_matrix((data, indices, indptr), shape=(n, len(idf)))
+
+
+def group_folds(groups: np.ndarray, n_splits: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The (train, test) indices of each of ``n_splits`` folds that keep every group in one fold:
+    sklearn's ``GroupKFold(n_splits)`` (not shuffled), the same assignment. The groups (sorted by
+    name) are taken by their number of documents, largest first (of equal sizes, the later name
+    first), each put in the fold with the fewest documents so far (of equal ones, the first);
+    indices increasing within a fold."""
+    if n_splits < 2:
+        raise ValueError(f"folds need n_splits of 2 or more, not {n_splits}")
+    names, of = np.unique(groups, return_inverse=True)
+    if n_splits > len(names):
+        raise ValueError(f"{n_splits} folds but only {len(names)} group(s)")
+    sizes = np.bincount(of)
+    load = [0] * n_splits
+    fold_of = np.empty(len(names), dtype=np.int64)
+    for g in np.argsort(sizes, kind="stable")[::-1].tolist():
+        f = load.index(min(load))
+        load[f] += int(sizes[g])
+        fold_of[g] = f
+    doc_fold = fold_of[of]
+    return [(np.flatnonzero(doc_fold != f), np.flatnonzero(doc_fold == f)) for f in range(n_splits)]
 
 
 def aucs(scores: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """The AUC of each column of ``scores`` (documents, k) for its column of ``labels`` (1 =
     positive): the Mann–Whitney U of the positives over the negatives divided by their product,
-    ties counted one half (average ranks)."""
-    from scipy.stats import rankdata
+    ties counted one half (average ranks: half-integers, so the sums are exact)."""
+    from .agreement import average_ranks  # scipy.stats.rankdata's ranks, without importing scipy.stats
 
     pos = labels == 1
     n1 = pos.sum(axis=0)
     n0 = len(labels) - n1
-    r = rankdata(scores, axis=0)
+    r = average_ranks(np.asarray(scores).T).T
     return ((r * pos).sum(axis=0) - n1 * (n1 + 1) / 2) / (n1 * n0)
 
 
@@ -206,17 +261,16 @@ def cluster_bootstrap(
 ) -> np.ndarray:
     """The AUC of ``scores`` in each of ``resamples`` cluster-bootstrap draws: the groups drawn with
     replacement, each bringing all its documents (as often as it is drawn). Computed from the
-    group × group sums of the pairwise comparisons, so a draw costs a product of its counts."""
-    from scipy.sparse import csr_matrix
-
+    group × group sums of the pairwise comparisons, so a draw costs a product of its counts (every
+    sum a count of halves: exact, in any order)."""
     ids, g = np.unique(groups, return_inverse=True)
     k = len(ids)
     pos = labels == 1
     s1, s0 = scores[pos], scores[~pos]
     h = (s1[:, None] > s0[None, :]) + 0.5 * (s1[:, None] == s0[None, :])
-    g1 = csr_matrix((np.ones(len(s1)), (np.arange(len(s1)), g[pos])), shape=(len(s1), k))
-    g0 = csr_matrix((np.ones(len(s0)), (np.arange(len(s0)), g[~pos])), shape=(len(s0), k))
-    hg = np.asarray(g1.T @ (g0.T @ h.T).T)  # (k, k): group u's positives against group v's negatives
+    # (k, k): group u's positives against group v's negatives
+    cell = (g[pos][:, None] * k + g[~pos][None, :]).ravel()
+    hg = np.bincount(cell, weights=h.ravel(), minlength=k * k).reshape(k, k)
     w = rng.multinomial(k, np.full(k, 1.0 / k), size=resamples).astype(np.float64)
     num = ((w @ hg) * w).sum(axis=1)
     return num / ((w @ np.bincount(g[pos], minlength=k)) * (w @ np.bincount(g[~pos], minlength=k)))
@@ -256,13 +310,14 @@ def widened(point: float, boot: np.ndarray, extra: float | None, clusters: int) 
     its k ``clusters`` (the leaderboard's small-sample scaling, ``recentred_interval``), clipped to
     [0, 1]. When every draw equals the point (perfect separation in every draw), the arms are
     ±1.96·√extra, so scaled."""
-    from scipy.stats import norm, t
+    from scipy.special import ndtri, stdtrit  # scipy.stats' norm.ppf and t.ppf, without importing scipy.stats
 
-    small = np.sqrt(clusters / (clusters - 1)) * t.ppf(0.975, clusters - 1) / norm.ppf(0.975)
+    z = ndtri(0.975)
+    small = np.sqrt(clusters / (clusters - 1)) * stdtrit(clusters - 1, 0.975) / z
     lo, hi = np.percentile(boot, stats.PERCENTILES)
     var = float(np.var(boot, ddof=1))
     if var <= 0:
-        arm = norm.ppf(0.975) * np.sqrt(extra or 0.0) * small
+        arm = z * np.sqrt(extra or 0.0) * small
         return max(0.0, point - arm), min(1.0, point + arm)
     r = np.sqrt(1 + (extra or 0.0) / var) * small
     return max(0.0, point - (point - lo) * r), min(1.0, point + (hi - point) * r)
@@ -289,6 +344,24 @@ class Detection:
     groups: np.ndarray | None = None
 
 
+KERNEL_BLOCKS = 4
+"""Row blocks of ``kernel``: each block's products with itself and the rows after it."""
+
+
+def kernel(x: csr_matrix) -> np.ndarray:
+    """XXᵀ of the rows of ``x``, dense: each entry the sum of its products in column order, as
+    scipy's sparse product ``x @ x.T`` adds them (the same bits), computed above the diagonal
+    block by block (``KERNEL_BLOCKS``) and mirrored, which skips most of the products below it."""
+    n = x.shape[0]
+    k = np.empty((n, n))
+    edges = np.linspace(0, n, KERNEL_BLOCKS + 1).astype(int).tolist()
+    for s, e in pairwise(edges):
+        part = (x[s:e] @ x[s:].T).toarray()
+        k[s:e, s:] = part
+        k[e:, s:e] = part[:, e - s :].T
+    return k
+
+
 def out_of_fold(x: csr_matrix, signs: np.ndarray, folds: Sequence[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
     """Each document's score from the ridge classifier fitted on the other folds, for each column
     of ``signs`` (documents, k: the labels as −1/+1) at once: w = X_Tᵀ(K_TT + ``ALPHA``·I)⁻¹y_T
@@ -299,7 +372,7 @@ def out_of_fold(x: csr_matrix, signs: np.ndarray, folds: Sequence[tuple[np.ndarr
 
     from cocoeval.core.speed import one_blas_thread
 
-    k = (x @ x.T).toarray()
+    k = kernel(x)
     out = np.empty(signs.shape, dtype=np.float64)
     with one_blas_thread():  # entered after scipy.linalg's BLAS is loaded, so that it is limited too
         for train, test in folds:
@@ -337,21 +410,25 @@ def two_sample_test(
         return Detection(n, k, note=f"{n} pair(s), fewer than {min_n}: no AUC")
     if k < min_groups:
         return Detection(n, k, note=f"{n} pairs from {k} source conversation(s), fewer than {min_groups}: no AUC")
-    from sklearn.model_selection import GroupKFold  # type: ignore[import-untyped]  # (only when there is an AUC)
+    from cocoeval.core.speed import one_blas_thread
 
     x = features([*first, *second], hashed)
     labels = np.repeat([0, 1], n)
     group = np.array([*groups, *groups])
     n_folds = min(folds, k)
-    split = list(GroupKFold(n_splits=n_folds).split(np.zeros(2 * n), labels, group))
+    split = group_folds(group, n_folds)
     # the observed labels, then each permutation's: an instance's two labels swapped with probability ½
     swaps = inference.rng_for(seed, "detectability permutations", *what).integers(0, 2, size=(n, permutations))
     y = np.hstack([labels[:, None], labels[:, None] ^ np.vstack([swaps, swaps])])
     scores = out_of_fold(x, 2.0 * y - 1.0, split)
     every = aucs(scores, y)
     point = float(every[0])
-    boot = cluster_bootstrap(scores[:, 0], labels, group, resamples, inference.rng_for(seed, "detectability", *what))
-    lo, hi = widened(point, boot, model_variance(scores[:, 1:], y[:, 1:], group, seed, what), k)
+    with one_blas_thread():  # the bootstraps' products on one thread (exact sums: the same on any number)
+        boot = cluster_bootstrap(
+            scores[:, 0], labels, group, resamples, inference.rng_for(seed, "detectability", *what)
+        )
+        extra = model_variance(scores[:, 1:], y[:, 1:], group, seed, what)
+    lo, hi = widened(point, boot, extra, k)
     reached = int((every[1:] >= point - 1e-12).sum())
     return Detection(
         n,

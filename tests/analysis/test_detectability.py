@@ -108,6 +108,122 @@ def test_a_cluster_bootstrap_draw_is_the_auc_of_the_documents_its_conversations_
         assert boot[b] == pytest.approx(roc_auc_score(labels[keep], scores[keep]), abs=1e-12)
 
 
+def test_the_folds_are_sklearns_group_k_fold_on_random_groups():
+    from sklearn.model_selection import GroupKFold
+
+    rng = np.random.default_rng(4)
+    for trial in range(60):
+        n_groups = int(rng.integers(2, 30))
+        sizes = rng.integers(1, 5, size=n_groups)  # many equal sizes: the tie rules decide
+        names = rng.permutation([f"g{i}" for i in range(n_groups)])
+        groups = rng.permutation(np.repeat(names, sizes))
+        for n_splits in range(2, min(n_groups, 7) + 1):
+            ours = detectability.group_folds(groups, n_splits)
+            theirs = list(GroupKFold(n_splits=n_splits).split(np.zeros(len(groups)), None, groups))
+            assert len(ours) == len(theirs) == n_splits
+            for (a, b), (c, d) in zip(ours, theirs, strict=True):
+                assert np.array_equal(a, c) and np.array_equal(b, d), (trial, n_splits)
+    few = np.array(["a", "a", "b"])
+    with pytest.raises(ValueError, match="only 2 group"):
+        detectability.group_folds(few, 3)  # fewer groups than folds: refused, as GroupKFold refuses
+    with pytest.raises(ValueError):
+        GroupKFold(n_splits=3).split(np.zeros(3), None, few).__next__()
+    with pytest.raises(ValueError, match="2 or more"):
+        detectability.group_folds(few, 1)
+
+
+def test_the_features_are_sklearns_tfidf_transformer_and_normalize():
+    from sklearn.feature_extraction.text import TfidfTransformer
+    from sklearn.preprocessing import normalize
+
+    first, second, _ = _docs(3, 30, 0.05)
+    docs = [*first, *second, "", "a lone word", "!"]  # rows left empty
+    x = detectability.features(docs)
+    c = detectability.Hashed().counts(docs)
+    df = np.bincount(c.indices, minlength=c.shape[1])
+    c = c[:, np.flatnonzero(df >= 2)]
+    expected = normalize(TfidfTransformer(sublinear_tf=True, norm=None).fit_transform(c)).tocsr()
+    expected.eliminate_zeros()
+    assert x.shape == expected.shape and x.nnz == expected.nnz
+    assert np.array_equal(x.indptr, expected.indptr) and np.array_equal(x.indices, expected.indices)
+    assert np.allclose(x.data, expected.data, rtol=1e-15, atol=0)
+    assert x[len(docs) - 3 :].nnz == 0
+
+
+def test_the_hashed_counts_are_each_texts_grams_counted_one_by_one():
+    import re
+    from collections import Counter
+    from itertools import pairwise
+
+    texts = ["The cat sat.\nThe cat, the hat!", "", "cat sat", "?!", "x y x y x", "The cat sat."]
+
+    def by_hand(text):
+        toks = re.findall(detectability.TOKENS, text.lower())
+        grams = toks + [f"{a} {b}" for a, b in pairwise(toks)]
+        cols = pl.Series(grams, dtype=pl.Utf8).hash(0) % detectability.HASH_FEATURES
+        return Counter(cols.to_list())
+
+    hashed = detectability.Hashed()
+    for docs in (texts, texts[::-1], [texts[2], texts[0], texts[2]]):  # the second and third from the cache
+        m = hashed.counts(docs)
+        assert m.shape == (len(docs), detectability.HASH_FEATURES) and m.has_sorted_indices
+        for i, text in enumerate(docs):
+            row = m[i]
+            assert dict(zip(row.indices.tolist(), row.data.tolist(), strict=True)) == by_hand(text)
+    assert np.array_equal(detectability.Hashed().counts(texts).toarray(), hashed.counts(texts).toarray())
+
+
+def test_the_kernel_is_scipys_sparse_product_to_the_bit():
+    first, second, _ = _docs(5, 60, 0.03)
+    x = detectability.features([*first, *second])
+    for n in [*range(0, 9), 37, 120]:
+        part = x[:n]
+        assert np.array_equal(detectability.kernel(part), (part @ part.T).toarray()), n
+
+
+def test_the_interval_and_the_aucs_use_scipys_quantiles_and_ranks():
+    from scipy.stats import norm, rankdata, t
+
+    rng = np.random.default_rng(7)
+    scores = np.round(rng.normal(size=(40, 6)), 1)  # ties
+    labels = rng.integers(0, 2, size=(40, 6))
+    pos = labels == 1
+    by_ranks = ((rankdata(scores, axis=0) * pos).sum(axis=0) - pos.sum(0) * (pos.sum(0) + 1) / 2) / (
+        pos.sum(0) * (40 - pos.sum(0))
+    )
+    assert np.array_equal(detectability.aucs(scores, labels), by_ranks)
+    boot = rng.uniform(0.4, 0.8, size=500)
+    for k, extra in [(10, 0.001), (37, None), (200, 0.0)]:
+        small = np.sqrt(k / (k - 1)) * t.ppf(0.975, k - 1) / norm.ppf(0.975)
+        lo, hi = np.percentile(boot, [2.5, 97.5])
+        r = np.sqrt(1 + (extra or 0.0) / np.var(boot, ddof=1)) * small
+        assert detectability.widened(0.6, boot, extra, k) == (0.6 - (0.6 - lo) * r, 0.6 + (hi - 0.6) * r)
+    flat = detectability.widened(1.0, np.ones(50), 0.004, 12)
+    assert flat[1] == 1.0 and flat[0] == 1.0 - norm.ppf(0.975) * np.sqrt(0.004) * (
+        np.sqrt(12 / 11) * t.ppf(0.975, 11) / norm.ppf(0.975)
+    )
+
+
+def test_the_test_imports_neither_scikit_learn_nor_scipy_stats():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numpy as np\n"
+        "from cocoeval.analysis import detectability as d\n"
+        "rng = np.random.default_rng(0)\n"
+        "w = ['a', 'b', 'c', 'd', '.']\n"
+        "doc = lambda: ' '.join(rng.choice(w, size=12))\n"
+        "r = d.two_sample_test([doc() for _ in range(24)], [doc() for _ in range(24)],"
+        " [f'c{i // 2}' for i in range(24)], permutations=19, resamples=50)\n"
+        "assert r.auc is not None\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('sklearn', 'scipy.stats'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_too_few_pairs_or_conversations_give_no_auc_and_say_why():
     first, second, groups = _docs(0, 12, 0.05)
     few = detectability.two_sample_test(first[:8], second[:8], groups[:8])
