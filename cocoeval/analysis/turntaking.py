@@ -555,8 +555,24 @@ def speaker_rates(run: RunLike, f: Frames, judge: str) -> dict[tuple[str, str], 
     """{(target, instance_id): each speaker's turns and per-turn behaviour rates} of every target
     the LLM judge ``judge`` judged validly (fine-grained) whose judged turns have a speaker: the
     targets in the order of ``convstats.speaker_frame``, each one's speakers in the order they
-    first speak. One query over every target: the labelled (turn, behaviour) pairs of the judge
-    (each pair once) counted per speaker, over its judged turns."""
+    first speak (``_rate_table``)."""
+    groups, rates = _rate_table(run, f, judge)
+    out: dict[tuple[str, str], list[SpeakerTurns]] = {}
+    for (target, iid, speaker, conv, k), r in zip(
+        groups.select("target", "instance_id", "speaker", "conversation", "turns").iter_rows(),
+        rates.tolist(),
+        strict=True,
+    ):
+        out.setdefault((target, iid), []).append(SpeakerTurns(iid, conv, speaker, k, tuple(r)))
+    return out
+
+
+def _rate_table(run: RunLike, f: Frames, judge: str) -> tuple[pl.DataFrame, np.ndarray]:
+    """``speaker_rates`` as one frame and one array, in one query over every target: a row ``g``
+    per (target, instance_id, speaker) with its conversation, turns and ``target_first`` (the
+    target's first row in ``convstats.speaker_frame``), in ``speaker_rates``' order, and the (G, K)
+    rates: the labelled (turn, behaviour) pairs of the judge (each pair once) counted over the
+    speaker's judged turns, divided by its turns (as Python's int / int rounds it)."""
     behaviours = list(f.taxonomy.ids)
     key = ["target", "instance_id"]
     valid = f.counts.filter((pl.col("judge") == judge) & ~pl.col("human")).select(key).unique()
@@ -568,11 +584,9 @@ def speaker_rates(run: RunLike, f: Frames, judge: str) -> dict[tuple[str, str], 
         .join(valid, on=key, how="semi")
         .sort("row")
     )
-    if turns.is_empty():
-        return {}
     groups = (
         turns.group_by(*key, "speaker")
-        .agg(first=pl.col("row").min(), turns=pl.len())
+        .agg(first=pl.col("row").min(), turns=pl.len().cast(pl.Int64))
         .join(
             turns.group_by(key).agg(target_first=pl.col("row").min(), conversation=pl.col("conversation").first()),
             on=key,
@@ -580,28 +594,22 @@ def speaker_rates(run: RunLike, f: Frames, judge: str) -> dict[tuple[str, str], 
         .sort("target_first", "first")
         .with_row_index("g")
     )
-    marks = (
-        f.labels.filter((pl.col("judge") == judge) & pl.col("behaviour").is_in(behaviours))
-        .select(*key, pl.col("turn").alias("position"), "behaviour")
-        .unique()
-    )
-    counts = (
-        turns.join(marks, on=[*key, "position"])
-        .join(groups.select(*key, "speaker", "g"), on=[*key, "speaker"])
-        .group_by("g", "behaviour")
-        .len()
-    )
     hits = np.zeros((groups.height, len(behaviours)))
-    col = {b: k for k, b in enumerate(behaviours)}
-    hits[counts["g"].to_numpy(), [col[b] for b in counts["behaviour"].to_list()]] = counts["len"].to_numpy()
-    n = groups["turns"].to_numpy().astype(np.float64)
-    rates = (hits / n[:, None]).tolist()  # labelled turns / turns, as Python's int / int rounds it
-    out: dict[tuple[str, str], list[SpeakerTurns]] = {}
-    for (target, iid, speaker, conv, k), r in zip(
-        groups.select(*key, "speaker", "conversation", "turns").iter_rows(), rates, strict=True
-    ):
-        out.setdefault((target, iid), []).append(SpeakerTurns(iid, conv, speaker, k, tuple(r)))
-    return out
+    if groups.height:
+        marks = (
+            f.labels.filter((pl.col("judge") == judge) & pl.col("behaviour").is_in(behaviours))
+            .select(*key, pl.col("turn").alias("position"), "behaviour")
+            .unique()
+        )
+        counts = (
+            turns.join(marks, on=[*key, "position"])
+            .join(groups.select(*key, "speaker", "g"), on=[*key, "speaker"])
+            .group_by("g", "behaviour")
+            .len()
+        )
+        col = {b: k for k, b in enumerate(behaviours)}
+        hits[counts["g"].to_numpy(), [col[b] for b in counts["behaviour"].to_list()]] = counts["len"].to_numpy()
+    return groups, hits / groups["turns"].to_numpy().astype(np.float64)[:, None]
 
 
 def speaker_fidelity(
@@ -623,21 +631,24 @@ def speaker_fidelity(
     inference.check_params(resamples=resamples, min_n=min_n)
     rows = []
     for judge in judges:
-        rates = speaker_rates(run, f, judge)
-        setups = sorted({name for name, _ in rates if name != REFERENCE})
-        for setup in setups:
-            by_speaker: dict[str, list[tuple[SpeakerTurns, SpeakerTurns]]] = {}
-            for (name, iid), sim in rates.items():
-                if name != setup or (REFERENCE, iid) not in rates:
-                    continue
-                ref = {s.speaker: s for s in rates[(REFERENCE, iid)]}
-                for s in sim:
-                    if s.speaker in ref:
-                        by_speaker.setdefault(s.speaker, []).append((ref[s.speaker], s))
-            for speaker in sorted(by_speaker):
-                pairs = by_speaker[speaker]
-                t_ref, t_sim = sum(r.turns for r, _ in pairs), sum(s.turns for _, s in pairs)
-                convs = [r.conversation for r, _ in pairs]
+        groups, rates = _rate_table(run, f, judge)
+        ref = groups.filter(pl.col("target") == REFERENCE).select(
+            "instance_id", "speaker", g_ref="g", turns_ref="turns"
+        )
+        sims = groups.filter(pl.col("target") != REFERENCE)
+        by: dict[tuple[str, str], list[tuple[str, int, int, int, int]]] = {}
+        for setup, speaker, conv, g, g_ref, t_sim, t_ref in (  # the setup's instances in the frame's order
+            sims.join(ref, on=["instance_id", "speaker"])
+            .sort("target_first")
+            .select("target", "speaker", "conversation", "g", "g_ref", "turns", "turns_ref")
+            .iter_rows()
+        ):
+            by.setdefault((setup, speaker), []).append((conv, g, g_ref, t_sim, t_ref))
+        for setup in sorted(set(sims["target"].to_list())):
+            for speaker in sorted(s for t, s in by if t == setup):
+                pairs = by[(setup, speaker)]
+                t_ref, t_sim = sum(p[4] for p in pairs), sum(p[3] for p in pairs)
+                convs = [p[0] for p in pairs]
                 k = len(set(convs))
                 row: dict[str, Any] = {
                     "judge": judge,
@@ -668,7 +679,7 @@ def speaker_fidelity(
                         }
                     )
                     continue
-                d = np.array([np.subtract(s.rates, r.rates) for r, s in pairs])
+                d = rates[[p[1] for p in pairs]] - rates[[p[2] for p in pairs]]
                 codes, w = cluster_draws(convs, resamples, seed, "fidelity", judge, setup, speaker)
                 sums, sizes = cluster_sums(d, codes)
                 square = float(cluster_square(sums, sizes))
