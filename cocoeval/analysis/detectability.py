@@ -283,16 +283,22 @@ NULL_RESAMPLES = 200
 
 
 def model_variance(
-    scores: np.ndarray, labels: np.ndarray, groups: np.ndarray, seed: int, what: Sequence[str]
+    scores: np.ndarray,
+    labels: np.ndarray,
+    groups: np.ndarray,
+    seed: int,
+    what: Sequence[str],
+    permuted: np.ndarray | None = None,
 ) -> float | None:
     """What the fixed-model bootstrap misses, measured under the null hypothesis: the variance of
     the permutations' AUCs (each refitted: every source of variation) minus the mean
     fixed-model cluster-bootstrap variance of the first ``NULL_DRAWS`` of them (the test
-    documents' share); at least 0. ``scores`` and ``labels``: one column per permutation. None
-    below ``NULL_DRAWS`` permutations."""
+    documents' share); at least 0. ``scores`` and ``labels``: one column per permutation;
+    ``permuted``: their AUCs when already computed (``aucs``). None below ``NULL_DRAWS``
+    permutations."""
     if scores.shape[1] < NULL_DRAWS:
         return None
-    total = float(np.var(aucs(scores, labels), ddof=1))
+    total = float(np.var(aucs(scores, labels) if permuted is None else permuted, ddof=1))
     rng = inference.rng_for(seed, "detectability null", *what)
     fixed = np.mean(
         [
@@ -427,7 +433,7 @@ def two_sample_test(
         boot = cluster_bootstrap(
             scores[:, 0], labels, group, resamples, inference.rng_for(seed, "detectability", *what)
         )
-        extra = model_variance(scores[:, 1:], y[:, 1:], group, seed, what)
+        extra = model_variance(scores[:, 1:], y[:, 1:], group, seed, what, every[1:])
     lo, hi = widened(point, boot, extra, k)
     reached = int((every[1:] >= point - 1e-12).sum())
     return Detection(
