@@ -229,15 +229,23 @@ def _per_conversation(note: str | None, clusters: int, min_n: int) -> str | None
 
 
 def clustered_ratio(
-    hits: np.ndarray, conversations: Sequence[str], *, resamples: int, seed: int, min_n: int, what: Sequence[str] = ()
+    hits: np.ndarray,
+    conversations: Sequence[str],
+    *,
+    resamples: int,
+    seed: int,
+    min_n: int,
+    what: Sequence[str] = (),
+    draws: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[float | None, float | None, float | None, str | None, int]:
     """(share, ci_low, ci_high, ci_note, conversations) of ``hits`` (one value in [0, 1] per
     position): the pooled mean, and its 95% percentile interval from resampling whole
     conversations (the ratio of the drawn conversations' sums of hits to their positions);
-    undefined below ``min_n`` conversations or when every resample is equal."""
+    undefined below ``min_n`` conversations or when every resample is equal. ``draws``:
+    ``cluster_draws`` of these conversations, ``what`` and seed, where the caller has them."""
     if len(hits) == 0:
         return None, None, None, "no position", 0
-    codes, w = cluster_draws(conversations, resamples, seed, *what)
+    codes, w = draws if draws is not None else cluster_draws(conversations, resamples, seed, *what)
     c = w.shape[1]
     sums = np.bincount(codes, weights=hits, minlength=c)
     sizes = np.bincount(codes, minlength=c).astype(np.float64)
@@ -275,9 +283,12 @@ def accuracy(
     rows = []
     conv = positions["conversation"].to_list()
     named = float(positions["addressee_named"].mean()) if positions.height else None  # type: ignore[arg-type]
+    draws = cluster_draws(conv, resamples, seed, "next")  # the same draws for every rule: made once
     for p, what in POLICIES.items():
         x = positions[p].to_numpy().astype(np.float64)
-        acc, lo, hi, note, c = clustered_ratio(x, conv, resamples=resamples, seed=seed, min_n=min_n, what=["next"])
+        acc, lo, hi, note, c = clustered_ratio(
+            x, conv, resamples=resamples, seed=seed, min_n=min_n, what=["next"], draws=draws
+        )
         rows.append(
             {
                 "kind": TEACHER_FORCED,
