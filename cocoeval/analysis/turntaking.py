@@ -179,10 +179,14 @@ def position_scores(inst: Instance) -> list[dict[str, Any]]:
     so_far: list[Turn] = list(inst.history)
     conv = conversation_of(inst)
     rows = []
+    weights: dict[str | None, dict[str, int]] = {}  # x is fixed: the weights depend on the last speaker only
     for t, turn in enumerate(inst.reference):
         actual = turn.speaker
         last = so_far[-1] if so_far else None
-        w = history_weights(hist, last.speaker if last else None, participants)
+        who = last.speaker if last else None
+        if who not in weights:
+            weights[who] = history_weights(hist, who, participants)
+        w = weights[who]
         p_hist = w.get(actual, 0) / sum(w.values()) if w else 0.0
         named = named_participant(last.text, last.speaker, participants) if last else None
         rows.append(
