@@ -136,7 +136,8 @@ SCHEMA: dict[str, Any] = {
 TOKENS = r"\b\w+\b|[^\w\s]"
 """Words (one letter included) and each punctuation mark: a comma, a dash or an exclamation mark is
 part of how a turn is written."""
-HASH_FEATURES = 2**20
+HASH_BITS = 20
+HASH_FEATURES = 2**HASH_BITS
 
 
 class Hashed:
@@ -171,7 +172,7 @@ class Hashed:
             keys = pl.concat([key(t), key(bigrams)])
             k = keys["key"].sort().to_numpy()
             starts = np.flatnonzero(np.concatenate([[True], k[1:] != k[:-1]]))  # one run of equal keys per gram
-            doc, col = np.divmod(k[starts], HASH_FEATURES)
+            doc, col = k[starts] >> HASH_BITS, k[starts] & (HASH_FEATURES - 1)  # (a power of two)
             cut = np.searchsorted(doc, np.arange(1, len(new)))
             cols = np.split(col.astype(np.int32), cut)
             counts = np.split(np.diff(starts, append=len(k)).astype(np.float64), cut)
