@@ -24,15 +24,15 @@ Character n-grams are left out for cost (sklearn hashes them in about 4 s per 1,
 ``ALPHA``, no intercept: what sklearn's ``RidgeClassifier`` fits), cross-validated with ``FOLDS``
 folds grouped by source conversation (``group_folds``, sklearn's ``GroupKFold`` assignment, on
 ``frames.conversation_of``: every window of a meeting, and both documents of an instance, in the
-same fold; so each training fold holds as many references as continuations). Not logistic regression: its fitted scores are linear in the
-labels, so one Cholesky factor per fold refits the observed labels and every permutation's at
-once (``out_of_fold``), where a logistic regression refitted per permutation costs about 0.1 s a
-fit on 480 documents, 100 s per setup at the paper's scale; on TF-IDF text the two rank
-documents alike. The AUC is that of the pooled out-of-fold scores: the probability that a
-continuation scores as more machine-like than a reference, ties counted one half. 0.5: this
-classifier cannot tell them apart; 1: it always can. A high AUC shows a difference; an AUC near
-0.5 shows only that this classifier, on these features and this many instances, found none: it is
-a lower bound on how distinguishable the setup is.
+same fold; so each training fold holds as many references as continuations). Not logistic
+regression: its fitted scores are linear in the labels, so one Cholesky factor per fold refits the
+observed labels and every permutation's at once (``out_of_fold``), where a logistic regression
+refitted per permutation costs about 0.1 s a fit on 480 documents, 100 s per setup at the paper's
+scale; on TF-IDF text the two rank documents alike. The AUC is that of the pooled out-of-fold
+scores: the probability that a continuation scores as more machine-like than a reference, ties
+counted one half. 0.5: this classifier cannot tell them apart; 1: it always can. A high AUC shows
+a difference; an AUC near 0.5 shows only that this classifier, on these features and this many
+instances, found none: it is a lower bound on how distinguishable the setup is.
 
 **Its interval** is a 95% cluster bootstrap over source conversations of the out-of-fold scores
 (``resamples`` draws of the conversations with replacement, each bringing every document it has),
