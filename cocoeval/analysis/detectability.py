@@ -91,6 +91,7 @@ from .documents import COMPARED, STALE, document_frame
 from .documents import document as _doc
 from .documents import plain_text as plain_text  # the documents are made there (kept with the frames)
 from .frames import conversation_of
+from .store import derived_frame
 
 if TYPE_CHECKING:
     from scipy.sparse import csr_matrix
@@ -522,14 +523,31 @@ def detectability(
     """One row per comparison (``SCHEMA``): the floor first, then every setup with continuations (the
     manifest's order, then any other): the classifier test of its ok continuations against the
     human references of the same instances, and how many of its continuations were ok. Computed once
-    per run and settings in a process (``store.per_run``: the leaderboard and this analysis share it)."""
+    per run and settings in a process (``store.per_run``: the leaderboard and this analysis share it);
+    with the default settings (``DEFAULTS``), kept with the run's frames (``default_detectability``)."""
     from .store import per_run
 
+    if (resamples, seed, min_n, permutations) == DEFAULTS:
+        return default_detectability(run)
     return per_run(
         run,
         ("detectability", resamples, seed, min_n, permutations),
         lambda: _detectability(run, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations),
     )
+
+
+DEFAULTS = (1000, 0, inference.MIN_N, PERMUTATIONS)
+"""The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n,
+permutations): the table of these is kept with the run's frames."""
+
+
+@derived_frame("detectability", SCHEMA)
+def default_detectability(run: RunLike) -> pl.DataFrame:
+    """``detectability`` with the default settings (``DEFAULTS``), a pure function of the run's
+    texts: made when the run's frames are kept (the last step of ``cocoeval run``), so that the
+    first report after the run reads it instead of fitting some 4,000 classifiers again."""
+    resamples, seed, min_n, permutations = DEFAULTS
+    return _detectability(run, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations)
 
 
 def _detectability(run: RunLike, *, resamples: int, seed: int, min_n: int, permutations: int) -> pl.DataFrame:

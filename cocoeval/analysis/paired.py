@@ -229,9 +229,9 @@ def recentred(point: np.ndarray | float, boot: np.ndarray, clusters: int) -> tup
     with the number of conversations in place of n: the resamples shifted to centre on ``point``
     and their spread scaled by √(C/(C − 1))·t_{C−1}/z (a resample's variance is the sample's with
     ddof 0, and Student's t for few conversations), read at 2.5% and 97.5%."""
-    from scipy.stats import norm, t
+    from scipy.special import ndtri, stdtrit  # scipy.stats' norm.ppf and t.ppf, without importing scipy.stats
 
-    widen = np.sqrt(clusters / (clusters - 1)) * t.ppf(0.975, clusters - 1) / norm.ppf(0.975)
+    widen = np.sqrt(clusters / (clusters - 1)) * stdtrit(clusters - 1, 0.975) / ndtri(0.975)
     shifted = np.asarray(point) + (boot - boot.mean(axis=0)) * widen
     lo, hi = np.percentile(shifted, stats.PERCENTILES, axis=0)
     return lo, hi
@@ -257,13 +257,13 @@ def square_test(point: float, boot: np.ndarray, clusters: int) -> tuple[float, f
     ddof 0), against Student's t with C − 1 degrees of freedom; the interval point ± t·se, so that
     it excludes 0 exactly when p < 0.05. p 1 when the resamples do not vary and the point is 0,
     NaN when they do not vary and it is not (no spread to judge it by); no interval then."""
-    from scipy.stats import t
+    from scipy.special import stdtr, stdtrit  # scipy.stats' t.sf and t.ppf, without importing scipy.stats
 
     se = float(np.std(boot, ddof=1)) * np.sqrt(clusters / (clusters - 1)) if len(boot) > 1 else 0.0
     if not se > DEGENERATE_SE * max(1.0, abs(point)):
         return (1.0 if point == 0 else float("nan")), None, None
-    half = float(t.ppf(0.975, clusters - 1)) * se
-    return float(2 * t.sf(abs(point) / se, clusters - 1)), point - half, point + half
+    half = float(stdtrit(clusters - 1, 0.975)) * se
+    return float(2 * stdtr(clusters - 1, -abs(point) / se)), point - half, point + half
 
 
 def _codes(conv: list[str]) -> np.ndarray:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import json
 import logging
 import os
@@ -96,6 +97,16 @@ _CACHE: dict[tuple[Any, ...], tuple[Any, Any]] = {}
 """(what, run directory or id of an in-memory run, ...) -> (signature when made, value)."""
 OPEN_RUNS = 2
 """How many run directories ``RunStore.open_kept`` keeps open in a process (the most recently opened)."""
+BUILTIN_FRAMES = (
+    "cocoeval.analysis.frames",
+    "cocoeval.analysis.convstats",
+    "cocoeval.analysis.documents",
+    "cocoeval.analysis.detectability",
+    "cocoeval.analysis.turntaking",
+)
+"""The modules whose import registers the built-in kept frames and facts, imported by name before
+a run's frames are made (as a ``Registry`` imports its ``builtins``): they import this module, so
+it cannot import them itself."""
 KEY_LIBS = ("polars", "pydantic", "numpy", "scipy", "scikit-learn")
 """The libraries whose versions are part of the key of what is kept beside a run (they read the
 records and compute the kept frames)."""
@@ -160,10 +171,12 @@ class RunStore:
         folder = kept_folder(store, taxonomy)
         if folder is not None and not folder.is_dir():
             store.run()  # read it all now: a bad file is an error here
+            for module in BUILTIN_FRAMES:  # what is kept never depends on what the caller imported
+                importlib.import_module(module)  # a no-op once imported
             made: dict[str, pl.DataFrame] = {}
             for name, part in DERIVED.items():
-                try:
-                    made[name] = part.make(store, taxonomy)
+                try:  # through the memo: a frame made from another (the documents, the frames) makes it once
+                    made[name] = per_run(store, (name,), functools.partial(part.make, store, taxonomy))
                 except Exception as e:
                     if part.required:
                         raise

@@ -76,6 +76,7 @@ from cocoeval.core.targets import REFERENCE
 from . import inference
 from .convstats import HISTORY, self_selection_frame, speaker_frame
 from .frames import conversation_of
+from .store import derived_frame
 
 if TYPE_CHECKING:
     from .answer import Answer
@@ -801,6 +802,28 @@ def run_length_chart(summary: pl.DataFrame) -> Any:
     )
 
 
+DEFAULTS = (1000, 0, inference.MIN_N)
+"""The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n):
+the next-speaker table of these is kept with the run's frames (``default_next_speaker``)."""
+
+
+def _next_speaker(run: RunLike, *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
+    """The next-speaker table: each rule teacher-forced (``accuracy``), then each setup
+    free-running (``free_running``)."""
+    forced = accuracy(next_speaker_frame(run.instances), resamples=resamples, seed=seed, min_n=min_n)
+    free = free_running(speaker_match_frame(run), setup_policies(run), resamples=resamples, seed=seed, min_n=min_n)
+    return pl.concat([forced, free]) if not free.is_empty() else forced
+
+
+@derived_frame("next_speaker", ACCURACY_SCHEMA)
+def default_next_speaker(run: RunLike) -> pl.DataFrame:
+    """``_next_speaker`` with the default settings (``DEFAULTS``), a pure function of the run's
+    speakers: made when the run's frames are kept (the last step of ``cocoeval run``), so that a
+    report reads neither the instances nor the bootstraps for it."""
+    resamples, seed, min_n = DEFAULTS
+    return _next_speaker(run, resamples=resamples, seed=seed, min_n=min_n)
+
+
 @dataclass(frozen=True)
 class TurnTakingTables:
     """The tables of ``turn_taking_answer``: next-speaker accuracy (teacher-forced rules and the
@@ -825,11 +848,9 @@ def turn_taking_tables(
 ) -> TurnTakingTables:
     """Every table of the module for ``run`` (per-speaker fidelity for ``judges``, with ``f``)."""
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
-    forced = accuracy(next_speaker_frame(run.instances), **kw)
-    free = free_running(speaker_match_frame(run), setup_policies(run), **kw)
     runs = run_length_frame(run)
     return TurnTakingTables(
-        next_speaker=pl.concat([forced, free]) if not free.is_empty() else forced,
+        next_speaker=default_next_speaker(run) if (resamples, seed, min_n) == DEFAULTS else _next_speaker(run, **kw),
         run_lengths=run_lengths(runs, **kw),
         run_lengths_per_speaker=run_lengths_per_speaker(runs),
         speaker_fidelity=speaker_fidelity(run, f, judges, **kw)

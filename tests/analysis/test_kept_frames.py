@@ -403,3 +403,37 @@ def test_a_second_derived_frame_of_a_taken_name_is_refused_and_the_first_kept():
             raise AssertionError
 
     assert store.DERIVED["speakers"] is before
+
+
+def test_the_classifier_test_and_next_speaker_tables_of_the_default_settings_are_kept_and_equal_a_fresh_computation(
+    tmp_path, monkeypatch
+):
+    """``cocoeval run``'s last step keeps the judge-free tables the report computes with its default
+    settings (``detectability.DEFAULTS``, ``turntaking.DEFAULTS``): a later process reads them, and
+    they equal what a run read whole computes; other settings are computed, never read from there."""
+    from cocoeval.analysis import detectability as det
+    from cocoeval.analysis import turntaking as tt
+    from cocoeval.analysis.frames import keep_frames
+
+    from .test_report_same import paper_scale
+
+    d = tmp_path / "run"
+    paper_scale().write_paper_run(d, per_dataset=11, chats=3, turns_n=8)
+    eager = Run.open(d)
+    resamples, seed, min_n, permutations = det.DEFAULTS
+    fresh = det._detectability(eager, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations)
+    assert fresh["auc"].is_not_null().any()  # a test with an AUC, not only notes
+    forced = tt._next_speaker(eager, resamples=1000, seed=0, min_n=tt.DEFAULTS[2])
+    _fresh_process(monkeypatch)
+    folder = keep_frames(d)
+    assert folder is not None and (folder / "detectability.arrow").exists() and (folder / "next_speaker.arrow").exists()
+    _fresh_process(monkeypatch)
+    made: list[str] = []
+    monkeypatch.setattr(det, "_detectability", lambda *a, **k: made.append("detectability") or fresh)
+    with recorded_reads() as seen:
+        run = open_run_dir(d)
+        kept = det.detectability(run)
+        assert kept.equals(fresh) and tt.turn_taking_tables(run, None).next_speaker.equals(forced)
+    assert _read(seen, d) == ["manifest.json"] and made == []  # read from the kept folder, nothing computed
+    det.detectability(run, resamples=50)  # other settings: computed
+    assert made == ["detectability"]
