@@ -102,6 +102,7 @@ BUILTIN_FRAMES = (
     "cocoeval.analysis.convstats",
     "cocoeval.analysis.documents",
     "cocoeval.analysis.detectability",
+    "cocoeval.analysis.judge_free",
     "cocoeval.analysis.turntaking",
 )
 """The modules whose import registers the built-in kept frames and facts, imported by name before

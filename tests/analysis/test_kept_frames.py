@@ -405,13 +405,14 @@ def test_a_second_derived_frame_of_a_taken_name_is_refused_and_the_first_kept():
     assert store.DERIVED["speakers"] is before
 
 
-def test_the_classifier_test_and_next_speaker_tables_of_the_default_settings_are_kept_and_equal_a_fresh_computation(
-    tmp_path, monkeypatch
-):
+def test_the_judge_free_tables_of_the_default_settings_are_kept_and_equal_a_fresh_computation(tmp_path, monkeypatch):
     """``cocoeval run``'s last step keeps the judge-free tables the report computes with its default
-    settings (``detectability.DEFAULTS``, ``turntaking.DEFAULTS``): a later process reads them, and
+    settings (the classifier test, next speaker, judge-free means and paired tests: ``DEFAULTS`` of
+    ``detectability``, ``turntaking`` and ``judge_free``): a later process reads them, and
     they equal what a run read whole computes; other settings are computed, never read from there."""
+    from cocoeval.analysis import convcompare, convstats
     from cocoeval.analysis import detectability as det
+    from cocoeval.analysis import judge_free as jf
     from cocoeval.analysis import turntaking as tt
     from cocoeval.analysis.frames import keep_frames
 
@@ -424,6 +425,10 @@ def test_the_classifier_test_and_next_speaker_tables_of_the_default_settings_are
     fresh = det._detectability(eager, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations)
     assert fresh["auc"].is_not_null().any()  # a test with an AUC, not only notes
     forced = tt._next_speaker(eager, resamples=1000, seed=0, min_n=tt.DEFAULTS[2])
+    conv = convstats.conversation_frame(eager)
+    means = convcompare.means(conv, resamples=1000, seed=0, min_n=jf.DEFAULTS[2])
+    vs_human = convcompare.paired_vs_human(conv, resamples=1000, seed=0, min_n=jf.DEFAULTS[2], correction="bh")
+    assert vs_human["p"].is_not_null().any()
     _fresh_process(monkeypatch)
     folder = keep_frames(d)
     assert folder is not None and (folder / "detectability.arrow").exists() and (folder / "next_speaker.arrow").exists()
@@ -434,6 +439,8 @@ def test_the_classifier_test_and_next_speaker_tables_of_the_default_settings_are
         run = open_run_dir(d)
         kept = det.detectability(run)
         assert kept.equals(fresh) and tt.turn_taking_tables(run, None).next_speaker.equals(forced)
+        free = jf.judge_free(run)
+        assert free.tables["means"].equals(means) and free.tables["vs_human"].equals(vs_human)
     assert _read(seen, d) == ["manifest.json"] and made == []  # read from the kept folder, nothing computed
     det.detectability(run, resamples=50)  # other settings: computed
     assert made == ["detectability"]

@@ -288,3 +288,23 @@ def test_a_ratio_whose_human_mean_can_be_zero_has_no_interval():
     assert r["ratio"][0] == pytest.approx(12.0)
     assert r["ratio_notes"][0].startswith("human mean 0 in ") and "of 500 resamples" in r["ratio_notes"][0]
     assert r["ratio_notes"][1] is None and r["ratio_lo"][1] < r["ratio"][1] < r["ratio_hi"][1]
+
+
+def test_count_matrix_orders_instances_as_the_pivot_does_with_non_ascii_ids_and_shuffled_rows():
+    """``count_matrix``'s fast path (numpy's order of the instance ids) gives the matrix the pivot
+    path gives: the same instances in the same order (code points, as polars orders UTF-8 bytes)."""
+    import numpy as np
+    import polars as pl
+
+    from cocoeval.analysis.stats import count_matrix
+
+    rng = np.random.default_rng(3)
+    ids = ["b-2", "a-10", "a-9", "ä-1", "Z-1", "é", "日本", "a-1"]
+    behaviours = ["x", "y", "z"]
+    rows = [(i, b, int(rng.integers(0, 5))) for i in ids for b in behaviours]
+    df = pl.DataFrame(rows, schema={"instance_id": pl.Utf8, "behaviour": pl.Utf8, "count": pl.Int64}, orient="row")
+    df = df.sample(fraction=1.0, shuffle=True, seed=1)
+    got_ids, got = count_matrix(df, behaviours)
+    wide = df.pivot(on="behaviour", index="instance_id", values="count").sort("instance_id")
+    assert got_ids == wide["instance_id"].to_list()
+    assert np.array_equal(got, wide.select(behaviours).to_numpy().astype(float))
