@@ -38,12 +38,11 @@ from cocoeval.core.files import portable_path, portable_record
 from cocoeval.core.jsonio import script_json, write_atomic
 from cocoeval.core.schema import unknown_speaker_turns
 from cocoeval.core.targets import REFERENCE
-from cocoeval.core.text import md_escape
 
 from . import headline as hl
 from .coverage import TITLE as COVERAGE_TITLE
 from .frames import HUMAN, Frames
-from .report_doc import ReportDoc, intro_lines, section_lines
+from .report_doc import ReportDoc, intro_lines, section_lines, title_line
 from .store import RunLike
 from .verdicts import verdicts
 
@@ -51,7 +50,6 @@ __all__ = [
     "BLOCK_TYPE",
     "NOT_SIMULATED",
     "continuation_note",
-    "from_report",
     "headline_html",
     "judgment_note",
     "not_simulated_line",
@@ -229,7 +227,7 @@ def _inline(text: str) -> str:
 
 def markdown_html(lines: Iterable[str]) -> str:
     """A small Markdown subset (headings, lists, tables, paragraphs) of the report's own text (a
-    section's lines as ``report_doc`` renders them, ``compare.md``); every character of the text is
+    section's lines and the opening lines as ``report_doc`` renders them); every character of the text is
     escaped first."""
     out: list[str] = []
     table: list[list[str]] = []
@@ -352,72 +350,28 @@ def render_html(
     tables: dict[str, tuple[pl.DataFrame, str]],
     *,
     judge: str | None,
+    provenance: dict[str, Any] | None = None,
 ) -> Path:
-    """``index.html`` beside what ``report.write_report`` wrote, laid out from the report's document
-    ``doc`` as ``index.md`` is (``report_doc.render_markdown``): the notices first, then the
-    headline (``headline_html``), then each section with its text (the same lines as index.md's,
-    their Markdown converted) and the figures and tables it lists; the paper-coverage section
-    collapsed. ``figures`` and ``tables``: the data the page embeds, by name."""
+    """``index.html`` beside what ``report.write_report`` (or ``runcompare_report``) wrote, laid out
+    from the document ``doc`` as ``index.md`` is (``report_doc.render_markdown``): the notices
+    first, then the headline (``headline_html``; none for a comparison), then each section with its
+    text (the same lines as index.md's, their Markdown converted) and the figures and tables it
+    lists; the paper-coverage section collapsed. ``figures`` and ``tables``: the data the page
+    embeds, by name. ``provenance``: shown instead of the run's manifest (a comparison shows
+    several runs through one merged viewer run)."""
     return write_html(
         run,
         f,
         out_dir,
-        title=f"Report for {md_escape(doc.title)}",  # as index.md's first line says it
+        title=title_line(doc),  # as index.md's first line says it
         figures=figures,
         tables=tables,
         sections=[(s.title, markdown_html(section_lines(s)), [x.name for x in s.listed]) for s in doc.sections],
         intro=intro_lines(doc),
         judge=judge,
         pipeline_check=doc.pipeline_check,
-        headline=doc.headline,
-    )
-
-
-_LISTED = re.compile(r"^- \*\*([^*]+)\*\*: ")
-
-
-def from_report(
-    run: RunLike,
-    f: Frames,
-    out_dir: str | Path,
-    index: Sequence[str],
-    figures: dict[str, tuple[list[Path], str]],
-    tables: dict[str, tuple[pl.DataFrame, str]],
-    *,
-    judge: str | None,
-    provenance: dict[str, Any] | None = None,
-    pipeline_check: bool | None = None,
-) -> Path:
-    """``index.html`` of ``cocoeval compare`` (``runcompare_report``), laid out as the lines of its
-    ``compare.md`` (``index``): the opening notes first, then each ``## `` section with its text and
-    the figures and tables it lists. ``provenance`` and ``pipeline_check``: instead of the run's own
-    (the comparison shows several runs through one merged viewer run). A run's report is laid out
-    from its document instead (``render_html``)."""
-    lines = "\n".join(index).split("\n")
-    title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("# ") else "Report"
-    chunks: list[tuple[str, list[str]]] = [("", [])]
-    for line in lines[1:]:
-        if line.startswith("## "):
-            chunks.append((line[3:].strip(), []))
-        else:
-            chunks[-1][1].append(line)
-    sections = []
-    for head, body in chunks[1:]:
-        names = [m.group(1) for x in body if (m := _LISTED.match(x))]
-        text = [x for x in body if not _LISTED.match(x) and x.strip() not in ("Figures:", "Tables:")]
-        sections.append((head, markdown_html(text), names))
-    return write_html(
-        run,
-        f,
-        out_dir,
-        title=title,
-        figures=figures,
-        tables=tables,
-        sections=sections,
-        intro=chunks[0][1],
-        judge=judge,
-        pipeline_check=run.manifest.pipeline_check if pipeline_check is None else pipeline_check,
         provenance=provenance,
+        headline=doc.headline,
     )
 
 

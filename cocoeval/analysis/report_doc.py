@@ -4,7 +4,9 @@ text); ``render_markdown`` writes it as ``index.md`` and ``html_report.render_ht
 ``index.html`` from the same document (its notices, headline, sections and listings). Every
 sentence of the report's own (the settings, the sections' introductions, the listings, the
 stale-judge lines) is rendered here from the document's fields, once for both pages: the HTML page
-renders the same lines (``section_lines``, ``intro_lines``) and converts their inline Markdown."""
+renders the same lines (``section_lines``, ``intro_lines``) and converts their inline Markdown.
+``cocoeval compare`` (``runcompare_report``) writes its ``compare.md`` and ``index.html`` from such
+a document too (``compared``: no headline, its sections given as ``Text``)."""
 
 from __future__ import annotations
 
@@ -39,6 +41,7 @@ __all__ = [
     "listing_lines",
     "render_markdown",
     "section_lines",
+    "title_line",
 ]
 
 SETTINGS = "Settings and sources"
@@ -197,17 +200,26 @@ class ReportDoc:
     """The report of a run, as ``index.md`` and ``index.html`` both show it."""
 
     title: str
-    """The run's name (the folder's)."""
+    """The run's name (the folder's); a comparison's: the labels of the runs compared, comma-separated."""
     notices: tuple[str, ...]
     """What the run's files say is wrong with them (``integrity_warnings``), first in the report."""
     pipeline_check: bool
     """Whether the run is a pipeline check: a paragraph says its judge-based outputs are not findings."""
-    headline: Headline
-    """The first screen (``headline.Headline``)."""
+    headline: Headline | None
+    """The first screen (``headline.Headline``); None: none (a comparison: its first section is the answer)."""
     with_html: bool
     """Whether ``index.html`` is written beside: the headline's pointer to the conversation viewer
     links into it, else names the command that writes it."""
     sections: tuple[Section, ...]
+    compared: bool = False
+    """Whether the document is ``cocoeval compare``'s (beyond the paper): its title names the runs
+    compared, a line says the comparison is beyond the paper, and its pipeline-check paragraph
+    speaks of a run compared."""
+
+
+def title_line(doc: ReportDoc) -> str:
+    """The document's title, as the first line of index.md and the HTML page's heading show it."""
+    return f"Comparing runs: {md_escape(doc.title)}" if doc.compared else f"Report for {md_escape(doc.title)}"
 
 
 def setup_source_lines(sources: tuple[SetupSource, ...]) -> list[str]:
@@ -251,12 +263,14 @@ def _made_by(s: SetupSource) -> str:
 
 
 def intro_lines(doc: ReportDoc) -> list[str]:
-    """The lines above the headline: the run directory's warnings, the pipeline-check paragraph."""
+    """The lines above the headline: a comparison's beyond-the-paper line, the run directory's
+    warnings, the pipeline-check paragraph."""
     from cocoeval.run.rundir import PIPELINE_LABEL
 
     from .charts import PIPELINE_CHECK
+    from .runcompare_prose import BEYOND
 
-    lines = []
+    lines = [f"_{BEYOND}_\n"] if doc.compared else []
     if doc.notices:
         lines += [
             "**Warnings about this run directory** (what it holds that its instances or manifest do not "
@@ -264,7 +278,13 @@ def intro_lines(doc: ReportDoc) -> list[str]:
             *(f"- {md_escape(w)}" for w in doc.notices),
             "",
         ]
-    if doc.pipeline_check:
+    if doc.pipeline_check and doc.compared:
+        lines.append(
+            f"**{PIPELINE_CHECK[0].upper()}{PIPELINE_CHECK[1:]}.** A run compared is labelled "
+            f"`label: {PIPELINE_LABEL}`: its judge is a tiny model, so the differences show that every path runs; "
+            "they are not findings.\n"
+        )
+    elif doc.pipeline_check:
         lines.append(
             f"**{PIPELINE_CHECK[0].upper()}{PIPELINE_CHECK[1:]}.** This run is labelled "
             f"`label: {PIPELINE_LABEL}`: its judges are a tiny model, so the judge-based figures and tables "
@@ -349,9 +369,11 @@ def listing_lines(listed: tuple[Listed, ...]) -> list[str]:
 
 
 def render_markdown(doc: ReportDoc) -> str:
-    """``index.md``: the title, the notices, the headline, then each section with its text and listing."""
-    lines = [f"# Report for {md_escape(doc.title)}\n", *intro_lines(doc)]
-    lines += headline_markdown(doc.headline, VIEWER_HTML if doc.with_html else VIEWER_MD)  # the answer first
+    """``index.md`` (a comparison's ``compare.md``): the title, the notices, the headline, then each
+    section with its text and listing."""
+    lines = [f"# {title_line(doc)}\n", *intro_lines(doc)]
+    if doc.headline is not None:  # the answer first
+        lines += headline_markdown(doc.headline, VIEWER_HTML if doc.with_html else VIEWER_MD)
     for s in doc.sections:
         lines += [f"## {s.title}\n", *section_lines(s), *listing_lines(s.listed)]
     return "\n".join(lines) + "\n"

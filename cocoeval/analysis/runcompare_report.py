@@ -2,7 +2,8 @@
 ``compare.md`` leading with the answer (which differences hold; its words in ``runcompare_view``),
 the tables as CSV and Markdown, the setup × setup figure, and the self-contained ``index.html``
 (``html_report``: offline Vega bundle, no network) with the conversation viewer of the shared
-instances, each run's setups side by side."""
+instances, each run's setups side by side. Both pages are rendered from one typed document
+(``report_doc.ReportDoc``, ``compared``) as a run's report is."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ import polars as pl
 from cocoeval.core.files import portable_path
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.targets import REFERENCE
-from cocoeval.core.text import md_escape
 
 from . import charts
 from .frames import FRAME_SCHEMAS, Frames, run_frames
+from .report_doc import Listed, ReportDoc, Section, Text, render_markdown
 from .runcompare import KIND, RunComparisonAnswer
-from .runcompare_view import BEYOND, FIGURE, answer_lines, comparison_chart, comparison_tables, what_lines
+from .runcompare_view import FIGURE, answer_lines, comparison_chart, comparison_tables, what_lines
 
 if TYPE_CHECKING:
     from .store import RunLike
@@ -131,54 +132,43 @@ def write_comparison(
     for name, (df, what) in tables.items():
         df.write_csv(out / f"{name}.csv")
         write_atomic(out / f"{name}.md", f"# {what}{mark}\n\n" + markdown_table(df))
-    title = "Comparing runs: " + ", ".join(r.label for r in ans.runs)
-    index = [f"# {md_escape(title)}\n", f"_{BEYOND}_\n"]
-    if ans.pipeline_check:
-        index.append(
-            f"**{charts.PIPELINE_CHECK[0].upper()}{charts.PIPELINE_CHECK[1:]}.** A run compared is labelled "
-            "`label: pipeline-check`: its judge is a tiny model, so the differences show that every path runs; "
-            "they are not findings.\n"
-        )
     figures: dict[str, tuple[list[Path], str]] = {}
     if ans.comparison.rows:  # the setup × setup view (paired.compare_setups' chart)
-        what = f"{FIGURE}{mark}"
-        chart = comparison_chart(ans)
-        figures["paired"] = (charts.save(chart, out / "paired"), what)
-    index += ["## Which differences hold\n", *answer_lines(ans)]
-    if figures:
-        index += [
-            "Figures:\n",
-            *(
-                f"- **{k}**: {w} — [{ps[0].name}]({ps[0].name}), [{ps[1].name}]({ps[1].name})"
-                for k, (ps, w) in figures.items()
+        figures["paired"] = (charts.save(comparison_chart(ans), out / "paired"), f"{FIGURE}{mark}")
+    captions = {k: (df, f"{w}{mark}") for k, (df, w) in tables.items()}
+    doc = ReportDoc(
+        title=", ".join(r.label for r in ans.runs),
+        notices=(),
+        pipeline_check=ans.pipeline_check,
+        headline=None,  # the answer is the first section
+        with_html=html,
+        sections=(
+            Section(
+                Text("Which differences hold", tuple(answer_lines(ans))),
+                tuple(Listed(k, "figure", w, (ps[0].name, ps[1].name)) for k, (ps, w) in figures.items()),
             ),
-            "",
-        ]
-    index += ["## What was compared\n", *what_lines(ans), ""]
-    index += [
-        "## Tables\n",
-        "Tables:\n",
-        *(
-            f"- **{k}**: {w}{mark} — [{k}.csv]({k}.csv), [{k}.md]({k}.md) ({df.height} rows)"
-            for k, (df, w) in tables.items()
+            Section(Text("What was compared", (*what_lines(ans), ""))),
+            Section(
+                Text("Tables", ()),
+                tuple(Listed(k, "table", w, (f"{k}.csv", f"{k}.md"), df.height) for k, (df, w) in captions.items()),
+            ),
         ),
-        "",
-    ]
+        compared=True,
+    )
     md = out / "compare.md"
-    write_atomic(md, "\n".join(index) + "\n")
+    write_atomic(md, render_markdown(doc))
     page = None
     if html:
         run, frames = viewer_parts(ans, runs)
-        page = html_report.from_report(
+        page = html_report.render_html(
             run,
             frames,
             out,
-            index,
+            doc,
             figures,
-            {k: (df, f"{w}{mark}") for k, (df, w) in tables.items()},
+            captions,
             judge=ans.judge.judge,
             provenance={"compared runs": [_provenance(r) for r in runs], "labels": [r.label for r in ans.runs]},
-            pipeline_check=ans.pipeline_check,
         )
     return CompareReport(
         out=str(out), markdown=str(md), tables=tuple(tables), html=str(page) if page else None, figures=tuple(figures)

@@ -97,3 +97,30 @@ def test_a_section_added_to_the_report_document_appears_in_both_index_md_and_ind
     intro = re.search(r'<section id="cc-intro">(.*?)</section>', page.read_text(encoding="utf-8"), flags=re.S)
     assert intro and "<li>a stray file</li>" in intro.group(1) and "- a stray file" in md
     assert html.escape("Report for r") in page.read_text(encoding="utf-8") and md.startswith("# Report for r\n")
+
+
+def test_a_comparison_document_has_no_headline_and_every_line_of_its_sections_on_both_pages(tmp_path):
+    run = make_run(3)
+    f = run_frames(run)
+    doc = ReportDoc(
+        title="v1, v2",
+        notices=(),
+        pipeline_check=True,
+        headline=None,
+        with_html=True,
+        sections=(Section(Text("What was compared", ("- **Shared instances**: 3 of them.", "- **Judge**: `j`.", ""))),),
+        compared=True,
+    )
+    md = render_markdown(doc)
+    assert md.startswith("# Comparing runs: v1, v2\n\n_Beyond the paper: ")
+    assert "A run compared is labelled `label: pipeline-check`" in md and "At a glance" not in md
+    assert md.endswith("## What was compared\n\n- **Shared instances**: 3 of them.\n- **Judge**: `j`.\n\n")
+
+    page = html_report.render_html(run, f, tmp_path, doc, {}, {}, judge="J", provenance={"compared runs": []})
+    text = page.read_text(encoding="utf-8")
+    sections, texts = _page_parts(text)
+    # a list item that opens with a bolded name is the section's text, not something it lists
+    assert sections == [{"title": "What was compared", "names": [], "collapsed": False}]
+    assert texts == ["<ul><li><b>Shared instances</b>: 3 of them.</li><li><b>Judge</b>: <code>j</code>.</li></ul>"]
+    assert 'id="cc-headline"' not in text and html.escape("Comparing runs: v1, v2") in text
+    assert '"provenance":{"compared runs":[]}' in text  # instead of the merged viewer run's manifest

@@ -174,6 +174,12 @@ def test_two_runs_are_compared_on_their_shared_instances_and_the_report_names_th
     page = (world / "ab" / "index.html").read_text()
     assert "Which differences hold" in page and "http://" not in page.split("<script>")[0]
     assert "b/sim" in page and "a/other" in page  # the viewer's columns: each run's setups
+    # both pages from one document: every line of compare.md's sections is on the page, and the
+    # sections list only the figures and tables
+    assert "<b>Shared instances</b>: " in page and "<b>Judge</b>: <code>j</code>" in page
+    data = json.loads(page.split('id="cc-data">', 1)[1].split("</script>", 1)[0])
+    assert [s["title"] for s in data["sections"]] == ["Which differences hold", "What was compared", "Tables"]
+    assert [n for s in data["sections"] for n in s["names"]] == ["paired", *(t["name"] for t in data["tables"])]
 
 
 def test_the_commands_numbers_are_compare_setups_on_the_two_runs_frames_put_together(world):
