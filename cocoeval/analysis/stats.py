@@ -14,6 +14,7 @@ the human annotators and of each judge against them, one-sided bootstrap, uncorr
 from __future__ import annotations
 
 import warnings
+import weakref
 from typing import Any, TypedDict
 
 import numpy as np
@@ -197,19 +198,42 @@ def figure3_means(
     names = setups or sorted(set(c["target"].unique().to_list()) - {REFERENCE})
     with_ref = set(c.filter(pl.col("target") == REFERENCE)["instance_id"].to_list())
     parts = []
-    for s in names:  # the instances where both the setup's and the reference's judgments are valid
-        ids = pl.Series(sorted(set(c.filter(pl.col("target") == s)["instance_id"].to_list()) & with_ref), dtype=pl.Utf8)
-        sub = c.filter(pl.col("instance_id").is_in(ids.implode()) & pl.col("target").is_in([s, REFERENCE]))
-        m = mean_occurrences(Frames(**{**f.__dict__, "counts": sub}), resamples=resamples, seed=seed, min_n=min_n)
-        if m.is_empty():
-            continue
-        parts.append(
-            m.with_columns(
-                panel=pl.lit(s),
-                series=pl.when(pl.col("target") == REFERENCE).then(pl.lit(HUMAN)).otherwise(pl.lit("simulated")),
-            )
-        )
+    for s in names:
+        key = (id(f.counts), f.taxonomy.hash, judge, s, resamples, seed, min_n)
+        if key not in _PANELS:  # a report asks for the same panels three times (Figure 3, RQ5, the paper's tables)
+            if not any(k[0] == id(f.counts) for k in _PANELS):
+                weakref.finalize(f.counts, _forget_panels, id(f.counts))
+            _PANELS[key] = _panel(f, c, with_ref, s, resamples, seed, min_n)
+        panel = _PANELS[key]
+        if panel is not None:
+            parts.append(panel)
     return pl.concat(parts) if parts else pl.DataFrame()
+
+
+_PANELS: dict[tuple[Any, ...], pl.DataFrame | None] = {}
+"""Figure 3's panels made in this process, by (id of the counts frame, taxonomy, judge, setup,
+settings): dropped with their counts frame (``_forget_panels``)."""
+
+
+def _forget_panels(counts_id: int) -> None:
+    for k in [k for k in _PANELS if k[0] == counts_id]:
+        del _PANELS[k]
+
+
+def _panel(
+    f: Frames, c: pl.DataFrame, with_ref: set[str], s: str, resamples: int, seed: int, min_n: int
+) -> pl.DataFrame | None:
+    """Setup ``s``'s panel of Figure 3 (None: nothing to show), on the instances where both the
+    setup's and the reference's judgments are valid."""
+    ids = pl.Series(sorted(set(c.filter(pl.col("target") == s)["instance_id"].to_list()) & with_ref), dtype=pl.Utf8)
+    sub = c.filter(pl.col("instance_id").is_in(ids.implode()) & pl.col("target").is_in([s, REFERENCE]))
+    m = mean_occurrences(Frames(**{**f.__dict__, "counts": sub}), resamples=resamples, seed=seed, min_n=min_n)
+    if m.is_empty():
+        return None
+    return m.with_columns(
+        panel=pl.lit(s),
+        series=pl.when(pl.col("target") == REFERENCE).then(pl.lit(HUMAN)).otherwise(pl.lit("simulated")),
+    )
 
 
 def likert_means(

@@ -245,6 +245,8 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
     ]
     f = run_frames(run)
     m = figure3_means(f, "J", resamples=100)
+    assert figure3_means(f, "J", resamples=100).equals(m)  # the panels made once per frames, the same again
+    assert figure3_means(f, "J", resamples=100, setups=["sim3"]).equals(m.filter(pl.col("panel") == "sim3"))
     ref3 = m.filter(
         (pl.col("panel") == "sim3") & (pl.col("series") == "human reference") & (pl.col("behaviour") == "repetition")
     ).row(0, named=True)
