@@ -8,12 +8,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import altair as alt
 import polars as pl
 
 from .frames import Frames
 
 if TYPE_CHECKING:
+    import altair as alt
+
     from cocoeval.run.recorded import RecordedSetup
 
     from .store import RunLike

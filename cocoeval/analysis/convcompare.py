@@ -18,8 +18,9 @@ import polars as pl
 from cocoeval.core.targets import REFERENCE
 
 from . import agreement, inference, stats
-from .convstats import HISTORY, STATISTICS, TURN_TAKING
+from .convstats import HISTORY, STATISTICS, TURN_TAKING, conversation_frame
 from .frames import Frames
+from .store import RunLike, derived_frame
 
 HIGHER, LOWER = "higher than humans", "lower than humans"
 VERDICT_WORDS = {inference.OVER: HIGHER, inference.UNDER: LOWER, inference.NO_DIFF: inference.NO_DIFF}
@@ -70,6 +71,29 @@ SANITY_PAIRS: list[tuple[str, str, int]] = [
     ("under_answering", "answered_share", -1),  # questions left unanswered <-> fewer answered questions
 ]
 """(behaviour, the closest judge-free statistic, the expected sign of their correlation)."""
+
+
+DEFAULTS = (1000, 0, inference.MIN_N, "bh")
+"""The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n,
+correction): the judge-free means and paired tests of these are kept with the run's frames
+(``default_means``, ``default_vs_human``)."""
+
+
+@derived_frame("judge_free_means", MEANS_SCHEMA)
+def default_means(run: RunLike) -> pl.DataFrame:
+    """``means`` of the run's judge-free statistics (``convstats.conversation_frame``) with the
+    default settings (``DEFAULTS``): made when the run's frames are kept (the last step of
+    ``cocoeval run``)."""
+    resamples, seed, min_n, _ = DEFAULTS
+    return means(conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n)
+
+
+@derived_frame("judge_free_vs_human", PAIRED_SCHEMA)
+def default_vs_human(run: RunLike) -> pl.DataFrame:
+    """``paired_vs_human`` of the run's judge-free statistics with the default settings
+    (``DEFAULTS``): made when the run's frames are kept (the last step of ``cocoeval run``)."""
+    resamples, seed, min_n, correction = DEFAULTS
+    return paired_vs_human(conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n, correction=correction)
 
 
 def _stat_names(conv: pl.DataFrame, statistics: list[str] | None) -> list[str]:

@@ -29,7 +29,6 @@ from .judge_free_prose import (
     render_measured_on,
 )
 from .rq_prose import Estimate, Intervals
-from .store import derived_frame
 
 if TYPE_CHECKING:
     from cocoeval.run import Manifest
@@ -109,30 +108,6 @@ def _vs_human(paired: pl.DataFrame) -> tuple[SetupVsHumanStatistics, ...]:
     return tuple(out)
 
 
-DEFAULTS = (1000, 0, inference.MIN_N, "bh")
-"""The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n,
-correction): the tables of these are kept with the run's frames (``default_means``,
-``default_vs_human``)."""
-
-
-@derived_frame("judge_free_means", convcompare.MEANS_SCHEMA)
-def default_means(run: RunLike) -> pl.DataFrame:
-    """``convcompare.means`` of the run's judge-free statistics with the default settings
-    (``DEFAULTS``): made when the run's frames are kept (the last step of ``cocoeval run``)."""
-    resamples, seed, min_n, _ = DEFAULTS
-    return convcompare.means(conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n)
-
-
-@derived_frame("judge_free_vs_human", convcompare.PAIRED_SCHEMA)
-def default_vs_human(run: RunLike) -> pl.DataFrame:
-    """``convcompare.paired_vs_human`` of the run's judge-free statistics with the default settings
-    (``DEFAULTS``): made when the run's frames are kept (the last step of ``cocoeval run``)."""
-    resamples, seed, min_n, correction = DEFAULTS
-    return convcompare.paired_vs_human(
-        conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n, correction=correction
-    )
-
-
 def judge_free(
     run: RunLike,
     f: Frames | None = None,
@@ -161,8 +136,8 @@ def _judge_free(a: Answer, run: RunLike, f: Frames | None, iv: Intervals, correc
     if conv.is_empty():
         return JudgeFreeComparison(on, iv, correction, empty=True)
     kw: dict[str, Any] = {"resamples": iv.resamples, "seed": iv.seed, "min_n": iv.min_n}
-    if (iv.resamples, iv.seed, iv.min_n, correction) == DEFAULTS:
-        m, paired = default_means(run), default_vs_human(run)
+    if (iv.resamples, iv.seed, iv.min_n, correction) == convcompare.DEFAULTS:
+        m, paired = convcompare.default_means(run), convcompare.default_vs_human(run)
     else:
         m, paired = convcompare.means(conv, **kw), convcompare.paired_vs_human(conv, **kw, correction=correction)
     a.tables.update(per_conversation=conv, means=m, vs_human=paired)

@@ -102,7 +102,7 @@ BUILTIN_FRAMES = (
     "cocoeval.analysis.convstats",
     "cocoeval.analysis.documents",
     "cocoeval.analysis.detectability",
-    "cocoeval.analysis.judge_free",
+    "cocoeval.analysis.convcompare",
     "cocoeval.analysis.turntaking",
 )
 """The modules whose import registers the built-in kept frames and facts, imported by name before
@@ -170,6 +170,8 @@ class RunStore:
         store = cls.open(path)
         make_room_for(d)
         folder = kept_folder(store, taxonomy)
+        if folder is not None and not folder.is_dir() and not _writable(folder.parent):
+            folder = None  # nothing can be kept: nothing is made ahead of its use
         if folder is not None and not folder.is_dir():
             store.run()  # read it all now: a bad file is an error here
             for module in BUILTIN_FRAMES:  # what is kept never depends on what the caller imported
@@ -183,9 +185,10 @@ class RunStore:
                         raise
                     log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
             _keep(folder, made, {name: fact(store) for name, fact in FACTS.items()})
-            again = cls.open(path)  # the records go: what follows needs the frames, rarely a text
-            if folder.is_dir() and kept_folder(again, taxonomy) == folder:  # (unless a file changed meanwhile)
-                store = again
+            if folder.is_dir():  # the records go: what follows needs the frames, rarely a text
+                again = cls.open(path)
+                if kept_folder(again, taxonomy) == folder:  # (unless a file changed meanwhile)
+                    store = again
         elif folder is None:
             store.run()
         hold(d, sig, store, folder if folder is not None and folder.is_dir() else None, taxonomy.hash)
@@ -489,7 +492,8 @@ def derived_frame(
 ) -> Callable[[Callable[[RunLike], pl.DataFrame]], Callable[[RunLike], pl.DataFrame]]:
     """Register a frame derived from the run alone: ``make(run)`` (a pure function of the run's
     records, columns ``schema``) is kept with the run's frames when they are (``DERIVED``), so a
-    later process needs no record for it. The decorated name becomes the frame of a run: the kept
+    later process needs no record for it. The key of what is kept covers cocoeval's code, not a
+    frame registered from elsewhere: after changing such a function, delete the run's ``cache/``. The decorated name becomes the frame of a run: the kept
     one for the run ``RunStore.open_kept`` holds, else made; once per run in a process
     (``per_run``)."""
 
@@ -578,6 +582,15 @@ def hold(d: Path, sig: tuple[tuple[str, int, int], ...], run: RunStore, folder: 
     _CACHE[("open", str(d))] = (sig, run)
     if folder is not None:
         _CACHE[("kept", str(d))] = (sig, (folder, taxonomy))
+
+
+def _writable(cache: Path) -> bool:
+    """Whether what is kept can be written in the run's ``cache`` folder (made if missing)."""
+    try:
+        cache.mkdir(exist_ok=True)
+    except OSError:
+        return False
+    return os.access(cache, os.W_OK | os.X_OK)
 
 
 def kept_folder(run: RunLike, taxonomy: Taxonomy) -> Path | None:

@@ -271,11 +271,11 @@ def small_sample_interval(
     √(C/(C − 1))·t_{C−1}/z: a resample's spread is the sample's with ddof 0, and Student's t for
     C conversations), then kept within [``low``, ``high``]. The plain percentile interval of 12
     conversations covers 0.90–0.92 of the time (``benchmarks/turn_taking.py``)."""
-    from .leaderboard import recentred_interval
+    from .paired import recentred  # (what leaderboard.recentred_interval computes, without importing the charts)
 
     if clusters < 2:
         return point, point
-    lo, hi = recentred_interval(point, boot, clusters)
+    lo, hi = (float(v) for v in recentred(point, boot, clusters))
     return max(low, lo), min(high, hi)
 
 

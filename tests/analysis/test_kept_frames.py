@@ -426,8 +426,8 @@ def test_the_judge_free_tables_of_the_default_settings_are_kept_and_equal_a_fres
     assert fresh["auc"].is_not_null().any()  # a test with an AUC, not only notes
     forced = tt._next_speaker(eager, resamples=1000, seed=0, min_n=tt.DEFAULTS[2])
     conv = convstats.conversation_frame(eager)
-    means = convcompare.means(conv, resamples=1000, seed=0, min_n=jf.DEFAULTS[2])
-    vs_human = convcompare.paired_vs_human(conv, resamples=1000, seed=0, min_n=jf.DEFAULTS[2], correction="bh")
+    means = convcompare.means(conv, resamples=1000, seed=0, min_n=convcompare.DEFAULTS[2])
+    vs_human = convcompare.paired_vs_human(conv, resamples=1000, seed=0, min_n=convcompare.DEFAULTS[2], correction="bh")
     assert vs_human["p"].is_not_null().any()
     _fresh_process(monkeypatch)
     folder = keep_frames(d)
@@ -444,3 +444,21 @@ def test_the_judge_free_tables_of_the_default_settings_are_kept_and_equal_a_fres
     assert _read(seen, d) == ["manifest.json"] and made == []  # read from the kept folder, nothing computed
     det.detectability(run, resamples=50)  # other settings: computed
     assert made == ["detectability"]
+
+
+def test_keeping_a_runs_frames_imports_neither_the_charts_nor_scikit_learn(tmp_path):
+    """``cocoeval run``'s last step (``frames.keep_frames``) computes the judge-free tables of the
+    default settings, but imports no charting library (Altair) and no scikit-learn: a fresh process."""
+    import subprocess
+    import sys
+
+    from .test_report_same import paper_scale
+
+    d = tmp_path / "run"
+    paper_scale().write_paper_run(d, per_dataset=11, chats=3, turns_n=8)
+    code = (
+        "import sys; from cocoeval.analysis.frames import keep_frames; f = keep_frames(sys.argv[1]); "
+        "print((f / 'detectability.arrow').exists(), 'altair' in sys.modules, 'sklearn' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "False", "False"]

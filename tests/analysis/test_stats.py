@@ -234,7 +234,8 @@ def test_participants_against_scipy():
     assert row["n"] == 12
 
 
-def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
+def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances(monkeypatch):
+    from cocoeval.analysis import stats
     from cocoeval.analysis.stats import figure3_means
 
     run = make_run(6)
@@ -244,9 +245,16 @@ def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances():
         Continuation(instance_id=i.id, setup_id="sim3", turns=i.reference) for i in run.instances[:2]
     ]
     f = run_frames(run)
+    made = []
+    panel = stats._panel
+    monkeypatch.setattr(stats, "_panel", lambda *a: made.append(a[3:]) or panel(*a))
     m = figure3_means(f, "J", resamples=100)
-    assert figure3_means(f, "J", resamples=100).equals(m)  # the panels made once per frames, the same again
+    assert len(made) == 2  # sim and sim3
+    assert figure3_means(f, "J", resamples=100).equals(m) and len(made) == 2  # made once per frames: the same again
     assert figure3_means(f, "J", resamples=100, setups=["sim3"]).equals(m.filter(pl.col("panel") == "sim3"))
+    assert len(made) == 2
+    figure3_means(f, "J", resamples=101)  # other settings: made again
+    assert made[-2:] == [("sim", 101, 0, 10), ("sim3", 101, 0, 10)]
     ref3 = m.filter(
         (pl.col("panel") == "sim3") & (pl.col("series") == "human reference") & (pl.col("behaviour") == "repetition")
     ).row(0, named=True)
