@@ -23,6 +23,7 @@ from .coverage import paper_coverage
 from .frames import Frames, invalid_rates, open_run_dir, run_frames
 from .headline import Headline, headline
 from .judge_free import measured_on, pipeline_check
+from .leaderboard_prose import Leaderboard
 from .report_doc import (
     Board,
     Coverage,
@@ -184,7 +185,8 @@ def _headline(
     setups = list(dict.fromkeys([*run.manifest.setups, *sorted(set(f.continuations["setup"].to_list()))]))
     llm = judge_check.llm_judges(f)
     gate = judge_check.gate(f, judge, run, resamples, seed, min_n=min_n) if judge is not None and judge in llm else None
-    not_ranked = next((x for x in (board.text if board is not None else []) if x.startswith("**Not run**")), None)
+    result = board.result if board is not None else None
+    not_ranked = result.not_run.text() if isinstance(result, Leaderboard) and result.not_run is not None else None
     return headline(
         setups=setups,
         judges=llm,
