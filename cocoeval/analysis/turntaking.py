@@ -804,7 +804,8 @@ def run_length_chart(summary: pl.DataFrame) -> Any:
 
 DEFAULTS = (1000, 0, inference.MIN_N)
 """The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n):
-the next-speaker table of these is kept with the run's frames (``default_next_speaker``)."""
+the next-speaker and run-length tables of these are kept with the run's frames
+(``default_next_speaker``, ``default_run_lengths``)."""
 
 
 def _next_speaker(run: RunLike, *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
@@ -822,6 +823,14 @@ def default_next_speaker(run: RunLike) -> pl.DataFrame:
     report reads neither the instances nor the bootstraps for it."""
     resamples, seed, min_n = DEFAULTS
     return _next_speaker(run, resamples=resamples, seed=seed, min_n=min_n)
+
+
+@derived_frame("run_lengths", RUN_SUMMARY_SCHEMA)
+def default_run_lengths(run: RunLike) -> pl.DataFrame:
+    """``run_lengths`` of the run's targets with the default settings (``DEFAULTS``): made when the
+    run's frames are kept (the last step of ``cocoeval run``)."""
+    resamples, seed, min_n = DEFAULTS
+    return run_lengths(run_length_frame(run), resamples=resamples, seed=seed, min_n=min_n)
 
 
 @dataclass(frozen=True)
@@ -851,7 +860,7 @@ def turn_taking_tables(
     runs = run_length_frame(run)
     return TurnTakingTables(
         next_speaker=default_next_speaker(run) if (resamples, seed, min_n) == DEFAULTS else _next_speaker(run, **kw),
-        run_lengths=run_lengths(runs, **kw),
+        run_lengths=default_run_lengths(run) if (resamples, seed, min_n) == DEFAULTS else run_lengths(runs, **kw),
         run_lengths_per_speaker=run_lengths_per_speaker(runs),
         speaker_fidelity=speaker_fidelity(run, f, judges, **kw)
         if f is not None and judges

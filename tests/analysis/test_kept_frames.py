@@ -425,6 +425,7 @@ def test_the_judge_free_tables_of_the_default_settings_are_kept_and_equal_a_fres
     fresh = det._detectability(eager, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations)
     assert fresh["auc"].is_not_null().any()  # a test with an AUC, not only notes
     forced = tt._next_speaker(eager, resamples=1000, seed=0, min_n=tt.DEFAULTS[2])
+    runs = tt.run_lengths(tt.run_length_frame(eager), resamples=1000, seed=0, min_n=tt.DEFAULTS[2])
     conv = convstats.conversation_frame(eager)
     means = convcompare.means(conv, resamples=1000, seed=0, min_n=convcompare.DEFAULTS[2])
     vs_human = convcompare.paired_vs_human(conv, resamples=1000, seed=0, min_n=convcompare.DEFAULTS[2], correction="bh")
@@ -438,7 +439,8 @@ def test_the_judge_free_tables_of_the_default_settings_are_kept_and_equal_a_fres
     with recorded_reads() as seen:
         run = open_run_dir(d)
         kept = det.detectability(run)
-        assert kept.equals(fresh) and tt.turn_taking_tables(run, None).next_speaker.equals(forced)
+        tables = tt.turn_taking_tables(run, None)
+        assert kept.equals(fresh) and tables.next_speaker.equals(forced) and tables.run_lengths.equals(runs)
         free = jf.judge_free(run)
         assert free.tables["means"].equals(means) and free.tables["vs_human"].equals(vs_human)
     assert _read(seen, d) == ["manifest.json"] and made == []  # read from the kept folder, nothing computed
