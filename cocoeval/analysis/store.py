@@ -460,12 +460,15 @@ def register_frame(part: DerivedFrame) -> None:
     """Register ``part`` to be kept with the run's frames; a second frame of a taken name (by
     another function) is refused, so that no registration silently replaces another."""
     was = DERIVED.get(part.name)
-    if was is not None and _origin(was.make) != _origin(part.make):
-        raise ValueError(
-            f"a derived frame named {part.name!r} is registered already (by {_origin(was.make)}); "
-            f"give {_origin(part.make)} another name"
-        )
+    _refuse_taken(f"a derived frame named {part.name!r}", None if was is None else was.make, part.make)
     DERIVED[part.name] = part
+
+
+def _refuse_taken(what: str, was: Callable[..., Any] | None, now: Callable[..., Any]) -> None:
+    """Refuse ``what`` (a name in ``DERIVED`` or ``FACTS``) registered again by another function than
+    the one that took it (``was``): no registration silently replaces another."""
+    if was is not None and _origin(was) != _origin(now):
+        raise ValueError(f"{what} is registered already (by {_origin(was)}); give {_origin(now)} another name")
 
 
 def _origin(f: Callable[..., Any]) -> str:
@@ -478,9 +481,7 @@ def derived_facts(name: str) -> Callable[[Callable[[RunLike], Any]], Callable[[R
     the run's ``facts.json`` under ``name`` (``kept_facts`` reads it back)."""
 
     def register(make: Callable[[RunLike], Any]) -> Callable[[RunLike], Any]:
-        was = FACTS.get(name)
-        if was is not None and _origin(was) != _origin(make):
-            raise ValueError(f"facts named {name!r} are registered already (by {_origin(was)})")
+        _refuse_taken(f"a facts entry named {name!r}", FACTS.get(name), make)
         FACTS[name] = make
         return make
 
