@@ -188,7 +188,7 @@ def fresh_halves(h: np.ndarray, codes: np.ndarray) -> float:
     wb[0, c // 2 : 2 * (c // 2)] = 1
     qa, qb = paired.cluster_square(sums, sizes, wa), paired.cluster_square(sums, sizes, wb)
     ma, mb = (wa @ sums) / (wa @ sizes)[:, None], (wb @ sums) / (wb @ sizes)[:, None]
-    return float(leaderboard.distance_of(qa + qb - 2 * np.mean(ma * mb, axis=-1))[0])
+    return float(paired.distance_of(qa + qb - 2 * np.mean(ma * mb, axis=-1))[0])
 
 
 def floor_coverage(seeds: int, resamples: int) -> None:

@@ -24,7 +24,6 @@ from . import detectability as _detectability
 from . import judge_check as _judge_check
 from . import leaderboard as _leaderboard
 from . import paired as _paired
-from . import paper_stats as _paper_stats
 from .answer import Answer
 from .coverage import HOW
 from .judge_free import judge_free as judge_free_answer
@@ -675,12 +674,9 @@ def paired(run: RunLike, p: Params) -> Answer:
     """Every pair of setups compared on the instances both have, clustered by source conversation
     (``paired.answer``); Holm over the behaviours of a pair unless the notebook's
     ``paired_correction`` says bh."""
-    f = p.frames_of(run)
-    cond = _paper_stats.conditions(run)
-    return _paired.answer(
-        f,
-        _leaderboard.judges_of(f),
-        _leaderboard.setups_of(f, cond),
+    return _paired.run_answer(
+        run,
+        p.frames_of(run),
         resamples=p.resamples,
         seed=p.seed,
         min_n=p.min_n,

@@ -16,10 +16,11 @@ import numpy as np
 import polars as pl
 
 from cocoeval.core.targets import REFERENCE
+from cocoeval.core.taxonomy import Taxonomy
 
 from . import agreement, inference, stats
 from .convstats import HISTORY, STATISTICS, TURN_TAKING, conversation_frame
-from .frames import Frames
+from .frames import Frames, own_frames, run_frames
 from .store import RunLike, derived_frame
 
 HIGHER, LOWER = "higher than humans", "lower than humans"
@@ -73,27 +74,37 @@ SANITY_PAIRS: list[tuple[str, str, int]] = [
 """(behaviour, the closest judge-free statistic, the expected sign of their correlation)."""
 
 
-DEFAULTS = (1000, 0, inference.MIN_N, "bh")
-"""The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n,
-correction): the judge-free means and paired tests of these are kept with the run's frames
-(``default_means``, ``default_vs_human``)."""
-
-
 @derived_frame("judge_free_means", MEANS_SCHEMA)
-def default_means(run: RunLike) -> pl.DataFrame:
-    """``means`` of the run's judge-free statistics (``convstats.conversation_frame``) with the
-    default settings (``DEFAULTS``): made when the run's frames are kept (the last step of
-    ``cocoeval run``)."""
-    resamples, seed, min_n, _ = DEFAULTS
+def run_means(run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N) -> pl.DataFrame:
+    """``means`` of the run's judge-free statistics (``convstats.conversation_frame``); that of the
+    default settings kept with the run's frames (``store.derived_frame``)."""
     return means(conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n)
 
 
 @derived_frame("judge_free_vs_human", PAIRED_SCHEMA)
-def default_vs_human(run: RunLike) -> pl.DataFrame:
-    """``paired_vs_human`` of the run's judge-free statistics with the default settings
-    (``DEFAULTS``): made when the run's frames are kept (the last step of ``cocoeval run``)."""
-    resamples, seed, min_n, correction = DEFAULTS
+def run_vs_human(
+    run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N, correction: str = "bh"
+) -> pl.DataFrame:
+    """``paired_vs_human`` of the run's judge-free statistics; that of the default settings kept
+    with the run's frames."""
     return paired_vs_human(conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n, correction=correction)
+
+
+@derived_frame("judge_sanity", SANITY_SCHEMA, by_taxonomy=True)
+def run_judge_sanity(
+    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """``judge_sanity`` of the run's frames for ``taxonomy`` and its judge-free statistics; that of
+    the default settings kept with the run's frames."""
+    return judge_sanity(run_frames(run, taxonomy), conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n)
+
+
+def sanity_of(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
+    """``judge_sanity`` of ``f``: ``run_judge_sanity`` where ``f`` are the run's frames, else computed."""
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    if own_frames(run, f):
+        return run_judge_sanity(run, f.taxonomy, **kw)
+    return judge_sanity(f, conversation_frame(run), **kw)
 
 
 def _stat_names(conv: pl.DataFrame, statistics: list[str] | None) -> list[str]:

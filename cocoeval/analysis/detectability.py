@@ -512,6 +512,7 @@ def _row(target: str, comparison: str, d: Detection, **extra: Any) -> dict[str, 
     }
 
 
+@derived_frame("detectability", SCHEMA)
 def detectability(
     run: RunLike,
     *,
@@ -522,31 +523,11 @@ def detectability(
 ) -> pl.DataFrame:
     """One row per comparison (``SCHEMA``): the floor first, then every setup with continuations (the
     manifest's order, then any other): the classifier test of its ok continuations against the
-    human references of the same instances, and how many of its continuations were ok. Computed once
-    per run and settings in a process (``store.per_run``: the leaderboard and this analysis share it);
-    with the default settings (``DEFAULTS``), kept with the run's frames (``default_detectability``)."""
-    from .store import per_run
-
-    if (resamples, seed, min_n, permutations) == DEFAULTS:
-        return default_detectability(run)
-    return per_run(
-        run,
-        ("detectability", resamples, seed, min_n, permutations),
-        lambda: _detectability(run, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations),
-    )
-
-
-DEFAULTS = (1000, 0, inference.MIN_N, PERMUTATIONS)
-"""The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n,
-permutations): the table of these is kept with the run's frames."""
-
-
-@derived_frame("detectability", SCHEMA)
-def default_detectability(run: RunLike) -> pl.DataFrame:
-    """``detectability`` with the default settings (``DEFAULTS``), a pure function of the run's
-    texts: made when the run's frames are kept (the last step of ``cocoeval run``), so that the
-    first report after the run reads it instead of fitting some 4,000 classifiers again."""
-    resamples, seed, min_n, permutations = DEFAULTS
+    human references of the same instances, and how many of its continuations were ok. Once per
+    run and settings in a process (the leaderboard and this analysis share it); the table of the
+    default settings, a pure function of the run's texts, is kept with the run's frames
+    (``store.derived_frame``), so that the first report after the run reads it instead of fitting
+    some 4,000 classifiers again."""
     return _detectability(run, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations)
 
 

@@ -30,6 +30,7 @@ from .store import (
     derived_facts,
     held_folder,
     kept_frame,
+    memo_holds,
     per_run,
     register_frame,
 )
@@ -210,6 +211,13 @@ def run_frames(run: RunLike, taxonomy: Taxonomy | None = None) -> Frames:
     return per_run(run, ("frames", tax.hash), lambda: _kept_frames(run, tax))
 
 
+def own_frames(run: RunLike, f: Frames) -> bool:
+    """Whether ``f`` are the frames of ``run`` (what ``run_frames(run, f.taxonomy)`` gives now):
+    only then is a frame kept beside the run for that taxonomy (``derived_frame(by_taxonomy=True)``)
+    a frame of ``f``; frames made otherwise (filtered, built by hand) are computed from."""
+    return memo_holds(run, ("frames", f.taxonomy.hash), f)
+
+
 log = logging.getLogger(__name__)
 _FRAME_NAMES = [f.name for f in fields(Frames) if f.name != "taxonomy"]
 
@@ -231,7 +239,7 @@ def _frame_of(name: str) -> DerivedFrame:
         return cast(pl.DataFrame, getattr(run_frames(run, tax), name))
 
     make.__qualname__ = f"run_frames.{name}"
-    return DerivedFrame(name, FRAME_SCHEMAS[name], make, required=True)
+    return DerivedFrame(name, FRAME_SCHEMAS[name], make, required=True, by_taxonomy=True)
 
 
 for _name in _FRAME_NAMES:
@@ -384,6 +392,24 @@ def _run_frames(run: RunLike, tax: Taxonomy) -> Frames:
             )
         },
     )
+
+
+def judges_of(f: Frames) -> list[str]:
+    """The LLM judges with fine-grained judgments in the run or expected by its params."""
+    fg = pl.col("kind") == "fine_grained"
+    names = (
+        f.counts.filter(~pl.col("human"))["judge"].to_list()
+        + f.judgments.filter(~pl.col("human") & fg & (pl.col("status") != "stale"))["judge"].to_list()
+        + f.expected.filter((pl.col("stage") == "judge") & fg)["judge"].to_list()
+    )
+    return sorted({x for x in names if x is not None})
+
+
+def setups_of(f: Frames, cond: pl.DataFrame | None) -> list[str]:
+    """Every setup: the manifest's, then any other with continuations or judgments."""
+    named = cond["setup"].to_list() if cond is not None else []
+    seen = set(f.continuations["setup"].to_list()) | set(f.judgments["target"].to_list()) - {REFERENCE}
+    return [*named, *sorted(seen - set(named))]
 
 
 def _nothing_judged(j: Judgment, inst: Instance) -> bool:

@@ -136,10 +136,7 @@ def _judge_free(a: Answer, run: RunLike, f: Frames | None, iv: Intervals, correc
     if conv.is_empty():
         return JudgeFreeComparison(on, iv, correction, empty=True)
     kw: dict[str, Any] = {"resamples": iv.resamples, "seed": iv.seed, "min_n": iv.min_n}
-    if (iv.resamples, iv.seed, iv.min_n, correction) == convcompare.DEFAULTS:
-        m, paired = convcompare.default_means(run), convcompare.default_vs_human(run)
-    else:
-        m, paired = convcompare.means(conv, **kw), convcompare.paired_vs_human(conv, **kw, correction=correction)
+    m, paired = convcompare.run_means(run, **kw), convcompare.run_vs_human(run, **kw, correction=correction)
     a.tables.update(per_conversation=conv, means=m, vs_human=paired)
     family = int(paired["p"].is_not_null().sum()) if not paired.is_empty() else 0
     ns = m.filter(pl.col("target") == REFERENCE)["n"]
@@ -154,7 +151,7 @@ def _judge_free(a: Answer, run: RunLike, f: Frames | None, iv: Intervals, correc
         a.charts["turn_taking"] = charts.convstats_chart(turns, labels=TURN_TAKING, columns=2)
     sanity = None
     if f is not None and not f.counts.is_empty():
-        st = convcompare.judge_sanity(f, conv, **kw)
+        st = convcompare.sanity_of(run, f, **kw)
         a.tables["judge_sanity" + (" (pipeline check — tiny model, not results)" if on.pipeline_check else "")] = st
         sanity = tuple(
             SanityCheck(r["judge"], r["behaviour"], r["statistic"], r["expected"], r["rho"], r["check"], r["ci_note"])

@@ -55,7 +55,7 @@ from . import charts, inference, paper_stats, stats
 from .answer import Answer, setup_labels
 from .convstats import HISTORY
 from .coverage import HOW
-from .frames import Frames, invalid_rates, validity_note
+from .frames import Frames, invalid_rates, judges_of, setups_of, validity_note
 from .leaderboard_prose import (
     BoardEntry,
     Counted,
@@ -65,6 +65,7 @@ from .leaderboard_prose import (
     render_leaderboard,
     render_stopping,
 )
+from .paired import distance_of, recentred_interval
 from .rq_prose import Estimate, Intervals, NotRun
 
 if TYPE_CHECKING:
@@ -150,26 +151,6 @@ def unbiased_square(m1: np.ndarray, m2: np.ndarray, n: int) -> np.ndarray:
     differences: mean_b (d̄_b² − s_b²/n), s_b² the sample variance (ddof 1). The same as the
     U-statistic Σ_{i≠j} D_i·D_j / (n(n − 1)K); negative when the differences are mostly noise."""
     return np.mean((n * np.square(m1) - m2) / (n - 1), axis=-1)
-
-
-def distance_of(square: np.ndarray | float) -> np.ndarray:
-    """The distance shown for an unbiased square: √max(square, 0)."""
-    return np.sqrt(np.maximum(square, 0.0))
-
-
-def recentred_interval(point: float, boot: np.ndarray, n: int) -> tuple[float, float]:
-    """The 95% percentile interval of the resampled estimates ``boot`` after removing the
-    bootstrap's own bias and narrowness: shifted so that they centre on ``point`` (for the
-    unbiased square, the resamples' mean exceeds it by about Σ_b s_b²/(nK): a resample is the
-    sample plus noise) and their spread scaled by √(n/(n − 1))·t_{n−1}/z (a resample's variance is
-    the sample's with ddof 0, and Student's t for the few instances a leaderboard may rest on).
-    Without the shift the interval of a simulator drawn from the humans excludes 0; without the
-    scaling a far simulator on 12 instances is covered 0.90 of the time instead of 0.93
-    (benchmarks/known_truth.py). One column of ``paired.recentred`` (n in place of its conversations)."""
-    from . import paired
-
-    lo, hi = paired.recentred(point, boot, n)
-    return float(lo), float(hi)
 
 
 def floor(
@@ -392,24 +373,6 @@ def conversation_codes(ids: list[str], conv_of: dict[str, str]) -> np.ndarray:
     """The conversation of each of ``ids`` as codes 0..C−1 in order of first appearance."""
     seen: dict[str, int] = {}
     return np.array([seen.setdefault(conv_of.get(i, "\0" + i), len(seen)) for i in ids], dtype=np.int64)
-
-
-def judges_of(f: Frames) -> list[str]:
-    """The LLM judges with fine-grained judgments in the run or expected by its params."""
-    fg = pl.col("kind") == "fine_grained"
-    names = (
-        f.counts.filter(~pl.col("human"))["judge"].to_list()
-        + f.judgments.filter(~pl.col("human") & fg & (pl.col("status") != "stale"))["judge"].to_list()
-        + f.expected.filter((pl.col("stage") == "judge") & fg)["judge"].to_list()
-    )
-    return sorted({x for x in names if x is not None})
-
-
-def setups_of(f: Frames, cond: pl.DataFrame | None) -> list[str]:
-    """Every setup: the manifest's, then any other with continuations or judgments."""
-    named = cond["setup"].to_list() if cond is not None else []
-    seen = set(f.continuations["setup"].to_list()) | set(f.judgments["target"].to_list()) - {REFERENCE}
-    return [*named, *sorted(seen - set(named))]
 
 
 def leaderboard(

@@ -63,12 +63,18 @@ import polars as pl
 from cocoeval.core.targets import REFERENCE
 
 from . import inference, stats
+from .frames import judges_of, own_frames, run_frames, setups_of
 from .paired_prose import CloserPair, JudgePairs, SetupPairs, render_setup_pairs
+from .paper_stats import conditions
 from .rq_prose import NotRun
+from .store import derived_frame, per_run
 
 if TYPE_CHECKING:
+    from cocoeval.core.taxonomy import Taxonomy
+
     from .answer import Answer
     from .frames import Frames
+    from .store import RunLike
 
 DISTANCE = "distance"
 """The ``behaviour`` of a pair's row for the profile distance to the humans."""
@@ -225,7 +231,7 @@ def cluster_square(sums: np.ndarray, sizes: np.ndarray, w: np.ndarray | None = N
 
 
 def recentred(point: np.ndarray | float, boot: np.ndarray, clusters: int) -> tuple[np.ndarray, np.ndarray]:
-    """The 95% interval (per column of ``boot``, (B,) or (B, k)) of ``leaderboard.recentred_interval``
+    """The 95% interval (per column of ``boot``, (B,) or (B, k)) of ``recentred_interval``
     with the number of conversations in place of n: the resamples shifted to centre on ``point``
     and their spread scaled by √(C/(C − 1))·t_{C−1}/z (a resample's variance is the sample's with
     ddof 0, and Student's t for few conversations), read at 2.5% and 97.5%."""
@@ -516,6 +522,24 @@ def compare_setups(
     )
 
 
+def distance_of(square: np.ndarray | float) -> np.ndarray:
+    """The distance shown for an unbiased square: √max(square, 0)."""
+    return np.sqrt(np.maximum(square, 0.0))
+
+
+def recentred_interval(point: float, boot: np.ndarray, n: int) -> tuple[float, float]:
+    """The 95% percentile interval of the resampled estimates ``boot`` after removing the
+    bootstrap's own bias and narrowness: shifted so that they centre on ``point`` (for the
+    unbiased square, the resamples' mean exceeds it by about Σ_b s_b²/(nK): a resample is the
+    sample plus noise) and their spread scaled by √(n/(n − 1))·t_{n−1}/z (a resample's variance is
+    the sample's with ddof 0, and Student's t for the few instances a leaderboard may rest on).
+    Without the shift the interval of a simulator drawn from the humans excludes 0; without the
+    scaling a far simulator on 12 instances is covered 0.90 of the time instead of 0.93
+    (benchmarks/known_truth.py). One column of ``recentred`` (n in place of its conversations)."""
+    lo, hi = recentred(point, boot, n)
+    return float(lo), float(hi)
+
+
 def setup_distance(t: _Target, h: _Target, conv: dict[str, str]) -> tuple[float | None, int]:
     """A setup's distance to the humans on the instances both have (``cluster_square``), and n."""
     ids = [i for i in t.ids if i in h.pos]
@@ -619,6 +643,7 @@ def answer(
     seed: int = 0,
     min_n: int = inference.MIN_N,
     correction: str = "holm",
+    tables: tuple[pl.DataFrame, pl.DataFrame] | None = None,
 ) -> Answer:
     """The paired answer: per LLM judge, every pair of ``setups`` compared (``compare_setups``):
     tables ``paired`` (every row, with the correction named) and ``rank_intervals``, the chart
@@ -627,9 +652,98 @@ def answer(
     from .answer import Answer
 
     a = Answer("Which simulator differs from which, on the same instances, and which ranks are settled?")
-    x = _answer(a, f, judges, setups, resamples=resamples, seed=seed, min_n=min_n, correction=correction)
+    x = _answer(a, f, judges, setups, resamples=resamples, seed=seed, min_n=min_n, correction=correction, tables=tables)
     a.text, a.result = render_setup_pairs(x), x
     return a
+
+
+def run_answer(
+    run: RunLike,
+    f: Frames,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    correction: str = "holm",
+) -> Answer:
+    """``answer`` for every LLM judge and every setup of ``run`` (``frames.judges_of``,
+    ``frames.setups_of``): the ``paired`` analysis. Where ``f`` are the run's frames its tables
+    are ``paired_table`` and ``rank_interval_table`` (those of the default settings kept beside
+    the run)."""
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    tables = (
+        (paired_table(run, f.taxonomy, **kw, correction=correction), rank_interval_table(run, f.taxonomy, **kw))
+        if own_frames(run, f)
+        else None
+    )
+    return answer(f, judges_of(f), setups_of(f, conditions(run)), **kw, correction=correction, tables=tables)
+
+
+def _tables(
+    f: Frames, judges: list[str], setups: list[str], *, resamples: int, seed: int, min_n: int, correction: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per judge of ``judges``, every pair of ``setups`` compared (``compare_setups``): the pairs
+    (with the correction named) and the rank intervals, each judge's rows after the last's."""
+    frames, ranks = [pl.DataFrame(schema={**PAIR_SCHEMA, "correction": pl.Utf8})], [pl.DataFrame(schema=RANK_SCHEMA)]
+    for judge in judges if len(setups) >= 2 else []:
+        cmp = compare_setups(
+            counts_of(f.counts, f.instances, judge),
+            f.taxonomy.ids,
+            judge=judge,
+            setups=setups,
+            resamples=resamples,
+            seed=seed,
+            correction=correction,
+            min_n=min_n,
+        )
+        frames.append(cmp.frame().with_columns(correction=pl.lit(cmp.correction)))
+        ranks.append(cmp.rank_frame())
+    return pl.concat(frames), pl.concat(ranks)
+
+
+def _run_tables(
+    run: RunLike, taxonomy: Taxonomy, *, resamples: int, seed: int, min_n: int, correction: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``_tables`` of every LLM judge and setup of the run's frames for ``taxonomy``, once per run
+    and settings (``paired_table`` and ``rank_interval_table`` share them)."""
+    f = run_frames(run, taxonomy)
+    return per_run(
+        run,
+        ("paired tables", taxonomy.hash, resamples, seed, min_n, correction),
+        lambda: _tables(
+            f,
+            judges_of(f),
+            setups_of(f, conditions(run)),
+            resamples=resamples,
+            seed=seed,
+            min_n=min_n,
+            correction=correction,
+        ),
+    )
+
+
+@derived_frame("paired", {**PAIR_SCHEMA, "correction": pl.Utf8}, by_taxonomy=True)
+def paired_table(
+    run: RunLike,
+    taxonomy: Taxonomy,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    correction: str = "holm",
+) -> pl.DataFrame:
+    """The ``paired`` table of every LLM judge and setup of the run; that of the default settings
+    kept with the run's frames (``store.derived_frame``)."""
+    return _run_tables(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n, correction=correction)[0]
+
+
+@derived_frame("rank_intervals", RANK_SCHEMA, by_taxonomy=True)
+def rank_interval_table(
+    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """The rank intervals of every LLM judge's setups (they do not depend on the correction of the
+    pairs); that of the default settings kept with the run's frames."""
+    return _run_tables(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n, correction="holm")[1]
 
 
 def _answer(
@@ -642,8 +756,10 @@ def _answer(
     seed: int,
     min_n: int,
     correction: str,
+    tables: tuple[pl.DataFrame, pl.DataFrame] | None = None,
 ) -> SetupPairs:
-    """The paired answer's result; its tables and chart added to ``a``."""
+    """The paired answer's result; its tables and chart added to ``a`` (``tables``: those of
+    ``_tables``, made already)."""
     from . import charts
     from .coverage import HOW
 
@@ -656,25 +772,11 @@ def _answer(
                 HOW["setup"].format(s="s", example="gpt41-vanilla-30 and gpt41-vanilla-1") if judges else HOW["judge"],
             )
         )
-    frames, ranks = [], []
-    method = ""
-    for judge in judges:
-        cmp = compare_setups(
-            counts_of(f.counts, f.instances, judge),
-            f.taxonomy.ids,
-            judge=judge,
-            setups=setups,
-            resamples=resamples,
-            seed=seed,
-            correction=correction,
-            min_n=min_n,
-        )
-        method = cmp.method
-        frames.append(cmp.frame().with_columns(correction=pl.lit(cmp.correction)))
-        ranks.append(cmp.rank_frame())
-    table = pl.concat(frames)
-    a.tables["paired"] = table
-    a.tables["rank_intervals"] = pl.concat(ranks)
+    if tables is None:
+        tables = _tables(f, judges, setups, resamples=resamples, seed=seed, min_n=min_n, correction=correction)
+    table = a.tables["paired"] = tables[0]
+    a.tables["rank_intervals"] = tables[1]
+    method = METHOD.format(resamples=resamples, seed=seed, correction=inference.CORRECTION_NAMES[correction])
     out = []
     for judge in judges:
         part = table.filter((pl.col("judge") == judge) & (pl.col("behaviour") == DISTANCE))

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import inspect
 import json
 import logging
 import os
@@ -35,7 +36,8 @@ import polars as pl
 
 from cocoeval.core.jsonio import parse_json_line, read_text, recorded_reads, validate
 from cocoeval.core.schema import Continuation, Instance, Judgment
-from cocoeval.core.taxonomy import Taxonomy
+from cocoeval.core.speed import one_blas_thread
+from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run import Run
 from cocoeval.run.rundir import (
     HUMAN_PREFIX,
@@ -77,12 +79,14 @@ __all__ = [
     "kept_facts",
     "kept_folder",
     "kept_frame",
+    "memo_holds",
     "per_run",
     "register_frame",
     "run_signature",
 ]
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., pl.DataFrame])
 log = logging.getLogger(__name__)
 
 CACHE_DIR = "cache"
@@ -104,6 +108,7 @@ BUILTIN_FRAMES = (
     "cocoeval.analysis.detectability",
     "cocoeval.analysis.convcompare",
     "cocoeval.analysis.turntaking",
+    "cocoeval.analysis.paired",
 )
 """The modules whose import registers the built-in kept frames and facts, imported by name before
 a run's frames are made (as a ``Registry`` imports its ``builtins``): they import this module, so
@@ -176,14 +181,8 @@ class RunStore:
             store.run()  # read it all now: a bad file is an error here
             for module in BUILTIN_FRAMES:  # what is kept never depends on what the caller imported
                 importlib.import_module(module)  # a no-op once imported
-            made: dict[str, pl.DataFrame] = {}
-            for name, part in DERIVED.items():
-                try:  # through the memo: a frame made from another (the documents, the frames) makes it once
-                    made[name] = per_run(store, (name,), functools.partial(part.make, store, taxonomy))
-                except Exception as e:
-                    if part.required:
-                        raise
-                    log.info("the %s frame of %s is not kept (%s: %s)", name, d, type(e).__name__, e)
+            with one_blas_thread():  # as the report and every analysis compute: the same bytes
+                made = _make_derived(store, taxonomy)
             _keep(folder, made, {name: fact(store) for name, fact in FACTS.items()})
             if folder.is_dir():  # the records go: what follows needs the frames, rarely a text
                 again = cls.open(path)
@@ -410,6 +409,22 @@ RunLike: TypeAlias = Run | RunStore
 """What the analyses take: a run read whole (``Run``) or opened in parts (``RunStore``)."""
 
 
+def _make_derived(store: RunStore, taxonomy: Taxonomy) -> dict[str, pl.DataFrame]:
+    """Every registered frame (``DERIVED``) of ``store`` for ``taxonomy`` with the default settings,
+    through the memo (a frame made from another, the documents or the frames, makes it once); a
+    derived frame that cannot be made is left out (its analysis says why), one of the run's own
+    frames that cannot is the run's error (a bad file)."""
+    made: dict[str, pl.DataFrame] = {}
+    for name, part in DERIVED.items():
+        try:
+            made[name] = per_run(store, part.memo(taxonomy), functools.partial(part.make, store, taxonomy))
+        except Exception as e:
+            if part.required:
+                raise
+            log.info("the %s frame of %s is not kept (%s: %s)", name, store.path, type(e).__name__, e)
+    return made
+
+
 def _shape_of(value: Any) -> tuple[Any, ...]:
     """The identity of a record's lists and of their items (``RunStore.state``)."""
     if isinstance(value, list):
@@ -446,6 +461,12 @@ class DerivedFrame:
     (a bad file), and it is kept uncompressed; a derived frame that cannot be made is not kept
     (its analysis says why) and is kept zstd-compressed (the speakers of 5,425 continuations
     18 MB -> 0.5 MB, read as fast)."""
+    by_taxonomy: bool = False
+    """Made from what the judges found, which the taxonomy reads: one frame per taxonomy."""
+
+    def memo(self, taxonomy: Taxonomy | None) -> tuple[Any, ...]:
+        """The key of its default-settings frame in the memo (``per_run``)."""
+        return (self.name, taxonomy.hash) if self.by_taxonomy and taxonomy is not None else (self.name,)
 
 
 DERIVED: dict[str, DerivedFrame] = {}
@@ -488,29 +509,56 @@ def derived_facts(name: str) -> Callable[[Callable[[RunLike], Any]], Callable[[R
     return register
 
 
-def derived_frame(
-    name: str, schema: dict[str, Any]
-) -> Callable[[Callable[[RunLike], pl.DataFrame]], Callable[[RunLike], pl.DataFrame]]:
-    """Register a frame derived from the run alone: ``make(run)`` (a pure function of the run's
-    records, columns ``schema``) is kept with the run's frames when they are (``DERIVED``), so a
-    later process needs no record for it. The key of what is kept covers cocoeval's code, not a
-    frame registered from elsewhere: after changing such a function, delete the run's ``cache/``. The decorated name becomes the frame of a run: the kept
-    one for the run ``RunStore.open_kept`` holds, else made; once per run in a process
-    (``per_run``)."""
+def derived_frame(name: str, schema: dict[str, Any], *, by_taxonomy: bool = False) -> Callable[[F], F]:
+    """Register a frame derived from the run alone, kept with the run's frames (``DERIVED``) so
+    that a later process needs no record for it.
 
-    def register(make: Callable[[RunLike], pl.DataFrame]) -> Callable[[RunLike], pl.DataFrame]:
-        made = functools.wraps(make)(lambda run, _tax: make(run))
-        register_frame(DerivedFrame(name, schema, made))
+    ``make(run, **settings)`` — with ``by_taxonomy``, ``make(run, taxonomy, **settings)``: a frame
+    made from what the judges found, which the taxonomy reads (``frames.run_frames``) — is a pure
+    function of the run's records with columns ``schema``; its keyword-only ``settings`` (the
+    resamples, the seed...), each with a default, are what a caller may change. The frame of the
+    default settings is the one kept (made when ``RunStore.open_kept`` keeps the run's frames, the
+    last step of ``cocoeval run``); other settings are made when asked for. The decorated name
+    takes the same arguments and gives the frame: the kept one for the run ``open_kept`` holds
+    (opened with that taxonomy) and the default settings, else made; either way once per run,
+    taxonomy and settings in a process (``per_run``), so an analysis calls one function whatever
+    its settings. Settings are compared by value (numbers, strings). The key of what is kept
+    covers cocoeval's code, not a frame registered from elsewhere: after changing such a function,
+    delete the run's ``cache/``."""
+
+    def register(make: F) -> F:
+        params = inspect.signature(make).parameters
+        defaults = {k: v.default for k, v in params.items() if v.kind is inspect.Parameter.KEYWORD_ONLY}
+        if unset := [k for k, v in defaults.items() if v is inspect.Parameter.empty]:
+            raise TypeError(f"the settings of the derived frame {name!r} need defaults: {', '.join(unset)}")
+
+        def made(run: RunLike, tax: Taxonomy | None) -> pl.DataFrame:
+            return make(run, tax or load_taxonomy()) if by_taxonomy else make(run)
+
+        register_frame(DerivedFrame(name, schema, functools.wraps(make)(made), by_taxonomy=by_taxonomy))
 
         @functools.wraps(make)
-        def frame(run: RunLike) -> pl.DataFrame:
+        def frame(run: RunLike, *args: Any, **settings: Any) -> pl.DataFrame:
+            if unknown := sorted(set(settings) - set(defaults)):
+                raise TypeError(f"{name}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(defaults)})")
+            if len(args) != by_taxonomy:
+                raise TypeError(
+                    f"{name} takes the run{' and a taxonomy' if by_taxonomy else ''}, then settings by name"
+                )
+            tax = (args[0] or load_taxonomy()) if by_taxonomy else None
+            chosen = {**defaults, **settings}
+            what = DERIVED[name].memo(tax)
+            if chosen != defaults:  # made here, never kept
+                given = (tax,) if by_taxonomy else ()
+                return per_run(run, (*what, *sorted(chosen.items())), lambda: make(run, *given, **settings))
+
             def get() -> pl.DataFrame:
-                kept = kept_frame(run, name, schema)
-                return kept if kept is not None else DERIVED[name].make(run, None)
+                kept = kept_frame(run, name, schema, tax)
+                return kept if kept is not None else DERIVED[name].make(run, tax)
 
-            return per_run(run, (name,), get)
+            return per_run(run, what, get)
 
-        return frame
+        return cast(F, frame)
 
     return register
 
@@ -551,6 +599,15 @@ def per_run(run: RunLike, what: tuple[Any, ...], make: Callable[[], T]) -> T:
         weakref.finalize(run, _forget, id(run))
     _CACHE[key] = (sig, value)
     return value
+
+
+def memo_holds(run: RunLike, what: tuple[Any, ...], value: object) -> bool:
+    """Whether ``per_run(run, what, ...)`` gives ``value`` now (made for this run while it is as it
+    was then), without making anything."""
+    hit = _CACHE.get((id(run), *what))
+    if hit is None or hit[1] is not value:
+        return False
+    return hit[0] == (_state(run), run_signature(run.path) if run.path is not None else None)
 
 
 def _forget(run_id: int) -> None:

@@ -45,7 +45,7 @@ judge judged both validly and the participant speaks in both. The distance is th
 square over behaviours of the true difference of rates, estimated without the upward bias of
 squared noise from products of per-instance differences of *different* source conversations
 (``paired.cluster_square``), so it needs the participant in two conversations at least;
-interval: the conversation bootstrap, re-centred (``leaderboard.recentred_interval``). A
+interval: the conversation bootstrap, re-centred (``paired.recentred_interval``). A
 participant with fewer than ``MIN_SPEAKER_TURNS`` turns on either side, or in one conversation
 only, is listed with the reason, not scored.
 
@@ -75,12 +75,13 @@ from cocoeval.core.targets import REFERENCE
 
 from . import inference
 from .convstats import HISTORY, self_selection_frame, speaker_frame
-from .frames import conversation_of
+from .frames import Frames, conversation_of, judges_of, own_frames, run_frames
 from .store import derived_frame
 
 if TYPE_CHECKING:
+    from cocoeval.core.taxonomy import Taxonomy
+
     from .answer import Answer
-    from .frames import Frames
     from .judge_free_prose import SpeakerAccuracy, TurnTakingMeasured
     from .store import RunLike
 
@@ -267,11 +268,11 @@ def small_sample_interval(
     point: float, boot: np.ndarray, clusters: int, *, low: float, high: float
 ) -> tuple[float, float]:
     """The 95% percentile interval of the conversation-bootstrap resamples ``boot``, centred on
-    ``point`` and widened for few conversations as ``leaderboard.recentred_interval`` does (by
+    ``point`` and widened for few conversations as ``paired.recentred_interval`` does (by
     √(C/(C − 1))·t_{C−1}/z: a resample's spread is the sample's with ddof 0, and Student's t for
     C conversations), then kept within [``low``, ``high``]. The plain percentile interval of 12
     conversations covers 0.90–0.92 of the time (``benchmarks/turn_taking.py``)."""
-    from .paired import recentred  # (what leaderboard.recentred_interval computes, without importing the charts)
+    from .paired import recentred  #
 
     if clusters < 2:
         return point, point
@@ -641,8 +642,7 @@ def speaker_fidelity(
     """Per LLM judge, setup and participant (by name): the distance between the participant's
     per-turn behaviour rates in the reference and in the setup's continuations (see the module's
     text), or why it is not scored."""
-    from .leaderboard import distance_of, recentred_interval
-    from .paired import cluster_square, cluster_sums
+    from .paired import cluster_square, cluster_sums, distance_of, recentred_interval
 
     inference.check_params(resamples=resamples, min_n=min_n)
     rows = []
@@ -802,35 +802,45 @@ def run_length_chart(summary: pl.DataFrame) -> Any:
     )
 
 
-DEFAULTS = (1000, 0, inference.MIN_N)
-"""The settings the report and the notebooks use unless told otherwise (resamples, seed, min_n):
-the next-speaker and run-length tables of these are kept with the run's frames
-(``default_next_speaker``, ``default_run_lengths``)."""
-
-
-def _next_speaker(run: RunLike, *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
+@derived_frame("next_speaker", ACCURACY_SCHEMA)
+def next_speaker_table(
+    run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
     """The next-speaker table: each rule teacher-forced (``accuracy``), then each setup
-    free-running (``free_running``)."""
+    free-running (``free_running``); that of the default settings is kept with the run's frames
+    (``store.derived_frame``), so that a report reads neither the instances nor the bootstraps."""
     forced = accuracy(next_speaker_frame(run.instances), resamples=resamples, seed=seed, min_n=min_n)
     free = free_running(speaker_match_frame(run), setup_policies(run), resamples=resamples, seed=seed, min_n=min_n)
     return pl.concat([forced, free]) if not free.is_empty() else forced
 
 
-@derived_frame("next_speaker", ACCURACY_SCHEMA)
-def default_next_speaker(run: RunLike) -> pl.DataFrame:
-    """``_next_speaker`` with the default settings (``DEFAULTS``), a pure function of the run's
-    speakers: made when the run's frames are kept (the last step of ``cocoeval run``), so that a
-    report reads neither the instances nor the bootstraps for it."""
-    resamples, seed, min_n = DEFAULTS
-    return _next_speaker(run, resamples=resamples, seed=seed, min_n=min_n)
-
-
 @derived_frame("run_lengths", RUN_SUMMARY_SCHEMA)
-def default_run_lengths(run: RunLike) -> pl.DataFrame:
-    """``run_lengths`` of the run's targets with the default settings (``DEFAULTS``): made when the
-    run's frames are kept (the last step of ``cocoeval run``)."""
-    resamples, seed, min_n = DEFAULTS
+def run_length_table(
+    run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """``run_lengths`` of the run's targets; that of the default settings kept with the run's frames."""
     return run_lengths(run_length_frame(run), resamples=resamples, seed=seed, min_n=min_n)
+
+
+@derived_frame("speaker_fidelity", FIDELITY_SCHEMA, by_taxonomy=True)
+def speaker_fidelity_table(
+    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """``speaker_fidelity`` of every LLM judge of the run (``frames.judges_of``) with the run's
+    frames for ``taxonomy``; that of the default settings kept with the run's frames."""
+    f = run_frames(run, taxonomy)
+    return speaker_fidelity(run, f, judges_of(f), resamples=resamples, seed=seed, min_n=min_n)
+
+
+def _fidelity(run: RunLike, f: Frames, judges: Sequence[str], *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
+    """``speaker_fidelity`` of ``judges``: the rows of each from ``speaker_fidelity_table`` where
+    ``f`` are the run's frames (each judge's rows are its own: its draws are seeded by its name),
+    else computed."""
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    if not judges or not own_frames(run, f) or not set(judges) <= set(judges_of(f)):
+        return speaker_fidelity(run, f, judges, **kw)
+    table = speaker_fidelity_table(run, f.taxonomy, **kw)
+    return pl.concat([table.filter(pl.col("judge") == j) for j in judges])
 
 
 @dataclass(frozen=True)
@@ -857,12 +867,11 @@ def turn_taking_tables(
 ) -> TurnTakingTables:
     """Every table of the module for ``run`` (per-speaker fidelity for ``judges``, with ``f``)."""
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
-    runs = run_length_frame(run)
     return TurnTakingTables(
-        next_speaker=default_next_speaker(run) if (resamples, seed, min_n) == DEFAULTS else _next_speaker(run, **kw),
-        run_lengths=default_run_lengths(run) if (resamples, seed, min_n) == DEFAULTS else run_lengths(runs, **kw),
-        run_lengths_per_speaker=run_lengths_per_speaker(runs),
-        speaker_fidelity=speaker_fidelity(run, f, judges, **kw)
+        next_speaker=next_speaker_table(run, **kw),
+        run_lengths=run_length_table(run, **kw),
+        run_lengths_per_speaker=run_lengths_per_speaker(run_length_frame(run)),
+        speaker_fidelity=_fidelity(run, f, judges, **kw)
         if f is not None and judges
         else pl.DataFrame(schema=FIDELITY_SCHEMA),
         self_selection=self_selection_counts(run),

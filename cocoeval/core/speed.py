@@ -2,13 +2,17 @@
 depends on them; a newcomer can ignore this module (and ``analysis.speed``, the report kept beside a
 run, which needs the analysis layer and so cannot live here). Each trick has a name, and
 ``COCOEVAL_SPEED_OFF`` turns tricks off: a comma-separated list of names (``blas,iri``), or
-``all``. The outputs are the same either way; only the time changes (``benchmarks/speed_tricks.py``
-measures each trick by turning it off; docs/testing.md has the figures).
+``all``. The outputs are the same either way but for the last bits of some intervals with ``blas``
+off (below); only the time changes (``benchmarks/speed_tricks.py`` measures each trick by turning
+it off; docs/testing.md has the figures).
 
-- ``blas`` (``one_blas_thread``, around the report and every analysis): the analyses' matrix
-  products are small (1,000 resamples × a few hundred instances); a second OpenBLAS thread does not
-  make them faster and spins between products on the core the report's figure workers render on.
-  OpenBLAS splits a product's rows between threads, never a sum, so the bytes are the same.
+- ``blas`` (``one_blas_thread``, around the report, every analysis and the frames kept at the end
+  of a run): the analyses' matrix products are small (1,000 resamples × a few hundred instances); a
+  second OpenBLAS thread does not make them faster and spins between products on the core the
+  report's figure workers render on. OpenBLAS may split a product's sums between threads, which
+  changes their last bits (an interval bound of the per-speaker fidelity at the paper's scale, in
+  its 17th digit): on one thread wherever they are made, a table kept at the end of a run and the
+  same table computed by the report are the same bytes.
 - ``iri`` (``defer_iri_grammar``, when ``cocoeval.analysis`` is imported): jsonschema, which Altair
   imports, imports ``rfc3987_syntax`` when that optional package is installed (Jupyter brings it),
   and that package compiles 38 Lark grammars at import, for ``iri`` format checks that neither

@@ -15,6 +15,7 @@ import pytest
 from cocoeval.analysis import frames as fr
 from cocoeval.analysis import store
 from cocoeval.analysis.frames import open_run_dir, run_frames
+from cocoeval.analysis.inference import MIN_N
 from cocoeval.analysis.store import CACHE_DIR, KEPT_FRAMES, RunStore, read_digest
 from cocoeval.core.errors import InputError
 from cocoeval.core.jsonio import recorded_reads
@@ -421,14 +422,13 @@ def test_the_judge_free_tables_of_the_default_settings_are_kept_and_equal_a_fres
     d = tmp_path / "run"
     paper_scale().write_paper_run(d, per_dataset=11, chats=3, turns_n=8)
     eager = Run.open(d)
-    resamples, seed, min_n, permutations = det.DEFAULTS
-    fresh = det._detectability(eager, resamples=resamples, seed=seed, min_n=min_n, permutations=permutations)
+    fresh = det._detectability(eager, resamples=1000, seed=0, min_n=MIN_N, permutations=det.PERMUTATIONS)
     assert fresh["auc"].is_not_null().any()  # a test with an AUC, not only notes
-    forced = tt._next_speaker(eager, resamples=1000, seed=0, min_n=tt.DEFAULTS[2])
-    runs = tt.run_lengths(tt.run_length_frame(eager), resamples=1000, seed=0, min_n=tt.DEFAULTS[2])
+    forced = tt.next_speaker_table(eager)  # a Run read whole: computed
+    runs = tt.run_lengths(tt.run_length_frame(eager), resamples=1000, seed=0, min_n=MIN_N)
     conv = convstats.conversation_frame(eager)
-    means = convcompare.means(conv, resamples=1000, seed=0, min_n=convcompare.DEFAULTS[2])
-    vs_human = convcompare.paired_vs_human(conv, resamples=1000, seed=0, min_n=convcompare.DEFAULTS[2], correction="bh")
+    means = convcompare.means(conv, resamples=1000, seed=0, min_n=MIN_N)
+    vs_human = convcompare.paired_vs_human(conv, resamples=1000, seed=0, min_n=MIN_N, correction="bh")
     assert vs_human["p"].is_not_null().any()
     _fresh_process(monkeypatch)
     folder = keep_frames(d)
@@ -464,3 +464,89 @@ def test_keeping_a_runs_frames_imports_neither_the_charts_nor_scikit_learn(tmp_p
     )
     out = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, check=True).stdout
     assert out.split() == ["True", "False", "False"]
+
+
+def test_the_judge_based_tables_of_the_default_settings_are_kept_per_taxonomy_and_equal_a_fresh_computation(
+    tmp_path, monkeypatch
+):
+    """``cocoeval run``'s last step keeps the judge-based tables the report computes with its default
+    settings too (the paired comparisons and rank intervals, the judges' sanity check, the
+    per-speaker fidelity: ``store.derived_frame(by_taxonomy=True)``): a later process reads them
+    for the run's own frames, and they equal what a run read whole computes; other settings, and
+    frames made otherwise than ``run_frames``, are computed, never read from there."""
+    from dataclasses import replace
+
+    from cocoeval.analysis import convcompare, convstats
+    from cocoeval.analysis import paired as pd
+    from cocoeval.analysis import turntaking as tt
+    from cocoeval.analysis.frames import judges_of, keep_frames, setups_of
+    from cocoeval.analysis.paper_stats import conditions
+    from cocoeval.core.speed import one_blas_thread
+
+    from .test_report_same import paper_scale
+
+    d = tmp_path / "run"
+    paper_scale().write_paper_run(d, per_dataset=11, chats=3, turns_n=8)
+    eager = Run.open(d)
+    f = run_frames(eager)
+    kw = {"resamples": 1000, "seed": 0, "min_n": MIN_N}
+    with one_blas_thread():  # as every analysis computes
+        pairs, ranks = pd._tables(f, judges_of(f), setups_of(f, conditions(eager)), **kw, correction="holm")
+        sanity = convcompare.judge_sanity(f, convstats.conversation_frame(eager), **kw)
+        fidelity = tt.speaker_fidelity(eager, f, judges_of(f), **kw)
+    assert pairs["p"].is_not_null().any() and ranks.height and sanity["rho"].is_not_null().any()
+    assert fidelity["scored"].any()
+    _fresh_process(monkeypatch)
+    folder = keep_frames(d)
+    assert folder is not None and {"paired.arrow", "rank_intervals.arrow", "judge_sanity.arrow"} <= {
+        p.name for p in folder.iterdir()
+    }
+    _fresh_process(monkeypatch)
+    made: list[str] = []
+    real = (pd.compare_setups, convcompare.judge_sanity, tt.speaker_fidelity)
+    monkeypatch.setattr(pd, "compare_setups", lambda *a, **k: made.append("paired") or real[0](*a, **k))
+    monkeypatch.setattr(convcompare, "judge_sanity", lambda *a, **k: made.append("sanity") or real[1](*a, **k))
+    monkeypatch.setattr(tt, "speaker_fidelity", lambda *a, **k: made.append("fidelity") or real[2](*a, **k))
+    with recorded_reads() as seen:
+        run = open_run_dir(d)
+        own = run_frames(run)
+        answer = pd.run_answer(run, own, **kw)
+        assert answer.tables["paired"].equals(pairs) and answer.tables["rank_intervals"].equals(ranks)
+        assert convcompare.sanity_of(run, own, **kw).equals(sanity)
+        judge = judges_of(own)[0]
+        one = tt.turn_taking_tables(run, own, [judge], **kw).speaker_fidelity
+        assert one.equals(fidelity.filter(pl.col("judge") == judge)) and one.height
+    assert _read(seen, d) == ["manifest.json"] and made == []  # read from the kept folder, nothing computed
+    pd.paired_table(run, own.taxonomy, **kw, correction="bh")  # other settings: computed
+    assert made == ["paired"] * len(judges_of(own))
+    convcompare.sanity_of(run, replace(own, counts=own.counts.head(50)), **kw)  # frames not the run's: computed
+    assert made[-1] == "sanity"
+    with pytest.raises(TypeError, match="unknown setting"):
+        pd.paired_table(run, own.taxonomy, resample=10)
+
+
+def test_a_derived_frame_needs_a_default_for_every_setting_and_keeps_the_frame_of_the_defaults(tmp_path, monkeypatch):
+    """A derived frame's keyword-only settings each need a default (the frame of the defaults is the
+    one kept); asked with other settings it is made, once per run and settings."""
+    d = _write(tmp_path / "run")
+    monkeypatch.setitem(store.DERIVED, "turn_count", None)  # removed again after the test
+    with pytest.raises(TypeError, match="need defaults: scale"):
+
+        @store.derived_frame("turn_count_bad", {"n": pl.Int64})
+        def bad(run, *, scale):  # pragma: no cover - never registered
+            raise AssertionError
+
+    calls: list[int] = []
+
+    @store.derived_frame("turn_count", {"n": pl.Int64})
+    def turn_count(run, *, scale: int = 1) -> pl.DataFrame:
+        calls.append(scale)
+        return pl.DataFrame({"n": [scale * sum(len(i.reference) for i in run.instances)]}, schema={"n": pl.Int64})
+
+    _fresh_process(monkeypatch)
+    run = open_run_dir(d)  # keeps it: made with the defaults
+    assert calls == [1] and (store.held_folder(run) / "turn_count.arrow").exists()
+    assert turn_count(run)["n"][0] == sum(len(i.reference) for i in Run.open(d).instances) and calls == [1]
+    assert turn_count(run, scale=2)["n"][0] == 2 * turn_count(run)["n"][0] and calls == [1, 2]
+    turn_count(run, scale=2)  # once per run and settings
+    assert calls == [1, 2]
