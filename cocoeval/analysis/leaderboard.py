@@ -51,11 +51,11 @@ import polars as pl
 
 from cocoeval.core.targets import REFERENCE
 
-from . import charts, inference, paper_stats, stats
+from . import inference, paper_stats, stats
 from .answer import Answer, setup_labels
 from .convstats import HISTORY
 from .coverage import HOW
-from .frames import Frames, invalid_rates, judges_of, setups_of, validity_note
+from .frames import Frames, invalid_rates, judges_of, own_frames, run_frames, setups_of, validity_note
 from .leaderboard_prose import (
     BoardEntry,
     Counted,
@@ -67,8 +67,11 @@ from .leaderboard_prose import (
 )
 from .paired import distance_of, recentred_interval
 from .rq_prose import Estimate, Intervals, NotRun
+from .store import derived_frame, per_run
 
 if TYPE_CHECKING:
+    from cocoeval.core.taxonomy import Taxonomy
+
     from .store import RunLike
 
 FLOOR = "floor: two halves of the humans"
@@ -569,6 +572,58 @@ def leaderboard(
     )
 
 
+def _board(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``leaderboard`` of every LLM judge of ``f`` with the run's labels, judge-free turn-taking
+    distances and classifier test (beyond the paper)."""
+    from .convcompare import turn_taking
+    from .convstats import turn_taking_frame  # judge-free: the turns themselves
+    from .detectability import detectability
+
+    tt = turn_taking(turn_taking_frame(run), resamples=resamples, seed=seed, min_n=min_n)
+    det = detectability(run, resamples=resamples, seed=seed, min_n=min_n)
+    return leaderboard(
+        f,
+        paper_stats.conditions(run),
+        tt,
+        resamples=resamples,
+        seed=seed,
+        min_n=min_n,
+        judges=judges_of(f),
+        detectability=det,
+    )
+
+
+def _run_board(
+    run: RunLike, taxonomy: Taxonomy, *, resamples: int, seed: int, min_n: int
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``_board`` of the run's frames for ``taxonomy``, once per run and settings (the two tables
+    share it)."""
+    f = run_frames(run, taxonomy)
+    return per_run(
+        run,
+        ("leaderboard tables", taxonomy.hash, resamples, seed, min_n),
+        lambda: _board(run, f, resamples=resamples, seed=seed, min_n=min_n),
+    )
+
+
+@derived_frame("leaderboard", BOARD_SCHEMA, by_taxonomy=True)
+def leaderboard_table(
+    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """The leaderboard of the run (``_board``); that of the default settings kept with the run's
+    frames (``store.derived_frame``)."""
+    return _run_board(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n)[0]
+
+
+@derived_frame("leaderboard_behaviours", BEHAVIOUR_SCHEMA, by_taxonomy=True)
+def leaderboard_behaviours(
+    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+) -> pl.DataFrame:
+    """The leaderboard's per-behaviour differences (``_board``); those of the default settings kept
+    with the run's frames."""
+    return _run_board(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n)[1]
+
+
 def stopping_table(run: RunLike) -> pl.DataFrame | None:
     """Where each setup of a run with a ``stopping:`` section stopped and why (beyond the paper;
     ``cocoeval.run.stopping``): one row per setup; None for a run without one."""
@@ -613,7 +668,6 @@ def _answer(a: Answer, run: RunLike, f: Frames, iv: Intervals) -> Leaderboard:
     """The leaderboard's result; its tables and chart added to ``a``."""
     from .convcompare import turn_taking
     from .convstats import turn_taking_frame  # judge-free: the turns themselves
-    from .detectability import detectability
 
     resamples, seed, min_n = iv.resamples, iv.seed, iv.min_n
     k = len(f.taxonomy.ids)
@@ -626,11 +680,11 @@ def _answer(a: Answer, run: RunLike, f: Frames, iv: Intervals) -> Leaderboard:
         )
         return Leaderboard(None, none, k, iv)
     judges = judges_of(f)
-    tt = turn_taking(turn_taking_frame(run), resamples=resamples, seed=seed, min_n=min_n)
-    det = detectability(run, resamples=resamples, seed=seed, min_n=min_n)  # beyond the paper, judge-free
-    board, per_b = leaderboard(
-        f, cond, tt, resamples=resamples, seed=seed, min_n=min_n, judges=judges, detectability=det
-    )
+    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
+    if own_frames(run, f):
+        board, per_b = leaderboard_table(run, f.taxonomy, **kw), leaderboard_behaviours(run, f.taxonomy, **kw)
+    else:
+        board, per_b = _board(run, f, **kw)
     stopping = run.manifest.stopping
     if (stops := stopping_table(run)) is not None:  # beyond the paper: where each setup stopped, and why
         a.tables["stopping"] = stops
@@ -650,6 +704,7 @@ def _answer(a: Answer, run: RunLike, f: Frames, iv: Intervals) -> Leaderboard:
             else "judge at least two instances of each setup and their human references (the judge's max_per_dataset "
             "or datasets in the params), then `cocoeval run PARAMS --stage judge`"
         )
+        tt = turn_taking(turn_taking_frame(run), **kw)
         if not tt.is_empty():  # the judge-free part stands without a judge
             a.tables["turn_taking"] = tt
         if not board.is_empty():
@@ -699,5 +754,7 @@ def _answer(a: Answer, run: RunLike, f: Frames, iv: Intervals) -> Leaderboard:
             )
         floor_of = FloorDistance(fl["n"], fl["distance"], fl["ci_low"], fl["ci_high"], fl["ci_note"])
         boards.append(JudgeBoard(judge, floor_of, tuple(entries)))
+    from . import charts
+
     a.charts["leaderboard"] = charts.leaderboard_chart(board)
     return Leaderboard(stopping, None, k, iv, tuple(boards))

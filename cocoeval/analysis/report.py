@@ -51,8 +51,18 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
             return "–" if v != v else f"{v:.{digits}f}"
         return "–" if v is None else md_escape(v) if isinstance(v, str) else str(v)
 
+    def cells(col: pl.Series) -> list[str]:
+        """``fmt`` of every value of ``col``, a column at a time (a text escaped once per value)."""
+        values = col.to_list()
+        if col.dtype.is_float():
+            return ["–" if v is None or v != v else f"{v:.{digits}f}" for v in values]
+        if col.dtype == pl.String:
+            escaped = {v: fmt(v) for v in set(values)}
+            return [escaped[v] for v in values]
+        return [fmt(v) for v in values]
+
     head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
-    return head + "".join("| " + " | ".join(fmt(v) for v in row) + " |\n" for row in df.iter_rows())
+    return head + "".join("| " + " | ".join(row) + " |\n" for row in zip(*map(cells, df.iter_columns())))
 
 
 def render_workers() -> int:

@@ -109,6 +109,7 @@ BUILTIN_FRAMES = (
     "cocoeval.analysis.convcompare",
     "cocoeval.analysis.turntaking",
     "cocoeval.analysis.paired",
+    "cocoeval.analysis.leaderboard",
 )
 """The modules whose import registers the built-in kept frames and facts, imported by name before
 a run's frames are made (as a ``Registry`` imports its ``builtins``): they import this module, so

@@ -471,12 +471,13 @@ def test_the_judge_based_tables_of_the_default_settings_are_kept_per_taxonomy_an
 ):
     """``cocoeval run``'s last step keeps the judge-based tables the report computes with its default
     settings too (the paired comparisons and rank intervals, the judges' sanity check, the
-    per-speaker fidelity: ``store.derived_frame(by_taxonomy=True)``): a later process reads them
+    per-speaker fidelity, the leaderboard: ``store.derived_frame(by_taxonomy=True)``): a later process reads them
     for the run's own frames, and they equal what a run read whole computes; other settings, and
     frames made otherwise than ``run_frames``, are computed, never read from there."""
     from dataclasses import replace
 
     from cocoeval.analysis import convcompare, convstats
+    from cocoeval.analysis import leaderboard as lb
     from cocoeval.analysis import paired as pd
     from cocoeval.analysis import turntaking as tt
     from cocoeval.analysis.frames import judges_of, keep_frames, setups_of
@@ -494,6 +495,8 @@ def test_the_judge_based_tables_of_the_default_settings_are_kept_per_taxonomy_an
         pairs, ranks = pd._tables(f, judges_of(f), setups_of(f, conditions(eager)), **kw, correction="holm")
         sanity = convcompare.judge_sanity(f, convstats.conversation_frame(eager), **kw)
         fidelity = tt.speaker_fidelity(eager, f, judges_of(f), **kw)
+        board, per_behaviour = lb._board(eager, f, **kw)
+    assert board["distance"].is_not_null().any() and per_behaviour.height
     assert pairs["p"].is_not_null().any() and ranks.height and sanity["rho"].is_not_null().any()
     assert fidelity["scored"].any()
     _fresh_process(monkeypatch)
@@ -507,6 +510,7 @@ def test_the_judge_based_tables_of_the_default_settings_are_kept_per_taxonomy_an
     monkeypatch.setattr(pd, "compare_setups", lambda *a, **k: made.append("paired") or real[0](*a, **k))
     monkeypatch.setattr(convcompare, "judge_sanity", lambda *a, **k: made.append("sanity") or real[1](*a, **k))
     monkeypatch.setattr(tt, "speaker_fidelity", lambda *a, **k: made.append("fidelity") or real[2](*a, **k))
+    monkeypatch.setattr(lb, "leaderboard", lambda *a, **k: made.append("leaderboard"))
     with recorded_reads() as seen:
         run = open_run_dir(d)
         own = run_frames(run)
@@ -516,6 +520,8 @@ def test_the_judge_based_tables_of_the_default_settings_are_kept_per_taxonomy_an
         judge = judges_of(own)[0]
         one = tt.turn_taking_tables(run, own, [judge], **kw).speaker_fidelity
         assert one.equals(fidelity.filter(pl.col("judge") == judge)) and one.height
+        ranked = lb.answer(run, own, **kw)
+        assert ranked.tables["leaderboard"].equals(board) and ranked.tables["behaviours"].equals(per_behaviour)
     assert _read(seen, d) == ["manifest.json"] and made == []  # read from the kept folder, nothing computed
     pd.paired_table(run, own.taxonomy, **kw, correction="bh")  # other settings: computed
     assert made == ["paired"] * len(judges_of(own))
