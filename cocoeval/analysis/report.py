@@ -62,7 +62,7 @@ def markdown_table(df: pl.DataFrame, digits: int = 3) -> str:
         return [fmt(v) for v in values]
 
     head = "| " + " | ".join(df.columns) + " |\n|" + "---|" * len(df.columns) + "\n"
-    return head + "".join("| " + " | ".join(row) + " |\n" for row in zip(*map(cells, df.iter_columns())))
+    return head + "".join("| " + " | ".join(row) + " |\n" for row in zip(*map(cells, df.iter_columns()), strict=True))
 
 
 def render_workers() -> int:
