@@ -74,14 +74,14 @@ SANITY_PAIRS: list[tuple[str, str, int]] = [
 """(behaviour, the closest judge-free statistic, the expected sign of their correlation)."""
 
 
-@derived_frame("judge_free_means", MEANS_SCHEMA)
+@derived_frame("judge_free_means", MEANS_SCHEMA, lazy=True)
 def run_means(run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N) -> pl.DataFrame:
     """``means`` of the run's judge-free statistics (``convstats.conversation_frame``); that of the
     default settings kept with the run's frames (``store.derived_frame``)."""
     return means(conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n)
 
 
-@derived_frame("judge_free_vs_human", PAIRED_SCHEMA)
+@derived_frame("judge_free_vs_human", PAIRED_SCHEMA, lazy=True)
 def run_vs_human(
     run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N, correction: str = "bh"
 ) -> pl.DataFrame:
@@ -90,7 +90,7 @@ def run_vs_human(
     return paired_vs_human(conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n, correction=correction)
 
 
-@derived_frame("judge_sanity", SANITY_SCHEMA, by_taxonomy=True)
+@derived_frame("judge_sanity", SANITY_SCHEMA, by_taxonomy=True, lazy=True)
 def run_judge_sanity(
     run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:

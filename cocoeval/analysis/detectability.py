@@ -512,7 +512,7 @@ def _row(target: str, comparison: str, d: Detection, **extra: Any) -> dict[str, 
     }
 
 
-@derived_frame("detectability", SCHEMA)
+@derived_frame("detectability", SCHEMA, lazy=True)
 def detectability(
     run: RunLike,
     *,

@@ -29,6 +29,7 @@ from .store import (
     RunStore,
     derived_facts,
     held_folder,
+    keep_all,
     kept_frame,
     memo_holds,
     per_run,
@@ -197,10 +198,13 @@ def open_run_dir(path: str | Path, taxonomy: Taxonomy | None = None) -> RunStore
 
 def keep_frames(path: str | Path) -> Path | None:
     """What ``cocoeval run`` does last: read the run directory it wrote and keep its frames
-    (``open_run_dir``), so that the first report or notebook after the run reads them instead of
-    every record. The folder they are kept in; None where nothing could be kept (a run folder
-    that cannot be written)."""
-    return held_folder(open_run_dir(path))
+    (``open_run_dir``) and the tables made from them (``store.keep_all``), so that the first
+    report or notebook after the run reads them instead of every record. The folder they are
+    kept in; None where nothing could be kept (a run folder that cannot be written)."""
+    tax = load_taxonomy()
+    run = open_run_dir(path, tax)
+    keep_all(run, tax)
+    return held_folder(run)
 
 
 def run_frames(run: RunLike, taxonomy: Taxonomy | None = None) -> Frames:

@@ -606,7 +606,7 @@ def _run_board(
     )
 
 
-@derived_frame("leaderboard", BOARD_SCHEMA, by_taxonomy=True)
+@derived_frame("leaderboard", BOARD_SCHEMA, by_taxonomy=True, lazy=True)
 def leaderboard_table(
     run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:
@@ -615,7 +615,7 @@ def leaderboard_table(
     return _run_board(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n)[0]
 
 
-@derived_frame("leaderboard_behaviours", BEHAVIOUR_SCHEMA, by_taxonomy=True)
+@derived_frame("leaderboard_behaviours", BEHAVIOUR_SCHEMA, by_taxonomy=True, lazy=True)
 def leaderboard_behaviours(
     run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:

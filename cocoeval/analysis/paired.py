@@ -722,7 +722,7 @@ def _run_tables(
     )
 
 
-@derived_frame("paired", {**PAIR_SCHEMA, "correction": pl.Utf8}, by_taxonomy=True)
+@derived_frame("paired", {**PAIR_SCHEMA, "correction": pl.Utf8}, by_taxonomy=True, lazy=True)
 def paired_table(
     run: RunLike,
     taxonomy: Taxonomy,
@@ -737,7 +737,7 @@ def paired_table(
     return _run_tables(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n, correction=correction)[0]
 
 
-@derived_frame("rank_intervals", RANK_SCHEMA, by_taxonomy=True)
+@derived_frame("rank_intervals", RANK_SCHEMA, by_taxonomy=True, lazy=True)
 def rank_interval_table(
     run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:

@@ -18,6 +18,7 @@ circle (``frames.open_run_dir``, the public door, imports the modules that regis
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -75,7 +76,9 @@ __all__ = [
     "derived_frame",
     "held_folder",
     "integrity_warnings",
+    "keep_all",
     "keep_folder",
+    "keep_late",
     "kept_facts",
     "kept_folder",
     "kept_frame",
@@ -161,9 +164,9 @@ class RunStore:
         (``run_signature``: the same store is returned, so its frames and its memo are shared too;
         the last ``OPEN_RUNS`` directories opened are held), with what is kept beside it.
 
-        Every registered frame (``DERIVED``) and fact (``FACTS``) of the run for ``taxonomy`` is
-        kept in its ``CACHE_DIR`` under ``kept_folder``: made right after the records are read
-        whole (a bad file is an error here, as ``Run.open`` gives it; a derived frame that cannot
+        Every registered frame (``DERIVED``; a lazy one when first asked for, ``keep_late``) and
+        fact (``FACTS``) of the run for ``taxonomy`` is kept in its ``CACHE_DIR`` under
+        ``kept_folder``: made right after the records are read whole (a bad file is an error here, as ``Run.open`` gives it; a derived frame that cannot
         be made is not kept and its analysis says why), before anything else holds them. When they
         are kept already (this content was read whole and valid by this code), no record is read:
         an analysis that needs more than the kept frames (the texts, for the viewer) reads the
@@ -411,12 +414,14 @@ RunLike: TypeAlias = Run | RunStore
 
 
 def _make_derived(store: RunStore, taxonomy: Taxonomy) -> dict[str, pl.DataFrame]:
-    """Every registered frame (``DERIVED``) of ``store`` for ``taxonomy`` with the default settings,
+    """Every registered frame (``DERIVED``) of ``store`` for ``taxonomy`` but the lazy ones, with the default settings,
     through the memo (a frame made from another, the documents or the frames, makes it once); a
     derived frame that cannot be made is left out (its analysis says why), one of the run's own
     frames that cannot is the run's error (a bad file)."""
     made: dict[str, pl.DataFrame] = {}
     for name, part in DERIVED.items():
+        if part.lazy:
+            continue
         try:
             made[name] = per_run(store, part.memo(taxonomy), functools.partial(part.make, store, taxonomy))
         except Exception as e:
@@ -464,6 +469,11 @@ class DerivedFrame:
     18 MB -> 0.5 MB, read as fast)."""
     by_taxonomy: bool = False
     """Made from what the judges found, which the taxonomy reads: one frame per taxonomy."""
+    lazy: bool = False
+    """A table computed from the other kept frames: made when first asked for, then kept beside
+    them (``keep_late``), or by ``keep_all`` (the last step of ``cocoeval run``), not when the
+    run's frames are first kept, so that a report on a run whose frames were not kept computes it
+    while its figures are drawn, without every record in memory."""
 
     def memo(self, taxonomy: Taxonomy | None) -> tuple[Any, ...]:
         """The key of its default-settings frame in the memo (``per_run``)."""
@@ -510,7 +520,9 @@ def derived_facts(name: str) -> Callable[[Callable[[RunLike], Any]], Callable[[R
     return register
 
 
-def derived_frame(name: str, schema: dict[str, Any], *, by_taxonomy: bool = False) -> Callable[[F], F]:
+def derived_frame(
+    name: str, schema: dict[str, Any], *, by_taxonomy: bool = False, lazy: bool = False
+) -> Callable[[F], F]:
     """Register a frame derived from the run alone, kept with the run's frames (``DERIVED``) so
     that a later process needs no record for it.
 
@@ -523,7 +535,9 @@ def derived_frame(name: str, schema: dict[str, Any], *, by_taxonomy: bool = Fals
     takes the same arguments and gives the frame: the kept one for the run ``open_kept`` holds
     (opened with that taxonomy) and the default settings, else made; either way once per run,
     taxonomy and settings in a process (``per_run``), so an analysis calls one function whatever
-    its settings. Settings are compared by value (numbers, strings). The key of what is kept
+    its settings. Settings are compared by value (numbers, strings). A ``lazy`` one (a table
+    computed from the other kept frames) is made when first asked for and then kept
+    (``DerivedFrame.lazy``). The key of what is kept
     covers cocoeval's code, not a frame registered from elsewhere: after changing such a function,
     delete the run's ``cache/``."""
 
@@ -536,7 +550,7 @@ def derived_frame(name: str, schema: dict[str, Any], *, by_taxonomy: bool = Fals
         def made(run: RunLike, tax: Taxonomy | None) -> pl.DataFrame:
             return make(run, tax or load_taxonomy()) if by_taxonomy else make(run)
 
-        register_frame(DerivedFrame(name, schema, functools.wraps(make)(made), by_taxonomy=by_taxonomy))
+        register_frame(DerivedFrame(name, schema, functools.wraps(make)(made), by_taxonomy=by_taxonomy, lazy=lazy))
 
         @functools.wraps(make)
         def frame(run: RunLike, *args: Any, **settings: Any) -> pl.DataFrame:
@@ -555,7 +569,11 @@ def derived_frame(name: str, schema: dict[str, Any], *, by_taxonomy: bool = Fals
 
             def get() -> pl.DataFrame:
                 kept = kept_frame(run, name, schema, tax)
-                return kept if kept is not None else DERIVED[name].make(run, tax)
+                if kept is not None:
+                    return kept
+                df = DERIVED[name].make(run, tax)
+                keep_late(run, name, df, tax)
+                return df
 
             return per_run(run, what, get)
 
@@ -696,6 +714,45 @@ def kept_frame(
     except (OSError, ValueError, pl.exceptions.PolarsError) as e:
         log.warning("the kept frame %s cannot be read (%s): made again from the run's files", folder / name, e)
         return None
+
+
+def keep_late(run: RunLike, name: str, df: pl.DataFrame, taxonomy: Taxonomy | None = None) -> None:
+    """Keep ``df``, the lazy frame ``name`` (``DerivedFrame.lazy``) of the default settings made
+    from ``run`` for ``taxonomy``, beside the frames ``open_kept`` kept for it (the run it holds,
+    its records as read, opened with that taxonomy): one file, written whole or not at all
+    (another process writing it meanwhile writes the same bytes). Nothing where none is held or
+    the folder cannot be written (logged)."""
+    held = _held_kept(run)
+    if not DERIVED[name].lazy or held is None or (taxonomy is not None and taxonomy.hash != held[1]):
+        return
+    target = held[0] / f"{name}.arrow"
+    tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
+    try:
+        df.write_ipc(tmp, compression="zstd")
+        os.replace(tmp, target)
+    except OSError as e:
+        log.info("the %s frame cannot be kept in %s (%s)", name, held[0], e)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+
+
+def keep_all(run: RunLike, taxonomy: Taxonomy) -> None:
+    """Make and keep every lazy frame (``DerivedFrame.lazy``) of ``run`` not kept yet for
+    ``taxonomy`` (the last step of ``cocoeval run``: the first report then computes none of them),
+    on one BLAS thread as the analyses compute; one that cannot be made is left (its analysis
+    says why when asked)."""
+    if held_folder(run) is None:
+        return
+    with one_blas_thread():
+        for name, part in DERIVED.items():
+            if not part.lazy or kept_frame(run, name, part.schema, taxonomy) is not None:
+                continue
+            try:
+                df = per_run(run, part.memo(taxonomy), functools.partial(part.make, run, taxonomy))
+            except Exception as e:
+                log.info("the %s frame of %s is not kept (%s: %s)", name, run.path, type(e).__name__, e)
+                continue
+            keep_late(run, name, df, taxonomy)
 
 
 def _held(run: RunLike) -> str | None:

@@ -802,7 +802,7 @@ def run_length_chart(summary: pl.DataFrame) -> Any:
     )
 
 
-@derived_frame("next_speaker", ACCURACY_SCHEMA)
+@derived_frame("next_speaker", ACCURACY_SCHEMA, lazy=True)
 def next_speaker_table(
     run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:
@@ -814,7 +814,7 @@ def next_speaker_table(
     return pl.concat([forced, free]) if not free.is_empty() else forced
 
 
-@derived_frame("run_lengths", RUN_SUMMARY_SCHEMA)
+@derived_frame("run_lengths", RUN_SUMMARY_SCHEMA, lazy=True)
 def run_length_table(
     run: RunLike, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:
@@ -822,7 +822,7 @@ def run_length_table(
     return run_lengths(run_length_frame(run), resamples=resamples, seed=seed, min_n=min_n)
 
 
-@derived_frame("speaker_fidelity", FIDELITY_SCHEMA, by_taxonomy=True)
+@derived_frame("speaker_fidelity", FIDELITY_SCHEMA, by_taxonomy=True, lazy=True)
 def speaker_fidelity_table(
     run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:

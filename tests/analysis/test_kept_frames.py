@@ -556,3 +556,35 @@ def test_a_derived_frame_needs_a_default_for_every_setting_and_keeps_the_frame_o
     assert turn_count(run, scale=2)["n"][0] == 2 * turn_count(run)["n"][0] and calls == [1, 2]
     turn_count(run, scale=2)  # once per run and settings
     assert calls == [1, 2]
+
+
+def test_a_lazy_table_is_made_when_first_asked_for_then_kept_and_read_by_the_next_process(tmp_path, monkeypatch):
+    """A table computed from the kept frames (``derived_frame(lazy=True)``: the classifier test...)
+    is not made when a report or notebook first opens a run whose frames were not kept (so that it
+    is computed while the figures are drawn, without every record in memory): it is made when
+    first asked for and kept beside the frames then; ``keep_frames`` (the last step of ``cocoeval
+    run``) makes every one. A run folder that cannot be written keeps none and still answers."""
+    from cocoeval.analysis import detectability as det
+    from cocoeval.analysis.frames import keep_frames
+
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    run = open_run_dir(d)  # (the store imports the modules that register the built-in frames)
+    lazy = sorted(n for n, p in store.DERIVED.items() if p.lazy)
+    assert {"detectability", "paired", "leaderboard", "next_speaker"} <= set(lazy)
+    folder = store.held_folder(run)
+    assert folder is not None and not any((folder / f"{n}.arrow").exists() for n in lazy)
+    made = det.detectability(run)
+    assert (folder / "detectability.arrow").exists() and not (folder / "next_speaker.arrow").exists()
+    _fresh_process(monkeypatch)
+    monkeypatch.setattr(det, "_detectability", lambda *a, **k: pytest.fail("computed again"))
+    assert det.detectability(open_run_dir(d)).equals(made)
+    monkeypatch.undo()
+    _fresh_process(monkeypatch)
+    assert keep_frames(d) == folder and all((folder / f"{n}.arrow").exists() for n in lazy)
+    # where the file cannot be written (its temporary name taken by a folder): made, not kept, no error
+    (folder / "detectability.arrow").unlink()
+    (folder / f".detectability.{os.getpid()}.tmp").mkdir()
+    _fresh_process(monkeypatch)
+    assert det.detectability(open_run_dir(d)).equals(made)
+    assert not (folder / "detectability.arrow").exists()
