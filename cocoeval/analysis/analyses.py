@@ -575,7 +575,7 @@ def detectability(run: RunLike, p: Params) -> Answer:
 )
 def turn_taking_measured(run: RunLike, p: Params) -> Answer:
     """Next-speaker accuracy, run lengths, per-speaker fidelity (``turntaking``)."""
-    from .leaderboard import judges_of
+    from .frames import judges_of
     from .turntaking import turn_taking_answer
 
     f = p.frames_of(run)

@@ -67,8 +67,12 @@ EXPECTED_SCHEMA = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class Frames:
+    """The run's frames for one taxonomy (``run_frames``); frozen, so that frames the memo holds as
+    the run's own (``own_frames``) are never changed in place (derive others with
+    ``dataclasses.replace``)."""
+
     instances: pl.DataFrame
     """instance_id, dataset, conversation (the source conversation the instance was cut from,
     ``conversation_of``: the unit a clustered bootstrap resamples, since the windows of one meeting

@@ -672,7 +672,10 @@ def run_answer(
     the run)."""
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
     tables = (
-        (paired_table(run, f.taxonomy, **kw, correction=correction), rank_interval_table(run, f.taxonomy, **kw))
+        (
+            paired_table(run, f.taxonomy, **kw, correction=correction),
+            rank_interval_table(run, f.taxonomy, **kw, correction=correction),
+        )
         if own_frames(run, f)
         else None
     )
@@ -739,11 +742,18 @@ def paired_table(
 
 @derived_frame("rank_intervals", RANK_SCHEMA, by_taxonomy=True, lazy=True)
 def rank_interval_table(
-    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+    run: RunLike,
+    taxonomy: Taxonomy,
+    *,
+    resamples: int = 1000,
+    seed: int = 0,
+    min_n: int = inference.MIN_N,
+    correction: str = "holm",
 ) -> pl.DataFrame:
-    """The rank intervals of every LLM judge's setups (they do not depend on the correction of the
-    pairs); that of the default settings kept with the run's frames."""
-    return _run_tables(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n, correction="holm")[1]
+    """The rank intervals of every LLM judge's setups, computed beside the pairs of ``correction``
+    (``paired_table``: one computation for both; the intervals do not depend on it); those of the
+    default settings kept with the run's frames."""
+    return _run_tables(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n, correction=correction)[1]
 
 
 def _answer(

@@ -34,8 +34,7 @@ from cocoeval.core.files import portable_path, portable_text
 from cocoeval.core.targets import REFERENCE
 
 from . import inference
-from .frames import Frames, run_frames
-from .leaderboard import judges_of
+from .frames import Frames, judges_of, run_frames
 
 if TYPE_CHECKING:
     from .paired import PairedComparison, PairRow

@@ -6,8 +6,9 @@ it had at opening), one line of a record when only that is wanted (the conversat
 in-process memo (``per_run``: made once per run and question while the run's files are unchanged,
 ``run_signature``) and what is kept beside the run on disk (``RunStore.open_kept``: the first
 opening of a run's content reads its records once and keeps every registered frame in its
-``CACHE_DIR``, keyed by the content, this code and the taxonomy; later ones read no record, only
-``kept_frame`` and ``kept_facts``; ``keep_folder`` writes such a folder whole or not at all). A
+``CACHE_DIR``, keyed by the content, this code and the taxonomy — the tables computed from the
+frames when first asked for, ``keep_late``, or by ``keep_all`` at the end of ``cocoeval run``; later
+ones read no record, only ``kept_frame`` and ``kept_facts``; ``keep_folder`` writes such a folder whole or not at all). A
 ``Run`` (``cocoeval.run``) is the plain record read whole; the analyses take either (``RunLike``).
 
 Frames register here as pure functions of the run (``DERIVED``): the run's own frames
@@ -37,7 +38,7 @@ import polars as pl
 
 from cocoeval.core.jsonio import parse_json_line, read_text, recorded_reads, validate
 from cocoeval.core.schema import Continuation, Instance, Judgment
-from cocoeval.core.speed import one_blas_thread
+from cocoeval.core.speed import off, one_blas_thread
 from cocoeval.core.taxonomy import Taxonomy, load_taxonomy
 from cocoeval.run import Run
 from cocoeval.run.rundir import (
@@ -183,8 +184,7 @@ class RunStore:
             folder = None  # nothing can be kept: nothing is made ahead of its use
         if folder is not None and not folder.is_dir():
             store.run()  # read it all now: a bad file is an error here
-            for module in BUILTIN_FRAMES:  # what is kept never depends on what the caller imported
-                importlib.import_module(module)  # a no-op once imported
+            _import_builtins()
             with one_blas_thread():  # as the report and every analysis compute: the same bytes
                 made = _make_derived(store, taxonomy)
             _keep(folder, made, {name: fact(store) for name, fact in FACTS.items()})
@@ -413,6 +413,13 @@ RunLike: TypeAlias = Run | RunStore
 """What the analyses take: a run read whole (``Run``) or opened in parts (``RunStore``)."""
 
 
+def _import_builtins() -> None:
+    """Import the modules that register the built-in kept frames (``BUILTIN_FRAMES``; a no-op once
+    imported): what is kept never depends on what the caller imported."""
+    for module in BUILTIN_FRAMES:
+        importlib.import_module(module)
+
+
 def _make_derived(store: RunStore, taxonomy: Taxonomy) -> dict[str, pl.DataFrame]:
     """Every registered frame (``DERIVED``) of ``store`` for ``taxonomy`` but the lazy ones, with the default settings,
     through the memo (a frame made from another, the documents or the frames, makes it once); a
@@ -482,7 +489,8 @@ class DerivedFrame:
 
 DERIVED: dict[str, DerivedFrame] = {}
 """The frames registered (``register_frame``, ``derived_frame``), by name, in the order
-registered: ``RunStore.open_kept`` makes and keeps each."""
+registered: ``RunStore.open_kept`` makes and keeps each (a lazy one when first asked for,
+``keep_late``, or by ``keep_all``)."""
 FACTS: dict[str, Callable[[RunLike], Any]] = {}
 """JSON facts of a run kept beside it in ``facts.json`` (``derived_facts``), by name: what an
 analysis needs of the records that is not a frame (read back by ``kept_facts``)."""
@@ -571,7 +579,8 @@ def derived_frame(
                 kept = kept_frame(run, name, schema, tax)
                 if kept is not None:
                     return kept
-                df = DERIVED[name].make(run, tax)
+                with one_blas_thread():  # as every analysis computes: the same bytes kept
+                    df = DERIVED[name].make(run, tax)
                 keep_late(run, name, df, tax)
                 return df
 
@@ -699,7 +708,8 @@ def kept_frame(
     run: RunLike, name: str, schema: dict[str, Any], taxonomy: Taxonomy | None = None
 ) -> pl.DataFrame | None:
     """The frame ``name`` that ``RunStore.open_kept`` kept beside ``run`` (``DERIVED``: made from
-    the records when they were read, so that a later process needs no record for it), for the
+    the records when they were read, or a lazy table when first made, so that a later process
+    needs no record for it), for the
     store it holds while its records are as read (and, given ``taxonomy``, opened with that
     taxonomy); None otherwise (compute it), or when the kept file has other columns than
     ``schema`` (said)."""
@@ -725,13 +735,16 @@ def keep_late(run: RunLike, name: str, df: pl.DataFrame, taxonomy: Taxonomy | No
     held = _held_kept(run)
     if not DERIVED[name].lazy or held is None or (taxonomy is not None and taxonomy.hash != held[1]):
         return
+    if off("blas"):  # made on several BLAS threads: its last bits may differ from the analyses'
+        return
     target = held[0] / f"{name}.arrow"
     tmp = target.with_name(f".{name}.{os.getpid()}.tmp")
     try:
         df.write_ipc(tmp, compression="zstd")
         os.replace(tmp, target)
-    except OSError as e:
-        log.info("the %s frame cannot be kept in %s (%s)", name, held[0], e)
+    except Exception as e:  # a full disk, a folder gone, a write the library refuses: made, not kept
+        log.info("the %s frame cannot be kept in %s (%s: %s)", name, held[0], type(e).__name__, e)
+    finally:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
 
@@ -743,6 +756,7 @@ def keep_all(run: RunLike, taxonomy: Taxonomy) -> None:
     says why when asked)."""
     if held_folder(run) is None:
         return
+    _import_builtins()
     with one_blas_thread():
         for name, part in DERIVED.items():
             if not part.lazy or kept_frame(run, name, part.schema, taxonomy) is not None:

@@ -272,7 +272,7 @@ def small_sample_interval(
     √(C/(C − 1))·t_{C−1}/z: a resample's spread is the sample's with ddof 0, and Student's t for
     C conversations), then kept within [``low``, ``high``]. The plain percentile interval of 12
     conversations covers 0.90–0.92 of the time (``benchmarks/turn_taking.py``)."""
-    from .paired import recentred  #
+    from .paired import recentred
 
     if clusters < 2:
         return point, point

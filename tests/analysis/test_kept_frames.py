@@ -408,8 +408,8 @@ def test_a_second_derived_frame_of_a_taken_name_is_refused_and_the_first_kept():
 
 def test_the_judge_free_tables_of_the_default_settings_are_kept_and_equal_a_fresh_computation(tmp_path, monkeypatch):
     """``cocoeval run``'s last step keeps the judge-free tables the report computes with its default
-    settings (the classifier test, next speaker, judge-free means and paired tests: ``DEFAULTS`` of
-    ``detectability``, ``turntaking`` and ``judge_free``): a later process reads them, and
+    settings (the classifier test, next speaker, judge-free means and paired tests: the defaults of
+    ``detectability``, ``turntaking.next_speaker_table``, ``convcompare.run_means``...): a later process reads them, and
     they equal what a run read whole computes; other settings are computed, never read from there."""
     from cocoeval.analysis import convcompare, convstats
     from cocoeval.analysis import detectability as det
@@ -588,3 +588,111 @@ def test_a_lazy_table_is_made_when_first_asked_for_then_kept_and_read_by_the_nex
     _fresh_process(monkeypatch)
     assert det.detectability(open_run_dir(d)).equals(made)
     assert not (folder / "detectability.arrow").exists()
+
+
+def test_a_judge_based_table_is_never_read_for_another_taxonomy_nor_for_frames_changed_from_the_runs(
+    tmp_path, monkeypatch
+):
+    """What is kept for the shipped taxonomy is not the table of another (a definition changed): it
+    is computed, and not kept in the shipped one's folder; frames cannot be changed in place
+    (``Frames`` is frozen), and a per-speaker fidelity asked for a judge the frames do not list is
+    computed."""
+    import dataclasses
+
+    import yaml
+
+    from cocoeval.analysis import convcompare
+    from cocoeval.analysis import turntaking as tt
+    from cocoeval.analysis.frames import keep_frames
+    from cocoeval.core.taxonomy import default_taxonomy_path
+
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    folder = keep_frames(d)
+    shipped = (folder / "judge_sanity.arrow").read_bytes()
+    data = yaml.safe_load(default_taxonomy_path().read_text())
+    data["behaviours"][0]["definition"] += " Even briefly."
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(data))
+    tax = load_taxonomy(other)
+    assert tax.hash != load_taxonomy().hash
+    _fresh_process(monkeypatch)
+    run = open_run_dir(d)  # held with the shipped taxonomy
+    assert store.kept_frame(run, "judge_sanity", convcompare.SANITY_SCHEMA, tax) is None
+    calls: list[str] = []
+    real = convcompare.judge_sanity
+    monkeypatch.setattr(convcompare, "judge_sanity", lambda *a, **k: calls.append("made") or real(*a, **k))
+    convcompare.run_judge_sanity(run, tax)
+    assert calls == ["made"] and (folder / "judge_sanity.arrow").read_bytes() == shipped
+    own = run_frames(run)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        own.counts = own.counts.head(1)  # type: ignore[misc]
+    real_fidelity = tt.speaker_fidelity
+    monkeypatch.setattr(tt, "speaker_fidelity", lambda *a, **k: calls.append("fidelity") or real_fidelity(*a, **k))
+    tt.turn_taking_tables(run, own, ["not-a-judge"], resamples=50)
+    assert calls[-1] == "fidelity"
+
+
+def test_keep_frames_in_a_new_process_keeps_every_table_where_a_notebook_kept_the_frames_first(tmp_path):
+    """A notebook or report that opened the run first kept its frames (not the lazy tables); the
+    last step of ``cocoeval run`` in a fresh process, where nothing imported the modules that
+    register the tables, still makes and keeps every one."""
+    import subprocess
+    import sys
+
+    d = _write(tmp_path / "run")
+    open_first = "import sys; from cocoeval.analysis.frames import open_run_dir; open_run_dir(sys.argv[1])"
+    subprocess.run([sys.executable, "-c", open_first, str(d)], check=True)
+    (folder,) = (d / CACHE_DIR).iterdir()
+    assert not (folder / "paired.arrow").exists() and (folder / "counts.arrow").exists()
+    keep = "import sys; from cocoeval.analysis.frames import keep_frames; print(keep_frames(sys.argv[1]))"
+    out = subprocess.run([sys.executable, "-c", keep, str(d)], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == str(folder)
+    assert {"paired.arrow", "leaderboard.arrow", "detectability.arrow", "speaker_fidelity.arrow"} <= {
+        p.name for p in folder.iterdir()
+    }
+
+
+def test_a_lazy_table_that_cannot_be_made_is_left_by_keep_all_and_fails_where_it_is_asked_for(tmp_path, monkeypatch):
+    """``keep_all`` keeps what it can: a table whose making fails is not kept (logged), the others
+    are, and the analysis asking for it gets the error."""
+    from cocoeval.analysis import detectability as det
+    from cocoeval.analysis.frames import keep_frames
+
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    open_run_dir(d)
+
+    def broken(run, taxonomy):
+        raise RuntimeError("planted")
+
+    monkeypatch.setitem(store.DERIVED, "detectability", replace(store.DERIVED["detectability"], make=broken))
+    _fresh_process(monkeypatch)
+    folder = keep_frames(d)
+    assert not (folder / "detectability.arrow").exists() and (folder / "next_speaker.arrow").exists()
+    with pytest.raises(RuntimeError, match="planted"):
+        det.detectability(open_run_dir(d))
+
+
+def test_a_lazy_table_is_made_on_one_blas_thread_wherever_it_is_asked_for(tmp_path, monkeypatch):
+    """Asked for outside the analyses' registry (a notebook cell calling the function), a lazy
+    table is still made on one BLAS thread before it is kept: a kept table and the same table
+    computed by the report are the same bytes."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from cocoeval.analysis import detectability as det
+
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    run = open_run_dir(d)
+    seen: list[list[int]] = []
+    real = store.DERIVED["detectability"].make
+
+    def spy(run, taxonomy):
+        seen.append([i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"])
+        return real(run, taxonomy)
+
+    monkeypatch.setitem(store.DERIVED, "detectability", replace(store.DERIVED["detectability"], make=spy))
+    with threadpool_limits(limits=2, user_api="blas"):
+        det.detectability(run)
+    assert seen and seen[0] and set(seen[0]) == {1}
