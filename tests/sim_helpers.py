@@ -7,7 +7,8 @@ from pathlib import Path
 import yaml
 
 from cocoeval.core.jsonio import write_json, write_jsonl
-from cocoeval.core.schema import Instance, Metadata, Participant, Provenance, Summary, Turn
+from cocoeval.core.schema import Instance, Judgment, Metadata, Participant, Provenance, Summary, Turn, TurnLabel
+from cocoeval.core.taxonomy import load_taxonomy
 
 SPEAKERS = ["Alice", "Bob", "Carol"]
 
@@ -119,3 +120,21 @@ def fake_params_file(
         )
     )
     return p
+
+
+def fine_reference(iid: str, rater: str, marks: dict[int, list[str]], turns: list[int] | range) -> Judgment:
+    """A fine-grained judgment of instance ``iid``'s human reference by ``rater`` (``"J"``: the LLM
+    judge; any other name, an annotator): each of ``turns`` judged and labelled with the behaviours
+    ``marks`` gives it (none where it gives none)."""
+    human = rater != "J"
+    return Judgment(
+        instance_id=iid,
+        target="reference",
+        target_name="reference",
+        judge_id=f"human:{rater}" if human else "jid",
+        judge_name=rater,
+        kind="fine_grained",
+        taxonomy_hash=load_taxonomy().hash,
+        judged_turns=list(turns),
+        labels=[TurnLabel(turn=t, behaviours=marks.get(t, [])) for t in turns],
+    )

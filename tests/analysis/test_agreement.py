@@ -15,11 +15,11 @@ import pytest
 
 from cocoeval.analysis import agreement, studies
 from cocoeval.analysis.frames import run_frames
-from cocoeval.core.schema import Judgment, TurnLabel
+from cocoeval.core.schema import Judgment
 from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.run import Run
 
-from ..sim_helpers import instance
+from ..sim_helpers import fine_reference, instance
 
 TAX = load_taxonomy()
 REP = "repetition"
@@ -30,18 +30,7 @@ COLLAB = {"A": [5, 5, 5, 5, 5], "B": [1, 2, 3, 4, 5], "C": [2, 1, 3, 5, 4], "J":
 
 
 def _fine(iid, rater, k, n_turns=6):
-    human = rater != "J"
-    return Judgment(
-        instance_id=iid,
-        target="reference",
-        target_name="reference",
-        judge_id=f"human:{rater}" if human else "jid",
-        judge_name=rater,
-        kind="fine_grained",
-        taxonomy_hash=TAX.hash,
-        judged_turns=list(range(n_turns)),
-        labels=[TurnLabel(turn=t, behaviours=[REP] if t < k else []) for t in range(n_turns)],
-    )
+    return fine_reference(iid, rater, {t: [REP] for t in range(k)}, range(n_turns))
 
 
 def _overall(iid, rater, c, k):

@@ -28,29 +28,18 @@ from cocoeval.analysis.calibration import (
     record_history,
 )
 from cocoeval.analysis.frames import run_frames
-from cocoeval.core.schema import Judgment, TurnLabel
+from cocoeval.core.schema import Judgment
 from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.run import Run
 
-from ..sim_helpers import instance
+from ..sim_helpers import fine_reference, instance
 
 TAX = load_taxonomy()
 B0 = TAX.ids[0]
 
 
 def fine(iid: str, rater: str, turns: list[int], marked: set[int]) -> Judgment:
-    human = rater != "J"
-    return Judgment(
-        instance_id=iid,
-        target="reference",
-        target_name="reference",
-        judge_id=f"human:{rater}" if human else "jid",
-        judge_name=rater,
-        kind="fine_grained",
-        taxonomy_hash=TAX.hash,
-        judged_turns=turns,
-        labels=[TurnLabel(turn=t, behaviours=[B0] if t in marked else []) for t in turns],
-    )
+    return fine_reference(iid, rater, {t: [B0] for t in marked}, turns)
 
 
 def chat_run(n: int = 12) -> Run:

@@ -36,11 +36,11 @@ from cocoeval.analysis.calibration import (
 from cocoeval.analysis.calibration_prose import History, JudgeReliability, Move, Reliability, render_reliability
 from cocoeval.analysis.frames import run_frames
 from cocoeval.analysis.inference import rng_for
-from cocoeval.core.schema import Judgment, TurnLabel
+from cocoeval.core.schema import Judgment
 from cocoeval.core.taxonomy import load_taxonomy
 from cocoeval.run import Run
 
-from ..sim_helpers import instance
+from ..sim_helpers import fine_reference, instance
 
 TAX = load_taxonomy()
 BEH = TAX.ids[:2]
@@ -48,18 +48,7 @@ TURNS = 6
 
 
 def fine(iid: str, rater: str, marks: dict[int, list[str]]) -> Judgment:
-    human = rater != "J"
-    return Judgment(
-        instance_id=iid,
-        target="reference",
-        target_name="reference",
-        judge_id=f"human:{rater}" if human else "jid",
-        judge_name=rater,
-        kind="fine_grained",
-        taxonomy_hash=TAX.hash,
-        judged_turns=list(range(TURNS)),
-        labels=[TurnLabel(turn=t, behaviours=marks.get(t, [])) for t in range(TURNS)],
-    )
+    return fine_reference(iid, rater, marks, range(TURNS))
 
 
 Labels = dict[str, dict[str, dict[int, list[str]]]]
