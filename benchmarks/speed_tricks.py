@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from paper_scale import drop_kept_reports, timed, write_paper_run  # noqa: E402
+from paper_scale import drop_kept_reports, loop_seconds, timed, write_paper_run  # noqa: E402
 
 from cocoeval.core.speed import TRICKS  # noqa: E402
 
@@ -63,19 +63,8 @@ def main() -> None:
         import subprocess
 
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "cocoeval")], check=True)
-        loop = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                "import time; t = time.perf_counter(); s = 0\n"
-                "for i in range(10**7): s += i\nprint(time.perf_counter() - t)",
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
         print(
-            f"this machine: {os.cpu_count()} cores, a 10^7-step Python loop in {float(loop.stdout):.2f} s, "
+            f"this machine: {os.cpu_count()} cores, a 10^7-step Python loop in {loop_seconds():.2f} s, "
             f"load average {os.getloadavg()[0]:.1f}; run {d}"
         )
         report = [EXE, "report", str(d), "--out", str(tmp / "report")]
