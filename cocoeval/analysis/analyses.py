@@ -19,13 +19,14 @@ from typing import Any
 import polars as pl
 
 from . import agreement as _agreement
-from . import answer, rq, studies
+from . import answer, charts, rq, stats, studies
 from . import detectability as _detectability
 from . import judge_check as _judge_check
 from . import leaderboard as _leaderboard
 from . import paired as _paired
 from .answer import Answer
 from .coverage import HOW
+from .frames import invalid_rates
 from .judge_free import judge_free as judge_free_answer
 from .registry import (
     ANALYSES,
@@ -94,6 +95,132 @@ def _compared(
         absent=absent,
     )
     a.setups = setups
+    return a
+
+
+def _with_invalid_rates(df: pl.DataFrame, rates: pl.DataFrame, kind: str) -> pl.DataFrame:
+    """Beside every statistic of ``df`` (rows per judge and target): the share of that judge's
+    judgments of ``kind`` and of the target's continuations that were invalid (``invalid_rates``)."""
+    if df.is_empty():
+        return df
+    judged = rates.filter((pl.col("stage") == "judge") & (pl.col("kind") == kind))
+    j = judged.select("judge", "target", judgments_invalid_rate="invalid_rate")
+    simulated = rates.filter(pl.col("stage") == "simulate").select("target", continuations_invalid_rate="invalid_rate")
+    return df.join(j, on=["judge", "target"], how="left").join(simulated, on="target", how="left")
+
+
+# The report's own outputs, shown in no notebook (the notebooks show them through the answers
+# below: Figure 3 in each RQ, Table 4 in "paper"). Registered first: each is the first of its section.
+
+
+@analysis(
+    "behaviour_means",
+    "Mean occurrences of each behaviour per conversation, every judge and target",
+    report=ReportSpec(
+        "behaviours",
+        tables={
+            "behaviour_means": Out(
+                "behaviour_means", "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)", empty=True
+            ),
+            "by_dataset": Out(
+                "behaviour_means_by_dataset",
+                "Mean occurrences per dataset with 95% CIs, every target (Table 11's layout: table11)",
+                empty=True,
+            ),
+            "detections": Out("detections", "Total detections per judge/annotator, target and behaviour", empty=True),
+            "detection_totals": Out(
+                "detection_totals",
+                "Detections per source and behaviour on the same conversations for every source, those every "
+                "annotator and LLM judge labelled validly (Tables 3, 10)",
+                empty=True,
+            ),
+        },
+        figures={
+            "figure3": Out(
+                "figure3_behaviours", "Mean occurrences per behaviour, each setup vs the human reference ({judge})"
+            ),
+            "by_dataset": Out("dataset_heatmap", "Behaviours per dataset ({judge})"),
+        },
+    ),
+)
+def behaviour_means(run: RunLike, p: Params) -> Answer | None:
+    """The behaviour means of every judge and target (with the invalid rates beside them), per
+    dataset, the detections, and Figure 3 of the judge shown (every setup beside the human
+    reference on the same instances; the means themselves where no setup was judged)."""
+    f = p.frames_of(run)
+    if f.counts.is_empty():
+        return None
+    a = Answer("How often does each target show each behaviour, per conversation?")
+    means = _with_invalid_rates(stats.mean_occurrences(f, **p.boot), invalid_rates(f), "fine_grained")
+    by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **p.boot)
+    a.tables.update(
+        behaviour_means=means,
+        by_dataset=by_ds,
+        detections=stats.detections(f),
+        detection_totals=_agreement.detection_totals(f),
+    )
+    fig3 = stats.figure3_means(f, p.judge, **p.boot) if p.judge else means
+    if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
+        fig3 = means
+    a.charts["figure3"] = charts.behaviour_bars(fig3, f.taxonomy, judge=p.judge)
+    a.charts["by_dataset"] = charts.dataset_heatmap(by_ds, f.taxonomy, judge=p.judge)
+    return a
+
+
+@analysis(
+    "paired_vs_human",
+    "Every setup against the human reference, behaviour by behaviour, paired over instances",
+    report=ReportSpec(
+        "paper",
+        tables={
+            "per_behaviour": Out(
+                "paired_vs_human",
+                "Simulated minus human, per behaviour, paired over instances ({judge}); p: {test}; p_adj and "
+                "verdict after the correction (verdict empty: not tested, n too small)",
+                empty=True,
+            ),
+            "distance": Out(
+                "profile_distance", "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI", empty=True
+            ),
+        },
+    ),
+)
+def paired_vs_human(run: RunLike, p: Params) -> Answer | None:
+    """``stats.paired_vs_human`` of every setup for the judge shown; None without a judge."""
+    f = p.frames_of(run)
+    if f.counts.is_empty() or p.judge is None:
+        return None
+    per_b, dist = stats.paired_vs_human(f, p.judge, **p.boot, correction=p.correction)
+    a = Answer("How far is each setup from the humans, behaviour by behaviour, on the same instances?")
+    a.tables.update(per_behaviour=per_b, distance=dist)
+    return a
+
+
+@analysis(
+    "likert",
+    "Mean consistency and collaborativeness (1–10), every judge and target",
+    report=ReportSpec(
+        "agreement",
+        tables={
+            "likert_means": Out(
+                "likert_means",
+                "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid "
+                "judgments (n; unpaired: table4's layout)",
+                empty=True,
+            )
+        },
+        figures={"likert": Out("likert", "Likert scores ({judge})")},
+    ),
+)
+def likert(run: RunLike, p: Params) -> Answer | None:
+    """The Likert means of every judge and target, with the invalid rates beside them, and their chart."""
+    f = p.frames_of(run)
+    if f.likert.is_empty():
+        return None
+    lk = _with_invalid_rates(stats.likert_means(f, **p.boot), invalid_rates(f), "overall")
+    a = Answer("How consistent and collaborative does each judge rate each target (1–10)?")
+    a.tables["likert_means"] = lk
+    a.charts["likert"] = charts.likert_chart(lk, judge=p.judge)
     return a
 
 

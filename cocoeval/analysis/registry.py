@@ -19,11 +19,12 @@ if TYPE_CHECKING:
     from .frames import Frames
     from .store import RunLike
 
-SECTIONS = ("judge-free", "leaderboard", "paper", "agreement")
-"""Where the report writes an analysis: the judge-free statistics first; the leaderboard of
-simulators next (its own heading in the index, "not run" there when it has nothing to rank); the
-paper's study after the judge-based statistics (only when the run has a judge); agreement after
-the Likert scores."""
+SECTIONS = ("behaviours", "judge-free", "leaderboard", "paper", "agreement")
+"""Where the report writes an analysis: the behaviour means and their figures first (the longest
+figures to draw, drawn while the rest is computed; listed with the judge-based statistics); the
+judge-free statistics next; the leaderboard of simulators (its own heading in the index, "not run"
+there when it has nothing to rank); the paper's study after the invalid rates (only when the run
+has a judge); agreement last."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class ReportSpec:
     of it); ``other_figures``: every other chart too, named with this prefix and described by its
     title and the judge (None: only the figures named)."""
 
-    section: Literal["judge-free", "leaderboard", "paper", "agreement"]
+    section: Literal["behaviours", "judge-free", "leaderboard", "paper", "agreement"]
     tables: Mapping[str, Out] = field(default_factory=dict)
     figures: Mapping[str, Out] = field(default_factory=dict)
     other_figures: str | None = None

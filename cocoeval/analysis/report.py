@@ -17,7 +17,7 @@ from cocoeval.core.files import portable_spec
 from cocoeval.core.jsonio import write_atomic
 from cocoeval.core.text import md_escape
 
-from . import agreement, analyses, charts, html_report, inference, judge_check, render, stats
+from . import analyses, charts, html_report, inference, judge_check, render
 from .answer import Answer
 from .coverage import paper_coverage
 from .frames import Frames, invalid_rates, open_run_dir, run_frames
@@ -298,7 +298,6 @@ def _write_report(
     check = pipeline_check(run.manifest)
     mark = f" — {charts.PIPELINE_CHECK}" if check else ""
     judge = check_judge(f, judge)
-    jn = md_escape(judge)  # in Markdown
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
     judge_free = analyses.judge_free_outputs()  # listed first in the index, never marked
     tables: dict[str, tuple[pl.DataFrame, str]] = {}
@@ -332,51 +331,11 @@ def _write_report(
         renderer.submit(charts.unchecked_json(chart), base)  # validated by the tests
 
     params = analyses.Params(judge=judge, frames=f, correction=correction, options={"record_history": history}, **kw)
-    rates = invalid_rates(f)
-    judged = rates.filter(pl.col("stage") == "judge")
-    simulated = rates.filter(pl.col("stage") == "simulate").select("target", continuations_invalid_rate="invalid_rate")
-
-    def with_rates(df: pl.DataFrame, kind: str) -> pl.DataFrame:
-        """Beside every statistic: how many judgments (and continuations) were invalid."""
-        if df.is_empty():
-            return df
-        j = judged.filter(pl.col("kind") == kind).select("judge", "target", judgments_invalid_rate="invalid_rate")
-        return df.join(j, on=["judge", "target"], how="left").join(simulated, on="target", how="left")
-
+    rates = invalid_rates(f)  # the invalid_rates table and the headline's accounting
     # The behaviour means and their two figures first: quick to compute and the longest figures to
     # render, so the workers draw them while the judge-free statistics are computed. They are
     # listed (index, HTML) where they always were: moved there below, after invalid_rates.
-    if not f.counts.is_empty():
-        means = with_rates(stats.mean_occurrences(f, **kw), "fine_grained")
-        table("behaviour_means", means, "Mean occurrences per conversation, 95% bootstrap CIs (Figure 3)")
-        by_ds = stats.mean_occurrences(f, by=("judge", "target", "dataset"), **kw)
-        table(
-            "behaviour_means_by_dataset",
-            by_ds,
-            "Mean occurrences per dataset with 95% CIs, every target (Table 11's layout: table11)",
-        )
-        table("detections", stats.detections(f), "Total detections per judge/annotator, target and behaviour")
-        table(
-            "detection_totals",
-            agreement.detection_totals(f),
-            "Detections per source and behaviour on the same "
-            "conversations for every source, those every annotator and LLM judge labelled validly (Tables 3, 10)",
-        )
-        fig3 = stats.figure3_means(f, judge, **kw) if judge else means
-        if fig3.is_empty():  # no setup judged (RQ1 alone): the human references by themselves
-            fig3 = means
-        figure(
-            "figure3_behaviours",
-            charts.behaviour_bars(fig3, f.taxonomy, judge=judge),
-            f"Mean occurrences per behaviour, each setup vs the human reference ({jn})",
-            judged=True,
-        )
-        figure(
-            "dataset_heatmap",
-            charts.dataset_heatmap(by_ds, f.taxonomy, judge=judge),
-            f"Behaviours per dataset ({jn})",
-            judged=True,
-        )
+    write_section("behaviours", run, params, table, figure)
     early = [*tables, *figures]  # all written so far
     free = _tests(write_section("judge-free", run, params, table, figure))
     board = write_section("leaderboard", run, params, table, figure).get("leaderboard")
@@ -403,26 +362,9 @@ def _write_report(
             tables[name] = tables.pop(name)
         if name in figures:
             figures[name] = figures.pop(name)
-    if not f.counts.is_empty() and judge is not None:
-        per_b, dist = stats.paired_vs_human(f, judge, **kw, correction=correction)
-        table(
-            "paired_vs_human",
-            per_b,
-            f"Simulated minus human, per behaviour, paired over instances ({jn}); "
-            f"p: {inference.describe_test(correction, int(per_b['p'].is_not_null().sum()))}; p_adj and "
-            "verdict after the correction (verdict empty: not tested, n too small)",
-        )
-        table("profile_distance", dist, "Distance D = Σ|mean_sim − mean_human| over behaviours, 95% CI")
+    if not f.counts.is_empty() and judge is not None:  # the paired comparisons with the humans first
         write_section("paper", run, params, table, figure)
-    if not f.likert.is_empty():
-        lk = with_rates(stats.likert_means(f, **kw), "overall")
-        table(
-            "likert_means",
-            lk,
-            "Mean consistency and collaborativeness, 95% bootstrap CIs, every target, each over its own valid judgments (n; unpaired: table4's layout)",
-        )
-        figure("likert", charts.likert_chart(lk, judge=judge), f"Likert scores ({jn})", judged=True)
-    write_section("agreement", run, params, table, figure)
+    write_section("agreement", run, params, table, figure)  # the Likert means first
     paired = tables.get("paired_vs_human")
 
     def listed(names: list[str]) -> tuple[Listed, ...]:
