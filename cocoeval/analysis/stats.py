@@ -13,9 +13,11 @@ the human annotators and of each judge against them, one-sided bootstrap, uncorr
 
 from __future__ import annotations
 
+import functools
 import warnings
 import weakref
-from typing import Any, TypedDict
+from collections.abc import Callable
+from typing import Any, TypedDict, TypeVar, cast
 
 import numpy as np
 import polars as pl
@@ -37,6 +39,7 @@ from .inference import (
 )
 
 PERCENTILES = [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)]
+T = TypeVar("T")
 
 
 _DRAWS: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray | None]] = {}
@@ -199,25 +202,34 @@ def figure3_means(
     with_ref = set(c.filter(pl.col("target") == REFERENCE)["instance_id"].to_list())
     parts = []
     for s in names:
-        key = (id(f.counts), f.taxonomy.hash, judge, s, resamples, seed, min_n)
-        if key not in _PANELS:  # a report asks for the same panels three times (Figure 3, RQ5, the paper's tables)
-            if not any(k[0] == id(f.counts) for k in _PANELS):
-                weakref.finalize(f.counts, _forget_panels, id(f.counts))
-            _PANELS[key] = _panel(f, c, with_ref, s, resamples, seed, min_n)
-        panel = _PANELS[key]
+        # a report asks for the same panels three times (Figure 3, RQ5, the paper's tables)
+        what = ("figure3_panel", f.taxonomy.hash, judge, s, resamples, seed, min_n)
+        panel = made_once(f.counts, what, functools.partial(_panel, f, c, with_ref, s, resamples, seed, min_n))
         if panel is not None:
             parts.append(panel)
     return pl.concat(parts) if parts else pl.DataFrame()
 
 
-_PANELS: dict[tuple[Any, ...], pl.DataFrame | None] = {}
-"""Figure 3's panels made in this process, by (id of the counts frame, taxonomy, judge, setup,
-settings): dropped with their counts frame (``_forget_panels``)."""
+_MADE: dict[tuple[Any, ...], Any] = {}
+"""What ``made_once`` made in this process, by (id of the object it was made from, what)."""
 
 
-def _forget_panels(counts_id: int) -> None:
-    for k in [k for k in _PANELS if k[0] == counts_id]:
-        del _PANELS[k]
+def made_once(source: object, what: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """``make()`` once per ``source`` (a frame or the ``Frames`` it was made from, never changed in
+    place: frozen) and ``what`` (the statistic and its settings) in this process, for a result that
+    several analyses of one report ask for with the same settings; dropped with ``source``. The
+    result is shared: never changed by its callers (polars frames are not changed in place)."""
+    key = (id(source), *what)
+    if key not in _MADE:
+        if not any(k[0] == id(source) for k in _MADE):
+            weakref.finalize(source, _forget, id(source))
+        _MADE[key] = make()
+    return cast(T, _MADE[key])
+
+
+def _forget(source_id: int) -> None:
+    for k in [k for k in _MADE if k[0] == source_id]:
+        del _MADE[k]
 
 
 def _panel(
@@ -398,8 +410,22 @@ def paired_vs_human(
     Instances are resampled as pairs. Each behaviour x setup with at least ``min_n`` instances is
     tested (paired sign-flip, raw ``p``); ``p_adj`` corrects the family of every tested behaviour x
     setup of this judge (``correction``: bh, holm or none) and ``verdict`` says over-produces,
-    under-produces or no significant difference at ``alpha`` (null: not tested, n too small)."""
+    under-produces or no significant difference at ``alpha`` (null: not tested, n too small).
+    Made once per ``f`` and settings in a process (``made_once``: the report and RQ5 both ask)."""
     check_params(resamples=resamples, min_n=min_n, correction=correction, flips=flips)
+    what = ("paired_vs_human", judge, resamples, seed, min_n, correction, flips, alpha)
+    return made_once(
+        f,
+        what,
+        lambda: _paired_vs_human(
+            f, judge, resamples, seed, min_n=min_n, correction=correction, flips=flips, alpha=alpha
+        ),
+    )
+
+
+def _paired_vs_human(
+    f: Frames, judge: str, resamples: int, seed: int, *, min_n: int, correction: str, flips: int, alpha: float
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     beh = f.taxonomy.ids
     c = f.counts.filter(pl.col("judge") == judge)
     ref_ids, ref = count_matrix(c.filter(pl.col("target") == REFERENCE), beh)

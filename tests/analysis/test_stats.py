@@ -234,6 +234,25 @@ def test_participants_against_scipy():
     assert row["n"] == 12
 
 
+def test_paired_vs_human_is_made_once_per_frames_and_settings_and_again_for_other_frames(monkeypatch):
+    from cocoeval.analysis import stats
+
+    made = []
+    inner = stats._paired_vs_human
+    monkeypatch.setattr(stats, "_paired_vs_human", lambda *a, **k: made.append((a[1:], k)) or inner(*a, **k))
+    f = run_frames(make_run())
+    per_b, dist = paired_vs_human(f, "J", resamples=200, min_n=2)
+    again = paired_vs_human(f, "J", resamples=200, min_n=2)
+    assert len(made) == 1 and again[0] is per_b and again[1] is dist  # the report and RQ5 ask alike
+    holm = paired_vs_human(f, "J", resamples=200, min_n=2, correction="holm")
+    assert len(made) == 2 and holm[0]["correction"].to_list() != per_b["correction"].to_list()
+    # frames made otherwise (here the same run's frames made anew) are computed from, with the same numbers
+    fresh = run_frames(make_run())
+    assert fresh is not f
+    other = paired_vs_human(fresh, "J", resamples=200, min_n=2)
+    assert len(made) == 3 and other[0].equals(per_b) and other[1].equals(dist)
+
+
 def test_figure3_compares_each_setup_with_the_humans_on_its_own_instances(monkeypatch):
     from cocoeval.analysis import stats
     from cocoeval.analysis.stats import figure3_means
