@@ -29,7 +29,7 @@ from cocoeval.core.errors import ConfigError
 from cocoeval.core.targets import REFERENCE
 
 from . import stats
-from .agreement import spearman_test
+from .agreement import spearman_tests
 from .answer import SIMULATED, setup_label, setup_view
 from .frames import HUMAN, Frames, validity_note
 from .inference import (
@@ -316,7 +316,7 @@ def participants_spearman(
 ) -> pl.DataFrame:
     """Table 12: per dataset, target (the human reference and every setup by default) and behaviour
     ('all' = the total), Spearman ρ between the instance's participant count and the count, with
-    scipy's spearmanr p (``agreement.spearman_test``) and ``p_adj`` corrected over the table. ρ is null with a ``note`` below ``min_n``
+    scipy's spearmanr p (``agreement.spearman_tests``) and ``p_adj`` corrected over the table. ρ is null with a ``note`` below ``min_n``
     instances or when either side is constant. ``datasets`` None: the ``top`` datasets with the
     largest variance of participant counts."""
     check_params(min_n=min_n, correction=correction)
@@ -339,7 +339,8 @@ def participants_spearman(
         .join(pc, on="instance_id")
         .filter(pl.col("dataset").is_in(datasets))
     )
-    rows = []
+    rows: list[dict[str, Any]] = []
+    tested: list[tuple[int, np.ndarray, np.ndarray]] = []  # (row, participants, counts)
     # each group's rows in their order (a stable sort), sliced: partition_by queries once per group
     c = c.sort("dataset", "target", "behaviour", maintain_order=True)
     sizes = c.group_by("dataset", "target", "behaviour", maintain_order=True).agg(n=pl.len())
@@ -363,21 +364,23 @@ def participants_spearman(
                     note = "; ".join(
                         filter(None, [note, f"{size - len(x)} instance(s) without a participant count left out"])
                     )
-                rho = p = None
                 if len(x) >= min_n and np.ptp(x) > 0 and np.ptp(y) > 0:
-                    rho, p = spearman_test(x, y)  # scipy's spearmanr, bit for bit
+                    tested.append((len(rows), x, y))
                 rows.append(
                     {
                         "judge": judge,
                         "target": t,
                         "dataset": ds,
                         "behaviour": b,
-                        "rho": rho,
-                        "p_value": p,
+                        "rho": None,
+                        "p_value": None,
                         "note": note,
                         "n": len(x),
                     }
                 )
+    # scipy's spearmanr, bit for bit, every pair at once
+    for (i, _, _), (rho, p) in zip(tested, spearman_tests([(x, y) for _, x, y in tested]), strict=True):
+        rows[i]["rho"], rows[i]["p_value"] = rho, p
     q = adjust_pvalues(np.array([np.nan if r["p_value"] is None else r["p_value"] for r in rows]), correction)
     for r, qa in zip(rows, q, strict=True):
         r["p_adj"] = float(qa) if np.isfinite(qa) else None

@@ -279,3 +279,33 @@ def test_average_ranks_and_spearman_test_are_scipys_bit_for_bit():
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
         == "False"
     )
+
+
+def test_spearman_tests_of_many_pairs_are_spearman_test_of_each_bit_for_bit():
+    """The batched tests (Table 12's) give each pair's ρ and p as ``spearman_test`` does, the very
+    floats: lengths mixed in one call, ties, integers and floats, perfect agreement and reversal."""
+    import numpy as np
+    import scipy.stats as sps
+
+    from cocoeval.analysis.agreement import spearman_test, spearman_tests
+
+    rng = np.random.default_rng(11)
+    pairs = []
+    for k in range(600):
+        n = int(rng.integers(3, 70))
+        x = rng.integers(0, int(rng.integers(2, 9)), n)
+        y = rng.normal(size=n) if k % 3 == 0 else rng.integers(0, int(rng.integers(2, 25)), n)
+        if np.ptp(x) > 0 and np.ptp(y) > 0:
+            pairs.append((x, y))
+    pairs += [
+        (np.arange(5), np.arange(5) * 2.0),
+        (np.arange(6), -np.arange(6)),
+        (np.array([1, 1, 2]), np.array([3, 1, 2])),
+    ]
+    got = spearman_tests(pairs)
+    assert len(got) == len(pairs) and len({len(x) for x, _ in pairs}) > 30
+    assert got == [spearman_test(x, y) for x, y in pairs]
+    for (x, y), (rho, p) in list(zip(pairs, got, strict=True))[-3:]:
+        ref = sps.spearmanr(x, y)
+        assert (rho, p) == (float(ref.statistic), float(ref.pvalue))
+    assert spearman_tests([]) == []
