@@ -16,11 +16,10 @@ import numpy as np
 import polars as pl
 
 from cocoeval.core.targets import REFERENCE
-from cocoeval.core.taxonomy import Taxonomy
 
 from . import agreement, inference, stats
 from .convstats import HISTORY, STATISTICS, TURN_TAKING, conversation_frame
-from .frames import Frames, own_frames, run_frames
+from .frames import Frames
 from .store import RunLike, derived_frame
 
 HIGHER, LOWER = "higher than humans", "lower than humans"
@@ -92,19 +91,11 @@ def run_vs_human(
 
 @derived_frame("judge_sanity", SANITY_SCHEMA, by_taxonomy=True, lazy=True)
 def run_judge_sanity(
-    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+    run: RunLike, f: Frames, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:
-    """``judge_sanity`` of the run's frames for ``taxonomy`` and its judge-free statistics; that of
-    the default settings kept with the run's frames."""
-    return judge_sanity(run_frames(run, taxonomy), conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n)
-
-
-def sanity_of(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
-    """``judge_sanity`` of ``f``: ``run_judge_sanity`` where ``f`` are the run's frames, else computed."""
-    kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
-    if own_frames(run, f):
-        return run_judge_sanity(run, f.taxonomy, **kw)
-    return judge_sanity(f, conversation_frame(run), **kw)
+    """``judge_sanity`` of the frames ``f`` and the run's judge-free statistics; for the run's own
+    frames, that of the default settings kept with them."""
+    return judge_sanity(f, conversation_frame(run), resamples=resamples, seed=seed, min_n=min_n)
 
 
 def _stat_names(conv: pl.DataFrame, statistics: list[str] | None) -> list[str]:

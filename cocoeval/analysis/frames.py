@@ -28,12 +28,13 @@ from .store import (
     RunLike,
     RunStore,
     derived_facts,
+    frames_key,
     held_folder,
     keep_all,
     kept_frame,
-    memo_holds,
     per_run,
     register_frame,
+    register_frames_maker,
 )
 
 T = TypeVar("T")
@@ -70,7 +71,7 @@ EXPECTED_SCHEMA = {
 @dataclass(frozen=True)
 class Frames:
     """The run's frames for one taxonomy (``run_frames``); frozen, so that frames the memo holds as
-    the run's own (``own_frames``) are never changed in place (derive others with
+    the run's own (``store.is_own_frames``) are never changed in place (derive others with
     ``dataclasses.replace``)."""
 
     instances: pl.DataFrame
@@ -216,14 +217,10 @@ def run_frames(run: RunLike, taxonomy: Taxonomy | None = None) -> Frames:
     when the run's files change). For the store ``open_run_dir`` holds, the frames kept beside
     the run are read instead, when they are there (one that cannot be read: all made again)."""
     tax = taxonomy or load_taxonomy()
-    return per_run(run, ("frames", tax.hash), lambda: _kept_frames(run, tax))
+    return per_run(run, frames_key(tax), lambda: _kept_frames(run, tax))
 
 
-def own_frames(run: RunLike, f: Frames) -> bool:
-    """Whether ``f`` are the frames of ``run`` (what ``run_frames(run, f.taxonomy)`` gives now):
-    only then is a frame kept beside the run for that taxonomy (``derived_frame(by_taxonomy=True)``)
-    a frame of ``f``; frames made otherwise (filtered, built by hand) are computed from."""
-    return memo_holds(run, ("frames", f.taxonomy.hash), f)
+register_frames_maker(run_frames)  # what the tables kept per taxonomy are made from (store.derived_frame)
 
 
 log = logging.getLogger(__name__)

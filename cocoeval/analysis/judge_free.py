@@ -151,7 +151,7 @@ def _judge_free(a: Answer, run: RunLike, f: Frames | None, iv: Intervals, correc
         a.charts["turn_taking"] = charts.convstats_chart(turns, labels=TURN_TAKING, columns=2)
     sanity = None
     if f is not None and not f.counts.is_empty():
-        st = convcompare.sanity_of(run, f, **kw)
+        st = convcompare.run_judge_sanity(run, f, **kw)
         a.tables["judge_sanity" + (" (pipeline check — tiny model, not results)" if on.pipeline_check else "")] = st
         sanity = tuple(
             SanityCheck(r["judge"], r["behaviour"], r["statistic"], r["expected"], r["rho"], r["check"], r["ci_note"])

@@ -55,7 +55,7 @@ from . import inference, paper_stats, stats
 from .answer import Answer, setup_labels
 from .convstats import HISTORY
 from .coverage import HOW
-from .frames import Frames, invalid_rates, judges_of, own_frames, run_frames, setups_of, validity_note
+from .frames import Frames, invalid_rates, judges_of, setups_of, validity_note
 from .leaderboard_prose import (
     BoardEntry,
     Counted,
@@ -67,11 +67,9 @@ from .leaderboard_prose import (
 )
 from .paired import distance_of, recentred_interval
 from .rq_prose import Estimate, Intervals, NotRun
-from .store import derived_frame, per_run
+from .store import derived_frame, made_once
 
 if TYPE_CHECKING:
-    from cocoeval.core.taxonomy import Taxonomy
-
     from .store import RunLike
 
 FLOOR = "floor: two halves of the humans"
@@ -593,35 +591,31 @@ def _board(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int) ->
     )
 
 
-def _run_board(
-    run: RunLike, taxonomy: Taxonomy, *, resamples: int, seed: int, min_n: int
-) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``_board`` of the run's frames for ``taxonomy``, once per run and settings (the two tables
-    share it)."""
-    f = run_frames(run, taxonomy)
-    return per_run(
-        run,
-        ("leaderboard tables", taxonomy.hash, resamples, seed, min_n),
+def _run_board(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``_board`` of the frames ``f``, once per frames and settings (the two tables share it)."""
+    return made_once(
+        f,
+        ("leaderboard tables", resamples, seed, min_n),
         lambda: _board(run, f, resamples=resamples, seed=seed, min_n=min_n),
     )
 
 
 @derived_frame("leaderboard", BOARD_SCHEMA, by_taxonomy=True, lazy=True)
 def leaderboard_table(
-    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+    run: RunLike, f: Frames, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:
-    """The leaderboard of the run (``_board``); that of the default settings kept with the run's
-    frames (``store.derived_frame``)."""
-    return _run_board(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n)[0]
+    """The leaderboard of the run in ``f`` (``_board``); for the run's own frames, that of the
+    default settings kept with them (``store.derived_frame``)."""
+    return _run_board(run, f, resamples=resamples, seed=seed, min_n=min_n)[0]
 
 
 @derived_frame("leaderboard_behaviours", BEHAVIOUR_SCHEMA, by_taxonomy=True, lazy=True)
 def leaderboard_behaviours(
-    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+    run: RunLike, f: Frames, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:
-    """The leaderboard's per-behaviour differences (``_board``); those of the default settings kept
-    with the run's frames."""
-    return _run_board(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n)[1]
+    """The leaderboard's per-behaviour differences in ``f`` (``_board``); for the run's own frames,
+    those of the default settings kept with them."""
+    return _run_board(run, f, resamples=resamples, seed=seed, min_n=min_n)[1]
 
 
 def stopping_table(run: RunLike) -> pl.DataFrame | None:
@@ -681,10 +675,7 @@ def _answer(a: Answer, run: RunLike, f: Frames, iv: Intervals) -> Leaderboard:
         return Leaderboard(None, none, k, iv)
     judges = judges_of(f)
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
-    if own_frames(run, f):
-        board, per_b = leaderboard_table(run, f.taxonomy, **kw), leaderboard_behaviours(run, f.taxonomy, **kw)
-    else:
-        board, per_b = _board(run, f, **kw)
+    board, per_b = leaderboard_table(run, f, **kw), leaderboard_behaviours(run, f, **kw)
     stopping = run.manifest.stopping
     if (stops := stopping_table(run)) is not None:  # beyond the paper: where each setup stopped, and why
         a.tables["stopping"] = stops

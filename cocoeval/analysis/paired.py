@@ -63,15 +63,13 @@ import polars as pl
 from cocoeval.core.targets import REFERENCE
 
 from . import inference, stats
-from .frames import judges_of, own_frames, run_frames, setups_of
+from .frames import judges_of, setups_of
 from .paired_prose import CloserPair, JudgePairs, SetupPairs, render_setup_pairs
 from .paper_stats import conditions
 from .rq_prose import NotRun
-from .store import derived_frame, per_run
+from .store import derived_frame, made_once
 
 if TYPE_CHECKING:
-    from cocoeval.core.taxonomy import Taxonomy
-
     from .answer import Answer
     from .frames import Frames
     from .store import RunLike
@@ -667,17 +665,13 @@ def run_answer(
     correction: str = "holm",
 ) -> Answer:
     """``answer`` for every LLM judge and every setup of ``run`` (``frames.judges_of``,
-    ``frames.setups_of``): the ``paired`` analysis. Where ``f`` are the run's frames its tables
-    are ``paired_table`` and ``rank_interval_table`` (those of the default settings kept beside
+    ``frames.setups_of``): the ``paired`` analysis. Its tables are ``paired_table`` and
+    ``rank_interval_table`` (for the run's own frames, those of the default settings kept beside
     the run)."""
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
     tables = (
-        (
-            paired_table(run, f.taxonomy, **kw, correction=correction),
-            rank_interval_table(run, f.taxonomy, **kw, correction=correction),
-        )
-        if own_frames(run, f)
-        else None
+        paired_table(run, f, **kw, correction=correction),
+        rank_interval_table(run, f, **kw, correction=correction),
     )
     return answer(f, judges_of(f), setups_of(f, conditions(run)), **kw, correction=correction, tables=tables)
 
@@ -705,14 +699,13 @@ def _tables(
 
 
 def _run_tables(
-    run: RunLike, taxonomy: Taxonomy, *, resamples: int, seed: int, min_n: int, correction: str
+    run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int, correction: str
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """``_tables`` of every LLM judge and setup of the run's frames for ``taxonomy``, once per run
+    """``_tables`` of every LLM judge and setup of the run in the frames ``f``, once per frames
     and settings (``paired_table`` and ``rank_interval_table`` share them)."""
-    f = run_frames(run, taxonomy)
-    return per_run(
-        run,
-        ("paired tables", taxonomy.hash, resamples, seed, min_n, correction),
+    return made_once(
+        f,
+        ("paired tables", resamples, seed, min_n, correction),
         lambda: _tables(
             f,
             judges_of(f),
@@ -728,22 +721,22 @@ def _run_tables(
 @derived_frame("paired", {**PAIR_SCHEMA, "correction": pl.Utf8}, by_taxonomy=True, lazy=True)
 def paired_table(
     run: RunLike,
-    taxonomy: Taxonomy,
+    f: Frames,
     *,
     resamples: int = 1000,
     seed: int = 0,
     min_n: int = inference.MIN_N,
     correction: str = "holm",
 ) -> pl.DataFrame:
-    """The ``paired`` table of every LLM judge and setup of the run; that of the default settings
-    kept with the run's frames (``store.derived_frame``)."""
-    return _run_tables(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n, correction=correction)[0]
+    """The ``paired`` table of every LLM judge and setup of the run in ``f``; for the run's own
+    frames, that of the default settings kept with them (``store.derived_frame``)."""
+    return _run_tables(run, f, resamples=resamples, seed=seed, min_n=min_n, correction=correction)[0]
 
 
 @derived_frame("rank_intervals", RANK_SCHEMA, by_taxonomy=True, lazy=True)
 def rank_interval_table(
     run: RunLike,
-    taxonomy: Taxonomy,
+    f: Frames,
     *,
     resamples: int = 1000,
     seed: int = 0,
@@ -752,8 +745,8 @@ def rank_interval_table(
 ) -> pl.DataFrame:
     """The rank intervals of every LLM judge's setups, computed beside the pairs of ``correction``
     (``paired_table``: one computation for both; the intervals do not depend on it); those of the
-    default settings kept with the run's frames."""
-    return _run_tables(run, taxonomy, resamples=resamples, seed=seed, min_n=min_n, correction=correction)[1]
+    default settings kept with the run's own frames."""
+    return _run_tables(run, f, resamples=resamples, seed=seed, min_n=min_n, correction=correction)[1]
 
 
 def _answer(

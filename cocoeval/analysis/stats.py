@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import functools
 import warnings
-import weakref
-from collections.abc import Callable
-from typing import Any, TypedDict, TypeVar, cast
+from typing import Any, TypedDict
 
 import numpy as np
 import polars as pl
@@ -37,9 +35,9 @@ from .inference import (
     sign_flip_pvalues,
     verdict,
 )
+from .store import made_once
 
 PERCENTILES = [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)]
-T = TypeVar("T")
 
 
 _DRAWS: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray | None]] = {}
@@ -208,28 +206,6 @@ def figure3_means(
         if panel is not None:
             parts.append(panel)
     return pl.concat(parts) if parts else pl.DataFrame()
-
-
-_MADE: dict[tuple[Any, ...], Any] = {}
-"""What ``made_once`` made in this process, by (id of the object it was made from, what)."""
-
-
-def made_once(source: object, what: tuple[Any, ...], make: Callable[[], T]) -> T:
-    """``make()`` once per ``source`` (a frame or the ``Frames`` it was made from, never changed in
-    place: frozen) and ``what`` (the statistic and its settings) in this process, for a result that
-    several analyses of one report ask for with the same settings; dropped with ``source``. The
-    result is shared: never changed by its callers (polars frames are not changed in place)."""
-    key = (id(source), *what)
-    if key not in _MADE:
-        if not any(k[0] == id(source) for k in _MADE):
-            weakref.finalize(source, _forget, id(source))
-        _MADE[key] = make()
-    return cast(T, _MADE[key])
-
-
-def _forget(source_id: int) -> None:
-    for k in [k for k in _MADE if k[0] == source_id]:
-        del _MADE[k]
 
 
 def _panel(

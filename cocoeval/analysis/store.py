@@ -75,17 +75,21 @@ __all__ = [
     "code_digest",
     "derived_facts",
     "derived_frame",
+    "frames_key",
     "held_folder",
     "integrity_warnings",
+    "is_own_frames",
     "keep_all",
     "keep_folder",
     "keep_late",
     "kept_facts",
     "kept_folder",
     "kept_frame",
+    "made_once",
     "memo_holds",
     "per_run",
     "register_frame",
+    "register_frames_maker",
     "run_signature",
 ]
 
@@ -528,26 +532,77 @@ def derived_facts(name: str) -> Callable[[Callable[[RunLike], Any]], Callable[[R
     return register
 
 
+def frames_key(taxonomy: Taxonomy) -> tuple[Any, ...]:
+    """What the run's frames for ``taxonomy`` are held under in the memo (``per_run``)."""
+    return ("frames", taxonomy.hash)
+
+
+_FRAMES_MAKER: list[Callable[[RunLike, Taxonomy], Any]] = []
+
+
+def register_frames_maker(make: Callable[[RunLike, Taxonomy], Any]) -> None:
+    """Register the function giving a run's frames for a taxonomy, held under ``frames_key``
+    (``frames.run_frames``, registered when ``frames`` is imported): what a ``by_taxonomy``
+    derived frame is made from, without this module importing ``frames``."""
+    _FRAMES_MAKER[:] = [make]
+
+
+def _frames_of(run: RunLike, taxonomy: Taxonomy) -> Any:
+    if not _FRAMES_MAKER:  # frames, which registers it, is one of the built-in modules
+        _import_builtins()
+    return _FRAMES_MAKER[0](run, taxonomy)
+
+
+def is_own_frames(run: RunLike, f: Any) -> bool:
+    """Whether ``f`` (a ``frames.Frames``) are the frames of ``run`` for their taxonomy, as they
+    are now (``memo_holds``): only then is a table kept beside the run for that taxonomy a table of
+    ``f``; frames made otherwise (filtered, built by hand) are computed from."""
+    return memo_holds(run, frames_key(f.taxonomy), f)
+
+
+_MADE: dict[tuple[Any, ...], Any] = {}
+"""What ``made_once`` made in this process, by (id of the object it was made from, what)."""
+
+
+def made_once(source: object, what: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """``make()`` once per ``source`` (a frame or the ``Frames`` it was made from, never changed in
+    place: frozen) and ``what`` (the statistic and its settings) in this process, for a result that
+    several analyses ask for with the same settings; dropped with ``source``. The result is
+    shared: never changed by its callers (polars frames are not changed in place)."""
+    key = (id(source), *what)
+    if key not in _MADE:
+        if not any(k[0] == id(source) for k in _MADE):
+            weakref.finalize(source, _forget_made, id(source))
+        _MADE[key] = make()
+    return cast(T, _MADE[key])
+
+
+def _forget_made(source_id: int) -> None:
+    for k in [k for k in _MADE if k[0] == source_id]:
+        del _MADE[k]
+
+
 def derived_frame(
     name: str, schema: dict[str, Any], *, by_taxonomy: bool = False, lazy: bool = False
 ) -> Callable[[F], F]:
     """Register a frame derived from the run alone, kept with the run's frames (``DERIVED``) so
     that a later process needs no record for it.
 
-    ``make(run, **settings)`` — with ``by_taxonomy``, ``make(run, taxonomy, **settings)``: a frame
-    made from what the judges found, which the taxonomy reads (``frames.run_frames``) — is a pure
-    function of the run's records with columns ``schema``; its keyword-only ``settings`` (the
-    resamples, the seed...), each with a default, are what a caller may change. The frame of the
-    default settings is the one kept (made when ``RunStore.open_kept`` keeps the run's frames, the
-    last step of ``cocoeval run``); other settings are made when asked for. The decorated name
-    takes the same arguments and gives the frame: the kept one for the run ``open_kept`` holds
-    (opened with that taxonomy) and the default settings, else made; either way once per run,
-    taxonomy and settings in a process (``per_run``), so an analysis calls one function whatever
-    its settings. Settings are compared by value (numbers, strings). A ``lazy`` one (a table
-    computed from the other kept frames) is made when first asked for and then kept
-    (``DerivedFrame.lazy``). The key of what is kept
-    covers cocoeval's code, not a frame registered from elsewhere: after changing such a function,
-    delete the run's ``cache/``."""
+    ``make(run, **settings)`` is a pure function of the run's records with columns ``schema``; its
+    keyword-only ``settings`` (the resamples, the seed...), each with a default, are what a caller
+    may change. With ``by_taxonomy`` it is ``make(run, frames, **settings)``: a table made from
+    what the judges found (``frames.Frames``, which the taxonomy reads), kept per taxonomy. The
+    frame of the default settings is the one kept (made when ``RunStore.open_kept`` keeps the
+    run's frames, the last step of ``cocoeval run``); other settings are made when asked for. The
+    decorated name takes the same arguments and gives the frame: the kept one for the run
+    ``open_kept`` holds and the default settings, else made; either way once per run (and
+    taxonomy) and settings in a process (``per_run``), so an analysis calls one function whatever
+    its settings. With ``by_taxonomy`` the kept frame serves only frames that are the run's own
+    (``is_own_frames``); others (filtered, built by hand) are made from, once per frames object and
+    settings (``made_once``). Settings are compared by value (numbers, strings). A ``lazy`` one (a
+    table computed from the other kept frames) is made when first asked for and then kept
+    (``DerivedFrame.lazy``). The key of what is kept covers cocoeval's code, not a frame registered
+    from elsewhere: after changing such a function, delete the run's ``cache/``."""
 
     def register(make: F) -> F:
         params = inspect.signature(make).parameters
@@ -556,7 +611,7 @@ def derived_frame(
             raise TypeError(f"the settings of the derived frame {name!r} need defaults: {', '.join(unset)}")
 
         def made(run: RunLike, tax: Taxonomy | None) -> pl.DataFrame:
-            return make(run, tax or load_taxonomy()) if by_taxonomy else make(run)
+            return make(run, _frames_of(run, tax or load_taxonomy())) if by_taxonomy else make(run)
 
         register_frame(DerivedFrame(name, schema, functools.wraps(make)(made), by_taxonomy=by_taxonomy, lazy=lazy))
 
@@ -564,15 +619,17 @@ def derived_frame(
         def frame(run: RunLike, *args: Any, **settings: Any) -> pl.DataFrame:
             if unknown := sorted(set(settings) - set(defaults)):
                 raise TypeError(f"{name}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(defaults)})")
-            if len(args) != by_taxonomy:
+            if len(args) != by_taxonomy or (by_taxonomy and not hasattr(args[0], "taxonomy")):
                 raise TypeError(
-                    f"{name} takes the run{' and a taxonomy' if by_taxonomy else ''}, then settings by name"
+                    f"{name} takes the run{' and its frames' if by_taxonomy else ''}, then settings by name"
                 )
-            tax = (args[0] or load_taxonomy()) if by_taxonomy else None
             chosen = {**defaults, **settings}
+            given = tuple(args)  # (the frames,) or ()
+            tax = args[0].taxonomy if by_taxonomy else None
+            if by_taxonomy and not is_own_frames(run, args[0]):  # computed from these frames, never kept
+                return made_once(args[0], (name, *sorted(chosen.items())), lambda: make(run, *given, **settings))
             what = DERIVED[name].memo(tax)
             if chosen != defaults:  # made here, never kept
-                given = (tax,) if by_taxonomy else ()
                 return per_run(run, (*what, *sorted(chosen.items())), lambda: make(run, *given, **settings))
 
             def get() -> pl.DataFrame:
@@ -580,7 +637,7 @@ def derived_frame(
                 if kept is not None:
                     return kept
                 with one_blas_thread():  # as every analysis computes: the same bytes kept
-                    df = DERIVED[name].make(run, tax)
+                    df = DERIVED[name].make(run, tax)  # (for the run's own frames: those given)
                 keep_late(run, name, df, tax)
                 return df
 

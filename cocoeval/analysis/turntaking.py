@@ -75,12 +75,10 @@ from cocoeval.core.targets import REFERENCE
 
 from . import inference
 from .convstats import HISTORY, self_selection_frame, speaker_frame
-from .frames import Frames, conversation_of, judges_of, own_frames, run_frames
+from .frames import Frames, conversation_of, judges_of
 from .store import derived_frame
 
 if TYPE_CHECKING:
-    from cocoeval.core.taxonomy import Taxonomy
-
     from .answer import Answer
     from .judge_free_prose import SpeakerAccuracy, TurnTakingMeasured
     from .store import RunLike
@@ -824,22 +822,20 @@ def run_length_table(
 
 @derived_frame("speaker_fidelity", FIDELITY_SCHEMA, by_taxonomy=True, lazy=True)
 def speaker_fidelity_table(
-    run: RunLike, taxonomy: Taxonomy, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
+    run: RunLike, f: Frames, *, resamples: int = 1000, seed: int = 0, min_n: int = inference.MIN_N
 ) -> pl.DataFrame:
-    """``speaker_fidelity`` of every LLM judge of the run (``frames.judges_of``) with the run's
-    frames for ``taxonomy``; that of the default settings kept with the run's frames."""
-    f = run_frames(run, taxonomy)
+    """``speaker_fidelity`` of every LLM judge in the frames ``f`` (``frames.judges_of``); for the
+    run's own frames, that of the default settings kept with them."""
     return speaker_fidelity(run, f, judges_of(f), resamples=resamples, seed=seed, min_n=min_n)
 
 
 def _fidelity(run: RunLike, f: Frames, judges: Sequence[str], *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
-    """``speaker_fidelity`` of ``judges``: the rows of each from ``speaker_fidelity_table`` where
-    ``f`` are the run's frames (each judge's rows are its own: its draws are seeded by its name),
-    else computed."""
+    """``speaker_fidelity`` of ``judges``: the rows of each from ``speaker_fidelity_table`` (each
+    judge's rows are its own: its draws are seeded by its name), computed for judges not in ``f``."""
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
-    if not judges or not own_frames(run, f) or not set(judges) <= set(judges_of(f)):
+    if not judges or not set(judges) <= set(judges_of(f)):
         return speaker_fidelity(run, f, judges, **kw)
-    table = speaker_fidelity_table(run, f.taxonomy, **kw)
+    table = speaker_fidelity_table(run, f, **kw)
     return pl.concat([table.filter(pl.col("judge") == j) for j in judges])
 
 

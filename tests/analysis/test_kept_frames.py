@@ -516,19 +516,27 @@ def test_the_judge_based_tables_of_the_default_settings_are_kept_per_taxonomy_an
         own = run_frames(run)
         answer = pd.run_answer(run, own, **kw)
         assert answer.tables["paired"].equals(pairs) and answer.tables["rank_intervals"].equals(ranks)
-        assert convcompare.sanity_of(run, own, **kw).equals(sanity)
+        assert convcompare.run_judge_sanity(run, own, **kw).equals(sanity)
         judge = judges_of(own)[0]
         one = tt.turn_taking_tables(run, own, [judge], **kw).speaker_fidelity
         assert one.equals(fidelity.filter(pl.col("judge") == judge)) and one.height
         ranked = lb.answer(run, own, **kw)
         assert ranked.tables["leaderboard"].equals(board) and ranked.tables["behaviours"].equals(per_behaviour)
     assert _read(seen, d) == ["manifest.json"] and made == []  # read from the kept folder, nothing computed
-    pd.paired_table(run, own.taxonomy, **kw, correction="bh")  # other settings: computed
+    pd.paired_table(run, own, **kw, correction="bh")  # other settings: computed
     assert made == ["paired"] * len(judges_of(own))
-    convcompare.sanity_of(run, replace(own, counts=own.counts.head(50)), **kw)  # frames not the run's: computed
-    assert made[-1] == "sanity"
+    assert pd.rank_interval_table(run, own, **kw, correction="bh").height  # made with the pairs, not again
+    assert made == ["paired"] * len(judges_of(own))
+    other = replace(own, counts=own.counts.head(50))  # frames not the run's: computed, once per frames object
+    computed = convcompare.run_judge_sanity(run, other, **kw)
+    assert made[-1] == "sanity" and not computed.equals(sanity)
+    assert convcompare.run_judge_sanity(run, other, **kw) is computed and made.count("sanity") == 1
+    convcompare.run_judge_sanity(run, replace(own, counts=own.counts.head(50)), **kw)
+    assert made.count("sanity") == 2
     with pytest.raises(TypeError, match="unknown setting"):
-        pd.paired_table(run, own.taxonomy, resample=10)
+        pd.paired_table(run, own, resample=10)
+    with pytest.raises(TypeError, match="takes the run and its frames"):
+        pd.paired_table(run, own.taxonomy)  # a taxonomy is not frames
 
 
 def test_a_derived_frame_needs_a_default_for_every_setting_and_keeps_the_frame_of_the_defaults(tmp_path, monkeypatch):
@@ -622,7 +630,7 @@ def test_a_judge_based_table_is_never_read_for_another_taxonomy_nor_for_frames_c
     calls: list[str] = []
     real = convcompare.judge_sanity
     monkeypatch.setattr(convcompare, "judge_sanity", lambda *a, **k: calls.append("made") or real(*a, **k))
-    convcompare.run_judge_sanity(run, tax)
+    convcompare.run_judge_sanity(run, run_frames(run, tax))
     assert calls == ["made"] and (folder / "judge_sanity.arrow").read_bytes() == shipped
     own = run_frames(run)
     with pytest.raises(dataclasses.FrozenInstanceError):
