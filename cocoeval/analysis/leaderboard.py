@@ -595,7 +595,7 @@ def _run_board(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int
     """``_board`` of the frames ``f``, once per frames and settings (the two tables share it)."""
     return made_once(
         f,
-        ("leaderboard tables", resamples, seed, min_n),
+        ("leaderboard tables", id(run), resamples, seed, min_n),
         lambda: _board(run, f, resamples=resamples, seed=seed, min_n=min_n),
     )
 

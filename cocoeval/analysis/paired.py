@@ -705,7 +705,7 @@ def _run_tables(
     and settings (``paired_table`` and ``rank_interval_table`` share them)."""
     return made_once(
         f,
-        ("paired tables", resamples, seed, min_n, correction),
+        ("paired tables", id(run), resamples, seed, min_n, correction),
         lambda: _tables(
             f,
             judges_of(f),

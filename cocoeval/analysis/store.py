@@ -627,7 +627,8 @@ def derived_frame(
             given = tuple(args)  # (the frames,) or ()
             tax = args[0].taxonomy if by_taxonomy else None
             if by_taxonomy and not is_own_frames(run, args[0]):  # computed from these frames, never kept
-                return made_once(args[0], (name, *sorted(chosen.items())), lambda: make(run, *given, **settings))
+                what_of = (name, id(run), *sorted(chosen.items()))  # frames are of one run: the run too, to be sure
+                return made_once(args[0], what_of, lambda: make(run, *given, **settings))
             what = DERIVED[name].memo(tax)
             if chosen != defaults:  # made here, never kept
                 return per_run(run, (*what, *sorted(chosen.items())), lambda: make(run, *given, **settings))
