@@ -67,7 +67,7 @@ from .leaderboard_prose import (
 )
 from .paired import distance_of, recentred_interval
 from .rq_prose import Estimate, Intervals, NotRun
-from .store import derived_frame, made_once
+from .store import derived_frame, made_for_run
 
 if TYPE_CHECKING:
     from .store import RunLike
@@ -593,9 +593,10 @@ def _board(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int) ->
 
 def _run_board(run: RunLike, f: Frames, *, resamples: int, seed: int, min_n: int) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``_board`` of the frames ``f``, once per frames and settings (the two tables share it)."""
-    return made_once(
+    return made_for_run(
+        run,
         f,
-        ("leaderboard tables", id(run), resamples, seed, min_n),
+        ("leaderboard tables", resamples, seed, min_n),
         lambda: _board(run, f, resamples=resamples, seed=seed, min_n=min_n),
     )
 

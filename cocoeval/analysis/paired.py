@@ -67,7 +67,7 @@ from .frames import judges_of, setups_of
 from .paired_prose import CloserPair, JudgePairs, SetupPairs, render_setup_pairs
 from .paper_stats import conditions
 from .rq_prose import NotRun
-from .store import derived_frame, made_once
+from .store import derived_frame, made_for_run
 
 if TYPE_CHECKING:
     from .answer import Answer
@@ -703,9 +703,10 @@ def _run_tables(
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``_tables`` of every LLM judge and setup of the run in the frames ``f``, once per frames
     and settings (``paired_table`` and ``rank_interval_table`` share them)."""
-    return made_once(
+    return made_for_run(
+        run,
         f,
-        ("paired tables", id(run), resamples, seed, min_n, correction),
+        ("paired tables", resamples, seed, min_n, correction),
         lambda: _tables(
             f,
             judges_of(f),

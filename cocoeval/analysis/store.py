@@ -85,6 +85,7 @@ __all__ = [
     "kept_facts",
     "kept_folder",
     "kept_frame",
+    "made_for_run",
     "made_once",
     "memo_holds",
     "per_run",
@@ -582,6 +583,14 @@ def _forget_made(source_id: int) -> None:
         del _MADE[k]
 
 
+def made_for_run(run: RunLike, f: object, what: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """``made_once(f, ...)`` for a result that reads the run as well as its frames ``f``: keyed
+    also by the run and its state as ``per_run`` checks it (its records' lists, its files), so a
+    run changed since is computed again."""
+    sig = (_state(run), run_signature(run.path) if run.path is not None else None)
+    return made_once(f, (id(run), sig, *what), make)
+
+
 def derived_frame(
     name: str, schema: dict[str, Any], *, by_taxonomy: bool = False, lazy: bool = False
 ) -> Callable[[F], F]:
@@ -598,8 +607,8 @@ def derived_frame(
     ``open_kept`` holds and the default settings, else made; either way once per run (and
     taxonomy) and settings in a process (``per_run``), so an analysis calls one function whatever
     its settings. With ``by_taxonomy`` the kept frame serves only frames that are the run's own
-    (``is_own_frames``); others (filtered, built by hand) are made from, once per frames object and
-    settings (``made_once``). Settings are compared by value (numbers, strings). A ``lazy`` one (a
+    (``is_own_frames``); others (filtered, built by hand) are made from, once per frames object,
+    state of the run and settings (``made_for_run``). Settings are compared by value (numbers, strings). A ``lazy`` one (a
     table computed from the other kept frames) is made when first asked for and then kept
     (``DerivedFrame.lazy``). The key of what is kept covers cocoeval's code, not a frame registered
     from elsewhere: after changing such a function, delete the run's ``cache/``."""
@@ -627,8 +636,9 @@ def derived_frame(
             given = tuple(args)  # (the frames,) or ()
             tax = args[0].taxonomy if by_taxonomy else None
             if by_taxonomy and not is_own_frames(run, args[0]):  # computed from these frames, never kept
-                what_of = (name, id(run), *sorted(chosen.items()))  # frames are of one run: the run too, to be sure
-                return made_once(args[0], what_of, lambda: make(run, *given, **settings))
+                return made_for_run(
+                    run, args[0], (name, *sorted(chosen.items())), lambda: make(run, *given, **settings)
+                )
             what = DERIVED[name].memo(tax)
             if chosen != defaults:  # made here, never kept
                 return per_run(run, (*what, *sorted(chosen.items())), lambda: make(run, *given, **settings))

@@ -76,7 +76,7 @@ from cocoeval.core.targets import REFERENCE
 from . import inference
 from .convstats import HISTORY, self_selection_frame, speaker_frame
 from .frames import Frames, conversation_of, judges_of
-from .store import derived_frame
+from .store import derived_frame, is_own_frames
 
 if TYPE_CHECKING:
     from .answer import Answer
@@ -830,10 +830,11 @@ def speaker_fidelity_table(
 
 
 def _fidelity(run: RunLike, f: Frames, judges: Sequence[str], *, resamples: int, seed: int, min_n: int) -> pl.DataFrame:
-    """``speaker_fidelity`` of ``judges``: the rows of each from ``speaker_fidelity_table`` (each
-    judge's rows are its own: its draws are seeded by its name), computed for judges not in ``f``."""
+    """``speaker_fidelity`` of ``judges``: for the run's own frames, the rows of each from
+    ``speaker_fidelity_table`` (each judge's rows are its own: its draws are seeded by its name);
+    else computed for those judges alone (the table would compute every judge of ``f``)."""
     kw: dict[str, Any] = {"resamples": resamples, "seed": seed, "min_n": min_n}
-    if not judges or not set(judges) <= set(judges_of(f)):
+    if not judges or not is_own_frames(run, f) or not set(judges) <= set(judges_of(f)):
         return speaker_fidelity(run, f, judges, **kw)
     table = speaker_fidelity_table(run, f, **kw)
     return pl.concat([table.filter(pl.col("judge") == j) for j in judges])

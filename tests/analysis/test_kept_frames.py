@@ -37,6 +37,7 @@ def _write(d):
 def _fresh_process(monkeypatch):
     """What a new process sees: nothing opened, no frames made."""
     monkeypatch.setattr(store, "_CACHE", {})
+    monkeypatch.setattr(store, "_MADE", {})
 
 
 def _same(a, b):
@@ -704,3 +705,27 @@ def test_a_lazy_table_is_made_on_one_blas_thread_wherever_it_is_asked_for(tmp_pa
     with threadpool_limits(limits=2, user_api="blas"):
         det.detectability(run)
     assert seen and seen[0] and set(seen[0]) == {1}
+
+
+def test_a_table_of_frames_not_the_runs_own_is_made_once_and_again_when_the_run_changes(tmp_path, monkeypatch):
+    """A judge-based table asked of frames that are not the run's own (here filtered) is computed
+    from them, once per frames object and settings while the run is unchanged, and again once the
+    run's files change (the table reads the run's texts as well as the frames)."""
+    from cocoeval.analysis import convcompare
+
+    d = _write(tmp_path / "run")
+    _fresh_process(monkeypatch)
+    run = open_run_dir(d)
+    own = run_frames(run)
+    other = replace(own, counts=own.counts.head(5))
+    assert not store.is_own_frames(run, other) and store.is_own_frames(run, own)
+    calls: list[int] = []
+    real = convcompare.judge_sanity
+    monkeypatch.setattr(
+        convcompare, "judge_sanity", lambda f, *a, **k: calls.append(f.counts.height) or real(f, *a, **k)
+    )
+    first = convcompare.run_judge_sanity(run, other, resamples=50)
+    assert convcompare.run_judge_sanity(run, other, resamples=50) is first and calls == [5]
+    (d / "note.txt").write_text("a note beside the run changes its files")
+    again = convcompare.run_judge_sanity(run, other, resamples=50)
+    assert calls == [5, 5] and again is not first and again.equals(first)
