@@ -32,6 +32,7 @@ from .store import (
     held_folder,
     keep_all,
     kept_frame,
+    made_once,
     per_run,
     register_frame,
     register_frames_maker,
@@ -540,6 +541,10 @@ def invalid_rates(f: Frames) -> pl.DataFrame:
     are not the instance's participants (``schema.unknown_speaker_turns``); a continuation where it
     is above ``simulate.validity.MAX_UNKNOWN_SPEAKER_SHARE`` is invalid. Null for judgments, and
     where there is no turn."""
+    return made_once(f, ("invalid_rates",), lambda: _invalid_rates(f))  # the report and two analyses ask
+
+
+def _invalid_rates(f: Frames) -> pl.DataFrame:
     i64, status = pl.Int64, pl.col("status")
     st = status == "stale"
     turns = pl.col("turns").filter(~st & pl.col("unknown_speaker_turns").is_not_null())
